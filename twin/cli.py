@@ -1,0 +1,122 @@
+"""The ``twin`` command. Exit codes: 0 ok, 1 a check failed, 2 bad input, 3 internal error,
+130 interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Callable, Sequence
+
+from twin.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, InputError
+
+
+class _ArgParser(argparse.ArgumentParser):
+    """argparse that raises InputError (exit 2, one line) instead of printing usage and exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise InputError("twin", self.prog.replace("twin ", "") if self.prog != "twin" else "arguments", message)
+
+
+def _echo(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _add_scenario_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("scenario", help="scenario YAML file")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
+                   help="override a scenario field, e.g. --set maintenance.crews.technicians.count=4")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from twin.experiment.single import run_command
+    from twin.scenario.loader import load_scenario
+
+    loaded = load_scenario(args.scenario, args.overrides)
+    show = (not args.quiet) and sys.stderr.isatty()
+    return run_command(loaded, Path(args.results), args.label, args.overwrite, args.replication, show, _echo)
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from twin.scenario.schema import Scenario
+
+    print(json.dumps(Scenario.model_json_schema(), indent=2))
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _ArgParser(prog="twin", description="Discrete-event digital twin of AI-training datacenters.")
+    from twin import __version__
+
+    parser.add_argument("--version", action="version", version=f"twin {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_ArgParser)
+
+    p = sub.add_parser("run", help="run one replication of a scenario")
+    _add_scenario_args(p)
+    p.add_argument("--label", help="results folder name (default: <scenario hash>-s<seed>)")
+    p.add_argument("--results", default="results", help="results root folder (default: results)")
+    p.add_argument("--overwrite", action="store_true", help="recompute even if up-to-date results exist")
+    p.add_argument("--replication", type=int, default=0, help="replication index (default 0)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("schema", help="print the scenario JSON Schema")
+    p.set_defaults(func=cmd_schema)
+
+    for mod in ("twin.fit.cli", "twin.experiment.cli", "twin.validation.cli"):
+        try:
+            m = __import__(mod, fromlist=["add_parser"])
+        except ModuleNotFoundError as exc:
+            if exc.name != mod:
+                raise
+            continue
+        m.add_parser(sub)
+    return parser
+
+
+def _save_traceback() -> Path:
+    base = Path(os.environ.get("TWIN_LOG_DIR", "results/logs"))
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        import tempfile
+
+        base = Path(tempfile.gettempdir())
+    path = base / f"twin-error-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log"
+    path.write_text(traceback.format_exc())
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code (the console script passes it to ``sys.exit``)."""
+    try:
+        parser = build_parser()
+        args = parser.parse_args(list(argv) if argv is not None else None)
+        return int(args.func(args))
+    except InputError as exc:
+        print(f"error: {exc.one_line()}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except SystemExit as exc:  # --help / --version
+        return int(exc.code or 0) if isinstance(exc.code, int) else 0
+    except Exception as exc:  # a bug: keep it distinct from bad input, with its traceback saved
+        log = _save_traceback()
+        print(f"internal error: {type(exc).__name__}: {exc} (traceback saved to {log})", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,1 @@
+"""Running replications, storing results, comparisons and sweeps."""

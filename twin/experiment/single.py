@@ -1,0 +1,143 @@
+"""`twin run`: one replication of a scenario into a results folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from twin.errors import InputError
+from twin.experiment.store import atomic_folder, atomic_write_parquet, atomic_write_text, run_folder, versions, write_json
+from twin.report import figures
+from twin.scenario.loader import Loaded
+from twin.sim import ReplicationResult, run_replication
+
+HEADLINE = [
+    ("node_availability", "node availability", "{:.4%}"),
+    ("fleet_capacity_availability", "fleet capacity availability", "{:.4%}"),
+    ("failures", "hardware and transient failures", "{:.0f}"),
+    ("node_down_hours", "node-hours down", "{:.1f}"),
+    ("stockouts", "spare stock-outs", "{:.0f}"),
+    ("goodput", "goodput (useful / installed GPU-h)", "{:.4%}"),
+    ("useful_gpu_hours", "useful GPU-hours", "{:,.0f}"),
+    ("ettr.max_job", "ETTR of the largest job", "{:.4f}"),
+    ("interruptions", "job interruptions", "{:.0f}"),
+    ("energy.it_kwh", "IT energy (kWh)", "{:,.0f}"),
+    ("pue", "PUE", "{:.3f}"),
+]
+
+
+def headline_rows(metrics: dict[str, float]) -> list[tuple[str, str]]:
+    rows = []
+    for key, label, fmt in HEADLINE:
+        if key in metrics and metrics[key] == metrics[key]:
+            rows.append((label, fmt.format(metrics[key])))
+    return rows
+
+
+def existing_hash(folder: Path) -> str | None:
+    f = folder / "summary.json"
+    if not f.is_file():
+        return None
+    data = json.loads(f.read_text())
+    return str(data.get("scenario_hash"))
+
+
+def summary_markdown(loaded: Loaded, res: ReplicationResult) -> str:
+    sc = loaded.scenario
+    lines = [
+        f"# {sc.name}: one replication",
+        "",
+        f"{sc.description}".strip(),
+        "",
+        f"- scenario hash `{loaded.hash}`, seed {sc.seed}, replication {res.replication}",
+        f"- horizon {sc.horizon_days:g} days, {sc.cluster.n_nodes} nodes, {sc.cluster.n_nodes * sc.cluster.node.gpus} GPUs",
+        f"- {res.events_processed} events; build {res.timings_s['build']:.2f} s, loop {res.timings_s['loop']:.2f} s",
+        "",
+        "| metric | value |",
+        "|---|---|",
+    ]
+    lines += [f"| {a} | {b} |" for a, b in headline_rows(res.metrics)]
+    lines += ["", "## Parts", "", res.tables["parts"].to_markdown(index=False) if _has_tabulate() else
+              res.tables["parts"].to_string(index=False), "",
+              "![capacity](figures/capacity.png)", "", "![pareto](figures/failure_pareto.png)", "",
+              "![repair](figures/repair_breakdown.png)", ""]
+    for extra in ("job_timeline.png", "goodput_breakdown.png"):
+        if extra in res.tables.get("_figures_", {}):  # pragma: no cover
+            lines.append(f"![{extra}](figures/{extra})")
+    return "\n".join(lines)
+
+
+def _has_tabulate() -> bool:
+    try:
+        import tabulate  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def write_results(tmp: Path, loaded: Loaded, res: ReplicationResult) -> None:
+    sc = loaded.scenario
+    atomic_write_text(tmp / "scenario.resolved.yaml", yaml.safe_dump(loaded.resolved, sort_keys=False))
+    for name, df in res.tables.items():
+        atomic_write_parquet(tmp / f"{name}.parquet", df)
+    figs = tmp / "figures"
+    figs.mkdir(exist_ok=True)
+    figures.capacity_over_time(res.tables["capacity"], sc.cluster.n_nodes, sc.horizon_h, figs / "capacity.png")
+    figures.failure_pareto(res.tables["parts"], figs / "failure_pareto.png")
+    figures.repair_breakdown(res.tables["tickets"], figs / "repair_breakdown.png")
+    extra_figs: list[Callable[[ReplicationResult, Path], None]] = []
+    try:
+        from twin.report.workload_figures import FIGURES as WF
+        extra_figs.extend(WF)
+    except ImportError:
+        pass
+    for fn in extra_figs:
+        fn(res, figs)
+    atomic_write_text(tmp / "summary.md", summary_markdown(loaded, res))
+    meta: dict[str, Any] = {
+        "scenario": sc.name,
+        "scenario_hash": loaded.hash,
+        "seed": sc.seed,
+        "replication": res.replication,
+        "versions": versions(),
+        "events_processed": res.events_processed,
+        "timings_s": res.timings_s,
+        "metrics": res.metrics,
+    }
+    write_json(tmp / "summary.json", meta)  # written last
+
+
+def run_command(loaded: Loaded, results_root: Path, label: str | None, overwrite: bool,
+                replication: int, progress: bool, echo: Callable[[str], None]) -> int:
+    sc = loaded.scenario
+    folder = run_folder(results_root, sc.name, loaded.hash, sc.seed, label)
+    if folder.exists() and not overwrite:
+        h = existing_hash(folder)
+        if h == loaded.hash:
+            echo(f"results are up to date: {folder} (use --overwrite to recompute)")
+            return 0
+        raise InputError(str(folder), "--label",
+                         f"folder holds results of another scenario (hash {h}); choose another label or --overwrite")
+    if progress:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                      TextColumn("day {task.completed:.0f}/{task.total:.0f}"), TimeRemainingColumn(),
+                      transient=True) as bar:
+            task = bar.add_task(sc.name, total=sc.horizon_days)
+            res = run_replication(sc, replication, loaded.hash,
+                                  progress=lambda t: bar.update(task, completed=t / 24.0))
+    else:
+        res = run_replication(sc, replication, loaded.hash)
+    with atomic_folder(folder, overwrite=True) as tmp:
+        write_results(tmp, loaded, res)
+    echo(f"{sc.name}  (hash {loaded.hash}, seed {sc.seed}, {sc.horizon_days:g} days, "
+         f"{sc.cluster.n_nodes} nodes, {res.events_processed} events, {sum(res.timings_s.values()):.2f} s)")
+    width = max(len(a) for a, _ in headline_rows(res.metrics))
+    for a, b in headline_rows(res.metrics):
+        echo(f"  {a:<{width}}  {b}")
+    echo(f"results: {folder}")
+    return 0

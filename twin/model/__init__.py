@@ -1,0 +1,1 @@
+"""SimPy components of the twin. Physics lives in :mod:`twin.physics` (no SimPy there)."""

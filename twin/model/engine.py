@@ -1,0 +1,126 @@
+"""The engine: SimPy environment, the state-change bus, random streams and the calendar.
+
+Every subsystem publishes its state changes on one :class:`Bus` and subscribes to the others'
+topics there; models never call each other point to point.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any, Callable
+
+import numpy as np
+import simpy
+from numpy.typing import NDArray
+
+from twin import rng
+
+
+class Topic:
+    """Names of bus topics and the arguments their subscribers receive."""
+
+    NODE_DOWN = "node_down"  # (node: int, cause: str) node leaves service
+    NODE_UP = "node_up"  # (node: int, cause: str) node returns to service
+    NODE_CUT = "node_cut"  # (node: int, cause: str) node cut off a rail (multi-node jobs impossible)
+    NODE_UNCUT = "node_uncut"  # (node: int, cause: str)
+    TRANSIENT = "transient"  # (node: int, cause: str) transient fault: jobs on the node crash
+    GROUP = "group"  # (node: int, part: str, healthy: int) a redundant group's healthy count changed
+    NODE_SPEED = "node_speed"  # (nodes: ndarray[int]) speed caps of these nodes changed
+    FABRIC = "fabric"  # () fabric bandwidth changed
+    PART_FAILED = "part_failed"  # (pop: PartPopulation, idx: int)
+    PART_RESTORED = "part_restored"  # (pop: PartPopulation, idx: int)
+
+
+class Bus:
+    """Synchronous publish/subscribe: ``publish`` calls every subscriber of a topic in order."""
+
+    def __init__(self) -> None:
+        self._subs: dict[str, list[Callable[..., None]]] = defaultdict(list)
+
+    def subscribe(self, topic: str, fn: Callable[..., None]) -> None:
+        self._subs[topic].append(fn)
+
+    def publish(self, topic: str, *args: Any) -> None:
+        for fn in self._subs.get(topic, ()):
+            fn(*args)
+
+
+class Streams:
+    """Counter-based random streams of one replication (model.md §1)."""
+
+    def __init__(self, seed: int, replication: int) -> None:
+        self.key = rng.replication_key(seed, replication)
+
+    def uniforms(self, digests: NDArray[np.uint64], k: NDArray[np.int64] | int) -> NDArray[np.float64]:
+        return rng.uniforms(self.key, digests, k)
+
+    def scalar(self, path: str, k: int) -> float:
+        """One uniform of stream ``path`` at index ``k`` (a length-1 array draw)."""
+        return float(rng.uniforms(self.key, np.array([rng.path_digest(path)], dtype=np.uint64), k)[0])
+
+
+_DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+class Calendar:
+    """A crew's working calendar. Simulated time 0 h is Monday 00:00."""
+
+    def __init__(self, shift: str, start_hour: float = 8.0, end_hour: float = 17.0,
+                 workdays: list[str] | None = None) -> None:
+        self.always = shift == "24x7"
+        self.start_hour = start_hour
+        self.end_hour = end_hour
+        self.workdays = {(_DAYS.index(d)) for d in (workdays or _DAYS[:5])}
+
+    def on_shift(self, t_h: float) -> bool:
+        if self.always:
+            return True
+        day = int(math.floor(t_h / 24.0))
+        hour = t_h - 24.0 * day
+        return (day % 7) in self.workdays and self.start_hour <= hour < self.end_hour
+
+    def wait_h(self, t_h: float) -> float:
+        """Hours from ``t_h`` until the crew is next on shift (0 if on shift now)."""
+        if self.always or self.on_shift(t_h):
+            return 0.0
+        day = int(math.floor(t_h / 24.0))
+        for d in range(day, day + 8):
+            start = 24.0 * d + self.start_hour
+            if (d % 7) in self.workdays and start >= t_h:
+                return start - t_h
+        raise AssertionError("calendar has no working day")  # prevented by the schema
+
+    def on_shift_hours(self, horizon_h: float) -> float:
+        """Working hours in [0, horizon_h)."""
+        if self.always:
+            return horizon_h
+        total = 0.0
+        days = int(math.ceil(horizon_h / 24.0))
+        for d in range(days):
+            if (d % 7) in self.workdays:
+                a = 24.0 * d + self.start_hour
+                b = min(24.0 * d + self.end_hour, horizon_h)
+                total += max(0.0, b - a)
+        return total
+
+
+class Engine:
+    """Holds what every component shares: env, bus, streams, recorder, horizon."""
+
+    def __init__(self, seed: int, replication: int, horizon_h: float, recorder: Any) -> None:
+        self.env = simpy.Environment()
+        self.bus = Bus()
+        self.streams = Streams(seed, replication)
+        self.recorder = recorder
+        self.horizon_h = horizon_h
+
+    @property
+    def now(self) -> float:
+        return float(self.env.now)
+
+    def call_at(self, t_h: float, fn: Callable[[], None]) -> simpy.events.Timeout:
+        """Schedule ``fn()`` at absolute time ``t_h`` (no process: a callback on a timeout)."""
+        ev = self.env.timeout(max(0.0, t_h - self.env.now))
+        ev.callbacks.append(lambda _e: fn())
+        return ev

@@ -1,0 +1,144 @@
+"""Part populations: every instance of one part type across the cluster, held in arrays.
+
+No generator process per part: first lifetimes of a whole population are drawn in one
+vectorised call, and only failures that fall inside the horizon are scheduled (one callback
+each). A replaced part renews (as good as new) with its next draw ``k + 1``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from twin import rng
+from twin.model.cluster import Cluster
+from twin.model.engine import Engine, Topic
+from twin.scenario.schema import Part
+
+DEFAULT_PRIORITY = {"node_down": 0, "link_down": 1, "redundant": 2, "transient": 3}
+
+
+class PartPopulation:
+    """All instances of part type ``name`` (``count`` per node)."""
+
+    def __init__(self, engine: Engine, cluster: Cluster, name: str, spec: Part,
+                 on_failure: Callable[["PartPopulation", int], None]) -> None:
+        self.engine = engine
+        self.cluster = cluster
+        self.name = name
+        self.spec = spec
+        self.per_node = spec.count
+        self.n = cluster.n_nodes * spec.count
+        self.fail_below = spec.fail_below
+        self.required = int(spec.required or spec.count)
+        self.priority = spec.dispatch_priority if spec.dispatch_priority is not None else DEFAULT_PRIORITY[spec.effect]
+        self._on_failure = on_failure
+        paths = [self.path(i) for i in range(self.n)]
+        self.fail_digest = rng.path_digests(p + "#fail" for p in paths)
+        self.draws = np.zeros(self.n, dtype=np.int64)  # draws made so far per part
+        self.gen = np.zeros(self.n, dtype=np.int64)  # generation: invalidates stale scheduled failures
+        self.healthy = np.ones(self.n, dtype=bool)
+        self.install_h = np.zeros(self.n, dtype=np.float64)
+        self.life_h = np.zeros(self.n, dtype=np.float64)
+        self.healthy_per_node = np.full(cluster.n_nodes, spec.count, dtype=np.int32)
+        self.failures = 0
+        self.repairs = np.zeros(self.n, dtype=np.int64)
+
+    def path(self, idx: int) -> str:
+        node, slot = divmod(idx, self.per_node)
+        return f"{self.cluster.node_path(node)}.{self.name}{slot}"
+
+    def node_of(self, idx: int) -> int:
+        return idx // self.per_node
+
+    # ---- lifetimes ----------------------------------------------------------------------
+    def draw_lifetimes(self, idx: np.ndarray) -> np.ndarray:
+        """Next lifetime (hours) of each part in ``idx``; advances their draw counters."""
+        u = self.engine.streams.uniforms(self.fail_digest[idx], self.draws[idx])
+        self.draws[idx] += 1
+        return self.spec.failure.sample(u)
+
+    def start(self) -> None:
+        """Draw every part's first lifetime at once and schedule those inside the horizon."""
+        all_idx = np.arange(self.n)
+        life = self.draw_lifetimes(all_idx)
+        self.life_h[:] = life
+        for i in np.flatnonzero(life < self.engine.horizon_h):
+            self._schedule(int(i), float(life[i]))
+
+    def _schedule(self, idx: int, t_h: float) -> None:
+        if t_h >= self.engine.horizon_h:
+            return
+        gen = int(self.gen[idx])
+        self.engine.call_at(t_h, lambda: self._fire(idx, gen))
+
+    def reschedule(self, idx: int, t_h: float) -> None:
+        """Move a healthy part's failure to absolute time ``t_h`` (e.g. accelerated ageing)."""
+        self.gen[idx] += 1
+        self._schedule(idx, t_h)
+
+    def _fire(self, idx: int, gen: int) -> None:
+        if gen != self.gen[idx] or not self.healthy[idx]:
+            return
+        self.failures += 1
+        node = self.node_of(idx)
+        now = self.engine.now
+        self.engine.recorder.event(now, "fail", self.path(idx), node, now - self.install_h[idx])
+        if self.spec.effect == "transient":
+            self.engine.bus.publish(Topic.TRANSIENT, node, self.name)
+            self._renew(idx)
+            return
+        self.healthy[idx] = False
+        self.gen[idx] += 1
+        before = int(self.healthy_per_node[node])
+        self.healthy_per_node[node] = before - 1
+        self._apply_effect(node, before, before - 1)
+        self.engine.bus.publish(Topic.PART_FAILED, self, idx)
+        self._on_failure(self, idx)
+
+    def _renew(self, idx: int) -> None:
+        now = self.engine.now
+        self.install_h[idx] = now
+        life = float(self.draw_lifetimes(np.array([idx]))[0])
+        self.life_h[idx] = life
+        self._schedule(idx, now + life)
+
+    def restore(self, idx: int) -> None:
+        """The part was replaced: healthy again, with a fresh lifetime from now."""
+        assert not self.healthy[idx]
+        self.healthy[idx] = True
+        self.gen[idx] += 1
+        self.repairs[idx] += 1
+        node = self.node_of(idx)
+        before = int(self.healthy_per_node[node])
+        self.healthy_per_node[node] = before + 1
+        self._renew(idx)
+        self._apply_effect(node, before, before + 1)
+        self.engine.bus.publish(Topic.PART_RESTORED, self, idx)
+
+    # ---- effect on the node ---------------------------------------------------------------
+    def _apply_effect(self, node: int, before: int, after: int) -> None:
+        eff = self.spec.effect
+        if eff == "node_down":
+            # every failed part of the type is one down reason
+            if after < before:
+                self.cluster.add_down(node, self.name)
+            else:
+                self.cluster.remove_down(node, self.name)
+        elif eff == "link_down":
+            if after < before:
+                self.cluster.add_cut(node, self.name)
+            else:
+                self.cluster.remove_cut(node, self.name)
+        elif eff == "redundant":
+            was_failed = before < self.fail_below
+            now_failed = after < self.fail_below
+            if now_failed and not was_failed:
+                self.cluster.add_down(node, self.name)
+            elif was_failed and not now_failed:
+                self.cluster.remove_down(node, self.name)
+            self.engine.bus.publish(Topic.GROUP, node, self.name, after)
+
+    def node_failed_by_group(self, node: int) -> bool:
+        return bool(self.healthy_per_node[node] < self.fail_below)

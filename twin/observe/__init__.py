@@ -1,0 +1,1 @@
+"""Recording what happens: columnar event log, node state intervals, time-weighted levels."""

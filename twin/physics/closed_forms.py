@@ -1,0 +1,162 @@
+"""Closed forms the simulator must reproduce (model.md §9).
+
+Rates are per hour and times in hours unless a name says otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Union
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.special import gammaln, logsumexp
+from scipy.stats import poisson
+
+FloatOrArray = Union[float, NDArray[np.float64]]
+
+__all__ = [
+    "availability_single",
+    "k_of_n_availability",
+    "one_of_two_one_crew",
+    "erlang_c_probability",
+    "erlang_c_mean_wait_h",
+    "young_interval_h",
+    "daly_interval_h",
+    "daly_expected_wall_time_h",
+    "palm_stockout_share",
+    "job_interruption_rate_per_h",
+]
+
+
+def _out(x: NDArray) -> FloatOrArray:
+    x = np.asarray(x)
+    return float(x) if x.ndim == 0 else x
+
+
+def _f(x: ArrayLike) -> NDArray[np.float64]:
+    return np.asarray(x, dtype=np.float64)
+
+
+def availability_single(mtbf_h: ArrayLike, mttr_h: ArrayLike) -> FloatOrArray:
+    """Steady-state availability of one repairable part: MTBF/(MTBF + MTTR) (hours)."""
+    m = _f(mtbf_h)
+    return _out(m / (m + _f(mttr_h)))
+
+
+def k_of_n_availability(
+    n: int, k: int, fail_rate_per_h: float, repair_rate_per_h: float, crews: int
+) -> float:
+    """Availability of a k-out-of-n group with ``crews`` dedicated repair crews.
+
+    Birth–death chain on i = units down: failure rate (n − i)·λ (units keep failing while the
+    group is down), repair rate min(i, r)·μ. With ρ = λ/μ,
+    p_i ∝ C(n,i)·ρ^i·i!/(min(i,r)!·r^max(i−r,0)) and A = Σ_{i≤n−k} p_i / Σ_{i≤n} p_i.
+    Computed in log space, so large n is fine.
+    """
+    n, k, r = int(n), int(k), int(crews)
+    if not (1 <= k <= n):
+        raise ValueError("need 1 <= k <= n")
+    if r < 1:
+        raise ValueError("crews must be >= 1")
+    lam, mu = float(fail_rate_per_h), float(repair_rate_per_h)
+    if lam < 0 or mu <= 0:
+        raise ValueError("need fail rate >= 0 and repair rate > 0")
+    if lam == 0.0:
+        return 1.0
+    i = np.arange(n + 1, dtype=np.float64)
+    log_rho = math.log(lam / mu)
+    log_p = (
+        gammaln(n + 1) - gammaln(n - i + 1)  # C(n,i)·i! = n!/(n−i)!
+        + i * log_rho
+        - gammaln(np.minimum(i, r) + 1)
+        - np.maximum(i - r, 0) * math.log(r)
+    )
+    return float(np.exp(logsumexp(log_p[: n - k + 1]) - logsumexp(log_p)))
+
+
+def one_of_two_one_crew(lam: ArrayLike, mu: ArrayLike) -> FloatOrArray:
+    """1-out-of-2 availability with one crew: (μ² + 2λμ)/(μ² + 2λμ + 2λ²) (rates per hour)."""
+    lam_, mu_ = _f(lam), _f(mu)
+    num = mu_**2 + 2 * lam_ * mu_
+    return _out(num / (num + 2 * lam_**2))
+
+
+def _check_stable(arrival_rate: float, service_rate: float, servers: int) -> float:
+    c = int(servers)
+    if c < 1:
+        raise ValueError("servers must be >= 1")
+    if arrival_rate < 0 or service_rate <= 0:
+        raise ValueError("need arrival rate >= 0 and service rate > 0")
+    a = arrival_rate / service_rate
+    if a >= c:
+        raise ValueError(f"unstable queue: offered load {a:g} >= {c} servers")
+    return a
+
+
+def erlang_c_probability(arrival_rate: float, service_rate: float, servers: int) -> float:
+    """Erlang C: probability that an arriving job waits in an M/M/c queue.
+
+    Rates in any common unit (per hour in the twin). Computed via the Erlang B recursion
+    B_k = a·B_{k−1}/(k + a·B_{k−1}), C = B_c/(1 − ρ(1 − B_c)) with a = λ/μ, ρ = a/c.
+    ValueError if the queue is unstable (a ≥ c).
+    """
+    a = _check_stable(float(arrival_rate), float(service_rate), servers)
+    c = int(servers)
+    b = 1.0
+    for kk in range(1, c + 1):
+        b = a * b / (kk + a * b)
+    rho = a / c
+    return b / (1.0 - rho * (1.0 - b))
+
+
+def erlang_c_mean_wait_h(arrival_rate_per_h: float, service_rate_per_h: float, servers: int) -> float:
+    """Mean queueing wait (hours) in M/M/c: C(c, a)/(c·μ − λ). ValueError if unstable."""
+    pc = erlang_c_probability(arrival_rate_per_h, service_rate_per_h, servers)
+    return pc / (int(servers) * float(service_rate_per_h) - float(arrival_rate_per_h))
+
+
+def young_interval_h(delta_h: ArrayLike, mtbf_h: ArrayLike) -> FloatOrArray:
+    """Young's checkpoint interval √(2δM), hours (δ checkpoint write time, M MTBF)."""
+    return _out(np.sqrt(2.0 * _f(delta_h) * _f(mtbf_h)))
+
+
+def daly_interval_h(delta_h: ArrayLike, mtbf_h: ArrayLike) -> FloatOrArray:
+    """Daly's higher-order checkpoint interval, hours.
+
+    τ = √(2δM)·[1 + ⅓(δ/2M)^½ + (1/9)(δ/2M)] − δ for δ < 2M, τ = M otherwise.
+    """
+    d, m = np.broadcast_arrays(_f(delta_h), _f(mtbf_h))
+    x = d / (2.0 * m)
+    tau = np.sqrt(2.0 * d * m) * (1.0 + np.sqrt(x) / 3.0 + x / 9.0) - d
+    return _out(np.where(d < 2.0 * m, tau, m))
+
+
+def daly_expected_wall_time_h(
+    work_h: ArrayLike, interval_h: ArrayLike, checkpoint_h: ArrayLike, restart_h: ArrayLike,
+    mtbf_h: ArrayLike,
+) -> FloatOrArray:
+    """Daly (2006) exact expected wall time, hours, for ``work_h`` of work with exponential failures.
+
+    T_w = M·e^(R/M)·(e^((τ+δ)/M) − 1)·T_s/τ with τ the interval, δ the checkpoint time, R the
+    restart time, M the MTBF. Assumes failures strike during checkpoints and restarts too and
+    T_s a multiple of τ. Efficiency is T_s/T_w.
+    """
+    m, tau = _f(mtbf_h), _f(interval_h)
+    return _out(
+        m * np.exp(_f(restart_h) / m) * np.expm1((tau + _f(checkpoint_h)) / m) * _f(work_h) / tau
+    )
+
+
+def palm_stockout_share(failure_rate_per_h: ArrayLike, lead_time_h: ArrayLike, stock: ArrayLike) -> FloatOrArray:
+    """Share of failures finding no spare under an (S−1, S) policy (Palm's theorem).
+
+    Outstanding orders are Poisson(λL); returns P(Poisson(λL) ≥ S) = poisson.sf(S − 1, λL).
+    """
+    mean = _f(failure_rate_per_h) * _f(lead_time_h)
+    return _out(poisson.sf(_f(stock) - 1.0, mean))
+
+
+def job_interruption_rate_per_h(n_nodes: ArrayLike, node_rate_per_h: ArrayLike) -> FloatOrArray:
+    """Interruption rate (per hour) of an N-node job: N·r_node."""
+    return _out(_f(n_nodes) * _f(node_rate_per_h))

@@ -1,0 +1,1 @@
+"""Tables, figures and Markdown/HTML reports built only from recorded tables."""

@@ -1,0 +1,147 @@
+"""Time distributions of the scenario (model.md §2), all in hours.
+
+Written in a scenario as a mapping with ``dist``::
+
+    {dist: exponential, mean_h: 50000}
+    {dist: weibull, shape: 1.5, scale_h: 60000}
+    {dist: lognormal, mean_h: 4, sigma: 0.8}     # mean_h arithmetic; sigma of the underlying normal
+    {dist: fixed, value_h: 2}
+    {dist: empirical, file: data/repair_times.csv}   # one column of hours, path relative to scenario
+
+Shorthand: ``{mtbf_h: X}`` (or ``{mean_h: X}`` without ``dist``) is exponential with mean X.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from twin import rng
+
+Hours = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class _Dist(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def sample(self, u: NDArray[np.float64]) -> NDArray[np.float64]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def mean(self) -> float:  # pragma: no cover - abstract
+        """Mean, hours."""
+        raise NotImplementedError
+
+
+class Exponential(_Dist):
+    dist: Literal["exponential"] = "exponential"
+    mean_h: Hours
+
+    def sample(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        return rng.exponential_from_u(u, self.mean_h)
+
+    def mean(self) -> float:
+        return self.mean_h
+
+
+class Weibull(_Dist):
+    dist: Literal["weibull"] = "weibull"
+    shape: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)]
+    scale_h: Hours
+
+    def sample(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        return rng.weibull_from_u(u, self.shape, self.scale_h)
+
+    def mean(self) -> float:
+        return self.scale_h * math.gamma(1.0 + 1.0 / self.shape)
+
+
+class Lognormal(_Dist):
+    dist: Literal["lognormal"] = "lognormal"
+    mean_h: Hours
+    sigma: Annotated[float, Field(gt=0, le=10, allow_inf_nan=False)]
+
+    def sample(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        return rng.lognormal_from_u(u, self.mean_h, self.sigma)
+
+    def mean(self) -> float:
+        return self.mean_h
+
+
+class Fixed(_Dist):
+    dist: Literal["fixed"] = "fixed"
+    value_h: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+    def sample(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.full(np.shape(u), self.value_h)
+
+    def mean(self) -> float:
+        return self.value_h
+
+
+class Empirical(_Dist):
+    """Resampled from a CSV with one numeric column of hours (header optional)."""
+
+    dist: Literal["empirical"] = "empirical"
+    file: str
+    _values: NDArray[np.float64] | None = PrivateAttr(default=None)
+
+    def bind(self, values: NDArray[np.float64]) -> None:
+        self._values = np.sort(np.asarray(values, dtype=np.float64))
+
+    def sample(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        assert self._values is not None, "empirical distribution used before its file was loaded"
+        return rng.empirical_from_u(u, self._values)
+
+    def mean(self) -> float:
+        assert self._values is not None
+        return float(self._values.mean())
+
+
+def _shorthand(value: Any) -> Any:
+    if isinstance(value, dict) and "dist" not in value:
+        if set(value) == {"mtbf_h"}:
+            return {"dist": "exponential", "mean_h": value["mtbf_h"]}
+        if set(value) == {"mean_h"}:
+            return {"dist": "exponential", "mean_h": value["mean_h"]}
+    return value
+
+
+Distribution = Annotated[
+    Union[Exponential, Weibull, Lognormal, Fixed, Empirical], Field(discriminator="dist")
+]
+
+
+def normalise_dist(value: Any) -> Any:
+    """Before-validator that expands the ``mtbf_h`` shorthand."""
+    return _shorthand(value)
+
+
+def load_empirical(path: Path) -> NDArray[np.float64]:
+    """Read an empirical CSV: one column of non-negative hours, optional header line."""
+    from twin.errors import InputError
+
+    if not path.is_file():
+        raise InputError(str(path), "", "empirical distribution file not found")
+    vals: list[float] = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            s = line.strip().split(",")[0].strip()
+            if not s:
+                continue
+            try:
+                v = float(s)
+            except ValueError:
+                if lineno == 1:
+                    continue  # header
+                raise InputError(str(path), f"row {lineno}", f"not a number: {s!r}") from None
+            if not math.isfinite(v) or v < 0:
+                raise InputError(str(path), f"row {lineno}", f"hours must be finite and >= 0, got {s}")
+            vals.append(v)
+    if not vals:
+        raise InputError(str(path), "", "empirical distribution file has no values")
+    return np.asarray(vals)

@@ -1,0 +1,177 @@
+"""The scenario schema (pydantic v2). All defaults live here; every default is documented
+in the field description with its source or marked as an assumption.
+
+Units are in field names: ``_h`` hours, ``_days`` days, ``_w`` watts, ``_c`` degrees Celsius.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from twin.scenario.distributions import Distribution, Fixed, normalise_dist
+from twin.scenario.workload import Workload
+
+Dist = Annotated[Distribution, BeforeValidator(normalise_dist)]
+PosInt = Annotated[int, Field(ge=1)]
+NonNegInt = Annotated[int, Field(ge=0)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False, validate_default=True)
+
+
+class Repair(Strict):
+    """How a failed part is repaired (model.md §2)."""
+
+    hot_swap: bool = Field(
+        False, description="Replaced with the node in service; otherwise the node is drained for the repair."
+    )
+    time: Dist = Field(
+        default_factory=lambda: Fixed(value_h=4.0),
+        description="Hands-on repair time once a crew and a spare are there (assumption: 4 h fixed).",
+    )
+    burn_in_h: Annotated[float, Field(ge=0, allow_inf_nan=False)] = Field(
+        0.0, description="Burn-in after a repair before the node returns to service, hours."
+    )
+    crew: str | None = Field(None, description="Crew pool that repairs this part (default: the first pool).")
+
+
+Effect = Literal["node_down", "redundant", "link_down", "transient"]
+
+
+class Part(Strict):
+    """One part type of a node: ``count`` per node, of which ``required`` must work."""
+
+    count: PosInt = 1
+    required: PosInt | None = Field(None, description="k of the k-of-n group (default: count).")
+    min_to_run: PosInt | None = Field(
+        None, description="Below `required` but at least this many: degraded; below it: failed."
+    )
+    effect: Effect = "node_down"
+    failure: Dist
+    repair: Repair = Field(default_factory=Repair)
+    dispatch_priority: int | None = Field(
+        None, description="Crew dispatch priority (lower first). Default: node-down 0, link 1, redundancy 2."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> "Part":
+        if self.required is None:
+            self.required = self.count
+        if self.required > self.count:
+            raise ValueError(f"@required: must be <= count ({self.count}), got {self.required}")
+        if self.min_to_run is not None:
+            if self.min_to_run > self.required:
+                raise ValueError(
+                    f"@min_to_run: must be <= required ({self.required}), got {self.min_to_run}"
+                )
+        if self.effect != "redundant" and self.required != self.count and self.effect == "node_down":
+            raise ValueError("@required: only effect 'redundant' parts may have required < count")
+        return self
+
+    @property
+    def fail_below(self) -> int:
+        """The node fails when fewer than this many of the group work."""
+        assert self.required is not None
+        return self.min_to_run if self.min_to_run is not None else self.required
+
+
+class Node(Strict):
+    type: str = Field("dgx-h100", description="Node type label (used in reports and costs).")
+    gpus: PosInt = Field(8, description="GPUs per node (DGX H100: 8).")
+    parts: dict[str, Part] = Field(description="Part types of the node, keyed by name.")
+
+    @model_validator(mode="after")
+    def _names(self) -> "Node":
+        for name in self.parts:
+            if not name.replace("_", "").isalnum() or not name[0].isalpha():
+                raise ValueError(f"@parts: part name {name!r} must be letters, digits and _ only")
+        return self
+
+
+class Cluster(Strict):
+    racks: PosInt = Field(description="Racks in the hall.")
+    nodes_per_rack: PosInt = Field(description="Nodes in each rack.")
+    node: Node
+
+    @property
+    def n_nodes(self) -> int:
+        return self.racks * self.nodes_per_rack
+
+
+class Shift(Strict):
+    """A crew pool and its working calendar. Simulated time 0 is Monday 00:00."""
+
+    count: PosInt = Field(2, description="Technicians in the pool (assumption).")
+    shift: Literal["24x7", "business"] = Field("24x7", description="24x7, or business hours on working days.")
+    start_hour: Annotated[float, Field(ge=0, lt=24)] = Field(8.0, description="Business shift start, hour of day.")
+    end_hour: Annotated[float, Field(gt=0, le=24)] = Field(17.0, description="Business shift end, hour of day.")
+    workdays: list[Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"]] = Field(
+        default_factory=lambda: ["mon", "tue", "wed", "thu", "fri"], description="Working days of the business shift."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> "Shift":
+        if self.shift == "business":
+            if self.end_hour <= self.start_hour:
+                raise ValueError(f"@end_hour: must be > start_hour ({self.start_hour}), got {self.end_hour}")
+            if not self.workdays:
+                raise ValueError("@workdays: a business shift needs at least one working day")
+        return self
+
+
+class Spares(Strict):
+    """Spare-part inventory of one part type with an (s, Q) reorder policy."""
+
+    stock: NonNegInt = Field(description="Initial stock on hand.")
+    reorder_point: NonNegInt | None = Field(None, description="Order when stock position <= this (default: stock - 1).")
+    reorder_qty: PosInt = Field(1, description="Units per order.")
+    lead_time_days: Annotated[float, Field(ge=0, allow_inf_nan=False)] = Field(14.0, description="Order lead time, days (assumption).")
+
+
+class Maintenance(Strict):
+    detection: Dist = Field(
+        default_factory=lambda: Fixed(value_h=0.25),
+        description="Delay from a failure to a repair ticket, hours (assumption: 15 min).",
+    )
+    crews: dict[str, Shift] = Field(
+        default_factory=lambda: {"technicians": Shift()}, description="Crew pools, keyed by name."
+    )
+    spares: dict[str, Spares] = Field(
+        default_factory=dict, description="Spare inventory per part type; a part type not listed has unlimited spares."
+    )
+
+
+class Scenario(Strict):
+    name: str = Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str = ""
+    seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
+    horizon_days: Annotated[float, Field(gt=0, le=36500, allow_inf_nan=False)] = 365.0
+    cluster: Cluster
+    maintenance: Maintenance = Field(default_factory=Maintenance)
+    workload: Workload | None = None
+
+    @model_validator(mode="after")
+    def _cross(self) -> "Scenario":
+        pools = list(self.maintenance.crews)
+        if not pools:
+            raise ValueError("@maintenance.crews: at least one crew pool is needed")
+        for name, part in self.cluster.node.parts.items():
+            if part.repair.crew is not None and part.repair.crew not in pools:
+                raise ValueError(
+                    f"@cluster.node.parts.{name}.repair.crew: unknown crew pool {part.repair.crew!r}; allowed: {pools}"
+                )
+        for name in self.maintenance.spares:
+            if name not in self.cluster.node.parts:
+                raise ValueError(
+                    f"@maintenance.spares.{name}: no such part; allowed: {sorted(self.cluster.node.parts)}"
+                )
+        if self.workload is not None:
+            self.workload.check_against(self)
+        return self
+
+    @property
+    def horizon_h(self) -> float:
+        return self.horizon_days * 24.0

@@ -1,0 +1,142 @@
+"""Workload section of the scenario: jobs, scheduler, checkpoint/restart (model.md §7)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from twin.scenario.distributions import Distribution, Fixed, normalise_dist
+
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.scenario.schema import Scenario
+
+Dist = Annotated[Distribution, BeforeValidator(normalise_dist)]
+NonNegH = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+PosF = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class Checkpoint(Strict):
+    interval_h: PosF | None = Field(
+        None, description="Progress hours between checkpoints (reset by a restart); null: never checkpoint."
+    )
+    size_gb: NonNegH = Field(0.0, description="Checkpoint size, gigabytes (whole job).")
+    mode: Literal["sync", "async"] = Field("sync", description="sync: the job pauses for the write.")
+    async_fraction: Annotated[float, Field(ge=0, le=1)] = Field(
+        0.1, description="Share of the write time an async checkpoint still stalls the job (assumption)."
+    )
+    write_h: NonNegH | None = Field(
+        None, description="Fixed write time, hours; overrides size_gb / storage bandwidth (used by validation)."
+    )
+
+
+class Restart(Strict):
+    detection_h: NonNegH = Field(0.05, description="Time to detect a crashed job, hours (assumption: 3 min).")
+    reschedule_h: NonNegH = Field(0.1, description="Time to reallocate nodes and relaunch, hours (assumption).")
+    warmup_h: NonNegH = Field(0.1, description="Warm-up after loading the checkpoint, hours (assumption).")
+    read_h: NonNegH | None = Field(
+        None, description="Fixed checkpoint read time, hours; overrides size_gb / read bandwidth."
+    )
+
+
+class StepModel(Strict):
+    """Step-time model of model.md §6 for a job (defaults: compute-bound, assumption)."""
+
+    t_compute_s: PosF = 1.0
+    grad_gb: NonNegH = Field(0.0, description="Gradient bytes all-reduced per step, gigabytes.")
+    overlap: Annotated[float, Field(ge=0, le=1)] = 0.9
+    hop_latency_s: NonNegH = 5e-6
+
+
+class Job(Strict):
+    name: str = Field(min_length=1, max_length=80)
+    gpus: Annotated[int, Field(ge=1)]
+    work_h: PosF = Field(description="Work in ideal wall-clock hours at full speed on all its GPUs.")
+    submit_h: NonNegH = 0.0
+    priority: int = Field(0, description="Higher runs first.")
+    checkpoint: Checkpoint = Field(default_factory=Checkpoint)
+    step: StepModel = Field(default_factory=StepModel)
+    repeat: bool = Field(False, description="Resubmit the same job when it completes (keeps the machine busy).")
+
+
+class Choice(Strict):
+    values: list[Annotated[int, Field(ge=1)]] = Field(min_length=1)
+    weights: list[Annotated[float, Field(ge=0)]] | None = None
+
+    @model_validator(mode="after")
+    def _w(self) -> "Choice":
+        if self.weights is not None:
+            if len(self.weights) != len(self.values):
+                raise ValueError(f"@weights: must have as many entries as values ({len(self.values)})")
+            if sum(self.weights) <= 0:
+                raise ValueError("@weights: must not all be zero")
+        return self
+
+
+class Synthetic(Strict):
+    """Poisson arrivals of jobs with random GPU count and work."""
+
+    arrival_rate_per_h: PosF
+    gpus: Choice
+    work: Dist = Field(description="Work per job, ideal hours.")
+    start_h: NonNegH = 0.0
+    checkpoint: Checkpoint = Field(default_factory=Checkpoint)
+    priority: int = 0
+
+
+class Trace(Strict):
+    """Jobs from a CSV with columns submit_h, gpus, duration_h (ideal work hours), optional name, priority."""
+
+    file: str
+    checkpoint: Checkpoint = Field(default_factory=Checkpoint)
+
+
+class Storage(Strict):
+    write_gb_per_s: PosF = Field(100.0, description="Aggregate checkpoint write bandwidth, GB/s (assumption).")
+    read_gb_per_s: PosF = Field(200.0, description="Aggregate checkpoint read bandwidth, GB/s (assumption).")
+
+
+class Scheduler(Strict):
+    policy: Literal["fifo", "backfill"] = "fifo"
+    hot_spares: Annotated[int, Field(ge=0)] = Field(0, description="Nodes held idle and swapped in on failure.")
+    placement: Literal["pack", "first_fit"] = Field("pack", description="pack: fewest racks/leaves first.")
+
+
+class Workload(Strict):
+    scheduler: Scheduler = Field(default_factory=Scheduler)
+    storage: Storage = Field(default_factory=Storage)
+    restart: Restart = Field(default_factory=Restart)
+    jobs: list[Job] = Field(default_factory=list)
+    synthetic: Synthetic | None = None
+    trace: Trace | None = None
+    warmup_h: NonNegH = Field(0.0, description="Jobs submitted before this are excluded from queue statistics.")
+    gpu_idle_w: NonNegH = Field(100.0, description="GPU power when idle, W (assumption, H100 class).")
+
+    def check_against(self, sc: "Scenario") -> None:
+        gpn = sc.cluster.node.gpus
+        schedulable = sc.cluster.n_nodes - self.scheduler.hot_spares
+        if schedulable < 1:
+            raise ValueError(
+                f"@workload.scheduler.hot_spares: must leave at least one schedulable node "
+                f"(cluster has {sc.cluster.n_nodes}), got {self.scheduler.hot_spares}"
+            )
+        for i, job in enumerate(self.jobs):
+            need = -(-job.gpus // gpn)
+            if need > schedulable:
+                raise ValueError(
+                    f"@workload.jobs.{i}.gpus: job {job.name!r} needs {need} nodes but only {schedulable} "
+                    f"are schedulable ({sc.cluster.n_nodes} nodes minus {self.scheduler.hot_spares} hot spares)"
+                )
+        if self.synthetic is not None:
+            for v in self.synthetic.gpus.values:
+                if -(-v // gpn) > schedulable:
+                    raise ValueError(
+                        f"@workload.synthetic.gpus.values: {v} GPUs exceed the {schedulable} schedulable nodes"
+                    )
+        names = [j.name for j in self.jobs]
+        if len(set(names)) != len(names):
+            raise ValueError("@workload.jobs: job names must be unique")

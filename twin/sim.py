@@ -1,0 +1,185 @@
+"""Build the component tree from a scenario, run one replication, return its record.
+
+Arrows go one way: cli → experiment → sim → model → physics; observe is fed by the model.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from twin.model.cluster import Cluster
+from twin.model.engine import Engine
+from twin.model.parts import PartPopulation
+from twin.model.repair import TICKET_COLUMNS, RepairShop
+from twin.observe.recorder import Recorder, time_weighted_mean
+from twin.scenario.schema import Scenario
+
+
+@dataclass
+class ReplicationResult:
+    """What one replication produced: flat scalar metrics and tidy tables."""
+
+    scenario: str
+    scenario_hash: str
+    seed: int
+    replication: int
+    metrics: dict[str, float]
+    tables: dict[str, pd.DataFrame]
+    timings_s: dict[str, float] = field(default_factory=dict)
+    events_processed: int = 0
+
+
+class Model:
+    """One replication's component tree."""
+
+    def __init__(self, sc: Scenario, replication: int = 0, scenario_hash: str = "") -> None:
+        t0 = time.perf_counter()
+        self.sc = sc
+        self.replication = replication
+        self.scenario_hash = scenario_hash
+        self.recorder = Recorder()
+        self.engine = Engine(sc.seed, replication, sc.horizon_h, self.recorder)
+        node = sc.cluster.node
+        self.cluster = Cluster(self.engine, sc.cluster.racks, sc.cluster.nodes_per_rack, node.gpus)
+        self.shop = RepairShop(self.engine, self.cluster, sc.maintenance)
+        self.parts: dict[str, PartPopulation] = {
+            name: PartPopulation(self.engine, self.cluster, name, spec, self.shop.on_failure)
+            for name, spec in node.parts.items()
+        }
+        self.components: list[Any] = []
+        if sc.workload is not None:
+            from twin.model.workload import Workload
+
+            self.workload: Any = Workload(self.engine, self.cluster, sc)
+            self.components.append(self.workload)
+        else:
+            self.workload = None
+        for pop in self.parts.values():
+            pop.start()
+        for comp in self.components:
+            comp.start()
+        self.build_s = time.perf_counter() - t0
+        self.events = 0
+
+    def run(self, progress: Callable[[float], None] | None = None) -> None:
+        """Run to the horizon. ``progress(t_h)`` is called at 1 % steps of simulated time (UI only)."""
+        env = self.engine.env
+        H = self.sc.horizon_h
+        t0 = time.perf_counter()
+        # count processed events through SimPy's public step() loop
+        n = 0
+        step = env.step
+        if progress is None:
+            while env.peek() < H:
+                step()
+                n += 1
+        else:
+            marks = [H * i / 100 for i in range(1, 101)]
+            mi = 0
+            while env.peek() < H:
+                t = env.peek()
+                while mi < len(marks) and t >= marks[mi]:
+                    progress(marks[mi])
+                    mi += 1
+                step()
+                n += 1
+            progress(H)
+        env.run(until=H)
+        self.loop_s = time.perf_counter() - t0
+        self.events = n
+        self.cluster.finish()
+        for comp in self.components:
+            comp.finish()
+
+    # ---- results ------------------------------------------------------------------------
+    def result(self) -> ReplicationResult:
+        t0 = time.perf_counter()
+        sc = self.sc
+        H = sc.horizon_h
+        rec = self.recorder
+        n_nodes = self.cluster.n_nodes
+        gpn = self.cluster.gpus_per_node
+        intervals = rec.intervals_table()
+        down = intervals[intervals["state"] == "down"]
+        down_h = float((down["end_h"] - down["start_h"]).sum())
+        metrics: dict[str, float] = {
+            "horizon_h": H,
+            "nodes": float(n_nodes),
+            "gpus_installed": float(n_nodes * gpn),
+            "node_availability": 1.0 - down_h / (n_nodes * H),
+        }
+        ts, vs = rec.level_series("nodes_up")
+        metrics["fleet_capacity_availability"] = time_weighted_mean(ts, vs, H) / n_nodes
+        metrics["node_down_hours"] = down_h
+        cut = intervals[intervals["state"] == "cut"]
+        metrics["node_cut_hours"] = float((cut["end_h"] - cut["start_h"]).sum())
+        tickets = pd.DataFrame(rec.tickets, columns=TICKET_COLUMNS)
+        part_rows = []
+        total_fail = 0
+        for name, pop in self.parts.items():
+            dt = float((down.loc[down["cause"].astype(str) == name, "end_h"]
+                        - down.loc[down["cause"].astype(str) == name, "start_h"]).sum())
+            part_h = pop.n * H
+            inv = self.shop.inventories.get(name)
+            part_rows.append({
+                "part": name,
+                "effect": pop.spec.effect,
+                "installed": pop.n,
+                "failures": pop.failures,
+                "node_down_hours": dt,
+                "observed_mtbf_h": part_h / pop.failures if pop.failures else float("inf"),
+                "spare_demands": inv.demands if inv else 0,
+                "stockouts": inv.stockouts if inv else 0,
+            })
+            total_fail += pop.failures
+            metrics[f"failures.{name}"] = float(pop.failures)
+            metrics[f"node_down_hours.{name}"] = dt
+            if inv is not None:
+                metrics[f"stockouts.{name}"] = float(inv.stockouts)
+                metrics[f"stockout_share.{name}"] = inv.stockouts / inv.demands if inv.demands else float("nan")
+        metrics["failures"] = float(total_fail)
+        metrics["stockouts"] = float(sum(i.stockouts for i in self.shop.inventories.values()))
+        for pool in self.shop.crews.values():
+            shift_h = pool.calendar.on_shift_hours(H) * pool.count
+            metrics[f"crew_utilisation.{pool.name}"] = pool.busy_h / shift_h if shift_h else float("nan")
+        if len(tickets):
+            metrics["repair.wait_detect_h"] = float((tickets.detected_h - tickets.fail_h).mean())
+            metrics["repair.wait_spare_h"] = float((tickets.spare_h - tickets.detected_h).mean())
+            metrics["repair.wait_crew_h"] = float((tickets.start_h - tickets.spare_h).mean())
+            metrics["repair.hands_on_h"] = float((tickets.end_h - tickets.start_h).mean())
+            metrics["repair.burn_in_h"] = float((tickets.back_h - tickets.end_h).mean())
+        tables: dict[str, pd.DataFrame] = {
+            "events": rec.events_table(),
+            "node_intervals": intervals,
+            "tickets": tickets,
+            "parts": pd.DataFrame(part_rows),
+            "capacity": pd.DataFrame({"time_h": ts, "nodes_up": vs.astype(np.int64)}),
+        }
+        for comp in self.components:
+            m, t = comp.results()
+            metrics.update(m)
+            tables.update(t)
+        self.output_s = time.perf_counter() - t0
+        return ReplicationResult(
+            scenario=sc.name, scenario_hash=self.scenario_hash, seed=sc.seed, replication=self.replication,
+            metrics=metrics, tables=tables,
+            timings_s={"build": self.build_s, "loop": self.loop_s, "output": self.output_s},
+            events_processed=self.events,
+        )
+
+
+def run_replication(sc: Scenario, replication: int = 0, scenario_hash: str = "",
+                    progress: Callable[[float], None] | None = None) -> ReplicationResult:
+    """Build, run and summarise one replication. Pure function of (scenario, replication)."""
+    model = Model(sc, replication, scenario_hash)
+    model.run(progress)
+    res = model.result()
+    del model
+    gc.collect()
+    return res
