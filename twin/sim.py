@@ -6,6 +6,7 @@ Arrows go one way: cli → experiment → sim → model → physics; observe is 
 from __future__ import annotations
 
 import gc
+import importlib
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -19,6 +20,16 @@ from twin.model.parts import PartPopulation
 from twin.model.repair import TICKET_COLUMNS, RepairShop
 from twin.observe.recorder import Recorder, time_weighted_mean
 from twin.scenario.schema import Scenario
+
+
+COMPONENTS: list[tuple[str, str, str]] = [
+    # (scenario section, module, class): built in this order when the section is present.
+    # Each class takes the Model, and has start(), finish() and results() -> (metrics, tables).
+    ("network", "twin.model.network", "Network"),
+    ("power", "twin.model.power", "PowerChain"),
+    ("cooling", "twin.model.thermal", "Thermal"),
+    ("workload", "twin.model.workload", "Workload"),
+]
 
 
 @dataclass
@@ -53,13 +64,14 @@ class Model:
             for name, spec in node.parts.items()
         }
         self.components: list[Any] = []
-        if sc.workload is not None:
-            from twin.model.workload import Workload
-
-            self.workload: Any = Workload(self.engine, self.cluster, sc)
-            self.components.append(self.workload)
-        else:
-            self.workload = None
+        self.by_section: dict[str, Any] = {}
+        for section, module, cls_name in COMPONENTS:
+            if getattr(sc, section, None) is None:
+                continue
+            cls = getattr(importlib.import_module(module), cls_name)
+            comp = cls(self)
+            self.components.append(comp)
+            self.by_section[section] = comp
         for pop in self.parts.values():
             pop.start()
         for comp in self.components:

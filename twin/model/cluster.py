@@ -22,6 +22,7 @@ class Cluster:
         self.nodes_per_rack = nodes_per_rack
         self.n_nodes = racks * nodes_per_rack
         self.gpus_per_node = gpus_per_node
+        engine.init_nodes(self.n_nodes)
         self.down_count = np.zeros(self.n_nodes, dtype=np.int32)
         self.cut_count = np.zeros(self.n_nodes, dtype=np.int32)
         self._down_reasons: dict[int, Counter[str]] = {}

@@ -26,8 +26,9 @@ class Topic:
     NODE_UNCUT = "node_uncut"  # (node: int, cause: str)
     TRANSIENT = "transient"  # (node: int, cause: str) transient fault: jobs on the node crash
     GROUP = "group"  # (node: int, part: str, healthy: int) a redundant group's healthy count changed
-    NODE_SPEED = "node_speed"  # (nodes: ndarray[int]) speed caps of these nodes changed
-    FABRIC = "fabric"  # () fabric bandwidth changed
+    NODE_SPEED = "node_speed"  # (nodes: ndarray[int]) engine.speed_caps[...] of these nodes changed
+    NODE_LOAD = "node_load"  # (nodes: ndarray[int]) engine.node_util of these nodes changed
+    FABRIC = "fabric"  # () fabric bandwidth changed: ask engine.fabric again
     PART_FAILED = "part_failed"  # (pop: PartPopulation, idx: int)
     PART_RESTORED = "part_restored"  # (pop: PartPopulation, idx: int)
 
@@ -114,6 +115,33 @@ class Engine:
         self.streams = Streams(seed, replication)
         self.recorder = recorder
         self.horizon_h = horizon_h
+        self.n_nodes = 0
+        self.node_util: NDArray[np.float64] = np.zeros(0)
+        """GPU utilisation of each node in [0, 1], set by the workload (1 = computing at full power
+        demand, 0 = idle or paused for a synchronous checkpoint)."""
+        self.speed_caps: dict[str, NDArray[np.float64]] = {}
+        """Per source ('thermal', 'power', ...) the speed fraction of each node's slowest GPU.
+        A node's speed is the minimum over sources (the tighter cap applies)."""
+        self.fabric: Any = None
+        """The network model, when the scenario has one: see twin.model.network."""
+
+    def init_nodes(self, n_nodes: int) -> None:
+        self.n_nodes = n_nodes
+        self.node_util = np.zeros(n_nodes)
+
+    def speed_cap(self, source: str) -> NDArray[np.float64]:
+        """The writable speed-cap array of ``source`` (created at 1.0 on first use)."""
+        arr = self.speed_caps.get(source)
+        if arr is None:
+            arr = self.speed_caps[source] = np.ones(self.n_nodes)
+        return arr
+
+    def node_speed(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Speed of each node in ``nodes``: the minimum over all speed-cap sources."""
+        out = np.ones(len(nodes))
+        for arr in self.speed_caps.values():
+            np.minimum(out, arr[nodes], out=out)
+        return out
 
     @property
     def now(self) -> float:

@@ -36,6 +36,8 @@ class Loaded:
     source: Path
     resolved: dict[str, Any]
     hash: str
+    base_dir: Path = Path(".")
+    """Folder that relative ``file:`` paths in ``resolved`` are relative to."""
 
 
 def _expanded_size(node: yaml.Node, memo: dict[int, int], limit: int) -> int:
@@ -97,10 +99,13 @@ def read_yaml(path: Path) -> dict[str, Any]:
 
 
 def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """Mappings merge key by key; anything else (lists, scalars) in ``over`` replaces."""
+    """Mappings merge key by key; anything else (lists, scalars) in ``over`` replaces, and so
+    does a distribution mapping (one with ``dist`` or ``mtbf_h``)."""
     out = copy.deepcopy(base)
     for k, v in over.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
+        if isinstance(v, dict) and ("dist" in v or "mtbf_h" in v):
+            out[k] = copy.deepcopy(v)  # a distribution is replaced whole, never merged field by field
+        elif isinstance(v, dict) and isinstance(out.get(k), dict):
             out[k] = deep_merge(out[k], v)
         else:
             out[k] = copy.deepcopy(v)
@@ -256,6 +261,12 @@ def _bind_files(sc: Scenario, top_dir: Path, source: str) -> None:
                 visit(v)
 
     visit(sc)
+    wl = sc.workload
+    if wl is not None and wl.trace is not None:
+        from twin.model.workload import read_trace
+
+        wl.trace.bind(read_trace(top_dir / wl.trace.file, sc.cluster.node.gpus,
+                                 sc.cluster.n_nodes - wl.scheduler.hot_spares))
 
 
 def load_scenario(path: str | os.PathLike[str], overrides: list[str] | None = None) -> Loaded:
@@ -269,7 +280,7 @@ def load_scenario(path: str | os.PathLike[str], overrides: list[str] | None = No
     sc = validate_doc(doc, str(p) + (" (with --set)" if overrides else ""))
     _bind_files(sc, p.parent, str(p))
     resolved = sc.model_dump(mode="json")
-    return Loaded(scenario=sc, source=p, resolved=resolved, hash=scenario_hash(resolved))
+    return Loaded(scenario=sc, source=p, resolved=resolved, hash=scenario_hash(resolved), base_dir=p.parent)
 
 
 def load_dict(doc: dict[str, Any], source: str = "<scenario>", base_dir: Path | None = None) -> Loaded:
@@ -277,4 +288,5 @@ def load_dict(doc: dict[str, Any], source: str = "<scenario>", base_dir: Path | 
     sc = validate_doc(copy.deepcopy(doc), source)
     _bind_files(sc, base_dir or Path("."), source)
     resolved = sc.model_dump(mode="json")
-    return Loaded(scenario=sc, source=Path(source), resolved=resolved, hash=scenario_hash(resolved))
+    return Loaded(scenario=sc, source=Path(source), resolved=resolved, hash=scenario_hash(resolved),
+                  base_dir=base_dir or Path("."))

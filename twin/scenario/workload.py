@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, model_validator
 
 from twin.scenario.distributions import Distribution, Fixed, normalise_dist
 
@@ -93,6 +93,14 @@ class Trace(Strict):
 
     file: str
     checkpoint: Checkpoint = Field(default_factory=Checkpoint)
+    _rows: list[tuple[str, int, float, float, int]] | None = PrivateAttr(default=None)
+
+    def bind(self, rows: list[tuple[str, int, float, float, int]]) -> None:
+        self._rows = rows
+
+    def rows(self) -> list[tuple[str, int, float, float, int]]:
+        assert self._rows is not None, "trace used before its file was loaded"
+        return self._rows
 
 
 class Storage(Strict):

@@ -1,0 +1,267 @@
+"""Statistics of Monte-Carlo replications (model.md §8).
+
+Everything here is analysis of finished replications, not simulation: it never touches the
+counter-based streams of :mod:`twin.rng`. The bootstrap uses a numpy ``Generator`` seeded with
+the fixed, documented :data:`BOOTSTRAP_SEED`, so a summary is a pure function of its table.
+
+- per metric: mean, std (ddof 1), 95 % Student-t interval of the mean, p5/p50/p95 with
+  percentile-bootstrap intervals;
+- replications needed for a requested half-width of the t-interval;
+- paired differences under common random numbers (CRN) with t-intervals, and the variance
+  reduction of CRN over independent seeds, estimated as (var A + var B) / var(A − B): with
+  independent seeds var(mean B − mean A) = (var A + var B)/n, with CRN it is var(A − B)/n.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats as _st
+
+LEVEL = 0.95
+"""Confidence level of every interval."""
+QUANTILES = (0.05, 0.50, 0.95)
+BOOTSTRAP_SEED = 20_240_607
+"""Seed of the bootstrap's numpy Generator (analysis only; fixed so summaries are reproducible)."""
+BOOTSTRAP_RESAMPLES = 2000
+ID_COLUMNS = ("replication", "seed", "scenario", "scenario_hash", "twin_version", "events_processed")
+"""Columns of a replications table that are not metrics."""
+
+
+def metric_columns(df: pd.DataFrame) -> list[str]:
+    """The metric columns of a replications table (numeric, not identity columns), sorted."""
+    return sorted(c for c in df.columns if c not in ID_COLUMNS and pd.api.types.is_numeric_dtype(df[c]))
+
+
+def _clean(x: ArrayLike) -> NDArray[np.float64]:
+    a = np.asarray(x, dtype=np.float64).ravel()
+    return a[np.isfinite(a)]
+
+
+def t_interval(x: ArrayLike, level: float = LEVEL) -> tuple[float, float, float]:
+    """(mean, low, high) of the Student-t interval of the mean; NaN bounds when n < 2."""
+    a = _clean(x)
+    n = len(a)
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    m = float(a.mean())
+    if n < 2:
+        return m, math.nan, math.nan
+    h = half_width(a, level)
+    return m, m - h, m + h
+
+
+def half_width(x: ArrayLike, level: float = LEVEL) -> float:
+    """Half-width t_{n−1, (1+level)/2} · s / √n of the t-interval (NaN when n < 2)."""
+    a = _clean(x)
+    n = len(a)
+    if n < 2:
+        return math.nan
+    s = float(a.std(ddof=1))
+    return float(_st.t.ppf(0.5 + level / 2, n - 1)) * s / math.sqrt(n)
+
+
+def replications_needed(x: ArrayLike, target_half_width: float, level: float = LEVEL,
+                        cap: int = 1_000_000) -> int:
+    """Smallest n with t_{n−1}·s/√n ≤ target, using the sample standard deviation s of ``x``
+    (the usual sequential-procedure estimate; s is re-estimated as replications are added).
+    Returns at least ``len(x)`` and at least 2; ``cap`` when the target needs more."""
+    if not (target_half_width > 0):
+        raise ValueError("target half-width must be > 0")
+    a = _clean(x)
+    n0 = max(len(a), 2)
+    if len(a) < 2:
+        return n0
+    s = float(a.std(ddof=1))
+    if s == 0.0:
+        return n0
+    n = max(n0, math.ceil((1.959963984540054 * s / target_half_width) ** 2))
+    while n < cap and float(_st.t.ppf(0.5 + level / 2, n - 1)) * s / math.sqrt(n) > target_half_width:
+        n += max(1, n // 100)
+    return min(n, cap)
+
+
+def bootstrap_quantile_ci(x: ArrayLike, qs: Sequence[float] = QUANTILES, level: float = LEVEL,
+                          resamples: int = BOOTSTRAP_RESAMPLES,
+                          seed: int = BOOTSTRAP_SEED) -> NDArray[np.float64]:
+    """Percentile-bootstrap intervals of the quantiles ``qs``: array of shape (len(qs), 2).
+
+    The Generator is created here from ``seed`` for every call, so a metric's interval depends
+    only on its own values (not on which other metrics were summarised before it)."""
+    a = _clean(x)
+    n = len(a)
+    out = np.full((len(qs), 2), np.nan)
+    if n < 2:
+        return out
+    gen = np.random.default_rng(seed)
+    chunk = max(1, min(resamples, 4_000_000 // n))
+    est = np.empty((resamples, len(qs)))
+    done = 0
+    while done < resamples:
+        k = min(chunk, resamples - done)
+        idx = gen.integers(0, n, size=(k, n))
+        est[done:done + k] = np.quantile(a[idx], qs, axis=1).T
+        done += k
+    alpha = (1.0 - level) / 2
+    out[:, 0] = np.quantile(est, alpha, axis=0)
+    out[:, 1] = np.quantile(est, 1.0 - alpha, axis=0)
+    return out
+
+
+def summarise(df: pd.DataFrame, metrics: Iterable[str] | None = None, level: float = LEVEL) -> pd.DataFrame:
+    """One row per metric: n, mean, std, ci_low, ci_high, half_width, p5/p50/p95 and their
+    bootstrap intervals (``p5_ci_low`` …). Non-finite values (a metric a replication did not
+    define) are left out of that metric's statistics and counted in ``n``."""
+    rows = []
+    for m in (list(metrics) if metrics is not None else metric_columns(df)):
+        a = _clean(df[m].to_numpy(dtype=np.float64)) if m in df else np.array([])
+        mean, lo, hi = t_interval(a, level)
+        row: dict[str, float | str | int] = {
+            "metric": m, "n": int(len(a)), "mean": mean,
+            "std": float(a.std(ddof=1)) if len(a) > 1 else math.nan,
+            "ci_low": lo, "ci_high": hi, "half_width": half_width(a, level),
+        }
+        if len(a):
+            qv = np.quantile(a, QUANTILES)
+        else:
+            qv = np.full(len(QUANTILES), np.nan)
+        qci = bootstrap_quantile_ci(a, QUANTILES, level)
+        for q, v, (cl, ch) in zip(QUANTILES, qv, qci):
+            name = f"p{round(q * 100)}"
+            row[name] = float(v)
+            row[f"{name}_ci_low"] = float(cl)
+            row[f"{name}_ci_high"] = float(ch)
+        rows.append(row)
+    cols = ["metric", "n", "mean", "std", "ci_low", "ci_high", "half_width"]
+    for q in QUANTILES:
+        name = f"p{round(q * 100)}"
+        cols += [name, f"{name}_ci_low", f"{name}_ci_high"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+# ---------------------------------------------------------------- paired comparisons (CRN)
+
+def paired(a: ArrayLike, b: ArrayLike, level: float = LEVEL) -> dict[str, float]:
+    """Paired difference b − a of two aligned replication vectors (same replication indices).
+
+    Returns n, mean_a, mean_b, diff (mean of b − a), ci_low, ci_high, std_diff, var_a, var_b,
+    var_diff, and ``variance_reduction`` = (var a + var b) / var(b − a): how many times smaller
+    the variance of the estimated difference is under CRN than with independent seeds (inf when
+    the paired difference is constant and the variants vary, NaN when nothing varies)."""
+    x = np.asarray(a, dtype=np.float64).ravel()
+    y = np.asarray(b, dtype=np.float64).ravel()
+    if x.shape != y.shape:
+        raise ValueError("paired vectors must have the same length")
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    d = y - x
+    n = len(d)
+    mean, lo, hi = t_interval(d, level)
+    va = float(x.var(ddof=1)) if n > 1 else math.nan
+    vb = float(y.var(ddof=1)) if n > 1 else math.nan
+    vd = float(d.var(ddof=1)) if n > 1 else math.nan
+    if n > 1 and vd > 0:
+        vr = (va + vb) / vd
+    elif n > 1 and va + vb > 0:
+        vr = math.inf
+    else:
+        vr = math.nan
+    if n > 1 and np.all(d == 0):
+        lo = hi = 0.0
+    return {
+        "n": float(n), "mean_a": float(x.mean()) if n else math.nan, "mean_b": float(y.mean()) if n else math.nan,
+        "diff": mean, "ci_low": lo, "ci_high": hi, "std_diff": math.sqrt(vd) if vd == vd else math.nan,
+        "var_a": va, "var_b": vb, "var_diff": vd, "variance_reduction": vr,
+    }
+
+
+def independent_diff_half_width(a: ArrayLike, b: ArrayLike, level: float = LEVEL) -> float:
+    """Half-width of the Welch interval of mean b − mean a, as if the two samples were independent
+    (what the comparison would cost without common random numbers)."""
+    x, y = _clean(a), _clean(b)
+    nx, ny = len(x), len(y)
+    if nx < 2 or ny < 2:
+        return math.nan
+    vx, vy = x.var(ddof=1) / nx, y.var(ddof=1) / ny
+    se2 = vx + vy
+    if se2 == 0:
+        return 0.0
+    dof = se2 ** 2 / (vx ** 2 / (nx - 1) + vy ** 2 / (ny - 1))
+    return float(_st.t.ppf(0.5 + level / 2, dof) * math.sqrt(se2))
+
+
+def paired_table(tables: Mapping[str, pd.DataFrame], reference: str, metrics: Iterable[str] | None = None,
+                 level: float = LEVEL) -> pd.DataFrame:
+    """Paired differences of every variant against ``reference`` for every metric.
+
+    Tables are aligned on ``replication`` (inner join), never on row order."""
+    ref = tables[reference].set_index("replication").sort_index()
+    rows = []
+    ms = list(metrics) if metrics is not None else metric_columns(tables[reference])
+    for name, df in tables.items():
+        if name == reference:
+            continue
+        other = df.set_index("replication").sort_index()
+        idx = ref.index.intersection(other.index)
+        for m in ms:
+            if m not in ref.columns or m not in other.columns:
+                continue
+            r = paired(ref.loc[idx, m].to_numpy(), other.loc[idx, m].to_numpy(), level)
+            r = {"variant": name, "reference": reference, "metric": m, **r}
+            r["independent_half_width"] = independent_diff_half_width(ref.loc[idx, m], other.loc[idx, m], level)
+            rows.append(r)
+    cols = ["variant", "reference", "metric", "n", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "std_diff",
+            "var_a", "var_b", "var_diff", "variance_reduction", "independent_half_width"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+# ---------------------------------------------------------------- which way is better
+
+_HIGHER = ("availability", "goodput", "useful", "ettr", "throughput", "speed", "progress", "kept")
+_LOWER = ("failures", "down_hours", "cut_hours", "stockout", "wait", "lost", "interruptions", "energy", "pue",
+          "throttl", "trips", "overhead", "restart", "cost", "peak", "queue", "repair.")
+
+
+def direction(metric: str) -> int:
+    """+1 when larger is better, −1 when smaller is better, 0 when the metric has no preferred
+    direction (utilisation, counts of installed hardware …)."""
+    m = metric.lower()
+    if m.startswith(("horizon", "nodes", "gpus_installed", "crew_utilisation")):
+        return 0
+    if any(k in m for k in _HIGHER):
+        return 1
+    if any(k in m for k in _LOWER):
+        return -1
+    return 0
+
+
+def winners(tables: Mapping[str, pd.DataFrame], metrics: Iterable[str] | None = None,
+            level: float = LEVEL) -> pd.DataFrame:
+    """For every metric with a preferred direction: the variant with the best mean, the runner-up,
+    and the paired difference best − runner-up with its interval; ``clear`` when that interval
+    excludes zero (in the better direction)."""
+    names = list(tables)
+    first = tables[names[0]]
+    ms = list(metrics) if metrics is not None else metric_columns(first)
+    indexed = {k: v.set_index("replication").sort_index() for k, v in tables.items()}
+    rows = []
+    for m in ms:
+        sgn = direction(m)
+        if sgn == 0 or any(m not in t.columns for t in indexed.values()):
+            continue
+        means = {k: float(np.nanmean(t[m].to_numpy(dtype=np.float64))) for k, t in indexed.items()}
+        order = sorted(names, key=lambda k: (-sgn * means[k], names.index(k)))
+        best, second = order[0], order[1] if len(order) > 1 else order[0]
+        idx = indexed[best].index.intersection(indexed[second].index)
+        p = paired(indexed[second].loc[idx, m].to_numpy(), indexed[best].loc[idx, m].to_numpy(), level)
+        lo, hi = p["ci_low"], p["ci_high"]
+        clear = bool((sgn > 0 and lo > 0) or (sgn < 0 and hi < 0))
+        rows.append({"metric": m, "better": "higher" if sgn > 0 else "lower", "winner": best,
+                     "winner_mean": means[best], "runner_up": second, "margin": p["diff"],
+                     "margin_ci_low": lo, "margin_ci_high": hi, "clear": clear})
+    return pd.DataFrame(rows, columns=["metric", "better", "winner", "winner_mean", "runner_up", "margin",
+                                       "margin_ci_low", "margin_ci_high", "clear"])

@@ -1,0 +1,703 @@
+"""Training workload: job queue, scheduler, checkpoint/restart, hot spares (model.md §7, §8).
+
+Progress is piecewise linear between events: a running job advances at its progress rate
+(ideal step time / actual step time, model.md §6), recomputed whenever the bus says a node's
+speed or the fabric changed. Each job has at most one pending timer (the next checkpoint or its
+completion), invalidated by a generation counter when its rate or state changes.
+
+Definitions (all work in *ideal hours*: wall hours at full speed on all the job's GPUs):
+- a sync checkpoint starts after every ``interval_h`` of progress since the last checkpoint or
+  restart, pauses the job for the write time, and saves the progress reached when it started;
+  an async one stalls the job for ``async_fraction`` of the write time and completes (saves) when
+  the write ends. A job with checkpointing writes a final checkpoint before it completes.
+- an interruption (allocated node down or cut, transient fault, planned drain) loses the progress
+  since the last completed checkpoint, then pays detection + reschedule + checkpoint read +
+  warm-up before progress resumes; an interruption during a restart starts the restart over.
+- storage bandwidth is shared: a write (read) gets an equal share of the write (read) bandwidth
+  among the writes (reads) in progress when it starts (no re-sharing mid-transfer; assumption).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from twin import rng
+from twin.errors import InputError
+from twin.model.engine import Topic
+from twin.physics.steptime import progress_rate, ring_allreduce_s
+from twin.scenario.workload import Checkpoint, StepModel
+
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.sim import Model
+
+QUEUED, RESTARTING, RUNNING, CKPT, DONE = "queued", "restarting", "running", "checkpointing", "done"
+
+
+@dataclass
+class Job:
+    jid: int
+    name: str
+    gpus: int
+    nodes_needed: int
+    work_h: float
+    submit_h: float
+    priority: int
+    ckpt: Checkpoint
+    step: StepModel
+    repeat: bool = False
+    state: str = QUEUED
+    nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    progress_h: float = 0.0
+    saved_h: float = 0.0  # progress at the last completed checkpoint
+    since_restart_h: float = 0.0  # progress since the last checkpoint start or restart
+    rate: float = 0.0
+    last_t: float = 0.0
+    gen: int = 0
+    first_start_h: float = math.nan
+    end_h: float = math.nan
+    started_once: bool = False
+    pending_save_h: float = math.nan  # async: progress that the in-flight write will save
+    # accounting (hours; multiply by gpus for GPU-hours)
+    run_h: float = 0.0
+    ckpt_h: float = 0.0
+    restart_h: float = 0.0
+    lost_h: float = 0.0
+    made_h: float = 0.0  # all progress ever made (kept + lost)
+    wait_h: float = 0.0
+    queued_at: float = 0.0
+    interruptions: int = 0
+    planned_interruptions: int = 0
+    checkpoints: int = 0
+
+
+class Workload:
+    """The job queue and scheduler, subscribed to the engine's bus."""
+
+    def __init__(self, model: "Model") -> None:
+        self.model = model
+        self.engine = model.engine
+        self.cluster = model.cluster
+        sc = model.sc
+        self.sc = sc
+        self.spec = sc.workload
+        assert self.spec is not None
+        self.gpn = sc.cluster.node.gpus
+        n = self.cluster.n_nodes
+        self.owner = np.full(n, -1, dtype=np.int64)  # job id per node, -1 free
+        self.spare_target = self.spec.scheduler.hot_spares
+        self.spares: set[int] = set()
+        self.free: set[int] = set()
+        self.jobs: list[Job] = []
+        self.queue: list[Job] = []
+        self.writers = 0
+        self.readers = 0
+        self.interruptions: list[tuple[Any, ...]] = []
+        self._jid = 0
+        for node in range(n):
+            self._node_available(node)
+        self._build_sources()
+        bus = self.engine.bus
+        bus.subscribe(Topic.NODE_DOWN, self._on_node_lost)
+        bus.subscribe(Topic.NODE_CUT, self._on_node_cut)
+        bus.subscribe(Topic.NODE_UP, self._on_node_up)
+        bus.subscribe(Topic.NODE_UNCUT, self._on_node_up)
+        bus.subscribe(Topic.TRANSIENT, self._on_transient)
+        bus.subscribe(Topic.NODE_SPEED, self._on_speed)
+        bus.subscribe(Topic.FABRIC, self._on_fabric)
+
+    # ---- sources ---------------------------------------------------------------------------
+    def _new_job(self, name: str, gpus: int, work_h: float, submit_h: float, priority: int,
+                 ckpt: Checkpoint, step: StepModel | None = None, repeat: bool = False) -> Job:
+        self._jid += 1
+        return Job(self._jid, name, gpus, -(-gpus // self.gpn), work_h, submit_h, priority, ckpt,
+                   step or StepModel(), repeat)
+
+    def _build_sources(self) -> None:
+        spec = self.spec
+        H = self.engine.horizon_h
+        pending: list[Job] = []
+        for j in spec.jobs:
+            pending.append(self._new_job(j.name, j.gpus, j.work_h, j.submit_h, j.priority, j.checkpoint, j.step,
+                                         j.repeat))
+        if spec.synthetic is not None:
+            pending.extend(self._synthetic_jobs(H))
+        if spec.trace is not None:
+            pending.extend(self._trace_jobs())
+        for job in pending:
+            if job.submit_h < H:
+                self.engine.call_at(job.submit_h, lambda j=job: self._submit(j))
+
+    def _synthetic_jobs(self, H: float) -> list[Job]:
+        syn = self.spec.synthetic
+        assert syn is not None
+        streams = self.engine.streams
+        d_arr = np.array([rng.path_digest("workload.synthetic#arrival")], dtype=np.uint64)
+        d_gpu = np.array([rng.path_digest("workload.synthetic#gpus")], dtype=np.uint64)
+        d_work = np.array([rng.path_digest("workload.synthetic#work")], dtype=np.uint64)
+        mean_gap = 1.0 / syn.arrival_rate_per_h
+        expected = int((H - syn.start_h) * syn.arrival_rate_per_h * 1.2) + 64
+        times: list[float] = []
+        k0 = 0
+        t = syn.start_h
+        while t < H:
+            ks = np.arange(k0, k0 + expected)
+            gaps = rng.exponential_from_u(streams.uniforms(d_arr, ks), mean_gap)
+            for g in gaps:
+                t += float(g)
+                if t >= H:
+                    break
+                times.append(t)
+            k0 += expected
+        n = len(times)
+        ks = np.arange(n)
+        w = np.asarray(syn.gpus.weights if syn.gpus.weights is not None else [1.0] * len(syn.gpus.values), float)
+        cdf = np.cumsum(w) / w.sum()
+        choice = np.searchsorted(cdf, streams.uniforms(d_gpu, ks), side="right")
+        choice = np.minimum(choice, len(cdf) - 1)
+        work = syn.work.sample(streams.uniforms(d_work, ks))
+        return [
+            self._new_job(f"syn{i:05d}", int(syn.gpus.values[choice[i]]), max(float(work[i]), 1e-6), times[i],
+                          syn.priority, syn.checkpoint)
+            for i in range(n)
+        ]
+
+    def _trace_jobs(self) -> list[Job]:
+        tr = self.spec.trace
+        assert tr is not None
+        return [self._new_job(name, gpus, dur, sub, prio, tr.checkpoint)
+                for name, gpus, dur, sub, prio in tr.rows()]
+
+    def _schedulable(self) -> int:
+        return self.cluster.n_nodes - self.spare_target
+
+    # ---- node pools ------------------------------------------------------------------------
+    def _usable(self, node: int) -> bool:
+        return self.cluster.is_up(node) and self.owner[node] < 0
+
+    def _node_available(self, node: int) -> None:
+        """A node became free and up: top up the hot-spare pool first, else the general pool."""
+        if len(self.spares) < self.spare_target:
+            self.spares.add(node)
+        else:
+            self.free.add(node)
+
+    def _remove_from_pools(self, node: int) -> None:
+        self.spares.discard(node)
+        self.free.discard(node)
+
+    def _free_count(self, multi_node: bool) -> list[int]:
+        if multi_node:
+            return [n for n in self.free if not self.cluster.is_cut(n)]
+        return list(self.free)
+
+    # ---- progress bookkeeping -------------------------------------------------------------
+    def _advance(self, job: Job) -> None:
+        now = self.engine.now
+        dt = now - job.last_t
+        if dt > 0:
+            if job.state == RUNNING:
+                p = job.rate * dt
+                job.progress_h += p
+                job.made_h += p
+                job.since_restart_h += p
+                job.run_h += dt
+            elif job.state == CKPT:
+                job.ckpt_h += dt
+            elif job.state == RESTARTING:
+                job.restart_h += dt
+        job.last_t = now
+
+    def _compute_rate(self, job: Job) -> float:
+        nodes = job.nodes
+        speed = float(self.engine.node_speed(nodes).min()) if len(nodes) else 1.0
+        st = job.step
+        fabric = self.engine.fabric
+        n = len(nodes)
+        if fabric is None or n <= 1 or st.grad_gb <= 0:
+            return progress_rate(st.t_compute_s, 0.0, 0.0, st.overlap, speed)
+        bw_ideal, bw_now = fabric.job_bandwidth_gbps(nodes)
+        grad = st.grad_gb * 1e9
+        t_ideal = ring_allreduce_s(n, grad, bw_ideal, st.hop_latency_s)
+        t_now = ring_allreduce_s(n, grad, bw_now, st.hop_latency_s) if bw_now > 0 else math.inf
+        if not math.isfinite(t_now):
+            return 0.0
+        return float(progress_rate(st.t_compute_s, t_ideal, t_now, st.overlap, speed))
+
+    def _set_util(self, job: Job, util: float) -> None:
+        if len(job.nodes):
+            self.engine.node_util[job.nodes] = util
+            self.engine.bus.publish(Topic.NODE_LOAD, job.nodes)
+
+    # ---- timers ---------------------------------------------------------------------------
+    def _arm(self, job: Job) -> None:
+        """(Re)schedule the job's next checkpoint start or completion at its current rate."""
+        job.gen += 1
+        if job.state != RUNNING or job.rate <= 0:
+            return
+        to_done = job.work_h - job.progress_h
+        iv = job.ckpt.interval_h
+        to_ckpt = (iv - job.since_restart_h) if iv is not None else math.inf
+        # a checkpointing job also writes a final checkpoint at completion
+        target = min(to_done, to_ckpt)
+        t = self.engine.now + max(target, 0.0) / job.rate
+        if t >= self.engine.horizon_h:
+            return
+        gen = job.gen
+        self.engine.call_at(t, lambda: self._timer(job, gen))
+
+    def _timer(self, job: Job, gen: int) -> None:
+        if gen != job.gen or job.state != RUNNING:
+            return
+        self._advance(job)
+        eps = 1e-9 * max(1.0, job.work_h)
+        final = job.progress_h >= job.work_h - eps
+        if final:
+            job.progress_h = job.work_h
+        if job.ckpt.interval_h is not None and (final or job.since_restart_h >= job.ckpt.interval_h - eps):
+            self._start_checkpoint(job, final)
+        elif final:
+            self._complete(job)
+        else:  # numerical slack: re-arm
+            self._arm(job)
+
+    def _write_time_h(self, ck: Checkpoint) -> float:
+        if ck.write_h is not None:
+            return ck.write_h
+        bw = self.spec.storage.write_gb_per_s / max(1, self.writers)
+        return ck.size_gb / bw / 3600.0
+
+    def _start_checkpoint(self, job: Job, final: bool) -> None:
+        ck = job.ckpt
+        self.writers += 1
+        w = self._write_time_h(ck)
+        job.since_restart_h = 0.0
+        save = job.progress_h
+        job.checkpoints += 1
+        if ck.mode == "sync" or final:
+            job.state = CKPT
+            job.gen += 1
+            gen = job.gen
+            self._set_util(job, 0.0)
+            self.engine.call_at(self.engine.now + w, lambda: self._ckpt_done(job, gen, save, final))
+        else:
+            stall = ck.async_fraction * w
+            job.pending_save_h = save
+            job.state = CKPT
+            job.gen += 1
+            gen = job.gen
+            self._set_util(job, 0.0)
+            self.engine.call_at(self.engine.now + stall, lambda: self._async_resume(job, gen))
+            wgen = job.gen
+            self.engine.call_at(self.engine.now + w, lambda: self._async_saved(job, wgen, save))
+
+    def _ckpt_done(self, job: Job, gen: int, save: float, final: bool) -> None:
+        self.writers -= 1
+        if gen != job.gen or job.state != CKPT:
+            return
+        self._advance(job)
+        job.saved_h = save
+        if final:
+            self._complete(job)
+            return
+        job.state = RUNNING
+        self._set_util(job, 1.0)
+        self._arm(job)
+
+    def _async_resume(self, job: Job, gen: int) -> None:
+        if gen != job.gen or job.state != CKPT:
+            return
+        self._advance(job)
+        job.state = RUNNING
+        self._set_util(job, 1.0)
+        self._arm(job)
+
+    def _async_saved(self, job: Job, gen: int, save: float) -> None:
+        self.writers -= 1
+        # the write completes unless the job was interrupted since it started (that clears pending_save_h)
+        if not math.isnan(job.pending_save_h) and job.pending_save_h == save and job.state in (RUNNING, CKPT):
+            job.saved_h = save
+            job.pending_save_h = math.nan
+
+    # ---- scheduling -----------------------------------------------------------------------
+    def _submit(self, job: Job) -> None:
+        job.queued_at = self.engine.now
+        self.jobs.append(job)
+        self.queue.append(job)
+        self._schedule()
+
+    def _queue_order(self) -> list[Job]:
+        return sorted(self.queue, key=lambda j: (-j.priority, j.submit_h, j.jid))
+
+    def _pick_nodes(self, job: Job, k: int, pool: list[int]) -> list[int]:
+        if self.spec.scheduler.placement == "pack":
+            fabric = self.engine.fabric
+            if fabric is not None and hasattr(fabric, "pack"):
+                return list(fabric.pack(pool, k))
+            # fewest racks: fill the fullest racks first
+            by_rack: dict[int, list[int]] = {}
+            for n in sorted(pool):
+                by_rack.setdefault(self.cluster.rack_of(n), []).append(n)
+            racks = sorted(by_rack.values(), key=lambda ns: (-len(ns), ns[0]))
+            out: list[int] = []
+            for ns in racks:
+                out.extend(ns[: k - len(out)])
+                if len(out) == k:
+                    break
+            return out
+        return sorted(pool)[:k]
+
+    def _schedule(self) -> None:
+        if not self.queue:
+            return
+        policy = self.spec.scheduler.policy
+        order = self._queue_order()
+        free_any = len(self.free)
+        shadow = None
+        extra = 0
+        for i, job in enumerate(order):
+            pool = self._free_count(job.nodes_needed > 1)
+            if job.nodes_needed <= len(pool):
+                if shadow is not None:
+                    # EASY backfill: must not delay the head's reservation
+                    est_end = self.engine.now + job.work_h * 1.0
+                    if est_end > shadow and job.nodes_needed > extra:
+                        continue
+                    if est_end > shadow:
+                        extra -= job.nodes_needed
+                self._start(job, self._pick_nodes(job, job.nodes_needed, pool))
+            else:
+                if policy == "fifo":
+                    return
+                if shadow is None:
+                    shadow, extra = self._reservation(job)
+                    if shadow is None:
+                        return
+        del free_any
+
+    def _reservation(self, head: Job) -> tuple[float | None, int]:
+        """EASY: the time the head job can start (from running jobs' expected ends) and how many
+        nodes are spare at that time."""
+        avail = len(self._free_count(head.nodes_needed > 1))
+        ends = []
+        for j in self.jobs:
+            if j.state in (RUNNING, CKPT, RESTARTING) and len(j.nodes):
+                rate = j.rate if j.rate > 0 else 1.0
+                ends.append((self.engine.now + (j.work_h - j.progress_h) / rate, len(j.nodes)))
+        ends.sort()
+        for t, k in ends:
+            avail += k
+            if avail >= head.nodes_needed:
+                return t, avail - head.nodes_needed
+        return None, 0
+
+    def _start(self, job: Job, nodes: list[int]) -> None:
+        self.queue.remove(job)
+        arr = np.asarray(sorted(nodes), dtype=np.int64)
+        for n in nodes:
+            self._remove_from_pools(n)
+        self.owner[arr] = job.jid
+        job.nodes = arr
+        job.wait_h += self.engine.now - job.queued_at
+        job.last_t = self.engine.now
+        if job.started_once:
+            self._begin_restart(job)
+        else:
+            job.started_once = True
+            job.first_start_h = self.engine.now
+            self._begin_running(job)
+
+    def _begin_running(self, job: Job) -> None:
+        job.state = RUNNING
+        job.rate = self._compute_rate(job)
+        self._set_util(job, 1.0)
+        self._arm(job)
+
+    def _read_time_h(self, ck: Checkpoint) -> float:
+        rs = self.spec.restart
+        if rs.read_h is not None:
+            return rs.read_h
+        if job_has_no_checkpoint(ck):
+            return 0.0
+        bw = self.spec.storage.read_gb_per_s / max(1, self.readers)
+        return ck.size_gb / bw / 3600.0
+
+    def _begin_restart(self, job: Job) -> None:
+        rs = self.spec.restart
+        job.state = RESTARTING
+        job.gen += 1
+        gen = job.gen
+        self.readers += 1
+        dur = rs.detection_h + rs.reschedule_h + self._read_time_h(job.ckpt) + rs.warmup_h
+        self._set_util(job, 0.0)
+        self.engine.call_at(self.engine.now + dur, lambda: self._restart_done(job, gen))
+
+    def _restart_done(self, job: Job, gen: int) -> None:
+        self.readers -= 1
+        if gen != job.gen or job.state != RESTARTING:
+            return
+        self._advance(job)
+        self._begin_running(job)
+
+    def _complete(self, job: Job) -> None:
+        job.state = DONE
+        job.gen += 1
+        job.end_h = self.engine.now
+        job.saved_h = job.progress_h
+        self._set_util(job, 0.0)
+        self._release(job)
+        if job.repeat:
+            nxt = self._new_job(job.name, job.gpus, job.work_h, self.engine.now, job.priority, job.ckpt, job.step,
+                                True)
+            self._submit(nxt)
+        self._schedule()
+
+    def _release(self, job: Job) -> None:
+        for n in job.nodes.tolist():
+            self.owner[n] = -1
+            if self.cluster.is_up(n):
+                self._node_available(n)
+        job.nodes = np.zeros(0, dtype=np.int64)
+
+    # ---- interruptions --------------------------------------------------------------------
+    def _interrupt(self, job: Job, cause: str, planned: bool, lost_nodes: list[int]) -> None:
+        """Lose work since the last checkpoint; replace lost nodes from spares or free nodes, else
+        requeue the job; then restart."""
+        self._advance(job)
+        lost = job.progress_h - job.saved_h
+        job.lost_h += lost
+        job.progress_h = job.saved_h
+        job.since_restart_h = 0.0
+        job.pending_save_h = math.nan
+        job.interruptions += 1
+        job.planned_interruptions += int(planned)
+        if job.state == RESTARTING:
+            self.readers -= 1
+        self.interruptions.append((job.jid, job.name, self.engine.now, cause, planned, lost, len(job.nodes)))
+        job.gen += 1
+        # drop the lost nodes from the allocation
+        keep = [n for n in job.nodes.tolist() if n not in set(lost_nodes)]
+        for n in lost_nodes:
+            if self.owner[n] == job.jid:
+                self.owner[n] = -1
+        self._set_util(job, 0.0)
+        job.nodes = np.asarray(keep, dtype=np.int64)
+        need = job.nodes_needed - len(keep)
+        multi = job.nodes_needed > 1
+        repl: list[int] = []
+        for pool in (self.spares, self.free):
+            cands = sorted(n for n in pool if not (multi and self.cluster.is_cut(n)))
+            take = cands[: need - len(repl)]
+            repl.extend(take)
+            if len(repl) == need:
+                break
+        if len(repl) == need:
+            for n in repl:
+                self._remove_from_pools(n)
+                self.owner[n] = job.jid
+            job.nodes = np.asarray(sorted(keep + repl), dtype=np.int64)
+            job.last_t = self.engine.now
+            self._begin_restart(job)
+        else:
+            job.state = QUEUED
+            self._release(job)
+            job.queued_at = self.engine.now
+            self.queue.append(job)
+            self._schedule()
+
+    def _on_node_lost(self, node: int, cause: str) -> None:
+        self._remove_from_pools(node)
+        jid = int(self.owner[node])
+        if jid >= 0:
+            job = self._job(jid)
+            planned = cause.startswith("planned")
+            self._interrupt(job, cause, planned, [node])
+        # refill the spare pool from free nodes if it dropped below target
+        while len(self.spares) < self.spare_target and self.free:
+            n = min(self.free)
+            self.free.discard(n)
+            self.spares.add(n)
+
+    def _on_node_cut(self, node: int, cause: str) -> None:
+        jid = int(self.owner[node])
+        if jid >= 0:
+            job = self._job(jid)
+            if job.nodes_needed > 1:
+                self._interrupt(job, cause, False, [node])
+
+    def _on_node_up(self, node: int, cause: str) -> None:
+        if self.cluster.is_up(node) and self.owner[node] < 0 and node not in self.spares and node not in self.free:
+            self._node_available(node)
+        self._schedule()
+
+    def _on_transient(self, node: int, cause: str) -> None:
+        jid = int(self.owner[node])
+        if jid >= 0:
+            self._interrupt(self._job(jid), cause, False, [])
+
+    def _on_speed(self, nodes: np.ndarray) -> None:
+        jids = {int(j) for j in np.unique(self.owner[nodes]) if j >= 0}
+        for jid in sorted(jids):
+            self._rerate(self._job(jid))
+
+    def _on_fabric(self) -> None:
+        for job in self.jobs:
+            if job.state in (RUNNING, CKPT, RESTARTING) and len(job.nodes) > 1:
+                self._rerate(job)
+
+    def _rerate(self, job: Job) -> None:
+        if job.state == DONE or not len(job.nodes):
+            return
+        self._advance(job)
+        job.rate = self._compute_rate(job)
+        if job.state == RUNNING:
+            self._arm(job)
+
+    def _job(self, jid: int) -> Job:
+        return self._by_id[jid]
+
+    @property
+    def _by_id(self) -> dict[int, Job]:
+        return {j.jid: j for j in self.jobs}
+
+    # ---- component protocol ---------------------------------------------------------------
+    def start(self) -> None:
+        pass
+
+    def finish(self) -> None:
+        for job in self.jobs:
+            if job.state != DONE:
+                self._advance(job)
+                if job.state == QUEUED:
+                    job.wait_h += self.engine.now - job.queued_at
+                    job.queued_at = self.engine.now
+
+    def results(self) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
+        H = self.engine.horizon_h
+        installed = self.cluster.n_nodes * self.gpn * H
+        rows = []
+        for j in self.jobs:
+            end = j.end_h if j.state == DONE else H
+            wall = end - j.first_start_h if not math.isnan(j.first_start_h) else 0.0
+            kept = j.progress_h
+            rows.append({
+                "record": "job", "job": j.jid, "name": j.name, "gpus": j.gpus, "nodes": j.nodes_needed,
+                "work_h": j.work_h, "submit_h": j.submit_h, "first_start_h": j.first_start_h,
+                "end_h": j.end_h, "done": j.state == DONE, "kept_h": kept, "lost_h": j.lost_h,
+                "made_h": j.made_h, "run_h": j.run_h, "checkpoint_h": j.ckpt_h, "restart_h": j.restart_h,
+                "queue_wait_h": j.wait_h, "interruptions": j.interruptions,
+                "planned_interruptions": j.planned_interruptions, "checkpoints": j.checkpoints,
+                "ettr": kept / wall if wall > 0 else math.nan,
+                "time_h": math.nan, "cause": "", "planned": False,
+            })
+        for jid, name, t, cause, planned, lost, nn in self.interruptions:
+            rows.append({"record": "interruption", "job": jid, "name": name, "time_h": t, "cause": cause,
+                         "planned": planned, "lost_h": lost, "nodes": nn})
+        jobs = pd.DataFrame(rows, columns=JOB_COLUMNS)
+        jobs["record"] = pd.Categorical(jobs["record"], categories=["job", "interruption"])
+        jobs["cause"] = jobs["cause"].fillna("").astype(str)
+        jobs["done"] = jobs["done"].fillna(False).astype(bool)
+        jobs["planned"] = jobs["planned"].fillna(False).astype(bool)
+        for c in ("job", "gpus", "nodes", "interruptions", "planned_interruptions", "checkpoints"):
+            jobs[c] = pd.array(jobs[c], dtype="Int64")
+        jr = [j for j in self.jobs]
+        useful = sum(j.progress_h * j.gpus for j in jr)
+        lost = sum(j.lost_h * j.gpus for j in jr)
+        made = sum(j.made_h * j.gpus for j in jr)
+        run = sum(j.run_h * j.gpus for j in jr)
+        ck = sum(j.ckpt_h * j.gpus for j in jr)
+        rs = sum(j.restart_h * j.gpus for j in jr)
+        down = float(self.model.recorder.intervals_table().pipe(
+            lambda d: ((d.end_h - d.start_h) * (d.state == "down")).sum())) * self.gpn
+        slow = run - made
+        idle = installed - down - run - ck - rs
+        m: dict[str, float] = {
+            "useful_gpu_hours": useful,
+            "goodput": useful / installed,
+            "goodput.useful": useful / installed,
+            "goodput.lost": lost / installed,
+            "goodput.checkpoint": ck / installed,
+            "goodput.restart": rs / installed,
+            "goodput.slowdown": slow / installed,
+            "goodput.down": down / installed,
+            "goodput.idle": idle / installed,
+            "utilisation": (run + ck + rs) / installed,
+            "jobs_submitted": float(len(jr)),
+            "jobs_completed": float(sum(j.state == DONE for j in jr)),
+            "interruptions": float(len(self.interruptions)),
+            "interruptions.planned": float(sum(1 for r in self.interruptions if r[4])),
+            "interruptions.unplanned": float(sum(1 for r in self.interruptions if not r[4])),
+            "lost_gpu_hours": lost,
+            "checkpoint_gpu_hours": ck,
+            "restart_gpu_hours": rs,
+        }
+        causes: dict[str, int] = {}
+        for r in self.interruptions:
+            causes[r[3]] = causes.get(r[3], 0) + 1
+        for c, k in sorted(causes.items()):
+            m[f"interruptions.{c}"] = float(k)
+        warm = self.spec.warmup_h
+        waits = [j.wait_h for j in jr if j.submit_h >= warm and not math.isnan(j.first_start_h)]
+        m["queue_wait_h.mean"] = float(np.mean(waits)) if waits else math.nan
+        m["queue_wait_h.jobs"] = float(len(waits))
+        if jr:
+            big = max(jr, key=lambda j: (j.gpus, -j.jid))
+            row = jobs[(jobs.record == "job") & (jobs.job == big.jid)].iloc[0]
+            m["ettr.max_job"] = float(row.ettr)
+            m["max_job.kept_h"] = big.progress_h
+            m["max_job.interruptions"] = float(big.interruptions)
+        return m, {"jobs": jobs}
+
+
+JOB_COLUMNS = [
+    "record", "job", "name", "gpus", "nodes", "work_h", "submit_h", "first_start_h", "end_h", "done", "kept_h",
+    "lost_h", "made_h", "run_h", "checkpoint_h", "restart_h", "queue_wait_h", "interruptions",
+    "planned_interruptions", "checkpoints", "ettr", "time_h", "cause", "planned",
+]
+
+
+def job_has_no_checkpoint(ck: Checkpoint) -> bool:
+    return ck.interval_h is None or (ck.size_gb == 0 and ck.write_h is None)
+
+
+TRACE_COLUMNS = ("submit_h", "gpus", "duration_h")
+
+
+def read_trace(path: Path, gpus_per_node: int, schedulable_nodes: int) -> list[tuple[str, int, float, float, int]]:
+    """Read a job trace CSV: columns submit_h, gpus, duration_h (ideal work hours); optional name,
+    priority. Errors name the file and the 1-based data row."""
+    src = str(path)
+    if not path.is_file():
+        raise InputError(src, "workload.trace.file", "trace file not found")
+    out = []
+    with path.open(encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        cols = reader.fieldnames or []
+        missing = [c for c in TRACE_COLUMNS if c not in cols]
+        if missing:
+            raise InputError(src, "header", f"missing columns {missing}; required: {list(TRACE_COLUMNS)}")
+        for i, row in enumerate(reader, start=1):
+            try:
+                sub = float(row["submit_h"])
+                gpus = int(row["gpus"])
+                dur = float(row["duration_h"])
+                prio = int(row.get("priority") or 0)
+            except (TypeError, ValueError):
+                raise InputError(src, f"row {i}", f"not a number in {dict(row)}") from None
+            if not (math.isfinite(sub) and sub >= 0):
+                raise InputError(src, f"row {i}: submit_h", f"must be a finite time >= 0, got {row['submit_h']}")
+            if not (math.isfinite(dur) and dur > 0):
+                raise InputError(src, f"row {i}: duration_h", f"must be > 0, got {row['duration_h']}")
+            if gpus < 1:
+                raise InputError(src, f"row {i}: gpus", f"must be >= 1, got {gpus}")
+            if -(-gpus // gpus_per_node) > schedulable_nodes:
+                raise InputError(src, f"row {i}: gpus",
+                                 f"{gpus} GPUs need more than the {schedulable_nodes} schedulable nodes")
+            out.append((row.get("name") or f"trace{i:05d}", gpus, dur, sub, prio))
+    return out
