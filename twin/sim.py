@@ -63,6 +63,8 @@ class Model:
             name: PartPopulation(self.engine, self.cluster, name, spec, self.shop.on_failure)
             for name, spec in node.parts.items()
         }
+        self.facility: dict[str, Any] = {}
+        """Site-level part populations (FacilityParts) registered by the models, by name."""
         self.components: list[Any] = []
         self.by_section: dict[str, Any] = {}
         for section, module, cls_name in COMPONENTS:
@@ -72,7 +74,7 @@ class Model:
             comp = cls(self)
             self.components.append(comp)
             self.by_section[section] = comp
-        for pop in self.parts.values():
+        for pop in list(self.parts.values()) + list(self.facility.values()):
             pop.start()
         for comp in self.components:
             comp.start()
@@ -134,7 +136,7 @@ class Model:
         tickets = pd.DataFrame(rec.tickets, columns=TICKET_COLUMNS)
         part_rows = []
         total_fail = 0
-        for name, pop in self.parts.items():
+        for name, pop in list(self.parts.items()) + list(self.facility.items()):
             dt = float((down.loc[down["cause"].astype(str) == name, "end_h"]
                         - down.loc[down["cause"].astype(str) == name, "start_h"]).sum())
             part_h = pop.n * H

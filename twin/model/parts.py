@@ -142,3 +142,73 @@ class PartPopulation:
 
     def node_failed_by_group(self, node: int) -> bool:
         return bool(self.healthy_per_node[node] < self.fail_below)
+
+
+class FacilityParts:
+    """Site-level units (CRAH, CDU, pump, PDU, UPS, switch...) that fail and are repaired through
+    the same engine, streams, crews and spares as node parts.
+
+    The owning model passes ``on_change(idx, healthy)`` and reacts (recomputes capacity, cuts
+    nodes...). Units are not inside a node: repairs never drain a node (``node_of`` is -1).
+    """
+
+    def __init__(self, engine: Engine, name: str, paths: list[str], spec: Part,
+                 on_change: Callable[[int, bool], None], on_failure: Callable[["FacilityParts", int], None]) -> None:
+        self.engine = engine
+        self.name = name
+        self.spec = spec
+        self._paths = paths
+        self.n = len(paths)
+        self.priority = spec.dispatch_priority if spec.dispatch_priority is not None else 0
+        self._on_change = on_change
+        self._on_failure = on_failure
+        self.fail_digest = rng.path_digests(p + "#fail" for p in paths)
+        self.draws = np.zeros(self.n, dtype=np.int64)
+        self.gen = np.zeros(self.n, dtype=np.int64)
+        self.healthy = np.ones(self.n, dtype=bool)
+        self.install_h = np.zeros(self.n, dtype=np.float64)
+        self.life_h = np.zeros(self.n, dtype=np.float64)
+        self.failures = 0
+        self.repairs = np.zeros(self.n, dtype=np.int64)
+
+    def path(self, idx: int) -> str:
+        return self._paths[idx]
+
+    def node_of(self, idx: int) -> int:
+        return -1
+
+    def node_failed_by_group(self, node: int) -> bool:
+        return False
+
+    draw_lifetimes = PartPopulation.draw_lifetimes
+    start = PartPopulation.start
+    _schedule = PartPopulation._schedule
+    reschedule = PartPopulation.reschedule
+    _renew = PartPopulation._renew
+
+    def _fire(self, idx: int, gen: int) -> None:
+        if gen != self.gen[idx] or not self.healthy[idx]:
+            return
+        self.failures += 1
+        now = self.engine.now
+        self.engine.recorder.event(now, "fail", self.path(idx), -1, now - self.install_h[idx])
+        if self.spec.effect == "transient":
+            self._on_change(idx, False)
+            self._renew(idx)
+            return
+        self.healthy[idx] = False
+        self.gen[idx] += 1
+        self._on_change(idx, False)
+        self._on_failure(self, idx)
+
+    def restore(self, idx: int) -> None:
+        assert not self.healthy[idx]
+        self.healthy[idx] = True
+        self.gen[idx] += 1
+        self.repairs[idx] += 1
+        self._renew(idx)
+        self._on_change(idx, True)
+
+    def fail_now(self, idx: int) -> None:
+        """Inject a failure at the current time (stress scenarios and tests)."""
+        self._fire(idx, int(self.gen[idx]))

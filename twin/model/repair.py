@@ -9,7 +9,7 @@ has started runs to completion even past the end of a shift (assumption).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Generator
+from typing import Any, Generator
 
 import numpy as np
 import simpy
@@ -102,7 +102,7 @@ class RepairShop:
         self._default_pool = next(iter(self.crews))
         self._detect_k: dict[str, int] = {}
 
-    def on_failure(self, pop: PartPopulation, idx: int) -> None:
+    def on_failure(self, pop: Any, idx: int) -> None:
         self._ticket_id += 1
         self.engine.env.process(self._ticket(self._ticket_id, pop, idx))
 
@@ -110,7 +110,7 @@ class RepairShop:
         u = self.engine.streams.scalar(f"{path}#{purpose}", k)
         return float(dist.sample(np.array([u]))[0])  # type: ignore[attr-defined]
 
-    def _ticket(self, tid: int, pop: PartPopulation, idx: int) -> Generator[simpy.Event, object, None]:
+    def _ticket(self, tid: int, pop: Any, idx: int) -> Generator[simpy.Event, object, None]:
         eng = self.engine
         env = eng.env
         rec = eng.recorder
@@ -127,7 +127,7 @@ class RepairShop:
             yield ev
         t_spare = eng.now
         pool = self.crews[pop.spec.repair.crew or self._default_pool]
-        node_out = not self.cluster.is_up(node)
+        node_out = node >= 0 and not self.cluster.is_up(node)
         prio = 0 if node_out else pop.priority
         req = pool.resource.request(priority=prio)
         yield req
@@ -137,7 +137,7 @@ class RepairShop:
             yield env.timeout(wait)
         t_start = eng.now
         drained = False
-        if not pop.spec.repair.hot_swap and pop.spec.effect != "node_down" and pop.spec.effect != "transient":
+        if node >= 0 and not pop.spec.repair.hot_swap and pop.spec.effect not in ("node_down", "transient"):
             self.cluster.add_down(node, f"repair:{pop.name}")
             drained = True
         yield env.timeout(self._draw(path, "repair", k, pop.spec.repair.time))
@@ -146,7 +146,7 @@ class RepairShop:
         pool.busy_h += t_end - t_start
         pool.jobs += 1
         burn = pop.spec.repair.burn_in_h
-        affects_node = drained or pop.spec.effect == "node_down" or pop.node_failed_by_group(node)
+        affects_node = node >= 0 and (drained or pop.spec.effect == "node_down" or pop.node_failed_by_group(node))
         if burn > 0 and affects_node:
             self.cluster.add_down(node, "burn_in")
         pop.restore(idx)
