@@ -6,7 +6,7 @@ Units are in field names: ``_h`` hours, ``_days`` days, ``_w`` watts, ``_c`` deg
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -163,11 +163,19 @@ class Scenario(Strict):
                 raise ValueError(
                     f"@cluster.node.parts.{name}.repair.crew: unknown crew pool {part.repair.crew!r}; allowed: {pools}"
                 )
+        allowed = set(self.cluster.node.parts)
+        facility: dict[str, Any] = {}
+        for section in ("cooling", "power", "network"):
+            sub = getattr(self, section, None)
+            if sub is not None and hasattr(sub, "facility_parts"):
+                facility.update(sub.facility_parts())  # {name: Part}
+        allowed |= set(facility)
         for name in self.maintenance.spares:
-            if name not in self.cluster.node.parts:
-                raise ValueError(
-                    f"@maintenance.spares.{name}: no such part; allowed: {sorted(self.cluster.node.parts)}"
-                )
+            if name not in allowed:
+                raise ValueError(f"@maintenance.spares.{name}: no such part; allowed: {sorted(allowed)}")
+        for name, part in facility.items():
+            if part.repair.crew is not None and part.repair.crew not in pools:
+                raise ValueError(f"@{section}: part {name!r} names unknown crew pool {part.repair.crew!r}; allowed: {pools}")
         if self.workload is not None:
             self.workload.check_against(self)
         return self
