@@ -168,12 +168,13 @@ class Scenario(Strict):
         for section in ("cooling", "power", "network"):
             sub = getattr(self, section, None)
             if sub is not None and hasattr(sub, "facility_parts"):
-                facility.update(sub.facility_parts())  # {name: Part}
+                for fname, fpart in sub.facility_parts().items():  # {name: Part}
+                    facility[fname] = (section, fpart)
         allowed |= set(facility)
         for name in self.maintenance.spares:
             if name not in allowed:
                 raise ValueError(f"@maintenance.spares.{name}: no such part; allowed: {sorted(allowed)}")
-        for name, part in facility.items():
+        for name, (section, part) in facility.items():
             if part.repair.crew is not None and part.repair.crew not in pools:
                 raise ValueError(f"@{section}: part {name!r} names unknown crew pool {part.repair.crew!r}; allowed: {pools}")
         if self.workload is not None:
