@@ -30,6 +30,7 @@ _W0 = np.uint64(0x9E3779B9)
 _W1 = np.uint64(0xBB67AE85)
 _MASK32 = np.uint64(0xFFFFFFFF)
 _SHIFT32 = np.uint64(32)
+_ONE_BELOW = float(np.nextafter(1.0, 0.0))  # largest float64 below 1
 
 
 def philox4x32_10(counter: NDArray[np.uint64], key: tuple[int, int]) -> NDArray[np.uint64]:
@@ -85,6 +86,8 @@ def uniforms(key: tuple[int, int], digests: ArrayLike, k: ArrayLike) -> NDArray[
     out = philox4x32_10(counter, key)
     mant = ((out[0] >> np.uint64(5)) << np.uint64(26)) | (out[1] >> np.uint64(6))
     u = (mant.astype(np.float64) + 0.5) * (1.0 / 9007199254740992.0)
+    # mant + 0.5 needs 54 bits above 2**52 and rounds to even: the top mantissa would give 1.0
+    u = np.minimum(u, _ONE_BELOW)
     return u.reshape(np.broadcast_shapes(np.shape(digests), np.shape(k)))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 from typing import Any, Callable
@@ -45,7 +46,15 @@ def existing_hash(folder: Path) -> str | None:
     return str(data.get("scenario_hash"))
 
 
-def summary_markdown(loaded: Loaded, res: ReplicationResult) -> str:
+FIGURE_MODULES = [
+    "twin.report.workload_figures",
+    "twin.report.thermal_figures",
+    "twin.report.power_figures",
+    "twin.report.network_figures",
+]
+
+
+def summary_markdown(loaded: Loaded, res: ReplicationResult, extra_figures: list[str] | None = None) -> str:
     sc = loaded.scenario
     lines = [
         f"# {sc.name}: one replication",
@@ -64,9 +73,8 @@ def summary_markdown(loaded: Loaded, res: ReplicationResult) -> str:
               res.tables["parts"].to_string(index=False), "",
               "![capacity](figures/capacity.png)", "", "![pareto](figures/failure_pareto.png)", "",
               "![repair](figures/repair_breakdown.png)", ""]
-    for extra in ("job_timeline.png", "goodput_breakdown.png"):
-        if extra in res.tables.get("_figures_", {}):  # pragma: no cover
-            lines.append(f"![{extra}](figures/{extra})")
+    for name in extra_figures or []:
+        lines += [f"![{name}](figures/{name})", ""]
     return "\n".join(lines)
 
 
@@ -88,15 +96,16 @@ def write_results(tmp: Path, loaded: Loaded, res: ReplicationResult) -> None:
     figures.capacity_over_time(res.tables["capacity"], sc.cluster.n_nodes, sc.horizon_h, figs / "capacity.png")
     figures.failure_pareto(res.tables["parts"], figs / "failure_pareto.png")
     figures.repair_breakdown(res.tables["tickets"], figs / "repair_breakdown.png")
-    extra_figs: list[Callable[[ReplicationResult, Path], None]] = []
-    try:
-        from twin.report.workload_figures import FIGURES as WF
-        extra_figs.extend(WF)
-    except ImportError:
-        pass
-    for fn in extra_figs:
-        fn(res, figs)
-    atomic_write_text(tmp / "summary.md", summary_markdown(loaded, res))
+    extra = []
+    for mod in FIGURE_MODULES:
+        try:
+            m = importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name != mod:
+                raise
+            continue
+        extra.extend(m.figures(res, figs))
+    atomic_write_text(tmp / "summary.md", summary_markdown(loaded, res, extra))
     meta: dict[str, Any] = {
         "scenario": sc.name,
         "scenario_hash": loaded.hash,

@@ -50,15 +50,24 @@ class Bus:
 class Streams:
     """Counter-based random streams of one replication (model.md §1)."""
 
+    BLOCK = 8
+
     def __init__(self, seed: int, replication: int) -> None:
         self.key = rng.replication_key(seed, replication)
+        self._ahead: dict[str, tuple[int, NDArray[np.float64]]] = {}
 
     def uniforms(self, digests: NDArray[np.uint64], k: NDArray[np.int64] | int) -> NDArray[np.float64]:
         return rng.uniforms(self.key, digests, k)
 
     def scalar(self, path: str, k: int) -> float:
-        """One uniform of stream ``path`` at index ``k`` (a length-1 array draw)."""
-        return float(rng.uniforms(self.key, np.array([rng.path_digest(path)], dtype=np.uint64), k)[0])
+        """Uniform number ``k`` of stream ``path``. Drawn ahead in blocks through the same array
+        function (the k-th number does not depend on the block)."""
+        block = self._ahead.get(path)
+        if block is None or not (block[0] <= k < block[0] + self.BLOCK):
+            ks = np.arange(k, k + self.BLOCK, dtype=np.int64)
+            block = (k, rng.uniforms(self.key, np.full(self.BLOCK, rng.path_digest(path), dtype=np.uint64), ks))
+            self._ahead[path] = block
+        return float(block[1][k - block[0]])
 
 
 _DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")

@@ -16,6 +16,9 @@ from twin.model.cluster import Cluster
 from twin.model.engine import Engine, Topic
 from twin.scenario.schema import Part
 
+BLOCK = 8
+"""Renewal lifetimes drawn ahead per part (a performance detail; results do not depend on it)."""
+
 DEFAULT_PRIORITY = {"node_down": 0, "link_down": 1, "redundant": 2, "transient": 3}
 
 
@@ -44,6 +47,7 @@ class PartPopulation:
         self.healthy_per_node = np.full(cluster.n_nodes, spec.count, dtype=np.int32)
         self.failures = 0
         self.repairs = np.zeros(self.n, dtype=np.int64)
+        self._ahead: dict[int, tuple[int, np.ndarray]] = {}
 
     def path(self, idx: int) -> str:
         node, slot = divmod(idx, self.per_node)
@@ -54,7 +58,21 @@ class PartPopulation:
 
     # ---- lifetimes ----------------------------------------------------------------------
     def draw_lifetimes(self, idx: np.ndarray) -> np.ndarray:
-        """Next lifetime (hours) of each part in ``idx``; advances their draw counters."""
+        """Next lifetime (hours) of each part in ``idx``; advances their draw counters.
+
+        A single part's renewals are drawn ahead in blocks of ``BLOCK`` (k, k+1, ...) through the
+        same array function and cached: the k-th lifetime is the same number either way."""
+        if len(idx) == 1:
+            i = int(idx[0])
+            k = int(self.draws[i])
+            block = self._ahead.get(i)
+            if block is None or not (block[0] <= k < block[0] + len(block[1])):
+                ks = np.arange(k, k + BLOCK, dtype=np.int64)
+                u = self.engine.streams.uniforms(np.full(BLOCK, self.fail_digest[i]), ks)
+                block = (k, self.spec.failure.sample(u))
+                self._ahead[i] = block
+            self.draws[i] = k + 1
+            return block[1][k - block[0] : k - block[0] + 1]
         u = self.engine.streams.uniforms(self.fail_digest[idx], self.draws[idx])
         self.draws[idx] += 1
         return self.spec.failure.sample(u)
@@ -170,6 +188,7 @@ class FacilityParts:
         self.life_h = np.zeros(self.n, dtype=np.float64)
         self.failures = 0
         self.repairs = np.zeros(self.n, dtype=np.int64)
+        self._ahead: dict[int, tuple[int, np.ndarray]] = {}
 
     def path(self, idx: int) -> str:
         return self._paths[idx]

@@ -64,6 +64,8 @@ class Job:
     end_h: float = math.nan
     started_once: bool = False
     pending_save_h: float = math.nan  # async: progress that the in-flight write will save
+    writing: bool = False  # holds a share of the storage write bandwidth
+    reading: bool = False  # holds a share of the storage read bandwidth
     # accounting (hours; multiply by gpus for GPU-hours)
     run_h: float = 0.0
     ckpt_h: float = 0.0
@@ -95,13 +97,15 @@ class Workload:
         self.spares: set[int] = set()
         self.free: set[int] = set()
         self.jobs: list[Job] = []
+        self._by_id: dict[int, Job] = {}
         self.queue: list[Job] = []
         self.writers = 0
         self.readers = 0
         self.interruptions: list[tuple[Any, ...]] = []
         self._jid = 0
-        for node in range(n):
-            self._node_available(node)
+        # the last `hot_spares` nodes start as the spare pool; later, returning nodes top it up first
+        self.free = set(range(n - self.spare_target))
+        self.spares = set(range(n - self.spare_target, n))
         self._build_sources()
         bus = self.engine.bus
         bus.subscribe(Topic.NODE_DOWN, self._on_node_lost)
@@ -275,7 +279,9 @@ class Workload:
 
     def _start_checkpoint(self, job: Job, final: bool) -> None:
         ck = job.ckpt
+        self._end_io(job)
         self.writers += 1
+        job.writing = True
         w = self._write_time_h(ck)
         job.since_restart_h = 0.0
         save = job.progress_h
@@ -297,10 +303,19 @@ class Workload:
             wgen = job.gen
             self.engine.call_at(self.engine.now + w, lambda: self._async_saved(job, wgen, save))
 
+    def _end_io(self, job: Job) -> None:
+        """Release the job's share of storage bandwidth (write finished or aborted)."""
+        if job.writing:
+            self.writers -= 1
+            job.writing = False
+        if job.reading:
+            self.readers -= 1
+            job.reading = False
+
     def _ckpt_done(self, job: Job, gen: int, save: float, final: bool) -> None:
-        self.writers -= 1
         if gen != job.gen or job.state != CKPT:
             return
+        self._end_io(job)
         self._advance(job)
         job.saved_h = save
         if final:
@@ -319,9 +334,9 @@ class Workload:
         self._arm(job)
 
     def _async_saved(self, job: Job, gen: int, save: float) -> None:
-        self.writers -= 1
         # the write completes unless the job was interrupted since it started (that clears pending_save_h)
         if not math.isnan(job.pending_save_h) and job.pending_save_h == save and job.state in (RUNNING, CKPT):
+            self._end_io(job)
             job.saved_h = save
             job.pending_save_h = math.nan
 
@@ -329,6 +344,7 @@ class Workload:
     def _submit(self, job: Job) -> None:
         job.queued_at = self.engine.now
         self.jobs.append(job)
+        self._by_id[job.jid] = job
         self.queue.append(job)
         self._schedule()
 
@@ -433,19 +449,22 @@ class Workload:
         job.state = RESTARTING
         job.gen += 1
         gen = job.gen
+        self._end_io(job)
         self.readers += 1
+        job.reading = True
         dur = rs.detection_h + rs.reschedule_h + self._read_time_h(job.ckpt) + rs.warmup_h
         self._set_util(job, 0.0)
         self.engine.call_at(self.engine.now + dur, lambda: self._restart_done(job, gen))
 
     def _restart_done(self, job: Job, gen: int) -> None:
-        self.readers -= 1
         if gen != job.gen or job.state != RESTARTING:
             return
+        self._end_io(job)
         self._advance(job)
         self._begin_running(job)
 
     def _complete(self, job: Job) -> None:
+        self._end_io(job)
         job.state = DONE
         job.gen += 1
         job.end_h = self.engine.now
@@ -477,8 +496,7 @@ class Workload:
         job.pending_save_h = math.nan
         job.interruptions += 1
         job.planned_interruptions += int(planned)
-        if job.state == RESTARTING:
-            self.readers -= 1
+        self._end_io(job)
         self.interruptions.append((job.jid, job.name, self.engine.now, cause, planned, lost, len(job.nodes)))
         job.gen += 1
         # drop the lost nodes from the allocation
@@ -562,10 +580,6 @@ class Workload:
     def _job(self, jid: int) -> Job:
         return self._by_id[jid]
 
-    @property
-    def _by_id(self) -> dict[int, Job]:
-        return {j.jid: j for j in self.jobs}
-
     # ---- component protocol ---------------------------------------------------------------
     def start(self) -> None:
         pass
@@ -613,8 +627,7 @@ class Workload:
         run = sum(j.run_h * j.gpus for j in jr)
         ck = sum(j.ckpt_h * j.gpus for j in jr)
         rs = sum(j.restart_h * j.gpus for j in jr)
-        down = float(self.model.recorder.intervals_table().pipe(
-            lambda d: ((d.end_h - d.start_h) * (d.state == "down")).sum())) * self.gpn
+        down = self.model.recorder.state_hours("down") * self.gpn
         slow = run - made
         idle = installed - down - run - ck - rs
         m: dict[str, float] = {

@@ -87,6 +87,10 @@ class Recorder:
             }
         )
 
+    def state_hours(self, state: str) -> float:
+        """Total node-hours spent in ``state`` ('down' or 'cut') over the closed intervals."""
+        return float(sum(e - s for _, s, e, st, _ in self._intervals if st == state))
+
     def level_series(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         ts, vs = self.levels.get(name, ([], []))
         return np.asarray(ts, dtype=np.float64), np.asarray(vs, dtype=np.float64)

@@ -22,6 +22,8 @@ __all__ = [
     "gpu_power_w",
     "node_power_budget_w",
     "gpu_cap_from_budget_w",
+    "node_it_power_w",
+    "site_gpu_cap_w",
     "ups_ride_through_min",
     "ups_soc_after",
     "ups_recharge_soc",
@@ -65,6 +67,45 @@ def gpu_cap_from_budget_w(budget_w: ArrayLike, non_gpu_w: ArrayLike, gpus: Array
     if np.any(g <= 0):
         raise ValueError("gpus must be positive")
     return _out(np.maximum(0.0, (_f(budget_w) - _f(non_gpu_w)) / g))
+
+
+def node_it_power_w(
+    util: ArrayLike, gpu_cap_w: ArrayLike, gpus: ArrayLike, idle_w: ArrayLike, tdp_w: ArrayLike,
+    non_gpu_w: ArrayLike,
+) -> FloatOrArray:
+    """IT power of a node in W: non-GPU load + GPUs × min(GPU demand, GPU cap).
+
+    GPU demand = P_idle + (P_tdp − P_idle)·util (model.md §5); ``gpu_cap_w`` is the tightest
+    per-GPU cap in W (thermal, PSU budget, site cap; ``inf`` for none). ``non_gpu_w`` (CPUs,
+    memory, NICs, NVSwitches, fans) is taken as constant (assumption). This is on the
+    simulator's hot path (every load change), so ``util`` is not range-checked here: callers
+    pass utilisation in [0, 1] (:func:`gpu_power_w` checks it).
+    """
+    demand = (tdp_w - idle_w) * np.asarray(util, dtype=np.float64) + idle_w  # type: ignore[operator]
+    p = non_gpu_w + gpus * np.minimum(demand, gpu_cap_w)  # type: ignore[operator]
+    return float(p) if np.ndim(p) == 0 else p
+
+
+def site_gpu_cap_w(gpu_w: ArrayLike, gpus_per_node: float, fixed_w: float, site_cap_w: float) -> float:
+    """Per-GPU power cap in W that holds a site at ``site_cap_w`` (W), by water-filling.
+
+    ``gpu_w`` is each powered node's per-GPU draw before the site cap (W); ``fixed_w`` the load
+    the cap cannot touch (non-GPU load of those nodes, W). Returns the largest c with
+    fixed_w + gpus_per_node · Σ min(gpu_w_i, c) ≤ site_cap_w, which caps only the hungriest
+    GPUs and leaves the others alone; ``inf`` when the site is under its cap, 0 when even zero
+    GPU power exceeds it (the caller floors c at the GPUs' minimum power limit).
+    """
+    x = np.sort(_f(gpu_w).ravel())
+    budget = (float(site_cap_w) - float(fixed_w)) / float(gpus_per_node)  # Σ per-GPU watts allowed
+    if x.sum() <= budget:
+        return float("inf")
+    if budget <= 0.0:
+        return 0.0
+    m = len(x)
+    before = np.concatenate(([0.0], np.cumsum(x)[:-1]))  # Σ of the draws below x_j
+    at = before + (m - np.arange(m)) * x  # Σ min(x_i, x_j): non-decreasing in j
+    j = int(np.argmax(at > budget))  # first level that overshoots; the cap lies in [x_{j-1}, x_j)
+    return float((budget - before[j]) / (m - j))
 
 
 def ups_ride_through_min(

@@ -39,6 +39,8 @@ __all__ = [
     "room_supply_c",
     "gpu_temperature_moving_inlet_c",
     "crossing_time_moving_inlet_s",
+    "acceleration_factor",
+    "accelerated_failure_time_h",
 ]
 
 
@@ -280,3 +282,27 @@ def _crossing_moving_scalar(
         if (fa < 0.0) != (fb < 0.0):
             return float(brentq(f, a, b, xtol=1e-9, rtol=4 * np.finfo(float).eps, maxiter=200))
     return math.inf
+
+
+# --------------------------------------------------------------------------- ageing (model.md §2)
+
+
+def acceleration_factor(temp_c: ArrayLike, t_ref_c: ArrayLike, doubling_c: ArrayLike) -> FloatOrArray:
+    """Ageing rate relative to the reference temperature: AF = 2^((T − T_ref)/doubling_c).
+
+    Temperatures in °C; ``doubling_c`` is the warming (°C) that doubles the ageing rate (halves
+    the life), e.g. 15 °C for fans (sources.md).
+    """
+    return _out(np.exp2((_f(temp_c) - _f(t_ref_c)) / _f(doubling_c)))
+
+
+def accelerated_failure_time_h(
+    now_h: ArrayLike, effective_age_h: ArrayLike, life_h: ArrayLike, af: ArrayLike
+) -> FloatOrArray:
+    """Absolute failure time (h) of a part whose effective age grows at rate ``af`` from now on.
+
+    The part fails when its effective age reaches its drawn ``life_h`` (both in hours at the
+    reference temperature): t = now + (life − age)/AF, never before ``now_h``. AF must be > 0.
+    """
+    remaining = np.maximum(0.0, _f(life_h) - _f(effective_age_h))
+    return _out(_f(now_h) + remaining / _f(af))

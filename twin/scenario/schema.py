@@ -12,6 +12,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 from twin.scenario.distributions import Distribution, Fixed, normalise_dist
 from twin.scenario.workload import Workload
+from twin.scenario.power import Power
 
 Dist = Annotated[Distribution, BeforeValidator(normalise_dist)]
 PosInt = Annotated[int, Field(ge=1)]
@@ -144,6 +145,10 @@ class Maintenance(Strict):
     )
 
 
+from twin.scenario.network import NetworkSection  # noqa: E402  (here: network.py imports Part and Repair above)
+from twin.scenario.cooling import Cooling  # noqa: E402  (here: cooling.py imports Part, Repair, Strict above)
+
+
 class Scenario(Strict):
     name: str = Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
@@ -152,6 +157,9 @@ class Scenario(Strict):
     cluster: Cluster
     maintenance: Maintenance = Field(default_factory=Maintenance)
     workload: Workload | None = None
+    network: NetworkSection | None = None
+    power: Power | None = None
+    cooling: Cooling | None = None
 
     @model_validator(mode="after")
     def _cross(self) -> "Scenario":
@@ -177,6 +185,10 @@ class Scenario(Strict):
         for name, (section, part) in facility.items():
             if part.repair.crew is not None and part.repair.crew not in pools:
                 raise ValueError(f"@{section}: part {name!r} names unknown crew pool {part.repair.crew!r}; allowed: {pools}")
+        if self.power is not None:
+            self.power.check_against(self)
+        if self.cooling is not None:
+            self.cooling.check_against(self)
         if self.workload is not None:
             self.workload.check_against(self)
         return self

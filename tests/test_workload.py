@@ -1,0 +1,218 @@
+"""Workload: theory cases (shared with `twin validate`), conservation, coupling, bad input."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pytest
+
+from twin.cli import main
+from twin.scenario import load_dict
+from twin.sim import run_replication
+from twin.validation.cases import CASES, Settings
+
+QUICK = Settings(quick=True, confidence=0.99)
+
+
+@pytest.mark.parametrize("case", ["mmc_queue", "job_interruptions"])
+def test_theory_case_quick(case: str) -> None:
+    for r in CASES[case](QUICK):
+        assert r.passed, r
+
+
+def test_daly_checkpoint_three_intervals_crn() -> None:
+    # Bonferroni over the three intervals: each at 1 - 0.01/3
+    res = CASES["checkpoint_daly"](Settings(quick=True, confidence=1 - 0.01 / 3))
+    assert len(res) == 3
+    for r in res:
+        assert r.passed, r
+
+
+@pytest.mark.slow
+def test_daly_curve_full() -> None:
+    res = CASES["checkpoint_daly"](Settings(quick=False, confidence=1 - 0.01 / 7))
+    assert all(r.passed for r in res), res
+    taus = [float(r.quantity.split("(")[1].split(" h")[0]) for r in res]
+    best = int(np.argmax([r.mean for r in res]))
+    opt = int(np.argmax([r.reference for r in res]))
+    assert abs(best - opt) <= 1, (taus, best, opt)
+
+
+def test_broken_model_fails_interruption_case() -> None:
+    def break_it(doc: dict) -> dict:
+        d = copy.deepcopy(doc)
+        d["cluster"]["node"]["parts"]["board"]["failure"] = {"mtbf_h": 250.0}  # twice the rate
+        return d
+
+    res = CASES["job_interruptions"](Settings(quick=True, mutate=break_it))
+    assert not all(r.passed for r in res)
+
+
+def small_doc(**wl: object) -> dict:
+    doc = {
+        "name": "wl-test", "seed": 3, "horizon_days": 20,
+        "cluster": {"racks": 2, "nodes_per_rack": 4, "node": {"gpus": 8, "parts": {
+            "gpu": {"count": 8, "failure": {"mtbf_h": 3000}, "repair": {"time": {"dist": "fixed", "value_h": 3}}},
+            "sw": {"count": 1, "effect": "transient", "failure": {"mtbf_h": 400}}}}},
+        "workload": {
+            "scheduler": {"policy": "backfill", "hot_spares": 1},
+            "jobs": [{"name": "big", "gpus": 40, "work_h": 300,
+                      "checkpoint": {"interval_h": 1.5, "size_gb": 500, "mode": "sync"}}],
+            "synthetic": {"arrival_rate_per_h": 0.8, "gpus": {"values": [8, 16]},
+                          "work": {"dist": "exponential", "mean_h": 2}},
+        },
+    }
+    doc["workload"].update(wl)
+    return doc
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_work_conservation(seed: int, mode: str) -> None:
+    doc = small_doc()
+    doc["seed"] = seed
+    doc["workload"]["jobs"][0]["checkpoint"]["mode"] = mode
+    res = run_replication(load_dict(doc).scenario, 0)
+    j = res.tables["jobs"]
+    jobs = j[j.record == "job"]
+    # every hour of progress made is either kept or lost
+    assert np.allclose(jobs.made_h, jobs.kept_h + jobs.lost_h, rtol=1e-9, atol=1e-9)
+    # never more work than asked
+    assert (jobs.kept_h <= jobs.work_h * (1 + 1e-9)).all()
+    assert (jobs[jobs.done].kept_h >= jobs[jobs.done].work_h * (1 - 1e-9)).all()
+    # lost work per interruption sums to the jobs' lost work
+    ints = j[j.record == "interruption"]
+    assert math.isclose(ints.lost_h.sum(), jobs.lost_h.sum(), rel_tol=1e-9, abs_tol=1e-9)
+    m = res.metrics
+    parts = [m[f"goodput.{k}"] for k in ("useful", "lost", "checkpoint", "restart", "slowdown", "idle", "down")]
+    assert math.isclose(sum(parts), 1.0, rel_tol=1e-9)
+    assert all(p >= -1e-12 for p in parts), parts
+    assert m["utilisation"] <= 1 + 1e-12
+    assert m["useful_gpu_hours"] <= m["gpus_installed"] * m["horizon_h"]
+    assert m["interruptions"] > 0
+
+
+def test_checkpoint_costs_time_and_saves_work() -> None:
+    """Without checkpoints an interruption loses all progress; with them only since the last one."""
+    base = small_doc()
+    base["workload"]["synthetic"] = None
+    no_ck = copy.deepcopy(base)
+    no_ck["workload"]["jobs"][0]["checkpoint"] = {}
+    a = run_replication(load_dict(base).scenario, 0).tables["jobs"]
+    b = run_replication(load_dict(no_ck).scenario, 0).tables["jobs"]
+    ia, ib = a[a.record == "interruption"], b[b.record == "interruption"]
+    assert (ia.lost_h <= 1.5 + 1e-9).all()
+    assert ib.lost_h.max() > 1.5
+    assert a[a.record == "job"].checkpoint_h.iloc[0] > 0
+    assert b[b.record == "job"].checkpoint_h.iloc[0] == 0
+
+
+def test_hot_spares_restart_without_waiting_for_repair() -> None:
+    doc = small_doc()
+    doc["workload"]["synthetic"] = None
+    doc["cluster"]["node"]["parts"]["gpu"]["repair"]["time"] = {"dist": "fixed", "value_h": 100}
+    doc["cluster"]["node"]["parts"]["gpu"]["failure"] = {"mtbf_h": 1000}
+    doc["cluster"]["nodes_per_rack"] = 1  # node paths hall.rackNN.nodeNNN: the first 5 agree below
+    no_spare = copy.deepcopy(doc)
+    no_spare["cluster"]["racks"] = 5
+    no_spare["workload"]["scheduler"]["hot_spares"] = 0
+    with_spare = copy.deepcopy(doc)
+    with_spare["cluster"]["racks"] = 8
+    with_spare["workload"]["scheduler"]["hot_spares"] = 3
+    a = run_replication(load_dict(with_spare).scenario, 0)
+    b = run_replication(load_dict(no_spare).scenario, 0)
+    ja, jb = a.tables["jobs"], b.tables["jobs"]
+    assert (jb.record == "interruption").sum() > 0
+    # without spares the 5-node job waits for every repair; with spares it restarts at once
+    assert a.metrics["ettr.max_job"] > b.metrics["ettr.max_job"]
+    assert ja[ja.record == "job"].queue_wait_h.iloc[0] < jb[jb.record == "job"].queue_wait_h.iloc[0]
+
+
+def test_same_seed_identical_jobs_table() -> None:
+    sc = load_dict(small_doc()).scenario
+    a = run_replication(sc, 0).tables["jobs"]
+    b = run_replication(sc, 0).tables["jobs"]
+    assert a.equals(b)
+    c = run_replication(sc, 1).tables["jobs"]
+    assert not a.equals(c)
+
+
+def test_speed_cap_slows_progress_exactly() -> None:
+    """A speed cap published on the bus changes the job's progress rate (step-time model)."""
+    from twin.model.engine import Topic
+    from twin.sim import Model
+
+    doc = small_doc()
+    doc["cluster"]["node"]["parts"] = {}
+    doc["workload"]["synthetic"] = None
+    doc["workload"]["jobs"][0]["checkpoint"] = {}
+    model = Model(load_dict(doc).scenario, 0)
+    eng = model.engine
+
+    def cap() -> None:
+        eng.speed_cap("test")[[0]] = 0.5
+        eng.bus.publish(Topic.NODE_SPEED, np.array([0]))
+
+    eng.call_at(100.0, cap)
+    model.run()
+    j = model.result().tables["jobs"]
+    kept = j[j.record == "job"].kept_h.iloc[0]
+    # full rate for 100 h, then half rate (slowest node sets the pace; compute-bound job)
+    assert math.isclose(kept, 100 + 0.5 * (model.sc.horizon_h - 100), rel_tol=1e-12)
+
+
+def write(tmp_path, text: str, name: str = "s.yaml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+BASE = """
+name: bad
+horizon_days: 10
+cluster:
+  racks: 1
+  nodes_per_rack: 4
+  node:
+    gpus: 8
+    parts:
+      gpu: {count: 8, failure: {mtbf_h: 1000}}
+"""
+
+
+@pytest.mark.parametrize("workload,needle", [
+    ("workload:\n  scheduler: {hot_spares: 1}\n  jobs: [{name: j, gpus: 32, work_h: 5}]",
+     "workload.jobs.0.gpus: job 'j' needs 4 nodes but only 3 are schedulable"),
+    ("workload:\n  jobs: [{name: j, gpus: 8, work_h: 5, checkpoint: {interval_h: 0}}]",
+     "workload.jobs.0.checkpoint.interval_h"),
+    ("workload:\n  jobs: [{name: j, gpus: 8, work_h: 5, checkpoint: {interval_h: -1}}]",
+     "workload.jobs.0.checkpoint.interval_h"),
+])
+def test_bad_workload_input(tmp_path, capsys, workload: str, needle: str) -> None:
+    p = write(tmp_path, BASE + workload)
+    assert main(["run", str(p), "--results", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert str(p) in err and needle in err, err
+
+
+@pytest.mark.parametrize("csv,needle", [
+    ("submit_h,gpus\n0,8\n", "missing columns ['duration_h']"),
+    ("submit_h,gpus,duration_h\n0,8,1\n-3,8,1\n", "row 2: submit_h"),
+    ("submit_h,gpus,duration_h\n0,8,x\n", "row 1"),
+    ("submit_h,gpus,duration_h\n0,64,1\n", "row 1: gpus"),
+])
+def test_bad_trace(tmp_path, capsys, csv: str, needle: str) -> None:
+    (tmp_path / "trace.csv").write_text(csv)
+    p = write(tmp_path, BASE + "workload:\n  trace: {file: trace.csv}\n")
+    assert main(["run", str(p), "--results", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "trace.csv" in err and needle in err, err
+
+
+def test_trace_runs(tmp_path) -> None:
+    (tmp_path / "trace.csv").write_text("submit_h,gpus,duration_h,name\n0,8,5,a\n1,16,2,b\n2,32,1,c\n")
+    p = write(tmp_path, BASE + "workload:\n  trace: {file: trace.csv}\n")
+    assert main(["run", str(p), "--results", str(tmp_path / "r"), "--quiet"]) == 0

@@ -1,0 +1,299 @@
+"""``twin montecarlo | compare | sweep | sensitivity | report``.
+
+Registered by :func:`twin.cli.build_parser` through :func:`add_parser`. Every command returns an
+exit code: 0 ok, 1 a check failed (a ``--target-ci`` half-width not reached within
+``--max-reps``), 2 bad input (:class:`~twin.errors.InputError`), 130 interrupted (Ctrl-C; the
+finished replications are kept and the same command resumes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from twin.errors import EXIT_CHECK_FAILED, EXIT_OK, InputError
+from twin.experiment.runner import DEFAULT_MAX_REPS
+
+HEADLINE = ("node_availability", "fleet_capacity_availability", "goodput", "useful_gpu_hours", "ettr.max_job",
+            "failures", "node_down_hours", "interruptions", "stockouts", "energy.it_kwh", "pue")
+
+
+def _echo(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _note(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _common(p: argparse.ArgumentParser, reps_default: int = 20) -> None:
+    p.add_argument("--reps", type=int, default=reps_default, metavar="N",
+                   help=f"replications (per variant / point; default {reps_default})")
+    p.add_argument("--workers", type=int, default=1, metavar="K",
+                   help="local worker processes (default 1: serial, in this process)")
+    p.add_argument("--dask", metavar="ADDRESS",
+                   help="run on a Dask cluster: scheduler address (tcp://host:8786) or 'local' for a "
+                        "LocalCluster of --workers processes")
+    p.add_argument("--label", help="results folder name (default derived from the scenario hash and seed)")
+    p.add_argument("--results", default="results", help="results root folder (default: results)")
+    p.add_argument("--overwrite", action="store_true", help="recompute even if stored replications exist")
+    p.add_argument("--target-ci", dest="target_ci", action="append", default=[], metavar="METRIC=HALFWIDTH",
+                   help="add replications until the 95%% CI half-width of METRIC is at most HALFWIDTH "
+                        "(compare: of the paired difference); repeatable")
+    p.add_argument("--max-reps", dest="max_reps", type=int, default=DEFAULT_MAX_REPS, metavar="N",
+                   help=f"cap for --target-ci (default {DEFAULT_MAX_REPS})")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
+                   help="override a scenario field (applied to every scenario), e.g. "
+                        "--set maintenance.crews.technicians.count=4")
+    p.add_argument("--all-metrics", dest="all_metrics", action="store_true",
+                   help="print every metric, not only the headline ones")
+    p.add_argument("--no-report", dest="no_report", action="store_true", help="skip report.html / report.md")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "montecarlo", help="run N replications of a scenario: means, 95 % CIs, quantiles",
+        description="Replications 0..N-1 (SeedSequence(seed) children), stored one file per replication as "
+                    "they finish; rerunning the same command reuses a complete folder or resumes an interrupted one.")
+    p.add_argument("scenario", help="scenario YAML file")
+    _common(p)
+    p.set_defaults(func=cmd_montecarlo)
+
+    p = subparsers.add_parser(
+        "compare", help="compare scenarios under common random numbers (paired differences)",
+        description="Every variant uses the seed of the FIRST scenario and the same replication indices; "
+                    "differences are paired per replication against the first scenario.")
+    p.add_argument("scenarios", nargs="+", help="two or more scenario YAML files; the first is the reference")
+    _common(p)
+    p.set_defaults(func=cmd_compare)
+
+    p = subparsers.add_parser(
+        "sweep", help="cartesian grid of --set overrides, each point a Monte Carlo",
+        description="Example: twin sweep s.yaml --param maintenance.crews.technicians.count=1,2,4 --reps 20")
+    p.add_argument("scenario", help="scenario YAML file")
+    p.add_argument("--param", action="append", default=[], metavar="PATH=V1,V2,...",
+                   help="a swept scenario field and its values (YAML each); repeatable: the grid is the product")
+    _common(p)
+    p.set_defaults(func=cmd_sweep)
+
+    p = subparsers.add_parser(
+        "sensitivity", help="one-at-a-time low/high changes under CRN; tornado of Δ goodput and Δ availability",
+        description="Each factor is set to its low and its high value with everything else unchanged; "
+                    "deltas are paired differences against the unchanged scenario.")
+    p.add_argument("scenario", help="scenario YAML file")
+    p.add_argument("--param", action="append", default=[], metavar="PATH=LOW,HIGH",
+                   help="a factor and its low and high values; repeatable")
+    p.add_argument("--factor", type=float, metavar="F",
+                   help="also every part's failure mean (MTBF, Weibull scale) and repair-time mean ×1/F and ×F")
+    _common(p)
+    p.set_defaults(func=cmd_sensitivity)
+
+    p = subparsers.add_parser("report", help="(re)build report.html and report.md of an experiment folder")
+    p.add_argument("folder", help="an experiment results folder (montecarlo, compare, sweep or sensitivity)")
+    p.set_defaults(func=cmd_report)
+
+
+# ------------------------------------------------------------------------------ helpers
+
+def parse_targets(exprs: Sequence[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for e in exprs:
+        m, sep, v = e.partition("=")
+        if not sep or not m.strip():
+            raise InputError("--target-ci", e, "expected METRIC=HALFWIDTH, e.g. node_availability=0.0005")
+        try:
+            h = float(v)
+        except ValueError:
+            raise InputError("--target-ci", e, f"half-width is not a number: {v!r}") from None
+        if not (math.isfinite(h) and h > 0):
+            raise InputError("--target-ci", e, "half-width must be a positive number")
+        out[m.strip()] = h
+    return out
+
+
+def _check(args: argparse.Namespace) -> None:
+    if args.reps < 2:
+        raise InputError("--reps", str(args.reps), "must be >= 2")
+    if args.workers < 1:
+        raise InputError("--workers", str(args.workers), "must be >= 1")
+    if args.max_reps < args.reps:
+        raise InputError("--max-reps", str(args.max_reps), f"must be >= --reps ({args.reps})")
+
+
+def _progress(args: argparse.Namespace) -> bool:
+    return not args.quiet and sys.stderr.isatty()
+
+
+def _fmt(x: float) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.6g}"
+
+
+def shown_metrics(metrics: Sequence[str], all_metrics: bool, extra: Sequence[str] = ()) -> list[str]:
+    if all_metrics:
+        return sorted(metrics)
+    out = [m for m in HEADLINE if m in metrics]
+    out += [m for m in extra if m in metrics and m not in out]
+    return out or sorted(metrics)
+
+
+def print_table(rows: list[list[str]], header: list[str], echo: Callable[[str], None] = _echo) -> None:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    echo("  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths))))
+    for r in rows:
+        echo("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+
+
+def summary_table(summ: pd.DataFrame, metrics: Sequence[str], echo: Callable[[str], None] = _echo) -> None:
+    s = summ.set_index("metric")
+    rows = []
+    for m in metrics:
+        if m in s.index:
+            r = s.loc[m]
+            rows.append([m, _fmt(r["mean"]), f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]",
+                         _fmt(r["p5"]), _fmt(r["p50"]), _fmt(r["p95"])])
+    print_table(rows, ["metric", "mean", "95 % CI", "p5", "p50", "p95"], echo)
+
+
+def _report(folder: Path, args: argparse.Namespace) -> None:
+    if getattr(args, "no_report", False):
+        return
+    from twin.report.html import build_report
+
+    h, _, warnings = build_report(folder)
+    for w in warnings:
+        _note(f"warning: {w}")
+    _echo(f"report: {h}")
+
+
+# ------------------------------------------------------------------------------ commands
+
+def cmd_montecarlo(args: argparse.Namespace) -> int:
+    from twin.experiment.runner import experiment_folder, run_experiment
+    from twin.scenario.loader import load_scenario
+
+    _check(args)
+    targets = parse_targets(args.target_ci)
+    loaded = load_scenario(args.scenario, args.overrides)
+    folder = experiment_folder(Path(args.results), loaded, args.label)
+    res = run_experiment(loaded, args.reps, args.workers, args.dask, folder, args.overwrite, targets or None,
+                         _progress(args), max_reps=args.max_reps, echo=_note)
+    sc = loaded.scenario
+    n = len(res.replications)
+    how = ("reused the complete folder (use --overwrite to recompute)" if res.reused
+           else f"{res.computed} computed, {n - res.computed} reused, {res.wall_s:.1f} s")
+    _echo(f"{sc.name}  (hash {loaded.hash}, seed {sc.seed}, {n} replications: {how})")
+    summary_table(res.summary, shown_metrics(list(res.summary.metric), args.all_metrics, list(targets)))
+    _echo(f"results: {res.folder}")
+    if not res.reused or not (res.folder / "report.html").is_file():
+        _report(res.folder, args)
+    if targets and res.target_met is False:
+        _note(f"check failed: the target half-width {targets} was not reached within --max-reps {args.max_reps}")
+        return EXIT_CHECK_FAILED
+    if targets:
+        _echo(f"target half-width reached with {n} replications")
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from twin.experiment.compare import run_compare
+
+    _check(args)
+    targets = parse_targets(args.target_ci)
+    res = run_compare(args.scenarios, args.overrides, args.reps, args.workers, args.dask, args.results, args.label,
+                      args.overwrite, targets or None, args.max_reps, _progress(args), echo=_note)
+    for n in res.notes:
+        _echo(n)
+    ms = shown_metrics(list(res.summaries.metric.unique()), args.all_metrics, list(targets))
+    for lab in res.labels:
+        _echo(f"\n{lab}  ({res.reps} replications)")
+        summary_table(res.summaries[res.summaries.variant == lab], ms)
+    _echo(f"\npaired differences vs {res.labels[0]} (variant − {res.labels[0]}, same replications)")
+    p = res.paired[res.paired.metric.isin(ms)]
+    rows = [[m, v, _fmt(d), f"[{_fmt(lo)}, {_fmt(hi)}]", _fmt(vr)]
+            for m, v, d, lo, hi, vr in zip(p.metric, p.variant, p["diff"], p.ci_low, p.ci_high, p.variance_reduction)]
+    print_table(rows, ["metric", "variant", "Δ mean", "95 % CI", "var. reduction"])
+    _echo("\nwinners (best mean; margin = paired difference to the runner-up)")
+    w = res.winners[res.winners.metric.isin(ms)]
+    rows = [[m, b, win, _fmt(mg), f"[{_fmt(lo)}, {_fmt(hi)}]", "yes" if c else "no"]
+            for m, b, win, mg, lo, hi, c in zip(w.metric, w.better, w.winner, w.margin, w.margin_ci_low,
+                                                 w.margin_ci_high, w.clear)]
+    print_table(rows, ["metric", "better", "winner", "margin", "95 % CI", "clear"])
+    _echo(f"results: {res.folder}")
+    _report(res.folder, args)
+    if targets and res.target_met is False:
+        _note(f"check failed: the target half-width {targets} was not reached within --max-reps {args.max_reps}")
+        return EXIT_CHECK_FAILED
+    return EXIT_OK
+
+
+def _points_met(results: Sequence[object]) -> bool:
+    return all(getattr(r, "target_met", None) is not False for r in results)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from twin.experiment.sweep import run_sweep
+
+    _check(args)
+    targets = parse_targets(args.target_ci)
+    res = run_sweep(args.scenario, args.overrides, args.param, args.reps, args.workers, args.dask, args.results,
+                    args.label, args.overwrite, targets or None, args.max_reps, _progress(args), echo=_note)
+    ms = shown_metrics(list(res.tidy.metric.unique()), args.all_metrics, list(targets))
+    params = [p.path for p in res.params]
+    t = res.tidy[res.tidy.metric.isin(ms)]
+    rows = [[str(pt), *[_fmt(v) if isinstance(v, float) else str(v) for v in vals], m, _fmt(mean),
+             f"[{_fmt(lo)}, {_fmt(hi)}]", _fmt(p5), _fmt(p50), _fmt(p95)]
+            for pt, *vals, m, mean, lo, hi, p5, p50, p95 in
+            t[["point", *params, "metric", "mean", "ci_low", "ci_high", "p5", "p50", "p95"]].itertuples(index=False)]
+    print_table(rows, ["point", *params, "metric", "mean", "95 % CI", "p5", "p50", "p95"])
+    _echo(f"results: {res.folder}")
+    _report(res.folder, args)
+    if targets and not _points_met(res.results):
+        _note("check failed: a target half-width was not reached at some points within --max-reps")
+        return EXIT_CHECK_FAILED
+    return EXIT_OK
+
+
+def cmd_sensitivity(args: argparse.Namespace) -> int:
+    from twin.experiment.sweep import run_sensitivity
+
+    _check(args)
+    targets = parse_targets(args.target_ci)
+    res = run_sensitivity(args.scenario, args.overrides, args.param, args.factor, args.reps, args.workers, args.dask,
+                          args.results, args.label, args.overwrite, targets or None, args.max_reps, _progress(args),
+                          echo=_note)
+    _echo(f"sensitivity of {res.base.scenario.name} (hash {res.base.hash}, seed {res.base.scenario.seed}; "
+          f"common random numbers, paired Δ vs baseline)")
+    for m in res.metrics:
+        d = res.ranking[res.ranking.metric == m]
+        _echo(f"\nΔ {m}, ranked by swing")
+        rows = [[str(r), f, lo, hi, _fmt(dl), f"[{_fmt(a)}, {_fmt(b)}]", _fmt(dh), f"[{_fmt(c)}, {_fmt(e)}]"]
+                for r, f, lo, hi, dl, a, b, dh, c, e in zip(d["rank"], d.factor, d.low, d.high, d.delta_low,
+                                                            d.delta_low_ci_low, d.delta_low_ci_high, d.delta_high,
+                                                            d.delta_high_ci_low, d.delta_high_ci_high)]
+        print_table(rows, ["rank", "factor", "low", "high", "Δ low", "95 % CI", "Δ high", "95 % CI"])
+    _echo(f"results: {res.folder}")
+    _report(res.folder, args)
+    if targets and not _points_met(res.results.values()):
+        _note("check failed: a target half-width was not reached for some variants within --max-reps")
+        return EXIT_CHECK_FAILED
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from twin.report.html import build_report
+
+    h, m, warnings = build_report(Path(args.folder))
+    for w in warnings:
+        _note(f"warning: {w}")
+    _echo(f"report: {h}\nmarkdown: {m}")
+    return EXIT_OK

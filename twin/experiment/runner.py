@@ -1,0 +1,659 @@
+"""Monte-Carlo experiments: replications 0..N−1 of one scenario, stored as they finish.
+
+Replication i draws from the Philox key of ``SeedSequence(seed)`` child i (:mod:`twin.rng`), so
+replications are independent, each is a pure function of (resolved scenario, i), and variants
+that share the seed get common random numbers for free. Nothing here depends on which process
+ran a replication or in which order they finished: the final table is sorted by replication.
+
+Backends (one code path, :func:`_drive`, feeds them):
+
+- serial (``workers=1``): in this process;
+- local pool (``workers>1``): ``concurrent.futures.ProcessPoolExecutor`` with the ``fork``
+  context on Linux; short replications are batched (a task aims at ≥ 0.5 s, see
+  ``shared/design/performance.md``); a worker that dies breaks the pool: the replications it
+  had in flight are reported and retried once in a new pool;
+- Dask (``dask_address``): ``dask.distributed.Client(address)``, or ``"local"`` for a
+  ``LocalCluster(processes=True)`` of ``workers`` single-threaded workers.
+
+Workers receive the scenario as its resolved dict + hash (plus the folder its data files are
+relative to) and re-validate it with :func:`twin.scenario.load_dict`; a hash mismatch is a bug.
+
+Folder (``results/<scenario>/mc-<hash>-s<seed>`` or ``--label``)::
+
+    experiment.json          what this folder holds (scenario, hash, seed, versions)
+    scenario.resolved.yaml
+    reps/rep-00007.parquet   one row per finished replication, written atomically on arrival
+    replications.parquet     all requested replications, sorted by replication
+    summary.parquet, summary.json
+    run.json                 wall time, backend (not part of the results)
+    COMPLETE                 written last: {"replications": N, ...}
+
+A rerun of the same command reuses a COMPLETE folder, or resumes an incomplete one by computing
+only the missing replications. ``overwrite`` deletes the folder first.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import os
+import shutil
+import signal
+import sys
+import threading
+import time
+from collections import Counter, deque
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
+from concurrent.futures import wait as futures_wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+import yaml
+
+import twin
+from twin.errors import InputError
+from twin.experiment import stats
+from twin.experiment.store import atomic_write_parquet, atomic_write_text, versions, write_json
+from twin.scenario.loader import Loaded, load_dict
+
+TASK_TARGET_S = 0.5
+"""A pool task should take about this long: shorter replications are batched."""
+KILL_ENV = "TWIN_TEST_KILL_REPLICATION"
+"""Test-only hook (see :func:`_test_kill_hook`)."""
+DEFAULT_MAX_REPS = 10_000
+ID_DTYPES = {"replication": "int64", "seed": "int64", "scenario": "str", "scenario_hash": "str",
+             "twin_version": "str", "events_processed": "int64"}
+
+
+class WorkerLost(RuntimeError):
+    """A replication's worker died twice: not retried again (an internal error, exit 3)."""
+
+
+@dataclass
+class ExperimentResult:
+    folder: Path
+    loaded: Loaded
+    replications: pd.DataFrame
+    summary: pd.DataFrame
+    reused: bool = False
+    computed: int = 0
+    target_met: bool | None = None
+    wall_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+def experiment_folder(results_root: Path | str, loaded: Loaded, label: str | None = None) -> Path:
+    """``<results>/<scenario>/mc-<hash>-s<seed>`` (or ``<results>/<scenario>/<label>``)."""
+    sc = loaded.scenario
+    if label is not None:
+        check_label(label)
+    return Path(results_root) / sc.name / (label or f"mc-{loaded.hash}-s{sc.seed}")
+
+
+def check_label(label: str) -> None:
+    if not label or label in (".", "..") or "/" in label or "\\" in label or label.startswith("."):
+        raise InputError("--label", label, "a label is one folder name (no '/', not starting with '.')")
+
+
+def payload_of(loaded: Loaded) -> dict[str, Any]:
+    """What a worker needs: plain data only (resolved dict, hash, base folder of data files)."""
+    return {"resolved": loaded.resolved, "hash": loaded.hash, "source": str(loaded.source),
+            "base_dir": str(Path(loaded.source).parent.resolve())}
+
+
+# ---------------------------------------------------------------- worker side
+
+def _test_kill_hook(index: int, kill: tuple[int, str] | None) -> None:
+    """TEST ONLY. When the parent ran with ``TWIN_TEST_KILL_REPLICATION=<i>``, the pool worker
+    about to run replication i exits abruptly (``os._exit(1)``) the first time only: the first
+    worker to create the marker file (O_EXCL) dies, later attempts find it and carry on. Never
+    active in serial runs (it would kill the command itself) or without the variable."""
+    if kill is None or index != kill[0]:
+        return
+    try:
+        fd = os.open(kill[1], os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return
+    os.close(fd)
+    os._exit(1)
+
+
+def replication_row(res: Any) -> dict[str, Any]:
+    """One row of the replications table from a :class:`twin.sim.ReplicationResult`."""
+    row: dict[str, Any] = {
+        "replication": int(res.replication), "seed": int(res.seed), "scenario": str(res.scenario),
+        "scenario_hash": str(res.scenario_hash), "twin_version": twin.__version__,
+        "events_processed": int(res.events_processed),
+    }
+    for k in sorted(res.metrics):
+        row[k] = float(res.metrics[k])
+    return row
+
+
+def run_batch(payload: Mapping[str, Any], indices: list[int],
+              kill: tuple[int, str] | None = None) -> list[tuple[dict[str, Any], float]]:
+    """Run replications ``indices`` of the payload's scenario; returns (row, wall seconds) each.
+
+    This is the task every backend runs (serial calls it in-process)."""
+    from twin.sim import run_replication
+
+    loaded = load_dict(payload["resolved"], payload["source"], Path(payload["base_dir"]))
+    if loaded.hash != payload["hash"]:
+        raise RuntimeError(f"the worker validates the scenario to hash {loaded.hash}, the client to {payload['hash']}: "
+                           f"do the client and the workers run the same twin code (worker twin {twin.__version__})?")
+    out = []
+    # run_replication collects garbage after each model (SimPy leaves cycles). A full collection
+    # walks every tracked object of the process (~70-100 ms with pandas/scipy loaded, longer than
+    # a small replication): freezing the heap that exists now limits it to the replication's own
+    # objects. gc.freeze/unfreeze are O(1); unfreezing keeps long-lived processes (Dask workers,
+    # notebooks) collecting normally afterwards.
+    gc.freeze()
+    try:
+        for i in indices:
+            _test_kill_hook(i, kill)
+            t0 = time.perf_counter()
+            res = run_replication(loaded.scenario, i, loaded.hash)
+            row = replication_row(res)
+            del res
+            out.append((row, time.perf_counter() - t0))
+    finally:
+        gc.unfreeze()
+    return out
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+def _worker_init(parent: int) -> None:
+    """Pool worker start: Ctrl-C is the parent's business (it stops the pool), and a worker whose
+    parent was killed (SIGKILL) exits instead of lingering as an orphan."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="twin-parent-watch").start()
+
+
+# ---------------------------------------------------------------- backends
+
+class _Serial:
+    name = "serial"
+    lost_errors: tuple[type[BaseException], ...] = ()
+
+    def __init__(self) -> None:
+        self.workers = 1
+
+
+class _Pool:
+    name = "local"
+    lost_errors: tuple[type[BaseException], ...] = (BrokenProcessPool,)
+
+    def __init__(self, workers: int) -> None:
+        import multiprocessing
+
+        self.workers = workers
+        self.ctx = multiprocessing.get_context("fork") if sys.platform.startswith("linux") else None
+        self.ex = self._new()
+
+    def _new(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(self.workers, mp_context=self.ctx, initializer=_worker_init,
+                                   initargs=(os.getpid(),))
+
+    def submit(self, *args: Any) -> Future:
+        return self.ex.submit(run_batch, *args)
+
+    def wait(self, futures: Iterable[Future], timeout: float) -> set[Future]:
+        done, _ = futures_wait(list(futures), timeout=timeout, return_when=FIRST_COMPLETED)
+        return set(done)
+
+    def result(self, f: Future) -> Any:
+        return f.result()
+
+    def restart(self) -> None:
+        self.ex.shutdown(wait=False, cancel_futures=True)
+        self.ex = self._new()
+
+    def abort(self) -> None:
+        """Stop now: cancel queued tasks and terminate the workers (running replications are lost;
+        finished ones are already stored)."""
+        ex = self.ex
+        ex.shutdown(wait=False, cancel_futures=True)
+        terminate = getattr(ex, "terminate_workers", None)  # Python >= 3.14
+        if terminate is not None:
+            terminate()
+            return
+        procs = list((getattr(ex, "_processes", None) or {}).values())
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join(timeout=2)
+            if p.is_alive():
+                p.kill()
+
+    def close(self) -> None:
+        self.ex.shutdown(wait=True)
+
+
+class _Dask:
+    name = "dask"
+
+    def __init__(self, address: str, workers: int) -> None:
+        try:
+            import distributed
+        except ImportError:
+            raise InputError("--dask", address, "Dask is not installed: pip install 'twin[dask]'") from None
+        self.distributed = distributed
+        self.lost_errors = (distributed.KilledWorker,)
+        self.cluster = None
+        if address == "local":
+            import logging
+
+            self.cluster = distributed.LocalCluster(n_workers=max(1, workers), threads_per_worker=1,
+                                                    processes=True, dashboard_address=None,
+                                                    silence_logs=logging.ERROR)
+            self.client = distributed.Client(self.cluster)
+        else:
+            try:
+                self.client = distributed.Client(address, timeout="10s")
+            except (OSError, TimeoutError) as exc:
+                raise InputError("--dask", address, f"cannot connect to the Dask scheduler: {exc}") from None
+        n = sum(w.get("nthreads", 1) for w in self.client.scheduler_info().get("workers", {}).values())
+        self.workers = max(1, n)
+
+    def submit(self, *args: Any) -> Any:
+        return self.client.submit(run_batch, *args, pure=False)
+
+    def wait(self, futures: Iterable[Any], timeout: float) -> set[Any]:
+        fs = list(futures)
+        try:
+            done, _ = self.distributed.wait(fs, timeout=timeout, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            return set()
+        return set(done)
+
+    def result(self, f: Any) -> Any:
+        return f.result()
+
+    def restart(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        finally:
+            if self.cluster is not None:
+                self.cluster.close()
+
+
+def _drive(backend: Any, payload: Mapping[str, Any], todo: list[int], on_row: Callable[[dict[str, Any]], None],
+           kill: tuple[int, str] | None, echo: Callable[[str], None]) -> None:
+    """Run replications ``todo`` on ``backend``, calling ``on_row`` as each batch finishes."""
+    if isinstance(backend, _Serial):
+        for i in todo:
+            for row, _ in run_batch(payload, [i]):
+                on_row(row)
+        return
+    queue = deque(todo)
+    pending: dict[Any, list[int]] = {}
+    lost = Counter[int]()
+    rep_s: list[float] = []
+    in_flight = 2 * backend.workers
+
+    def batch_size() -> int:
+        if not rep_s:
+            return 1
+        per = sum(rep_s) / len(rep_s)
+        tail = max(1, math.ceil(len(queue) / (2 * backend.workers)))
+        return max(1, min(int(TASK_TARGET_S / max(per, 1e-6)), tail, 64))
+
+    while queue or pending:
+        while queue and len(pending) < in_flight:
+            k = batch_size()
+            idx = [queue.popleft() for _ in range(min(k, len(queue)))]
+            pending[backend.submit(dict(payload), idx, kill)] = idx
+        done = backend.wait(pending, timeout=0.5)
+        broken: list[int] = []
+        for f in sorted(done, key=lambda f: pending[f][0]):
+            idx = pending.pop(f)
+            try:
+                rows = backend.result(f)
+            except backend.lost_errors:
+                broken += idx
+                continue
+            for row, wall in rows:
+                rep_s.append(wall)
+                on_row(row)
+        if broken and isinstance(backend, _Pool):
+            # the whole pool is gone: everything still in flight failed with it
+            futures_wait(list(pending), timeout=10)
+            for f in sorted(pending, key=lambda f: pending[f][0]):
+                idx = pending[f]
+                if f.done() and not f.cancelled() and f.exception() is None:
+                    for row, wall in f.result():
+                        on_row(row)
+                else:
+                    broken += idx
+            pending.clear()
+        if broken:
+            broken.sort()
+            for i in broken:
+                lost[i] += 1
+            twice = [i for i in broken if lost[i] > 1]
+            if twice:
+                raise WorkerLost(f"a worker died again while running replications {twice}; not retrying")
+            echo(f"warning: a worker process died while replications {broken} were in flight; "
+                 f"retrying them once" + (" in a new pool" if isinstance(backend, _Pool) else ""))
+            backend.restart()
+            queue.extendleft(reversed(broken))
+
+
+# ---------------------------------------------------------------- folder bookkeeping
+
+def _rep_path(folder: Path, i: int) -> Path:
+    return folder / "reps" / f"rep-{i:05d}.parquet"
+
+
+def write_row(path: Path, row: Mapping[str, Any]) -> None:
+    """One replication's row as a one-row parquet file, written to a temporary name and renamed
+    (a killed run never leaves a partial file under the final name)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ids = list(ID_DTYPES)
+    metrics = sorted(k for k in row if k not in ID_DTYPES)
+    fields = [pa.field(k, pa.int64() if ID_DTYPES[k] == "int64" else pa.string()) for k in ids]
+    fields += [pa.field(k, pa.float64()) for k in metrics]
+    table = pa.Table.from_pydict({k: [row[k]] for k in ids + metrics}, schema=pa.schema(fields))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def read_row(path: Path) -> dict[str, Any]:
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(path).to_pylist()
+    if len(rows) != 1:
+        raise InputError(str(path), "", f"a replication file holds one row, found {len(rows)}; use --overwrite")
+    return rows[0]
+
+
+def _existing_indices(folder: Path) -> set[int]:
+    out = set()
+    for p in (folder / "reps").glob("rep-*.parquet"):
+        stem = p.stem[4:]
+        if stem.isdigit():
+            out.add(int(stem))
+    return out
+
+
+def assemble(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """The final table from row dicts, whatever their source (a worker or a stored file): sorted
+    by replication, identity columns first, then metrics in name order; a metric a replication
+    did not report is NaN."""
+    rs = sorted(rows, key=lambda r: int(r["replication"]))
+    metrics = sorted({k for r in rs for k in r if k not in ID_DTYPES})
+    cols: dict[str, Any] = {}
+    for k, t in ID_DTYPES.items():
+        cols[k] = pd.Series([r[k] for r in rs], dtype=t)
+    for k in metrics:
+        v = [r.get(k) for r in rs]
+        cols[k] = pd.Series(np.array([math.nan if x is None else x for x in v], dtype=np.float64))
+    return pd.DataFrame(cols)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _request(reps: int, target_ci: Mapping[str, float] | None, max_reps: int) -> dict[str, Any]:
+    return {"requested_reps": int(reps), "target_ci": dict(sorted((target_ci or {}).items())) or None,
+            "max_reps": int(max_reps) if target_ci else None}
+
+
+def prepare_folder(folder: Path, loaded: Loaded, overwrite: bool) -> None:
+    """Create or check the folder: it must hold this scenario's Monte Carlo or nothing."""
+    if folder.exists() and not folder.is_dir():
+        raise InputError(str(folder), "", "exists and is not a folder")
+    meta = folder / "experiment.json"
+    if folder.exists() and overwrite:
+        shutil.rmtree(folder)
+    elif folder.exists() and any(folder.iterdir()):
+        data = _read_json(meta)
+        if data is None or data.get("kind") != "montecarlo":
+            raise InputError(str(folder), "--label", "folder exists and is not a Monte-Carlo results folder; "
+                             "choose another --label or use --overwrite")
+        if data.get("scenario_hash") != loaded.hash:
+            raise InputError(str(folder), "--label",
+                             f"folder holds replications of another scenario (hash {data.get('scenario_hash')}, "
+                             f"this one is {loaded.hash}); choose another --label or use --overwrite")
+    folder.mkdir(parents=True, exist_ok=True)
+    sc = loaded.scenario
+    if not meta.is_file():
+        write_json(meta, {"kind": "montecarlo", "scenario": sc.name, "scenario_hash": loaded.hash,
+                          "seed": sc.seed, "source": str(loaded.source), "versions": versions()})
+        atomic_write_text(folder / "scenario.resolved.yaml", yaml.safe_dump(loaded.resolved, sort_keys=False))
+
+
+def load_complete(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]] | None:
+    """(replications, summary, COMPLETE data) of a complete folder, else None."""
+    done = _read_json(folder / "COMPLETE")
+    if done is None:
+        return None
+    reps = pd.read_parquet(folder / "replications.parquet")
+    summ = pd.read_parquet(folder / "summary.parquet")
+    return reps, summ, done
+
+
+def summary_json(loaded: Loaded, table: pd.DataFrame, summ: pd.DataFrame, target_ci: Mapping[str, float] | None,
+                 target_met: bool | None) -> dict[str, Any]:
+    sc = loaded.scenario
+    return {
+        "kind": "montecarlo", "scenario": sc.name, "scenario_hash": loaded.hash, "seed": sc.seed,
+        "replications": int(len(table)), "level": stats.LEVEL, "bootstrap_seed": stats.BOOTSTRAP_SEED,
+        "bootstrap_resamples": stats.BOOTSTRAP_RESAMPLES,
+        "target_ci": dict(target_ci) if target_ci else None, "target_met": target_met,
+        "horizon_days": sc.horizon_days, "nodes": sc.cluster.n_nodes, "gpus": sc.cluster.n_nodes * sc.cluster.node.gpus,
+        "versions": versions(), "twin_versions": sorted(set(table["twin_version"].astype(str))) if len(table) else [],
+        "metrics": {r["metric"]: {k: v for k, v in r.items() if k != "metric"} for r in summ.to_dict("records")},
+    }
+
+
+# ---------------------------------------------------------------- progress
+
+def _progress_bar(total: int, done: int, label: str) -> Any:
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
+                               TimeRemainingColumn)
+    from rich.text import Text
+
+    class Rate(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            s = task.speed
+            return Text(f"{s:.2f} rep/s" if s else "  - rep/s")
+
+    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), Rate(),
+                   TextColumn("ETA"), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+    bar.start()
+    task = bar.add_task(label, total=total, completed=done)
+    return bar, task
+
+
+# ---------------------------------------------------------------- the experiment
+
+def run_experiment(loaded: Loaded, reps: int, workers: int = 1, dask_address: str | None = None,
+                   folder: Path | str | None = None, overwrite: bool = False,
+                   target_ci: Mapping[str, float] | None = None, progress: bool = True,
+                   max_reps: int = DEFAULT_MAX_REPS, echo: Callable[[str], None] | None = None,
+                   results_root: Path | str = "results") -> ExperimentResult:
+    """Run (or reuse, or resume) replications 0..reps−1 of ``loaded`` into ``folder``.
+
+    With ``target_ci`` ({metric: half-width}) more replications are added, in stages decided only
+    by the replications already in the table (so a resumed run takes the same stages), until every
+    95 % t-interval half-width is at most its target or ``max_reps`` is reached.
+
+    Ctrl-C stops the workers at once, keeps every stored replication, prints how to resume and
+    re-raises KeyboardInterrupt."""
+    say = echo or (lambda s: print(s, file=sys.stderr, flush=True))
+    if reps < 2:
+        raise InputError("--reps", str(reps), "a Monte Carlo needs at least 2 replications")
+    if workers < 1:
+        raise InputError("--workers", str(workers), "must be >= 1")
+    if target_ci:
+        for m, h in target_ci.items():
+            if not (isinstance(h, (int, float)) and math.isfinite(h) and h > 0):
+                raise InputError("--target-ci", m, f"half-width must be a positive number, got {h!r}")
+        if max_reps < reps:
+            raise InputError("--max-reps", str(max_reps), f"must be >= --reps ({reps})")
+    t_start = time.perf_counter()
+    folder = Path(folder) if folder is not None else experiment_folder(results_root, loaded)
+    prepare_folder(folder, loaded, overwrite)
+    request = _request(reps, target_ci, max_reps)
+
+    prev = load_complete(folder)
+    if prev is not None:
+        table, summ, done = prev
+        if all(done.get(k) == v for k, v in request.items()) and done.get("scenario_hash") == loaded.hash:
+            return ExperimentResult(folder, loaded, table, summ, reused=True, computed=0,
+                                    target_met=done.get("target_met"), wall_s=time.perf_counter() - t_start)
+    (folder / "COMPLETE").unlink(missing_ok=True)
+
+    rows: dict[int, dict[str, Any]] = {}
+    have = _existing_indices(folder)
+
+    def get_row(i: int) -> dict[str, Any]:
+        if i not in rows:
+            r = read_row(_rep_path(folder, i))
+            if str(r.get("scenario_hash")) != loaded.hash or r.get("replication") != i:
+                raise InputError(str(_rep_path(folder, i)), "", "replication file of another scenario or index; "
+                                 "use --overwrite")
+            rows[i] = r
+        return rows[i]
+
+    kill: tuple[int, str] | None = None
+    if os.environ.get(KILL_ENV, "").strip().isdigit():
+        k = int(os.environ[KILL_ENV])
+        kill = (k, str((folder / f".test-kill-{k}.marker").resolve()))
+
+    backend: Any = None
+    bar = None
+    computed = 0
+    payload = payload_of(loaded)
+    n_target = reps
+    target_met: bool | None = None
+    try:
+        while True:
+            todo = [i for i in range(n_target) if i not in have and i not in rows]
+            if todo:
+                if backend is None:
+                    if dask_address:
+                        backend = _Dask(dask_address, workers)
+                    elif workers > 1:
+                        backend = _Pool(workers)
+                    else:
+                        backend = _Serial()
+                if progress and sys.stderr.isatty() and bar is None:
+                    bar = _progress_bar(n_target, n_target - len(todo), loaded.scenario.name)
+                elif bar is not None:
+                    bar[0].update(bar[1], total=n_target, completed=n_target - len(todo))
+
+                def on_row(row: dict[str, Any]) -> None:
+                    nonlocal computed
+                    i = int(row["replication"])
+                    write_row(_rep_path(folder, i), row)
+                    rows[i] = row
+                    computed += 1
+                    if target_ci:
+                        missing = [m for m in target_ci if m not in row]
+                        if missing:
+                            avail = ", ".join(k for k in row if k not in ID_DTYPES)
+                            raise InputError("--target-ci", missing[0], f"no such metric; available: {avail}")
+                    if bar is not None:
+                        bar[0].advance(bar[1])
+
+                _drive(backend, payload, todo, on_row, kill, say)
+            table = assemble(get_row(i) for i in range(n_target))
+            if not target_ci:
+                break
+            for m in target_ci:
+                if m not in table.columns:
+                    raise InputError("--target-ci", m, "no such metric; available: " + ", ".join(stats.metric_columns(table)))
+            need = max(stats.replications_needed(table[m].to_numpy(), h, cap=max_reps + 1) for m, h in target_ci.items())
+            if need <= n_target:
+                target_met = True
+                break
+            if n_target >= max_reps:
+                target_met = False
+                break
+            n_target = min(max_reps, max(need, n_target + 1))
+    except KeyboardInterrupt:
+        if backend is not None and not isinstance(backend, _Serial):
+            backend.abort()
+            backend = None
+        if bar is not None:
+            bar[0].stop()
+            bar = None
+        stored = len(_existing_indices(folder))
+        print(f"\ninterrupted: {stored} finished replications are kept in {folder / 'reps'}; "
+              f"run the same command again to resume (only the missing ones are computed)",
+              file=sys.stderr, flush=True)
+        raise
+    except BaseException:
+        if backend is not None and not isinstance(backend, _Serial):
+            backend.abort()
+            backend = None
+        raise
+    finally:
+        if bar is not None:
+            bar[0].stop()
+        if backend is not None and not isinstance(backend, _Serial):
+            backend.close()
+    mixed = sorted(set(table["twin_version"].astype(str)))
+    notes = []
+    if len(mixed) > 1:
+        notes.append(f"warning: replications from different twin versions are mixed: {', '.join(mixed)} "
+                     f"(use --overwrite to recompute them all with {twin.__version__})")
+        say(notes[-1])
+    summ = stats.summarise(table)
+    atomic_write_parquet(folder / "replications.parquet", table)
+    atomic_write_parquet(folder / "summary.parquet", summ)
+    write_json(folder / "summary.json", summary_json(loaded, table, summ, target_ci, target_met))
+    wall = time.perf_counter() - t_start
+    write_json(folder / "run.json", {"wall_s": wall, "computed": computed,
+                                     "backend": "dask" if dask_address else ("local" if workers > 1 else "serial"),
+                                     "workers": workers, "python": sys.executable})
+    write_json(folder / "COMPLETE", {"replications": int(len(table)), "scenario_hash": loaded.hash,
+                                     "target_met": target_met, **request})
+    return ExperimentResult(folder, loaded, table, summ, reused=False, computed=computed, target_met=target_met,
+                            wall_s=wall, notes=notes)
+
+
+def with_seed(loaded: Loaded, seed: int) -> Loaded:
+    """The same scenario with another seed (re-validated; its hash changes with the seed)."""
+    if loaded.scenario.seed == seed:
+        return loaded
+    doc = dict(loaded.resolved)
+    doc["seed"] = int(seed)
+    return load_dict(doc, str(loaded.source), Path(loaded.source).parent)
+
+
+def rep_values(table: pd.DataFrame, metric: str) -> np.ndarray:
+    return table.sort_values("replication")[metric].to_numpy(dtype=np.float64)

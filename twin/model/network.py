@@ -1,0 +1,299 @@
+"""The compute fabric: a rail-optimised two-tier fat tree (model.md §6).
+
+State lives in numpy arrays indexed by rule (see :mod:`twin.scenario.network`): node ``n`` is in
+leaf group ``g = n // P``; leaf ``l = g·R + r`` serves rail ``r`` of group ``g``; access link
+``a = n·R + r`` joins node ``n`` to leaf ``l``; trunk link ``t = l·P + j`` joins leaf ``l`` to spine
+``j mod S`` (``P`` nodes per leaf, ``R`` rails, ``S`` spines).
+
+Failures go through :class:`~twin.model.parts.FacilityParts` (the same streams, crews and spares
+as node parts); only failures inside the horizon are scheduled.
+
+- An optic on an access link, or a leaf, cuts node(s) off a rail: ``cluster.add_cut(node,
+  'optic' | 'leaf')`` (the workload interrupts multi-node jobs there and places none there).
+- An optic on a trunk link takes that uplink down; a spine takes its ``P/S`` uplinks of every leaf
+  down. A leaf's uplink share ``u_l = healthy uplinks / P``; a job that spans several leaf groups
+  gets ``R × link_bandwidth × min over its groups' leaves of u_l`` per node (its ring runs at the
+  pace of its slowest rail), a job under one leaf group the full ``R × link_bandwidth``. With
+  spine failures only, ``u_l = healthy spines / S`` for every leaf. Every change is published as
+  ``Topic.FABRIC``.
+- Link flaps: each access link flaps as a Poisson process (rate per link per year); the flap
+  times are drawn per link from the counter-based streams (vectorised at the start, one renewal
+  per flap) and only those inside the horizon are scheduled. A flap of a link that is down (failed
+  optic, failed leaf) is not a fault and is skipped. Each flap publishes
+  ``Topic.TRANSIENT(node, 'link_flap')``.
+
+NIC failures are the node part ``nic`` (effect ``link_down``), handled by the part population.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from twin import rng
+from twin.model.engine import Topic
+from twin.model.parts import FacilityParts
+from twin.observe.recorder import time_weighted_mean
+from twin.scenario.network import HOURS_PER_YEAR
+
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.sim import Model
+
+LEVELS = ("bisection_fraction", "cut_nodes", "spines_healthy", "leaves_down")
+"""Step functions recorded as ``network.<name>`` levels and returned in the ``fabric_health`` table."""
+
+
+def leaf_path(rail: int, group: int) -> str:
+    return f"net.rail{rail}.leaf{group:03d}"
+
+
+def spine_path(spine: int) -> str:
+    return f"net.spine{spine:03d}"
+
+
+def access_link_path(node: int, rail: int) -> str:
+    """Path of the link of ``node`` on ``rail`` (independent of the leaf size, so variants that
+    regroup nodes keep each link's random draws)."""
+    return f"net.rail{rail}.node{node:05d}"
+
+
+def trunk_link_path(rail: int, group: int, j: int) -> str:
+    return f"{leaf_path(rail, group)}.up{j:03d}"
+
+
+class Network:
+    """The fabric component: topology state, failures, flaps, bandwidth and placement."""
+
+    def __init__(self, model: "Model") -> None:
+        spec = model.sc.network
+        assert spec is not None
+        self.spec = spec
+        self.model = model
+        self.engine = eng = model.engine
+        self.cluster = cl = model.cluster
+        self.N = N = cl.n_nodes
+        self.R = R = spec.rails
+        self.P = P = spec.nodes_per_leaf
+        self.S = S = spec.spines
+        self.opl = opl = spec.optics_per_link
+        c = spec.counts(N)
+        self.topology = c
+        self.G = G = c["groups"]
+        self.L = L = c["leaves"]
+        self.A = A = c["access_links"]
+        self.T = T = c["trunk_links"]
+        self.node_group: NDArray[np.int64] = np.arange(N, dtype=np.int64) // P
+        self.bw_node_gbps = R * spec.link_bandwidth_gbps
+        # state
+        self.leaf_ok = np.ones(L, dtype=bool)
+        self.spine_ok = np.ones(S, dtype=bool)
+        self.access_bad = np.zeros(A, dtype=np.int8)  # failed optics per access link
+        self.trunk_bad = np.zeros(T, dtype=np.int8)  # failed optics per trunk link
+        self.leaf_up = np.full(L, P if S > 0 else 0, dtype=np.int64)  # healthy uplinks per leaf
+        self.group_frac = np.ones(G)  # min over the group's leaves of healthy uplinks / P
+        self._spine_of_uplink = np.arange(P) % S if S > 0 else np.zeros(0, dtype=np.int64)
+        self.n_cut = 0
+        self.flaps = 0
+        self.flaps_skipped = 0
+        # failure populations (site-level units through the same crews and spares)
+        parts = spec.facility_parts()
+        shop = model.shop
+        opt_paths = [f"{access_link_path(n, r)}.optic{e}" for n in range(N) for r in range(R) for e in range(opl)]
+        if T:
+            opt_paths += [f"{trunk_link_path(r, g, j)}.optic{e}"
+                          for g in range(G) for r in range(R) for j in range(P) for e in range(opl)]
+        self.optics = FacilityParts(eng, "optic", opt_paths, parts["optic"], self._on_optic, shop.on_failure)
+        self.leaves = FacilityParts(eng, "leaf", [leaf_path(r, g) for g in range(G) for r in range(R)],
+                                    parts["leaf"], self._on_leaf, shop.on_failure)
+        self.spines = FacilityParts(eng, "spine", [spine_path(s) for s in range(S)], parts["spine"],
+                                    self._on_spine, shop.on_failure)
+        model.facility["optic"] = self.optics
+        model.facility["leaf"] = self.leaves
+        model.facility["spine"] = self.spines
+        # link flaps: one counter-based stream per access link
+        self.flap_rate_h = spec.link_flaps_per_link_per_year / HOURS_PER_YEAR
+        self._flap_digest = rng.path_digests(access_link_path(n, r) + "#flap" for n in range(N) for r in range(R)) \
+            if self.flap_rate_h > 0 else np.zeros(0, dtype=np.uint64)
+        self._flap_k = np.zeros(len(self._flap_digest), dtype=np.int64)
+        eng.fabric = self
+        eng.bus.subscribe(Topic.NODE_CUT, self._on_cut)
+        eng.bus.subscribe(Topic.NODE_UNCUT, self._on_uncut)
+        self._record_levels()
+
+    # ---- interface used by the workload ---------------------------------------------------
+    def job_bandwidth_gbps(self, nodes: NDArray[np.int64]) -> tuple[float, float]:
+        """(ideal, current) bandwidth per node of a job on ``nodes``, Gbit/s.
+
+        ideal = rails × link bandwidth; current = ideal × the smallest healthy-uplink share of the
+        leaves of the job's groups when the job spans several leaf groups, else ideal (a job under
+        one leaf does not cross the spines).
+        """
+        ideal = self.bw_node_gbps
+        if len(nodes) < 2:
+            return ideal, ideal
+        g = self.node_group[nodes]
+        if g.min() == g.max():
+            return ideal, ideal
+        return ideal, ideal * float(self.group_frac[g].min())
+
+    def pack(self, pool: list[int], k: int) -> list[int]:
+        """Choose ``k`` nodes of ``pool`` under the fewest leaf groups.
+
+        Greedy: while no single remaining group can hold what is still needed, take the largest
+        group whole; then take the smallest group that can (best fit, keeping big groups whole for
+        big jobs). This reaches the minimum number of groups. Lowest node indices first in a group.
+        """
+        if k <= 0:
+            return []
+        if k > len(pool):
+            raise ValueError(f"pack: {k} nodes requested from a pool of {len(pool)}")
+        arr = np.sort(np.asarray(pool, dtype=np.int64))
+        g = self.node_group[arr]
+        uniq, start, counts = np.unique(g, return_index=True, return_counts=True)
+        remaining = list(range(len(uniq)))
+        out: list[int] = []
+        need = k
+        while need > 0:
+            fits = [i for i in remaining if counts[i] >= need]
+            if fits:
+                i = min(fits, key=lambda i: (counts[i], uniq[i]))
+                out.extend(arr[start[i]:start[i] + need].tolist())
+                break
+            i = max(remaining, key=lambda i: (counts[i], -uniq[i]))
+            out.extend(arr[start[i]:start[i] + counts[i]].tolist())
+            need -= int(counts[i])
+            remaining.remove(i)
+        return out
+
+    # ---- failure effects -----------------------------------------------------------------
+    def _group_nodes(self, group: int) -> range:
+        return range(group * self.P, min(self.N, (group + 1) * self.P))
+
+    def _on_leaf(self, idx: int, healthy: bool) -> None:
+        group = idx // self.R
+        self.leaf_ok[idx] = healthy
+        for node in self._group_nodes(group):
+            if healthy:
+                self.cluster.remove_cut(node, "leaf")
+            else:
+                self.cluster.add_cut(node, "leaf")
+        self._record_levels()
+
+    def _on_spine(self, idx: int, healthy: bool) -> None:
+        self.spine_ok[idx] = healthy
+        ok = (self.trunk_bad.reshape(self.L, self.P) == 0) & self.spine_ok[self._spine_of_uplink]
+        self.leaf_up[:] = ok.sum(axis=1)
+        self.group_frac[:] = self.leaf_up.reshape(self.G, self.R).min(axis=1) / self.P
+        self._record_levels()
+        self.engine.bus.publish(Topic.FABRIC)
+
+    def _on_optic(self, idx: int, healthy: bool) -> None:
+        link = idx // self.opl
+        step = -1 if healthy else 1
+        if link < self.A:
+            node = link // self.R
+            self.access_bad[link] += step
+            if healthy:
+                self.cluster.remove_cut(node, "optic")
+            else:
+                self.cluster.add_cut(node, "optic")
+            return
+        t = link - self.A
+        before = self.trunk_bad[t]
+        self.trunk_bad[t] = before + step
+        if (before == 0) == (self.trunk_bad[t] == 0):
+            return  # the link's state did not change (its other optic was already down)
+        leaf = t // self.P
+        lo = leaf * self.P
+        up = int(((self.trunk_bad[lo:lo + self.P] == 0) & self.spine_ok[self._spine_of_uplink]).sum())
+        self.leaf_up[leaf] = up
+        g = leaf // self.R
+        self.group_frac[g] = self.leaf_up[g * self.R:(g + 1) * self.R].min() / self.P
+        self._record_levels()
+        self.engine.bus.publish(Topic.FABRIC)
+
+    def _on_cut(self, node: int, cause: str) -> None:
+        self.n_cut += 1
+        self.engine.recorder.level("network.cut_nodes", self.engine.now, self.n_cut)
+
+    def _on_uncut(self, node: int, cause: str) -> None:
+        self.n_cut -= 1
+        self.engine.recorder.level("network.cut_nodes", self.engine.now, self.n_cut)
+
+    # ---- link flaps ------------------------------------------------------------------------
+    def _flap_gaps(self, links: NDArray[np.int64]) -> NDArray[np.float64]:
+        u = self.engine.streams.uniforms(self._flap_digest[links], self._flap_k[links])
+        self._flap_k[links] += 1
+        return rng.exponential_from_u(u, 1.0 / self.flap_rate_h)
+
+    def _schedule_flap(self, link: int, t_h: float) -> None:
+        if t_h < self.engine.horizon_h:
+            self.engine.call_at(t_h, lambda: self._flap(link))
+
+    def _flap(self, link: int) -> None:
+        node, rail = divmod(link, self.R)
+        now = self.engine.now
+        if self.access_bad[link] == 0 and self.leaf_ok[self.node_group[node] * self.R + rail]:
+            self.flaps += 1
+            self.engine.recorder.event(now, "transient", access_link_path(node, rail), node)
+            self.engine.bus.publish(Topic.TRANSIENT, node, "link_flap")
+        else:
+            self.flaps_skipped += 1
+        self._schedule_flap(link, now + float(self._flap_gaps(np.array([link]))[0]))
+
+    # ---- component protocol ----------------------------------------------------------------
+    def bisection_fraction(self) -> float:
+        """Share of the leaf-to-spine capacity in service (a failed leaf takes its uplinks with it);
+        without spines, the share of leaves in service."""
+        if self.S == 0:
+            return float(self.leaf_ok.mean()) if self.L else 1.0
+        return float((self.leaf_up * self.leaf_ok).sum() / (self.L * self.P))
+
+    def _record_levels(self) -> None:
+        rec = self.engine.recorder
+        now = self.engine.now
+        rec.level("network.bisection_fraction", now, self.bisection_fraction())
+        rec.level("network.spines_healthy", now, float(self.spine_ok.sum()))
+        rec.level("network.leaves_down", now, float(self.L - self.leaf_ok.sum()))
+        rec.level("network.cut_nodes", now, float(self.n_cut))
+
+    def start(self) -> None:
+        """Draw every link's first flap at once; schedule those inside the horizon."""
+        if self.flap_rate_h <= 0:
+            return
+        links = np.arange(len(self._flap_digest))
+        first = self._flap_gaps(links)
+        for i in np.flatnonzero(first < self.engine.horizon_h):
+            self._schedule_flap(int(i), float(first[i]))
+
+    def finish(self) -> None:
+        pass
+
+    def results(self) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
+        H = self.engine.horizon_h
+        rec = self.engine.recorder
+        m: dict[str, float] = {f"network.{k}": float(v) for k, v in self.topology.items()}
+        ts, vs = rec.level_series("network.bisection_fraction")
+        m["network.bisection_fraction"] = time_weighted_mean(ts, vs, H)
+        m["network.bisection_fraction.min"] = float(vs.min())
+        if self.S > 0:
+            ts_s, vs_s = rec.level_series("network.spines_healthy")
+            m["network.spine_availability"] = time_weighted_mean(ts_s, vs_s, H) / self.S
+        m["network.link_flaps"] = float(self.flaps)
+        m["network.link_flaps_skipped"] = float(self.flaps_skipped)
+        iv = rec.intervals_table()
+        cut = iv[iv["state"] == "cut"]
+        hours = cut["end_h"] - cut["start_h"]
+        m["network.cut_node_hours"] = float(hours.sum())
+        for cause, h in hours.groupby(cut["cause"].astype(str)).sum().items():
+            m[f"network.cut_node_hours.{cause}"] = float(h)
+        rows = []
+        for name in LEVELS:
+            t, v = rec.level_series(f"network.{name}")
+            rows.append(pd.DataFrame({"series": name, "time_h": t, "value": v}))
+        health = pd.concat(rows, ignore_index=True)
+        health["series"] = pd.Categorical(health["series"], categories=list(LEVELS))
+        return m, {"fabric_health": health}

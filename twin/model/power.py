@@ -1,0 +1,701 @@
+"""Power chain and redundancy (model.md §5): node PSUs on feeds; per feed utility → UPS →
+generator → switchboard → PDUs → racks; power capping; site power.
+
+Event-driven throughout. Between events every input is constant, so the UPS state of charge
+(SoC) moves linearly (down at load_fraction/ride_through, up at 1/recharge_h, clipped at 1) and
+the time the battery runs empty is a closed form, scheduled as an event and moved when the load
+changes. IT power is piecewise constant, so energy is an exact sum.
+
+Feed state machine (one per feed, ``mode``):
+
+- ``utility``: utility up (or the feed's input is back); the UPS recharges linearly.
+- utility lost → the generator draws its start (one uniform of stream
+  ``power.feed<X>.generator#start`` at k = the feed's outage index): it fails to start with
+  probability ``start_failure_prob`` (no retry until utility returns), else it carries the feed
+  ``start_delay_s`` later (mode ``generator``; the UPS recharges from it).
+- meanwhile ``ups``: the battery carries the feed for SoC × ride_through × rated/actual load;
+  if it runs empty first (or is failed, bypassed, or absent) the feed is ``dead`` until the
+  generator runs or utility returns.
+- a failed switchboard kills the feed; a failed PDU kills its racks' PSUs on that feed.
+
+A node's budget is (healthy PSUs on live feeds) × capacity_w. Below the node's full demand its
+GPUs are capped at (budget − non-GPU)/GPUs and its speed follows model.md §3; below the PSU
+group's minimum (``min_to_run``, else ``required``) it is down with cause ``power:<cause>``,
+where the cause is the most local sufficient reason: ``psu`` if its healthy PSUs alone are too
+few, else ``pdu`` if those on live PDUs are too few, else its dead feeds' cause (``feed``:
+switchboard, UPS or generator out of service; ``generator_start``: a failed start;
+``utility``: an outage that outlasted the ride-through before the generator took over, or with
+no generator). A node that lost power returns ``reboot_h`` after power is back.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from twin import rng
+from twin.model.engine import Engine, Topic
+from twin.model.parts import FacilityParts
+from twin.observe.recorder import time_weighted_mean
+from twin.physics.power import node_it_power_w, site_gpu_cap_w
+from twin.physics.thermal import speed_fraction
+
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.model.cluster import Cluster
+    from twin.sim import Model
+
+CAUSES = ("psu", "pdu", "utility", "generator_start", "feed")
+"""Power down causes; code = index + 1 (0: not down). For a node's dead feeds the highest code wins."""
+_PSU, _PDU, _UTILITY, _GEN_START, _FEED = 1, 2, 3, 4, 5
+
+
+class ITPower:
+    """One source of truth for IT power: per-node power (W) and its exact energy integral.
+
+    node power = node_it_power_w(util, tightest GPU cap, ...) while the node is up, 0 while it is
+    down (assumption: a node out of service is powered off). Models that cap GPUs write their
+    cap array (``gpu_cap(source)``, W per GPU, ``inf`` = no cap) and call ``refresh(nodes)``; the
+    object itself listens to NODE_LOAD / NODE_DOWN / NODE_UP. ``watch(before, after)`` registers
+    callbacks run before a change (to integrate up to now) and after it (with the nodes).
+    """
+
+    def __init__(self, engine: Engine, cluster: "Cluster", gpus: int, idle_w: float, tdp_w: float,
+                 non_gpu_w: float) -> None:
+        self.engine = engine
+        self.cluster = cluster
+        self.gpus = gpus
+        self.idle_w = idle_w
+        self.tdp_w = tdp_w
+        self.non_gpu_w = non_gpu_w
+        n = cluster.n_nodes
+        self.node_power_w = np.zeros(n)
+        """IT power of each node, W."""
+        self.caps: dict[str, NDArray[np.float64]] = {}
+        self.energy_wh = 0.0
+        self._total = 0.0
+        self._t = engine.now
+        self._before: list[Callable[[], None]] = []
+        self._after: list[Callable[[NDArray[np.int64]], None]] = []
+        self._all = np.arange(n)
+        bus = engine.bus
+        bus.subscribe(Topic.NODE_LOAD, self.refresh)
+        bus.subscribe(Topic.NODE_DOWN, self._on_node)
+        bus.subscribe(Topic.NODE_UP, self._on_node)
+        self.refresh()
+
+    def gpu_cap(self, source: str) -> NDArray[np.float64]:
+        """Writable per-node GPU power cap (W) of ``source``; created at inf. Call refresh after writing."""
+        arr = self.caps.get(source)
+        if arr is None:
+            arr = self.caps[source] = np.full(self.cluster.n_nodes, np.inf)
+        return arr
+
+    def min_cap(self, nodes: NDArray[np.int64], exclude: str | None = None) -> NDArray[np.float64]:
+        """Tightest GPU cap (W) of ``nodes`` over all sources except ``exclude``."""
+        out = np.full(len(nodes), np.inf)
+        for name, arr in self.caps.items():
+            if name != exclude:
+                np.minimum(out, arr[nodes], out=out)
+        return out
+
+    def gpu_demand_w(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Uncapped GPU power demand (W) of ``nodes`` at their utilisation."""
+        return self.idle_w + (self.tdp_w - self.idle_w) * self.engine.node_util[nodes]
+
+    def watch(self, before: Callable[[], None], after: Callable[[NDArray[np.int64]], None]) -> None:
+        self._before.append(before)
+        self._after.append(after)
+
+    def _integrate(self) -> None:
+        now = self.engine.env.now
+        if now > self._t:
+            self.energy_wh += self._total * (now - self._t)
+        self._t = now
+
+    def _on_node(self, node: int, cause: str) -> None:
+        self.refresh(np.array([node]))
+
+    def refresh(self, nodes: NDArray[np.int64] | None = None) -> None:
+        """Recompute the power of ``nodes`` (all when None) after a load, cap or state change."""
+        for fn in self._before:
+            fn()
+        self._integrate()
+        idx = self._all if nodes is None else nodes
+        caps = self.caps
+        if not caps:
+            cap: NDArray[np.float64] | float = math.inf
+        elif len(caps) == 1:
+            cap = next(iter(caps.values()))[idx]
+        else:
+            cap = self.min_cap(idx)
+        p = node_it_power_w(self.engine.node_util[idx], cap, self.gpus, self.idle_w, self.tdp_w, self.non_gpu_w)
+        cl = self.cluster
+        if cl.n_up < cl.n_nodes:
+            p[cl.down_count[idx] != 0] = 0.0
+        self.node_power_w[idx] = p
+        self._total = float(self.node_power_w.sum())
+        self.engine.recorder.level("site_power_w", self._t, self._total)
+        for fn in self._after:
+            fn(idx)
+
+    def total_w(self) -> float:
+        """Site IT power now, W."""
+        return self._total
+
+    def energy_kwh(self) -> float:
+        """IT energy from time 0 to now, kWh (exact: power is piecewise constant)."""
+        self._integrate()
+        return self.energy_wh / 1000.0
+
+
+class PowerChain:
+    """Feeds, their chains, node PSU budgets and power capping. Built from ``sc.power``."""
+
+    def __init__(self, model: "Model") -> None:
+        self.model = model
+        self.engine = eng = model.engine
+        self.cluster = cl = model.cluster
+        sc = model.sc
+        spec = sc.power
+        assert spec is not None
+        self.spec = spec
+        self.H = sc.horizon_h
+        n = cl.n_nodes
+        self.n = n
+        self.g = sc.cluster.node.gpus
+        pop = model.parts[spec.psu_part]
+        P = pop.per_node
+        self.psu_healthy = pop.healthy.reshape(n, P)  # a view: the part population updates it
+        assert np.shares_memory(self.psu_healthy, pop.healthy)
+        self.min_run = int(pop.fail_below)
+        self.feeds = spec.feeds
+        F = self.F = len(self.feeds)
+        names = spec.slot_feeds(P)
+        self.slot_feed = np.array([self.feeds.index(x) for x in names], dtype=np.int64)
+        self.slot_masks = [self.slot_feed == f for f in range(F)]
+        racks = sc.cluster.racks
+        self.K = spec.pdu_count(racks)
+        rack_pdu = (np.arange(racks) * self.K) // racks
+        self.node_pdu = rack_pdu[np.arange(n) // sc.cluster.nodes_per_rack]
+        self.idle_w = spec.idle_w(sc)
+        self.tdp_w = spec.gpu_tdp_w
+        self.non_gpu_w = spec.non_gpu_w
+        self.full_w = self.non_gpu_w + self.g * self.tdp_w
+        # ---- feed state (per feed, Python lists: F is 1 or 2)
+        ups, gen = spec.ups, spec.generator
+        self.has_ups = ups is not None and ups.ride_through_min > 0
+        self.has_gen = gen is not None
+        self.rt_h = (ups.ride_through_min / 60.0) if ups is not None else 0.0
+        self.recharge_h = ups.recharge_h if ups is not None else 1.0
+        self.loss_k = (1.0 / ups.efficiency - 1.0) if ups is not None else 0.0
+        self.util_out = [0] * F
+        self.outage_idx = [0] * F
+        self.restarts = [0] * F
+        self.soc = [1.0] * F
+        self.ups_ok = [self.has_ups] * F
+        self.gen_ok = [self.has_gen] * F
+        self.gen_state = ["off"] * F
+        self.gen_gen = [0] * F
+        self.sb_ok = [True] * F
+        self.pdu_ok = np.ones((F, self.K), dtype=bool)
+        self.input_live = [True] * F
+        self.mode = ["utility"] * F
+        self.feed_code = [0] * F
+        self.empty_gen = [0] * F
+        self.feed_load_w = [0.0] * F
+        self.feed_since = [0.0] * F
+        self.feed_rows: list[tuple[str, float, float, str, str]] = []
+        self.outage_rows: list[dict[str, object]] = []
+        self.open_outage: list[dict[str, object] | None] = [None] * F
+        self._feeds_active = False  # any feed off utility, recharging, or in an outage
+        # UPS rating (W): the full demand of every node (each slot list covers every node alike)
+        self.ups_rating_w = (ups.capacity_kw * 1000.0 if ups is not None and ups.capacity_kw else n * self.full_w)
+        # ---- node state
+        self.E = np.full(n, P, dtype=np.int64)
+        self.share = np.stack([np.full(n, m.sum() / P) for m in self.slot_masks], axis=1)
+        self.pheld = np.zeros(n, dtype=bool)
+        self.pcode = np.zeros(n, dtype=np.int64)
+        self.rebooting = np.zeros(n, dtype=bool)
+        self.reboot_gen = np.zeros(n, dtype=np.int64)
+        self.cause_nodes = np.zeros(len(CAUSES) + 1)
+        self._n_pheld = 0
+        self._n_cap = 0  # nodes with a finite power cap (node budget or site)
+        # ---- accounting (integrated in _settle)
+        self._t = eng.now
+        self.down_node_h = np.zeros(len(CAUSES) + 1)
+        self.capped_gpus = 0.0
+        self.capped_gpu_h = 0.0
+        self.site_capped_gpus = 0.0
+        self.site_capped_gpu_h = 0.0
+        self.capped_nodes = 0.0
+        self.capped_node_h = 0.0
+        self._ups_loss_w = 0.0
+        self.ups_loss_wh = 0.0
+        self.gen_starts = 0
+        self.gen_start_failures = 0
+        self.site_cap_short_h = 0.0  # time the site stayed above its cap with every GPU at minimum
+        self._site_short = False
+        self._in_site = False
+        # ---- IT power (shared with the thermal/energy accounting)
+        it = getattr(eng, "it_power", None)
+        if it is None:
+            it = ITPower(eng, cl, self.g, self.idle_w, self.tdp_w, self.non_gpu_w)
+            eng.it_power = it  # type: ignore[attr-defined]
+        self.it = it
+        self.cap_w = it.gpu_cap("power")
+        self.site_cap_w = it.gpu_cap("power_site") if spec.site_cap_w is not None else None
+        self.speed = eng.speed_cap("power")
+        it.watch(self._settle, self._after_load)
+        # ---- site-level units
+        self.units: dict[str, FacilityParts] = {}
+        for name, el in spec.elements().items():
+            if el.failure is None:
+                continue
+            if name == "pdu":
+                paths = [f"power.feed{x}.pdu{j:02d}" for x in self.feeds for j in range(self.K)]
+            else:
+                paths = [f"power.feed{x}.{name}" for x in self.feeds]
+            fp = FacilityParts(eng, name, paths, spec.element_part(name, len(paths)),
+                               (lambda i, ok, nm=name: self._on_unit(nm, i, ok)), model.shop.on_failure)
+            model.facility[name] = fp
+            self.units[name] = fp
+        # ---- utility sources: (stream path, feeds)
+        if spec.utility.shared:
+            self.sources = [("power.utility", list(range(F)))]
+        else:
+            self.sources = [(f"power.feed{x}.utility", [f]) for f, x in enumerate(self.feeds)]
+        self.src_k = [0] * len(self.sources)
+        eng.bus.subscribe(Topic.GROUP, self._on_group)
+
+    # ---- component protocol -------------------------------------------------------------------
+    def start(self) -> None:
+        if self.spec.utility.outages_per_year > 0:
+            for s in range(len(self.sources)):
+                self._next_outage(s, 0.0)
+        for inj in self.spec.inject:
+            f = self.feeds.index(inj.feed)
+            if inj.at_h < self.H:
+                self.engine.call_at(inj.at_h, lambda f=f, d=inj.duration_h: self._outage_begin([f], d, True))
+        self._update()
+
+    def finish(self) -> None:
+        self._settle()
+        now = self.engine.now
+        for f in range(self.F):
+            self._close_feed_row(f, now)
+            row = self.open_outage[f]
+            if row is not None:
+                row["end_h"] = math.nan  # still in progress at the horizon
+                self.outage_rows.append(row)
+                self.open_outage[f] = None
+
+    # ---- time integration ---------------------------------------------------------------------
+    def _settle(self) -> None:
+        """Integrate everything that moves between events from the last event to now."""
+        now = self.engine.env.now
+        dt = now - self._t
+        if dt <= 0.0:
+            return
+        self._t = now
+        if self._feeds_active:
+            active = False
+            for f in range(self.F):
+                if self.mode[f] == "ups":
+                    self.soc[f] = max(0.0, self.soc[f] - dt * self._drain_per_h(f))
+                elif self.input_live[f] and self.ups_ok[f] and self.soc[f] < 1.0:
+                    self.soc[f] = min(1.0, self.soc[f] + dt / self.recharge_h)
+                row = self.open_outage[f]
+                if row is not None and self.mode[f] == "dead":
+                    row["dead_h"] = float(row["dead_h"]) + dt  # type: ignore[arg-type]
+                active = active or self.mode[f] != "utility" or self.soc[f] < 1.0 or row is not None
+            self._feeds_active = active
+        if self._n_pheld:
+            self.down_node_h += self.cause_nodes * dt
+        if self._n_cap:
+            self.capped_gpu_h += self.capped_gpus * dt
+            self.site_capped_gpu_h += self.site_capped_gpus * dt
+            self.capped_node_h += self.capped_nodes * dt
+        self.ups_loss_wh += self._ups_loss_w * dt
+        if self._site_short:
+            self.site_cap_short_h += dt
+
+    def _drain_per_h(self, f: int) -> float:
+        """SoC lost per hour on battery: (load / rated load) / ride-through at rated load (h)."""
+        return self.feed_load_w[f] / self.ups_rating_w / self.rt_h
+
+    # ---- utility outages ---------------------------------------------------------------------
+    def _next_outage(self, s: int, after_h: float) -> None:
+        path = self.sources[s][0]
+        k = self.src_k[s]
+        u = self.engine.streams.scalar(path + "#arrival", k)
+        t = after_h + float(rng.exponential_from_u(np.array([u]), 8760.0 / self.spec.utility.outages_per_year)[0])
+        if t < self.H:
+            self.engine.call_at(t, lambda: self._source_outage(s))
+
+    def _source_outage(self, s: int) -> None:
+        path, feeds = self.sources[s]
+        k = self.src_k[s]
+        self.src_k[s] += 1
+        u = self.engine.streams.scalar(path + "#duration", k)
+        d = float(self.spec.utility.duration.sample(np.array([u]))[0])
+        self._outage_begin(feeds, d, False)
+        self._next_outage(s, self.engine.now + d)
+
+    def _outage_begin(self, feeds: list[int], duration_h: float, injected: bool) -> None:
+        self._settle()
+        eng = self.engine
+        for f in feeds:
+            self.util_out[f] += 1
+            if self.util_out[f] > 1:
+                continue  # already out: overlapping outages are one
+            k = self.outage_idx[f]
+            self.outage_idx[f] += 1
+            row: dict[str, object] = {"feed": self.feeds[f], "outage": k, "start_h": eng.now, "end_h": math.nan,
+                                      "injected": injected, "soc_start": self.soc[f],
+                                      "generator": "none", "dead_h": 0.0}
+            self.open_outage[f] = row
+            if self.has_gen:
+                row["generator"] = self._start_generator(f, f"power.feed{self.feeds[f]}.generator#start", k)
+            eng.recorder.event(eng.now, "utility_lost", f"power.feed{self.feeds[f]}", -1, duration_h)
+        self._feeds_active = True
+        eng.call_at(eng.now + duration_h, lambda: self._outage_end(feeds))
+        self._update()
+
+    def _start_generator(self, f: int, stream: str, k: int) -> str:
+        """Try to start the generator of feed ``f`` (draw ``k`` of ``stream``); returns what happened."""
+        if not self.gen_ok[f]:
+            self.gen_state[f] = "off"
+            return "unavailable"
+        gen = self.spec.generator
+        assert gen is not None
+        u = self.engine.streams.scalar(stream, k)
+        self.gen_gen[f] += 1
+        if u < gen.start_failure_prob:
+            self.gen_state[f] = "failed_start"
+            self.gen_start_failures += 1
+            self.engine.recorder.event(self.engine.now, "generator_start_failed", f"power.feed{self.feeds[f]}.generator")
+            return "failed_start"
+        self.gen_starts += 1
+        if gen.start_delay_s <= 0.0:
+            self.gen_state[f] = "running"
+        else:
+            self.gen_state[f] = "starting"
+            g = self.gen_gen[f]
+            self.engine.call_at(self.engine.now + gen.start_delay_s / 3600.0, lambda: self._gen_running(f, g))
+        return "started"
+
+    def _gen_running(self, f: int, g: int) -> None:
+        if g != self.gen_gen[f] or self.gen_state[f] != "starting":
+            return
+        self._settle()
+        self.gen_state[f] = "running"
+        self._update()
+
+    def _outage_end(self, feeds: list[int]) -> None:
+        self._settle()
+        eng = self.engine
+        for f in feeds:
+            self.util_out[f] -= 1
+            if self.util_out[f] > 0:
+                continue
+            self.gen_state[f] = "off"
+            self.gen_gen[f] += 1
+            row = self.open_outage[f]
+            if row is not None:
+                row["end_h"] = eng.now
+                self.outage_rows.append(row)
+                self.open_outage[f] = None
+            eng.recorder.event(eng.now, "utility_back", f"power.feed{self.feeds[f]}")
+        self._update()
+
+    # ---- unit failures and repairs --------------------------------------------------------------
+    def _on_unit(self, name: str, idx: int, ok: bool) -> None:
+        self._settle()
+        if name == "pdu":
+            self.pdu_ok[idx // self.K, idx % self.K] = ok
+        elif name == "switchboard":
+            self.sb_ok[idx] = ok
+        elif name == "ups":
+            self.ups_ok[idx] = ok
+        elif name == "generator":
+            f = idx
+            self.gen_ok[f] = ok
+            if not ok and self.gen_state[f] in ("starting", "running"):
+                self.gen_state[f] = "off"
+                self.gen_gen[f] += 1
+            elif ok and self.util_out[f] > 0 and self.gen_state[f] == "off":
+                k = self.restarts[f]
+                self.restarts[f] += 1
+                self._start_generator(f, f"power.feed{self.feeds[f]}.generator#restart", k)
+        self._feeds_active = True
+        self._update()
+
+    def _on_group(self, node: int, part: str, healthy: int) -> None:
+        if part == self.spec.psu_part:
+            self._settle()
+            self._update()
+
+    # ---- the supply side: feeds, PSU budgets, caps, downs --------------------------------------
+    def _feed_states(self) -> None:
+        now = self.engine.now
+        for f in range(self.F):
+            inp = self.util_out[f] == 0 or self.gen_state[f] == "running"
+            self.input_live[f] = inp
+            code = 0
+            if not self.sb_ok[f]:
+                mode, code = "dead", _FEED
+            elif inp:
+                mode = "utility" if self.util_out[f] == 0 else "generator"
+            elif self.ups_ok[f] and self.soc[f] > 0.0:
+                mode = "ups"
+            else:
+                mode = "dead"
+                if self.gen_state[f] == "failed_start":
+                    code = _GEN_START
+                elif self.has_gen and not self.gen_ok[f]:
+                    code = _FEED
+                elif self.has_ups and not self.ups_ok[f]:
+                    code = _FEED
+                else:
+                    code = _UTILITY
+            if mode != self.mode[f] or code != self.feed_code[f]:
+                self._close_feed_row(f, now)
+                self.mode[f] = mode
+                self.feed_code[f] = code
+                self.feed_since[f] = now
+                self.engine.recorder.event(now, f"feed_{mode}", f"power.feed{self.feeds[f]}")
+
+    def _close_feed_row(self, f: int, now: float) -> None:
+        if now > self.feed_since[f]:
+            code = self.feed_code[f]
+            self.feed_rows.append((self.feeds[f], self.feed_since[f], now, self.mode[f],
+                                   CAUSES[code - 1] if code else ""))
+            self.feed_since[f] = now
+
+    def _update(self) -> None:
+        """Recompute feeds, every node's live PSUs, budget, cap, speed and power-down state."""
+        self._feed_states()
+        live = np.array([m != "dead" for m in self.mode])
+        pdu_nf = self.pdu_ok[:, self.node_pdu].T  # (n, F): the node's PDU on feed f works
+        reach_nf = pdu_nf & live[None, :]
+        h = self.psu_healthy
+        hp = h & pdu_nf[:, self.slot_feed]
+        avail = h & reach_nf[:, self.slot_feed]
+        E = avail.sum(axis=1)
+        self.E = E
+        cnt = np.stack([avail[:, m].sum(axis=1) for m in self.slot_masks], axis=1)
+        self.share = cnt / np.maximum(E, 1)[:, None]
+        budget = E * self.spec.capacity_w
+        capped = (E >= self.min_run) & (budget < self.full_w)
+        self.cap_w[:] = np.where(capped, (budget - self.non_gpu_w) / self.g, np.inf)
+        self._count_caps()
+        # power-down state and its cause
+        down = E < self.min_run
+        hp_cnt = np.stack([hp[:, m].sum(axis=1) for m in self.slot_masks], axis=1)
+        dead_code = np.where(live, 0, np.array(self.feed_code))
+        feed_cause = ((hp_cnt > 0) * dead_code[None, :]).max(axis=1)
+        code = np.where(h.sum(axis=1) < self.min_run, _PSU, np.where(hp.sum(axis=1) < self.min_run, _PDU, feed_cause))
+        code = np.where(down, np.maximum(code, 1), 0)  # a down node always has a cause
+        self.it.refresh()  # new caps → node power, feed loads, capped counts, UPS timers
+        self._apply_downs(down, code)
+        self._publish_speed()
+
+    def _count_caps(self) -> None:
+        cap = self.cap_w if self.site_cap_w is None else np.minimum(self.cap_w, self.site_cap_w)
+        self._n_cap = int(np.isfinite(cap).sum())
+
+    def _apply_downs(self, down: NDArray[np.bool_], code: NDArray[np.int64]) -> None:
+        cl = self.cluster
+        for i in np.flatnonzero(down & (~self.pheld | (self.pcode != code) | self.rebooting)).tolist():
+            c = int(code[i])
+            if self.rebooting[i]:
+                self.rebooting[i] = False
+                self.reboot_gen[i] += 1
+            if not self.pheld[i]:
+                self.pheld[i] = True
+                self.pcode[i] = c
+                self._count_cause()
+                cl.add_down(i, f"power:{CAUSES[c - 1]}")
+            elif self.pcode[i] != c:
+                old = int(self.pcode[i])
+                self.pcode[i] = c
+                self._count_cause()
+                cl.add_down(i, f"power:{CAUSES[c - 1]}")  # new reason first: no spurious up
+                cl.remove_down(i, f"power:{CAUSES[old - 1]}")
+        back = np.flatnonzero(~down & self.pheld & ~self.rebooting)
+        if len(back):
+            if self.spec.reboot_h > 0:
+                self.rebooting[back] = True
+                self.reboot_gen[back] += 1
+                gens = self.reboot_gen[back].copy()
+                self.engine.call_at(self.engine.now + self.spec.reboot_h, lambda: self._reboot_done(back, gens))
+            else:
+                self._release(back)
+
+    def _release(self, nodes: NDArray[np.int64]) -> None:
+        for i in nodes.tolist():
+            c = int(self.pcode[i])
+            self.pheld[i] = False
+            self.rebooting[i] = False
+            self.pcode[i] = 0
+            self._count_cause()
+            self.cluster.remove_down(i, f"power:{CAUSES[c - 1]}")
+
+    def _reboot_done(self, nodes: NDArray[np.int64], gens: NDArray[np.int64]) -> None:
+        ok = self.rebooting[nodes] & (self.reboot_gen[nodes] == gens)
+        if not ok.any():
+            return
+        self._settle()
+        self._release(nodes[ok])
+
+    def _count_cause(self) -> None:
+        self.cause_nodes = np.bincount(self.pcode[self.pheld], minlength=len(CAUSES) + 1).astype(float)
+        self._n_pheld = int(self.pheld.sum())
+
+    def _publish_speed(self) -> None:
+        cap = self.cap_w if self.site_cap_w is None else np.minimum(self.cap_w, self.site_cap_w)
+        s = np.ones(self.n)
+        lim = np.isfinite(cap)
+        if lim.any():
+            s[lim] = speed_fraction(cap[lim], self.tdp_w, self.idle_w, self.spec.speed_alpha)
+        changed = np.flatnonzero(s != self.speed)
+        if len(changed):
+            self.speed[changed] = s[changed]
+            self.engine.bus.publish(Topic.NODE_SPEED, changed)
+
+    # ---- the load side ------------------------------------------------------------------------
+    def _after_load(self, idx: NDArray[np.int64]) -> None:
+        """After IT power changed: UPS losses, feed loads and empty times, capped counts, site cap."""
+        if self.site_cap_w is not None and not self._in_site:
+            self._apply_site_cap()
+            return  # _apply_site_cap refreshed every node, which came back here
+        it = self.it
+        on_ups = "ups" in self.mode
+        if on_ups or not all(self.ups_ok):
+            loads = it.node_power_w @ self.share
+            self.feed_load_w = loads.tolist()
+            self._ups_loss_w = self.loss_k * sum(x for x, ok in zip(self.feed_load_w, self.ups_ok) if ok)
+        else:
+            self._ups_loss_w = self.loss_k * it.total_w() if self.has_ups else 0.0
+        if self._n_cap:
+            all_nodes = np.arange(self.n)
+            on = self.cluster.down_count == 0
+            demand = it.gpu_demand_w(all_nodes)
+            binds = on & (self.cap_w < demand)
+            fin = np.isfinite(self.cap_w)
+            if self.site_cap_w is not None:
+                site_binds = on & (self.site_cap_w < np.minimum(demand, self.cap_w))
+                self.site_capped_gpus = float(self.g * site_binds.sum())
+                binds |= site_binds
+                fin |= np.isfinite(self.site_cap_w)
+            self.capped_gpus = float(self.g * binds.sum())
+            self.capped_nodes = float((on & fin).sum())
+        else:
+            self.capped_gpus = self.site_capped_gpus = self.capped_nodes = 0.0
+        if on_ups:
+            self._arm_empties()
+
+    def _apply_site_cap(self) -> None:
+        assert self.site_cap_w is not None and self.spec.site_cap_w is not None
+        self._in_site = True
+        try:
+            all_nodes = np.arange(self.n)
+            on = self.cluster.down_count == 0
+            x = np.minimum(self.it.gpu_demand_w(all_nodes), self.it.min_cap(all_nodes, exclude="power_site"))[on]
+            c = site_gpu_cap_w(x, self.g, self.non_gpu_w * on.sum(), self.spec.site_cap_w)
+            self._site_short = bool(c < self.spec.gpu_min_w)
+            c = max(c, self.spec.gpu_min_w)
+            self.site_cap_w[:] = c
+            self._count_caps()
+            self.it.refresh()
+            self._publish_speed()
+        finally:
+            self._in_site = False
+
+    def _arm_empties(self) -> None:
+        for f in range(self.F):
+            if self.mode[f] != "ups":
+                continue
+            self.empty_gen[f] += 1
+            rate = self._drain_per_h(f)
+            if rate <= 0.0:
+                continue
+            g = self.empty_gen[f]
+            self.engine.call_at(self.engine.now + self.soc[f] / rate, lambda f=f, g=g: self._ups_empty(f, g))
+
+    def _ups_empty(self, f: int, g: int) -> None:
+        if g != self.empty_gen[f] or self.mode[f] != "ups":
+            return
+        self._settle()
+        self.soc[f] = 0.0
+        self.engine.recorder.event(self.engine.now, "ups_empty", f"power.feed{self.feeds[f]}.ups")
+        self._update()
+
+    # ---- results ------------------------------------------------------------------------------
+    def results(self) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
+        H = self.H
+        rec = self.engine.recorder
+        ts, vs = rec.level_series("site_power_w")
+        m: dict[str, float] = {}
+        m["power.down_node_hours"] = float(self.down_node_h.sum())
+        for i, c in enumerate(CAUSES):
+            m[f"power.down_node_hours.{c}"] = float(self.down_node_h[i + 1])
+        m["power.capped_gpu_hours"] = self.capped_gpu_h
+        m["power.capped_node_hours"] = self.capped_node_h
+        if self.site_cap_w is not None:
+            m["power.site_capped_gpu_hours"] = self.site_capped_gpu_h
+            m["power.site_cap_exceeded_hours"] = self.site_cap_short_h
+        m["power.it_energy_kwh"] = self.it.energy_kwh()
+        m["power.ups_loss_kwh"] = self.ups_loss_wh / 1000.0
+        m["power.peak_w"] = float(vs.max()) if len(vs) else math.nan
+        m["power.mean_w"] = time_weighted_mean(ts, vs, H)
+        step, ramp = power_ramps(ts, vs, H, 1.0)
+        m["power.max_step_w"] = step
+        m["power.max_ramp_w_per_h"] = ramp
+        outages = pd.DataFrame(self.outage_rows, columns=OUTAGE_COLUMNS)
+        outages["reached_load"] = outages["dead_h"].astype(float) > 0
+        m["power.utility_outages"] = float(len(outages))
+        m["power.outages_reaching_load"] = float(outages["reached_load"].sum())
+        m["power.generator_starts"] = float(self.gen_starts)
+        m["power.generator_start_failures"] = float(self.gen_start_failures)
+        m["power.feed_dead_hours"] = float(sum(e - s for _, s, e, st, _ in self.feed_rows if st == "dead"))
+        feeds = pd.DataFrame(self.feed_rows, columns=["feed", "start_h", "end_h", "state", "cause"])
+        feeds["state"] = pd.Categorical(feeds["state"], categories=["utility", "ups", "generator", "dead"])
+        tables = {
+            "power_feeds": feeds,
+            "power_outages": outages,
+            "power_site": pd.DataFrame({"time_h": ts, "it_power_w": vs}),
+            "power_downtime": pd.DataFrame({"cause": list(CAUSES),
+                                            "node_hours": [float(x) for x in self.down_node_h[1:]]}),
+        }
+        return m, tables
+
+
+OUTAGE_COLUMNS = ["feed", "outage", "start_h", "end_h", "injected", "soc_start", "generator", "dead_h"]
+
+
+def power_ramps(ts: NDArray[np.float64], vs: NDArray[np.float64], horizon_h: float,
+                window_h: float) -> tuple[float, float]:
+    """Largest instantaneous step (W) and largest change over any ``window_h`` (W per window) of a
+    right-continuous step function given by breakpoints ``ts`` and values ``vs`` on [0, horizon_h].
+
+    The change P(t + w) − P(t) of a step function is itself piecewise constant and changes only
+    where t or t + w is a breakpoint, so it is evaluated at those points exactly.
+    """
+    if len(ts) == 0:
+        return math.nan, math.nan
+    step = float(np.abs(np.diff(vs)).max()) if len(vs) > 1 else 0.0
+
+    def at(t: NDArray[np.float64]) -> NDArray[np.float64]:
+        return vs[np.clip(np.searchsorted(ts, t, side="right") - 1, 0, len(vs) - 1)]
+
+    cand = np.concatenate((ts, ts - window_h))
+    cand = cand[(cand >= 0.0) & (cand + window_h <= horizon_h)]
+    if len(cand) == 0:
+        return step, math.nan
+    ramp = float(np.abs(at(cand + window_h) - at(cand)).max())
+    return step, ramp

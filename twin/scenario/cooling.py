@@ -1,0 +1,476 @@
+"""Cooling section of the scenario: air, liquid or hybrid plant, GPU thermal parameters, ambient,
+energy and optional temperature-accelerated ageing (model.md §2, §3, §4).
+
+Units are in field names (``_c`` °C, ``_w`` W, ``_kw`` kW, ``_h`` hours, ``_min`` minutes,
+``_c_per_w`` °C/W, ``_j_per_c`` J/°C). Every default is documented with its source in
+``../shared/design/sources.md`` or marked as an assumption.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
+
+from twin.scenario.distributions import Distribution, Exponential, normalise_dist
+from twin.scenario.schema import Part, Repair, Strict
+
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.scenario.schema import Scenario
+
+Dist = Annotated[Distribution, BeforeValidator(normalise_dist)]
+PosF = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegF = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+TempC = Annotated[float, Field(ge=-60, le=200, allow_inf_nan=False)]
+PosInt = Annotated[int, Field(ge=1)]
+Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+
+
+def _k_of_n(obj: "Crah | Cdu | Pumps") -> None:
+    if obj.required > obj.count:
+        raise ValueError(f"@required: must be <= count ({obj.count}), got {obj.required}")
+
+
+# --------------------------------------------------------------------------- GPU and node
+
+
+class GpuThermal(Strict):
+    """Lumped RC model of one GPU, C·dT/dt = P − (T − T_in)/R (model.md §3). H100 SXM defaults."""
+
+    r_air_c_per_w: PosF = Field(
+        0.075, description="Junction-to-inlet thermal resistance with air cooling, °C/W (assumption: about "
+        "75 °C at 700 W with 22 °C inlet air, a typical air-cooled H100 SXM reading).")
+    r_cold_plate_c_per_w: PosF = Field(
+        0.04, description="Junction-to-coolant resistance on a cold plate with flow, °C/W (assumption: about "
+        "63 °C at 700 W with 35 °C coolant).")
+    r_no_flow_c_per_w: PosF = Field(
+        0.35, description="Resistance of a cold-plate GPU whose loop lost flow, °C/W (assumption: "
+        "throttles within seconds and trips within a minute or two at minimum power).")
+    c_j_per_c: PosF = Field(
+        400.0, description="Heat capacity of GPU, package and heat sink or cold plate, J/°C (assumption: τ = R·C of "
+        "30 s in air, tens of seconds as model.md §3 says).")
+    r_sigma: NonNegF = Field(
+        0.0, description="Spread of R between GPUs: each GPU's R is multiplied by exp(σ·z), z standard normal "
+        "from its own random stream (median-preserving). 0 = identical GPUs (assumption).")
+    idle_w: NonNegF | None = Field(
+        None, description="GPU power when idle, W. Default: workload.gpu_idle_w (100 W, assumption).")
+    tdp_w: PosF = Field(700.0, description="Board power at full utilisation, W (H100 SXM TDP 700 W, sources.md).")
+    p_min_w: PosF = Field(200.0, description="Lowest power limit the GPU can be capped to, W (200 W, sources.md).")
+    slowdown_c: TempC = Field(89.0, description="Slowdown temperature: the GPU caps its power to stay below it, °C "
+                              "(89 °C, sources.md).")
+    shutdown_c: TempC = Field(92.0, description="Shutdown temperature: the node trips, °C (92 °C, sources.md).")
+    alpha: Annotated[float, Field(gt=0, le=5, allow_inf_nan=False)] = Field(
+        0.5, description="Speed exponent: speed = ((P_cap − P_idle)/(P_d − P_idle))^α (assumption, model.md §3).")
+
+    @model_validator(mode="after")
+    def _check(self) -> "GpuThermal":
+        if self.shutdown_c <= self.slowdown_c:
+            raise ValueError(f"@shutdown_c: must be > slowdown_c ({self.slowdown_c}), got {self.shutdown_c}")
+        if self.p_min_w > self.tdp_w:
+            raise ValueError(f"@p_min_w: must be <= tdp_w ({self.tdp_w}), got {self.p_min_w}")
+        if self.idle_w is not None and self.idle_w >= self.tdp_w:
+            raise ValueError(f"@idle_w: must be < tdp_w ({self.tdp_w}), got {self.idle_w}")
+        return self
+
+
+class NodeThermal(Strict):
+    """Node-level limits and load outside the GPUs."""
+
+    non_gpu_w: NonNegF = Field(
+        4600.0, description="Power of everything but the GPUs (CPUs, memory, NVSwitch, NICs, fans) while the node "
+        "is up, taken as constant, W (derived: DGX H100 10.2 kW max system power − 8 × 700 W, sources.md; the "
+        "same default as power.non_gpu_w, and the two must agree).")
+    max_inlet_c: TempC = Field(
+        35.0, description="Platform inlet limit: the node trips when its inlet air exceeds it, °C (DGX H100 "
+        "operating ambient up to 30 °C, sources.md, plus a 5 °C margin: assumption).")
+    reboot_h: NonNegF = Field(
+        0.25, description="Time from cooling restored to a tripped node back in service, hours (assumption).")
+
+
+# --------------------------------------------------------------------------- air
+
+
+class Crah(Strict):
+    """CRAH units of one air zone (k of n)."""
+
+    count: PosInt = Field(4, description="CRAH units per zone (assumption).")
+    required: PosInt = Field(3, description="Units needed for the zone's design load (N+1 with 4: assumption).")
+    capacity_kw: PosF = Field(200.0, description="Cooling capacity of one unit at or below the design ambient, kW "
+                              "(assumption).")
+    failure: Dist = Field(default_factory=lambda: Exponential(mean_h=50000.0),
+                          description="Time to failure of one unit (assumption: MTBF 50,000 h).")
+    repair: Repair = Field(default_factory=lambda: Repair(hot_swap=True),
+                           description="Repair of one unit (default: 4 h hands-on, assumption).")
+
+    @model_validator(mode="after")
+    def _check(self) -> "Crah":
+        _k_of_n(self)
+        return self
+
+
+class Air(Strict):
+    """Air cooling: zones of CRAH units hold the supply air; server fans move it (model.md §4)."""
+
+    zones: PosInt = Field(1, description="Air zones; racks are split into contiguous, near-equal blocks.")
+    crah: Crah = Field(default_factory=Crah)
+    supply_c: TempC = Field(22.0, description="Supply (inlet) air temperature while capacity covers the load, °C "
+                            "(inside ASHRAE recommended 18–27 °C, sources.md).")
+    room_tau_min: PosF = Field(15.0, description="Room time constant after a capacity shortfall, minutes "
+                               "(assumption).")
+    r_room_c_per_kw: PosF | None = Field(
+        None, description="Room rise per kW of uncovered heat at steady state, °C/kW. Default: derived so that "
+        "losing all cooling at the design load (required × capacity_kw) heats the room at 2 °C/min at first "
+        "(sources.md): 2 °C/min × room_tau_min / (required × capacity_kw).")
+    inlet_step_c: Annotated[float, Field(gt=0, le=0.5, allow_inf_nan=False)] = Field(
+        0.5, description="Quantum of the moving supply temperature seen by the GPUs, °C (≤ 0.5, model.md §3).")
+    fan_part: str | None = Field(
+        "fan", description="Node part (effect redundant) whose healthy count sets the airflow: below `required` "
+        "healthy, R_air rises by required/healthy; none left trips the node. null: fans not modelled.")
+    design_ambient_c: TempC = Field(30.0, description="Outdoor temperature above which capacity derates, °C "
+                                    "(assumption).")
+    derate_per_c: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = Field(
+        0.02, description="Share of capacity lost per °C above the design ambient (assumption: 2 %/°C).")
+    free_cooling_approach_c: NonNegF = Field(
+        6.0, description="Free cooling (no chiller) while outdoor ≤ supply_c − approach, °C (assumption).")
+    fan_kw_per_kw: NonNegF = Field(0.05, description="CRAH fan power per kW of heat removed (assumption).")
+
+    @model_validator(mode="after")
+    def _check(self) -> "Air":
+        if self.r_room_c_per_kw is None:
+            self.r_room_c_per_kw = 2.0 * self.room_tau_min / (self.crah.required * self.crah.capacity_kw)
+        return self
+
+
+# --------------------------------------------------------------------------- liquid
+
+
+class Pumps(Strict):
+    """Pumps of one CDU (N+1)."""
+
+    count: PosInt = Field(2, description="Pumps per CDU (N+1 with N = 1: assumption).")
+    required: PosInt = Field(1, description="Pumps needed for full flow (assumption).")
+    failure: Dist = Field(default_factory=lambda: Exponential(mean_h=40000.0),
+                          description="Time to failure of one pump (assumption: MTBF 40,000 h).")
+    repair: Repair = Field(default_factory=lambda: Repair(hot_swap=True),
+                           description="Repair of one pump (default 4 h, assumption).")
+
+    @model_validator(mode="after")
+    def _check(self) -> "Pumps":
+        _k_of_n(self)
+        return self
+
+
+class Cdu(Strict):
+    """Coolant distribution units of one loop (k of n); a CDU delivers flow while `pumps.required` of its
+    pumps work."""
+
+    count: PosInt = Field(2, description="CDUs per loop (assumption).")
+    required: PosInt = Field(1, description="CDUs needed for full flow to the loop (N+1: assumption).")
+    failure: Dist = Field(default_factory=lambda: Exponential(mean_h=50000.0),
+                          description="Time to failure of one CDU (assumption: MTBF 50,000 h).")
+    repair: Repair = Field(default_factory=lambda: Repair(hot_swap=True),
+                           description="Repair of one CDU (default 4 h, assumption).")
+    pumps: Pumps = Field(default_factory=Pumps)
+
+    @model_validator(mode="after")
+    def _check(self) -> "Cdu":
+        _k_of_n(self)
+        return self
+
+
+class Leak(Strict):
+    """Coolant leak at a node (cold plate, manifold, quick disconnect): the node goes down until repaired."""
+
+    failure: Dist = Field(default_factory=lambda: Exponential(mean_h=2.0e6),
+                          description="Time to a leak per node (assumption: MTBF 2,000,000 node-hours).")
+    repair: Repair = Field(default_factory=lambda: Repair(time={"dist": "fixed", "value_h": 8.0}),
+                           description="Leak repair (default 8 h, assumption).")
+    neighbours: Annotated[int, Field(ge=0, le=64)] = Field(
+        0, description="Nodes below the leaking one in the same rack that also go down (assumption: 0).")
+
+
+class Liquid(Strict):
+    """Direct liquid cooling: loops of CDUs deliver coolant at `supply_c` (model.md §4)."""
+
+    loops: PosInt = Field(1, description="Coolant loops; racks are split into contiguous, near-equal blocks.")
+    cdu: Cdu = Field(default_factory=Cdu)
+    supply_c: TempC = Field(35.0, description="Coolant supply temperature, °C (warm water 30–40 °C, model.md §4; "
+                            "35 °C assumption).")
+    leak: Leak | None = Field(default_factory=Leak, description="Leak failures; null: none.")
+    free_cooling_approach_c: NonNegF = Field(
+        5.0, description="Free cooling (dry coolers, no chiller) while outdoor ≤ supply_c − approach, °C "
+        "(assumption).")
+    pump_kw_per_kw: NonNegF = Field(0.02, description="Pump power per kW of heat removed (assumption).")
+
+
+# --------------------------------------------------------------------------- ambient, energy
+
+
+def load_ambient_csv(path: Path) -> NDArray[np.float64]:
+    """Hourly outdoor temperatures (°C) from a CSV: column ``temp_c`` (or the first column), one row per
+    hour from time 0. Errors name the file and the row."""
+    from twin.errors import InputError
+
+    src = str(path)
+    if not path.is_file():
+        raise InputError(src, "", "ambient temperature file not found")
+    vals: list[float] = []
+    with path.open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.reader(fh))
+    col = 0
+    start = 0
+    if rows and rows[0]:
+        head = [c.strip() for c in rows[0]]
+        try:
+            float(head[0])
+        except ValueError:
+            start = 1
+            col = head.index("temp_c") if "temp_c" in head else 0
+    for i, row in enumerate(rows[start:], start=start + 1):
+        if not row or not "".join(row).strip():
+            continue
+        try:
+            v = float(row[col])
+        except (ValueError, IndexError):
+            raise InputError(src, f"row {i}", f"not a temperature: {row!r}") from None
+        if not (math.isfinite(v) and -60.0 <= v <= 70.0):
+            raise InputError(src, f"row {i}", f"outdoor temperature must be in [-60, 70] °C, got {v}")
+        vals.append(v)
+    if not vals:
+        raise InputError(src, "", "ambient temperature file has no values")
+    return np.asarray(vals, dtype=np.float64)
+
+
+class AmbientCsv(Strict):
+    """Hourly outdoor temperature series; repeats cyclically past its end."""
+
+    file: str
+    _values: NDArray[np.float64] | None = PrivateAttr(default=None)
+
+    def bind(self, values: NDArray[np.float64]) -> None:
+        self._values = np.asarray(values, dtype=np.float64)
+
+    def values(self) -> NDArray[np.float64]:
+        assert self._values is not None, "ambient CSV used before its file was loaded"
+        return self._values
+
+
+class Ambient(Strict):
+    """Outdoor temperature: seasonal plus diurnal sinusoid, or an hourly CSV (piecewise constant per hour,
+    model.md §4). Time 0 is Monday 1 January 00:00."""
+
+    mean_c: TempC = Field(15.0, description="Annual mean outdoor temperature, °C (assumption: temperate site).")
+    seasonal_amplitude_c: NonNegF = Field(10.0, description="Seasonal half-swing, °C (assumption).")
+    seasonal_peak_day: Annotated[float, Field(ge=0, lt=366)] = Field(
+        196.0, description="Day of year of the seasonal peak (196 = mid-July, assumption).")
+    diurnal_amplitude_c: NonNegF = Field(5.0, description="Daily half-swing, °C (assumption).")
+    diurnal_peak_hour: Annotated[float, Field(ge=0, lt=24)] = Field(
+        15.0, description="Hour of day of the daily peak (assumption: 15:00).")
+    csv: AmbientCsv | None = Field(None, description="Hourly series; replaces the sinusoid when given.")
+
+    def hourly_c(self, hours: int) -> NDArray[np.float64]:
+        """Outdoor temperature of each hour k in [0, hours): the sinusoid at the hour's midpoint, or the CSV."""
+        if self.csv is not None:
+            v = self.csv.values()
+            return v[np.arange(hours) % len(v)]
+        t = np.arange(hours, dtype=np.float64) + 0.5
+        day = t / 24.0
+        return (self.mean_c
+                + self.seasonal_amplitude_c * np.cos(2 * np.pi * (day - self.seasonal_peak_day) / 365.0)
+                + self.diurnal_amplitude_c * np.cos(2 * np.pi * ((t % 24.0) - self.diurnal_peak_hour) / 24.0))
+
+
+class Energy(Strict):
+    """Facility energy: chiller COP, electrical losses (model.md §4)."""
+
+    chiller_cop: PosF = Field(5.0, description="Chiller COP at cop_ref_c outdoor, heat kW per electrical kW "
+                              "(assumption).")
+    cop_ref_c: TempC = Field(25.0, description="Outdoor temperature of the reference COP, °C (assumption).")
+    cop_slope_per_c: NonNegF = Field(0.1, description="COP lost per °C warmer outdoors (assumption).")
+    cop_min: PosF = Field(2.0, description="Lowest COP on the hottest hours (assumption).")
+    ups_efficiency: Fraction = Field(0.95, description="UPS efficiency on the IT load (assumption: double "
+                                     "conversion 94–97 %).")
+    transformer_efficiency: Fraction = Field(0.985, description="Transformer efficiency on the whole facility "
+                                             "load (assumption).")
+
+
+# --------------------------------------------------------------------------- ageing, injection, trace
+
+
+class Ageing(Strict):
+    """Temperature-accelerated ageing of one node part type (model.md §2): effective age grows at
+    AF(T) = 2^((T − t_ref_c)/doubling_c)."""
+
+    t_ref_c: TempC = Field(description="Temperature at which the part's failure distribution holds, °C "
+                           "(fans: 60 °C, sources.md).")
+    doubling_c: PosF = Field(15.0, description="Warming that doubles the ageing rate, °C (fans: 15 °C, "
+                             "sources.md).")
+    temperature: Literal["gpu", "inlet"] = Field(
+        "gpu", description="gpu: the steady-state temperature of the part's GPU (slot k → GPU k mod gpus; a "
+        "node-wide part uses the node's hottest GPU); inlet: the node's inlet air or coolant.")
+
+
+class Inject(Strict):
+    """A scheduled failure for stress tests: part `part` number `index` fails at `at_h` (if healthy then)."""
+
+    part: str = Field(min_length=1, description="A cooling facility part (crah, cdu, cdu_pump, leak) or a node part.")
+    index: Annotated[int, Field(ge=0)] = Field(description="Index in the part's population (see its paths).")
+    at_h: NonNegF = Field(description="Failure time, hours.")
+
+
+class Trace(Strict):
+    """Per-GPU temperature trace of a few nodes over a window (for figures and checks)."""
+
+    nodes: list[Annotated[int, Field(ge=0)]] = Field(default_factory=lambda: [0], description="Nodes to trace.")
+    from_h: NonNegF | None = Field(None, description="Window start, hours (default: the week around the "
+                                   "seasonal peak, or the whole horizon if shorter).")
+    to_h: NonNegF | None = Field(None, description="Window end, hours (default: from_h + 168).")
+
+
+# --------------------------------------------------------------------------- the section
+
+
+class Cooling(Strict):
+    """The cooling plant and the thermal model (model.md §3, §4)."""
+
+    type: Literal["air", "liquid", "hybrid"] = Field(
+        description="air: CRAH zones and server fans; liquid: CDU loops take all node heat; hybrid: GPUs on "
+        "liquid, the rest of the node on air.")
+    thermal: bool = Field(
+        True, description="false: keep the plant's parts, failures and repairs and the energy accounting, but "
+        "model no temperatures (no throttling, no trips, no fan coupling, no ageing).")
+    air: Air | None = Field(None, description="Air plant (type air or hybrid; defaults when omitted).")
+    liquid: Liquid | None = Field(None, description="Liquid plant (type liquid or hybrid; defaults when omitted).")
+    gpu: GpuThermal = Field(default_factory=GpuThermal)
+    node: NodeThermal = Field(default_factory=NodeThermal)
+    ambient: Ambient = Field(default_factory=Ambient)
+    energy: Energy = Field(default_factory=Energy)
+    ageing: dict[str, Ageing] = Field(default_factory=dict, description="Accelerated ageing per node part "
+                                      "name; none by default.")
+    inject: list[Inject] = Field(default_factory=list, description="Scheduled failures (stress scenarios).")
+    trace: Trace = Field(default_factory=Trace)
+
+    @model_validator(mode="after")
+    def _check(self) -> "Cooling":
+        uses_air = self.type in ("air", "hybrid")
+        uses_liquid = self.type in ("liquid", "hybrid")
+        if uses_air and self.air is None:
+            self.air = Air()
+        if uses_liquid and self.liquid is None:
+            self.liquid = Liquid()
+        if not uses_air and self.air is not None:
+            raise ValueError(f"@air: type {self.type!r} has no air plant; remove this section or use air/hybrid")
+        if not uses_liquid and self.liquid is not None:
+            raise ValueError(f"@liquid: type {self.type!r} has no liquid plant; remove this section or use "
+                             "liquid/hybrid")
+        g = self.gpu
+        if self.air is not None:
+            if self.air.supply_c >= g.shutdown_c:
+                raise ValueError(f"@air.supply_c: must be < gpu.shutdown_c ({g.shutdown_c}), got {self.air.supply_c}")
+            if self.air.supply_c >= self.node.max_inlet_c:
+                raise ValueError(f"@air.supply_c: must be < node.max_inlet_c ({self.node.max_inlet_c}), "
+                                 f"got {self.air.supply_c}")
+        if self.liquid is not None and self.liquid.supply_c >= g.shutdown_c:
+            raise ValueError(f"@liquid.supply_c: must be < gpu.shutdown_c ({g.shutdown_c}), "
+                             f"got {self.liquid.supply_c}")
+        names = set(self.facility_parts())
+        for i, inj in enumerate(self.inject):
+            if inj.part in names:
+                n_units = self._facility_units(inj.part)
+                if n_units is not None and inj.index >= n_units:
+                    raise ValueError(f"@inject.{i}.index: {inj.part} has {n_units} units, got {inj.index}")
+        if self.trace.from_h is not None and self.trace.to_h is not None and self.trace.to_h <= self.trace.from_h:
+            raise ValueError(f"@trace.to_h: must be > from_h ({self.trace.from_h}), got {self.trace.to_h}")
+        return self
+
+    def idle_w(self, sc: "Scenario") -> float:
+        """GPU idle power, W: gpu.idle_w, else workload.gpu_idle_w, else 100 W (assumption)."""
+        if self.gpu.idle_w is not None:
+            return self.gpu.idle_w
+        return sc.workload.gpu_idle_w if sc.workload is not None else 100.0
+
+    def check_against(self, sc: "Scenario") -> None:
+        """Cross-checks against the cluster and the other sections (called from Scenario validation)."""
+        parts = sc.cluster.node.parts
+        racks = sc.cluster.racks
+        n_nodes = sc.cluster.n_nodes
+        if self.air is not None:
+            if self.air.zones > racks:
+                raise ValueError(f"@cooling.air.zones: must be <= racks ({racks}), got {self.air.zones}")
+            fp = self.air.fan_part
+            if fp is not None:
+                if fp not in parts:
+                    raise ValueError(f"@cooling.air.fan_part: no node part {fp!r}; parts: {sorted(parts)} "
+                                     "(or null: fans not modelled)")
+                if parts[fp].effect != "redundant":
+                    raise ValueError(f"@cooling.air.fan_part: part {fp!r} must have effect 'redundant', "
+                                     f"got {parts[fp].effect!r}")
+        if self.liquid is not None and self.liquid.loops > racks:
+            raise ValueError(f"@cooling.liquid.loops: must be <= racks ({racks}), got {self.liquid.loops}")
+        for i, node in enumerate(self.trace.nodes):
+            if node >= n_nodes:
+                raise ValueError(f"@cooling.trace.nodes.{i}: the cluster has {n_nodes} nodes, got {node}")
+        for name in self.ageing:
+            if name not in parts:
+                raise ValueError(f"@cooling.ageing.{name}: no node part {name!r}; parts: {sorted(parts)}")
+            if parts[name].effect == "transient":
+                raise ValueError(f"@cooling.ageing.{name}: transient faults do not age; choose a hardware part")
+        fac = self.facility_parts()
+        for i, inj in enumerate(self.inject):
+            if inj.part in fac:
+                units = self._facility_units(inj.part)
+                units = n_nodes if units is None else units
+            elif inj.part in parts:
+                units = n_nodes * parts[inj.part].count
+            else:
+                raise ValueError(f"@cooling.inject.{i}.part: no part {inj.part!r}; allowed: "
+                                 f"{sorted(set(fac) | set(parts))}")
+            if inj.index >= units:
+                raise ValueError(f"@cooling.inject.{i}.index: {inj.part} has {units} units, got {inj.index}")
+        if self.idle_w(sc) >= self.gpu.tdp_w:
+            raise ValueError(f"@cooling.gpu.idle_w: must be < tdp_w ({self.gpu.tdp_w}), got {self.idle_w(sc)}")
+        pw = getattr(sc, "power", None)
+        if pw is not None:  # one value for the node's power figures
+            pairs = [("node.non_gpu_w", self.node.non_gpu_w, "non_gpu_w"), ("gpu.tdp_w", self.gpu.tdp_w, "gpu_tdp_w"),
+                     ("gpu.p_min_w", self.gpu.p_min_w, "gpu_min_w"), ("gpu.alpha", self.gpu.alpha, "speed_alpha")]
+            for mine, value, theirs in pairs:
+                other = getattr(pw, theirs, value)
+                if other != value:
+                    raise ValueError(f"@cooling.{mine}: must equal power.{theirs} ({other:g}), got {value:g}")
+            if hasattr(pw, "idle_w") and pw.idle_w(sc) != self.idle_w(sc):
+                raise ValueError(f"@cooling.gpu.idle_w: must equal power.gpu_idle_w ({pw.idle_w(sc):g}), "
+                                 f"got {self.idle_w(sc):g}")
+
+    def _facility_units(self, name: str) -> int | None:
+        """Units in a facility population when known without the cluster (None for per-node parts)."""
+        if name == "crah" and self.air is not None:
+            return self.air.zones * self.air.crah.count
+        if name == "cdu" and self.liquid is not None:
+            return self.liquid.loops * self.liquid.cdu.count
+        if name == "cdu_pump" and self.liquid is not None:
+            return self.liquid.loops * self.liquid.cdu.count * self.liquid.cdu.pumps.count
+        return None
+
+    def facility_parts(self) -> dict[str, Part]:
+        """Part specs of the site-level cooling units, so spares and crews can name them."""
+        out: dict[str, Part] = {}
+        if self.air is not None:
+            c = self.air.crah
+            out["crah"] = Part(count=c.count, required=c.required, effect="redundant", failure=c.failure,
+                               repair=c.repair)
+        if self.liquid is not None:
+            d = self.liquid.cdu
+            out["cdu"] = Part(count=d.count, required=d.required, effect="redundant", failure=d.failure,
+                              repair=d.repair)
+            p = d.pumps
+            out["cdu_pump"] = Part(count=p.count, required=p.required, effect="redundant", failure=p.failure,
+                                   repair=p.repair)
+            if self.liquid.leak is not None:
+                lk = self.liquid.leak
+                out["leak"] = Part(count=1, effect="node_down", failure=lk.failure, repair=lk.repair)
+        return out

@@ -1,0 +1,339 @@
+"""Power section of the scenario: node PSUs on feeds, and per feed utility → UPS → generator →
+switchboard → PDUs → racks (model.md §5).
+
+Written in a scenario as::
+
+    power:
+      topology: split            # n | n+1 | 2n | split (see TOPOLOGIES)
+      psu_part: psu              # the node part (effect redundant) whose units are the PSUs
+      psu_feeds: round_robin     # PSU slot i -> feeds[i % len(feeds)], or an explicit list per slot
+      capacity_w: 3300
+      utility: {outages_per_year: 2, duration: {dist: lognormal, mean_h: 1, sigma: 1.2}}
+      ups: {ride_through_min: 10, recharge_h: 8}
+      generator: {start_delay_s: 10, start_failure_prob: 0.01}
+      inject: [{feed: A, at_h: 1000, duration_h: 4}]     # stress test: scheduled utility outages
+
+Every element of the chain (UPS, generator, switchboard, PDU) fails and is repaired through the
+same engine, crews and spares as node parts (``failure: null``: never fails). ``ups: null`` or
+``generator: null`` removes that element from every feed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from twin.scenario.distributions import Distribution, Exponential, Fixed, Lognormal, normalise_dist
+
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.scenario.schema import Part, Scenario
+
+Dist = Annotated[Distribution, BeforeValidator(normalise_dist)]
+NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Pos = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Prob = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+
+TOPOLOGIES: dict[str, dict[str, Any]] = {
+    # Plain data: the feeds of each preset and the PSU property the preset promises (checked).
+    "n": {
+        "feeds": ["A"],
+        "check": "exact",
+        "about": "one feed; PSUs exactly `required` (no spare PSU): any PSU loss caps or stops the node",
+    },
+    "n+1": {
+        "feeds": ["A"],
+        "check": "spare",
+        "about": "one feed; at least one PSU beyond `required`: survives a PSU failure at full power",
+    },
+    "2n": {
+        "feeds": ["A", "B"],
+        "check": "each_feed",
+        "about": "feeds A and B; each feed's PSUs alone meet `required`: survives a feed loss at full power",
+    },
+    "split": {
+        "feeds": ["A", "B"],
+        "check": "none",
+        "about": "feeds A and B, PSUs split (DGX H100 class 4+2 as 3/3): a feed loss leaves the node "
+                 "power-capped, not down (model.md §5)",
+    },
+}
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class ElementRepair(Strict):
+    """Repair of a site-level power unit (no node is drained; no burn-in)."""
+
+    time: Dist = Field(
+        default_factory=lambda: Fixed(value_h=8.0),
+        description="Hands-on repair time once a crew and a spare are there, hours (assumption: 8 h fixed).",
+    )
+    crew: str | None = Field(None, description="Crew pool that repairs this unit (default: the first pool).")
+
+
+class Element(Strict):
+    """A unit of the feed chain that fails and is repaired."""
+
+    failure: Dist | None = Field(
+        None, description="Time to failure, hours; null: the unit never fails."
+    )
+    repair: ElementRepair = Field(default_factory=ElementRepair)
+    dispatch_priority: int | None = Field(
+        None, description="Crew dispatch priority (lower first). Default: PDU and switchboard 0, UPS and generator 2."
+    )
+
+
+class Utility(Strict):
+    """Utility (grid) outages: an alternating renewal process, up times exponential."""
+
+    outages_per_year: NonNeg = Field(
+        2.0, description="Mean utility outages per year (assumption; not in sources.md). 0: no outages."
+    )
+    duration: Dist = Field(
+        default_factory=lambda: Lognormal(mean_h=1.0, sigma=1.2),
+        description="Outage duration, hours (assumption: lognormal, mean 1 h, sigma 1.2: mostly short, a long tail).",
+    )
+    shared: bool = Field(
+        True,
+        description="true: one utility service for the site, an outage hits every feed at once (assumption: "
+                    "A and B from one substation); false: each feed has its own, independent utility.",
+    )
+
+
+class UPS(Element):
+    ride_through_min: NonNeg = Field(
+        10.0, description="Minutes the full battery carries its rated (full) load (assumption: a 10-minute UPS)."
+    )
+    recharge_h: Pos = Field(8.0, description="Hours to recharge from empty to full, linear (assumption).")
+    efficiency: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = Field(
+        0.95, description="Output/input power in double conversion (assumption); losses = load·(1/eff − 1)."
+    )
+    capacity_kw: Pos | None = Field(
+        None,
+        description="Rated output, kW; ride-through scales as rated/actual load. Default: the full demand "
+                    "(GPUs at TDP + non-GPU load) of every node with a PSU on the feed, i.e. sized for the "
+                    "whole load it may carry.",
+    )
+    failure: Dist | None = Field(
+        default_factory=lambda: Exponential(mean_h=250000.0),
+        description="Time to failure, hours (assumption: MTBF 250,000 h). A failed UPS is bypassed: "
+                    "the feed stays live on utility, but an outage reaches the load at once.",
+    )
+
+
+class Generator(Element):
+    start_delay_s: NonNeg = Field(
+        10.0, description="Seconds from utility loss to the generator carrying the load (assumption).",
+    )
+    start_failure_prob: Prob = Field(
+        0.01, description="Probability that the generator fails to start on an outage (assumption). A failed "
+                          "start is not retried: the feed is dead once the UPS is empty, until utility returns.",
+    )
+    failure: Dist | None = Field(
+        default_factory=lambda: Exponential(mean_h=50000.0),
+        description="Time to failure (standby, calendar time), hours (assumption: MTBF 50,000 h). While failed "
+                    "it cannot start; failing while running drops the input of the feed.",
+    )
+    repair: ElementRepair = Field(
+        default_factory=lambda: ElementRepair(time=Fixed(value_h=12.0)),
+        description="Repair (assumption: 12 h fixed).",
+    )
+
+
+class Switchboard(Element):
+    """The feed's distribution below the UPS (switchboard, transformer): a single point of the feed."""
+
+    failure: Dist | None = Field(
+        default_factory=lambda: Exponential(mean_h=500000.0),
+        description="Time to failure, hours (assumption: MTBF 500,000 h). Failed: the whole feed is dead.",
+    )
+
+
+class PDU(Element):
+    count: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="PDUs per feed; racks are split evenly, rack r on PDU floor(r·count/racks). "
+                          "Default: one per rack per feed."
+    )
+    failure: Dist | None = Field(
+        default_factory=lambda: Exponential(mean_h=300000.0),
+        description="Time to failure, hours (assumption: MTBF 300,000 h). Failed: the PSUs of its racks on its "
+                    "feed lose power.",
+    )
+    repair: ElementRepair = Field(
+        default_factory=lambda: ElementRepair(time=Fixed(value_h=2.0)),
+        description="Repair (assumption: 2 h fixed).",
+    )
+
+
+class Inject(Strict):
+    """A scheduled utility outage of one feed (stress tests; counted like any other outage)."""
+
+    feed: str
+    at_h: NonNeg
+    duration_h: Pos
+
+
+class Power(Strict):
+    topology: Literal["n", "n+1", "2n", "split"] = Field(
+        "split", description="Feed layout preset (TOPOLOGIES in twin/scenario/power.py); default the DGX-class split."
+    )
+    psu_part: str = Field("psu", description="Name of the node part (effect redundant) that is the PSUs.")
+    psu_feeds: Literal["round_robin"] | list[str] = Field(
+        "round_robin",
+        description="Feed of each PSU slot: round_robin puts slot i on feeds[i % len(feeds)]; or one feed name "
+                    "per slot.",
+    )
+    capacity_w: Pos = Field(3300.0, description="Output of one PSU, W (DGX H100: 3.3 kW, sources.md).")
+    non_gpu_w: NonNeg = Field(
+        4600.0,
+        description="Node load besides the GPUs, W, taken as constant (derived: DGX H100 10.2 kW max system "
+                    "power − 8 × 700 W TDP, sources.md; assumes the maximum is reached at full GPU TDP).",
+    )
+    gpu_tdp_w: Pos = Field(700.0, description="GPU power at full utilisation, W (H100 SXM TDP, sources.md).")
+    gpu_idle_w: NonNeg | None = Field(
+        None, description="GPU idle power, W. Default: workload.gpu_idle_w (100 W, assumption) so there is one value."
+    )
+    gpu_min_w: NonNeg = Field(200.0, description="Lowest GPU power limit, W (H100/H800 min 200 W, sources.md).")
+    speed_alpha: Pos = Field(
+        0.5, description="Exponent α of speed = ((P_cap − P_idle)/(P_d − P_idle))^α (model.md §3; assumption 0.5)."
+    )
+    reboot_h: NonNeg = Field(
+        0.1, description="A node that lost power returns this long after power is back, hours (assumption: 6 min)."
+    )
+    site_cap_w: Pos | None = Field(
+        None, description="Site IT power limit, W: above it every GPU is capped to the same power (water-filling, "
+                          "not below gpu_min_w). null: no limit."
+    )
+    utility: Utility = Field(default_factory=Utility)
+    ups: UPS | None = Field(default_factory=UPS, description="UPS of each feed; null: none.")
+    generator: Generator | None = Field(default_factory=Generator, description="Generator of each feed; null: none.")
+    switchboard: Switchboard = Field(default_factory=Switchboard)
+    pdu: PDU = Field(default_factory=PDU)
+    inject: list[Inject] = Field(
+        default_factory=list, description="Scheduled utility outages per feed (stress-test feature)."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> "Power":
+        feeds = self.feeds
+        if isinstance(self.psu_feeds, list):
+            for i, f in enumerate(self.psu_feeds):
+                if f not in feeds:
+                    raise ValueError(f"@psu_feeds.{i}: unknown feed {f!r}; topology {self.topology!r} has {feeds}")
+        for i, inj in enumerate(self.inject):
+            if inj.feed not in feeds:
+                raise ValueError(f"@inject.{i}.feed: unknown feed {inj.feed!r}; topology {self.topology!r} has {feeds}")
+        return self
+
+    @property
+    def feeds(self) -> list[str]:
+        return list(TOPOLOGIES[self.topology]["feeds"])
+
+    def slot_feeds(self, count: int) -> list[str]:
+        """Feed name of each of the ``count`` PSU slots of a node."""
+        if self.psu_feeds == "round_robin":
+            f = self.feeds
+            return [f[i % len(f)] for i in range(count)]
+        return list(self.psu_feeds)
+
+    def idle_w(self, sc: "Scenario") -> float:
+        if self.gpu_idle_w is not None:
+            return self.gpu_idle_w
+        return sc.workload.gpu_idle_w if sc.workload is not None else 100.0
+
+    def pdu_count(self, racks: int) -> int:
+        return self.pdu.count if self.pdu.count is not None else racks
+
+    def check_against(self, sc: "Scenario") -> None:
+        """Cross-checks against the cluster (called from Scenario validation)."""
+        parts = sc.cluster.node.parts
+        if self.psu_part not in parts:
+            raise ValueError(f"@power.psu_part: no node part {self.psu_part!r}; parts: {sorted(parts)}")
+        psu = parts[self.psu_part]
+        where = f"cluster.node.parts.{self.psu_part}"
+        if psu.effect != "redundant":
+            raise ValueError(f"@{where}.effect: the PSU part must have effect 'redundant', got {psu.effect!r}")
+        n, req, run = psu.count, int(psu.required or psu.count), psu.fail_below
+        if isinstance(self.psu_feeds, list) and len(self.psu_feeds) != n:
+            raise ValueError(f"@power.psu_feeds: must list one feed per PSU ({n}), got {len(self.psu_feeds)}")
+        slots = self.slot_feeds(n)
+        per_feed = {f: slots.count(f) for f in self.feeds}
+        check = TOPOLOGIES[self.topology]["check"]
+        if check == "exact" and n != req:
+            raise ValueError(f"@power.topology: 'n' means exactly `required` PSUs ({req}); {where}.count is {n} "
+                             f"(use 'n+1')")
+        if check == "spare" and n < req + 1:
+            raise ValueError(f"@power.topology: 'n+1' needs count >= required + 1 ({req + 1}); {where}.count is {n}")
+        if check == "each_feed":
+            short = {f: k for f, k in per_feed.items() if k < req}
+            if short:
+                raise ValueError(f"@power.topology: '2n' needs each feed's PSUs alone to meet required ({req}); "
+                                 f"PSUs per feed: {per_feed} (use 'split')")
+        gpus = sc.cluster.node.gpus
+        full = self.non_gpu_w + gpus * self.gpu_tdp_w
+        if req * self.capacity_w < full:
+            raise ValueError(f"@power.capacity_w: `required` PSUs ({req}) × capacity_w must cover the node's full "
+                             f"demand ({full:g} W), got {req * self.capacity_w:g} W")
+        least = self.non_gpu_w + gpus * self.gpu_min_w
+        if run * self.capacity_w < least:
+            raise ValueError(f"@power.capacity_w: the minimum PSUs to run ({run}) × capacity_w must cover the node at "
+                             f"minimum GPU power ({least:g} W), got {run * self.capacity_w:g} W")
+        idle = self.idle_w(sc)
+        if not idle < self.gpu_tdp_w:
+            raise ValueError(f"@power.gpu_idle_w: must be below gpu_tdp_w ({self.gpu_tdp_w:g}), got {idle:g}")
+        if self.gpu_min_w > self.gpu_tdp_w:
+            raise ValueError(f"@power.gpu_min_w: must be <= gpu_tdp_w ({self.gpu_tdp_w:g}), got {self.gpu_min_w:g}")
+        racks = sc.cluster.racks
+        if self.pdu_count(racks) > racks:
+            raise ValueError(f"@power.pdu.count: must be <= racks ({racks}), got {self.pdu_count(racks)}")
+        pools = list(sc.maintenance.crews)
+        for name, el in self.elements().items():
+            if el.repair.crew is not None and el.repair.crew not in pools:
+                raise ValueError(f"@power.{name}.repair.crew: unknown crew pool {el.repair.crew!r}; allowed: {pools}")
+        if self.site_cap_w is not None:
+            floor = sc.cluster.n_nodes * least
+            if self.site_cap_w < floor:
+                raise ValueError(f"@power.site_cap_w: below the site's power with every GPU at gpu_min_w "
+                                 f"({floor:g} W), got {self.site_cap_w:g}")
+
+    # ---- site-level parts ------------------------------------------------------------------
+    def elements(self) -> dict[str, Element]:
+        """The chain's unit types present in the scenario, by part name."""
+        out: dict[str, Element] = {}
+        if self.ups is not None:
+            out["ups"] = self.ups
+        if self.generator is not None:
+            out["generator"] = self.generator
+        out["switchboard"] = self.switchboard
+        out["pdu"] = self.pdu
+        return out
+
+    def element_part(self, name: str, count: int) -> "Part":
+        """The Part spec of unit type ``name`` (``count`` units on the site)."""
+        from twin.scenario.schema import Part, Repair
+
+        el = self.elements()[name]
+        assert el.failure is not None, f"{name} never fails: it has no part"
+        prio = el.dispatch_priority if el.dispatch_priority is not None else (0 if name in ("pdu", "switchboard") else 2)
+        return Part(
+            count=count,
+            effect="node_down" if name in ("pdu", "switchboard") else "redundant",
+            failure=el.failure,
+            repair=Repair(hot_swap=True, time=el.repair.time, burn_in_h=0.0, crew=el.repair.crew),
+            dispatch_priority=prio,
+        )
+
+    def facility_parts(self) -> dict[str, "Part"]:
+        """Part specs of the units that fail (``failure`` not null), for spares and crews. Counts are
+        per feed for UPS, generator and switchboard; PDUs are counted once the racks are known (the
+        model builds them), so the PDU entry here has count 1 per feed."""
+        n_feeds = len(self.feeds)
+        out = {}
+        for name, el in self.elements().items():
+            if el.failure is None:
+                continue
+            out[name] = self.element_part(name, n_feeds)
+        return out
