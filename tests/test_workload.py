@@ -216,3 +216,18 @@ def test_trace_runs(tmp_path) -> None:
     (tmp_path / "trace.csv").write_text("submit_h,gpus,duration_h,name\n0,8,5,a\n1,16,2,b\n2,32,1,c\n")
     p = write(tmp_path, BASE + "workload:\n  trace: {file: trace.csv}\n")
     assert main(["run", str(p), "--results", str(tmp_path / "r"), "--quiet"]) == 0
+
+
+def test_planned_maintenance_counts_planned_interruptions() -> None:
+    doc = small_doc()
+    doc["cluster"]["node"]["parts"] = {}
+    doc["workload"]["synthetic"] = None
+    doc["maintenance"] = {"planned": {"every_days": 2, "batch_nodes": 2, "duration_h": 4, "start_day": 1}}
+    res = run_replication(load_dict(doc).scenario, 0)
+    j = res.tables["jobs"]
+    ints = j[j.record == "interruption"]
+    # waves at days 1, 3, ..., 19 (10 waves) cycling over 8 nodes; the 5-node job sits on nodes 0-4
+    # until a drain moves it; every interruption is planned and caused by a drain
+    assert len(ints) > 0 and ints.planned.all() and (ints.cause == "planned").all()
+    assert res.metrics["interruptions.planned"] == len(ints)
+    assert math.isclose(res.metrics["node_down_hours"], 10 * 2 * 4)

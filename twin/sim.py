@@ -80,6 +80,11 @@ class Model:
             self.by_section[section] = comp
         for pop in list(self.parts.values()) + list(self.facility.values()):
             pop.start()
+        if sc.maintenance.planned is not None:
+            from twin.model.maintenance import PlannedMaintenance
+
+            self.planned = PlannedMaintenance(self.engine, self.cluster, sc.maintenance.planned)
+            self.planned.start()
         for comp in self.components:
             comp.start()
         self.build_s = time.perf_counter() - t0

@@ -132,6 +132,16 @@ class Spares(Strict):
     lead_time_days: Annotated[float, Field(ge=0, allow_inf_nan=False)] = Field(14.0, description="Order lead time, days (assumption).")
 
 
+class Planned(Strict):
+    """Rolling planned maintenance: every ``every_days`` the next ``batch_nodes`` nodes (cycling
+    through the cluster in index order) are drained for ``duration_h`` (firmware, upgrades)."""
+
+    every_days: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(description="Days between waves.")
+    batch_nodes: PosInt = Field(description="Nodes drained per wave.")
+    duration_h: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(description="Drain length, hours.")
+    start_day: Annotated[float, Field(ge=0, allow_inf_nan=False)] = Field(0.0, description="First wave, day.")
+
+
 class Maintenance(Strict):
     detection: Dist = Field(
         default_factory=lambda: Fixed(value_h=0.25),
@@ -143,6 +153,7 @@ class Maintenance(Strict):
     spares: dict[str, Spares] = Field(
         default_factory=dict, description="Spare inventory per part type; a part type not listed has unlimited spares."
     )
+    planned: Planned | None = Field(None, description="Rolling planned drains (counted as planned interruptions).")
 
 
 from twin.scenario.network import NetworkSection  # noqa: E402  (here: network.py imports Part and Repair above)
