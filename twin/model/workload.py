@@ -19,6 +19,7 @@ Definitions (all work in *ideal hours*: wall hours at full speed on all the job'
 
 from __future__ import annotations
 
+import bisect
 import csv
 import math
 from dataclasses import dataclass, field
@@ -36,6 +37,38 @@ from twin.scenario.workload import Checkpoint, StepModel
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.sim import Model
+
+class NodePool:
+    """A set of node indices held as a boolean mask: O(1) add/remove, vectorised listing."""
+
+    def __init__(self, n: int, members: range | None = None) -> None:
+        self.mask = np.zeros(n, dtype=bool)
+        self.count = 0
+        if members is not None:
+            self.mask[list(members)] = True
+            self.count = int(self.mask.sum())
+
+    def add(self, node: int) -> None:
+        if not self.mask[node]:
+            self.mask[node] = True
+            self.count += 1
+
+    def discard(self, node: int) -> None:
+        if self.mask[node]:
+            self.mask[node] = False
+            self.count -= 1
+
+    def __contains__(self, node: int) -> bool:
+        return bool(self.mask[node])
+
+    def __len__(self) -> int:
+        return self.count
+
+    def nodes(self, exclude: np.ndarray | None = None) -> np.ndarray:
+        """Members in index order, without those where ``exclude`` is true."""
+        m = self.mask if exclude is None else self.mask & ~exclude
+        return np.flatnonzero(m)
+
 
 QUEUED, RESTARTING, RUNNING, CKPT, DONE = "queued", "restarting", "running", "checkpointing", "done"
 
@@ -94,8 +127,6 @@ class Workload:
         n = self.cluster.n_nodes
         self.owner = np.full(n, -1, dtype=np.int64)  # job id per node, -1 free
         self.spare_target = self.spec.scheduler.hot_spares
-        self.spares: set[int] = set()
-        self.free: set[int] = set()
         self.jobs: list[Job] = []
         self._by_id: dict[int, Job] = {}
         self.queue: list[Job] = []
@@ -104,8 +135,8 @@ class Workload:
         self.interruptions: list[tuple[Any, ...]] = []
         self._jid = 0
         # the last `hot_spares` nodes start as the spare pool; later, returning nodes top it up first
-        self.free = set(range(n - self.spare_target))
-        self.spares = set(range(n - self.spare_target, n))
+        self.free = NodePool(n, range(n - self.spare_target))
+        self.spares = NodePool(n, range(n - self.spare_target, n))
         self._build_sources()
         bus = self.engine.bus
         bus.subscribe(Topic.NODE_DOWN, self._on_node_lost)
@@ -196,10 +227,9 @@ class Workload:
         self.spares.discard(node)
         self.free.discard(node)
 
-    def _free_count(self, multi_node: bool) -> list[int]:
-        if multi_node:
-            return [n for n in self.free if not self.cluster.is_cut(n)]
-        return list(self.free)
+    def _free_count(self, multi_node: bool) -> np.ndarray:
+        """Free nodes a job may use: multi-node jobs avoid nodes cut off a rail."""
+        return self.free.nodes(self.cluster.cut_count > 0 if multi_node else None)
 
     # ---- progress bookkeeping -------------------------------------------------------------
     def _advance(self, job: Job) -> None:
@@ -345,29 +375,27 @@ class Workload:
         job.queued_at = self.engine.now
         self.jobs.append(job)
         self._by_id[job.jid] = job
-        self.queue.append(job)
+        self._enqueue(job)
         self._schedule()
 
     def _queue_order(self) -> list[Job]:
-        return sorted(self.queue, key=lambda j: (-j.priority, j.submit_h, j.jid))
+        return list(self.queue)  # kept sorted by _enqueue
 
-    def _pick_nodes(self, job: Job, k: int, pool: list[int]) -> list[int]:
+    def _enqueue(self, job: Job) -> None:
+        bisect.insort(self.queue, job, key=_queue_key)
+
+    def _pick_nodes(self, job: Job, k: int, pool: np.ndarray) -> list[int]:
+        """Choose ``k`` nodes from the sorted array ``pool``. ``pack``: under the fewest leaves when
+        a fabric exists, else in the fewest racks (fullest racks first); ``first_fit``: lowest ids."""
         if self.spec.scheduler.placement == "pack":
             fabric = self.engine.fabric
             if fabric is not None and hasattr(fabric, "pack"):
-                return list(fabric.pack(pool, k))
-            # fewest racks: fill the fullest racks first
-            by_rack: dict[int, list[int]] = {}
-            for n in sorted(pool):
-                by_rack.setdefault(self.cluster.rack_of(n), []).append(n)
-            racks = sorted(by_rack.values(), key=lambda ns: (-len(ns), ns[0]))
-            out: list[int] = []
-            for ns in racks:
-                out.extend(ns[: k - len(out)])
-                if len(out) == k:
-                    break
-            return out
-        return sorted(pool)[:k]
+                return [int(x) for x in fabric.pack(pool.tolist(), k)]
+            racks = pool // self.cluster.nodes_per_rack
+            per_rack = np.bincount(racks)
+            order = np.lexsort((pool, racks, -per_rack[racks]))
+            return pool[order[:k]].tolist()
+        return pool[:k].tolist()
 
     def _schedule(self) -> None:
         if not self.queue:
@@ -500,7 +528,7 @@ class Workload:
         self.interruptions.append((job.jid, job.name, self.engine.now, cause, planned, lost, len(job.nodes)))
         job.gen += 1
         # drop the lost nodes from the allocation
-        keep = [n for n in job.nodes.tolist() if n not in set(lost_nodes)]
+        keep = job.nodes[~np.isin(job.nodes, lost_nodes)].tolist() if lost_nodes else job.nodes.tolist()
         for n in lost_nodes:
             if self.owner[n] == job.jid:
                 self.owner[n] = -1
@@ -510,8 +538,8 @@ class Workload:
         multi = job.nodes_needed > 1
         repl: list[int] = []
         for pool in (self.spares, self.free):
-            cands = sorted(n for n in pool if not (multi and self.cluster.is_cut(n)))
-            take = cands[: need - len(repl)]
+            cands = pool.nodes(self.cluster.cut_count > 0 if multi else None)
+            take = cands[: need - len(repl)].tolist()
             repl.extend(take)
             if len(repl) == need:
                 break
@@ -526,7 +554,7 @@ class Workload:
             job.state = QUEUED
             self._release(job)
             job.queued_at = self.engine.now
-            self.queue.append(job)
+            self._enqueue(job)
             self._schedule()
 
     def _on_node_lost(self, node: int, cause: str) -> None:
@@ -537,8 +565,8 @@ class Workload:
             planned = cause.startswith("planned")
             self._interrupt(job, cause, planned, [node])
         # refill the spare pool from free nodes if it dropped below target
-        while len(self.spares) < self.spare_target and self.free:
-            n = min(self.free)
+        while len(self.spares) < self.spare_target and len(self.free):
+            n = int(self.free.nodes()[0])
             self.free.discard(n)
             self.spares.add(n)
 
@@ -666,6 +694,11 @@ class Workload:
             m["max_job.kept_h"] = big.progress_h
             m["max_job.interruptions"] = float(big.interruptions)
         return m, {"jobs": jobs}
+
+
+def _queue_key(j: Job) -> tuple[int, float, int]:
+    """Queue order: higher priority first, then earlier submission, then job id."""
+    return (-j.priority, j.submit_h, j.jid)
 
 
 JOB_COLUMNS = [

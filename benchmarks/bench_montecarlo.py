@@ -1,0 +1,94 @@
+"""Monte-Carlo throughput: 2 local workers and a 2-worker Dask LocalCluster against serial.
+
+Eight replications of a built-in scenario (about a second each in full mode, half that in quick
+mode), each run into a fresh results folder so nothing is reused. Reported:
+
+- ``montecarlo.speedup_2_workers``: serial wall / 2-worker pool wall (target ≥ 1.8);
+- ``montecarlo.dask_speedup_2_workers``: serial wall / Dask wall (cluster already started);
+- ``montecarlo.dask_overhead_per_rep_s``: (Dask wall − pool wall) / replications;
+- ``montecarlo.dask_startup_s``: LocalCluster start-up, reported apart;
+- ``montecarlo.rep_s``: serial seconds per replication.
+
+The tables of the three runs are checked to be identical (a benchmark that got a different
+answer would be measuring something else).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPS = 8
+
+
+def scenario(quick: bool) -> dict[str, Any]:
+    """64 nodes of 8 GPUs with a failure-prone GPU and 4 technicians: ~15 k events a year."""
+    return {
+        "name": "bench-montecarlo", "seed": 7, "horizon_days": 180 if quick else 365,
+        "cluster": {"racks": 4, "nodes_per_rack": 16, "node": {"gpus": 8, "parts": {
+            "gpu": {"count": 8, "failure": {"mtbf_h": 1500},
+                    "repair": {"time": {"dist": "lognormal", "mean_h": 8, "sigma": 0.6}}},
+            "psu": {"count": 2, "required": 1, "effect": "redundant", "failure": {"mtbf_h": 20000},
+                    "repair": {"hot_swap": True, "time": {"dist": "fixed", "value_h": 0.5}}},
+        }}},
+        "maintenance": {"crews": {"technicians": {"count": 4}}},
+    }
+
+
+def run(quick: bool) -> dict[str, float]:
+    import pandas as pd
+
+    from twin.experiment.runner import run_experiment
+    from twin.scenario import load_dict
+
+    ld = load_dict(scenario(quick))
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-mc-") as tmp:
+        root = Path(tmp)
+
+        def timed(name: str, **kw: Any) -> tuple[float, pd.DataFrame]:
+            t0 = time.perf_counter()
+            res = run_experiment(ld, REPS, folder=root / name, progress=False, echo=lambda s: None, **kw)
+            return time.perf_counter() - t0, res.replications
+
+        serial_s, ref = timed("serial")
+        pool_s, pool_tab = timed("pool", workers=2)
+        out["montecarlo.rep_s"] = serial_s / REPS
+        out["montecarlo.serial_s"] = serial_s
+        out["montecarlo.pool2_s"] = pool_s
+        out["montecarlo.speedup_2_workers"] = serial_s / pool_s
+        pd.testing.assert_frame_equal(pool_tab, ref, check_exact=True)
+        try:
+            import distributed
+        except ImportError:
+            distributed = None
+        if distributed is not None:
+            t0 = time.perf_counter()
+            with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                          dashboard_address=None, silence_logs=40) as cluster:
+                # first contact imports twin in the workers: count it as start-up
+                with distributed.Client(cluster) as client:
+                    client.run(lambda: __import__("twin.experiment.runner"))
+                out["montecarlo.dask_startup_s"] = time.perf_counter() - t0
+                dask_s, dask_tab = timed("dask", dask_address=cluster.scheduler_address)
+            pd.testing.assert_frame_equal(dask_tab, ref, check_exact=True)
+            out["montecarlo.dask2_s"] = dask_s
+            out["montecarlo.dask_speedup_2_workers"] = serial_s / dask_s
+            out["montecarlo.dask_overhead_per_rep_s"] = (dask_s - pool_s) / REPS
+    return out
+
+
+def main() -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_montecarlo")
+    ap.add_argument("--quick", action="store_true")
+    res = run(ap.parse_args().quick)
+    for k, v in res.items():
+        print(f"{k:42s} {v:10.4g}")
+
+
+if __name__ == "__main__":
+    main()
