@@ -139,8 +139,6 @@ def test_leaf_failure_cuts_its_nodes_and_interrupts_the_jobs_on_them(group: int,
     assert h["network.cut_node_hours.leaf"] == pytest.approx(4 * 4.25)
 
 
-@pytest.mark.xfail(strict=True, reason="workload._interrupt keeps a job's other nodes under the failed leaf, "
-                                       "so each of them, cut a moment later, counts one more interruption")
 def test_leaf_failure_counts_one_interruption_per_job() -> None:
     _, _, jobs = run_leaf_failure(2, 1)
     intr = jobs[jobs.record == "interruption"]

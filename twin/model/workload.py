@@ -97,6 +97,7 @@ class Job:
     end_h: float = math.nan
     started_once: bool = False
     pending_save_h: float = math.nan  # async: progress that the in-flight write will save
+    last_interrupt_h: float = math.nan
     writing: bool = False  # holds a share of the storage write bandwidth
     reading: bool = False  # holds a share of the storage read bandwidth
     # accounting (hours; multiply by gpus for GPU-hours)
@@ -515,17 +516,24 @@ class Workload:
     # ---- interruptions --------------------------------------------------------------------
     def _interrupt(self, job: Job, cause: str, planned: bool, lost_nodes: list[int]) -> None:
         """Lose work since the last checkpoint; replace lost nodes from spares or free nodes, else
-        requeue the job; then restart."""
+        requeue the job; then restart.
+
+        Several losses at the same instant (a leaf switch cutting many of the job's nodes one by
+        one, a rack losing power) are one interruption: the later ones only swap nodes."""
         self._advance(job)
+        now = self.engine.now
+        same_instant = job.last_interrupt_h == now
         lost = job.progress_h - job.saved_h
         job.lost_h += lost
         job.progress_h = job.saved_h
         job.since_restart_h = 0.0
         job.pending_save_h = math.nan
-        job.interruptions += 1
-        job.planned_interruptions += int(planned)
         self._end_io(job)
-        self.interruptions.append((job.jid, job.name, self.engine.now, cause, planned, lost, len(job.nodes)))
+        if not same_instant:
+            job.interruptions += 1
+            job.planned_interruptions += int(planned)
+            self.interruptions.append((job.jid, job.name, now, cause, planned, lost, len(job.nodes)))
+        job.last_interrupt_h = now
         job.gen += 1
         # drop the lost nodes from the allocation
         keep = job.nodes[~np.isin(job.nodes, lost_nodes)].tolist() if lost_nodes else job.nodes.tolist()
