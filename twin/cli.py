@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("schema", help="print the scenario JSON Schema")
     p.set_defaults(func=cmd_schema)
 
-    for mod in ("twin.fit.cli", "twin.experiment.cli", "twin.validation.cli"):
+    for mod in ("twin.fit.cli", "twin.experiment.cli", "twin.validation.cli", "twin.forecast.cli"):
         try:
             m = __import__(mod, fromlist=["add_parser"])
         except ModuleNotFoundError as exc:
@@ -96,9 +96,15 @@ def _save_traceback() -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (the console script passes it to ``sys.exit``)."""
+    args_list = list(argv) if argv is not None else sys.argv[1:]
+    if args_list == ["--version"]:  # answer without importing the subcommands' dependencies
+        from twin import __version__
+
+        print(f"twin {__version__}")
+        return 0
     try:
         parser = build_parser()
-        args = parser.parse_args(list(argv) if argv is not None else None)
+        args = parser.parse_args(args_list)
         return int(args.func(args))
     except InputError as exc:
         print(f"error: {exc.one_line()}", file=sys.stderr)

@@ -117,6 +117,7 @@ class Model:
         self.loop_s = time.perf_counter() - t0
         self.events = n
         self.cluster.finish()
+        self.shop.finish()
         for comp in self.components:
             comp.finish()
 

@@ -18,6 +18,7 @@ from twin import rng
 from twin.model.cluster import Cluster
 from twin.model.engine import Calendar, Engine
 from twin.model.parts import PartPopulation
+from twin.scenario.distributions import Fixed
 from twin.scenario.schema import Maintenance, Shift, Spares
 
 
@@ -100,13 +101,15 @@ class RepairShop:
         for part, sp in self.spec.spares.items():
             self.inventories[part] = Inventory(self.engine, part, sp)
         self._default_pool = next(iter(self.crews))
-        self._detect_k: dict[str, int] = {}
+        self.open: dict[int, tuple[Any, ...]] = {}
 
     def on_failure(self, pop: Any, idx: int) -> None:
         self._ticket_id += 1
         self.engine.env.process(self._ticket(self._ticket_id, pop, idx))
 
     def _draw(self, path: str, purpose: str, k: int, dist: object) -> float:
+        if isinstance(dist, Fixed):  # nothing random to draw (no other stream depends on this one)
+            return dist.value_h
         u = self.engine.streams.scalar(f"{path}#{purpose}", k)
         return float(dist.sample(np.array([u]))[0])  # type: ignore[attr-defined]
 
@@ -127,14 +130,20 @@ class RepairShop:
             yield ev
         t_spare = eng.now
         pool = self.crews[pop.spec.repair.crew or self._default_pool]
-        node_out = node >= 0 and not self.cluster.is_up(node)
-        prio = 0 if node_out else pop.priority
-        req = pool.resource.request(priority=prio)
-        yield req
+        self.open[tid] = (pop.name, path, node, pop.spec.effect, t_fail, t_detect, t_spare, stockout, pool.name)
+        while True:
+            # queue for a crew only while the crew is on shift, so an off-shift low-priority ticket
+            # never holds a crew over a weekend ahead of a node-down ticket
+            wait = pool.calendar.wait_h(eng.now)
+            if wait > 0:
+                yield env.timeout(wait)
+            node_out = node >= 0 and not self.cluster.is_up(node)
+            req = pool.resource.request(priority=0 if node_out else pop.priority)
+            yield req
+            if pool.calendar.on_shift(eng.now):
+                break
+            pool.resource.release(req)  # the shift ended while it queued: wait for the next one
         t_crew = eng.now
-        wait = pool.calendar.wait_h(eng.now)
-        if wait > 0:
-            yield env.timeout(wait)
         t_start = eng.now
         drained = False
         if node >= 0 and not pop.spec.repair.hot_swap and pop.spec.effect not in ("node_down", "transient"):
@@ -156,14 +165,23 @@ class RepairShop:
             yield env.timeout(burn)
             self.cluster.remove_down(node, "burn_in")
         t_back = eng.now
+        del self.open[tid]
         rec.event(t_back, "repair_done", path, node, t_back - t_fail)
         rec.tickets.append(
             (tid, pop.name, path, node, pop.spec.effect, t_fail, t_detect, t_spare, t_crew, t_start, t_end,
-             t_back, stockout, drained, pool.name)
+             t_back, stockout, drained, pool.name, True)
         )
+
+    def finish(self) -> None:
+        """Tickets still open at the horizon, with the phases they reached (NaN after that)."""
+        nan = float("nan")
+        for tid, (name, path, node, effect, t_fail, t_detect, t_spare, stockout, pool) in sorted(self.open.items()):
+            self.engine.recorder.tickets.append(
+                (tid, name, path, node, effect, t_fail, t_detect, t_spare, nan, nan, nan, nan, stockout,
+                 False, pool, False))
 
 
 TICKET_COLUMNS = [
     "ticket", "part", "path", "node", "effect", "fail_h", "detected_h", "spare_h", "crew_h",
-    "start_h", "end_h", "back_h", "stockout", "drained", "crew_pool",
+    "start_h", "end_h", "back_h", "stockout", "drained", "crew_pool", "done",
 ]

@@ -192,11 +192,15 @@ def apply_set(doc: dict[str, Any], expr: str) -> dict[str, Any]:
     return out
 
 
+_DIST_TAGS = {"exponential", "weibull", "lognormal", "fixed", "empirical"}
+"""Discriminator tags pydantic inserts in error locations of distribution unions."""
+
+
 def format_validation_error(exc: ValidationError) -> tuple[str, str]:
     """First error of a pydantic ValidationError as (field path, message)."""
     errs = exc.errors(include_url=False)
     err = errs[0]
-    loc = [str(x) for x in err["loc"]]
+    loc = [str(x) for x in err["loc"] if str(x) not in _DIST_TAGS]
     # drop discriminator tags pydantic inserts for unions (e.g. 'exponential')
     msg = str(err["msg"])
     if msg.startswith("Value error, "):
@@ -276,7 +280,10 @@ def load_scenario(path: str | os.PathLike[str], overrides: list[str] | None = No
         raise InputError(str(p), "", "scenario file not found")
     doc = _load_chain(p, p.parent, ())
     for expr in overrides or []:
-        doc = apply_set(doc, expr)
+        try:
+            doc = apply_set(doc, expr)
+        except InputError as exc:  # name the scenario file as well as the --set expression
+            raise InputError(str(p), f"--set {expr}", exc.message) from None
     sc = validate_doc(doc, str(p) + (" (with --set)" if overrides else ""))
     _bind_files(sc, p.parent, str(p))
     resolved = sc.model_dump(mode="json")
