@@ -8,24 +8,30 @@ changes. IT power is piecewise constant, so energy is an exact sum.
 
 Feed state machine (one per feed, ``mode``):
 
-- ``utility``: utility up (or the feed's input is back); the UPS recharges linearly.
+- ``utility``: the utility is up; the UPS recharges linearly (also from a running generator).
 - utility lost → the generator draws its start (one uniform of stream
   ``power.feed<X>.generator#start`` at k = the feed's outage index): it fails to start with
   probability ``start_failure_prob`` (no retry until utility returns), else it carries the feed
-  ``start_delay_s`` later (mode ``generator``; the UPS recharges from it).
+  ``start_delay_s`` later (mode ``generator``). A generator out of service (failed, under repair)
+  cannot start; repaired during the outage it tries again (stream ``...generator#restart``); one
+  that fails while running drops the feed's input.
 - meanwhile ``ups``: the battery carries the feed for SoC × ride_through × rated/actual load;
-  if it runs empty first (or is failed, bypassed, or absent) the feed is ``dead`` until the
+  if it runs empty first (or is failed, i.e. bypassed, or absent) the feed is ``dead`` until the
   generator runs or utility returns.
 - a failed switchboard kills the feed; a failed PDU kills its racks' PSUs on that feed.
 
-A node's budget is (healthy PSUs on live feeds) × capacity_w. Below the node's full demand its
-GPUs are capped at (budget − non-GPU)/GPUs and its speed follows model.md §3; below the PSU
-group's minimum (``min_to_run``, else ``required``) it is down with cause ``power:<cause>``,
-where the cause is the most local sufficient reason: ``psu`` if its healthy PSUs alone are too
-few, else ``pdu`` if those on live PDUs are too few, else its dead feeds' cause (``feed``:
-switchboard, UPS or generator out of service; ``generator_start``: a failed start;
-``utility``: an outage that outlasted the ride-through before the generator took over, or with
-no generator). A node that lost power returns ``reboot_h`` after power is back.
+A node's budget is (healthy PSUs on live feeds) × capacity_w; its load is shared evenly by those
+PSUs. Below the node's full demand (GPUs at TDP + non-GPU load) its GPUs are capped at
+(budget − non-GPU)/GPUs and its speed cap (source ``power``) is model.md §3's
+((P_cap − P_idle)/(P_tdp − P_idle))^α: the speed it computes at when it computes, whatever its
+load now. An optional site cap holds site IT power at ``site_cap_w`` by capping every GPU to the
+same power (water-filling), re-solved at every load change. Below the PSU group's minimum
+(``min_to_run``, else ``required``) the node is down with cause ``power:<cause>``, where the cause
+is the most local sufficient reason: ``psu`` if its healthy PSUs alone are too few, else ``pdu``
+if those on working PDUs are too few, else its dead feeds' cause (``feed``: switchboard, UPS or
+generator out of service; ``generator_start``: a failed start; ``utility``: an outage that
+outlasted the ride-through before the generator took over, or with no generator). A node that
+lost power returns ``reboot_h`` after power is back.
 """
 
 from __future__ import annotations
@@ -57,10 +63,13 @@ class ITPower:
     """One source of truth for IT power: per-node power (W) and its exact energy integral.
 
     node power = node_it_power_w(util, tightest GPU cap, ...) while the node is up, 0 while it is
-    down (assumption: a node out of service is powered off). Models that cap GPUs write their
-    cap array (``gpu_cap(source)``, W per GPU, ``inf`` = no cap) and call ``refresh(nodes)``; the
-    object itself listens to NODE_LOAD / NODE_DOWN / NODE_UP. ``watch(before, after)`` registers
-    callbacks run before a change (to integrate up to now) and after it (with the nodes).
+    down (assumption: a node out of service is powered off). A model that caps GPUs either calls
+    ``set_cap(source, nodes, cap_w)`` (W per GPU, ``inf`` = no cap; refreshes those nodes), or
+    writes the array from ``gpu_cap(source)`` and calls ``refresh(nodes)``. The object itself
+    listens to NODE_LOAD / NODE_DOWN / NODE_UP. ``watch(before, after)`` registers callbacks run
+    before a change (to integrate up to now) and after it (with the nodes). The recorder level
+    ``site_power_w`` is this object's total (the recorder keeps one point per event time).
+    Whichever model is built first (power, then cooling) creates it as ``engine.it_power``.
     """
 
     def __init__(self, engine: Engine, cluster: "Cluster", gpus: int, idle_w: float, tdp_w: float,
@@ -75,6 +84,8 @@ class ITPower:
         self.node_power_w = np.zeros(n)
         """IT power of each node, W."""
         self.caps: dict[str, NDArray[np.float64]] = {}
+        self._n_finite: dict[str, int] = {}  # per source written through set_cap: nodes with a finite cap
+        self._direct: set[str] = set()  # sources written directly (always taken into account)
         self.energy_wh = 0.0
         self._total = 0.0
         self._t = engine.now
@@ -87,12 +98,38 @@ class ITPower:
         bus.subscribe(Topic.NODE_UP, self._on_node)
         self.refresh()
 
-    def gpu_cap(self, source: str) -> NDArray[np.float64]:
-        """Writable per-node GPU power cap (W) of ``source``; created at inf. Call refresh after writing."""
+    def _array(self, source: str) -> NDArray[np.float64]:
         arr = self.caps.get(source)
         if arr is None:
             arr = self.caps[source] = np.full(self.cluster.n_nodes, np.inf)
+            self._n_finite[source] = 0
         return arr
+
+    def gpu_cap(self, source: str) -> NDArray[np.float64]:
+        """Writable per-node GPU power cap (W) of ``source``, created at inf; call ``refresh(nodes)``
+        after writing. (``set_cap`` does both and is cheaper: it lets ``refresh`` skip sources
+        without a finite cap.)"""
+        self._direct.add(source)
+        return self._array(source)
+
+    def cap_of(self, source: str) -> NDArray[np.float64]:
+        """The GPU cap array (W) of ``source`` for reading (write it with ``set_cap``)."""
+        return self._array(source)
+
+    def set_cap(self, source: str, nodes: NDArray[np.int64] | None, cap_w: NDArray[np.float64] | float) -> None:
+        """Set the GPU cap (W) of ``nodes`` (all when None) for ``source`` and refresh their power."""
+        arr = self._array(source)
+        idx = self._all if nodes is None else nodes
+        before = int(np.isfinite(arr[idx]).sum())
+        arr[idx] = cap_w
+        self._n_finite[source] += int(np.isfinite(arr[idx]).sum()) - before
+        self.refresh(nodes)
+
+    def n_capped(self, source: str) -> int:
+        """Nodes with a finite cap from ``source``."""
+        if source in self._direct:
+            return int(np.isfinite(self._array(source)).sum())
+        return self._n_finite.get(source, 0)
 
     def min_cap(self, nodes: NDArray[np.int64], exclude: str | None = None) -> NDArray[np.float64]:
         """Tightest GPU cap (W) of ``nodes`` over all sources except ``exclude``."""
@@ -114,7 +151,7 @@ class ITPower:
         now = self.engine.env.now
         if now > self._t:
             self.energy_wh += self._total * (now - self._t)
-        self._t = now
+            self._t = now
 
     def _on_node(self, node: int, cause: str) -> None:
         self.refresh(np.array([node]))
@@ -125,11 +162,8 @@ class ITPower:
             fn()
         self._integrate()
         idx = self._all if nodes is None else nodes
-        caps = self.caps
-        if not caps:
+        if not self._direct and not any(self._n_finite.values()):
             cap: NDArray[np.float64] | float = math.inf
-        elif len(caps) == 1:
-            cap = next(iter(caps.values()))[idx]
         else:
             cap = self.min_cap(idx)
         p = node_it_power_w(self.engine.node_util[idx], cap, self.gpus, self.idle_w, self.tdp_w, self.non_gpu_w)
@@ -138,7 +172,7 @@ class ITPower:
             p[cl.down_count[idx] != 0] = 0.0
         self.node_power_w[idx] = p
         self._total = float(self.node_power_w.sum())
-        self.engine.recorder.level("site_power_w", self._t, self._total)
+        self.engine.recorder.level("site_power_w", self._t, self._total)  # one point per event time
         for fn in self._after:
             fn(idx)
 
@@ -234,7 +268,9 @@ class PowerChain:
         self.capped_nodes = 0.0
         self.capped_node_h = 0.0
         self._ups_loss_w = 0.0
-        self.ups_loss_wh = 0.0
+        self._loss_from_feeds = False  # UPS losses from per-feed loads (a UPS failed or on battery)
+        self.ups_loss_wh = 0.0  # UPS losses while a UPS is failed or on battery (per-feed loads)
+        self.feeds_loss_energy_wh = 0.0  # IT energy of those periods
         self.gen_starts = 0
         self.gen_start_failures = 0
         self.site_cap_short_h = 0.0  # time the site stayed above its cap with every GPU at minimum
@@ -246,8 +282,8 @@ class PowerChain:
             it = ITPower(eng, cl, self.g, self.idle_w, self.tdp_w, self.non_gpu_w)
             eng.it_power = it  # type: ignore[attr-defined]
         self.it = it
-        self.cap_w = it.gpu_cap("power")
-        self.site_cap_w = it.gpu_cap("power_site") if spec.site_cap_w is not None else None
+        self.cap_w = it.cap_of("power")
+        self.site_cap_w = it.cap_of("power_site") if spec.site_cap_w is not None else None
         self.speed = eng.speed_cap("power")
         it.watch(self._settle, self._after_load)
         # ---- site-level units
@@ -319,7 +355,9 @@ class PowerChain:
             self.capped_gpu_h += self.capped_gpus * dt
             self.site_capped_gpu_h += self.site_capped_gpus * dt
             self.capped_node_h += self.capped_nodes * dt
-        self.ups_loss_wh += self._ups_loss_w * dt
+        if self._loss_from_feeds:  # else the loss is loss_k × IT energy: settled in results()
+            self.ups_loss_wh += self._ups_loss_w * dt
+            self.feeds_loss_energy_wh += self.it.total_w() * dt
         if self._site_short:
             self.site_cap_short_h += dt
 
@@ -491,8 +529,7 @@ class PowerChain:
         self.share = cnt / np.maximum(E, 1)[:, None]
         budget = E * self.spec.capacity_w
         capped = (E >= self.min_run) & (budget < self.full_w)
-        self.cap_w[:] = np.where(capped, (budget - self.non_gpu_w) / self.g, np.inf)
-        self._count_caps()
+        new_cap = np.where(capped, (budget - self.non_gpu_w) / self.g, np.inf)
         # power-down state and its cause
         down = E < self.min_run
         hp_cnt = np.stack([hp[:, m].sum(axis=1) for m in self.slot_masks], axis=1)
@@ -500,13 +537,9 @@ class PowerChain:
         feed_cause = ((hp_cnt > 0) * dead_code[None, :]).max(axis=1)
         code = np.where(h.sum(axis=1) < self.min_run, _PSU, np.where(hp.sum(axis=1) < self.min_run, _PDU, feed_cause))
         code = np.where(down, np.maximum(code, 1), 0)  # a down node always has a cause
-        self.it.refresh()  # new caps → node power, feed loads, capped counts, UPS timers
+        self.it.set_cap("power", None, new_cap)  # → node power, feed loads, capped counts, UPS timers
         self._apply_downs(down, code)
         self._publish_speed()
-
-    def _count_caps(self) -> None:
-        cap = self.cap_w if self.site_cap_w is None else np.minimum(self.cap_w, self.site_cap_w)
-        self._n_cap = int(np.isfinite(cap).sum())
 
     def _apply_downs(self, down: NDArray[np.bool_], code: NDArray[np.int64]) -> None:
         cl = self.cluster
@@ -574,13 +607,13 @@ class PowerChain:
             self._apply_site_cap()
             return  # _apply_site_cap refreshed every node, which came back here
         it = self.it
+        self._n_cap = it.n_capped("power") + (it.n_capped("power_site") if self.site_cap_w is not None else 0)
         on_ups = "ups" in self.mode
-        if on_ups or not all(self.ups_ok):
+        self._loss_from_feeds = on_ups or not all(self.ups_ok)
+        if self._loss_from_feeds:
             loads = it.node_power_w @ self.share
             self.feed_load_w = loads.tolist()
             self._ups_loss_w = self.loss_k * sum(x for x, ok in zip(self.feed_load_w, self.ups_ok) if ok)
-        else:
-            self._ups_loss_w = self.loss_k * it.total_w() if self.has_ups else 0.0
         if self._n_cap:
             all_nodes = np.arange(self.n)
             on = self.cluster.down_count == 0
@@ -609,9 +642,7 @@ class PowerChain:
             c = site_gpu_cap_w(x, self.g, self.non_gpu_w * on.sum(), self.spec.site_cap_w)
             self._site_short = bool(c < self.spec.gpu_min_w)
             c = max(c, self.spec.gpu_min_w)
-            self.site_cap_w[:] = c
-            self._count_caps()
-            self.it.refresh()
+            self.it.set_cap("power_site", None, c)
             self._publish_speed()
         finally:
             self._in_site = False
@@ -639,6 +670,7 @@ class PowerChain:
     def results(self) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
         H = self.H
         rec = self.engine.recorder
+        energy_kwh = self.it.energy_kwh()
         ts, vs = rec.level_series("site_power_w")
         m: dict[str, float] = {}
         m["power.down_node_hours"] = float(self.down_node_h.sum())
@@ -649,8 +681,9 @@ class PowerChain:
         if self.site_cap_w is not None:
             m["power.site_capped_gpu_hours"] = self.site_capped_gpu_h
             m["power.site_cap_exceeded_hours"] = self.site_cap_short_h
-        m["power.it_energy_kwh"] = self.it.energy_kwh()
-        m["power.ups_loss_kwh"] = self.ups_loss_wh / 1000.0
+        m["power.it_energy_kwh"] = energy_kwh
+        normal_wh = self.it.energy_wh - self.feeds_loss_energy_wh  # every UPS healthy and on its input
+        m["power.ups_loss_kwh"] = (self.ups_loss_wh + (self.loss_k * normal_wh if self.has_ups else 0.0)) / 1000.0
         m["power.peak_w"] = float(vs.max()) if len(vs) else math.nan
         m["power.mean_w"] = time_weighted_mean(ts, vs, H)
         step, ramp = power_ramps(ts, vs, H, 1.0)

@@ -81,8 +81,11 @@ def node_it_power_w(
     simulator's hot path (every load change), so ``util`` is not range-checked here: callers
     pass utilisation in [0, 1] (:func:`gpu_power_w` checks it).
     """
-    demand = (tdp_w - idle_w) * np.asarray(util, dtype=np.float64) + idle_w  # type: ignore[operator]
-    p = non_gpu_w + gpus * np.minimum(demand, gpu_cap_w)  # type: ignore[operator]
+    u = np.asarray(util, dtype=np.float64)
+    if isinstance(gpu_cap_w, float) and gpu_cap_w == np.inf:  # no cap (the common case): two array ops
+        p = u * (gpus * (tdp_w - idle_w)) + (non_gpu_w + gpus * idle_w)  # type: ignore[operator]
+    else:
+        p = np.minimum(u * (tdp_w - idle_w) + idle_w, gpu_cap_w) * gpus + non_gpu_w  # type: ignore[operator]
     return float(p) if np.ndim(p) == 0 else p
 
 

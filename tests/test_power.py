@@ -1,0 +1,401 @@
+"""The power chain (model.md §5) against hand-computed and closed-form answers.
+
+Deterministic tests use scheduled utility outages (``power.inject``) and chain elements that
+never fail (``failure: null``), so every expected time is computed in the test from the
+scenario's numbers: UPS ride-through = SoC × ride_through × rated/actual load, PSU budget and GPU
+cap from model.md §5, speed from model.md §3. Statistical tests compare with a closed form
+(k-of-n availability) or a binomial bound over many outages.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from scipy import stats
+
+from twin import cli
+from twin.physics import closed_forms as cf
+from twin.physics.power import node_it_power_w, site_gpu_cap_w
+from twin.scenario.loader import load_dict
+from twin.sim import Model, run_replication
+
+GPUS, TDP, IDLE, NON_GPU, CAP_W = 8, 700.0, 100.0, 4600.0, 3300.0
+FULL_W = NON_GPU + GPUS * TDP  # 10.2 kW: DGX H100 max system power (sources.md)
+IDLE_NODE_W = NON_GPU + GPUS * IDLE
+NEVER = {"dist": "fixed", "value_h": 1e9}
+PSU_LAYOUT = {  # topology: (count, required, min_to_run)
+    "n": (4, 4, 3),
+    "n+1": (5, 4, 3),
+    "2n": (8, 4, 3),
+    "split": (6, 4, 3),
+}
+
+
+def power_section(topology: str, **over: Any) -> dict[str, Any]:
+    """A chain whose elements never fail, no random outages: only what a test injects happens."""
+    sec: dict[str, Any] = {
+        "topology": topology,
+        "utility": {"outages_per_year": 0},
+        "ups": {"ride_through_min": 10, "recharge_h": 8, "failure": None},
+        "generator": {"start_delay_s": 10, "start_failure_prob": 0.0, "failure": None},
+        "switchboard": {"failure": None},
+        "pdu": {"failure": None},
+        "reboot_h": 0.1,
+    }
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(sec.get(k), dict):
+            sec[k] = {**sec[k], **v}
+        else:
+            sec[k] = v
+    return sec
+
+
+def scenario(topology: str, *, racks: int = 2, nodes_per_rack: int = 2, days: float = 1.0, seed: int = 5,
+             psu_failure: dict[str, Any] | None = None, job_gpus: int | None = None,
+             workload: dict[str, Any] | None = None, crews: int = 1, **power: Any) -> dict[str, Any]:
+    count, req, run = PSU_LAYOUT[topology]
+    doc: dict[str, Any] = {
+        "name": f"power-{topology.replace('+', 'p')}",
+        "seed": seed,
+        "horizon_days": days,
+        "cluster": {"racks": racks, "nodes_per_rack": nodes_per_rack, "node": {"gpus": GPUS, "parts": {
+            "psu": {"count": count, "required": req, "min_to_run": run, "effect": "redundant",
+                    "failure": psu_failure or NEVER,
+                    "repair": {"hot_swap": True, "burn_in_h": 0, "time": {"dist": "fixed", "value_h": 0.5}}},
+        }}},
+        "maintenance": {"detection": {"dist": "fixed", "value_h": 0},
+                        "crews": {"crew": {"count": crews, "shift": "24x7"}}},
+        "power": power_section(topology, **power),
+    }
+    if job_gpus is not None:
+        doc["workload"] = {"jobs": [{"name": "train", "gpus": job_gpus, "work_h": 1e6}]}
+    if workload is not None:
+        doc["workload"] = workload
+    return doc
+
+
+def run(doc: dict[str, Any], replication: int = 0):  # noqa: ANN201 - ReplicationResult
+    return run_replication(load_dict(doc).scenario, replication)
+
+
+def down_hours(res) -> float:  # noqa: ANN001
+    iv = res.tables["node_intervals"]
+    d = iv[iv["state"] == "down"]
+    return float((d["end_h"] - d["start_h"]).sum())
+
+
+# ---- physics helpers ------------------------------------------------------------------------------
+
+def test_node_it_power_and_site_cap_water_filling() -> None:
+    assert node_it_power_w(1.0, math.inf, GPUS, IDLE, TDP, NON_GPU) == pytest.approx(FULL_W)
+    assert node_it_power_w(0.0, math.inf, GPUS, IDLE, TDP, NON_GPU) == pytest.approx(IDLE_NODE_W)
+    # a cap only binds above it; array and scalar agree
+    v = node_it_power_w(np.array([0.0, 0.5, 1.0]), np.array([np.inf, 300.0, 662.5]), GPUS, IDLE, TDP, NON_GPU)
+    np.testing.assert_allclose(v, [IDLE_NODE_W, NON_GPU + 8 * 300.0, NON_GPU + 8 * 662.5])
+    # water-filling: draws 700, 700, 100 W per GPU; the limit allows 1,100 W per GPU in total
+    # across the three nodes -> the two hungry ones get 500 W each, the idle one keeps its 100 W
+    assert site_gpu_cap_w([700.0, 700.0, 100.0], 8, 3 * NON_GPU, 3 * NON_GPU + 8 * 1100.0) == pytest.approx(500.0)
+    assert site_gpu_cap_w([700.0, 700.0], 8, 0.0, 1e9) == math.inf
+    x = np.array([650.0, 420.0, 700.0, 130.0, 510.0])
+    c = site_gpu_cap_w(x, 8, 5 * NON_GPU, 5 * NON_GPU + 8 * 1700.0)
+    assert 8 * np.minimum(x, c).sum() + 5 * NON_GPU == pytest.approx(5 * NON_GPU + 8 * 1700.0)
+
+
+# ---- k-of-n PSUs with the power chain: closed form ------------------------------------------------
+
+@pytest.mark.parametrize("reps,days", [(8, 60), pytest.param(30, 200, marks=pytest.mark.slow)])
+def test_k_of_n_psu_availability_with_reliable_feeds(reps: int, days: float) -> None:
+    """One DGX-class node, 6 PSUs split 3/3 over two feeds that never fail, 2 dedicated crews,
+    exponential failures and repairs. The node is down while fewer than min_to_run = 3 PSUs work,
+    so its availability is the 3-of-6 birth-death closed form (model.md §9)."""
+    lam, mu, crews = 0.2, 1.0, 2
+    doc = scenario("split", racks=1, nodes_per_rack=1, days=days, seed=4040, crews=crews, reboot_h=0.0,
+                   psu_failure={"dist": "exponential", "mean_h": 1 / lam})
+    doc["cluster"]["node"]["parts"]["psu"]["repair"]["time"] = {"dist": "exponential", "mean_h": 1 / mu}
+    sc = load_dict(doc).scenario
+    H, warm = sc.horizon_h, 48.0
+    u = []
+    for rep in range(reps):
+        res = run_replication(sc, rep)
+        iv = res.tables["node_intervals"]
+        d = iv[iv["state"] == "down"]
+        # the power chain's own account of the downtime agrees with the cluster's, all of it 'psu'
+        assert res.metrics["power.down_node_hours"] == pytest.approx(down_hours(res), rel=1e-9, abs=1e-9)
+        assert res.metrics["power.down_node_hours.psu"] == pytest.approx(res.metrics["power.down_node_hours"])
+        s = np.maximum(d["start_h"].to_numpy(), warm)
+        e = np.minimum(d["end_h"].to_numpy(), H)
+        u.append(float(np.clip(e - s, 0, None).sum() / (H - warm)))
+    x = np.array(u)
+    half = stats.t.ppf(0.995, reps - 1) * x.std(ddof=1) / math.sqrt(reps)
+    expected = 1 - cf.k_of_n_availability(6, 3, lam, mu, crews)
+    print(f"unavailability {x.mean():.5f} ± {half:.5f}, expected {expected:.5f}")
+    assert abs(x.mean() - expected) <= half
+    # a model that took the node down below `required` (4) instead of min_to_run is far off
+    assert abs(x.mean() - (1 - cf.k_of_n_availability(6, 4, lam, mu, crews))) > half
+
+
+# ---- losing one feed for hours --------------------------------------------------------------------
+
+T0, D = 10.0, 5.0  # the outage of feed A: from 10 h, for 5 h
+
+
+def feed_loss(topology: str, start_failure_prob: float) -> tuple[Any, float]:
+    """4 nodes under one 32-GPU compute-bound job (no checkpoints) for a day; feed A loses
+    utility at T0 for D hours; its generator starts (p = 0) or never does (p = 1)."""
+    doc = scenario(topology, job_gpus=32, generator={"start_failure_prob": start_failure_prob},
+                   inject=[{"feed": "A", "at_h": T0, "duration_h": D}])
+    res = run(doc)
+    count = PSU_LAYOUT[topology][0]
+    on_a = math.ceil(count / len(load_dict(doc).scenario.power.feeds))  # round robin: A gets the first slot
+    share_a = on_a / count
+    load_fraction = 4 * FULL_W * share_a / (4 * FULL_W)  # feed A's share of the full load / UPS rating
+    ride_h = (10 / 60) / load_fraction
+    return res, ride_h
+
+
+def test_2n_feed_loss_no_downtime_no_capping() -> None:
+    res, ride_h = feed_loss("2n", 1.0)
+    assert ride_h == pytest.approx(1 / 3)  # each feed carries half: 20 min on a full battery
+    m = res.metrics
+    assert down_hours(res) == 0.0 and m["power.down_node_hours"] == 0.0
+    assert m["power.capped_gpu_hours"] == 0.0 and m["power.capped_node_hours"] == 0.0
+    assert m["interruptions"] == 0
+    assert m["max_job.kept_h"] == pytest.approx(24.0, rel=1e-12)  # full speed all day
+    # feed A was dead from the UPS running empty to utility back
+    feeds = res.tables["power_feeds"]
+    dead = feeds[(feeds.feed == "A") & (feeds.state == "dead")]
+    assert len(dead) == 1 and dead.cause.iloc[0] == "generator_start"
+    assert dead.start_h.iloc[0] == pytest.approx(T0 + ride_h) and dead.end_h.iloc[0] == pytest.approx(T0 + D)
+
+
+def test_dgx_split_feed_loss_caps_without_downtime() -> None:
+    res, ride_h = feed_loss("split", 1.0)
+    m = res.metrics
+    assert down_hours(res) == 0.0 and m["interruptions"] == 0
+    capped_h = T0 + D - (T0 + ride_h)
+    # 3 PSUs x 3.3 kW = 9.9 kW < 10.2 kW: each GPU capped at (9900 - 4600)/8 = 662.5 W
+    gpu_cap = (3 * CAP_W - NON_GPU) / GPUS
+    speed = ((gpu_cap - IDLE) / (TDP - IDLE)) ** 0.5
+    assert m["power.capped_gpu_hours"] == pytest.approx(32 * capped_h, rel=1e-9)
+    assert m["power.capped_node_hours"] == pytest.approx(4 * capped_h, rel=1e-9)
+    # the compute-bound job ran at `speed` while capped: its kept work says so
+    assert m["max_job.kept_h"] == pytest.approx(24.0 - (1 - speed) * capped_h, rel=1e-9)
+    # IT power: 4 nodes at 9.9 kW while capped, 10.2 kW otherwise
+    assert m["power.it_energy_kwh"] * 1000 == pytest.approx(
+        4 * FULL_W * (24.0 - capped_h) + 4 * 3 * CAP_W * capped_h, rel=1e-9)
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0])
+def test_single_feed_down_once_ups_exhausted_unless_generator_starts(p: float) -> None:
+    res, ride_h = feed_loss("n", p)
+    assert ride_h == pytest.approx(1 / 6)  # one feed carries the full load: 10 min
+    m = res.metrics
+    if p == 0.0:  # the generator takes over after 10 s, well inside the ride-through
+        assert down_hours(res) == 0.0 and m["power.down_node_hours"] == 0.0
+        assert m["power.generator_starts"] == 1 and m["power.outages_reaching_load"] == 0
+        return
+    reboot = 0.1
+    per_node = T0 + D + reboot - (T0 + ride_h)
+    assert m["power.down_node_hours"] == pytest.approx(4 * per_node, rel=1e-9)
+    assert m["power.down_node_hours.generator_start"] == pytest.approx(4 * per_node, rel=1e-9)
+    assert down_hours(res) == pytest.approx(4 * per_node, rel=1e-9)
+    iv = res.tables["node_intervals"]
+    assert (iv["cause"].astype(str) == "power:generator_start").all()
+    np.testing.assert_allclose(iv["start_h"], T0 + ride_h)
+    np.testing.assert_allclose(iv["end_h"], T0 + D + reboot)
+    assert m["power.outages_reaching_load"] == 1
+
+
+# ---- UPS state of charge: a second outage before the battery has recharged ------------------------
+
+def test_ups_soc_second_outage_rides_through_for_less() -> None:
+    """One feed, no generator, idle nodes (constant load). Outage 1 drains the battery for 15 min;
+    outage 2 starts 2 h after it ended (recharge takes 8 h) and lasts an hour: it rides through
+    for SoC2 x ride-through / load fraction, then the nodes go down."""
+    t1, d1, gap, d2, recharge = 10.0, 0.25, 2.0, 1.0, 8.0
+    t2 = t1 + d1 + gap
+    doc = scenario("n", generator=None, reboot_h=0.0, ups={"recharge_h": recharge},
+                   inject=[{"feed": "A", "at_h": t1, "duration_h": d1}, {"feed": "A", "at_h": t2, "duration_h": d2}])
+    res = run(doc)
+    lf = (4 * IDLE_NODE_W) / (4 * FULL_W)  # actual load / rated (full) load
+    full_ride_h = (10 / 60) / lf
+    assert d1 < full_ride_h  # the first outage rides through
+    soc1 = 1 - d1 / full_ride_h
+    soc2 = soc1 + gap / recharge
+    assert soc2 < 1
+    ride2 = soc2 * full_ride_h
+    out = res.tables["power_outages"].sort_values("start_h")
+    assert out["soc_start"].tolist() == pytest.approx([1.0, soc2], rel=1e-12)
+    assert out["dead_h"].tolist() == pytest.approx([0.0, d2 - ride2], rel=1e-9)
+    iv = res.tables["node_intervals"]
+    assert len(iv) == 4
+    np.testing.assert_allclose(iv["start_h"], t2 + ride2, rtol=1e-12)
+    np.testing.assert_allclose(iv["end_h"], t2 + d2, rtol=1e-12)
+    assert (iv["cause"].astype(str) == "power:utility").all()
+    assert res.metrics["power.down_node_hours.utility"] == pytest.approx(4 * (d2 - ride2), rel=1e-9)
+    # a model that forgot the first drain (battery full again) would go down 10 min later
+    assert (t2 + full_ride_h) - iv["start_h"].iloc[0] > 0.15
+
+
+# ---- generator start failures: binomial -----------------------------------------------------------
+
+def test_generator_start_failure_share_binomial() -> None:
+    """p = 0.2 over ~1,800 utility outages of one feed: the share of outages that reach the load
+    is a binomial proportion (one independent draw per outage). A reached outage must be a
+    failed start: the 10-minute battery outlasts the 10 s start delay (recharge 0.1 h)."""
+    p = 0.2
+    doc = scenario("n", racks=1, nodes_per_rack=1, days=730, seed=99, reboot_h=0.0,
+                   utility={"outages_per_year": 900, "duration": {"dist": "fixed", "value_h": 0.5}},
+                   ups={"recharge_h": 0.1}, generator={"start_failure_prob": p})
+    res = run(doc)
+    out = res.tables["power_outages"]
+    out = out[out["end_h"].notna()]
+    n = len(out)
+    k = int(out["reached_load"].sum())
+    assert n > 1500
+    assert (out["reached_load"] == (out["generator"] == "failed_start")).all()
+    share = k / n
+    print(f"{k}/{n} = {share:.4f} reached the load, p = {p}")
+    assert stats.binomtest(k, n, p).pvalue > 0.001
+    # a start failure probability of 0.25 is rejected by the same data
+    assert stats.binomtest(k, n, 0.25).pvalue < 0.001
+    # each reaching outage is down for 0.5 h minus the ride-through, and recorded as such
+    assert res.metrics["power.down_node_hours.generator_start"] == pytest.approx(
+        float(out.loc[out.reached_load, "dead_h"].sum()), rel=1e-9)
+
+
+# ---- energy: one source of truth ------------------------------------------------------------------
+
+def test_energy_matches_independent_accounting() -> None:
+    """No capping (2N, no outages): IT energy = (non-GPU + idle GPUs) x node-hours up
+    + GPUs x (TDP - idle) x node-hours computing, the latter from the jobs' own running time.
+    The same energy is the integral of the site power table and of engine.it_power."""
+    wl = {
+        "scheduler": {"policy": "backfill"},
+        "jobs": [{"name": "big", "gpus": 48, "work_h": 1e6, "checkpoint": {"interval_h": 1.0, "write_h": 0.1}}],
+        "synthetic": {"arrival_rate_per_h": 0.5, "gpus": {"values": [8, 16]},
+                      "work": {"dist": "exponential", "mean_h": 3}, "checkpoint": {"interval_h": 1, "write_h": 0.05,
+                                                                                   "mode": "async"}},
+    }
+    doc = scenario("2n", racks=2, nodes_per_rack=4, days=20, workload=wl,
+                   psu_failure={"dist": "exponential", "mean_h": 2000.0})
+    doc["cluster"]["node"]["parts"]["gpu"] = {"count": 8, "effect": "node_down", "failure": {"mtbf_h": 20000},
+                                              "repair": {"time": {"dist": "fixed", "value_h": 3}}}
+    sc = load_dict(doc).scenario
+    model = Model(sc)
+    model.run()
+    res = model.result()
+    H = sc.horizon_h
+    assert res.metrics["failures.gpu"] > 0 and res.metrics["failures.psu"] > 0
+    assert res.metrics["power.capped_gpu_hours"] == 0.0
+    jobs = res.tables["jobs"]
+    jobs = jobs[jobs["record"] == "job"]
+    computing_node_h = float((jobs["run_h"] * jobs["nodes"].astype(float)).sum())
+    up_node_h = sc.cluster.n_nodes * H - down_hours(res)
+    expected_wh = IDLE_NODE_W * up_node_h + GPUS * (TDP - IDLE) * computing_node_h
+    e_kwh = res.metrics["power.it_energy_kwh"]
+    assert e_kwh * 1000 == pytest.approx(expected_wh, rel=1e-9)
+    site = res.tables["power_site"]
+    dur = np.diff(np.append(site["time_h"].to_numpy(), H))
+    assert float((site["it_power_w"].to_numpy() * dur).sum()) / 1000 == pytest.approx(e_kwh, rel=1e-12)
+    assert model.engine.it_power.energy_kwh() == pytest.approx(e_kwh, rel=1e-12)
+    assert res.metrics["power.mean_w"] * H / 1000 == pytest.approx(e_kwh, rel=1e-9)
+    assert res.metrics["power.peak_w"] == pytest.approx(site["it_power_w"].max())
+    # UPS losses on the IT load: (1/efficiency - 1) of it
+    assert res.metrics["power.ups_loss_kwh"] == pytest.approx(e_kwh * (1 / 0.95 - 1), rel=1e-9)
+
+
+def test_energy_agrees_with_thermal_accounting() -> None:
+    """With a cooling section too, the thermal model's IT energy is the same integral."""
+    from twin.scenario.schema import Scenario
+
+    if "cooling" not in Scenario.model_fields:
+        pytest.skip("no cooling section in this build")
+    base = Path(__file__).resolve().parents[1] / "scenarios" / "air.yaml"
+    if not base.is_file():
+        pytest.skip("no air.yaml")
+    from twin.scenario.loader import load_scenario
+
+    loaded = load_scenario(base, ["horizon_days=5", "power={}"])
+    res = run_replication(loaded.scenario)
+    assert res.metrics["energy.it_kwh"] == pytest.approx(res.metrics["power.it_energy_kwh"], rel=1e-9)
+
+
+# ---- site power cap ---------------------------------------------------------------------------------
+
+def test_site_cap_holds_site_power_and_slows_jobs() -> None:
+    """4 nodes computing under a site cap of 36 kW: every GPU is held at (36000/4 - 4600)/8 =
+    550 W, so the site draws exactly the cap and the job runs at ((550-100)/(700-100))^0.5."""
+    cap = 36000.0
+    doc = scenario("2n", job_gpus=32, site_cap_w=cap)
+    res = run(doc)
+    m = res.metrics
+    gpu = (cap / 4 - NON_GPU) / GPUS
+    speed = ((gpu - IDLE) / (TDP - IDLE)) ** 0.5
+    assert m["power.peak_w"] == pytest.approx(cap, rel=1e-12)
+    assert m["max_job.kept_h"] == pytest.approx(24.0 * speed, rel=1e-9)
+    assert m["power.site_capped_gpu_hours"] == pytest.approx(32 * 24.0, rel=1e-9)
+    assert m["power.site_cap_exceeded_hours"] == 0.0
+
+
+# ---- ramps ------------------------------------------------------------------------------------------
+
+def test_power_ramps_on_a_step_function() -> None:
+    from twin.model.power import power_ramps
+
+    # P = 0 on [0, 1), 10 on [1, 2), 30 on [2, 4]
+    ts = np.array([0.0, 1.0, 2.0])
+    vs = np.array([0.0, 10.0, 30.0])
+    step, ramp = power_ramps(ts, vs, 4.0, 1.0)
+    assert step == 20.0
+    assert ramp == 20.0  # P(t + 1) − P(t): 10 on [0, 1), 20 on [1, 2), 0 on [2, 3]
+    step, ramp = power_ramps(ts, vs, 4.0, 2.0)
+    assert ramp == 30.0  # over two hours the two steps add up: P(2.5) − P(0.5)
+
+
+# ---- the bundled scenarios -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["power-n", "power-n1", "power-2n", "power-dgx-split"])
+def test_bundled_power_scenarios_load_and_run(name: str, tmp_path: Path) -> None:
+    path = Path(__file__).resolve().parents[1] / "scenarios" / f"{name}.yaml"
+    rc = cli.main(["run", str(path), "--set", "horizon_days=10", "--results", str(tmp_path), "--quiet"])
+    assert rc == 0
+
+
+# ---- bad input ---------------------------------------------------------------------------------------
+
+def _bad(tmp_path: Path, doc: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> str:
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    rc = cli.main(["run", str(path), "--results", str(tmp_path / "r")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1, err
+    assert str(path) in err[0]
+    return err[0]
+
+
+@pytest.mark.parametrize("mutate,field", [
+    (lambda d: d["cluster"]["node"]["parts"]["psu"].update(min_to_run=5), "cluster.node.parts.psu.min_to_run"),
+    (lambda d: d["power"]["ups"].update(ride_through_min=-5), "power.ups.ride_through_min"),
+    (lambda d: d["power"]["generator"].update(start_failure_prob=1.5), "power.generator.start_failure_prob"),
+    (lambda d: d["power"]["generator"].update(start_failure_prob=-0.1), "power.generator.start_failure_prob"),
+    (lambda d: d["power"].update(topology="2n"), "power.topology"),
+    (lambda d: d["power"].update(psu_feeds=["A", "B", "C", "A", "B", "A"]), "power.psu_feeds"),
+    (lambda d: d["power"].update(psu_feeds=["A", "B"]), "power.psu_feeds"),
+    (lambda d: d["power"].update(capacity_w=2000), "power.capacity_w"),
+    (lambda d: d["power"].update(inject=[{"feed": "C", "at_h": 1, "duration_h": 1}]), "power.inject.0.feed"),
+    (lambda d: d["power"]["utility"].update(outages_per_year=-1), "power.utility.outages_per_year"),
+    (lambda d: d["power"]["ups"].update(efficiency=1.2), "power.ups.efficiency"),
+    (lambda d: d["power"].update(psu_part="fan"), "power.psu_part"),
+])
+def test_bad_power_input(mutate: Any, field: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = copy.deepcopy(scenario("split"))
+    mutate(doc)
+    line = _bad(tmp_path, doc, capsys)
+    assert field in line, line
