@@ -231,14 +231,14 @@ def test_sigint_exits_130_promptly_and_resumes(medium_reference: tuple[Path, pd.
 # ----------------------------------------------------------------------------- statistics
 
 def test_t_interval_covers_closed_form_availability_about_95_percent() -> None:
-    """100 independent experiments of 4 replications each; the interval for node availability
+    """100 independent experiments of 3 replications each; the interval for node availability
     must cover the exact expectation in a binomial 99.9 % band around 95.
 
     One part, exponential life M and repair R, a crew per node, no delays: each node is a
     two-state Markov chain started up, whose expected up-fraction over [0, T] is
     A + (1 − A)(1 − e^(−sT))/(sT), A = M/(M + R), s = 1/M + 1/R (→ M/(M + R) as T grows).
-    Replications of one seed are independent, so experiment j is replications 4j..4j+3."""
-    M, R, days, n, k = 100.0, 10.0, 30.0, 4, 100
+    Replications of one seed are independent, so experiment j is replications 3j..3j+2."""
+    M, R, days, n, k = 100.0, 10.0, 20.0, 3, 100
     ld = load_dict(tiny(seed=11, crews=4, mtbf_h=M, repair_h=R, days=days))
     T = days * 24
     A = M / (M + R)
@@ -326,6 +326,9 @@ def test_compare_better_variant_positive_difference_and_crn_reduces_variance(tmp
 def test_cli_commands_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    for cmd in ([], ["montecarlo"], ["compare"], ["sweep"], ["sensitivity"], ["report"]):
+        assert twin_main([*cmd, "--help"]) == 0, cmd
+    capsys.readouterr()
     a = write_yaml(tmp_path / "a.yaml", tiny(days=20))
     common = ["--results", str(tmp_path / "res"), "--quiet", "--no-report"]
     assert twin_main(["montecarlo", str(a), "--reps", "1", *common]) == 2
@@ -347,3 +350,6 @@ def test_cli_commands_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert twin_main(["sensitivity", str(a), "--param", "x=1,2,3", "--reps", "3", *common]) == 2
     assert twin_main(["compare", str(a), "--reps", "3", *common]) == 2
     assert twin_main(["report", str(tmp_path / "nowhere")]) == 2
+    from twin.experiment import cli, runner
+
+    assert cli.DEFAULT_MAX_REPS == runner.DEFAULT_MAX_REPS

@@ -12,12 +12,15 @@ import argparse
 import math
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
-
-import pandas as pd
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from twin.errors import EXIT_CHECK_FAILED, EXIT_OK, InputError
-from twin.experiment.runner import DEFAULT_MAX_REPS
+
+if TYPE_CHECKING:  # keep `twin --help` and other commands from importing pandas
+    import pandas as pd
+
+DEFAULT_MAX_REPS = 10_000
+"""Same as :data:`twin.experiment.runner.DEFAULT_MAX_REPS` (not imported: it pulls in pandas)."""
 
 HEADLINE = ("node_availability", "fleet_capacity_availability", "goodput", "useful_gpu_hours", "ettr.max_job",
             "failures", "node_down_hours", "interruptions", "stockouts", "energy.it_kwh", "pue")
@@ -58,7 +61,7 @@ def _common(p: argparse.ArgumentParser, reps_default: int = 20) -> None:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "montecarlo", help="run N replications of a scenario: means, 95 % CIs, quantiles",
+        "montecarlo", help="run N replications of a scenario: means, 95 %% CIs, quantiles",
         description="Replications 0..N-1 (SeedSequence(seed) children), stored one file per replication as "
                     "they finish; rerunning the same command reuses a complete folder or resumes an interrupted one.")
     p.add_argument("scenario", help="scenario YAML file")
@@ -219,6 +222,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         summary_table(res.summaries[res.summaries.variant == lab], ms)
     _echo(f"\npaired differences vs {res.labels[0]} (variant − {res.labels[0]}, same replications)")
     p = res.paired[res.paired.metric.isin(ms)]
+    p = p.assign(_o=p.metric.map({m: i for i, m in enumerate(ms)})).sort_values(["_o"], kind="stable")
     rows = [[m, v, _fmt(d), f"[{_fmt(lo)}, {_fmt(hi)}]", _fmt(vr)]
             for m, v, d, lo, hi, vr in zip(p.metric, p.variant, p["diff"], p.ci_low, p.ci_high, p.variance_reduction)]
     print_table(rows, ["metric", "variant", "Δ mean", "95 % CI", "var. reduction"])

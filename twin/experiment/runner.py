@@ -317,11 +317,17 @@ def _drive(backend: Any, payload: Mapping[str, Any], todo: list[int], on_row: Ca
         return max(1, min(int(TASK_TARGET_S / max(per, 1e-6)), tail, 64))
 
     while queue or pending:
+        pool_gone = False
         while queue and len(pending) < in_flight:
             k = batch_size()
             idx = [queue.popleft() for _ in range(min(k, len(queue)))]
-            pending[backend.submit(dict(payload), idx, kill)] = idx
-        done = backend.wait(pending, timeout=0.5)
+            try:
+                pending[backend.submit(dict(payload), idx, kill)] = idx
+            except backend.lost_errors:  # the pool broke since the last wait: not this batch's fault
+                queue.extendleft(reversed(idx))
+                pool_gone = True
+                break
+        done = backend.wait(pending, timeout=0.5) if pending and not pool_gone else set()
         broken: list[int] = []
         for f in sorted(done, key=lambda f: pending[f][0]):
             idx = pending.pop(f)
@@ -329,12 +335,13 @@ def _drive(backend: Any, payload: Mapping[str, Any], todo: list[int], on_row: Ca
                 rows = backend.result(f)
             except backend.lost_errors:
                 broken += idx
+                pool_gone = isinstance(backend, _Pool)
                 continue
             for row, wall in rows:
                 rep_s.append(wall)
                 on_row(row)
-        if broken and isinstance(backend, _Pool):
-            # the whole pool is gone: everything still in flight failed with it
+        if pool_gone:
+            # the whole pool is gone: everything still in flight failed with it (or finished first)
             futures_wait(list(pending), timeout=10)
             for f in sorted(pending, key=lambda f: pending[f][0]):
                 idx = pending[f]
@@ -353,8 +360,9 @@ def _drive(backend: Any, payload: Mapping[str, Any], todo: list[int], on_row: Ca
                 raise WorkerLost(f"a worker died again while running replications {twice}; not retrying")
             echo(f"warning: a worker process died while replications {broken} were in flight; "
                  f"retrying them once" + (" in a new pool" if isinstance(backend, _Pool) else ""))
-            backend.restart()
             queue.extendleft(reversed(broken))
+        if pool_gone:
+            backend.restart()
 
 
 # ---------------------------------------------------------------- folder bookkeeping
@@ -581,11 +589,6 @@ def run_experiment(loaded: Loaded, reps: int, workers: int = 1, dask_address: st
                     write_row(_rep_path(folder, i), row)
                     rows[i] = row
                     computed += 1
-                    if target_ci:
-                        missing = [m for m in target_ci if m not in row]
-                        if missing:
-                            avail = ", ".join(k for k in row if k not in ID_DTYPES)
-                            raise InputError("--target-ci", missing[0], f"no such metric; available: {avail}")
                     if bar is not None:
                         bar[0].advance(bar[1])
 
@@ -595,8 +598,10 @@ def run_experiment(loaded: Loaded, reps: int, workers: int = 1, dask_address: st
                 break
             for m in target_ci:
                 if m not in table.columns:
-                    raise InputError("--target-ci", m, "no such metric; available: " + ", ".join(stats.metric_columns(table)))
-            need = max(stats.replications_needed(table[m].to_numpy(), h, cap=max_reps + 1) for m, h in target_ci.items())
+                    raise InputError("--target-ci", m,
+                                     "no such metric; available: " + ", ".join(stats.metric_columns(table)))
+            need = max(stats.replications_needed(table[m].to_numpy(), h, cap=max_reps + 1)
+                       for m, h in target_ci.items())
             if need <= n_target:
                 target_met = True
                 break
@@ -613,7 +618,7 @@ def run_experiment(loaded: Loaded, reps: int, workers: int = 1, dask_address: st
             bar = None
         stored = len(_existing_indices(folder))
         print(f"\ninterrupted: {stored} finished replications are kept in {folder / 'reps'}; "
-              f"run the same command again to resume (only the missing ones are computed)",
+              f"run the same command again to resume (only the missing ones are computed){_command_hint()}",
               file=sys.stderr, flush=True)
         raise
     except BaseException:
@@ -646,6 +651,16 @@ def run_experiment(loaded: Loaded, reps: int, workers: int = 1, dask_address: st
                             wall_s=wall, notes=notes)
 
 
+def _command_hint() -> str:
+    """``: twin montecarlo ...`` when running as the twin command, else nothing."""
+    import shlex
+
+    prog = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    if prog not in ("twin", "cli.py", "__main__.py") or len(sys.argv) < 2:
+        return ""
+    return ":\n  twin " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
 def with_seed(loaded: Loaded, seed: int) -> Loaded:
     """The same scenario with another seed (re-validated; its hash changes with the seed)."""
     if loaded.scenario.seed == seed:
@@ -653,7 +668,3 @@ def with_seed(loaded: Loaded, seed: int) -> Loaded:
     doc = dict(loaded.resolved)
     doc["seed"] = int(seed)
     return load_dict(doc, str(loaded.source), Path(loaded.source).parent)
-
-
-def rep_values(table: pd.DataFrame, metric: str) -> np.ndarray:
-    return table.sort_values("replication")[metric].to_numpy(dtype=np.float64)

@@ -34,7 +34,8 @@ CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;
 color:#222;line-height:1.4;padding:0 1em}
 h1{font-size:1.6em;border-bottom:2px solid #444}h2{font-size:1.25em;margin-top:1.6em;border-bottom:1px solid #bbb}
-table{border-collapse:collapse;font-size:.85em;margin:.6em 0}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
+table{border-collapse:collapse;font-size:.85em;margin:.6em 0}
+th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
 th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}
 img{max-width:100%;height:auto;border:1px solid #ddd;margin:.4em 0}
 .warn{background:#fff3cd;border:1px solid #e0b000;padding:.5em 1em}.muted{color:#666;font-size:.85em}
@@ -170,6 +171,8 @@ def fig_hist_ecdf(values: dict[str, np.ndarray], metric: str) -> "plt.Figure":
         a1.hist(v, bins=min(30, max(5, len(v) // 3)), alpha=0.55, label=lab)
         xs = np.sort(v)
         a2.step(xs, np.arange(1, len(xs) + 1) / len(xs), where="post", label=lab)
+    for ax in (a1, a2):
+        ax.tick_params(axis="x", labelrotation=30, labelsize=8)
     a1.set_xlabel(metric)
     a1.set_ylabel("replications")
     a1.set_title(f"Histogram of {metric}")
@@ -230,7 +233,7 @@ def fig_forest(paired: pd.DataFrame, metrics: Sequence[str]) -> "plt.Figure | No
         ax.axvline(0, color="k", lw=0.8)
         ax.set_yticks(y)
         ax.set_yticklabels(variants)
-        ax.invert_yaxis()
+        ax.set_ylim(len(variants) - 0.5, -0.5)
         ax.set_title(f"Δ {m} vs {paired.reference.iloc[0]} (paired, 95 % CI)", fontsize=9)
     return fig
 
@@ -272,8 +275,8 @@ def fig_tornado(ranking: pd.DataFrame, metric: str, top: int = 20) -> "plt.Figur
     for yy, (lo, lo1, lo2, hi, hi1, hi2) in zip(y, d[["delta_low", "delta_low_ci_low", "delta_low_ci_high",
                                                      "delta_high", "delta_high_ci_low",
                                                      "delta_high_ci_high"]].to_numpy(dtype=float)):
-        ax.plot([lo1, lo2], [yy, yy], "k-", lw=1)
-        ax.plot([hi1, hi2], [yy, yy], "k-", lw=1)
+        ax.plot([lo1, lo2], [yy + 0.15, yy + 0.15], "k-", lw=1)
+        ax.plot([hi1, hi2], [yy - 0.15, yy - 0.15], "k-", lw=1)
     ax.set_yticks(y)
     ax.set_yticklabels([f"{f} ({lo} / {hi})" for f, lo, hi in zip(d.factor, d.low, d.high)], fontsize=8)
     ax.invert_yaxis()
@@ -298,7 +301,8 @@ def _montecarlo(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
         f"scenario {summary['scenario']}, hash {summary['scenario_hash']}, seed {summary['seed']}",
         f"horizon {summary.get('horizon_days', float('nan')):g} days, {summary.get('nodes')} nodes, "
         f"{summary.get('gpus')} GPUs",
-        f"{summary['replications']} replications (SeedSequence({summary['seed']}) children 0..{summary['replications'] - 1})",
+        f"{summary['replications']} replications "
+        f"(SeedSequence({summary['seed']}) children 0..{summary['replications'] - 1})",
         "intervals: 95 % Student-t for means; percentile bootstrap "
         f"({summary.get('bootstrap_resamples')} resamples, seed {summary.get('bootstrap_seed')}) for quantiles",
         "versions: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.get("versions", {}).items())),
@@ -361,6 +365,7 @@ def _compare(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
     if fig is not None:
         doc.figure(fig, "forest.png", "forest plot of paired differences")
     pt = paired[paired.metric.isin(ms)]
+    pt = pt.assign(_o=pt.metric.map({m: i for i, m in enumerate(ms)})).sort_values(["_o"], kind="stable")
     doc.table(pd.DataFrame({"metric": pt.metric, "variant": pt.variant, "Δ mean": pt["diff"],
                             "95 % CI": [f"[{fmt(a)}, {fmt(b)}]" for a, b in zip(pt.ci_low, pt.ci_high)],
                             "variance reduction": pt.variance_reduction,
@@ -400,7 +405,9 @@ def _sweep(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
             doc.figure(fig, f"sweep_{m}.png", f"sweep of {m}")
     doc.h2("Table")
     t = tidy[tidy.metric.isin(ms)]
-    doc.table(t[["point", *params, "metric", "mean", "ci_low", "ci_high", "p5", "p50", "p95"]])
+    out = t[["point", *params, "metric", "mean"]].copy()
+    out["95 % CI"] = [f"[{fmt(a)}, {fmt(b)}]" for a, b in zip(t.ci_low, t.ci_high)]
+    doc.table(pd.concat([out, t[["p5", "p50", "p95"]]], axis=1))
 
 
 def _sensitivity(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
@@ -457,7 +464,8 @@ def build_report(folder: Path | str) -> tuple[Path, Path, list[str]]:
     if kind == "compare":
         title = "Comparison: " + " vs ".join(v["label"] for v in meta.get("variants", []))
     else:
-        title = f"{ {'montecarlo': 'Monte Carlo', 'sweep': 'Sweep', 'sensitivity': 'Sensitivity'}[kind]}: {meta.get('scenario')}"
+        word = {"montecarlo": "Monte Carlo", "sweep": "Sweep", "sensitivity": "Sensitivity"}[kind]
+        title = f"{word}: {meta.get('scenario')}"
     doc = Doc(title, folder / "figures")
     SECTIONS[kind](doc, folder, meta)
     from twin import __version__

@@ -1,0 +1,120 @@
+"""Experiment reports: self-contained HTML (base64 figures, no external resources) and Markdown,
+rebuilt from stored tables; rendered by headless Chromium when it is installed (Debian package
+``chromium``; CI installs it, elsewhere the rendering test is skipped)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from twin.experiment.compare import run_compare
+from twin.experiment.runner import run_experiment
+from twin.experiment.sweep import run_sensitivity, run_sweep
+from twin.report.html import build_report
+from twin.scenario import load_scenario
+
+
+def _scenario(tmp: Path, name: str, crews: int) -> Path:
+    doc = {
+        "name": name, "seed": 4, "horizon_days": 30,
+        "cluster": {"racks": 1, "nodes_per_rack": 4, "node": {"gpus": 8, "parts": {
+            "gpu": {"failure": {"mtbf_h": 150}, "repair": {"time": {"dist": "exponential", "mean_h": 15}}},
+            "psu": {"count": 2, "required": 1, "effect": "redundant", "failure": {"mtbf_h": 400}},
+        }}},
+        "maintenance": {"crews": {"technicians": {"count": crews}}},
+    }
+    path = tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def experiments(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("report")
+    a = _scenario(tmp, "one_crew", 1)
+    b = _scenario(tmp, "three_crews", 3)
+    root = tmp / "results"
+    quiet = {"progress": False, "echo": lambda s: None}
+    mc = run_experiment(load_scenario(a), 8, folder=root / "mc", progress=False).folder
+    cmp_ = run_compare([str(a), str(b)], [], 8, results_root=root, **quiet).folder
+    sw = run_sweep(str(a), [], ["maintenance.crews.technicians.count=1,2,3"], 4, results_root=root, **quiet).folder
+    se = run_sensitivity(str(a), [], ["maintenance.crews.technicians.count=1,2"], 2.0, 4, results_root=root,
+                         **quiet).folder
+    return {"montecarlo": mc, "compare": cmp_, "sweep": sw, "sensitivity": se}
+
+
+def _self_contained(text: str) -> None:
+    assert "<script" not in text.lower()
+    assert not re.search(r"""(src|href)\s*=\s*["'](?!data:)""", text), "external resource referenced"
+    assert "http://" not in text and "https://" not in text
+
+
+@pytest.mark.parametrize("kind,figures", [
+    ("montecarlo", {"dist_node_availability.png", "failure_pareto.png"}),
+    ("compare", {"forest.png", "dist_node_availability.png"}),
+    ("sweep", {"sweep_node_availability.png"}),
+    ("sensitivity", {"tornado_node_availability.png"}),
+])
+def test_report_is_self_contained_with_markdown_twin(experiments: dict[str, Path], kind: str,
+                                                    figures: set[str]) -> None:
+    html_path, md_path, warnings = build_report(experiments[kind])
+    assert warnings == []
+    text = html_path.read_text()
+    _self_contained(text)
+    n_img = len(re.findall(r'<img [^>]*src="data:image/png;base64,[A-Za-z0-9+/=]{200,}"', text))
+    assert n_img >= len(figures)
+    made = {p.name for p in (experiments[kind] / "figures").glob("*.png")}
+    assert figures <= made
+    md = md_path.read_text()
+    for f in figures:
+        assert f"(figures/{f})" in md
+    assert "95 % CI" in md
+
+
+def test_montecarlo_report_content(experiments: dict[str, Path]) -> None:
+    _, md_path, _ = build_report(experiments["montecarlo"])
+    md = md_path.read_text()
+    ld = load_scenario(experiments["montecarlo"].parent.parent / "one_crew.yaml")
+    assert ld.hash in md and "node_availability" in md and "p50 95 % CI" in md
+
+
+def test_report_warns_when_twin_versions_are_mixed(experiments: dict[str, Path], tmp_path: Path) -> None:
+    folder = tmp_path / "mc"
+    shutil.copytree(experiments["montecarlo"], folder)
+    t = pd.read_parquet(folder / "replications.parquet")
+    t.loc[0, "twin_version"] = "0.0.1"
+    t.to_parquet(folder / "replications.parquet", index=False)
+    html_path, md_path, warnings = build_report(folder)
+    assert warnings and "different twin versions" in warnings[0] and "0.0.1" in warnings[0]
+    assert "different twin versions" in html_path.read_text()
+    assert "**Warning:**" in md_path.read_text()
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless rendering needs Debian's chromium package "
+                    "(apt-get install chromium fonts-dejavu-core); CI installs it")
+def test_report_renders_in_headless_chromium(experiments: dict[str, Path], tmp_path: Path) -> None:
+    assert CHROMIUM is not None
+    html_path, _, _ = build_report(experiments["compare"])
+    shot = tmp_path / "shot.png"
+    base = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run", "--enable-logging=stderr", "--v=0"]
+    run = subprocess.run([*base, f"--user-data-dir={tmp_path / 'profile1'}", f"--screenshot={shot}",
+                          "--window-size=1200,2000", html_path.resolve().as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    assert shot.is_file(), run.stderr[-2000:]
+    assert shot.stat().st_size > 20_000  # a blank 1200x2000 page is a few kB
+    dom = subprocess.run([*base, f"--user-data-dir={tmp_path / 'profile2'}", "--dump-dom",
+                          html_path.resolve().as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    imgs = re.findall(r'<img [^>]*src="data:image/png;base64,', dom.stdout)
+    assert len(imgs) >= 2
+    assert "Paired differences" in dom.stdout
