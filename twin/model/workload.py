@@ -536,26 +536,28 @@ class Workload:
         job.last_interrupt_h = now
         job.gen += 1
         # drop the lost nodes from the allocation
-        keep = job.nodes[~np.isin(job.nodes, lost_nodes)].tolist() if lost_nodes else job.nodes.tolist()
+        self._set_util(job, 0.0)
+        keep = job.nodes[~np.isin(job.nodes, lost_nodes)] if lost_nodes else job.nodes
         for n in lost_nodes:
             if self.owner[n] == job.jid:
                 self.owner[n] = -1
-        self._set_util(job, 0.0)
-        job.nodes = np.asarray(keep, dtype=np.int64)
+        job.nodes = keep
         need = job.nodes_needed - len(keep)
         multi = job.nodes_needed > 1
-        repl: list[int] = []
+        parts = []
+        got = 0
         for pool in (self.spares, self.free):
-            cands = pool.nodes(self.cluster.cut_count > 0 if multi else None)
-            take = cands[: need - len(repl)].tolist()
-            repl.extend(take)
-            if len(repl) == need:
+            if got == need:
                 break
-        if len(repl) == need:
-            for n in repl:
+            take = pool.nodes(self.cluster.cut_count > 0 if multi else None)[: need - got]
+            parts.append(take)
+            got += len(take)
+        if got == need:
+            repl = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+            for n in repl.tolist():
                 self._remove_from_pools(n)
-                self.owner[n] = job.jid
-            job.nodes = np.asarray(sorted(keep + repl), dtype=np.int64)
+            self.owner[repl] = job.jid
+            job.nodes = np.sort(np.concatenate([keep, repl])) if len(repl) else keep
             job.last_t = self.engine.now
             self._begin_restart(job)
         else:
