@@ -130,6 +130,8 @@ class Workload:
         self.spare_target = self.spec.scheduler.hot_spares
         self.jobs: list[Job] = []
         self._by_id: dict[int, Job] = {}
+        self.allocated: dict[int, Job] = {}
+        """Jobs holding nodes (running, checkpointing or restarting), by id."""
         self.queue: list[Job] = []
         self.writers = 0
         self.readers = 0
@@ -431,8 +433,8 @@ class Workload:
         nodes are spare at that time."""
         avail = len(self._free_count(head.nodes_needed > 1))
         ends = []
-        for j in self.jobs:
-            if j.state in (RUNNING, CKPT, RESTARTING) and len(j.nodes):
+        for j in self.allocated.values():
+            if len(j.nodes):
                 rate = j.rate if j.rate > 0 else 1.0
                 ends.append((self.engine.now + (j.work_h - j.progress_h) / rate, len(j.nodes)))
         ends.sort()
@@ -449,6 +451,7 @@ class Workload:
             self._remove_from_pools(n)
         self.owner[arr] = job.jid
         job.nodes = arr
+        self.allocated[job.jid] = job
         job.wait_h += self.engine.now - job.queued_at
         job.last_t = self.engine.now
         if job.started_once:
@@ -507,6 +510,7 @@ class Workload:
         self._schedule()
 
     def _release(self, job: Job) -> None:
+        self.allocated.pop(job.jid, None)
         for n in job.nodes.tolist():
             self.owner[n] = -1
             if self.cluster.is_up(n):
@@ -603,8 +607,8 @@ class Workload:
             self._rerate(self._job(jid))
 
     def _on_fabric(self) -> None:
-        for job in self.jobs:
-            if job.state in (RUNNING, CKPT, RESTARTING) and len(job.nodes) > 1:
+        for job in list(self.allocated.values()):
+            if len(job.nodes) > 1:
                 self._rerate(job)
 
     def _rerate(self, job: Job) -> None:
