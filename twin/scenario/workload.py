@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, model_validator
 
+from twin.forecast import training as _training
 from twin.scenario.distributions import Distribution, Fixed, normalise_dist
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,15 +53,55 @@ class StepModel(Strict):
     hop_latency_s: NonNegH = 5e-6
 
 
+class Training(Strict):
+    """A job's work in training terms (twin/forecast/training.py): work_h = 6·P·D / (gpus × peak × MFU)."""
+
+    params_b: PosF = Field(description="Model parameters, billions.")
+    tokens_t: PosF = Field(description="Training tokens, trillions.")
+    peak_tflops: PosF = Field(
+        description="Peak dense throughput per GPU at the training precision, TFLOP/s (H100 SXM bf16: 989, "
+                    "NVIDIA H100 datasheet, without sparsity).")
+    mfu: Annotated[float, Field(gt=0, le=1)] = Field(
+        description="Model FLOPs utilisation in (0, 1] (Llama 3 405B on 16,384 H100: 0.38-0.43, arXiv 2407.21783 Table 4).")
+    checkpoint_bytes_per_param: PosF = Field(
+        _training.DEFAULT_CHECKPOINT_BYTES_PER_PARAM,
+        description="Checkpoint bytes per parameter; sets checkpoint.size_gb when size_gb is not given (assumption: 16, "
+                    "the mixed-precision Adam model state of the ZeRO paper, Rajbhandari et al. 2020).")
+
+    def work_h(self, gpus: int) -> float:
+        """Ideal wall hours on ``gpus`` GPUs."""
+        return _training.work_hours(self.params_b, self.tokens_t, gpus, self.peak_tflops, self.mfu)
+
+
 class Job(Strict):
     name: str = Field(min_length=1, max_length=80)
     gpus: Annotated[int, Field(ge=1)]
-    work_h: PosF = Field(description="Work in ideal wall-clock hours at full speed on all its GPUs.")
+    work_h: PosF | None = Field(
+        None, description="Work in ideal wall-clock hours at full speed on all its GPUs; give this or `training`.")
+    training: Training | None = Field(
+        None, description="Work in training terms (parameters, tokens, peak TFLOP/s, MFU); sets work_h.")
     submit_h: NonNegH = 0.0
     priority: int = Field(0, description="Higher runs first.")
     checkpoint: Checkpoint = Field(default_factory=Checkpoint)
     step: StepModel = Field(default_factory=StepModel)
     repeat: bool = Field(False, description="Resubmit the same job when it completes (keeps the machine busy).")
+
+    @model_validator(mode="after")
+    def _work(self) -> "Job":
+        if self.training is None:
+            if self.work_h is None:
+                raise ValueError("@work_h: give either work_h (ideal hours) or a training block")
+            return self
+        derived = self.training.work_h(self.gpus)
+        # a resolved scenario (model_dump) repeats the derived value: accept exactly that
+        if self.work_h is not None and abs(self.work_h - derived) > 1e-9 * derived:
+            raise ValueError(f"@work_h: give either work_h or training, not both (training gives {derived:.6g} h, "
+                             f"work_h is {self.work_h:g})")
+        self.work_h = derived
+        ck = self.checkpoint
+        if "size_gb" not in ck.model_fields_set and ck.write_h is None:
+            ck.size_gb = _training.checkpoint_size_gb(self.training.params_b, self.training.checkpoint_bytes_per_param)
+        return self
 
 
 class Choice(Strict):
@@ -148,3 +189,15 @@ class Workload(Strict):
         names = [j.name for j in self.jobs]
         if len(set(names)) != len(names):
             raise ValueError("@workload.jobs: job names must be unique")
+        for i, job in enumerate(self.jobs):  # a checkpoint must be writable within its interval
+            ck = job.checkpoint
+            if ck.interval_h is None:
+                continue
+            w = ck.write_h if ck.write_h is not None else _training.checkpoint_write_h(
+                ck.size_gb, self.storage.write_gb_per_s)
+            if w >= ck.interval_h:
+                what = (f"write_h {w:g} h" if ck.write_h is not None else
+                        f"a {ck.size_gb:g} GB checkpoint takes {w:.4g} h at {self.storage.write_gb_per_s:g} GB/s")
+                raise ValueError(f"@workload.jobs.{i}.checkpoint.{'write_h' if ck.write_h is not None else 'size_gb'}: "
+                                 f"{what}, not less than interval_h {ck.interval_h:g} h; use a longer interval or "
+                                 f"faster storage (workload.storage.write_gb_per_s)")

@@ -1,0 +1,133 @@
+"""``twin forecast SCENARIO --reps N``: the time-to-train distribution of a job, days lost by cause,
+and what-if levers under common random numbers. Registered by :func:`twin.cli.build_parser`
+through :func:`add_parser`. Exit codes: 0 ok, 2 bad input, 130 interrupted (stored replications
+are kept; the same command resumes)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Callable
+
+from twin.errors import EXIT_OK
+from twin.forecast.run import DEFAULT_BOUND_FACTOR
+
+
+def _echo(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _note(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "forecast", help="time-to-train forecast of a job: completion-date distribution, days lost by cause, levers",
+        description="Runs the job to completion in every replication (horizon bound: --max-horizon-factor × the "
+                    "failure-free time), reports mean and P10/P50/P90 of the time to train with 95 %% intervals, "
+                    "the days lost by cause, and what-if levers under common random numbers.")
+    p.add_argument("scenario", help="scenario YAML file")
+    p.add_argument("--reps", type=int, default=20, metavar="N", help="replications per variant (default 20)")
+    p.add_argument("--job", help="name of the job to follow (default: the job with a training block, else the largest)")
+    p.add_argument("--levers", default=None, metavar="LIST",
+                   help="comma-separated built-in levers: daly, spares, halve-top (default: all); 'none' for none")
+    p.add_argument("--lever-spares", dest="lever_spares", type=int, default=None, metavar="N",
+                   help="hot spares the spares lever adds (rounded up to whole racks; default: the scenario's "
+                        "hot spares, at least one rack)")
+    p.add_argument("--lever-scenario", dest="lever_scenario", action="append", default=[], metavar="LABEL=PATH",
+                   help="a what-if scenario file holding the same job (e.g. extends the forecast scenario with "
+                        "liquid cooling); repeatable")
+    p.add_argument("--max-horizon-factor", dest="bound_factor", type=float, default=DEFAULT_BOUND_FACTOR,
+                   metavar="F", help=f"stop a replication at F × the failure-free time (default {DEFAULT_BOUND_FACTOR:g})")
+    p.add_argument("--start-date", dest="start_date", metavar="YYYY-MM-DD",
+                   help="calendar date of simulated time 0: quantiles are also printed as dates")
+    p.add_argument("--workers", type=int, default=1, metavar="K", help="local worker processes (default 1)")
+    p.add_argument("--results", default="results", help="results root folder (default: results)")
+    p.add_argument("--label", help="results folder name (default forecast-<hash>-s<seed>)")
+    p.add_argument("--overwrite", action="store_true", help="recompute even if stored replications exist")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
+                   help="override a scenario field (also applied to --lever-scenario files)")
+    p.add_argument("--no-report", dest="no_report", action="store_true", help="skip report.html / report.md")
+    p.add_argument("--quiet", action="store_true", help="no per-variant progress lines")
+    p.set_defaults(func=cmd_forecast)
+
+
+def _f(x: float, nd: int = 1) -> str:
+    return "–" if x is None or not math.isfinite(x) else f"{x:.{nd}f}"
+
+
+def _table(rows: list[list[str]], header: list[str], echo: Callable[[str], None]) -> None:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    echo("  " + "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths))))
+    for r in rows:
+        echo("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+
+
+def print_forecast(res: object, echo: Callable[[str], None] = _echo) -> None:
+    """The distribution, the days lost by cause and the lever table, as text."""
+    d = res.distribution  # type: ignore[attr-defined]
+    sc = res.base.scenario  # type: ignore[attr-defined]
+    t = res.target  # type: ignore[attr-defined]
+    echo(f"{sc.name}: job {t.name}, {t.gpus:,} GPUs ({t.nodes:,} nodes), seed {sc.seed}, "
+         f"{d['replications']} replications, {res.wall_s:.1f} s")  # type: ignore[attr-defined]
+    if t.tokens_t is not None:
+        echo(f"  {t.params_b:g} B parameters x {t.tokens_t:g} T tokens; tokens/day "
+             f"{d['tokens_per_day_ideal'] / 1e9:.1f} B ideal, {d['tokens_per_day_expected'] / 1e9:.1f} B expected")
+    ideal = "ideal 6PD/(GPUs x peak x MFU)" if t.tokens_t is not None else "ideal (work_h, no failures)"
+    rows = [[ideal, _f(d["ideal_days"], 2), ""],
+            ["failure-free (+ checkpoints)", _f(d["failure_free_days"], 2), ""],
+            ["mean", _f(d["mean_days"], 2), f"[{_f(d['mean_ci_low'], 2)}, {_f(d['mean_ci_high'], 2)}]"]]
+    for k in ("p10", "p50", "p90"):
+        if f"{k}_days" in d:
+            rows.append([k.upper(), _f(d[f"{k}_days"], 2), f"[{_f(d[f'{k}_ci_low'], 2)}, {_f(d[f'{k}_ci_high'], 2)}]"])
+    header = ["time to train", "days", "95 % CI"]
+    if "start_date" in d:
+        keys = ["ideal_date", "failure_free_date", "mean_date", "p10_date", "p50_date", "p90_date"]
+        for r, k in zip(rows, keys):
+            r.append(d.get(k, ""))
+        header.append(f"date (t0 {d['start_date']})")
+    _table(rows, header, echo)
+    if d["censored"]:
+        echo(f"  warning: {d['censored']} replications censored at the horizon bound (quantiles are lower bounds)")
+    echo("\ndays lost per run, by cause (mean, 95 % CI)")
+    loss = res.losses  # type: ignore[attr-defined]
+    lr = []
+    for r in loss.itertuples(index=False):
+        if r.kind in ("failure", "planned"):
+            extra = f"lost {_f(r.lost_days, 2)} + restarts {_f(r.restart_days, 2)} + requeue {_f(r.requeue_days, 2)}; " \
+                    f"{_f(r.interruptions, 1)} interruptions"
+        else:
+            extra = ""
+        lr.append([r.bucket, _f(r.mean_days, 2), f"[{_f(r.ci_low, 2)}, {_f(r.ci_high, 2)}]", extra])
+    _table(lr, ["cause", "days", "95 % CI", "of which"], echo)
+    table = res.lever_table  # type: ignore[attr-defined]
+    if len(table):
+        echo("\nwhat-if levers (common random numbers; saved = baseline - lever, paired)")
+        rows = [[r.lever, _f(r.mean_days, 2), _f(r.p90_days, 2), _f(r.saved_days, 2),
+                 f"[{_f(r.saved_ci_low, 2)}, {_f(r.saved_ci_high, 2)}]", r.change or r.note]
+                for r in table.itertuples(index=False)]
+        _table(rows, ["lever", "mean days", "P90", "days saved", "95 % CI", "change"], echo)
+    for n in res.notes:  # type: ignore[attr-defined]
+        _note(n)
+
+
+def cmd_forecast(args: argparse.Namespace) -> int:
+    from twin.forecast.levers import parse_lever_scenarios, parse_levers
+    from twin.forecast.run import run_forecast
+    from twin.scenario.loader import load_scenario
+
+    levers = parse_levers(args.levers)
+    scen = parse_lever_scenarios(args.lever_scenario)
+    loaded = load_scenario(args.scenario, args.overrides)
+    res = run_forecast(loaded, args.reps, job=args.job, levers=levers, spares=args.lever_spares,
+                       lever_scenarios=scen, sets=args.overrides, results_root=args.results, label=args.label,
+                       overwrite=args.overwrite, workers=args.workers, bound_factor=args.bound_factor,
+                       start_date=args.start_date, report=not args.no_report,
+                       echo=None if args.quiet else _note)
+    print_forecast(res)
+    _echo(f"results: {res.folder}")
+    if res.report is not None:
+        _echo(f"report: {res.report[0]}")
+    return EXIT_OK

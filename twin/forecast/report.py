@@ -1,0 +1,298 @@
+"""Forecast summaries and report: completion-date distribution, days lost by cause (waterfall from
+ideal to expected), and the lever table, into ``report.html`` (self-contained, figures as base64
+PNG) and ``report.md`` of the forecast folder, with the helpers of :mod:`twin.report.html`.
+
+Everything here reads finished replication rows (hours) and reports days.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from twin.experiment import stats  # noqa: E402
+
+QUANTILES = (0.1, 0.5, 0.9)
+"""Quantiles of the completion-time distribution (P10, P50, P90)."""
+TOP_CAUSES = 8
+"""Causes shown one by one in the waterfall; the rest are summed as 'other failures'."""
+
+
+def _days(rows: pd.DataFrame, col: str) -> np.ndarray:
+    if col not in rows.columns:
+        return np.zeros(len(rows))
+    return np.nan_to_num(rows[col].to_numpy(dtype=float), nan=0.0) / 24.0
+
+
+def completed(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows[rows["completed"] > 0.5]
+
+
+def distribution(rows: pd.DataFrame, target: Any, start_date: str | None = None) -> dict[str, Any]:
+    """Time to train (days): mean with 95 % t interval, P10/P50/P90 with bootstrap intervals, the
+    failure-free ideal, tokens per day and GPU-hours. Censored replications (not done at the
+    horizon bound) enter the quantiles at the bound (so those are lower bounds) and not the mean."""
+    t = rows["time_to_train_h"].to_numpy(dtype=float) / 24.0
+    bound = (rows["horizon_bound_h"].to_numpy(dtype=float) - rows["submit_h"].to_numpy(dtype=float)) / 24.0
+    cens = ~np.isfinite(t)
+    fin = t[~cens]
+    qvals = np.where(cens, bound, t)
+    mean, lo, hi = stats.t_interval(fin)
+    out: dict[str, Any] = {
+        "job": target.name, "gpus": target.gpus, "nodes": target.nodes,
+        "replications": int(len(t)), "censored": int(cens.sum()),
+        "ideal_days": target.work_h / 24.0, "failure_free_days": target.failure_free_h / 24.0,
+        "checkpoint_overhead_failure_free_days": target.checkpoint_overhead_h / 24.0,
+        "mean_days": mean, "mean_ci_low": lo, "mean_ci_high": hi,
+        "std_days": float(fin.std(ddof=1)) if len(fin) > 1 else math.nan,
+        "min_days": float(fin.min()) if len(fin) else math.nan,
+        "max_days": float(fin.max()) if len(fin) else math.nan,
+        "ideal_gpu_hours": target.gpus * target.work_h,
+        "expected_gpu_hours": target.gpus * mean * 24.0 if math.isfinite(mean) else math.nan,
+        "ettr": target.work_h / (mean * 24.0) if mean and math.isfinite(mean) else math.nan,
+    }
+    if len(qvals):
+        q = np.quantile(qvals, QUANTILES)
+        qci = stats.bootstrap_quantile_ci(qvals, QUANTILES)
+        for p, v, (a, b) in zip(QUANTILES, q, qci):
+            k = f"p{round(p * 100)}"
+            out[f"{k}_days"], out[f"{k}_ci_low"], out[f"{k}_ci_high"] = float(v), float(a), float(b)
+    if target.tokens_t is not None:
+        out["tokens_t"] = target.tokens_t
+        out["params_b"] = target.params_b
+        out["tokens_per_day_ideal"] = target.tokens_t * 1e12 / out["ideal_days"]
+        out["tokens_per_day_expected"] = target.tokens_t * 1e12 / mean if math.isfinite(mean) else math.nan
+    if start_date:
+        d0 = _dt.date.fromisoformat(start_date)
+        out["start_date"] = d0.isoformat()
+        sub = target.submit_h / 24.0
+        for k in ("ideal_days", "failure_free_days", "mean_days", "p10_days", "p50_days", "p90_days"):
+            if k in out and math.isfinite(out[k]):
+                out[k.replace("_days", "_date")] = (d0 + _dt.timedelta(days=sub + out[k])).isoformat()
+    return out
+
+
+def losses(rows: pd.DataFrame) -> pd.DataFrame:
+    """Days lost per run by bucket (completed replications): checkpoints, each interruption cause
+    (lost work + restart + requeue wait, also shown apart), throttling, network slowdown, the
+    initial queue wait. Means with 95 % t intervals; largest causes first."""
+    r = completed(rows)
+    out = []
+
+    def add(bucket: str, kind: str, vals: np.ndarray, **extra: float) -> None:
+        m, lo, hi = stats.t_interval(vals) if len(vals) else (math.nan, math.nan, math.nan)
+        out.append({"bucket": bucket, "kind": kind, "mean_days": m, "ci_low": lo, "ci_high": hi, **extra})
+
+    add("checkpoints", "checkpoint", _days(r, "checkpoint_h"))
+    causes = [c[len("cause."):-2] for c in r.columns if c.startswith("cause.") and c.endswith("_h")]
+    crow = []
+    for c in causes:
+        v = _days(r, f"cause.{c}_h")
+        crow.append((float(v.mean()) if len(v) else 0.0, c, v))
+    for _, c, v in sorted(crow, key=lambda x: (-x[0], x[1])):
+        add(c, "planned" if c.startswith("planned") else "failure", v,
+            lost_days=float(_days(r, f"lost.{c}_h").mean()) if len(r) else math.nan,
+            restart_days=float(_days(r, f"restart.{c}_h").mean()) if len(r) else math.nan,
+            requeue_days=float(_days(r, f"requeue.{c}_h").mean()) if len(r) else math.nan,
+            interruptions=float(np.nan_to_num(r[f"interruptions.{c}"].to_numpy(dtype=float)).mean())
+            if f"interruptions.{c}" in r.columns and len(r) else math.nan)
+    add("throttling", "slowdown", _days(r, "throttling_h"))
+    add("network slowdown", "slowdown", _days(r, "network_h"))
+    add("queueing", "queue", _days(r, "queueing_h"))
+    cols = ["bucket", "kind", "mean_days", "ci_low", "ci_high", "lost_days", "restart_days", "requeue_days",
+            "interruptions"]
+    return pd.DataFrame(out, columns=cols)
+
+
+def waterfall(rows: pd.DataFrame, target: Any, loss: pd.DataFrame) -> pd.DataFrame:
+    """Steps from the ideal (6PD / throughput) to the expected time to train (days): ideal, then
+    each bucket's mean days, then the expected total (mean over completed replications; the
+    buckets add up to it exactly, up to the per-replication residual)."""
+    r = completed(rows)
+    steps = [("ideal (6PD / throughput)" if target.tokens_t is not None else "ideal (work_h)", target.work_h / 24.0,
+              "ideal")]
+    fails = loss[loss.kind.isin(["failure", "planned"])]
+    top, rest = fails.iloc[:TOP_CAUSES], fails.iloc[TOP_CAUSES:]
+    steps.append(("checkpoints", float(loss.loc[loss.bucket == "checkpoints", "mean_days"].iloc[0]), "checkpoint"))
+    for b, d, k in zip(top.bucket, top.mean_days, top.kind):
+        steps.append((f"{b}", float(d), k))
+    if len(rest):
+        steps.append((f"other causes ({len(rest)})", float(rest.mean_days.sum()), "failure"))
+    for b in ("throttling", "network slowdown", "queueing"):
+        steps.append((b, float(loss.loc[loss.bucket == b, "mean_days"].iloc[0]), "slowdown" if b != "queueing" else "queue"))
+    expected = float((r["time_to_train_h"] / 24.0).mean()) if len(r) else math.nan
+    out = []
+    cum = 0.0
+    for name, d, k in steps:
+        d = 0.0 if not math.isfinite(d) else d
+        out.append({"step": name, "kind": k, "days": d, "start": cum, "end": cum + d})
+        cum += d
+    out.append({"step": "expected time to train", "kind": "total", "days": expected, "start": 0.0, "end": expected})
+    return pd.DataFrame(out)
+
+
+# ---------------------------------------------------------------- figures
+
+COLORS = {"ideal": "tab:green", "checkpoint": "tab:olive", "failure": "tab:red", "planned": "tab:purple",
+          "slowdown": "tab:orange", "queue": "tab:brown", "total": "tab:blue"}
+
+
+def fig_cdf(curves: dict[str, np.ndarray], dist: dict[str, Any]) -> "plt.Figure":
+    """Empirical CDF of the time to train (days) per variant, with the ideal, the failure-free time
+    and the baseline's P10/P50/P90."""
+    fig, ax = plt.subplots(figsize=(9, 4))
+    for i, (lab, v) in enumerate(curves.items()):
+        v = np.sort(v[np.isfinite(v)])
+        if not len(v):
+            continue
+        ax.step(np.r_[v[0], v], np.r_[0.0, np.arange(1, len(v) + 1) / len(v)], where="post", label=lab,
+                lw=2.0 if i == 0 else 1.1)
+    ax.axvline(dist["ideal_days"], color="tab:green", ls="--", lw=1, label="ideal (no failures, no checkpoints)")
+    ax.axvline(dist["failure_free_days"], color="tab:olive", ls=":", lw=1, label="failure-free (with checkpoints)")
+    for k in ("p10", "p50", "p90"):
+        if f"{k}_days" in dist:
+            ax.axhline(int(k[1:]) / 100, color="0.7", lw=0.6)
+            ax.plot([dist[f"{k}_days"]], [int(k[1:]) / 100], "ko", ms=4)
+            ax.annotate(f"{k.upper()} {dist[f'{k}_days']:.1f} d", (dist[f"{k}_days"], int(k[1:]) / 100),
+                        textcoords="offset points", xytext=(6, -10), fontsize=8)
+    ax.set_xlabel("time to train (days from submission)")
+    ax.set_ylabel("fraction of runs finished")
+    ax.set_ylim(0, 1.02)
+    ax.set_title("Completion-time distribution (empirical CDF over replications)")
+    ax.legend(fontsize=7, loc="upper left")
+    return fig
+
+
+def fig_waterfall(wf: pd.DataFrame) -> "plt.Figure":
+    """Waterfall of days from the ideal to the expected time to train."""
+    fig, ax = plt.subplots(figsize=(10, 4.2))
+    x = np.arange(len(wf))
+    for i, r in enumerate(wf.itertuples(index=False)):
+        bottom = 0.0 if r.kind in ("ideal", "total") else r.start
+        ax.bar(i, r.days, bottom=bottom, color=COLORS.get(r.kind, "0.5"), edgecolor="k", lw=0.4)
+        ax.annotate(f"{r.days:.2f}" if r.kind not in ("ideal", "total") else f"{r.days:.1f}",
+                    (i, bottom + r.days), ha="center", va="bottom", fontsize=7)
+    lo = float(wf["start"].iloc[1]) if len(wf) > 1 else 0.0
+    top = float(np.nanmax(wf["end"].to_numpy(dtype=float)))
+    ax.set_ylim(max(0.0, lo - 0.15 * (top - lo + 1e-9) - 1), top + 0.08 * (top - lo + 1e-9) + 0.5)
+    ax.set_xticks(x)
+    ax.set_xticklabels(wf["step"], rotation=35, ha="right", fontsize=8)
+    ax.set_ylabel("days")
+    ax.set_title("From ideal to expected time to train: mean days per cause")
+    return fig
+
+
+def fig_levers(table: pd.DataFrame) -> "plt.Figure | None":
+    """Days each lever saves (paired, 95 % CI)."""
+    t = table[np.isfinite(table["saved_days"].to_numpy(dtype=float))]
+    if not len(t):
+        return None
+    fig, ax = plt.subplots(figsize=(8, 0.5 * len(t) + 1.3))
+    y = np.arange(len(t))
+    err = np.vstack([t.saved_days - t.saved_ci_low, t.saved_ci_high - t.saved_days])
+    ax.barh(y, t.saved_days, xerr=np.nan_to_num(err), capsize=3, color="tab:blue")
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_yticks(y)
+    ax.set_yticklabels(t.lever, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("days saved per run vs baseline (paired, common random numbers, 95 % CI)")
+    ax.set_title("What-if levers")
+    return fig
+
+
+# ---------------------------------------------------------------- report
+
+def _fmt(x: Any, nd: int = 2) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "–"
+    return f"{x:.{nd}f}"
+
+
+IDEAL_TRAINING = "ideal: 6PD / (GPUs × peak × MFU)"
+IDEAL_WORK = "ideal: work_h (no failures, no checkpoints)"
+
+
+def distribution_rows(dist: dict[str, Any]) -> pd.DataFrame:
+    ideal = IDEAL_TRAINING if "tokens_t" in dist else IDEAL_WORK
+    rows = [{"quantity": ideal, "days": dist["ideal_days"], "95 % CI": ""},
+            {"quantity": "failure-free (ideal + checkpoints)", "days": dist["failure_free_days"], "95 % CI": ""},
+            {"quantity": "mean", "days": dist["mean_days"],
+             "95 % CI": f"[{_fmt(dist['mean_ci_low'])}, {_fmt(dist['mean_ci_high'])}]"}]
+    for k in ("p10", "p50", "p90"):
+        if f"{k}_days" in dist:
+            rows.append({"quantity": k.upper(), "days": dist[f"{k}_days"],
+                         "95 % CI": f"[{_fmt(dist[f'{k}_ci_low'])}, {_fmt(dist[f'{k}_ci_high'])}]"})
+    df = pd.DataFrame(rows)
+    if "start_date" in dist:
+        key = {ideal: "ideal_date", "failure-free (ideal + checkpoints)": "failure_free_date",
+               "mean": "mean_date", "P10": "p10_date", "P50": "p50_date", "P90": "p90_date"}
+        df["date"] = [dist.get(key.get(q, ""), "") for q in df.quantity]
+    return df
+
+
+def write_report(folder: Path, meta: dict[str, Any], dist: dict[str, Any], loss: pd.DataFrame, wf: pd.DataFrame,
+                 table: pd.DataFrame, curves: dict[str, np.ndarray], notes: Sequence[str] = ()) -> tuple[Path, Path]:
+    """report.html and report.md (+ figures/) in ``folder``."""
+    from twin import __version__
+    from twin.experiment.store import atomic_write_text
+    from twin.report.html import Doc
+
+    doc = Doc(f"Time-to-train forecast: {meta['scenario']} / {dist['job']}", folder / "figures")
+    for n in notes:
+        doc.warn(n) if n.startswith("warning") else doc.p(n)
+    doc.h2("Run")
+    items = [f"scenario {meta['scenario']} (hash {meta['scenario_hash']}), seed {meta['seed']}, "
+             f"{dist['replications']} replications (SeedSequence children 0..{dist['replications'] - 1})",
+             f"job {dist['job']}: {dist['gpus']:,} GPUs on {dist['nodes']:,} nodes",
+             f"each replication runs until the job completes, at most {meta['bound_factor']:g} × the failure-free "
+             f"time ({meta['horizon_bound_days']:.1f} days); censored: {dist['censored']}"]
+    if "tokens_t" in dist:
+        items.insert(1, f"{dist['params_b']:g} B parameters × {dist['tokens_t']:g} T tokens = "
+                        f"{6 * dist['params_b'] * 1e9 * dist['tokens_t'] * 1e12:.3g} FLOPs (6·P·D)")
+    doc.bullets(items)
+    doc.h2("Completion-time distribution (days from submission)")
+    doc.table(distribution_rows(dist))
+    extra = []
+    if "tokens_per_day_ideal" in dist:
+        extra.append(f"tokens per day: {dist['tokens_per_day_ideal'] / 1e9:.1f} B ideal, "
+                     f"{dist['tokens_per_day_expected'] / 1e9:.1f} B expected")
+    extra.append(f"GPU-hours: {dist['ideal_gpu_hours']:,.0f} ideal, {dist['expected_gpu_hours']:,.0f} expected "
+                 f"(ETTR = ideal / expected time {dist['ettr']:.3f})")
+    doc.bullets(extra)
+    doc.figure(fig_cdf(curves, dist), "completion_cdf.png", "completion-time CDF")
+    doc.h2("Where the days go: from ideal to expected")
+    doc.figure(fig_waterfall(wf), "waterfall.png", "waterfall of days from ideal to expected")
+    doc.p("Each interruption cause is charged its lost work (progress since the last checkpoint), its restart "
+          "time and any queue wait for replacement nodes it caused. Slowdown is split between GPU throttling "
+          "and network bandwidth in proportion to the progress each alone would cost (an attribution: the "
+          "step-time model couples them).")
+    lt = loss.copy()
+    doc.table(lt.rename(columns={"mean_days": "mean days", "ci_low": "95 % CI low", "ci_high": "95 % CI high",
+                                 "lost_days": "lost work", "restart_days": "restarts", "requeue_days": "requeue wait",
+                                 "interruptions": "interruptions / run"}))
+    doc.h2("What-if levers (common random numbers)")
+    if len(table):
+        fig = fig_levers(table)
+        if fig is not None:
+            doc.figure(fig, "levers.png", "days saved per lever")
+        doc.table(pd.DataFrame({
+            "lever": table.lever, "change": table.change, "mean days": table.mean_days, "P50": table.p50_days,
+            "P90": table.p90_days, "days saved": table.saved_days,
+            "95 % CI": [f"[{_fmt(a)}, {_fmt(b)}]" for a, b in zip(table.saved_ci_low, table.saved_ci_high)],
+            "variance reduction": table.variance_reduction, "note": table.note}))
+    else:
+        doc.p("No levers were requested.")
+    doc.p(f"Report built by twin {__version__} from the stored replications in {folder}.", cls="muted")
+    h, m = folder / "report.html", folder / "report.md"
+    atomic_write_text(h, doc.render_html())
+    atomic_write_text(m, doc.render_md())
+    return h, m

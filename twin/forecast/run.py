@@ -1,0 +1,542 @@
+"""Run a training job to completion, replication by replication, and account for every hour.
+
+Horizon: a forecast replication runs the scenario with its horizon set to a bound,
+``H_max = submit_h + factor × failure-free time`` (``factor`` 10 by default, ``--max-horizon-factor``;
+at most the schema's 36,500 days), and stops at the event where the job completes: simulated time
+beyond the completion costs nothing. A replication whose job is not done at ``H_max`` is reported
+as censored (completion ≥ H_max) and the forecast says so. Because every random draw is a function
+of (seed, replication, component path, draw index) alone, the horizon does not change the sample
+path up to completion.
+
+Accounting: a bus observer (:class:`JobObserver`, subscribed to NODE_LOAD, NODE_SPEED and FABRIC,
+after the workload) reads the job's own counters at every state change and attributes each change
+to what was in force since the previous one. With T the time to train (completion − submission):
+
+    T = work + lost + restart + requeue + checkpoint + slowdown + queue
+    (run = made + slowdown, made = work + lost; wall = queue + run + checkpoint + restart)
+
+- lost work, restart time and the queue wait after an interruption (no spare node) are charged to
+  the interruption's cause (the part name, ``planned``, ``link_flap``, ``power:<cause>`` ...: the
+  jobs table's interruption causes); a restart interrupted again is charged to the first cause
+  until the new interruption;
+- the initial queue wait (before the first start) is ``queueing``;
+- slowdown (run time minus progress made) is split between throttling (GPU speed caps: thermal,
+  power) and network (degraded fabric bandwidth) in proportion to the progress each alone would
+  cost, 1 − r(speed, ideal bandwidth) and 1 − r(full speed, current bandwidth), with r the
+  step-time model's progress rate. The step-time model couples them (model.md §6), so this split
+  is an attribution; their sum is exact.
+
+The residual of the identity is reported per replication (``residual_h``, ~1e-9 h).
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import math
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor
+from concurrent.futures import wait as futures_wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+import twin
+from twin.errors import InputError
+from twin.forecast import training as tr
+from twin.model.engine import Topic
+from twin.physics.steptime import progress_rate, ring_allreduce_s
+from twin.scenario.loader import Loaded, load_dict
+from twin.scenario.schema import Scenario
+from twin.scenario.workload import Job
+
+DEFAULT_BOUND_FACTOR = 10.0
+"""Horizon bound of a forecast replication, as a multiple of the failure-free time to train."""
+MAX_HORIZON_DAYS = 36_500.0
+"""The schema's horizon limit (100 years)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """The job a forecast follows, and its failure-free figures (hours)."""
+
+    index: int
+    name: str
+    gpus: int
+    nodes: int
+    submit_h: float
+    work_h: float
+    write_h: float
+    interval_h: float | None
+    failure_free_h: float
+    tokens_t: float | None
+    params_b: float | None
+
+    @property
+    def checkpoint_overhead_h(self) -> float:
+        return self.failure_free_h - self.work_h
+
+
+def select_job(sc: Scenario, name: str | None, source: str = "scenario") -> int:
+    """Index of the forecast job: ``name``, else the only job with a ``training`` block, else the
+    job with the most GPUs. InputError when the scenario has no explicit job or no such name."""
+    wl = sc.workload
+    if wl is None or not wl.jobs:
+        raise InputError(source, "workload.jobs", "a forecast needs an explicit job (workload.jobs) to follow")
+    if name is not None:
+        for i, j in enumerate(wl.jobs):
+            if j.name == name:
+                return i
+        raise InputError(source, "--job", f"no job named {name!r}; jobs: {[j.name for j in wl.jobs]}")
+    trained = [i for i, j in enumerate(wl.jobs) if j.training is not None]
+    if len(trained) == 1:
+        return trained[0]
+    pool = trained or list(range(len(wl.jobs)))
+    return max(pool, key=lambda i: (wl.jobs[i].gpus, -i))
+
+
+def write_time_h(sc: Scenario, job: Job) -> float:
+    """Checkpoint write time of ``job`` alone on the storage, hours."""
+    ck = job.checkpoint
+    if ck.write_h is not None:
+        return ck.write_h
+    assert sc.workload is not None
+    return tr.checkpoint_write_h(ck.size_gb, sc.workload.storage.write_gb_per_s)
+
+
+def target_of(sc: Scenario, index: int) -> Target:
+    """Failure-free figures of job ``index`` of ``sc``."""
+    assert sc.workload is not None
+    job = sc.workload.jobs[index]
+    assert job.work_h is not None
+    ck = job.checkpoint
+    w = write_time_h(sc, job)
+    ff = tr.failure_free_h(job.work_h, ck.interval_h, w, ck.mode, ck.async_fraction)
+    t = job.training
+    return Target(index, job.name, job.gpus, -(-job.gpus // sc.cluster.node.gpus), job.submit_h, job.work_h, w,
+                  ck.interval_h, ff, t.tokens_t if t else None, t.params_b if t else None)
+
+
+def bound_h(target: Target, factor: float) -> float:
+    """Horizon bound of a replication: submit + factor × failure-free time, hours."""
+    return min(target.submit_h + factor * target.failure_free_h, MAX_HORIZON_DAYS * 24.0)
+
+
+def with_horizon(loaded: Loaded, horizon_h: float, seed: int | None = None,
+                 edit: Callable[[dict[str, Any]], None] | None = None) -> Loaded:
+    """The scenario re-validated with ``horizon_days`` = horizon_h/24 (and optionally another seed
+    and an edit of the resolved mapping)."""
+    doc = copy.deepcopy(loaded.resolved)
+    doc["horizon_days"] = horizon_h / 24.0
+    if seed is not None:
+        doc["seed"] = int(seed)
+    if edit is not None:
+        edit(doc)
+    return load_dict(doc, str(loaded.source), loaded.base_dir)
+
+
+# ---------------------------------------------------------------- the observer
+
+class JobObserver:
+    """Follows one job through the bus and charges every hour of its wall time to a cause
+    (see the module docstring). Reads the workload's public state; changes nothing."""
+
+    def __init__(self, model: Any, name: str) -> None:
+        self.engine = model.engine
+        self.wl = model.by_section.get("workload")
+        if self.wl is None:
+            raise InputError(model.sc.name, "workload", "a forecast needs a workload section")
+        self.name = name
+        self.job: Any = None
+        self.done = False
+        self._prev = np.zeros(5)  # run, made, checkpoint, restart, wait (hours)
+        self._cause = ""
+        self._seen = 0  # interruption records scanned
+        self._nodes: Any = None
+        self._ls = 0.0  # single-factor losses in force since the last event
+        self._ln = 0.0
+        self.restart_by: dict[str, float] = {}
+        self.requeue_by: dict[str, float] = {}
+        self.queue_h = 0.0
+        self.checkpoint_h = 0.0
+        self.throttle_h = 0.0
+        self.network_h = 0.0
+        bus = self.engine.bus
+        bus.subscribe(Topic.NODE_LOAD, self._on_load)
+        bus.subscribe(Topic.NODE_SPEED, self._on_speed)
+        bus.subscribe(Topic.FABRIC, self._on_fabric)
+
+    def _find(self) -> Any:
+        if self.job is None:
+            for j in self.wl.jobs:
+                if j.name == self.name:
+                    self.job = j
+                    break
+        return self.job
+
+    def _on_load(self, nodes: Any) -> None:
+        self._update(False)
+
+    def _on_speed(self, nodes: Any) -> None:
+        job = self._find()
+        if job is not None and len(job.nodes) and bool((self.wl.owner[nodes] == job.jid).any()):
+            self._update(True)
+
+    def _on_fabric(self) -> None:
+        self._update(True)
+
+    def _factors(self, job: Any) -> tuple[float, float]:
+        """(1 − rate at the current speed and ideal bandwidth, 1 − rate at full speed and the
+        current bandwidth): the same step-time model as the workload's progress rate."""
+        nodes = job.nodes
+        n = len(nodes)
+        if n == 0:
+            return 0.0, 0.0
+        speed = float(self.engine.node_speed(nodes).min())
+        st = job.step
+        fabric = self.engine.fabric
+        if fabric is None or n <= 1 or st.grad_gb <= 0:
+            return max(0.0, 1.0 - float(progress_rate(st.t_compute_s, 0.0, 0.0, st.overlap, speed))), 0.0
+        bw_ideal, bw_now = fabric.job_bandwidth_gbps(nodes)
+        grad = st.grad_gb * 1e9
+        t_i = float(ring_allreduce_s(n, grad, bw_ideal, st.hop_latency_s))
+        t_n = float(ring_allreduce_s(n, grad, bw_now, st.hop_latency_s)) if bw_now > 0 else math.inf
+        r_s = float(progress_rate(st.t_compute_s, t_i, t_i, st.overlap, speed))
+        r_n = float(progress_rate(st.t_compute_s, t_i, t_n, st.overlap, 1.0)) if math.isfinite(t_n) else 0.0
+        return max(0.0, 1.0 - r_s), max(0.0, 1.0 - r_n)
+
+    def _update(self, refactor: bool) -> None:
+        job = self._find()
+        if job is None or self.done:
+            return
+        now = np.array([job.run_h, job.made_h, job.ckpt_h, job.restart_h, job.wait_h])
+        d = now - self._prev
+        self._prev = now
+        slow = d[0] - d[1]
+        if slow != 0.0:
+            tot = self._ls + self._ln
+            share = self._ls / tot if tot > 0 else 1.0
+            self.throttle_h += slow * share
+            self.network_h += slow * (1.0 - share)
+        self.checkpoint_h += d[2]
+        if d[3] != 0.0:
+            self.restart_by[self._cause] = self.restart_by.get(self._cause, 0.0) + d[3]
+        if d[4] != 0.0:
+            if self._cause:
+                self.requeue_by[self._cause] = self.requeue_by.get(self._cause, 0.0) + d[4]
+            else:
+                self.queue_h += d[4]
+        ints = self.wl.interruptions
+        while self._seen < len(ints):
+            rec = ints[self._seen]
+            self._seen += 1
+            if rec[0] == job.jid:
+                self._cause = str(rec[3])
+        if refactor or job.nodes is not self._nodes:
+            self._nodes = job.nodes
+            self._ls, self._ln = self._factors(job)
+        if job.state == "done":
+            self.done = True
+
+    def lost_by(self) -> tuple[dict[str, float], dict[str, int]]:
+        """Lost work (hours) and interruption counts by cause, from the interruption records."""
+        lost: dict[str, float] = {}
+        count: dict[str, int] = {}
+        if self.job is None:
+            return lost, count
+        for rec in self.wl.interruptions:
+            if rec[0] == self.job.jid:
+                c = str(rec[3])
+                lost[c] = lost.get(c, 0.0) + float(rec[5])
+                count[c] = count.get(c, 0) + 1
+        return lost, count
+
+
+# ---------------------------------------------------------------- one replication
+
+def run_one(sc: Scenario, replication: int, job_name: str, scenario_hash: str = "") -> dict[str, Any]:
+    """Run replication ``replication`` of ``sc`` until job ``job_name`` completes (or the
+    scenario's horizon, the bound); return one row: identity columns and metrics (hours)."""
+    from twin.sim import GC_EVENTS, Model
+
+    model = Model(sc, replication, scenario_hash)
+    obs = JobObserver(model, job_name)
+    env = model.engine.env
+    H = sc.horizon_h
+    step = env.step
+    n = 0
+    while not obs.done and env.peek() < H:
+        step()
+        n += 1
+    job = obs.job
+    row: dict[str, Any] = {
+        "replication": int(replication), "seed": int(sc.seed), "scenario": sc.name,
+        "scenario_hash": scenario_hash, "twin_version": twin.__version__, "events_processed": int(n),
+    }
+    m: dict[str, float] = {"horizon_bound_h": H}
+    if job is None:
+        raise InputError(sc.name, "workload.jobs", f"job {job_name!r} was never submitted before the horizon")
+    m["work_h"] = float(job.work_h)
+    m["submit_h"] = float(job.submit_h)
+    m["completed"] = 1.0 if obs.done else 0.0
+    m["end_h"] = float(job.end_h) if obs.done else math.nan
+    T = float(job.end_h - job.submit_h) if obs.done else math.nan
+    m["time_to_train_h"] = T
+    lost, count = obs.lost_by()
+    causes = sorted(set(lost) | set(obs.restart_by) | set(obs.requeue_by))
+    total_cause = 0.0
+    for c in causes:
+        lo, rs, rq = lost.get(c, 0.0), obs.restart_by.get(c, 0.0), obs.requeue_by.get(c, 0.0)
+        m[f"lost.{c}_h"] = lo
+        m[f"restart.{c}_h"] = rs
+        m[f"requeue.{c}_h"] = rq
+        m[f"cause.{c}_h"] = lo + rs + rq
+        m[f"interruptions.{c}"] = float(count.get(c, 0))
+        total_cause += lo + rs + rq
+    m["failures_h"] = total_cause
+    m["lost_h"] = float(sum(lost.values()))
+    m["restart_h"] = float(sum(obs.restart_by.values()))
+    m["requeue_h"] = float(sum(obs.requeue_by.values()))
+    m["interruptions"] = float(sum(count.values()))
+    m["interruptions.unplanned"] = float(sum(k for c, k in count.items() if not c.startswith("planned")))
+    m["checkpoint_h"] = obs.checkpoint_h
+    m["throttling_h"] = obs.throttle_h
+    m["network_h"] = obs.network_h
+    m["queueing_h"] = obs.queue_h
+    m["checkpoints"] = float(job.checkpoints)
+    # time the job held nodes: the exposure for its MTBF estimate
+    m["exposure_h"] = float(job.run_h + job.ckpt_h + job.restart_h)
+    parts = job.work_h + total_cause + obs.checkpoint_h + obs.throttle_h + obs.network_h + obs.queue_h
+    m["residual_h"] = T - parts if obs.done else math.nan
+    row.update({k: float(v) for k, v in m.items()})
+    del model, obs
+    if n > GC_EVENTS:  # SimPy leaves cyclic garbage (as twin.sim.run_replication)
+        gc.collect()
+    return row
+
+
+# ---------------------------------------------------------------- replications of one variant
+
+def run_task(payload: Mapping[str, Any], job_name: str, indices: list[int]) -> list[dict[str, Any]]:
+    """Worker task: re-validate the payload's scenario and run replications ``indices``."""
+    loaded = load_dict(payload["resolved"], payload["source"], Path(payload["base_dir"]))
+    if loaded.hash != payload["hash"]:
+        raise RuntimeError(f"worker validates the scenario to hash {loaded.hash}, the client to {payload['hash']}")
+    gc.freeze()
+    try:
+        return [run_one(loaded.scenario, i, job_name, loaded.hash) for i in indices]
+    finally:
+        gc.unfreeze()
+
+
+def run_reps(loaded: Loaded, reps: int, job_name: str, rep_dir: Path, workers: int = 1,
+             on_row: Callable[[dict[str, Any]], None] | None = None) -> pd.DataFrame:
+    """Replications 0..reps−1 of ``loaded`` (horizon already set to the bound): each row is
+    stored in ``rep_dir`` as it finishes (atomically); stored rows of the same scenario hash are
+    reused, so an interrupted forecast resumes. Returns the rows sorted by replication."""
+    from twin.experiment.runner import assemble, payload_of, read_row, write_row
+
+    rows: dict[int, dict[str, Any]] = {}
+    for i in range(reps):
+        p = rep_dir / f"rep-{i:05d}.parquet"
+        if p.is_file():
+            r = read_row(p)
+            if str(r.get("scenario_hash")) == loaded.hash and int(r["replication"]) == i:
+                rows[i] = r
+    todo = [i for i in range(reps) if i not in rows]
+
+    def keep(row: dict[str, Any]) -> None:
+        i = int(row["replication"])
+        write_row(rep_dir / f"rep-{i:05d}.parquet", row)
+        rows[i] = row
+        if on_row is not None:
+            on_row(row)
+
+    if todo and (workers <= 1 or len(todo) == 1):
+        for i in todo:
+            keep(run_one(loaded.scenario, i, job_name, loaded.hash))
+    elif todo:
+        import multiprocessing
+
+        payload = payload_of(loaded)
+        ctx = multiprocessing.get_context("fork") if sys.platform.startswith("linux") else None
+        size = max(1, math.ceil(len(todo) / (4 * workers)))
+        chunks = [todo[k:k + size] for k in range(0, len(todo), size)]
+        ex = ProcessPoolExecutor(workers, mp_context=ctx)
+        try:
+            pending = {ex.submit(run_task, payload, job_name, c) for c in chunks}
+            while pending:
+                done, pending = futures_wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    for row in f.result():
+                        keep(row)
+        except BaseException:
+            ex.shutdown(wait=False, cancel_futures=True)
+            raise
+        ex.shutdown(wait=True)
+    return assemble(rows[i] for i in range(reps))
+
+
+def rep_dir_of(folder: Path, key: str) -> Path:
+    return folder / "reps" / key
+
+
+# ---------------------------------------------------------------- the forecast
+
+@dataclass
+class ForecastResult:
+    """A finished forecast: the baseline rows, each lever's rows, and the summaries."""
+
+    folder: Path
+    base: Loaded
+    target: Target
+    rows: pd.DataFrame
+    levers: list[tuple[Any, pd.DataFrame | None]]
+    distribution: dict[str, Any]
+    losses: pd.DataFrame
+    waterfall: pd.DataFrame
+    lever_table: pd.DataFrame
+    report: tuple[Path, Path] | None
+    wall_s: float
+    computed: int
+    notes: list[str]
+
+
+def forecast_folder(results_root: Path | str, loaded: Loaded, label: str | None = None) -> Path:
+    """``<results>/<scenario>/forecast-<hash>-s<seed>`` (or ``<results>/<scenario>/<label>``)."""
+    from twin.experiment.runner import check_label
+
+    if label is not None:
+        check_label(label)
+    sc = loaded.scenario
+    return Path(results_root) / sc.name / (label or f"forecast-{loaded.hash}-s{sc.seed}")
+
+
+def _prepare(folder: Path, loaded: Loaded, overwrite: bool) -> None:
+    import json
+    import shutil
+
+    if folder.exists() and not folder.is_dir():
+        raise InputError(str(folder), "", "exists and is not a folder")
+    if folder.exists() and overwrite:
+        shutil.rmtree(folder)
+    elif folder.exists() and any(folder.iterdir()):
+        try:
+            meta = json.loads((folder / "experiment.json").read_text())
+        except (OSError, ValueError):
+            meta = {}
+        if meta.get("kind") != "forecast" or meta.get("scenario_hash") != loaded.hash:
+            raise InputError(str(folder), "--label", "folder holds other results (not a forecast of this scenario); "
+                             "choose another --label or use --overwrite")
+    folder.mkdir(parents=True, exist_ok=True)
+
+
+def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: Sequence[str] | None = None,
+                 spares: int | None = None, lever_scenarios: Sequence[tuple[str, str]] = (),
+                 sets: Sequence[str] = (), results_root: Path | str = "results", label: str | None = None,
+                 folder: Path | str | None = None, overwrite: bool = False, workers: int = 1,
+                 bound_factor: float = DEFAULT_BOUND_FACTOR, start_date: str | None = None, report: bool = True,
+                 echo: Callable[[str], None] | None = None) -> ForecastResult:
+    """Forecast the time to train of one job of ``loaded``: ``reps`` replications run to completion,
+    then each lever under common random numbers; store everything in the forecast folder and
+    (``report``) write report.html / report.md. Rerunning resumes: stored replications of the same
+    variant scenario are reused."""
+    import datetime as dt
+
+    from twin.experiment.store import atomic_write_parquet, versions, write_json
+    from twin.forecast import levers as lv
+    from twin.forecast import report as rp
+
+    say = echo or (lambda s: None)
+    t_start = time.perf_counter()
+    if reps < 2:
+        raise InputError("--reps", str(reps), "a forecast needs at least 2 replications")
+    if workers < 1:
+        raise InputError("--workers", str(workers), "must be >= 1")
+    if not (math.isfinite(bound_factor) and bound_factor > 1):
+        raise InputError("--max-horizon-factor", str(bound_factor), "must be a number > 1")
+    if spares is not None and spares < 1:
+        raise InputError("--lever-spares", str(spares), "must be >= 1")
+    if start_date is not None:
+        try:
+            dt.date.fromisoformat(start_date)
+        except ValueError:
+            raise InputError("--start-date", start_date, "expected a date YYYY-MM-DD") from None
+    lever_names = list(lv.LEVERS) if levers is None else list(levers)
+    sc = loaded.scenario
+    index = select_job(sc, job, str(loaded.source))
+    target = target_of(sc, index)
+    H = bound_h(target, bound_factor)
+    base = with_horizon(loaded, H)
+    folder = Path(folder) if folder is not None else forecast_folder(results_root, loaded, label)
+    _prepare(folder, loaded, overwrite)
+    meta = {"kind": "forecast", "scenario": sc.name, "scenario_hash": loaded.hash, "seed": sc.seed,
+            "source": str(loaded.source), "job": target.name, "replications": reps, "bound_factor": bound_factor,
+            "horizon_bound_days": H / 24.0, "levers": lever_names, "lever_spares": spares,
+            "lever_scenarios": [f"{a}={b}" for a, b in lever_scenarios], "set": list(sets),
+            "versions": versions()}
+    write_json(folder / "experiment.json", meta)
+    computed = 0
+
+    def count(_row: dict[str, Any]) -> None:
+        nonlocal computed
+        computed += 1
+
+    def variant(key: str, ld: Loaded) -> pd.DataFrame:
+        t0 = time.perf_counter()
+        before = computed
+        rows = run_reps(ld, reps, target.name, rep_dir_of(folder, key), workers, count)
+        say(f"  {key}: {reps} replications ({computed - before} computed) in {time.perf_counter() - t0:.1f} s")
+        return rows
+
+    say(f"forecast of {target.name} in {sc.name}: {reps} replications, horizon bound {H / 24:.1f} days")
+    rows = variant("baseline", base)
+    built: list[Any] = []
+    for name in lever_names:
+        if name == "daly":
+            built.append(lv.daly_lever(base, target, rows, bound_factor))
+        elif name == "spares":
+            built.append(lv.spares_lever(base, target, spares or lv.default_spares(base), bound_factor))
+        elif name == "halve-top":
+            built.append(lv.halve_lever(base, target, rows, bound_factor))
+    for lab, path in lever_scenarios:
+        built.append(lv.scenario_lever(lab, path, sets, base, target, bound_factor))
+    results: list[tuple[Any, pd.DataFrame | None]] = []
+    for lever in built:
+        results.append((lever, variant(lever.key, lever.loaded) if lever.loaded is not None else None))
+    dist = rp.distribution(rows, target, start_date)
+    loss = rp.losses(rows)
+    wf = rp.waterfall(rows, target, loss)
+    table = lv.lever_table(rows, results)
+    notes: list[str] = []
+    if dist["censored"]:
+        notes.append(f"warning: {dist['censored']} of {reps} replications did not finish within the horizon bound "
+                     f"({H / 24:.1f} days = {bound_factor:g} × failure-free): quantiles are lower bounds and the "
+                     f"mean leaves them out; raise --max-horizon-factor")
+    resid = np.nanmax(np.abs(rows["residual_h"].to_numpy(dtype=float))) if len(rows) else 0.0
+    if np.isfinite(resid) and resid > 1e-6 * max(1.0, target.failure_free_h):
+        notes.append(f"warning: the days-lost accounting leaves a residual of {resid:.3g} h in some replication")
+    tidy = pd.concat([rows.assign(variant="baseline")] +
+                     [r.assign(variant=lever.key) for lever, r in results if r is not None], ignore_index=True)
+    atomic_write_parquet(folder / "forecast.parquet", tidy)
+    atomic_write_parquet(folder / "losses.parquet", loss)
+    atomic_write_parquet(folder / "waterfall.parquet", wf)
+    atomic_write_parquet(folder / "levers.parquet", table)
+    write_json(folder / "summary.json", {**meta, "distribution": dist, "losses": loss.to_dict("records"),
+                                         "waterfall": wf.to_dict("records"), "levers_table": table.to_dict("records"),
+                                         "notes": notes})
+    rep_paths = None
+    if report:
+        curves = {"baseline": rows["time_to_train_h"].to_numpy(dtype=float) / 24.0}
+        for lever, r in results:
+            if r is not None:
+                curves[lever.label] = r["time_to_train_h"].to_numpy(dtype=float) / 24.0
+        rep_paths = rp.write_report(folder, meta, dist, loss, wf, table, curves, notes)
+    wall = time.perf_counter() - t_start
+    write_json(folder / "run.json", {"wall_s": wall, "computed": computed, "workers": workers,
+                                     "python": sys.executable})
+    return ForecastResult(folder, base, target, rows, results, dist, loss, wf, table, rep_paths, wall, computed, notes)
