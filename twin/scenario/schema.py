@@ -13,6 +13,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from twin.scenario.distributions import Distribution, Fixed, normalise_dist
 from twin.scenario.workload import Workload
 from twin.scenario.power import Power
+from twin.scenario.costs import CostsSection
 
 Dist = Annotated[Distribution, BeforeValidator(normalise_dist)]
 PosInt = Annotated[int, Field(ge=1)]
@@ -161,16 +162,20 @@ from twin.scenario.cooling import Cooling  # noqa: E402  (here: cooling.py impor
 
 
 class Scenario(Strict):
-    name: str = Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    description: str = ""
-    seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
-    horizon_days: Annotated[float, Field(gt=0, le=36500, allow_inf_nan=False)] = 365.0
-    cluster: Cluster
-    maintenance: Maintenance = Field(default_factory=Maintenance)
-    workload: Workload | None = None
+    name: str = Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+                      description="Scenario name: letters, digits, '_', '.', '-'; names the results folder.")
+    description: str = Field("", description="Free text shown in reports.")
+    seed: Annotated[int, Field(ge=0, lt=2**63)] = Field(
+        0, description="Root seed (numpy SeedSequence); replication i uses child i.")
+    horizon_days: Annotated[float, Field(gt=0, le=36500, allow_inf_nan=False)] = Field(
+        365.0, description="Simulated time, days.")
+    cluster: Cluster = Field(description="Racks, nodes and the node's parts.")
+    maintenance: Maintenance = Field(default_factory=Maintenance, description="Detection, crews, spares, planned drains.")
+    workload: Workload | None = Field(None, description="Jobs, scheduler, checkpointing (none: reliability only).")
     network: NetworkSection | None = None
     power: Power | None = None
     cooling: Cooling | None = None
+    costs: CostsSection = None
 
     @model_validator(mode="after")
     def _cross(self) -> "Scenario":

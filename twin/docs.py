@@ -1,0 +1,121 @@
+"""Generate the scenario reference (docs/scenario-reference.md) from the schema itself.
+
+Every field with its type, default and description (where defaults are sourced or marked as
+assumptions). A test regenerates the file and fails if the committed copy differs.
+Run ``python -m twin.docs`` to rewrite it.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+import typing
+from pathlib import Path
+from typing import Any, get_args, get_origin
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+from twin.scenario.schema import Scenario
+
+OUT = Path(__file__).resolve().parent.parent / "docs" / "scenario-reference.md"
+
+
+def _models_in(tp: Any) -> list[type[BaseModel]]:
+    out: list[type[BaseModel]] = []
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return [tp]
+    for a in get_args(tp):
+        out.extend(_models_in(a))
+    return out
+
+
+def _type_name(tp: Any) -> str:
+    origin = get_origin(tp)
+    if origin is typing.Annotated:
+        return _type_name(get_args(tp)[0])
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_type_name(a) for a in get_args(tp))
+    if origin is typing.Literal:
+        return " | ".join(repr(a) for a in get_args(tp))
+    if origin in (list, dict):
+        return f"{origin.__name__}[{', '.join(_type_name(a) for a in get_args(tp))}]"
+    if tp is type(None):
+        return "null"
+    if isinstance(tp, type):
+        return tp.__name__
+    return str(tp).replace("typing.", "")
+
+
+def _default(f: FieldInfo) -> str:
+    if f.default is not PydanticUndefined:
+        d = f.default
+        if isinstance(d, BaseModel):
+            return "(see below)"
+        return "`" + repr(d) + "`" if d is not None else "`null`"
+    if f.default_factory is not None:
+        try:
+            d = f.default_factory()  # type: ignore[call-arg]
+        except TypeError:
+            return "(computed)"
+        if isinstance(d, BaseModel):
+            return "`" + repr(d.model_dump(mode="json")) + "`"
+        return "`" + repr(d) + "`"
+    return "**required**"
+
+
+def _constraints(f: FieldInfo) -> str:
+    parts = []
+    for m in f.metadata:
+        for key in ("gt", "ge", "lt", "le", "min_length", "max_length"):
+            v = getattr(m, key, None)
+            if v is not None:
+                sym = {"gt": ">", "ge": "≥", "lt": "<", "le": "≤", "min_length": "len ≥", "max_length": "len ≤"}[key]
+                parts.append(f"{sym} {v}")
+    return ", ".join(parts)
+
+
+def render() -> str:
+    lines = [
+        "# Scenario reference",
+        "",
+        "Generated from the schema by `python -m twin.docs`; do not edit by hand (a test checks it is",
+        "up to date). Units are in field names: `_h` hours, `_days` days, `_s` seconds, `_min` minutes,",
+        "`_w` watts, `_kw` kilowatts, `_c` degrees Celsius, `_gbps` gigabits per second, `_gb` gigabytes.",
+        "Defaults marked *assumption* are not from a published source; others cite theirs.",
+        "",
+    ]
+    seen: set[type[BaseModel]] = set()
+    queue: list[tuple[str, type[BaseModel]]] = [("(top level)", Scenario)]
+    while queue:
+        path, model = queue.pop(0)
+        if model in seen:
+            continue
+        seen.add(model)
+        doc = (model.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        lines += [f"## `{model.__name__}` — {path}", ""]
+        if doc:
+            lines += [doc, ""]
+        lines += ["| field | type | default | constraints | description |", "|---|---|---|---|---|"]
+        for name, f in model.model_fields.items():
+            desc = (f.description or "").replace("|", "\\|").replace("\n", " ")
+            tname = _type_name(f.annotation).replace("|", "\\|")
+            dflt = _default(f).replace("|", "\\|")
+            lines.append(f"| `{name}` | {tname} | {dflt} | {_constraints(f)} | {desc} |")
+            for sub in _models_in(f.annotation):
+                if sub not in seen:
+                    queue.append((f"{path.replace('(top level)', '').strip('.')}.{name}".strip("."), sub))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(render())
+    print(f"wrote {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
