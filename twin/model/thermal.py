@@ -17,8 +17,9 @@ Event-driven throughout: no time step.
   its slowest GPU's.
 * **Trips** (cause ``thermal_trip`` on the cluster; reason ``gpu_shutdown``, ``inlet`` or ``no_fan`` in
   the trips table): a node comes back ``reboot_h`` after its cooling is restored: coolant flows, it
-  has a fan, its room is below ``max_inlet_c``, its GPUs would not trip at P_min, and its air zone has
-  spare capacity for its full-load heat (so restarts never overload a zone).
+  has a fan, its room is below ``max_inlet_c``, its GPUs would not trip at P_min, and its air zone
+  could carry every node in service, those rebooting and this one at full load (so restarts never
+  overload a zone).
 * **Air zones**: CRAH units hold the supply at ``supply_c`` while healthy capacity (derated above the
   design ambient) covers the heat; otherwise the supply relaxes first-order toward
   supply_c + (Q − Q_cap)·R_room with ``room_tau_min``. The supply seen by the GPUs is **quantised**:
@@ -30,9 +31,17 @@ Event-driven throughout: no time step.
   quantisation to itself; conservative).
 * **Liquid loops**: a loop has flow while ``cdu.required`` of its CDUs are healthy and each of those has
   ``pumps.required`` healthy pumps; without flow its GPUs switch to ``r_no_flow_c_per_w``.
-* **Energy**: IT power is piecewise constant between events (``ITPower``, the recorder level
-  ``it_power_w``); facility energy is its exact integral with hourly ambient (COP, free cooling),
-  fan/pump power and UPS/transformer losses, computed at the end over the merged breakpoints.
+* **Energy**: IT power is piecewise constant between events (``engine.it_power``, the shared
+  ``twin.model.power.ITPower``, recorder level ``site_power_w``); facility energy is its exact
+  integral with hourly ambient (COP, free cooling), fan/pump power and UPS/transformer losses,
+  computed at the end over the merged breakpoints.
+* **Cost**: load changes of *cool* nodes (no GPU could reach slowdown even at full power under their
+  current inlet and R, and their zone could carry all its nodes at full load) cannot throttle, trip or
+  move a room; they are logged and replayed in one vectorised batch (``_flush_log``) before anything
+  else thermal happens, so a job's checkpoint pause costs a list append. Everything else goes through
+  ``_update`` (one vector operation over the nodes' GPUs). A test checks the two paths agree.
+* **Thermal units**: with identical GPUs (``r_sigma`` 0) one array element stands for a node's g GPUs
+  (same equations, g times fewer elements); with a spread, one element per GPU.
 """
 
 from __future__ import annotations
@@ -47,13 +56,12 @@ from scipy.special import ndtri
 
 from twin import rng
 from twin.errors import InputError
-from twin.model.engine import Engine, Topic
+from twin.model.engine import Topic
 from twin.model.parts import FacilityParts
-from twin.physics import power as ppower
+from twin.model.power import ITPower
 from twin.physics import thermal as phys
 
 if TYPE_CHECKING:  # pragma: no cover
-    from twin.model.cluster import Cluster
     from twin.sim import Model
 
 INF = math.inf
@@ -65,68 +73,14 @@ _HIST_MAX_C = 160
 
 
 # =====================================================================================================
-class ITPower:
-    """Site IT power, the single source of truth (``engine.it_power``).
-
-    ``node_power_w[n]`` is node n's electrical power, W: non-GPU load plus Σ over its GPUs of
-    min(demand, tightest cap) while the node is up (``physics.power.node_it_power_w``), 0 while it is down
-    (a stated assumption). Power sources register per-GPU caps with :meth:`gpu_cap_w` (W, ``inf`` = none)
-    and call :meth:`refresh` for the nodes they changed; the object refreshes itself on NODE_LOAD,
-    NODE_DOWN and NODE_UP. Every change is recorded as the recorder levels ``it_power_w`` and
-    ``gpu_power_w`` (site totals, W), piecewise constant, so energy is an exact sum.
-    """
-
-    def __init__(self, engine: Engine, cluster: "Cluster", idle_w: float, tdp_w: float, non_gpu_w: float) -> None:
-        self.engine = engine
-        self.cluster = cluster
-        self.gpus = cluster.gpus_per_node
-        self.idle_w = idle_w
-        self.tdp_w = tdp_w
-        self.non_gpu_w = non_gpu_w
-        n = cluster.n_nodes
-        self.node_power_w: NDArray[np.float64] = np.zeros(n)
-        self.node_gpu_w: NDArray[np.float64] = np.zeros(n)
-        self._caps: dict[str, NDArray[np.float64]] = {}
-        bus = engine.bus
-        bus.subscribe(Topic.NODE_LOAD, self.refresh)
-        bus.subscribe(Topic.NODE_DOWN, self._on_node)
-        bus.subscribe(Topic.NODE_UP, self._on_node)
-        self.refresh(np.arange(n))
-
-    def gpu_cap_w(self, source: str) -> NDArray[np.float64]:
-        """Writable per-GPU caps (nodes × GPUs, W) of ``source``; ``inf`` where it imposes none."""
-        arr = self._caps.get(source)
-        if arr is None:
-            arr = self._caps[source] = np.full((self.cluster.n_nodes, self.gpus), INF)
-        return arr
-
-    def _on_node(self, node: int, cause: str) -> None:
-        self.refresh(np.array([node]))
-
-    def refresh(self, nodes: NDArray[np.int64]) -> None:
-        """Recompute the power of ``nodes`` from utilisation, caps and up state; record the site totals."""
-        util = self.engine.node_util[nodes]
-        up = self.cluster.down_count[nodes] == 0
-        if self._caps:
-            caps = np.full((len(nodes), self.gpus), INF)
-            for arr in self._caps.values():
-                np.minimum(caps, arr[nodes], out=caps)
-            gpu = np.asarray(ppower.node_it_power_w(util[:, None], caps, 1, self.idle_w, self.tdp_w, 0.0)).sum(axis=1)
-        else:
-            gpu = np.asarray(ppower.node_it_power_w(util, INF, self.gpus, self.idle_w, self.tdp_w, 0.0))
-        self.node_gpu_w[nodes] = np.where(up, gpu, 0.0)
-        self.node_power_w[nodes] = np.where(up, gpu + self.non_gpu_w, 0.0)
-        now = self.engine.now
-        rec = self.engine.recorder
-        rec.level("it_power_w", now, float(self.node_power_w.sum()))
-        rec.level("gpu_power_w", now, float(self.node_gpu_w.sum()))
-
-    def total_w(self) -> float:
-        """Site IT power now, W."""
-        return float(self.node_power_w.sum())
+def _shift(x: NDArray[Any], first: NDArray[np.bool_], fill: NDArray[Any]) -> NDArray[Any]:
+    """For entries sorted by group: each entry's predecessor in its group, ``fill`` at group starts."""
+    out = np.empty_like(x)
+    out[1:] = x[:-1]
+    out[first] = fill
+    return out
 
 
-# =====================================================================================================
 def _blocks(racks: int, groups: int, nodes_per_rack: int) -> list[tuple[int, int]]:
     """Contiguous node ranges [start, end) of ``groups`` near-equal blocks of racks."""
     out = []
@@ -153,8 +107,14 @@ class Thermal:
         self.type = c.type
         self.N = n = cl.n_nodes
         self.g = g = cl.gpus_per_node
-        self.G = n * g
-        self._ar = np.arange(g)
+        # thermal units: one per GPU when GPUs differ (r_sigma > 0), else one per node standing for its
+        # g identical GPUs (same equations, g times fewer array elements); w GPUs per unit
+        self.u = u = g if c.gpu.r_sigma > 0 else 1
+        self.w = float(g // u)
+        self.G = n * u
+        self._ar = np.arange(u)
+        self._all = np.arange(n, dtype=np.int64)
+        self.speed_caps = eng.speed_cap("thermal") if self.on else np.ones(n)
         gp = c.gpu
         self.idle_w = float(c.idle_w(sc))
         self.tdp_w = gp.tdp_w
@@ -174,13 +134,13 @@ class Thermal:
                              "the ambient CSV was not loaded (load the scenario with twin.scenario.load_scenario)")
         self.ambient_h = c.ambient.hourly_c(self.n_hours)
 
-        # ---- IT power: one source of truth --------------------------------------------------------
+        # ---- IT power: one source of truth, shared with the power chain (twin.model.power.ITPower) ----
         it = getattr(eng, "it_power", None)
         if it is None:
-            it = ITPower(eng, cl, self.idle_w, self.tdp_w, self.non_gpu_w)
+            it = ITPower(eng, cl, g, self.idle_w, self.tdp_w, self.non_gpu_w)
             eng.it_power = it  # type: ignore[attr-defined]
         self.it = it
-        self._it_caps = it.gpu_cap_w("thermal") if hasattr(it, "gpu_cap_w") else None
+        self._it_caps = it.cap_of("thermal")  # read here; written through it.set_cap
 
         # ---- plant ---------------------------------------------------------------------------------
         self.air = c.air
@@ -197,6 +157,7 @@ class Thermal:
                 self.zone_of[s:e] = z
             Z = a.zones
             self.crah_healthy = np.full(Z, a.crah.count, dtype=np.int64)
+            self.z_cap = self.crah_healthy * a.crah.capacity_kw * 1000.0 * self._derate_at(0.0)
             self.z_S0 = np.full(Z, a.supply_c)
             self.z_ta = np.zeros(Z)
             self.z_tgt = np.full(Z, a.supply_c)
@@ -253,7 +214,7 @@ class Thermal:
         base_r = gp.r_cold_plate_c_per_w if self.gpu_on_liquid else gp.r_air_c_per_w
         self.rspread = np.ones(G)
         if gp.r_sigma > 0:
-            digs = rng.path_digests(f"{cl.node_path(i // g)}.gpu{i % g}#thermal_r" for i in range(G))
+            digs = rng.path_digests(f"{cl.node_path(i // u)}.gpu{i % u}#thermal_r" for i in range(G))
             u = eng.streams.uniforms(digs, np.zeros(G, dtype=np.int64))
             self.rspread = np.exp(gp.r_sigma * ndtri(u))
         self.rbase = base_r * self.rspread
@@ -265,15 +226,12 @@ class Thermal:
         else:
             assert self.air is not None
             self.inlet[:] = self.air.supply_c
-        tin0 = np.repeat(self.inlet, g)
+        tin0 = np.repeat(self.inlet, u)
         R0 = self.rbase.copy()
-        self.R = R0
         self.T = tin0 + self.idle_w * R0
         self.t0 = np.zeros(G)
         self.tss = self.T.copy()
         self.tau = R0 * self.C
-        self.P = np.full(G, self.idle_w)
-        self.Pd = np.full(G, self.idle_w)
         self.engaged = np.zeros(G, dtype=bool)
         self.speed = np.ones(G)
         self.gon = np.ones(G, dtype=bool)  # GPU powered during [t0, now]
@@ -281,6 +239,9 @@ class Thermal:
         self.kind = np.zeros(G, dtype=np.int8)  # 1 slowdown crossing, 2 shutdown crossing
         self._wake_t = INF
         self._wake_gen = 0
+        self._n_hot = 0  # > 0 while some unit may be capped, engaged or heading for a crossing
+        self._acc_hot = False
+        self._tp_hot = False
         self.hist = np.zeros(_HIST_MAX_C)
         self.tpeak_c = float(self.T.max())
 
@@ -326,12 +287,28 @@ class Thermal:
                 idx = np.arange(pop.n)
                 self.aged.append({
                     "pop": pop, "spec": ag, "per": per, "node": idx // per,
-                    "gpu": (idx // per) * g + (idx % per) % g if per == g else None,
+                    "gpu": (idx // per) * u + ((idx % per) % g) * u // g if per == g else None,
                     "age": np.zeros(pop.n), "t": np.zeros(pop.n), "af": np.ones(pop.n),
                     "tfail": np.full(pop.n, INF), "life": np.zeros(pop.n),
                 })
         self._age_wake_t = INF
         self._age_gen = 0
+
+        # ---- deferred load changes of cool nodes ---------------------------------------------------
+        # A node is *cool* when even full power cannot take any of its GPUs to the slowdown temperature
+        # under its current inlet and R, its air zone (if any) has capacity for its full load, and it is
+        # neither traced nor ageing-accelerated. Its load changes then cannot throttle, trip or move the
+        # room, so they are only logged (time, nodes, utilisations) and replayed in one vectorised batch
+        # (histogram, GPU state, busy and throughput integrals) before anything else thermal happens.
+        self.rmax_n = self.rbase.reshape(n, u).max(axis=1)
+        self.cool = np.zeros(n, dtype=bool)
+        self._n_warm = n
+        self._log: list[tuple[float, NDArray[np.int64], NDArray[np.float64], NDArray[np.bool_]]] = []
+        self._tracing = self.trace_from <= 0.0 < self.trace_to
+        if self.air is not None:
+            full = self.non_gpu_w + (g * self.tdp_w if self.type == "air" else 0.0)
+            self.z_full = np.array([(e - s) * full for s, e in self.zones], dtype=np.float64)
+            self.z_slack = self.z_full <= self.z_cap
 
         # ---- subscriptions -------------------------------------------------------------------------
         if self.on:
@@ -364,22 +341,30 @@ class Thermal:
             for i in range(pop.n):  # the population scheduled AF = 1 failures: cancel them, we own the clock
                 pop.reschedule(i, INF)
         self._update(np.arange(self.N))
+        traced = np.flatnonzero(self.trace_mask)
+        if len(traced):  # traced nodes take the full path (one row per update) inside the window only
+            if 0.0 < self.trace_from < self.H:
+                eng.call_at(self.trace_from, lambda: self._set_tracing(True, traced))
+            if 0.0 < self.trace_to < self.H:
+                eng.call_at(self.trace_to, lambda: self._set_tracing(False, traced))
         if self.air is not None:
             for z in range(len(self.zones)):
                 self._retarget(z)
-            if self.n_hours > 1:
-                eng.call_at(1.0, lambda: self._hour(1))
+            # hourly capacity changes: only at hours where the derating factor changes
+            a = self.air
+            f = np.maximum(0.0, 1.0 - a.derate_per_c * np.maximum(0.0, self.ambient_h - a.design_ambient_c))
+            self._hours = [int(k) for k in np.flatnonzero(f[1:] != f[:-1]) + 1 if k < self.H]
+            self._hour_i = 0
+            if self._hours:
+                eng.call_at(float(self._hours[0]), self._hour)
 
     def finish(self) -> None:
         if not self.on:
             return
+        self._flush_log()
         H = self.H
         self._integrate(H)
-        # flush temperature histogram to the horizon
-        gi = np.arange(self.G)
-        dt_s = (H - self.t0) * 3600.0
-        decay = np.exp(-dt_s / self.tau)
-        self._hist_add(gi, dt_s, self.T, self.tss, self.tau, decay)
+        self._flush_histogram(H)
         if self.air is not None:
             for z in range(len(self.zones)):
                 self._zone_account(z, H)
@@ -394,104 +379,271 @@ class Thermal:
 
     # =================================================================================== GPU core
     def _gpus(self, nodes: NDArray[np.int64]) -> NDArray[np.int64]:
-        return (nodes[:, None] * self.g + self._ar).ravel()
+        return (nodes[:, None] * self.u + self._ar).ravel()
 
     def _update(self, nodes: NDArray[np.int64]) -> None:
-        """Bring the GPUs of ``nodes`` to now and apply their current power, inlet and R (one vector op)."""
-        if not len(nodes):
+        """Bring the GPUs of ``nodes`` to now and apply their current power, inlet and R (one vector op).
+
+        A contiguous run of nodes (a packed job, a zone, a loop) is addressed by slices; the common case
+        where no GPU of the set is near its slowdown temperature takes a short path without caps.
+        """
+        n = len(nodes)
+        if not n:
             return
+        if self._log:
+            self._flush_log()
         now = self.engine.now
         g = self.g
-        gi = self._gpus(nodes)
-        # temperature now, from the last state
-        tau_old = self.tau[gi]
-        tss_old = self.tss[gi]
-        T_old = self.T[gi]
-        dt_s = (now - self.t0[gi]) * 3600.0
-        decay = np.exp(-dt_s / tau_old)
-        T = tss_old + (T_old - tss_old) * decay
-        self._hist_add(gi, dt_s, T_old, tss_old, tau_old, decay)
+        u = self.u
+        n0 = int(nodes[0])
+        n1 = int(nodes[-1])
+        if n1 - n0 + 1 == n:
+            nsl: Any = slice(n0, n1 + 1)
+            gsl: Any = slice(n0 * u, (n1 + 1) * u)
+            nodes = self._all[nsl]
+        else:
+            nsl = nodes
+            gsl = self._gpus(nodes)
+        # temperature now, from the last state; GPU-hours by steady-state temperature (τ ≪ intervals)
+        tss_old = self.tss[gsl]
+        dt_h = now - self.t0[gsl]
+        T = tss_old + (self.T[gsl] - tss_old) * np.exp(dt_h * -3600.0 / self.tau[gsl])
+        self.hist += np.bincount(np.clip(tss_old, 0.0, _HIST_MAX_C - 1).astype(np.intp),
+                                 weights=dt_h * self.gon[gsl], minlength=_HIST_MAX_C) * self.w
         # new conditions
-        up_n = self.cluster.down_count[nodes] == 0
-        util = self.engine.node_util[nodes]
-        pd_n = np.where(up_n, self.idle_w + (self.tdp_w - self.idle_w) * util, 0.0)
-        pd = np.repeat(pd_n, g)
-        up = np.repeat(up_n, g)
-        R = self.rbase[gi] * np.repeat(self.rfactor[nodes], g)
-        tin = np.repeat(self.inlet[nodes], g)
-        need = tin + pd * R > self.slow_c
-        engage = need & (self.engaged[gi] | (T >= self.slow_c - _EPS_C))
-        P = np.where(engage, phys.power_cap_w(pd, tin, R, self.slow_c, self.pmin_w), pd)
-        capped = engage & (P < pd)
-        speed = np.where(capped, phys.speed_fraction(P, pd, self.idle_w, self.alpha), 1.0)
-        tss = tin + P * R
-        tau = R * self.C
-        # next crossing: slowdown for free GPUs heading above it, shutdown for capped ones settling above it
-        t_cross = np.full(len(gi), INF)
-        kind = np.zeros(len(gi), dtype=np.int8)
-        free_up = need & ~engage
-        if free_up.any():
-            t_cross[free_up] = phys.crossing_time_s(T[free_up], tss[free_up], self.slow_c, tau[free_up])
-            kind[free_up] = 1
-        hot = engage & (tss > self.shut_c)
-        if hot.any():
-            ts = np.asarray(phys.crossing_time_s(T[hot], tss[hot], self.shut_c, tau[hot]), dtype=np.float64)
-            ts = np.where(T[hot] >= self.shut_c - _EPS_C, 0.0, ts)
-            t_cross[hot] = ts
-            kind[hot] = 2
-        # write state
-        self.T[gi] = T
-        self.t0[gi] = now
-        self.tss[gi] = tss
-        self.tau[gi] = tau
-        self.R[gi] = R
-        self.P[gi] = P
-        self.Pd[gi] = pd
-        self.engaged[gi] = engage
-        self.speed[gi] = speed
-        self.gon[gi] = up
-        t_next = now + t_cross / 3600.0
-        self.t_next[gi] = t_next
-        self.kind[gi] = kind
-        tmax = float(T.max())
+        up_n = self.cluster.down_count[nsl] == 0
+        util = self.engine.node_util[nsl]
+        pd_n = (self.idle_w + (self.tdp_w - self.idle_w) * util) * up_n
+        if u == 1:
+            R = self.rbase[gsl] * self.rfactor[nsl]
+            tin = self.inlet[nsl]
+            pd = pd_n
+            self.gon[gsl] = up_n
+        else:
+            R = self.rbase[gsl] * np.repeat(self.rfactor[nsl], u)
+            tin = np.repeat(self.inlet[nsl], u)
+            pd = np.repeat(pd_n, u)
+            self.gon[gsl] = np.repeat(up_n, u)
+        tss = tin + pd * R
+        need = tss > self.slow_c
+        self.T[gsl] = T
+        self.t0[gsl] = now
+        self.tau[gsl] = R * self.C
+        caps = self.speed_caps
+        busy_n = (up_n & (util > 0.0)) * float(g)
+        short = not need.any() and not self.engaged[gsl].any()
+        if short:
+            # short path: every GPU runs at its demand, speed 1, no crossing ahead
+            self.tss[gsl] = tss
+            if self._n_hot:
+                self.t_next[gsl] = INF
+                self.speed[gsl] = 1.0
+            P = pd
+            sp_n: Any = 1.0
+            capped_n = 0.0
+            spsum_n = busy_n
+            it_caps: Any = INF
+            tmax = float(T.max())
+        else:
+            self._n_hot += 1
+            engage = need & (self.engaged[gsl] | (T >= self.slow_c - _EPS_C))
+            P = np.where(engage, phys.power_cap_w(pd, tin, R, self.slow_c, self.pmin_w), pd)
+            capped = engage & (P < pd)
+            speed = np.where(capped, phys.speed_fraction(P, pd, self.idle_w, self.alpha), 1.0)
+            tss = tin + P * R
+            tau = R * self.C
+            # next crossing: slowdown for free GPUs heading above it, shutdown for capped ones settling above it
+            t_cross = np.full(len(tss), INF)
+            kind = np.zeros(len(tss), dtype=np.int8)
+            free_up = need & ~engage
+            if free_up.any():
+                t_cross[free_up] = phys.crossing_time_s(T[free_up], tss[free_up], self.slow_c, tau[free_up])
+                kind[free_up] = 1
+            hot = engage & (tss > self.shut_c)
+            if hot.any():
+                ts = np.asarray(phys.crossing_time_s(T[hot], tss[hot], self.shut_c, tau[hot]), dtype=np.float64)
+                t_cross[hot] = np.where(T[hot] >= self.shut_c - _EPS_C, 0.0, ts)
+                kind[hot] = 2
+            t_next = now + t_cross / 3600.0
+            self.tss[gsl] = tss
+            self.engaged[gsl] = engage
+            self.speed[gsl] = speed
+            self.t_next[gsl] = t_next
+            self.kind[gsl] = kind
+            sp_n = speed.reshape(-1, u).min(axis=1)
+            capped_g = capped.reshape(-1, u)
+            busy_g = (busy_n > 0)[:, None]
+            capped_n = (busy_g & capped_g).sum(axis=1) * self.w
+            spsum_n = np.where(busy_g, speed.reshape(-1, u), 0.0).sum(axis=1) * self.w
+            # the node's thermal cap as the per-GPU mean of its powers: exact for the node's total while the
+            # thermal cap is the tightest (a stated approximation when PSU caps bind on the same node)
+            it_caps = np.where(capped_g.any(axis=1), P.reshape(-1, u).mean(axis=1), INF)
+            tmax = float(T.max())
+            m = float(t_next.min())
+            if m < self._wake_t:
+                self._schedule_wake(m)
         if tmax > self.tpeak_c:
             self.tpeak_c = tmax
-        # node speed cap (nodes in service only; a down node keeps its last cap)
-        sp_n = speed.reshape(-1, g).min(axis=1)
-        caps = self.engine.speed_cap("thermal")
-        changed = up_n & (sp_n != caps[nodes])
-        # IT power caps
-        if self._it_caps is not None:
-            new_caps = np.where(capped, P, INF).reshape(-1, g)
-            if not np.array_equal(new_caps, self._it_caps[nodes]):
-                self._it_caps[nodes] = new_caps
-                self.it.refresh(nodes)
-        # air-zone heat (demanded power of nodes in service)
+        # IT power (the shared ITPower) when the thermal cap of these nodes changed
+        if self._n_hot and np.any(self._it_caps[nsl] != it_caps):
+            self.it.set_cap("thermal", nodes, it_caps)
+        # air-zone heat: demanded power of the nodes in service
         if self.air is not None:
-            heat = np.where(up_n, self.non_gpu_w + (pd.reshape(-1, g).sum(axis=1) if self.type == "air" else 0.0), 0.0)
-            self.node_air_w[nodes] = heat
-            for z in np.unique(self.zone_of[nodes]).tolist():
+            heat = (self.non_gpu_w + (pd_n * g if self.type == "air" else 0.0)) * up_n
+            self.node_air_w[nsl] = heat
+            zl = self.zone_of[nodes]
+            z0, z1 = int(zl.min()), int(zl.max())
+            for z in range(z0, z1 + 1):
+                if self.z_slack[z]:
+                    continue  # could carry all its nodes at full load: its heat cannot move the room
                 s, e = self.zones[z]
                 q = float(self.node_air_w[s:e].sum())
                 if q != self.z_q[z]:
                     self.z_q[z] = q
                     self._retarget(z)
-        # accounting
-        busy_g = (up & (pd > self.idle_w)).reshape(-1, g)
-        self._account(nodes, busy_g.sum(axis=1).astype(np.float64),
-                      (busy_g & capped.reshape(-1, g)).sum(axis=1).astype(np.float64),
-                      np.where(busy_g, speed.reshape(-1, g), 0.0).sum(axis=1))
+        self._account(nsl, nodes, busy_n, capped_n, spsum_n)
         if self.aged:
             self._age_update(nodes)
-        if self.trace_mask[nodes].any() and self.trace_from <= now <= self.trace_to:
-            self._trace(nodes, gi, T, tss, tau, P, pd, tin, R, speed)
-        m = float(t_next.min())
-        if m < self._wake_t:
-            self._schedule_wake(m)
-        if changed.any():
-            ch = nodes[changed]
-            caps[ch] = sp_n[changed]
-            self.engine.bus.publish(Topic.NODE_SPEED, ch)
+        if self.trace_from <= now <= self.trace_to and self.trace_mask[nsl].any():
+            self._trace(nodes, T, P, pd, tin, R)
+        self._set_cool(nodes)
+        # the node's speed is its slowest GPU's (nodes in service only; a down node keeps its last cap)
+        if self._n_hot:
+            changed = up_n & (caps[nsl] != sp_n)
+            if changed.any():
+                ch = nodes[changed]
+                caps[ch] = sp_n[changed] if not isinstance(sp_n, float) else sp_n
+                self.engine.bus.publish(Topic.NODE_SPEED, ch)
+            if short and self._n_hot_check():
+                self._n_hot = 0
+
+    def _n_hot_check(self) -> bool:
+        """True when no unit anywhere is engaged, capped or heading for a crossing (short paths suffice)."""
+        return (not self.engaged.any() and not np.isfinite(self.t_next).any() and not self.n_capped.any()
+                and bool((self.speed_caps == 1.0).all()) and bool(np.isinf(self._it_caps).all()))
+
+    def _set_tracing(self, on: bool, traced: NDArray[np.int64]) -> None:
+        self._flush_log()
+        self._tracing = on
+        if on:
+            self._update(traced)  # a first row at the window start
+        else:
+            self._set_cool(traced)
+
+    def _set_cool(self, nodes: NDArray[np.int64]) -> None:
+        """Recompute the cool flag of ``nodes`` (see the constructor) and the count of warm nodes."""
+        ok = self.inlet[nodes] + self.tdp_w * self.rmax_n[nodes] * self.rfactor[nodes] < self.slow_c
+        if self._tracing:
+            ok &= ~self.trace_mask[nodes]
+        if self.air is not None:
+            ok &= self.z_slack[self.zone_of[nodes]]
+        if self.aged:
+            ok[:] = False
+        self.cool[nodes] = ok
+        self._n_warm = self.N - int(np.count_nonzero(self.cool))
+
+    def _flush_log(self) -> None:
+        """Replay the logged load changes of cool nodes in one vectorised batch.
+
+        Between flushes a cool node's power, inlet, R and up state change only at its logged times, so
+        its GPUs follow exact first-order segments: the temperature histogram gets each segment's
+        GPU-hours at its steady state, and the temperature after the last change solves the linear
+        recurrence T_i = a_i·T_(i−1) + (1 − a_i)·T_ss,(i−1), a_i = e^(−Δt_i/τ), in closed form
+        (T_last = A·T_0 + Σ_i (1 − a_i)·T_ss,(i−1)·Π_(j>i) a_j, products as sums of logs ≤ 0). The
+        site totals (busy GPUs, Σ speed, effective GPUs) change by the logged steps, integrated exactly.
+        """
+        log = self._log
+        if not log:
+            return
+        self._log = []
+        g, u = self.g, self.u
+        k = len(log)
+        lens = np.fromiter((len(e[1]) for e in log), dtype=np.int64, count=k)
+        te = np.repeat(np.fromiter((e[0] for e in log), dtype=np.float64, count=k), lens)
+        nd = np.concatenate([e[1] for e in log])
+        ut = np.concatenate([e[2] for e in log])
+        up = np.concatenate([e[3] for e in log])  # in service at the logged time
+        busy = (up & (ut > 0.0)) * float(g)
+        sp = self.engine.node_speed(nd) if len(self.engine.speed_caps) > 1 else 1.0
+        # ---- per node: previous busy state of each entry (entries grouped by node, in time order)
+        o = np.argsort(nd.astype(np.int16) if self.N < 2**15 else nd, kind="stable")  # int16: radix sort
+        nd_s = nd[o]
+        first = np.empty(len(o), dtype=bool)
+        first[0] = True
+        first[1:] = nd_s[1:] != nd_s[:-1]
+        last = np.empty(len(o), dtype=bool)
+        last[-1] = True
+        last[:-1] = first[1:]
+        busy_s = busy[o]
+        prev_busy = _shift(busy_s, first, self.n_busy[nd_s[first]])
+        dbusy = np.empty(len(o))
+        dbusy[o] = busy_s - prev_busy
+        # ---- site totals: exact integrals over the logged steps (chronological)
+        dtp = dbusy * sp
+        tot, acc = self._tot, self._acc
+        cb = tot[0] + np.cumsum(dbusy)
+        cs = tot[2] + np.cumsum(dbusy)
+        ctp = tot[3] + np.cumsum(dtp)
+        dt = np.diff(np.concatenate(([self._t_acc], te)))
+        acc[0] += tot[0] * dt[0] + float((cb[:-1] * dt[1:]).sum())
+        acc[1] += tot[1] * float(dt.sum())
+        acc[2] += tot[2] * dt[0] + float((cs[:-1] * dt[1:]).sum())
+        acc[3] += tot[3] * dt[0] + float((ctp[:-1] * dt[1:]).sum())
+        tot[0], tot[2], tot[3] = cb[-1], cs[-1], ctp[-1]
+        self._t_acc = float(te[-1])
+        ends = np.cumsum(lens) - 1  # the totals after each logged change (one point per log entry)
+        self._tp_t.extend(te[ends].tolist())
+        self._tp_v.extend(ctp[ends].tolist())
+        ln = nd_s[last]
+        self.n_busy[ln] = busy_s[last]
+        self.n_spsum[ln] = busy_s[last]
+        self.n_tp[ln] = (busy * sp)[o][last] if not isinstance(sp, float) else busy_s[last]
+        # ---- per unit: histogram and state
+        if u == 1:
+            gi, t_u, u_u, up_u, f_u, l_u = nd_s, te[o], ut[o], up[o], first, last
+            node_u = nd_s
+        else:
+            gi = (nd_s[:, None] * u + self._ar).ravel()
+            ou = np.argsort(gi, kind="stable")
+            gi = gi[ou]
+            rep_ = lambda x: np.repeat(x, u)[ou]  # noqa: E731
+            t_u, u_u, up_u, node_u = rep_(te[o]), rep_(ut[o]), rep_(up[o]), rep_(nd_s)
+            f_u = np.empty(len(gi), dtype=bool)
+            f_u[0] = True
+            f_u[1:] = gi[1:] != gi[:-1]
+            l_u = np.empty(len(gi), dtype=bool)
+            l_u[-1] = True
+            l_u[:-1] = f_u[1:]
+        # R and inlet are constant over the log (every change of them flushes first)
+        R = (self.rbase * (self.rfactor if u == 1 else np.repeat(self.rfactor, u)))[gi]
+        tin = (self.inlet if u == 1 else np.repeat(self.inlet, u))[gi]
+        tss_new = tin + (self.idle_w + (self.tdp_w - self.idle_w) * u_u) * up_u * R
+        g0 = gi[f_u]
+        prev_t = _shift(t_u, f_u, self.t0[g0])
+        prev_tss = _shift(tss_new, f_u, self.tss[g0])
+        prev_on = _shift(up_u, f_u, self.gon[g0])
+        dur = t_u - prev_t
+        self.hist += np.bincount(np.clip(prev_tss, 0.0, _HIST_MAX_C - 1).astype(np.intp),
+                                 weights=dur * prev_on, minlength=_HIST_MAX_C) * self.w
+        tau_u = R * self.C
+        lg = dur * -3600.0 / tau_u
+        csum = np.cumsum(lg)
+        start = np.flatnonzero(f_u)
+        base = csum[start] - lg[start]
+        grp = np.cumsum(f_u) - 1
+        P = csum - base[grp]  # Σ of logs from the group's first entry up to this one
+        G = P[l_u]
+        contrib = -np.expm1(lg) * prev_tss * np.exp(G[grp] - P)
+        T_last = np.exp(G) * self.T[g0] + np.add.reduceat(contrib, start)
+        gl = gi[l_u]
+        self.T[gl] = T_last
+        self.t0[gl] = t_u[l_u]
+        self.tss[gl] = tss_new[l_u]
+        self.gon[gl] = up_u[l_u]
+        long_ = lg < -10.0  # segments long enough (> 10 τ) to reach their steady state
+        peak = max(float(T_last.max()), float(prev_tss[long_].max()) if long_.any() else -INF)
+        if peak > self.tpeak_c:
+            self.tpeak_c = peak
 
     def _schedule_wake(self, t: float) -> None:
         if t >= self.H:
@@ -510,8 +662,8 @@ class Thermal:
         if len(due):
             kinds = self.kind[due]
             self.t_next[due] = INF
-            shut_nodes = np.unique(due[kinds == 2] // self.g)
-            slow_nodes = np.setdiff1d(np.unique(due[kinds == 1] // self.g), shut_nodes)
+            shut_nodes = np.unique(due[kinds == 2] // self.u)
+            slow_nodes = np.setdiff1d(np.unique(due[kinds == 1] // self.u), shut_nodes)
             if len(slow_nodes):
                 self._update(slow_nodes)
             for node in shut_nodes.tolist():
@@ -521,26 +673,22 @@ class Thermal:
         if m < self._wake_t:
             self._schedule_wake(m)
 
-    def _hist_add(self, gi: NDArray[np.int64], dt_s: NDArray[np.float64], T0: NDArray[np.float64],
-                  tss: NDArray[np.float64], tau: NDArray[np.float64], decay: NDArray[np.float64]) -> None:
-        """GPU-hours of powered GPUs by their mean temperature over the interval just ended (1 °C bins)."""
-        on = self.gon[gi] & (dt_s > 0)
-        if not on.any():
-            return
-        d = dt_s[on]
-        mean = tss[on] + (T0[on] - tss[on]) * tau[on] * (1.0 - decay[on]) / d
-        b = np.clip(mean.astype(np.int64), 0, _HIST_MAX_C - 1)
-        self.hist += np.bincount(b, weights=d / 3600.0, minlength=_HIST_MAX_C)
+    def _flush_histogram(self, t_h: float) -> None:
+        dt_h = t_h - self.t0
+        self.hist += np.bincount(np.clip(self.tss, 0.0, _HIST_MAX_C - 1).astype(np.intp),
+                                 weights=dt_h * self.gon, minlength=_HIST_MAX_C) * self.w
+        self.t0[:] = t_h
+        self.T[:] = self.tss + (self.T - self.tss) * np.exp(dt_h * -3600.0 / self.tau)
+        self.tpeak_c = max(self.tpeak_c, float(self.T.max()))
 
-    def _trace(self, nodes: NDArray[np.int64], gi: NDArray[np.int64], T: NDArray[np.float64],
-               tss: NDArray[np.float64], tau: NDArray[np.float64], P: NDArray[np.float64],
-               pd: NDArray[np.float64], tin: NDArray[np.float64], R: NDArray[np.float64],
-               speed: NDArray[np.float64]) -> None:
-        sel = np.repeat(self.trace_mask[nodes], self.g)
+    def _trace(self, nodes: NDArray[np.int64], T: NDArray[np.float64], P: NDArray[np.float64],
+               pd: NDArray[np.float64], tin: NDArray[np.float64], R: NDArray[np.float64]) -> None:
+        gi = self._gpus(nodes)
+        sel = np.repeat(self.trace_mask[nodes], self.u)
         k = int(sel.sum())
-        rows = np.column_stack([np.full(k, self.engine.now), (gi[sel] // self.g).astype(float),
-                                (gi[sel] % self.g).astype(float), T[sel], tss[sel], tau[sel], P[sel], pd[sel],
-                                tin[sel], R[sel], speed[sel]])
+        rows = np.column_stack([np.full(k, self.engine.now), (gi[sel] // self.u).astype(float),
+                                (gi[sel] % self.u).astype(float), T[sel], self.tss[gi[sel]], self.tau[gi[sel]],
+                                P[sel], pd[sel], tin[sel], R[sel], self.speed[gi[sel]]])
         self.trace_rows.append(rows)
 
     # =================================================================================== accounting
@@ -550,16 +698,28 @@ class Thermal:
             self._acc += self._tot * dt
             self._t_acc = now
 
-    def _account(self, nodes: NDArray[np.int64], busy: NDArray[np.float64], capped: NDArray[np.float64],
-                 spsum: NDArray[np.float64]) -> None:
+    def _account(self, nsl: Any, nodes: NDArray[np.int64], busy: Any, capped: Any, spsum: Any) -> None:
         self._integrate(self.engine.now)
-        self._tot[0] += float((busy - self.n_busy[nodes]).sum())
-        self._tot[1] += float((capped - self.n_capped[nodes]).sum())
-        self._tot[2] += float((spsum - self.n_spsum[nodes]).sum())
-        self.n_busy[nodes] = busy
-        self.n_capped[nodes] = capped
-        self.n_spsum[nodes] = spsum
-        self._refresh_tp(nodes)
+        tot = self._tot
+        d_busy = float(np.sum(busy - self.n_busy[nsl]))
+        tot[0] += d_busy
+        self.n_busy[nsl] = busy
+        if self._n_hot or self._acc_hot:
+            self._acc_hot = bool(self._n_hot)
+            tot[1] += float(np.sum(capped - self.n_capped[nsl]))
+            tot[2] += float(np.sum(spsum - self.n_spsum[nsl]))
+            self.n_capped[nsl] = capped
+            self.n_spsum[nsl] = spsum
+        else:
+            tot[2] += d_busy
+            self.n_spsum[nsl] = spsum
+        if len(self.engine.speed_caps) > 1 or self._n_hot or self._tp_hot:
+            self._tp_hot = bool(self._n_hot) or len(self.engine.speed_caps) > 1
+            self._refresh_tp(nodes)
+        elif d_busy != 0.0:  # every speed is 1: effective GPUs = busy GPUs
+            self.n_tp[nsl] = busy
+            self._tot[3] += d_busy
+            self._tp_record()
 
     def _refresh_tp(self, nodes: NDArray[np.int64]) -> None:
         """Effective GPUs (GPUs computing × their node's speed over all sources) for the throughput series."""
@@ -569,18 +729,27 @@ class Thermal:
             self._integrate(self.engine.now)
             self.n_tp[nodes] = tp
             self._tot[3] += delta
-            now = self.engine.now
-            if self._tp_t[-1] == now:
-                self._tp_v[-1] = float(self._tot[3])
-            else:
-                self._tp_t.append(now)
-                self._tp_v.append(float(self._tot[3]))
+            self._tp_record()
+
+    def _tp_record(self) -> None:
+        now = self.engine.now
+        if self._tp_t[-1] == now:
+            self._tp_v[-1] = float(self._tot[3])
+        else:
+            self._tp_t.append(now)
+            self._tp_v.append(float(self._tot[3]))
 
     # =================================================================================== bus handlers
     def _on_load(self, nodes: NDArray[np.int64]) -> None:
+        if self._n_warm == 0 or self.cool[nodes].all():
+            self._log.append((self.engine.env.now, np.array(nodes, dtype=np.int64), self.engine.node_util[nodes],
+                              self.cluster.down_count[nodes] == 0))
+            return
         self._update(np.asarray(nodes, dtype=np.int64))
 
     def _on_speed(self, nodes: NDArray[np.int64]) -> None:
+        if self._log:
+            self._flush_log()
         self._refresh_tp(np.asarray(nodes, dtype=np.int64))
 
     def _on_down(self, node: int, cause: str) -> None:
@@ -597,6 +766,7 @@ class Thermal:
     def _on_group(self, node: int, part: str, healthy: int) -> None:
         if part != self.fan_part:
             return
+        self._flush_log()
         self.fans_h[node] = healthy
         if not self.gpu_on_liquid:
             self.rfactor[node] = self.fans_req / healthy if 0 < healthy < self.fans_req else 1.0
@@ -637,8 +807,14 @@ class Thermal:
             z = int(self.zone_of[node])
             if self._supply_now(z) >= self.max_inlet_c:
                 return False
-            if self.z_q[z] + self.z_reserved[z] + self._node_full_air_w(node) > self._zone_cap_w(z):
-                return False
+            if not self.z_slack[z]:
+                # admit only if the zone could carry every node in service, those rebooting and this one at
+                # full load, so restarts never overload a zone (the workload may load them at once)
+                s, e = self.zones[z]
+                n_up = int(np.count_nonzero(self.cluster.down_count[s:e] == 0))
+                full = self._node_full_air_w(node)
+                if n_up * full + self.z_reserved[z] + full > self._zone_cap_w(z):
+                    return False
         return True
 
     def _try_restarts(self) -> None:
@@ -669,14 +845,35 @@ class Thermal:
         self._try_restarts()
 
     # =================================================================================== air zones
-    def _derate(self) -> float:
+    def _derate_at(self, t_h: float) -> float:
+        """Capacity factor of the CRAH units at time ``t_h`` (derating above the design ambient)."""
         assert self.air is not None
-        amb = float(self.ambient_h[min(int(math.floor(self.engine.now + 1e-9)), self.n_hours - 1)])
+        amb = float(self.ambient_h[min(int(math.floor(t_h + 1e-9)), self.n_hours - 1)])
         return max(0.0, 1.0 - self.air.derate_per_c * max(0.0, amb - self.air.design_ambient_c))
 
-    def _zone_cap_w(self, z: int) -> float:
+    def _set_caps(self) -> None:
+        """Healthy capacity of each zone now; zones whose slack changed get their heat and cool flags
+        recomputed (a zone is slack when it could carry all its nodes at full load)."""
         assert self.air is not None
-        return float(self.crah_healthy[z]) * self.air.crah.capacity_kw * 1000.0 * self._derate()
+        self.z_cap = self.crah_healthy * self.air.crah.capacity_kw * 1000.0 * self._derate_at(self.engine.now)
+        slack = self.z_full <= self.z_cap
+        changed = np.flatnonzero(slack != self.z_slack)
+        if not len(changed):
+            return
+        self._flush_log()
+        self.z_slack = slack
+        for z in changed.tolist():
+            s, e = self.zones[z]
+            nodes = self._all[s:e]
+            if not slack[z]:  # the zone's heat matters again: recompute it from the nodes' state now
+                up = self.cluster.down_count[s:e] == 0
+                pd = self.idle_w + (self.tdp_w - self.idle_w) * self.engine.node_util[s:e]
+                self.node_air_w[s:e] = (self.non_gpu_w + (self.g * pd if self.type == "air" else 0.0)) * up
+                self.z_q[z] = float(self.node_air_w[s:e].sum())
+            self._set_cool(nodes)
+
+    def _zone_cap_w(self, z: int) -> float:
+        return float(self.z_cap[z])
 
     def _supply_now(self, z: int) -> float:
         assert self.air is not None
@@ -739,6 +936,7 @@ class Thermal:
     def _zone_step(self, z: int, gen: int, new_h: float) -> None:
         if gen != self.z_gen[z]:
             return
+        self._flush_log()
         self._zone_account(z, self.engine.now)
         self.z_held[z] = new_h
         s, e = self.zones[z]
@@ -768,17 +966,22 @@ class Thermal:
         assert self.air is not None
         z = idx // self.air.crah.count
         self.crah_healthy[z] += 1 if healthy else -1
+        self._set_caps()
         if self.on:
             self._retarget(z)
             self._try_restarts()
 
-    def _hour(self, k: int) -> None:
-        """Hourly ambient change: capacity derating of the air zones."""
+    def _hour(self) -> None:
+        """Ambient change at an hour where the capacity derating of the air zones changes."""
+        self._set_caps()
+        assert self.air is not None
         for z in range(len(self.zones)):
-            self._retarget(z)
+            if not self.z_slack[z] or self.z_tgt[z] != self.air.supply_c:
+                self._retarget(z)
         self._try_restarts()
-        if k + 1 < self.H:
-            self.engine.call_at(float(k + 1), lambda: self._hour(k + 1))
+        self._hour_i += 1
+        if self._hour_i < len(self._hours):
+            self.engine.call_at(float(self._hours[self._hour_i]), self._hour)
 
     # =================================================================================== liquid loops
     def _loop_flow(self, lp: int) -> bool:
@@ -803,6 +1006,7 @@ class Thermal:
         self.timeline.append((now, "loop", lp, float(flow), float(flow), math.nan, math.nan))
         if not self.on:
             return
+        self._flush_log()
         s, e = self.loops[lp]
         gp = self.spec.gpu
         self.rfactor[s:e] = 1.0 if flow else gp.r_no_flow_c_per_w / gp.r_cold_plate_c_per_w
@@ -839,7 +1043,7 @@ class Thermal:
             return self.inlet[nodes]
         if a["gpu"] is not None:
             return self.tss[a["gpu"][pidx]]
-        return self.tss.reshape(-1, self.g)[nodes].max(axis=1)
+        return self.tss.reshape(-1, self.u)[nodes].max(axis=1)
 
     def _age_update(self, nodes: NDArray[np.int64], only: list[dict[str, Any]] | None = None) -> None:
         now = self.engine.now
@@ -994,15 +1198,14 @@ class Thermal:
         e = c.energy
         H = self.H
         rec = self.engine.recorder
-        ts, it = rec.level_series("it_power_w")
-        ts2, gpu = rec.level_series("gpu_power_w")
-        if len(ts) == 0:
-            ts, it, ts2, gpu = np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1)
-        bp = np.union1d(ts[ts < H], np.arange(0.0, H, 1.0))
+        self.it.energy_kwh()  # brings the ITPower's level up to date
+        ts, it = rec.level_series("site_power_w")  # ITPower: site IT power, W
+        ts2, up = rec.level_series("nodes_up")
+        bp = np.union1d(np.union1d(ts[ts < H], ts2[ts2 < H]), np.arange(0.0, H, 1.0))
         ends = np.append(bp[1:], H)
         dur = ends - bp
         it_v = it[np.searchsorted(ts, bp, side="right") - 1]
-        gpu_v = gpu[np.searchsorted(ts2, bp, side="right") - 1]
+        gpu_v = it_v - self.non_gpu_w * up[np.searchsorted(ts2, bp, side="right") - 1]  # down nodes draw 0
         amb = self.ambient_h[np.minimum(bp.astype(np.int64), self.n_hours - 1)]
         cop = np.maximum(e.cop_min, e.chiller_cop - e.cop_slope_per_c * (amb - e.cop_ref_c))
         if self.type == "air":
@@ -1054,4 +1257,4 @@ class Thermal:
         return m, {"pue_daily": daily}
 
 
-__all__ = ["ITPower", "Thermal"]
+__all__ = ["Thermal"]

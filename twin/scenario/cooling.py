@@ -117,7 +117,7 @@ class Air(Strict):
     """Air cooling: zones of CRAH units hold the supply air; server fans move it (model.md §4)."""
 
     zones: PosInt = Field(1, description="Air zones; racks are split into contiguous, near-equal blocks.")
-    crah: Crah = Field(default_factory=Crah)
+    crah: Crah = Field(default_factory=Crah, description="The CRAH units of each zone.")
     supply_c: TempC = Field(22.0, description="Supply (inlet) air temperature while capacity covers the load, °C "
                             "(inside ASHRAE recommended 18–27 °C, sources.md).")
     room_tau_min: PosF = Field(15.0, description="Room time constant after a capacity shortfall, minutes "
@@ -175,7 +175,7 @@ class Cdu(Strict):
                           description="Time to failure of one CDU (assumption: MTBF 50,000 h).")
     repair: Repair = Field(default_factory=lambda: Repair(hot_swap=True),
                            description="Repair of one CDU (default 4 h, assumption).")
-    pumps: Pumps = Field(default_factory=Pumps)
+    pumps: Pumps = Field(default_factory=Pumps, description="The pumps of each CDU.")
 
     @model_validator(mode="after")
     def _check(self) -> "Cdu":
@@ -198,7 +198,7 @@ class Liquid(Strict):
     """Direct liquid cooling: loops of CDUs deliver coolant at `supply_c` (model.md §4)."""
 
     loops: PosInt = Field(1, description="Coolant loops; racks are split into contiguous, near-equal blocks.")
-    cdu: Cdu = Field(default_factory=Cdu)
+    cdu: Cdu = Field(default_factory=Cdu, description="The CDUs of each loop.")
     supply_c: TempC = Field(35.0, description="Coolant supply temperature, °C (warm water 30–40 °C, model.md §4; "
                             "35 °C assumption).")
     leak: Leak | None = Field(default_factory=Leak, description="Leak failures; null: none.")
@@ -249,7 +249,7 @@ def load_ambient_csv(path: Path) -> NDArray[np.float64]:
 class AmbientCsv(Strict):
     """Hourly outdoor temperature series; repeats cyclically past its end."""
 
-    file: str
+    file: str = Field(description="CSV path (relative to the scenario file): column temp_c, one row per hour.")
     _values: NDArray[np.float64] | None = PrivateAttr(default=None)
 
     def bind(self, values: NDArray[np.float64]) -> None:
@@ -315,7 +315,7 @@ class Ageing(Strict):
         "node-wide part uses the node's hottest GPU); inlet: the node's inlet air or coolant.")
 
 
-class Inject(Strict):
+class CoolingInject(Strict):
     """A scheduled failure for stress tests: part `part` number `index` fails at `at_h` (if healthy then)."""
 
     part: str = Field(min_length=1, description="A cooling facility part (crah, cdu, cdu_pump, leak) or a node part.")
@@ -323,7 +323,7 @@ class Inject(Strict):
     at_h: NonNegF = Field(description="Failure time, hours.")
 
 
-class Trace(Strict):
+class ThermalTrace(Strict):
     """Per-GPU temperature trace of a few nodes over a window (for figures and checks)."""
 
     nodes: list[Annotated[int, Field(ge=0)]] = Field(default_factory=lambda: [0], description="Nodes to trace.")
@@ -346,14 +346,15 @@ class Cooling(Strict):
         "model no temperatures (no throttling, no trips, no fan coupling, no ageing).")
     air: Air | None = Field(None, description="Air plant (type air or hybrid; defaults when omitted).")
     liquid: Liquid | None = Field(None, description="Liquid plant (type liquid or hybrid; defaults when omitted).")
-    gpu: GpuThermal = Field(default_factory=GpuThermal)
-    node: NodeThermal = Field(default_factory=NodeThermal)
-    ambient: Ambient = Field(default_factory=Ambient)
-    energy: Energy = Field(default_factory=Energy)
+    gpu: GpuThermal = Field(default_factory=GpuThermal, description="GPU RC model and limits (H100 SXM defaults).")
+    node: NodeThermal = Field(default_factory=NodeThermal, description="Non-GPU load, inlet limit, reboot time.")
+    ambient: Ambient = Field(default_factory=Ambient, description="Outdoor temperature (sinusoids or hourly CSV).")
+    energy: Energy = Field(default_factory=Energy, description="Chiller COP and electrical losses.")
     ageing: dict[str, Ageing] = Field(default_factory=dict, description="Accelerated ageing per node part "
                                       "name; none by default.")
-    inject: list[Inject] = Field(default_factory=list, description="Scheduled failures (stress scenarios).")
-    trace: Trace = Field(default_factory=Trace)
+    inject: list[CoolingInject] = Field(default_factory=list, description="Scheduled failures (stress scenarios).")
+    trace: ThermalTrace = Field(default_factory=ThermalTrace, description="Per-GPU temperature trace of a few "
+                                "nodes over a window (table thermal_trace, figure thermal_week).")
 
     @model_validator(mode="after")
     def _check(self) -> "Cooling":

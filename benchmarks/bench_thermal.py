@@ -1,0 +1,80 @@
+"""Benchmark: simulation-loop time with thermal modelling on versus off (issue 4; target set by issue 10).
+
+The baseline cluster and workload (``scenarios/baseline.yaml``) with an air-cooled and a liquid-cooled
+plant (``scenarios/air.yaml``, ``scenarios/liquid.yaml``). "Off" is the same scenario with
+``cooling.thermal: false``: the cooling units, their failures, repairs and crews and the energy
+accounting stay, only temperatures (throttling, trips, fans, room) are not modelled; so the ratio is
+the cost of the thermal model alone. The baseline without any cooling section is timed as well.
+Loop time only (``Model.loop_s``: the event loop, not building or output), median of repetitions run
+interleaved in one process, so machine drift hits every variant alike.
+
+    python benchmarks/bench_thermal.py [--quick]
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from twin.scenario.loader import load_scenario  # noqa: E402
+from twin.sim import Model  # noqa: E402
+
+TARGET_RATIO = 1.2  # issue 10: thermal on / off loop time
+
+
+def _loop_s(path: Path, sets: list[str]) -> tuple[float, int]:
+    sc = load_scenario(path, sets).scenario
+    model = Model(sc)
+    gc.collect()
+    model.run()
+    out = (float(model.loop_s), int(model.events))
+    del model
+    gc.collect()
+    return out
+
+
+def run(quick: bool = True) -> dict[str, Any]:
+    """Time the event loop of each variant; return medians (s), ratios and event counts."""
+    days = 60 if quick else 365
+    reps = 3 if quick else 5
+    horizon = [f"horizon_days={days}"]
+    variants = {
+        "none": (ROOT / "scenarios" / "baseline.yaml", horizon),
+        "air_off": (ROOT / "scenarios" / "air.yaml", horizon + ["cooling.thermal=false"]),
+        "air_on": (ROOT / "scenarios" / "air.yaml", horizon),
+        "liquid_off": (ROOT / "scenarios" / "liquid.yaml", horizon + ["cooling.thermal=false"]),
+        "liquid_on": (ROOT / "scenarios" / "liquid.yaml", horizon),
+    }
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    events: dict[str, int] = {}
+    for _ in range(reps):
+        for name, (path, sets) in variants.items():
+            t, n = _loop_s(path, sets)
+            times[name].append(t)
+            events[name] = n
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {
+        "benchmark": "thermal_cost",
+        "quick": quick,
+        "horizon_days": days,
+        "repetitions": reps,
+        "interpreter": sys.executable,
+        "loop_s_median": med,
+        "events": events,
+        "ratio_air": med["air_on"] / med["air_off"],
+        "ratio_liquid": med["liquid_on"] / med["liquid_off"],
+        "ratio": max(med["air_on"] / med["air_off"], med["liquid_on"] / med["liquid_off"]),
+        "ratio_air_vs_no_cooling": med["air_on"] / med["none"],
+        "target_ratio": TARGET_RATIO,
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(quick="--quick" in sys.argv[1:]), indent=2))
