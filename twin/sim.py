@@ -29,6 +29,7 @@ COMPONENTS: list[tuple[str, str, str]] = [
     ("power", "twin.model.power", "PowerChain"),
     ("cooling", "twin.model.thermal", "Thermal"),
     ("workload", "twin.model.workload", "Workload"),
+    ("costs", "twin.model.costs", "Costs"),  # last: prices what the others recorded
 ]
 
 
@@ -186,7 +187,9 @@ class Model:
             "capacity": pd.DataFrame({"time_h": ts, "nodes_up": vs.astype(np.int64)}),
         }
         for comp in self.components:
-            m, t = comp.results()
+            # A component with ``wants_metrics = True`` (costs) is given the metrics and tables of the
+            # components before it (read-only) instead of calling them: results() run in COMPONENTS order.
+            m, t = comp.results(metrics, tables) if getattr(comp, "wants_metrics", False) else comp.results()
             metrics.update(m)
             tables.update(t)
         self.output_s = time.perf_counter() - t0

@@ -23,7 +23,8 @@ DEFAULT_MAX_REPS = 10_000
 """Same as :data:`twin.experiment.runner.DEFAULT_MAX_REPS` (not imported: it pulls in pandas)."""
 
 HEADLINE = ("node_availability", "fleet_capacity_availability", "goodput", "useful_gpu_hours", "ettr.max_job",
-            "failures", "node_down_hours", "interruptions", "stockouts", "energy.it_kwh", "pue")
+            "failures", "node_down_hours", "interruptions", "stockouts", "energy.it_kwh", "pue",
+            "cost.total", "cost.per_useful_gpu_hour")
 
 
 def _echo(msg: str) -> None:
@@ -57,6 +58,9 @@ def _common(p: argparse.ArgumentParser, reps_default: int = 20) -> None:
                    help="print every metric, not only the headline ones")
     p.add_argument("--no-report", dest="no_report", action="store_true", help="skip report.html / report.md")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    from twin.limits import add_guard_args
+
+    add_guard_args(p)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -82,6 +86,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("scenario", help="scenario YAML file")
     p.add_argument("--param", action="append", default=[], metavar="PATH=V1,V2,...",
                    help="a swept scenario field and its values (YAML each); repeatable: the grid is the product")
+    p.add_argument("--objective", metavar="METRIC",
+                   help="choose the grid point with the smallest mean METRIC (e.g. cost.total) among those that "
+                        "meet every --constraint; exit 1 when none does")
+    p.add_argument("--constraint", dest="constraints", action="append", default=[], metavar="METRIC>=X",
+                   help="METRIC>=X or METRIC<=X, met when the one-sided confidence bound of the mean is on the "
+                        "right side of X (e.g. 'node_availability>=0.995'); repeatable")
+    p.add_argument("--confidence", type=float, default=0.95, metavar="C",
+                   help="confidence of the constraint bounds (default 0.95)")
     _common(p)
     p.set_defaults(func=cmd_sweep)
 
@@ -127,6 +139,45 @@ def _check(args: argparse.Namespace) -> None:
         raise InputError("--workers", str(args.workers), "must be >= 1")
     if args.max_reps < args.reps:
         raise InputError("--max-reps", str(args.max_reps), f"must be >= --reps ({args.reps})")
+
+
+def _check_limits(args: argparse.Namespace, kind: str) -> None:
+    """twin.limits before any work: every scenario the command will run (each variant, grid point
+    or sensitivity level), with the total replications it may run (--max-reps with --target-ci)."""
+    if args.force:
+        return
+    import itertools
+
+    from twin.limits import check_limits
+    from twin.scenario.loader import load_scenario
+
+    sets = list(args.overrides)
+    if kind == "compare":
+        from twin.experiment.compare import load_variants
+
+        points = load_variants(args.scenarios, sets)[0]
+    elif kind == "sweep":
+        from twin.experiment.sweep import parse_param
+
+        params = [parse_param(e) for e in args.param]
+        points = [load_scenario(args.scenario, sets + [f"{p.path}={p.raw[k]}" for p, k in zip(params, combo)])
+                  for combo in itertools.product(*[range(len(p.raw)) for p in params])]
+    elif kind == "sensitivity":
+        from twin.experiment.sweep import factor_overrides, parse_param
+
+        base = load_scenario(args.scenario, sets)
+        exprs = []
+        for e in args.param:
+            p = parse_param(e, exactly=2)
+            exprs += [f"{p.path}={p.raw[0]}", f"{p.path}={p.raw[1]}"]
+        if args.factor is not None:
+            exprs += [x for fa in factor_overrides(base, args.factor) for x in (fa.low_set, fa.high_set)]
+        points = [base] + [load_scenario(args.scenario, sets + [x]) for x in exprs]
+    else:
+        points = [load_scenario(args.scenario, sets)]
+    per_point = args.max_reps if args.target_ci else args.reps
+    for ld in points:
+        check_limits(ld, reps=per_point * len(points), force=False)
 
 
 def _progress(args: argparse.Namespace) -> bool:
@@ -187,6 +238,10 @@ def cmd_montecarlo(args: argparse.Namespace) -> int:
     _check(args)
     targets = parse_targets(args.target_ci)
     loaded = load_scenario(args.scenario, args.overrides)
+    if not args.force:
+        from twin.limits import check_limits
+
+        check_limits(loaded, reps=args.max_reps if targets else args.reps)
     folder = experiment_folder(Path(args.results), loaded, args.label)
     res = run_experiment(loaded, args.reps, args.workers, args.dask, folder, args.overwrite, targets or None,
                          _progress(args), max_reps=args.max_reps, echo=_note)
@@ -212,6 +267,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     _check(args)
     targets = parse_targets(args.target_ci)
+    _check_limits(args, "compare")
     res = run_compare(args.scenarios, args.overrides, args.reps, args.workers, args.dask, args.results, args.label,
                       args.overwrite, targets or None, args.max_reps, _progress(args), echo=_note)
     for n in res.notes:
@@ -232,12 +288,44 @@ def cmd_compare(args: argparse.Namespace) -> int:
             for m, b, win, mg, lo, hi, c in zip(w.metric, w.better, w.winner, w.margin, w.margin_ci_low,
                                                  w.margin_ci_high, w.clear)]
     print_table(rows, ["metric", "better", "winner", "margin", "95 % CI", "clear"])
+    if res.breakeven is not None:
+        _print_breakeven(res.breakeven)
     _echo(f"results: {res.folder}")
     _report(res.folder, args)
     if targets and res.target_met is False:
         _note(f"check failed: the target half-width {targets} was not reached within --max-reps {args.max_reps}")
         return EXIT_CHECK_FAILED
     return EXIT_OK
+
+
+def _print_breakeven(be: "pd.DataFrame") -> None:
+    """Cost decision of every variant vs the reference (twin.experiment.decide)."""
+    r0 = be.iloc[0]
+    _echo(f"\ncost break-even vs {r0.reference} ({r0.currency}; a useful GPU-hour is worth "
+          f"{_fmt(r0.value_per_useful_gpu_hour)}, discount rate {_fmt(r0.discount_rate)}; "
+          "benefit = value of extra useful GPU-hours + operating savings, per year)")
+    rows = [[r.variant, _fmt(r.extra_capital), _fmt(r.annual_net_benefit),
+             f"[{_fmt(r.annual_net_benefit_ci_low)}, {_fmt(r.annual_net_benefit_ci_high)}]",
+             (r.variant if r.capital_heavier == "variant" else r.reference), _fmt(r.payback_years),
+             f"[{_fmt(r.payback_years_ci_low)}, {_fmt(r.payback_years_ci_high)}]",
+             _fmt(r.energy_price_breakeven_per_kwh)]
+            for r in be.itertuples(index=False)]
+    print_table(rows, ["variant", "Δ capital", "net benefit/yr", "95 % CI", "repays", "payback years",
+                       "95 % CI", "break-even price/kWh"])
+
+
+def _print_decision(res: object) -> None:
+    d = getattr(res, "decision", None)
+    if d is None:
+        return
+    obj = str(d.objective.iloc[0])
+    bounds = [c for c in d.columns if c.endswith(("_lower_bound", "_upper_bound"))]
+    _echo(f"\ndecision: smallest mean {obj} among points meeting the constraints at the stated confidence")
+    rows = [[str(r["point"]), _fmt(r["objective_mean"]), *[_fmt(r[b]) for b in bounds],
+             "yes" if r["feasible"] else "no", "<==" if r["chosen"] else ""] for _, r in d.iterrows()]
+    print_table(rows, ["point", obj, *bounds, "feasible", "chosen"])
+    chosen = getattr(res, "chosen", None)
+    _echo("chosen: " + (f"point {chosen}" if chosen is not None else "none: no grid point meets the constraints"))
 
 
 def _points_met(results: Sequence[object]) -> bool:
@@ -249,9 +337,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     _check(args)
     targets = parse_targets(args.target_ci)
+    _check_limits(args, "sweep")
     res = run_sweep(args.scenario, args.overrides, args.param, args.reps, args.workers, args.dask, args.results,
-                    args.label, args.overwrite, targets or None, args.max_reps, _progress(args), echo=_note)
-    ms = shown_metrics(list(res.tidy.metric.unique()), args.all_metrics, list(targets))
+                    args.label, args.overwrite, targets or None, args.max_reps, _progress(args), echo=_note,
+                    objective=args.objective, constraints=args.constraints, confidence=args.confidence)
+    extra = list(targets) + ([args.objective] if args.objective else [])
+    extra += [c.split(">=")[0].split("<=")[0].strip() for c in args.constraints]
+    ms = shown_metrics(list(res.tidy.metric.unique()), args.all_metrics, extra)
     params = [p.path for p in res.params]
     t = res.tidy[res.tidy.metric.isin(ms)]
     rows = [[str(pt), *[_fmt(v) if isinstance(v, float) else str(v) for v in vals], m, _fmt(mean),
@@ -259,10 +351,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             for pt, *vals, m, mean, lo, hi, p5, p50, p95 in
             t[["point", *params, "metric", "mean", "ci_low", "ci_high", "p5", "p50", "p95"]].itertuples(index=False)]
     print_table(rows, ["point", *params, "metric", "mean", "95 % CI", "p5", "p50", "p95"])
+    _print_decision(res)
     _echo(f"results: {res.folder}")
     _report(res.folder, args)
     if targets and not _points_met(res.results):
         _note("check failed: a target half-width was not reached at some points within --max-reps")
+        return EXIT_CHECK_FAILED
+    if args.objective and res.chosen is None:
+        _note("check failed: no grid point meets the constraints at the stated confidence")
         return EXIT_CHECK_FAILED
     return EXIT_OK
 
@@ -272,6 +368,7 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
 
     _check(args)
     targets = parse_targets(args.target_ci)
+    _check_limits(args, "sensitivity")
     res = run_sensitivity(args.scenario, args.overrides, args.param, args.factor, args.reps, args.workers, args.dask,
                           args.results, args.label, args.overwrite, targets or None, args.max_reps, _progress(args),
                           echo=_note)

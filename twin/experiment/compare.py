@@ -42,6 +42,8 @@ class CompareResult:
     reps: int
     notes: list[str] = field(default_factory=list)
     target_met: bool | None = None
+    breakeven: pd.DataFrame | None = None
+    """Cost break-even of every variant vs the first (twin.experiment.decide); None without costs."""
 
 
 def variant_labels(paths: Sequence[str], loadeds: Sequence[Loaded]) -> list[str]:
@@ -134,6 +136,13 @@ def run_compare(paths: Sequence[str], sets: Sequence[str], reps: int, workers: i
     atomic_write_parquet(folder / "summaries.parquet", summ)
     atomic_write_parquet(folder / "paired.parquet", paired)
     atomic_write_parquet(folder / "winners.parquet", win)
+    from twin.experiment.decide import breakeven_table  # cost decision (issue 9): payback, break-even price
+
+    be = breakeven_table(labels, [r.replications for r in results], loadeds)
+    if len(be):
+        atomic_write_parquet(folder / "breakeven.parquet", be)
+    elif (folder / "breakeven.parquet").is_file():  # left by an earlier comparison with costs
+        (folder / "breakeven.parquet").unlink()
     write_json(folder / "experiment.json", {
         "kind": "compare", "reference": labels[0], "seed": loadeds[0].scenario.seed, "replications": n,
         "crn": notes[0], "notes": notes, "target_ci": dict(target_ci) if target_ci else None, "target_met": target_met,
@@ -143,4 +152,4 @@ def run_compare(paths: Sequence[str], sets: Sequence[str], reps: int, workers: i
         "versions": versions(),
     })
     return CompareResult(folder, list(labels), loadeds, results, summ, paired, win, loadeds[0].scenario.seed, n,
-                         notes, target_met)
+                         notes, target_met, be if len(be) else None)

@@ -91,15 +91,27 @@ class SweepResult:
     tidy: pd.DataFrame
     results: list[ExperimentResult]
     base: Loaded
+    decision: pd.DataFrame | None = None
+    """With an objective: one row per point (twin.experiment.decide.choose), stored as decision.parquet."""
+    chosen: int | None = None
 
 
 def run_sweep(scenario: str, sets: Sequence[str], param_exprs: Sequence[str], reps: int, workers: int = 1,
               dask_address: str | None = None, results_root: Path | str = "results", label: str | None = None,
               overwrite: bool = False, target_ci: Mapping[str, float] | None = None,
               max_reps: int = DEFAULT_MAX_REPS, progress: bool = True,
-              echo: Callable[[str], None] = print) -> SweepResult:
+              echo: Callable[[str], None] = print, objective: str | None = None,
+              constraints: Sequence[str] = (), confidence: float = 0.95) -> SweepResult:
+    """Run every grid point. With ``objective``: also the cheapest point whose ``constraints``
+    (``metric>=x`` / ``metric<=x``) hold at ``confidence`` (twin.experiment.decide.choose)."""
+    from twin.experiment import decide
+
     if not param_exprs:
         raise InputError("sweep", "--param", "give at least one --param path=v1,v2,...")
+    cons = [decide.parse_constraint(c) for c in constraints]
+    if cons and objective is None:
+        raise InputError("sweep", "--constraint", "give --objective METRIC (minimised) with --constraint")
+    decide.check_confidence(confidence)
     params = [parse_param(e) for e in param_exprs]
     paths = [p.path for p in params]
     if len(set(paths)) != len(paths):
@@ -133,13 +145,21 @@ def run_sweep(scenario: str, sets: Sequence[str], param_exprs: Sequence[str], re
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_parquet(folder / "points.parquet", points_df)
     atomic_write_parquet(folder / "sweep.parquet", tidy_df)
+    decision, chosen, dmeta = None, None, None
+    if objective is not None:
+        decision, chosen = decide.choose(tidy_df, paths, objective, cons, confidence)
+        atomic_write_parquet(folder / "decision.parquet", decision)
+        dmeta = {"objective": objective, "sense": "min", "constraints": [str(c) for c in cons],
+                 "confidence": confidence, "chosen_point": chosen}
+    elif (folder / "decision.parquet").is_file():  # left by an earlier run with an objective
+        (folder / "decision.parquet").unlink()
     write_json(folder / "experiment.json", {
         "kind": "sweep", "scenario": base.scenario.name, "scenario_hash": base.hash, "seed": base.scenario.seed,
         "source": str(scenario), "set": list(sets), "params": [{"path": p.path, "values": p.raw} for p in params],
         "replications": reps, "target_ci": dict(target_ci) if target_ci else None, "versions": versions(),
-        "points": points_df.to_dict("records"),
+        "points": points_df.to_dict("records"), "decision": dmeta,
     })
-    return SweepResult(folder, params, points_df, tidy_df, results, base)
+    return SweepResult(folder, params, points_df, tidy_df, results, base, decision, chosen)
 
 
 # ---------------------------------------------------------------------------- sensitivity

@@ -26,7 +26,8 @@ import pandas as pd  # noqa: E402
 from twin.errors import InputError  # noqa: E402
 
 HEADLINE = ("node_availability", "fleet_capacity_availability", "goodput", "useful_gpu_hours", "ettr.max_job",
-            "failures", "node_down_hours", "interruptions", "stockouts", "energy.it_kwh", "pue")
+            "failures", "node_down_hours", "interruptions", "stockouts", "energy.it_kwh", "pue",
+            "cost.total", "cost.per_useful_gpu_hour")
 """Metrics shown first (those a scenario reports)."""
 DIST_METRICS = ("node_availability", "goodput")
 
@@ -324,6 +325,9 @@ def _montecarlo(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
     if fig is not None:
         doc.h2("Goodput breakdown")
         doc.figure(fig, "goodput_breakdown.png", "goodput breakdown")
+    from twin.report import cost_figures  # cost section (issue 9): only when the scenario has costs
+
+    cost_figures.montecarlo_section(doc, meta["scenario"], summ, folder)
     doc.h2("All metrics")
     doc.table(_summary_rows(summ, list(summ.metric)))
 
@@ -375,6 +379,9 @@ def _compare(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
     doc.p("Best mean per metric with a preferred direction; margin is the paired difference to the runner-up "
           "(clear when its 95 % CI excludes zero).")
     doc.table(win)
+    from twin.report import cost_figures  # cost breakdown and break-even (issue 9), when present
+
+    cost_figures.compare_section(doc, folder, summ, [v["label"] for v in meta["variants"]])
     for m in DIST_METRICS:
         if tables and all(m in t.columns for t in tables.values()):
             doc.figure(fig_hist_ecdf({k: t[m].to_numpy(dtype=float) for k, t in tables.items()}, m),
@@ -403,6 +410,9 @@ def _sweep(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
         fig = fig_sweep(tidy, params, m)
         if fig is not None:
             doc.figure(fig, f"sweep_{m}.png", f"sweep of {m}")
+    from twin.report import cost_figures  # decision, frontier, cost breakdown (issue 9), when present
+
+    cost_figures.sweep_section(doc, folder, meta, tidy)
     doc.h2("Table")
     t = tidy[tidy.metric.isin(ms)]
     out = t[["point", *params, "metric", "mean"]].copy()

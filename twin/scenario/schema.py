@@ -60,6 +60,9 @@ class Part(Strict):
 
     @model_validator(mode="after")
     def _check(self) -> "Part":
+        if isinstance(self.failure, Fixed) and self.failure.value_h <= 0:
+            raise ValueError("@failure: a fixed time to failure must be > 0 h (0 fails the part again at once), "
+                             f"got {self.failure.value_h}")
         if self.required is None:
             self.required = self.count
         if self.required > self.count:
