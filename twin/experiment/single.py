@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -42,8 +43,11 @@ def existing_hash(folder: Path) -> str | None:
     f = folder / "summary.json"
     if not f.is_file():
         return None
-    data = json.loads(f.read_text())
-    return str(data.get("scenario_hash"))
+    try:
+        data = json.loads(f.read_text())
+    except (OSError, UnicodeDecodeError, ValueError):  # unreadable or not JSON: not a run folder of ours
+        return None
+    return str(data.get("scenario_hash")) if isinstance(data, dict) else None
 
 
 FIGURE_MODULES = [
@@ -51,6 +55,7 @@ FIGURE_MODULES = [
     "twin.report.thermal_figures",
     "twin.report.power_figures",
     "twin.report.network_figures",
+    "twin.report.cost_figures",
 ]
 
 
@@ -130,6 +135,25 @@ def run_command(loaded: Loaded, results_root: Path, label: str | None, overwrite
             return 0
         raise InputError(str(folder), "--label",
                          f"folder holds results of another scenario (hash {h}); choose another label or --overwrite")
+    try:
+        res = _simulate(loaded, replication, progress)
+        with atomic_folder(folder, overwrite=True) as tmp:  # built aside, renamed into place when complete
+            write_results(tmp, loaded, res)
+    except KeyboardInterrupt:
+        print(f"interrupted: nothing was written to {folder}; run the same command again to start the "
+              f"replication over", file=sys.stderr, flush=True)
+        raise
+    echo(f"{sc.name}  (hash {loaded.hash}, seed {sc.seed}, {sc.horizon_days:g} days, "
+         f"{sc.cluster.n_nodes} nodes, {res.events_processed} events, {sum(res.timings_s.values()):.2f} s)")
+    width = max(len(a) for a, _ in headline_rows(res.metrics))
+    for a, b in headline_rows(res.metrics):
+        echo(f"  {a:<{width}}  {b}")
+    echo(f"results: {folder}")
+    return 0
+
+
+def _simulate(loaded: Loaded, replication: int, progress: bool) -> ReplicationResult:
+    sc = loaded.scenario
     if progress:
         from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -141,12 +165,4 @@ def run_command(loaded: Loaded, results_root: Path, label: str | None, overwrite
                                   progress=lambda t: bar.update(task, completed=t / 24.0))
     else:
         res = run_replication(sc, replication, loaded.hash)
-    with atomic_folder(folder, overwrite=True) as tmp:
-        write_results(tmp, loaded, res)
-    echo(f"{sc.name}  (hash {loaded.hash}, seed {sc.seed}, {sc.horizon_days:g} days, "
-         f"{sc.cluster.n_nodes} nodes, {res.events_processed} events, {sum(res.timings_s.values()):.2f} s)")
-    width = max(len(a) for a, _ in headline_rows(res.metrics))
-    for a, b in headline_rows(res.metrics):
-        echo(f"  {a:<{width}}  {b}")
-    echo(f"results: {folder}")
-    return 0
+    return res
