@@ -28,6 +28,10 @@ HEADLINE = [
     ("interruptions", "job interruptions", "{:.0f}"),
     ("energy.it_kwh", "IT energy (kWh)", "{:,.0f}"),
     ("pue", "PUE", "{:.3f}"),
+    ("thermal.throttled_gpu_hours", "throttled GPU-hours", "{:,.0f}"),
+    ("power.capped_gpu_hours", "power-capped GPU-hours", "{:,.0f}"),
+    ("cost.total", "total cost over the horizon", "{:,.0f}"),
+    ("cost.per_useful_gpu_hour", "cost per useful GPU-hour", "{:.3f}"),
 ]
 
 
