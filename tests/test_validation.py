@@ -1,0 +1,196 @@
+"""`twin validate`: the quick suite passes through the CLI, references are computed in code, a
+deliberately broken model fails, the sweep shrinks its interval, and the interval helpers cover."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from twin.cli import main
+from twin.physics import closed_forms as cf
+from twin.validation import physical, reliability
+from twin.validation.cases import CASES, interruption_rate
+from twin.validation.cli import validate
+from twin.validation.field import PROVENANCE, published_group_counts, read_llama_table, tuned_mtbf_h
+from twin.validation.framework import PoissonPI, Settings, bonferroni_confidence, judge_family
+from twin.validation.suite import sweep, sweep_points
+
+QUICK = Settings(quick=True, confidence=0.99)
+
+
+def double_repair_times(doc: dict[str, Any]) -> dict[str, Any]:
+    """The broken model: every repair takes twice as long (fixed, exponential or lognormal)."""
+    d = copy.deepcopy(doc)
+
+    def walk(x: Any) -> None:
+        if isinstance(x, dict):
+            rep = x.get("repair")
+            if isinstance(rep, dict) and isinstance(rep.get("time"), dict):
+                t = rep["time"]
+                for k in ("mean_h", "value_h"):
+                    if k in t:
+                        t[k] = 2 * t[k]
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    walk(d)
+    return d
+
+
+# ---- the quick suite through the CLI ---------------------------------------------------------------
+
+def test_quick_suite_passes_and_writes_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "--quick", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for col in ("case", "quantity", "reference", "simulated mean", "95 % interval", "verdict"):
+        assert col in out
+    assert "PASS" in out and "FAIL" not in out
+    folder = tmp_path / "quick"
+    html = (folder / "report.html").read_text()
+    assert "data:image/png;base64," in html and "<script" not in html and "http" not in html.split("<body>")[1]
+    assert (folder / "report.md").is_file() and (folder / "table.md").is_file()
+    data = json.loads((folder / "results.json").read_text())
+    assert data["passed"] is True
+    cases = {r["case"] for r in data["results"]}
+    assert cases == set(CASES)  # every case ran
+    m = data["checked"]
+    assert m == sum(r["check"] for r in data["results"]) and m >= 30
+    # Bonferroni: each interval at 1 - 0.01/m, so a correct model passes the whole suite >= 99 %
+    assert data["interval_confidence"] == pytest.approx(1 - 0.01 / m, rel=1e-12)
+    for r in data["results"]:
+        assert math.isfinite(r["mean"]), r
+        assert r["verdict"] in ("pass", "info"), r
+        if r["check"] and r["interval"] != "exact":
+            # the verdict interval (family level) contains the 95 % one
+            assert r["ci_low"] <= r["ci95_low"] and r["ci95_high"] <= r["ci_high"], r
+    # field cases state what was tuned and what is out-of-sample; the tuned counts are in-sample
+    llama = [r for r in data["results"] if r["case"] == "llama3_54day"]
+    assert {r["sample"] for r in llama if r["check"]} == {"in-sample"}
+    assert any(not r["check"] and r["sample"] == "out-of-sample" for r in llama)  # ETTR: information
+    for case in ("llama3_54day", "meta_rsc"):
+        assert set(PROVENANCE[case]) == {"from the source", "tuned to this data", "assumptions", "out-of-sample"}
+        assert PROVENANCE[case]["tuned to this data"] in (folder / "report.md").read_text()
+
+
+def test_unknown_case_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "--case", "nope", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--case" in err[0] and "single_part" in err[0]
+    assert main(["validate", "--sweep", "--out", str(tmp_path)]) == 2  # --sweep needs one case
+
+
+# ---- references are computed in code ------------------------------------------------------------------
+
+def test_references_follow_their_parameters() -> None:
+    """Each reference is the formula of the case's parameters, not a stored number: change a parameter
+    and the reference moves to the formula's new value."""
+    (a,) = reliability.single_part(QUICK, mtbf_h=10.0, mttr_h=2.0)
+    (b,) = reliability.single_part(QUICK, mtbf_h=10.0, mttr_h=1.0)
+    assert a.reference == pytest.approx(10 / 12) and b.reference == pytest.approx(10 / 11)
+    assert a.passed and b.passed
+
+    e1 = physical.energy_constant_load(QUICK, nodes=2, hours=240.0)
+    e2 = physical.energy_constant_load(QUICK, nodes=3, hours=100.0)
+    assert e1[0].reference == pytest.approx(2 * 10_200 * 240 / 1000) and e2[0].reference == pytest.approx(3060.0)
+    assert all(r.passed for r in e1 + e2)
+
+    t1 = physical.thermal_step(QUICK)
+    t2 = physical.thermal_step(QUICK, r_c_per_w=0.11, c_j_per_c=300.0, supply_c=20.0)
+    assert t1[1].reference != t2[1].reference
+    tau = 0.11 * 300.0
+    assert t2[1].reference == pytest.approx(tau * math.log((20 + 11 - 20 - 77) / (89 - 20 - 77)))
+    assert all(r.passed for r in t1 + t2)
+
+    u1 = physical.ups_ride_through(QUICK, gap_h=2.0)
+    u2 = physical.ups_ride_through(QUICK, gap_h=4.0, ride_through_min=6.0)
+    assert u2[1].reference == pytest.approx(u1[1].reference * 2 * 6 / 10)
+    assert all(r.passed for r in u1 + u2)
+
+    rates = interruption_rate(Settings(quick=True, confidence=0.99, replications=4), node_mtbf_h=250.0)
+    assert [r.reference for r in rates] == pytest.approx([n / 250.0 for n in (1, 4, 16)])
+
+
+def test_llama_references_come_from_the_packaged_table() -> None:
+    rows = read_llama_table()
+    counts = published_group_counts(rows)
+    assert counts["total"] == 419 == sum(r["count"] for r in rows)
+    assert counts["GPU"] == 148 + 72 + 19 + 17 + 6 + 6 and counts["software"] == 54 + 2 + 7
+    # the derivation behind baseline.yaml: 21,233,664 GPU-hours / 190 GPU failures
+    assert tuned_mtbf_h(rows, "gpu") == pytest.approx(16_384 * 54 * 24 / 190)
+
+
+# ---- a deliberately broken model fails --------------------------------------------------------------------
+
+def test_broken_model_fails_the_case_and_the_command(tmp_path: Path) -> None:
+    (r,) = reliability.single_part(Settings(quick=True, confidence=0.99, mutate=double_repair_times))
+    assert not r.passed and r.ci_high < r.reference  # availability clearly lower
+    code = validate(["single_part", "one_of_two"], quick=True, out=tmp_path, mutate=double_repair_times,
+                    echo=lambda _m: None)
+    assert code == 1
+    data = json.loads((tmp_path / "quick-single_part+one_of_two" / "results.json").read_text())
+    assert data["passed"] is False and all(r["verdict"] == "FAIL" for r in data["results"])
+    # the same cases unbroken pass
+    assert validate(["single_part", "one_of_two"], quick=True, out=tmp_path, echo=lambda _m: None) == 0
+
+
+# ---- sweep ------------------------------------------------------------------------------------------------
+
+def test_sweep_interval_shrinks_around_the_reference(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "--quick", "--case", "single_part", "--sweep", "--reps", "40",
+                 "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "half-width" in out
+    assert (tmp_path / "quick" / "sweep-single_part" / "report.html").is_file()
+    (r,) = reliability.single_part(Settings(quick=True, replications=40))
+    rows = sweep([r])
+    assert [x.replications for x in rows] == sweep_points(40) == [3, 5, 10, 20, 40]
+    assert rows[-1].half_width < rows[0].half_width / 3  # about 1/sqrt(k)
+    assert rows[-1].covers
+
+
+# ---- the interval machinery ------------------------------------------------------------------------------
+
+def test_bonferroni_level() -> None:
+    assert bonferroni_confidence(25) == pytest.approx(0.9996)
+    (r,) = reliability.single_part(QUICK)
+    judged, conf = judge_family([r, r, r, r])
+    assert conf == pytest.approx(1 - 0.01 / 4)
+    assert judged[0].ci_high - judged[0].ci_low > r.ci_high - r.ci_low
+
+
+def test_poisson_prediction_interval_covers() -> None:
+    """The PI of a new Poisson count, from replications estimating its mean, covers at least its level
+    (checked against numpy draws; a test-only generator, not a model stream)."""
+    g = np.random.default_rng(2024)
+    mu, reps, trials, conf = 60.0, 8, 4000, 0.9
+    miss = 0
+    for _ in range(trials):
+        _, lo, hi = PoissonPI(g.poisson(mu, reps).astype(float)).interval(conf)
+        y = g.poisson(mu)
+        miss += not (lo <= y <= hi)
+    # binomial bound on the miss rate at the nominal 10 %: far below 10 % + 3 sd
+    assert miss / trials < 0.1 + 3 * math.sqrt(0.1 * 0.9 / trials)
+
+
+def test_meta_reference_is_the_calibrated_scaling_law() -> None:
+    res = CASES["meta_rsc"](QUICK)
+    cal = {r.quantity.split(":")[0]: r for r in res if "per-node" in r.quantity}
+    for r in res:
+        if "MTTF" not in r.quantity:
+            continue
+        cluster = r.quantity.split(":")[0]
+        n = int(r.quantity.split("MTTF, ")[1].split(" nodes")[0])
+        r_hat = cal[cluster].mean / 24_000.0  # per node-hour
+        assert r.reference == pytest.approx(1.0 / (n * r_hat), rel=1e-12)
+        assert r.passed and all(r.excludes(v) for v in r.wrong.values())
+    assert cal["RSC-1"].reference == 6.50 and cal["RSC-2"].reference == 2.34
+    assert cf.job_interruption_rate_per_h(512, 6.5 / 24_000) == pytest.approx(512 * 6.5 / 24_000)

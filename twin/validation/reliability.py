@@ -1,0 +1,220 @@
+"""Reliability cases (model.md §9): one repairable part, k-out-of-n with r crews, 1-of-2 with one
+and two crews, spares by Palm's theorem.
+
+Each case states a scenario whose steady state has a known closed form, runs replications with
+fixed seeds and compares the estimate with the closed form. Warm-up is discarded (or shown
+negligible, as an invariant) so the estimator targets the steady-state quantity. Each result lists
+plausible *wrong* models (``CaseResult.wrong``); the tests assert the interval excludes them, so a
+pass means something.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from twin.physics import closed_forms as cf
+from twin.validation.framework import CaseResult, Doc, Ratio, Settings, TMean, load_case_doc, result
+from twin.sim import run_replication
+
+
+def down_fraction(intervals: pd.DataFrame, node: int, start_h: float, end_h: float) -> float:
+    """Share of [start_h, end_h) that ``node`` spent down (intervals clipped to the window)."""
+    d = intervals[(intervals["state"] == "down") & (intervals["node"] == node)]
+    s = np.maximum(d["start_h"].to_numpy(), start_h)
+    e = np.minimum(d["end_h"].to_numpy(), end_h)
+    return float(np.clip(e - s, 0.0, None).sum() / (end_h - start_h))
+
+
+def base_doc(name: str, days: float, parts: dict[str, Any], crews: int = 1, racks: int = 1,
+             nodes_per_rack: int = 1, spares: dict[str, Any] | None = None) -> Doc:
+    """A cluster of identical nodes with ``parts``, no detection delay, ``crews`` technicians 24x7."""
+    doc: Doc = {
+        "name": name,
+        "horizon_days": days,
+        "cluster": {"racks": racks, "nodes_per_rack": nodes_per_rack, "node": {"gpus": 8, "parts": parts}},
+        "maintenance": {
+            "detection": {"dist": "fixed", "value_h": 0},
+            "crews": {"crew": {"count": crews, "shift": "24x7"}},
+        },
+    }
+    if spares:
+        doc["maintenance"]["spares"] = spares
+    return doc
+
+
+# ---- one repairable part: A = MTBF / (MTBF + MTTR) ---------------------------------------------
+
+def single_part(s: Settings, mtbf_h: float = 10.0, mttr_h: float = 2.0) -> list[CaseResult]:
+    """One node with one node_down part, exponential failures (``mtbf_h``) and repairs (``mttr_h``),
+    no detection, queue, spare wait or burn-in: node availability against MTBF/(MTBF + MTTR).
+
+    The run starts with the part new: the exact expected time average over [0, H] of the two-state
+    chain is A + (1 − A)(1 − e^{−(λ+μ)H})/((λ+μ)H); an invariant checks that this offset is below
+    5 % of the interval half-width (so the steady-state formula is the right reference)."""
+    reps = s.reps(10, 40)
+    days = 250.0 if s.quick else 1000.0
+    doc = base_doc("single-part", days, {
+        "board": {"count": 1, "effect": "node_down",
+                  "failure": {"dist": "exponential", "mean_h": mtbf_h},
+                  "repair": {"hot_swap": False, "burn_in_h": 0,
+                             "time": {"dist": "exponential", "mean_h": mttr_h}}},
+    })
+    sc = load_case_doc(doc, s)
+    H = sc.horizon_h
+    avail = []
+    n_fail = 0.0
+    pure_repair = True
+    for rep in range(reps):
+        res = run_replication(sc, rep)
+        avail.append(res.metrics["node_availability"])
+        n_fail += res.metrics["failures"]
+        t = res.tables["tickets"]
+        t = t[t["done"]]  # tickets still open at the horizon have no end yet
+        # the whole downtime is the repair: no detection, no queue, no spare wait, no burn-in
+        pure_repair &= bool((t["start_h"] == t["fail_h"]).all() and (t["back_h"] == t["end_h"]).all())
+    expected = float(cf.availability_single(mtbf_h, mttr_h))
+    est = TMean(np.array(avail))
+    _, lo, hi = est.interval(s.confidence)
+    srate = 1 / mtbf_h + 1 / mttr_h
+    offset = (1 - expected) * (1 - math.exp(-srate * H)) / (srate * H)
+    return [result(
+        "single_part", f"availability, MTBF {mtbf_h:g} h, MTTR {mttr_h:g} h", expected, est, s,
+        "A = MTBF/(MTBF + MTTR)",
+        wrong={"repair time doubled: MTBF/(MTBF + 2·MTTR)": float(cf.availability_single(mtbf_h, 2 * mttr_h)),
+               "repair time forgotten: A = 1": 1.0},
+        invariants={"downtime is the repair alone": pure_repair,
+                    "over 100 failures per replication": n_fail > 100 * reps,
+                    "start-up offset < 5 % of the half-width": offset < 0.05 * (hi - lo) / 2})]
+
+
+# ---- k-out-of-n with r dedicated crews -----------------------------------------------------------
+
+def group_doc(n: int, k: int, crews: int, lam: float, mu: float, days: float) -> Doc:
+    """One node whose only part is a redundant group of n units needing k (no min_to_run: the node is
+    down while fewer than k work); exponential failures λ and repairs μ, hot swap."""
+    return base_doc(f"k-of-n-{k}-{n}-r{crews}", days, {
+        "psu": {"count": n, "required": k, "effect": "redundant",
+                "failure": {"dist": "exponential", "mean_h": 1 / lam},
+                "repair": {"hot_swap": True, "burn_in_h": 0,
+                           "time": {"dist": "exponential", "mean_h": 1 / mu}}},
+    }, crews=crews)
+
+
+def group_unavailability(doc: Doc, reps: int, warmup_h: float, s: Settings) -> tuple[np.ndarray, bool]:
+    """Per replication, the node's down share after ``warmup_h``; and whether no repair drained it."""
+    sc = load_case_doc(doc, s)
+    H = sc.horizon_h
+    out = []
+    never_drained = True
+    for rep in range(reps):
+        res = run_replication(sc, rep)
+        never_drained &= not bool(res.tables["tickets"]["drained"].any())
+        out.append(down_fraction(res.tables["node_intervals"], 0, warmup_h, H))
+    return np.array(out), never_drained
+
+
+def _k_of_n_one(s: Settings, n: int, k: int, crews: int, lam: float, mu: float, reps: int, days: float,
+                other_crews: int | None = None, case: str = "k_of_n") -> CaseResult:
+    warm = 48.0  # many mean repair times: the start (all units healthy) is forgotten
+    u, never_drained = group_unavailability(group_doc(n, k, crews, lam, mu, days), reps, warm, s)
+    expected = 1 - cf.k_of_n_availability(n, k, lam, mu, crews)
+    wrong = {}
+    if other_crews is not None:
+        wrong[f"{other_crews} crew(s) instead of {crews}"] = 1 - cf.k_of_n_availability(n, k, lam, mu, other_crews)
+    return result(case, f"unavailability, {k}-of-{n}, {crews} crew(s), λ={lam:g}/h, μ={mu:g}/h", expected,
+                  TMean(u), s, f"birth–death chain, warm-up {warm:g} h discarded", wrong=wrong,
+                  invariants={"hot swap: the node is never drained": never_drained,
+                              "measurable: 0.001 < U < 0.5": 0.001 < expected < 0.5})
+
+
+def k_of_n(s: Settings) -> list[CaseResult]:
+    """4-of-6 redundant units (PSU-like) with one and with two crews, against the birth–death chain
+    p_i ∝ C(n,i)·ρ^i·i!/(min(i,r)!·r^max(i−r,0)); the other crew count is a wrong model."""
+    if s.quick:
+        plan = [(1, 0.1, s.reps(10, 40), 90.0), (2, 0.2, s.reps(8, 40), 60.0)]
+    else:
+        plan = [(1, 0.1, s.reps(40, 40), 180.0), (2, 0.2, s.reps(40, 40), 180.0)]
+    return [_k_of_n_one(s, 6, 4, crews, lam, 1.0, reps, days, other_crews=3 - crews)
+            for crews, lam, reps, days in plan]
+
+
+def one_of_two(s: Settings) -> list[CaseResult]:
+    """1-of-2 with one crew, against (μ² + 2λμ)/(μ² + 2λμ + 2λ²), and with two crews (the chain with
+    r = 2); each excludes the other crew count."""
+    lam, mu = 0.2, 1.0
+    reps = s.reps(10, 40)
+    days = 100.0 if s.quick else 400.0
+    one = _k_of_n_one(s, 2, 1, 1, lam, mu, reps, days, other_crews=2, case="one_of_two")
+    closed = 1 - float(cf.one_of_two_one_crew(lam, mu))
+    one.invariants["closed form equals the chain with r = 1"] = abs(closed - one.reference) < 1e-12
+    one.passed = one.passed and one.invariants["closed form equals the chain with r = 1"]
+    two = _k_of_n_one(s, 2, 1, 2, lam, mu, reps, days, other_crews=1, case="one_of_two")
+    return [one, two]
+
+
+# ---- spares: Palm's theorem ----------------------------------------------------------------------
+
+def palm_spares(s: Settings) -> list[CaseResult]:
+    """Many nodes, one node_down part each, (S−1, S) spares with lead time L: the share of failures
+    that find no spare on the shelf is P(Poisson(λL) ≥ S).
+
+    Counted from the events table over [L, H): outstanding orders at t ≥ L are exactly the orders
+    of (t − L, t], so the window starts in steady state; events (unlike tickets) include failures
+    whose repair is still open at the horizon. The pooled share is a ratio estimator with its
+    replication-level (delta-method) interval, which accounts for the positive correlation of
+    stock-outs within a replication.
+
+    Palm assumes a constant fleet failure rate; here a failed part cannot fail again until it is
+    replaced, so the fleet rate is λ·(1 − D/N) with D the parts down: those in repair (Poisson with
+    mean λ·repair, 50 crews never queue) plus backorders max(0, O − S), O ≤ Poisson(λL). D ≤ 30
+    except with probability < 1e-20, so the exact share lies in [palm(λ·(1 − 30/N)), palm(λ)]: the
+    reference is that range (invariant: it is narrow against the interval)."""
+    reps = s.reps(10, 40)
+    hours = 2000.0 if s.quick else 5000.0
+    n_nodes, fleet_rate, S = 50_000, 0.5, 3  # λ_fleet 0.5 /h
+    part_mtbf = n_nodes / fleet_rate
+    lead_days = 4.0 / 24.0
+    repair_h = 0.1
+    doc = base_doc("palm", hours / 24.0, {
+        "board": {"count": 1, "effect": "node_down",
+                  "failure": {"dist": "exponential", "mean_h": part_mtbf},
+                  "repair": {"hot_swap": False, "time": {"dist": "fixed", "value_h": repair_h}}},
+    }, crews=50, racks=500, nodes_per_rack=100,
+        spares={"board": {"stock": S, "reorder_point": S - 1, "reorder_qty": 1, "lead_time_days": lead_days}})
+    sc = load_case_doc(doc, s)
+    L = lead_days * 24.0  # exactly as the engine computes it
+    H = sc.horizon_h
+    expected = float(cf.palm_stockout_share(fleet_rate, L, S))
+    fails, outs = [], []
+    metric_agrees = True
+    for rep in range(reps):
+        res = run_replication(sc, rep)
+        ev = res.tables["events"]
+        f_all = ev[ev["kind"] == "fail"]
+        s_all = ev[ev["kind"] == "stockout"]
+        # the engine's own metric is the same count over the whole horizon
+        metric_agrees &= bool(abs(res.metrics["stockout_share.board"] - len(s_all) / len(f_all)) < 1e-12)
+        fails.append(int((f_all["time_h"] >= L).sum()))
+        outs.append(int((s_all["time_h"] >= L).sum()))
+    f = np.array(fails, dtype=float)
+    o = np.array(outs, dtype=float)
+    est = Ratio(o, f)
+    _, lo, hi = est.interval(s.confidence)
+    d_max = 30
+    lower = float(cf.palm_stockout_share(fleet_rate * (1 - d_max / n_nodes), L, S))
+    return [result(
+        "palm_spares", f"stock-out share, S={S}, λL={fleet_rate * L:g}", expected, est, s,
+        "P(Poisson(λL) ≥ S); reference range allows the fleet-rate loss", ref_low=lower,
+        wrong={f"one more spare (S={S + 1})": float(cf.palm_stockout_share(fleet_rate, L, S + 1)),
+               f"one fewer spare (S={S - 1})": float(cf.palm_stockout_share(fleet_rate, L, S - 1))},
+        invariants={"engine metric equals the event count": metric_agrees,
+                    "D ≤ 30 except with probability < 1e-20":
+                        float(stats.poisson.sf(d_max - S, fleet_rate * (L + repair_h))) < 1e-20,
+                    "rate-loss range < 10 % of the half-width": expected - lower < 0.1 * (hi - lo) / 2,
+                    "failures in the window ≥ 40 % of λ(H − L)": f.sum() > 0.4 * fleet_rate * (H - L) * reps,
+                    "measurable: 0.2 < share < 0.5": 0.2 < expected < 0.5})]
