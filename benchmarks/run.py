@@ -26,6 +26,18 @@ TARGETS = [
 ]
 
 
+def _numeric(d: dict, prefix: str = "") -> dict[str, float]:
+    """Flatten a benchmark's result to its numeric leaves (nested dicts joined with dots)."""
+    out: dict[str, float] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_numeric(v, key + "."))
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[key] = float(v)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks")
     ap.add_argument("--quick", action="store_true", help="CI size; fail only on a 2x regression")
@@ -45,7 +57,11 @@ def main(argv: list[str] | None = None) -> int:
             if exc.name != mod:
                 raise
             continue
-        res.update({k: float(v) for k, v in m.run(args.quick).items()})
+        out = m.run(args.quick)
+        if mod.endswith("bench_thermal"):
+            res["thermal.on_off_ratio"] = float(out["ratio"])
+            out = {f"thermal.{k}": v for k, v in out.items()}
+        res.update(_numeric(out))
     res["total_s"] = time.perf_counter() - t0
     failed = []
     print(f"{'metric':45s} {'value':>12s} {'target':>10s}  verdict")
