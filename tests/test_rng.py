@@ -154,14 +154,15 @@ def _baseline_doc() -> dict:
 
 
 def test_population_lifetimes_follow_the_contract() -> None:
-    """A population's first lifetimes are the inverse CDF of u(key(seed, rep), digest(path#fail), 0)."""
+    """A population's first lifetimes are the inverse CDF of u(key(seed, rep), digest(path), k=0,
+    stream 'fail')."""
     doc = _baseline_doc()
     sc = load_dict(doc).scenario
     model = Model(sc, replication=2)
     key = rng.replication_key(sc.seed, 2)
     for name, pop in model.parts.items():
-        paths = [pop.path(i) + "#fail" for i in range(pop.n)]
-        u = rng.uniforms(key, rng.path_digests(paths), 0)
+        paths = [pop.path(i) for i in range(pop.n)]
+        u = rng.uniforms(key, rng.path_digests(paths), 0, rng.STREAMS["fail"])
         expected = sc.cluster.node.parts[name].failure.sample(u)
         assert np.array_equal(pop.life_h, expected), name
 
@@ -227,7 +228,7 @@ def test_adding_a_part_type_does_not_shift_existing_draws() -> None:
     assert set(mb.parts) == set(ma.parts) | {"dimm"}
     for name in ma.parts:
         assert np.array_equal(ma.parts[name].life_h, mb.parts[name].life_h), name
-        assert np.array_equal(ma.parts[name].fail_digest, mb.parts[name].fail_digest), name
+        assert np.array_equal(ma.parts[name].digest, mb.parts[name].digest), name
 
     ra, rb = run_replication(sa, 0), run_replication(sb, 0)
     ea, eb = ra.tables["events"], rb.tables["events"]
@@ -246,3 +247,26 @@ def test_adding_a_part_type_does_not_shift_existing_draws() -> None:
         gb = fb[fb["path"].astype(str) == path]
         m = min(len(ga), len(gb))
         np.testing.assert_allclose(ga["value"].to_numpy()[:m], gb["value"].to_numpy()[:m], rtol=1e-9, atol=1e-6)
+
+
+def test_streams_of_one_path_differ_and_k_is_bounded() -> None:
+    key = rng.replication_key(1, 0)
+    d = rng.path_digests(["hall.rack00.node000.gpu0"])
+    a, b, c = (rng.uniforms(key, d, 0, s)[0] for s in (0, 1, 2))
+    assert len({a, b, c}) == 3
+    with pytest.raises(ValueError):
+        rng.uniforms(key, d, 2**32)
+
+
+def test_chunked_single_draws_equal_direct_draws() -> None:
+    """PartPopulation.uniform draws a chunk of neighbours at once; every number equals the direct
+    one-part draw of the same (path, stream, k)."""
+    sc = load_dict(_baseline_doc()).scenario
+    model = Model(sc, replication=0)
+    pop = model.parts["gpu"]
+    key = rng.replication_key(sc.seed, 0)
+    for idx in (0, 5, 511, 512, 1000, pop.n - 1):
+        for purpose in ("fail", "repair", "detect"):
+            for k in (0, 3):
+                direct = rng.uniforms(key, rng.path_digests([pop.path(idx)]), k, rng.STREAMS[purpose])[0]
+                assert pop.uniform(idx, purpose, k) == direct

@@ -2,10 +2,11 @@
 
 Every variate in the twin is an inverse-CDF transform of a uniform
 
-    u = Philox4x32-10(counter = (k, 0, digest_lo, digest_hi), key = key(seed, replication))
+    u = Philox4x32-10(counter = (k, stream, digest_lo, digest_hi), key = key(seed, replication))
 
-where ``digest`` is a 64-bit BLAKE2b digest of the component's dotted path (plus a purpose
-suffix such as ``#fail`` or ``#repair``) and ``k`` is the index of the draw for that stream.
+where ``digest`` is a 64-bit BLAKE2b digest of the component's dotted path, ``stream`` numbers the
+purpose (0 failures, 1 repair times, 2 detection delays) and ``k`` is the index of the draw for
+that stream.
 So the k-th draw of a part depends only on (seed, replication, path, k): never on the order in
 which the simulation asks, on other components, or on the process that runs it. Drawing a
 whole population at once and drawing one part at a time give bit-identical numbers.
@@ -55,6 +56,10 @@ def philox4x32_10(counter: NDArray[np.uint64], key: tuple[int, int]) -> NDArray[
     return np.stack([c0, c1, c2, c3])
 
 
+STREAMS = {"fail": 0, "repair": 1, "detect": 2}
+"""Stream numbers of a part's purposes (counter word 1)."""
+
+
 def path_digest(path: str) -> int:
     """Stable 64-bit digest of a dotted component path (BLAKE2b, 8 bytes, little endian)."""
     return int.from_bytes(hashlib.blake2b(path.encode("utf-8"), digest_size=8).digest(), "little")
@@ -72,17 +77,23 @@ def replication_key(seed: int, replication: int) -> tuple[int, int]:
     return int(w[0]), int(w[1])
 
 
-def uniforms(key: tuple[int, int], digests: ArrayLike, k: ArrayLike) -> NDArray[np.float64]:
+def uniforms(key: tuple[int, int], digests: ArrayLike, k: ArrayLike, stream: int = 0) -> NDArray[np.float64]:
     """Uniform variates in the open interval (0, 1), one per (digest, k) pair (broadcast).
 
-    53 bits from the first two output words, centred in their bin so neither 0 nor 1 occurs.
+    The counter is (k, stream, digest_lo, digest_hi): ``stream`` numbers the purposes of one
+    component's randomness (its failures, repairs, detection delays: see :data:`STREAMS`), and k
+    must be below 2**32. 53 bits from the first two output words, centred in their bin so neither
+    0 nor 1 occurs.
     """
     d = np.asarray(digests, dtype=np.uint64)
     kk = np.asarray(k, dtype=np.uint64)
     d, kk = np.broadcast_arrays(d, kk)
     d = d.ravel()
     kk = kk.ravel()
-    counter = np.stack([kk & _MASK32, kk >> _SHIFT32, d & _MASK32, d >> _SHIFT32])
+    if kk.size and int(kk.max()) >> 32:
+        raise ValueError("draw index k must be below 2**32")
+    word1 = np.full(kk.shape, np.uint64(stream) & _MASK32, dtype=np.uint64)
+    counter = np.stack([kk, word1, d & _MASK32, d >> _SHIFT32])
     out = philox4x32_10(counter, key)
     mant = ((out[0] >> np.uint64(5)) << np.uint64(26)) | (out[1] >> np.uint64(6))
     u = (mant.astype(np.float64) + 0.5) * (1.0 / 9007199254740992.0)

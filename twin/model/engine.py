@@ -56,8 +56,8 @@ class Streams:
         self.key = rng.replication_key(seed, replication)
         self._ahead: dict[str, tuple[int, NDArray[np.float64]]] = {}
 
-    def uniforms(self, digests: NDArray[np.uint64], k: NDArray[np.int64] | int) -> NDArray[np.float64]:
-        return rng.uniforms(self.key, digests, k)
+    def uniforms(self, digests: NDArray[np.uint64], k: NDArray[np.int64] | int, stream: int = 0) -> NDArray[np.float64]:
+        return rng.uniforms(self.key, digests, k, stream)
 
     def scalar(self, path: str, k: int) -> float:
         """Uniform number ``k`` of stream ``path``. Drawn ahead in blocks through the same array

@@ -107,10 +107,10 @@ class RepairShop:
         self._ticket_id += 1
         self.engine.env.process(self._ticket(self._ticket_id, pop, idx))
 
-    def _draw(self, path: str, purpose: str, k: int, dist: object) -> float:
+    def _draw(self, pop: Any, idx: int, purpose: str, k: int, dist: object) -> float:
         if isinstance(dist, Fixed):  # nothing random to draw (no other stream depends on this one)
             return dist.value_h
-        u = self.engine.streams.scalar(f"{path}#{purpose}", k)
+        u = pop.uniform(idx, purpose, k)  # stream "<part path>#<purpose>", draw k
         return float(dist.sample(np.array([u]))[0])  # type: ignore[attr-defined]
 
     def _ticket(self, tid: int, pop: Any, idx: int) -> Generator[simpy.Event, object, None]:
@@ -121,7 +121,7 @@ class RepairShop:
         path = pop.path(idx)
         k = int(pop.repairs[idx])
         t_fail = eng.now
-        yield env.timeout(self._draw(path, "detect", k, self.spec.detection))
+        yield env.timeout(self._draw(pop, idx, "detect", k, self.spec.detection))
         t_detect = eng.now
         stockout = False
         inv = self.inventories.get(pop.name)
@@ -149,7 +149,7 @@ class RepairShop:
         if node >= 0 and not pop.spec.repair.hot_swap and pop.spec.effect not in ("node_down", "transient"):
             self.cluster.add_down(node, f"repair:{pop.name}")
             drained = True
-        yield env.timeout(self._draw(path, "repair", k, pop.spec.repair.time))
+        yield env.timeout(self._draw(pop, idx, "repair", k, pop.spec.repair.time))
         t_end = eng.now
         pool.resource.release(req)
         pool.busy_h += t_end - t_start
