@@ -41,7 +41,7 @@ class Inventory:
         self.engine = engine
         self.part = part
         self.on_hand = spec.stock
-        self.reorder_point = spec.reorder_point if spec.reorder_point is not None else max(spec.stock - 1, 0)
+        self.reorder_point = spec.reorder_point if spec.reorder_point is not None else spec.stock - 1
         self.reorder_qty = spec.reorder_qty
         self.lead_h = spec.lead_time_days * 24.0
         self.on_order = 0

@@ -5,9 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 BREAKDOWN = ["useful", "lost", "checkpoint", "restart", "slowdown", "idle", "down"]
