@@ -689,7 +689,9 @@ class PowerChain:
         step, ramp = power_ramps(ts, vs, H, 1.0)
         m["power.max_step_w"] = step
         m["power.max_ramp_w_per_h"] = ramp
-        outages = pd.DataFrame(self.outage_rows, columns=OUTAGE_COLUMNS)
+        outages = pd.DataFrame(self.outage_rows, columns=OUTAGE_COLUMNS).astype(
+            {"feed": "str", "outage": "int64", "start_h": "float64", "end_h": "float64", "injected": "bool",
+             "soc_start": "float64", "generator": "str", "dead_h": "float64"})  # typed even when empty
         outages["reached_load"] = outages["dead_h"].astype(float) > 0
         m["power.utility_outages"] = float(len(outages))
         m["power.outages_reaching_load"] = float(outages["reached_load"].sum())

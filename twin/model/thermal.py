@@ -1128,6 +1128,8 @@ class Thermal:
             m["cooling.loop_no_flow_hours"] = float(self.noflow_h)
         tl = pd.DataFrame(self.timeline, columns=["time_h", "unit", "index", "supply_c", "target_c", "load_kw",
                                                   "capacity_kw"])
+        tl = tl.astype({"time_h": "float64", "index": "int64", "supply_c": "float64", "target_c": "float64",
+                        "load_kw": "float64", "capacity_kw": "float64"})  # typed even when empty
         tl["unit"] = pd.Categorical(tl["unit"], categories=["zone", "loop"])
         tables["cooling_timeline"] = tl
         if not self.on:
@@ -1140,8 +1142,8 @@ class Thermal:
         rows = list(self.trip_rows) + [(n, s, math.nan, r) for n, (s, r) in sorted(self.tripped.items())]
         trips = pd.DataFrame(rows, columns=["node", "start_h", "end_h", "reason"])
         trips = trips.sort_values(["start_h", "node"], kind="stable").reset_index(drop=True)
-        trips["node"] = trips["node"].astype(np.int32)
-        trips["path"] = [self.cluster.node_path(int(n)) for n in trips["node"]]
+        trips = trips.astype({"node": np.int32, "start_h": "float64", "end_h": "float64"})  # typed even when empty
+        trips["path"] = pd.Series([self.cluster.node_path(int(n)) for n in trips["node"]], dtype="str")
         trips["reason"] = pd.Categorical(trips["reason"], categories=["gpu_shutdown", "inlet", "no_fan"])
         tables["thermal_trips"] = trips
         m["thermal.trips"] = float(len(trips))
