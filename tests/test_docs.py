@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from twin.docs import OUT, render
+from twin.docs import OUT, OUT_OUTPUTS, render, render_outputs
 from twin.scenario import load_scenario
 from twin.sim import run_replication
 
@@ -16,6 +16,10 @@ SCENARIOS = sorted(p for p in (ROOT / "scenarios").glob("*.yaml"))
 
 def test_scenario_reference_is_up_to_date() -> None:
     assert OUT.read_text() == render(), "docs/scenario-reference.md is stale: run `python -m twin.docs`"
+
+
+def test_outputs_reference_is_up_to_date() -> None:
+    assert OUT_OUTPUTS.read_text() == render_outputs(), "docs/outputs-reference.md is stale: run `python -m twin.docs`"
 
 
 def test_every_schema_field_is_documented() -> None:

@@ -30,13 +30,24 @@ def _add_scenario_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenario", help="scenario YAML file")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                    help="override a scenario field, e.g. --set maintenance.crews.technicians.count=4")
+    from twin.limits import add_guard_args
+
+    add_guard_args(p)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from twin.experiment.single import run_command
     from twin.scenario.loader import load_scenario
 
+    from twin.limits import check_limits, estimate_events
+
     loaded = load_scenario(args.scenario, args.overrides)
+    check_limits(loaded, reps=1, force=args.force)
+    if args.dry_run:
+        sc = loaded.scenario
+        _echo(f"ok: {sc.name} (hash {loaded.hash}, seed {sc.seed}, {sc.horizon_days:g} days, {sc.cluster.n_nodes} "
+              f"nodes, about {estimate_events(sc):.3g} events); --dry-run: nothing simulated or written")
+        return 0
     show = (not args.quiet) and sys.stderr.isatty()
     return run_command(loaded, Path(args.results), args.label, args.overwrite, args.replication, show, _echo)
 
@@ -65,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="recompute even if up-to-date results exist")
     p.add_argument("--replication", type=int, default=0, help="replication index (default 0)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--dry-run", dest="dry_run", action="store_true",
+                   help="check the scenario, its files and the limits, then stop (nothing simulated or written)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("schema", help="print the scenario JSON Schema")
@@ -102,9 +115,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"twin {__version__}")
         return 0
+    import matplotlib
+
+    matplotlib.use("Agg")  # the command line draws files only; notebooks keep their inline backend
     try:
         parser = build_parser()
         args = parser.parse_args(args_list)
+        if getattr(args, "allow_paths", None):
+            from twin.scenario.loader import allowed_paths
+
+            with allowed_paths(args.allow_paths):
+                return int(args.func(args))
         return int(args.func(args))
     except InputError as exc:
         print(f"error: {exc.one_line()}", file=sys.stderr)

@@ -21,11 +21,19 @@ class InputError(Exception):
     """
 
     def __init__(self, source: str, field: str, message: str) -> None:
-        self.source = str(source)
-        self.field = str(field)
-        self.message = " ".join(str(message).split())
+        self.source = _printable(str(source))
+        self.field = _printable(str(field))
+        self.message = _printable(" ".join(str(message).split()))
         super().__init__(self.one_line())
 
     def one_line(self) -> str:
         parts = [p for p in (self.source, self.field) if p]
         return ": ".join(parts + [self.message])
+
+
+def _printable(text: str) -> str:
+    """Escape characters that are not printable (newlines, control characters, Unicode line and
+    paragraph separators) so a message built from hostile input stays on one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)

@@ -51,6 +51,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="override a scenario field (also applied to --lever-scenario files)")
     p.add_argument("--no-report", dest="no_report", action="store_true", help="skip report.html / report.md")
     p.add_argument("--quiet", action="store_true", help="no per-variant progress lines")
+    from twin.limits import add_guard_args
+
+    add_guard_args(p)
     p.set_defaults(func=cmd_forecast)
 
 
@@ -121,6 +124,9 @@ def cmd_forecast(args: argparse.Namespace) -> int:
     levers = parse_levers(args.levers)
     scen = parse_lever_scenarios(args.lever_scenario)
     loaded = load_scenario(args.scenario, args.overrides)
+    from twin.limits import check_limits
+
+    check_limits(loaded, reps=args.reps, force=args.force)
     res = run_forecast(loaded, args.reps, job=args.job, levers=levers, spares=args.lever_spares,
                        lever_scenarios=scen, sets=args.overrides, results_root=args.results, label=args.label,
                        overwrite=args.overwrite, workers=args.workers, bound_factor=args.bound_factor,

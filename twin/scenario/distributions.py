@@ -50,7 +50,9 @@ class Exponential(_Dist):
 
 class Weibull(_Dist):
     dist: Literal["weibull"] = "weibull"
-    shape: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)]
+    shape: Annotated[float, Field(ge=0.1, le=100, allow_inf_nan=False)] = Field(
+        description="Weibull shape; 0.1–100 (below 0.1 the mean and the samples overflow: not a physical "
+                    "lifetime, infant mortality is about 0.3–0.9).")
     scale_h: Hours
 
     def sample(self, u: NDArray[np.float64]) -> NDArray[np.float64]:

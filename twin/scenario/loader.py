@@ -6,13 +6,17 @@ path and what is allowed. Nothing here catches a broad exception.
 
 from __future__ import annotations
 
+import codecs
 import copy
 import hashlib
 import json
+import math
 import os
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Sequence
 
 import yaml
 from pydantic import ValidationError
@@ -26,6 +30,10 @@ MAX_FILE_BYTES = 1_000_000
 MAX_EXPANDED_NODES = 200_000
 """Largest YAML document after alias expansion (nodes): guards against alias bombs."""
 MAX_EXTENDS_DEPTH = 16
+MAX_DEPTH = 50
+"""Deepest nesting of mappings and lists accepted (a scenario needs about 8 levels)."""
+MAX_DATA_FILE_BYTES = 200_000_000
+"""Largest data file (trace, empirical, ambient CSV) accepted, bytes."""
 
 
 @dataclass(frozen=True)
@@ -60,8 +68,126 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int], limit: int) -> int:
     return size
 
 
+def _checked_scalar(construct: Any) -> Any:
+    """Wrap a scalar constructor so a value it cannot convert (``!!int abc``, a 5,000-digit int, the
+    date 2020-13-45) is a YAML error with its position, not a ValueError from deep inside PyYAML."""
+
+    def wrapped(loader: "_SafeLoader", node: yaml.Node) -> Any:
+        kind = str(node.tag).rsplit(":", 1)[-1]
+        shown = repr(node.value) if len(str(node.value)) <= 40 else repr(str(node.value)[:37] + "...")
+        try:
+            if kind == "timestamp" and not loader.timestamp_regexp.match(loader.construct_scalar(node)):
+                raise ValueError("not a date or time")  # explicit !!timestamp on any text
+            return construct(loader, node)
+        except (ValueError, OverflowError, IndexError, KeyError) as exc:  # '' → IndexError, !!bool x → KeyError
+            why = str(exc).split(";")[0] if isinstance(exc, (ValueError, OverflowError)) else f"not a valid {kind}"
+            raise yaml.constructor.ConstructorError(None, None, f"cannot read {shown} as {kind}: {why}",
+                                                    node.start_mark) from None
+
+    return wrapped
+
+
+class _SafeLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` (no Python tags, so nothing can execute) that also refuses nesting deeper
+    than :data:`MAX_DEPTH`, duplicate keys, and scalars its constructors cannot convert."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested deeper than {MAX_DEPTH} levels", self.peek_event().start_mark
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:  # type: ignore[override]
+        if isinstance(node, yaml.MappingNode):
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=False)
+                try:
+                    dup = key in seen
+                except TypeError:  # unhashable: the base class reports it
+                    continue
+                if dup:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark, f"duplicate key {key!r}",
+                        key_node.start_mark
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+for _tag, _fn in (("int", yaml.SafeLoader.construct_yaml_int), ("float", yaml.SafeLoader.construct_yaml_float),
+                  ("bool", yaml.SafeLoader.construct_yaml_bool),
+                  ("timestamp", yaml.SafeLoader.construct_yaml_timestamp)):
+    _SafeLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _checked_scalar(_fn))
+
+
+def _shape_problem(doc: Any) -> str | None:
+    """Why an in-memory document is too deep or too big (after alias expansion), or None.
+    Iterative: a cyclic or 10,000-level document cannot exhaust the stack here."""
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    count = 0
+    while stack:
+        obj, depth = stack.pop()
+        count += 1
+        if count > MAX_EXPANDED_NODES:
+            return f"document expands to more than {MAX_EXPANDED_NODES} nodes (YAML alias bomb?)"
+        if depth > MAX_DEPTH:
+            return f"document is nested deeper than {MAX_DEPTH} levels (or refers to itself)"
+        if isinstance(obj, dict):
+            stack.extend((v, depth + 1) for v in obj.values())
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            stack.extend((v, depth + 1) for v in obj)
+    return None
+
+
+def _yaml_error(src: str, exc: yaml.YAMLError) -> InputError:
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    if isinstance(exc, yaml.reader.ReaderError):  # a control character: no line/column, a position
+        where = f"character {exc.position + 1}"
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return InputError(src, where, f"invalid YAML: {problem}")
+
+
+def safe_load_text(text: str, src: str = "<text>") -> Any:
+    """Parse one YAML document with the guards of :func:`read_yaml` (depth, alias expansion,
+    duplicate keys, safe tags only); any problem is an InputError naming ``src``."""
+    try:
+        loader = _SafeLoader(text)
+    except yaml.YAMLError as exc:  # the reader refuses control characters at once
+        raise _yaml_error(src, exc) from None
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node, {}, MAX_EXPANDED_NODES) > MAX_EXPANDED_NODES:
+            raise InputError(
+                src, "", f"document expands to more than {MAX_EXPANDED_NODES} nodes (YAML alias bomb?)"
+            )
+        data = loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        raise _yaml_error(src, exc) from None
+    finally:
+        loader.dispose()
+    problem = _shape_problem(data)
+    if problem:
+        raise InputError(src, "", problem)
+    return data
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
-    """Read one YAML mapping safely: size limit, alias-bomb guard, ``safe_load`` semantics."""
+    """Read one YAML mapping safely: size limit, alias-bomb and depth guards, ``safe_load`` semantics."""
     src = str(path)
     if not path.is_file():
         raise InputError(src, "", "file not found")
@@ -73,23 +199,9 @@ def read_yaml(path: Path) -> dict[str, Any]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(src, "", f"not UTF-8 text (byte {exc.start})") from None
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            raise InputError(src, "", "empty file; a scenario is a YAML mapping")
-        if _expanded_size(node, {}, MAX_EXPANDED_NODES) > MAX_EXPANDED_NODES:
-            raise InputError(
-                src, "", f"document expands to more than {MAX_EXPANDED_NODES} nodes (YAML alias bomb?)"
-            )
-        data = loader.construct_document(node)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(src, where, f"invalid YAML: {problem}") from None
-    finally:
-        loader.dispose()
+    data = safe_load_text(text, src)
+    if data is None:
+        raise InputError(src, "", "empty file; a scenario is a YAML mapping")
     if not isinstance(data, dict):
         raise InputError(src, "", f"a scenario is a YAML mapping, got {type(data).__name__}")
     for k in data:
@@ -112,22 +224,99 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _rebase_files(doc: Any, from_dir: Path, to_dir: Path) -> Any:
+# ------------------------------------------------------------------------------ path rules
+#
+# Paths in a scenario (``extends``, every ``file:``) are relative to the file that names them and
+# must stay inside an allowed folder: the top scenario's folder, the project (the git work tree
+# holding the current directory, else the current directory; and the git work tree holding the
+# scenario), or a folder given on the command line with ``--allow-path``. A ``file:`` value given
+# with ``--set`` comes from the command line and may point anywhere. Symlinks are followed first.
+
+_ALLOWED: ContextVar[tuple[Path, ...]] = ContextVar("twin_allowed_paths", default=())
+MAX_PATH_CHARS = 4096
+
+
+@contextmanager
+def allowed_paths(dirs: Sequence[str | os.PathLike[str]]) -> Iterator[None]:
+    """Within the block, scenario paths may also point into ``dirs`` (the CLI's ``--allow-path``)."""
+    token = _ALLOWED.set(_ALLOWED.get() + tuple(Path(d).resolve() for d in dirs))
+    try:
+        yield
+    finally:
+        _ALLOWED.reset(token)
+
+
+def _git_root(start: Path) -> Path | None:
+    for d in (start, *start.parents):
+        if (d / ".git").exists():
+            return d
+    return None
+
+
+def _allowed_roots(scenario: Path, allow: Sequence[str | os.PathLike[str]] = ()) -> tuple[Path, ...]:
+    top = scenario.parent.resolve()
+    cwd = Path.cwd().resolve()
+    roots = [top, _git_root(cwd) or cwd]
+    repo = _git_root(top)
+    if repo is not None:
+        roots.append(repo)
+    roots += [Path(d).resolve() for d in allow]
+    roots += list(_ALLOWED.get())
+    return tuple(dict.fromkeys(roots))
+
+
+def _path_value(value: Any, src: str, field: str) -> str:
+    """A path string from a scenario: non-empty, no NUL, not absurdly long."""
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(src, field, "must be a file path (non-empty string)")
+    if "\x00" in value or len(value) > MAX_PATH_CHARS:
+        raise InputError(src, field, f"not a usable file path: {value[:60]!r}")
+    return value
+
+
+def _check_inside(target: Path, roots: tuple[Path, ...], src: str, field: str, given: str) -> None:
+    real = target.resolve()
+    if any(real == r or real.is_relative_to(r) for r in roots):
+        return
+    shown = ", ".join(str(r) for r in roots[:3])
+    how = "--allow-path DIR" if field == "extends" else f"--allow-path DIR, or give the file with --set {field}=PATH"
+    raise InputError(src, field, f"path {given!r} leads to {real}, outside the scenario's folder and the project "
+                                 f"({shown}); allow its folder with {how}")
+
+
+def _rebase_files(doc: Any, from_dir: Path, to_dir: Path, src: str = "", where: str = "") -> Any:
     """Rewrite every ``file:`` value so it is relative to the top scenario's folder."""
     if isinstance(doc, dict):
         out = {}
         for k, v in doc.items():
-            if k == "file" and isinstance(v, str) and not os.path.isabs(v):
-                out[k] = os.path.relpath((from_dir / v).resolve(), to_dir.resolve())
+            field = f"{where}.{k}" if where else str(k)
+            if k == "file" and isinstance(v, str):
+                v = _path_value(v, src, field)
+                out[k] = v if os.path.isabs(v) else os.path.relpath((from_dir / v).resolve(), to_dir.resolve())
             else:
-                out[k] = _rebase_files(v, from_dir, to_dir)
+                out[k] = _rebase_files(v, from_dir, to_dir, src, field)
         return out
     if isinstance(doc, list):
-        return [_rebase_files(v, from_dir, to_dir) for v in doc]
+        return [_rebase_files(v, from_dir, to_dir, src, f"{where}.{i}") for i, v in enumerate(doc)]
     return doc
 
 
-def _load_chain(path: Path, top_dir: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
+def _file_values(doc: Any, where: str = "") -> Iterator[tuple[str, str]]:
+    """(field path, value) of every string ``file:`` in a document."""
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            field = f"{where}.{k}" if where else str(k)
+            if k == "file" and isinstance(v, str):
+                yield field, v
+            else:
+                yield from _file_values(v, field)
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from _file_values(v, f"{where}.{i}")
+
+
+def _load_chain(path: Path, top_dir: Path, seen: tuple[Path, ...],
+                roots: tuple[Path, ...] | None = None) -> dict[str, Any]:
     real = path.resolve()
     if real in seen:
         chain = " -> ".join(p.name for p in seen + (real,))
@@ -135,16 +324,19 @@ def _load_chain(path: Path, top_dir: Path, seen: tuple[Path, ...]) -> dict[str, 
     if len(seen) >= MAX_EXTENDS_DEPTH:
         raise InputError(str(path), "extends", f"extends chain deeper than {MAX_EXTENDS_DEPTH}")
     doc = read_yaml(path)
-    doc = _rebase_files(doc, path.parent, top_dir)
+    doc = _rebase_files(doc, path.parent, top_dir, str(path))
     parent = doc.pop("extends", None)
     if parent is None:
         return doc
     if not isinstance(parent, str) or not parent:
         raise InputError(str(path), "extends", "must be the path of a base scenario file (string)")
+    _path_value(parent, str(path), "extends")
     parent_path = (path.parent / parent)
+    if roots is not None:
+        _check_inside(parent_path, roots, str(path), "extends", parent)
     if not parent_path.is_file():
         raise InputError(str(path), "extends", f"base scenario not found: {parent}")
-    base = _load_chain(parent_path, top_dir, seen + (real,))
+    base = _load_chain(parent_path, top_dir, seen + (real,), roots)
     return deep_merge(base, doc)
 
 
@@ -157,9 +349,9 @@ def parse_set(expr: str) -> tuple[list[str], Any]:
     if not path.strip() or any(not k for k in keys):
         raise InputError("--set", expr, "empty key in path")
     try:
-        parsed = yaml.safe_load(value) if value.strip() else ""
-    except yaml.YAMLError:
-        raise InputError("--set", expr, "value is not valid YAML") from None
+        parsed = safe_load_text(value, "--set") if value.strip() else ""
+    except InputError as exc:
+        raise InputError("--set", expr, f"value is not valid YAML ({exc.message})") from None
     return keys, parsed
 
 
@@ -231,7 +423,34 @@ def format_validation_error(exc: ValidationError) -> tuple[str, str]:
     return ".".join(loc), msg
 
 
+MAX_ABS_INT = 2**63
+"""Integers in a scenario are below 2^63 in magnitude (no count, seed or size needs more; bigger
+ones would overflow float arithmetic in the validators and the model)."""
+
+
+def _bad_number(doc: Any) -> tuple[str, str] | None:
+    """(field path, problem) of the first number no scenario field accepts: an integer of at least
+    :data:`MAX_ABS_INT` in magnitude, or a NaN or infinite float (the scenario hash is canonical
+    JSON, which has neither)."""
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        obj, where = stack.pop()
+        if isinstance(obj, int) and not isinstance(obj, bool) and abs(obj) >= MAX_ABS_INT:
+            digits = len(str(abs(obj))) if obj.bit_length() < 14000 else "thousands of"
+            return where, f"an integer of {digits} digits; scenario integers must be below 2^63 in magnitude"
+        if isinstance(obj, float) and not math.isfinite(obj):
+            return where, f"must be a finite number, got {obj}"
+        if isinstance(obj, dict):
+            stack.extend((v, f"{where}.{k}" if where else str(k)) for k, v in obj.items())
+        elif isinstance(obj, (list, tuple)):
+            stack.extend((v, f"{where}.{i}") for i, v in enumerate(obj))
+    return None
+
+
 def validate_doc(doc: dict[str, Any], source: str) -> Scenario:
+    bad = _bad_number(doc)
+    if bad is not None:
+        raise InputError(source, *bad)
     try:
         return Scenario.model_validate(doc)
     except ValidationError as exc:
@@ -239,6 +458,17 @@ def validate_doc(doc: dict[str, Any], source: str) -> Scenario:
         raise InputError(source, field, msg) from None
     except RecursionError:
         raise InputError(source, "", "document is nested too deeply") from None
+
+
+def _resolved(sc: Scenario, source: str) -> dict[str, Any]:
+    """The validated scenario as plain data. A value a validator derived from huge inputs (work
+    hours from parameters × tokens, say) can overflow to infinity: refused here, naming it."""
+    resolved = sc.model_dump(mode="json")
+    bad = _bad_number(resolved)
+    if bad is not None:
+        raise InputError(source, bad[0], f"derived value is not finite ({bad[1].split('got ')[-1]}); are the inputs "
+                                         f"it is computed from absurdly large?")
+    return resolved
 
 
 def scenario_hash(resolved: dict[str, Any]) -> str:
@@ -254,6 +484,9 @@ def _bind_files(sc: Scenario, top_dir: Path, source: str) -> None:
         if isinstance(obj, Empirical):
             obj.bind(load_empirical(top_dir / obj.file))
             return
+        if hasattr(obj, "bind_files"):  # a section that reads its own data files (costs.energy.time_of_use)
+            obj.bind_files(top_dir)
+            return
         if hasattr(obj, "__pydantic_fields__"):
             for name in type(obj).model_fields:
                 visit(getattr(obj, name))
@@ -265,35 +498,109 @@ def _bind_files(sc: Scenario, top_dir: Path, source: str) -> None:
                 visit(v)
 
     visit(sc)
+    cl = getattr(sc, "cooling", None)
+    if cl is not None and cl.ambient.csv is not None:
+        from twin.scenario.cooling import load_ambient_csv
+
+        cl.ambient.csv.bind(load_ambient_csv(top_dir / cl.ambient.csv.file))
     wl = sc.workload
     if wl is not None and wl.trace is not None:
         from twin.model.workload import read_trace
 
         wl.trace.bind(read_trace(top_dir / wl.trace.file, sc.cluster.node.gpus,
                                  sc.cluster.n_nodes - wl.scheduler.hot_spares))
+    cooling = getattr(sc, "cooling", None)
+    if cooling is not None and cooling.ambient.csv is not None and cooling.ambient.csv._values is None:
+        from twin.scenario.cooling import load_ambient_csv
+
+        cooling.ambient.csv.bind(load_ambient_csv(top_dir / cooling.ambient.csv.file))
 
 
-def load_scenario(path: str | os.PathLike[str], overrides: list[str] | None = None) -> Loaded:
-    """Load, merge, override and validate a scenario file."""
+def _check_data_file(path: Path) -> None:
+    """A data file the scenario names must be UTF-8 text without NUL characters and at most
+    :data:`MAX_DATA_FILE_BYTES`; the reader of each kind of file checks its rows. Missing files are
+    reported by those readers."""
+    if not path.is_file():
+        return
+    src = str(path)
+    size = path.stat().st_size
+    if size > MAX_DATA_FILE_BYTES:
+        raise InputError(src, "", f"file is {size} bytes; data files are limited to {MAX_DATA_FILE_BYTES} bytes")
+    dec = codecs.getincrementaldecoder("utf-8")()
+    row = 1
+    with path.open("rb") as fh:
+        while True:
+            chunk = fh.read(1 << 20)
+            try:
+                text = dec.decode(chunk, final=not chunk)
+            except UnicodeDecodeError as exc:
+                r = row + chunk[: exc.start].count(b"\n")
+                raise InputError(src, f"row {r}", "not UTF-8 text (is it a binary file?)") from None
+            if "\x00" in text:
+                r = row + text[: text.index("\x00")].count("\n")
+                raise InputError(src, f"row {r}", "contains a NUL character (is it a binary file?)")
+            row += text.count("\n")
+            if not chunk:
+                return
+
+
+def _check_files(doc: dict[str, Any], base_dir: Path, src: str, roots: tuple[Path, ...] | None,
+                 trusted: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+    """Every ``file:`` of a validated document: inside the allowed folders (unless given on the
+    command line, ``trusted``) and readable text."""
+    for field, value in _file_values(doc):
+        _path_value(value, src, field)
+        target = base_dir / value
+        if roots is not None and value not in trusted:
+            _check_inside(target, roots, src, field, value)
+        _check_data_file(target)
+
+
+def _set_file_values(expr: str) -> set[str]:
+    """The ``file:`` paths a ``--set`` gives (they come from the command line: any folder)."""
+    keys, value = parse_set(expr)
+    out = {v for _, v in _file_values(value)}
+    if keys[-1] == "file" and isinstance(value, str):
+        out.add(value)
+    return out
+
+
+def load_scenario(path: str | os.PathLike[str], overrides: list[str] | None = None,
+                  allow: Sequence[str | os.PathLike[str]] = ()) -> Loaded:
+    """Load, merge, override and validate a scenario file. Paths in it must stay inside the
+    scenario's folder, the project, ``allow`` or :func:`allowed_paths` (see the path rules above)."""
     p = Path(path)
     if not p.is_file():
         raise InputError(str(p), "", "scenario file not found")
-    doc = _load_chain(p, p.parent, ())
+    roots = _allowed_roots(p, allow)
+    doc = _load_chain(p, p.parent, (), roots)
+    trusted: set[str] = set()
     for expr in overrides or []:
         try:
             doc = apply_set(doc, expr)
+            trusted |= _set_file_values(expr)
         except InputError as exc:  # name the scenario file as well as the --set expression
             raise InputError(str(p), f"--set {expr}", exc.message) from None
-    sc = validate_doc(doc, str(p) + (" (with --set)" if overrides else ""))
+    src = str(p) + (" (with --set)" if overrides else "")
+    sc = validate_doc(doc, src)
+    _check_files(doc, p.parent, src, roots, trusted)
     _bind_files(sc, p.parent, str(p))
-    resolved = sc.model_dump(mode="json")
+    resolved = _resolved(sc, src)
     return Loaded(scenario=sc, source=p, resolved=resolved, hash=scenario_hash(resolved), base_dir=p.parent)
 
 
 def load_dict(doc: dict[str, Any], source: str = "<scenario>", base_dir: Path | None = None) -> Loaded:
-    """Validate an in-memory scenario mapping (tests, notebooks, sweeps)."""
-    sc = validate_doc(copy.deepcopy(doc), source)
+    """Validate an in-memory scenario mapping (tests, notebooks, sweeps). The caller is trusted
+    with paths: ``file:`` values are relative to ``base_dir`` and may point anywhere."""
+    if not isinstance(doc, dict):
+        raise InputError(source, "", f"a scenario is a mapping, got {type(doc).__name__}")
+    problem = _shape_problem(doc)
+    if problem:
+        raise InputError(source, "", problem)
+    doc = copy.deepcopy(doc)
+    sc = validate_doc(doc, source)
+    _check_files(doc, base_dir or Path("."), source, None)
     _bind_files(sc, base_dir or Path("."), source)
-    resolved = sc.model_dump(mode="json")
+    resolved = _resolved(sc, source)
     return Loaded(scenario=sc, source=Path(source), resolved=resolved, hash=scenario_hash(resolved),
                   base_dir=base_dir or Path("."))

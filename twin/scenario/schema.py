@@ -46,7 +46,8 @@ Effect = Literal["node_down", "redundant", "link_down", "transient"]
 class Part(Strict):
     """One part type of a node: ``count`` per node, of which ``required`` must work."""
 
-    count: PosInt = 1
+    count: Annotated[int, Field(ge=1, le=1_000_000)] = Field(
+        1, description="Units per node (node parts) or per site (facility units); at most 1,000,000 (a typo guard).")
     required: PosInt | None = Field(None, description="k of the k-of-n group (default: count).")
     min_to_run: PosInt | None = Field(
         None, description="Below `required` but at least this many: degraded; below it: failed."
