@@ -49,7 +49,8 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"nodes, about {estimate_events(sc):.3g} events); --dry-run: nothing simulated or written")
         return 0
     show = (not args.quiet) and sys.stderr.isatty()
-    return run_command(loaded, Path(args.results), args.label, args.overwrite, args.replication, show, _echo)
+    return run_command(loaded, Path(args.results), args.label, args.overwrite, args.replication, show, _echo,
+                       lifetimes=args.lifetimes)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -76,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="recompute even if up-to-date results exist")
     p.add_argument("--replication", type=int, default=0, help="replication index (default 0)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--lifetimes", action="store_true",
+                   help="also write lifetimes.csv: every node part's lives in the `twin fit` input format")
     p.add_argument("--dry-run", dest="dry_run", action="store_true",
                    help="check the scenario, its files and the limits, then stop (nothing simulated or written)")
     p.set_defaults(func=cmd_run)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -123,6 +124,37 @@ class Model:
             comp.finish()
 
     # ---- results ------------------------------------------------------------------------
+    def lifetimes(self) -> pd.DataFrame:
+        """Lives of every node part: ``part, component_id, start_h, end_h, failed`` (the ``twin fit``
+        lifetimes format). A failure closes a life at its time; a part healthy at the horizon is
+        censored there; a part still in repair at the horizon has no open life."""
+        H = self.sc.horizon_h
+        ev = self.recorder.events_table()
+        fails = ev[ev["kind"] == "fail"]
+        alt = "|".join(re.escape(n) for n in sorted(self.parts, key=len, reverse=True))
+        parts_col = fails["path"].astype(str).str.extract(rf"\.node\d+\.({alt})\d+$")[0]
+        keep = parts_col.notna()
+        fails = fails[keep.to_numpy()]
+        frames = [pd.DataFrame({
+            "part": parts_col[keep].to_numpy(),
+            "component_id": fails["path"].astype(str).to_numpy(),
+            "start_h": (fails["time_h"] - fails["value"]).to_numpy(),
+            "end_h": fails["time_h"].to_numpy(),
+            "failed": np.ones(len(fails), dtype=np.int8),
+        })]
+        for name, pop in self.parts.items():
+            ok = np.flatnonzero(pop.healthy)
+            frames.append(pd.DataFrame({
+                "part": name,
+                "component_id": [pop.path(int(i)) for i in ok],
+                "start_h": pop.install_h[ok],
+                "end_h": H,
+                "failed": np.zeros(len(ok), dtype=np.int8),
+            }))
+        out = pd.concat(frames, ignore_index=True)
+        return out[out["end_h"] > out["start_h"]].sort_values(["part", "component_id", "start_h"],
+                                                            kind="stable").reset_index(drop=True)
+
     def result(self) -> ReplicationResult:
         t0 = time.perf_counter()
         sc = self.sc
@@ -202,11 +234,18 @@ class Model:
 
 
 def run_replication(sc: Scenario, replication: int = 0, scenario_hash: str = "",
-                    progress: Callable[[float], None] | None = None) -> ReplicationResult:
-    """Build, run and summarise one replication. Pure function of (scenario, replication)."""
+                    progress: Callable[[float], None] | None = None,
+                    lifetimes: bool = False) -> ReplicationResult:
+    """Build, run and summarise one replication. Pure function of (scenario, replication).
+
+    ``lifetimes`` adds the table ``lifetimes``: every node part's lives (failed or censored at the
+    horizon) in the column format ``twin fit`` reads, so fits can be checked against a known truth.
+    """
     model = Model(sc, replication, scenario_hash)
     model.run(progress)
     res = model.result()
+    if lifetimes:
+        res.tables["lifetimes"] = model.lifetimes()
     heavy = model.events > GC_EVENTS
     del model
     if heavy:  # SimPy leaves cyclic garbage; a full collection costs ~0.1-0.2 s, worth it only after big runs

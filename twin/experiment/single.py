@@ -99,6 +99,9 @@ def write_results(tmp: Path, loaded: Loaded, res: ReplicationResult) -> None:
     sc = loaded.scenario
     atomic_write_text(tmp / "scenario.resolved.yaml", yaml.safe_dump(loaded.resolved, sort_keys=False))
     for name, df in res.tables.items():
+        if name == "lifetimes":  # the twin fit input format (CSV), for round trips
+            atomic_write_text(tmp / "lifetimes.csv", df.to_csv(index=False))
+            continue
         atomic_write_parquet(tmp / f"{name}.parquet", df)
     figs = tmp / "figures"
     figs.mkdir(exist_ok=True)
@@ -129,9 +132,13 @@ def write_results(tmp: Path, loaded: Loaded, res: ReplicationResult) -> None:
 
 
 def run_command(loaded: Loaded, results_root: Path, label: str | None, overwrite: bool,
-                replication: int, progress: bool, echo: Callable[[str], None]) -> int:
+                replication: int, progress: bool, echo: Callable[[str], None],
+                lifetimes: bool = False) -> int:
     sc = loaded.scenario
     folder = run_folder(results_root, sc.name, loaded.hash, sc.seed, label)
+    if lifetimes and folder.exists() and not (folder / "lifetimes.csv").is_file() \
+            and existing_hash(folder) == loaded.hash:
+        overwrite = True  # same scenario, but the lifetimes were not written last time
     if folder.exists() and not overwrite:
         h = existing_hash(folder)
         if h == loaded.hash:
@@ -140,7 +147,7 @@ def run_command(loaded: Loaded, results_root: Path, label: str | None, overwrite
         raise InputError(str(folder), "--label",
                          f"folder holds results of another scenario (hash {h}); choose another label or --overwrite")
     try:
-        res = _simulate(loaded, replication, progress)
+        res = _simulate(loaded, replication, progress, lifetimes)
         with atomic_folder(folder, overwrite=True) as tmp:  # built aside, renamed into place when complete
             write_results(tmp, loaded, res)
     except KeyboardInterrupt:
@@ -156,7 +163,7 @@ def run_command(loaded: Loaded, results_root: Path, label: str | None, overwrite
     return 0
 
 
-def _simulate(loaded: Loaded, replication: int, progress: bool) -> ReplicationResult:
+def _simulate(loaded: Loaded, replication: int, progress: bool, lifetimes: bool = False) -> ReplicationResult:
     sc = loaded.scenario
     if progress:
         from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -166,7 +173,7 @@ def _simulate(loaded: Loaded, replication: int, progress: bool) -> ReplicationRe
                       transient=True) as bar:
             task = bar.add_task(sc.name, total=sc.horizon_days)
             res = run_replication(sc, replication, loaded.hash,
-                                  progress=lambda t: bar.update(task, completed=t / 24.0))
+                                  progress=lambda t: bar.update(task, completed=t / 24.0), lifetimes=lifetimes)
     else:
-        res = run_replication(sc, replication, loaded.hash)
+        res = run_replication(sc, replication, loaded.hash, lifetimes=lifetimes)
     return res
