@@ -45,8 +45,9 @@ def tiny(seed: int = 1, crews: int = 2, nodes: int = 4, days: float = 60, mtbf_h
 
 
 def medium() -> dict[str, Any]:
-    """About 0.15 s a replication: long enough to interrupt a run part way."""
-    return tiny(seed=3, nodes=16, days=365, name="medium")
+    """About 0.3 s a replication (10 years of 16 nodes): long enough that a 20-replication run on a
+    quiet machine is still going when the interrupt tests signal it."""
+    return tiny(seed=3, nodes=16, days=3650, name="medium")
 
 
 def write_yaml(path: Path, doc: dict[str, Any]) -> Path:
