@@ -22,8 +22,7 @@ class _ArgParser(argparse.ArgumentParser):
         raise InputError("twin", self.prog.replace("twin ", "") if self.prog != "twin" else "arguments", message)
 
 
-def _echo(msg: str) -> None:
-    print(msg, flush=True)
+from twin.console import echo as _echo  # noqa: E402
 
 
 def _add_scenario_args(p: argparse.ArgumentParser) -> None:

@@ -27,12 +27,7 @@ HEADLINE = ("node_availability", "fleet_capacity_availability", "goodput", "usef
             "cost.total", "cost.per_useful_gpu_hour")
 
 
-def _echo(msg: str) -> None:
-    print(msg, flush=True)
-
-
-def _note(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+from twin.console import echo as _echo, note as _note  # noqa: E402
 
 
 def _common(p: argparse.ArgumentParser, reps_default: int = 20) -> None:

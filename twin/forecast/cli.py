@@ -14,12 +14,7 @@ from twin.errors import EXIT_OK
 from twin.forecast.run import DEFAULT_BOUND_FACTOR
 
 
-def _echo(msg: str) -> None:
-    print(msg, flush=True)
-
-
-def _note(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+from twin.console import echo as _echo, note as _note  # noqa: E402
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -16,12 +16,7 @@ from twin.errors import EXIT_CHECK_FAILED, EXIT_OK, InputError
 DEFAULT_OUT = "results/validation"
 
 
-def _echo(msg: str) -> None:
-    print(msg, flush=True)
-
-
-def _note(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+from twin.console import echo as _echo, note as _note  # noqa: E402
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
