@@ -144,6 +144,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
+    """Console-script entry. Ctrl-C must always stop a run cleanly (exit 130), even when the shell
+    that started us ignores SIGINT (a background job of a non-interactive shell inherits SIG_IGN,
+    and Python then never installs its KeyboardInterrupt handler)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.exit(main())
 
 
