@@ -29,9 +29,10 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Atomically replace ``path`` with ``text`` (UTF-8)."""
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+    """Atomically replace ``path`` with ``text`` (UTF-8): the project's one text writer."""
+    from twin.experiment.store import atomic_write_text
+
+    atomic_write_text(Path(path), text)
 
 
 def write_text_new(path: str | os.PathLike[str], text: str) -> bool:

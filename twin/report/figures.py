@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -27,17 +28,22 @@ def capacity_over_time(capacity: pd.DataFrame, n_nodes: int, horizon_h: float, p
     _save(fig, path)
 
 
+def pareto_bars(ax: "plt.Axes", labels: Any, values: Any, yerr: Any = None) -> None:
+    """Bars sorted by the caller, with the cumulative-share line on a second axis."""
+    ax.bar(labels, values, yerr=yerr, capsize=3 if yerr is not None else 0, color="tab:red")
+    total = float(np.sum(values))
+    if total > 0:
+        ax2 = ax.twinx()
+        ax2.plot(labels, 100 * np.cumsum(values) / total, "k.-")
+        ax2.set_ylabel("cumulative %")
+        ax2.set_ylim(0, 105)
+
+
 def failure_pareto(parts: pd.DataFrame, path: Path) -> None:
     df = parts.sort_values("failures", ascending=False)
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    ax.bar(df["part"], df["failures"], color="tab:red")
+    pareto_bars(ax, df["part"], df["failures"].to_numpy())
     ax.set_ylabel("failures")
-    total = df["failures"].sum()
-    if total > 0:
-        ax2 = ax.twinx()
-        ax2.plot(df["part"], 100 * df["failures"].cumsum() / total, "k.-")
-        ax2.set_ylabel("cumulative %")
-        ax2.set_ylim(0, 105)
     ax.set_title("Failures by part type (Pareto)")
     _save(fig, path)
 

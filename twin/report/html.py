@@ -21,6 +21,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from twin.errors import InputError  # noqa: E402
+from twin.report.figures import pareto_bars  # noqa: E402
 
 HEADLINE = ("node_availability", "fleet_capacity_availability", "goodput", "useful_gpu_hours", "ettr.max_job",
             "failures", "node_down_hours", "interruptions", "stockouts", "energy.it_kwh", "pue",
@@ -191,14 +192,8 @@ def fig_failure_pareto(summ: pd.DataFrame) -> "plt.Figure | None":
     d = d.sort_values("mean", ascending=False)
     fig, ax = plt.subplots(figsize=(8, 3.6))
     err = np.vstack([d["mean"] - d["ci_low"], d["ci_high"] - d["mean"]])
-    ax.bar(d["part"], d["mean"], yerr=np.nan_to_num(err), capsize=3, color="tab:red")
+    pareto_bars(ax, d["part"], d["mean"].to_numpy(), yerr=np.nan_to_num(err))
     ax.set_ylabel("mean failures per replication")
-    total = d["mean"].sum()
-    if total > 0:
-        ax2 = ax.twinx()
-        ax2.plot(d["part"], 100 * d["mean"].cumsum() / total, "k.-")
-        ax2.set_ylabel("cumulative %")
-        ax2.set_ylim(0, 105)
     ax.set_title("Failures by part type (Pareto, mean with 95 % CI)")
     return fig
 
@@ -385,17 +380,22 @@ def _compare(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
                        f"dist_{m}.png", f"histogram and ECDF of {m}")
 
 
-def _sweep(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
-    tidy = pd.read_parquet(folder / "sweep.parquet")
-    params = [p["path"] for p in meta["params"]]
+def _warn_mixed_versions(doc: Doc, folder: Path, subfolders: dict[str, str]) -> None:
+    """Warn when the replications of an experiment's sub-experiments come from different versions."""
     tables = {}
-    for pt in meta["points"]:
-        p = folder / pt["folder"] / "replications.parquet"
+    for label, sub in subfolders.items():
+        p = folder / sub / "replications.parquet"
         if p.is_file():
-            tables[f"point {pt['point']}"] = pd.read_parquet(p, columns=["twin_version"])
+            tables[label] = pd.read_parquet(p, columns=["twin_version"])
     w = version_warning(tables)
     if w:
         doc.warn(w)
+
+
+def _sweep(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
+    tidy = pd.read_parquet(folder / "sweep.parquet")
+    params = [p["path"] for p in meta["params"]]
+    _warn_mixed_versions(doc, folder, {f"point {pt['point']}": pt["folder"] for pt in meta["points"]})
     doc.h2("Sweep")
     doc.bullets([f"scenario {meta['scenario']} (hash {meta['scenario_hash']}), seed {meta['seed']} at every point "
                  "(common random numbers)", f"{meta['replications']} replications per point",
@@ -419,17 +419,8 @@ def _sweep(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
 
 def _sensitivity(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
     ranking = pd.read_parquet(folder / "ranking.parquet")
-    tables = {}
-    p = folder / meta["baseline_folder"] / "replications.parquet"
-    if p.is_file():
-        tables["baseline"] = pd.read_parquet(p, columns=["twin_version"])
-    for v in meta["variants"]:
-        p = folder / v["folder"] / "replications.parquet"
-        if p.is_file():
-            tables[f"{v['factor']}:{v['level']}"] = pd.read_parquet(p, columns=["twin_version"])
-    w = version_warning(tables)
-    if w:
-        doc.warn(w)
+    _warn_mixed_versions(doc, folder, {"baseline": meta["baseline_folder"],
+                                       **{f"{v['factor']}:{v['level']}": v["folder"] for v in meta["variants"]}})
     doc.h2("Sensitivity")
     doc.bullets([f"scenario {meta['scenario']} (hash {meta['scenario_hash']}), seed {meta['seed']}; one factor at "
                  "a time, low and high, paired against the baseline under common random numbers",
