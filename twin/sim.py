@@ -179,9 +179,9 @@ class Model:
         tickets = pd.DataFrame(rec.tickets, columns=TICKET_COLUMNS)
         part_rows = []
         total_fail = 0
+        down_by_cause = (down["end_h"] - down["start_h"]).groupby(down["cause"].astype(str)).sum()
         for name, pop in list(self.parts.items()) + list(self.facility.items()):
-            dt = float((down.loc[down["cause"].astype(str) == name, "end_h"]
-                        - down.loc[down["cause"].astype(str) == name, "start_h"]).sum())
+            dt = float(down_by_cause.get(name, 0.0))
             part_h = pop.n * H
             inv = self.shop.inventories.get(name)
             part_rows.append({
