@@ -268,14 +268,9 @@ class Workload:
         return float(progress_rate(st.t_compute_s, t_ideal, t_now, st.overlap, speed))
 
     def _set_util(self, job: Job, util: float) -> None:
-        """Set the GPU utilisation of the job's nodes and publish only the nodes whose load changed
-        (an interruption followed by a restart used to publish the same zero load twice, and every
-        publish refreshes the IT power and thermal state of the whole job)."""
         if len(job.nodes):
-            changed = job.nodes[self.engine.node_util[job.nodes] != util]
-            if len(changed):
-                self.engine.node_util[changed] = util
-                self.engine.bus.publish(Topic.NODE_LOAD, changed)
+            self.engine.node_util[job.nodes] = util
+            self.engine.bus.publish(Topic.NODE_LOAD, job.nodes)
 
     # ---- timers ---------------------------------------------------------------------------
     def _arm(self, job: Job) -> None:
