@@ -1,0 +1,97 @@
+"""Golden tables: fingerprints of every table and metric of the bundled scenarios (issue 10).
+
+Performance work must change no result. ``python tests/golden_tables.py --record`` writes
+``tests/golden/fingerprints.json`` from the current code (record it *before* optimising);
+``tests/test_golden.py`` re-runs the same scenarios and seeds and compares, column by column.
+
+A fingerprint is exact: SHA-256 over a column's canonical bytes (float64 bit patterns, int64,
+or the UTF-8 strings), so a float that moved in its last bit counts as a change. Each float
+column also keeps its sum, only to say how far a changed column moved.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "golden" / "fingerprints.json"
+
+CASES: list[tuple[str, list[str], int]] = [
+    # (scenario, overrides, replication): every bundled model path, kept to ~10 s in all
+    ("pretrain-16k", [], 0),
+    ("mixed-1k", [], 0),
+    ("baseline", ["horizon_days=120"], 1),
+    ("lean-crew", ["horizon_days=120"], 0),
+    ("air", ["horizon_days=120"], 0),
+    ("liquid", ["horizon_days=120"], 0),
+    ("hybrid", ["horizon_days=120"], 0),
+    ("cdu-failure", [], 0),
+    ("crah-failure", [], 0),
+    ("fabric-stress", ["horizon_days=120"], 0),
+    ("forecast-405b", [], 0),
+    ("power-2n", ["horizon_days=120"], 0),
+    ("power-dgx-split", ["horizon_days=120"], 0),
+    ("power-n", ["horizon_days=120"], 0),
+    ("power-n1", ["horizon_days=120"], 0),
+]
+
+
+def case_id(name: str, overrides: list[str], rep: int) -> str:
+    return " ".join([name, *overrides, f"rep={rep}"])
+
+
+def _column_bytes(s: pd.Series) -> tuple[bytes, float | None]:
+    if isinstance(s.dtype, pd.CategoricalDtype) or s.dtype == object or pd.api.types.is_string_dtype(s.dtype):
+        vals = ["\x00NA" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v) for v in s.astype(object)]
+        return "\x1f".join(vals).encode(), None
+    if pd.api.types.is_bool_dtype(s.dtype):
+        return s.astype(object).map(repr).str.cat(sep=",").encode(), None
+    if pd.api.types.is_integer_dtype(s.dtype):
+        arr = s.astype("Int64").fillna(-(2**62)).to_numpy(dtype=np.int64)
+        return arr.tobytes(), None
+    arr = s.to_numpy(dtype=np.float64, na_value=np.nan)
+    arr = np.where(np.isnan(arr), np.nan, arr + 0.0)  # one NaN pattern, no negative zero
+    finite = arr[np.isfinite(arr)]
+    return arr.tobytes(), float(finite.sum()) if len(finite) else 0.0
+
+
+def fingerprint_table(df: pd.DataFrame) -> dict[str, Any]:
+    cols: dict[str, Any] = {}
+    for c in df.columns:
+        b, total = _column_bytes(df[c])
+        cols[str(c)] = {"sha256": hashlib.sha256(b).hexdigest()[:32], **({"sum": total} if total is not None else {})}
+    return {"rows": int(len(df)), "columns": cols}
+
+
+def fingerprint_case(name: str, overrides: list[str], rep: int) -> dict[str, Any]:
+    from twin.scenario import load_scenario
+    from twin.sim import Model
+
+    sc = load_scenario(ROOT / "scenarios" / f"{name}.yaml", overrides).scenario
+    model = Model(sc, rep)
+    model.run()
+    res = model.result()
+    metrics = {k: (repr(float(v)) if isinstance(v, (int, float, np.floating, np.integer)) else repr(v))
+               for k, v in sorted(res.metrics.items())}
+    return {"events_processed": int(res.events_processed), "metrics": metrics,
+            "tables": {k: fingerprint_table(v) for k, v in sorted(res.tables.items())}}
+
+
+def record() -> None:
+    out = {case_id(*c): fingerprint_case(*c) for c in CASES}
+    GOLDEN.parent.mkdir(parents=True, exist_ok=True)
+    GOLDEN.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {GOLDEN.relative_to(ROOT)}: {len(out)} cases")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--record"]:
+        sys.exit("usage: python tests/golden_tables.py --record")
+    record()
