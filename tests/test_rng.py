@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import yaml
 from scipy import stats
 
@@ -258,9 +260,9 @@ def test_streams_of_one_path_differ_and_k_is_bounded() -> None:
         rng.uniforms(key, d, 2**32)
 
 
-def test_chunked_single_draws_equal_direct_draws() -> None:
-    """PartPopulation.uniform draws a chunk of neighbours at once; every number equals the direct
-    one-part draw of the same (path, stream, k)."""
+def test_single_draws_equal_direct_draws() -> None:
+    """PartPopulation.uniform draws one number in plain Python; every number equals the array
+    function's draw of the same (path, stream, k)."""
     sc = load_dict(_baseline_doc()).scenario
     model = Model(sc, replication=0)
     pop = model.parts["gpu"]
@@ -270,3 +272,17 @@ def test_chunked_single_draws_equal_direct_draws() -> None:
             for k in (0, 3):
                 direct = rng.uniforms(key, rng.path_digests([pop.path(idx)]), k, rng.STREAMS[purpose])[0]
                 assert pop.uniform(idx, purpose, k) == direct
+
+
+@settings(max_examples=300, deadline=None)
+@given(k0=st.integers(0, 2**32 - 1), k1=st.integers(0, 2**32 - 1), digest=st.integers(0, 2**64 - 1),
+       k=st.integers(0, 2**32 - 1), stream=st.integers(0, 7))
+def test_plain_python_draw_is_bit_identical_to_the_array_function(k0, k1, digest, k, stream) -> None:
+    """rng.uniform1 (the event loop's single draws) gives exactly the number of rng.uniforms."""
+    want = rng.uniforms((k0, k1), np.array([digest], dtype=np.uint64), k, stream)[0]
+    assert rng.uniform1((k0, k1), digest, k, stream) == want
+
+
+def test_plain_python_draw_bounds_k() -> None:
+    with pytest.raises(ValueError):
+        rng.uniform1((0, 0), 1, 2**32)

@@ -50,24 +50,20 @@ class Bus:
 class Streams:
     """Counter-based random streams of one replication (model.md §1)."""
 
-    BLOCK = 8
-
     def __init__(self, seed: int, replication: int) -> None:
         self.key = rng.replication_key(seed, replication)
-        self._ahead: dict[str, tuple[int, NDArray[np.float64]]] = {}
+        self._digests: dict[str, int] = {}
 
     def uniforms(self, digests: NDArray[np.uint64], k: NDArray[np.int64] | int, stream: int = 0) -> NDArray[np.float64]:
         return rng.uniforms(self.key, digests, k, stream)
 
     def scalar(self, path: str, k: int) -> float:
-        """Uniform number ``k`` of stream ``path``. Drawn ahead in blocks through the same array
-        function (the k-th number does not depend on the block)."""
-        block = self._ahead.get(path)
-        if block is None or not (block[0] <= k < block[0] + self.BLOCK):
-            ks = np.arange(k, k + self.BLOCK, dtype=np.int64)
-            block = (k, rng.uniforms(self.key, np.full(self.BLOCK, rng.path_digest(path), dtype=np.uint64), ks))
-            self._ahead[path] = block
-        return float(block[1][k - block[0]])
+        """Uniform number ``k`` of stream ``path`` (one draw in plain Python, bit-identical to the
+        array function: :func:`twin.rng.uniform1`)."""
+        d = self._digests.get(path)
+        if d is None:
+            d = self._digests[path] = rng.path_digest(path)
+        return rng.uniform1(self.key, d, k)
 
 
 _DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
