@@ -92,6 +92,10 @@ class ITPower:
         self._before: list[Callable[[], None]] = []
         self._after: list[Callable[[NDArray[np.int64]], None]] = []
         self._all = np.arange(n)
+        self._uncapped = True  # no source has a finite cap: refresh takes its two-operation path
+        self._a_w = gpus * (tdp_w - idle_w)  # node power = util·a + b without caps (node_it_power_w)
+        self._b_w = non_gpu_w + gpus * idle_w
+        self._level = engine.recorder.levels.setdefault("site_power_w", ([], []))
         bus = engine.bus
         bus.subscribe(Topic.NODE_LOAD, self.refresh)
         bus.subscribe(Topic.NODE_DOWN, self._on_node)
@@ -110,6 +114,7 @@ class ITPower:
         after writing. (``set_cap`` does both and is cheaper: it lets ``refresh`` skip sources
         without a finite cap.)"""
         self._direct.add(source)
+        self._uncapped = False
         return self._array(source)
 
     def cap_of(self, source: str) -> NDArray[np.float64]:
@@ -123,6 +128,7 @@ class ITPower:
         before = int(np.isfinite(arr[idx]).sum())
         arr[idx] = cap_w
         self._n_finite[source] += int(np.isfinite(arr[idx]).sum()) - before
+        self._uncapped = not self._direct and not any(self._n_finite.values())
         self.refresh(nodes)
 
     def n_capped(self, source: str) -> int:
@@ -157,22 +163,38 @@ class ITPower:
         self.refresh(np.array([node]))
 
     def refresh(self, nodes: NDArray[np.int64] | None = None) -> None:
-        """Recompute the power of ``nodes`` (all when None) after a load, cap or state change."""
+        """Recompute the power of ``nodes`` (all when None) after a load, cap or state change.
+
+        The hot path of the event loop (every job's load change). Without any finite cap the node
+        power is ``util·a + b`` with a = GPUs·(TDP − idle) and b = non-GPU + GPUs·idle, the same
+        floating-point operations as :func:`node_it_power_w`; the site total is the numpy sum of the
+        node array (the same sum in the same order at every refresh, so it never drifts)."""
         for fn in self._before:
             fn()
-        self._integrate()
+        now = self.engine.env.now
+        if now > self._t:
+            self.energy_wh += self._total * (now - self._t)
+            self._t = now
         idx = self._all if nodes is None else nodes
-        if not self._direct and not any(self._n_finite.values()):
-            cap: NDArray[np.float64] | float = math.inf
+        if self._uncapped:
+            p = self.engine.node_util[idx] * self._a_w
+            p += self._b_w
         else:
-            cap = self.min_cap(idx)
-        p = node_it_power_w(self.engine.node_util[idx], cap, self.gpus, self.idle_w, self.tdp_w, self.non_gpu_w)
+            p = node_it_power_w(self.engine.node_util[idx], self.min_cap(idx), self.gpus, self.idle_w, self.tdp_w,
+                                self.non_gpu_w)
         cl = self.cluster
         if cl.n_up < cl.n_nodes:
             p[cl.down_count[idx] != 0] = 0.0
-        self.node_power_w[idx] = p
-        self._total = float(self.node_power_w.sum())
-        self.engine.recorder.level("site_power_w", self._t, self._total)  # one point per event time
+        npw = self.node_power_w
+        npw[idx] = p
+        self._total = total = float(npw.sum())
+        ts, vs = self._level  # recorder level site_power_w: one point per event time
+        now = self._t
+        if ts and ts[-1] == now:
+            vs[-1] = total
+        else:
+            ts.append(now)
+            vs.append(total)
         for fn in self._after:
             fn(idx)
 
