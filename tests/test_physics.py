@@ -551,3 +551,26 @@ def test_palm_vs_direct_poisson_sum() -> None:
 def test_job_interruption_rate() -> None:
     assert cf.job_interruption_rate_per_h(2048, 1 / 50_000) == pytest.approx(2048 / 50_000)
     np.testing.assert_allclose(cf.job_interruption_rate_per_h(np.array([1, 10]), 0.01), [0.01, 0.1])
+
+
+_times = st.one_of(st.just(0.0), st.just(math.inf), st.floats(1e-6, 1e6))
+
+
+def _same(x: float, y: float) -> bool:
+    return (x != x and y != y) or (x == y and math.copysign(1, x) == math.copysign(1, y))
+
+
+@settings(max_examples=300, deadline=None)
+@given(tc=_times, comm=_times, comm_ideal=_times, overlap=st.floats(0, 1), speed=st.one_of(st.just(0.0), st.floats(1e-3, 1)),
+       n=st.integers(1, 20_000), grad=st.floats(0, 1e12), bw=st.one_of(st.just(0.0), st.floats(1, 1e4)))
+def test_step_time_scalar_path_is_bit_identical_to_array_path(tc, comm, comm_ideal, overlap, speed, n, grad, bw) -> None:
+    """The event loop calls the step-time functions with Python floats and gets a plain-float path
+    (issue 10); it must give exactly what the numpy path gives."""
+    one = np.ones(1)
+    with np.errstate(all="ignore"):
+        assert _same(steptime.step_time_s(tc, comm, overlap, speed),
+                     float(steptime.step_time_s(tc * one, comm, overlap, speed)[0]))
+        assert _same(steptime.progress_rate(tc, comm_ideal, comm, overlap, speed),
+                     float(steptime.progress_rate(tc * one, comm_ideal, comm, overlap, speed)[0]))
+        assert _same(steptime.ring_allreduce_s(n, grad, bw, 5e-6),
+                     float(steptime.ring_allreduce_s(n * one, grad, bw, 5e-6)[0]))

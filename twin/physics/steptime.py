@@ -15,6 +15,7 @@ whereas the product of the separate factors (speed alone: 0.8; bandwidth alone:
 
 from __future__ import annotations
 
+import math
 from typing import Union
 
 import numpy as np
@@ -34,6 +35,19 @@ def _f(x: ArrayLike) -> NDArray[np.float64]:
     return np.asarray(x, dtype=np.float64)
 
 
+def _div(a: float, b: float) -> float:
+    """a / b for floats as numpy divides float64 (b = 0 gives ±inf or NaN instead of raising)."""
+    if b == 0.0:
+        if a != a or a == 0.0:
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+    return a / b
+
+
+def _all_scalar(*xs: object) -> bool:
+    return all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in xs)
+
+
 def ring_allreduce_s(
     n_nodes: ArrayLike, grad_bytes: ArrayLike, bw_node_gbps: ArrayLike, hop_latency_s: ArrayLike
 ) -> FloatOrArray:
@@ -44,6 +58,15 @@ def ring_allreduce_s(
     times the healthy share of the spines crossed), ``hop_latency_s`` in seconds. Zero
     bandwidth with n > 1 gives inf.
     """
+    if _all_scalar(n_nodes, grad_bytes, bw_node_gbps, hop_latency_s):  # the event loop's path, same arithmetic
+        nf = float(n_nodes)  # type: ignore[arg-type]
+        if nf < 1:
+            raise ValueError("n_nodes must be >= 1")
+        if nf == 1:
+            return 0.0
+        bw = float(bw_node_gbps) * 1e9  # type: ignore[arg-type]
+        head = 2.0 * (nf - 1.0) / nf * 8.0 * float(grad_bytes)  # type: ignore[arg-type]
+        return (_div(head, bw)) + 2.0 * (nf - 1.0) * float(hop_latency_s)  # type: ignore[arg-type]
     n = _f(n_nodes)
     if np.any(n < 1):
         raise ValueError("n_nodes must be >= 1")
@@ -62,6 +85,10 @@ def step_time_s(
     ``speed`` is the slowest GPU's speed fraction (0..1]; ``overlap`` the fraction (0..1) of
     compute time that can hide communication. Speed 0 gives inf.
     """
+    if _all_scalar(t_compute_s, t_comm_s, overlap, speed):  # the event loop's path, same arithmetic
+        t_c = _div(float(t_compute_s), float(speed))  # type: ignore[arg-type]
+        x = float(t_comm_s) - float(overlap) * t_c  # type: ignore[arg-type]
+        return t_c + (x if (x > 0.0 or x != x) else 0.0)  # np.maximum(0, x): NaN propagates
     with np.errstate(divide="ignore"):
         t_c = _f(t_compute_s) / _f(speed)
     exposed = np.maximum(0.0, _f(t_comm_s) - _f(overlap) * t_c)
@@ -79,6 +106,9 @@ def progress_rate(
 
     Times in seconds. Speed 0 (or infinite communication time) gives 0.
     """
+    if _all_scalar(t_compute_s, t_comm_ideal_s, t_comm_s, overlap, speed):
+        return _div(step_time_s(t_compute_s, t_comm_ideal_s, overlap, 1.0),  # type: ignore[arg-type]
+                    step_time_s(t_compute_s, t_comm_s, overlap, speed))  # type: ignore[arg-type]
     ideal = _f(step_time_s(t_compute_s, t_comm_ideal_s, overlap, 1.0))
     actual = _f(step_time_s(t_compute_s, t_comm_s, overlap, speed))
     return _out(ideal / actual)
