@@ -8,7 +8,7 @@ as censored (completion ≥ H_max) and the forecast says so. Because every rando
 of (seed, replication, component path, draw index) alone, the horizon does not change the sample
 path up to completion.
 
-Accounting: a bus observer (:class:`JobObserver`, subscribed to NODE_LOAD, NODE_SPEED and FABRIC,
+Accounting: a bus observer (:class:`JobObserver`, subscribed to JOB, NODE_SPEED and FABRIC,
 after the workload) reads the job's own counters at every state change and attributes each change
 to what was in force since the previous one. With T the time to train (completion − submission):
 
@@ -166,7 +166,7 @@ class JobObserver:
         self.throttle_h = 0.0
         self.network_h = 0.0
         bus = self.engine.bus
-        bus.subscribe(Topic.NODE_LOAD, self._on_load)
+        bus.subscribe(Topic.JOB, self._on_job)
         bus.subscribe(Topic.NODE_SPEED, self._on_speed)
         bus.subscribe(Topic.FABRIC, self._on_fabric)
 
@@ -178,7 +178,7 @@ class JobObserver:
                     break
         return self.job
 
-    def _on_load(self, nodes: Any) -> None:
+    def _on_job(self, job: Any) -> None:
         self._update(False)
 
     def _on_speed(self, nodes: Any) -> None:

@@ -151,20 +151,28 @@ class Network:
         if k > len(pool):
             raise ValueError(f"pack: {k} nodes requested from a pool of {len(pool)}")
         arr = np.sort(np.asarray(pool, dtype=np.int64))
-        g = self.node_group[arr]
-        uniq, start, counts = np.unique(g, return_index=True, return_counts=True)
+        g = self.node_group[arr]  # non-decreasing: groups are contiguous node ranges
+        start = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
+        counts = np.diff(np.append(start, len(arr)))
+        fits = np.flatnonzero(counts >= k)
+        if len(fits):  # one group holds the job: the smallest such, lowest group id on ties
+            i = int(fits[np.argmin(counts[fits])])
+            return arr[start[i]:start[i] + k].tolist()
+        uniq = g[start].tolist()
+        cl = counts.tolist()
+        st = start.tolist()
         remaining = list(range(len(uniq)))
         out: list[int] = []
         need = k
         while need > 0:
-            fits = [i for i in remaining if counts[i] >= need]
-            if fits:
-                i = min(fits, key=lambda i: (counts[i], uniq[i]))
-                out.extend(arr[start[i]:start[i] + need].tolist())
+            fit = [i for i in remaining if cl[i] >= need]
+            if fit:
+                i = min(fit, key=lambda i: (cl[i], uniq[i]))
+                out.extend(arr[st[i]:st[i] + need].tolist())
                 break
-            i = max(remaining, key=lambda i: (counts[i], -uniq[i]))
-            out.extend(arr[start[i]:start[i] + counts[i]].tolist())
-            need -= int(counts[i])
+            i = max(remaining, key=lambda i: (cl[i], -uniq[i]))
+            out.extend(arr[st[i]:st[i] + cl[i]].tolist())
+            need -= cl[i]
             remaining.remove(i)
         return out
 

@@ -58,6 +58,18 @@ class NodePool:
             self.mask[node] = False
             self.count -= 1
 
+    def discard_many(self, nodes: np.ndarray) -> None:
+        """Remove every node of ``nodes`` (an index array without repeats) that is a member."""
+        m = self.mask
+        self.count -= int(np.count_nonzero(m[nodes]))
+        m[nodes] = False
+
+    def add_many(self, nodes: np.ndarray) -> None:
+        """Add every node of ``nodes`` (an index array without repeats)."""
+        m = self.mask
+        self.count += len(nodes) - int(np.count_nonzero(m[nodes]))
+        m[nodes] = True
+
     def __contains__(self, node: int) -> bool:
         return bool(self.mask[node])
 
@@ -268,9 +280,15 @@ class Workload:
         return float(progress_rate(st.t_compute_s, t_ideal, t_now, st.overlap, speed))
 
     def _set_util(self, job: Job, util: float) -> None:
-        if len(job.nodes):
-            self.engine.node_util[job.nodes] = util
-            self.engine.bus.publish(Topic.NODE_LOAD, job.nodes)
+        """Set the utilisation of the job's nodes; publish NODE_LOAD (every node of the job, even
+        those whose load did not change: the thermal trace samples its GPUs at these events), then
+        JOB (a job's state change, for observers such as the forecast's accounting)."""
+        nodes = job.nodes
+        if len(nodes):
+            bus = self.engine.bus
+            self.engine.node_util[nodes] = util
+            bus.publish(Topic.NODE_LOAD, nodes)
+            bus.publish(Topic.JOB, job)
 
     # ---- timers ---------------------------------------------------------------------------
     def _arm(self, job: Job) -> None:
@@ -393,7 +411,7 @@ class Workload:
         if self.spec.scheduler.placement == "pack":
             fabric = self.engine.fabric
             if fabric is not None and hasattr(fabric, "pack"):
-                return [int(x) for x in fabric.pack(pool.tolist(), k)]
+                return fabric.pack(pool, k)
             racks = pool // self.cluster.nodes_per_rack
             per_rack = np.bincount(racks)
             order = np.lexsort((pool, racks, -per_rack[racks]))
@@ -446,9 +464,9 @@ class Workload:
 
     def _start(self, job: Job, nodes: list[int]) -> None:
         self.queue.remove(job)
-        arr = np.asarray(sorted(nodes), dtype=np.int64)
-        for n in nodes:
-            self._remove_from_pools(n)
+        arr = np.sort(np.asarray(nodes, dtype=np.int64))
+        self.spares.discard_many(arr)
+        self.free.discard_many(arr)
         self.owner[arr] = job.jid
         job.nodes = arr
         self.allocated[job.jid] = job
@@ -511,10 +529,14 @@ class Workload:
 
     def _release(self, job: Job) -> None:
         self.allocated.pop(job.jid, None)
-        for n in job.nodes.tolist():
-            self.owner[n] = -1
-            if self.cluster.is_up(n):
-                self._node_available(n)
+        nodes = job.nodes
+        self.owner[nodes] = -1
+        up = nodes[self.cluster.down_count[nodes] == 0]
+        # in node order, as _node_available one by one: the hot-spare pool is topped up first
+        top = max(0, min(len(up), self.spare_target - len(self.spares)))
+        if top:
+            self.spares.add_many(up[:top])
+        self.free.add_many(up[top:])
         job.nodes = np.zeros(0, dtype=np.int64)
 
     # ---- interruptions --------------------------------------------------------------------
