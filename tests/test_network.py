@@ -6,6 +6,7 @@ Expected values are computed in the tests from the formulas, never read back fro
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from pathlib import Path
@@ -13,6 +14,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from twin import cli
@@ -359,3 +362,42 @@ def test_fabric_figures_written_only_with_a_fabric(tmp_path: Path) -> None:
     assert all((tmp_path / n).stat().st_size > 1000 for n in names)
     del res.tables["fabric_health"]
     assert network_figures.figures(res, tmp_path / "none") == []
+
+
+def _pack_reference(node_group: np.ndarray, pool: list[int], k: int) -> list[int]:
+    """The greedy placement written plainly (the pre-optimisation code, issue 10): best-fit group
+    if one holds the job, else the largest groups whole, lowest ids first."""
+    arr = np.sort(np.asarray(pool, dtype=np.int64))
+    g = node_group[arr]
+    uniq, start, counts = np.unique(g, return_index=True, return_counts=True)
+    remaining = list(range(len(uniq)))
+    out: list[int] = []
+    need = k
+    while need > 0:
+        fits = [i for i in remaining if counts[i] >= need]
+        if fits:
+            i = min(fits, key=lambda i: (counts[i], uniq[i]))
+            out.extend(arr[start[i]:start[i] + need].tolist())
+            break
+        i = max(remaining, key=lambda i: (counts[i], -uniq[i]))
+        out.extend(arr[start[i]:start[i] + counts[i]].tolist())
+        need -= int(counts[i])
+        remaining.remove(i)
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_pack_matches_the_plain_greedy(data) -> None:
+    m = _pack_model()
+    net = m.engine.fabric
+    n = m.cluster.n_nodes
+    pool = sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=n)))
+    k = data.draw(st.integers(1, len(pool)))
+    assert net.pack(pool, k) == _pack_reference(net.node_group, pool, k)
+    assert net.pack(np.array(pool[::-1]), k) == _pack_reference(net.node_group, pool, k)
+
+
+@functools.cache
+def _pack_model() -> Model:
+    return model(doc(racks=8, nodes_per_rack=4, nodes_per_leaf=4))  # 32 nodes, 8 leaf groups

@@ -150,14 +150,16 @@ class Network:
             return []
         if k > len(pool):
             raise ValueError(f"pack: {k} nodes requested from a pool of {len(pool)}")
-        arr = np.sort(np.asarray(pool, dtype=np.int64))
+        arr = np.array(pool, dtype=np.int64)
+        arr.sort()
         g = self.node_group[arr]  # non-decreasing: groups are contiguous node ranges
+        cnt = np.bincount(g, minlength=self.G)
+        i = int(np.where(cnt >= k, cnt, len(arr) + 1).argmin())
+        if cnt[i] >= k:  # one group holds the job: the smallest such, lowest group id on ties
+            lo = int(g.searchsorted(i))
+            return arr[lo:lo + k].tolist()
         start = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
         counts = np.diff(np.append(start, len(arr)))
-        fits = np.flatnonzero(counts >= k)
-        if len(fits):  # one group holds the job: the smallest such, lowest group id on ties
-            i = int(fits[np.argmin(counts[fits])])
-            return arr[start[i]:start[i] + k].tolist()
         uniq = g[start].tolist()
         cl = counts.tolist()
         st = start.tolist()
