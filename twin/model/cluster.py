@@ -30,6 +30,7 @@ class Cluster:
         self._down_since: dict[int, tuple[float, str]] = {}
         self._cut_since: dict[int, tuple[float, str]] = {}
         self.n_up = self.n_nodes
+        self.n_cut = 0  # nodes with at least one cut reason
         engine.recorder.level("nodes_up", 0.0, self.n_up)
 
     def node_path(self, node: int) -> str:
@@ -82,6 +83,7 @@ class Cluster:
         self.cut_count[node] += 1
         self._cut_reasons.setdefault(node, Counter())[cause] += 1
         if self.cut_count[node] == 1:
+            self.n_cut += 1
             self._cut_since[node] = (self.engine.now, cause)
             self.engine.bus.publish(Topic.NODE_CUT, node, cause)
 
@@ -93,6 +95,7 @@ class Cluster:
             del reasons[cause]
         self.cut_count[node] -= 1
         if self.cut_count[node] == 0:
+            self.n_cut -= 1
             del self._cut_reasons[node]
             start, first = self._cut_since.pop(node)
             self.engine.recorder.interval(node, start, self.engine.now, "cut", first)

@@ -244,7 +244,8 @@ class Workload:
 
     def _free_count(self, multi_node: bool) -> np.ndarray:
         """Free nodes a job may use: multi-node jobs avoid nodes cut off a rail."""
-        return self.free.nodes(self.cluster.cut_count > 0 if multi_node else None)
+        cl = self.cluster
+        return self.free.nodes(cl.cut_count > 0 if multi_node and cl.n_cut else None)
 
     # ---- progress bookkeeping -------------------------------------------------------------
     def _advance(self, job: Job) -> None:
@@ -563,7 +564,13 @@ class Workload:
         job.gen += 1
         # drop the lost nodes from the allocation
         self._set_util(job, 0.0)
-        keep = job.nodes[~np.isin(job.nodes, lost_nodes)] if lost_nodes else job.nodes
+        nodes = job.nodes
+        if not lost_nodes:
+            keep = nodes
+        elif len(lost_nodes) == 1:  # the common case: one array comparison instead of np.isin
+            keep = nodes[nodes != lost_nodes[0]]
+        else:
+            keep = nodes[~np.isin(nodes, lost_nodes)]
         for n in lost_nodes:
             if self.owner[n] == job.jid:
                 self.owner[n] = -1
@@ -575,7 +582,7 @@ class Workload:
         for pool in (self.spares, self.free):
             if got == need:
                 break
-            take = pool.nodes(self.cluster.cut_count > 0 if multi else None)[: need - got]
+            take = pool.nodes(self.cluster.cut_count > 0 if multi and self.cluster.n_cut else None)[: need - got]
             parts.append(take)
             got += len(take)
         if got == need:
@@ -583,7 +590,11 @@ class Workload:
             for n in repl.tolist():
                 self._remove_from_pools(n)
             self.owner[repl] = job.jid
-            job.nodes = np.sort(np.concatenate([keep, repl])) if len(repl) else keep
+            if len(repl):  # merge into the sorted kept nodes (no full sort of a large job's nodes)
+                repl = np.sort(repl)
+                job.nodes = np.insert(keep, keep.searchsorted(repl), repl)
+            else:
+                job.nodes = keep
             job.last_t = self.engine.now
             self._begin_restart(job)
         else:
