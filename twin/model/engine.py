@@ -27,7 +27,7 @@ class Topic:
     TRANSIENT = "transient"  # (node: int, cause: str) transient fault: jobs on the node crash
     GROUP = "group"  # (node: int, part: str, healthy: int) a redundant group's healthy count changed
     NODE_SPEED = "node_speed"  # (nodes: ndarray[int]) engine.speed_caps[...] of these nodes changed
-    NODE_LOAD = "node_load"  # (nodes: ndarray[int]) engine.node_util of these nodes changed
+    NODE_LOAD = "node_load"  # (nodes: ndarray[int], util: float) engine.node_util of these nodes is now util
     JOB = "job"  # (job) the workload moved a job (start, checkpoint, interruption, restart, end)
     FABRIC = "fabric"  # () fabric bandwidth changed: ask engine.fabric again
     PART_FAILED = "part_failed"  # (pop: PartPopulation, idx: int)

@@ -97,7 +97,7 @@ class ITPower:
         self._b_w = non_gpu_w + gpus * idle_w
         self._level = engine.recorder.levels.setdefault("site_power_w", ([], []))
         bus = engine.bus
-        bus.subscribe(Topic.NODE_LOAD, self.refresh)
+        bus.subscribe(Topic.NODE_LOAD, self._on_load)
         bus.subscribe(Topic.NODE_DOWN, self._on_node)
         bus.subscribe(Topic.NODE_UP, self._on_node)
         self.refresh()
@@ -162,13 +162,18 @@ class ITPower:
     def _on_node(self, node: int, cause: str) -> None:
         self.refresh(np.array([node]))
 
-    def refresh(self, nodes: NDArray[np.int64] | None = None) -> None:
-        """Recompute the power of ``nodes`` (all when None) after a load, cap or state change.
+    def _on_load(self, nodes: NDArray[np.int64], util: float) -> None:
+        self.refresh(nodes, util)
+
+    def refresh(self, nodes: NDArray[np.int64] | None = None, util: float | None = None) -> None:
+        """Recompute the power of ``nodes`` (all when None) after a load, cap or state change;
+        ``util``: the nodes' common utilisation when the caller knows it (a job's load change).
 
         The hot path of the event loop (every job's load change). Without any finite cap the node
         power is ``util·a + b`` with a = GPUs·(TDP − idle) and b = non-GPU + GPUs·idle, the same
-        floating-point operations as :func:`node_it_power_w`; the site total is the numpy sum of the
-        node array (the same sum in the same order at every refresh, so it never drifts)."""
+        floating-point operations as :func:`node_it_power_w` (for a common ``util`` done once, in
+        Python floats: the same IEEE multiply and add); the site total is the numpy sum of the node
+        array (the same sum in the same order at every refresh, so it never drifts)."""
         for fn in self._before:
             fn()
         now = self.engine.env.now
@@ -176,17 +181,27 @@ class ITPower:
             self.energy_wh += self._total * (now - self._t)
             self._t = now
         idx = self._all if nodes is None else nodes
+        npw = self.node_power_w
         if self._uncapped:
-            p = self.engine.node_util[idx] * self._a_w
-            p += self._b_w
+            if util is not None:
+                npw[idx] = util * self._a_w + self._b_w
+                p = None
+            else:
+                p = self.engine.node_util[idx] * self._a_w
+                p += self._b_w
         else:
             p = node_it_power_w(self.engine.node_util[idx], self.min_cap(idx), self.gpus, self.idle_w, self.tdp_w,
                                 self.non_gpu_w)
         cl = self.cluster
-        if cl.n_up < cl.n_nodes:
-            p[cl.down_count[idx] != 0] = 0.0
-        npw = self.node_power_w
-        npw[idx] = p
+        if p is None:
+            if cl.n_up < cl.n_nodes:
+                down = cl.down_count[idx] != 0
+                if down.any():
+                    npw[idx[down]] = 0.0
+        else:
+            if cl.n_up < cl.n_nodes:
+                p[cl.down_count[idx] != 0] = 0.0
+            npw[idx] = p
         self._total = total = float(npw.sum())
         ts, vs = self._level  # recorder level site_power_w: one point per event time
         now = self._t

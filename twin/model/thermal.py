@@ -740,7 +740,7 @@ class Thermal:
             self._tp_v.append(float(self._tot[3]))
 
     # =================================================================================== bus handlers
-    def _on_load(self, nodes: NDArray[np.int64]) -> None:
+    def _on_load(self, nodes: NDArray[np.int64], util: float) -> None:
         if self._n_warm == 0 or self.cool[nodes].all():
             self._log.append((self.engine.env.now, np.array(nodes, dtype=np.int64), self.engine.node_util[nodes],
                               self.cluster.down_count[nodes] == 0))

@@ -288,7 +288,7 @@ class Workload:
         if len(nodes):
             bus = self.engine.bus
             self.engine.node_util[nodes] = util
-            bus.publish(Topic.NODE_LOAD, nodes)
+            bus.publish(Topic.NODE_LOAD, nodes, util)
             bus.publish(Topic.JOB, job)
 
     # ---- timers ---------------------------------------------------------------------------
