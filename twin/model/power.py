@@ -59,6 +59,9 @@ CAUSES = ("psu", "pdu", "utility", "generator_start", "feed")
 _PSU, _PDU, _UTILITY, _GEN_START, _FEED = 1, 2, 3, 4, 5
 
 
+_add_reduce = np.add.reduce
+
+
 class ITPower:
     """One source of truth for IT power: per-node power (W) and its exact energy integral.
 
@@ -97,7 +100,7 @@ class ITPower:
         self._b_w = non_gpu_w + gpus * idle_w
         self._level = engine.recorder.levels.setdefault("site_power_w", ([], []))
         bus = engine.bus
-        bus.subscribe(Topic.NODE_LOAD, self._on_load)
+        bus.subscribe(Topic.NODE_LOAD, self.refresh)
         bus.subscribe(Topic.NODE_DOWN, self._on_node)
         bus.subscribe(Topic.NODE_UP, self._on_node)
         self.refresh()
@@ -162,9 +165,6 @@ class ITPower:
     def _on_node(self, node: int, cause: str) -> None:
         self.refresh(np.array([node]))
 
-    def _on_load(self, nodes: NDArray[np.int64], util: float) -> None:
-        self.refresh(nodes, util)
-
     def refresh(self, nodes: NDArray[np.int64] | None = None, util: float | None = None) -> None:
         """Recompute the power of ``nodes`` (all when None) after a load, cap or state change;
         ``util``: the nodes' common utilisation when the caller knows it (a job's load change).
@@ -202,7 +202,7 @@ class ITPower:
             if cl.n_up < cl.n_nodes:
                 p[cl.down_count[idx] != 0] = 0.0
             npw[idx] = p
-        self._total = total = float(npw.sum())
+        self._total = total = float(_add_reduce(npw))  # = npw.sum(), without the method's wrapper
         ts, vs = self._level  # recorder level site_power_w: one point per event time
         now = self._t
         if ts and ts[-1] == now:

@@ -45,7 +45,10 @@ def _div(a: float, b: float) -> float:
 
 
 def _all_scalar(*xs: object) -> bool:
-    return all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in xs)
+    for x in xs:
+        if not isinstance(x, (int, float)):
+            return False
+    return True
 
 
 def ring_allreduce_s(
