@@ -286,3 +286,14 @@ def test_plain_python_draw_is_bit_identical_to_the_array_function(k0, k1, digest
 def test_plain_python_draw_bounds_k() -> None:
     with pytest.raises(ValueError):
         rng.uniform1((0, 0), 1, 2**32)
+
+
+def test_bulk_digests_equal_single_digests_and_part_paths() -> None:
+    """path_digests (one read of the joined digests) gives path_digest of each path, and a part
+    population's digests are those of its paths (built per node, not per part)."""
+    paths = ["a", "hall.rack01.node001.gpu3", "x" * 300, "ünï", ""]
+    assert rng.path_digests(paths).tolist() == [rng.path_digest(p) for p in paths]
+    assert rng.path_digests([]).dtype == np.uint64
+    model = Model(load_dict(_baseline_doc()).scenario, replication=0)
+    for pop in model.parts.values():
+        assert pop.digest.tolist() == [rng.path_digest(pop.path(i)) for i in range(pop.n)]

@@ -92,8 +92,11 @@ def path_digest(path: str) -> int:
 
 
 def path_digests(paths: Iterable[str]) -> NDArray[np.uint64]:
-    """Digests of many paths as a uint64 array."""
-    return np.fromiter((path_digest(p) for p in paths), dtype=np.uint64)
+    """Digests of many paths as a uint64 array (:func:`path_digest` of each, read in one go from the
+    concatenated little-endian digests: building a 131K-GPU cluster digests ~10^6 paths)."""
+    b2 = hashlib.blake2b
+    raw = b"".join([b2(p.encode("utf-8"), digest_size=8).digest() for p in paths])
+    return np.frombuffer(raw, dtype="<u8").astype(np.uint64)
 
 
 def replication_key(seed: int, replication: int) -> tuple[int, int]:

@@ -101,10 +101,15 @@ class Network:
         # failure populations (site-level units through the same crews and spares)
         parts = spec.facility_parts()
         shop = model.shop
-        opt_paths = [f"{access_link_path(n, r)}.optic{e}" for n in range(N) for r in range(R) for e in range(opl)]
+        # the same strings as access_link_path / trunk_link_path + ".optic<e>", built from shared
+        # prefixes (a 131K-GPU fabric has ~10^6 optics: formatting each whole costs seconds)
+        optic = [f".optic{e}" for e in range(opl)]
+        access = [access_link_path(n, r) for n in range(N) for r in range(R)]
+        opt_paths = [a + o for a in access for o in optic]
         if T:
-            opt_paths += [f"{trunk_link_path(r, g, j)}.optic{e}"
-                          for g in range(G) for r in range(R) for j in range(P) for e in range(opl)]
+            ups = [f".up{j:03d}" for j in range(P)]
+            opt_paths += [lp + u + o for g in range(G) for r in range(R) for lp in (leaf_path(r, g),)
+                          for u in ups for o in optic]
         self.optics = FacilityParts(eng, "optic", opt_paths, parts["optic"], self._on_optic, shop.on_failure)
         self.leaves = FacilityParts(eng, "leaf", [leaf_path(r, g) for g in range(G) for r in range(R)],
                                     parts["leaf"], self._on_leaf, shop.on_failure)
@@ -115,7 +120,7 @@ class Network:
         model.facility["spine"] = self.spines
         # link flaps: one counter-based stream per access link
         self.flap_rate_h = spec.link_flaps_per_link_per_year / HOURS_PER_YEAR
-        self._flap_digest = rng.path_digests(access_link_path(n, r) + "#flap" for n in range(N) for r in range(R)) \
+        self._flap_digest = rng.path_digests(a + "#flap" for a in access) \
             if self.flap_rate_h > 0 else np.zeros(0, dtype=np.uint64)
         self._flap_k = np.zeros(len(self._flap_digest), dtype=np.int64)
         eng.fabric = self

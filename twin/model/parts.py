@@ -34,8 +34,9 @@ class PartPopulation:
         self.required = int(spec.required or spec.count)
         self.priority = spec.dispatch_priority if spec.dispatch_priority is not None else DEFAULT_PRIORITY[spec.effect]
         self._on_failure = on_failure
-        paths = [self.path(i) for i in range(self.n)]
-        self.digest = rng.path_digests(paths)
+        node_paths = [cluster.node_path(n) for n in range(cluster.n_nodes)]  # once per node, not per part
+        slots = [f".{name}{slot}" for slot in range(self.per_node)]
+        self.digest = rng.path_digests(np_ + sl for np_ in node_paths for sl in slots)  # = path(i), i in order
         self.draws = np.zeros(self.n, dtype=np.int64)  # draws made so far per part
         self.gen = np.zeros(self.n, dtype=np.int64)  # generation: invalidates stale scheduled failures
         self.healthy = np.ones(self.n, dtype=bool)
