@@ -60,6 +60,8 @@ def event_cost(reps: int) -> dict[str, float]:
         out[f"{name}.build_s"] = statistics.median(r["build_s"] for r in runs)
         out[f"{name}.output_s"] = statistics.median(r["output_s"] for r in runs)
         out[f"{name}.event_cost_ratio"] = (loop / ev) / ref
+        out[f"{name}.build_over_loop"] = out[f"{name}.build_s"] / loop
+        out[f"{name}.output_over_loop"] = out[f"{name}.output_s"] / loop
     return out
 
 

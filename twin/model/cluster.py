@@ -31,6 +31,7 @@ class Cluster:
         self._cut_since: dict[int, tuple[float, str]] = {}
         self.n_up = self.n_nodes
         self.n_cut = 0  # nodes with at least one cut reason
+        self._down_arr: np.ndarray | None = np.zeros(0, dtype=np.int64)
         engine.recorder.level("nodes_up", 0.0, self.n_up)
 
     def node_path(self, node: int) -> str:
@@ -46,6 +47,13 @@ class Cluster:
     def is_cut(self, node: int) -> bool:
         return bool(self.cut_count[node] > 0)
 
+    def down_nodes(self) -> np.ndarray:
+        """The nodes out of service now, sorted (cached between up/down transitions; do not write)."""
+        arr = self._down_arr
+        if arr is None:
+            arr = self._down_arr = np.fromiter(sorted(self._down_since), dtype=np.int64, count=len(self._down_since))
+        return arr
+
     def down_reasons(self, node: int) -> Counter[str]:
         return self._down_reasons.get(node, Counter())
 
@@ -56,6 +64,7 @@ class Cluster:
         if self.down_count[node] == 1:
             now = self.engine.now
             self._down_since[node] = (now, cause)
+            self._down_arr = None
             self.n_up -= 1
             self.engine.recorder.level("nodes_up", now, self.n_up)
             self.engine.recorder.event(now, "node_down", cause, node)
@@ -72,6 +81,7 @@ class Cluster:
             del self._down_reasons[node]
             now = self.engine.now
             start, first = self._down_since.pop(node)
+            self._down_arr = None
             self.engine.recorder.interval(node, start, now, "down", first)
             self.n_up += 1
             self.engine.recorder.level("nodes_up", now, self.n_up)

@@ -192,16 +192,11 @@ class ITPower:
         else:
             p = node_it_power_w(self.engine.node_util[idx], self.min_cap(idx), self.gpus, self.idle_w, self.tdp_w,
                                 self.non_gpu_w)
-        cl = self.cluster
-        if p is None:
-            if cl.n_up < cl.n_nodes:
-                down = cl.down_count[idx] != 0
-                if down.any():
-                    npw[idx[down]] = 0.0
-        else:
-            if cl.n_up < cl.n_nodes:
-                p[cl.down_count[idx] != 0] = 0.0
+        if p is not None:
             npw[idx] = p
+        down = self.cluster.down_nodes()
+        if len(down):  # a node out of service draws nothing: zero every down node (a no-op for
+            npw[down] = 0.0  # those outside idx, and cheaper than finding them in idx)
         self._total = total = float(_add_reduce(npw))  # = npw.sum(), without the method's wrapper
         ts, vs = self._level  # recorder level site_power_w: one point per event time
         now = self._t

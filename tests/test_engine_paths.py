@@ -1,0 +1,60 @@
+"""The engine's fast paths keep their contracts (issue 10): scheduled callbacks, the cluster's
+down-node list, and IT power through the scalar load path equals the per-node formula."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from twin.model.engine import Topic
+from twin.physics.power import node_it_power_w
+from twin.scenario import load_scenario
+from twin.sim import Model
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _model() -> Model:
+    return Model(load_scenario(ROOT / "scenarios" / "baseline.yaml", ["horizon_days=1"]).scenario, 0)
+
+
+def test_call_at_runs_in_time_order_and_clamps_the_past() -> None:
+    m = _model()
+    eng = m.engine
+    seen: list[tuple[str, float]] = []
+    eng.call_at(2.0, lambda: seen.append(("b", eng.now)))
+    eng.call_at(1.0, lambda: seen.append(("a", eng.now)))
+    eng.env.run(until=1.5)
+    eng.call_at(0.5, lambda: seen.append(("past", eng.now)))  # in the past: runs now
+    eng.env.run(until=3.0)
+    assert seen == [("a", 1.0), ("past", 1.5), ("b", 2.0)]
+    assert isinstance(eng.now, float)
+
+
+def test_down_nodes_follow_add_and_remove() -> None:
+    m = _model()
+    cl = m.cluster
+    assert cl.down_nodes().tolist() == []
+    cl.add_down(5, "test")
+    cl.add_down(2, "test")
+    cl.add_down(5, "other")
+    assert cl.down_nodes().tolist() == [2, 5]
+    cl.remove_down(5, "test")
+    assert cl.down_nodes().tolist() == [2, 5]  # still down for "other"
+    cl.remove_down(5, "other")
+    assert cl.down_nodes().tolist() == [2]
+
+
+def test_scalar_load_path_gives_the_per_node_power_and_zero_for_down_nodes() -> None:
+    m = _model()
+    it = m.engine.it_power
+    cl = m.cluster
+    cl.add_down(3, "test")
+    nodes = np.arange(0, 8)
+    m.engine.node_util[nodes] = 0.75
+    m.engine.bus.publish(Topic.NODE_LOAD, nodes, 0.75)
+    want = node_it_power_w(np.full(8, 0.75), np.inf, it.gpus, it.idle_w, it.tdp_w, it.non_gpu_w)
+    want[3] = 0.0
+    assert np.array_equal(it.node_power_w[nodes], want)
+    assert it.total_w() == float(it.node_power_w.sum())
