@@ -149,6 +149,12 @@ class Engine:
             np.minimum(out, arr[nodes], out=out)
         return out
 
+    def min_speed(self, nodes: NDArray[np.int64]) -> float:
+        """Speed of the slowest node of ``nodes`` (1.0 while no source caps any speed)."""
+        if not self.speed_caps:
+            return 1.0
+        return float(self.node_speed(nodes).min())
+
     @property
     def now(self) -> float:
         """Simulated time, hours (a float: the clock starts at 0.0)."""

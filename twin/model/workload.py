@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import csv
+import functools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,24 @@ from twin.scenario.workload import Checkpoint, StepModel
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.sim import Model
+
+@functools.lru_cache(maxsize=65536)
+def job_rate(t_compute_s: float, overlap: float, speed: float, grad_gb: float = 0.0, hop_latency_s: float = 0.0,
+             n: int = 1, bw_ideal_gbps: float = 0.0, bw_now_gbps: float = 0.0) -> float:
+    """Progress rate of a synchronous job (model.md §6): ideal / actual step time, with the ring
+    all-reduce of ``grad_gb`` GB over ``n`` nodes at the ideal and current per-node bandwidth
+    (Gbit/s) and the slowest GPU's ``speed``; without gradient exchange (one node, no fabric)
+    compute time alone. A pure function of its arguments, cached: the event loop asks the same
+    few questions again and again (every start and restart of a job of a given size)."""
+    if n <= 1 or grad_gb <= 0:
+        return float(progress_rate(t_compute_s, 0.0, 0.0, overlap, speed))
+    grad = grad_gb * 1e9
+    t_ideal = ring_allreduce_s(n, grad, bw_ideal_gbps, hop_latency_s)
+    t_now = ring_allreduce_s(n, grad, bw_now_gbps, hop_latency_s) if bw_now_gbps > 0 else math.inf
+    if not math.isfinite(t_now):
+        return 0.0
+    return float(progress_rate(t_compute_s, t_ideal, t_now, overlap, speed))
+
 
 class NodePool:
     """A set of node indices held as a boolean mask: O(1) add/remove, vectorised listing."""
@@ -266,19 +285,14 @@ class Workload:
 
     def _compute_rate(self, job: Job) -> float:
         nodes = job.nodes
-        speed = float(self.engine.node_speed(nodes).min()) if len(nodes) else 1.0
+        n = len(nodes)
+        speed = self.engine.min_speed(nodes) if n else 1.0
         st = job.step
         fabric = self.engine.fabric
-        n = len(nodes)
         if fabric is None or n <= 1 or st.grad_gb <= 0:
-            return progress_rate(st.t_compute_s, 0.0, 0.0, st.overlap, speed)
+            return job_rate(st.t_compute_s, st.overlap, speed)
         bw_ideal, bw_now = fabric.job_bandwidth_gbps(nodes)
-        grad = st.grad_gb * 1e9
-        t_ideal = ring_allreduce_s(n, grad, bw_ideal, st.hop_latency_s)
-        t_now = ring_allreduce_s(n, grad, bw_now, st.hop_latency_s) if bw_now > 0 else math.inf
-        if not math.isfinite(t_now):
-            return 0.0
-        return float(progress_rate(st.t_compute_s, t_ideal, t_now, st.overlap, speed))
+        return job_rate(st.t_compute_s, st.overlap, speed, st.grad_gb, st.hop_latency_s, n, bw_ideal, bw_now)
 
     def _set_util(self, job: Job, util: float) -> None:
         """Set the utilisation of the job's nodes; publish NODE_LOAD (every node of the job, even
@@ -465,7 +479,8 @@ class Workload:
 
     def _start(self, job: Job, nodes: list[int]) -> None:
         self.queue.remove(job)
-        arr = np.sort(np.asarray(nodes, dtype=np.int64))
+        arr = np.array(nodes, dtype=np.int64)
+        arr.sort()
         self.spares.discard_many(arr)
         self.free.discard_many(arr)
         self.owner[arr] = job.jid
