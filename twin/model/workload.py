@@ -605,9 +605,11 @@ class Workload:
             for n in repl.tolist():
                 self._remove_from_pools(n)
             self.owner[repl] = job.jid
-            if len(repl):  # merge into the sorted kept nodes (no full sort of a large job's nodes)
-                repl = np.sort(repl)
-                job.nodes = np.insert(keep, keep.searchsorted(repl), repl)
+            if len(repl) == 1:  # slot the replacement into the sorted kept nodes (no full sort)
+                at = int(keep.searchsorted(repl[0]))
+                job.nodes = np.concatenate((keep[:at], repl, keep[at:]))
+            elif len(repl):
+                job.nodes = np.sort(np.concatenate((keep, repl)))
             else:
                 job.nodes = keep
             job.last_t = self.engine.now
