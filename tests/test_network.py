@@ -401,3 +401,19 @@ def test_pack_matches_the_plain_greedy(data) -> None:
 @functools.cache
 def _pack_model() -> Model:
     return model(doc(racks=8, nodes_per_rack=4, nodes_per_leaf=4))  # 32 nodes, 8 leaf groups
+
+
+def test_cached_fabric_digests_are_those_of_the_paths() -> None:
+    """The optic and flap digests come from a per-process cache (issue 10): they must be exactly
+    the digests of the component paths, and the same for a second model of the same topology."""
+    from twin import rng
+    from twin.model.network import access_link_path
+
+    d = doc(racks=4, nodes_per_rack=4, nodes_per_leaf=4, network={"link_flaps_per_link_per_year": 1.0})
+    a, b = model(d), model(d)
+    for net in (a.engine.fabric, b.engine.fabric):
+        opt = net.optics
+        assert opt.digest.tolist() == [rng.path_digest(opt.path(i)) for i in range(opt.n)]
+        assert not opt.digest.flags.writeable
+    flap = [rng.path_digest(access_link_path(n, r) + "#flap") for n in range(16) for r in range(a.engine.fabric.R)]
+    assert a.engine.fabric._flap_digest.tolist() == flap

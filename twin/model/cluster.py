@@ -15,6 +15,11 @@ import numpy as np
 from twin.model.engine import Engine, Topic
 
 
+def node_path(node: int, nodes_per_rack: int) -> str:
+    """Dotted path of a node, e.g. ``hall.rack03.node012`` (node index within the hall)."""
+    return f"hall.rack{node // nodes_per_rack:02d}.node{node:03d}"
+
+
 class Cluster:
     def __init__(self, engine: Engine, racks: int, nodes_per_rack: int, gpus_per_node: int) -> None:
         self.engine = engine
@@ -36,7 +41,7 @@ class Cluster:
 
     def node_path(self, node: int) -> str:
         """Dotted path of a node, e.g. ``hall.rack03.node012`` (node index within the hall)."""
-        return f"hall.rack{node // self.nodes_per_rack:02d}.node{node:03d}"
+        return node_path(node, self.nodes_per_rack)
 
     def rack_of(self, node: int) -> int:
         return node // self.nodes_per_rack

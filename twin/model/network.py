@@ -27,6 +27,8 @@ NIC failures are the node part ``nic`` (effect ``link_down``), handled by the pa
 
 from __future__ import annotations
 
+import functools
+
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -62,6 +64,26 @@ def access_link_path(node: int, rail: int) -> str:
 
 def trunk_link_path(rail: int, group: int, j: int) -> str:
     return f"{leaf_path(rail, group)}.up{j:03d}"
+
+
+@functools.lru_cache(maxsize=4)
+def _fabric_paths(N: int, R: int, opl: int, G: int, P: int, T: int) -> tuple[list[str], NDArray[np.uint64], NDArray[np.uint64]]:
+    """Optic paths (access links, then trunk links), their digests and the access links' flap-stream
+    digests (read-only): a pure function of the topology, cached in the process so the replications
+    of a Monte Carlo do not hash ~10^5–10^6 paths each. The strings are access_link_path /
+    trunk_link_path + ".optic<e>", built from shared prefixes."""
+    optic = [f".optic{e}" for e in range(opl)]
+    access = [access_link_path(n, r) for n in range(N) for r in range(R)]
+    opt_paths = [a + o for a in access for o in optic]
+    if T:
+        ups = [f".up{j:03d}" for j in range(P)]
+        opt_paths += [lp + u + o for g in range(G) for r in range(R) for lp in (leaf_path(r, g),)
+                      for u in ups for o in optic]
+    opt = rng.path_digests(opt_paths)
+    flap = rng.path_digests(a + "#flap" for a in access)
+    opt.flags.writeable = False
+    flap.flags.writeable = False
+    return opt_paths, opt, flap
 
 
 class Network:
@@ -101,16 +123,9 @@ class Network:
         # failure populations (site-level units through the same crews and spares)
         parts = spec.facility_parts()
         shop = model.shop
-        # the same strings as access_link_path / trunk_link_path + ".optic<e>", built from shared
-        # prefixes (a 131K-GPU fabric has ~10^6 optics: formatting each whole costs seconds)
-        optic = [f".optic{e}" for e in range(opl)]
-        access = [access_link_path(n, r) for n in range(N) for r in range(R)]
-        opt_paths = [a + o for a in access for o in optic]
-        if T:
-            ups = [f".up{j:03d}" for j in range(P)]
-            opt_paths += [lp + u + o for g in range(G) for r in range(R) for lp in (leaf_path(r, g),)
-                          for u in ups for o in optic]
-        self.optics = FacilityParts(eng, "optic", opt_paths, parts["optic"], self._on_optic, shop.on_failure)
+        opt_paths, opt_digests, flap_digests = _fabric_paths(N, R, opl, G, P, T)
+        self.optics = FacilityParts(eng, "optic", opt_paths, parts["optic"], self._on_optic, shop.on_failure,
+                                    digests=opt_digests)
         self.leaves = FacilityParts(eng, "leaf", [leaf_path(r, g) for g in range(G) for r in range(R)],
                                     parts["leaf"], self._on_leaf, shop.on_failure)
         self.spines = FacilityParts(eng, "spine", [spine_path(s) for s in range(S)], parts["spine"],
@@ -120,8 +135,7 @@ class Network:
         model.facility["spine"] = self.spines
         # link flaps: one counter-based stream per access link
         self.flap_rate_h = spec.link_flaps_per_link_per_year / HOURS_PER_YEAR
-        self._flap_digest = rng.path_digests(a + "#flap" for a in access) \
-            if self.flap_rate_h > 0 else np.zeros(0, dtype=np.uint64)
+        self._flap_digest = flap_digests if self.flap_rate_h > 0 else np.zeros(0, dtype=np.uint64)
         self._flap_k = np.zeros(len(self._flap_digest), dtype=np.int64)
         eng.fabric = self
         eng.bus.subscribe(Topic.NODE_CUT, self._on_cut)

@@ -7,16 +7,32 @@ each). A replaced part renews (as good as new) with its next draw ``k + 1``.
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
 
 from twin import rng
-from twin.model.cluster import Cluster
+from twin.model.cluster import Cluster, node_path
 from twin.model.engine import Engine, Topic
 from twin.scenario.schema import Part
 
 DEFAULT_PRIORITY = {"node_down": 0, "link_down": 1, "redundant": 2, "transient": 3}
+
+
+@functools.lru_cache(maxsize=64)
+def _node_part_digests(racks: int, nodes_per_rack: int, name: str, per_node: int) -> np.ndarray:
+    """Path digests of every part ``name`` of a cluster, in population order (= path(i)), read-only.
+
+    A pure function of the layout, cached in the process: the replications of a Monte Carlo share
+    it instead of hashing every component path again (the build of a large cluster is mostly this).
+    """
+    n_nodes = racks * nodes_per_rack
+    node_paths = [node_path(node, nodes_per_rack) for node in range(n_nodes)]
+    slots = [f".{name}{slot}" for slot in range(per_node)]
+    out = rng.path_digests(np_ + sl for np_ in node_paths for sl in slots)
+    out.flags.writeable = False
+    return out
 
 
 class PartPopulation:
@@ -34,9 +50,7 @@ class PartPopulation:
         self.required = int(spec.required or spec.count)
         self.priority = spec.dispatch_priority if spec.dispatch_priority is not None else DEFAULT_PRIORITY[spec.effect]
         self._on_failure = on_failure
-        node_paths = [cluster.node_path(n) for n in range(cluster.n_nodes)]  # once per node, not per part
-        slots = [f".{name}{slot}" for slot in range(self.per_node)]
-        self.digest = rng.path_digests(np_ + sl for np_ in node_paths for sl in slots)  # = path(i), i in order
+        self.digest = _node_part_digests(cluster.racks, cluster.nodes_per_rack, name, self.per_node)
         self.draws = np.zeros(self.n, dtype=np.int64)  # draws made so far per part
         self.gen = np.zeros(self.n, dtype=np.int64)  # generation: invalidates stale scheduled failures
         self.healthy = np.ones(self.n, dtype=bool)
@@ -166,7 +180,8 @@ class FacilityParts:
     """
 
     def __init__(self, engine: Engine, name: str, paths: list[str], spec: Part,
-                 on_change: Callable[[int, bool], None], on_failure: Callable[["FacilityParts", int], None]) -> None:
+                 on_change: Callable[[int, bool], None], on_failure: Callable[["FacilityParts", int], None],
+                 digests: np.ndarray | None = None) -> None:
         self.engine = engine
         self.name = name
         self.spec = spec
@@ -175,7 +190,7 @@ class FacilityParts:
         self.priority = spec.dispatch_priority if spec.dispatch_priority is not None else 0
         self._on_change = on_change
         self._on_failure = on_failure
-        self.digest = rng.path_digests(paths)
+        self.digest = rng.path_digests(paths) if digests is None else digests  # digests: of paths, precomputed
         self.draws = np.zeros(self.n, dtype=np.int64)
         self.gen = np.zeros(self.n, dtype=np.int64)
         self.healthy = np.ones(self.n, dtype=bool)
