@@ -198,7 +198,9 @@ def test_sigkill_part_way_then_resume_gives_identical_table(medium_reference: tu
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and fork")
-def test_sigint_exits_130_promptly_and_resumes(medium_reference: tuple[Path, pd.DataFrame], tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_sigint_exits_130_promptly_and_resumes(medium_reference: tuple[Path, pd.DataFrame], tmp_path: Path,
+                                               sig: signal.Signals) -> None:
     scen, reference = medium_reference
     folder = experiment_folder(tmp_path / "res", load_scenario(scen))
     proc = subprocess.Popen(_cli(scen, tmp_path / "res", "--workers", "2"), cwd=tmp_path, env=_env(tmp_path),
@@ -206,7 +208,7 @@ def test_sigint_exits_130_promptly_and_resumes(medium_reference: tuple[Path, pd.
     try:
         _wait_for_reps(folder, 3, proc)
         t0 = time.monotonic()
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=10)
         assert time.monotonic() - t0 < 5
         assert proc.returncode == 130, err

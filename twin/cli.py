@@ -146,10 +146,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 def entry() -> None:
     """Console-script entry. Ctrl-C must always stop a run cleanly (exit 130), even when the shell
     that started us ignores SIGINT (a background job of a non-interactive shell inherits SIG_IGN,
-    and Python then never installs its KeyboardInterrupt handler)."""
+    and Python then never installs its KeyboardInterrupt handler). SIGTERM (``kill``, a batch
+    scheduler's time limit) stops it the same way: completed replications stay stored, exit 130."""
     import signal
 
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    main_pid = os.getpid()
+
+    def on_term(signum: int, frame: object) -> None:
+        if os.getpid() != main_pid:  # a forked worker inherited this handler: end as SIGTERM would
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise KeyboardInterrupt("SIGTERM")
+
+    signal.signal(signal.SIGTERM, on_term)
     sys.exit(main())
 
 
