@@ -81,6 +81,14 @@ def _shift(x: NDArray[Any], first: NDArray[np.bool_], fill: NDArray[Any]) -> NDA
     return out
 
 
+def _sum_at(pos: NDArray[np.int64], vals: NDArray[np.float64], n: int) -> float:
+    """Sum of the ``n``-long array that holds ``vals`` at ``pos`` and +0 elsewhere, added up exactly as
+    numpy adds up that array (pairwise summation depends on where the operands sit, not only on them)."""
+    a = np.zeros(n)
+    a[pos] = vals
+    return float(a.sum())
+
+
 def _blocks(racks: int, groups: int, nodes_per_rack: int) -> list[tuple[int, int]]:
     """Contiguous node ranges [start, end) of ``groups`` near-equal blocks of racks."""
     out = []
@@ -303,7 +311,10 @@ class Thermal:
         self.rmax_n = self.rbase.reshape(n, u).max(axis=1)
         self.cool = np.zeros(n, dtype=bool)
         self._n_warm = n
-        self._log: list[tuple[float, NDArray[np.int64], NDArray[np.float64], NDArray[np.bool_]]] = []
+        # a log entry: (time h, nodes, their utilisations, their down counts or None when every node of
+        # the cluster was in service); _log_down: some entry since the last flush has down counts
+        self._log: list[tuple[float, NDArray[np.int64], NDArray[np.float64], NDArray[np.int32] | None]] = []
+        self._log_down = False
         self._tracing = self.trace_from <= 0.0 < self.trace_to
         if self.air is not None:
             full = self.non_gpu_w + (g * self.tdp_w if self.type == "air" else 0.0)
@@ -551,6 +562,13 @@ class Thermal:
         recurrence T_i = a_i·T_(i−1) + (1 − a_i)·T_ss,(i−1), a_i = e^(−Δt_i/τ), in closed form
         (T_last = A·T_0 + Σ_i (1 − a_i)·T_ss,(i−1)·Π_(j>i) a_j, products as sums of logs ≤ 0). The
         site totals (busy GPUs, Σ speed, effective GPUs) change by the logged steps, integrated exactly.
+
+        The floating-point operations, and their order, are those of the per-(node, entry) formulation
+        (entries grouped by node in time order, one cumulative sum over the whole batch): results do not
+        depend on how the arrays are built. Busy counts are whole numbers of GPUs, so their sums are
+        exact in any order and are formed per log entry rather than per (node, entry); the integrals of
+        the site totals keep their per-(node, entry) summation layout (a zero at every position inside
+        an entry, where the time step is 0) so that numpy's pairwise sums see the same operands.
         """
         log = self._log
         if not log:
@@ -558,90 +576,135 @@ class Thermal:
         self._log = []
         g, u = self.g, self.u
         k = len(log)
-        lens = np.fromiter((len(e[1]) for e in log), dtype=np.int64, count=k)
-        te = np.repeat(np.fromiter((e[0] for e in log), dtype=np.float64, count=k), lens)
-        nd = np.concatenate([e[1] for e in log])
-        ut = np.concatenate([e[2] for e in log])
-        up = np.concatenate([e[3] for e in log])  # in service at the logged time
-        busy = (up & (ut > 0.0)) * float(g)
-        sp = self.engine.node_speed(nd) if len(self.engine.speed_caps) > 1 else 1.0
-        # ---- per node: previous busy state of each entry (entries grouped by node, in time order)
-        o = np.argsort(nd.astype(np.int16) if self.N < 2**15 else nd, kind="stable")  # int16: radix sort
+        t_k, nd_k, ut_k, dc_k = zip(*log)
+        lens = np.fromiter(map(len, nd_k), dtype=np.int64, count=k)  # ≥ 1 (empty loads are not logged)
+        tk = np.array(t_k, dtype=np.float64)  # time of each entry, h
+        nd = np.concatenate(nd_k)  # (node, entry) pairs in time order
+        M = len(nd)
+        ut = np.concatenate(ut_k)
+        if self._log_down:  # some node was down at a logged time: in service = no down reason then
+            self._log_down = False
+            dc = np.concatenate([np.zeros(len(n), dtype=np.int32) if d is None else d for n, d in zip(nd_k, dc_k)])
+            up: NDArray[np.bool_] | None = dc == 0
+        else:
+            up = None  # every node was in service at every logged time
+        # ---- group the pairs by node, stable in time (int16 keys: radix sort)
+        o = np.argsort(nd.astype(np.int16) if self.N < 2**15 else nd, kind="stable")
         nd_s = nd[o]
-        first = np.empty(len(o), dtype=bool)
-        first[0] = True
-        first[1:] = nd_s[1:] != nd_s[:-1]
-        last = np.empty(len(o), dtype=bool)
-        last[-1] = True
-        last[:-1] = first[1:]
-        busy_s = busy[o]
-        prev_busy = _shift(busy_s, first, self.n_busy[nd_s[first]])
-        dbusy = np.empty(len(o))
-        dbusy[o] = busy_s - prev_busy
+        per_node = np.bincount(nd, minlength=self.N)
+        nodes_g = np.flatnonzero(per_node)  # the logged nodes, ascending (the groups' order)
+        cnt = per_node[nodes_g]
+        ends = np.cumsum(cnt)
+        start = ends - cnt  # first pair of each node's group
+        lastpos = ends - 1  # last pair of each node's group
+        eid_s = np.arange(k).repeat(lens)[o]  # entry of each grouped pair
+        t_s = tk[eid_s]
+        u_s = ut[o]
+        up_s = up[o] if up is not None else None
+        # ---- busy GPUs: per pair busy or not; n_busy holds 0 or g for every node (see _account)
+        b_s = u_s > 0.0
+        if up_s is not None:
+            b_s &= up_s
+        pb = np.empty(M, dtype=bool)  # busy before the pair: the node's previous pair, or its state
+        pb[1:] = b_s[:-1]
+        pb[start] = self.n_busy[nodes_g] > 0.0
+        d = b_s.view(np.int8) - pb.view(np.int8)
+        dbusy_k = np.bincount(eid_s, weights=d, minlength=k) * float(g)  # change of busy GPUs per entry
+        C = np.cumsum(dbusy_k)  # whole numbers: exact
         # ---- site totals: exact integrals over the logged steps (chronological)
-        dtp = dbusy * sp
         tot, acc = self._tot, self._acc
-        cb = tot[0] + np.cumsum(dbusy)
-        cs = tot[2] + np.cumsum(dbusy)
-        ctp = tot[3] + np.cumsum(dtp)
-        dt = np.diff(np.concatenate(([self._t_acc], te)))
-        acc[0] += tot[0] * dt[0] + float((cb[:-1] * dt[1:]).sum())
-        acc[1] += tot[1] * float(dt.sum())
-        acc[2] += tot[2] * dt[0] + float((cs[:-1] * dt[1:]).sum())
-        acc[3] += tot[3] * dt[0] + float((ctp[:-1] * dt[1:]).sum())
+        dte = np.empty(k)  # the time step at each entry's first pair (0 at the others)
+        dte[0] = tk[0] - self._t_acc
+        np.subtract(tk[1:], tk[:-1], out=dte[1:])
+        pos = np.cumsum(lens) - lens  # each entry's first pair (chronological)
+        step_at = pos[1:] - 1  # the pair before each later entry: its total times the step that follows
+        cb = tot[0] + C  # totals after each entry
+        cs = tot[2] + C
+        dt_full = np.zeros(M)
+        dt_full[pos] = dte
+        acc[0] += tot[0] * dte[0] + _sum_at(step_at, cb[:-1] * dte[1:], M - 1)
+        if tot[1] != 0.0:  # else the addend is ±0 and leaves acc[1] (≥ +0) unchanged
+            acc[1] += tot[1] * float(dt_full.sum())
+        acc[2] += tot[2] * dte[0] + _sum_at(step_at, cs[:-1] * dte[1:], M - 1)
+        busy_last = b_s[lastpos] * float(g)
+        if len(self.engine.speed_caps) > 1:  # speeds other than 1: effective GPUs per pair, in time order
+            dbusy = np.empty(M)
+            dbusy[o] = d * float(g)
+            sp = self.engine.node_speed(nd)
+            ctp_full = tot[3] + np.cumsum(dbusy * sp)
+            acc[3] += tot[3] * dte[0] + float((ctp_full[:-1] * dt_full[1:]).sum())
+            ctp = ctp_full[pos + lens - 1]
+            self.n_tp[nodes_g] = busy_last * sp[o][lastpos]
+        else:  # every speed 1: effective GPUs = busy GPUs
+            ctp = tot[3] + C
+            acc[3] += tot[3] * dte[0] + _sum_at(step_at, ctp[:-1] * dte[1:], M - 1)
+            self.n_tp[nodes_g] = busy_last
         tot[0], tot[2], tot[3] = cb[-1], cs[-1], ctp[-1]
-        self._t_acc = float(te[-1])
-        ends = np.cumsum(lens) - 1  # the totals after each logged change (one point per log entry)
-        self._tp_t.extend(te[ends].tolist())
-        self._tp_v.extend(ctp[ends].tolist())
-        ln = nd_s[last]
-        self.n_busy[ln] = busy_s[last]
-        self.n_spsum[ln] = busy_s[last]
-        self.n_tp[ln] = (busy * sp)[o][last] if not isinstance(sp, float) else busy_s[last]
+        self._t_acc = float(tk[-1])
+        self._tp_t.extend(tk.tolist())
+        self._tp_v.extend(ctp.tolist())
+        self.n_busy[nodes_g] = busy_last
+        self.n_spsum[nodes_g] = busy_last
         # ---- per unit: histogram and state
         if u == 1:
-            gi, t_u, u_u, up_u, f_u, l_u = nd_s, te[o], ut[o], up[o], first, last
-            node_u = nd_s
+            gi, t_u, u_u, up_u = nd_s, t_s, u_s, up_s
+            cnt_u, start_u, last_u, g0 = cnt, start, lastpos, nodes_g
+            R = (self.rbase * self.rfactor)[gi]
+            tin = self.inlet[gi]
         else:
-            gi = (nd_s[:, None] * u + self._ar).ravel()
-            ou = np.argsort(gi, kind="stable")
-            gi = gi[ou]
-            rep_ = lambda x: np.repeat(x, u)[ou]  # noqa: E731
-            t_u, u_u, up_u, node_u = rep_(te[o]), rep_(ut[o]), rep_(up[o]), rep_(nd_s)
-            f_u = np.empty(len(gi), dtype=bool)
-            f_u[0] = True
-            f_u[1:] = gi[1:] != gi[:-1]
-            l_u = np.empty(len(gi), dtype=bool)
-            l_u[-1] = True
-            l_u[:-1] = f_u[1:]
-        # R and inlet are constant over the log (every change of them flushes first)
-        R = (self.rbase * (self.rfactor if u == 1 else np.repeat(self.rfactor, u)))[gi]
-        tin = (self.inlet if u == 1 else np.repeat(self.inlet, u))[gi]
-        tss_new = tin + (self.idle_w + (self.tdp_w - self.idle_w) * u_u) * up_u * R
-        g0 = gi[f_u]
-        prev_t = _shift(t_u, f_u, self.t0[g0])
-        prev_tss = _shift(tss_new, f_u, self.tss[g0])
-        prev_on = _shift(up_u, f_u, self.gon[g0])
+            gx = (nd_s[:, None] * u + self._ar).ravel()
+            ou = np.argsort(gx, kind="stable")
+            gi = gx[ou]
+            t_u, u_u = np.repeat(t_s, u)[ou], np.repeat(u_s, u)[ou]
+            up_u = np.repeat(up_s, u)[ou] if up_s is not None else None
+            cnt_u = np.repeat(cnt, u)
+            last_u = np.cumsum(cnt_u) - 1
+            start_u = last_u + 1 - cnt_u
+            g0 = (nodes_g[:, None] * u + self._ar).ravel()
+            R = (self.rbase * np.repeat(self.rfactor, u))[gi]
+            tin = np.repeat(self.inlet, u)[gi]
+        # R and inlet are constant over the log (every change of them flushes first); × True is × 1.0
+        pdem = self.idle_w + (self.tdp_w - self.idle_w) * u_u
+        tss_new = tin + (pdem * up_u if up_u is not None else pdem) * R
+        prev_t = np.empty_like(t_u)
+        prev_t[1:] = t_u[:-1]
+        prev_t[start_u] = self.t0[g0]
+        prev_tss = np.empty_like(tss_new)
+        prev_tss[1:] = tss_new[:-1]
+        prev_tss[start_u] = self.tss[g0]
         dur = t_u - prev_t
+        on0 = self.gon[g0]
+        if up_u is None and on0.all():
+            wts = dur  # powered throughout: dur × True = dur
+        else:
+            prev_on = np.empty(len(gi), dtype=bool)
+            if up_u is None:
+                prev_on[1:] = True
+            else:
+                prev_on[1:] = up_u[:-1]
+            prev_on[start_u] = on0
+            wts = dur * prev_on
         self.hist += np.bincount(np.clip(prev_tss, 0.0, _HIST_MAX_C - 1).astype(np.intp),
-                                 weights=dur * prev_on, minlength=_HIST_MAX_C) * self.w
+                                 weights=wts, minlength=_HIST_MAX_C) * self.w
         tau_u = R * self.C
         lg = dur * -3600.0 / tau_u
         csum = np.cumsum(lg)
-        start = np.flatnonzero(f_u)
-        base = csum[start] - lg[start]
-        grp = np.cumsum(f_u) - 1
-        P = csum - base[grp]  # Σ of logs from the group's first entry up to this one
-        G = P[l_u]
-        contrib = -np.expm1(lg) * prev_tss * np.exp(G[grp] - P)
-        T_last = np.exp(G) * self.T[g0] + np.add.reduceat(contrib, start)
-        gl = gi[l_u]
-        self.T[gl] = T_last
-        self.t0[gl] = t_u[l_u]
-        self.tss[gl] = tss_new[l_u]
-        self.gon[gl] = up_u[l_u]
-        long_ = lg < -10.0  # segments long enough (> 10 τ) to reach their steady state
-        peak = max(float(T_last.max()), float(prev_tss[long_].max()) if long_.any() else -INF)
+        base = csum[start_u] - lg[start_u]
+        P = csum - base.repeat(cnt_u)  # Σ of logs from the group's first entry up to this one
+        G = P[last_u]
+        contrib = -np.expm1(lg) * prev_tss * np.exp(G.repeat(cnt_u) - P)
+        T_last = np.exp(G) * self.T[g0] + np.add.reduceat(contrib, start_u)
+        self.T[g0] = T_last
+        self.t0[g0] = t_u[last_u]
+        self.tss[g0] = tss_new[last_u]
+        self.gon[g0] = up_u[last_u] if up_u is not None else True
+        # peak: the last temperatures, and the steady states of segments long enough (> 10 τ) to reach
+        # them (only looked for when some steady state exceeds the peak so far)
+        peak = float(T_last.max())
+        if float(prev_tss.max()) > self.tpeak_c:
+            long_ = lg < -10.0
+            if long_.any():
+                peak = max(peak, float(prev_tss[long_].max()))
         if peak > self.tpeak_c:
             self.tpeak_c = peak
 
@@ -741,11 +804,24 @@ class Thermal:
 
     # =================================================================================== bus handlers
     def _on_load(self, nodes: NDArray[np.int64]) -> None:
-        if self._n_warm == 0 or self.cool[nodes].all():
-            self._log.append((self.engine.env.now, np.array(nodes, dtype=np.int64), self.engine.node_util[nodes],
-                              self.cluster.down_count[nodes] == 0))
+        """Load change of ``nodes``: logged when they are all cool (replayed by ``_flush_log``), else applied.
+
+        The log keeps a copy of ``nodes`` (the publisher may reuse its array), the utilisations gathered
+        now, and the down counts only when some node of the cluster is down (``n_up`` < N), so the common
+        case costs two small gathers and an append.
+        """
+        if self._n_warm and not self.cool[nodes].all():
+            self._update(np.asarray(nodes, dtype=np.int64))
             return
-        self._update(np.asarray(nodes, dtype=np.int64))
+        if not len(nodes):
+            return  # nothing changed
+        cl = self.cluster
+        if cl.n_up == self.N:
+            dc = None
+        else:
+            dc = cl.down_count[nodes]
+            self._log_down = True
+        self._log.append((self.engine.env.now, np.array(nodes, dtype=np.int64), self.engine.node_util[nodes], dc))
 
     def _on_speed(self, nodes: NDArray[np.int64]) -> None:
         if self._log:
