@@ -223,8 +223,8 @@ class Thermal:
         self.rspread = np.ones(G)
         if gp.r_sigma > 0:
             digs = rng.path_digests(f"{cl.node_path(i // u)}.gpu{i % u}#thermal_r" for i in range(G))
-            u = eng.streams.uniforms(digs, np.zeros(G, dtype=np.int64))
-            self.rspread = np.exp(gp.r_sigma * ndtri(u))
+            unif = eng.streams.uniforms(digs, np.zeros(G, dtype=np.int64))
+            self.rspread = np.exp(gp.r_sigma * ndtri(unif))
         self.rbase = base_r * self.rspread
         self.rfactor = np.ones(n)  # node multiplier of R: fans (air) or no-flow (liquid)
         self.inlet = np.empty(n)  # GPU inlet (held air supply, or coolant supply), °C
