@@ -165,7 +165,11 @@ class Thermal:
                 self.zone_of[s:e] = z
             Z = a.zones
             self.crah_healthy = np.full(Z, a.crah.count, dtype=np.int64)
-            self.z_cap = self.crah_healthy * a.crah.capacity_kw * 1000.0 * self._derate_at(0.0)
+            # capacity factor of the CRAH units in each hour (derating above the design ambient)
+            self._derate_h: list[float] = np.maximum(0.0, 1.0 - a.derate_per_c * np.maximum(
+                0.0, self.ambient_h - a.design_ambient_c)).tolist()
+            self._crah_w = self.crah_healthy * a.crah.capacity_kw * 1000.0  # healthy capacity before derating, W
+            self.z_cap = self._crah_w * self._derate_at(0.0)
             self.z_S0 = np.full(Z, a.supply_c)
             self.z_ta = np.zeros(Z)
             self.z_tgt = np.full(Z, a.supply_c)
@@ -620,7 +624,7 @@ class Thermal:
         step_at = pos[1:] - 1  # the pair before each later entry: its total times the step that follows
         cb = tot[0] + C  # totals after each entry
         cs = tot[2] + C
-        dt_full = np.zeros(M)
+        dt_full = np.zeros(M)  # the per-pair time steps
         dt_full[pos] = dte
         acc[0] += tot[0] * dte[0] + _sum_at(step_at, cb[:-1] * dte[1:], M - 1)
         if tot[1] != 0.0:  # else the addend is ±0 and leaves acc[1] (≥ +0) unchanged
@@ -647,37 +651,39 @@ class Thermal:
         self.n_spsum[nodes_g] = busy_last
         # ---- per unit: histogram and state
         if u == 1:
-            gi, t_u, u_u, up_u = nd_s, t_s, u_s, up_s
+            t_u, u_u, up_u = t_s, u_s, up_s
             cnt_u, start_u, last_u, g0 = cnt, start, lastpos, nodes_g
-            R = (self.rbase * self.rfactor)[gi]
-            tin = self.inlet[gi]
-        else:
+            R_g = (self.rbase * self.rfactor)[g0]
+            tin_g = self.inlet[g0]
+        else:  # each node's pairs repeated for its units, grouped by unit (stable: in time order)
             gx = (nd_s[:, None] * u + self._ar).ravel()
             ou = np.argsort(gx, kind="stable")
-            gi = gx[ou]
             t_u, u_u = np.repeat(t_s, u)[ou], np.repeat(u_s, u)[ou]
             up_u = np.repeat(up_s, u)[ou] if up_s is not None else None
             cnt_u = np.repeat(cnt, u)
             last_u = np.cumsum(cnt_u) - 1
             start_u = last_u + 1 - cnt_u
             g0 = (nodes_g[:, None] * u + self._ar).ravel()
-            R = (self.rbase * np.repeat(self.rfactor, u))[gi]
-            tin = np.repeat(self.inlet, u)[gi]
-        # R and inlet are constant over the log (every change of them flushes first); × True is × 1.0
+            R_g = (self.rbase * np.repeat(self.rfactor, u))[g0]
+            tin_g = np.repeat(self.inlet, u)[g0]
+        Mu = len(t_u)
+        # R and inlet are constant over the log (every change of them flushes first). One value for all the
+        # logged units is used as a scalar: x·R is the same product for a scalar as for equal elements.
+        R: Any = R_g[0] if (R_g == R_g[0]).all() else R_g.repeat(cnt_u)
+        tin: Any = tin_g[0] if (tin_g == tin_g[0]).all() else tin_g.repeat(cnt_u)
         pdem = self.idle_w + (self.tdp_w - self.idle_w) * u_u
-        tss_new = tin + (pdem * up_u if up_u is not None else pdem) * R
-        prev_t = np.empty_like(t_u)
-        prev_t[1:] = t_u[:-1]
-        prev_t[start_u] = self.t0[g0]
-        prev_tss = np.empty_like(tss_new)
+        tss_new = tin + (pdem * up_u if up_u is not None else pdem) * R  # × True would be × 1.0
+        prev_tss = np.empty(Mu)
         prev_tss[1:] = tss_new[:-1]
         prev_tss[start_u] = self.tss[g0]
-        dur = t_u - prev_t
+        dur = np.empty(Mu)  # t_u − the unit's previous time
+        np.subtract(t_u[1:], t_u[:-1], out=dur[1:])
+        dur[start_u] = t_u[start_u] - self.t0[g0]
         on0 = self.gon[g0]
         if up_u is None and on0.all():
             wts = dur  # powered throughout: dur × True = dur
         else:
-            prev_on = np.empty(len(gi), dtype=bool)
+            prev_on = np.empty(Mu, dtype=bool)
             if up_u is None:
                 prev_on[1:] = True
             else:
@@ -686,13 +692,18 @@ class Thermal:
             wts = dur * prev_on
         self.hist += np.bincount(np.clip(prev_tss, 0.0, _HIST_MAX_C - 1).astype(np.intp),
                                  weights=wts, minlength=_HIST_MAX_C) * self.w
-        tau_u = R * self.C
-        lg = dur * -3600.0 / tau_u
-        csum = np.cumsum(lg)
-        base = csum[start_u] - lg[start_u]
-        P = csum - base.repeat(cnt_u)  # Σ of logs from the group's first entry up to this one
+        lg = dur * -3600.0
+        lg /= R * self.C
+        P = np.cumsum(lg)
+        base = P[start_u] - lg[start_u]
+        P -= base.repeat(cnt_u)  # Σ of logs from the group's first entry up to this one
         G = P[last_u]
-        contrib = -np.expm1(lg) * prev_tss * np.exp(G.repeat(cnt_u) - P)
+        contrib = np.expm1(lg)  # −expm1(lg) · T_ss,prev · e^(G − P), in place
+        np.negative(contrib, out=contrib)
+        contrib *= prev_tss
+        decay = G.repeat(cnt_u)
+        decay -= P
+        contrib *= np.exp(decay, out=decay)
         T_last = np.exp(G) * self.T[g0] + np.add.reduceat(contrib, start_u)
         self.T[g0] = T_last
         self.t0[g0] = t_u[last_u]
@@ -922,23 +933,21 @@ class Thermal:
 
     # =================================================================================== air zones
     def _derate_at(self, t_h: float) -> float:
-        """Capacity factor of the CRAH units at time ``t_h`` (derating above the design ambient)."""
-        assert self.air is not None
-        amb = float(self.ambient_h[min(int(math.floor(t_h + 1e-9)), self.n_hours - 1)])
-        return max(0.0, 1.0 - self.air.derate_per_c * max(0.0, amb - self.air.design_ambient_c))
+        """Capacity factor of the CRAH units at time ``t_h`` (derating above the design ambient), the
+        value max(0, 1 − derate_per_c·max(0, ambient − design_ambient_c)) of the hour, precomputed."""
+        return self._derate_h[min(int(math.floor(t_h + 1e-9)), self.n_hours - 1)]
 
     def _set_caps(self) -> None:
         """Healthy capacity of each zone now; zones whose slack changed get their heat and cool flags
         recomputed (a zone is slack when it could carry all its nodes at full load)."""
-        assert self.air is not None
-        self.z_cap = self.crah_healthy * self.air.crah.capacity_kw * 1000.0 * self._derate_at(self.engine.now)
+        self.z_cap = self._crah_w * self._derate_at(self.engine.now)
         slack = self.z_full <= self.z_cap
-        changed = np.flatnonzero(slack != self.z_slack)
-        if not len(changed):
+        changed = slack != self.z_slack
+        if not changed.any():
             return
         self._flush_log()
         self.z_slack = slack
-        for z in changed.tolist():
+        for z in np.flatnonzero(changed).tolist():
             s, e = self.zones[z]
             nodes = self._all[s:e]
             if not slack[z]:  # the zone's heat matters again: recompute it from the nodes' state now
@@ -1042,6 +1051,7 @@ class Thermal:
         assert self.air is not None
         z = idx // self.air.crah.count
         self.crah_healthy[z] += 1 if healthy else -1
+        self._crah_w = self.crah_healthy * self.air.crah.capacity_kw * 1000.0
         self._set_caps()
         if self.on:
             self._retarget(z)
