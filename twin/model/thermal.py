@@ -594,7 +594,6 @@ class Thermal:
             up = None  # every node was in service at every logged time
         # ---- group the pairs by node, stable in time (int16 keys: radix sort)
         o = np.argsort(nd.astype(np.int16) if self.N < 2**15 else nd, kind="stable")
-        nd_s = nd[o]
         per_node = np.bincount(nd, minlength=self.N)
         nodes_g = np.flatnonzero(per_node)  # the logged nodes, ascending (the groups' order)
         cnt = per_node[nodes_g]
@@ -656,7 +655,7 @@ class Thermal:
             R_g = (self.rbase * self.rfactor)[g0]
             tin_g = self.inlet[g0]
         else:  # each node's pairs repeated for its units, grouped by unit (stable: in time order)
-            gx = (nd_s[:, None] * u + self._ar).ravel()
+            gx = (nd[o][:, None] * u + self._ar).ravel()
             ou = np.argsort(gx, kind="stable")
             t_u, u_u = np.repeat(t_s, u)[ou], np.repeat(u_s, u)[ou]
             up_u = np.repeat(up_s, u)[ou] if up_s is not None else None
@@ -690,13 +689,14 @@ class Thermal:
                 prev_on[1:] = up_u[:-1]
             prev_on[start_u] = on0
             wts = dur * prev_on
-        self.hist += np.bincount(np.clip(prev_tss, 0.0, _HIST_MAX_C - 1).astype(np.intp),
-                                 weights=wts, minlength=_HIST_MAX_C) * self.w
+        lo, hi = float(prev_tss.min()), float(prev_tss.max())  # the clip changes nothing when within range
+        bins = prev_tss if 0.0 <= lo and hi < _HIST_MAX_C else np.clip(prev_tss, 0.0, _HIST_MAX_C - 1)
+        self.hist += np.bincount(bins.astype(np.intp), weights=wts, minlength=_HIST_MAX_C) * self.w
         lg = dur * -3600.0
         lg /= R * self.C
-        P = np.cumsum(lg)
-        base = P[start_u] - lg[start_u]
-        P -= base.repeat(cnt_u)  # Σ of logs from the group's first entry up to this one
+        csum = np.cumsum(lg)
+        base = csum[start_u] - lg[start_u]
+        P = np.subtract(csum, base.repeat(cnt_u), out=csum)  # Σ of logs from the group's first entry to this one
         G = P[last_u]
         contrib = np.expm1(lg)  # −expm1(lg) · T_ss,prev · e^(G − P), in place
         np.negative(contrib, out=contrib)
@@ -712,7 +712,7 @@ class Thermal:
         # peak: the last temperatures, and the steady states of segments long enough (> 10 τ) to reach
         # them (only looked for when some steady state exceeds the peak so far)
         peak = float(T_last.max())
-        if float(prev_tss.max()) > self.tpeak_c:
+        if hi > self.tpeak_c:
             long_ = lg < -10.0
             if long_.any():
                 peak = max(peak, float(prev_tss[long_].max()))
