@@ -105,6 +105,7 @@ class Thermal:
     def __init__(self, model: "Model") -> None:
         self.model = model
         self.engine = eng = model.engine
+        self._env = eng.env
         self.cluster = cl = model.cluster
         sc = model.sc
         self.sc = sc
@@ -315,10 +316,15 @@ class Thermal:
         self.rmax_n = self.rbase.reshape(n, u).max(axis=1)
         self.cool = np.zeros(n, dtype=bool)
         self._n_warm = n
-        # a log entry: (time h, nodes, their utilisations, their down counts or None when every node of
-        # the cluster was in service); _log_down: some entry since the last flush has down counts
-        self._log: list[tuple[float, NDArray[np.int64], NDArray[np.float64], NDArray[np.int32] | None]] = []
-        self._log_down = False
+        # The log: per entry its time (h) and number of nodes; per (node, entry) pair, in time order, the node
+        # and its utilisation then, in buffers grown on demand (no per-entry arrays to gather at the flush);
+        # (first pair, end pair, down counts) of the entries logged while some node was down.
+        self._log_t: list[float] = []
+        self._log_len: list[int] = []
+        self._log_nodes = np.empty(4096, dtype=np.int16 if n < 2**15 else np.int64)
+        self._log_util = np.empty(4096)
+        self._log_n = 0
+        self._log_down: list[tuple[int, int, NDArray[np.int32]]] = []
         self._tracing = self.trace_from <= 0.0 < self.trace_to
         if self.air is not None:
             full = self.non_gpu_w + (g * self.tdp_w if self.type == "air" else 0.0)
@@ -405,7 +411,7 @@ class Thermal:
         n = len(nodes)
         if not n:
             return
-        if self._log:
+        if self._log_t:
             self._flush_log()
         now = self.engine.now
         g = self.g
@@ -423,8 +429,8 @@ class Thermal:
         tss_old = self.tss[gsl]
         dt_h = now - self.t0[gsl]
         T = tss_old + (self.T[gsl] - tss_old) * np.exp(dt_h * -3600.0 / self.tau[gsl])
-        self.hist += np.bincount(np.clip(tss_old, 0.0, _HIST_MAX_C - 1).astype(np.intp),
-                                 weights=dt_h * self.gon[gsl], minlength=_HIST_MAX_C) * self.w
+        bins = np.minimum(np.maximum(tss_old, 0.0), _HIST_MAX_C - 1).astype(np.intp)  # = np.clip (no NaN)
+        self.hist += np.bincount(bins, weights=dt_h * self.gon[gsl], minlength=_HIST_MAX_C) * self.w
         # new conditions
         up_n = self.cluster.down_count[nsl] == 0
         util = self.engine.node_util[nsl]
@@ -446,7 +452,8 @@ class Thermal:
         self.tau[gsl] = R * self.C
         caps = self.speed_caps
         busy_n = (up_n & (util > 0.0)) * float(g)
-        short = not need.any() and not self.engaged[gsl].any()
+        # (np.count_nonzero: the cheapest any() of a small boolean array)
+        short = not np.count_nonzero(need) and not np.count_nonzero(self.engaged[gsl])
         if short:
             # short path: every GPU runs at its demand, speed 1, no crossing ahead
             self.tss[gsl] = tss
@@ -506,8 +513,11 @@ class Thermal:
         if self.air is not None:
             heat = (self.non_gpu_w + (pd_n * g if self.type == "air" else 0.0)) * up_n
             self.node_air_w[nsl] = heat
-            zl = self.zone_of[nodes]
-            z0, z1 = int(zl.min()), int(zl.max())
+            if isinstance(nsl, slice):  # zone_of does not decrease with the node index
+                z0, z1 = int(self.zone_of[n0]), int(self.zone_of[n1])
+            else:
+                zl = self.zone_of[nodes]
+                z0, z1 = int(zl.min()), int(zl.max())
             for z in range(z0, z1 + 1):
                 if self.z_slack[z]:
                     continue  # could carry all its nodes at full load: its heat cannot move the room
@@ -519,13 +529,13 @@ class Thermal:
         self._account(nsl, nodes, busy_n, capped_n, spsum_n)
         if self.aged:
             self._age_update(nodes)
-        if self.trace_from <= now <= self.trace_to and self.trace_mask[nsl].any():
+        if self.trace_from <= now <= self.trace_to and np.count_nonzero(self.trace_mask[nsl]):
             self._trace(nodes, T, P, pd, tin, R)
-        self._set_cool(nodes)
+        self._set_cool(nsl)
         # the node's speed is its slowest GPU's (nodes in service only; a down node keeps its last cap)
         if self._n_hot:
             changed = up_n & (caps[nsl] != sp_n)
-            if changed.any():
+            if np.count_nonzero(changed):
                 ch = nodes[changed]
                 caps[ch] = sp_n[changed] if not isinstance(sp_n, float) else sp_n
                 self.engine.bus.publish(Topic.NODE_SPEED, ch)
@@ -545,8 +555,9 @@ class Thermal:
         else:
             self._set_cool(traced)
 
-    def _set_cool(self, nodes: NDArray[np.int64]) -> None:
-        """Recompute the cool flag of ``nodes`` (see the constructor) and the count of warm nodes."""
+    def _set_cool(self, nodes: NDArray[np.int64] | slice) -> None:
+        """Recompute the cool flag of ``nodes`` (indices or a slice; see the constructor) and the count of
+        warm nodes."""
         ok = self.inlet[nodes] + self.tdp_w * self.rmax_n[nodes] * self.rfactor[nodes] < self.slow_c
         if self._tracing:
             ok &= ~self.trace_mask[nodes]
@@ -574,26 +585,24 @@ class Thermal:
         the site totals keep their per-(node, entry) summation layout (a zero at every position inside
         an entry, where the time step is 0) so that numpy's pairwise sums see the same operands.
         """
-        log = self._log
-        if not log:
+        if not self._log_t:
             return
-        self._log = []
         g, u = self.g, self.u
-        k = len(log)
-        t_k, nd_k, ut_k, dc_k = zip(*log)
-        lens = np.fromiter(map(len, nd_k), dtype=np.int64, count=k)  # ≥ 1 (empty loads are not logged)
-        tk = np.array(t_k, dtype=np.float64)  # time of each entry, h
-        nd = np.concatenate(nd_k)  # (node, entry) pairs in time order
-        M = len(nd)
-        ut = np.concatenate(ut_k)
-        if self._log_down:  # some node was down at a logged time: in service = no down reason then
-            self._log_down = False
-            dc = np.concatenate([np.zeros(len(n), dtype=np.int32) if d is None else d for n, d in zip(nd_k, dc_k)])
-            up: NDArray[np.bool_] | None = dc == 0
-        else:
-            up = None  # every node was in service at every logged time
+        k = len(self._log_t)
+        tk = np.array(self._log_t, dtype=np.float64)  # time of each entry, h
+        lens = np.array(self._log_len, dtype=np.int64)  # pairs of each entry (≥ 1: empty loads are not logged)
+        M = self._log_n
+        nd = self._log_nodes[:M]  # (node, entry) pairs in time order (views: nothing logs during the flush)
+        ut = self._log_util[:M]
+        up: NDArray[np.bool_] | None = None  # None: every node was in service at every logged time
+        if self._log_down:  # in service = no down reason at the logged time
+            up = np.ones(M, dtype=bool)
+            for p, q, dc in self._log_down:
+                up[p:q] = dc == 0
+            self._log_down = []
+        self._log_t, self._log_len, self._log_n = [], [], 0
         # ---- group the pairs by node, stable in time (int16 keys: radix sort)
-        o = np.argsort(nd.astype(np.int16) if self.N < 2**15 else nd, kind="stable")
+        o = np.argsort(nd, kind="stable")
         per_node = np.bincount(nd, minlength=self.N)
         nodes_g = np.flatnonzero(per_node)  # the logged nodes, ascending (the groups' order)
         cnt = per_node[nodes_g]
@@ -655,7 +664,7 @@ class Thermal:
             R_g = (self.rbase * self.rfactor)[g0]
             tin_g = self.inlet[g0]
         else:  # each node's pairs repeated for its units, grouped by unit (stable: in time order)
-            gx = (nd[o][:, None] * u + self._ar).ravel()
+            gx = (nd[o].astype(np.int64)[:, None] * u + self._ar).ravel()
             ou = np.argsort(gx, kind="stable")
             t_u, u_u = np.repeat(t_s, u)[ou], np.repeat(u_s, u)[ou]
             up_u = np.repeat(up_s, u)[ou] if up_s is not None else None
@@ -775,13 +784,13 @@ class Thermal:
     def _account(self, nsl: Any, nodes: NDArray[np.int64], busy: Any, capped: Any, spsum: Any) -> None:
         self._integrate(self.engine.now)
         tot = self._tot
-        d_busy = float(np.sum(busy - self.n_busy[nsl]))
+        d_busy = float((busy - self.n_busy[nsl]).sum())
         tot[0] += d_busy
         self.n_busy[nsl] = busy
         if self._n_hot or self._acc_hot:
             self._acc_hot = bool(self._n_hot)
-            tot[1] += float(np.sum(capped - self.n_capped[nsl]))
-            tot[2] += float(np.sum(spsum - self.n_spsum[nsl]))
+            tot[1] += float((capped - self.n_capped[nsl]).sum())
+            tot[2] += float((spsum - self.n_spsum[nsl]).sum())
             self.n_capped[nsl] = capped
             self.n_spsum[nsl] = spsum
         else:
@@ -817,25 +826,38 @@ class Thermal:
     def _on_load(self, nodes: NDArray[np.int64]) -> None:
         """Load change of ``nodes``: logged when they are all cool (replayed by ``_flush_log``), else applied.
 
-        The log keeps a copy of ``nodes`` (the publisher may reuse its array), the utilisations gathered
-        now, and the down counts only when some node of the cluster is down (``n_up`` < N), so the common
-        case costs two small gathers and an append.
+        The log copies ``nodes`` and their utilisations now into its buffers, and their down counts only
+        when some node of the cluster is down (``n_up`` < N).
         """
-        if self._n_warm and not self.cool[nodes].all():
+        n = len(nodes)
+        if self._n_warm and np.count_nonzero(self.cool[nodes]) != n:
             self._update(np.asarray(nodes, dtype=np.int64))
             return
-        if not len(nodes):
+        if not n:
             return  # nothing changed
-        cl = self.cluster
-        if cl.n_up == self.N:
-            dc = None
-        else:
-            dc = cl.down_count[nodes]
-            self._log_down = True
-        self._log.append((self.engine.env.now, np.array(nodes, dtype=np.int64), self.engine.node_util[nodes], dc))
+        p = self._log_n
+        q = p + n
+        if q > len(self._log_nodes):
+            self._grow_log(q)
+        self._log_nodes[p:q] = nodes
+        self._log_util[p:q] = self.engine.node_util[nodes]
+        self._log_n = q
+        self._log_t.append(self._env.now)
+        self._log_len.append(n)
+        if self.cluster.n_up != self.N:  # some node is down: keep the entry's down counts
+            self._log_down.append((p, q, self.cluster.down_count[nodes]))
+
+    def _grow_log(self, pairs: int) -> None:
+        """Room for at least ``pairs`` logged (node, entry) pairs (the buffers double)."""
+        cap = max(pairs, 2 * len(self._log_nodes))
+        for name in ("_log_nodes", "_log_util"):
+            old = getattr(self, name)
+            new = np.empty(cap, dtype=old.dtype)
+            new[:self._log_n] = old[:self._log_n]
+            setattr(self, name, new)
 
     def _on_speed(self, nodes: NDArray[np.int64]) -> None:
-        if self._log:
+        if self._log_t:
             self._flush_log()
         self._refresh_tp(np.asarray(nodes, dtype=np.int64))
 
