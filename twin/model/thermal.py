@@ -81,12 +81,15 @@ def _shift(x: NDArray[Any], first: NDArray[np.bool_], fill: NDArray[Any]) -> NDA
     return out
 
 
-def _sum_at(pos: NDArray[np.int64], vals: NDArray[np.float64], n: int) -> float:
+def _sum_at(buf: NDArray[np.float64], pos: NDArray[np.int64], vals: NDArray[np.float64], n: int) -> float:
     """Sum of the ``n``-long array that holds ``vals`` at ``pos`` and +0 elsewhere, added up exactly as
-    numpy adds up that array (pairwise summation depends on where the operands sit, not only on them)."""
-    a = np.zeros(n)
+    numpy adds up that array (pairwise summation depends on where the operands sit, not only on them).
+    ``buf`` (at least n long, all +0) is used for the array and left all +0 again."""
+    a = buf[:n]
     a[pos] = vals
-    return float(a.sum())
+    out = float(a.sum())
+    a[pos] = 0.0
+    return out
 
 
 def _blocks(racks: int, groups: int, nodes_per_rack: int) -> list[tuple[int, int]]:
@@ -314,17 +317,20 @@ class Thermal:
         # room, so they are only logged (time, nodes, utilisations) and replayed in one vectorised batch
         # (histogram, GPU state, busy and throughput integrals) before anything else thermal happens.
         self.rmax_n = self.rbase.reshape(n, u).max(axis=1)
+        self._tdp_rmax = self.tdp_w * self.rmax_n  # the first product of _set_cool's test, node-wise
         self.cool = np.zeros(n, dtype=bool)
         self._n_warm = n
-        # The log: per entry its time (h) and number of nodes; per (node, entry) pair, in time order, the node
-        # and its utilisation then, in buffers grown on demand (no per-entry arrays to gather at the flush);
-        # (first pair, end pair, down counts) of the entries logged while some node was down.
+        # The log: per entry its time (h) and number of nodes; per (node, entry) pair, in time order, the node,
+        # its utilisation and its down count then, in buffers grown on demand (no per-entry arrays to gather
+        # at the flush). Down counts are written only while some node is down (_log_down set); the buffer is
+        # zero elsewhere.
         self._log_t: list[float] = []
         self._log_len: list[int] = []
         self._log_nodes = np.empty(4096, dtype=np.int16 if n < 2**15 else np.int64)
         self._log_util = np.empty(4096)
+        self._log_dc = np.zeros(4096, dtype=np.int32)
         self._log_n = 0
-        self._log_down: list[tuple[int, int, NDArray[np.int32]]] = []
+        self._log_down = False
         self._tracing = self.trace_from <= 0.0 < self.trace_to
         if self.air is not None:
             full = self.non_gpu_w + (g * self.tdp_w if self.type == "air" else 0.0)
@@ -558,7 +564,7 @@ class Thermal:
     def _set_cool(self, nodes: NDArray[np.int64] | slice) -> None:
         """Recompute the cool flag of ``nodes`` (indices or a slice; see the constructor) and the count of
         warm nodes."""
-        ok = self.inlet[nodes] + self.tdp_w * self.rmax_n[nodes] * self.rfactor[nodes] < self.slow_c
+        ok = self.inlet[nodes] + self._tdp_rmax[nodes] * self.rfactor[nodes] < self.slow_c
         if self._tracing:
             ok &= ~self.trace_mask[nodes]
         if self.air is not None:
@@ -596,10 +602,10 @@ class Thermal:
         ut = self._log_util[:M]
         up: NDArray[np.bool_] | None = None  # None: every node was in service at every logged time
         if self._log_down:  # in service = no down reason at the logged time
-            up = np.ones(M, dtype=bool)
-            for p, q, dc in self._log_down:
-                up[p:q] = dc == 0
-            self._log_down = []
+            dc = self._log_dc[:M]
+            up = dc == 0
+            dc[:] = 0
+            self._log_down = False
         self._log_t, self._log_len, self._log_n = [], [], 0
         # ---- group the pairs by node, stable in time (int16 keys: radix sort)
         o = np.argsort(nd, kind="stable")
@@ -609,7 +615,7 @@ class Thermal:
         ends = np.cumsum(cnt)
         start = ends - cnt  # first pair of each node's group
         lastpos = ends - 1  # last pair of each node's group
-        eid_s = np.arange(k).repeat(lens)[o]  # entry of each grouped pair
+        eid_s = np.arange(k, dtype=np.int32).repeat(lens)[o]  # entry of each grouped pair
         t_s = tk[eid_s]
         u_s = ut[o]
         up_s = up[o] if up is not None else None
@@ -632,24 +638,25 @@ class Thermal:
         step_at = pos[1:] - 1  # the pair before each later entry: its total times the step that follows
         cb = tot[0] + C  # totals after each entry
         cs = tot[2] + C
-        dt_full = np.zeros(M)  # the per-pair time steps
-        dt_full[pos] = dte
-        acc[0] += tot[0] * dte[0] + _sum_at(step_at, cb[:-1] * dte[1:], M - 1)
+        lay = np.zeros(M)  # zero but at the positions being summed (reset after each use)
+        acc[0] += tot[0] * dte[0] + _sum_at(lay, step_at, cb[:-1] * dte[1:], M - 1)
         if tot[1] != 0.0:  # else the addend is ±0 and leaves acc[1] (≥ +0) unchanged
-            acc[1] += tot[1] * float(dt_full.sum())
-        acc[2] += tot[2] * dte[0] + _sum_at(step_at, cs[:-1] * dte[1:], M - 1)
+            acc[1] += tot[1] * _sum_at(lay, pos, dte, M)  # Σ of the per-pair time steps
+        acc[2] += tot[2] * dte[0] + _sum_at(lay, step_at, cs[:-1] * dte[1:], M - 1)
         busy_last = b_s[lastpos] * float(g)
         if len(self.engine.speed_caps) > 1:  # speeds other than 1: effective GPUs per pair, in time order
             dbusy = np.empty(M)
             dbusy[o] = d * float(g)
             sp = self.engine.node_speed(nd)
             ctp_full = tot[3] + np.cumsum(dbusy * sp)
+            dt_full = np.zeros(M)  # the per-pair time steps
+            dt_full[pos] = dte
             acc[3] += tot[3] * dte[0] + float((ctp_full[:-1] * dt_full[1:]).sum())
             ctp = ctp_full[pos + lens - 1]
             self.n_tp[nodes_g] = busy_last * sp[o][lastpos]
         else:  # every speed 1: effective GPUs = busy GPUs
             ctp = tot[3] + C
-            acc[3] += tot[3] * dte[0] + _sum_at(step_at, ctp[:-1] * dte[1:], M - 1)
+            acc[3] += tot[3] * dte[0] + _sum_at(lay, step_at, ctp[:-1] * dte[1:], M - 1)
             self.n_tp[nodes_g] = busy_last
         tot[0], tot[2], tot[3] = cb[-1], cs[-1], ctp[-1]
         self._t_acc = float(tk[-1])
@@ -845,14 +852,15 @@ class Thermal:
         self._log_t.append(self._env.now)
         self._log_len.append(n)
         if self.cluster.n_up != self.N:  # some node is down: keep the entry's down counts
-            self._log_down.append((p, q, self.cluster.down_count[nodes]))
+            self._log_dc[p:q] = self.cluster.down_count[nodes]
+            self._log_down = True
 
     def _grow_log(self, pairs: int) -> None:
         """Room for at least ``pairs`` logged (node, entry) pairs (the buffers double)."""
         cap = max(pairs, 2 * len(self._log_nodes))
-        for name in ("_log_nodes", "_log_util"):
+        for name in ("_log_nodes", "_log_util", "_log_dc"):
             old = getattr(self, name)
-            new = np.empty(cap, dtype=old.dtype)
+            new = np.zeros(cap, dtype=old.dtype)
             new[:self._log_n] = old[:self._log_n]
             setattr(self, name, new)
 
