@@ -973,7 +973,7 @@ class Thermal:
         self.z_cap = self._crah_w * self._derate_at(self.engine.now)
         slack = self.z_full <= self.z_cap
         changed = slack != self.z_slack
-        if not changed.any():
+        if not np.count_nonzero(changed):
             return
         self._flush_log()
         self.z_slack = slack
