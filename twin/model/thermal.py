@@ -608,11 +608,12 @@ class Thermal:
             self._log_down = False
         self._log_t, self._log_len, self._log_n = [], [], 0
         # ---- group the pairs by node, stable in time (int16 keys: radix sort)
-        o = np.argsort(nd, kind="stable")
+        # (array methods rather than the np.* wrappers throughout: the same operations, less call overhead)
+        o = nd.argsort(kind="stable")
         per_node = np.bincount(nd, minlength=self.N)
-        nodes_g = np.flatnonzero(per_node)  # the logged nodes, ascending (the groups' order)
+        nodes_g = per_node.nonzero()[0]  # the logged nodes, ascending (the groups' order)
         cnt = per_node[nodes_g]
-        ends = np.cumsum(cnt)
+        ends = cnt.cumsum()
         start = ends - cnt  # first pair of each node's group
         lastpos = ends - 1  # last pair of each node's group
         eid_s = np.arange(k, dtype=np.int32).repeat(lens)[o]  # entry of each grouped pair
@@ -628,13 +629,13 @@ class Thermal:
         pb[start] = self.n_busy[nodes_g] > 0.0
         d = b_s.view(np.int8) - pb.view(np.int8)
         dbusy_k = np.bincount(eid_s, weights=d, minlength=k) * float(g)  # change of busy GPUs per entry
-        C = np.cumsum(dbusy_k)  # whole numbers: exact
+        C = dbusy_k.cumsum()  # whole numbers: exact
         # ---- site totals: exact integrals over the logged steps (chronological)
         tot, acc = self._tot, self._acc
         dte = np.empty(k)  # the time step at each entry's first pair (0 at the others)
         dte[0] = tk[0] - self._t_acc
         np.subtract(tk[1:], tk[:-1], out=dte[1:])
-        pos = np.cumsum(lens) - lens  # each entry's first pair (chronological)
+        pos = lens.cumsum() - lens  # each entry's first pair (chronological)
         step_at = pos[1:] - 1  # the pair before each later entry: its total times the step that follows
         cb = tot[0] + C  # totals after each entry
         cs = tot[2] + C
@@ -676,7 +677,7 @@ class Thermal:
             t_u, u_u = np.repeat(t_s, u)[ou], np.repeat(u_s, u)[ou]
             up_u = np.repeat(up_s, u)[ou] if up_s is not None else None
             cnt_u = np.repeat(cnt, u)
-            last_u = np.cumsum(cnt_u) - 1
+            last_u = cnt_u.cumsum() - 1
             start_u = last_u + 1 - cnt_u
             g0 = (nodes_g[:, None] * u + self._ar).ravel()
             R_g = (self.rbase * np.repeat(self.rfactor, u))[g0]
@@ -684,8 +685,8 @@ class Thermal:
         Mu = len(t_u)
         # R and inlet are constant over the log (every change of them flushes first). One value for all the
         # logged units is used as a scalar: x·R is the same product for a scalar as for equal elements.
-        R: Any = R_g[0] if (R_g == R_g[0]).all() else R_g.repeat(cnt_u)
-        tin: Any = tin_g[0] if (tin_g == tin_g[0]).all() else tin_g.repeat(cnt_u)
+        R: Any = R_g[0] if not np.count_nonzero(R_g != R_g[0]) else R_g.repeat(cnt_u)
+        tin: Any = tin_g[0] if not np.count_nonzero(tin_g != tin_g[0]) else tin_g.repeat(cnt_u)
         pdem = self.idle_w + (self.tdp_w - self.idle_w) * u_u
         tss_new = tin + (pdem * up_u if up_u is not None else pdem) * R  # × True would be × 1.0
         prev_tss = np.empty(Mu)
@@ -710,7 +711,7 @@ class Thermal:
         self.hist += np.bincount(bins.astype(np.intp), weights=wts, minlength=_HIST_MAX_C) * self.w
         lg = dur * -3600.0
         lg /= R * self.C
-        csum = np.cumsum(lg)
+        csum = lg.cumsum()
         base = csum[start_u] - lg[start_u]
         P = np.subtract(csum, base.repeat(cnt_u), out=csum)  # Σ of logs from the group's first entry to this one
         G = P[last_u]
