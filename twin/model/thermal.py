@@ -38,7 +38,7 @@ Event-driven throughout: no time step.
 * **Cost**: load changes of *cool* nodes (no GPU could reach slowdown even at full power under their
   current inlet and R, and their zone could carry all its nodes at full load) cannot throttle, trip or
   move a room; they are logged and replayed in one vectorised batch (``_flush_log``) before anything
-  else thermal happens, so a job's checkpoint pause costs a list append. Everything else goes through
+  else thermal happens, so a job's checkpoint pause costs a few buffer writes. Everything else goes through
   ``_update`` (one vector operation over the nodes' GPUs). A test checks the two paths agree.
 * **Thermal units**: with identical GPUs (``r_sigma`` 0) one array element stands for a node's g GPUs
   (same equations, g times fewer elements); with a spread, one element per GPU.
