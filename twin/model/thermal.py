@@ -38,7 +38,7 @@ Event-driven throughout: no time step.
 * **Cost**: load changes of *cool* nodes (no GPU could reach slowdown even at full power under their
   current inlet and R, and their zone could carry all its nodes at full load) cannot throttle, trip or
   move a room; they are logged and replayed in one vectorised batch (``_flush_log``) before anything
-  else thermal happens, so a job's checkpoint pause costs a list append. Everything else goes through
+  else thermal happens, so a job's checkpoint pause costs a few buffer writes. Everything else goes through
   ``_update`` (one vector operation over the nodes' GPUs). A test checks the two paths agree.
 * **Thermal units**: with identical GPUs (``r_sigma`` 0) one array element stands for a node's g GPUs
   (same equations, g times fewer elements); with a spread, one element per GPU.
@@ -81,6 +81,17 @@ def _shift(x: NDArray[Any], first: NDArray[np.bool_], fill: NDArray[Any]) -> NDA
     return out
 
 
+def _sum_at(buf: NDArray[np.float64], pos: NDArray[np.int64], vals: NDArray[np.float64], n: int) -> float:
+    """Sum of the ``n``-long array that holds ``vals`` at ``pos`` and +0 elsewhere, added up exactly as
+    numpy adds up that array (pairwise summation depends on where the operands sit, not only on them).
+    ``buf`` (at least n long, all +0) is used for the array and left all +0 again."""
+    a = buf[:n]
+    a[pos] = vals
+    out = float(a.sum())
+    a[pos] = 0.0
+    return out
+
+
 def _blocks(racks: int, groups: int, nodes_per_rack: int) -> list[tuple[int, int]]:
     """Contiguous node ranges [start, end) of ``groups`` near-equal blocks of racks."""
     out = []
@@ -97,6 +108,7 @@ class Thermal:
     def __init__(self, model: "Model") -> None:
         self.model = model
         self.engine = eng = model.engine
+        self._env = eng.env
         self.cluster = cl = model.cluster
         sc = model.sc
         self.sc = sc
@@ -157,7 +169,11 @@ class Thermal:
                 self.zone_of[s:e] = z
             Z = a.zones
             self.crah_healthy = np.full(Z, a.crah.count, dtype=np.int64)
-            self.z_cap = self.crah_healthy * a.crah.capacity_kw * 1000.0 * self._derate_at(0.0)
+            # capacity factor of the CRAH units in each hour (derating above the design ambient)
+            self._derate_h: list[float] = np.maximum(0.0, 1.0 - a.derate_per_c * np.maximum(
+                0.0, self.ambient_h - a.design_ambient_c)).tolist()
+            self._crah_w = self.crah_healthy * a.crah.capacity_kw * 1000.0  # healthy capacity before derating, W
+            self.z_cap = self._crah_w * self._derate_at(0.0)
             self.z_S0 = np.full(Z, a.supply_c)
             self.z_ta = np.zeros(Z)
             self.z_tgt = np.full(Z, a.supply_c)
@@ -215,8 +231,8 @@ class Thermal:
         self.rspread = np.ones(G)
         if gp.r_sigma > 0:
             digs = rng.path_digests(f"{cl.node_path(i // u)}.gpu{i % u}#thermal_r" for i in range(G))
-            u = eng.streams.uniforms(digs, np.zeros(G, dtype=np.int64))
-            self.rspread = np.exp(gp.r_sigma * ndtri(u))
+            unif = eng.streams.uniforms(digs, np.zeros(G, dtype=np.int64))
+            self.rspread = np.exp(gp.r_sigma * ndtri(unif))
         self.rbase = base_r * self.rspread
         self.rfactor = np.ones(n)  # node multiplier of R: fans (air) or no-flow (liquid)
         self.inlet = np.empty(n)  # GPU inlet (held air supply, or coolant supply), °C
@@ -301,9 +317,20 @@ class Thermal:
         # room, so they are only logged (time, nodes, utilisations) and replayed in one vectorised batch
         # (histogram, GPU state, busy and throughput integrals) before anything else thermal happens.
         self.rmax_n = self.rbase.reshape(n, u).max(axis=1)
+        self._tdp_rmax = self.tdp_w * self.rmax_n  # the first product of _set_cool's test, node-wise
         self.cool = np.zeros(n, dtype=bool)
         self._n_warm = n
-        self._log: list[tuple[float, NDArray[np.int64], NDArray[np.float64], NDArray[np.bool_]]] = []
+        # The log: per entry its time (h) and number of nodes; per (node, entry) pair, in time order, the node,
+        # its utilisation and its down count then, in buffers grown on demand (no per-entry arrays to gather
+        # at the flush). Down counts are written only while some node is down (_log_down set); the buffer is
+        # zero elsewhere.
+        self._log_t: list[float] = []
+        self._log_len: list[int] = []
+        self._log_nodes = np.empty(4096, dtype=np.int16 if n < 2**15 else np.int64)
+        self._log_util = np.empty(4096)
+        self._log_dc = np.zeros(4096, dtype=np.int32)
+        self._log_n = 0
+        self._log_down = False
         self._tracing = self.trace_from <= 0.0 < self.trace_to
         if self.air is not None:
             full = self.non_gpu_w + (g * self.tdp_w if self.type == "air" else 0.0)
@@ -390,7 +417,7 @@ class Thermal:
         n = len(nodes)
         if not n:
             return
-        if self._log:
+        if self._log_t:
             self._flush_log()
         now = self.engine.now
         g = self.g
@@ -408,8 +435,8 @@ class Thermal:
         tss_old = self.tss[gsl]
         dt_h = now - self.t0[gsl]
         T = tss_old + (self.T[gsl] - tss_old) * np.exp(dt_h * -3600.0 / self.tau[gsl])
-        self.hist += np.bincount(np.clip(tss_old, 0.0, _HIST_MAX_C - 1).astype(np.intp),
-                                 weights=dt_h * self.gon[gsl], minlength=_HIST_MAX_C) * self.w
+        bins = np.minimum(np.maximum(tss_old, 0.0), _HIST_MAX_C - 1).astype(np.intp)  # = np.clip (no NaN)
+        self.hist += np.bincount(bins, weights=dt_h * self.gon[gsl], minlength=_HIST_MAX_C) * self.w
         # new conditions
         up_n = self.cluster.down_count[nsl] == 0
         util = self.engine.node_util[nsl]
@@ -431,7 +458,8 @@ class Thermal:
         self.tau[gsl] = R * self.C
         caps = self.speed_caps
         busy_n = (up_n & (util > 0.0)) * float(g)
-        short = not need.any() and not self.engaged[gsl].any()
+        # (np.count_nonzero: the cheapest any() of a small boolean array)
+        short = not np.count_nonzero(need) and not np.count_nonzero(self.engaged[gsl])
         if short:
             # short path: every GPU runs at its demand, speed 1, no crossing ahead
             self.tss[gsl] = tss
@@ -491,8 +519,11 @@ class Thermal:
         if self.air is not None:
             heat = (self.non_gpu_w + (pd_n * g if self.type == "air" else 0.0)) * up_n
             self.node_air_w[nsl] = heat
-            zl = self.zone_of[nodes]
-            z0, z1 = int(zl.min()), int(zl.max())
+            if isinstance(nsl, slice):  # zone_of does not decrease with the node index
+                z0, z1 = int(self.zone_of[n0]), int(self.zone_of[n1])
+            else:
+                zl = self.zone_of[nodes]
+                z0, z1 = int(zl.min()), int(zl.max())
             for z in range(z0, z1 + 1):
                 if self.z_slack[z]:
                     continue  # could carry all its nodes at full load: its heat cannot move the room
@@ -504,13 +535,13 @@ class Thermal:
         self._account(nsl, nodes, busy_n, capped_n, spsum_n)
         if self.aged:
             self._age_update(nodes)
-        if self.trace_from <= now <= self.trace_to and self.trace_mask[nsl].any():
+        if self.trace_from <= now <= self.trace_to and np.count_nonzero(self.trace_mask[nsl]):
             self._trace(nodes, T, P, pd, tin, R)
-        self._set_cool(nodes)
+        self._set_cool(nsl)
         # the node's speed is its slowest GPU's (nodes in service only; a down node keeps its last cap)
         if self._n_hot:
             changed = up_n & (caps[nsl] != sp_n)
-            if changed.any():
+            if np.count_nonzero(changed):
                 ch = nodes[changed]
                 caps[ch] = sp_n[changed] if not isinstance(sp_n, float) else sp_n
                 self.engine.bus.publish(Topic.NODE_SPEED, ch)
@@ -530,9 +561,10 @@ class Thermal:
         else:
             self._set_cool(traced)
 
-    def _set_cool(self, nodes: NDArray[np.int64]) -> None:
-        """Recompute the cool flag of ``nodes`` (see the constructor) and the count of warm nodes."""
-        ok = self.inlet[nodes] + self.tdp_w * self.rmax_n[nodes] * self.rfactor[nodes] < self.slow_c
+    def _set_cool(self, nodes: NDArray[np.int64] | slice) -> None:
+        """Recompute the cool flag of ``nodes`` (indices or a slice; see the constructor) and the count of
+        warm nodes."""
+        ok = self.inlet[nodes] + self._tdp_rmax[nodes] * self.rfactor[nodes] < self.slow_c
         if self._tracing:
             ok &= ~self.trace_mask[nodes]
         if self.air is not None:
@@ -551,97 +583,156 @@ class Thermal:
         recurrence T_i = a_i·T_(i−1) + (1 − a_i)·T_ss,(i−1), a_i = e^(−Δt_i/τ), in closed form
         (T_last = A·T_0 + Σ_i (1 − a_i)·T_ss,(i−1)·Π_(j>i) a_j, products as sums of logs ≤ 0). The
         site totals (busy GPUs, Σ speed, effective GPUs) change by the logged steps, integrated exactly.
+
+        The floating-point operations, and their order, are those of the per-(node, entry) formulation
+        (entries grouped by node in time order, one cumulative sum over the whole batch): results do not
+        depend on how the arrays are built. Busy counts are whole numbers of GPUs, so their sums are
+        exact in any order and are formed per log entry rather than per (node, entry); the integrals of
+        the site totals keep their per-(node, entry) summation layout (a zero at every position inside
+        an entry, where the time step is 0) so that numpy's pairwise sums see the same operands.
         """
-        log = self._log
-        if not log:
+        if not self._log_t:
             return
-        self._log = []
         g, u = self.g, self.u
-        k = len(log)
-        lens = np.fromiter((len(e[1]) for e in log), dtype=np.int64, count=k)
-        te = np.repeat(np.fromiter((e[0] for e in log), dtype=np.float64, count=k), lens)
-        nd = np.concatenate([e[1] for e in log])
-        ut = np.concatenate([e[2] for e in log])
-        up = np.concatenate([e[3] for e in log])  # in service at the logged time
-        busy = (up & (ut > 0.0)) * float(g)
-        sp = self.engine.node_speed(nd) if len(self.engine.speed_caps) > 1 else 1.0
-        # ---- per node: previous busy state of each entry (entries grouped by node, in time order)
-        o = np.argsort(nd.astype(np.int16) if self.N < 2**15 else nd, kind="stable")  # int16: radix sort
-        nd_s = nd[o]
-        first = np.empty(len(o), dtype=bool)
-        first[0] = True
-        first[1:] = nd_s[1:] != nd_s[:-1]
-        last = np.empty(len(o), dtype=bool)
-        last[-1] = True
-        last[:-1] = first[1:]
-        busy_s = busy[o]
-        prev_busy = _shift(busy_s, first, self.n_busy[nd_s[first]])
-        dbusy = np.empty(len(o))
-        dbusy[o] = busy_s - prev_busy
+        k = len(self._log_t)
+        tk = np.array(self._log_t, dtype=np.float64)  # time of each entry, h
+        lens = np.array(self._log_len, dtype=np.int64)  # pairs of each entry (≥ 1: empty loads are not logged)
+        M = self._log_n
+        nd = self._log_nodes[:M]  # (node, entry) pairs in time order (views: nothing logs during the flush)
+        ut = self._log_util[:M]
+        up: NDArray[np.bool_] | None = None  # None: every node was in service at every logged time
+        if self._log_down:  # in service = no down reason at the logged time
+            dc = self._log_dc[:M]
+            up = dc == 0
+            dc[:] = 0
+            self._log_down = False
+        self._log_t, self._log_len, self._log_n = [], [], 0
+        # ---- group the pairs by node, stable in time (int16 keys: radix sort)
+        # (array methods rather than the np.* wrappers throughout: the same operations, less call overhead)
+        o = nd.argsort(kind="stable")
+        per_node = np.bincount(nd, minlength=self.N)
+        nodes_g = per_node.nonzero()[0]  # the logged nodes, ascending (the groups' order)
+        cnt = per_node[nodes_g]
+        ends = cnt.cumsum()
+        start = ends - cnt  # first pair of each node's group
+        lastpos = ends - 1  # last pair of each node's group
+        eid_s = np.arange(k, dtype=np.int32).repeat(lens)[o]  # entry of each grouped pair
+        t_s = tk[eid_s]
+        u_s = ut[o]
+        up_s = up[o] if up is not None else None
+        # ---- busy GPUs: per pair busy or not; n_busy holds 0 or g for every node (see _account)
+        b_s = u_s > 0.0
+        if up_s is not None:
+            b_s &= up_s
+        pb = np.empty(M, dtype=bool)  # busy before the pair: the node's previous pair, or its state
+        pb[1:] = b_s[:-1]
+        pb[start] = self.n_busy[nodes_g] > 0.0
+        d = b_s.view(np.int8) - pb.view(np.int8)
+        dbusy_k = np.bincount(eid_s, weights=d, minlength=k) * float(g)  # change of busy GPUs per entry
+        C = dbusy_k.cumsum()  # whole numbers: exact
         # ---- site totals: exact integrals over the logged steps (chronological)
-        dtp = dbusy * sp
         tot, acc = self._tot, self._acc
-        cb = tot[0] + np.cumsum(dbusy)
-        cs = tot[2] + np.cumsum(dbusy)
-        ctp = tot[3] + np.cumsum(dtp)
-        dt = np.diff(np.concatenate(([self._t_acc], te)))
-        acc[0] += tot[0] * dt[0] + float((cb[:-1] * dt[1:]).sum())
-        acc[1] += tot[1] * float(dt.sum())
-        acc[2] += tot[2] * dt[0] + float((cs[:-1] * dt[1:]).sum())
-        acc[3] += tot[3] * dt[0] + float((ctp[:-1] * dt[1:]).sum())
+        dte = np.empty(k)  # the time step at each entry's first pair (0 at the others)
+        dte[0] = tk[0] - self._t_acc
+        np.subtract(tk[1:], tk[:-1], out=dte[1:])
+        pos = lens.cumsum() - lens  # each entry's first pair (chronological)
+        step_at = pos[1:] - 1  # the pair before each later entry: its total times the step that follows
+        cb = tot[0] + C  # totals after each entry
+        cs = tot[2] + C
+        lay = np.zeros(M)  # zero but at the positions being summed (reset after each use)
+        acc[0] += tot[0] * dte[0] + _sum_at(lay, step_at, cb[:-1] * dte[1:], M - 1)
+        if tot[1] != 0.0:  # else the addend is ±0 and leaves acc[1] (≥ +0) unchanged
+            acc[1] += tot[1] * _sum_at(lay, pos, dte, M)  # Σ of the per-pair time steps
+        acc[2] += tot[2] * dte[0] + _sum_at(lay, step_at, cs[:-1] * dte[1:], M - 1)
+        busy_last = b_s[lastpos] * float(g)
+        if len(self.engine.speed_caps) > 1:  # speeds other than 1: effective GPUs per pair, in time order
+            dbusy = np.empty(M)
+            dbusy[o] = d * float(g)
+            sp = self.engine.node_speed(nd)
+            ctp_full = tot[3] + np.cumsum(dbusy * sp)
+            dt_full = np.zeros(M)  # the per-pair time steps
+            dt_full[pos] = dte
+            acc[3] += tot[3] * dte[0] + float((ctp_full[:-1] * dt_full[1:]).sum())
+            ctp = ctp_full[pos + lens - 1]
+            self.n_tp[nodes_g] = busy_last * sp[o][lastpos]
+        else:  # every speed 1: effective GPUs = busy GPUs
+            ctp = tot[3] + C
+            acc[3] += tot[3] * dte[0] + _sum_at(lay, step_at, ctp[:-1] * dte[1:], M - 1)
+            self.n_tp[nodes_g] = busy_last
         tot[0], tot[2], tot[3] = cb[-1], cs[-1], ctp[-1]
-        self._t_acc = float(te[-1])
-        ends = np.cumsum(lens) - 1  # the totals after each logged change (one point per log entry)
-        self._tp_t.extend(te[ends].tolist())
-        self._tp_v.extend(ctp[ends].tolist())
-        ln = nd_s[last]
-        self.n_busy[ln] = busy_s[last]
-        self.n_spsum[ln] = busy_s[last]
-        self.n_tp[ln] = (busy * sp)[o][last] if not isinstance(sp, float) else busy_s[last]
+        self._t_acc = float(tk[-1])
+        self._tp_t.extend(tk.tolist())
+        self._tp_v.extend(ctp.tolist())
+        self.n_busy[nodes_g] = busy_last
+        self.n_spsum[nodes_g] = busy_last
         # ---- per unit: histogram and state
         if u == 1:
-            gi, t_u, u_u, up_u, f_u, l_u = nd_s, te[o], ut[o], up[o], first, last
-            node_u = nd_s
+            t_u, u_u, up_u = t_s, u_s, up_s
+            cnt_u, start_u, last_u, g0 = cnt, start, lastpos, nodes_g
+            R_g = (self.rbase * self.rfactor)[g0]
+            tin_g = self.inlet[g0]
+        else:  # each node's pairs repeated for its units, grouped by unit (stable: in time order)
+            gx = (nd[o].astype(np.int64)[:, None] * u + self._ar).ravel()
+            ou = np.argsort(gx, kind="stable")
+            t_u, u_u = np.repeat(t_s, u)[ou], np.repeat(u_s, u)[ou]
+            up_u = np.repeat(up_s, u)[ou] if up_s is not None else None
+            cnt_u = np.repeat(cnt, u)
+            last_u = cnt_u.cumsum() - 1
+            start_u = last_u + 1 - cnt_u
+            g0 = (nodes_g[:, None] * u + self._ar).ravel()
+            R_g = (self.rbase * np.repeat(self.rfactor, u))[g0]
+            tin_g = np.repeat(self.inlet, u)[g0]
+        Mu = len(t_u)
+        # R and inlet are constant over the log (every change of them flushes first). One value for all the
+        # logged units is used as a scalar: x·R is the same product for a scalar as for equal elements.
+        R: Any = R_g[0] if not np.count_nonzero(R_g != R_g[0]) else R_g.repeat(cnt_u)
+        tin: Any = tin_g[0] if not np.count_nonzero(tin_g != tin_g[0]) else tin_g.repeat(cnt_u)
+        pdem = self.idle_w + (self.tdp_w - self.idle_w) * u_u
+        tss_new = tin + (pdem * up_u if up_u is not None else pdem) * R  # × True would be × 1.0
+        prev_tss = np.empty(Mu)
+        prev_tss[1:] = tss_new[:-1]
+        prev_tss[start_u] = self.tss[g0]
+        dur = np.empty(Mu)  # t_u − the unit's previous time
+        np.subtract(t_u[1:], t_u[:-1], out=dur[1:])
+        dur[start_u] = t_u[start_u] - self.t0[g0]
+        on0 = self.gon[g0]
+        if up_u is None and on0.all():
+            wts = dur  # powered throughout: dur × True = dur
         else:
-            gi = (nd_s[:, None] * u + self._ar).ravel()
-            ou = np.argsort(gi, kind="stable")
-            gi = gi[ou]
-            rep_ = lambda x: np.repeat(x, u)[ou]  # noqa: E731
-            t_u, u_u, up_u, node_u = rep_(te[o]), rep_(ut[o]), rep_(up[o]), rep_(nd_s)
-            f_u = np.empty(len(gi), dtype=bool)
-            f_u[0] = True
-            f_u[1:] = gi[1:] != gi[:-1]
-            l_u = np.empty(len(gi), dtype=bool)
-            l_u[-1] = True
-            l_u[:-1] = f_u[1:]
-        # R and inlet are constant over the log (every change of them flushes first)
-        R = (self.rbase * (self.rfactor if u == 1 else np.repeat(self.rfactor, u)))[gi]
-        tin = (self.inlet if u == 1 else np.repeat(self.inlet, u))[gi]
-        tss_new = tin + (self.idle_w + (self.tdp_w - self.idle_w) * u_u) * up_u * R
-        g0 = gi[f_u]
-        prev_t = _shift(t_u, f_u, self.t0[g0])
-        prev_tss = _shift(tss_new, f_u, self.tss[g0])
-        prev_on = _shift(up_u, f_u, self.gon[g0])
-        dur = t_u - prev_t
-        self.hist += np.bincount(np.clip(prev_tss, 0.0, _HIST_MAX_C - 1).astype(np.intp),
-                                 weights=dur * prev_on, minlength=_HIST_MAX_C) * self.w
-        tau_u = R * self.C
-        lg = dur * -3600.0 / tau_u
-        csum = np.cumsum(lg)
-        start = np.flatnonzero(f_u)
-        base = csum[start] - lg[start]
-        grp = np.cumsum(f_u) - 1
-        P = csum - base[grp]  # Σ of logs from the group's first entry up to this one
-        G = P[l_u]
-        contrib = -np.expm1(lg) * prev_tss * np.exp(G[grp] - P)
-        T_last = np.exp(G) * self.T[g0] + np.add.reduceat(contrib, start)
-        gl = gi[l_u]
-        self.T[gl] = T_last
-        self.t0[gl] = t_u[l_u]
-        self.tss[gl] = tss_new[l_u]
-        self.gon[gl] = up_u[l_u]
-        long_ = lg < -10.0  # segments long enough (> 10 τ) to reach their steady state
-        peak = max(float(T_last.max()), float(prev_tss[long_].max()) if long_.any() else -INF)
+            prev_on = np.empty(Mu, dtype=bool)
+            if up_u is None:
+                prev_on[1:] = True
+            else:
+                prev_on[1:] = up_u[:-1]
+            prev_on[start_u] = on0
+            wts = dur * prev_on
+        lo, hi = float(prev_tss.min()), float(prev_tss.max())  # the clip changes nothing when within range
+        bins = prev_tss if 0.0 <= lo and hi < _HIST_MAX_C else np.clip(prev_tss, 0.0, _HIST_MAX_C - 1)
+        self.hist += np.bincount(bins.astype(np.intp), weights=wts, minlength=_HIST_MAX_C) * self.w
+        lg = dur * -3600.0
+        lg /= R * self.C
+        csum = lg.cumsum()
+        base = csum[start_u] - lg[start_u]
+        P = np.subtract(csum, base.repeat(cnt_u), out=csum)  # Σ of logs from the group's first entry to this one
+        G = P[last_u]
+        contrib = np.expm1(lg)  # −expm1(lg) · T_ss,prev · e^(G − P), in place
+        np.negative(contrib, out=contrib)
+        contrib *= prev_tss
+        decay = G.repeat(cnt_u)
+        decay -= P
+        contrib *= np.exp(decay, out=decay)
+        T_last = np.exp(G) * self.T[g0] + np.add.reduceat(contrib, start_u)
+        self.T[g0] = T_last
+        self.t0[g0] = t_u[last_u]
+        self.tss[g0] = tss_new[last_u]
+        self.gon[g0] = up_u[last_u] if up_u is not None else True
+        # peak: the last temperatures, and the steady states of segments long enough (> 10 τ) to reach
+        # them (only looked for when some steady state exceeds the peak so far)
+        peak = float(T_last.max())
+        if hi > self.tpeak_c:
+            long_ = lg < -10.0
+            if long_.any():
+                peak = max(peak, float(prev_tss[long_].max()))
         if peak > self.tpeak_c:
             self.tpeak_c = peak
 
@@ -701,13 +792,13 @@ class Thermal:
     def _account(self, nsl: Any, nodes: NDArray[np.int64], busy: Any, capped: Any, spsum: Any) -> None:
         self._integrate(self.engine.now)
         tot = self._tot
-        d_busy = float(np.sum(busy - self.n_busy[nsl]))
+        d_busy = float((busy - self.n_busy[nsl]).sum())
         tot[0] += d_busy
         self.n_busy[nsl] = busy
         if self._n_hot or self._acc_hot:
             self._acc_hot = bool(self._n_hot)
-            tot[1] += float(np.sum(capped - self.n_capped[nsl]))
-            tot[2] += float(np.sum(spsum - self.n_spsum[nsl]))
+            tot[1] += float((capped - self.n_capped[nsl]).sum())
+            tot[2] += float((spsum - self.n_spsum[nsl]).sum())
             self.n_capped[nsl] = capped
             self.n_spsum[nsl] = spsum
         else:
@@ -741,14 +832,42 @@ class Thermal:
 
     # =================================================================================== bus handlers
     def _on_load(self, nodes: NDArray[np.int64], util: float) -> None:
-        if self._n_warm == 0 or self.cool[nodes].all():
-            self._log.append((self.engine.env.now, np.array(nodes, dtype=np.int64), self.engine.node_util[nodes],
-                              self.cluster.down_count[nodes] == 0))
+        """Load change of ``nodes``: logged when they are all cool (replayed by ``_flush_log``), else applied.
+
+        ``util`` is the nodes' new common utilisation (Topic.NODE_LOAD). The log copies ``nodes`` and
+        their utilisation now into its buffers, and their down counts only
+        when some node of the cluster is down (``n_up`` < N).
+        """
+        n = len(nodes)
+        if self._n_warm and np.count_nonzero(self.cool[nodes]) != n:
+            self._update(np.asarray(nodes, dtype=np.int64))
             return
-        self._update(np.asarray(nodes, dtype=np.int64))
+        if not n:
+            return  # nothing changed
+        p = self._log_n
+        q = p + n
+        if q > len(self._log_nodes):
+            self._grow_log(q)
+        self._log_nodes[p:q] = nodes
+        self._log_util[p:q] = util  # = engine.node_util[nodes]: the publisher gave them all this value
+        self._log_n = q
+        self._log_t.append(self._env.now)
+        self._log_len.append(n)
+        if self.cluster.n_up != self.N:  # some node is down: keep the entry's down counts
+            self._log_dc[p:q] = self.cluster.down_count[nodes]
+            self._log_down = True
+
+    def _grow_log(self, pairs: int) -> None:
+        """Room for at least ``pairs`` logged (node, entry) pairs (the buffers double)."""
+        cap = max(pairs, 2 * len(self._log_nodes))
+        for name in ("_log_nodes", "_log_util", "_log_dc"):
+            old = getattr(self, name)
+            new = np.zeros(cap, dtype=old.dtype)
+            new[:self._log_n] = old[:self._log_n]
+            setattr(self, name, new)
 
     def _on_speed(self, nodes: NDArray[np.int64]) -> None:
-        if self._log:
+        if self._log_t:
             self._flush_log()
         self._refresh_tp(np.asarray(nodes, dtype=np.int64))
 
@@ -846,23 +965,21 @@ class Thermal:
 
     # =================================================================================== air zones
     def _derate_at(self, t_h: float) -> float:
-        """Capacity factor of the CRAH units at time ``t_h`` (derating above the design ambient)."""
-        assert self.air is not None
-        amb = float(self.ambient_h[min(int(math.floor(t_h + 1e-9)), self.n_hours - 1)])
-        return max(0.0, 1.0 - self.air.derate_per_c * max(0.0, amb - self.air.design_ambient_c))
+        """Capacity factor of the CRAH units at time ``t_h`` (derating above the design ambient), the
+        value max(0, 1 − derate_per_c·max(0, ambient − design_ambient_c)) of the hour, precomputed."""
+        return self._derate_h[min(int(math.floor(t_h + 1e-9)), self.n_hours - 1)]
 
     def _set_caps(self) -> None:
         """Healthy capacity of each zone now; zones whose slack changed get their heat and cool flags
         recomputed (a zone is slack when it could carry all its nodes at full load)."""
-        assert self.air is not None
-        self.z_cap = self.crah_healthy * self.air.crah.capacity_kw * 1000.0 * self._derate_at(self.engine.now)
+        self.z_cap = self._crah_w * self._derate_at(self.engine.now)
         slack = self.z_full <= self.z_cap
-        changed = np.flatnonzero(slack != self.z_slack)
-        if not len(changed):
+        changed = slack != self.z_slack
+        if not np.count_nonzero(changed):
             return
         self._flush_log()
         self.z_slack = slack
-        for z in changed.tolist():
+        for z in np.flatnonzero(changed).tolist():
             s, e = self.zones[z]
             nodes = self._all[s:e]
             if not slack[z]:  # the zone's heat matters again: recompute it from the nodes' state now
@@ -966,6 +1083,7 @@ class Thermal:
         assert self.air is not None
         z = idx // self.air.crah.count
         self.crah_healthy[z] += 1 if healthy else -1
+        self._crah_w = self.crah_healthy * self.air.crah.capacity_kw * 1000.0
         self._set_caps()
         if self.on:
             self._retarget(z)
