@@ -329,6 +329,10 @@ class Thermal:
         self._log_nodes = np.empty(4096, dtype=np.int16 if n < 2**15 else np.int64)
         self._log_util = np.empty(4096)
         self._log_dc = np.zeros(4096, dtype=np.int32)
+        # with a second speed source (the power model's caps), each pair's node speed at the logged time:
+        # a speed change flushes the log only after the cap moved (written while _log_multi is set)
+        self._log_sp = np.ones(4096)
+        self._log_multi = False
         self._log_n = 0
         self._log_down = False
         self._tracing = self.trace_from <= 0.0 < self.trace_to
@@ -607,6 +611,7 @@ class Thermal:
             dc[:] = 0
             self._log_down = False
         self._log_t, self._log_len, self._log_n = [], [], 0
+        self._log_multi = False
         # ---- group the pairs by node, stable in time (int16 keys: radix sort)
         # (array methods rather than the np.* wrappers throughout: the same operations, less call overhead)
         o = nd.argsort(kind="stable")
@@ -648,7 +653,8 @@ class Thermal:
         if len(self.engine.speed_caps) > 1:  # speeds other than 1: effective GPUs per pair, in time order
             dbusy = np.empty(M)
             dbusy[o] = d * float(g)
-            sp = self.engine.node_speed(nd)
+            # each pair at its node's speed when it was logged (all 1 if no second source was there yet)
+            sp = self._log_sp[:M].copy() if self._log_multi else np.ones(M)
             ctp_full = tot[3] + np.cumsum(dbusy * sp)
             dt_full = np.zeros(M)  # the per-pair time steps
             dt_full[pos] = dte
@@ -856,11 +862,16 @@ class Thermal:
         if self.cluster.n_up != self.N:  # some node is down: keep the entry's down counts
             self._log_dc[p:q] = self.cluster.down_count[nodes]
             self._log_down = True
+        if len(self.engine.speed_caps) > 1:  # speeds other than 1 possible: keep them as they are now
+            if not self._log_multi:
+                self._log_sp[:p] = 1.0  # pairs logged while thermal alone capped speeds (cool nodes: 1)
+                self._log_multi = True
+            self._log_sp[p:q] = self.engine.node_speed(nodes)
 
     def _grow_log(self, pairs: int) -> None:
         """Room for at least ``pairs`` logged (node, entry) pairs (the buffers double)."""
         cap = max(pairs, 2 * len(self._log_nodes))
-        for name in ("_log_nodes", "_log_util", "_log_dc"):
+        for name in ("_log_nodes", "_log_util", "_log_dc", "_log_sp"):
             old = getattr(self, name)
             new = np.zeros(cap, dtype=old.dtype)
             new[:self._log_n] = old[:self._log_n]
