@@ -144,8 +144,10 @@ def test_every_cost_line_by_hand(tmp_path: Path, tariff: str) -> None:
     assert m["cost.repair_parts"] == pytest.approx(NODES * 2 * 20000, rel=1e-12)
     # labour: 4 technicians around the clock at 50; 1 day worker at 80 for 8 weekdays × 9 h in 10 days
     assert m["cost.labour"] == pytest.approx(4 * H * 50 + 1 * 8 * 9 * 80, rel=1e-12)
-    # holding: initial stock (4) × T × 20 % × price
-    assert m["cost.spares_holding"] == pytest.approx(4 * T * 0.2 * 20000, rel=1e-12)
+    # holding: mean units on hand × T × 20 % × price. On hand: 4 until the four tickets take them at
+    # 100.25 (reorder point 0: 4 ordered, 24 h lead) → 0 until 124.25 → 4 until 204.5 → 0 until 228.5 → 4
+    on_hand_h = 4 * 100.25 + 4 * (204.5 - 124.25) + 4 * (H - 228.5)
+    assert m["cost.spares_holding"] == pytest.approx(on_hand_h / H * T * 0.2 * 20000, rel=1e-12)
     total = m["cost.capital"] + m["cost.energy"] + m["cost.repair_parts"] + m["cost.labour"] + m["cost.spares_holding"]
     assert m["cost.total"] == pytest.approx(total, rel=1e-12)
     assert m["cost.total"] == pytest.approx(float(lines["amount"].sum()), rel=1e-12)

@@ -29,10 +29,9 @@ Lines, all in ``costs.currency`` over the horizon of T = horizon_days / 365 year
   without one, the constant ``costs.energy.pue``.
 * **repair parts**: completed repairs of each part type (tickets done) × part price.
 * **labour**: Σ pools technicians × on-shift hours in the horizon × rate.
-* **spares holding**: ``holding_rate_per_year`` × part price × mean units on hand × T, where the
-  mean on hand is time-weighted from a recorder level ``spares_on_hand.<part>`` when a model
-  records one, else the initial stock (the base-stock level; the inventory does not record its
-  level today).
+* **spares holding**: ``holding_rate_per_year`` × part price × mean units on hand × T, the mean
+  on hand time-weighted from the inventory's recorder level ``spares_on_hand.<part>`` (it falls
+  with every spare taken and rises with every delivery).
 
 ``cost.total`` is their sum; ``cost.per_useful_gpu_hour`` = total / ``useful_gpu_hours`` (NaN
 without a workload).

@@ -49,6 +49,8 @@ class Inventory:
         self.demands = 0
         self.stockouts = 0
         self.orders = 0
+        self._level = f"spares_on_hand.{part}"  # step function of units on hand (priced by the cost model)
+        engine.recorder.level(self._level, engine.now, self.on_hand)
 
     def take(self) -> tuple[simpy.Event, bool]:
         """Request one spare. Returns (event that fires when the spare is in hand, stock-out?)."""
@@ -62,6 +64,7 @@ class Inventory:
             self.waiting.append(ev)
         else:
             self.on_hand -= 1
+            self.engine.recorder.level(self._level, self.engine.now, self.on_hand)
             ev.succeed()
         self._reorder()
         return ev, stockout
@@ -82,6 +85,7 @@ class Inventory:
         while self.waiting and self.on_hand > 0:
             self.on_hand -= 1
             self.waiting.pop(0).succeed()
+        self.engine.recorder.level(self._level, self.engine.now, self.on_hand)
 
 
 @dataclass
