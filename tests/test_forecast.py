@@ -5,11 +5,13 @@ scenarios, bad input. The 405B forecast itself is not run here (only loaded)."""
 from __future__ import annotations
 
 import copy
+import json
 import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -295,3 +297,19 @@ def test_forecast_needs_a_job(tmp_path: Path, capsys) -> None:
     p = write(tmp_path / "s.yaml", doc)
     assert main(["forecast", str(p), "--results", str(tmp_path / "r"), "--quiet"]) == 2
     assert "workload.jobs" in capsys.readouterr().err
+
+
+def test_local_workers_and_dask_give_the_serial_rows(tmp_path: Path) -> None:
+    """A forecast's replications are the same on every backend: serial, 2 local processes, and a
+    Dask LocalCluster (``--dask local``), including a lever variant on the same connection."""
+    pytest.importorskip("distributed")
+    loaded = load_dict(transient_only_doc())
+    runs = {}
+    for name, kw in {"serial": {}, "pool": {"workers": 2}, "dask": {"workers": 2, "dask": "local"}}.items():
+        res = run_forecast(loaded, 4, levers=["spares"], spares=3, folder=tmp_path / name, report=False, **kw)
+        runs[name] = res
+        assert json.loads((tmp_path / name / "run.json").read_text())["backend"] == {
+            "serial": "serial", "pool": "local", "dask": "dask"}[name]
+    for name in ("pool", "dask"):
+        pd.testing.assert_frame_equal(runs[name].rows, runs["serial"].rows, check_exact=True)
+        pd.testing.assert_frame_equal(runs[name].levers[0][1], runs["serial"].levers[0][1], check_exact=True)

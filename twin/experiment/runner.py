@@ -295,6 +295,12 @@ class _Dask:
                 self.cluster.close()
 
 
+def dask_backend(address: str, workers: int) -> _Dask:
+    """A connected Dask backend: ``address`` of a scheduler, or 'local' for a LocalCluster of
+    ``workers`` processes (bad input: InputError naming ``--dask``). Close it with ``close()``."""
+    return _Dask(address, workers)
+
+
 def _drive(backend: Any, payload: Mapping[str, Any], todo: list[int], on_row: Callable[[dict[str, Any]], None],
            kill: tuple[int, str] | None, echo: Callable[[str], None]) -> None:
     """Run replications ``todo`` on ``backend``, calling ``on_row`` as each batch finishes."""

@@ -39,6 +39,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--start-date", dest="start_date", metavar="YYYY-MM-DD",
                    help="calendar date of simulated time 0: quantiles are also printed as dates")
     p.add_argument("--workers", type=int, default=1, metavar="K", help="local worker processes (default 1)")
+    p.add_argument("--dask", metavar="ADDRESS",
+                   help="run on a Dask cluster: scheduler address (tcp://host:8786) or 'local' for a "
+                        "LocalCluster of --workers processes")
     p.add_argument("--results", default="results", help="results root folder (default: results)")
     p.add_argument("--label", help="results folder name (default forecast-<hash>-s<seed>)")
     p.add_argument("--overwrite", action="store_true", help="recompute even if stored replications exist")
@@ -126,7 +129,7 @@ def cmd_forecast(args: argparse.Namespace) -> int:
                        lever_scenarios=scen, sets=args.overrides, results_root=args.results, label=args.label,
                        overwrite=args.overwrite, workers=args.workers, bound_factor=args.bound_factor,
                        start_date=args.start_date, report=not args.no_report,
-                       echo=None if args.quiet else _note)
+                       echo=None if args.quiet else _note, dask=args.dask)
     print_forecast(res)
     _echo(f"results: {res.folder}")
     if res.report is not None:

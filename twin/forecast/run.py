@@ -334,10 +334,12 @@ def run_task(payload: Mapping[str, Any], job_name: str, indices: list[int]) -> l
 
 
 def run_reps(loaded: Loaded, reps: int, job_name: str, rep_dir: Path, workers: int = 1,
-             on_row: Callable[[dict[str, Any]], None] | None = None) -> pd.DataFrame:
+             on_row: Callable[[dict[str, Any]], None] | None = None, dask: Any = None) -> pd.DataFrame:
     """Replications 0..reps−1 of ``loaded`` (horizon already set to the bound): each row is
     stored in ``rep_dir`` as it finishes (atomically); stored rows of the same scenario hash are
-    reused, so an interrupted forecast resumes. Returns the rows sorted by replication."""
+    reused, so an interrupted forecast resumes. Runs serially, on ``workers`` local processes, or
+    on the Dask backend ``dask`` (twin.experiment.runner's, already connected). Returns the rows
+    sorted by replication (the same rows on every backend: the draws depend on the replication only)."""
     from twin.experiment.runner import assemble, payload_of, read_row, write_row
 
     rows: dict[int, dict[str, Any]] = {}
@@ -356,7 +358,20 @@ def run_reps(loaded: Loaded, reps: int, job_name: str, rep_dir: Path, workers: i
         if on_row is not None:
             on_row(row)
 
-    if todo and (workers <= 1 or len(todo) == 1):
+    if todo and dask is not None:
+        payload = payload_of(loaded)
+        size = max(1, math.ceil(len(todo) / (4 * dask.workers)))
+        futures = [dask.client.submit(run_task, payload, job_name, todo[k:k + size], pure=False)
+                   for k in range(0, len(todo), size)]
+        try:
+            for f in dask.distributed.as_completed(futures):
+                for row in f.result():
+                    keep(row)
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+    elif todo and (workers <= 1 or len(todo) == 1):
         for i in todo:
             keep(run_one(loaded.scenario, i, job_name, loaded.hash))
     elif todo:
@@ -406,6 +421,29 @@ class ForecastResult:
     notes: list[str]
 
 
+def _variants(variant: Callable[[str, Loaded], pd.DataFrame], base: Loaded, target: Target, *,
+              lever_names: Sequence[str], spares: int | None, lever_scenarios: Sequence[tuple[str, str]],
+              sets: Sequence[str], bound_factor: float) -> tuple[pd.DataFrame, list[Any], list[tuple[Any, Any]]]:
+    """Run the baseline, build the levers from it and run each: (baseline rows, levers, (lever, rows))."""
+    from twin.forecast import levers as lv
+
+    rows = variant("baseline", base)
+    built: list[Any] = []
+    for name in lever_names:
+        if name == "daly":
+            built.append(lv.daly_lever(base, target, rows, bound_factor))
+        elif name == "spares":
+            built.append(lv.spares_lever(base, target, spares or lv.default_spares(base), bound_factor))
+        elif name == "halve-top":
+            built.append(lv.halve_lever(base, target, rows, bound_factor))
+    for lab, path in lever_scenarios:
+        built.append(lv.scenario_lever(lab, path, sets, base, target, bound_factor))
+    results: list[tuple[Any, pd.DataFrame | None]] = []
+    for lever in built:
+        results.append((lever, variant(lever.key, lever.loaded) if lever.loaded is not None else None))
+    return rows, built, results
+
+
 def forecast_folder(results_root: Path | str, loaded: Loaded, label: str | None = None) -> Path:
     """``<results>/<scenario>/forecast-<hash>-s<seed>`` (or ``<results>/<scenario>/<label>``)."""
     from twin.experiment.runner import check_label
@@ -440,11 +478,12 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
                  sets: Sequence[str] = (), results_root: Path | str = "results", label: str | None = None,
                  folder: Path | str | None = None, overwrite: bool = False, workers: int = 1,
                  bound_factor: float = DEFAULT_BOUND_FACTOR, start_date: str | None = None, report: bool = True,
-                 echo: Callable[[str], None] | None = None) -> ForecastResult:
+                 echo: Callable[[str], None] | None = None, dask: str | None = None) -> ForecastResult:
     """Forecast the time to train of one job of ``loaded``: ``reps`` replications run to completion,
     then each lever under common random numbers; store everything in the forecast folder and
     (``report``) write report.html / report.md. Rerunning resumes: stored replications of the same
-    variant scenario are reused."""
+    variant scenario are reused. ``dask``: a scheduler address, or 'local' for a LocalCluster of
+    ``workers`` processes (one connection for every variant)."""
     import datetime as dt
 
     from twin.experiment.store import atomic_write_parquet, versions, write_json
@@ -486,28 +525,27 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
         nonlocal computed
         computed += 1
 
+    backend: Any = None
+    if dask is not None:
+        from twin.experiment.runner import dask_backend
+
+        backend = dask_backend(dask, workers)
+
     def variant(key: str, ld: Loaded) -> pd.DataFrame:
         t0 = time.perf_counter()
         before = computed
-        rows = run_reps(ld, reps, target.name, rep_dir_of(folder, key), workers, count)
+        rows = run_reps(ld, reps, target.name, rep_dir_of(folder, key), workers, count, backend)
         say(f"  {key}: {reps} replications ({computed - before} computed) in {time.perf_counter() - t0:.1f} s")
         return rows
 
     say(f"forecast of {target.name} in {sc.name}: {reps} replications, horizon bound {H / 24:.1f} days")
-    rows = variant("baseline", base)
-    built: list[Any] = []
-    for name in lever_names:
-        if name == "daly":
-            built.append(lv.daly_lever(base, target, rows, bound_factor))
-        elif name == "spares":
-            built.append(lv.spares_lever(base, target, spares or lv.default_spares(base), bound_factor))
-        elif name == "halve-top":
-            built.append(lv.halve_lever(base, target, rows, bound_factor))
-    for lab, path in lever_scenarios:
-        built.append(lv.scenario_lever(lab, path, sets, base, target, bound_factor))
-    results: list[tuple[Any, pd.DataFrame | None]] = []
-    for lever in built:
-        results.append((lever, variant(lever.key, lever.loaded) if lever.loaded is not None else None))
+    try:
+        rows, built, results = _variants(variant, base, target, lever_names=lever_names,
+                                         spares=spares, lever_scenarios=lever_scenarios, sets=sets,
+                                         bound_factor=bound_factor)
+    finally:
+        if backend is not None:
+            backend.close()
     dist = rp.distribution(rows, target, start_date)
     loss = rp.losses(rows)
     wf = rp.waterfall(rows, target, loss)
@@ -538,5 +576,6 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
         rep_paths = rp.write_report(folder, meta, dist, loss, wf, table, curves, notes)
     wall = time.perf_counter() - t_start
     write_json(folder / "run.json", {"wall_s": wall, "computed": computed, "workers": workers,
+                                     "backend": "dask" if dask is not None else ("local" if workers > 1 else "serial"),
                                      "python": sys.executable})
     return ForecastResult(folder, base, target, rows, results, dist, loss, wf, table, rep_paths, wall, computed, notes)
