@@ -533,20 +533,31 @@ def test_bad_input_is_a_clean_error(cooling: dict[str, Any], field: str, tmp_pat
 # ======================================================================================================
 # 10. The deferred replay of cool nodes' load changes equals the direct per-event path.
 # ======================================================================================================
-def test_deferred_replay_equals_direct_path() -> None:
-    sets = ["horizon_days=12", "cooling.inject=[{part: crah, index: 0, at_h: 100}, {part: crah, index: 1, at_h: 100},"
-            " {part: crah, index: 2, at_h: 100}]", "cooling.air.zones=2"]
-    lazy = run_replication(load_scenario(SCEN / "air.yaml", sets + ["cooling.trace={nodes: [0]}"]).scenario)
-    every = ",".join(str(i) for i in range(128))  # traced nodes always take the direct path
+def lazy_and_direct(path: Path, sets: list[str]) -> tuple[Any, Any]:
+    """The same run twice: as usual (cool nodes' load changes logged and replayed in batches), and
+    with every node traced for the whole horizon (every load change through the direct path)."""
+    lazy = run_replication(load_scenario(path, [*sets, "cooling.trace={nodes: [0]}"]).scenario)
+    every = ",".join(str(i) for i in range(128))  # the baseline cluster's nodes
     direct = run_replication(load_scenario(
-        SCEN / "air.yaml", sets + [f"cooling.trace={{nodes: [{every}], from_h: 0, to_h: 1000}}"]).scenario)
-    assert lazy.metrics["thermal.trips"] > 0  # the CRAH loss makes zone 0 warm part of the time
+        path, [*sets, f"cooling.trace={{nodes: [{every}], from_h: 0, to_h: 100000}}"]).scenario)
+    return lazy, direct
+
+
+def assert_same_results(lazy: Any, direct: Any) -> None:
     for k, v in direct.metrics.items():
         if k.startswith(("thermal.", "energy.", "cooling.")) or k in ("pue", "goodput"):
             assert lazy.metrics[k] == pytest.approx(v, rel=1e-9, abs=1e-9), k
     for name in ("gpu_temperature", "throughput_hourly", "thermal_trips", "jobs", "events"):
         pd.testing.assert_frame_equal(lazy.tables[name], direct.tables[name], check_exact=False, rtol=1e-9,
                                       atol=1e-9)
+
+
+def test_deferred_replay_equals_direct_path() -> None:
+    sets = ["horizon_days=12", "cooling.inject=[{part: crah, index: 0, at_h: 100}, {part: crah, index: 1, at_h: 100},"
+            " {part: crah, index: 2, at_h: 100}]", "cooling.air.zones=2"]
+    lazy, direct = lazy_and_direct(SCEN / "air.yaml", sets)
+    assert lazy.metrics["thermal.trips"] > 0  # the CRAH loss makes zone 0 warm part of the time
+    assert_same_results(lazy, direct)
 
 
 def test_ambient_csv_drives_free_cooling_hours(tmp_path: Path) -> None:

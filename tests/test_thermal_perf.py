@@ -8,43 +8,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-import pytest
 import yaml
 
 from twin.scenario.loader import load_scenario
-from twin.sim import Model, ReplicationResult, run_replication
+from twin.sim import Model
+
+from test_thermal import assert_same_results, lazy_and_direct  # noqa: E402  (tests/ is on sys.path)
 
 SCEN = Path(__file__).resolve().parent.parent / "scenarios"
-EVERY_NODE = ",".join(str(i) for i in range(128))  # the baseline cluster's nodes
 # three of the four CRAH units of zone 0 fail at 30 h: the zone turns warm and nodes throttle and trip
 CRAH_LOSS = ("cooling.inject=[{part: crah, index: 0, at_h: 30}, {part: crah, index: 1, at_h: 30},"
              " {part: crah, index: 2, at_h: 30}]")
 
 
-def _lazy_and_direct(path: Path, sets: list[str]) -> tuple[ReplicationResult, ReplicationResult]:
-    lazy = run_replication(load_scenario(path, [*sets, "cooling.trace={nodes: [0]}"]).scenario)
-    direct = run_replication(load_scenario(
-        path, [*sets, f"cooling.trace={{nodes: [{EVERY_NODE}], from_h: 0, to_h: 100000}}"]).scenario)
-    return lazy, direct
-
-
-def _assert_same(lazy: ReplicationResult, direct: ReplicationResult) -> None:
-    for k, v in direct.metrics.items():
-        if k.startswith(("thermal.", "energy.", "cooling.")) or k in ("pue", "goodput"):
-            assert lazy.metrics[k] == pytest.approx(v, rel=1e-9, abs=1e-9), k
-    for name in ("gpu_temperature", "throughput_hourly", "thermal_trips", "jobs", "events"):
-        pd.testing.assert_frame_equal(lazy.tables[name], direct.tables[name], check_exact=False, rtol=1e-9,
-                                      atol=1e-9)
-
-
 def test_deferred_replay_with_one_unit_per_gpu() -> None:
     """``r_sigma`` > 0: eight thermal units per node, each with its own R; the replay expands each
     logged node to its units."""
-    lazy, direct = _lazy_and_direct(SCEN / "air.yaml", ["horizon_days=2", "cooling.gpu.r_sigma=0.05", CRAH_LOSS])
+    lazy, direct = lazy_and_direct(SCEN / "air.yaml", ["horizon_days=2", "cooling.gpu.r_sigma=0.05", CRAH_LOSS])
     assert len(lazy.tables["thermal_trace"]["gpu"].unique()) == 8  # per-GPU state, not one per node
     assert lazy.metrics["thermal.throttled_gpu_hours"] > 0
-    _assert_same(lazy, direct)
+    assert_same_results(lazy, direct)
 
 
 def _power_air(tmp_path: Path) -> tuple[Path, list[str]]:
@@ -66,6 +49,6 @@ def test_deferred_replay_with_a_second_speed_source(tmp_path: Path) -> None:
     """The power model caps node speeds too: the replay takes each node's speed over all sources as it
     was when the load change was logged (a power speed change flushes the log only after its cap moved;
     replaying at the flush-time speed differed from the direct path by ~1e-6 effective GPU-hours)."""
-    lazy, direct = _lazy_and_direct(*_power_air(tmp_path))
+    lazy, direct = lazy_and_direct(*_power_air(tmp_path))
     assert lazy.metrics["thermal.throttled_gpu_hours"] > 0
-    _assert_same(lazy, direct)
+    assert_same_results(lazy, direct)
