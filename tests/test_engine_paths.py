@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from twin.model import power as power_mod
 from twin.model.engine import Topic
 from twin.physics.power import node_it_power_w
 from twin.scenario import load_scenario
@@ -46,7 +48,11 @@ def test_down_nodes_follow_add_and_remove() -> None:
     assert cl.down_nodes().tolist() == [2]
 
 
-def test_scalar_load_path_gives_the_per_node_power_and_zero_for_down_nodes() -> None:
+@pytest.mark.parametrize("few_down", [256, 0], ids=["down-list", "down-mask"])
+def test_scalar_load_path_gives_the_per_node_power_and_zero_for_down_nodes(monkeypatch, few_down: int) -> None:
+    """Both ways of zeroing down nodes (the cluster's list while few are down, a mask of the refreshed
+    nodes when many are) give the per-node formula."""
+    monkeypatch.setattr(power_mod, "_FEW_DOWN", few_down)
     m = _model()
     it = m.engine.it_power
     cl = m.cluster

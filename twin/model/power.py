@@ -60,6 +60,8 @@ _PSU, _PDU, _UTILITY, _GEN_START, _FEED = 1, 2, 3, 4, 5
 
 
 _add_reduce = np.add.reduce
+_FEW_DOWN = 256
+"""Up to this many nodes out of service, ITPower zeroes them from the cluster's sorted list."""
 
 
 class ITPower:
@@ -194,9 +196,14 @@ class ITPower:
                                 self.non_gpu_w)
         if p is not None:
             npw[idx] = p
-        down = self.cluster.down_nodes()
-        if len(down):  # a node out of service draws nothing: zero every down node (a no-op for
-            npw[down] = 0.0  # those outside idx, and cheaper than finding them in idx)
+        cl = self.cluster
+        n_down = cl.n_nodes - cl.n_up
+        if n_down:  # a node out of service draws nothing
+            if n_down <= _FEW_DOWN:  # zero every down node: a no-op outside idx, cheaper than finding them
+                npw[cl.down_nodes()] = 0.0
+            else:  # many down (a tripped hall): the cluster's list would be rebuilt at each transition
+                d = cl.down_count[idx] != 0
+                npw[idx[d]] = 0.0
         self._total = total = float(_add_reduce(npw))  # = npw.sum(), without the method's wrapper
         ts, vs = self._level  # recorder level site_power_w: one point per event time
         now = self._t
