@@ -84,10 +84,12 @@ print(json.dumps({"wall_s": wall, "loop_s": m.loop_s, "build_s": m.build_s, "eve
 
 
 def one_size(gpus: int, days: float = 30.0) -> dict[str, float]:
-    """Run the baseline scaled to ``gpus`` GPUs (8 per node, 8 nodes per rack) in a fresh process."""
+    """Run the air-cooled baseline (``scenarios/air.yaml``: every node part, fabric, power model of the
+    costs, thermal model of the hall) scaled to ``gpus`` GPUs (8 per node, 8 nodes per rack, one air
+    zone per 8 racks as in the scenario) in a fresh process."""
     racks = gpus // 64
-    args = [sys.executable, "-c", _CHILD, str(ROOT / "scenarios/baseline.yaml"),
-            f"cluster.racks={racks}", f"horizon_days={days}"]
+    args = [sys.executable, "-c", _CHILD, str(ROOT / "scenarios/air.yaml"),
+            f"cluster.racks={racks}", f"cooling.air.zones={max(1, racks // 8)}", f"horizon_days={days}"]
     out = subprocess.run(args, capture_output=True, text=True, check=True, cwd=ROOT)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
