@@ -173,7 +173,13 @@ class Network:
         arr.sort()
         g = self.node_group[arr]  # non-decreasing: groups are contiguous node ranges
         cnt = np.bincount(g, minlength=self.G)
-        i = int(np.where(cnt >= k, cnt, len(arr) + 1).argmin())
+        if self.G <= 64:  # few groups: a Python scan is cheaper than the array calls
+            i, best = 0, len(arr) + 1
+            for gi, c in enumerate(cnt.tolist()):
+                if k <= c < best:
+                    i, best = gi, c
+        else:
+            i = int(np.where(cnt >= k, cnt, len(arr) + 1).argmin())
         if cnt[i] >= k:  # one group holds the job: the smallest such, lowest group id on ties
             lo = int(g.searchsorted(i))
             return arr[lo:lo + k].tolist()

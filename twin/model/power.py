@@ -97,6 +97,7 @@ class ITPower:
         self._before: list[Callable[[], None]] = []
         self._after: list[Callable[[NDArray[np.int64]], None]] = []
         self._all = np.arange(n)
+        self._env = engine.env
         self._uncapped = True  # no source has a finite cap: refresh takes its two-operation path
         self._a_w = gpus * (tdp_w - idle_w)  # node power = util·a + b without caps (node_it_power_w)
         self._b_w = non_gpu_w + gpus * idle_w
@@ -176,11 +177,13 @@ class ITPower:
         floating-point operations as :func:`node_it_power_w` (for a common ``util`` done once, in
         Python floats: the same IEEE multiply and add); the site total is the numpy sum of the node
         array (the same sum in the same order at every refresh, so it never drifts)."""
-        for fn in self._before:
-            fn()
-        now = self.engine.env.now
-        if now > self._t:
-            self.energy_wh += self._total * (now - self._t)
+        if self._before:
+            for fn in self._before:
+                fn()
+        now = self._env._now
+        t = self._t
+        if now > t:
+            self.energy_wh += self._total * (now - t)
             self._t = now
         idx = self._all if nodes is None else nodes
         npw = self.node_power_w
@@ -212,8 +215,9 @@ class ITPower:
         else:
             ts.append(now)
             vs.append(total)
-        for fn in self._after:
-            fn(idx)
+        if self._after:
+            for fn in self._after:
+                fn(idx)
 
     def total_w(self) -> float:
         """Site IT power now, W."""

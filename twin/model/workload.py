@@ -79,6 +79,8 @@ class NodePool:
 
     def discard_many(self, nodes: np.ndarray) -> None:
         """Remove every node of ``nodes`` (an index array without repeats) that is a member."""
+        if not self.count:
+            return
         m = self.mask
         self.count -= int(np.count_nonzero(m[nodes]))
         m[nodes] = False
@@ -150,6 +152,11 @@ class Workload:
     def __init__(self, model: "Model") -> None:
         self.model = model
         self.engine = model.engine
+        self._env = model.engine.env  # _env._now: the clock, read directly on the hot path (Engine.now)
+        self._call_at = model.engine.call_at
+        self._node_util = model.engine.node_util
+        self._on_load_subs = model.engine.bus.handlers(Topic.NODE_LOAD)  # live lists (subscribers may come later)
+        self._on_job_subs = model.engine.bus.handlers(Topic.JOB)
         self.cluster = model.cluster
         sc = model.sc
         self.sc = sc
@@ -201,7 +208,7 @@ class Workload:
             pending.extend(self._trace_jobs())
         for job in pending:
             if job.submit_h < H:
-                self.engine.call_at(job.submit_h, lambda j=job: self._submit(j))
+                self._call_at(job.submit_h, lambda j=job: self._submit(j))
 
     def _synthetic_jobs(self, H: float) -> list[Job]:
         syn = self.spec.synthetic
@@ -268,7 +275,7 @@ class Workload:
 
     # ---- progress bookkeeping -------------------------------------------------------------
     def _advance(self, job: Job) -> None:
-        now = self.engine.now
+        now = self._env._now
         dt = now - job.last_t
         if dt > 0:
             if job.state == RUNNING:
@@ -300,10 +307,11 @@ class Workload:
         JOB (a job's state change, for observers such as the forecast's accounting)."""
         nodes = job.nodes
         if len(nodes):
-            bus = self.engine.bus
-            self.engine.node_util[nodes] = util
-            bus.publish(Topic.NODE_LOAD, nodes, util)
-            bus.publish(Topic.JOB, job)
+            self._node_util[nodes] = util
+            for fn in self._on_load_subs:  # = bus.publish(Topic.NODE_LOAD, nodes, util)
+                fn(nodes, util)
+            for fn in self._on_job_subs:  # = bus.publish(Topic.JOB, job)
+                fn(job)
 
     # ---- timers ---------------------------------------------------------------------------
     def _arm(self, job: Job) -> None:
@@ -316,11 +324,11 @@ class Workload:
         to_ckpt = (iv - job.since_restart_h) if iv is not None else math.inf
         # a checkpointing job also writes a final checkpoint at completion
         target = min(to_done, to_ckpt)
-        t = self.engine.now + max(target, 0.0) / job.rate
+        t = self._env._now + max(target, 0.0) / job.rate
         if t >= self.engine.horizon_h:
             return
         gen = job.gen
-        self.engine.call_at(t, lambda: self._timer(job, gen))
+        self._call_at(t, lambda: self._timer(job, gen))
 
     def _timer(self, job: Job, gen: int) -> None:
         if gen != job.gen or job.state != RUNNING:
@@ -357,7 +365,7 @@ class Workload:
             job.gen += 1
             gen = job.gen
             self._set_util(job, 0.0)
-            self.engine.call_at(self.engine.now + w, lambda: self._ckpt_done(job, gen, save, final))
+            self._call_at(self._env._now + w, lambda: self._ckpt_done(job, gen, save, final))
         else:
             stall = ck.async_fraction * w
             job.pending_save_h = save
@@ -365,9 +373,9 @@ class Workload:
             job.gen += 1
             gen = job.gen
             self._set_util(job, 0.0)
-            self.engine.call_at(self.engine.now + stall, lambda: self._async_resume(job, gen))
+            self._call_at(self._env._now + stall, lambda: self._async_resume(job, gen))
             wgen = job.gen
-            self.engine.call_at(self.engine.now + w, lambda: self._async_saved(job, wgen, save))
+            self._call_at(self._env._now + w, lambda: self._async_saved(job, wgen, save))
 
     def _end_io(self, job: Job) -> None:
         """Release the job's share of storage bandwidth (write finished or aborted)."""
@@ -408,7 +416,7 @@ class Workload:
 
     # ---- scheduling -----------------------------------------------------------------------
     def _submit(self, job: Job) -> None:
-        job.queued_at = self.engine.now
+        job.queued_at = self._env._now
         self.jobs.append(job)
         self._by_id[job.jid] = job
         self._enqueue(job)
@@ -446,7 +454,7 @@ class Workload:
             if job.nodes_needed <= len(pool):
                 if shadow is not None:
                     # EASY backfill: must not delay the head's reservation
-                    est_end = self.engine.now + job.work_h * 1.0
+                    est_end = self._env._now + job.work_h * 1.0
                     if est_end > shadow and job.nodes_needed > extra:
                         continue
                     if est_end > shadow:
@@ -469,7 +477,7 @@ class Workload:
         for j in self.allocated.values():
             if len(j.nodes):
                 rate = j.rate if j.rate > 0 else 1.0
-                ends.append((self.engine.now + (j.work_h - j.progress_h) / rate, len(j.nodes)))
+                ends.append((self._env._now + (j.work_h - j.progress_h) / rate, len(j.nodes)))
         ends.sort()
         for t, k in ends:
             avail += k
@@ -486,13 +494,13 @@ class Workload:
         self.owner[arr] = job.jid
         job.nodes = arr
         self.allocated[job.jid] = job
-        job.wait_h += self.engine.now - job.queued_at
-        job.last_t = self.engine.now
+        job.wait_h += self._env._now - job.queued_at
+        job.last_t = self._env._now
         if job.started_once:
             self._begin_restart(job)
         else:
             job.started_once = True
-            job.first_start_h = self.engine.now
+            job.first_start_h = self._env._now
             self._begin_running(job)
 
     def _begin_running(self, job: Job) -> None:
@@ -520,7 +528,7 @@ class Workload:
         job.reading = True
         dur = rs.detection_h + rs.reschedule_h + self._read_time_h(job.ckpt) + rs.warmup_h
         self._set_util(job, 0.0)
-        self.engine.call_at(self.engine.now + dur, lambda: self._restart_done(job, gen))
+        self._call_at(self._env._now + dur, lambda: self._restart_done(job, gen))
 
     def _restart_done(self, job: Job, gen: int) -> None:
         if gen != job.gen or job.state != RESTARTING:
@@ -533,12 +541,12 @@ class Workload:
         self._end_io(job)
         job.state = DONE
         job.gen += 1
-        job.end_h = self.engine.now
+        job.end_h = self._env._now
         job.saved_h = job.progress_h
         self._set_util(job, 0.0)
         self._release(job)
         if job.repeat:
-            nxt = self._new_job(job.name, job.gpus, job.work_h, self.engine.now, job.priority, job.ckpt, job.step,
+            nxt = self._new_job(job.name, job.gpus, job.work_h, self._env._now, job.priority, job.ckpt, job.step,
                                 True)
             self._submit(nxt)
         self._schedule()
@@ -563,7 +571,7 @@ class Workload:
         Several losses at the same instant (a leaf switch cutting many of the job's nodes one by
         one, a rack losing power) are one interruption: the later ones only swap nodes."""
         self._advance(job)
-        now = self.engine.now
+        now = self._env._now
         same_instant = job.last_interrupt_h == now
         lost = job.progress_h - job.saved_h
         job.lost_h += lost
@@ -612,12 +620,12 @@ class Workload:
                 job.nodes = np.sort(np.concatenate((keep, repl)))
             else:
                 job.nodes = keep
-            job.last_t = self.engine.now
+            job.last_t = self._env._now
             self._begin_restart(job)
         else:
             job.state = QUEUED
             self._release(job)
-            job.queued_at = self.engine.now
+            job.queued_at = self._env._now
             self._enqueue(job)
             self._schedule()
 
@@ -681,8 +689,8 @@ class Workload:
             if job.state != DONE:
                 self._advance(job)
                 if job.state == QUEUED:
-                    job.wait_h += self.engine.now - job.queued_at
-                    job.queued_at = self.engine.now
+                    job.wait_h += self._env._now - job.queued_at
+                    job.queued_at = self._env._now
 
     def results(self) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
         H = self.engine.horizon_h
