@@ -624,6 +624,30 @@ def test_weather_csv_inside_the_folder_is_loaded_and_simulated(tmp_path: Path) -
     assert 0 <= res.metrics["node_availability"] <= 1
 
 
+@pytest.mark.parametrize("before", [0, (1 << 20) - 70_000], ids=["first-row", "across-a-read-chunk"])
+def test_data_file_with_an_overlong_row_is_bad_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     before: int) -> None:
+    """A data-file row longer than the csv module's field limit is bad input (exit 2, one line naming
+    the file and the row), also when the row straddles the loader's 1 MiB read chunks; before, the
+    trace reader failed with csv.Error as an internal error."""
+    monkeypatch.setenv("TWIN_LOG_DIR", str(tmp_path / "logs"))
+    short = "1,8,2\n"
+    n_short = before // len(short)
+    (tmp_path / "trace.csv").write_text("submit_h,gpus,duration_h\n" + short * n_short + "1,8," + "9" * 140_000 + "\n")
+    doc = tiny(workload={"jobs": [], "trace": {"file": "trace.csv"}})
+    code, lines, out = run_cli(["run", str(write_yaml(tmp_path / "s.yaml", doc)), "--results",
+                                str(tmp_path / "r"), "--quiet"])
+    assert code == 2, (code, lines)
+    assert len(lines) == 1 and "trace.csv" in lines[0] and f"row {n_short + 2}" in lines[0], lines
+    assert "131,072 characters" in lines[0]
+
+
+def test_fit_file_with_an_overlong_header_is_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "life.csv").write_text("part," + "x" * 140_000 + "\n")
+    code, lines, _ = run_cli(["fit", str(tmp_path / "life.csv")])
+    assert code == 2 and len(lines) == 1 and "life.csv" in lines[0] and "header" in lines[0], lines
+
+
 def test_run_never_overwrites_a_folder_without_overwrite(tmp_path: Path) -> None:
     """An existing folder under the run's name that twin did not write (a user's files, a corrupt
     summary.json) is refused untouched; --overwrite replaces it atomically."""

@@ -80,6 +80,8 @@ def _records(path: Path, required: Sequence[str]) -> Iterator[tuple[int, dict[st
         except StopIteration:
             raise InputError(source, "header", "empty file; expected a header row with columns "
                              + ", ".join(required)) from None
+        except csv.Error as exc:
+            raise InputError(source, "header", f"malformed CSV: {exc}") from None
         except UnicodeDecodeError as exc:
             raise InputError(source, "", f"not UTF-8 text ({exc.reason})") from None
         names = [h.strip().lower() for h in header]

@@ -7,6 +7,7 @@ path and what is allowed. Nothing here catches a broad exception.
 from __future__ import annotations
 
 import codecs
+import csv
 import copy
 import hashlib
 import json
@@ -34,6 +35,8 @@ MAX_DEPTH = 50
 """Deepest nesting of mappings and lists accepted (a scenario needs about 8 levels)."""
 MAX_DATA_FILE_BYTES = 200_000_000
 """Largest data file (trace, empirical, ambient CSV) accepted, bytes."""
+MAX_DATA_LINE_CHARS = csv.field_size_limit()
+"""Longest row of a data file, characters: the csv module's field limit (131,072 by default)."""
 
 
 @dataclass(frozen=True)
@@ -517,9 +520,10 @@ def _bind_files(sc: Scenario, top_dir: Path, source: str) -> None:
 
 
 def _check_data_file(path: Path) -> None:
-    """A data file the scenario names must be UTF-8 text without NUL characters and at most
-    :data:`MAX_DATA_FILE_BYTES`; the reader of each kind of file checks its rows. Missing files are
-    reported by those readers."""
+    """A data file the scenario names must be UTF-8 text without NUL characters, at most
+    :data:`MAX_DATA_FILE_BYTES`, with rows of at most :data:`MAX_DATA_LINE_CHARS` characters (the
+    csv module's field limit: a longer row is not data of any kind the twin reads); the reader of
+    each kind of file checks its rows. Missing files are reported by those readers."""
     if not path.is_file():
         return
     src = str(path)
@@ -528,6 +532,7 @@ def _check_data_file(path: Path) -> None:
         raise InputError(src, "", f"file is {size} bytes; data files are limited to {MAX_DATA_FILE_BYTES} bytes")
     dec = codecs.getincrementaldecoder("utf-8")()
     row = 1
+    line_chars = 0  # characters of the current row so far (rows span chunks)
     with path.open("rb") as fh:
         while True:
             chunk = fh.read(1 << 20)
@@ -539,6 +544,13 @@ def _check_data_file(path: Path) -> None:
             if "\x00" in text:
                 r = row + text[: text.index("\x00")].count("\n")
                 raise InputError(src, f"row {r}", "contains a NUL character (is it a binary file?)")
+            lines = text.split("\n")
+            for j, part in enumerate(lines):
+                n = line_chars + len(part) if j == 0 else len(part)
+                if n > MAX_DATA_LINE_CHARS:
+                    raise InputError(src, f"row {row + j}", f"a row of more than {MAX_DATA_LINE_CHARS:,} characters "
+                                                           "(is it a data file of the kind expected?)")
+            line_chars = line_chars + len(lines[0]) if len(lines) == 1 else len(lines[-1])
             row += text.count("\n")
             if not chunk:
                 return
