@@ -5,7 +5,7 @@ replications are independent, each is a pure function of (resolved scenario, i),
 that share the seed get common random numbers for free. Nothing here depends on which process
 ran a replication or in which order they finished: the final table is sorted by replication.
 
-Backends (one code path, :func:`_drive`, feeds them):
+Backends (one code path, :func:`drive`, feeds them):
 
 - serial (``workers=1``): in this process;
 - local pool (``workers>1``): ``concurrent.futures.ProcessPoolExecutor`` with the ``fork``
@@ -205,8 +205,8 @@ class _Pool:
         return ProcessPoolExecutor(self.workers, mp_context=self.ctx, initializer=_worker_init,
                                    initargs=(os.getpid(),))
 
-    def submit(self, *args: Any) -> Future:
-        return self.ex.submit(run_batch, *args)
+    def submit(self, task: Callable[..., Any], *args: Any) -> Future:
+        return self.ex.submit(task, *args)
 
     def wait(self, futures: Iterable[Future], timeout: float) -> set[Future]:
         done, _ = futures_wait(list(futures), timeout=timeout, return_when=FIRST_COMPLETED)
@@ -267,8 +267,8 @@ class _Dask:
         n = sum(w.get("nthreads", 1) for w in self.client.scheduler_info().get("workers", {}).values())
         self.workers = max(1, n)
 
-    def submit(self, *args: Any) -> Any:
-        return self.client.submit(run_batch, *args, pure=False)
+    def submit(self, task: Callable[..., Any], *args: Any) -> Any:
+        return self.client.submit(task, *args, pure=False)
 
     def wait(self, futures: Iterable[Any], timeout: float) -> set[Any]:
         fs = list(futures)
@@ -295,18 +295,40 @@ class _Dask:
                 self.cluster.close()
 
 
-def dask_backend(address: str, workers: int) -> _Dask:
-    """A connected Dask backend: ``address`` of a scheduler, or 'local' for a LocalCluster of
-    ``workers`` processes (bad input: InputError naming ``--dask``). Close it with ``close()``."""
-    return _Dask(address, workers)
+def make_backend(workers: int, dask_address: str | None = None) -> Any:
+    """The backend of a run: a Dask cluster (``dask_address``: a scheduler, or 'local' for a
+    LocalCluster of ``workers`` processes; bad input names ``--dask``), else a local pool of
+    ``workers`` processes, else serial. Pool and Dask backends are closed with ``close()`` (or
+    ``abort()`` on an error)."""
+    if dask_address:
+        return _Dask(dask_address, workers)
+    if workers > 1:
+        return _Pool(workers)
+    return _Serial()
 
 
-def _drive(backend: Any, payload: Mapping[str, Any], todo: list[int], on_row: Callable[[dict[str, Any]], None],
-           kill: tuple[int, str] | None, echo: Callable[[str], None]) -> None:
-    """Run replications ``todo`` on ``backend``, calling ``on_row`` as each batch finishes."""
+def shut(backend: Any, error: bool) -> None:
+    """Release a backend: ``abort()`` after an error or interrupt (queued work is dropped, workers
+    stop), else ``close()``."""
+    if backend is None or isinstance(backend, _Serial):
+        return
+    if error:
+        backend.abort()
+    else:
+        backend.close()
+
+
+def drive(backend: Any, payload: Mapping[str, Any], todo: list[int], on_row: Callable[[dict[str, Any]], None],
+          kill: tuple[int, str] | None, echo: Callable[[str], None],
+          task: Callable[..., list[tuple[dict[str, Any], float]]] = run_batch) -> None:
+    """Run replications ``todo`` on ``backend``, calling ``on_row`` as each batch finishes.
+
+    ``task(payload, indices, kill)`` runs in the workers and returns (row, wall seconds) per
+    replication (:func:`run_batch` for Monte Carlo; the forecast passes its own). Batches adapt to
+    the replication time; a worker that dies has its replications retried once."""
     if isinstance(backend, _Serial):
         for i in todo:
-            for row, _ in run_batch(payload, [i]):
+            for row, _ in task(payload, [i]):
                 on_row(row)
         return
     queue = deque(todo)
@@ -328,7 +350,7 @@ def _drive(backend: Any, payload: Mapping[str, Any], todo: list[int], on_row: Ca
             k = batch_size()
             idx = [queue.popleft() for _ in range(min(k, len(queue)))]
             try:
-                pending[backend.submit(dict(payload), idx, kill)] = idx
+                pending[backend.submit(task, dict(payload), idx, kill)] = idx
             except backend.lost_errors:  # the pool broke since the last wait: not this batch's fault
                 queue.extendleft(reversed(idx))
                 pool_gone = True
@@ -578,12 +600,7 @@ def run_experiment(loaded: Loaded, reps: int, workers: int = 1, dask_address: st
             todo = [i for i in range(n_target) if i not in have and i not in rows]
             if todo:
                 if backend is None:
-                    if dask_address:
-                        backend = _Dask(dask_address, workers)
-                    elif workers > 1:
-                        backend = _Pool(workers)
-                    else:
-                        backend = _Serial()
+                    backend = make_backend(workers, dask_address)
                 if progress and sys.stderr.isatty() and bar is None:
                     bar = _progress_bar(n_target, n_target - len(todo), loaded.scenario.name)
                 elif bar is not None:
@@ -598,7 +615,7 @@ def run_experiment(loaded: Loaded, reps: int, workers: int = 1, dask_address: st
                     if bar is not None:
                         bar[0].advance(bar[1])
 
-                _drive(backend, payload, todo, on_row, kill, say)
+                drive(backend, payload, todo, on_row, kill, say)
             table = assemble(get_row(i) for i in range(n_target))
             if not target_ci:
                 break
@@ -616,9 +633,8 @@ def run_experiment(loaded: Loaded, reps: int, workers: int = 1, dask_address: st
                 break
             n_target = min(max_reps, max(need, n_target + 1))
     except KeyboardInterrupt:
-        if backend is not None and not isinstance(backend, _Serial):
-            backend.abort()
-            backend = None
+        shut(backend, error=True)
+        backend = None
         if bar is not None:
             bar[0].stop()
             bar = None
@@ -628,15 +644,13 @@ def run_experiment(loaded: Loaded, reps: int, workers: int = 1, dask_address: st
               file=sys.stderr, flush=True)
         raise
     except BaseException:
-        if backend is not None and not isinstance(backend, _Serial):
-            backend.abort()
-            backend = None
+        shut(backend, error=True)
+        backend = None
         raise
     finally:
         if bar is not None:
             bar[0].stop()
-        if backend is not None and not isinstance(backend, _Serial):
-            backend.close()
+        shut(backend, error=False)
     mixed = sorted(set(table["twin_version"].astype(str)))
     notes = []
     if len(mixed) > 1:

@@ -36,8 +36,6 @@ import gc
 import math
 import sys
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor
-from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -321,26 +319,34 @@ def run_one(sc: Scenario, replication: int, job_name: str, scenario_hash: str = 
 
 # ---------------------------------------------------------------- replications of one variant
 
-def run_task(payload: Mapping[str, Any], job_name: str, indices: list[int]) -> list[dict[str, Any]]:
-    """Worker task: re-validate the payload's scenario and run replications ``indices``."""
+def forecast_batch(payload: Mapping[str, Any], indices: list[int],
+                   kill: tuple[int, str] | None = None) -> list[tuple[dict[str, Any], float]]:
+    """Worker task (the forecast's counterpart of twin.experiment.runner.run_batch): re-validate the
+    payload's scenario and run replications ``indices`` of the job ``payload["job"]`` to completion;
+    (row, wall seconds) each."""
     loaded = load_dict(payload["resolved"], payload["source"], Path(payload["base_dir"]))
     if loaded.hash != payload["hash"]:
         raise RuntimeError(f"worker validates the scenario to hash {loaded.hash}, the client to {payload['hash']}")
+    out = []
     gc.freeze()
     try:
-        return [run_one(loaded.scenario, i, job_name, loaded.hash) for i in indices]
+        for i in indices:
+            t0 = time.perf_counter()
+            out.append((run_one(loaded.scenario, i, payload["job"], loaded.hash), time.perf_counter() - t0))
     finally:
         gc.unfreeze()
+    return out
 
 
-def run_reps(loaded: Loaded, reps: int, job_name: str, rep_dir: Path, workers: int = 1,
-             on_row: Callable[[dict[str, Any]], None] | None = None, dask: Any = None) -> pd.DataFrame:
-    """Replications 0..reps−1 of ``loaded`` (horizon already set to the bound): each row is
-    stored in ``rep_dir`` as it finishes (atomically); stored rows of the same scenario hash are
-    reused, so an interrupted forecast resumes. Runs serially, on ``workers`` local processes, or
-    on the Dask backend ``dask`` (twin.experiment.runner's, already connected). Returns the rows
-    sorted by replication (the same rows on every backend: the draws depend on the replication only)."""
-    from twin.experiment.runner import assemble, payload_of, read_row, write_row
+def run_reps(loaded: Loaded, reps: int, job_name: str, rep_dir: Path, backend: Any,
+             on_row: Callable[[dict[str, Any]], None] | None = None,
+             echo: Callable[[str], None] = lambda s: None) -> pd.DataFrame:
+    """Replications 0..reps−1 of ``loaded`` (horizon already set to the bound) on ``backend``
+    (twin.experiment.runner.make_backend: serial, local processes or Dask, through the same driver
+    as Monte Carlo): each row is stored in ``rep_dir`` as it finishes (atomically); stored rows of
+    the same scenario hash are reused, so an interrupted forecast resumes. Returns the rows sorted by
+    replication (the same rows on every backend: the draws depend on the replication only)."""
+    from twin.experiment.runner import assemble, drive, payload_of, read_row, write_row
 
     rows: dict[int, dict[str, Any]] = {}
     for i in range(reps):
@@ -358,41 +364,8 @@ def run_reps(loaded: Loaded, reps: int, job_name: str, rep_dir: Path, workers: i
         if on_row is not None:
             on_row(row)
 
-    if todo and dask is not None:
-        payload = payload_of(loaded)
-        size = max(1, math.ceil(len(todo) / (4 * dask.workers)))
-        futures = [dask.client.submit(run_task, payload, job_name, todo[k:k + size], pure=False)
-                   for k in range(0, len(todo), size)]
-        try:
-            for f in dask.distributed.as_completed(futures):
-                for row in f.result():
-                    keep(row)
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
-    elif todo and (workers <= 1 or len(todo) == 1):
-        for i in todo:
-            keep(run_one(loaded.scenario, i, job_name, loaded.hash))
-    elif todo:
-        import multiprocessing
-
-        payload = payload_of(loaded)
-        ctx = multiprocessing.get_context("fork") if sys.platform.startswith("linux") else None
-        size = max(1, math.ceil(len(todo) / (4 * workers)))
-        chunks = [todo[k:k + size] for k in range(0, len(todo), size)]
-        ex = ProcessPoolExecutor(workers, mp_context=ctx)
-        try:
-            pending = {ex.submit(run_task, payload, job_name, c) for c in chunks}
-            while pending:
-                done, pending = futures_wait(pending, return_when=FIRST_COMPLETED)
-                for f in done:
-                    for row in f.result():
-                        keep(row)
-        except BaseException:
-            ex.shutdown(wait=False, cancel_futures=True)
-            raise
-        ex.shutdown(wait=True)
+    if todo:
+        drive(backend, {**payload_of(loaded), "job": job_name}, todo, keep, None, echo, task=forecast_batch)
     return assemble(rows[i] for i in range(reps))
 
 
@@ -525,16 +498,14 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
         nonlocal computed
         computed += 1
 
-    backend: Any = None
-    if dask is not None:
-        from twin.experiment.runner import dask_backend
+    from twin.experiment.runner import make_backend, shut
 
-        backend = dask_backend(dask, workers)
+    backend = make_backend(workers, dask)  # one for the baseline and every lever
 
     def variant(key: str, ld: Loaded) -> pd.DataFrame:
         t0 = time.perf_counter()
         before = computed
-        rows = run_reps(ld, reps, target.name, rep_dir_of(folder, key), workers, count, backend)
+        rows = run_reps(ld, reps, target.name, rep_dir_of(folder, key), backend, count, say)
         say(f"  {key}: {reps} replications ({computed - before} computed) in {time.perf_counter() - t0:.1f} s")
         return rows
 
@@ -543,9 +514,10 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
         rows, built, results = _variants(variant, base, target, lever_names=lever_names,
                                          spares=spares, lever_scenarios=lever_scenarios, sets=sets,
                                          bound_factor=bound_factor)
-    finally:
-        if backend is not None:
-            backend.close()
+    except BaseException:
+        shut(backend, error=True)
+        raise
+    shut(backend, error=False)
     dist = rp.distribution(rows, target, start_date)
     loss = rp.losses(rows)
     wf = rp.waterfall(rows, target, loss)
