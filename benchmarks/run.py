@@ -14,13 +14,12 @@ run's values as that baseline (run it on a quiet machine).
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import platform
 import time
 from pathlib import Path
 
-from benchmarks import bench_core
+from benchmarks import bench_core, bench_montecarlo, bench_thermal
 
 # (metric, target, direction): "le" means the value must be <= target
 TARGETS = [
@@ -82,18 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     res.update(bench_core.scaling(bench_core.scale_sizes(args.quick)))
     if not args.quick:
         res.update(bench_core.headline())
-    for mod in ("benchmarks.bench_thermal", "benchmarks.bench_montecarlo"):
-        try:
-            m = importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod:
-                raise
-            continue
-        out = m.run(args.quick)
-        if mod.endswith("bench_thermal"):
-            res["thermal.on_off_ratio"] = float(out["ratio"])
-            out = {f"thermal.{k}": v for k, v in out.items()}
-        res.update(_numeric(out))
+    thermal = bench_thermal.run(args.quick)
+    res["thermal.on_off_ratio"] = float(thermal["ratio"])
+    res.update(_numeric({f"thermal.{k}": v for k, v in thermal.items()}))
+    res.update(_numeric(bench_montecarlo.run(args.quick)))
     res["total_s"] = time.perf_counter() - t0
     recorded = json.loads(BASELINE.read_text()).get(mode, {}).get("results", {}) if BASELINE.exists() else {}
     failed = []

@@ -161,6 +161,21 @@ def _live_in_group(pgid: int) -> list[int]:
     return out
 
 
+def _assert_no_workers_left(proc: subprocess.Popen, within_s: float = 5) -> None:
+    """No live process of the run's process group within ``within_s`` (the pool workers exit)."""
+    t0 = time.monotonic()
+    while _live_in_group(proc.pid) and time.monotonic() - t0 < within_s:
+        time.sleep(0.05)
+    assert not _live_in_group(proc.pid)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def _env(tmp: Path) -> dict[str, str]:
     return {**os.environ, "TWIN_LOG_DIR": str(tmp / "logs")}
 
@@ -177,15 +192,9 @@ def test_sigkill_part_way_then_resume_gives_identical_table(medium_reference: tu
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         # the pool workers notice their parent is gone and exit (no orphans left computing)
-        t0 = time.monotonic()
-        while _live_in_group(proc.pid) and time.monotonic() - t0 < 5:
-            time.sleep(0.05)
-        assert not _live_in_group(proc.pid)
+        _assert_no_workers_left(proc)
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _kill_group(proc)
     assert not (folder / "COMPLETE").exists()
     stored = len(list((folder / "reps").glob("rep-*.parquet")))
     assert 4 <= stored < 20
@@ -213,15 +222,9 @@ def test_sigint_exits_130_promptly_and_resumes(medium_reference: tuple[Path, pd.
         assert time.monotonic() - t0 < 5
         assert proc.returncode == 130, err
         assert "run the same command again to resume" in err
-        t0 = time.monotonic()
-        while _live_in_group(proc.pid) and time.monotonic() - t0 < 5:
-            time.sleep(0.05)
-        assert not _live_in_group(proc.pid)
+        _assert_no_workers_left(proc)
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _kill_group(proc)
     assert not (folder / "COMPLETE").exists()
     stored = len(list((folder / "reps").glob("rep-*.parquet")))
     assert stored < 20

@@ -270,8 +270,13 @@ class Workload:
 
     def _free_count(self, multi_node: bool) -> np.ndarray:
         """Free nodes a job may use: multi-node jobs avoid nodes cut off a rail."""
+        return self.free.nodes(self._cut_mask(multi_node))
+
+    def _cut_mask(self, multi_node: bool) -> np.ndarray | None:
+        """Nodes a job may not use because they are cut off a rail (multi-node jobs only; None while
+        no node is cut)."""
         cl = self.cluster
-        return self.free.nodes(cl.cut_count > 0 if multi_node and cl.n_cut else None)
+        return cl.cut_count > 0 if multi_node and cl.n_cut else None
 
     # ---- progress bookkeeping -------------------------------------------------------------
     def _advance(self, job: Job) -> None:
@@ -605,7 +610,7 @@ class Workload:
         for pool in (self.spares, self.free):
             if got == need:
                 break
-            take = pool.nodes(self.cluster.cut_count > 0 if multi and self.cluster.n_cut else None)[: need - got]
+            take = pool.nodes(self._cut_mask(multi))[: need - got]
             parts.append(take)
             got += len(take)
         if got == need:
