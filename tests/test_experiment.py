@@ -359,3 +359,14 @@ def test_cli_commands_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixtu
     from twin.experiment import cli, runner
 
     assert cli.DEFAULT_MAX_REPS == runner.DEFAULT_MAX_REPS
+
+
+def test_sequential_stage_rule() -> None:
+    """stats.next_stage: met, out of replications, or the next count (at least n + 1, at most max)."""
+    from twin.experiment.stats import next_stage
+
+    assert next_stage(5, 10, 100) == (True, 10)
+    assert next_stage(50, 100, 100) == (False, 100)
+    assert next_stage(50, 10, 100) == (None, 50)
+    assert next_stage(11, 10, 100) == (None, 11)
+    assert next_stage(500, 10, 100) == (None, 100)

@@ -124,13 +124,9 @@ def run_compare(paths: Sequence[str], sets: Sequence[str], reps: int, workers: i
             for r in results[1:]:
                 d = r.replications[m].to_numpy() - ref[m].to_numpy()
                 need = max(need, stats.replications_needed(d, h, cap=max_reps + 1))
-        if need <= n:
-            target_met = True
+        target_met, n = stats.next_stage(need, n, max_reps)
+        if target_met is not None:
             break
-        if n >= max_reps:
-            target_met = False
-            break
-        n = min(max_reps, max(need, n + 1))
     summ, paired, win = compute(labels, [r.replications for r in results], [r.summary for r in results])
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_parquet(folder / "summaries.parquet", summ)

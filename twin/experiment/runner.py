@@ -625,13 +625,9 @@ def run_experiment(loaded: Loaded, reps: int, workers: int = 1, dask_address: st
                                      "no such metric; available: " + ", ".join(stats.metric_columns(table)))
             need = max(stats.replications_needed(table[m].to_numpy(), h, cap=max_reps + 1)
                        for m, h in target_ci.items())
-            if need <= n_target:
-                target_met = True
+            target_met, n_target = stats.next_stage(need, n_target, max_reps)
+            if target_met is not None:
                 break
-            if n_target >= max_reps:
-                target_met = False
-                break
-            n_target = min(max_reps, max(need, n_target + 1))
     except KeyboardInterrupt:
         shut(backend, error=True)
         backend = None

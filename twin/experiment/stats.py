@@ -65,6 +65,17 @@ def half_width(x: ArrayLike, level: float = LEVEL) -> float:
     return float(_st.t.ppf(0.5 + level / 2, n - 1)) * s / math.sqrt(n)
 
 
+def next_stage(need: int, n: int, max_reps: int) -> tuple[bool | None, int]:
+    """One step of the sequential procedure: with ``n`` replications done and ``need`` estimated,
+    (True, n) when the target is met, (False, n) when ``max_reps`` is reached without it, else
+    (None, the next replication count: at least n + 1, at most ``max_reps``)."""
+    if need <= n:
+        return True, n
+    if n >= max_reps:
+        return False, n
+    return None, min(max_reps, max(need, n + 1))
+
+
 def replications_needed(x: ArrayLike, target_half_width: float, level: float = LEVEL,
                         cap: int = 1_000_000) -> int:
     """Smallest n with t_{n−1}·s/√n ≤ target, using the sample standard deviation s of ``x``
