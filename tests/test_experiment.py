@@ -366,7 +366,7 @@ def test_sequential_stage_rule() -> None:
     from twin.experiment.stats import next_stage
 
     assert next_stage(5, 10, 100) == (True, 10)
-    assert next_stage(50, 100, 100) == (False, 100)
+    assert next_stage(150, 100, 100) == (False, 100)
     assert next_stage(50, 10, 100) == (None, 50)
     assert next_stage(11, 10, 100) == (None, 11)
     assert next_stage(500, 10, 100) == (None, 100)
