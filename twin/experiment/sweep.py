@@ -62,6 +62,14 @@ def _column_values(values: list[Any]) -> list[Any]:
     return [v if isinstance(v, str) else json.dumps(v) for v in values]
 
 
+def _study_folder(results_root: Path | str, base: Any, label: str | None, kind: str, *parts: str) -> Path:
+    """``<results>/<scenario>/<label>``, or ``<kind>-<digest of the base hash and parts>-s<seed>``."""
+    if label is not None:
+        check_label(label)
+    return Path(results_root) / base.scenario.name / (
+        label or f"{kind}-{_digest(base.hash, *parts)}-s{base.scenario.seed}")
+
+
 def _digest(*parts: str) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
 
@@ -122,10 +130,7 @@ def run_sweep(scenario: str, sets: Sequence[str], param_exprs: Sequence[str], re
     for combo in grid:
         over = [f"{p.path}={p.raw[k]}" for p, k in zip(params, combo)]
         points.append((combo, load_scenario(scenario, list(sets) + over)))
-    if label is not None:
-        check_label(label)
-    folder = Path(results_root) / base.scenario.name / (
-        label or f"sweep-{_digest(base.hash, *param_exprs)}-s{base.scenario.seed}")
+    folder = _study_folder(results_root, base, label, "sweep", *param_exprs)
     opts = _options(workers, dask_address, results_root, overwrite, target_ci, max_reps, progress, echo)
     wiped: set[Path] = set()
     results = []
@@ -240,10 +245,7 @@ def run_sensitivity(scenario: str, sets: Sequence[str], param_exprs: Sequence[st
     names = [fa.name for fa in factors]
     if len(set(names)) != len(names):
         raise InputError("--param", names[0], "a factor is given twice")
-    if label is not None:
-        check_label(label)
-    folder = Path(results_root) / base.scenario.name / (
-        label or f"sens-{_digest(base.hash, *param_exprs, str(factor))}-s{base.scenario.seed}")
+    folder = _study_folder(results_root, base, label, "sens", *param_exprs, str(factor))
     opts = _options(workers, dask_address, results_root, overwrite, target_ci, max_reps, progress, echo)
     wiped: set[Path] = set()
     echo(f"baseline: {base.scenario.name} (hash {base.hash}); {len(factors)} factors x 2 levels, "
