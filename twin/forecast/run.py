@@ -194,7 +194,7 @@ class JobObserver:
         n = len(nodes)
         if n == 0:
             return 0.0, 0.0
-        speed = float(self.engine.node_speed(nodes).min())
+        speed = self.engine.min_speed(nodes)
         st = job.step
         fabric = self.engine.fabric
         if fabric is None or n <= 1 or st.grad_gb <= 0:
