@@ -135,28 +135,35 @@ class Engine:
         A node's speed is the minimum over sources (the tighter cap applies)."""
         self.fabric: Any = None
         """The network model, when the scenario has one: see twin.model.network."""
+        self._slow = False  # some source caps some node below 1 (kept by _on_speed: writers publish NODE_SPEED)
+        self.bus.subscribe(Topic.NODE_SPEED, self._on_speed)  # first subscriber: updated before the others read
 
     def init_nodes(self, n_nodes: int) -> None:
         self.n_nodes = n_nodes
         self.node_util = np.zeros(n_nodes)
 
     def speed_cap(self, source: str) -> NDArray[np.float64]:
-        """The writable speed-cap array of ``source`` (created at 1.0 on first use)."""
+        """The writable speed-cap array of ``source`` (created at 1.0 on first use). A writer publishes
+        ``Topic.NODE_SPEED`` with the nodes it changed (the engine's fast paths rely on it)."""
         arr = self.speed_caps.get(source)
         if arr is None:
             arr = self.speed_caps[source] = np.ones(self.n_nodes)
         return arr
 
+    def _on_speed(self, nodes: NDArray[np.int64]) -> None:
+        self._slow = any(bool((arr < 1.0).any()) for arr in self.speed_caps.values())
+
     def node_speed(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:
         """Speed of each node in ``nodes``: the minimum over all speed-cap sources."""
         out = np.ones(len(nodes))
-        for arr in self.speed_caps.values():
-            np.minimum(out, arr[nodes], out=out)
+        if self._slow:
+            for arr in self.speed_caps.values():
+                np.minimum(out, arr[nodes], out=out)
         return out
 
     def min_speed(self, nodes: NDArray[np.int64]) -> float:
-        """Speed of the slowest node of ``nodes`` (1.0 while no source caps any speed)."""
-        if not self.speed_caps:
+        """Speed of the slowest node of ``nodes`` (1.0 while no source caps any node)."""
+        if not self._slow:
             return 1.0
         return float(self.node_speed(nodes).min())
 
