@@ -323,21 +323,17 @@ class Thermal:
         self._tdp_rmax = self.tdp_w * self.rmax_n  # the first product of _set_cool's test, node-wise
         self.cool = np.zeros(n, dtype=bool)
         self._n_warm = n
-        # The log: per entry its time (h) and number of nodes; per (node, entry) pair, in time order, the node,
-        # its utilisation and its down count then, in buffers grown on demand (no per-entry arrays to gather
-        # at the flush). Down counts are written only while some node is down (_log_down set); the buffer is
-        # zero elsewhere.
+        # The log: per entry its time (h), its nodes (the published array itself: NODE_LOAD arrays are never
+        # changed after publishing) and their common utilisation; the nodes' down counts only for entries
+        # logged while some node was down, and, with a second speed source (the power model's caps), the
+        # nodes' speeds at the logged time (a speed change flushes the log only after the cap moved).
+        # Joined into per-(node, entry) arrays at the flush.
         self._log_t: list[float] = []
-        self._log_len: list[int] = []
-        self._log_nodes = np.empty(4096, dtype=np.int16 if n < 2**15 else np.int64)
-        self._log_util = np.empty(4096)
-        self._log_dc = np.zeros(4096, dtype=np.int32)
-        # with a second speed source (the power model's caps), each pair's node speed at the logged time:
-        # a speed change flushes the log only after the cap moved (written while _log_multi is set)
-        self._log_sp = np.ones(4096)
-        self._log_multi = False
-        self._log_n = 0
-        self._log_down = False
+        self._log_nodes: list[NDArray[np.int64]] = []
+        self._log_util: list[float] = []
+        self._log_dc: dict[int, NDArray[np.int64]] = {}
+        self._log_sp: dict[int, NDArray[np.float64]] = {}
+        self._nd_dtype = np.int16 if n < 2**15 else np.int64  # int16 keys sort by radix
         self._tracing = self.trace_from <= 0.0 < self.trace_to
         if self.air is not None:
             full = self.non_gpu_w + (g * self.tdp_w if self.type == "air" else 0.0)
@@ -603,18 +599,25 @@ class Thermal:
         g, u = self.g, self.u
         k = len(self._log_t)
         tk = np.array(self._log_t, dtype=np.float64)  # time of each entry, h
-        lens = np.array(self._log_len, dtype=np.int64)  # pairs of each entry (≥ 1: empty loads are not logged)
-        M = self._log_n
-        nd = self._log_nodes[:M]  # (node, entry) pairs in time order (views: nothing logs during the flush)
-        ut = self._log_util[:M]
+        arrs = self._log_nodes
+        lens = np.fromiter(map(len, arrs), dtype=np.int64, count=k)  # pairs of each entry (≥ 1)
+        nd = np.concatenate(arrs).astype(self._nd_dtype)  # (node, entry) pairs in time order
+        M = len(nd)
+        ut = np.array(self._log_util).repeat(lens)
+        pos = lens.cumsum() - lens  # each entry's first pair (chronological)
         up: NDArray[np.bool_] | None = None  # None: every node was in service at every logged time
-        if self._log_down:  # in service = no down reason at the logged time
-            dc = self._log_dc[:M]
+        if self._log_dc:  # in service = no down reason at the logged time
+            dc = np.zeros(M, dtype=np.int64)
+            for i, a in self._log_dc.items():
+                dc[pos[i]:pos[i] + lens[i]] = a
             up = dc == 0
-            dc[:] = 0
-            self._log_down = False
-        self._log_t, self._log_len, self._log_n = [], [], 0
-        self._log_multi = False
+        sp_log: NDArray[np.float64] | None = None
+        if self._log_sp:  # entries logged before a second speed source existed were all at speed 1
+            sp_log = np.ones(M)
+            for i, a in self._log_sp.items():
+                sp_log[pos[i]:pos[i] + lens[i]] = a
+        self._log_t, self._log_nodes, self._log_util = [], [], []
+        self._log_dc, self._log_sp = {}, {}
         # ---- group the pairs by node, stable in time (int16 keys: radix sort)
         # (array methods rather than the np.* wrappers throughout: the same operations, less call overhead)
         o = nd.argsort(kind="stable")
@@ -643,7 +646,6 @@ class Thermal:
         dte = np.empty(k)  # the time step at each entry's first pair (0 at the others)
         dte[0] = tk[0] - self._t_acc
         np.subtract(tk[1:], tk[:-1], out=dte[1:])
-        pos = lens.cumsum() - lens  # each entry's first pair (chronological)
         step_at = pos[1:] - 1  # the pair before each later entry: its total times the step that follows
         cb = tot[0] + C  # totals after each entry
         cs = tot[2] + C
@@ -657,7 +659,7 @@ class Thermal:
             dbusy = np.empty(M)
             dbusy[o] = d * float(g)
             # each pair at its node's speed when it was logged (all 1 if no second source was there yet)
-            sp = self._log_sp[:M].copy() if self._log_multi else np.ones(M)
+            sp = sp_log if sp_log is not None else np.ones(M)
             ctp_full = tot[3] + np.cumsum(dbusy * sp)
             dt_full = np.zeros(M)  # the per-pair time steps
             dt_full[pos] = dte
@@ -843,9 +845,9 @@ class Thermal:
     def _on_load(self, nodes: NDArray[np.int64], util: float) -> None:
         """Load change of ``nodes``: logged when they are all cool (replayed by ``_flush_log``), else applied.
 
-        ``util`` is the nodes' new common utilisation (Topic.NODE_LOAD). The log copies ``nodes`` and
-        their utilisation now into its buffers, and their down counts only
-        when some node of the cluster is down (``n_up`` < N).
+        ``util`` is the nodes' new common utilisation (Topic.NODE_LOAD). The log keeps the array ``nodes``
+        itself (publishers never change it afterwards) and ``util``, and the nodes' down counts only when
+        some node of the cluster is down (``n_up`` < N).
         """
         n = len(nodes)
         if self._n_warm and np.count_nonzero(self.cool[nodes]) != n:
@@ -853,32 +855,15 @@ class Thermal:
             return
         if not n:
             return  # nothing changed
-        p = self._log_n
-        q = p + n
-        if q > len(self._log_nodes):
-            self._grow_log(q)
-        self._log_nodes[p:q] = nodes
-        self._log_util[p:q] = util  # = engine.node_util[nodes]: the publisher gave them all this value
-        self._log_n = q
-        self._log_t.append(self._env.now)
-        self._log_len.append(n)
+        log_t = self._log_t
+        i = len(log_t)
+        log_t.append(self._env._now)
+        self._log_nodes.append(nodes)
+        self._log_util.append(util)  # = engine.node_util[nodes]: the publisher gave them all this value
         if self.cluster.n_up != self.N:  # some node is down: keep the entry's down counts
-            self._log_dc[p:q] = self.cluster.down_count[nodes]
-            self._log_down = True
+            self._log_dc[i] = self.cluster.down_count[nodes]
         if len(self.engine.speed_caps) > 1:  # speeds other than 1 possible: keep them as they are now
-            if not self._log_multi:
-                self._log_sp[:p] = 1.0  # pairs logged while thermal alone capped speeds (cool nodes: 1)
-                self._log_multi = True
-            self._log_sp[p:q] = self.engine.node_speed(nodes)
-
-    def _grow_log(self, pairs: int) -> None:
-        """Room for at least ``pairs`` logged (node, entry) pairs (the buffers double)."""
-        cap = max(pairs, 2 * len(self._log_nodes))
-        for name in ("_log_nodes", "_log_util", "_log_dc", "_log_sp"):
-            old = getattr(self, name)
-            new = np.zeros(cap, dtype=old.dtype)
-            new[:self._log_n] = old[:self._log_n]
-            setattr(self, name, new)
+            self._log_sp[i] = self.engine.node_speed(nodes)
 
     def _on_speed(self, nodes: NDArray[np.int64]) -> None:
         if self._log_t:
