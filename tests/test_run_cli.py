@@ -173,3 +173,31 @@ def test_console_script_version() -> None:
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert len(proc.stderr.splitlines()) == 1 and "no/such/file.yaml" in proc.stderr
+
+
+def test_edited_data_file_is_another_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A data file's contents are part of the scenario hash: after editing an empirical repair-time
+    CSV, `twin run` recomputes (into another folder) instead of reporting the old results as up to
+    date, and the hash records the file's digest."""
+    (tmp_path / "repair.csv").write_text("hours\n1.0\n2.0\n3.0\n")
+    scen = tmp_path / "s.yaml"
+    scen.write_text(f"extends: {ROOT / BASELINE_REL}\nname: datafile\nhorizon_days: 30\n"
+                    "cluster: {node: {parts: {gpu: {repair: {time: {dist: empirical, file: repair.csv}}}}}}\n")
+    results = tmp_path / "results"
+    args = ["run", str(scen), "--results", str(results), "--quiet", "--allow-path", str(ROOT)]
+    first = load_scenario(scen, allow=[ROOT])
+    assert list(first.data_files) == ["cluster.node.parts.gpu.repair.time.file"]
+    assert cli.main(args) == 0
+    capsys.readouterr()
+    assert cli.main(args) == 0
+    assert "up to date" in capsys.readouterr().out
+
+    (tmp_path / "repair.csv").write_text("hours\n10.0\n20.0\n30.0\n")  # same name, other contents
+    second = load_scenario(scen, allow=[ROOT])
+    assert second.resolved == first.resolved and second.hash != first.hash
+    assert cli.main(args) == 0
+    assert "up to date" not in capsys.readouterr().out
+    runs = {p.name: json.loads((p / "summary.json").read_text()) for p in (results / "datafile").iterdir()}
+    assert set(runs) == {f"{first.hash}-s{first.scenario.seed}", f"{second.hash}-s{second.scenario.seed}"}
+    mttr = {name: s["metrics"].get("repair.hands_on_h") for name, s in runs.items()}
+    assert len(set(mttr.values())) == 2, mttr  # the two folders hold different results

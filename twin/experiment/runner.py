@@ -145,7 +145,8 @@ def run_batch(payload: Mapping[str, Any], indices: list[int],
     loaded = load_dict(payload["resolved"], payload["source"], Path(payload["base_dir"]))
     if loaded.hash != payload["hash"]:
         raise RuntimeError(f"the worker validates the scenario to hash {loaded.hash}, the client to {payload['hash']}: "
-                           f"do the client and the workers run the same twin code (worker twin {twin.__version__})?")
+                           f"do the client and the workers run the same twin code (worker twin {twin.__version__}) and read "
+                           f"the same data files?")
     out = []
     # run_replication collects garbage after each model (SimPy leaves cycles). A full collection
     # walks every tracked object of the process (~70-100 ms with pandas/scipy loaded, longer than

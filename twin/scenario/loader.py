@@ -16,6 +16,7 @@ import os
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -49,6 +50,9 @@ class Loaded:
     hash: str
     base_dir: Path = Path(".")
     """Folder that relative ``file:`` paths in ``resolved`` are relative to."""
+    data_files: dict[str, str] = dc_field(default_factory=dict)
+    """SHA-256 of each data file the scenario reads, by the field path of its ``file:`` (part of
+    ``hash``: editing a data file makes another scenario, so stored results are not reused)."""
 
 
 def _expanded_size(node: yaml.Node, memo: dict[int, int], limit: int) -> int:
@@ -474,10 +478,28 @@ def _resolved(sc: Scenario, source: str) -> dict[str, Any]:
     return resolved
 
 
-def scenario_hash(resolved: dict[str, Any]) -> str:
-    """SHA-256 (first 12 hex digits) of the canonical JSON of the resolved scenario."""
-    blob = json.dumps(resolved, sort_keys=True, separators=(",", ":"), allow_nan=False)
+def scenario_hash(resolved: dict[str, Any], data_files: dict[str, str] | None = None) -> str:
+    """SHA-256 (first 12 hex digits) of the canonical JSON of the resolved scenario and, when it
+    reads data files, of their contents' digests (:func:`data_file_digests`): the same file name with
+    other contents is another scenario."""
+    doc: Any = resolved if not data_files else {"scenario": resolved, "data_files": data_files}
+    blob = json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def data_file_digests(resolved: dict[str, Any], base_dir: Path) -> dict[str, str]:
+    """SHA-256 (hex) of the bytes of every data file the resolved scenario names (``file:`` fields,
+    relative to ``base_dir``), by field path."""
+    out = {}
+    for fld, value in _file_values(resolved):
+        out[fld] = hashlib.sha256((base_dir / value).read_bytes()).hexdigest()
+    return out
+
+
+def _loaded(sc: Scenario, source: Path, resolved: dict[str, Any], base_dir: Path) -> Loaded:
+    files = data_file_digests(resolved, base_dir)
+    return Loaded(scenario=sc, source=source, resolved=resolved, hash=scenario_hash(resolved, files),
+                  base_dir=base_dir, data_files=files)
 
 
 def _bind_files(sc: Scenario, top_dir: Path, source: str) -> None:
@@ -598,7 +620,7 @@ def load_scenario(path: str | os.PathLike[str], overrides: list[str] | None = No
     _check_files(doc, p.parent, src, roots, trusted)
     _bind_files(sc, p.parent, str(p))
     resolved = _resolved(sc, src)
-    return Loaded(scenario=sc, source=p, resolved=resolved, hash=scenario_hash(resolved), base_dir=p.parent)
+    return _loaded(sc, p, resolved, p.parent)
 
 
 def load_dict(doc: dict[str, Any], source: str = "<scenario>", base_dir: Path | None = None) -> Loaded:
@@ -614,5 +636,4 @@ def load_dict(doc: dict[str, Any], source: str = "<scenario>", base_dir: Path | 
     _check_files(doc, base_dir or Path("."), source, None)
     _bind_files(sc, base_dir or Path("."), source)
     resolved = _resolved(sc, source)
-    return Loaded(scenario=sc, source=Path(source), resolved=resolved, hash=scenario_hash(resolved),
-                  base_dir=base_dir or Path("."))
+    return _loaded(sc, Path(source), resolved, base_dir or Path("."))
