@@ -86,6 +86,12 @@ def test_unknown_case_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--case" in err[0] and "single_part" in err[0]
     assert main(["validate", "--sweep", "--out", str(tmp_path)]) == 2  # --sweep needs one case
+    capsys.readouterr()
+    # a typo'd replication count is refused before any work, naming the limit and --force
+    assert main(["validate", "--case", "single_part", "--reps", "10000000", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--reps" in err[0] and "100,000" in err[0] and "--force" in err[0], err
+    assert not any(tmp_path.iterdir())
 
 
 # ---- references are computed in code ------------------------------------------------------------------

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from twin.errors import EXIT_CHECK_FAILED, EXIT_OK, InputError
+from twin.limits import FORCE_HINT, MAX_REPLICATIONS
 
 DEFAULT_OUT = "results/validation"
 
@@ -40,6 +41,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=12345, help="root seed (default 12345)")
     p.add_argument("--workers", type=int, default=None, metavar="K",
                    help="worker processes for cases (default: min(2, CPUs))")
+    p.add_argument("--force", action="store_true",
+                   help=f"run even with --reps beyond the limit of {MAX_REPLICATIONS:,} (twin.limits)")
     p.set_defaults(func=cmd_validate)
 
 
@@ -54,6 +57,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.reps is not None and args.reps < 3:
         raise InputError("twin validate", "--reps", f"must be >= 3 (a t interval needs replications), got {args.reps}")
+    if args.reps is not None and args.reps > MAX_REPLICATIONS and not args.force:
+        raise InputError("twin validate", "--reps", f"{args.reps:,} replications per quantity exceed the limit of "
+                                                    f"{MAX_REPLICATIONS:,}; {FORCE_HINT}")
     if args.workers is not None and args.workers < 1:
         raise InputError("twin validate", "--workers", f"must be >= 1, got {args.workers}")
     if args.sweep and len(args.cases) != 1:
