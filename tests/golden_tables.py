@@ -2,7 +2,9 @@
 
 Performance work must change no result. ``python tests/golden_tables.py --record`` writes
 ``tests/golden/fingerprints.json`` from the current code (record it *before* optimising);
-``tests/test_golden.py`` re-runs the same scenarios and seeds and compares, column by column.
+``tests/test_golden.py`` re-runs the same scenarios and seeds and compares, column by column. A
+deliberate change of results is recorded under a new ``twin.__version__`` (``record`` refuses
+otherwise), so that results stored by the old version are not reused.
 
 A fingerprint is exact: SHA-256 over a column's canonical bytes (float64 bit patterns, int64,
 or the UTF-8 strings), so a float that moved in its last bit counts as a change. Each float
@@ -84,11 +86,26 @@ def fingerprint_case(name: str, overrides: list[str], rep: int) -> dict[str, Any
             "tables": {k: fingerprint_table(v) for k, v in sorted(res.tables.items())}}
 
 
+def load() -> dict[str, Any]:
+    """The recording: {"twin_version": the version it was recorded with, "cases": {case id: fingerprint}}."""
+    return json.loads(GOLDEN.read_text())
+
+
 def record() -> None:
-    out = {case_id(*c): fingerprint_case(*c) for c in CASES}
+    """Record the fingerprints of the current code. Changed results need a new ``twin.__version__``
+    (stored results of the old version must not be reused): recording them under the version they
+    were recorded with is refused."""
+    import twin
+
+    new = {case_id(*c): fingerprint_case(*c) for c in CASES}
+    old = load() if GOLDEN.is_file() else None
+    if old is not None and old.get("twin_version") == twin.__version__ and old.get("cases") != new:
+        changed = sorted(k for k in set(new) | set(old.get("cases", {})) if old["cases"].get(k) != new.get(k))
+        sys.exit(f"results changed ({'; '.join(changed)}) but twin.__version__ is still {twin.__version__}: "
+                 "bump it in twin/__init__.py, then record again")
     GOLDEN.parent.mkdir(parents=True, exist_ok=True)
-    GOLDEN.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {GOLDEN.relative_to(ROOT)}: {len(out)} cases")
+    GOLDEN.write_text(json.dumps({"twin_version": twin.__version__, "cases": new}, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {GOLDEN}: {len(new)} cases, twin {twin.__version__}")
 
 
 if __name__ == "__main__":

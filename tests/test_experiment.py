@@ -116,6 +116,27 @@ def test_folder_is_reused_extended_and_never_shared(tiny_serial: pd.DataFrame, t
     assert ow.computed == 4 and set(ow.replications.scenario_hash) == {other.hash}
 
 
+def test_replications_of_another_twin_version_are_recomputed(tiny_serial: pd.DataFrame, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder made by another twin version is neither reused nor resumed: the model may have changed
+    since (the version is bumped whenever results change)."""
+    import twin
+
+    ld = load_dict(tiny())
+    said: list[str] = []
+    monkeypatch.setattr(twin, "__version__", "0.0.old")
+    old = run_experiment(ld, 6, folder=tmp_path / "mc", progress=False, echo=said.append)
+    assert old.computed == 6 and set(old.replications.twin_version) == {"0.0.old"}
+    monkeypatch.undo()
+    new = run_experiment(ld, 8, folder=tmp_path / "mc", progress=False, echo=said.append)
+    assert new.computed == 8 and not new.reused
+    assert set(new.replications.twin_version) == {twin.__version__}
+    assert any("0.0.old" in s and "recomputing" in s for s in said), said
+    again = run_experiment(ld, 8, folder=tmp_path / "mc", progress=False, echo=said.append)
+    assert again.reused and again.computed == 0
+    pd.testing.assert_frame_equal(new.replications, tiny_serial.iloc[:8].reset_index(drop=True), check_exact=True)
+
+
 def test_worker_killed_mid_run_is_retried_once(tiny_serial: pd.DataFrame, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KILL_ENV, "3")

@@ -313,3 +313,22 @@ def test_local_workers_and_dask_give_the_serial_rows(tmp_path: Path) -> None:
     for name in ("pool", "dask"):
         pd.testing.assert_frame_equal(runs[name].rows, runs["serial"].rows, check_exact=True)
         pd.testing.assert_frame_equal(runs[name].levers[0][1], runs["serial"].levers[0][1], check_exact=True)
+
+
+def test_rerun_resumes_only_rows_of_this_twin_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rerun reuses the stored replications, but not those another twin version made."""
+    import twin
+
+    loaded = load_dict(transient_only_doc())
+    said: list[str] = []
+    monkeypatch.setattr(twin, "__version__", "0.0.old")
+    old = run_forecast(loaded, 3, levers=[], folder=tmp_path / "f", report=False)
+    monkeypatch.undo()
+    assert set(old.rows["twin_version"]) == {"0.0.old"}
+    new = run_forecast(loaded, 3, levers=[], folder=tmp_path / "f", report=False, echo=said.append)
+    assert set(new.rows["twin_version"]) == {twin.__version__} and new.computed == 3
+    assert any("3 stored replication(s)" in s and "another twin version" in s for s in said), said
+    said.clear()
+    again = run_forecast(loaded, 3, levers=[], folder=tmp_path / "f", report=False, echo=said.append)
+    assert not any("another twin version" in s for s in said) and again.computed == 0
+    pd.testing.assert_frame_equal(again.rows, new.rows, check_exact=True)

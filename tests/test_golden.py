@@ -3,20 +3,29 @@ fingerprints recorded before optimising (tests/golden_tables.py; issue 10)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from golden_tables import CASES, GOLDEN, case_id, fingerprint_case  # noqa: E402
+import twin  # noqa: E402
+from golden_tables import CASES, case_id, fingerprint_case, load  # noqa: E402
 
-RECORDED = json.loads(GOLDEN.read_text())
+RECORDING = load()
+RECORDED = RECORDING["cases"]
 
 
 def test_every_case_has_a_recording() -> None:
     assert sorted(RECORDED) == sorted(case_id(*c) for c in CASES)
+
+
+def test_recorded_with_this_twin_version() -> None:
+    """Results are keyed on the twin version (stored results of another version are recomputed):
+    the version is bumped with every recording of changed results, and re-recorded after a bump."""
+    assert RECORDING["twin_version"] == twin.__version__, (
+        f"fingerprints recorded with twin {RECORDING['twin_version']}, this is {twin.__version__}: "
+        "python tests/golden_tables.py --record")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case_id(*c) for c in CASES])
@@ -52,3 +61,23 @@ def test_fingerprints_notice_a_changed_result() -> None:
     got = fingerprint_case(name, [*overrides, "seed=12345"], rep)
     assert got["tables"]["events"] != want["tables"]["events"]
     assert got["metrics"] != want["metrics"]
+
+
+def test_record_refuses_changed_results_under_the_same_version(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    import golden_tables as gt
+
+    monkeypatch.setattr(gt, "GOLDEN", tmp_path / "fingerprints.json")
+    monkeypatch.setattr(gt, "CASES", [("x", [], 0)])
+    monkeypatch.setattr(gt, "fingerprint_case", lambda *c: {"value": 1})
+    gt.record()
+    gt.record()  # the same results again: fine
+    monkeypatch.setattr(gt, "fingerprint_case", lambda *c: {"value": 2})
+    with pytest.raises(SystemExit, match="bump"):
+        gt.record()
+    assert json.loads(gt.GOLDEN.read_text())["cases"] == {"x rep=0": {"value": 1}}
+    monkeypatch.setattr(twin, "__version__", "99.0.0")
+    gt.record()
+    assert json.loads(gt.GOLDEN.read_text()) == {"twin_version": "99.0.0", "cases": {"x rep=0": {"value": 2}}}

@@ -201,3 +201,23 @@ def test_edited_data_file_is_another_scenario(tmp_path: Path, capsys: pytest.Cap
     assert set(runs) == {f"{first.hash}-s{first.scenario.seed}", f"{second.hash}-s{second.scenario.seed}"}
     mttr = {name: s["metrics"].get("repair.hands_on_h") for name, s in runs.items()}
     assert len(set(mttr.values())) == 2, mttr  # the two folders hold different results
+
+
+def test_results_of_another_twin_version_are_recomputed(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`twin run` reports results as up to date only when this twin version made them."""
+    monkeypatch.chdir(ROOT)
+    args = ["run", BASELINE_REL, "--results", str(tmp_path), "--quiet", "--set", "horizon_days=30"]
+    monkeypatch.setattr(twin, "__version__", "0.0.old")
+    assert cli.main(args) == 0
+    monkeypatch.undo()
+    monkeypatch.chdir(ROOT)
+    (folder,) = (tmp_path / "baseline").iterdir()
+    assert json.loads((folder / "summary.json").read_text())["versions"]["twin"] == "0.0.old"
+    capsys.readouterr()
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert "up to date" not in out and "0.0.old" in out and "recomputing" in out
+    assert json.loads((folder / "summary.json").read_text())["versions"]["twin"] == twin.__version__
+    assert cli.main(args) == 0
+    assert "up to date" in capsys.readouterr().out

@@ -466,11 +466,14 @@ def _request(reps: int, target_ci: Mapping[str, float] | None, max_reps: int) ->
             "max_reps": int(max_reps) if target_ci else None}
 
 
-def prepare_folder(folder: Path, loaded: Loaded, overwrite: bool) -> None:
-    """Create or check the folder: it must hold this scenario's Monte Carlo or nothing."""
+def prepare_folder(folder: Path, loaded: Loaded, overwrite: bool) -> str | None:
+    """Create or check the folder: it must hold this scenario's Monte Carlo or nothing. Replications
+    stored by another twin version are not reused (the model may have changed: the version is bumped
+    whenever results change): the folder is emptied and the returned note says so."""
     if folder.exists() and not folder.is_dir():
         raise InputError(str(folder), "", "exists and is not a folder")
     meta = folder / "experiment.json"
+    note = None
     if folder.exists() and overwrite:
         shutil.rmtree(folder)
     elif folder.exists() and any(folder.iterdir()):
@@ -482,12 +485,18 @@ def prepare_folder(folder: Path, loaded: Loaded, overwrite: bool) -> None:
             raise InputError(str(folder), "--label",
                              f"folder holds replications of another scenario (hash {data.get('scenario_hash')}, "
                              f"this one is {loaded.hash}); choose another --label or use --overwrite")
+        made_by = (data.get("versions") or {}).get("twin")
+        if made_by != twin.__version__:
+            shutil.rmtree(folder)
+            note = (f"note: {folder} held replications made by twin {made_by}; recomputing them with twin "
+                    f"{twin.__version__} (results of another version are never reused)")
     folder.mkdir(parents=True, exist_ok=True)
     sc = loaded.scenario
     if not meta.is_file():
         write_json(meta, {"kind": "montecarlo", "scenario": sc.name, "scenario_hash": loaded.hash,
                           "seed": sc.seed, "source": str(loaded.source), "versions": versions()})
         atomic_write_text(folder / "scenario.resolved.yaml", yaml.safe_dump(loaded.resolved, sort_keys=False))
+    return note
 
 
 def load_complete(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]] | None:
@@ -562,7 +571,9 @@ def run_experiment(loaded: Loaded, reps: int, workers: int = 1, dask_address: st
             raise InputError("--max-reps", str(max_reps), f"must be >= --reps ({reps})")
     t_start = time.perf_counter()
     folder = Path(folder) if folder is not None else experiment_folder(results_root, loaded)
-    prepare_folder(folder, loaded, overwrite)
+    note = prepare_folder(folder, loaded, overwrite)
+    if note:
+        say(note)
     request = _request(reps, target_ci, max_reps)
 
     prev = load_complete(folder)

@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 import yaml
 
+import twin
 from twin.errors import InputError
 from twin.experiment.store import atomic_folder, atomic_write_parquet, atomic_write_text, run_folder, versions, write_json
 from twin.report import figures
@@ -43,7 +44,7 @@ def headline_rows(metrics: dict[str, float]) -> list[tuple[str, str]]:
     return rows
 
 
-def existing_hash(folder: Path) -> str | None:
+def _summary(folder: Path) -> dict[str, Any] | None:
     f = folder / "summary.json"
     if not f.is_file():
         return None
@@ -51,7 +52,20 @@ def existing_hash(folder: Path) -> str | None:
         data = json.loads(f.read_text())
     except (OSError, UnicodeDecodeError, ValueError):  # unreadable or not JSON: not a run folder of ours
         return None
-    return str(data.get("scenario_hash")) if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else None
+
+
+def existing_hash(folder: Path) -> str | None:
+    """Scenario hash of the run stored in ``folder`` (None: no run of ours there)."""
+    data = _summary(folder)
+    return str(data.get("scenario_hash")) if data is not None else None
+
+
+def existing_twin_version(folder: Path) -> str | None:
+    """Version of twin that made the run stored in ``folder``."""
+    data = _summary(folder)
+    v = (data.get("versions") or {}).get("twin") if data is not None else None
+    return str(v) if v is not None else None
 
 
 FIGURE_MODULES = [
@@ -141,11 +155,15 @@ def run_command(loaded: Loaded, results_root: Path, label: str | None, overwrite
         overwrite = True  # same scenario, but the lifetimes were not written last time
     if folder.exists() and not overwrite:
         h = existing_hash(folder)
-        if h == loaded.hash:
+        if h != loaded.hash:
+            raise InputError(str(folder), "--label",
+                             f"folder holds results of another scenario (hash {h}); choose another label or --overwrite")
+        made_by = existing_twin_version(folder)
+        if made_by == twin.__version__:
             echo(f"results are up to date: {folder} (use --overwrite to recompute)")
             return 0
-        raise InputError(str(folder), "--label",
-                         f"folder holds results of another scenario (hash {h}); choose another label or --overwrite")
+        echo(f"note: {folder} holds results made by twin {made_by}; recomputing them with twin {twin.__version__} "
+             "(results of another version are never reused)")
     try:
         res = _simulate(loaded, replication, progress, lifetimes)
         with atomic_folder(folder, overwrite=True) as tmp:  # built aside, renamed into place when complete

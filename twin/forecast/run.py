@@ -344,17 +344,24 @@ def run_reps(loaded: Loaded, reps: int, job_name: str, rep_dir: Path, backend: A
     """Replications 0..reps−1 of ``loaded`` (horizon already set to the bound) on ``backend``
     (twin.experiment.runner.make_backend: serial, local processes or Dask, through the same driver
     as Monte Carlo): each row is stored in ``rep_dir`` as it finishes (atomically); stored rows of
-    the same scenario hash are reused, so an interrupted forecast resumes. Returns the rows sorted by
+    the same scenario hash and twin version are reused, so an interrupted forecast resumes. Returns the rows sorted by
     replication (the same rows on every backend: the draws depend on the replication only)."""
     from twin.experiment.runner import assemble, drive, payload_of, read_row, write_row
 
     rows: dict[int, dict[str, Any]] = {}
+    stale = 0
     for i in range(reps):
         p = rep_dir / f"rep-{i:05d}.parquet"
         if p.is_file():
             r = read_row(p)
             if str(r.get("scenario_hash")) == loaded.hash and int(r["replication"]) == i:
-                rows[i] = r
+                if str(r.get("twin_version")) == twin.__version__:
+                    rows[i] = r
+                else:  # made by another twin version: the model may have changed, recompute it
+                    stale += 1
+    if stale:
+        echo(f"note: {stale} stored replication(s) in {rep_dir} were made by another twin version; recomputing "
+             f"them with twin {twin.__version__}")
     todo = [i for i in range(reps) if i not in rows]
 
     def keep(row: dict[str, Any]) -> None:
