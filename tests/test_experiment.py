@@ -327,6 +327,7 @@ def test_compare_identical_scenarios_gives_exactly_zero_differences(tmp_path: Pa
     assert len(res.paired) > 5
     assert (res.paired["diff"] == 0).all()
     assert (res.paired.ci_low == 0).all() and (res.paired.ci_high == 0).all()
+    assert len(res.winners) and (res.winners.winner == "(tie)").all() and not res.winners.clear.any()
 
 
 def test_compare_better_variant_positive_difference_and_crn_reduces_variance(tmp_path: Path) -> None:

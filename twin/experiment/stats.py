@@ -257,11 +257,16 @@ def direction(metric: str) -> int:
     return 0
 
 
+TIE = "(tie)"
+"""The winner of a metric whose best two variants have the same mean."""
+
+
 def winners(tables: Mapping[str, pd.DataFrame], metrics: Iterable[str] | None = None,
             level: float = LEVEL) -> pd.DataFrame:
     """For every metric with a preferred direction: the variant with the best mean, the runner-up,
     and the paired difference best − runner-up with its interval; ``clear`` when that interval
-    excludes zero (in the better direction)."""
+    excludes zero (in the better direction). When the best and the runner-up have the same mean
+    (identical in every replication, say: no stock-outs in either), the winner is ``"(tie)"``."""
     names = list(tables)
     first = tables[names[0]]
     ms = list(metrics) if metrics is not None else metric_columns(first)
@@ -278,7 +283,8 @@ def winners(tables: Mapping[str, pd.DataFrame], metrics: Iterable[str] | None = 
         p = paired(indexed[second].loc[idx, m].to_numpy(), indexed[best].loc[idx, m].to_numpy(), level)
         lo, hi = p["ci_low"], p["ci_high"]
         clear = bool((sgn > 0 and lo > 0) or (sgn < 0 and hi < 0))
-        rows.append({"metric": m, "better": "higher" if sgn > 0 else "lower", "winner": best,
+        tie = second != best and means[best] == means[second]
+        rows.append({"metric": m, "better": "higher" if sgn > 0 else "lower", "winner": TIE if tie else best,
                      "winner_mean": means[best], "runner_up": second, "margin": p["diff"],
                      "margin_ci_low": lo, "margin_ci_high": hi, "clear": clear})
     return pd.DataFrame(rows, columns=["metric", "better", "winner", "winner_mean", "runner_up", "margin",
