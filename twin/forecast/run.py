@@ -344,8 +344,9 @@ def run_reps(loaded: Loaded, reps: int, job_name: str, rep_dir: Path, backend: A
     """Replications 0..reps−1 of ``loaded`` (horizon already set to the bound) on ``backend``
     (twin.experiment.runner.make_backend: serial, local processes or Dask, through the same driver
     as Monte Carlo): each row is stored in ``rep_dir`` as it finishes (atomically); stored rows of
-    the same scenario hash and twin version are reused, so an interrupted forecast resumes. Returns the rows sorted by
-    replication (the same rows on every backend: the draws depend on the replication only)."""
+    the same scenario hash and twin version are reused, so an interrupted forecast resumes. Returns
+    the rows sorted by replication (the same rows on every backend: the draws depend on the
+    replication only)."""
     from twin.experiment.runner import assemble, drive, payload_of, read_row, write_row
 
     rows: dict[int, dict[str, Any]] = {}

@@ -27,7 +27,8 @@ class Topic:
     TRANSIENT = "transient"  # (node: int, cause: str) transient fault: jobs on the node crash
     GROUP = "group"  # (node: int, part: str, healthy: int) a redundant group's healthy count changed
     NODE_SPEED = "node_speed"  # (nodes: ndarray[int]) engine.speed_caps[...] of these nodes changed
-    NODE_LOAD = "node_load"  # (nodes: ndarray[int], util: float) engine.node_util of these nodes is now util
+    NODE_LOAD = "node_load"  # (nodes: ndarray[int], util: float) engine.node_util of these nodes is now util;
+    # the publisher never changes the array afterwards (subscribers may keep it: thermal's load log)
     JOB = "job"  # (job) the workload moved a job (start, checkpoint, interruption, restart, end)
     FABRIC = "fabric"  # () fabric bandwidth changed: ask engine.fabric again
     PART_FAILED = "part_failed"  # (pop: PartPopulation, idx: int)
