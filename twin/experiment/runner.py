@@ -59,6 +59,7 @@ import twin
 from twin.errors import InputError
 from twin.experiment import stats
 from twin.experiment.store import atomic_write_parquet, atomic_write_text, versions, write_json
+from twin.scenario.advice import advise
 from twin.scenario.loader import Loaded, load_dict
 
 TASK_TARGET_S = 0.5
@@ -519,6 +520,7 @@ def summary_json(loaded: Loaded, table: pd.DataFrame, summ: pd.DataFrame, target
         "target_ci": dict(target_ci) if target_ci else None, "target_met": target_met,
         "horizon_days": sc.horizon_days, "nodes": sc.cluster.n_nodes, "gpus": sc.cluster.n_nodes * sc.cluster.node.gpus,
         "versions": versions(), "twin_versions": sorted(set(table["twin_version"].astype(str))) if len(table) else [],
+        "advice": [str(a) for a in advise(sc)],
         "metrics": {r["metric"]: {k: v for k, v in r.items() if k != "metric"} for r in summ.to_dict("records")},
     }
 

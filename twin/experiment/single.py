@@ -14,6 +14,7 @@ import twin
 from twin.errors import InputError
 from twin.experiment.store import atomic_folder, atomic_write_parquet, atomic_write_text, run_folder, versions, write_json
 from twin.report import figures
+from twin.scenario.advice import advise
 from twin.scenario.loader import Loaded
 from twin.sim import ReplicationResult, run_replication
 
@@ -141,6 +142,7 @@ def write_results(tmp: Path, loaded: Loaded, res: ReplicationResult) -> None:
         "events_processed": res.events_processed,
         "timings_s": res.timings_s,
         "metrics": res.metrics,
+        "advice": [str(a) for a in advise(loaded.scenario)],
     }
     write_json(tmp / "summary.json", meta)  # written last
 
@@ -177,6 +179,8 @@ def run_command(loaded: Loaded, results_root: Path, label: str | None, overwrite
     width = max(len(a) for a, _ in headline_rows(res.metrics))
     for a, b in headline_rows(res.metrics):
         echo(f"  {a:<{width}}  {b}")
+    for adv in advise(sc):
+        echo(f"advice: {adv}")
     echo(f"results: {folder}")
     return 0
 
