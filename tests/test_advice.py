@@ -107,3 +107,21 @@ def test_cli_prints_advice_and_keeps_it_in_the_summary(tmp_path: Path, capsys: p
     (folder,) = (tmp_path / "pretrain-16k").iterdir()
     summary = json.loads((folder / "summary.json").read_text())
     assert [a.split(":")[0] for a in summary["advice"]] == [a.split(":")[1].strip() for a in advice]
+
+
+def test_reports_show_the_advisories(tmp_path: Path) -> None:
+    """summary.md of a run and the Monte-Carlo HTML/Markdown report list them."""
+    from twin.experiment.runner import run_experiment
+    from twin.report.html import build_report
+
+    sets = [*OLD_SPARES, "horizon_days=2"]
+    assert cli.main(["run", str(PRETRAIN), "--results", str(tmp_path / "run"), "--quiet",
+                     *[x for s in sets for x in ("--set", s)]]) == 0
+    (folder,) = (tmp_path / "run" / "pretrain-16k").iterdir()
+    md = (folder / "summary.md").read_text()
+    assert "## Advisories" in md and "maintenance.spares.gpu.reorder_point" in md
+    ld = load_scenario(PRETRAIN, sets)
+    res = run_experiment(ld, 2, folder=tmp_path / "mc", progress=False, echo=lambda s: None)
+    html, mdr, _ = build_report(res.folder)
+    for text in (html.read_text(), mdr.read_text()):
+        assert "Advisories" in text and "maintenance.spares.hbm.reorder_point" in text

@@ -93,6 +93,10 @@ def summary_markdown(loaded: Loaded, res: ReplicationResult, extra_figures: list
         "|---|---|",
     ]
     lines += [f"| {a} | {b} |" for a, b in headline_rows(res.metrics)]
+    advice = advise(sc)
+    if advice:
+        lines += ["", "## Advisories", "", "What the scenario's own numbers imply in closed form "
+                  "(twin.scenario.advice); they change no result:", ""] + [f"- {a}" for a in advice]
     lines += ["", "## Parts", "", res.tables["parts"].to_markdown(index=False) if _has_tabulate() else
               res.tables["parts"].to_string(index=False), "",
               "![capacity](figures/capacity.png)", "", "![pareto](figures/failure_pareto.png)", "",

@@ -302,6 +302,11 @@ def _montecarlo(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
     ])
     if summary.get("target_ci"):
         doc.p(f"target half-widths {summary['target_ci']}: " + ("met" if summary.get("target_met") else "NOT met"))
+    if summary.get("advice"):
+        doc.h2("Advisories")
+        doc.p("What the scenario's own numbers imply in closed form (twin.scenario.advice); they change no "
+              "result:")
+        doc.bullets(list(summary["advice"]))
     doc.h2("Headline metrics")
     doc.table(_summary_rows(summ, ordered_metrics(list(summ.metric))))
     doc.h2("Distributions over replications")
