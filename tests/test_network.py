@@ -292,6 +292,66 @@ def test_link_flaps_interrupt_the_job_on_the_node() -> None:
     assert res.metrics["interruptions.link_flap"] == res.metrics["network.link_flaps"]
 
 
+def test_trunk_flap_count_agrees_with_poisson_rate() -> None:
+    """Trunk (leaf-spine) links flap as independent Poisson processes at their own rate; each flap
+    names its leaf group, spread evenly over the groups."""
+    rate_per_year, days = 20.0, 3652.5
+    d = doc(racks=8, nodes_per_rack=4, rails=2, nodes_per_leaf=8, spines=2, days=days,
+            network={"trunk_flaps_per_link_per_year": rate_per_year})
+    m = model(d)
+    groups: list[int] = []
+    m.engine.bus.subscribe(Topic.FABRIC_FLAP, lambda g, cause: groups.append(g))
+    m.run()
+    res = m.result().metrics
+    links = m.engine.fabric.T
+    assert links == 4 * 2 * 8  # 4 groups x 2 rails = 8 leaves, 8 uplinks each
+    mu = links * rate_per_year * days / 365.25
+    flaps = int(res["network.trunk_flaps"])
+    assert stats.poisson.ppf(0.0005, mu) <= flaps <= stats.poisson.ppf(0.9995, mu), (flaps, mu)
+    assert len(groups) == flaps and res["network.link_flaps"] == 0
+    counts = np.bincount(groups, minlength=4)  # 16 links per group: multinomial, equal shares
+    chi2 = float(((counts - flaps / 4) ** 2 / (flaps / 4)).sum())
+    assert chi2 <= stats.chi2.ppf(0.9995, 3), counts
+
+
+def test_trunk_flap_crashes_only_the_jobs_that_cross_the_spines_there() -> None:
+    """16 nodes in 4 leaf groups of 4: 'wide' packs onto groups 0-1, 'narrow' onto group 2 alone,
+    'far' onto group 3 alone. Flaps injected on uplinks of group 0 and group 2 leaves: only 'wide'
+    (several groups, nodes in group 0) crashes; a flap of an uplink whose spine is down is no fault."""
+    jobs = [{"name": "wide", "gpus": 64, "work_h": 1e4}, {"name": "narrow", "gpus": 32, "work_h": 1e4},
+            {"name": "far", "gpus": 32, "work_h": 1e4}]
+    m = model(doc(racks=4, nodes_per_rack=4, rails=2, nodes_per_leaf=4, spines=2, days=2, jobs=jobs))
+    net = m.engine.fabric
+    P, R = net.P, net.R
+
+    def uplink(group: int, rail: int, j: int) -> int:
+        return (group * R + rail) * P + j
+
+    groups: dict[str, list[int]] = {}
+
+    def placement() -> None:
+        (wl,) = [c for c in m.components if type(c).__name__ == "Workload"]
+        for job in wl.allocated.values():
+            groups[job.name] = sorted(set(net.node_group[job.nodes].tolist()))
+
+    m.engine.call_at(1.0, placement)
+    fired: list[bool] = []
+    for t, link in ((5.0, uplink(0, 1, 3)), (10.0, uplink(2, 0, 0)), (15.0, uplink(0, 0, 1))):
+        m.engine.call_at(t, lambda link=link: fired.append(net._trunk_flap(link)))
+    m.engine.call_at(20.0, lambda: m.facility["spine"].fail_now(0))  # uplinks j with j % 2 == 0 go down
+    m.engine.call_at(20.5, lambda: fired.append(net._trunk_flap(uplink(0, 0, 2))))  # on spine 0: skipped
+    m.run()
+    jt = m.result().tables["jobs"]
+    placed = {r["name"]: r for r in jt[jt.record == "job"].to_dict("records")}
+    assert set(placed) == {"wide", "narrow", "far"}
+    assert groups == {"wide": [0, 1], "narrow": [2], "far": [3]}
+    ints = jt[jt.record == "interruption"]
+    trunk = ints[ints.cause == "trunk_flap"]
+    assert fired == [True, True, True, False]
+    assert sorted(trunk.time_h.tolist()) == [5.0, 15.0] and set(trunk.name) == {"wide"}
+    assert not len(ints[ints.name.isin(["narrow", "far"])])  # nothing else interrupts them here
+
+
 def test_same_seed_same_flaps_and_failures() -> None:
     d = doc(days=200, network={"link_flaps_per_link_per_year": 5.0, "optic": {"failure": {"mtbf_h": 2e4}}})
     a, b = model(d), model(d)
@@ -407,13 +467,19 @@ def test_cached_fabric_digests_are_those_of_the_paths() -> None:
     """The optic and flap digests come from a per-process cache (issue 10): they must be exactly
     the digests of the component paths, and the same for a second model of the same topology."""
     from twin import rng
-    from twin.model.network import access_link_path
+    from twin.model.network import access_link_path, trunk_link_path
 
-    d = doc(racks=4, nodes_per_rack=4, nodes_per_leaf=4, network={"link_flaps_per_link_per_year": 1.0})
+    d = doc(racks=4, nodes_per_rack=4, nodes_per_leaf=4,
+            network={"link_flaps_per_link_per_year": 1.0, "trunk_flaps_per_link_per_year": 1.0})
     a, b = model(d), model(d)
     for net in (a.engine.fabric, b.engine.fabric):
         opt = net.optics
         assert opt.digest.tolist() == [rng.path_digest(opt.path(i)) for i in range(opt.n)]
         assert not opt.digest.flags.writeable
-    flap = [rng.path_digest(access_link_path(n, r) + "#flap") for n in range(16) for r in range(a.engine.fabric.R)]
-    assert a.engine.fabric._flap_digest.tolist() == flap
+    net = a.engine.fabric
+    flap = [rng.path_digest(access_link_path(n, r) + "#flap") for n in range(16) for r in range(net.R)]
+    assert net.access_flaps.digests.tolist() == flap
+    # trunk link t = (g·R + r)·P + j
+    trunk = [rng.path_digest(trunk_link_path(r, g, j) + "#flap") for g in range(net.G) for r in range(net.R)
+             for j in range(net.P)]
+    assert net.trunk_flaps.digests.tolist() == trunk and len(trunk) == net.T

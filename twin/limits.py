@@ -14,7 +14,7 @@ The event estimate is an order of magnitude, not a prediction (checked against t
 scenarios: within a factor of three of the events actually processed)::
 
     events ≈ 10 × (expected failures of every node part, fabric part and facility unit
-                   + link flaps + planned drains)
+                   + link and trunk flaps + planned drains)
            + Σ_jobs (10 + checkpoints)           # listed jobs, trace rows, synthetic arrivals
 
 with expected failures = units × horizon / mean time to failure.
@@ -112,6 +112,7 @@ def estimate_events(sc: Scenario) -> float:
         failures += _rate(c["optics"], H, net.optic.failure) + _rate(c["leaves"], H, net.leaf.failure)
         failures += _rate(c["spines"], H, net.spine.failure)
         failures += net.link_flaps_per_link_per_year * c["access_links"] * H / 8760.0
+        failures += net.trunk_flaps_per_link_per_year * c["trunk_links"] * H / 8760.0
     for section in ("power", "cooling"):
         sub = getattr(sc, section, None)
         if sub is not None and hasattr(sub, "facility_parts"):

@@ -20,7 +20,11 @@ as node parts); only failures inside the horizon are scheduled.
   times are drawn per link from the counter-based streams (vectorised at the start, one renewal
   per flap) and only those inside the horizon are scheduled. A flap of a link that is down (failed
   optic, failed leaf) is not a fault and is skipped. Each flap publishes
-  ``Topic.TRANSIENT(node, 'link_flap')``.
+  ``Topic.TRANSIENT(node, 'link_flap')``. Trunk links flap likewise when
+  ``trunk_flaps_per_link_per_year`` is set (default 0): a flap of an uplink of leaf (g, r) publishes
+  ``Topic.FABRIC_FLAP(g, 'trunk_flap')`` and crashes every job spanning several leaf groups with
+  nodes in group g (ECMP spreads its cross-group traffic over all of its leaves' uplinks:
+  assumption); a flap of a link whose optic, leaf or spine is down is skipped.
 
 NIC failures are the node part ``nic`` (effect ``link_down``), handled by the part population.
 """
@@ -29,7 +33,7 @@ from __future__ import annotations
 
 import functools
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -86,6 +90,54 @@ def _fabric_paths(N: int, R: int, opl: int, G: int, P: int, T: int) -> tuple[lis
     return opt_paths, opt, flap
 
 
+@functools.lru_cache(maxsize=4)
+def _trunk_flap_digests(R: int, G: int, P: int) -> NDArray[np.uint64]:
+    """Flap-stream digests of the trunk links in index order (t = (g·R + r)·P + j), read-only and cached
+    like :func:`_fabric_paths`."""
+    out = rng.path_digests(trunk_link_path(r, g, j) + "#flap" for g in range(G) for r in range(R) for j in range(P))
+    out.flags.writeable = False
+    return out
+
+
+class _Flaps:
+    """Poisson flaps of a set of links, one counter-based stream per link: every link's first flap is
+    drawn at the start (vectorised), one renewal per flap; only flaps inside the horizon are
+    scheduled. ``fire(link)`` applies a flap and returns False when the link is down (not a fault)."""
+
+    def __init__(self, engine: Any, rate_h: float, digests: NDArray[np.uint64],
+                 fire: Callable[[int], bool]) -> None:
+        self.engine = engine
+        self.rate_h = rate_h
+        self.digests = digests if rate_h > 0 else np.zeros(0, dtype=np.uint64)
+        self.k = np.zeros(len(self.digests), dtype=np.int64)
+        self.fire = fire
+        self.fired = 0
+        self.skipped = 0
+
+    def _gaps(self, links: NDArray[np.int64]) -> NDArray[np.float64]:
+        u = self.engine.streams.uniforms(self.digests[links], self.k[links])
+        self.k[links] += 1
+        return rng.exponential_from_u(u, 1.0 / self.rate_h)
+
+    def _schedule(self, link: int, t_h: float) -> None:
+        if t_h < self.engine.horizon_h:
+            self.engine.call_at(t_h, lambda: self._flap(link))
+
+    def _flap(self, link: int) -> None:
+        if self.fire(link):
+            self.fired += 1
+        else:
+            self.skipped += 1
+        self._schedule(link, self.engine.now + float(self._gaps(np.array([link]))[0]))
+
+    def start(self) -> None:
+        if self.rate_h <= 0 or not len(self.digests):
+            return
+        first = self._gaps(np.arange(len(self.digests)))
+        for i in np.flatnonzero(first < self.engine.horizon_h):
+            self._schedule(int(i), float(first[i]))
+
+
 class Network:
     """The fabric component: topology state, failures, flaps, bandwidth and placement."""
 
@@ -118,8 +170,6 @@ class Network:
         self.group_frac = np.ones(G)  # min over the group's leaves of healthy uplinks / P
         self._spine_of_uplink = np.arange(P) % S if S > 0 else np.zeros(0, dtype=np.int64)
         self.n_cut = 0
-        self.flaps = 0
-        self.flaps_skipped = 0
         # failure populations (site-level units through the same crews and spares)
         parts = spec.facility_parts()
         shop = model.shop
@@ -133,10 +183,12 @@ class Network:
         model.facility["optic"] = self.optics
         model.facility["leaf"] = self.leaves
         model.facility["spine"] = self.spines
-        # link flaps: one counter-based stream per access link
-        self.flap_rate_h = spec.link_flaps_per_link_per_year / HOURS_PER_YEAR
-        self._flap_digest = flap_digests if self.flap_rate_h > 0 else np.zeros(0, dtype=np.uint64)
-        self._flap_k = np.zeros(len(self._flap_digest), dtype=np.int64)
+        # link flaps: one counter-based stream per link (access links; trunk links when their rate is set)
+        self.access_flaps = _Flaps(eng, spec.link_flaps_per_link_per_year / HOURS_PER_YEAR, flap_digests,
+                                   self._access_flap)
+        trunk_rate_h = spec.trunk_flaps_per_link_per_year / HOURS_PER_YEAR
+        self.trunk_flaps = _Flaps(eng, trunk_rate_h, _trunk_flap_digests(R, G, P) if trunk_rate_h > 0 and T
+                                  else np.zeros(0, dtype=np.uint64), self._trunk_flap)
         eng.fabric = self
         eng.bus.subscribe(Topic.NODE_CUT, self._on_cut)
         eng.bus.subscribe(Topic.NODE_UNCUT, self._on_uncut)
@@ -259,25 +311,32 @@ class Network:
         self.engine.recorder.level("network.cut_nodes", self.engine.now, self.n_cut)
 
     # ---- link flaps ------------------------------------------------------------------------
-    def _flap_gaps(self, links: NDArray[np.int64]) -> NDArray[np.float64]:
-        u = self.engine.streams.uniforms(self._flap_digest[links], self._flap_k[links])
-        self._flap_k[links] += 1
-        return rng.exponential_from_u(u, 1.0 / self.flap_rate_h)
-
-    def _schedule_flap(self, link: int, t_h: float) -> None:
-        if t_h < self.engine.horizon_h:
-            self.engine.call_at(t_h, lambda: self._flap(link))
-
-    def _flap(self, link: int) -> None:
+    def _access_flap(self, link: int) -> bool:
+        """Flap of access link ``link``: the jobs on its node crash (False: the link is down, no fault)."""
         node, rail = divmod(link, self.R)
-        now = self.engine.now
-        if self.access_bad[link] == 0 and self.leaf_ok[self.node_group[node] * self.R + rail]:
-            self.flaps += 1
-            self.engine.recorder.event(now, "transient", access_link_path(node, rail), node)
-            self.engine.bus.publish(Topic.TRANSIENT, node, "link_flap")
-        else:
-            self.flaps_skipped += 1
-        self._schedule_flap(link, now + float(self._flap_gaps(np.array([link]))[0]))
+        if self.access_bad[link] != 0 or not self.leaf_ok[self.node_group[node] * self.R + rail]:
+            return False
+        self.engine.recorder.event(self.engine.now, "transient", access_link_path(node, rail), node)
+        self.engine.bus.publish(Topic.TRANSIENT, node, "link_flap")
+        return True
+
+    def _trunk_flap(self, link: int) -> bool:
+        """Flap of trunk link ``link`` (leaf l = link // P, uplink j): the jobs spanning several leaf
+        groups with nodes in the leaf's group crash (False: the link, its leaf or its spine is down)."""
+        leaf, j = divmod(link, self.P)
+        if self.trunk_bad[link] != 0 or not self.leaf_ok[leaf] or not self.spine_ok[self._spine_of_uplink[j]]:
+            return False
+        group, rail = divmod(leaf, self.R)
+        self.engine.recorder.event(self.engine.now, "transient", trunk_link_path(rail, group, j), -1)
+        self.engine.bus.publish(Topic.FABRIC_FLAP, group, "trunk_flap")
+        return True
+
+    def spans_groups(self, nodes: NDArray[np.int64]) -> bool:
+        """True when ``nodes`` lie under more than one leaf group (their traffic crosses the spines)."""
+        if len(nodes) < 2:
+            return False
+        g = self.node_group[nodes]
+        return bool(g.min() != g.max())
 
     # ---- component protocol ----------------------------------------------------------------
     def bisection_fraction(self) -> float:
@@ -296,13 +355,8 @@ class Network:
         rec.level("network.cut_nodes", now, float(self.n_cut))
 
     def start(self) -> None:
-        """Draw every link's first flap at once; schedule those inside the horizon."""
-        if self.flap_rate_h <= 0:
-            return
-        links = np.arange(len(self._flap_digest))
-        first = self._flap_gaps(links)
-        for i in np.flatnonzero(first < self.engine.horizon_h):
-            self._schedule_flap(int(i), float(first[i]))
+        self.access_flaps.start()
+        self.trunk_flaps.start()
 
     def finish(self) -> None:
         pass
@@ -317,8 +371,11 @@ class Network:
         if self.S > 0:
             ts_s, vs_s = rec.level_series("network.spines_healthy")
             m["network.spine_availability"] = time_weighted_mean(ts_s, vs_s, H) / self.S
-        m["network.link_flaps"] = float(self.flaps)
-        m["network.link_flaps_skipped"] = float(self.flaps_skipped)
+        m["network.link_flaps"] = float(self.access_flaps.fired)
+        m["network.link_flaps_skipped"] = float(self.access_flaps.skipped)
+        if self.trunk_flaps.rate_h > 0:
+            m["network.trunk_flaps"] = float(self.trunk_flaps.fired)
+            m["network.trunk_flaps_skipped"] = float(self.trunk_flaps.skipped)
         iv = rec.intervals_table()
         cut = iv[iv["state"] == "cut"]
         hours = cut["end_h"] - cut["start_h"]

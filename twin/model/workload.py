@@ -185,6 +185,7 @@ class Workload:
         bus.subscribe(Topic.NODE_UP, self._on_node_up)
         bus.subscribe(Topic.NODE_UNCUT, self._on_node_up)
         bus.subscribe(Topic.TRANSIENT, self._on_transient)
+        bus.subscribe(Topic.FABRIC_FLAP, self._on_fabric_flap)
         bus.subscribe(Topic.NODE_SPEED, self._on_speed)
         bus.subscribe(Topic.FABRIC, self._on_fabric)
 
@@ -663,6 +664,15 @@ class Workload:
         jid = int(self.owner[node])
         if jid >= 0:
             self._interrupt(self._job(jid), cause, False, [])
+
+    def _on_fabric_flap(self, group: int, cause: str) -> None:
+        """An uplink of a leaf of ``group`` flapped: every allocated job that spans several leaf groups
+        and has a node in ``group`` crashes (in job order)."""
+        fabric = self.engine.fabric
+        hit = [job for jid, job in sorted(self.allocated.items())
+               if fabric.spans_groups(job.nodes) and bool((fabric.node_group[job.nodes] == group).any())]
+        for job in hit:
+            self._interrupt(job, cause, False, [])
 
     def _on_speed(self, nodes: np.ndarray) -> None:
         jids = {int(j) for j in np.unique(self.owner[nodes]) if j >= 0}

@@ -119,7 +119,8 @@ def crew_advice(sc: "Scenario") -> list[Advice]:
 def job_interruption_rates_per_h(sc: "Scenario", n_nodes: int) -> list[tuple[str, str, float]]:
     """(source, effect, interruptions per hour) of a job on ``n_nodes`` nodes: every node part that
     stops a job (node down, link down, transient fault) and the fabric (access-link optics, leaf
-    switches of its groups, link flaps). Redundant parts stop a node only after several failures and
+    switches of its groups, link flaps, and for a job spanning several leaf groups the flaps of its
+    leaves' uplinks). Redundant parts stop a node only after several failures and
     are left out. Long-run rates: units / mean time to failure."""
     from twin.scenario.network import HOURS_PER_YEAR
 
@@ -133,6 +134,9 @@ def job_interruption_rates_per_h(sc: "Scenario", n_nodes: int) -> list[tuple[str
         rows.append(("optic (node links)", "cut", n_nodes * net.rails * net.optics_per_link / _mean_h(net.optic.failure)))
         rows.append(("leaf", "cut", groups * net.rails / _mean_h(net.leaf.failure)))
         rows.append(("link_flap", "transient", n_nodes * net.rails * net.link_flaps_per_link_per_year / HOURS_PER_YEAR))
+        if groups > 1 and net.spines > 0 and net.trunk_flaps_per_link_per_year > 0:  # the job crosses the spines
+            uplinks = groups * net.rails * net.nodes_per_leaf  # every uplink of the job's leaves
+            rows.append(("trunk_flap", "transient", uplinks * net.trunk_flaps_per_link_per_year / HOURS_PER_YEAR))
     return rows
 
 

@@ -111,6 +111,13 @@ class Network(_Strict):
                             "switch/cable' interruptions on 16,384 links in 54 days, less the 16.6 optic and "
                             "0.5 leaf failures the Alibaba rates predict there (attribution: assumption)."
     )
+    trunk_flaps_per_link_per_year: Annotated[float, Field(ge=0, allow_inf_nan=False)] = Field(
+        0.0, description="Poisson rate of flaps of one leaf–spine link. A flap crashes every job that spans "
+                         "several leaf groups and has nodes under the link's leaf (ECMP spreads such a job's "
+                         "cross-group traffic over all of its leaves' uplinks: assumption); jobs under one "
+                         "leaf group do not cross the spines. Default 0 (off): the Llama 3 derivation of "
+                         "link_flaps_per_link_per_year attributes every flap to node links."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> "Network":
