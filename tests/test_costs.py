@@ -274,6 +274,23 @@ def test_bad_cost_input_is_one_clean_line(tmp_path: Path, capsys: pytest.Capture
     assert "bad.yaml" in err[0] and field in err[0], err[0]
 
 
+@pytest.mark.parametrize("where", ["node", "rack"])
+def test_a_repaired_part_without_a_price_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    where: str) -> None:
+    """With costs, every repaired part type has a price (a missing one would silently cost 0)."""
+    doc = copy.deepcopy(DET)
+    part = {"count": 2, "failure": {"mtbf_h": 1e6}}
+    if where == "node":
+        doc["cluster"]["node"]["parts"]["dimm"] = part
+    else:
+        doc["cluster"]["rack_parts"] = {"dimm": part}
+    code, err = _run(tmp_path, doc, capsys)
+    assert code == 2 and len(err) == 1, err
+    assert "costs.parts" in err[0] and "'dimm'" in err[0] and "add costs.parts.dimm" in err[0], err[0]
+    doc["costs"].setdefault("parts", {})["dimm"] = 40.0
+    assert _run(tmp_path, doc, capsys)[0] == 0
+
+
 @pytest.mark.parametrize("hours,row", [([0, 1, 2, 4] + list(range(5, 168)), "row 5"),
                                        (list(range(100)), "row 102"),
                                        ([0, 1, 1] + list(range(2, 168)), "row 4")])

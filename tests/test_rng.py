@@ -224,6 +224,8 @@ def test_adding_a_part_type_does_not_shift_existing_draws() -> None:
                  "repair": {"time": {"dist": "fixed", "value_h": 1}}},
         **parts,
     }
+    if extra.get("costs") is not None:  # a repaired part needs a price when the scenario has costs
+        extra["costs"].setdefault("parts", {})["dimm"] = 50.0
     sa = load_dict(base).scenario
     sb = load_dict(extra).scenario
     ma, mb = Model(sa, 0), Model(sb, 0)

@@ -106,6 +106,7 @@ def estimate_events(sc: Scenario) -> float:
     H = sc.horizon_h
     n = sc.cluster.n_nodes
     failures = sum(_rate(p.count * n, H, p.failure) for p in sc.cluster.node.parts.values())
+    failures += sum(_rate(p.count * sc.cluster.racks, H, p.failure) for p in sc.cluster.rack_parts.values())
     net = sc.network
     if net is not None:
         c = net.counts(n)
@@ -141,6 +142,7 @@ def check_limits(scenario: Scenario | Loaded, reps: int | None = None, force: bo
     if n > MAX_NODES:
         refuse("cluster", f"{_count(n)} nodes (racks × nodes_per_rack) exceed the limit of {MAX_NODES:,} nodes")
     units = n * (sc.cluster.node.gpus + sum(p.count for p in sc.cluster.node.parts.values()))
+    units += sc.cluster.racks * sum(p.count for p in sc.cluster.rack_parts.values())
     if sc.network is not None:
         c = sc.network.counts(n)
         units += c["links"] + c["optics"] + c["leaves"] + c["spines"]

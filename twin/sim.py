@@ -71,6 +71,10 @@ class Model:
         }
         self.facility: dict[str, Any] = {}
         """Site-level part populations (FacilityParts) registered by the models, by name."""
+        if sc.cluster.rack_parts:
+            from twin.model.racks import RackParts
+
+            self.rack_parts = RackParts(self)
         self.components: list[Any] = []
         self.by_section: dict[str, Any] = {}
         for section, module, cls_name in COMPONENTS:

@@ -7,8 +7,8 @@ interval far from the Young/Daly optimum of the job's own failure rate. The simu
 scenarios faithfully; these checks say, in one line each, what to expect and why, so that a number
 such as a low ETTR is not mistaken for a property of the cluster. They never change a result.
 
-Rates are long-run renewal rates, units / mean time to failure, of the node parts and fabric units
-(facility units, a few per site, are left out: their share of the demand is negligible). Burn-in does
+Rates are long-run renewal rates, units / mean time to failure, of the node parts, rack parts and
+fabric units (facility units, a few per site, are left out: their share of the demand is negligible). Burn-in does
 not hold a technician (the model releases the crew before it), so a crew's offered load is
 Σ rate × mean hands-on repair time.
 """
@@ -53,13 +53,17 @@ def _mean_h(dist: Any) -> float:
 
 def repair_demand_per_h(sc: "Scenario") -> dict[str, tuple[float, Any]]:
     """Failures per hour that open a repair ticket, by part type, with the part's spec: node parts
-    (units = count × nodes; transient faults open no ticket) and fabric units."""
+    (units = count × nodes; transient faults open no ticket), rack parts (count × racks) and fabric
+    units."""
     n = sc.cluster.n_nodes
     out: dict[str, tuple[float, Any]] = {}
     for name, part in sc.cluster.node.parts.items():
         if part.effect != "transient":
             m = _mean_h(part.failure)
             out[name] = (part.count * n / m if m > 0 else math.inf, part)
+    for name, part in sc.cluster.rack_parts.items():
+        m = _mean_h(part.failure)
+        out[name] = (part.count * sc.cluster.racks / m if m > 0 else math.inf, part)
     net = sc.network
     if net is not None:
         counts = net.counts(n)
@@ -118,7 +122,8 @@ def crew_advice(sc: "Scenario") -> list[Advice]:
 
 def job_interruption_rates_per_h(sc: "Scenario", n_nodes: int) -> list[tuple[str, str, float]]:
     """(source, effect, interruptions per hour) of a job on ``n_nodes`` nodes: every node part that
-    stops a job (node down, link down, transient fault) and the fabric (access-link optics, leaf
+    stops a job (node down, link down, transient fault), the node_down rack parts of the fewest racks
+    that hold it, and the fabric (access-link optics, leaf
     switches of its groups, link flaps, and for a job spanning several leaf groups the flaps of its
     leaves' uplinks). Redundant parts stop a node only after several failures and
     are left out. Long-run rates: units / mean time to failure."""
@@ -128,6 +133,10 @@ def job_interruption_rates_per_h(sc: "Scenario", n_nodes: int) -> list[tuple[str
     for name, part in sc.cluster.node.parts.items():
         if part.effect in ("node_down", "link_down", "transient"):
             rows.append((name, part.effect, n_nodes * part.count / _mean_h(part.failure)))
+    racks = math.ceil(n_nodes / sc.cluster.nodes_per_rack)  # the fewest racks the job can be on
+    for name, part in sc.cluster.rack_parts.items():
+        if part.effect == "node_down":  # any unit's failure takes the rack down
+            rows.append((name, "rack_down", racks * part.count / _mean_h(part.failure)))
     net = sc.network
     if net is not None:
         groups = math.ceil(n_nodes / net.nodes_per_leaf)

@@ -45,7 +45,7 @@ class _Strict(BaseModel):
 
 def _default_parts() -> dict[str, float]:
     # Price of the unit replaced in one repair (and of one spare on the shelf), USD. All assumptions
-    # (order of magnitude of 2024 street prices); a part type not listed costs nothing per repair.
+    # (order of magnitude of 2024 street prices); a repaired part type not listed must be priced in costs.parts.
     return {
         "gpu": 25000.0,       # one H100 SXM module (assumption)
         "hbm": 25000.0,       # HBM faults are fixed by a GPU module swap (as in baseline.yaml)
@@ -217,7 +217,7 @@ class Costs(_Strict):
     parts: Annotated[dict[str, NonNeg], BeforeValidator(_over_defaults)] = Field(
         default_factory=_default_parts,
         description="Price of the part replaced in one repair and of one spare, by part type, merged over the "
-                    "defaults (assumptions); a part type in neither costs nothing per repair.")
+                    "defaults (assumptions); every repaired part type must have a price here or in the defaults.")
     spares: SparesCost = Field(default_factory=SparesCost)
     labour: Labour = Field(default_factory=Labour)
     energy: EnergyCost = Field(default_factory=EnergyCost)
@@ -235,12 +235,26 @@ class Costs(_Strict):
 
 def _part_names(data: dict[str, Any]) -> set[str]:
     cluster = data.get("cluster")
-    names = set(cluster.node.parts) if cluster is not None else set()
+    names = set(cluster.node.parts) | set(cluster.rack_parts) if cluster is not None else set()
     for section in ("cooling", "power", "network"):
         sub = data.get(section)
         if sub is not None and hasattr(sub, "facility_parts"):
             names |= set(sub.facility_parts())
     return names
+
+
+def _repaired_names(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """(part, where) of every part type whose failures are repaired (transient faults are not)."""
+    out = []
+    cluster = data.get("cluster")
+    if cluster is not None:
+        out += [(k, f"cluster.node.parts.{k}") for k, p in cluster.node.parts.items() if p.effect != "transient"]
+        out += [(k, f"cluster.rack_parts.{k}") for k in cluster.rack_parts]
+    for section in ("cooling", "power", "network"):
+        sub = data.get(section)
+        if sub is not None and hasattr(sub, "facility_parts"):
+            out += [(k, section) for k, p in sub.facility_parts().items() if p.effect != "transient"]
+    return out
 
 
 def _check(costs: Costs | None, info: ValidationInfo) -> Costs | None:
@@ -256,6 +270,10 @@ def _check(costs: Costs | None, info: ValidationInfo) -> Costs | None:
     for k in costs.parts:  # catches misspelt part names (the defaults name parts of every section)
         if k not in names:
             raise ValueError(f"@parts.{k}: no such part; known parts: {sorted(names)}")
+    for k, where in _repaired_names(data):  # every repair is priced: no silent zero
+        if k not in costs.parts:
+            raise ValueError(f"@parts: no price for part {k!r} ({where}), whose repairs the cost model counts; "
+                             f"add costs.parts.{k} (USD per unit replaced)")
     mt = data.get("maintenance")
     if mt is not None:
         for k in mt.spares:

@@ -101,6 +101,26 @@ class Cluster(Strict):
     racks: PosInt = Field(description="Racks in the hall.")
     nodes_per_rack: PosInt = Field(description="Nodes in each rack.")
     node: Node
+    rack_parts: dict[str, Part] = Field(
+        default_factory=dict,
+        description="Part types shared by the nodes of a rack, keyed by name (``count`` per rack): an NVLink "
+                    "domain's switch trays (GB200 NVL72), a rack power shelf, a rack manifold. Every node of the "
+                    "rack is down while fewer than ``min_to_run`` (default ``required``) of the rack's units work; "
+                    "effect ``node_down`` (any failure) or ``redundant`` (a k-of-n group). Repaired through the "
+                    "same crews and spares as node parts, without draining or burning in nodes (they are down "
+                    "with the rack).")
+
+    @model_validator(mode="after")
+    def _rack_parts(self) -> "Cluster":
+        for name, part in self.rack_parts.items():
+            if not name.replace("_", "").isalnum() or not name[0].isalpha():
+                raise ValueError(f"@rack_parts: part name {name!r} must be letters, digits and _ only")
+            if name in self.node.parts:
+                raise ValueError(f"@rack_parts.{name}: the name is taken by a node part (cluster.node.parts.{name})")
+            if part.effect not in ("node_down", "redundant"):
+                raise ValueError(f"@rack_parts.{name}.effect: a rack part takes the rack's nodes down: node_down or "
+                                 f"redundant (k-of-n), got {part.effect!r}")
+        return self
 
     @property
     def n_nodes(self) -> int:
@@ -191,13 +211,22 @@ class Scenario(Strict):
                 raise ValueError(
                     f"@cluster.node.parts.{name}.repair.crew: unknown crew pool {part.repair.crew!r}; allowed: {pools}"
                 )
-        allowed = set(self.cluster.node.parts)
+        for name, part in self.cluster.rack_parts.items():
+            if part.repair.crew is not None and part.repair.crew not in pools:
+                raise ValueError(
+                    f"@cluster.rack_parts.{name}.repair.crew: unknown crew pool {part.repair.crew!r}; allowed: {pools}"
+                )
+        allowed = set(self.cluster.node.parts) | set(self.cluster.rack_parts)
         facility: dict[str, Any] = {}
         for section in ("cooling", "power", "network"):
             sub = getattr(self, section, None)
             if sub is not None and hasattr(sub, "facility_parts"):
                 for fname, fpart in sub.facility_parts().items():  # {name: Part}
                     facility[fname] = (section, fpart)
+        for name in self.cluster.rack_parts:
+            if name in facility:
+                raise ValueError(f"@cluster.rack_parts.{name}: the name is taken by a unit of the "
+                                 f"{facility[name][0]} section")
         allowed |= set(facility)
         for name in self.maintenance.spares:
             if name not in allowed:

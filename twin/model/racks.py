@@ -1,0 +1,63 @@
+"""Rack parts (``cluster.rack_parts``): units shared by the nodes of a rack.
+
+An NVLink domain's switch trays (GB200 NVL72: 18 compute trays and 9 NVSwitch trays per rack), a
+rack power shelf or a rack manifold serve every node of their rack. Each part type has ``count``
+units per rack, failing and repaired through the same streams, crews and spares as node parts
+(:class:`~twin.model.parts.FacilityParts`, paths ``hall.rackNN.<name><k>``). While fewer than the
+type's ``fail_below`` (``min_to_run``, default ``required``) units of a rack work, every node of the
+rack is down with the part's name as cause (``cluster.add_down``): the workload interrupts the jobs
+there, IT power and thermal see the nodes out of service, ``node_down_hours.<name>`` and
+``interruptions.<name>`` count it. Repairs are hot: no node is drained or burnt in (the nodes are
+down with the rack while the group has failed).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from twin.model.parts import FacilityParts
+
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.sim import Model
+
+
+def rack_path(rack: int) -> str:
+    """Dotted path of a rack, the prefix of its nodes' paths (``hall.rack03``)."""
+    return f"hall.rack{rack:02d}"
+
+
+class RackParts:
+    """Every rack part type of the scenario: populations registered in ``model.facility``."""
+
+    def __init__(self, model: "Model") -> None:
+        self.cluster = cl = model.cluster
+        racks = cl.racks
+        self.healthy: dict[str, np.ndarray] = {}
+        self.fail_below: dict[str, int] = {}
+        self.count: dict[str, int] = {}
+        for name, spec in model.sc.cluster.rack_parts.items():
+            paths = [f"{rack_path(r)}.{name}{k}" for r in range(racks) for k in range(spec.count)]
+            self.healthy[name] = np.full(racks, spec.count, dtype=np.int64)
+            self.fail_below[name] = spec.fail_below
+            self.count[name] = spec.count
+            pop = FacilityParts(model.engine, name, paths, spec,
+                                lambda idx, ok, name=name: self._on_change(name, idx, ok), model.shop.on_failure)
+            model.facility[name] = pop
+
+    def _on_change(self, name: str, idx: int, healthy: bool) -> None:
+        rack = idx // self.count[name]
+        h = self.healthy[name]
+        before = int(h[rack])
+        after = before + (1 if healthy else -1)
+        h[rack] = after
+        k = self.fail_below[name]
+        cl = self.cluster
+        nodes = range(rack * cl.nodes_per_rack, (rack + 1) * cl.nodes_per_rack)
+        if before >= k > after:  # the rack's group just failed
+            for node in nodes:
+                cl.add_down(node, name)
+        elif after >= k > before:  # and is back
+            for node in nodes:
+                cl.remove_down(node, name)
