@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -251,6 +252,47 @@ def test_spine_failure_slows_multi_leaf_job_by_the_step_time_model() -> None:
     assert ts["value"].tolist() == [1.0, 0.75, 1.0]
     assert ts["time_h"].tolist() == pytest.approx([0.0, t_fail, t_fail + down_h])
     assert res.metrics["network.bisection_fraction"] == pytest.approx(1 - 0.25 * down_h / H)
+
+
+def test_oversubscribed_leaves_slow_only_multi_group_jobs_and_cost_fewer_optics() -> None:
+    """8 nodes per leaf with 4 uplinks (2:1): trunk links and optics follow L·U; a job spanning two
+    groups runs at half its links' bandwidth (its step time by the model.md §6 formula), one under
+    a single leaf at full; a spine failure takes U/S of every leaf's uplinks."""
+    step = {"t_compute_s": 1.0, "grad_gb": 40.0, "overlap": 0.5, "hop_latency_s": 5e-6}
+    jobs = [{"name": "wide", "gpus": 128, "work_h": 1e4, "step": step},    # 16 nodes: groups 0, 1
+            {"name": "narrow", "gpus": 64, "work_h": 1e4, "step": step}]   # 8 nodes: group 2
+    d = doc(racks=8, nodes_per_rack=4, rails=2, nodes_per_leaf=8, spines=2, days=5, jobs=jobs,
+            network={"uplinks_per_leaf": 4})
+    m = model(d)
+    net = m.engine.fabric
+    leaves = 4 * 2
+    assert net.topology["trunk_links"] == leaves * 4 and net.topology["optics"] == 2 * (32 * 2 + leaves * 4)
+    assert m.facility["optic"].n == net.topology["optics"]
+    ideal = 2 * 400.0
+    assert net.job_bandwidth_gbps(np.arange(0, 16)) == (ideal, pytest.approx(ideal * 4 / 8))
+    assert net.job_bandwidth_gbps(np.arange(16, 24)) == (ideal, ideal)
+    assert net.bisection_fraction() == 1.0  # every installed uplink in service
+    m.run()
+    res = m.result()
+    jobs_t = res.tables["jobs"].query("record == 'job'").set_index("name")
+    H = 5 * 24.0
+    rate = step_time(1.0, 40, 0.5, 5e-6, 16, ideal) / step_time(1.0, 40, 0.5, 5e-6, 16, ideal / 2)
+    assert rate < 0.8  # the case exposes communication
+    assert jobs_t.loc["wide", "kept_h"] == pytest.approx(H * rate, rel=1e-9)
+    assert jobs_t.loc["narrow", "kept_h"] == pytest.approx(H, rel=1e-12)
+    m2 = model(d)
+    m2.facility["spine"].fail_now(0)  # 2 of each leaf's 4 uplinks
+    assert m2.engine.fabric.job_bandwidth_gbps(np.arange(0, 16))[1] == pytest.approx(ideal * 2 / 8)
+    assert m2.engine.fabric.bisection_fraction() == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("network,needle", [({"uplinks_per_leaf": 9}, "at most nodes_per_leaf"),
+                                            ({"uplinks_per_leaf": 3}, "must divide uplinks_per_leaf (3)")])
+def test_bad_uplinks(network: dict[str, Any], needle: str) -> None:
+    from twin.errors import InputError
+
+    with pytest.raises(InputError, match=re.escape(needle)):
+        load_dict(doc(racks=8, nodes_per_rack=4, rails=2, nodes_per_leaf=8, spines=2, network=network))
 
 
 # ---- link flaps ---------------------------------------------------------------------------------

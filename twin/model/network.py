@@ -2,16 +2,17 @@
 
 State lives in numpy arrays indexed by rule (see :mod:`twin.scenario.network`): node ``n`` is in
 leaf group ``g = n // P``; leaf ``l = g·R + r`` serves rail ``r`` of group ``g``; access link
-``a = n·R + r`` joins node ``n`` to leaf ``l``; trunk link ``t = l·P + j`` joins leaf ``l`` to spine
-``j mod S`` (``P`` nodes per leaf, ``R`` rails, ``S`` spines).
+``a = n·R + r`` joins node ``n`` to leaf ``l``; trunk link ``t = l·U + j`` joins leaf ``l`` to spine
+``j mod S`` (``P`` nodes per leaf, ``U`` uplinks per leaf (``P`` unless oversubscribed), ``R`` rails,
+``S`` spines).
 
 Failures go through :class:`~twin.model.parts.FacilityParts` (the same streams, crews and spares
 as node parts); only failures inside the horizon are scheduled.
 
 - An optic on an access link, or a leaf, cuts node(s) off a rail: ``cluster.add_cut(node,
   'optic' | 'leaf')`` (the workload interrupts multi-node jobs there and places none there).
-- An optic on a trunk link takes that uplink down; a spine takes its ``P/S`` uplinks of every leaf
-  down. A leaf's uplink share ``u_l = healthy uplinks / P``; a job that spans several leaf groups
+- An optic on a trunk link takes that uplink down; a spine takes its ``U/S`` uplinks of every leaf
+  down. A leaf's uplink share ``u_l = healthy uplinks / P`` (at most ``U/P``); a job that spans several leaf groups
   gets ``R × link_bandwidth × min over its groups' leaves of u_l`` per node (its ring runs at the
   pace of its slowest rail), a job under one leaf group the full ``R × link_bandwidth``. With
   spine failures only, ``u_l = healthy spines / S`` for every leaf. Every change is published as
@@ -71,7 +72,7 @@ def trunk_link_path(rail: int, group: int, j: int) -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def _fabric_paths(N: int, R: int, opl: int, G: int, P: int, T: int) -> tuple[list[str], NDArray[np.uint64], NDArray[np.uint64]]:
+def _fabric_paths(N: int, R: int, opl: int, G: int, U: int, T: int) -> tuple[list[str], NDArray[np.uint64], NDArray[np.uint64]]:
     """Optic paths (access links, then trunk links), their digests and the access links' flap-stream
     digests (read-only): a pure function of the topology, cached in the process so the replications
     of a Monte Carlo do not hash ~10^5–10^6 paths each. The strings are access_link_path /
@@ -80,7 +81,7 @@ def _fabric_paths(N: int, R: int, opl: int, G: int, P: int, T: int) -> tuple[lis
     access = [access_link_path(n, r) for n in range(N) for r in range(R)]
     opt_paths = [a + o for a in access for o in optic]
     if T:
-        ups = [f".up{j:03d}" for j in range(P)]
+        ups = [f".up{j:03d}" for j in range(U)]
         opt_paths += [lp + u + o for g in range(G) for r in range(R) for lp in (leaf_path(r, g),)
                       for u in ups for o in optic]
     opt = rng.path_digests(opt_paths)
@@ -91,10 +92,10 @@ def _fabric_paths(N: int, R: int, opl: int, G: int, P: int, T: int) -> tuple[lis
 
 
 @functools.lru_cache(maxsize=4)
-def _trunk_flap_digests(R: int, G: int, P: int) -> NDArray[np.uint64]:
-    """Flap-stream digests of the trunk links in index order (t = (g·R + r)·P + j), read-only and cached
+def _trunk_flap_digests(R: int, G: int, U: int) -> NDArray[np.uint64]:
+    """Flap-stream digests of the trunk links in index order (t = (g·R + r)·U + j), read-only and cached
     like :func:`_fabric_paths`."""
-    out = rng.path_digests(trunk_link_path(r, g, j) + "#flap" for g in range(G) for r in range(R) for j in range(P))
+    out = rng.path_digests(trunk_link_path(r, g, j) + "#flap" for g in range(G) for r in range(R) for j in range(U))
     out.flags.writeable = False
     return out
 
@@ -151,6 +152,7 @@ class Network:
         self.N = N = cl.n_nodes
         self.R = R = spec.rails
         self.P = P = spec.nodes_per_leaf
+        self.U = U = spec.uplinks
         self.S = S = spec.spines
         self.opl = opl = spec.optics_per_link
         c = spec.counts(N)
@@ -166,14 +168,14 @@ class Network:
         self.spine_ok = np.ones(S, dtype=bool)
         self.access_bad = np.zeros(A, dtype=np.int8)  # failed optics per access link
         self.trunk_bad = np.zeros(T, dtype=np.int8)  # failed optics per trunk link
-        self.leaf_up = np.full(L, P if S > 0 else 0, dtype=np.int64)  # healthy uplinks per leaf
-        self.group_frac = np.ones(G)  # min over the group's leaves of healthy uplinks / P
-        self._spine_of_uplink = np.arange(P) % S if S > 0 else np.zeros(0, dtype=np.int64)
+        self.leaf_up = np.full(L, U if S > 0 else 0, dtype=np.int64)  # healthy uplinks per leaf
+        self.group_frac = np.full(G, U / P if S > 0 else 1.0)  # min over the group's leaves of healthy uplinks / P
+        self._spine_of_uplink = np.arange(U) % S if S > 0 else np.zeros(0, dtype=np.int64)
         self.n_cut = 0
         # failure populations (site-level units through the same crews and spares)
         parts = spec.facility_parts()
         shop = model.shop
-        opt_paths, opt_digests, flap_digests = _fabric_paths(N, R, opl, G, P, T)
+        opt_paths, opt_digests, flap_digests = _fabric_paths(N, R, opl, G, U, T)
         self.optics = FacilityParts(eng, "optic", opt_paths, parts["optic"], self._on_optic, shop.on_failure,
                                     digests=opt_digests)
         self.leaves = FacilityParts(eng, "leaf", [leaf_path(r, g) for g in range(G) for r in range(R)],
@@ -187,7 +189,7 @@ class Network:
         self.access_flaps = _Flaps(eng, spec.link_flaps_per_link_per_year / HOURS_PER_YEAR, flap_digests,
                                    self._access_flap)
         trunk_rate_h = spec.trunk_flaps_per_link_per_year / HOURS_PER_YEAR
-        self.trunk_flaps = _Flaps(eng, trunk_rate_h, _trunk_flap_digests(R, G, P) if trunk_rate_h > 0 and T
+        self.trunk_flaps = _Flaps(eng, trunk_rate_h, _trunk_flap_digests(R, G, U) if trunk_rate_h > 0 and T
                                   else np.zeros(0, dtype=np.uint64), self._trunk_flap)
         eng.fabric = self
         eng.bus.subscribe(Topic.NODE_CUT, self._on_cut)
@@ -271,7 +273,7 @@ class Network:
 
     def _on_spine(self, idx: int, healthy: bool) -> None:
         self.spine_ok[idx] = healthy
-        ok = (self.trunk_bad.reshape(self.L, self.P) == 0) & self.spine_ok[self._spine_of_uplink]
+        ok = (self.trunk_bad.reshape(self.L, self.U) == 0) & self.spine_ok[self._spine_of_uplink]
         self.leaf_up[:] = ok.sum(axis=1)
         self.group_frac[:] = self.leaf_up.reshape(self.G, self.R).min(axis=1) / self.P
         self._record_levels()
@@ -293,9 +295,9 @@ class Network:
         self.trunk_bad[t] = before + step
         if (before == 0) == (self.trunk_bad[t] == 0):
             return  # the link's state did not change (its other optic was already down)
-        leaf = t // self.P
-        lo = leaf * self.P
-        up = int(((self.trunk_bad[lo:lo + self.P] == 0) & self.spine_ok[self._spine_of_uplink]).sum())
+        leaf = t // self.U
+        lo = leaf * self.U
+        up = int(((self.trunk_bad[lo:lo + self.U] == 0) & self.spine_ok[self._spine_of_uplink]).sum())
         self.leaf_up[leaf] = up
         g = leaf // self.R
         self.group_frac[g] = self.leaf_up[g * self.R:(g + 1) * self.R].min() / self.P
@@ -321,9 +323,9 @@ class Network:
         return True
 
     def _trunk_flap(self, link: int) -> bool:
-        """Flap of trunk link ``link`` (leaf l = link // P, uplink j): the jobs spanning several leaf
+        """Flap of trunk link ``link`` (leaf l = link // U, uplink j): the jobs spanning several leaf
         groups with nodes in the leaf's group crash (False: the link, its leaf or its spine is down)."""
-        leaf, j = divmod(link, self.P)
+        leaf, j = divmod(link, self.U)
         if self.trunk_bad[link] != 0 or not self.leaf_ok[leaf] or not self.spine_ok[self._spine_of_uplink[j]]:
             return False
         group, rail = divmod(leaf, self.R)
@@ -340,11 +342,11 @@ class Network:
 
     # ---- component protocol ----------------------------------------------------------------
     def bisection_fraction(self) -> float:
-        """Share of the leaf-to-spine capacity in service (a failed leaf takes its uplinks with it);
-        without spines, the share of leaves in service."""
+        """Share of the installed leaf-to-spine capacity in service (a failed leaf takes its uplinks with
+        it); without spines, the share of leaves in service."""
         if self.S == 0:
             return float(self.leaf_ok.mean()) if self.L else 1.0
-        return float((self.leaf_up * self.leaf_ok).sum() / (self.L * self.P))
+        return float((self.leaf_up * self.leaf_ok).sum() / (self.L * self.U))
 
     def _record_levels(self) -> None:
         rec = self.engine.recorder

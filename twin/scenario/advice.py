@@ -144,7 +144,7 @@ def job_interruption_rates_per_h(sc: "Scenario", n_nodes: int) -> list[tuple[str
         rows.append(("leaf", "cut", groups * net.rails / _mean_h(net.leaf.failure)))
         rows.append(("link_flap", "transient", n_nodes * net.rails * net.link_flaps_per_link_per_year / HOURS_PER_YEAR))
         if groups > 1 and net.spines > 0 and net.trunk_flaps_per_link_per_year > 0:  # the job crosses the spines
-            uplinks = groups * net.rails * net.nodes_per_leaf  # every uplink of the job's leaves
+            uplinks = groups * net.rails * net.uplinks  # every uplink of the job's leaves
             rows.append(("trunk_flap", "transient", uplinks * net.trunk_flaps_per_link_per_year / HOURS_PER_YEAR))
     return rows
 

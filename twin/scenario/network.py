@@ -3,12 +3,13 @@
 The topology is a rule, not a listed graph. Nodes are numbered 0..N−1 (rack by rack); node ``n``
 sits in *leaf group* ``g = n // nodes_per_leaf``. Each of the node's ``rails`` NICs is cabled to the
 leaf switch of its rail in its group, so there are ``G = ceil(N / nodes_per_leaf)`` groups and
-``G × rails`` leaves. Each leaf has ``nodes_per_leaf`` uplinks (non-blocking, 1:1) spread evenly over
-the ``spines`` (``nodes_per_leaf / spines`` links from every leaf to every spine). Every link has
-``optics_per_link`` transceivers (one at each end). Counts:
+``G × rails`` leaves. Each leaf has ``U = uplinks_per_leaf`` uplinks (default ``nodes_per_leaf``:
+non-blocking, 1:1; fewer: oversubscribed ``nodes_per_leaf : U``) spread evenly over the ``spines``
+(``U / spines`` links from every leaf to every spine). Every link has ``optics_per_link``
+transceivers (one at each end). Counts:
 
-- leaves ``L = G·rails``; access links ``N·rails``; trunk links ``L·nodes_per_leaf`` (0 without
-  spines); optics ``optics_per_link·(access + trunk)``.
+- leaves ``L = G·rails``; access links ``N·rails``; trunk links ``L·U`` (0 without spines); optics
+  ``optics_per_link·(access + trunk)``.
 
 NIC failures come from the node part ``nic`` (effect ``link_down``) when the node has one.
 """
@@ -81,8 +82,14 @@ class Network(_Strict):
     )
     spines: Annotated[int, Field(ge=0)] = Field(
         16, description="Spine switches; each carries 1/spines of every leaf's uplinks, so it must divide "
-                        "nodes_per_leaf. 0 only for a single leaf group (assumption: 16, as for four "
+                        "uplinks_per_leaf. 0 only for a single leaf group (assumption: 16, as for four "
                         "32-node units)."
+    )
+    uplinks_per_leaf: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="Links from each leaf to the spines (default: nodes_per_leaf, non-blocking 1:1). Fewer "
+                          "oversubscribe the fabric nodes_per_leaf : uplinks_per_leaf: a job spanning several leaf "
+                          "groups gets at most uplinks/nodes_per_leaf of its links' bandwidth (the same rule as "
+                          "for failed uplinks); fewer trunk links and optics to buy."
     )
     link_bandwidth_gbps: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(
         400.0, description="Bandwidth of one link, Gbit/s (ConnectX-7 NDR 400 Gb/s, same guide)."
@@ -121,12 +128,21 @@ class Network(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> "Network":
-        if self.spines > 0 and self.nodes_per_leaf % self.spines != 0:
+        if self.uplinks_per_leaf is not None and self.uplinks_per_leaf > self.nodes_per_leaf:
+            raise ValueError(f"@uplinks_per_leaf: at most nodes_per_leaf ({self.nodes_per_leaf}: non-blocking), "
+                             f"got {self.uplinks_per_leaf}")
+        if self.spines > 0 and self.uplinks % self.spines != 0:
+            what = "uplinks_per_leaf" if self.uplinks_per_leaf is not None else "nodes_per_leaf"
             raise ValueError(
-                f"@spines: must divide nodes_per_leaf ({self.nodes_per_leaf}) so every leaf has the same "
+                f"@spines: must divide {what} ({self.uplinks}) so every leaf has the same "
                 f"number of uplinks to each spine, got {self.spines}"
             )
         return self
+
+    @property
+    def uplinks(self) -> int:
+        """Uplinks of each leaf: ``uplinks_per_leaf``, default ``nodes_per_leaf`` (non-blocking)."""
+        return self.uplinks_per_leaf if self.uplinks_per_leaf is not None else self.nodes_per_leaf
 
     # ---- topology counts (the rule) -------------------------------------------------------
     def groups(self, n_nodes: int) -> int:
@@ -138,7 +154,7 @@ class Network(_Strict):
         groups = self.groups(n_nodes)
         leaves = groups * self.rails
         access = n_nodes * self.rails
-        trunk = leaves * self.nodes_per_leaf if self.spines > 0 else 0
+        trunk = leaves * self.uplinks if self.spines > 0 else 0
         return {
             "groups": groups,
             "leaves": leaves,
