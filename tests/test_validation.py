@@ -202,3 +202,13 @@ def test_meta_reference_is_the_calibrated_scaling_law() -> None:
         assert r.passed and all(r.excludes(v) for v in r.wrong.values())
     assert cal["RSC-1"].reference == 6.50 and cal["RSC-2"].reference == 2.34
     assert cf.job_interruption_rate_per_h(512, 6.5 / 24_000) == pytest.approx(512 * 6.5 / 24_000)
+
+
+def test_rack_series_is_independent_units_in_series() -> None:
+    """Rack parts in series: the reference is A_u^n, the simulation passes and excludes the wrong
+    models (one unit per rack, detection forgotten, units that stop ageing while the rack is down)."""
+    (r,) = reliability.rack_series(QUICK)
+    a_u = 300.0 / (300.0 + 0.5 + 4.0)
+    assert r.reference == pytest.approx(a_u ** 9, rel=1e-12)
+    assert r.passed and all(r.invariants.values())
+    assert len(r.wrong) == 3 and all(r.excludes(v) for v in r.wrong.values())

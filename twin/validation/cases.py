@@ -156,6 +156,7 @@ def _registry() -> dict[str, Callable[[Settings], list[CaseResult]]]:
         "single_part": reliability.single_part,
         "k_of_n": reliability.k_of_n,
         "one_of_two": reliability.one_of_two,
+        "rack_series": reliability.rack_series,
         "palm_spares": reliability.palm_spares,
         "mmc_queue": erlang_c,
         "checkpoint_daly": daly_checkpoint,

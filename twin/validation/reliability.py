@@ -1,5 +1,5 @@
 """Reliability cases (model.md §9): one repairable part, k-out-of-n with r crews, 1-of-2 with one
-and two crews, spares by Palm's theorem.
+and two crews, rack parts in series, spares by Palm's theorem.
 
 Each case states a scenario whose steady state has a known closed form, runs replications with
 fixed seeds and compares the estimate with the closed form. Warm-up is discarded (or shown
@@ -155,6 +155,53 @@ def one_of_two(s: Settings) -> list[CaseResult]:
     one.passed = one.passed and one.invariants["closed form equals the chain with r = 1"]
     two = _k_of_n_one(s, 2, 1, 2, lam, mu, reps, days, other_crews=1, case="one_of_two")
     return [one, two]
+
+
+# ---- a rack behind parts in series (an NVLink domain's switch trays) -----------------------------
+
+def rack_series(s: Settings, units: int = 9, mtbf_h: float = 300.0, detect_h: float = 0.5,
+                repair_h: float = 4.0) -> list[CaseResult]:
+    """Nodes behind ``units`` rack parts in series (``cluster.rack_parts``, effect node_down: the
+    switch trays of an NVLink domain), each an independent repairable unit (exponential failures,
+    fixed detection and repair, ample crews: no queue; a unit keeps ageing while its rack is down):
+    node availability = A_u^units with A_u = MTBF/(MTBF + detection + repair).
+
+    Measured after a warm-up of 3 unit cycles (every unit starts new and up, not in the steady-state
+    mix); every node of a rack shares its rack's downtime (an invariant)."""
+    reps = s.reps(10, 40)
+    days = 150.0 if s.quick else 600.0
+    racks, npr = 8, 2
+    doc = base_doc("rack-series", days, {"gpu": {"count": 8, "failure": {"mtbf_h": 1e15}}}, crews=64,
+                   racks=racks, nodes_per_rack=npr)
+    doc["cluster"]["rack_parts"] = {"tray": {
+        "count": units, "effect": "node_down", "failure": {"dist": "exponential", "mean_h": mtbf_h},
+        "repair": {"time": {"dist": "fixed", "value_h": repair_h}}}}
+    doc["maintenance"]["detection"] = {"dist": "fixed", "value_h": detect_h}
+    sc = load_case_doc(doc, s)
+    H = sc.horizon_h
+    cycle = mtbf_h + detect_h + repair_h
+    warm = 3 * cycle
+    avail, shared, causes = [], True, set()
+    for rep in range(reps):
+        res = run_replication(sc, rep)
+        iv = res.tables["node_intervals"]
+        causes |= set(iv.loc[iv["state"] == "down", "cause"].astype(str))
+        down = np.array([down_fraction(iv, n, warm, H) for n in range(racks * npr)])
+        shared &= bool(np.all(down.reshape(racks, npr) == down.reshape(racks, npr)[:, :1]))
+        avail.append(1.0 - float(down.mean()))
+    a_unit = float(cf.availability_single(mtbf_h, detect_h + repair_h))
+    return [result(
+        "rack_series", f"node availability, {units} rack parts in series, MTBF {mtbf_h:g} h, "
+        f"down {detect_h + repair_h:g} h", a_unit ** units, TMean(np.array(avail)), s,
+        "A = A_u^n, A_u = MTBF/(MTBF + MTTR) (independent units in series)",
+        wrong={"one unit per rack: A_u": a_unit,
+               "detection forgotten": float(cf.availability_single(mtbf_h, repair_h)) ** units,
+               "units stop ageing while the rack is down: 1/(1 + n·MTTR/MTBF)":
+                   1.0 / (1.0 + units * (detect_h + repair_h) / mtbf_h)},
+        invariants={"nodes of a rack share its downtime": shared,
+                    "every outage is a rack part's": causes <= {"tray"},
+                    "over 200 unit failures per replication after the warm-up":
+                        racks * units * (H - warm) / cycle > 200})]
 
 
 # ---- spares: Palm's theorem ----------------------------------------------------------------------
