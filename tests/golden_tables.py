@@ -3,8 +3,9 @@
 Performance work must change no result. ``python tests/golden_tables.py --record`` writes
 ``tests/golden/fingerprints.json`` from the current code (record it *before* optimising);
 ``tests/test_golden.py`` re-runs the same scenarios and seeds and compares, column by column. A
-deliberate change of results is recorded under a new ``twin.__version__`` (``record`` refuses
-otherwise), so that results stored by the old version are not reused.
+deliberate change of results is recorded under a new ``twin.__version__`` with a section in
+``CHANGELOG.md`` (``record`` refuses otherwise), so that results stored by the old version are not
+reused and users can read what changed.
 
 A fingerprint is exact: SHA-256 over a column's canonical bytes (float64 bit patterns, int64,
 or the UTF-8 strings), so a float that moved in its last bit counts as a change. Each float
@@ -24,6 +25,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "fingerprints.json"
+CHANGELOG = ROOT / "CHANGELOG.md"
 
 CASES: list[tuple[str, list[str], int]] = [
     # (scenario, overrides, replication): every bundled model path, kept to ~10 s in all
@@ -97,12 +99,14 @@ def record() -> None:
     were recorded with is refused."""
     import twin
 
+    if f"\n## {twin.__version__} " not in CHANGELOG.read_text():
+        sys.exit(f"{CHANGELOG.name} has no section '## {twin.__version__} ...': say what changed in this version")
     new = {case_id(*c): fingerprint_case(*c) for c in CASES}
     old = load() if GOLDEN.is_file() else None
     if old is not None and old.get("twin_version") == twin.__version__ and old.get("cases") != new:
         changed = sorted(k for k in set(new) | set(old.get("cases", {})) if old["cases"].get(k) != new.get(k))
         sys.exit(f"results changed ({'; '.join(changed)}) but twin.__version__ is still {twin.__version__}: "
-                 "bump it in twin/__init__.py, then record again")
+                 f"bump it in twin/__init__.py, say what changed in {CHANGELOG.name}, then record again")
     GOLDEN.parent.mkdir(parents=True, exist_ok=True)
     GOLDEN.write_text(json.dumps({"twin_version": twin.__version__, "cases": new}, indent=1, sort_keys=True) + "\n")
     print(f"wrote {GOLDEN}: {len(new)} cases, twin {twin.__version__}")

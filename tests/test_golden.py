@@ -70,6 +70,8 @@ def test_record_refuses_changed_results_under_the_same_version(tmp_path: Path,
     import golden_tables as gt
 
     monkeypatch.setattr(gt, "GOLDEN", tmp_path / "fingerprints.json")
+    monkeypatch.setattr(gt, "CHANGELOG", tmp_path / "CHANGELOG.md")
+    gt.CHANGELOG.write_text(f"# Changelog\n\n## {twin.__version__} — today\n")
     monkeypatch.setattr(gt, "CASES", [("x", [], 0)])
     monkeypatch.setattr(gt, "fingerprint_case", lambda *c: {"value": 1})
     gt.record()
@@ -79,5 +81,14 @@ def test_record_refuses_changed_results_under_the_same_version(tmp_path: Path,
         gt.record()
     assert json.loads(gt.GOLDEN.read_text())["cases"] == {"x rep=0": {"value": 1}}
     monkeypatch.setattr(twin, "__version__", "99.0.0")
+    with pytest.raises(SystemExit, match="no section '## 99.0.0"):  # a new version says what changed
+        gt.record()
+    gt.CHANGELOG.write_text(gt.CHANGELOG.read_text() + "\n## 99.0.0 — later\n")
     gt.record()
     assert json.loads(gt.GOLDEN.read_text()) == {"twin_version": "99.0.0", "cases": {"x rep=0": {"value": 2}}}
+
+
+def test_this_version_has_a_changelog_section() -> None:
+    from golden_tables import CHANGELOG
+
+    assert f"\n## {twin.__version__} " in CHANGELOG.read_text()
