@@ -12,9 +12,10 @@ as node parts); only failures inside the horizon are scheduled.
 - An optic on an access link, or a leaf, cuts node(s) off a rail: ``cluster.add_cut(node,
   'optic' | 'leaf')`` (the workload interrupts multi-node jobs there and places none there).
 - An optic on a trunk link takes that uplink down; a spine takes its ``U/S`` uplinks of every leaf
-  down. A leaf's uplink share ``u_l = healthy uplinks / P`` (at most ``U/P``); a job that spans several leaf groups
-  gets ``R × link_bandwidth × min over its groups' leaves of u_l`` per node (its ring runs at the
-  pace of its slowest rail), a job under one leaf group the full ``R × link_bandwidth``. With
+  down. A leaf's uplink share ``u_l = healthy uplinks / P`` (at most ``U/P``); a job that spans
+  several leaf groups gets ``R × link_bandwidth × min over its groups' leaves of u_l`` per node (its
+  ring runs at the pace of its slowest rail), a job under one leaf group the full
+  ``R × link_bandwidth``. With
   spine failures only, ``u_l = healthy spines / S`` for every leaf. Every change is published as
   ``Topic.FABRIC``.
 - Link flaps: each access link flaps as a Poisson process (rate per link per year); the flap
