@@ -40,3 +40,37 @@ def test_run_writes_lifetimes_that_fit_recovers(tmp_path: Path) -> None:
     assert lo <= 2.0 <= hi
     lo, hi = wb.ci["scale_h"]
     assert lo <= 12000.0 <= hi
+
+
+def test_lifetimes_include_rack_parts(tmp_path: Path) -> None:
+    """Rack parts' lives are written too (component ids are their rack paths), one row per failure
+    plus one censored life per unit healthy at the horizon."""
+    doc = {
+        "name": "racklives", "seed": 3, "horizon_days": 200,
+        "cluster": {"racks": 4, "nodes_per_rack": 2, "node": {"gpus": 8, "parts": {
+            "gpu": {"count": 8, "failure": {"mtbf_h": 50000.0}}}},
+            "rack_parts": {"tray": {"count": 3, "failure": {"mtbf_h": 400.0},
+                                    "repair": {"time": {"dist": "fixed", "value_h": 2}}}}},
+        "maintenance": {"crews": {"t": {"count": 8}}},
+    }
+    sc = tmp_path / "racklives.yaml"
+    sc.write_text(yaml.safe_dump(doc))
+    assert main(["run", str(sc), "--results", str(tmp_path / "r"), "--quiet", "--lifetimes"]) == 0
+    (csv,) = list((tmp_path / "r").rglob("lifetimes.csv"))
+    df = pd.read_csv(csv)
+    events = pd.read_parquet(csv.parent / "events.parquet")
+    tray_fails = int(((events.kind == "fail") & events.path.astype(str).str.contains(r"\.tray\d+$")).sum())
+    trays = df[df.part == "tray"]
+    assert tray_fails > 50 and int(trays.failed.sum()) == tray_fails
+    assert set(trays.component_id) == {f"hall.rack{r:02d}.tray{k}" for r in range(4) for k in range(3)}
+    assert int(df.failed.sum()) == int((events.kind == "fail").sum())  # gpu and tray failures, nothing lost
+    # fit them back into a scenario: the tray's law lands under cluster.rack_parts, where the base has it
+    into = tmp_path / "fitted.yaml"
+    assert main(["fit", str(csv), "--out", str(tmp_path / "fit"), "--into", str(into), "--base", str(sc)]) == 0
+    fitted = yaml.safe_load(into.read_text())
+    assert set(fitted["cluster"]["rack_parts"]) == {"tray"}
+    assert "tray" not in fitted["cluster"].get("node", {}).get("parts", {})
+    from twin.scenario.loader import load_scenario
+
+    tray = load_scenario(into).scenario.cluster.rack_parts["tray"]
+    assert tray.count == 3 and 300.0 < tray.failure.mean() < 530.0  # truth 400 h, ~300 failures

@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--replication", type=int, default=0, help="replication index (default 0)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--lifetimes", action="store_true",
-                   help="also write lifetimes.csv: every node part's lives in the `twin fit` input format")
+                   help="also write lifetimes.csv: every node and rack part's lives in the `twin fit` input format")
     p.add_argument("--dry-run", dest="dry_run", action="store_true",
                    help="check the scenario, its files and the limits, then stop (nothing simulated or written)")
     p.set_defaults(func=cmd_run)

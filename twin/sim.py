@@ -129,14 +129,16 @@ class Model:
 
     # ---- results ------------------------------------------------------------------------
     def lifetimes(self) -> pd.DataFrame:
-        """Lives of every node part: ``part, component_id, start_h, end_h, failed`` (the ``twin fit``
-        lifetimes format). A failure closes a life at its time; a part healthy at the horizon is
-        censored there; a part still in repair at the horizon has no open life."""
+        """Lives of every node part and rack part: ``part, component_id, start_h, end_h, failed``
+        (the ``twin fit`` lifetimes format). A failure closes a life at its time; a part healthy at
+        the horizon is censored there; a part still in repair at the horizon has no open life."""
         H = self.sc.horizon_h
         ev = self.recorder.events_table()
         fails = ev[ev["kind"] == "fail"]
-        alt = "|".join(re.escape(n) for n in sorted(self.parts, key=len, reverse=True))
-        parts_col = fails["path"].astype(str).str.extract(rf"\.node\d+\.({alt})\d+$")[0]
+        pops = {**self.parts, **{k: self.facility[k] for k in self.sc.cluster.rack_parts}}
+        alt = "|".join(re.escape(n) for n in sorted(pops, key=len, reverse=True))
+        # node parts: hall.rackNN.nodeNNN.<part><k>; rack parts: hall.rackNN.<part><k>
+        parts_col = fails["path"].astype(str).str.extract(rf"\.(?:node|rack)\d+\.({alt})\d+$")[0]
         keep = parts_col.notna()
         fails = fails[keep.to_numpy()]
         frames = [pd.DataFrame({
@@ -146,7 +148,7 @@ class Model:
             "end_h": fails["time_h"].to_numpy(),
             "failed": np.ones(len(fails), dtype=np.int8),
         })]
-        for name, pop in self.parts.items():
+        for name, pop in pops.items():
             ok = np.flatnonzero(pop.healthy)
             frames.append(pd.DataFrame({
                 "part": name,

@@ -86,7 +86,11 @@ def run(args: argparse.Namespace) -> int:
 
     written = write_report(fits, out_dir, source=csv_path, fmt_name=fmt_name)
     if getattr(args, "into", None):
-        text = scenario_text(fits, args.base, args.into, source=csv_path)
+        from twin.scenario.loader import merged_document
+
+        base_cluster = merged_document(args.base).get("cluster")
+        racked = list((base_cluster.get("rack_parts") or {}) if isinstance(base_cluster, dict) else {})
+        text = scenario_text(fits, args.base, args.into, source=csv_path, rack_parts=racked)
         if not atomic.write_text_new(args.into, text):
             raise InputError(args.into, "", "already exists; twin fit refuses to overwrite a scenario")
         written["scenario"] = Path(args.into)

@@ -96,12 +96,20 @@ def relative_base(base: str | os.PathLike[str], into: str | os.PathLike[str]) ->
 
 
 def scenario_text(fits: Sequence[PartFit], base: str | os.PathLike[str], into: str | os.PathLike[str],
-                  source: str | None = None, today: _dt.date | None = None) -> str:
-    """A new scenario that ``extends`` ``base`` and overrides the fitted parts' failure laws."""
-    doc = {
-        "extends": relative_base(base, into),
-        "cluster": {"node": {"parts": failure_specs(fits)}},
-    }
+                  source: str | None = None, today: _dt.date | None = None,
+                  rack_parts: Sequence[str] = ()) -> str:
+    """A new scenario that ``extends`` ``base`` and overrides the fitted parts' failure laws: under
+    ``cluster.rack_parts`` for the names in ``rack_parts`` (the base's rack parts), else under
+    ``cluster.node.parts``."""
+    specs = failure_specs(fits)
+    cluster: dict[str, object] = {}
+    node = {k: v for k, v in specs.items() if k not in rack_parts}
+    rack = {k: v for k, v in specs.items() if k in rack_parts}
+    if node:
+        cluster["node"] = {"parts": node}
+    if rack:
+        cluster["rack_parts"] = rack
+    doc = {"extends": relative_base(base, into), "cluster": cluster}
     return _comment_block(fits, source, today) + _dump(doc)
 
 

@@ -599,6 +599,15 @@ def _set_file_values(expr: str) -> set[str]:
     return out
 
 
+def merged_document(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The scenario document of ``path`` after its ``extends`` chain is merged, not validated (for
+    tools that write a scenario extending it, such as ``twin fit --into``)."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(str(p), "", "scenario file not found")
+    return _load_chain(p, p.parent, (), _allowed_roots(p))
+
+
 def load_scenario(path: str | os.PathLike[str], overrides: list[str] | None = None,
                   allow: Sequence[str | os.PathLike[str]] = ()) -> Loaded:
     """Load, merge, override and validate a scenario file. Paths in it must stay inside the
