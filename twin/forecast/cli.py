@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from typing import Callable
 
 from twin.errors import EXIT_OK

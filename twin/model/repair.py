@@ -14,10 +14,8 @@ from typing import Any, Generator
 import numpy as np
 import simpy
 
-from twin import rng
 from twin.model.cluster import Cluster
 from twin.model.engine import Calendar, Engine
-from twin.model.parts import PartPopulation
 from twin.scenario.distributions import Fixed
 from twin.scenario.schema import Maintenance, Shift, Spares
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, model_validator
 
 from twin.forecast import training as _training
-from twin.scenario.distributions import Distribution, Fixed, normalise_dist
+from twin.scenario.distributions import Distribution, normalise_dist
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario

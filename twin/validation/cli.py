@@ -7,7 +7,6 @@ quantity passed, 1 a case failed, 2 bad input (unknown case, bad option).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
