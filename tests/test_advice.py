@@ -125,3 +125,17 @@ def test_reports_show_the_advisories(tmp_path: Path) -> None:
     html, mdr, _ = build_report(res.folder)
     for text in (html.read_text(), mdr.read_text()):
         assert "Advisories" in text and "maintenance.spares.hbm.reorder_point" in text
+
+
+def test_checkpoint_advice_uses_the_pause_of_an_async_checkpoint() -> None:
+    """An asynchronous checkpoint stalls the job for async_fraction of its write (as the model and the
+    forecast's daly lever): Daly's δ is that pause, not the write."""
+    big = ["workload.jobs.0.checkpoint.size_gb=1000000"]  # a 1,000 s write
+    sync = [a for a in advise(load_scenario(PRETRAIN, big).scenario) if "checkpoint" in a.field]
+    asy = load_scenario(PRETRAIN, [*big, "workload.jobs.0.checkpoint.mode=async"]).scenario
+    ck = asy.workload.jobs[0].checkpoint
+    flags = [a for a in advise(asy) if "checkpoint" in a.field]
+    assert sync and "checkpoint pause 1e+03 s" in sync[0].text
+    pause = ck.async_fraction * 1000.0
+    assert not flags or f"checkpoint pause {pause:.3g} s" in flags[0].text
+    assert not flags or flags[0].text != sync[0].text

@@ -367,7 +367,7 @@ def test_trunk_flap_crashes_only_the_jobs_that_cross_the_spines_there() -> None:
     P, R = net.P, net.R
 
     def uplink(group: int, rail: int, j: int) -> int:
-        return (group * R + rail) * P + j
+        return (group * R + rail) * net.U + j
 
     groups: dict[str, list[int]] = {}
 
@@ -521,7 +521,7 @@ def test_cached_fabric_digests_are_those_of_the_paths() -> None:
     net = a.engine.fabric
     flap = [rng.path_digest(access_link_path(n, r) + "#flap") for n in range(16) for r in range(net.R)]
     assert net.access_flaps.digests.tolist() == flap
-    # trunk link t = (g·R + r)·P + j
+    # trunk link t = (g·R + r)·U + j (U = P here: non-blocking)
     trunk = [rng.path_digest(trunk_link_path(r, g, j) + "#flap") for g in range(net.G) for r in range(net.R)
              for j in range(net.P)]
     assert net.trunk_flaps.digests.tolist() == trunk and len(trunk) == net.T

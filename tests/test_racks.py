@@ -114,6 +114,8 @@ def test_job_interruption_rate_counts_the_racks_it_needs() -> None:
     ({"nv-switch": {"count": 1, "failure": NEVER}}, {}, "letters, digits and _"),
     ({"nvswitch": {"count": 1, "failure": NEVER, "repair": {"crew": "elves"}}}, {}, "unknown crew pool"),
     ({"nvswitch": {"count": 1, "failure": NEVER}}, {"spares": {"nvswtich": {"stock": 1}}}, "maintenance.spares.nvswtich"),
+    ({"tray": {"count": 3, "min_to_run": 1, "failure": NEVER}}, {}, "cluster.rack_parts.tray.min_to_run"),
+    ({"tray": {"count": 1, "failure": NEVER, "repair": {"burn_in_h": 2}}}, {}, "cluster.rack_parts.tray.repair.burn_in_h"),
 ])
 def test_bad_rack_parts_are_one_clear_error(rack_parts: dict[str, Any], extra: dict[str, Any], needle: str) -> None:
     d = doc(rack_parts)
@@ -121,3 +123,30 @@ def test_bad_rack_parts_are_one_clear_error(rack_parts: dict[str, Any], extra: d
     with pytest.raises(InputError) as exc:
         load_dict(d, "s.yaml")
     assert needle in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_tickets_of_a_downed_rack_are_dispatched_first() -> None:
+    """A redundant shelf's ticket waits behind node-down work (priority 2) while its rack still runs,
+    and counts as nodes out of service (priority 0) once the rack is down; a node_down tray's is 0."""
+    shelf = {"count": 3, "required": 2, "effect": "redundant", "failure": NEVER}
+    m = Model(load_dict(doc({"shelf": shelf, "tray": switch()}, racks=2)).scenario, 0)
+    pop, tray = m.facility["shelf"], m.facility["tray"]
+    assert pop.priority == 2 and tray.priority == 0
+    pop.fail_now(0)
+    assert not pop.out_of_service(0) and m.cluster.is_up(0)
+    pop.fail_now(1)
+    assert pop.out_of_service(0) and pop.out_of_service(1) and not m.cluster.is_up(0)
+    assert not pop.out_of_service(3)  # rack 1 runs
+
+
+def test_lifetimes_tell_node_parts_from_rack_parts() -> None:
+    """A node part 'fan' with 12 units and a rack part 'fan1': hall.rack00.node000.fan11 is a fan."""
+    d = doc({"fan1": {"count": 2, "failure": NEVER}})
+    d["cluster"]["node"]["parts"]["fan"] = {"count": 12, "effect": "redundant", "required": 10, "failure": NEVER}
+    m = Model(load_dict(d).scenario, 0)
+    m.parts["fan"].reschedule(11, 1.0)  # unit 11 = node 0's 12th fan
+    m.facility["fan1"].reschedule(1, 2.0)  # unit 1 = rack 0's second fan1
+    m.run()
+    lives = m.lifetimes()
+    failed = lives[lives.failed == 1].set_index("component_id")["part"].to_dict()
+    assert failed == {"hall.rack00.node000.fan11": "fan", "hall.rack00.fan11": "fan1"}

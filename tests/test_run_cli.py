@@ -221,3 +221,23 @@ def test_results_of_another_twin_version_are_recomputed(tmp_path: Path, capsys: 
     assert json.loads((folder / "summary.json").read_text())["versions"]["twin"] == twin.__version__
     assert cli.main(args) == 0
     assert "up to date" in capsys.readouterr().out
+
+
+def test_another_replication_is_another_run(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """--replication 3 of an up-to-date scenario is computed into its own folder (it was reported as
+    up to date with replication 0's numbers); a label holding another replication is refused."""
+    monkeypatch.chdir(ROOT)
+    args = ["run", BASELINE_REL, "--results", str(tmp_path), "--quiet", "--set", "horizon_days=30"]
+    assert cli.main(args) == 0
+    capsys.readouterr()
+    assert cli.main([*args, "--replication", "3"]) == 0
+    assert "up to date" not in capsys.readouterr().out
+    folders = {p.name: json.loads((p / "summary.json").read_text())["replication"]
+               for p in (tmp_path / "baseline").iterdir()}
+    assert sorted(folders.values()) == [0, 3] and any(n.endswith("-r3") for n in folders)
+    assert cli.main([*args, "--label", "mine"]) == 0
+    capsys.readouterr()
+    assert cli.main([*args, "--label", "mine", "--replication", "3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "replication 0" in err[0], err

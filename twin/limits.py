@@ -13,7 +13,7 @@ expansion and ≤ 100 levels of nesting (:mod:`twin.scenario.loader`).
 The event estimate is an order of magnitude, not a prediction (checked against the bundled
 scenarios: within a factor of three of the events actually processed)::
 
-    events ≈ 10 × (expected failures of every node part, fabric part and facility unit
+    events ≈ 10 × (expected failures of every node part, rack part, fabric part and facility unit
                    + link and trunk flaps + planned drains)
            + Σ_jobs (10 + checkpoints)           # listed jobs, trace rows, synthetic arrivals
 

@@ -135,10 +135,16 @@ class Model:
         H = self.sc.horizon_h
         ev = self.recorder.events_table()
         fails = ev[ev["kind"] == "fail"]
-        pops = {**self.parts, **{k: self.facility[k] for k in self.sc.cluster.rack_parts}}
-        alt = "|".join(re.escape(n) for n in sorted(pops, key=len, reverse=True))
+        racked = {k: self.facility[k] for k in self.sc.cluster.rack_parts}
+        pops = {**self.parts, **racked}
+
+        def alt(names: Any) -> str:
+            return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) or "(?!)"
+
         # node parts: hall.rackNN.nodeNNN.<part><k>; rack parts: hall.rackNN.<part><k>
-        parts_col = fails["path"].astype(str).str.extract(rf"\.(?:node|rack)\d+\.({alt})\d+$")[0]
+        paths = fails["path"].astype(str)
+        parts_col = paths.str.extract(rf"\.node\d+\.({alt(self.parts)})\d+$")[0]
+        parts_col = parts_col.fillna(paths.str.extract(rf"\.rack\d+\.({alt(racked)})\d+$")[0])
         keep = parts_col.notna()
         fails = fails[keep.to_numpy()]
         frames = [pd.DataFrame({

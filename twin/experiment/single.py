@@ -62,6 +62,13 @@ def existing_hash(folder: Path) -> str | None:
     return str(data.get("scenario_hash")) if data is not None else None
 
 
+def existing_replication(folder: Path) -> int | None:
+    """Replication index of the run stored in ``folder``."""
+    data = _summary(folder)
+    r = data.get("replication") if data is not None else None
+    return int(r) if isinstance(r, int) else None
+
+
 def existing_twin_version(folder: Path) -> str | None:
     """Version of twin that made the run stored in ``folder``."""
     data = _summary(folder)
@@ -155,7 +162,7 @@ def run_command(loaded: Loaded, results_root: Path, label: str | None, overwrite
                 replication: int, progress: bool, echo: Callable[[str], None],
                 lifetimes: bool = False) -> int:
     sc = loaded.scenario
-    folder = run_folder(results_root, sc.name, loaded.hash, sc.seed, label)
+    folder = run_folder(results_root, sc.name, loaded.hash, sc.seed, label, replication)
     if lifetimes and folder.exists() and not (folder / "lifetimes.csv").is_file() \
             and existing_hash(folder) == loaded.hash:
         overwrite = True  # same scenario, but the lifetimes were not written last time
@@ -164,9 +171,15 @@ def run_command(loaded: Loaded, results_root: Path, label: str | None, overwrite
         if h != loaded.hash:
             raise InputError(str(folder), "--label",
                              f"folder holds results of another scenario (hash {h}); choose another label or --overwrite")
+        rep = existing_replication(folder)
+        if rep != replication:
+            raise InputError(str(folder), "--label", f"folder holds replication {rep} of this scenario, not "
+                                                     f"{replication}; choose another label or --overwrite")
         made_by = existing_twin_version(folder)
         if made_by == twin.__version__:
             echo(f"results are up to date: {folder} (use --overwrite to recompute)")
+            for adv in advise(sc):
+                echo(f"advice: {adv}")
             return 0
         echo(f"note: {folder} holds results made by twin {made_by}; recomputing them with twin {twin.__version__} "
              "(results of another version are never reused)")

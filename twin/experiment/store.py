@@ -106,9 +106,11 @@ def atomic_folder(final: Path, overwrite: bool) -> Iterator[Path]:
         raise
 
 
-def run_folder(results_root: Path, scenario_name: str, scenario_hash: str, seed: int, label: str | None) -> Path:
-    """``results/<scenario>/<label or hash-s<seed>>``: deterministic, distinct per resolved scenario."""
-    leaf = label if label else f"{scenario_hash}-s{seed}"
+def run_folder(results_root: Path, scenario_name: str, scenario_hash: str, seed: int, label: str | None,
+               replication: int = 0) -> Path:
+    """``results/<scenario>/<label or hash-s<seed>[-r<replication>]>``: deterministic, distinct per
+    resolved scenario and replication (replication 0 keeps the short name)."""
+    leaf = label if label else f"{scenario_hash}-s{seed}" + (f"-r{replication}" if replication else "")
     return results_root / scenario_name / leaf
 
 

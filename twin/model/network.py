@@ -16,7 +16,7 @@ as node parts); only failures inside the horizon are scheduled.
   several leaf groups gets ``R × link_bandwidth × min over its groups' leaves of u_l`` per node (its
   ring runs at the pace of its slowest rail), a job under one leaf group the full
   ``R × link_bandwidth``. With
-  spine failures only, ``u_l = healthy spines / S`` for every leaf. Every change is published as
+  spine failures only, ``u_l = (U/P)·healthy spines / S`` for every leaf. Every change is published as
   ``Topic.FABRIC``.
 - Link flaps: each access link flaps as a Poisson process (rate per link per year); the flap
   times are drawn per link from the counter-based streams (vectorised at the start, one renewal

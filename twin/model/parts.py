@@ -208,6 +208,11 @@ class FacilityParts:
     def node_failed_by_group(self, node: int) -> bool:
         return False
 
+    def out_of_service(self, idx: int) -> bool:
+        """True while this unit's failure keeps nodes out of service (its ticket is dispatched first);
+        site units of the plant and fabric act through their models instead."""
+        return False
+
     uniform = PartPopulation.uniform
     draw_lifetimes = PartPopulation.draw_lifetimes
     start = PartPopulation.start

@@ -4,16 +4,17 @@ An NVLink domain's switch trays (GB200 NVL72: 18 compute trays and 9 NVSwitch tr
 rack power shelf or a rack manifold serve every node of their rack. Each part type has ``count``
 units per rack, failing and repaired through the same streams, crews and spares as node parts
 (:class:`~twin.model.parts.FacilityParts`, paths ``hall.rackNN.<name><k>``). While fewer than the
-type's ``fail_below`` (``min_to_run``, default ``required``) units of a rack work, every node of the
-rack is down with the part's name as cause (``cluster.add_down``): the workload interrupts the jobs
+type's threshold units of a rack work (effect ``node_down``: all of them, any failure counts;
+``redundant``: ``min_to_run``, default ``required``), every node of the rack is down with the part's name as cause (``cluster.add_down``): the workload interrupts the jobs
 there, IT power and thermal see the nodes out of service, ``node_down_hours.<name>`` and
 ``interruptions.<name>`` count it. Repairs are hot: no node is drained or burnt in (the nodes are
-down with the rack while the group has failed).
+down with the rack while the group has failed). Crews take a ticket first (priority 0) while its
+rack is down, else at the part's dispatch priority (default: 0 for node_down, 2 for redundant).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +29,18 @@ def rack_path(rack: int) -> str:
     return f"hall.rack{rack:02d}"
 
 
+class _RackPopulation(FacilityParts):
+    """A rack part type's units: a repair ticket counts as one for nodes out of service (dispatched
+    first) while the unit's rack is down for this part type."""
+
+    def __init__(self, owner: "RackParts", *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._owner = owner
+
+    def out_of_service(self, idx: int) -> bool:
+        return self._owner.rack_down(self.name, idx)
+
+
 class RackParts:
     """Every rack part type of the scenario: populations registered in ``model.facility``."""
 
@@ -40,11 +53,18 @@ class RackParts:
         for name, spec in model.sc.cluster.rack_parts.items():
             paths = [f"{rack_path(r)}.{name}{k}" for r in range(racks) for k in range(spec.count)]
             self.healthy[name] = np.full(racks, spec.count, dtype=np.int64)
-            self.fail_below[name] = spec.fail_below
+            # node_down: any unit's failure takes the rack down (as for a node part); redundant: k-of-n
+            self.fail_below[name] = spec.count if spec.effect == "node_down" else spec.fail_below
             self.count[name] = spec.count
-            pop = FacilityParts(model.engine, name, paths, spec,
-                                lambda idx, ok, name=name: self._on_change(name, idx, ok), model.shop.on_failure)
+            pop = _RackPopulation(self, model.engine, name, paths, spec,
+                                  lambda idx, ok, name=name: self._on_change(name, idx, ok), model.shop.on_failure)
+            if spec.dispatch_priority is None:  # like node parts: node-down 0, lost redundancy 2
+                pop.priority = 0 if spec.effect == "node_down" else 2
             model.facility[name] = pop
+
+    def rack_down(self, name: str, idx: int) -> bool:
+        """True while the rack of unit ``idx`` of ``name`` is down for that part type."""
+        return int(self.healthy[name][idx // self.count[name]]) < self.fail_below[name]
 
     def _on_change(self, name: str, idx: int, healthy: bool) -> None:
         rack = idx // self.count[name]

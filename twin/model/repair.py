@@ -139,7 +139,7 @@ class RepairShop:
             wait = pool.calendar.wait_h(eng.now)
             if wait > 0:
                 yield env.timeout(wait)
-            node_out = node >= 0 and not self.cluster.is_up(node)
+            node_out = not self.cluster.is_up(node) if node >= 0 else pop.out_of_service(idx)
             req = pool.resource.request(priority=0 if node_out else pop.priority)
             yield req
             if pool.calendar.on_shift(eng.now):

@@ -152,7 +152,9 @@ def job_interruption_rates_per_h(sc: "Scenario", n_nodes: int) -> list[tuple[str
 def checkpoint_advice(sc: "Scenario") -> list[Advice]:
     """A listed job's checkpoint interval whose ETTR, by Daly's exact formula for the job's own
     interruption rate, is at least ``ETTR_LOSS`` below Daly's ETTR at his optimum interval (the job
-    writing and reading alone; exponential interruptions at the long-run rate)."""
+    writing and reading alone; δ = the job's pause: the write time, or ``async_fraction`` of it for an
+    asynchronous checkpoint, as the model pauses it; exponential interruptions at the long-run
+    rate)."""
     wl = sc.workload
     if wl is None:
         return []
@@ -167,7 +169,8 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
         if not rate > 0:
             continue
         M = 1.0 / rate
-        delta = ck.write_h if ck.write_h is not None else ck.size_gb / wl.storage.write_gb_per_s / 3600.0
+        write = ck.write_h if ck.write_h is not None else ck.size_gb / wl.storage.write_gb_per_s / 3600.0
+        delta = write if ck.mode == "sync" else ck.async_fraction * write  # the job's pause (as the model)
         read = wl.restart.read_h if wl.restart.read_h is not None else ck.size_gb / wl.storage.read_gb_per_s / 3600.0
         R = wl.restart.detection_h + wl.restart.reschedule_h + read + wl.restart.warmup_h
         tau_d = float(cf.daly_interval_h(delta, M))
@@ -180,7 +183,7 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
         out.append(Advice(
             f"workload.jobs.{i}.checkpoint.interval_h",
             f"{ck.interval_h:g} h is {ck.interval_h / tau_d:.2g} × Daly's optimum {tau_d:.3g} h for job "
-            f"{job.name!r} ({nodes} nodes: interruptions every {M:.3g} h, checkpoint write {delta * 3600:.3g} s, "
+            f"{job.name!r} ({nodes} nodes: interruptions every {M:.3g} h, checkpoint pause {delta * 3600:.3g} s, "
             f"restart {R:.3g} h): Daly's ETTR {ettr(ck.interval_h):.3f} here, {ettr(tau_d):.3f} at the optimum"))
     return out
 

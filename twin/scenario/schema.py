@@ -105,10 +105,10 @@ class Cluster(Strict):
         default_factory=dict,
         description="Part types shared by the nodes of a rack, keyed by name (``count`` per rack): an NVLink "
                     "domain's switch trays (GB200 NVL72), a rack power shelf, a rack manifold. Every node of the "
-                    "rack is down while fewer than ``min_to_run`` (default ``required``) of the rack's units work; "
-                    "effect ``node_down`` (any failure) or ``redundant`` (a k-of-n group). Repaired through the "
-                    "same crews and spares as node parts, without draining or burning in nodes (they are down "
-                    "with the rack).")
+                    "rack is down while its group has failed: effect ``node_down``, any unit's failure; ``redundant``, "
+                    "fewer than ``min_to_run`` (default ``required``) units working. Repaired through the same "
+                    "crews and spares as node parts, without draining or burning in nodes (they are down with "
+                    "the rack; ``burn_in_h`` must be 0).")
 
     @model_validator(mode="after")
     def _rack_parts(self) -> "Cluster":
@@ -120,6 +120,12 @@ class Cluster(Strict):
             if part.effect not in ("node_down", "redundant"):
                 raise ValueError(f"@rack_parts.{name}.effect: a rack part takes the rack's nodes down: node_down or "
                                  f"redundant (k-of-n), got {part.effect!r}")
+            if part.effect == "node_down" and part.min_to_run is not None:
+                raise ValueError(f"@rack_parts.{name}.min_to_run: only a redundant (k-of-n) rack part has one; "
+                                 "with effect node_down any failure takes the rack down")
+            if part.repair.burn_in_h > 0:
+                raise ValueError(f"@rack_parts.{name}.repair.burn_in_h: must be 0: a rack part's repair burns in "
+                                 f"no node (they are down with the rack), got {part.repair.burn_in_h:g}")
         return self
 
     @property
