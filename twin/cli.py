@@ -46,10 +46,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         sc = loaded.scenario
         _echo(f"ok: {sc.name} (hash {loaded.hash}, seed {sc.seed}, {sc.horizon_days:g} days, {sc.cluster.n_nodes} "
               f"nodes, about {estimate_events(sc):.3g} events); --dry-run: nothing simulated or written")
-        from twin.scenario.advice import advise
+        from twin.scenario.advice import advice_lines
 
-        for adv in advise(sc):
-            _echo(f"advice: {adv}")
+        for line in advice_lines(sc):
+            _echo(line)
         return 0
     show = (not args.quiet) and sys.stderr.isatty()
     return run_command(loaded, Path(args.results), args.label, args.overwrite, args.replication, show, _echo,

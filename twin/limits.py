@@ -57,7 +57,7 @@ def _count(n: int) -> str:
     return f"{n:,}" if n < 10**15 else f"about 10^{int(n.bit_length() * 0.30103)}"
 
 
-def _mean_h(dist: Any) -> float:
+def mean_time_h(dist: Any) -> float:
     """Mean of a time distribution, hours; +inf when it overflows (a Weibull of tiny shape)."""
     try:
         return float(dist.mean())
@@ -69,7 +69,7 @@ def _rate(units: float, horizon_h: float, dist: Any) -> float:
     """Expected renewals of ``units`` independent units over ``horizon_h``."""
     if units <= 0:
         return 0.0
-    m = _mean_h(dist)
+    m = mean_time_h(dist)
     if not m > 0:
         return math.inf  # a zero mean time to failure never lets time advance
     u = float(units) if units < 10**300 else math.inf
@@ -93,7 +93,7 @@ def _jobs(sc: Scenario, H: float) -> float:
     syn = getattr(wl, "synthetic", None)
     if syn is not None:
         n = syn.arrival_rate_per_h * H
-        total += n * (EVENTS_PER_JOB + ckpts(syn.checkpoint, _mean_h(syn.work)))
+        total += n * (EVENTS_PER_JOB + ckpts(syn.checkpoint, mean_time_h(syn.work)))
     tr = getattr(wl, "trace", None)
     if tr is not None:
         rows = getattr(tr, "_rows", None) or []

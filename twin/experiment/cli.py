@@ -246,10 +246,10 @@ def cmd_montecarlo(args: argparse.Namespace) -> int:
            else f"{res.computed} computed, {n - res.computed} reused, {res.wall_s:.1f} s")
     _echo(f"{sc.name}  (hash {loaded.hash}, seed {sc.seed}, {n} replications: {how})")
     summary_table(res.summary, shown_metrics(list(res.summary.metric), args.all_metrics, list(targets)))
-    from twin.scenario.advice import advise
+    from twin.scenario.advice import advice_lines
 
-    for adv in advise(sc):
-        _echo(f"advice: {adv}")
+    for line in advice_lines(sc):
+        _echo(line)
     _echo(f"results: {res.folder}")
     if not res.reused or not (res.folder / "report.html").is_file():
         _report(res.folder, args)

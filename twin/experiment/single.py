@@ -14,7 +14,7 @@ import twin
 from twin.errors import InputError
 from twin.experiment.store import atomic_folder, atomic_write_parquet, atomic_write_text, run_folder, versions, write_json
 from twin.report import figures
-from twin.scenario.advice import advise
+from twin.scenario.advice import advice_lines, advise
 from twin.scenario.loader import Loaded
 from twin.sim import ReplicationResult, run_replication
 
@@ -46,6 +46,7 @@ def headline_rows(metrics: dict[str, float]) -> list[tuple[str, str]]:
 
 
 def _summary(folder: Path) -> dict[str, Any] | None:
+    """The ``summary.json`` of the run stored in ``folder`` (None: no run of ours there)."""
     f = folder / "summary.json"
     if not f.is_file():
         return None
@@ -54,26 +55,6 @@ def _summary(folder: Path) -> dict[str, Any] | None:
     except (OSError, UnicodeDecodeError, ValueError):  # unreadable or not JSON: not a run folder of ours
         return None
     return data if isinstance(data, dict) else None
-
-
-def existing_hash(folder: Path) -> str | None:
-    """Scenario hash of the run stored in ``folder`` (None: no run of ours there)."""
-    data = _summary(folder)
-    return str(data.get("scenario_hash")) if data is not None else None
-
-
-def existing_replication(folder: Path) -> int | None:
-    """Replication index of the run stored in ``folder``."""
-    data = _summary(folder)
-    r = data.get("replication") if data is not None else None
-    return int(r) if isinstance(r, int) else None
-
-
-def existing_twin_version(folder: Path) -> str | None:
-    """Version of twin that made the run stored in ``folder``."""
-    data = _summary(folder)
-    v = (data.get("versions") or {}).get("twin") if data is not None else None
-    return str(v) if v is not None else None
 
 
 FIGURE_MODULES = [
@@ -85,7 +66,9 @@ FIGURE_MODULES = [
 ]
 
 
-def summary_markdown(loaded: Loaded, res: ReplicationResult, extra_figures: list[str] | None = None) -> str:
+def summary_markdown(loaded: Loaded, res: ReplicationResult, extra_figures: list[str] | None = None,
+                     advice: list[str] | None = None) -> str:
+    """``summary.md``: the headline table, advisories (``advice``: their texts), parts, figures."""
     sc = loaded.scenario
     lines = [
         f"# {sc.name}: one replication",
@@ -100,7 +83,6 @@ def summary_markdown(loaded: Loaded, res: ReplicationResult, extra_figures: list
         "|---|---|",
     ]
     lines += [f"| {a} | {b} |" for a, b in headline_rows(res.metrics)]
-    advice = advise(sc)
     if advice:
         lines += ["", "## Advisories", "", "What the scenario's own numbers imply in closed form "
                   "(twin.scenario.advice); they change no result:", ""] + [f"- {a}" for a in advice]
@@ -143,7 +125,8 @@ def write_results(tmp: Path, loaded: Loaded, res: ReplicationResult) -> None:
                 raise
             continue
         extra.extend(m.figures(res, figs))
-    atomic_write_text(tmp / "summary.md", summary_markdown(loaded, res, extra))
+    advice = [str(a) for a in advise(loaded.scenario)]
+    atomic_write_text(tmp / "summary.md", summary_markdown(loaded, res, extra, advice))
     meta: dict[str, Any] = {
         "scenario": sc.name,
         "scenario_hash": loaded.hash,
@@ -153,7 +136,7 @@ def write_results(tmp: Path, loaded: Loaded, res: ReplicationResult) -> None:
         "events_processed": res.events_processed,
         "timings_s": res.timings_s,
         "metrics": res.metrics,
-        "advice": [str(a) for a in advise(loaded.scenario)],
+        "advice": advice,
     }
     write_json(tmp / "summary.json", meta)  # written last
 
@@ -163,23 +146,23 @@ def run_command(loaded: Loaded, results_root: Path, label: str | None, overwrite
                 lifetimes: bool = False) -> int:
     sc = loaded.scenario
     folder = run_folder(results_root, sc.name, loaded.hash, sc.seed, label, replication)
-    if lifetimes and folder.exists() and not (folder / "lifetimes.csv").is_file() \
-            and existing_hash(folder) == loaded.hash:
+    stored = _summary(folder) or {}  # the run already there, read once: scenario hash, replication, version
+    h = str(stored["scenario_hash"]) if "scenario_hash" in stored else None
+    if lifetimes and h == loaded.hash and not (folder / "lifetimes.csv").is_file():
         overwrite = True  # same scenario, but the lifetimes were not written last time
     if folder.exists() and not overwrite:
-        h = existing_hash(folder)
         if h != loaded.hash:
             raise InputError(str(folder), "--label",
                              f"folder holds results of another scenario (hash {h}); choose another label or --overwrite")
-        rep = existing_replication(folder)
+        rep = stored.get("replication")
         if rep != replication:
             raise InputError(str(folder), "--label", f"folder holds replication {rep} of this scenario, not "
                                                      f"{replication}; choose another label or --overwrite")
-        made_by = existing_twin_version(folder)
+        made_by = (stored.get("versions") or {}).get("twin")
         if made_by == twin.__version__:
             echo(f"results are up to date: {folder} (use --overwrite to recompute)")
-            for adv in advise(sc):
-                echo(f"advice: {adv}")
+            for line in advice_lines(sc):
+                echo(line)
             return 0
         echo(f"note: {folder} holds results made by twin {made_by}; recomputing them with twin {twin.__version__} "
              "(results of another version are never reused)")
@@ -196,8 +179,8 @@ def run_command(loaded: Loaded, results_root: Path, label: str | None, overwrite
     width = max(len(a) for a, _ in headline_rows(res.metrics))
     for a, b in headline_rows(res.metrics):
         echo(f"  {a:<{width}}  {b}")
-    for adv in advise(sc):
-        echo(f"advice: {adv}")
+    for line in advice_lines(sc):
+        echo(line)
     echo(f"results: {folder}")
     return 0
 

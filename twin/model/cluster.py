@@ -15,9 +15,14 @@ import numpy as np
 from twin.model.engine import Engine, Topic
 
 
+def rack_path(rack: int) -> str:
+    """Dotted path of a rack, the prefix of its nodes' and rack parts' paths (``hall.rack03``)."""
+    return f"hall.rack{rack:02d}"
+
+
 def node_path(node: int, nodes_per_rack: int) -> str:
     """Dotted path of a node, e.g. ``hall.rack03.node012`` (node index within the hall)."""
-    return f"hall.rack{node // nodes_per_rack:02d}.node{node:03d}"
+    return f"{rack_path(node // nodes_per_rack)}.node{node:03d}"
 
 
 class Cluster:

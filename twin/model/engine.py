@@ -154,7 +154,13 @@ class Engine:
         return arr
 
     def _on_speed(self, nodes: NDArray[np.int64]) -> None:
-        self._slow = any(bool((arr < 1.0).any()) for arr in self.speed_caps.values())
+        # while nothing was slowed, only the changed nodes can have become slow; once some node was,
+        # whether any still is needs every node
+        arrs = self.speed_caps.values()
+        if self._slow:
+            self._slow = any(bool((arr < 1.0).any()) for arr in arrs)
+        else:
+            self._slow = any(bool((arr[nodes] < 1.0).any()) for arr in arrs)
 
     def node_speed(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:
         """Speed of each node in ``nodes``: the minimum over all speed-cap sources."""

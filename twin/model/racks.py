@@ -18,15 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from twin.model.cluster import rack_path
 from twin.model.parts import FacilityParts
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.sim import Model
-
-
-def rack_path(rack: int) -> str:
-    """Dotted path of a rack, the prefix of its nodes' paths (``hall.rack03``)."""
-    return f"hall.rack{rack:02d}"
 
 
 class _RackPopulation(FacilityParts):

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from twin.limits import mean_time_h
 from twin.physics import closed_forms as cf
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,13 +45,6 @@ class Advice:
         return f"{self.field}: {self.text}"
 
 
-def _mean_h(dist: Any) -> float:
-    try:
-        return float(dist.mean())
-    except OverflowError:
-        return math.inf
-
-
 def repair_demand_per_h(sc: "Scenario") -> dict[str, tuple[float, Any]]:
     """Failures per hour that open a repair ticket, by part type, with the part's spec: node parts
     (units = count × nodes; transient faults open no ticket), rack parts (count × racks) and fabric
@@ -59,17 +53,17 @@ def repair_demand_per_h(sc: "Scenario") -> dict[str, tuple[float, Any]]:
     out: dict[str, tuple[float, Any]] = {}
     for name, part in sc.cluster.node.parts.items():
         if part.effect != "transient":
-            m = _mean_h(part.failure)
+            m = mean_time_h(part.failure)
             out[name] = (part.count * n / m if m > 0 else math.inf, part)
     for name, part in sc.cluster.rack_parts.items():
-        m = _mean_h(part.failure)
+        m = mean_time_h(part.failure)
         out[name] = (part.count * sc.cluster.racks / m if m > 0 else math.inf, part)
     net = sc.network
     if net is not None:
         counts = net.counts(n)
         units = {"optic": counts["optics"], "leaf": counts["leaves"], "spine": counts["spines"]}
         for name, part in net.facility_parts().items():
-            m = _mean_h(part.failure)
+            m = mean_time_h(part.failure)
             out[name] = (units[name] / m if m > 0 else math.inf, part)
     return out
 
@@ -105,7 +99,7 @@ def crew_advice(sc: "Scenario") -> list[Advice]:
     for rate_h, part in repair_demand_per_h(sc).values():
         pool = part.repair.crew or default
         if pool in load:
-            load[pool] += rate_h * _mean_h(part.repair.time)
+            load[pool] += rate_h * mean_time_h(part.repair.time)
     out = []
     week_h = 7 * HOURS_PER_DAY
     for name, shift in crews.items():
@@ -132,16 +126,16 @@ def job_interruption_rates_per_h(sc: "Scenario", n_nodes: int) -> list[tuple[str
     rows = []
     for name, part in sc.cluster.node.parts.items():
         if part.effect in ("node_down", "link_down", "transient"):
-            rows.append((name, part.effect, n_nodes * part.count / _mean_h(part.failure)))
+            rows.append((name, part.effect, n_nodes * part.count / mean_time_h(part.failure)))
     racks = math.ceil(n_nodes / sc.cluster.nodes_per_rack)  # the fewest racks the job can be on
     for name, part in sc.cluster.rack_parts.items():
         if part.effect == "node_down":  # any unit's failure takes the rack down
-            rows.append((name, "rack_down", racks * part.count / _mean_h(part.failure)))
+            rows.append((name, "rack_down", racks * part.count / mean_time_h(part.failure)))
     net = sc.network
     if net is not None:
         groups = math.ceil(n_nodes / net.nodes_per_leaf)
-        rows.append(("optic (node links)", "cut", n_nodes * net.rails * net.optics_per_link / _mean_h(net.optic.failure)))
-        rows.append(("leaf", "cut", groups * net.rails / _mean_h(net.leaf.failure)))
+        rows.append(("optic (node links)", "cut", n_nodes * net.rails * net.optics_per_link / mean_time_h(net.optic.failure)))
+        rows.append(("leaf", "cut", groups * net.rails / mean_time_h(net.leaf.failure)))
         rows.append(("link_flap", "transient", n_nodes * net.rails * net.link_flaps_per_link_per_year / HOURS_PER_YEAR))
         if groups > 1 and net.spines > 0 and net.trunk_flaps_per_link_per_year > 0:  # the job crosses the spines
             uplinks = groups * net.rails * net.uplinks  # every uplink of the job's leaves
@@ -155,6 +149,8 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
     writing and reading alone; δ = the job's pause: the write time, or ``async_fraction`` of it for an
     asynchronous checkpoint, as the model pauses it; exponential interruptions at the long-run
     rate)."""
+    from twin.forecast.run import write_time_h
+
     wl = sc.workload
     if wl is None:
         return []
@@ -169,7 +165,7 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
         if not rate > 0:
             continue
         M = 1.0 / rate
-        write = ck.write_h if ck.write_h is not None else ck.size_gb / wl.storage.write_gb_per_s / 3600.0
+        write = write_time_h(sc, job)
         delta = write if ck.mode == "sync" else ck.async_fraction * write  # the job's pause (as the model)
         read = wl.restart.read_h if wl.restart.read_h is not None else ck.size_gb / wl.storage.read_gb_per_s / 3600.0
         R = wl.restart.detection_h + wl.restart.reschedule_h + read + wl.restart.warmup_h
@@ -186,6 +182,11 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
             f"{job.name!r} ({nodes} nodes: interruptions every {M:.3g} h, checkpoint pause {delta * 3600:.3g} s, "
             f"restart {R:.3g} h): Daly's ETTR {ettr(ck.interval_h):.3f} here, {ettr(tau_d):.3f} at the optimum"))
     return out
+
+
+def advice_lines(sc: "Scenario") -> list[str]:
+    """The advisories as the commands print them: ``advice: <field>: <text>``."""
+    return [f"advice: {a}" for a in advise(sc)]
 
 
 def advise(sc: "Scenario") -> list[Advice]:
