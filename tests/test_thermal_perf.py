@@ -6,9 +6,13 @@ per-event path (``Thermal._update``)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
+import pytest
 import pandas as pd
 import yaml
 
@@ -39,7 +43,9 @@ def _power_air(tmp_path: Path) -> tuple[Path, list[str]]:
     doc = {"extends": str(SCEN / "power-n.yaml"), "name": "power-air", "cooling": air["cooling"]}
     path = tmp_path / "power-air.yaml"
     path.write_text(yaml.safe_dump(doc))
-    return path, ["horizon_days=20", CRAH_LOSS.replace("at_h: 30", "at_h: 100")]
+    # and node 0 loses one of its four PSUs at 50 h: capped (power speed < 1) while still thermally cool
+    return path, ["horizon_days=20",
+                  CRAH_LOSS.replace("at_h: 30", "at_h: 100").replace("]", ", {part: psu, index: 1, at_h: 50}]")]
 
 
 def test_power_air_caps_speeds_from_two_sources(tmp_path: Path) -> None:
@@ -54,6 +60,7 @@ def test_deferred_replay_with_a_second_speed_source(tmp_path: Path) -> None:
     replaying at the flush-time speed differed from the direct path by ~1e-6 effective GPU-hours)."""
     lazy, direct = lazy_and_direct(*_power_air(tmp_path))
     assert lazy.metrics["thermal.throttled_gpu_hours"] > 0
+    assert lazy.metrics["power.capped_gpu_hours"] > 0  # the PSU loss: speeds < 1 logged for cool nodes
     assert_same_results(lazy, direct)
 
 
@@ -108,3 +115,134 @@ def test_restart_checks_skip_a_closed_zone_without_changing_anything(monkeypatch
     assert pd.Series(fast.metrics).equals(pd.Series(plain.metrics))  # exact, NaN equal to NaN
     for name, table in plain.tables.items():
         pd.testing.assert_frame_equal(fast.tables[name], table, check_exact=True)
+
+
+@pytest.mark.parametrize("sets", [[], ["cooling.gpu.c_j_per_c=90000"]], ids=["tau-16s", "tau-1h"])
+def test_cells_and_logged_outages_equal_the_direct_path(monkeypatch, sets: list[str]) -> None:
+    """Nodes that saw the same logged load changes (a job's nodes at its checkpoint pauses) are replayed
+    once per cell, and a cool node's outage is logged rather than applied at once (issue 10): the run
+    equals the direct path (every node traced). With τ of an hour the temperatures' history stays in
+    view (with seconds it decays to nothing between load changes): the peak temperature must still be
+    the direct path's, the hottest temperature at any load change."""
+    seen = {"cells": 0, "outages_logged": 0}
+    replay_cell, log_state = Thermal._replay_cell, Thermal._log_state
+
+    def spy_cell(self: Thermal, *args: object) -> None:
+        seen["cells"] += 1
+        replay_cell(self, *args)
+
+    def spy_state(self: Thermal, node: int) -> None:
+        seen["outages_logged"] += not self.cluster.is_up(node)
+        log_state(self, node)
+
+    with monkeypatch.context() as mp:
+        mp.setattr(Thermal, "_replay_cell", spy_cell)
+        mp.setattr(Thermal, "_log_state", spy_state)
+        lazy, direct = lazy_and_direct(SCEN / "liquid.yaml", ["horizon_days=60", *sets])
+    assert seen["cells"] > 0 and seen["outages_logged"] > 0
+    assert_same_results(lazy, direct)
+
+
+def test_cells_equal_pairs_with_an_hour_long_time_constant(monkeypatch) -> None:
+    """The replay per cell equals the replay per (node, entry) pair in short chunks, state included.
+    A heat capacity that makes τ an hour keeps the temperatures' history in view."""
+    sc = load_scenario(SCEN / "liquid.yaml", ["horizon_days=60", "cooling.gpu.c_j_per_c=90000"]).scenario
+    cells = Model(sc)
+    cells.run()
+    with monkeypatch.context() as mp:
+        mp.setattr(Thermal, "_CELL_MIN_PAIRS", 10**9)  # every pair on its own ...
+        mp.setattr(Thermal, "_CHUNK", 16)  # ... in short chunks
+        mp.setattr(Thermal, "_replay_cell", None)  # (never called)
+        pairs = Model(sc)
+        pairs.run()
+    assert_same_results(cells.result(), pairs.result())
+    a, b = cells.by_section["cooling"], pairs.by_section["cooling"]
+    for name in ("T", "tss", "t0", "hist", "_acc", "_tp_v", "n_busy"):
+        np.testing.assert_allclose(np.asarray(getattr(a, name)), np.asarray(getattr(b, name)), rtol=1e-9,
+                                   atol=1e-9, err_msg=name)
+    assert a.tpeak_c == pytest.approx(b.tpeak_c, rel=1e-12)
+
+
+def _replay(sc: Any, log: list[tuple[float, NDArray[np.int64], float, NDArray[np.int64] | None]],
+            state: dict[str, NDArray[np.float64]]) -> Thermal:
+    """A freshly built model's thermal part, set to ``state`` (a run in progress), after replaying ``log``
+    ((time h, nodes, utilisation, down counts or None) in time order) in one flush."""
+    model = Model(sc)
+    th = model.by_section["cooling"]
+    for name, value in state.items():
+        getattr(th, name)[:] = value
+    for i, (t, nodes, util, dc) in enumerate(log):
+        th._log_t.append(t)
+        th._log_nodes.append(nodes)
+        th._log_util.append(util)
+        if dc is not None:
+            th._log_dc[i] = dc
+    th._flush_log()
+    return th
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_replay_per_cell_equals_replay_per_pair_on_random_logs(monkeypatch, seed: int) -> None:
+    """Unit test of the replay on logs no run has to produce: jobs of 8 to 40 nodes, overlapping
+    (a node moved from one job to another), logged at random times minutes to hours apart (τ of 16 s
+    to an hour), and in every other case single-node entries and outages; every node starting from its
+    own temperature, steady state, update time and busy state. The replay per cell must leave the state
+    of the replay per pair (up to rounding), peak temperature included."""
+    rng = np.random.default_rng(seed)
+    tau_s = float(rng.choice([16.0, 600.0, 3600.0]))
+    sc = load_scenario(SCEN / "liquid.yaml", [f"cooling.gpu.c_j_per_c={tau_s / 0.04}"]).scenario
+    n = sc.cluster.racks * sc.cluster.nodes_per_rack
+    g = sc.cluster.node.gpus
+    state = {"T": rng.uniform(30.0, 45.0, n), "tss": rng.uniform(30.0, 45.0, n), "t0": rng.uniform(0.0, 1.0, n),
+             "n_busy": g * rng.integers(0, 2, n).astype(np.float64)}
+    only_jobs = seed % 2 == 1  # then every node is in a cell: their peak alone counts
+    jobs = [np.arange(s, s + size, dtype=np.int64) for s, size in ((0, 40), (40, 8), (48, 24))]
+    jobs.append(np.concatenate([jobs[0][1:], [100]]))  # job 0 after node 0 left it for node 100
+    log = []
+    t = 1.0
+    for _ in range(300):
+        t += float(rng.exponential(0.5)) * float(rng.integers(0, 2))  # some entries at the same time
+        r = rng.random()
+        if r < 0.8 or only_jobs:
+            nodes = jobs[int(rng.integers(len(jobs)))]
+        else:
+            nodes = np.array([int(rng.integers(n))], dtype=np.int64)
+        util = float(rng.choice([0.0, 0.35, 1.0]))
+        dc = (rng.random(len(nodes)) < 0.05).astype(np.int64) if rng.random() < 0.1 and not only_jobs else None
+        log.append((t, nodes, util, dc))
+    cells = _replay(sc, log, state)
+    seen = {"cells": 0}
+    replay_cell = Thermal._replay_cell
+
+    def spy_cell(self: Thermal, *args: object) -> None:
+        seen["cells"] += 1
+        replay_cell(self, *args)
+
+    monkeypatch.setattr(Thermal, "_replay_cell", spy_cell)
+    _replay(sc, log, state)
+    assert seen["cells"] > 0  # the default replay did make cells
+    monkeypatch.setattr(Thermal, "_CELL_MIN_PAIRS", 10**9)
+    seen["cells"] = 0
+    pairs = _replay(sc, log, state)
+    assert seen["cells"] == 0
+    for name in ("T", "tss", "t0", "gon", "hist", "_acc", "_tot", "_tp_v", "n_busy", "n_tp"):
+        np.testing.assert_allclose(np.asarray(getattr(cells, name), dtype=np.float64),
+                                   np.asarray(getattr(pairs, name), dtype=np.float64), rtol=1e-11, atol=1e-9,
+                                   err_msg=name)
+    assert cells.tpeak_c == pytest.approx(pairs.tpeak_c, rel=1e-12)
+    # and both against the first-order equations node by node, in plain Python: the temperature at each
+    # entry, the peak (the hottest of those), the final temperature and steady state
+    T, tss, t0 = state["T"].tolist(), state["tss"].tolist(), state["t0"].tolist()
+    tau_h = [float(r) * cells.C / 3600.0 for r in cells.rbase * cells.rfactor]
+    peak = -np.inf
+    for t, nodes, util, dc in log:
+        for j, i in enumerate(nodes.tolist()):
+            T[i] = tss[i] + (T[i] - tss[i]) * math.exp(-(t - t0[i]) / tau_h[i])
+            peak = max(peak, T[i])
+            up = dc is None or dc[j] == 0
+            p_w = (cells.idle_w + (cells.tdp_w - cells.idle_w) * util) * up
+            tss[i], t0[i] = float(cells.inlet[i] + p_w * cells.rbase[i] * cells.rfactor[i]), t
+    logged = np.unique(np.concatenate([nodes for _, nodes, _, _ in log]))
+    np.testing.assert_allclose(cells.T[logged], np.asarray(T)[logged], rtol=1e-9)
+    np.testing.assert_allclose(cells.tss, np.asarray(tss), rtol=1e-12)
+    assert cells.tpeak_c == pytest.approx(max(peak, float(Model(sc).by_section["cooling"].tpeak_c)), rel=1e-12)

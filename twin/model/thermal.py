@@ -38,8 +38,11 @@ Event-driven throughout: no time step.
 * **Cost**: load changes of *cool* nodes (no GPU could reach slowdown even at full power under their
   current inlet and R, and their zone could carry all its nodes at full load) cannot throttle, trip or
   move a room; they are logged and replayed in one vectorised batch (``_flush_log``) before anything
-  else thermal happens, so a job's checkpoint pause costs a few buffer writes. Everything else goes through
-  ``_update`` (one vector operation over the nodes' GPUs). A test checks the two paths agree.
+  else thermal happens, so a job's checkpoint pause costs a few list appends. A cool node going down
+  or coming back (with no tripped node waiting for room) is logged the same way. The replay solves
+  the first-order recurrence once per *cell* of nodes that saw the same entries (a job's nodes), and
+  per (node, entry) pair for the rest. Everything else goes through ``_update`` (one vector operation
+  over the nodes' GPUs). Tests check the paths agree.
 * **Thermal units**: with identical GPUs (``r_sigma`` 0) one array element stands for a node's g GPUs
   (same equations, g times fewer elements); with a spread, one element per GPU.
 """
@@ -75,25 +78,6 @@ _HIST_MAX_C = 160
 
 
 # =====================================================================================================
-def _shift(x: NDArray[Any], first: NDArray[np.bool_], fill: NDArray[Any]) -> NDArray[Any]:
-    """For entries sorted by group: each entry's predecessor in its group, ``fill`` at group starts."""
-    out = np.empty_like(x)
-    out[1:] = x[:-1]
-    out[first] = fill
-    return out
-
-
-def _sum_at(buf: NDArray[np.float64], pos: NDArray[np.int64], vals: NDArray[np.float64], n: int) -> float:
-    """Sum of the ``n``-long array that holds ``vals`` at ``pos`` and +0 elsewhere, added up exactly as
-    numpy adds up that array (pairwise summation depends on where the operands sit, not only on them).
-    ``buf`` (at least n long, all +0) is used for the array and left all +0 again."""
-    a = buf[:n]
-    a[pos] = vals
-    out = float(a.sum())
-    a[pos] = 0.0
-    return out
-
-
 def _blocks(racks: int, groups: int, nodes_per_rack: int) -> list[tuple[int, int]]:
     """Contiguous node ranges [start, end) of ``groups`` near-equal blocks of racks."""
     out = []
@@ -587,37 +571,225 @@ class Thermal:
         (T_last = A·T_0 + Σ_i (1 − a_i)·T_ss,(i−1)·Π_(j>i) a_j, products as sums of logs ≤ 0). The
         site totals (busy GPUs, Σ speed, effective GPUs) change by the logged steps, integrated exactly.
 
-        The floating-point operations, and their order, are those of the per-(node, entry) formulation
-        (entries grouped by node in time order, one cumulative sum over the whole batch): results do not
-        depend on how the arrays are built. Busy counts are whole numbers of GPUs, so their sums are
-        exact in any order and are formed per log entry rather than per (node, entry); the integrals of
-        the site totals keep their per-(node, entry) summation layout (a zero at every position inside
-        an entry, where the time step is 0) so that numpy's pairwise sums see the same operands.
+        Two ways to the same result (up to rounding): nodes that see exactly the same entries — the nodes
+        of a job's array logged at each checkpoint pause, split where job arrays overlap — that stayed in
+        service and share one R and inlet form a *cell*: after each node's first segment they all see
+        the same segments, so the recurrence is solved once per cell (``_replay_cell``, cost per entry).
+        Every other (node, entry) pair is replayed per pair (``_replay_pairs``). Busy counts are whole
+        numbers of GPUs, so their per-entry changes add up exactly in any order. The peak temperature is
+        the direct path's: the hottest temperature at any logged time (a first-order segment is hottest at
+        one of its ends), followed only while some steady state lies above the peak so far.
         """
         if not self._log_t:
             return
-        g, u = self.g, self.u
-        k = len(self._log_t)
-        tk = np.array(self._log_t, dtype=np.float64)  # time of each entry, h
-        arrs = self._log_nodes
-        lens = np.fromiter(map(len, arrs), dtype=np.int64, count=k)  # pairs of each entry (≥ 1)
-        nd = np.concatenate(arrs).astype(self._nd_dtype)  # (node, entry) pairs in time order
-        M = len(nd)
-        ut = np.array(self._log_util).repeat(lens)
-        pos = lens.cumsum() - lens  # each entry's first pair (chronological)
-        up: NDArray[np.bool_] | None = None  # None: every node was in service at every logged time
-        if self._log_dc:  # in service = no down reason at the logged time
-            dc = np.zeros(M, dtype=np.int64)
-            for i, a in self._log_dc.items():
-                dc[pos[i]:pos[i] + lens[i]] = a
-            up = dc == 0
-        sp_log: NDArray[np.float64] | None = None
-        if self._log_sp:  # entries logged before a second speed source existed were all at speed 1
-            sp_log = np.ones(M)
-            for i, a in self._log_sp.items():
-                sp_log[pos[i]:pos[i] + lens[i]] = a
+        log_t, log_u, arrs, dcs, sps = self._log_t, self._log_util, self._log_nodes, self._log_dc, self._log_sp
         self._log_t, self._log_nodes, self._log_util = [], [], []
         self._log_dc, self._log_sp = {}, {}
+        K = len(log_t)
+        step = self._CHUNK
+        if K <= step:
+            self._replay_log(np.array(log_t), np.array(log_u), arrs, dcs, sps)
+            return
+        # a long log in consecutive chunks (the same result up to rounding; more nodes make cells in a
+        # shorter stretch of time, where fewer of them also ran a small job or went down)
+        dc_i, sp_i = sorted(dcs), sorted(sps)
+        for c0 in range(0, K, step):
+            c1 = min(K, c0 + step)
+            cd = {i - c0: dcs[i] for i in dc_i[bisect.bisect_left(dc_i, c0):bisect.bisect_left(dc_i, c1)]}
+            cs = {i - c0: sps[i] for i in sp_i[bisect.bisect_left(sp_i, c0):bisect.bisect_left(sp_i, c1)]}
+            self._replay_log(np.array(log_t[c0:c1]), np.array(log_u[c0:c1]), arrs[c0:c1], cd, cs)
+
+    _CHUNK = 2048  # log entries replayed together at most (cost, not result)
+
+    def _replay_log(self, tk: NDArray[np.float64], ut: NDArray[np.float64], arrs: list[NDArray[np.int64]],
+                    dcs: dict[int, NDArray[np.int64]], sps: dict[int, NDArray[np.float64]]) -> None:
+        """Replay log entries at times ``tk`` (h, ascending) with utilisations ``ut`` over the node arrays
+        ``arrs``, down counts ``dcs`` and speeds ``sps`` by entry index where logged (see ``_flush_log``)."""
+        k = len(tk)
+        lens = np.fromiter(map(len, arrs), dtype=np.int64, count=k)  # pairs of each entry (≥ 1)
+        pos = lens.cumsum() - lens  # each entry's first pair
+        # every (node, entry) pair in time order; down counts and speeds per pair where logged
+        nd = np.concatenate(arrs).astype(self._nd_dtype)
+        pe = np.arange(k, dtype=np.int32).repeat(lens)
+        M = len(nd)
+        dc: NDArray[np.int64] | None = None  # None: every node was in service at every logged time
+        if dcs:
+            dc = np.zeros(M, dtype=np.int64)
+            for i, a in dcs.items():
+                dc[pos[i]:pos[i] + lens[i]] = a
+        sp: NDArray[np.float64] | None = None  # None: no speed logged (a single speed source)
+        if sps:  # entries logged before a second speed source existed were all at speed 1
+            sp = np.ones(M)
+            for i, a in sps.items():
+                sp[pos[i]:pos[i] + lens[i]] = a
+        dte = np.empty(k)  # the time step before each entry
+        dte[0] = tk[0] - self._t_acc
+        np.subtract(tk[1:], tk[:-1], out=dte[1:])
+        dbusy_k = np.zeros(k)  # change of busy GPUs at each entry
+        several_speeds = len(self.engine.speed_caps) > 1
+        cells: list[tuple[NDArray[np.int64], NDArray[np.int64]]] = []
+        if self.u == 1 and not several_speeds:
+            cells, in_cell = self._cells(arrs, lens, nd, pe, dc)
+            if cells:
+                keep = ~in_cell[nd]
+                nd, pe = nd[keep], pe[keep]
+                dc = dc[keep] if dc is not None else None
+        ctp_acc = None
+        if len(nd):
+            ctp_acc = self._replay_pairs(tk, ut, nd, pe, dc, sp, dbusy_k, dte, lens if several_speeds else None)
+        for entries, nodes in cells:
+            self._replay_cell(tk[entries], ut[entries], nodes, entries, dbusy_k)
+        # ---- site totals: exact integrals over the logged steps (chronological)
+        tot, acc = self._tot, self._acc
+        C = dbusy_k.cumsum()  # whole numbers: exact
+        cb = tot[0] + C  # totals after each entry
+        cs = tot[2] + C
+        acc[0] += tot[0] * dte[0] + float((cb[:-1] * dte[1:]).sum())
+        if tot[1] != 0.0:  # else the addend is ±0 and leaves acc[1] (≥ +0) unchanged
+            acc[1] += tot[1] * float(dte.sum())
+        acc[2] += tot[2] * dte[0] + float((cs[:-1] * dte[1:]).sum())
+        if ctp_acc is not None:  # several speed sources: effective GPUs per pair (see _replay_pairs)
+            ctp, acc3 = ctp_acc
+            acc[3] += acc3
+        else:  # every speed 1: effective GPUs = busy GPUs
+            ctp = tot[3] + C
+            acc[3] += tot[3] * dte[0] + float((ctp[:-1] * dte[1:]).sum())
+        tot[0], tot[2], tot[3] = cb[-1], cs[-1], ctp[-1]
+        self._t_acc = float(tk[-1])
+        self._tp_t.extend(tk.tolist())
+        self._tp_v.extend(ctp.tolist())
+
+    _CELL_MIN_PAIRS = 256  # a cell must stand for at least this many (node, entry) pairs (cost, not result)
+
+    def _cells(self, arrs: list[NDArray[np.int64]], lens: NDArray[np.int64], nd: NDArray[Any],
+               pe: NDArray[np.int32], dc: NDArray[np.int64] | None
+               ) -> tuple[list[tuple[NDArray[np.int64], NDArray[np.int64]]], NDArray[np.bool_]]:
+        """The cells of the log (see ``_flush_log``), as (entries ascending, nodes), and a mask of their nodes.
+
+        Only node arrays logged at least twice with at least 8 nodes (a job's array at its checkpoint
+        pauses) make cells: a node in one of those and nowhere else, in service at all its entries, is
+        grouped with the nodes in exactly the same such arrays; the rest go pair by pair."""
+        k = len(arrs)
+        N = self.N
+        by_id: dict[int, list[int]] = {}
+        for i in np.flatnonzero(lens >= 8).tolist():
+            by_id.setdefault(id(arrs[i]), []).append(i)
+        big = [e for e in by_id.values() if len(e) >= 2]
+        in_cell = np.zeros(N, dtype=bool)
+        if not big:
+            return [], in_cell
+        big_entry = np.zeros(k, dtype=bool)
+        W = (len(big) + 63) // 64
+        sig = np.zeros((N, W), dtype=np.uint64)  # bit j: the node is in big array j
+        for j, e in enumerate(big):
+            big_entry[e] = True
+            sig[arrs[e[0]], j >> 6] |= np.uint64(1 << (j & 63))  # (an array holds each node once)
+        other = np.zeros(N, dtype=bool)  # in another entry, or out of service at some entry
+        other[nd[~big_entry[pe]]] = True
+        if dc is not None:
+            other[nd[dc != 0]] = True
+        cand = np.flatnonzero(sig.any(axis=1) & ~other)
+        if not len(cand):
+            return [], in_cell
+        if W == 1:  # (a 1-d unique is several times faster than unique rows)
+            k1, inv, cnt = np.unique(sig[cand, 0], return_inverse=True, return_counts=True)
+            keys = k1[:, None]
+        else:
+            keys, inv, cnt = np.unique(sig[cand], axis=0, return_inverse=True, return_counts=True)
+        members = cand[inv.reshape(-1).argsort(kind="stable")]
+        ends = cnt.cumsum()
+        R = self.rbase[members] * self.rfactor[members]
+        tin = self.inlet[members]
+        cells = []
+        for c in range(len(keys)):
+            s, e = int(ends[c] - cnt[c]), int(ends[c])
+            js = [64 * w + b for w, word in enumerate(keys[c].tolist()) for b in range(64) if word >> b & 1]
+            n_entries = sum(len(big[j]) for j in js)
+            if (e - s) * n_entries < self._CELL_MIN_PAIRS:
+                continue
+            if np.count_nonzero(R[s:e] != R[s]) or np.count_nonzero(tin[s:e] != tin[s]):
+                continue
+            entries = np.array(big[js[0]], dtype=np.int64) if len(js) == 1 else np.sort(
+                np.concatenate([np.array(big[j], dtype=np.int64) for j in js]))
+            nodes = members[s:e]
+            cells.append((entries, nodes))
+            in_cell[nodes] = True
+        return cells, in_cell
+
+    def _replay_cell(self, t: NDArray[np.float64], U: NDArray[np.float64], nodes: NDArray[np.int64],
+                     entries: NDArray[np.int64], dbusy_k: NDArray[np.float64]) -> None:
+        """Replay one cell (see ``_flush_log``): times ``t`` (h) and utilisations ``U`` of its entries
+        ``entries`` (ascending) over ``nodes``, one thermal unit per node, all in service; adds the cell's
+        changes of busy GPUs to ``dbusy_k``."""
+        n = len(nodes)
+        g = self.g
+        i0 = int(nodes[0])
+        R = float(self.rbase[i0] * self.rfactor[i0])
+        tin = float(self.inlet[i0])
+        tss = tin + (self.idle_w + (self.tdp_w - self.idle_w) * U) * R  # steady state after each entry
+        k_s = -3600.0 / (R * self.C)  # log of the decay per hour
+        # each node's first segment: from its own state to the cell's first entry
+        tss0 = self.tss[nodes]
+        dur0 = t[0] - self.t0[nodes]
+        lg0 = dur0 * k_s
+        T = np.exp(lg0) * self.T[nodes] - np.expm1(lg0) * tss0
+        T1max = float(T.max())  # the hottest node at the first entry
+        bins = [tss0]
+        wts = [dur0 * self.gon[nodes]]
+        lg = np.empty(0)
+        if len(t) > 1:  # the segments all its nodes share
+            dur = t[1:] - t[:-1]
+            lg = dur * k_s
+            after = lg[::-1].cumsum()[::-1]  # Σ of the logs from each segment to the last
+            G = float(after[0])
+            after -= lg  # … after each segment
+            S = float((-np.expm1(lg) * tss[:-1] * np.exp(after)).sum())
+            T = np.exp(G) * T + S
+            bins.append(tss[:-1])
+            wts.append(dur * float(n))
+        b_all = np.concatenate(bins)
+        self.hist += np.bincount(np.clip(b_all, 0.0, _HIST_MAX_C - 1).astype(np.intp),
+                                 weights=np.concatenate(wts), minlength=_HIST_MAX_C) * self.w
+        self.T[nodes] = T
+        self.t0[nodes] = t[-1]
+        self.tss[nodes] = tss[-1]
+        self.gon[nodes] = True
+        # busy GPUs: every node in service, busy while its utilisation is above 0
+        b = (U > 0.0).astype(np.float64)
+        d = np.empty(len(t))
+        d[0] = g * (n * b[0] - np.count_nonzero(self.n_busy[nodes]))
+        d[1:] = (g * n) * (b[1:] - b[:-1])
+        dbusy_k[entries] += d
+        busy_last = g * b[-1]
+        self.n_busy[nodes] = busy_last
+        self.n_spsum[nodes] = busy_last
+        self.n_tp[nodes] = busy_last
+        # peak: a first-order segment is hottest at one of its ends, so the peak is the hottest temperature
+        # at the entries' times; looked for only when some steady state could exceed the peak so far
+        # (temperatures never exceed the larger of where they start and their steady states)
+        if float(b_all.max()) > self.tpeak_c:
+            # the nodes' temperatures at each entry are one increasing affine map of their temperature at
+            # the first, so the hottest node stays the hottest: follow it
+            x = peak = T1max
+            for a_j, c_j, ts_j in zip(np.exp(lg).tolist(), (-np.expm1(lg)).tolist(), tss[:-1].tolist()):
+                x = a_j * x + c_j * ts_j
+                if x > peak:
+                    peak = x
+            if peak > self.tpeak_c:
+                self.tpeak_c = peak
+
+    def _replay_pairs(self, tk: NDArray[np.float64], ut: NDArray[np.float64], nd: NDArray[Any],
+                      pe: NDArray[np.int32], dc: NDArray[np.int64] | None, sp: NDArray[np.float64] | None,
+                      dbusy_k: NDArray[np.float64], dte: NDArray[np.float64],
+                      lens: NDArray[np.int64] | None) -> tuple[NDArray[np.float64], float] | None:
+        """Replay (node ``nd``, entry ``pe``) pairs (in entry order) grouped by node in time order, with
+        their down counts ``dc`` and speeds ``sp`` where logged; add their changes of busy GPUs to
+        ``dbusy_k``. With several speed sources (every pair of every entry, ``lens`` the pairs per
+        entry), return the effective GPUs after each entry and their integral over the steps ``dte``."""
+        g, u = self.g, self.u
+        k = len(tk)
+        M = len(nd)
+        up = dc == 0 if dc is not None else None
         # ---- group the pairs by node, stable in time (int16 keys: radix sort)
         # (array methods rather than the np.* wrappers throughout: the same operations, less call overhead)
         o = nd.argsort(kind="stable")
@@ -627,9 +799,9 @@ class Thermal:
         ends = cnt.cumsum()
         start = ends - cnt  # first pair of each node's group
         lastpos = ends - 1  # last pair of each node's group
-        eid_s = np.arange(k, dtype=np.int32).repeat(lens)[o]  # entry of each grouped pair
+        eid_s = pe[o]  # entry of each grouped pair
         t_s = tk[eid_s]
-        u_s = ut[o]
+        u_s = ut[eid_s]
         up_s = up[o] if up is not None else None
         # ---- busy GPUs: per pair busy or not; n_busy holds 0 or g for every node (see _account)
         b_s = u_s > 0.0
@@ -639,41 +811,24 @@ class Thermal:
         pb[1:] = b_s[:-1]
         pb[start] = self.n_busy[nodes_g] > 0.0
         d = b_s.view(np.int8) - pb.view(np.int8)
-        dbusy_k = np.bincount(eid_s, weights=d, minlength=k) * float(g)  # change of busy GPUs per entry
-        C = dbusy_k.cumsum()  # whole numbers: exact
-        # ---- site totals: exact integrals over the logged steps (chronological)
-        tot, acc = self._tot, self._acc
-        dte = np.empty(k)  # the time step at each entry's first pair (0 at the others)
-        dte[0] = tk[0] - self._t_acc
-        np.subtract(tk[1:], tk[:-1], out=dte[1:])
-        step_at = pos[1:] - 1  # the pair before each later entry: its total times the step that follows
-        cb = tot[0] + C  # totals after each entry
-        cs = tot[2] + C
-        lay = np.zeros(M)  # zero but at the positions being summed (reset after each use)
-        acc[0] += tot[0] * dte[0] + _sum_at(lay, step_at, cb[:-1] * dte[1:], M - 1)
-        if tot[1] != 0.0:  # else the addend is ±0 and leaves acc[1] (≥ +0) unchanged
-            acc[1] += tot[1] * _sum_at(lay, pos, dte, M)  # Σ of the per-pair time steps
-        acc[2] += tot[2] * dte[0] + _sum_at(lay, step_at, cs[:-1] * dte[1:], M - 1)
+        dbusy_k += np.bincount(eid_s, weights=d, minlength=k) * float(g)
         busy_last = b_s[lastpos] * float(g)
-        if len(self.engine.speed_caps) > 1:  # speeds other than 1: effective GPUs per pair, in time order
+        out = None
+        if lens is not None:  # speeds other than 1: effective GPUs per pair, in time order
+            tot = self._tot
+            pos = lens.cumsum() - lens
             dbusy = np.empty(M)
             dbusy[o] = d * float(g)
             # each pair at its node's speed when it was logged (all 1 if no second source was there yet)
-            sp = sp_log if sp_log is not None else np.ones(M)
-            ctp_full = tot[3] + np.cumsum(dbusy * sp)
+            spp = sp if sp is not None else np.ones(M)
+            ctp_full = tot[3] + np.cumsum(dbusy * spp)
             dt_full = np.zeros(M)  # the per-pair time steps
             dt_full[pos] = dte
-            acc[3] += tot[3] * dte[0] + float((ctp_full[:-1] * dt_full[1:]).sum())
-            ctp = ctp_full[pos + lens - 1]
-            self.n_tp[nodes_g] = busy_last * sp[o][lastpos]
-        else:  # every speed 1: effective GPUs = busy GPUs
-            ctp = tot[3] + C
-            acc[3] += tot[3] * dte[0] + _sum_at(lay, step_at, ctp[:-1] * dte[1:], M - 1)
+            acc3 = tot[3] * dte[0] + float((ctp_full[:-1] * dt_full[1:]).sum())
+            out = (ctp_full[pos + lens - 1], acc3)
+            self.n_tp[nodes_g] = busy_last * spp[o][lastpos]
+        else:
             self.n_tp[nodes_g] = busy_last
-        tot[0], tot[2], tot[3] = cb[-1], cs[-1], ctp[-1]
-        self._t_acc = float(tk[-1])
-        self._tp_t.extend(tk.tolist())
-        self._tp_v.extend(ctp.tolist())
         self.n_busy[nodes_g] = busy_last
         self.n_spsum[nodes_g] = busy_last
         # ---- per unit: histogram and state
@@ -732,20 +887,28 @@ class Thermal:
         decay = G.repeat(cnt_u)
         decay -= P
         contrib *= np.exp(decay, out=decay)
-        T_last = np.exp(G) * self.T[g0] + np.add.reduceat(contrib, start_u)
+        T0 = self.T[g0]
+        T_last = np.exp(G) * T0 + np.add.reduceat(contrib, start_u)
         self.T[g0] = T_last
         self.t0[g0] = t_u[last_u]
         self.tss[g0] = tss_new[last_u]
         self.gon[g0] = up_u[last_u] if up_u is not None else True
-        # peak: the last temperatures, and the steady states of segments long enough (> 10 τ) to reach
-        # them (only looked for when some steady state exceeds the peak so far)
-        peak = float(T_last.max())
+        # peak: the hottest temperature at the pairs' times (a first-order segment is hottest at one of its
+        # ends), followed only for units with a steady state above the peak so far (temperatures never
+        # exceed the larger of where they start and their steady states)
         if hi > self.tpeak_c:
-            long_ = lg < -10.0
-            if long_.any():
-                peak = max(peak, float(prev_tss[long_].max()))
-        if peak > self.tpeak_c:
-            self.tpeak_c = peak
+            hot = np.maximum.reduceat(prev_tss, start_u) > self.tpeak_c
+            s0, c0, x = start_u[hot], cnt_u[hot], T0[hot]
+            a_all, c_all = np.exp(lg), -np.expm1(lg)
+            peak = -INF
+            for j in range(int(c0.max())):  # the j-th pair of every such unit at once
+                act = c0 > j
+                idx = s0[act] + j
+                x[act] = a_all[idx] * x[act] + c_all[idx] * prev_tss[idx]
+                peak = max(peak, float(x[act].max()))
+            if peak > self.tpeak_c:
+                self.tpeak_c = peak
+        return out
 
     def _schedule_wake(self, t: float) -> None:
         if t >= self.H:
@@ -870,7 +1033,21 @@ class Thermal:
             self._flush_log()
         self._refresh_tp(np.asarray(nodes, dtype=np.int64))
 
+    def _log_state(self, node: int) -> None:
+        """Log a cool node's change of service (down or up) like a load change: its utilisation and down
+        count now (the replay powers its GPUs off while it is down)."""
+        nodes = np.array([node], dtype=np.int64)
+        self._log_dc[len(self._log_t)] = self.cluster.down_count[nodes]
+        self._log_t.append(self._env._now)
+        self._log_nodes.append(nodes)
+        self._log_util.append(float(self.engine.node_util[node]))
+        if len(self.engine.speed_caps) > 1:
+            self._log_sp[len(self._log_t) - 1] = self.engine.node_speed(nodes)
+
     def _on_down(self, node: int, cause: str) -> None:
+        if self.cool[node] and not self.tripped:  # nothing to restart, nothing thermal can change now
+            self._log_state(node)
+            return
         self._update(np.array([node], dtype=np.int64))
         self._try_restarts()
 
@@ -878,6 +1055,9 @@ class Thermal:
         reason = self._instant_trip_reason(node)
         if reason is not None:
             self._trip(node, reason)
+            return
+        if self.cool[node]:
+            self._log_state(node)
             return
         self._update(np.array([node], dtype=np.int64))
 
