@@ -157,7 +157,7 @@ def test_cells_equal_pairs_with_an_hour_long_time_constant(monkeypatch) -> None:
         pairs.run()
     assert_same_results(cells.result(), pairs.result())
     a, b = cells.by_section["cooling"], pairs.by_section["cooling"]
-    for name in ("T", "tss", "t0", "hist", "_acc", "_tp_v", "n_busy"):
+    for name in ("T", "tss", "t0", "hist", "_acc", "_tp_t", "_tp_dv", "n_busy"):
         np.testing.assert_allclose(np.asarray(getattr(a, name)), np.asarray(getattr(b, name)), rtol=1e-9,
                                    atol=1e-9, err_msg=name)
     assert a.tpeak_c == pytest.approx(b.tpeak_c, rel=1e-12)
@@ -225,7 +225,7 @@ def test_replay_per_cell_equals_replay_per_pair_on_random_logs(monkeypatch, seed
     seen["cells"] = 0
     pairs = _replay(sc, log, state)
     assert seen["cells"] == 0
-    for name in ("T", "tss", "t0", "gon", "hist", "_acc", "_tot", "_tp_v", "n_busy", "n_tp"):
+    for name in ("T", "tss", "t0", "gon", "hist", "_acc", "_tot", "_tp_t", "_tp_dv", "n_busy", "n_tp"):
         np.testing.assert_allclose(np.asarray(getattr(cells, name), dtype=np.float64),
                                    np.asarray(getattr(pairs, name), dtype=np.float64), rtol=1e-11, atol=1e-9,
                                    err_msg=name)

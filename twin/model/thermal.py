@@ -255,8 +255,8 @@ class Thermal:
         self._tot = np.zeros(4)  # busy GPUs, capped busy GPUs, Σ speed of busy GPUs, effective GPUs
         self._acc = np.zeros(4)
         self._t_acc = 0.0
-        self._tp_t: list[float] = [0.0]
-        self._tp_v: list[float] = [0.0]
+        self._tp_t: list[float] = [0.0]  # effective GPUs: times of changes, h (not in order: see _replay_log)
+        self._tp_dv: list[float] = [0.0]  # … and the changes
 
         # ---- trips ---------------------------------------------------------------------------------
         self.tripped: dict[int, tuple[float, str]] = {}
@@ -317,6 +317,8 @@ class Thermal:
         self._log_util: list[float] = []
         self._log_dc: dict[int, NDArray[np.int64]] = {}
         self._log_sp: dict[int, NDArray[np.float64]] = {}
+        # arrays of load changes split into warm and cool nodes, by id: (array, its cool flags, warm, cool)
+        self._split: dict[int, tuple[Any, NDArray[np.bool_], NDArray[np.int64], NDArray[np.int64]]] = {}
         self._nd_dtype = np.int16 if n < 2**15 else np.int64  # int16 keys sort by radix
         self._tracing = self.trace_from <= 0.0 < self.trace_to
         if self.air is not None:
@@ -404,8 +406,7 @@ class Thermal:
         n = len(nodes)
         if not n:
             return
-        if self._log_t:
-            self._flush_log()
+        self._flush_for(nodes)
         now = self.engine.now
         g = self.g
         u = self.u
@@ -535,13 +536,21 @@ class Thermal:
             if short and self._n_hot_check():
                 self._n_hot = 0
 
+    def _flush_for(self, nodes: NDArray[np.int64] | slice) -> None:
+        """Replay the log if it may hold changes of ``nodes`` (indices or a slice), before their state or
+        conditions change. Only cool nodes are logged, and a node turns warm only through ``_set_cool``
+        after such a call (or after a full flush): so the log is replayed when one of ``nodes`` is cool,
+        and otherwise left alone (a traced node, or a warm zone, does not replay everybody else's log)."""
+        if self._log_t and np.count_nonzero(self.cool[nodes]):
+            self._flush_log()
+
     def _n_hot_check(self) -> bool:
         """True when no unit anywhere is engaged, capped or heading for a crossing (short paths suffice)."""
         return (not self.engaged.any() and not np.isfinite(self.t_next).any() and not self.n_capped.any()
                 and bool((self.speed_caps == 1.0).all()) and bool(np.isinf(self._it_caps).all()))
 
     def _set_tracing(self, on: bool, traced: NDArray[np.int64]) -> None:
-        self._flush_log()
+        self._flush_for(traced)
         self._tracing = on
         if on:
             self._update(traced)  # a first row at the window start
@@ -622,9 +631,6 @@ class Thermal:
             sp = np.ones(M)
             for i, a in sps.items():
                 sp[pos[i]:pos[i] + lens[i]] = a
-        dte = np.empty(k)  # the time step before each entry
-        dte[0] = tk[0] - self._t_acc
-        np.subtract(tk[1:], tk[:-1], out=dte[1:])
         dbusy_k = np.zeros(k)  # change of busy GPUs at each entry
         several_speeds = len(self.engine.speed_caps) > 1
         cells: list[tuple[NDArray[np.int64], NDArray[np.int64]]] = []
@@ -634,30 +640,32 @@ class Thermal:
                 keep = ~in_cell[nd]
                 nd, pe = nd[keep], pe[keep]
                 dc = dc[keep] if dc is not None else None
-        ctp_acc = None
+        dtp_k = None
         if len(nd):
-            ctp_acc = self._replay_pairs(tk, ut, nd, pe, dc, sp, dbusy_k, dte, lens if several_speeds else None)
+            dtp_k = self._replay_pairs(tk, ut, nd, pe, dc, sp, dbusy_k, several_speeds)
         for entries, nodes in cells:
             self._replay_cell(tk[entries], ut[entries], nodes, entries, dbusy_k)
-        # ---- site totals: exact integrals over the logged steps (chronological)
+        # ---- site totals and their integrals. The integrals may already run past some entries (the direct
+        # path integrates up to its own events without flushing logs of other nodes): each entry's change
+        # counts from its time to the end, the totals before it over the rest.
         tot, acc = self._tot, self._acc
-        C = dbusy_k.cumsum()  # whole numbers: exact
-        cb = tot[0] + C  # totals after each entry
-        cs = tot[2] + C
-        acc[0] += tot[0] * dte[0] + float((cb[:-1] * dte[1:]).sum())
+        t_end = max(self._t_acc, float(tk[-1]))
+        held = t_end - tk  # how long each entry's change has held by t_end (≥ 0)
+        span = t_end - self._t_acc
+        db = float(dbusy_k.sum())  # whole numbers: exact
+        ib = float((dbusy_k * held).sum())
+        dtp_k = dtp_k if dtp_k is not None else dbusy_k  # every speed 1: effective GPUs = busy GPUs
+        acc[0] += tot[0] * span + ib
         if tot[1] != 0.0:  # else the addend is ±0 and leaves acc[1] (≥ +0) unchanged
-            acc[1] += tot[1] * float(dte.sum())
-        acc[2] += tot[2] * dte[0] + float((cs[:-1] * dte[1:]).sum())
-        if ctp_acc is not None:  # several speed sources: effective GPUs per pair (see _replay_pairs)
-            ctp, acc3 = ctp_acc
-            acc[3] += acc3
-        else:  # every speed 1: effective GPUs = busy GPUs
-            ctp = tot[3] + C
-            acc[3] += tot[3] * dte[0] + float((ctp[:-1] * dte[1:]).sum())
-        tot[0], tot[2], tot[3] = cb[-1], cs[-1], ctp[-1]
-        self._t_acc = float(tk[-1])
+            acc[1] += tot[1] * span
+        acc[2] += tot[2] * span + ib
+        acc[3] += tot[3] * span + float((dtp_k * held).sum())
+        tot[0] += db
+        tot[2] += db
+        tot[3] += float(dtp_k.sum())
+        self._t_acc = t_end
         self._tp_t.extend(tk.tolist())
-        self._tp_v.extend(ctp.tolist())
+        self._tp_dv.extend(dtp_k.tolist())
 
     _CELL_MIN_PAIRS = 256  # a cell must stand for at least this many (node, entry) pairs (cost, not result)
 
@@ -780,12 +788,10 @@ class Thermal:
 
     def _replay_pairs(self, tk: NDArray[np.float64], ut: NDArray[np.float64], nd: NDArray[Any],
                       pe: NDArray[np.int32], dc: NDArray[np.int64] | None, sp: NDArray[np.float64] | None,
-                      dbusy_k: NDArray[np.float64], dte: NDArray[np.float64],
-                      lens: NDArray[np.int64] | None) -> tuple[NDArray[np.float64], float] | None:
+                      dbusy_k: NDArray[np.float64], several_speeds: bool) -> NDArray[np.float64] | None:
         """Replay (node ``nd``, entry ``pe``) pairs (in entry order) grouped by node in time order, with
         their down counts ``dc`` and speeds ``sp`` where logged; add their changes of busy GPUs to
-        ``dbusy_k``. With several speed sources (every pair of every entry, ``lens`` the pairs per
-        entry), return the effective GPUs after each entry and their integral over the steps ``dte``."""
+        ``dbusy_k``. With several speed sources, return the change of effective GPUs at each entry."""
         g, u = self.g, self.u
         k = len(tk)
         M = len(nd)
@@ -814,19 +820,11 @@ class Thermal:
         dbusy_k += np.bincount(eid_s, weights=d, minlength=k) * float(g)
         busy_last = b_s[lastpos] * float(g)
         out = None
-        if lens is not None:  # speeds other than 1: effective GPUs per pair, in time order
-            tot = self._tot
-            pos = lens.cumsum() - lens
-            dbusy = np.empty(M)
-            dbusy[o] = d * float(g)
+        if several_speeds:  # speeds other than 1: effective GPUs change by the busy change × speed
             # each pair at its node's speed when it was logged (all 1 if no second source was there yet)
-            spp = sp if sp is not None else np.ones(M)
-            ctp_full = tot[3] + np.cumsum(dbusy * spp)
-            dt_full = np.zeros(M)  # the per-pair time steps
-            dt_full[pos] = dte
-            acc3 = tot[3] * dte[0] + float((ctp_full[:-1] * dt_full[1:]).sum())
-            out = (ctp_full[pos + lens - 1], acc3)
-            self.n_tp[nodes_g] = busy_last * spp[o][lastpos]
+            sp_s = sp[o] if sp is not None else np.ones(M)
+            out = np.bincount(eid_s, weights=d * (float(g) * sp_s), minlength=k)
+            self.n_tp[nodes_g] = busy_last * sp_s[lastpos]
         else:
             self.n_tp[nodes_g] = busy_last
         self.n_busy[nodes_g] = busy_last
@@ -984,7 +982,7 @@ class Thermal:
         elif d_busy != 0.0:  # every speed is 1: effective GPUs = busy GPUs
             self.n_tp[nsl] = busy
             self._tot[3] += d_busy
-            self._tp_record()
+            self._tp_record(d_busy)
 
     def _refresh_tp(self, nodes: NDArray[np.int64]) -> None:
         """Effective GPUs (GPUs computing × their node's speed over all sources) for the throughput series."""
@@ -994,28 +992,39 @@ class Thermal:
             self._integrate(self.engine.now)
             self.n_tp[nodes] = tp
             self._tot[3] += delta
-            self._tp_record()
+            self._tp_record(delta)
 
-    def _tp_record(self) -> None:
-        now = self.engine.now
-        if self._tp_t[-1] == now:
-            self._tp_v[-1] = float(self._tot[3])
-        else:
-            self._tp_t.append(now)
-            self._tp_v.append(float(self._tot[3]))
+    def _tp_record(self, delta: float) -> None:
+        self._tp_t.append(self.engine.now)
+        self._tp_dv.append(delta)
 
     # =================================================================================== bus handlers
     def _on_load(self, nodes: NDArray[np.int64], util: float) -> None:
-        """Load change of ``nodes``: logged when they are all cool (replayed by ``_flush_log``), else applied.
+        """Load change of ``nodes``: its cool nodes logged (replayed by ``_flush_log``), the others applied.
 
         ``util`` is the nodes' new common utilisation (Topic.NODE_LOAD). The log keeps the array ``nodes``
         itself (publishers never change it afterwards) and ``util``, and the nodes' down counts only when
         some node of the cluster is down (``n_up`` < N).
         """
         n = len(nodes)
-        if self._n_warm and np.count_nonzero(self.cool[nodes]) != n:
-            self._update(np.asarray(nodes, dtype=np.int64))
-            return
+        if self._n_warm:
+            cool = self.cool[nodes]
+            k = np.count_nonzero(cool)
+            if k != n:
+                if not k:
+                    self._update(np.asarray(nodes, dtype=np.int64))
+                    return
+                # some cool, some not (a job with a traced node, or across a warm and a slack zone): the
+                # warm ones now, the cool ones logged; the split is kept per array while the flags hold,
+                # so the cool part is the same array at each change (a cell for the replay)
+                sp = self._split.get(id(nodes))
+                if sp is None or sp[0] is not nodes or not np.array_equal(sp[1], cool):
+                    if len(self._split) > 1024:
+                        self._split.clear()
+                    sp = self._split[id(nodes)] = (nodes, cool, np.asarray(nodes[~cool], dtype=np.int64),
+                                                   nodes[cool])
+                self._update(sp[2])
+                nodes = sp[3]
         if not n:
             return  # nothing changed
         log_t = self._log_t
@@ -1029,9 +1038,9 @@ class Thermal:
             self._log_sp[i] = self.engine.node_speed(nodes)
 
     def _on_speed(self, nodes: NDArray[np.int64]) -> None:
-        if self._log_t:
-            self._flush_log()
-        self._refresh_tp(np.asarray(nodes, dtype=np.int64))
+        nodes = np.asarray(nodes, dtype=np.int64)
+        self._flush_for(nodes)
+        self._refresh_tp(nodes)
 
     def _log_state(self, node: int) -> None:
         """Log a cool node's change of service (down or up) like a load change: its utilisation and down
@@ -1064,7 +1073,7 @@ class Thermal:
     def _on_group(self, node: int, part: str, healthy: int) -> None:
         if part != self.fan_part:
             return
-        self._flush_log()
+        self._flush_for(slice(node, node + 1))
         self.fans_h[node] = healthy
         if not self.gpu_on_liquid:
             self.rfactor[node] = self.fans_req / healthy if 0 < healthy < self.fans_req else 1.0
@@ -1180,7 +1189,8 @@ class Thermal:
         changed = slack != self.z_slack
         if not np.count_nonzero(changed):
             return
-        self._flush_log()
+        if np.count_nonzero(changed & ~slack):  # a zone's nodes turn warm (gaining slack, none were logged)
+            self._flush_log()
         self.z_slack = slack
         for z in np.flatnonzero(changed).tolist():
             s, e = self.zones[z]
@@ -1256,10 +1266,10 @@ class Thermal:
     def _zone_step(self, z: int, gen: int, new_h: float) -> None:
         if gen != self.z_gen[z]:
             return
-        self._flush_log()
+        s, e = self.zones[z]
+        self._flush_for(slice(s, e))
         self._zone_account(z, self.engine.now)
         self.z_held[z] = new_h
-        s, e = self.zones[z]
         nodes = np.arange(s, e, dtype=np.int64)
         if not self.gpu_on_liquid:
             self.inlet[s:e] = new_h
@@ -1327,8 +1337,8 @@ class Thermal:
         self.timeline.append((now, "loop", lp, float(flow), float(flow), math.nan, math.nan))
         if not self.on:
             return
-        self._flush_log()
         s, e = self.loops[lp]
+        self._flush_for(slice(s, e))
         gp = self.spec.gpu
         self.rfactor[s:e] = 1.0 if flow else gp.r_no_flow_c_per_w / gp.r_cold_plate_c_per_w
         self._update(np.arange(s, e, dtype=np.int64))
@@ -1501,8 +1511,9 @@ class Thermal:
         """Per hour: effective GPU-hours (GPUs computing × node speed), and the hour's ambient."""
         H = self.H
         hours = int(math.ceil(H))
-        t = np.asarray(self._tp_t)
-        v = np.asarray(self._tp_v)
+        order = np.argsort(np.asarray(self._tp_t), kind="stable")  # (replayed logs come late)
+        t = np.asarray(self._tp_t)[order]
+        v = np.cumsum(np.asarray(self._tp_dv)[order])  # effective GPUs from each time on (the last at a time)
         edges = np.arange(hours + 1, dtype=np.float64)
         edges[-1] = H
         # integral of the step function up to each edge
