@@ -321,6 +321,7 @@ class Thermal:
         self._split: dict[int, tuple[Any, NDArray[np.bool_], NDArray[np.int64], NDArray[np.int64]]] = {}
         self._nd_dtype = np.int16 if n < 2**15 else np.int64  # int16 keys sort by radix
         self._tracing = self.trace_from <= 0.0 < self.trace_to
+        self._multi_speed = False  # set in start()
         if self.air is not None:
             full = self.non_gpu_w + (g * self.tdp_w if self.type == "air" else 0.0)
             self.z_full = np.array([(e - s) * full for s, e in self.zones], dtype=np.float64)
@@ -351,6 +352,8 @@ class Thermal:
                 eng.call_at(inj.at_h, lambda p=npop, i=inj.index: p.reschedule(i, self.engine.now))
         if not self.on:
             return
+        # a second speed source (the power model's caps; sources are made while the models are built)
+        self._multi_speed = len(eng.speed_caps) > 1
         for a in self.aged:
             pop = a["pop"]
             a["life"][:] = pop.life_h
@@ -632,7 +635,7 @@ class Thermal:
             for i, a in sps.items():
                 sp[pos[i]:pos[i] + lens[i]] = a
         dbusy_k = np.zeros(k)  # change of busy GPUs at each entry
-        several_speeds = len(self.engine.speed_caps) > 1
+        several_speeds = self._multi_speed
         cells: list[tuple[NDArray[np.int64], NDArray[np.int64]]] = []
         if self.u == 1 and not several_speeds:
             cells, in_cell = self._cells(arrs, lens, nd, pe, dc)
@@ -976,8 +979,8 @@ class Thermal:
         else:
             tot[2] += d_busy
             self.n_spsum[nsl] = spsum
-        if len(self.engine.speed_caps) > 1 or self._n_hot or self._tp_hot:
-            self._tp_hot = bool(self._n_hot) or len(self.engine.speed_caps) > 1
+        if self._multi_speed or self._n_hot or self._tp_hot:
+            self._tp_hot = bool(self._n_hot) or self._multi_speed
             self._refresh_tp(nodes)
         elif d_busy != 0.0:  # every speed is 1: effective GPUs = busy GPUs
             self.n_tp[nsl] = busy
@@ -1028,14 +1031,13 @@ class Thermal:
         if not n:
             return  # nothing changed
         log_t = self._log_t
-        i = len(log_t)
         log_t.append(self._env._now)
         self._log_nodes.append(nodes)
         self._log_util.append(util)  # = engine.node_util[nodes]: the publisher gave them all this value
         if self.cluster.n_up != self.N:  # some node is down: keep the entry's down counts
-            self._log_dc[i] = self.cluster.down_count[nodes]
-        if len(self.engine.speed_caps) > 1:  # speeds other than 1 possible: keep them as they are now
-            self._log_sp[i] = self.engine.node_speed(nodes)
+            self._log_dc[len(log_t) - 1] = self.cluster.down_count[nodes]
+        if self._multi_speed:  # speeds other than 1 possible: keep them as they are now
+            self._log_sp[len(log_t) - 1] = self.engine.node_speed(nodes)
 
     def _on_speed(self, nodes: NDArray[np.int64]) -> None:
         nodes = np.asarray(nodes, dtype=np.int64)
@@ -1050,7 +1052,7 @@ class Thermal:
         self._log_t.append(self._env._now)
         self._log_nodes.append(nodes)
         self._log_util.append(float(self.engine.node_util[node]))
-        if len(self.engine.speed_caps) > 1:
+        if self._multi_speed:
             self._log_sp[len(self._log_t) - 1] = self.engine.node_speed(nodes)
 
     def _on_down(self, node: int, cause: str) -> None:
