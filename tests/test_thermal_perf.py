@@ -246,3 +246,25 @@ def test_replay_per_cell_equals_replay_per_pair_on_random_logs(monkeypatch, seed
     np.testing.assert_allclose(cells.T[logged], np.asarray(T)[logged], rtol=1e-9)
     np.testing.assert_allclose(cells.tss, np.asarray(tss), rtol=1e-12)
     assert cells.tpeak_c == pytest.approx(max(peak, float(Model(sc).by_section["cooling"].tpeak_c)), rel=1e-12)
+
+
+def test_quiet_hall_skips_hourly_capacity_changes_without_changing_anything(monkeypatch) -> None:
+    """While every air zone could carry its full load and holds its supply temperature, the hourly
+    derating events are skipped up to the first one that takes some zone's slack (issue 10). A year of
+    air.yaml (hot afternoons take a zone's slack; a CRAH unit lost on a summer morning, day 200 at 6:00,
+    must bring back the hours before that afternoon) must equal, exactly, the run that processes every
+    hour, with fewer events."""
+    sets = ["horizon_days=365", "cooling.inject=[{part: crah, index: 0, at_h: 4806}]"]
+    sc = load_scenario(SCEN / "air.yaml", sets).scenario
+    quiet = Model(sc)
+    quiet.run()
+    with monkeypatch.context() as mp:
+        mp.setattr(Thermal, "_quiet", lambda self: False)
+        every = Model(sc)
+        every.run()
+    assert every.events - quiet.events > 1000
+    a, b = quiet.result(), every.result()
+    assert a.metrics["cooling.zone_over_capacity_hours"] > 0  # zones did lose their slack
+    assert pd.Series(a.metrics).equals(pd.Series(b.metrics))
+    for name, table in b.tables.items():
+        pd.testing.assert_frame_equal(a.tables[name], table, check_exact=True)

@@ -373,9 +373,9 @@ class Thermal:
             a = self.air
             f = np.maximum(0.0, 1.0 - a.derate_per_c * np.maximum(0.0, self.ambient_h - a.design_ambient_c))
             self._hours = [int(k) for k in np.flatnonzero(f[1:] != f[:-1]) + 1 if k < self.H]
-            self._hour_i = 0
-            if self._hours:
-                eng.call_at(float(self._hours[0]), self._hour)
+            self._f_hours = f[self._hours]  # the capacity factor from each of those hours on
+            self._hour_gen = 0
+            self._schedule_hour(0)
 
     def finish(self) -> None:
         if not self.on:
@@ -1303,18 +1303,40 @@ class Thermal:
         if self.on:
             self._retarget(z)
             self._try_restarts()
+            self._schedule_hour(bisect.bisect_left(self._hours, self.engine.now))  # (quiet may have ended)
 
-    def _hour(self) -> None:
+    def _quiet(self) -> bool:
+        """Every air zone could carry all its nodes at full load and holds its supply temperature: then an
+        hourly capacity change matters only if it takes some zone's slack (restarts in a slack zone do not
+        depend on its capacity, and no room is in a transient to retarget)."""
+        assert self.air is not None
+        return bool(self.z_slack.all()) and bool((self.z_tgt == self.air.supply_c).all())
+
+    def _schedule_hour(self, i: int) -> None:
+        """Schedule the hourly capacity change ``self._hours[i]``; while the hall is quiet, the first one
+        from there that takes some zone's slack instead (the ones before it would change nothing)."""
+        hours = self._hours
+        if i < len(hours) and self._quiet():
+            f = self._f_hours[i:]
+            short = (self.z_full[:, None] > self._crah_w[:, None] * f[None, :]).any(axis=0)  # = not slack
+            i = i + int(short.argmax()) if short.any() else len(hours)
+        self._hour_i = i
+        self._hour_gen += 1
+        if i < len(hours):
+            gen = self._hour_gen
+            self.engine.call_at(float(hours[i]), lambda: self._hour(gen))
+
+    def _hour(self, gen: int) -> None:
         """Ambient change at an hour where the capacity derating of the air zones changes."""
+        if gen != self._hour_gen:
+            return  # rescheduled (a CRAH unit failed or came back)
         self._set_caps()
         assert self.air is not None
         for z in range(len(self.zones)):
             if not self.z_slack[z] or self.z_tgt[z] != self.air.supply_c:
                 self._retarget(z)
         self._try_restarts()
-        self._hour_i += 1
-        if self._hour_i < len(self._hours):
-            self.engine.call_at(float(self._hours[self._hour_i]), self._hour)
+        self._schedule_hour(self._hour_i + 1)
 
     # =================================================================================== liquid loops
     def _loop_flow(self, lp: int) -> bool:
