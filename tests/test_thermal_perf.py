@@ -163,20 +163,21 @@ def test_cells_equal_pairs_with_an_hour_long_time_constant(monkeypatch) -> None:
     assert a.tpeak_c == pytest.approx(b.tpeak_c, rel=1e-12)
 
 
-def _replay(sc: Any, log: list[tuple[float, NDArray[np.int64], float, NDArray[np.int64] | None]],
-            state: dict[str, NDArray[np.float64]]) -> Thermal:
+def _replay(sc: Any, log: list[tuple[float, NDArray[np.int64], float, bool | None]],
+            state: dict[str, NDArray[Any]]) -> Thermal:
     """A freshly built model's thermal part, set to ``state`` (a run in progress), after replaying ``log``
-    ((time h, nodes, utilisation, down counts or None) in time order) in one flush."""
+    ((time h, nodes, utilisation, None for a load change or, for one node, whether it came up or went
+    down) in time order) in one flush."""
     model = Model(sc)
     th = model.by_section["cooling"]
     for name, value in state.items():
         getattr(th, name)[:] = value
-    for i, (t, nodes, util, dc) in enumerate(log):
+    for i, (t, nodes, util, up) in enumerate(log):
         th._log_t.append(t)
         th._log_nodes.append(nodes)
         th._log_util.append(util)
-        if dc is not None:
-            th._log_dc[i] = dc
+        if up is not None:
+            th._log_up[i] = up
     th._flush_log()
     return th
 
@@ -193,9 +194,11 @@ def test_replay_per_cell_equals_replay_per_pair_on_random_logs(monkeypatch, seed
     sc = load_scenario(SCEN / "liquid.yaml", [f"cooling.gpu.c_j_per_c={tau_s / 0.04}"]).scenario
     n = sc.cluster.racks * sc.cluster.nodes_per_rack
     g = sc.cluster.node.gpus
-    state = {"T": rng.uniform(30.0, 45.0, n), "tss": rng.uniform(30.0, 45.0, n), "t0": rng.uniform(0.0, 1.0, n),
-             "n_busy": g * rng.integers(0, 2, n).astype(np.float64)}
     only_jobs = seed % 2 == 1  # then every node is in a cell: their peak alone counts
+    state = {"T": rng.uniform(30.0, 45.0, n), "tss": rng.uniform(30.0, 45.0, n), "t0": rng.uniform(0.0, 1.0, n),
+             "n_busy": g * rng.integers(0, 2, n).astype(np.float64),
+             "gon": rng.random(n) > (0.0 if only_jobs else 0.05)}  # some nodes out of service to begin with
+    up_now = state["gon"].copy()
     jobs = [np.arange(s, s + size, dtype=np.int64) for s, size in ((0, 40), (40, 8), (48, 24))]
     jobs.append(np.concatenate([jobs[0][1:], [100]]))  # job 0 after node 0 left it for node 100
     log = []
@@ -203,13 +206,16 @@ def test_replay_per_cell_equals_replay_per_pair_on_random_logs(monkeypatch, seed
     for _ in range(300):
         t += float(rng.exponential(0.5)) * float(rng.integers(0, 2))  # some entries at the same time
         r = rng.random()
+        util = float(rng.choice([0.0, 0.35, 1.0]))
+        up = None
         if r < 0.8 or only_jobs:
             nodes = jobs[int(rng.integers(len(jobs)))]
         else:
             nodes = np.array([int(rng.integers(n))], dtype=np.int64)
-        util = float(rng.choice([0.0, 0.35, 1.0]))
-        dc = (rng.random(len(nodes)) < 0.05).astype(np.int64) if rng.random() < 0.1 and not only_jobs else None
-        log.append((t, nodes, util, dc))
+            if r > 0.9:  # the node goes down or comes back (as Thermal._log_state logs it)
+                up = not bool(up_now[nodes[0]])
+                up_now[nodes[0]] = up
+        log.append((t, nodes, util, up))
     cells = _replay(sc, log, state)
     seen = {"cells": 0}
     replay_cell = Thermal._replay_cell
@@ -233,18 +239,24 @@ def test_replay_per_cell_equals_replay_per_pair_on_random_logs(monkeypatch, seed
     # and both against the first-order equations node by node, in plain Python: the temperature at each
     # entry, the peak (the hottest of those), the final temperature and steady state
     T, tss, t0 = state["T"].tolist(), state["tss"].tolist(), state["t0"].tolist()
+    in_service = state["gon"].tolist()
+    busy = state["n_busy"].tolist()
     tau_h = [float(r) * cells.C / 3600.0 for r in cells.rbase * cells.rfactor]
     peak = -np.inf
-    for t, nodes, util, dc in log:
-        for j, i in enumerate(nodes.tolist()):
+    for t, nodes, util, up in log:
+        for i in nodes.tolist():
             T[i] = tss[i] + (T[i] - tss[i]) * math.exp(-(t - t0[i]) / tau_h[i])
             peak = max(peak, T[i])
-            up = dc is None or dc[j] == 0
-            p_w = (cells.idle_w + (cells.tdp_w - cells.idle_w) * util) * up
+            if up is not None:
+                in_service[i] = up
+            p_w = (cells.idle_w + (cells.tdp_w - cells.idle_w) * util) * in_service[i]
+            busy[i] = g * float(util > 0.0 and in_service[i])
             tss[i], t0[i] = float(cells.inlet[i] + p_w * cells.rbase[i] * cells.rfactor[i]), t
     logged = np.unique(np.concatenate([nodes for _, nodes, _, _ in log]))
     np.testing.assert_allclose(cells.T[logged], np.asarray(T)[logged], rtol=1e-9)
     np.testing.assert_allclose(cells.tss, np.asarray(tss), rtol=1e-12)
+    assert cells.n_busy.tolist() == busy and pairs.n_busy.tolist() == busy
+    assert cells.gon.tolist() == [bool(x) for x in in_service] == pairs.gon.tolist()
     assert cells.tpeak_c == pytest.approx(max(peak, float(Model(sc).by_section["cooling"].tpeak_c)), rel=1e-12)
 
 

@@ -315,7 +315,7 @@ class Thermal:
         self._log_t: list[float] = []
         self._log_nodes: list[NDArray[np.int64]] = []
         self._log_util: list[float] = []
-        self._log_dc: dict[int, NDArray[np.int64]] = {}
+        self._log_up: dict[int, bool] = {}  # entries that are a node's change of service: up or not
         self._log_sp: dict[int, NDArray[np.float64]] = {}
         # arrays of load changes split into warm and cool nodes, by id: (array, its cool flags, warm, cool)
         self._split: dict[int, tuple[Any, NDArray[np.bool_], NDArray[np.int64], NDArray[np.int64]]] = {}
@@ -594,29 +594,32 @@ class Thermal:
         """
         if not self._log_t:
             return
-        log_t, log_u, arrs, dcs, sps = self._log_t, self._log_util, self._log_nodes, self._log_dc, self._log_sp
+        log_t, log_u, arrs, ups, sps = self._log_t, self._log_util, self._log_nodes, self._log_up, self._log_sp
         self._log_t, self._log_nodes, self._log_util = [], [], []
-        self._log_dc, self._log_sp = {}, {}
+        self._log_up, self._log_sp = {}, {}
         K = len(log_t)
         step = self._CHUNK
         if K <= step:
-            self._replay_log(np.array(log_t), np.array(log_u), arrs, dcs, sps)
+            self._replay_log(np.array(log_t), np.array(log_u), arrs, ups, sps)
             return
         # a long log in consecutive chunks (the same result up to rounding; more nodes make cells in a
         # shorter stretch of time, where fewer of them also ran a small job or went down)
-        dc_i, sp_i = sorted(dcs), sorted(sps)
+        up_i, sp_i = sorted(ups), sorted(sps)
         for c0 in range(0, K, step):
             c1 = min(K, c0 + step)
-            cd = {i - c0: dcs[i] for i in dc_i[bisect.bisect_left(dc_i, c0):bisect.bisect_left(dc_i, c1)]}
+            cu = {i - c0: ups[i] for i in up_i[bisect.bisect_left(up_i, c0):bisect.bisect_left(up_i, c1)]}
             cs = {i - c0: sps[i] for i in sp_i[bisect.bisect_left(sp_i, c0):bisect.bisect_left(sp_i, c1)]}
-            self._replay_log(np.array(log_t[c0:c1]), np.array(log_u[c0:c1]), arrs[c0:c1], cd, cs)
+            self._replay_log(np.array(log_t[c0:c1]), np.array(log_u[c0:c1]), arrs[c0:c1], cu, cs)
 
     _CHUNK = 2048  # log entries replayed together at most (cost, not result)
 
     def _replay_log(self, tk: NDArray[np.float64], ut: NDArray[np.float64], arrs: list[NDArray[np.int64]],
-                    dcs: dict[int, NDArray[np.int64]], sps: dict[int, NDArray[np.float64]]) -> None:
+                    ups: dict[int, bool], sps: dict[int, NDArray[np.float64]]) -> None:
         """Replay log entries at times ``tk`` (h, ascending) with utilisations ``ut`` over the node arrays
-        ``arrs``, down counts ``dcs`` and speeds ``sps`` by entry index where logged (see ``_flush_log``)."""
+        ``arrs``; ``ups``: the entries that are a node's change of service (up or not), ``sps``: the nodes'
+        speeds where logged, by entry index (see ``_flush_log``). A node's service between its own changes
+        is the last change's, or at the first entry its state when the log began (``gon``): every change of
+        service of a logged (cool) node is logged or replays the log first."""
         k = len(tk)
         lens = np.fromiter(map(len, arrs), dtype=np.int64, count=k)  # pairs of each entry (≥ 1)
         pos = lens.cumsum() - lens  # each entry's first pair
@@ -624,11 +627,11 @@ class Thermal:
         nd = np.concatenate(arrs).astype(self._nd_dtype)
         pe = np.arange(k, dtype=np.int32).repeat(lens)
         M = len(nd)
-        dc: NDArray[np.int64] | None = None  # None: every node was in service at every logged time
-        if dcs:
-            dc = np.zeros(M, dtype=np.int64)
-            for i, a in dcs.items():
-                dc[pos[i]:pos[i] + lens[i]] = a
+        st: NDArray[np.int8] | None = None  # per pair: 1 / 0 a change to up / down, −1 a load change
+        if ups:
+            st = np.full(M, -1, dtype=np.int8)
+            st[pos[np.fromiter(ups, dtype=np.int64, count=len(ups))]] = np.fromiter(
+                ups.values(), dtype=np.int8, count=len(ups))  # (single-node entries)
         sp: NDArray[np.float64] | None = None  # None: no speed logged (a single speed source)
         if sps:  # entries logged before a second speed source existed were all at speed 1
             sp = np.ones(M)
@@ -638,14 +641,14 @@ class Thermal:
         several_speeds = self._multi_speed
         cells: list[tuple[NDArray[np.int64], NDArray[np.int64]]] = []
         if self.u == 1 and not several_speeds:
-            cells, in_cell = self._cells(arrs, lens, nd, pe, dc)
+            cells, in_cell = self._cells(arrs, lens, nd, pe)
             if cells:
                 keep = ~in_cell[nd]
                 nd, pe = nd[keep], pe[keep]
-                dc = dc[keep] if dc is not None else None
+                st = st[keep] if st is not None else None
         dtp_k = None
         if len(nd):
-            dtp_k = self._replay_pairs(tk, ut, nd, pe, dc, sp, dbusy_k, several_speeds)
+            dtp_k = self._replay_pairs(tk, ut, nd, pe, st, sp, dbusy_k, several_speeds)
         for entries, nodes in cells:
             self._replay_cell(tk[entries], ut[entries], nodes, entries, dbusy_k)
         # ---- site totals and their integrals. The integrals may already run past some entries (the direct
@@ -673,8 +676,7 @@ class Thermal:
     _CELL_MIN_PAIRS = 256  # a cell must stand for at least this many (node, entry) pairs (cost, not result)
 
     def _cells(self, arrs: list[NDArray[np.int64]], lens: NDArray[np.int64], nd: NDArray[Any],
-               pe: NDArray[np.int32], dc: NDArray[np.int64] | None
-               ) -> tuple[list[tuple[NDArray[np.int64], NDArray[np.int64]]], NDArray[np.bool_]]:
+               pe: NDArray[np.int32]) -> tuple[list[tuple[NDArray[np.int64], NDArray[np.int64]]], NDArray[np.bool_]]:
         """The cells of the log (see ``_flush_log``), as (entries ascending, nodes), and a mask of their nodes.
 
         Only node arrays logged at least twice with at least 8 nodes (a job's array at its checkpoint
@@ -695,10 +697,8 @@ class Thermal:
         for j, e in enumerate(big):
             big_entry[e] = True
             sig[arrs[e[0]], j >> 6] |= np.uint64(1 << (j & 63))  # (an array holds each node once)
-        other = np.zeros(N, dtype=bool)  # in another entry, or out of service at some entry
-        other[nd[~big_entry[pe]]] = True
-        if dc is not None:
-            other[nd[dc != 0]] = True
+        other = ~self.gon  # out of service when the log began (one unit per node here) ...
+        other[nd[~big_entry[pe]]] = True  # ... or in another entry (changes of service are single-node entries)
         cand = np.flatnonzero(sig.any(axis=1) & ~other)
         if not len(cand):
             return [], in_cell
@@ -790,15 +790,14 @@ class Thermal:
                 self.tpeak_c = peak
 
     def _replay_pairs(self, tk: NDArray[np.float64], ut: NDArray[np.float64], nd: NDArray[Any],
-                      pe: NDArray[np.int32], dc: NDArray[np.int64] | None, sp: NDArray[np.float64] | None,
+                      pe: NDArray[np.int32], st: NDArray[np.int8] | None, sp: NDArray[np.float64] | None,
                       dbusy_k: NDArray[np.float64], several_speeds: bool) -> NDArray[np.float64] | None:
         """Replay (node ``nd``, entry ``pe``) pairs (in entry order) grouped by node in time order, with
-        their down counts ``dc`` and speeds ``sp`` where logged; add their changes of busy GPUs to
+        their changes of service ``st`` (see ``_replay_log``) and speeds ``sp``; add their changes of busy GPUs to
         ``dbusy_k``. With several speed sources, return the change of effective GPUs at each entry."""
         g, u = self.g, self.u
         k = len(tk)
         M = len(nd)
-        up = dc == 0 if dc is not None else None
         # ---- group the pairs by node, stable in time (int16 keys: radix sort)
         # (array methods rather than the np.* wrappers throughout: the same operations, less call overhead)
         o = nd.argsort(kind="stable")
@@ -811,7 +810,18 @@ class Thermal:
         eid_s = pe[o]  # entry of each grouped pair
         t_s = tk[eid_s]
         u_s = ut[eid_s]
-        up_s = up[o] if up is not None else None
+        # in service after each pair: its own change of service, else the node's last one before it, else its
+        # state when the log began (None: every node in service throughout)
+        gon0 = self.gon[nodes_g * u]
+        up_s: NDArray[np.bool_] | None = None
+        if st is not None or not gon0.all():
+            ar = np.arange(M)
+            st_s = st[o] if st is not None else np.full(M, -1, dtype=np.int8)
+            src = np.where(st_s >= 0, ar, 0)
+            src[start] = start  # a node's first pair starts its own run
+            src = np.maximum.accumulate(src)  # the last change (or first pair) of the pair's node
+            st_src = st_s[src]
+            up_s = np.where(st_src >= 0, st_src == 1, gon0.repeat(cnt)[src])
         # ---- busy GPUs: per pair busy or not; n_busy holds 0 or g for every node (see _account)
         b_s = u_s > 0.0
         if up_s is not None:
@@ -1034,8 +1044,6 @@ class Thermal:
         log_t.append(self._env._now)
         self._log_nodes.append(nodes)
         self._log_util.append(util)  # = engine.node_util[nodes]: the publisher gave them all this value
-        if self.cluster.n_up != self.N:  # some node is down: keep the entry's down counts
-            self._log_dc[len(log_t) - 1] = self.cluster.down_count[nodes]
         if self._multi_speed:  # speeds other than 1 possible: keep them as they are now
             self._log_sp[len(log_t) - 1] = self.engine.node_speed(nodes)
 
@@ -1048,7 +1056,7 @@ class Thermal:
         """Log a cool node's change of service (down or up) like a load change: its utilisation and down
         count now (the replay powers its GPUs off while it is down)."""
         nodes = np.array([node], dtype=np.int64)
-        self._log_dc[len(self._log_t)] = self.cluster.down_count[nodes]
+        self._log_up[len(self._log_t)] = bool(self.cluster.down_count[node] == 0)
         self._log_t.append(self._env._now)
         self._log_nodes.append(nodes)
         self._log_util.append(float(self.engine.node_util[node]))
