@@ -624,7 +624,7 @@ class Thermal:
         lens = np.fromiter(map(len, arrs), dtype=np.int64, count=k)  # pairs of each entry (≥ 1)
         pos = lens.cumsum() - lens  # each entry's first pair
         # every (node, entry) pair in time order; down counts and speeds per pair where logged
-        nd = np.concatenate(arrs).astype(self._nd_dtype)
+        nd = np.concatenate(arrs, dtype=self._nd_dtype, casting="unsafe")  # (node numbers fit the type)
         pe = np.arange(k, dtype=np.int32).repeat(lens)
         M = len(nd)
         st: NDArray[np.int8] | None = None  # per pair: 1 / 0 a change to up / down, −1 a load change
@@ -684,19 +684,23 @@ class Thermal:
         grouped with the nodes in exactly the same such arrays; the rest go pair by pair."""
         k = len(arrs)
         N = self.N
-        by_id: dict[int, list[int]] = {}
-        for i in np.flatnonzero(lens >= 8).tolist():
-            by_id.setdefault(id(arrs[i]), []).append(i)
-        big = [e for e in by_id.values() if len(e) >= 2]
         in_cell = np.zeros(N, dtype=bool)
-        if not big:
+        big_i = np.flatnonzero(lens >= 8)
+        if len(big_i) < 2:
             return [], in_cell
+        # the entries of each array (by identity), arrays in the order they were first logged
+        ids = np.fromiter(map(id, map(arrs.__getitem__, big_i.tolist())), dtype=np.uint64, count=len(big_i))
+        _, first, inv, cnt = np.unique(ids, return_index=True, return_inverse=True, return_counts=True)
+        if cnt.max() < 2:
+            return [], in_cell
+        per_array = np.split(big_i[inv.reshape(-1).argsort(kind="stable")], cnt.cumsum()[:-1].tolist())
+        big = [per_array[a] for a in first.argsort().tolist() if cnt[a] >= 2]
         big_entry = np.zeros(k, dtype=bool)
         W = (len(big) + 63) // 64
         sig = np.zeros((N, W), dtype=np.uint64)  # bit j: the node is in big array j
         for j, e in enumerate(big):
             big_entry[e] = True
-            sig[arrs[e[0]], j >> 6] |= np.uint64(1 << (j & 63))  # (an array holds each node once)
+            sig[arrs[int(e[0])], j >> 6] |= np.uint64(1 << (j & 63))  # (an array holds each node once)
         other = ~self.gon  # out of service when the log began (one unit per node here) ...
         other[nd[~big_entry[pe]]] = True  # ... or in another entry (changes of service are single-node entries)
         cand = np.flatnonzero(sig.any(axis=1) & ~other)
@@ -720,8 +724,7 @@ class Thermal:
                 continue
             if np.count_nonzero(R[s:e] != R[s]) or np.count_nonzero(tin[s:e] != tin[s]):
                 continue
-            entries = np.array(big[js[0]], dtype=np.int64) if len(js) == 1 else np.sort(
-                np.concatenate([np.array(big[j], dtype=np.int64) for j in js]))
+            entries = big[js[0]] if len(js) == 1 else np.sort(np.concatenate([big[j] for j in js]))
             nodes = members[s:e]
             cells.append((entries, nodes))
             in_cell[nodes] = True
