@@ -360,6 +360,7 @@ class Thermal:
             for i in range(pop.n):  # the population scheduled AF = 1 failures: cancel them, we own the clock
                 pop.reschedule(i, INF)
         self._update(np.arange(self.N))
+        self._set_cool(self._all)
         traced = np.flatnonzero(self.trace_mask)
         if len(traced):  # traced nodes take the full path (one row per update) inside the window only
             if 0.0 < self.trace_from < self.H:
@@ -402,6 +403,8 @@ class Thermal:
 
     def _update(self, nodes: NDArray[np.int64]) -> None:
         """Bring the GPUs of ``nodes`` to now and apply their current power, inlet and R (one vector op).
+        (A caller that changed what makes nodes cool, their inlet, R, zone slack or tracing, recomputes
+        their flags after it: ``_set_cool``.)
 
         A contiguous run of nodes (a packed job, a zone, a loop) is addressed by slices; the common case
         where no GPU of the set is near its slowdown temperature takes a short path without caps.
@@ -528,7 +531,6 @@ class Thermal:
             self._age_update(nodes)
         if self.trace_from <= now <= self.trace_to and np.count_nonzero(self.trace_mask[nsl]):
             self._trace(nodes, T, P, pd, tin, R)
-        self._set_cool(nsl)
         # the node's speed is its slowest GPU's (nodes in service only; a down node keeps its last cap)
         if self._n_hot:
             changed = up_n & (caps[nsl] != sp_n)
@@ -557,8 +559,7 @@ class Thermal:
         self._tracing = on
         if on:
             self._update(traced)  # a first row at the window start
-        else:
-            self._set_cool(traced)
+        self._set_cool(traced)
 
     def _set_cool(self, nodes: NDArray[np.int64] | slice) -> None:
         """Recompute the cool flag of ``nodes`` (indices or a slice; see the constructor) and the count of
@@ -1094,6 +1095,7 @@ class Thermal:
             self._trip(node, "no_fan")
             return
         self._update(np.array([node], dtype=np.int64))
+        self._set_cool(slice(node, node + 1))
         self._try_restarts()
 
     # =================================================================================== trips
@@ -1287,6 +1289,7 @@ class Thermal:
         if not self.gpu_on_liquid:
             self.inlet[s:e] = new_h
             self._update(nodes)
+            self._set_cool(slice(s, e))
         self._plan_step(z)
         self._try_restarts()
 
@@ -1377,6 +1380,7 @@ class Thermal:
         gp = self.spec.gpu
         self.rfactor[s:e] = 1.0 if flow else gp.r_no_flow_c_per_w / gp.r_cold_plate_c_per_w
         self._update(np.arange(s, e, dtype=np.int64))
+        self._set_cool(slice(s, e))
         self._try_restarts()
 
     def _on_cdu(self, idx: int, healthy: bool) -> None:
