@@ -308,8 +308,8 @@ class Thermal:
         self.cool = np.zeros(n, dtype=bool)
         self._n_warm = n
         # The log: per entry its time (h), its nodes (the published array itself: NODE_LOAD arrays are never
-        # changed after publishing) and their common utilisation; the nodes' down counts only for entries
-        # logged while some node was down, and, with a second speed source (the power model's caps), the
+        # changed after publishing) and their common utilisation; for a cool node's change of service (a
+        # one-node entry) whether it came up; with a second speed source (the power model's caps), the
         # nodes' speeds at the logged time (a speed change flushes the log only after the cap moved).
         # Joined into per-(node, entry) arrays at the flush.
         self._log_t: list[float] = []
@@ -624,7 +624,7 @@ class Thermal:
         k = len(tk)
         lens = np.fromiter(map(len, arrs), dtype=np.int64, count=k)  # pairs of each entry (≥ 1)
         pos = lens.cumsum() - lens  # each entry's first pair
-        # every (node, entry) pair in time order; down counts and speeds per pair where logged
+        # every (node, entry) pair in time order; changes of service and speeds per pair where logged
         nd = np.concatenate(arrs, dtype=self._nd_dtype, casting="unsafe")  # (node numbers fit the type)
         pe = np.arange(k, dtype=np.int32).repeat(lens)
         M = len(nd)
@@ -1020,8 +1020,8 @@ class Thermal:
         """Load change of ``nodes``: its cool nodes logged (replayed by ``_flush_log``), the others applied.
 
         ``util`` is the nodes' new common utilisation (Topic.NODE_LOAD). The log keeps the array ``nodes``
-        itself (publishers never change it afterwards) and ``util``, and the nodes' down counts only when
-        some node of the cluster is down (``n_up`` < N).
+        itself (publishers never change it afterwards) and ``util`` (and the nodes' speeds when a second
+        source caps them); whether the nodes are in service follows from their own logged changes.
         """
         n = len(nodes)
         if self._n_warm:
