@@ -547,7 +547,7 @@ def assert_same_results(lazy: Any, direct: Any) -> None:
     for k, v in direct.metrics.items():
         if k.startswith(("thermal.", "energy.", "cooling.")) or k in ("pue", "goodput"):
             assert lazy.metrics[k] == pytest.approx(v, rel=1e-9, abs=1e-9), k
-    for name in ("gpu_temperature", "throughput_hourly", "thermal_trips", "jobs", "events"):
+    for name in ("gpu_temperature", "throughput_hourly", "thermal_trips", "cooling_timeline", "jobs", "events"):
         pd.testing.assert_frame_equal(lazy.tables[name], direct.tables[name], check_exact=False, rtol=1e-9,
                                       atol=1e-9)
 

@@ -280,3 +280,27 @@ def test_quiet_hall_skips_hourly_capacity_changes_without_changing_anything(monk
     assert pd.Series(a.metrics).equals(pd.Series(b.metrics))
     for name, table in b.tables.items():
         pd.testing.assert_frame_equal(a.tables[name], table, check_exact=True)
+
+
+def test_a_room_moves_on_the_heat_of_every_node_in_service_now(monkeypatch) -> None:
+    """Logged (cool) nodes in an air zone that cannot carry its full load have their heat applied at
+    their load change; when a job has warm nodes too (the traced node of air.yaml's summer week), the
+    cool ones' heat must be in place before the warm ones' update moves the room (issue 10). Checked
+    at every move of such a room over a year: its heat equals its nodes' demanded power now."""
+    worst = {"w": 0.0, "moves": 0}
+    retarget = Thermal._retarget
+
+    def spy(self: Thermal, z: int) -> None:
+        if not self.z_slack[z]:
+            s, e = self.zones[z]
+            up = self.cluster.down_count[s:e] == 0
+            pd_w = self.idle_w + (self.tdp_w - self.idle_w) * self.engine.node_util[s:e]
+            now_w = float(((self.non_gpu_w + self.g * pd_w) * up).sum())
+            worst["w"] = max(worst["w"], abs(now_w - float(self.z_q[z])))
+            worst["moves"] += 1
+        retarget(self, z)
+
+    monkeypatch.setattr(Thermal, "_retarget", spy)
+    run_replication(load_scenario(SCEN / "air.yaml", ["horizon_days=365"]).scenario)
+    assert worst["moves"] > 100
+    assert worst["w"] < 1e-6

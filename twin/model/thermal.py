@@ -36,13 +36,14 @@ Event-driven throughout: no time step.
   integral with hourly ambient (COP, free cooling), fan/pump power and UPS/transformer losses,
   computed at the end over the merged breakpoints.
 * **Cost**: load changes of *cool* nodes (no GPU could reach slowdown even at full power under their
-  current inlet and R, and their zone could carry all its nodes at full load) cannot throttle, trip or
-  move a room; they are logged and replayed in one vectorised batch (``_flush_log``) before anything
-  else thermal happens, so a job's checkpoint pause costs a few list appends. A cool node going down
-  or coming back (with no tripped node waiting for room) is logged the same way. The replay solves
-  the first-order recurrence once per *cell* of nodes that saw the same entries (a job's nodes), and
-  per (node, entry) pair for the rest. Everything else goes through ``_update`` (one vector operation
-  over the nodes' GPUs). Tests check the paths agree.
+  current inlet and R) cannot throttle or trip them; they are logged and replayed in one vectorised
+  batch (``_flush_log``) before anything else thermal happens to those nodes, so a job's checkpoint
+  pause costs a few list appends (plus, while an air zone cannot carry all its nodes at full load,
+  their heat, which moves that zone's room at once). A cool node going down or coming back (with no
+  tripped node waiting for room) is logged the same way. The replay solves the first-order
+  recurrence once per *cell* of nodes that saw the same entries (a job's nodes), and per (node,
+  entry) pair for the rest. Everything else goes through ``_update`` (one vector operation over the
+  nodes' GPUs). Tests check the paths agree.
 * **Thermal units**: with identical GPUs (``r_sigma`` 0) one array element stands for a node's g GPUs
   (same equations, g times fewer elements); with a spread, one element per GPU.
 """
@@ -299,10 +300,11 @@ class Thermal:
 
         # ---- deferred load changes of cool nodes ---------------------------------------------------
         # A node is *cool* when even full power cannot take any of its GPUs to the slowdown temperature
-        # under its current inlet and R, its air zone (if any) has capacity for its full load, and it is
-        # neither traced nor ageing-accelerated. Its load changes then cannot throttle, trip or move the
-        # room, so they are only logged (time, nodes, utilisations) and replayed in one vectorised batch
-        # (histogram, GPU state, busy and throughput integrals) before anything else thermal happens.
+        # under its current inlet and R, and it is neither traced nor ageing-accelerated. Its load changes
+        # then cannot throttle or trip it, so they are only logged (time, nodes, utilisations) and replayed
+        # in one vectorised batch (histogram, GPU state, busy and throughput integrals) before anything
+        # else thermal happens. Only their heat is applied at once, while some air zone cannot carry all
+        # its nodes at full load (that zone's room moves with it).
         self.rmax_n = self.rbase.reshape(n, u).max(axis=1)
         self._tdp_rmax = self.tdp_w * self.rmax_n  # the first product of _set_cool's test, node-wise
         self.cool = np.zeros(n, dtype=bool)
@@ -326,6 +328,7 @@ class Thermal:
             full = self.non_gpu_w + (g * self.tdp_w if self.type == "air" else 0.0)
             self.z_full = np.array([(e - s) * full for s, e in self.zones], dtype=np.float64)
             self.z_slack = self.z_full <= self.z_cap
+        self._n_short = 0 if self.air is None else int(np.count_nonzero(~self.z_slack))  # zones without slack
 
         # ---- subscriptions -------------------------------------------------------------------------
         if self.on:
@@ -511,21 +514,7 @@ class Thermal:
             self.it.set_cap("thermal", nodes, it_caps)
         # air-zone heat: demanded power of the nodes in service
         if self.air is not None:
-            heat = (self.non_gpu_w + (pd_n * g if self.type == "air" else 0.0)) * up_n
-            self.node_air_w[nsl] = heat
-            if isinstance(nsl, slice):  # zone_of does not decrease with the node index
-                z0, z1 = int(self.zone_of[n0]), int(self.zone_of[n1])
-            else:
-                zl = self.zone_of[nodes]
-                z0, z1 = int(zl.min()), int(zl.max())
-            for z in range(z0, z1 + 1):
-                if self.z_slack[z]:
-                    continue  # could carry all its nodes at full load: its heat cannot move the room
-                s, e = self.zones[z]
-                q = float(self.node_air_w[s:e].sum())
-                if q != self.z_q[z]:
-                    self.z_q[z] = q
-                    self._retarget(z)
+            self._zone_heat(nsl, nodes, (self.non_gpu_w + (pd_n * g if self.type == "air" else 0.0)) * up_n)
         self._account(nsl, nodes, busy_n, capped_n, spsum_n)
         if self.aged:
             self._age_update(nodes)
@@ -549,6 +538,36 @@ class Thermal:
         if self._log_t and np.count_nonzero(self.cool[nodes]):
             self._flush_log()
 
+    def _zone_heat(self, nsl: Any, nodes: NDArray[np.int64], heat: Any) -> None:
+        """Set the air heat (W) of ``nodes`` (``nsl``: the same as indices or a slice) and move the room
+        of every zone among theirs that cannot carry all its nodes at full load."""
+        self.node_air_w[nsl] = heat
+        if isinstance(nsl, slice):  # zone_of does not decrease with the node index
+            z0, z1 = int(self.zone_of[nsl.start]), int(self.zone_of[nsl.stop - 1])
+        else:
+            zl = self.zone_of[nodes]
+            z0, z1 = int(zl.min()), int(zl.max())
+        for z in range(z0, z1 + 1):
+            if self.z_slack[z]:
+                continue  # could carry all its nodes at full load: its heat cannot move the room
+            s, e = self.zones[z]
+            q = float(self.node_air_w[s:e].sum())
+            if q != self.z_q[z]:
+                self.z_q[z] = q
+                self._retarget(z)
+
+    def _logged_heat(self, nodes: NDArray[np.int64], util: float, move: bool = True) -> None:
+        """The air heat of logged (cool) nodes at their load change or change of service, applied at once
+        while some zone cannot carry its full load (their GPUs' state waits for the replay); ``move``
+        False: only set it (the rest of their load change comes next)."""
+        up = self.cluster.down_count[nodes] == 0
+        pd = (self.idle_w + (self.tdp_w - self.idle_w) * util) * up  # (as _update computes it)
+        heat = (self.non_gpu_w + (pd * self.g if self.type == "air" else 0.0)) * up
+        if move:
+            self._zone_heat(nodes, nodes, heat)
+        else:
+            self.node_air_w[nodes] = heat
+
     def _n_hot_check(self) -> bool:
         """True when no unit anywhere is engaged, capped or heading for a crossing (short paths suffice)."""
         return (not self.engaged.any() and not np.isfinite(self.t_next).any() and not self.n_capped.any()
@@ -567,8 +586,6 @@ class Thermal:
         ok = self.inlet[nodes] + self._tdp_rmax[nodes] * self.rfactor[nodes] < self.slow_c
         if self._tracing:
             ok &= ~self.trace_mask[nodes]
-        if self.air is not None:
-            ok &= self.z_slack[self.zone_of[nodes]]
         if self.aged:
             ok[:] = False
         self.cool[nodes] = ok
@@ -1040,6 +1057,8 @@ class Thermal:
                         self._split.clear()
                     sp = self._split[id(nodes)] = (nodes, cool, np.asarray(nodes[~cool], dtype=np.int64),
                                                    nodes[cool])
+                if self._n_short:  # the cool nodes' heat first: the warm ones' update moves the rooms
+                    self._logged_heat(sp[3], util, move=False)
                 self._update(sp[2])
                 nodes = sp[3]
         if not n:
@@ -1050,6 +1069,8 @@ class Thermal:
         self._log_util.append(util)  # = engine.node_util[nodes]: the publisher gave them all this value
         if self._multi_speed:  # speeds other than 1 possible: keep them as they are now
             self._log_sp[len(log_t) - 1] = self.engine.node_speed(nodes)
+        if self._n_short:  # some air zone cannot carry its full load: its heat moves its room now
+            self._logged_heat(nodes, util)
 
     def _on_speed(self, nodes: NDArray[np.int64]) -> None:
         nodes = np.asarray(nodes, dtype=np.int64)
@@ -1066,6 +1087,8 @@ class Thermal:
         self._log_util.append(float(self.engine.node_util[node]))
         if self._multi_speed:
             self._log_sp[len(self._log_t) - 1] = self.engine.node_speed(nodes)
+        if self._n_short:
+            self._logged_heat(nodes, float(self.engine.node_util[node]))
 
     def _on_down(self, node: int, cause: str) -> None:
         if self.cool[node] and not self.tripped:  # nothing to restart, nothing thermal can change now
@@ -1197,25 +1220,22 @@ class Thermal:
         return self._derate_h[min(int(math.floor(t_h + 1e-9)), self.n_hours - 1)]
 
     def _set_caps(self) -> None:
-        """Healthy capacity of each zone now; zones whose slack changed get their heat and cool flags
-        recomputed (a zone is slack when it could carry all its nodes at full load)."""
+        """Healthy capacity of each zone now; a zone that lost its slack gets its heat recomputed (a zone is
+        slack when it could carry all its nodes at full load; while it is, its nodes' heat is not kept)."""
         self.z_cap = self._crah_w * self._derate_at(self.engine.now)
         slack = self.z_full <= self.z_cap
         changed = slack != self.z_slack
         if not np.count_nonzero(changed):
             return
-        if np.count_nonzero(changed & ~slack):  # a zone's nodes turn warm (gaining slack, none were logged)
-            self._flush_log()
         self.z_slack = slack
-        for z in np.flatnonzero(changed).tolist():
+        self._n_short = int(np.count_nonzero(~slack))
+        for z in np.flatnonzero(changed & ~slack).tolist():
+            # the zone's heat matters again: recompute it from the nodes' state now
             s, e = self.zones[z]
-            nodes = self._all[s:e]
-            if not slack[z]:  # the zone's heat matters again: recompute it from the nodes' state now
-                up = self.cluster.down_count[s:e] == 0
-                pd = self.idle_w + (self.tdp_w - self.idle_w) * self.engine.node_util[s:e]
-                self.node_air_w[s:e] = (self.non_gpu_w + (self.g * pd if self.type == "air" else 0.0)) * up
-                self.z_q[z] = float(self.node_air_w[s:e].sum())
-            self._set_cool(nodes)
+            up = self.cluster.down_count[s:e] == 0
+            pd = self.idle_w + (self.tdp_w - self.idle_w) * self.engine.node_util[s:e]
+            self.node_air_w[s:e] = (self.non_gpu_w + (self.g * pd if self.type == "air" else 0.0)) * up
+            self.z_q[z] = float(self.node_air_w[s:e].sum())
 
     def _zone_cap_w(self, z: int) -> float:
         return float(self.z_cap[z])
