@@ -1,8 +1,10 @@
-"""The deferred replay of cool nodes' load changes (``Thermal._flush_log``, issue 10) on the paths the
-bundled scenarios and their golden fingerprints do not take: one thermal unit per GPU (``r_sigma`` > 0)
-and node speeds capped by a second source (the power model). Each run is compared with the same run
-where every node is traced for the whole horizon, which sends every load change through the direct
-per-event path (``Thermal._update``)."""
+"""The thermal model's cheap paths (issue 10) against the plain ones: the deferred replay of cool
+nodes' load changes (``Thermal._flush_log``) against the same run with every node traced for the
+whole horizon (every load change through the direct per-event path, ``Thermal._update``), on paths the
+bundled scenarios and their golden fingerprints do not take (one thermal unit per GPU, a second speed
+source, τ of an hour, warm and cool nodes in one job); the replay per cell against the replay per
+pair and against the first-order equations in plain Python; the restart scan and the quiet hall's
+hourly events against their plain versions."""
 
 from __future__ import annotations
 

@@ -629,7 +629,7 @@ class Thermal:
             cs = {i - c0: sps[i] for i in sp_i[bisect.bisect_left(sp_i, c0):bisect.bisect_left(sp_i, c1)]}
             self._replay_log(np.array(log_t[c0:c1]), np.array(log_u[c0:c1]), arrs[c0:c1], cu, cs)
 
-    _CHUNK = 2048  # log entries replayed together at most (cost, not result)
+    _CHUNK = 2048  # log entries replayed together at most (cost; results: rounding)
 
     def _replay_log(self, tk: NDArray[np.float64], ut: NDArray[np.float64], arrs: list[NDArray[np.int64]],
                     ups: dict[int, bool], sps: dict[int, NDArray[np.float64]]) -> None:
@@ -691,7 +691,7 @@ class Thermal:
         self._tp_t.extend(tk.tolist())
         self._tp_dv.extend(dtp_k.tolist())
 
-    _CELL_MIN_PAIRS = 256  # a cell must stand for at least this many (node, entry) pairs (cost, not result)
+    _CELL_MIN_PAIRS = 256  # a cell must stand for at least this many (node, entry) pairs (cost; results: rounding)
 
     def _cells(self, arrs: list[NDArray[np.int64]], lens: NDArray[np.int64], nd: NDArray[Any],
                pe: NDArray[np.int32]) -> tuple[list[tuple[NDArray[np.int64], NDArray[np.int64]]], NDArray[np.bool_]]:
