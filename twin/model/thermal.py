@@ -706,13 +706,20 @@ class Thermal:
         big_i = np.flatnonzero(lens >= 8)
         if len(big_i) < 2:
             return [], in_cell
-        # the entries of each array (by identity), arrays in the order they were first logged
-        ids = np.fromiter(map(id, map(arrs.__getitem__, big_i.tolist())), dtype=np.uint64, count=len(big_i))
-        _, first, inv, cnt = np.unique(ids, return_index=True, return_inverse=True, return_counts=True)
-        if cnt.max() < 2:
+        # the entries of each array logged at least twice (by identity), arrays in the order they were
+        # first logged (a dict for a short log, one unique for a long one: the same groups)
+        if len(big_i) <= 64:
+            by_id: dict[int, list[int]] = {}
+            for i in big_i.tolist():
+                by_id.setdefault(id(arrs[i]), []).append(i)
+            big = [np.array(e, dtype=np.int64) for e in by_id.values() if len(e) >= 2]
+        else:
+            ids = np.fromiter(map(id, map(arrs.__getitem__, big_i.tolist())), dtype=np.uint64, count=len(big_i))
+            _, first, inv, cnt = np.unique(ids, return_index=True, return_inverse=True, return_counts=True)
+            per_array = np.split(big_i[inv.reshape(-1).argsort(kind="stable")], cnt.cumsum()[:-1].tolist())
+            big = [per_array[a] for a in first.argsort().tolist() if cnt[a] >= 2]
+        if not big:
             return [], in_cell
-        per_array = np.split(big_i[inv.reshape(-1).argsort(kind="stable")], cnt.cumsum()[:-1].tolist())
-        big = [per_array[a] for a in first.argsort().tolist() if cnt[a] >= 2]
         big_entry = np.zeros(k, dtype=bool)
         W = (len(big) + 63) // 64
         sig = np.zeros((N, W), dtype=np.uint64)  # bit j: the node is in big array j
