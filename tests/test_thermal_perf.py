@@ -95,12 +95,7 @@ def _plain_try_restarts(self) -> None:
     for node in sorted(self.tripped):
         if node in self.pending or not _plain_cooling_ok(self, node):
             continue
-        self._reboot_token += 1
-        tok = self._reboot_token
-        self.pending[node] = tok
-        if self.air is not None:
-            self.z_reserved[self.zone_of[node]] += self._node_full_air_w(node)
-        self.engine.call_at(self.engine.now + self.reboot_h, lambda n=node, t=tok: self._reboot_done(n, t))
+        self._admit_reboot(node)
 
 
 def test_restart_checks_skip_a_closed_zone_without_changing_anything(monkeypatch) -> None:

@@ -325,7 +325,7 @@ class Thermal:
         self._tracing = self.trace_from <= 0.0 < self.trace_to
         self._multi_speed = False  # set in start()
         if self.air is not None:
-            full = self.non_gpu_w + (g * self.tdp_w if self.type == "air" else 0.0)
+            full = self._air_heat_w(self.tdp_w, 1.0)  # a node at full load
             self.z_full = np.array([(e - s) * full for s, e in self.zones], dtype=np.float64)
             self.z_slack = self.z_full <= self.z_cap
         self._n_short = 0 if self.air is None else int(np.count_nonzero(~self.z_slack))  # zones without slack
@@ -514,7 +514,7 @@ class Thermal:
             self.it.set_cap("thermal", nodes, it_caps)
         # air-zone heat: demanded power of the nodes in service
         if self.air is not None:
-            self._zone_heat(nsl, nodes, (self.non_gpu_w + (pd_n * g if self.type == "air" else 0.0)) * up_n)
+            self._zone_heat(nsl, nodes, self._air_heat_w(pd_n, up_n))
         self._account(nsl, nodes, busy_n, capped_n, spsum_n)
         if self.aged:
             self._age_update(nodes)
@@ -556,13 +556,18 @@ class Thermal:
                 self.z_q[z] = q
                 self._retarget(z)
 
+    def _air_heat_w(self, gpu_w: Any, up: Any) -> Any:
+        """Heat (W) nodes give their air zone: non-GPU power, plus the GPUs' in an air-cooled hall, of the
+        nodes in service (``gpu_w``: power per GPU, W; ``up``: in service)."""
+        return (self.non_gpu_w + (gpu_w * self.g if self.type == "air" else 0.0)) * up
+
     def _logged_heat(self, nodes: NDArray[np.int64], util: float, move: bool = True) -> None:
         """The air heat of logged (cool) nodes at their load change or change of service, applied at once
         while some zone cannot carry its full load (their GPUs' state waits for the replay); ``move``
         False: only set it (the rest of their load change comes next)."""
         up = self.cluster.down_count[nodes] == 0
         pd = (self.idle_w + (self.tdp_w - self.idle_w) * util) * up  # (as _update computes it)
-        heat = (self.non_gpu_w + (pd * self.g if self.type == "air" else 0.0)) * up
+        heat = self._air_heat_w(pd, up)
         if move:
             self._zone_heat(nodes, nodes, heat)
         else:
@@ -1144,7 +1149,7 @@ class Thermal:
         self.cluster.add_down(node, TRIP)
 
     def _node_full_air_w(self, node: int) -> float:
-        return self.non_gpu_w + (self.g * self.tdp_w if self.type == "air" else 0.0)
+        return float(self._air_heat_w(self.tdp_w, 1.0))
 
     def _cooling_ok(self, node: int) -> bool:
         """Could ``node`` run again: flow, fans, room below the inlet limit, no trip at P_min, zone headroom."""
@@ -1198,12 +1203,16 @@ class Thermal:
                 if zone_wide:  # skip the rest of the zone (a contiguous node range, so a run of `order`)
                     i = bisect.bisect_left(order, self.zones[int(self.zone_of[node])][1], i)
                 continue
-            self._reboot_token += 1
-            tok = self._reboot_token
-            self.pending[node] = tok
-            if self.air is not None:
-                self.z_reserved[self.zone_of[node]] += self._node_full_air_w(node)
-            self.engine.call_at(self.engine.now + self.reboot_h, lambda n=node, t=tok: self._reboot_done(n, t))
+            self._admit_reboot(node)
+
+    def _admit_reboot(self, node: int) -> None:
+        """Schedule the reboot of tripped ``node`` in ``reboot_h``, reserving its full-load heat in its zone."""
+        self._reboot_token += 1
+        tok = self._reboot_token
+        self.pending[node] = tok
+        if self.air is not None:
+            self.z_reserved[self.zone_of[node]] += self._node_full_air_w(node)
+        self.engine.call_at(self.engine.now + self.reboot_h, lambda n=node, t=tok: self._reboot_done(n, t))
 
     def _reboot_done(self, node: int, tok: int) -> None:
         if self.pending.get(node) != tok:
@@ -1241,7 +1250,7 @@ class Thermal:
             s, e = self.zones[z]
             up = self.cluster.down_count[s:e] == 0
             pd = self.idle_w + (self.tdp_w - self.idle_w) * self.engine.node_util[s:e]
-            self.node_air_w[s:e] = (self.non_gpu_w + (self.g * pd if self.type == "air" else 0.0)) * up
+            self.node_air_w[s:e] = self._air_heat_w(pd, up)
             self.z_q[z] = float(self.node_air_w[s:e].sum())
 
     def _zone_cap_w(self, z: int) -> float:
