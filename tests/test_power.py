@@ -24,6 +24,7 @@ from twin.physics import closed_forms as cf
 from twin.physics.power import node_it_power_w, site_gpu_cap_w
 from twin.scenario.loader import load_dict
 from twin.sim import Model, run_replication
+from twin.validation.physical import quiet_power_section
 
 GPUS, TDP, IDLE, NON_GPU, CAP_W = 8, 700.0, 100.0, 4600.0, 3300.0
 FULL_W = NON_GPU + GPUS * TDP  # 10.2 kW: DGX H100 max system power (sources.md)
@@ -35,25 +36,6 @@ PSU_LAYOUT = {  # topology: (count, required, min_to_run)
     "2n": (8, 4, 3),
     "split": (6, 4, 3),
 }
-
-
-def power_section(topology: str, **over: Any) -> dict[str, Any]:
-    """A chain whose elements never fail, no random outages: only what a test injects happens."""
-    sec: dict[str, Any] = {
-        "topology": topology,
-        "utility": {"outages_per_year": 0},
-        "ups": {"ride_through_min": 10, "recharge_h": 8, "failure": None},
-        "generator": {"start_delay_s": 10, "start_failure_prob": 0.0, "failure": None},
-        "switchboard": {"failure": None},
-        "pdu": {"failure": None},
-        "reboot_h": 0.1,
-    }
-    for k, v in over.items():
-        if isinstance(v, dict) and isinstance(sec.get(k), dict):
-            sec[k] = {**sec[k], **v}
-        else:
-            sec[k] = v
-    return sec
 
 
 def scenario(topology: str, *, racks: int = 2, nodes_per_rack: int = 2, days: float = 1.0, seed: int = 5,
@@ -71,7 +53,7 @@ def scenario(topology: str, *, racks: int = 2, nodes_per_rack: int = 2, days: fl
         }}},
         "maintenance": {"detection": {"dist": "fixed", "value_h": 0},
                         "crews": {"crew": {"count": crews, "shift": "24x7"}}},
-        "power": power_section(topology, **power),
+        "power": quiet_power_section(topology, **power),
     }
     if job_gpus is not None:
         doc["workload"] = {"jobs": [{"name": "train", "gpus": job_gpus, "work_h": 1e6}]}

@@ -99,10 +99,11 @@ def thermal_step(s: Settings, r_c_per_w: float = 0.098, c_j_per_c: float = 400.0
 
 # ---- energy of a constant load ------------------------------------------------------------------
 
-def _power_section(**over: Any) -> dict[str, Any]:
-    """One feed, PSUs exactly `required` plus none spare, no element ever fails, no random outages."""
+def quiet_power_section(topology: str = "n", **over: Any) -> dict[str, Any]:
+    """A power chain (scenario ``power`` section) whose elements never fail, with no random outages:
+    only what a case injects happens. ``over`` replaces keys; a dict merges into a dict key."""
     sec: dict[str, Any] = {
-        "topology": "n",
+        "topology": topology,
         "utility": {"outages_per_year": 0},
         "ups": {"ride_through_min": 10, "recharge_h": 8, "failure": None},
         "generator": {"start_delay_s": 10, "start_failure_prob": 0.0, "failure": None},
@@ -110,7 +111,11 @@ def _power_section(**over: Any) -> dict[str, Any]:
         "pdu": {"failure": None},
         "reboot_h": 0.1,
     }
-    sec.update(over)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(sec.get(k), dict):
+            sec[k] = {**sec[k], **v}
+        else:
+            sec[k] = v
     return sec
 
 
@@ -130,7 +135,7 @@ def energy_constant_load(s: Settings, nodes: int = 2, hours: float = 240.0) -> l
         "cluster": {"racks": 1, "nodes_per_rack": nodes, "node": {"gpus": gpus, "parts": {"psu": _psu_part()}}},
         "maintenance": {"detection": {"dist": "fixed", "value_h": 0}, "crews": {"crew": {"count": 1}}},
         "workload": {"jobs": [{"name": "all", "gpus": gpus * nodes, "work_h": 1e6, "submit_h": 0.0}]},
-        "power": _power_section(),
+        "power": quiet_power_section(),
         "cooling": {"type": "air", "air": {"supply_c": 22.0, "fan_part": None,
                                            "crah": {"capacity_kw": 100.0, "failure": NEVER}}},
     }
@@ -169,10 +174,10 @@ def ups_ride_through(s: Settings, ride_through_min: float = 10.0, recharge_h: fl
         "cluster": {"racks": 2, "nodes_per_rack": nodes // 2,
                     "node": {"gpus": gpus, "parts": {"psu": _psu_part()}}},
         "maintenance": {"detection": {"dist": "fixed", "value_h": 0}, "crews": {"crew": {"count": 1}}},
-        "power": _power_section(generator=None, reboot_h=0.0,
-                                ups={"ride_through_min": ride_through_min, "recharge_h": recharge_h, "failure": None},
-                                inject=[{"feed": "A", "at_h": t1, "duration_h": d1},
-                                        {"feed": "A", "at_h": t2, "duration_h": d2}]),
+        "power": quiet_power_section(generator=None, reboot_h=0.0,
+                                     ups={"ride_through_min": ride_through_min, "recharge_h": recharge_h, "failure": None},
+                                     inject=[{"feed": "A", "at_h": t1, "duration_h": d1},
+                                             {"feed": "A", "at_h": t2, "duration_h": d2}]),
     }
     res = run_replication(load_case_doc(doc, s))
     iv = res.tables["node_intervals"]
