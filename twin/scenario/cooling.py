@@ -17,7 +17,8 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 
-from twin.scenario.distributions import Distribution, Exponential, normalise_dist
+from twin.scenario.distributions import Distribution, Exponential, Fixed, normalise_dist
+from twin.scenario.defaults import over_default
 from twin.scenario.schema import Part, Repair, Strict
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -95,6 +96,14 @@ class NodeThermal(Strict):
 # --------------------------------------------------------------------------- air
 
 
+def _unit_repair() -> Repair:
+    return Repair(hot_swap=True)
+
+
+def _leak_repair() -> Repair:
+    return Repair(time=Fixed(value_h=8.0))
+
+
 class Crah(Strict):
     """CRAH units of one air zone (k of n)."""
 
@@ -104,8 +113,8 @@ class Crah(Strict):
                               "(assumption).")
     failure: Dist = Field(default_factory=lambda: Exponential(mean_h=50000.0),
                           description="Time to failure of one unit (assumption: MTBF 50,000 h).")
-    repair: Repair = Field(default_factory=lambda: Repair(hot_swap=True),
-                           description="Repair of one unit (default: 4 h hands-on, assumption).")
+    repair: Annotated[Repair, over_default(_unit_repair)] = Field(
+        default_factory=_unit_repair, description="Repair of one unit (default: 4 h hands-on, assumption).")
 
     @model_validator(mode="after")
     def _check(self) -> "Crah":
@@ -156,8 +165,8 @@ class Pumps(Strict):
     required: PosInt = Field(1, description="Pumps needed for full flow (assumption).")
     failure: Dist = Field(default_factory=lambda: Exponential(mean_h=40000.0),
                           description="Time to failure of one pump (assumption: MTBF 40,000 h).")
-    repair: Repair = Field(default_factory=lambda: Repair(hot_swap=True),
-                           description="Repair of one pump (default 4 h, assumption).")
+    repair: Annotated[Repair, over_default(_unit_repair)] = Field(
+        default_factory=_unit_repair, description="Repair of one pump (default 4 h, assumption).")
 
     @model_validator(mode="after")
     def _check(self) -> "Pumps":
@@ -173,8 +182,8 @@ class Cdu(Strict):
     required: PosInt = Field(1, description="CDUs needed for full flow to the loop (N+1: assumption).")
     failure: Dist = Field(default_factory=lambda: Exponential(mean_h=50000.0),
                           description="Time to failure of one CDU (assumption: MTBF 50,000 h).")
-    repair: Repair = Field(default_factory=lambda: Repair(hot_swap=True),
-                           description="Repair of one CDU (default 4 h, assumption).")
+    repair: Annotated[Repair, over_default(_unit_repair)] = Field(
+        default_factory=_unit_repair, description="Repair of one CDU (default 4 h, assumption).")
     pumps: Pumps = Field(default_factory=Pumps, description="The pumps of each CDU.")
 
     @model_validator(mode="after")
@@ -188,8 +197,8 @@ class Leak(Strict):
 
     failure: Dist = Field(default_factory=lambda: Exponential(mean_h=2.0e6),
                           description="Time to a leak per node (assumption: MTBF 2,000,000 node-hours).")
-    repair: Repair = Field(default_factory=lambda: Repair(time={"dist": "fixed", "value_h": 8.0}),
-                           description="Leak repair (default 8 h, assumption).")
+    repair: Annotated[Repair, over_default(_leak_repair)] = Field(
+        default_factory=_leak_repair, description="Leak repair (default 8 h, assumption).")
     neighbours: Annotated[int, Field(ge=0, le=64)] = Field(
         0, description="Nodes below the leaking one in the same rack that also go down (assumption: 0).")
 

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, model_validator
 
+from twin.scenario.defaults import over_default
 from twin.scenario.distributions import Distribution, Exponential, normalise_dist
 from twin.scenario.schema import Part, Repair
 
@@ -41,12 +42,16 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
 
+def _unit_repair() -> Repair:
+    return Repair(hot_swap=True)
+
+
 class FabricPart(_Strict):
     """Failure and repair of one kind of fabric unit (optic, leaf or spine switch)."""
 
     failure: Dist = Field(description="Time to failure of one unit, hours.")
-    repair: Repair = Field(default_factory=lambda: Repair(hot_swap=True),
-                           description="Repair of one unit; fabric units never drain a node.")
+    repair: Annotated[Repair, over_default(_unit_repair)] = Field(
+        default_factory=_unit_repair, description="Repair of one unit; fabric units never drain a node.")
     dispatch_priority: int | None = Field(
         None, description="Crew dispatch priority (lower first). Default: leaf 0 (cuts a whole leaf group), "
                           "optic and spine 1 (assumption)."
@@ -97,18 +102,18 @@ class Network(_Strict):
     optics_per_link: Annotated[int, Field(ge=0, le=2)] = Field(
         2, description="Optical transceivers per link, one at each end (model.md §6); 0 for copper."
     )
-    optic: FabricPart = Field(
+    optic: Annotated[FabricPart, over_default(_optic_default)] = Field(
         default_factory=_optic_default,
         description="One transceiver. Default exponential MTBF 2× the Alibaba HPN NIC–ToR link MTBF "
                     "(0.057 %/link/month, sources.md; two optics in series per link, all link failures "
                     "attributed to optics: assumption); hot-swapped in 1 h (assumption).",
     )
-    leaf: FabricPart = Field(
+    leaf: Annotated[FabricPart, over_default(_switch_default)] = Field(
         default_factory=_switch_default,
         description="One leaf switch. Default exponential MTBF from Alibaba HPN ToR crashes "
                     "(0.051 %/switch/month, sources.md); replaced in 4 h (assumption).",
     )
-    spine: FabricPart = Field(
+    spine: Annotated[FabricPart, over_default(_switch_default)] = Field(
         default_factory=_switch_default,
         description="One spine switch. Default: same as a leaf (assumption: same switch model).",
     )

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from twin.scenario.defaults import over_default
 from twin.scenario.distributions import Distribution, Exponential, Fixed, Lognormal, normalise_dist
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -72,6 +73,14 @@ class ElementRepair(Strict):
         description="Hands-on repair time once a crew and a spare are there, hours (assumption: 8 h fixed).",
     )
     crew: str | None = Field(None, description="Crew pool that repairs this unit (default: the first pool).")
+
+
+def _generator_repair() -> ElementRepair:
+    return ElementRepair(time=Fixed(value_h=12.0))
+
+
+def _pdu_repair() -> ElementRepair:
+    return ElementRepair(time=Fixed(value_h=2.0))
 
 
 class Element(Strict):
@@ -137,8 +146,8 @@ class Generator(Element):
         description="Time to failure (standby, calendar time), hours (assumption: MTBF 50,000 h). While failed "
                     "it cannot start; failing while running drops the input of the feed.",
     )
-    repair: ElementRepair = Field(
-        default_factory=lambda: ElementRepair(time=Fixed(value_h=12.0)),
+    repair: Annotated[ElementRepair, over_default(_generator_repair)] = Field(
+        default_factory=_generator_repair,
         description="Repair (assumption: 12 h fixed).",
     )
 
@@ -162,8 +171,8 @@ class PDU(Element):
         description="Time to failure, hours (assumption: MTBF 300,000 h). Failed: the PSUs of its racks on its "
                     "feed lose power.",
     )
-    repair: ElementRepair = Field(
-        default_factory=lambda: ElementRepair(time=Fixed(value_h=2.0)),
+    repair: Annotated[ElementRepair, over_default(_pdu_repair)] = Field(
+        default_factory=_pdu_repair,
         description="Repair (assumption: 2 h fixed).",
     )
 
