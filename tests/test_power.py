@@ -381,3 +381,29 @@ def test_bad_power_input(mutate: Any, field: str, tmp_path: Path, capsys: pytest
     mutate(doc)
     line = _bad(tmp_path, doc, capsys)
     assert field in line, line
+
+
+def test_node_down_hours_by_part_include_power_shortfalls_and_repair_drains() -> None:
+    """A part's node-hours down count every down period it started: its own failure, the drain for its
+    repair (``repair:<part>``) and what the power chain attributes to it (too few PSUs, a failed PDU);
+    with the causes no part owns (thermal trips, planned drains, feeds, utility) they add up to the total."""
+    from twin.scenario.loader import load_scenario
+
+    path = Path(__file__).resolve().parents[1] / "scenarios" / "power-n.yaml"
+    sc = load_scenario(path, ["horizon_days=120", "power.pdu.failure={mtbf_h: 5000}"]).scenario
+    res = run_replication(sc, 0)
+    m = res.metrics
+    iv = res.tables["node_intervals"]
+    d = iv[iv["state"] == "down"]
+    by_cause = (d["end_h"] - d["start_h"]).groupby(d["cause"].astype(str)).sum()
+    assert by_cause.get("power:pdu", 0.0) > 0 and by_cause.get("repair:nic", 0.0) > 0  # the case is exercised
+    assert m["node_down_hours.pdu"] == pytest.approx(by_cause["power:pdu"])
+    assert m["node_down_hours.pdu"] == pytest.approx(m["power.down_node_hours.pdu"])
+    assert m["node_down_hours.psu"] == pytest.approx(by_cause.get("power:psu", 0.0) + by_cause.get("psu", 0.0))
+    assert m["node_down_hours.nic"] == pytest.approx(by_cause["repair:nic"] + by_cause.get("nic", 0.0))
+    parts = res.tables["parts"].set_index("part")["node_down_hours"]
+    per_part = {k.removeprefix("node_down_hours."): v for k, v in m.items() if k.startswith("node_down_hours.")}
+    assert parts.to_dict() == pytest.approx(per_part)
+    owned = set(per_part) | {f"repair:{p}" for p in per_part} | {"power:psu", "power:pdu"}
+    unowned = float(sum(h for c, h in by_cause.items() if c not in owned))
+    assert sum(per_part.values()) + unowned == pytest.approx(m["node_down_hours"])

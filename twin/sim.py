@@ -71,6 +71,9 @@ class Model:
         }
         self.facility: dict[str, Any] = {}
         """Site-level part populations (FacilityParts) registered by the models, by name."""
+        self.down_cause_part: dict[str, str] = {}
+        """Causes of node-down intervals that a model attributes to a part, by cause (a part's own name
+        and ``repair:<part>``, the drain for its repair, are its own without being listed here)."""
         if sc.cluster.rack_parts:
             from twin.model.racks import RackParts
 
@@ -191,9 +194,20 @@ class Model:
         tickets = pd.DataFrame(rec.tickets, columns=TICKET_COLUMNS)
         part_rows = []
         total_fail = 0
+        # node-hours down by the part that took the node down (an interval's cause is the first reason
+        # of a down period, burn-in included): its failure, the drain for its repair, and what a model
+        # attributes to it (a PSU shortfall, a failed PDU)
+        owner = dict(self.down_cause_part)
+        for name in list(self.parts) + list(self.facility):
+            owner[name] = owner[f"repair:{name}"] = name
         down_by_cause = (down["end_h"] - down["start_h"]).groupby(down["cause"].astype(str)).sum()
+        down_by_part: dict[str, float] = {}
+        for cause, h in down_by_cause.items():
+            part = owner.get(str(cause))
+            if part is not None:
+                down_by_part[part] = down_by_part.get(part, 0.0) + float(h)
         for name, pop in list(self.parts.items()) + list(self.facility.items()):
-            dt = float(down_by_cause.get(name, 0.0))
+            dt = down_by_part.get(name, 0.0)
             part_h = pop.n * H
             inv = self.shop.inventories.get(name)
             part_rows.append({

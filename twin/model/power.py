@@ -329,6 +329,9 @@ class PowerChain:
         self.site_cap_w = it.cap_of("power_site") if spec.site_cap_w is not None else None
         self.speed = eng.speed_cap("power")
         it.watch(self._settle, self._after_load)
+        # a node down for too few PSUs counts against the PSU part, for a failed PDU against the PDUs
+        model.down_cause_part[f"power:{CAUSES[_PSU - 1]}"] = spec.psu_part
+        model.down_cause_part[f"power:{CAUSES[_PDU - 1]}"] = "pdu"
         # ---- site-level units
         self.units: dict[str, FacilityParts] = {}
         for name, el in spec.elements().items():
