@@ -304,6 +304,38 @@ def test_stats_units() -> None:
     assert s.loc[0, "n"] == 2 and s.loc[0, "mean"] == 2.0
 
 
+def test_a_cause_a_replication_did_not_report_counts_zero() -> None:
+    """Counts by cause (``interruptions.<cause>``, ``network.cut_node_hours.<cause>``) are reported only
+    for the causes that occurred: over replications an absent cause is 0, not left out (a PDU cause seen
+    in 2 of 10 replications averaged 2.5 instead of 0.5); any other absent metric stays undefined."""
+    from twin.experiment.compare import compute
+    from twin.experiment.runner import assemble
+
+    ident = {"seed": 1, "scenario": "s", "scenario_hash": "h", "twin_version": "v", "events_processed": 1}
+    rows = [{"replication": i, **ident, "interruptions": float(k), "queue_wait_h.mean": 1.0,
+             **({"interruptions.power:pdu": float(k), "network.cut_node_hours.leaf": 3.0 * k} if k else {})}
+            for i, k in enumerate([0, 0, 2, 0, 3])]
+    rows[1].pop("queue_wait_h.mean")
+    t = assemble(rows)
+    assert t["interruptions.power:pdu"].tolist() == [0.0, 0.0, 2.0, 0.0, 3.0]
+    assert t["network.cut_node_hours.leaf"].tolist() == [0.0, 0.0, 6.0, 0.0, 9.0]
+    assert math.isnan(t["queue_wait_h.mean"][1])
+    s = stats.summarise(t).set_index("metric")
+    assert s.loc["interruptions.power:pdu", "mean"] == 1.0 and s.loc["interruptions.power:pdu", "n"] == 5
+    assert s.loc["queue_wait_h.mean", "n"] == 4
+    # a variant that never saw the cause: 0 in every replication, paired and judged like the others
+    other = t.drop(columns=["interruptions.power:pdu", "network.cut_node_hours.leaf"])
+    summ, paired, win = compute(["a", "b"], [t, other], [stats.summarise(t), stats.summarise(other)])
+    pd_row = paired.set_index("metric").loc["interruptions.power:pdu"]
+    assert (pd_row["mean_a"], pd_row["mean_b"], pd_row["diff"]) == (1.0, 0.0, -1.0)
+    b_rows = summ[summ["variant"] == "b"].set_index("metric")
+    assert b_rows.loc["interruptions.power:pdu", "mean"] == 0.0 and b_rows.loc["interruptions.power:pdu", "n"] == 5
+    assert list(b_rows.index) == sorted(b_rows.index)
+    w = win.set_index("metric")
+    assert w.loc["interruptions.power:pdu", "winner"] == "b"
+    assert w.loc["network.cut_node_hours.leaf", "winner"] == "b"  # fewer cut node-hours is better
+
+
 def test_target_ci_adds_replications_until_narrow_enough(tmp_path: Path) -> None:
     ld = load_dict(tiny())
     res = run_experiment(ld, 4, folder=tmp_path / "mc", target_ci={"node_availability": 0.012}, progress=False)

@@ -81,10 +81,21 @@ def compare_folder(results_root: Path | str, loadeds: Sequence[Loaded], label: s
     return Path(results_root) / "compare" / f"cmp-{digest}-s{loadeds[0].scenario.seed}"
 
 
+def _with_rows(summary: pd.DataFrame, more: pd.DataFrame) -> pd.DataFrame:
+    """A summary with more metric rows, in metric order."""
+    if not len(more):
+        return summary
+    return pd.concat([summary, more], ignore_index=True).sort_values("metric", kind="stable", ignore_index=True)
+
+
 def compute(labels: Sequence[str], tables: Sequence[pd.DataFrame],
             summaries: Sequence[pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(summaries with a variant column, paired differences vs the first, winners)."""
+    """(summaries with a variant column, paired differences vs the first, winners). A cause counted in
+    some variants and not others is 0 in those (:data:`stats.ZERO_WHEN_ABSENT`), summarised there too."""
     by = dict(zip(labels, tables))
+    aligned = stats.with_absent_zeros(by)
+    summaries = [_with_rows(s, stats.summarise(aligned[lab], sorted(set(aligned[lab].columns) - set(by[lab].columns))))
+                 for lab, s in zip(labels, summaries)]
     summ = pd.concat([s.assign(variant=lab) for lab, s in zip(labels, summaries)], ignore_index=True)
     summ = summ[["variant"] + [c for c in summ.columns if c != "variant"]]
     paired = stats.paired_table(by, labels[0])

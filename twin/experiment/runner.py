@@ -443,14 +443,14 @@ def _existing_indices(folder: Path) -> set[int]:
 def assemble(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """The final table from row dicts, whatever their source (a worker or a stored file): sorted
     by replication, identity columns first, then metrics in name order; a metric a replication
-    did not report is NaN."""
+    did not report is NaN, or 0 for a count by cause (:data:`twin.experiment.stats.ZERO_WHEN_ABSENT`)."""
     rs = sorted(rows, key=lambda r: int(r["replication"]))
     metrics = sorted({k for r in rs for k in r if k not in ID_DTYPES})
     cols: dict[str, Any] = {}
     for k, t in ID_DTYPES.items():
         cols[k] = pd.Series([r[k] for r in rs], dtype=t)
     for k in metrics:
-        v = [r.get(k) for r in rs]
+        v = [r.get(k, 0.0 if stats.zero_when_absent(k) else None) for r in rs]
         cols[k] = pd.Series(np.array([math.nan if x is None else x for x in v], dtype=np.float64))
     return pd.DataFrame(cols)
 

@@ -32,6 +32,30 @@ ID_COLUMNS = ("replication", "seed", "scenario", "scenario_hash", "twin_version"
 """Columns of a replications table that are not metrics."""
 
 
+ZERO_WHEN_ABSENT = ("interruptions.", "network.cut_node_hours.")
+"""Metric families counted by cause: a replication reports only the causes that occurred, so a cause
+it does not report occurred zero times (for zero hours). Statistics over replications count it as 0;
+any other metric a replication does not report is undefined there (NaN) and left out."""
+
+
+def zero_when_absent(metric: str) -> bool:
+    """True for a metric of a :data:`ZERO_WHEN_ABSENT` family (absent from a replication means 0)."""
+    return metric.startswith(ZERO_WHEN_ABSENT)
+
+
+def with_absent_zeros(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The tables, each with every :data:`ZERO_WHEN_ABSENT` metric that any of them has (0 where a
+    table lacks it, and in place of NaN): variants compared on the same causes."""
+    cols = sorted({c for t in tables.values() for c in t.columns if zero_when_absent(c)})
+    out = {}
+    for k, t in tables.items():
+        t = t.copy()
+        for c in cols:
+            t[c] = t[c].fillna(0.0) if c in t.columns else 0.0
+        out[k] = t
+    return out
+
+
 def metric_columns(df: pd.DataFrame) -> list[str]:
     """The metric columns of a replications table (numeric, not identity columns), sorted."""
     return sorted(c for c in df.columns if c not in ID_COLUMNS and pd.api.types.is_numeric_dtype(df[c]))
@@ -209,7 +233,9 @@ def paired_table(tables: Mapping[str, pd.DataFrame], reference: str, metrics: It
                  level: float = LEVEL) -> pd.DataFrame:
     """Paired differences of every variant against ``reference`` for every metric.
 
-    Tables are aligned on ``replication`` (inner join), never on row order."""
+    Tables are aligned on ``replication`` (inner join), never on row order; a cause counted in one
+    table and not another counts 0 there (:data:`ZERO_WHEN_ABSENT`)."""
+    tables = with_absent_zeros(tables)
     ref = tables[reference].set_index("replication").sort_index()
     rows = []
     ms = list(metrics) if metrics is not None else metric_columns(tables[reference])
@@ -233,7 +259,7 @@ def paired_table(tables: Mapping[str, pd.DataFrame], reference: str, metrics: It
 # ---------------------------------------------------------------- which way is better
 
 _HIGHER = ("availability", "useful", "ettr", "throughput", "speed", "kept", "jobs_completed")
-_LOWER = ("failures", "down_hours", "cut_hours", "stockout", "wait", "lost", "interruptions", "energy", "pue",
+_LOWER = ("failures", "down_hours", "cut_hours", "cut_node_hours", "stockout", "wait", "lost", "interruptions", "energy", "pue",
           "throttl", "trips", "overhead", "restart", "checkpoint", "slowdown", "idle", "cost", "peak", "repair.")
 _NEUTRAL = ("horizon", "nodes", "gpus_installed", "crew_utilisation", "utilisation", "jobs_submitted",
             "events_processed")
@@ -267,6 +293,7 @@ def winners(tables: Mapping[str, pd.DataFrame], metrics: Iterable[str] | None = 
     and the paired difference best − runner-up with its interval; ``clear`` when that interval
     excludes zero (in the better direction). When the best and the runner-up have the same mean
     (identical in every replication, say: no stock-outs in either), the winner is ``"(tie)"``."""
+    tables = with_absent_zeros(tables)
     names = list(tables)
     first = tables[names[0]]
     ms = list(metrics) if metrics is not None else metric_columns(first)
