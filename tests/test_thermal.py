@@ -290,6 +290,9 @@ def test_healthy_full_load_never_throttles() -> None:
     assert m["thermal.mean_speed"] == 1.0
     # 24 °C + 700 W × 0.09 °C/W = 87 °C at steady full load, below the 89 °C slowdown
     assert abs(m["thermal.gpu_temp_max_c"] - 87.0) < 1e-9
+    # every GPU-hour in the 87 °C bin: its middle (87.5) would be hotter than any GPU ever was
+    for q in (50, 95, 99):
+        assert m[f"thermal.gpu_temp_p{q}_c"] == m["thermal.gpu_temp_max_c"]
 
 
 def test_lost_capacity_throttles_at_predicted_time() -> None:

@@ -1562,10 +1562,10 @@ class Thermal:
         tot = hist.sum()
         tables["gpu_temperature"] = pd.DataFrame({"temp_c": np.arange(_HIST_MAX_C, dtype=np.int32),
                                                   "gpu_hours": hist})
-        if tot > 0:
+        if tot > 0:  # the 1 °C bin's middle, never above the hottest temperature reached
             cdf = np.cumsum(hist) / tot
             for q in (50, 95, 99):
-                m[f"thermal.gpu_temp_p{q}_c"] = float(np.searchsorted(cdf, q / 100.0) + 0.5)
+                m[f"thermal.gpu_temp_p{q}_c"] = min(float(np.searchsorted(cdf, q / 100.0) + 0.5), float(self.tpeak_c))
         m["thermal.gpu_temp_max_c"] = float(self.tpeak_c)
         tables["thermal_trace"] = self._trace_table()
         tables["throughput_hourly"] = self._throughput_hourly()
