@@ -143,6 +143,15 @@ def test_other_seed_other_folder_and_label_clash(first_run: tuple[Path, Path], t
     code = cli.main(["run", BASELINE_REL, "--results", str(own), "--quiet", "--label", "mine", *short])
     out, _ = capsys.readouterr()
     assert code == 0 and "up to date" in out
+    # a label is one folder name: it may not lead out of results/<scenario>/ and replace another folder
+    victim = own / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("precious")
+    for bad in ("../../victim", str(victim), "..", ".hidden"):
+        code = cli.main(["run", BASELINE_REL, "--results", str(own), "--quiet", "--label", bad, *short, "--overwrite"])
+        _, err = capsys.readouterr()
+        assert code == 2 and len(err.splitlines()) == 1 and "--label" in err, (bad, err)
+    assert (victim / "keep.txt").read_text() == "precious" and sorted(p.name for p in victim.iterdir()) == ["keep.txt"]
 
 
 def test_schema_prints_json(capsys: pytest.CaptureFixture[str]) -> None:

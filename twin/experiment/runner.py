@@ -58,7 +58,7 @@ import yaml
 import twin
 from twin.errors import InputError
 from twin.experiment import stats
-from twin.experiment.store import atomic_write_parquet, atomic_write_text, versions, write_json
+from twin.experiment.store import atomic_write_parquet, atomic_write_text, check_label, versions, write_json
 from twin.scenario.advice import advise
 from twin.scenario.loader import Loaded, load_dict
 
@@ -94,11 +94,6 @@ def experiment_folder(results_root: Path | str, loaded: Loaded, label: str | Non
     if label is not None:
         check_label(label)
     return Path(results_root) / sc.name / (label or f"mc-{loaded.hash}-s{sc.seed}")
-
-
-def check_label(label: str) -> None:
-    if not label or label in (".", "..") or "/" in label or "\\" in label or label.startswith("."):
-        raise InputError("--label", label, "a label is one folder name (no '/', not starting with '.')")
 
 
 def payload_of(loaded: Loaded) -> dict[str, Any]:

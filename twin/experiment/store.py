@@ -22,6 +22,7 @@ from typing import Any, Iterator
 import pandas as pd
 
 import twin
+from twin.errors import InputError
 
 
 def versions() -> dict[str, str]:
@@ -106,10 +107,18 @@ def atomic_folder(final: Path, overwrite: bool) -> Iterator[Path]:
         raise
 
 
+def check_label(label: str) -> None:
+    """Refuse a ``--label`` that is not one plain folder name (it must not lead out of the results tree)."""
+    if not label or label in (".", "..") or "/" in label or "\\" in label or label.startswith("."):
+        raise InputError("--label", label, "a label is one folder name (no '/', not starting with '.')")
+
+
 def run_folder(results_root: Path, scenario_name: str, scenario_hash: str, seed: int, label: str | None,
                replication: int = 0) -> Path:
     """``results/<scenario>/<label or hash-s<seed>[-r<replication>]>``: deterministic, distinct per
     resolved scenario and replication (replication 0 keeps the short name)."""
+    if label is not None:
+        check_label(label)
     leaf = label if label else f"{scenario_hash}-s{seed}" + (f"-r{replication}" if replication else "")
     return results_root / scenario_name / leaf
 
