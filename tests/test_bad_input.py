@@ -240,6 +240,44 @@ def test_unknown_command_line_option(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert code == 2 and len(lines) == 1 and "--no-such-option" in lines[0]
 
 
+@pytest.mark.parametrize("argv,field", [
+    (["run", "{s}", "--replication", "-1"], "--replication"),
+    (["run", "{s}", "--results", "{s}"], "--results"),  # a file, not a folder
+    (["montecarlo", "{s}", "--reps", "2", "--results", "/proc/no-such-folder"], "--results"),
+    (["montecarlo", "{s}", "--reps", "2", "--dask", "bogus://host:1", "--results", "{tmp}"], "--dask"),
+])
+def test_bad_command_line_values_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
+                                        field: str) -> None:
+    """Values of options that were internal errors (exit 3) before: one line naming the option, exit 2."""
+    path = write(tmp_path / "s.yaml", tiny())
+    args = [a.format(s=path, tmp=tmp_path / "r") for a in argv]
+    code, lines, _ = run_main(args, capsys)
+    assert code == 2 and len(lines) == 1 and field in lines[0], lines
+
+
+def test_dry_run_creates_no_results_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path / "s.yaml", tiny())
+    code, _, _ = run_main(["run", str(path), "--dry-run", "--results", str(tmp_path / "new" / "root")], capsys)
+    assert code == 0 and not (tmp_path / "new").exists()
+
+
+def test_closed_output_pipe_is_not_an_internal_error(capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`twin schema | head -c 10`: the reader went away; exit 130 (stopped), no 'internal error'."""
+    import builtins
+
+    real_print = builtins.print
+
+    def closed(*a: Any, **k: Any) -> None:
+        if k.get("file") is None:
+            raise BrokenPipeError(32, "Broken pipe")
+        real_print(*a, **k)
+
+    monkeypatch.setattr(builtins, "print", closed)
+    code, lines, _ = run_main(["schema"], capsys)
+    assert code == 130 and lines == ["interrupted: output closed"]
+
+
 # ---- a bug is not bad input --------------------------------------------------------------------
 
 def test_internal_error_exit_3_with_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str],

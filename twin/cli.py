@@ -25,6 +25,40 @@ class _ArgParser(argparse.ArgumentParser):
 from twin.console import echo as _echo  # noqa: E402
 
 
+def nonneg_int(text: str) -> int:
+    """argparse type: an integer ≥ 0."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{v} must be >= 0")
+    return v
+
+
+def check_results_root(root: str) -> None:
+    """Refuse a ``--results`` folder that is a file or cannot be written or created, leaving nothing
+    behind (a run that then refuses its scenario, or a dry run, writes nothing): a missing folder is
+    probed by creating and removing its first missing component."""
+    p = Path(root).absolute()
+    if p.exists():
+        if not p.is_dir():
+            raise InputError("--results", root, "is not a folder")
+        if not os.access(p, os.W_OK | os.X_OK):
+            raise InputError("--results", root, "the folder is not writable")
+        return
+    first = p
+    while not first.parent.exists():
+        first = first.parent
+    if not first.parent.is_dir():
+        raise InputError("--results", root, f"cannot be created: {first.parent} is not a folder")
+    try:
+        first.mkdir()
+        first.rmdir()
+    except OSError as exc:
+        raise InputError("--results", root, f"cannot be created: {exc.strerror}") from None
+
+
 def _add_scenario_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenario", help="scenario YAML file")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
@@ -78,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--label", help="results folder name (default: <scenario hash>-s<seed>)")
     p.add_argument("--results", default="results", help="results root folder (default: results)")
     p.add_argument("--overwrite", action="store_true", help="recompute even if up-to-date results exist")
-    p.add_argument("--replication", type=int, default=0, help="replication index (default 0)")
+    p.add_argument("--replication", type=nonneg_int, default=0, help="replication index (default 0)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--lifetimes", action="store_true",
                    help="also write lifetimes.csv: every node and rack part's lives in the `twin fit` input format")
@@ -127,6 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(args_list)
+        if getattr(args, "results", None) is not None:
+            check_results_root(args.results)
         if getattr(args, "allow_paths", None):
             from twin.scenario.loader import allowed_paths
 
@@ -138,6 +174,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader of our output went away (`twin schema | head`): stop quietly
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        except (OSError, ValueError):
+            pass
+        print("interrupted: output closed", file=sys.stderr)
         return EXIT_INTERRUPTED
     except SystemExit as exc:  # --help / --version
         return int(exc.code or 0) if isinstance(exc.code, int) else 0

@@ -257,6 +257,13 @@ class _Dask:
                                                     silence_logs=logging.ERROR)
             self.client = distributed.Client(self.cluster)
         else:
+            from distributed.comm.addressing import parse_address
+            from distributed.comm.registry import backends
+
+            scheme = parse_address(address)[0]
+            if scheme not in backends:
+                raise InputError("--dask", address, f"unknown address scheme {scheme!r}; use 'local' or "
+                                 f"<scheme>://host:port with a scheme of {', '.join(sorted(backends))}")
             try:
                 self.client = distributed.Client(address, timeout="10s")
             except (OSError, TimeoutError) as exc:

@@ -491,6 +491,12 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
     index = select_job(sc, job, str(loaded.source))
     target = target_of(sc, index)
     H = bound_h(target, bound_factor)
+    if start_date is not None:  # every date of the forecast lies within the horizon bound
+        try:
+            dt.date.fromisoformat(start_date) + dt.timedelta(days=H / 24.0)
+        except OverflowError:
+            raise InputError("--start-date", start_date, f"too late: the forecast's dates (up to {H / 24.0:.0f} "
+                             "days after it) would pass the year 9999") from None
     base = with_horizon(loaded, H)
     folder = Path(folder) if folder is not None else forecast_folder(results_root, loaded, label)
     _prepare(folder, loaded, overwrite)
