@@ -234,6 +234,20 @@ def test_missing_empirical_file(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "none.csv" in lines[0] and "not found" in lines[0]
 
 
+def test_empirical_times_to_failure_all_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """All-zero empirical failure times fail a part again at once without end (an internal error in the
+    advice before): refused like a fixed 0, naming the field; zero repair times stay allowed."""
+    (tmp_path / "zeros.csv").write_text("hours\n0\n0\n")
+    doc = mutate(_set(*PARTS, "gpu", "failure", {"dist": "empirical", "file": "zeros.csv"}))
+    path = write(tmp_path / "s.yaml", doc)
+    code, lines, _ = run_main(["run", str(path), "--results", str(tmp_path / "r"), "--force"], capsys)
+    assert code == 2 and len(lines) == 1, lines
+    assert "cluster.node.parts.gpu.failure" in lines[0] and "zeros.csv" in lines[0]
+    doc = mutate(_set(*PARTS, "gpu", "repair", "time", {"dist": "empirical", "file": "zeros.csv"}))
+    code, lines, _ = run_main(["run", str(write(tmp_path / "s.yaml", doc)), "--dry-run"], capsys)
+    assert code == 0, lines
+
+
 def test_unknown_command_line_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path / "s.yaml", tiny())
     code, lines, _ = run_main(["run", str(path), "--no-such-option"], capsys)

@@ -503,26 +503,31 @@ def _loaded(sc: Scenario, source: Path, resolved: dict[str, Any], base_dir: Path
 
 
 def _bind_files(sc: Scenario, top_dir: Path, source: str) -> None:
-    """Load the data files the scenario refers to (empirical distributions)."""
+    """Load the data files the scenario refers to (empirical distributions). An empirical time to
+    failure must have a mean above 0 (as a fixed one must be above 0: all zeros fail the part again
+    at once, without end)."""
 
-    def visit(obj: Any) -> None:
+    def visit(obj: Any, path: str) -> None:
         if isinstance(obj, Empirical):
             obj.bind(load_empirical(top_dir / obj.file))
+            if path.rsplit(".", 1)[-1] == "failure" and not obj.mean() > 0:
+                raise InputError(source, path, f"the times to failure in {obj.file} are all 0 h: an empirical "
+                                 "time to failure must have a mean > 0 h")
             return
         if hasattr(obj, "bind_files"):  # a section that reads its own data files (costs.energy.time_of_use)
             obj.bind_files(top_dir)
             return
         if hasattr(obj, "__pydantic_fields__"):
             for name in type(obj).model_fields:
-                visit(getattr(obj, name))
+                visit(getattr(obj, name), f"{path}.{name}" if path else name)
         elif isinstance(obj, dict):
-            for v in obj.values():
-                visit(v)
+            for k, v in obj.items():
+                visit(v, f"{path}.{k}")
         elif isinstance(obj, list):
-            for v in obj:
-                visit(v)
+            for i, v in enumerate(obj):
+                visit(v, f"{path}[{i}]")
 
-    visit(sc)
+    visit(sc, "")
     cl = getattr(sc, "cooling", None)
     if cl is not None and cl.ambient.csv is not None:
         from twin.scenario.cooling import load_ambient_csv
