@@ -96,6 +96,27 @@ def test_report_warns_when_twin_versions_are_mixed(experiments: dict[str, Path],
     assert "**Warning:**" in md_path.read_text()
 
 
+@pytest.mark.parametrize("damage", ["json-syntax", "json-list", "parquet-garbage", "parquet-missing", "forecast"])
+def test_damaged_folder_is_bad_input(experiments: dict[str, Path], tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str], damage: str) -> None:
+    """`twin report` on a damaged experiment folder: one line naming the file, exit 2 (was exit 3)."""
+    from twin import cli
+
+    folder = tmp_path / "mc"
+    shutil.copytree(experiments["montecarlo"], folder)
+    target = {"json-syntax": "experiment.json", "json-list": "experiment.json", "forecast": "experiment.json",
+              "parquet-garbage": "replications.parquet", "parquet-missing": "replications.parquet"}[damage]
+    if damage == "parquet-missing":
+        (folder / target).unlink()
+    else:
+        (folder / target).write_text({"json-syntax": "{", "json-list": "[]", "parquet-garbage": "not parquet",
+                                      "forecast": '{"kind": "forecast"}'}[damage])
+    code = cli.main(["report", str(folder)])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and len(err) == 1 and str(folder) in err[0], err
+    assert target in err[0] or damage == "forecast"
+
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+import pyarrow as pa  # noqa: E402
 
 from twin.errors import InputError  # noqa: E402
 from twin.report.figures import pareto_bars  # noqa: E402
@@ -121,9 +122,29 @@ def fmt(x: float) -> str:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
+    """A stored JSON mapping of an experiment folder; a missing or damaged one is bad input (exit 2)."""
     if not path.is_file():
         raise InputError(str(path.parent), "", f"not an experiment results folder (no {path.name})")
-    return json.loads(path.read_text())
+    try:
+        obj = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(str(path), "", f"damaged: not valid JSON ({exc}); recompute the experiment") from None
+    if not isinstance(obj, dict):
+        raise InputError(str(path), "", f"damaged: a mapping expected, got {type(obj).__name__}; recompute the "
+                         "experiment")
+    return obj
+
+
+def _read_table(path: Path, columns: list[str] | None = None) -> pd.DataFrame:
+    """A stored Parquet table of an experiment folder; a missing or damaged one is bad input (exit 2)."""
+    if not path.is_file():
+        raise InputError(str(path.parent), "", f"incomplete or damaged experiment folder: {path.name} is missing; "
+                         "recompute the experiment")
+    try:
+        return pd.read_parquet(path, columns=columns)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(str(path), "", f"damaged: not a readable Parquet table ({exc}); recompute the "
+                         "experiment") from None
 
 
 def ordered_metrics(metrics: Sequence[str]) -> list[str]:
@@ -284,8 +305,8 @@ def fig_tornado(ranking: pd.DataFrame, metric: str, top: int = 20) -> "plt.Figur
 
 def _montecarlo(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
     summary = _read_json(folder / "summary.json")
-    table = pd.read_parquet(folder / "replications.parquet")
-    summ = pd.read_parquet(folder / "summary.parquet")
+    table = _read_table(folder / "replications.parquet")
+    summ = _read_table(folder / "summary.parquet")
     w = version_warning({meta["scenario"]: table})
     if w:
         doc.warn(w)
@@ -330,14 +351,14 @@ def _montecarlo(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
 
 
 def _compare(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
-    summ = pd.read_parquet(folder / "summaries.parquet")
-    paired = pd.read_parquet(folder / "paired.parquet")
-    win = pd.read_parquet(folder / "winners.parquet")
+    summ = _read_table(folder / "summaries.parquet")
+    paired = _read_table(folder / "paired.parquet")
+    win = _read_table(folder / "winners.parquet")
     tables = {}
     for v in meta["variants"]:
         p = (folder / v["folder"]) / "replications.parquet"
         if p.is_file():
-            tables[v["label"]] = pd.read_parquet(p)
+            tables[v["label"]] = _read_table(p)
         else:
             doc.warn(f"replications of {v['label']} not found at {p}; distributions are left out")
     w = version_warning(tables)
@@ -391,14 +412,14 @@ def _warn_mixed_versions(doc: Doc, folder: Path, subfolders: dict[str, str]) -> 
     for label, sub in subfolders.items():
         p = folder / sub / "replications.parquet"
         if p.is_file():
-            tables[label] = pd.read_parquet(p, columns=["twin_version"])
+            tables[label] = _read_table(p, columns=["twin_version"])
     w = version_warning(tables)
     if w:
         doc.warn(w)
 
 
 def _sweep(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
-    tidy = pd.read_parquet(folder / "sweep.parquet")
+    tidy = _read_table(folder / "sweep.parquet")
     params = [p["path"] for p in meta["params"]]
     _warn_mixed_versions(doc, folder, {f"point {pt['point']}": pt["folder"] for pt in meta["points"]})
     doc.h2("Sweep")
@@ -423,7 +444,7 @@ def _sweep(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
 
 
 def _sensitivity(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
-    ranking = pd.read_parquet(folder / "ranking.parquet")
+    ranking = _read_table(folder / "ranking.parquet")
     _warn_mixed_versions(doc, folder, {"baseline": meta["baseline_folder"],
                                        **{f"{v['factor']}:{v['level']}": v["folder"] for v in meta["variants"]}})
     doc.h2("Sensitivity")
@@ -458,6 +479,9 @@ def build_report(folder: Path | str) -> tuple[Path, Path, list[str]]:
         raise InputError(str(folder), "", "results folder not found")
     meta = _read_json(folder / "experiment.json")
     kind = meta.get("kind")
+    if kind == "forecast":
+        raise InputError(str(folder), "", "a forecast's report is written by 'twin forecast': run the same command "
+                         "again (its stored replications are reused)")
     if kind not in SECTIONS:
         raise InputError(str(folder / "experiment.json"), "kind", f"unknown experiment kind {kind!r}; "
                          f"allowed: {sorted(SECTIONS)}")
