@@ -283,6 +283,9 @@ def test_bad_training_input(tmp_path: Path, capsys, job: dict[str, Any], storage
     (["--job", "nope"], "--job: no job named 'nope'"),
     (["--start-date", "soon"], "--start-date"),
     (["--lever-scenario", "broken"], "--lever-scenario"),
+    # the limits count every variant's replications, and the cluster a lever builds
+    (["--reps", "30000"], "--reps: 120,000 replications"),  # baseline + 3 levers
+    (["--levers", "spares", "--lever-spares", "100000"], "--lever-spares: 100000"),
 ])
 def test_bad_forecast_arguments(tmp_path: Path, capsys, args: list[str], needle: str) -> None:
     p = write(tmp_path / "s.yaml", small_training_doc())

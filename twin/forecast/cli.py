@@ -121,14 +121,11 @@ def cmd_forecast(args: argparse.Namespace) -> int:
     levers = parse_levers(args.levers)
     scen = parse_lever_scenarios(args.lever_scenario)
     loaded = load_scenario(args.scenario, args.overrides)
-    from twin.limits import check_limits
-
-    check_limits(loaded, reps=args.reps, force=args.force)
     res = run_forecast(loaded, args.reps, job=args.job, levers=levers, spares=args.lever_spares,
                        lever_scenarios=scen, sets=args.overrides, results_root=args.results, label=args.label,
                        overwrite=args.overwrite, workers=args.workers, bound_factor=args.bound_factor,
                        start_date=args.start_date, report=not args.no_report,
-                       echo=None if args.quiet else _note, dask=args.dask)
+                       echo=None if args.quiet else _note, dask=args.dask, force=args.force)
     print_forecast(res)
     _echo(f"results: {res.folder}")
     if res.report is not None:

@@ -425,6 +425,30 @@ def _variants(variant: Callable[[str, Loaded], pd.DataFrame], base: Loaded, targ
     return rows, built, results
 
 
+def _check_limits(base: Loaded, target: Target, reps: int, lever_names: Sequence[str], spares: int | None,
+                  lever_scenarios: Sequence[tuple[str, str]], sets: Sequence[str], bound_factor: float,
+                  force: bool) -> None:
+    """The limits of :mod:`twin.limits` over the whole forecast: every variant's replications count, and
+    the levers that build another cluster (more spares, another scenario) are checked as built."""
+    from twin.forecast import levers as lv
+    from twin.limits import check_limits
+
+    check_limits(base, reps=reps * (1 + len(lever_names) + len(lever_scenarios)), force=force)
+    built = []
+    if "spares" in lever_names:
+        n = spares or lv.default_spares(base)
+        built.append(("--lever-spares", str(n), lv.spares_lever(base, target, n, bound_factor)))
+    for lab, path in lever_scenarios:
+        built.append(("--lever-scenario", f"{lab}={path}", lv.scenario_lever(lab, path, sets, base, target,
+                                                                             bound_factor)))
+    for option, value, lever in built:
+        if lever.loaded is not None:
+            try:
+                check_limits(lever.loaded, reps=reps, force=force)
+            except InputError as exc:
+                raise InputError(option, value, f"the lever's scenario: {exc.field}: {exc.message}") from None
+
+
 def forecast_folder(results_root: Path | str, loaded: Loaded, label: str | None = None) -> Path:
     """``<results>/<scenario>/forecast-<hash>-s<seed>`` (or ``<results>/<scenario>/<label>``)."""
     from twin.experiment.runner import check_label
@@ -459,12 +483,15 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
                  sets: Sequence[str] = (), results_root: Path | str = "results", label: str | None = None,
                  folder: Path | str | None = None, overwrite: bool = False, workers: int = 1,
                  bound_factor: float = DEFAULT_BOUND_FACTOR, start_date: str | None = None, report: bool = True,
-                 echo: Callable[[str], None] | None = None, dask: str | None = None) -> ForecastResult:
+                 echo: Callable[[str], None] | None = None, dask: str | None = None,
+                 force: bool = False) -> ForecastResult:
     """Forecast the time to train of one job of ``loaded``: ``reps`` replications run to completion,
     then each lever under common random numbers; store everything in the forecast folder and
     (``report``) write report.html / report.md. Rerunning resumes: stored replications of the same
     variant scenario are reused. ``dask``: a scheduler address, or 'local' for a LocalCluster of
-    ``workers`` processes (one connection for every variant)."""
+    ``workers`` processes (one connection for every variant). Before any work, the baseline and the
+    levers that change the cluster (spares, other scenarios) are held to :mod:`twin.limits`, with
+    every variant's replications counted (``force``: skip the limits)."""
     import datetime as dt
 
     from twin.experiment.store import atomic_write_parquet, versions, write_json
@@ -491,6 +518,8 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
     index = select_job(sc, job, str(loaded.source))
     target = target_of(sc, index)
     H = bound_h(target, bound_factor)
+    _check_limits(with_horizon(loaded, H), target, reps, lever_names, spares, lever_scenarios, sets, bound_factor,
+                  force)
     if start_date is not None:  # every date of the forecast lies within the horizon bound
         try:
             dt.date.fromisoformat(start_date) + dt.timedelta(days=H / 24.0)
