@@ -336,6 +336,19 @@ def test_a_cause_a_replication_did_not_report_counts_zero() -> None:
     assert w.loc["network.cut_node_hours.leaf", "winner"] == "b"  # fewer cut node-hours is better
 
 
+def test_no_winner_for_a_metric_undefined_in_a_variant() -> None:
+    """A share of no demands is NaN in every replication of a variant: no winner (a winner was named
+    from NaN means before, with a 'Mean of empty slice' warning)."""
+    import warnings
+
+    base = pd.DataFrame({"replication": [0, 1, 2], "failures": [3.0, 4.0, 5.0], "stockout_share.psu": [0.5, 0.0, 1.0]})
+    undefined = base.assign(failures=[2.0, 3.0, 4.0], **{"stockout_share.psu": [math.nan] * 3})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        w = stats.winners({"a": base, "b": undefined}).set_index("metric")
+    assert "stockout_share.psu" not in w.index and w.loc["failures", "winner"] == "b"
+
+
 def test_target_ci_adds_replications_until_narrow_enough(tmp_path: Path) -> None:
     ld = load_dict(tiny())
     res = run_experiment(ld, 4, folder=tmp_path / "mc", target_ci={"node_availability": 0.012}, progress=False)

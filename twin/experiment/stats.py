@@ -291,7 +291,8 @@ def winners(tables: Mapping[str, pd.DataFrame], metrics: Iterable[str] | None = 
             level: float = LEVEL) -> pd.DataFrame:
     """For every metric with a preferred direction: the variant with the best mean, the runner-up,
     and the paired difference best − runner-up with its interval; ``clear`` when that interval
-    excludes zero (in the better direction). When the best and the runner-up have the same mean
+    excludes zero (in the better direction). A metric undefined in every replication of some variant
+    has no winner. When the best and the runner-up have the same mean
     (identical in every replication, say: no stock-outs in either), the winner is ``"(tie)"``."""
     tables = with_absent_zeros(tables)
     names = list(tables)
@@ -303,7 +304,10 @@ def winners(tables: Mapping[str, pd.DataFrame], metrics: Iterable[str] | None = 
         sgn = direction(m)
         if sgn == 0 or any(m not in t.columns for t in indexed.values()):
             continue
-        means = {k: float(np.nanmean(t[m].to_numpy(dtype=np.float64))) for k, t in indexed.items()}
+        vals = {k: _clean(t[m].to_numpy(dtype=np.float64)) for k, t in indexed.items()}
+        if any(not len(v) for v in vals.values()):
+            continue  # undefined in every replication of some variant (a share of no demands): no winner
+        means = {k: float(v.mean()) for k, v in vals.items()}
         order = sorted(names, key=lambda k: (-sgn * means[k], names.index(k)))
         best, second = order[0], order[1] if len(order) > 1 else order[0]
         idx = indexed[best].index.intersection(indexed[second].index)
