@@ -269,6 +269,19 @@ def test_bad_command_line_values_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 2 and len(lines) == 1 and field in lines[0], lines
 
 
+def test_a_folder_given_as_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines, _ = run_main(["run", str(tmp_path)], capsys)
+    assert code == 2 and lines == [f"error: {tmp_path}: is a folder, not a scenario file"]
+
+
+@pytest.mark.parametrize("command", ["run", "schema", "fit", "montecarlo", "compare", "sweep", "sensitivity",
+                                     "report", "validate", "forecast"])
+def test_help_texts_print_percent_signs_once(capsys: pytest.CaptureFixture[str], command: str) -> None:
+    assert cli.main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "usage: twin" in out and "%%" not in out
+
+
 def test_dry_run_creates_no_results_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path / "s.yaml", tiny())
     code, _, _ = run_main(["run", str(path), "--dry-run", "--results", str(tmp_path / "new" / "root")], capsys)

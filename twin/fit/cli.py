@@ -25,7 +25,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="fit part failure distributions (exponential/Weibull/lognormal) to field lifetimes",
         description=(
             "Maximum-likelihood fit of exponential, Weibull and lognormal lifetime distributions per part "
-            "type, with right censoring and 95 %% confidence intervals; model chosen by AIC. Writes fit.yaml "
+            "type, with right censoring and 95 % confidence intervals; model chosen by AIC. Writes fit.yaml "
             "(scenario fragment), fit.md and figures to --out, and optionally a new scenario file (--into) "
             "that extends --base."
         ),

@@ -20,7 +20,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "forecast", help="time-to-train forecast of a job: completion-date distribution, days lost by cause, levers",
         description="Runs the job to completion in every replication (horizon bound: --max-horizon-factor × the "
-                    "failure-free time), reports mean and P10/P50/P90 of the time to train with 95 %% intervals, "
+                    "failure-free time), reports mean and P10/P50/P90 of the time to train with 95 % intervals, "
                     "the days lost by cause, and what-if levers under common random numbers.")
     p.add_argument("scenario", help="scenario YAML file")
     p.add_argument("--reps", type=int, default=20, metavar="N", help="replications per variant (default 20)")

@@ -609,7 +609,7 @@ def merged_document(path: str | os.PathLike[str]) -> dict[str, Any]:
     tools that write a scenario extending it, such as ``twin fit --into``)."""
     p = Path(path)
     if not p.is_file():
-        raise InputError(str(p), "", "scenario file not found")
+        raise InputError(str(p), "", "is a folder, not a scenario file" if p.is_dir() else "scenario file not found")
     return _load_chain(p, p.parent, (), _allowed_roots(p))
 
 
@@ -619,7 +619,7 @@ def load_scenario(path: str | os.PathLike[str], overrides: list[str] | None = No
     scenario's folder, the project, ``allow`` or :func:`allowed_paths` (see the path rules above)."""
     p = Path(path)
     if not p.is_file():
-        raise InputError(str(p), "", "scenario file not found")
+        raise InputError(str(p), "", "is a folder, not a scenario file" if p.is_dir() else "scenario file not found")
     roots = _allowed_roots(p, allow)
     doc = _load_chain(p, p.parent, (), roots)
     trusted: set[str] = set()
