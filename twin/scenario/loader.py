@@ -458,8 +458,8 @@ def validate_doc(doc: dict[str, Any], source: str) -> Scenario:
     bad = _bad_number(doc)
     if bad is not None:
         raise InputError(source, *bad)
-    try:
-        return Scenario.model_validate(doc)
+    try:  # strict: YAML gives every type its own form, so true is not 1, "5" is not 5, "off" is not False
+        return Scenario.model_validate(doc, strict=True)
     except ValidationError as exc:
         field, msg = format_validation_error(exc)
         raise InputError(source, field, msg) from None
