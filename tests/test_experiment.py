@@ -421,6 +421,14 @@ def test_cli_commands_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert set(ranking.factor) == {"gpu.failure (mean_h)", "gpu.repair (mean_h)"}
     assert set(ranking.metric) == {"node_availability"}
     assert twin_main(["sensitivity", str(a), "--param", "x=1,2,3", "--reps", "3", *common]) == 2
+    capsys.readouterr()
+    # a swept path also fixed with --set (the sweep would silently win), a value that is not YAML: the
+    # error names --param
+    for extra in (["--param", "maintenance.crews.technicians.count=1,2", "--set", "maintenance.crews.technicians.count=3"],
+                  ["--param", "horizon_days=[1,2"]):
+        assert twin_main(["sweep", str(a), *extra, "--reps", "3", *common]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 1 and err[0].startswith("error: --param: "), err
     assert twin_main(["compare", str(a), "--reps", "3", *common]) == 2
     assert twin_main(["report", str(tmp_path / "nowhere")]) == 2
     from twin.experiment import cli, runner

@@ -51,7 +51,10 @@ def parse_param(expr: str, exactly: int | None = None) -> Param:
         raise InputError("--param", expr, f"give exactly {exactly} values (low,high), got {len(raw)}")
     if len(set(raw)) != len(raw):
         raise InputError("--param", expr, "values repeat")
-    values = [parse_set(f"{path}={v}")[1] for v in raw]
+    try:
+        values = [parse_set(f"{path}={v}")[1] for v in raw]
+    except InputError as exc:  # (values are split on commas: a list or mapping cannot be swept)
+        raise InputError("--param", expr, exc.message) from None
     return Param(path, raw, values)
 
 
@@ -124,6 +127,10 @@ def run_sweep(scenario: str, sets: Sequence[str], param_exprs: Sequence[str], re
     paths = [p.path for p in params]
     if len(set(paths)) != len(paths):
         raise InputError("--param", paths[0], "each path may be swept by one --param only")
+    fixed = {s.partition("=")[0].strip() for s in sets}
+    for p in paths:
+        if p in fixed:
+            raise InputError("--param", p, "also given with --set, which the sweep would override: give it once")
     base = load_scenario(scenario, list(sets))
     grid = list(itertools.product(*[range(len(p.raw)) for p in params]))
     points = []
