@@ -336,6 +336,21 @@ def test_a_cause_a_replication_did_not_report_counts_zero() -> None:
     assert w.loc["network.cut_node_hours.leaf", "winner"] == "b"  # fewer cut node-hours is better
 
 
+def test_interval_of_the_mean_is_cut_to_the_possible_values() -> None:
+    """ETTR near 1 had a 95 % interval up to 1.0016, rare stock-outs one down to −1: an interval is cut
+    to what the metric can take (fractions [0, 1], counts ≥ 0), other metrics are left alone."""
+    x = [0.999, 1.0, 0.992, 1.0, 1.0, 0.99]
+    t = pd.DataFrame({"replication": range(6), "ettr.max_job": x, "stockouts": [0, 0, 0, 0, 0, 5.0],
+                      "thermal.gpu_temp_max_c": [0, 0, 0, 0, 0, 5.0]})
+    s = stats.summarise(t).set_index("metric")
+    m, lo, hi = stats.t_interval(x)
+    assert hi > 1 and s.loc["ettr.max_job", "ci_high"] == 1.0 and s.loc["ettr.max_job", "ci_low"] == lo
+    assert s.loc["ettr.max_job", "half_width"] == pytest.approx(hi - m)  # the t half-width, uncut
+    assert s.loc["stockouts", "ci_low"] == 0.0 and s.loc["stockouts", "ci_high"] > 0
+    assert s.loc["thermal.gpu_temp_max_c", "ci_low"] < 0  # a temperature has no such bound
+    assert stats.metric_range("crew_utilisation.technicians") == (-math.inf, math.inf)  # may pass 1 (overtime)
+
+
 def test_no_winner_for_a_metric_undefined_in_a_variant() -> None:
     """A share of no demands is NaN in every replication of a variant: no winner (a winner was named
     from NaN means before, with a 'Mean of empty slice' warning)."""

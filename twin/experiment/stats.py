@@ -56,6 +56,26 @@ def with_absent_zeros(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFr
     return out
 
 
+_FRACTIONS = ("node_availability", "fleet_capacity_availability", "network.spine_availability",
+              "network.bisection_fraction", "utilisation", "thermal.mean_speed", "goodput", "ettr.",
+              "stockout_share.")
+_NON_NEGATIVE = ("failures", "interruptions", "stockouts", "node_down_hours", "node_cut_hours",
+                 "network.cut_node_hours", "network.link_flaps", "network.trunk_flaps", "power.down_node_hours",
+                 "power.capped_", "lost_gpu_hours", "checkpoint_gpu_hours", "restart_gpu_hours", "useful_gpu_hours",
+                 "thermal.trips", "thermal.trip_node_hours", "thermal.throttled_gpu_hours", "repair.",
+                 "queue_wait_h", "max_job.interruptions", "energy.", "cost.", "jobs_")
+
+
+def metric_range(metric: str) -> tuple[float, float]:
+    """The values ``metric`` can take: [0, 1] for a fraction (availability, goodput and its shares,
+    ETTR, utilisation, a stock-out share), [0, inf) for a count, hours, energy or cost, else unbounded."""
+    if metric.startswith(_FRACTIONS):
+        return 0.0, 1.0
+    if metric.startswith(_NON_NEGATIVE):
+        return 0.0, math.inf
+    return -math.inf, math.inf
+
+
 def metric_columns(df: pd.DataFrame) -> list[str]:
     """The metric columns of a replications table (numeric, not identity columns), sorted."""
     return sorted(c for c in df.columns if c not in ID_COLUMNS and pd.api.types.is_numeric_dtype(df[c]))
@@ -150,11 +170,15 @@ def bootstrap_quantile_ci(x: ArrayLike, qs: Sequence[float] = QUANTILES, level: 
 def summarise(df: pd.DataFrame, metrics: Iterable[str] | None = None, level: float = LEVEL) -> pd.DataFrame:
     """One row per metric: n, mean, std, ci_low, ci_high, half_width, p5/p50/p95 and their
     bootstrap intervals (``p5_ci_low`` …). Non-finite values (a metric a replication did not
-    define) are left out of that metric's statistics and counted in ``n``."""
+    define) are left out of that metric's statistics and counted in ``n``. The interval of the mean
+    is cut to the values the metric can take (:func:`metric_range`: the true mean lies there, so
+    coverage is kept); ``half_width`` is the uncut t half-width."""
     rows = []
     for m in (list(metrics) if metrics is not None else metric_columns(df)):
         a = _clean(df[m].to_numpy(dtype=np.float64)) if m in df else np.array([])
         mean, lo, hi = t_interval(a, level)
+        r_lo, r_hi = metric_range(m)
+        lo, hi = max(lo, r_lo), min(hi, r_hi)  # (NaN bounds stay NaN)
         row: dict[str, float | str | int] = {
             "metric": m, "n": int(len(a)), "mean": mean,
             "std": float(a.std(ddof=1)) if len(a) > 1 else math.nan,
