@@ -439,8 +439,8 @@ def test_cli_commands_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixtu
     capsys.readouterr()
     # a swept path also fixed with --set (the sweep would silently win), a value that is not YAML: the
     # error names --param
-    for extra in (["--param", "maintenance.crews.technicians.count=1,2", "--set", "maintenance.crews.technicians.count=3"],
-                  ["--param", "horizon_days=[1,2"]):
+    crew = "maintenance.crews.technicians.count"
+    for extra in (["--param", f"{crew}=1,2", "--set", f"{crew}=3"], ["--param", "horizon_days=[1,2"]):
         assert twin_main(["sweep", str(a), *extra, "--reps", "3", *common]) == 2
         err = capsys.readouterr().err.splitlines()
         assert len(err) == 1 and err[0].startswith("error: --param: "), err

@@ -34,8 +34,8 @@ def with_crews(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_power_elements_keep_their_own_repair_time_when_only_the_crew_is_given() -> None:
-    power = {"topology": "n+1", "ups": {"repair": {"crew": "electrical"}}, "generator": {"repair": {"crew": "electrical"}},
-             "switchboard": {"repair": {"crew": "electrical"}}, "pdu": {"repair": {"crew": "electrical"}}}
+    crew = {"repair": {"crew": "electrical"}}
+    power = {"topology": "n+1", "ups": crew, "generator": crew, "switchboard": crew, "pdu": crew}
     p = load_dict(with_crews(baseline(power=power))).scenario.power
     assert p is not None
     assert (p.pdu.repair.time, p.generator.repair.time) == (Fixed(value_h=2.0), Fixed(value_h=12.0))

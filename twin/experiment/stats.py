@@ -283,8 +283,8 @@ def paired_table(tables: Mapping[str, pd.DataFrame], reference: str, metrics: It
 # ---------------------------------------------------------------- which way is better
 
 _HIGHER = ("availability", "useful", "ettr", "throughput", "speed", "kept", "jobs_completed")
-_LOWER = ("failures", "down_hours", "cut_hours", "cut_node_hours", "stockout", "wait", "lost", "interruptions", "energy", "pue",
-          "throttl", "trips", "overhead", "restart", "checkpoint", "slowdown", "idle", "cost", "peak", "repair.")
+_LOWER = ("failures", "down_hours", "cut_hours", "cut_node_hours", "stockout", "wait", "lost", "interruptions",
+          "energy", "pue", "throttl", "trips", "overhead", "restart", "checkpoint", "slowdown", "idle", "cost", "peak", "repair.")
 _NEUTRAL = ("horizon", "nodes", "gpus_installed", "crew_utilisation", "utilisation", "jobs_submitted",
             "events_processed")
 
