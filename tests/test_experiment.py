@@ -293,6 +293,13 @@ def test_stats_units() -> None:
     assert hi - m == pytest.approx(2.7764451051977987 * math.sqrt(2.5) / math.sqrt(5))
     n = stats.replications_needed(x, 0.5)
     assert stats.half_width(np.resize(x, n)) <= 0.5 * 1.01
+    # replications that leave the metric undefined (NaN) do not count towards the target: 7 defined
+    # values of 12 may not meet a target that 8 defined values would; one defined value never does
+    y = np.array([0.0, 0.1, 0.2, 0.15, 0.05, 0.12, 0.2])
+    m = stats.replications_needed(y, stats.half_width(y) * 0.97)
+    assert m > len(y) and stats.replications_needed(np.concatenate([y, [np.nan] * 5]), stats.half_width(y) * 0.97) > 12
+    assert stats.replications_needed(np.concatenate([y, [np.nan] * 5]), stats.half_width(y) * 1.01) == 12
+    assert stats.replications_needed([1.0, np.nan, np.nan], 10.0) == 6
     assert stats.t_interval([1.0])[1] != stats.t_interval([1.0])[1]  # NaN with one value
     ci = stats.bootstrap_quantile_ci(np.arange(100.0))
     assert ci.shape == (3, 2) and np.all(ci[:, 0] <= ci[:, 1])
@@ -349,6 +356,18 @@ def test_interval_of_the_mean_is_cut_to_the_possible_values() -> None:
     assert s.loc["stockouts", "ci_low"] == 0.0 and s.loc["stockouts", "ci_high"] > 0
     assert s.loc["thermal.gpu_temp_max_c", "ci_low"] < 0  # a temperature has no such bound
     assert stats.metric_range("crew_utilisation.technicians") == (-math.inf, math.inf)  # may pass 1 (overtime)
+
+
+def test_compare_target_ci_on_a_cause_one_variant_never_sees(tmp_path: Path) -> None:
+    """--target-ci on interruptions.gpu when one variant's GPUs never fail (its replications report no
+    such cause): 0 there, not a KeyError (exit 3 before)."""
+    job = {"jobs": [{"name": "train", "gpus": 32, "work_h": 1e6}]}
+    a = write_yaml(tmp_path / "a.yaml", {**tiny(days=20), "workload": job})
+    b = write_yaml(tmp_path / "b.yaml", {**tiny(days=20, mtbf_h=1e12, name="b"), "workload": job})
+    res = run_compare([str(a), str(b)], [], 3, results_root=tmp_path / "res", target_ci={"interruptions.gpu": 1e6},
+                      progress=False, echo=lambda s: None)
+    row = res.paired.set_index("metric").loc["interruptions.gpu"]
+    assert res.target_met and row["mean_b"] == 0.0 and row["mean_a"] > 0
 
 
 def test_no_winner_for_a_metric_undefined_in_a_variant() -> None:

@@ -128,12 +128,15 @@ def run_compare(paths: Sequence[str], sets: Sequence[str], reps: int, workers: i
         if not target_ci:
             break
         need = n
+        tabs = list(stats.with_absent_zeros({str(i): r.replications for i, r in enumerate(results)}).values())
         for m, h in target_ci.items():
-            ref = results[0].replications
-            if m not in ref.columns:
-                raise InputError("--target-ci", m, "no such metric; available: " + ", ".join(stats.metric_columns(ref)))
-            for r in results[1:]:
-                d = r.replications[m].to_numpy() - ref[m].to_numpy()
+            ref = tabs[0]
+            for t in tabs:
+                if m not in t.columns:
+                    raise InputError("--target-ci", m, "no such metric in every variant; available: "
+                                     + ", ".join(stats.metric_columns(t)))
+            for t in tabs[1:]:
+                d = t[m].to_numpy() - ref[m].to_numpy()
                 need = max(need, stats.replications_needed(d, h, cap=max_reps + 1))
         target_met, n = stats.next_stage(need, n, max_reps)
         if target_met is not None:

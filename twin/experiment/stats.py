@@ -122,22 +122,27 @@ def next_stage(need: int, n: int, max_reps: int) -> tuple[bool | None, int]:
 
 def replications_needed(x: ArrayLike, target_half_width: float, level: float = LEVEL,
                         cap: int = 1_000_000) -> int:
-    """Smallest n with t_{n−1}·s/√n ≤ target, using the sample standard deviation s of ``x``
-    (the usual sequential-procedure estimate; s is re-estimated as replications are added).
-    Returns at least ``len(x)`` and at least 2; ``cap`` when the target needs more."""
+    """Replications needed for t_{m−1}·s/√m ≤ target, where m counts the replications that define the
+    metric (finite values of ``x``) and s is their sample standard deviation (the usual sequential-
+    procedure estimate; s is re-estimated as replications are added). When some replications leave
+    the metric undefined, the count is scaled by the share that define it. Returns ``len(x)`` (at
+    least 2) when the target is met by the replications at hand, more when not; ``cap`` at most."""
     if not (target_half_width > 0):
         raise ValueError("target half-width must be > 0")
+    n_all = len(np.asarray(x).ravel())
     a = _clean(x)
-    n0 = max(len(a), 2)
-    if len(a) < 2:
-        return n0
+    n_fin = len(a)
+    if n_fin < 2:  # no interval yet: twice the replications
+        return min(max(2 * n_all, 2), cap)
     s = float(a.std(ddof=1))
-    if s == 0.0:
-        return n0
-    n = max(n0, math.ceil((1.959963984540054 * s / target_half_width) ** 2))
-    while n < cap and float(_st.t.ppf(0.5 + level / 2, n - 1)) * s / math.sqrt(n) > target_half_width:
-        n += max(1, n // 100)
-    return min(n, cap)
+    m = n_fin
+    if s > 0.0:
+        m = max(n_fin, math.ceil((1.959963984540054 * s / target_half_width) ** 2))
+        while m < cap and float(_st.t.ppf(0.5 + level / 2, m - 1)) * s / math.sqrt(m) > target_half_width:
+            m += max(1, m // 100)
+    if m <= n_fin:
+        return max(n_all, 2)
+    return min(math.ceil(m * n_all / n_fin), cap)
 
 
 def bootstrap_quantile_ci(x: ArrayLike, qs: Sequence[float] = QUANTILES, level: float = LEVEL,
