@@ -355,7 +355,11 @@ def test_interval_of_the_mean_is_cut_to_the_possible_values() -> None:
     assert s.loc["ettr.max_job", "half_width"] == pytest.approx(hi - m)  # the t half-width, uncut
     assert s.loc["stockouts", "ci_low"] == 0.0 and s.loc["stockouts", "ci_high"] > 0
     assert s.loc["thermal.gpu_temp_max_c", "ci_low"] < 0  # a temperature has no such bound
-    assert stats.metric_range("crew_utilisation.technicians") == (-math.inf, math.inf)  # may pass 1 (overtime)
+    assert stats.metric_range("crew_utilisation.technicians") == (0.0, math.inf)  # may pass 1 (overtime)
+    assert stats.metric_range("power.generator_start_failures") == (0.0, math.inf)
+    assert stats.metric_range("pue") == (1.0, math.inf)
+    assert stats.metric_range("thermal.gpu_temp_p99_c") == (-math.inf, math.inf)
+    assert stats.t_interval([0.0, 0.0, 1.0], bounds=(0.0, math.inf))[1] == 0.0
 
 
 def test_compare_target_ci_on_a_cause_one_variant_never_sees(tmp_path: Path) -> None:

@@ -59,18 +59,23 @@ def with_absent_zeros(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFr
 _FRACTIONS = ("node_availability", "fleet_capacity_availability", "network.spine_availability",
               "network.bisection_fraction", "utilisation", "thermal.mean_speed", "goodput", "ettr.",
               "stockout_share.")
-_NON_NEGATIVE = ("failures", "interruptions", "stockouts", "node_down_hours", "node_cut_hours",
-                 "network.cut_node_hours", "network.link_flaps", "network.trunk_flaps", "power.down_node_hours",
-                 "power.capped_", "lost_gpu_hours", "checkpoint_gpu_hours", "restart_gpu_hours", "useful_gpu_hours",
-                 "thermal.trips", "thermal.trip_node_hours", "thermal.throttled_gpu_hours", "repair.",
-                 "queue_wait_h", "max_job.interruptions", "energy.", "cost.", "jobs_")
+_NON_NEGATIVE = ("failures", "interruptions", "stockouts", "node_down_hours", "node_cut_hours", "network.", "power.",
+                 "cooling.", "thermal.", "energy.", "cost.", "lost_gpu_hours", "checkpoint_gpu_hours",
+                 "restart_gpu_hours", "useful_gpu_hours", "repair.", "queue_wait_h", "max_job.", "jobs_",
+                 "crew_utilisation.", "horizon_h", "nodes", "gpus_installed", "events_processed")
 
 
 def metric_range(metric: str) -> tuple[float, float]:
     """The values ``metric`` can take: [0, 1] for a fraction (availability, goodput and its shares,
-    ETTR, utilisation, a stock-out share), [0, inf) for a count, hours, energy or cost, else unbounded."""
+    ETTR, utilisation of the installed GPUs, a stock-out share), [1, inf) for the PUE, unbounded for a
+    temperature (``*_c``), [0, inf) for counts, hours, energy, power, costs and crew utilisation (hands-on
+    over on-shift hours: a repair begun on shift may run past it), else unbounded."""
     if metric.startswith(_FRACTIONS):
         return 0.0, 1.0
+    if metric == "pue":
+        return 1.0, math.inf
+    if metric.endswith("_c"):
+        return -math.inf, math.inf
     if metric.startswith(_NON_NEGATIVE):
         return 0.0, math.inf
     return -math.inf, math.inf
@@ -86,8 +91,11 @@ def _clean(x: ArrayLike) -> NDArray[np.float64]:
     return a[np.isfinite(a)]
 
 
-def t_interval(x: ArrayLike, level: float = LEVEL) -> tuple[float, float, float]:
-    """(mean, low, high) of the Student-t interval of the mean; NaN bounds when n < 2."""
+def t_interval(x: ArrayLike, level: float = LEVEL,
+               bounds: tuple[float, float] = (-math.inf, math.inf)) -> tuple[float, float, float]:
+    """(mean, low, high) of the Student-t interval of the mean; NaN bounds when n < 2. ``bounds``: the
+    values the quantity can take (see :func:`metric_range`); the interval is cut to them (the true mean
+    lies there, so coverage is kept)."""
     a = _clean(x)
     n = len(a)
     if n == 0:
@@ -96,7 +104,7 @@ def t_interval(x: ArrayLike, level: float = LEVEL) -> tuple[float, float, float]
     if n < 2:
         return m, math.nan, math.nan
     h = half_width(a, level)
-    return m, m - h, m + h
+    return m, max(m - h, bounds[0]), min(m + h, bounds[1])
 
 
 def half_width(x: ArrayLike, level: float = LEVEL) -> float:
@@ -181,9 +189,7 @@ def summarise(df: pd.DataFrame, metrics: Iterable[str] | None = None, level: flo
     rows = []
     for m in (list(metrics) if metrics is not None else metric_columns(df)):
         a = _clean(df[m].to_numpy(dtype=np.float64)) if m in df else np.array([])
-        mean, lo, hi = t_interval(a, level)
-        r_lo, r_hi = metric_range(m)
-        lo, hi = max(lo, r_lo), min(hi, r_hi)  # (NaN bounds stay NaN)
+        mean, lo, hi = t_interval(a, level, metric_range(m))
         row: dict[str, float | str | int] = {
             "metric": m, "n": int(len(a)), "mean": mean,
             "std": float(a.std(ddof=1)) if len(a) > 1 else math.nan,

@@ -43,7 +43,7 @@ def distribution(rows: pd.DataFrame, target: Any, start_date: str | None = None)
     cens = ~np.isfinite(t)
     fin = t[~cens]
     qvals = np.where(cens, bound, t)
-    mean, lo, hi = stats.t_interval(fin)
+    mean, lo, hi = stats.t_interval(fin, bounds=(0.0, math.inf))
     out: dict[str, Any] = {
         "job": target.name, "gpus": target.gpus, "nodes": target.nodes,
         "replications": int(len(t)), "censored": int(cens.sum()),
@@ -86,7 +86,7 @@ def losses(rows: pd.DataFrame) -> pd.DataFrame:
     out = []
 
     def add(bucket: str, kind: str, vals: np.ndarray, **extra: float) -> None:
-        m, lo, hi = stats.t_interval(vals) if len(vals) else (math.nan, math.nan, math.nan)
+        m, lo, hi = stats.t_interval(vals, bounds=(0.0, math.inf)) if len(vals) else (math.nan, math.nan, math.nan)
         out.append({"bucket": bucket, "kind": kind, "mean_days": m, "ci_low": lo, "ci_high": hi, **extra})
 
     add("checkpoints", "checkpoint", _days(r, "checkpoint_h"))
