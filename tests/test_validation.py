@@ -79,6 +79,21 @@ def test_quick_suite_passes_and_writes_reports(tmp_path: Path, capsys: pytest.Ca
     for case in ("llama3_54day", "meta_rsc"):
         assert set(PROVENANCE[case]) == {"from the source", "tuned to this data", "assumptions", "out-of-sample"}
         assert PROVENANCE[case]["tuned to this data"] in (folder / "report.md").read_text()
+    # the summary line says how many of the named wrong models the verdict intervals exclude
+    named = [(r, v) for r in data["results"] if r["check"] for v in r["wrong_models_excluded"].values()]
+    excluded = sum(1 for _, v in named if v)
+    assert f"wrong models excluded: {excluded} of {len(named)}" in out and len(named) >= 20
+
+
+@pytest.mark.slow
+def test_full_suite_excludes_every_wrong_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The power of `twin validate` (full): at its Bonferroni level every wrong model a case names lies
+    outside its verdict interval (the quick suite may not: it is a smoke check)."""
+    assert main(["validate", "--out", str(tmp_path), "--workers", "2"]) == 0
+    data = json.loads((tmp_path / "full" / "results.json").read_text())
+    named = {(r["case"], r["quantity"], k): ok for r in data["results"] if r["check"]
+             for k, ok in r["wrong_models_excluded"].items()}
+    assert len(named) >= 30 and all(named.values()), [k for k, ok in named.items() if not ok]
 
 
 def test_unknown_case_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,8 +4,10 @@ and two crews, rack parts in series, spares by Palm's theorem.
 Each case states a scenario whose steady state has a known closed form, runs replications with
 fixed seeds and compares the estimate with the closed form. Warm-up is discarded (or shown
 negligible, as an invariant) so the estimator targets the steady-state quantity. Each result lists
-plausible *wrong* models (``CaseResult.wrong``); the tests assert the interval excludes them, so a
-pass means something.
+plausible *wrong* models (``CaseResult.wrong``): the tests assert that a 99 % interval excludes them,
+and ``twin validate`` counts how many its verdict intervals (at the Bonferroni level over the suite)
+exclude, so a pass says how much it means. The full suite excludes every one (a slow test asserts
+it); ``--quick`` runs few replications and is a smoke check that cannot tell some apart.
 """
 
 from __future__ import annotations

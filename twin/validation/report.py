@@ -91,9 +91,13 @@ def text_table(suite: SuiteResult, columns: Sequence[str] = ("case", "quantity",
 def summary_line(suite: SuiteResult) -> str:
     n_fail = len(suite.failed)
     verdict = "PASS" if suite.passed else f"FAIL ({n_fail} of {suite.checked})"
+    excluded, named = suite.wrong_models
+    weak = "" if excluded == named else (
+        " (too few replications to tell the rest apart: run the full suite)" if suite.settings.quick else
+        " (the rest are within the noise)")
     return (f"{verdict}: {suite.checked} checked quantities, each interval at {suite.confidence:.5f} "
             f"(Bonferroni, family-wise α = {suite.alpha:g}); {len(suite.results) - suite.checked} "
-            "information rows")
+            f"information rows; wrong models excluded: {excluded} of {named}{weak}")
 
 
 def markdown_table(suite: SuiteResult) -> str:

@@ -44,6 +44,13 @@ class SuiteResult:
     def passed(self) -> bool:
         return not self.failed
 
+    @property
+    def wrong_models(self) -> tuple[int, int]:
+        """(excluded, named): the plausible wrong models the checked quantities name, and how many of
+        them their verdict intervals exclude (the suite's power to tell a wrong model apart)."""
+        named = [(r, v) for r in self.results if r.check for v in r.wrong.values()]
+        return sum(1 for r, v in named if r.excludes(v)), len(named)
+
 
 def check_names(names: Sequence[str] | None) -> list[str]:
     """Case names in suite order (all when ``names`` is empty); InputError for an unknown name."""
