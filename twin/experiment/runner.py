@@ -517,8 +517,7 @@ def summary_json(loaded: Loaded, table: pd.DataFrame, summ: pd.DataFrame, target
     sc = loaded.scenario
     return {
         "kind": "montecarlo", "scenario": sc.name, "scenario_hash": loaded.hash, "seed": sc.seed,
-        "replications": int(len(table)), "level": stats.LEVEL, "bootstrap_seed": stats.BOOTSTRAP_SEED,
-        "bootstrap_resamples": stats.BOOTSTRAP_RESAMPLES,
+        "replications": int(len(table)), "level": stats.LEVEL, "quantile_intervals": stats.QUANTILE_INTERVALS,
         "target_ci": dict(target_ci) if target_ci else None, "target_met": target_met,
         "horizon_days": sc.horizon_days, "nodes": sc.cluster.n_nodes, "gpus": sc.cluster.n_nodes * sc.cluster.node.gpus,
         "versions": versions(), "twin_versions": sorted(set(table["twin_version"].astype(str))) if len(table) else [],

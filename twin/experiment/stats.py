@@ -1,11 +1,10 @@
 """Statistics of Monte-Carlo replications (model.md §8).
 
 Everything here is analysis of finished replications, not simulation: it never touches the
-counter-based streams of :mod:`twin.rng`. The bootstrap uses a numpy ``Generator`` seeded with
-the fixed, documented :data:`BOOTSTRAP_SEED`, so a summary is a pure function of its table.
+counter-based streams of :mod:`twin.rng`; a summary is a pure function of its table.
 
 - per metric: mean, std (ddof 1), 95 % Student-t interval of the mean, p5/p50/p95 with
-  percentile-bootstrap intervals;
+  distribution-free order-statistic intervals;
 - replications needed for a requested half-width of the t-interval;
 - paired differences under common random numbers (CRN) with t-intervals, and the variance
   reduction of CRN over independent seeds, estimated as (var A + var B) / var(A − B): with
@@ -25,9 +24,8 @@ from scipy import stats as _st
 LEVEL = 0.95
 """Confidence level of every interval."""
 QUANTILES = (0.05, 0.50, 0.95)
-BOOTSTRAP_SEED = 20_240_607
-"""Seed of the bootstrap's numpy Generator (analysis only; fixed so summaries are reproducible)."""
-BOOTSTRAP_RESAMPLES = 2000
+QUANTILE_INTERVALS = "order statistics (distribution-free; binomial ranks)"
+"""How the intervals of quantiles are made (:func:`quantile_ci`), as stated in summaries and reports."""
 ID_COLUMNS = ("replication", "seed", "scenario", "scenario_hash", "twin_version", "events_processed")
 """Columns of a replications table that are not metrics."""
 
@@ -153,43 +151,44 @@ def replications_needed(x: ArrayLike, target_half_width: float, level: float = L
     return min(math.ceil(m * n_all / n_fin), cap)
 
 
-def bootstrap_quantile_ci(x: ArrayLike, qs: Sequence[float] = QUANTILES, level: float = LEVEL,
-                          resamples: int = BOOTSTRAP_RESAMPLES,
-                          seed: int = BOOTSTRAP_SEED) -> NDArray[np.float64]:
-    """Percentile-bootstrap intervals of the quantiles ``qs``: array of shape (len(qs), 2).
+def quantile_ci(x: ArrayLike, qs: Sequence[float] = QUANTILES, level: float = LEVEL,
+                bounds: tuple[float, float] = (-math.inf, math.inf)) -> NDArray[np.float64]:
+    """Distribution-free intervals of the quantiles ``qs``: array of shape (len(qs), 2).
 
-    The Generator is created here from ``seed`` for every call, so a metric's interval depends
-    only on its own values (not on which other metrics were summarised before it)."""
-    a = _clean(x)
+    With the sorted sample x_(1) ≤ … ≤ x_(n) and B ~ Binomial(n, q) the number of values below the
+    true quantile ξ_q: x_(l) ≤ ξ_q unless B < l, and x_(u) ≥ ξ_q unless B ≥ u. The lower end is x_(l)
+    for the largest l with P(B < l) ≤ α/2, the upper end x_(u) for the smallest u with P(B ≥ u) ≤ α/2,
+    so the interval covers ξ_q with probability ≥ ``level`` whatever the distribution (a percentile
+    bootstrap covered a p5 of 20 values only ~60 % of the time: its lower end cannot go below the
+    sample's minimum, which is above the true p5 with probability 0.95²⁰). Where the sample is too
+    small for such an end (P(B = 0) = (1 − q)ⁿ > α/2 for the lower), that end is the quantity's own
+    bound from ``bounds`` (±inf when it has none)."""
+    a = np.sort(_clean(x))
     n = len(a)
     out = np.full((len(qs), 2), np.nan)
-    if n < 2:
+    if n == 0:
         return out
-    gen = np.random.default_rng(seed)
-    chunk = max(1, min(resamples, 4_000_000 // n))
-    est = np.empty((resamples, len(qs)))
-    done = 0
-    while done < resamples:
-        k = min(chunk, resamples - done)
-        idx = gen.integers(0, n, size=(k, n))
-        est[done:done + k] = np.quantile(a[idx], qs, axis=1).T
-        done += k
-    alpha = (1.0 - level) / 2
-    out[:, 0] = np.quantile(est, alpha, axis=0)
-    out[:, 1] = np.quantile(est, 1.0 - alpha, axis=0)
+    half = (1.0 - level) / 2
+    for i, q in enumerate(qs):
+        cdf = _st.binom.cdf(np.arange(n), n, q)  # cdf[j] = P(B ≤ j) = P(B < j + 1)
+        low = np.flatnonzero(cdf <= half)  # j = l − 1 with P(B < l) ≤ α/2
+        high = np.flatnonzero(1.0 - cdf <= half)  # j = u − 1 with P(B ≥ u) ≤ α/2
+        out[i, 0] = a[low[-1]] if len(low) else bounds[0]
+        out[i, 1] = a[high[0]] if len(high) else bounds[1]
     return out
 
 
 def summarise(df: pd.DataFrame, metrics: Iterable[str] | None = None, level: float = LEVEL) -> pd.DataFrame:
     """One row per metric: n, mean, std, ci_low, ci_high, half_width, p5/p50/p95 and their
-    bootstrap intervals (``p5_ci_low`` …). Non-finite values (a metric a replication did not
+    order-statistic intervals (``p5_ci_low`` …, :func:`quantile_ci`). Non-finite values (a metric a replication did not
     define) are left out of that metric's statistics and counted in ``n``. The interval of the mean
     is cut to the values the metric can take (:func:`metric_range`: the true mean lies there, so
     coverage is kept); ``half_width`` is the uncut t half-width."""
     rows = []
     for m in (list(metrics) if metrics is not None else metric_columns(df)):
         a = _clean(df[m].to_numpy(dtype=np.float64)) if m in df else np.array([])
-        mean, lo, hi = t_interval(a, level, metric_range(m))
+        rng = metric_range(m)
+        mean, lo, hi = t_interval(a, level, rng)
         row: dict[str, float | str | int] = {
             "metric": m, "n": int(len(a)), "mean": mean,
             "std": float(a.std(ddof=1)) if len(a) > 1 else math.nan,
@@ -199,7 +198,7 @@ def summarise(df: pd.DataFrame, metrics: Iterable[str] | None = None, level: flo
             qv = np.quantile(a, QUANTILES)
         else:
             qv = np.full(len(QUANTILES), np.nan)
-        qci = bootstrap_quantile_ci(a, QUANTILES, level)
+        qci = quantile_ci(a, QUANTILES, level, rng)
         for q, v, (cl, ch) in zip(QUANTILES, qv, qci):
             name = f"p{round(q * 100)}"
             row[name] = float(v)

@@ -35,7 +35,7 @@ def completed(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def distribution(rows: pd.DataFrame, target: Any, start_date: str | None = None) -> dict[str, Any]:
-    """Time to train (days): mean with 95 % t interval, P10/P50/P90 with bootstrap intervals, the
+    """Time to train (days): mean with 95 % t interval, P10/P50/P90 with order-statistic intervals, the
     failure-free ideal, tokens per day and GPU-hours. Censored replications (not done at the
     horizon bound) enter the quantiles at the bound (so those are lower bounds) and not the mean."""
     t = rows["time_to_train_h"].to_numpy(dtype=float) / 24.0
@@ -59,7 +59,7 @@ def distribution(rows: pd.DataFrame, target: Any, start_date: str | None = None)
     }
     if len(qvals):
         q = np.quantile(qvals, QUANTILES)
-        qci = stats.bootstrap_quantile_ci(qvals, QUANTILES)
+        qci = stats.quantile_ci(qvals, QUANTILES, bounds=(0.0, math.inf))
         for p, v, (a, b) in zip(QUANTILES, q, qci):
             k = f"p{round(p * 100)}"
             out[f"{k}_days"], out[f"{k}_ci_low"], out[f"{k}_ci_high"] = float(v), float(a), float(b)

@@ -317,8 +317,8 @@ def _montecarlo(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
         f"{summary.get('gpus')} GPUs",
         f"{summary['replications']} replications "
         f"(SeedSequence({summary['seed']}) children 0..{summary['replications'] - 1})",
-        "intervals: 95 % Student-t for means; percentile bootstrap "
-        f"({summary.get('bootstrap_resamples')} resamples, seed {summary.get('bootstrap_seed')}) for quantiles",
+        "intervals: 95 % Student-t for means (cut to the values a metric can take); "
+        f"{summary.get('quantile_intervals', 'percentile bootstrap')} for quantiles",
         "versions: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.get("versions", {}).items())),
     ])
     if summary.get("target_ci"):
