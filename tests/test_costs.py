@@ -244,6 +244,29 @@ def test_sweep_chooses_cheapest_point_meeting_the_constraint(tmp_path: Path) -> 
     assert (dec.set_index("point")["feasible"] == feasible).all()
 
 
+def test_constraint_bounds_without_spread_and_for_several_constraints() -> None:
+    """No spread (the same value in every replication) is no certainty: 'stockouts<=0' after a few
+    replications without stock-outs is not met (it was: the t-bound collapsed to the mean), and an
+    availability of 1 in 10 replications bounds the mean by the distribution-free share of
+    replications that may differ; k constraints are each bounded at 1 - (1 - c)/k (joint level c)."""
+    from twin.experiment.decide import Constraint, choose, confidence_bound
+
+    assert confidence_bound(0.0, 0.0, 2, 0.95, "upper", (0.0, math.inf)) == math.inf
+    p = 1 - 0.05 ** (1 / 10)
+    assert confidence_bound(1.0, 0.0, 10, 0.95, "lower", (0.0, 1.0)) == pytest.approx(1 - p)
+    assert confidence_bound(1.0, 0.1, 10, 0.95, "lower") == pytest.approx(1 - st.t.ppf(0.95, 9) * 0.1 / math.sqrt(10))
+    tidy = pd.DataFrame([{"point": 0, "metric": m, "n": 10, "mean": mean, "std": sd, "ci_low": 0.0, "ci_high": 0.0}
+                         for m, mean, sd in [("cost.total", 1.0, 0.1), ("stockouts", 0.0, 0.0),
+                                             ("node_availability", 0.99, 0.004), ("goodput", 0.8, 0.01)]])
+    dec, chosen = choose(tidy, [], "cost.total", [Constraint("stockouts", "<=", 0.0)], 0.95)
+    assert chosen is None and dec.loc[0, "stockouts_upper_bound"] == math.inf
+    cons = [Constraint("node_availability", ">=", 0.9873), Constraint("goodput", ">=", 0.7)]
+    dec, _ = choose(tidy, [], "cost.total", cons, 0.95)
+    each = st.t.ppf(1 - 0.05 / 2, 9) * 0.004 / math.sqrt(10)
+    assert dec.loc[0, "node_availability_lower_bound"] == pytest.approx(0.99 - each)
+    assert not dec.loc[0, "feasible"]  # 0.99 - 0.00286 < 0.9873; at 95 % alone (0.00232) it would pass
+
+
 def _run(tmp_path: Path, doc: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
     path = write(tmp_path / "bad.yaml", doc)
     code = cli.main(["run", str(path), "--results", str(tmp_path / "r"), "--quiet"])

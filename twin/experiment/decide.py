@@ -168,11 +168,21 @@ def check_confidence(confidence: float) -> None:
         raise InputError("--confidence", str(confidence), "must be in [0.5, 1), e.g. 0.95")
 
 
-def confidence_bound(mean: float, std: float, n: int, confidence: float, side: str) -> float:
-    """One-sided bound of a mean: mean ∓ t_{c, n−1}·s/√n (``side`` 'lower' or 'upper'); NaN for n < 2."""
+def confidence_bound(mean: float, std: float, n: int, confidence: float, side: str,
+                     bounds: tuple[float, float] = (-math.inf, math.inf)) -> float:
+    """One-sided bound of a mean: mean ∓ t_{c, n−1}·s/√n (``side`` 'lower' or 'upper'); NaN for n < 2.
+
+    A sample with no spread (the same value v in all n replications: no stock-outs in any, say) makes
+    the t-bound v itself, a certainty no finite sample gives. Then the bound is distribution-free: with
+    confidence c at most a share p = 1 − (1 − c)^(1/n) of replications differ from v, so the mean is at
+    least (1 − p)·v + p·low and at most (1 − p)·v + p·high over the metric's range ``bounds``."""
     if n < 2 or not math.isfinite(mean):
         return math.nan
-    h = float(_st.t.ppf(confidence, n - 1)) * (std if math.isfinite(std) else 0.0) / math.sqrt(n)
+    if not (std > 0):
+        p = 1.0 - (1.0 - confidence) ** (1.0 / n)
+        end = bounds[0] if side == "lower" else bounds[1]
+        return mean if end == mean else (1.0 - p) * mean + p * end
+    h = float(_st.t.ppf(confidence, n - 1)) * std / math.sqrt(n)
     return mean - h if side == "lower" else mean + h
 
 
@@ -181,8 +191,10 @@ def choose(tidy: pd.DataFrame, params: Sequence[str], objective: str, constraint
     """Decision table of a sweep (one row per point) and the chosen point (None when no point qualifies).
 
     ``tidy`` has one row per (point, metric) with n, mean, std, ci_low, ci_high (twin sweep's
-    ``sweep.parquet``)."""
+    ``sweep.parquet``). With k constraints each bound is at 1 − (1 − confidence)/k (Bonferroni), so a
+    feasible point meets all of them jointly at ``confidence``."""
     check_confidence(confidence)
+    each = 1.0 - (1.0 - confidence) / max(1, len(constraints))
     have = set(tidy.metric)
     for m in [objective, *[c.metric for c in constraints]]:
         if m not in have:
@@ -201,7 +213,8 @@ def choose(tidy: pd.DataFrame, params: Sequence[str], objective: str, constraint
         for c in constraints:
             r = s.loc[c.metric]
             side = "lower" if c.op == ">=" else "upper"
-            bnd = confidence_bound(float(r["mean"]), float(r["std"]), int(r["n"]), confidence, side)
+            bnd = confidence_bound(float(r["mean"]), float(r["std"]), int(r["n"]), each, side,
+                                   stats.metric_range(c.metric))
             ok = bool(math.isfinite(bnd) and (bnd >= c.threshold if c.op == ">=" else bnd <= c.threshold))
             row[f"{c.metric}_mean"] = float(r["mean"])
             row[f"{c.metric}_{side}_bound"] = bnd
