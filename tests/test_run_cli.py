@@ -161,6 +161,9 @@ def test_schema_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert schema["type"] == "object"
     assert {"name", "cluster", "horizon_days", "maintenance"} <= set(schema["properties"])
     assert "cluster" in schema.get("required", [])
+    # defaults built by a function are shown too (pydantic leaves them out): a PDU's own 2 h repair
+    assert schema["$defs"]["PDU"]["properties"]["repair"]["default"]["time"] == {"dist": "fixed", "value_h": 2.0}
+    assert schema["properties"]["maintenance"]["default"]["crews"]["technicians"]["count"] >= 1
 
 
 def _console_script() -> list[str]:

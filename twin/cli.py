@@ -91,9 +91,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from twin.scenario.schema import Scenario
+    from twin.scenario.schema import scenario_json_schema
 
-    print(json.dumps(Scenario.model_json_schema(), indent=2))
+    print(json.dumps(scenario_json_schema(), indent=2))
     return 0
 
 

@@ -251,3 +251,17 @@ class Scenario(Strict):
     @property
     def horizon_h(self) -> float:
         return self.horizon_days * 24.0
+
+
+def scenario_json_schema() -> dict[str, Any]:
+    """The scenario's JSON Schema (``twin schema``), with the defaults of fields whose default is built by
+    a function (a section, a PDU's 2 h repair): pydantic leaves those out, the reader needs them."""
+    from pydantic.json_schema import GenerateJsonSchema
+
+    class _WithBuiltDefaults(GenerateJsonSchema):
+        def default_schema(self, schema: Any) -> Any:
+            if "default_factory" in schema and "default" not in schema and not schema.get("default_factory_takes_data"):
+                schema = {**schema, "default": schema["default_factory"]()}
+            return super().default_schema(schema)
+
+    return Scenario.model_json_schema(schema_generator=_WithBuiltDefaults)
