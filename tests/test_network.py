@@ -305,11 +305,11 @@ def test_link_flap_count_agrees_with_poisson_rate() -> None:
     per_link: list[int] = []
     counts = np.zeros(64, dtype=np.int64)
 
-    def on_transient(node: int, cause: str) -> None:
+    def on_flap(node: int, cause: str) -> None:
         assert cause == "link_flap"
         per_link.append(node)
 
-    m.engine.bus.subscribe(Topic.TRANSIENT, on_transient)
+    m.engine.bus.subscribe(Topic.LINK_FLAP, on_flap)
     m.run()
     flaps = int(m.result().metrics["network.link_flaps"])
     links = 32 * 2
@@ -332,6 +332,13 @@ def test_link_flaps_interrupt_the_job_on_the_node() -> None:
     assert res.metrics["network.link_flaps"] > 0
     # the job holds every node, so every flap interrupts it
     assert res.metrics["interruptions.link_flap"] == res.metrics["network.link_flaps"]
+    # one-node jobs on every node do not use the compute fabric: no flap crashes them (as a cut link)
+    d = doc(days=20, network={"link_flaps_per_link_per_year": 50.0},
+            jobs=[{"name": f"one{i}", "gpus": 8, "work_h": 1e4} for i in range(16)])
+    m = model(d)
+    m.run()
+    res = m.result()
+    assert res.metrics["network.link_flaps"] > 0 and res.metrics.get("interruptions.link_flap", 0.0) == 0.0
 
 
 def test_trunk_flap_count_agrees_with_poisson_rate() -> None:

@@ -25,6 +25,8 @@ class Topic:
     NODE_CUT = "node_cut"  # (node: int, cause: str) node cut off a rail (multi-node jobs impossible)
     NODE_UNCUT = "node_uncut"  # (node: int, cause: str)
     TRANSIENT = "transient"  # (node: int, cause: str) transient fault: jobs on the node crash
+    LINK_FLAP = "link_flap"  # (node: int, cause: str) a compute-fabric link of the node flapped: its
+    # multi-node job crashes (a job on one node does not use the fabric)
     FABRIC_FLAP = "fabric_flap"  # (group: int, cause: str) an uplink of a leaf of this leaf group flapped:
     # jobs spanning several leaf groups with nodes in this one crash
     GROUP = "group"  # (node: int, part: str, healthy: int) a redundant group's healthy count changed

@@ -22,7 +22,8 @@ as node parts); only failures inside the horizon are scheduled.
   times are drawn per link from the counter-based streams (vectorised at the start, one renewal
   per flap) and only those inside the horizon are scheduled. A flap of a link that is down (failed
   optic, failed leaf) is not a fault and is skipped. Each flap publishes
-  ``Topic.TRANSIENT(node, 'link_flap')``. Trunk links flap likewise when
+  ``Topic.LINK_FLAP(node, 'link_flap')``: the node's job crashes if it spans several nodes (a job on
+  one node does not use the compute fabric, as a cut link does not stop it). Trunk links flap likewise when
   ``trunk_flaps_per_link_per_year`` is set (default 0): a flap of an uplink of leaf (g, r) publishes
   ``Topic.FABRIC_FLAP(g, 'trunk_flap')`` and crashes every job spanning several leaf groups with
   nodes in group g (ECMP spreads its cross-group traffic over all of its leaves' uplinks:
@@ -315,12 +316,13 @@ class Network:
 
     # ---- link flaps ------------------------------------------------------------------------
     def _access_flap(self, link: int) -> bool:
-        """Flap of access link ``link``: the jobs on its node crash (False: the link is down, no fault)."""
+        """Flap of access link ``link``: the multi-node job on its node crashes (False: the link is down,
+        no fault)."""
         node, rail = divmod(link, self.R)
         if self.access_bad[link] != 0 or not self.leaf_ok[self.node_group[node] * self.R + rail]:
             return False
         self.engine.recorder.event(self.engine.now, "transient", access_link_path(node, rail), node)
-        self.engine.bus.publish(Topic.TRANSIENT, node, "link_flap")
+        self.engine.bus.publish(Topic.LINK_FLAP, node, "link_flap")
         return True
 
     def _trunk_flap(self, link: int) -> bool:

@@ -185,6 +185,7 @@ class Workload:
         bus.subscribe(Topic.NODE_UP, self._on_node_up)
         bus.subscribe(Topic.NODE_UNCUT, self._on_node_up)
         bus.subscribe(Topic.TRANSIENT, self._on_transient)
+        bus.subscribe(Topic.LINK_FLAP, self._on_link_flap)
         bus.subscribe(Topic.FABRIC_FLAP, self._on_fabric_flap)
         bus.subscribe(Topic.NODE_SPEED, self._on_speed)
         bus.subscribe(Topic.FABRIC, self._on_fabric)
@@ -663,6 +664,13 @@ class Workload:
     def _on_transient(self, node: int, cause: str) -> None:
         jid = int(self.owner[node])
         if jid >= 0:
+            self._interrupt(self._job(jid), cause, False, [])
+
+    def _on_link_flap(self, node: int, cause: str) -> None:
+        """A compute-fabric link of ``node`` flapped: its job crashes if it spans several nodes (a job on
+        one node talks over NVLink only, as for a cut link: ``_on_node_cut``)."""
+        jid = int(self.owner[node])
+        if jid >= 0 and self._job(jid).nodes_needed > 1:
             self._interrupt(self._job(jid), cause, False, [])
 
     def _on_fabric_flap(self, group: int, cause: str) -> None:
