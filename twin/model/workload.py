@@ -130,6 +130,7 @@ class Job:
     end_h: float = math.nan
     started_once: bool = False
     pending_save_h: float = math.nan  # async: progress that the in-flight write will save
+    ckpt_waiting: bool = False  # a checkpoint fell due while the previous async write was in flight
     last_interrupt_h: float = math.nan
     writing: bool = False  # holds a share of the storage write bandwidth
     reading: bool = False  # holds a share of the storage read bandwidth
@@ -328,7 +329,7 @@ class Workload:
             return
         to_done = job.work_h - job.progress_h
         iv = job.ckpt.interval_h
-        to_ckpt = (iv - job.since_restart_h) if iv is not None else math.inf
+        to_ckpt = (iv - job.since_restart_h) if iv is not None and not job.ckpt_waiting else math.inf
         # a checkpointing job also writes a final checkpoint at completion
         target = min(to_done, to_ckpt)
         t = self._env._now + max(target, 0.0) / job.rate
@@ -346,6 +347,12 @@ class Workload:
         if final:
             job.progress_h = job.work_h
         if job.ckpt.interval_h is not None and (final or job.since_restart_h >= job.ckpt.interval_h - eps):
+            if not final and not math.isnan(job.pending_save_h):
+                # the previous async write is still in flight (storage shared by several writers): the
+                # checkpoint starts when it completes (_async_saved), the job running on meanwhile
+                job.ckpt_waiting = True
+                self._arm(job)
+                return
             self._start_checkpoint(job, final)
         elif final:
             self._complete(job)
@@ -360,6 +367,7 @@ class Workload:
 
     def _start_checkpoint(self, job: Job, final: bool) -> None:
         ck = job.ckpt
+        job.ckpt_waiting = False
         self._end_io(job)
         self.writers += 1
         job.writing = True
@@ -368,6 +376,7 @@ class Workload:
         save = job.progress_h
         job.checkpoints += 1
         if ck.mode == "sync" or final:
+            job.pending_save_h = math.nan  # (the final write supersedes an async write still in flight)
             job.state = CKPT
             job.gen += 1
             gen = job.gen
@@ -420,6 +429,11 @@ class Workload:
             self._end_io(job)
             job.saved_h = save
             job.pending_save_h = math.nan
+            if job.ckpt_waiting:  # the checkpoint that fell due meanwhile starts now
+                job.ckpt_waiting = False
+                if job.state == RUNNING:
+                    self._advance(job)
+                    self._start_checkpoint(job, False)
 
     # ---- scheduling -----------------------------------------------------------------------
     def _submit(self, job: Job) -> None:
@@ -461,7 +475,7 @@ class Workload:
             if job.nodes_needed <= len(pool):
                 if shadow is not None:
                     # EASY backfill: must not delay the head's reservation
-                    est_end = self._env._now + job.work_h * 1.0
+                    est_end = self._env._now + self._remaining_h(job, 1.0)
                     if est_end > shadow and job.nodes_needed > extra:
                         continue
                     if est_end > shadow:
@@ -476,6 +490,20 @@ class Workload:
                         return
         del free_any
 
+    def _remaining_h(self, job: Job, rate: float) -> float:
+        """Expected hours to the job's end without failures: its remaining work at ``rate`` plus the pauses
+        of the checkpoints still to come (a sync write, or an async write's stall; the final one too), at
+        the write time of now. (The backfill estimate: leaving the pauses out let a backfilled job run
+        past the head job's reservation with no failure at all.)"""
+        left = max(0.0, job.work_h - job.progress_h)
+        hours = left / rate
+        ck = job.ckpt
+        if ck.interval_h is not None and left > 0:
+            n = math.ceil((left + job.since_restart_h) / ck.interval_h - 1e-9)  # starts to come, the final one
+            w = self._write_time_h(ck)  # (the final checkpoint is a sync write)
+            hours += w + (n - 1) * (w if ck.mode == "sync" else ck.async_fraction * w)
+        return hours
+
     def _reservation(self, head: Job) -> tuple[float | None, int]:
         """EASY: the time the head job can start (from running jobs' expected ends) and how many
         nodes are spare at that time."""
@@ -483,8 +511,7 @@ class Workload:
         ends = []
         for j in self.allocated.values():
             if len(j.nodes):
-                rate = j.rate if j.rate > 0 else 1.0
-                ends.append((self._env._now + (j.work_h - j.progress_h) / rate, len(j.nodes)))
+                ends.append((self._env._now + self._remaining_h(j, j.rate if j.rate > 0 else 1.0), len(j.nodes)))
         ends.sort()
         for t, k in ends:
             avail += k
@@ -585,6 +612,7 @@ class Workload:
         job.progress_h = job.saved_h
         job.since_restart_h = 0.0
         job.pending_save_h = math.nan
+        job.ckpt_waiting = False
         self._end_io(job)
         if not same_instant:
             job.interruptions += 1
