@@ -309,6 +309,26 @@ def test_energy_agrees_with_thermal_accounting() -> None:
     assert res.metrics["energy.it_kwh"] == pytest.approx(res.metrics["power.it_energy_kwh"], rel=1e-9)
 
 
+@pytest.mark.parametrize("ups,eff", [("{efficiency: 0.9}", 0.9), ("null", 1.0)])
+def test_facility_energy_uses_the_power_chains_ups(ups: str, eff: float) -> None:
+    """One UPS: with a power section, facility energy and PUE use its efficiency (1 without a UPS), as
+    power.ups_loss_kwh does; before, they used cooling.energy.ups_efficiency (0.95) in every case. A
+    different explicit cooling.energy.ups_efficiency is refused."""
+    from twin.errors import InputError
+    from twin.scenario.loader import load_scenario
+
+    base = Path(__file__).resolve().parents[1] / "scenarios" / "liquid.yaml"
+    sets = ["horizon_days=2", f"power={{ups: {ups}}}"]
+    res = run_replication(load_scenario(base, sets).scenario)
+    m = res.metrics
+    transformer = 0.985  # cooling.energy.transformer_efficiency default
+    assert m["energy.facility_kwh"] == pytest.approx((m["energy.it_kwh"] / eff + m["energy.cooling_kwh"])
+                                                     / transformer, rel=1e-12)
+    assert m["power.ups_loss_kwh"] == pytest.approx(m["energy.it_kwh"] * (1 / eff - 1), rel=1e-9, abs=1e-9)
+    with pytest.raises(InputError, match="cooling.energy.ups_efficiency"):
+        load_scenario(base, [*sets, "cooling.energy.ups_efficiency=0.97"])
+
+
 # ---- site power cap ---------------------------------------------------------------------------------
 
 def test_site_cap_holds_site_power_and_slows_jobs() -> None:

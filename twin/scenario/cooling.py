@@ -303,7 +303,8 @@ class Energy(Strict):
     cop_slope_per_c: NonNegF = Field(0.1, description="COP lost per °C warmer outdoors (assumption).")
     cop_min: PosF = Field(2.0, description="Lowest COP on the hottest hours (assumption).")
     ups_efficiency: Fraction = Field(0.95, description="UPS efficiency on the IT load (assumption: double "
-                                     "conversion 94–97 %).")
+                                     "conversion 94–97 %). With a power section: the power chain's UPS "
+                                     "(power.ups.efficiency, 1 without a UPS).")
     transformer_efficiency: Fraction = Field(0.985, description="Transformer efficiency on the whole facility "
                                              "load (assumption).")
 
@@ -455,6 +456,15 @@ class Cooling(Strict):
             if hasattr(pw, "idle_w") and pw.idle_w(sc) != self.idle_w(sc):
                 raise ValueError(f"@cooling.gpu.idle_w: must equal power.gpu_idle_w ({pw.idle_w(sc):g}), "
                                  f"got {self.idle_w(sc):g}")
+            # one UPS: the energy figures (facility energy, PUE, cost) use the power chain's, 1 without one
+            ups = getattr(pw, "ups", None)
+            eff = float(ups.efficiency) if ups is not None else 1.0
+            if "ups_efficiency" not in self.energy.model_fields_set:
+                self.energy.ups_efficiency = eff
+            elif self.energy.ups_efficiency != eff:
+                raise ValueError(f"@cooling.energy.ups_efficiency: with a power section the UPS is the power chain's "
+                                 f"(power.ups.efficiency, or 1 without a UPS: {eff:g}); leave it out, got "
+                                 f"{self.energy.ups_efficiency:g}")
 
     def _facility_units(self, name: str) -> int | None:
         """Units in a facility population when known without the cluster (None for per-node parts)."""
