@@ -472,6 +472,11 @@ class Workload:
         extra = 0
         for i, job in enumerate(order):
             pool = self._free_count(job.nodes_needed > 1)
+            if job.started_once and job.nodes_needed > len(pool) and len(self.spares):
+                # a requeued job (it lost a node with no replacement) may restart on the hot spares: they
+                # are kept for its kind, and idle spares must not hold it back until the spare pool is
+                # full again (later returns top the spare pool up)
+                pool = np.concatenate((pool, self.spares.nodes(self._cut_mask(job.nodes_needed > 1))))
             if job.nodes_needed <= len(pool):
                 if shadow is not None:
                     # EASY backfill: must not delay the head's reservation
