@@ -213,7 +213,11 @@ def test_lever_table_pairs_by_replication() -> None:
     # aligned on replication, not row order: every run is one day faster
     assert t.saved_days == pytest.approx(1.0)
     assert t.saved_ci_low == pytest.approx(1.0) and t.saved_ci_high == pytest.approx(1.0)
-    assert t.mean_days == pytest.approx(2.0) and t.reps == 3
+    assert t.mean_days == pytest.approx(2.0) and t.reps == 3 and t.pairs == 3
+    # a baseline run not done within the bound leaves its pair out, and the note says so
+    base.loc[2, "time_to_train_h"] = math.inf
+    t = lever_table(base, [(Lever("x", "x", "", None), lev)]).iloc[0]
+    assert t.pairs == 2 and t.saved_days == pytest.approx(1.0) and "1 of 3 pairs left out" in t.note
 
 
 # ---------------------------------------------------------------- pretrain-style scenarios

@@ -106,7 +106,8 @@ def print_forecast(res: object, echo: Callable[[str], None] = _echo) -> None:
     if len(table):
         echo("\nwhat-if levers (common random numbers; saved = baseline - lever, paired)")
         rows = [[r.lever, _f(r.mean_days, 2), _f(r.p90_days, 2), _f(r.saved_days, 2),
-                 f"[{_f(r.saved_ci_low, 2)}, {_f(r.saved_ci_high, 2)}]", r.change or r.note]
+                 f"[{_f(r.saved_ci_low, 2)}, {_f(r.saved_ci_high, 2)}]",
+                 "; ".join(x for x in (r.change, r.note) if x)]
                 for r in table.itertuples(index=False)]
         _table(rows, ["lever", "mean days", "P90", "days saved", "95 % CI", "change"], echo)
     for n in res.notes:  # type: ignore[attr-defined]

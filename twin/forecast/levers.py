@@ -207,7 +207,11 @@ def locate_cause(doc: dict[str, Any], cause: str) -> list[str]:
 
 
 def cause_days(rows: pd.DataFrame) -> pd.Series:
-    """Mean days lost per cause (lost work + restarts + requeue waits), largest first."""
+    """Mean days lost per cause (lost work + restarts + requeue waits) over the completed replications,
+    largest first: the same figures as the forecast's losses table (a censored replication's losses
+    stop at the horizon bound)."""
+    if "completed" in rows.columns:
+        rows = rows[rows["completed"] > 0.5]
     cols = [c for c in rows.columns if c.startswith("cause.") and c.endswith("_h")]
     s = pd.Series({c[len("cause."):-2]: float(_col(rows, c).mean()) / 24.0 for c in cols}, dtype=float)
     return s.sort_values(ascending=False)
@@ -265,14 +269,17 @@ def scenario_lever(label: str, path: str, sets: Sequence[str], base: Loaded, tar
 
 def lever_table(base_rows: pd.DataFrame, levers: Sequence[tuple[Lever, pd.DataFrame | None]]) -> pd.DataFrame:
     """One row per lever: mean/P50/P90 time to train (days) and the paired days saved
-    (baseline − lever) with its 95 % t interval and the CRN variance reduction."""
+    (baseline − lever) with its 95 % t interval and the CRN variance reduction. A pair in which either
+    run was not done within the horizon bound is left out of the days saved; ``pairs`` counts those
+    used and the note says how many were left out (they are mostly the slow baseline runs, so the
+    days saved understate the lever then)."""
     base_t = base_rows.set_index("replication")["time_to_train_h"] / 24.0
     out = []
     for lv, rows in levers:
         r: dict[str, Any] = {"lever": lv.label, "key": lv.key, "change": lv.change, "note": lv.note, "reps": 0,
                              "mean_days": math.nan, "p50_days": math.nan, "p90_days": math.nan,
                              "saved_days": math.nan, "saved_ci_low": math.nan, "saved_ci_high": math.nan,
-                             "variance_reduction": math.nan, "censored": 0}
+                             "variance_reduction": math.nan, "censored": 0, "pairs": 0}
         if rows is not None and len(rows):
             t = rows.set_index("replication")["time_to_train_h"] / 24.0
             idx = base_t.index.intersection(t.index)
@@ -283,10 +290,17 @@ def lever_table(base_rows: pd.DataFrame, levers: Sequence[tuple[Lever, pd.DataFr
             if len(fin):
                 r["mean_days"] = float(fin.mean())
                 r["p50_days"], r["p90_days"] = (float(x) for x in np.quantile(fin, [0.5, 0.9]))
-            p = stats.paired(t.loc[idx].to_numpy(dtype=float), base_t.loc[idx].to_numpy(dtype=float))
+            a, b = t.loc[idx].to_numpy(dtype=float), base_t.loc[idx].to_numpy(dtype=float)
+            both = np.isfinite(a) & np.isfinite(b)
+            r["pairs"] = int(both.sum())
+            if r["pairs"] < len(idx):
+                left = f"{len(idx) - r['pairs']} of {len(idx)} pairs left out of the days saved (a run not done " \
+                       "within the horizon bound: raise --max-horizon-factor)"
+                r["note"] = f"{r['note']}; {left}" if r["note"] else left
+            p = stats.paired(a[both], b[both])
             r["saved_days"], r["saved_ci_low"], r["saved_ci_high"] = p["diff"], p["ci_low"], p["ci_high"]
             r["variance_reduction"] = p["variance_reduction"]
         out.append(r)
     return pd.DataFrame(out, columns=["lever", "key", "change", "reps", "mean_days", "p50_days", "p90_days",
                                       "saved_days", "saved_ci_low", "saved_ci_high", "variance_reduction",
-                                      "censored", "note"])
+                                      "censored", "pairs", "note"])
