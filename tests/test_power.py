@@ -427,3 +427,28 @@ def test_node_down_hours_by_part_include_power_shortfalls_and_repair_drains() ->
     owned = set(per_part) | {f"repair:{p}" for p in per_part} | {"power:psu", "power:pdu"}
     unowned = float(sum(h for c, h in by_cause.items() if c not in owned))
     assert sum(per_part.values()) + unowned == pytest.approx(m["node_down_hours"])
+
+
+def test_power_chain_cap_cools_the_gpus() -> None:
+    """Coupling power -> thermal: a site cap holding every busy GPU near 613 W keeps it at about
+    24 + 613 x 0.1 = 85.3 C, below the 89 C slowdown, in a hall where 700 W would reach 94 C. Before,
+    the thermal model heated the GPUs at their demanded 700 W and reported them throttled nearly all
+    the time (and hotter than they were)."""
+    from twin.scenario.loader import load_scenario
+
+    base = Path(__file__).resolve().parents[1] / "scenarios" / "air.yaml"
+    sets = ["horizon_days=2", "cooling.gpu.r_air_c_per_w=0.1",
+            "workload={jobs: [{name: all, gpus: 1024, work_h: 1000000}]}",
+            f"power={{topology: n+1, utility: {{outages_per_year: 0}}, site_cap_w: {128 * (4600 + 8 * 613)}}}"]
+    res = run_replication(load_scenario(base, sets).scenario)
+    m = res.metrics
+    busy_gpu_h = 1024 * 48.0
+    assert m["power.site_capped_gpu_hours"] > 0.9 * busy_gpu_h  # the cap binds
+    assert m["thermal.throttled_gpu_hours"] < 0.01 * busy_gpu_h, m["thermal.throttled_gpu_hours"]
+    assert 84.0 <= m["thermal.gpu_temp_p50_c"] <= 86.0 and m["thermal.gpu_temp_p99_c"] < 89.0
+    assert m["thermal.gpu_temp_max_c"] == pytest.approx(24 + 613 * 0.1, abs=0.05)
+    # the node's speed is the power model's: the share lost to slowdown is (1 - s)/s of the work done at s
+    # (kept or later lost), s = ((613 - 100)/(700 - 100))^0.5
+    speed = ((613 - 100) / (700 - 100)) ** 0.5
+    done = m["goodput.useful"] + m["goodput.lost"]
+    assert m["goodput.slowdown"] == pytest.approx((1 - speed) / speed * done, rel=1e-3)

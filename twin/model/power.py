@@ -143,6 +143,11 @@ class ITPower:
             return int(np.isfinite(self._array(source)).sum())
         return self._n_finite.get(source, 0)
 
+    def others_capped(self, exclude: str) -> bool:
+        """True when some source other than ``exclude`` may hold a finite cap (cheap: counters)."""
+        return any(s != exclude for s in self._direct) or any(
+            k for s, k in self._n_finite.items() if s != exclude)
+
     def min_cap(self, nodes: NDArray[np.int64], exclude: str | None = None) -> NDArray[np.float64]:
         """Tightest GPU cap (W) of ``nodes`` over all sources except ``exclude``."""
         out = np.full(len(nodes), np.inf)

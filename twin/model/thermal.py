@@ -140,6 +140,10 @@ class Thermal:
             eng.it_power = it  # type: ignore[attr-defined]
         self.it = it
         self._it_caps = it.cap_of("thermal")  # read here; written through it.set_cap
+        self._pcap = np.full(self.cluster.n_nodes, INF)  # per node: the power-chain GPU cap (W) last applied
+        self._n_pcap = 0  # nodes with a finite one
+        self._in_update = 0  # depth of _update calls (a NODE_SPEED inside one waits for its end)
+        self._speed_later: list[NDArray[np.int64]] = []
 
         # ---- plant ---------------------------------------------------------------------------------
         self.air = c.air
@@ -405,6 +409,19 @@ class Thermal:
         return (nodes[:, None] * self.u + self._ar).ravel()
 
     def _update(self, nodes: NDArray[np.int64]) -> None:
+        """:meth:`_update_now`; a change of power-chain caps it sets off (its thermal cap moves the site
+        cap, whose speeds come back as NODE_SPEED) is taken after it, not inside it."""
+        self._in_update += 1
+        try:
+            self._update_now(nodes)
+        finally:
+            self._in_update -= 1
+        if not self._in_update and self._speed_later:
+            later = np.unique(np.concatenate(self._speed_later))
+            self._speed_later = []
+            self._on_speed(later)
+
+    def _update_now(self, nodes: NDArray[np.int64]) -> None:
         """Bring the GPUs of ``nodes`` to now and apply their current power, inlet and R (one vector op).
         (A caller that changed what makes nodes cool, their inlet, R, zone slack or tracing, recomputes
         their flags after it: ``_set_cool``.)
@@ -438,17 +455,27 @@ class Thermal:
         up_n = self.cluster.down_count[nsl] == 0
         util = self.engine.node_util[nsl]
         pd_n = (self.idle_w + (self.tdp_w - self.idle_w) * util) * up_n
+        # what the GPUs draw before any thermal cap: their demand, or less under a power-chain cap (a site
+        # cap, a lost PSU or feed); the thermal cap, if it binds, is below this, and speeds are relative
+        # to the demand (so the engine's lower of the thermal and power speeds is the node's speed)
+        draw_n = pd_n
+        if self._n_pcap or self.it.others_capped("thermal"):
+            pc = self.it.min_cap(nodes, exclude="thermal")
+            self._n_pcap += int(np.isfinite(pc).sum()) - int(np.isfinite(self._pcap[nsl]).sum())
+            self._pcap[nsl] = pc
+            draw_n = np.minimum(pd_n, pc)
         if u == 1:
             R = self.rbase[gsl] * self.rfactor[nsl]
             tin = self.inlet[nsl]
-            pd = pd_n
+            pd, draw = pd_n, draw_n
             self.gon[gsl] = up_n
         else:
             R = self.rbase[gsl] * np.repeat(self.rfactor[nsl], u)
             tin = np.repeat(self.inlet[nsl], u)
             pd = np.repeat(pd_n, u)
+            draw = pd if draw_n is pd_n else np.repeat(draw_n, u)
             self.gon[gsl] = np.repeat(up_n, u)
-        tss = tin + pd * R
+        tss = tin + draw * R
         need = tss > self.slow_c
         self.T[gsl] = T
         self.t0[gsl] = now
@@ -463,7 +490,7 @@ class Thermal:
             if self._n_hot:
                 self.t_next[gsl] = INF
                 self.speed[gsl] = 1.0
-            P = pd
+            P = draw
             sp_n: Any = 1.0
             capped_n = 0.0
             spsum_n = busy_n
@@ -472,8 +499,8 @@ class Thermal:
         else:
             self._n_hot += 1
             engage = need & (self.engaged[gsl] | (T >= self.slow_c - _EPS_C))
-            P = np.where(engage, phys.power_cap_w(pd, tin, R, self.slow_c, self.pmin_w), pd)
-            capped = engage & (P < pd)
+            P = np.where(engage, np.minimum(phys.power_cap_w(pd, tin, R, self.slow_c, self.pmin_w), draw), draw)
+            capped = engage & (P < draw)
             speed = np.where(capped, phys.speed_fraction(P, pd, self.idle_w, self.alpha), 1.0)
             tss = tin + P * R
             tau = R * self.C
@@ -514,7 +541,7 @@ class Thermal:
             self.it.set_cap("thermal", nodes, it_caps)
         # air-zone heat: demanded power of the nodes in service
         if self.air is not None:
-            self._zone_heat(nsl, nodes, self._air_heat_w(pd_n, up_n))
+            self._zone_heat(nsl, nodes, self._air_heat_w(draw_n, up_n))
         self._account(nsl, nodes, busy_n, capped_n, spsum_n)
         if self.aged:
             self._age_update(nodes)
@@ -589,6 +616,7 @@ class Thermal:
         """Recompute the cool flag of ``nodes`` (indices or a slice; see the constructor) and the count of
         warm nodes."""
         ok = self.inlet[nodes] + self._tdp_rmax[nodes] * self.rfactor[nodes] < self.slow_c
+        ok &= ~np.isfinite(self._pcap[nodes])  # under a power-chain cap: followed directly
         if self._tracing:
             ok &= ~self.trace_mask[nodes]
         if self.aged:
@@ -1086,7 +1114,18 @@ class Thermal:
 
     def _on_speed(self, nodes: NDArray[np.int64]) -> None:
         nodes = np.asarray(nodes, dtype=np.int64)
+        if self._in_update:
+            self._speed_later.append(nodes.copy())
+            return
         self._flush_for(nodes)
+        if self.it.others_capped("thermal") or np.isfinite(self._pcap[nodes]).any():
+            # a power-chain cap changed what these GPUs draw: their temperatures follow it (directly: a
+            # node under such a cap is not cool, see _set_cool); thermal's own speed changes leave it as is
+            pc = self.it.min_cap(nodes, exclude="thermal")
+            moved = nodes[pc != self._pcap[nodes]]
+            if len(moved):
+                self._update(moved)
+                self._set_cool(moved)
         self._refresh_tp(nodes)
 
     def _log_state(self, node: int) -> None:
