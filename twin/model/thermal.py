@@ -417,9 +417,9 @@ class Thermal:
         finally:
             self._in_update -= 1
         if not self._in_update and self._speed_later:
-            later = np.unique(np.concatenate(self._speed_later))
+            later = self._speed_later
             self._speed_later = []
-            self._on_speed(later)
+            self._on_speed(later[0] if len(later) == 1 else np.unique(np.concatenate(later)))
 
     def _update_now(self, nodes: NDArray[np.int64]) -> None:
         """Bring the GPUs of ``nodes`` to now and apply their current power, inlet and R (one vector op).
@@ -1115,10 +1115,10 @@ class Thermal:
     def _on_speed(self, nodes: NDArray[np.int64]) -> None:
         nodes = np.asarray(nodes, dtype=np.int64)
         if self._in_update:
-            self._speed_later.append(nodes.copy())
+            self._speed_later.append(nodes)  # (publishers never change the array afterwards)
             return
         self._flush_for(nodes)
-        if self.it.others_capped("thermal") or np.isfinite(self._pcap[nodes]).any():
+        if self._n_pcap or self.it.others_capped("thermal"):
             # a power-chain cap changed what these GPUs draw: their temperatures follow it (directly: a
             # node under such a cap is not cool, see _set_cool); thermal's own speed changes leave it as is
             pc = self.it.min_cap(nodes, exclude="thermal")
