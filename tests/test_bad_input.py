@@ -280,6 +280,24 @@ def test_bad_command_line_values_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 2 and len(lines) == 1 and field in lines[0], lines
 
 
+def test_exponent_numbers_are_numbers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """PyYAML (YAML 1.1) reads 1e5 and 1.0e5 as strings, which strict validation refused (the README's
+    own example); they are numbers (YAML 1.2). A quoted "1e5" is still a string, refused."""
+    from twin.scenario.loader import safe_load_text
+
+    assert safe_load_text("a: 1e5\nb: 1.0e5\nc: 2E-3\nd: 12") == {"a": 1e5, "b": 1e5, "c": 2e-3, "d": 12}
+    doc = tiny()
+    doc["cluster"]["node"]["parts"]["gpu"]["failure"] = {"mtbf_h": "MTBF"}
+    text = yaml.safe_dump(doc, sort_keys=False).replace("MTBF", "1e5")
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    code, lines, _ = run_main(["run", str(path), "--dry-run"], capsys)
+    assert code == 0, lines
+    path.write_text(text.replace("1e5", '"1e5"'))
+    code, lines, _ = run_main(["run", str(path), "--dry-run"], capsys)
+    assert code == 2 and "got '1e5'" in lines[0], lines
+
+
 def test_a_folder_given_as_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, lines, _ = run_main(["run", str(tmp_path)], capsys)
     assert code == 2 and lines == [f"error: {tmp_path}: is a folder, not a scenario file"]

@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -132,6 +133,13 @@ class _SafeLoader(yaml.SafeLoader):
                 seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
+
+# YAML 1.2 floats in exponent form (1e5, 1.0e5, 2E-3): PyYAML follows YAML 1.1, which needs a dot and a
+# signed exponent, and loads them as strings, which strict validation then refuses. After the built-in
+# resolvers (so integers stay integers); a quoted "1e5" stays a string.
+_SafeLoader.add_implicit_resolver("tag:yaml.org,2002:float",
+                                  re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+                                  list("-+0123456789"))
 
 for _tag, _fn in (("int", yaml.SafeLoader.construct_yaml_int), ("float", yaml.SafeLoader.construct_yaml_float),
                   ("bool", yaml.SafeLoader.construct_yaml_bool),
