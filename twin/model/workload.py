@@ -131,6 +131,8 @@ class Job:
     started_once: bool = False
     pending_save_h: float = math.nan  # async: progress that the in-flight write will save
     ckpt_waiting: bool = False  # a checkpoint fell due while the previous async write was in flight
+    write_id: int = 0  # number of the latest async write (its completion callback carries it)
+    restart_until: float = 0.0  # end of the restart under way (h)
     last_interrupt_h: float = math.nan
     writing: bool = False  # holds a share of the storage write bandwidth
     reading: bool = False  # holds a share of the storage read bandwidth
@@ -390,8 +392,9 @@ class Workload:
             gen = job.gen
             self._set_util(job, 0.0)
             self._call_at(self._env._now + stall, lambda: self._async_resume(job, gen))
-            wgen = job.gen
-            self._call_at(self._env._now + w, lambda: self._async_saved(job, wgen, save))
+            job.write_id += 1
+            wid = job.write_id
+            self._call_at(self._env._now + w, lambda: self._async_saved(job, wid, save))
 
     def _end_io(self, job: Job) -> None:
         """Release the job's share of storage bandwidth (write finished or aborted)."""
@@ -423,9 +426,12 @@ class Workload:
         self._set_util(job, 1.0)
         self._arm(job)
 
-    def _async_saved(self, job: Job, gen: int, save: float) -> None:
+    def _async_saved(self, job: Job, wid: int, save: float) -> None:
         # the write completes unless the job was interrupted since it started (that clears pending_save_h)
-        if not math.isnan(job.pending_save_h) and job.pending_save_h == save and job.state in (RUNNING, CKPT):
+        # or another write has started since (a restarted job writes the same progress again: only the
+        # latest write's callback may complete it)
+        if (wid == job.write_id and not math.isnan(job.pending_save_h) and job.pending_save_h == save
+                and job.state in (RUNNING, CKPT)):
             self._end_io(job)
             job.saved_h = save
             job.pending_save_h = math.nan
@@ -498,13 +504,18 @@ class Workload:
     def _remaining_h(self, job: Job, rate: float) -> float:
         """Expected hours to the job's end without failures: its remaining work at ``rate`` plus the pauses
         of the checkpoints still to come (a sync write, or an async write's stall; the final one too), at
-        the write time of now. (The backfill estimate: leaving the pauses out let a backfilled job run
-        past the head job's reservation with no failure at all.)"""
-        left = max(0.0, job.work_h - job.progress_h)
+        the write time of now, and a restart still to come or under way. (The backfill estimate: leaving
+        these out let a backfilled job run past the head job's reservation with no failure at all.)"""
+        ran = job.rate * (self._env._now - job.last_t) if job.state == RUNNING else 0.0  # (not yet advanced)
+        left = max(0.0, job.work_h - job.progress_h - ran)
         hours = left / rate
+        if job.state == RESTARTING:  # the rest of its restart
+            hours += max(0.0, job.restart_until - self._env._now)
+        elif job.started_once and job.state == QUEUED:  # a requeued job starts with a restart
+            hours += self._restart_h(job)
         ck = job.ckpt
         if ck.interval_h is not None and left > 0:
-            n = math.ceil((left + job.since_restart_h) / ck.interval_h - 1e-9)  # starts to come, the final one
+            n = math.ceil((left + job.since_restart_h + ran) / ck.interval_h - 1e-9)  # to come, the final one
             w = self._write_time_h(ck)  # (the final checkpoint is a sync write)
             hours += w + (n - 1) * (w if ck.mode == "sync" else ck.async_fraction * w)
         return hours
@@ -558,16 +569,21 @@ class Workload:
         return ck.size_gb / bw / 3600.0
 
     def _begin_restart(self, job: Job) -> None:
-        rs = self.spec.restart
         job.state = RESTARTING
         job.gen += 1
         gen = job.gen
         self._end_io(job)
         self.readers += 1
         job.reading = True
-        dur = rs.detection_h + rs.reschedule_h + self._read_time_h(job.ckpt) + rs.warmup_h
+        dur = self._restart_h(job)
+        job.restart_until = self._env._now + dur
         self._set_util(job, 0.0)
         self._call_at(self._env._now + dur, lambda: self._restart_done(job, gen))
+
+    def _restart_h(self, job: Job) -> float:
+        """Hours a restart takes: detection, rescheduling, reading the checkpoint, warm-up."""
+        rs = self.spec.restart
+        return rs.detection_h + rs.reschedule_h + self._read_time_h(job.ckpt) + rs.warmup_h
 
     def _restart_done(self, job: Job, gen: int) -> None:
         if gen != job.gen or job.state != RESTARTING:
