@@ -484,6 +484,8 @@ def test_cli_commands_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixtu
     # a swept path also fixed with --set (the sweep would silently win), a value that is not YAML: the
     # error names --param
     crew = "maintenance.crews.technicians.count"
+    assert twin_main(["sweep", str(a), "--param", f"{crew}=1,2", "--confidence", "0.9", "--reps", "3", *common]) == 2
+    assert "--confidence" in capsys.readouterr().err  # without a --constraint it would do nothing
     for extra in (["--param", f"{crew}=1,2", "--set", f"{crew}=3"], ["--param", "horizon_days=[1,2"]):
         assert twin_main(["sweep", str(a), *extra, "--reps", "3", *common]) == 2
         err = capsys.readouterr().err.splitlines()

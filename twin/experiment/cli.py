@@ -87,8 +87,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--constraint", dest="constraints", action="append", default=[], metavar="METRIC>=X",
                    help="METRIC>=X or METRIC<=X, met when the one-sided confidence bound of the mean is on the "
                         "right side of X (e.g. 'node_availability>=0.995'); repeatable")
-    p.add_argument("--confidence", type=float, default=0.95, metavar="C",
-                   help="confidence of the constraint bounds (default 0.95)")
+    p.add_argument("--confidence", type=float, default=None, metavar="C",
+                   help="joint confidence of the --constraint bounds (default 0.95)")
     _common(p)
     p.set_defaults(func=cmd_sweep)
 
@@ -335,11 +335,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from twin.experiment.sweep import run_sweep
 
     _check(args)
+    if args.confidence is not None and not args.constraints:
+        raise InputError("--confidence", str(args.confidence), "sets the confidence of --constraint bounds: give a "
+                         "--constraint, or leave it out")
     targets = parse_targets(args.target_ci)
     _check_limits(args, "sweep")
     res = run_sweep(args.scenario, args.overrides, args.param, args.reps, args.workers, args.dask, args.results,
                     args.label, args.overwrite, targets or None, args.max_reps, _progress(args), echo=_note,
-                    objective=args.objective, constraints=args.constraints, confidence=args.confidence)
+                    objective=args.objective, constraints=args.constraints,
+                    confidence=0.95 if args.confidence is None else args.confidence)
     extra = list(targets) + ([args.objective] if args.objective else [])
     extra += [c.split(">=")[0].split("<=")[0].strip() for c in args.constraints]
     ms = shown_metrics(list(res.tidy.metric.unique()), args.all_metrics, extra)
