@@ -93,6 +93,10 @@ def test_job_interruption_rates_count_node_parts_and_fabric() -> None:
     assert "psu" not in rows and "fan" not in rows  # redundant: a node stops only after several failures
     net = sc.network
     assert rows["leaf"] == pytest.approx(math.ceil(100 / net.nodes_per_leaf) * net.rails / net.leaf.failure.mean())
+    # a one-node job does not use the compute fabric: neither cut links nor flaps interrupt it (as in the
+    # workload model), so the advice does not count them
+    one = {src for src, _, _ in job_interruption_rates_per_h(sc, 1)}
+    assert "gpu" in one and not one & {"link_flap", "leaf", "optic (node links)", "trunk_flap"}
 
 
 def test_cli_prints_advice_and_keeps_it_in_the_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

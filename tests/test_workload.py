@@ -366,3 +366,27 @@ def test_backfill_counts_a_requeued_jobs_restart_and_running_jobs_progress() -> 
     start = {j.name: j.first_start_h for j in m.by_section["workload"].jobs}
     end = {j.name: j.end_h for j in m.by_section["workload"].jobs}
     assert start["H"] == 10.0 and end["R"] > 10.0
+
+
+def test_a_requeued_head_jobs_reservation_counts_the_hot_spares() -> None:
+    """Review finding: a requeued job may restart on hot spares, but its backfill reservation counted
+    free nodes only (80 h instead of 50 h here), so a 55 h job was backfilled at 7 h into the nodes it
+    needed and it restarted only at 62 h. 7 nodes, 1 hot spare; H (4 nodes) loses node 0 at 5 h (the
+    spare replaces it) and node 1 at 6 h (requeued); X and Y (1 node) end at 50 h and 80 h."""
+    doc = {"name": "spares-resv", "seed": 1, "horizon_days": 10,
+           "cluster": {"racks": 1, "nodes_per_rack": 7, "node": {"type": "dgx-h100", "gpus": 8, "parts": {
+               "host": {"count": 1, "effect": "node_down", "failure": {"mtbf_h": 1e12},
+                        "repair": {"time": {"dist": "fixed", "value_h": 1000}}}}}},
+           "maintenance": {"detection": {"dist": "fixed", "value_h": 0.25},
+                           "crews": {"technicians": {"count": 2, "shift": "24x7"}}},
+           "workload": {"scheduler": {"policy": "backfill", "hot_spares": 1, "placement": "first_fit"},
+                        "jobs": [{"name": "H", "gpus": 32, "work_h": 200}, {"name": "X", "gpus": 8, "work_h": 50},
+                                 {"name": "Y", "gpus": 8, "work_h": 80},
+                                 {"name": "Z", "gpus": 16, "work_h": 55, "submit_h": 7}]},
+           "cooling": {"type": "liquid", "thermal": False,
+                       "inject": [{"part": "host", "index": 0, "at_h": 5}, {"part": "host", "index": 1, "at_h": 6}]}}
+    res = run_replication(load_dict(doc).scenario, 0)
+    jobs = res.tables["jobs"]
+    rows = jobs[jobs.record == "job"].set_index("name")
+    assert rows.loc["H", "queue_wait_h"] == pytest.approx(44.0)  # requeued at 6 h, restarted at 50 h
+    assert math.isnan(rows.loc["Z", "first_start_h"])  # not backfilled into H's nodes

@@ -524,6 +524,8 @@ class Workload:
         """EASY: the time the head job can start (from running jobs' expected ends) and how many
         nodes are spare at that time."""
         avail = len(self._free_count(head.nodes_needed > 1))
+        if head.started_once:  # a requeued head may restart on the hot spares too (as _schedule lets it)
+            avail += len(self.spares.nodes(self._cut_mask(head.nodes_needed > 1)))
         ends = []
         for j in self.allocated.values():
             if len(j.nodes):

@@ -132,7 +132,7 @@ def job_interruption_rates_per_h(sc: "Scenario", n_nodes: int) -> list[tuple[str
         if part.effect == "node_down":  # any unit's failure takes the rack down
             rows.append((name, "rack_down", racks * part.count / mean_time_h(part.failure)))
     net = sc.network
-    if net is not None:
+    if net is not None and n_nodes > 1:  # a one-node job does not use the compute fabric (not cut, no flaps)
         groups = math.ceil(n_nodes / net.nodes_per_leaf)
         rows.append(("optic (node links)", "cut", n_nodes * net.rails * net.optics_per_link / mean_time_h(net.optic.failure)))
         rows.append(("leaf", "cut", groups * net.rails / mean_time_h(net.leaf.failure)))
