@@ -47,9 +47,10 @@ def with_absent_zeros(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFr
     cols = sorted({c for t in tables.values() for c in t.columns if zero_when_absent(c)})
     out = {}
     for k, t in tables.items():
-        t = t.copy()
-        for c in cols:
-            t[c] = t[c].fillna(0.0) if c in t.columns else 0.0
+        if any(c not in t.columns or t[c].isna().any() for c in cols):  # (else the table as it is)
+            t = t.copy()
+            for c in cols:
+                t[c] = t[c].fillna(0.0) if c in t.columns else 0.0
         out[k] = t
     return out
 

@@ -403,37 +403,36 @@ class ForecastResult:
 
 
 def _variants(variant: Callable[[str, Loaded], pd.DataFrame], base: Loaded, target: Target, *,
-              lever_names: Sequence[str], spares: int | None, lever_scenarios: Sequence[tuple[str, str]],
-              sets: Sequence[str], bound_factor: float) -> tuple[pd.DataFrame, list[Any], list[tuple[Any, Any]]]:
-    """Run the baseline, build the levers from it and run each: (baseline rows, levers, (lever, rows))."""
+              lever_names: Sequence[str], cluster_levers: Sequence[tuple[str, str, Any]],
+              bound_factor: float) -> tuple[pd.DataFrame, list[Any], list[tuple[Any, Any]]]:
+    """Run the baseline, build the levers that need its rows and run each lever: (baseline rows,
+    levers, (lever, rows)). ``cluster_levers``: those built before (:func:`_cluster_levers`)."""
     from twin.forecast import levers as lv
 
     rows = variant("baseline", base)
+    prebuilt = {option: lever for option, _, lever in cluster_levers}
     built: list[Any] = []
     for name in lever_names:
         if name == "daly":
             built.append(lv.daly_lever(base, target, rows, bound_factor))
         elif name == "spares":
-            built.append(lv.spares_lever(base, target, spares or lv.default_spares(base), bound_factor))
+            built.append(prebuilt["--lever-spares"])
         elif name == "halve-top":
             built.append(lv.halve_lever(base, target, rows, bound_factor))
-    for lab, path in lever_scenarios:
-        built.append(lv.scenario_lever(lab, path, sets, base, target, bound_factor))
+    built += [lever for option, _, lever in cluster_levers if option == "--lever-scenario"]
     results: list[tuple[Any, pd.DataFrame | None]] = []
     for lever in built:
         results.append((lever, variant(lever.key, lever.loaded) if lever.loaded is not None else None))
     return rows, built, results
 
 
-def _check_limits(base: Loaded, target: Target, reps: int, lever_names: Sequence[str], spares: int | None,
-                  lever_scenarios: Sequence[tuple[str, str]], sets: Sequence[str], bound_factor: float,
-                  force: bool) -> None:
-    """The limits of :mod:`twin.limits` over the whole forecast: every variant's replications count, and
-    the levers that build another cluster (more spares, another scenario) are checked as built."""
+def _cluster_levers(base: Loaded, target: Target, lever_names: Sequence[str], spares: int | None,
+                    lever_scenarios: Sequence[tuple[str, str]], sets: Sequence[str],
+                    bound_factor: float) -> list[tuple[str, str, Any]]:
+    """The levers that build another cluster without the baseline's rows (more spares, another
+    scenario), as (option, its value, lever): built once, checked against the limits before any work."""
     from twin.forecast import levers as lv
-    from twin.limits import check_limits
 
-    check_limits(base, reps=reps * (1 + len(lever_names) + len(lever_scenarios)), force=force)
     built = []
     if "spares" in lever_names:
         n = spares or lv.default_spares(base)
@@ -441,7 +440,17 @@ def _check_limits(base: Loaded, target: Target, reps: int, lever_names: Sequence
     for lab, path in lever_scenarios:
         built.append(("--lever-scenario", f"{lab}={path}", lv.scenario_lever(lab, path, sets, base, target,
                                                                              bound_factor)))
-    for option, value, lever in built:
+    return built
+
+
+def _check_limits(base: Loaded, reps: int, variants: int, cluster_levers: Sequence[tuple[str, str, Any]],
+                  force: bool) -> None:
+    """The limits of :mod:`twin.limits` over the whole forecast: every variant's replications count, and
+    the levers that build another cluster are checked as built."""
+    from twin.limits import check_limits
+
+    check_limits(base, reps=reps * variants, force=force)
+    for option, value, lever in cluster_levers:
         if lever.loaded is not None:
             try:
                 check_limits(lever.loaded, reps=reps, force=force)
@@ -518,15 +527,15 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
     index = select_job(sc, job, str(loaded.source))
     target = target_of(sc, index)
     H = bound_h(target, bound_factor)
-    _check_limits(with_horizon(loaded, H), target, reps, lever_names, spares, lever_scenarios, sets, bound_factor,
-                  force)
+    base = with_horizon(loaded, H)
+    cluster_levers = _cluster_levers(base, target, lever_names, spares, lever_scenarios, sets, bound_factor)
+    _check_limits(base, reps, 1 + len(lever_names) + len(lever_scenarios), cluster_levers, force)
     if start_date is not None:  # every date of the forecast lies within the horizon bound
         try:
             dt.date.fromisoformat(start_date) + dt.timedelta(days=H / 24.0)
         except OverflowError:
             raise InputError("--start-date", start_date, f"too late: the forecast's dates (up to {H / 24.0:.0f} "
                              "days after it) would pass the year 9999") from None
-    base = with_horizon(loaded, H)
     folder = Path(folder) if folder is not None else forecast_folder(results_root, loaded, label)
     _prepare(folder, loaded, overwrite)
     meta = {"kind": "forecast", "scenario": sc.name, "scenario_hash": loaded.hash, "seed": sc.seed,
@@ -555,8 +564,7 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
     say(f"forecast of {target.name} in {sc.name}: {reps} replications, horizon bound {H / 24:.1f} days")
     try:
         rows, built, results = _variants(variant, base, target, lever_names=lever_names,
-                                         spares=spares, lever_scenarios=lever_scenarios, sets=sets,
-                                         bound_factor=bound_factor)
+                                         cluster_levers=cluster_levers, bound_factor=bound_factor)
     except BaseException:
         shut(backend, error=True)
         raise

@@ -277,6 +277,14 @@ class Workload:
         """Free nodes a job may use: multi-node jobs avoid nodes cut off a rail."""
         return self.free.nodes(self._cut_mask(multi_node))
 
+    def _spares_for(self, job: Job) -> np.ndarray:
+        """Hot spares a queued job may start on: a requeued job (it lost a node with no replacement) may
+        restart on them (they are kept for its kind; idle spares must not hold it back until the spare
+        pool is full again, later returns top it up); a new job may not."""
+        if not job.started_once or not len(self.spares):
+            return np.zeros(0, dtype=np.int64)
+        return self.spares.nodes(self._cut_mask(job.nodes_needed > 1))
+
     def _cut_mask(self, multi_node: bool) -> np.ndarray | None:
         """Nodes a job may not use because they are cut off a rail (multi-node jobs only; None while
         no node is cut)."""
@@ -394,7 +402,7 @@ class Workload:
             self._call_at(self._env._now + stall, lambda: self._async_resume(job, gen))
             job.write_id += 1
             wid = job.write_id
-            self._call_at(self._env._now + w, lambda: self._async_saved(job, wid, save))
+            self._call_at(self._env._now + w, lambda: self._async_saved(job, wid))
 
     def _end_io(self, job: Job) -> None:
         """Release the job's share of storage bandwidth (write finished or aborted)."""
@@ -426,14 +434,12 @@ class Workload:
         self._set_util(job, 1.0)
         self._arm(job)
 
-    def _async_saved(self, job: Job, wid: int, save: float) -> None:
-        # the write completes unless the job was interrupted since it started (that clears pending_save_h)
-        # or another write has started since (a restarted job writes the same progress again: only the
-        # latest write's callback may complete it)
-        if (wid == job.write_id and not math.isnan(job.pending_save_h) and job.pending_save_h == save
-                and job.state in (RUNNING, CKPT)):
+    def _async_saved(self, job: Job, wid: int) -> None:
+        # the write completes if it is the job's latest (a restarted job writes the same progress again)
+        # and was not aborted since it started (an interruption or a final write clears pending_save_h)
+        if wid == job.write_id and not math.isnan(job.pending_save_h) and job.state in (RUNNING, CKPT):
             self._end_io(job)
-            job.saved_h = save
+            job.saved_h = job.pending_save_h
             job.pending_save_h = math.nan
             if job.ckpt_waiting:  # the checkpoint that fell due meanwhile starts now
                 job.ckpt_waiting = False
@@ -478,11 +484,10 @@ class Workload:
         extra = 0
         for i, job in enumerate(order):
             pool = self._free_count(job.nodes_needed > 1)
-            if job.started_once and job.nodes_needed > len(pool) and len(self.spares):
-                # a requeued job (it lost a node with no replacement) may restart on the hot spares: they
-                # are kept for its kind, and idle spares must not hold it back until the spare pool is
-                # full again (later returns top the spare pool up)
-                pool = np.concatenate((pool, self.spares.nodes(self._cut_mask(job.nodes_needed > 1))))
+            if job.nodes_needed > len(pool):
+                spares = self._spares_for(job)
+                if len(spares):
+                    pool = np.concatenate((pool, spares))
             if job.nodes_needed <= len(pool):
                 if shadow is not None:
                     # EASY backfill: must not delay the head's reservation
@@ -523,9 +528,7 @@ class Workload:
     def _reservation(self, head: Job) -> tuple[float | None, int]:
         """EASY: the time the head job can start (from running jobs' expected ends) and how many
         nodes are spare at that time."""
-        avail = len(self._free_count(head.nodes_needed > 1))
-        if head.started_once:  # a requeued head may restart on the hot spares too (as _schedule lets it)
-            avail += len(self.spares.nodes(self._cut_mask(head.nodes_needed > 1)))
+        avail = len(self._free_count(head.nodes_needed > 1)) + len(self._spares_for(head))
         ends = []
         for j in self.allocated.values():
             if len(j.nodes):

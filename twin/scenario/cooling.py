@@ -19,7 +19,7 @@ from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 
 from twin.scenario.distributions import Distribution, Exponential, Fixed, normalise_dist
 from twin.scenario.defaults import over_default
-from twin.scenario.schema import Part, Repair, Strict
+from twin.scenario.schema import Part, Repair, Strict, hot_swap_repair
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
@@ -96,10 +96,6 @@ class NodeThermal(Strict):
 # --------------------------------------------------------------------------- air
 
 
-def _unit_repair() -> Repair:
-    return Repair(hot_swap=True)
-
-
 def _leak_repair() -> Repair:
     return Repair(time=Fixed(value_h=8.0))
 
@@ -113,8 +109,8 @@ class Crah(Strict):
                               "(assumption).")
     failure: Dist = Field(default_factory=lambda: Exponential(mean_h=50000.0),
                           description="Time to failure of one unit (assumption: MTBF 50,000 h).")
-    repair: Annotated[Repair, over_default(_unit_repair)] = Field(
-        default_factory=_unit_repair, description="Repair of one unit (default: 4 h hands-on, assumption).")
+    repair: Annotated[Repair, over_default(hot_swap_repair)] = Field(
+        default_factory=hot_swap_repair, description="Repair of one unit (default: 4 h hands-on, assumption).")
 
     @model_validator(mode="after")
     def _check(self) -> "Crah":
@@ -165,8 +161,8 @@ class Pumps(Strict):
     required: PosInt = Field(1, description="Pumps needed for full flow (assumption).")
     failure: Dist = Field(default_factory=lambda: Exponential(mean_h=40000.0),
                           description="Time to failure of one pump (assumption: MTBF 40,000 h).")
-    repair: Annotated[Repair, over_default(_unit_repair)] = Field(
-        default_factory=_unit_repair, description="Repair of one pump (default 4 h, assumption).")
+    repair: Annotated[Repair, over_default(hot_swap_repair)] = Field(
+        default_factory=hot_swap_repair, description="Repair of one pump (default 4 h, assumption).")
 
     @model_validator(mode="after")
     def _check(self) -> "Pumps":
@@ -182,8 +178,8 @@ class Cdu(Strict):
     required: PosInt = Field(1, description="CDUs needed for full flow to the loop (N+1: assumption).")
     failure: Dist = Field(default_factory=lambda: Exponential(mean_h=50000.0),
                           description="Time to failure of one CDU (assumption: MTBF 50,000 h).")
-    repair: Annotated[Repair, over_default(_unit_repair)] = Field(
-        default_factory=_unit_repair, description="Repair of one CDU (default 4 h, assumption).")
+    repair: Annotated[Repair, over_default(hot_swap_repair)] = Field(
+        default_factory=hot_swap_repair, description="Repair of one CDU (default 4 h, assumption).")
     pumps: Pumps = Field(default_factory=Pumps, description="The pumps of each CDU.")
 
     @model_validator(mode="after")

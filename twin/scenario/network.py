@@ -22,7 +22,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from twin.scenario.defaults import over_default
 from twin.scenario.distributions import Distribution, Exponential, normalise_dist
-from twin.scenario.schema import Part, Repair
+from twin.scenario.schema import Part, Repair, hot_swap_repair
 
 Dist = Annotated[Distribution, BeforeValidator(normalise_dist)]
 
@@ -42,16 +42,12 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
 
-def _unit_repair() -> Repair:
-    return Repair(hot_swap=True)
-
-
 class FabricPart(_Strict):
     """Failure and repair of one kind of fabric unit (optic, leaf or spine switch)."""
 
     failure: Dist = Field(description="Time to failure of one unit, hours.")
-    repair: Annotated[Repair, over_default(_unit_repair)] = Field(
-        default_factory=_unit_repair, description="Repair of one unit; fabric units never drain a node.")
+    repair: Annotated[Repair, over_default(hot_swap_repair)] = Field(
+        default_factory=hot_swap_repair, description="Repair of one unit; fabric units never drain a node.")
     dispatch_priority: int | None = Field(
         None, description="Crew dispatch priority (lower first). Default: leaf 0 (cuts a whole leaf group), "
                           "optic and spine 1 (assumption)."

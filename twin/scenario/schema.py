@@ -40,6 +40,11 @@ class Repair(Strict):
     crew: str | None = Field(None, description="Crew pool that repairs this part (default: the first pool).")
 
 
+def hot_swap_repair() -> Repair:
+    """The default repair of a site or fabric unit: hot-swapped, the generic time (a field default)."""
+    return Repair(hot_swap=True)
+
+
 Effect = Literal["node_down", "redundant", "link_down", "transient"]
 
 
