@@ -414,7 +414,7 @@ def test_same_seed_same_flaps_and_failures() -> None:
 # ---- bad input ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("network,field", [
-    ("{rails: 9}", "network.rails"),                        # the baseline node has 8 NICs
+    ("{rails: 0}", "network.rails"),                        # at least one rail
     ("{spines: 0}", "network.spines"),                      # 128 nodes = 4 leaf groups need spines
     ("{link_bandwidth_gbps: -400}", "network.link_bandwidth_gbps"),
     ("{spines: 12}", "network.spines"),                     # does not divide 32 uplinks per leaf
@@ -427,6 +427,18 @@ def test_bad_network_input_is_one_clean_error(tmp_path: Path, capsys: pytest.Cap
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2
     assert len(err) == 1 and str(f) in err[0] and f": {field}: " in err[0], err
+
+
+def test_more_rails_than_nics_counted_per_node_is_one_clean_error(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """NICs counted per rail follow the rails (the baseline's); NICs counted per node bound them."""
+    f = tmp_path / "bad.yaml"
+    f.write_text(f"extends: {ROOT / 'scenarios' / 'baseline.yaml'}\nname: bad\nnetwork: {{rails: 9}}\n"
+                 "cluster: {node: {parts: {nic: {count: 8, per: node}}}}\n")
+    rc = cli.main(["run", str(f), "--results", str(tmp_path / "r")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2
+    assert len(err) == 1 and ": network.rails: " in err[0] and "nic count (8)" in err[0], err
 
 
 def test_zero_spines_allowed_under_one_leaf_group() -> None:

@@ -93,14 +93,9 @@ class CapitalItem:
 
 
 def node_power_w(sc: "Scenario") -> tuple[float, float]:
-    """(GPU W, non-GPU W) of one node at full load, from the cooling, power or costs section."""
-    g = sc.cluster.node.gpus
-    if sc.cooling is not None:
-        return g * sc.cooling.gpu.tdp_w, sc.cooling.node.non_gpu_w
-    if sc.power is not None:
-        return g * sc.power.gpu_tdp_w, sc.power.non_gpu_w
-    assert sc.costs is not None
-    return g * sc.costs.energy.gpu_tdp_w, sc.costs.energy.non_gpu_w
+    """(GPU W, non-GPU W) of one node at full load (cluster.node)."""
+    node = sc.cluster.node
+    return node.gpus * node.gpu.tdp_w, node.non_gpu_w
 
 
 def psu_part(sc: "Scenario") -> str | None:
@@ -140,7 +135,7 @@ def capital_items(sc: "Scenario") -> list[CapitalItem]:
     if sc.power is not None:
         pw = sc.power
         feeds = pw.feeds
-        full_kw = n * (pw.non_gpu_w + sc.cluster.node.gpus * pw.gpu_tdp_w) / 1000.0
+        full_kw = n * sc.cluster.node.full_power_w / 1000.0
         if psu is not None:
             slots = pw.slot_feeds(sc.cluster.node.parts[psu].count)
             per_feed = [full_kw if f in slots else 0.0 for f in feeds]
@@ -210,10 +205,9 @@ class Costs:
                              "the time-of-use CSV was not loaded (load the scenario with twin.scenario.load_scenario)")
         eng = model.engine
         it = getattr(eng, "it_power", None)
-        if it is None:  # neither power nor cooling: IT power from the node figures of costs.energy
-            e = self.spec.energy
-            idle = sc.workload.gpu_idle_w if sc.workload is not None else 100.0
-            it = ITPower(eng, model.cluster, sc.cluster.node.gpus, idle, e.gpu_tdp_w, e.non_gpu_w)
+        if it is None:  # neither power nor cooling: IT power from the node's figures
+            node = sc.cluster.node
+            it = ITPower(eng, model.cluster, node.gpus, node.gpu.idle_w, node.gpu.tdp_w, node.non_gpu_w)
             eng.it_power = it  # type: ignore[attr-defined]
         self.it = it
 

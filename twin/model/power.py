@@ -263,10 +263,13 @@ class PowerChain:
         self.K = spec.pdu_count(racks)
         rack_pdu = (np.arange(racks) * self.K) // racks
         self.node_pdu = rack_pdu[np.arange(n) // sc.cluster.nodes_per_rack]
-        self.idle_w = spec.idle_w(sc)
-        self.tdp_w = spec.gpu_tdp_w
-        self.non_gpu_w = spec.non_gpu_w
-        self.full_w = self.non_gpu_w + self.g * self.tdp_w
+        node = sc.cluster.node
+        self.idle_w = node.gpu.idle_w
+        self.tdp_w = node.gpu.tdp_w
+        self.min_w = node.gpu.min_w
+        self.speed_alpha = node.gpu.speed_alpha
+        self.non_gpu_w = node.non_gpu_w
+        self.full_w = node.full_power_w
         # ---- feed state (per feed, Python lists: F is 1 or 2)
         ups, gen = spec.ups, spec.generator
         self.has_ups = ups is not None and ups.ride_through_min > 0
@@ -645,7 +648,7 @@ class PowerChain:
         s = np.ones(self.n)
         lim = np.isfinite(cap)
         if lim.any():
-            s[lim] = speed_fraction(cap[lim], self.tdp_w, self.idle_w, self.spec.speed_alpha)
+            s[lim] = speed_fraction(cap[lim], self.tdp_w, self.idle_w, self.speed_alpha)
         changed = np.flatnonzero(s != self.speed)
         if len(changed):
             self.speed[changed] = s[changed]
@@ -691,8 +694,8 @@ class PowerChain:
             on = self.cluster.down_count == 0
             x = np.minimum(self.it.gpu_demand_w(all_nodes), self.it.min_cap(all_nodes, exclude="power_site"))[on]
             c = site_gpu_cap_w(x, self.g, self.non_gpu_w * on.sum(), self.spec.site_cap_w)
-            self._site_short = bool(c < self.spec.gpu_min_w)
-            c = max(c, self.spec.gpu_min_w)
+            self._site_short = bool(c < self.min_w)
+            c = max(c, self.min_w)
             self.it.set_cap("power_site", None, c)
             self._publish_speed()
         finally:

@@ -114,15 +114,15 @@ class Thermal:
         self._ar = np.arange(u)
         self._all = np.arange(n, dtype=np.int64)
         self.speed_caps = eng.speed_cap("thermal") if self.on else np.ones(n)
-        gp = c.gpu
-        self.idle_w = float(c.idle_w(sc))
-        self.tdp_w = gp.tdp_w
-        self.pmin_w = gp.p_min_w
+        gp, gpw = c.gpu, sc.cluster.node.gpu  # thermal figures, power figures (declared once, cluster.node)
+        self.idle_w = float(gpw.idle_w)
+        self.tdp_w = gpw.tdp_w
+        self.pmin_w = gpw.min_w
         self.slow_c = gp.slowdown_c
         self.shut_c = gp.shutdown_c
-        self.alpha = gp.alpha
+        self.alpha = gpw.speed_alpha
         self.C = gp.c_j_per_c
-        self.non_gpu_w = c.node.non_gpu_w
+        self.non_gpu_w = sc.cluster.node.non_gpu_w
         self.max_inlet_c = c.node.max_inlet_c
         self.reboot_h = c.node.reboot_h
         H = eng.horizon_h

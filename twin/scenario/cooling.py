@@ -11,14 +11,14 @@ from __future__ import annotations
 import csv
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 
 from twin.scenario.distributions import Distribution, Exponential, Fixed, normalise_dist
-from twin.scenario.defaults import over_default
+from twin.scenario.defaults import derive, moved, over_default
 from twin.scenario.schema import Part, Repair, Strict, hot_swap_repair
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,39 +58,36 @@ class GpuThermal(Strict):
     r_sigma: NonNegF = Field(
         0.0, description="Spread of R between GPUs: each GPU's R is multiplied by exp(σ·z), z standard normal "
         "from its own random stream (median-preserving). 0 = identical GPUs (assumption).")
-    idle_w: NonNegF | None = Field(
-        None, description="GPU power when idle, W. Default: workload.gpu_idle_w (100 W, assumption).")
-    tdp_w: PosF = Field(700.0, description="Board power at full utilisation, W (H100 SXM TDP 700 W, sources.md).")
-    p_min_w: PosF = Field(200.0, description="Lowest power limit the GPU can be capped to, W (200 W, sources.md).")
     slowdown_c: TempC = Field(89.0, description="Slowdown temperature: the GPU caps its power to stay below it, °C "
                               "(89 °C, sources.md).")
     shutdown_c: TempC = Field(92.0, description="Shutdown temperature: the node trips, °C (92 °C, sources.md).")
-    alpha: Annotated[float, Field(gt=0, le=5, allow_inf_nan=False)] = Field(
-        0.5, description="Speed exponent: speed = ((P_cap − P_idle)/(P_d − P_idle))^α (assumption, model.md §3).")
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        return moved(data, "cooling.gpu", {"idle_w": "cluster.node.gpu.idle_w", "tdp_w": "cluster.node.gpu.tdp_w",
+                                           "p_min_w": "cluster.node.gpu.min_w",
+                                           "alpha": "cluster.node.gpu.speed_alpha"})
 
     @model_validator(mode="after")
     def _check(self) -> "GpuThermal":
         if self.shutdown_c <= self.slowdown_c:
             raise ValueError(f"@shutdown_c: must be > slowdown_c ({self.slowdown_c}), got {self.shutdown_c}")
-        if self.p_min_w > self.tdp_w:
-            raise ValueError(f"@p_min_w: must be <= tdp_w ({self.tdp_w}), got {self.p_min_w}")
-        if self.idle_w is not None and self.idle_w >= self.tdp_w:
-            raise ValueError(f"@idle_w: must be < tdp_w ({self.tdp_w}), got {self.idle_w}")
         return self
 
 
 class NodeThermal(Strict):
     """Node-level limits and load outside the GPUs."""
 
-    non_gpu_w: NonNegF = Field(
-        4600.0, description="Power of everything but the GPUs (CPUs, memory, NVSwitch, NICs, fans) while the node "
-        "is up, taken as constant, W (derived: DGX H100 10.2 kW max system power − 8 × 700 W, sources.md; the "
-        "same default as power.non_gpu_w, and the two must agree).")
     max_inlet_c: TempC = Field(
         35.0, description="Platform inlet limit: the node trips when its inlet air exceeds it, °C (DGX H100 "
         "operating ambient up to 30 °C, sources.md, plus a 5 °C margin: assumption).")
     reboot_h: NonNegF = Field(
         0.25, description="Time from cooling restored to a tripped node back in service, hours (assumption).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        return moved(data, "cooling.node", {"non_gpu_w": "cluster.node.non_gpu_w"})
 
 
 # --------------------------------------------------------------------------- air
@@ -147,7 +144,7 @@ class Air(Strict):
     @model_validator(mode="after")
     def _check(self) -> "Air":
         if self.r_room_c_per_kw is None:
-            self.r_room_c_per_kw = 2.0 * self.room_tau_min / (self.crah.required * self.crah.capacity_kw)
+            derive(self, r_room_c_per_kw=2.0 * self.room_tau_min / (self.crah.required * self.crah.capacity_kw))
         return self
 
 
@@ -367,9 +364,9 @@ class Cooling(Strict):
         uses_air = self.type in ("air", "hybrid")
         uses_liquid = self.type in ("liquid", "hybrid")
         if uses_air and self.air is None:
-            self.air = Air()
+            derive(self, air=Air())
         if uses_liquid and self.liquid is None:
-            self.liquid = Liquid()
+            derive(self, liquid=Liquid())
         if not uses_air and self.air is not None:
             raise ValueError(f"@air: type {self.type!r} has no air plant; remove this section or use air/hybrid")
         if not uses_liquid and self.liquid is not None:
@@ -394,12 +391,6 @@ class Cooling(Strict):
         if self.trace.from_h is not None and self.trace.to_h is not None and self.trace.to_h <= self.trace.from_h:
             raise ValueError(f"@trace.to_h: must be > from_h ({self.trace.from_h}), got {self.trace.to_h}")
         return self
-
-    def idle_w(self, sc: "Scenario") -> float:
-        """GPU idle power, W: gpu.idle_w, else workload.gpu_idle_w, else 100 W (assumption)."""
-        if self.gpu.idle_w is not None:
-            return self.gpu.idle_w
-        return sc.workload.gpu_idle_w if sc.workload is not None else 100.0
 
     def check_against(self, sc: "Scenario") -> None:
         """Cross-checks against the cluster and the other sections (called from Scenario validation)."""
@@ -439,24 +430,13 @@ class Cooling(Strict):
                                  f"{sorted(set(fac) | set(parts))}")
             if inj.index >= units:
                 raise ValueError(f"@cooling.inject.{i}.index: {inj.part} has {units} units, got {inj.index}")
-        if self.idle_w(sc) >= self.gpu.tdp_w:
-            raise ValueError(f"@cooling.gpu.idle_w: must be < tdp_w ({self.gpu.tdp_w}), got {self.idle_w(sc)}")
         pw = getattr(sc, "power", None)
-        if pw is not None:  # one value for the node's power figures
-            pairs = [("node.non_gpu_w", self.node.non_gpu_w, "non_gpu_w"), ("gpu.tdp_w", self.gpu.tdp_w, "gpu_tdp_w"),
-                     ("gpu.p_min_w", self.gpu.p_min_w, "gpu_min_w"), ("gpu.alpha", self.gpu.alpha, "speed_alpha")]
-            for mine, value, theirs in pairs:
-                other = getattr(pw, theirs, value)
-                if other != value:
-                    raise ValueError(f"@cooling.{mine}: must equal power.{theirs} ({other:g}), got {value:g}")
-            if hasattr(pw, "idle_w") and pw.idle_w(sc) != self.idle_w(sc):
-                raise ValueError(f"@cooling.gpu.idle_w: must equal power.gpu_idle_w ({pw.idle_w(sc):g}), "
-                                 f"got {self.idle_w(sc):g}")
+        if pw is not None:
             # one UPS: the energy figures (facility energy, PUE, cost) use the power chain's, 1 without one
             ups = getattr(pw, "ups", None)
             eff = float(ups.efficiency) if ups is not None else 1.0
             if "ups_efficiency" not in self.energy.model_fields_set:
-                self.energy.ups_efficiency = eff
+                derive(self.energy, ups_efficiency=eff)
             elif self.energy.ups_efficiency != eff:
                 raise ValueError(f"@cooling.energy.ups_efficiency: with a power section the UPS is the power chain's "
                                  f"(power.ups.efficiency, or 1 without a UPS: {eff:g}); leave it out, got "

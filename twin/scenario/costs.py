@@ -29,7 +29,10 @@ from typing import Annotated, Any
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationInfo
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationInfo,
+                      model_validator)
+
+from twin.scenario.defaults import moved
 
 NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Pos = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -40,7 +43,7 @@ DAYS_PER_YEAR = 365.0
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
 def _default_parts() -> dict[str, float]:
@@ -192,12 +195,12 @@ class EnergyCost(_Strict):
     pue: Annotated[float, Field(ge=1, le=5, allow_inf_nan=False)] = Field(
         1.55, description="Facility/IT power ratio used when the scenario has no cooling section (Uptime "
                           "Institute industry average 1.55–1.59, sources.md).")
-    gpu_tdp_w: Pos = Field(
-        700.0, description="GPU power at full load, W, used for IT power only when the scenario has neither a "
-                           "power nor a cooling section (H100 SXM TDP, sources.md).")
-    non_gpu_w: NonNeg = Field(
-        4600.0, description="Node power besides GPUs, W, same use (derived: DGX H100 10.2 kW − 8 × 700 W, "
-                            "sources.md).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        return moved(data, "costs.energy", {"gpu_tdp_w": "cluster.node.gpu.tdp_w",
+                                            "non_gpu_w": "cluster.node.non_gpu_w"})
 
 
 class Costs(_Strict):

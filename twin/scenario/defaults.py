@@ -40,3 +40,22 @@ def over_default(factory: Callable[[], BaseModel]) -> BeforeValidator:
         return merge_over(factory(), v) if isinstance(v, dict) else v
 
     return BeforeValidator(merge)
+
+
+def derive(model: BaseModel, **values: Any) -> None:
+    """Set fields that a validator derives from others (a job's work hours from its training block, a
+    room's thermal resistance from its units), during validation only: the one place a frozen scenario
+    is written, so that a derived value is visible in the resolved scenario like any other."""
+    for name, value in values.items():
+        object.__setattr__(model, name, value)
+
+
+def moved(data: Any, where: str, keys: dict[str, str]) -> Any:
+    """Refuse keys that moved elsewhere in the schema, naming the new place (a before-validator's body).
+
+    ``where`` is the section's path (``power``), ``keys`` maps an old key to its new path."""
+    if isinstance(data, dict):
+        for old, new in keys.items():
+            if old in data:
+                raise ValueError(f"@{old}: moved to {new} (declared once there); remove {where}.{old}")
+    return data

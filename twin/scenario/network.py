@@ -39,7 +39,7 @@ SWITCH_MTBF_H = HOURS_PER_MONTH / 0.00051
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
 class FabricPart(_Strict):
@@ -72,9 +72,10 @@ class Network(_Strict):
     """Rail-optimised fat tree: topology, bandwidth and failures of the compute fabric."""
 
     rails: Annotated[int, Field(ge=1)] = Field(
-        8, description="NICs per node used by the compute fabric, one rail each (DGX H100: 8 single-port "
-                       "ConnectX-7, NVIDIA DGX H100/H200 User Guide, Introduction). Must not exceed the node "
-                       "part `nic` count when the node has that part."
+        8, description="NICs per node used by the compute fabric, one rail each. Left out of a scenario: the node's "
+                       "GPU count (one NIC per GPU, as the DGX H100's 8 single-port ConnectX-7, NVIDIA DGX H100/H200 "
+                       "User Guide, Introduction); 8 only for a section built without a scenario. Must not exceed the "
+                       "node part `nic` count when the node has that part (a `nic` part `per: rail` follows it)."
     )
     nodes_per_leaf: Annotated[int, Field(ge=1)] = Field(
         32, description="Nodes served by one leaf switch of a rail: a leaf group (assumption: a 32-node "

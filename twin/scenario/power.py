@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from twin.scenario.defaults import over_default
+from twin.scenario.defaults import moved, over_default
 from twin.scenario.distributions import Distribution, Exponential, Fixed, Lognormal, normalise_dist
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,7 +62,7 @@ TOPOLOGIES: dict[str, dict[str, Any]] = {
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
 class ElementRepair(Strict):
@@ -196,25 +196,12 @@ class Power(Strict):
                     "per slot.",
     )
     capacity_w: Pos = Field(3300.0, description="Output of one PSU, W (DGX H100: 3.3 kW, sources.md).")
-    non_gpu_w: NonNeg = Field(
-        4600.0,
-        description="Node load besides the GPUs, W, taken as constant (derived: DGX H100 10.2 kW max system "
-                    "power − 8 × 700 W TDP, sources.md; assumes the maximum is reached at full GPU TDP).",
-    )
-    gpu_tdp_w: Pos = Field(700.0, description="GPU power at full utilisation, W (H100 SXM TDP, sources.md).")
-    gpu_idle_w: NonNeg | None = Field(
-        None, description="GPU idle power, W. Default: workload.gpu_idle_w (100 W, assumption) so there is one value."
-    )
-    gpu_min_w: NonNeg = Field(200.0, description="Lowest GPU power limit, W (H100/H800 min 200 W, sources.md).")
-    speed_alpha: Pos = Field(
-        0.5, description="Exponent α of speed = ((P_cap − P_idle)/(P_d − P_idle))^α (model.md §3; assumption 0.5)."
-    )
     reboot_h: NonNeg = Field(
         0.1, description="A node that lost power returns this long after power is back, hours (assumption: 6 min)."
     )
     site_cap_w: Pos | None = Field(
         None, description="Site IT power limit, W: above it every GPU is capped to the same power (water-filling, "
-                          "not below gpu_min_w). null: no limit."
+                          "not below cluster.node.gpu.min_w). null: no limit."
     )
     utility: Utility = Field(default_factory=Utility)
     ups: UPS | None = Field(default_factory=UPS, description="UPS of each feed; null: none.")
@@ -224,6 +211,13 @@ class Power(Strict):
     inject: list[Inject] = Field(
         default_factory=list, description="Scheduled utility outages per feed (stress-test feature)."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        return moved(data, "power", {"non_gpu_w": "cluster.node.non_gpu_w", "gpu_tdp_w": "cluster.node.gpu.tdp_w",
+                                     "gpu_idle_w": "cluster.node.gpu.idle_w", "gpu_min_w": "cluster.node.gpu.min_w",
+                                     "speed_alpha": "cluster.node.gpu.speed_alpha"})
 
     @model_validator(mode="after")
     def _check(self) -> "Power":
@@ -247,11 +241,6 @@ class Power(Strict):
             f = self.feeds
             return [f[i % len(f)] for i in range(count)]
         return list(self.psu_feeds)
-
-    def idle_w(self, sc: "Scenario") -> float:
-        if self.gpu_idle_w is not None:
-            return self.gpu_idle_w
-        return sc.workload.gpu_idle_w if sc.workload is not None else 100.0
 
     def pdu_count(self, racks: int) -> int:
         return self.pdu.count if self.pdu.count is not None else racks
@@ -281,20 +270,16 @@ class Power(Strict):
             if short:
                 raise ValueError(f"@power.topology: '2n' needs each feed's PSUs alone to meet required ({req}); "
                                  f"PSUs per feed: {per_feed} (use 'split')")
-        gpus = sc.cluster.node.gpus
-        full = self.non_gpu_w + gpus * self.gpu_tdp_w
+        node = sc.cluster.node
+        gpus = node.gpus
+        full = node.non_gpu_w + gpus * node.gpu.tdp_w
         if req * self.capacity_w < full:
             raise ValueError(f"@power.capacity_w: `required` PSUs ({req}) × capacity_w must cover the node's full "
                              f"demand ({full:g} W), got {req * self.capacity_w:g} W")
-        least = self.non_gpu_w + gpus * self.gpu_min_w
+        least = node.non_gpu_w + gpus * node.gpu.min_w
         if run * self.capacity_w < least:
             raise ValueError(f"@power.capacity_w: the minimum PSUs to run ({run}) × capacity_w must cover the node at "
                              f"minimum GPU power ({least:g} W), got {run * self.capacity_w:g} W")
-        idle = self.idle_w(sc)
-        if not idle < self.gpu_tdp_w:
-            raise ValueError(f"@power.gpu_idle_w: must be below gpu_tdp_w ({self.gpu_tdp_w:g}), got {idle:g}")
-        if self.gpu_min_w > self.gpu_tdp_w:
-            raise ValueError(f"@power.gpu_min_w: must be <= gpu_tdp_w ({self.gpu_tdp_w:g}), got {self.gpu_min_w:g}")
         racks = sc.cluster.racks
         if self.pdu_count(racks) > racks:
             raise ValueError(f"@power.pdu.count: must be <= racks ({racks}), got {self.pdu_count(racks)}")
@@ -305,7 +290,7 @@ class Power(Strict):
         if self.site_cap_w is not None:
             floor = sc.cluster.n_nodes * least
             if self.site_cap_w < floor:
-                raise ValueError(f"@power.site_cap_w: below the site's power with every GPU at gpu_min_w "
+                raise ValueError(f"@power.site_cap_w: below the site's power with every GPU at cluster.node.gpu.min_w "
                                  f"({floor:g} W), got {self.site_cap_w:g}")
 
     # ---- site-level parts ------------------------------------------------------------------

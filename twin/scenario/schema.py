@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from twin.scenario.defaults import derive, moved  # noqa: F401  (re-exported for the section modules)
 from twin.scenario.distributions import Distribution, Fixed, normalise_dist
 from twin.scenario.workload import Workload
 from twin.scenario.power import Power
@@ -21,7 +22,10 @@ NonNegInt = Annotated[int, Field(ge=0)]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=False, validate_default=True)
+    """Base of every scenario section: unknown keys are errors, and a validated scenario is frozen (a
+    model reads it, never writes it). A value derived while validating is set once, by :func:`derive`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
 class Repair(Strict):
@@ -46,13 +50,20 @@ def hot_swap_repair() -> Repair:
 
 
 Effect = Literal["node_down", "redundant", "link_down", "transient"]
+Per = Literal["node", "gpu", "rail"]
 
 
 class Part(Strict):
     """One part type of a node: ``count`` per node, of which ``required`` must work."""
 
     count: Annotated[int, Field(ge=1, le=1_000_000)] = Field(
-        1, description="Units per node (node parts) or per site (facility units); at most 1,000,000 (a typo guard).")
+        1, description="Units per node (node parts) or per site (facility units); at most 1,000,000 (a typo guard). "
+                       "With ``per: gpu`` or ``per: rail``, units per GPU or per fabric rail of the node.")
+    per: Per = Field(
+        "node", description="What ``count`` is counted per, for node parts: node, gpu (HBM stacks, one per GPU) "
+                            "or rail (NICs, one per rail of the compute fabric: network.rails, or the GPU count "
+                            "without a network section). Resolved to units per node when the scenario is "
+                            "validated, so the node's GPU count carries its per-GPU parts with it.")
     required: PosInt | None = Field(None, description="k of the k-of-n group (default: count).")
     min_to_run: PosInt | None = Field(
         None, description="Below `required` but at least this many: degraded; below it: failed."
@@ -64,13 +75,22 @@ class Part(Strict):
         None, description="Crew dispatch priority (lower first). Default: node-down 0, link 1, redundancy 2."
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _default_required(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("required") is None and isinstance(data.get("count", 1), int):
+            data = {**data, "required": data.get("count", 1)}
+        return data
+
     @model_validator(mode="after")
     def _check(self) -> "Part":
         if isinstance(self.failure, Fixed) and self.failure.value_h <= 0:
             raise ValueError("@failure: a fixed time to failure must be > 0 h (0 fails the part again at once), "
                              f"got {self.failure.value_h}")
-        if self.required is None:
-            self.required = self.count
+        assert self.required is not None  # set by _default_required
+        if self.per != "node":  # a node part counted per GPU or rail is resolved before this (Scenario._per_gpu)
+            raise ValueError(f"@per: only a node part without k-of-n redundancy (no required, min_to_run or effect "
+                             f"redundant) may be counted per {self.per}; a k-of-n group is counted per node")
         if self.required > self.count:
             raise ValueError(f"@required: must be <= count ({self.count}), got {self.required}")
         if self.min_to_run is not None:
@@ -89,10 +109,42 @@ class Part(Strict):
         return self.min_to_run if self.min_to_run is not None else self.required
 
 
+class GpuPower(Strict):
+    """Electrical figures of one GPU: declared once, read by the power chain, the thermal model and costs."""
+
+    tdp_w: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(
+        700.0, description="Board power at full utilisation, W (H100 SXM TDP 700 W, sources.md).")
+    idle_w: Annotated[float, Field(ge=0, allow_inf_nan=False)] = Field(
+        100.0, description="GPU power when idle, W (assumption, H100 class).")
+    min_w: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(
+        200.0, description="Lowest power limit the GPU can be capped to, W (H100/H800 min 200 W, sources.md).")
+    speed_alpha: Annotated[float, Field(gt=0, le=5, allow_inf_nan=False)] = Field(
+        0.5, description="Exponent α of speed = ((P_cap − P_idle)/(P_d − P_idle))^α under a power cap, thermal "
+                         "or electrical (assumption, model.md §3).")
+
+    @model_validator(mode="after")
+    def _check(self) -> "GpuPower":
+        if self.idle_w >= self.tdp_w:
+            raise ValueError(f"@idle_w: must be < tdp_w ({self.tdp_w:g}), got {self.idle_w:g}")
+        if self.min_w > self.tdp_w:
+            raise ValueError(f"@min_w: must be <= tdp_w ({self.tdp_w:g}), got {self.min_w:g}")
+        return self
+
+
 class Node(Strict):
     type: str = Field("dgx-h100", description="Node type label (used in reports and costs).")
     gpus: PosInt = Field(8, description="GPUs per node (DGX H100: 8).")
+    gpu: GpuPower = Field(default_factory=GpuPower, description="Power figures of each GPU (H100 SXM defaults).")
+    non_gpu_w: Annotated[float, Field(ge=0, allow_inf_nan=False)] = Field(
+        4600.0, description="Node load besides the GPUs (CPUs, memory, NVSwitch, NICs, fans) while the node is up, "
+                            "taken as constant, W (derived: DGX H100 10.2 kW max system power − 8 × 700 W TDP, "
+                            "sources.md; assumes the maximum is reached at full GPU TDP).")
     parts: dict[str, Part] = Field(description="Part types of the node, keyed by name.")
+
+    @property
+    def full_power_w(self) -> float:
+        """The node's demand with every GPU at TDP, W."""
+        return self.non_gpu_w + self.gpus * self.gpu.tdp_w
 
     @model_validator(mode="after")
     def _names(self) -> "Node":
@@ -211,6 +263,42 @@ class Scenario(Strict):
     power: Power | None = None
     cooling: Cooling | None = None
     costs: CostsSection = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _per_gpu(cls, data: Any) -> Any:
+        """Resolve what follows the node's GPU count: the fabric's rails (default one per GPU) and parts
+        counted per GPU or per rail (to units per node, ``per: node``), so a resolved scenario
+        re-validates to itself."""
+        if not isinstance(data, dict):
+            return data
+        cluster, net = data.get("cluster"), data.get("network")
+        node = cluster.get("node") if isinstance(cluster, dict) else None
+        if not isinstance(node, dict):
+            return data
+        gpus = node.get("gpus", Node.model_fields["gpus"].default)
+        if type(gpus) is not int or gpus < 1:
+            return data  # the field's own validation says what is wrong
+        data = dict(data)
+        rails = gpus
+        if isinstance(net, dict):
+            if net.get("rails") is None:
+                data["network"] = {**net, "rails": gpus}
+            rails = data["network"]["rails"]
+        parts = node.get("parts")
+        if type(rails) is not int or rails < 1:
+            rails = gpus  # the network section's own validation reports its rails
+        if isinstance(parts, dict):
+            per_unit = {"gpu": gpus, "rail": rails}
+            new = {}
+            for name, part in parts.items():
+                if (isinstance(part, dict) and part.get("per") in ("gpu", "rail") and type(part.get("count", 1)) is int
+                        and part.get("required") is None and part.get("min_to_run") is None
+                        and part.get("effect") != "redundant"):
+                    part = {**part, "count": part.get("count", 1) * per_unit[part["per"]], "per": "node"}
+                new[name] = part
+            data["cluster"] = {**cluster, "node": {**node, "parts": new}}
+        return data
 
     @model_validator(mode="after")
     def _cross(self) -> "Scenario":

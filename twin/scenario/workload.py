@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, model_validator
 
 from twin.forecast import training as _training
+from twin.scenario.defaults import derive, moved
 from twin.scenario.distributions import Distribution, normalise_dist
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -18,7 +19,7 @@ PosF = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
 class Checkpoint(Strict):
@@ -97,10 +98,11 @@ class Job(Strict):
         if self.work_h is not None and abs(self.work_h - derived) > 1e-9 * derived:
             raise ValueError(f"@work_h: give either work_h or training, not both (training gives {derived:.6g} h, "
                              f"work_h is {self.work_h:g})")
-        self.work_h = derived
+        derive(self, work_h=derived)
         ck = self.checkpoint
         if "size_gb" not in ck.model_fields_set and ck.write_h is None:
-            ck.size_gb = _training.checkpoint_size_gb(self.training.params_b, self.training.checkpoint_bytes_per_param)
+            derive(ck, size_gb=_training.checkpoint_size_gb(self.training.params_b,
+                                                            self.training.checkpoint_bytes_per_param))
         return self
 
 
@@ -163,7 +165,11 @@ class Workload(Strict):
     synthetic: Synthetic | None = None
     trace: Trace | None = None
     warmup_h: NonNegH = Field(0.0, description="Jobs submitted before this are excluded from queue statistics.")
-    gpu_idle_w: NonNegH = Field(100.0, description="GPU power when idle, W (assumption, H100 class).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        return moved(data, "workload", {"gpu_idle_w": "cluster.node.gpu.idle_w"})
 
     def check_against(self, sc: "Scenario") -> None:
         gpn = sc.cluster.node.gpus
