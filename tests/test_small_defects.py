@@ -100,3 +100,25 @@ def test_extends_and_data_files_that_are_not_regular_files(tmp_path: Path,
     assert "extends: scenario.yaml: not a regular file: a named pipe (FIFO)" in capsys.readouterr().err
     assert cli.main(["run", str(BASELINE), "--dry-run", *_sets("costs.energy.time_of_use.file=/dev/zero")]) == 2
     assert "/dev/zero: not a regular file: a character device; give a time-of-use price file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_utility_outages_count_a_site_wide_outage_once(shared: bool) -> None:
+    """A shared utility's outage takes both feeds of a 2N chain off utility at once: one outage,
+    two feed outages (power.utility_outages counted 8 for 4 site-wide outages). Independent
+    utilities: one outage per feed."""
+    from twin.scenario.loader import load_scenario
+    from twin.sim import run_replication
+
+    sc = load_scenario(ROOT / "scenarios" / "power-2n.yaml",
+                       ["horizon_days=730", "workload=null", "power.utility.outages_per_year=4",
+                        f"power.utility.shared={str(shared).lower()}"]).scenario
+    res = run_replication(sc)
+    rows = res.tables["power_outages"]
+    m = res.metrics
+    assert m["power.feed_outages"] == len(rows) > 4
+    if shared:
+        assert set(rows.feed) == {"A", "B"} and rows.groupby("start_h").size().eq(2).all()
+        assert m["power.utility_outages"] == rows.start_h.nunique() == len(rows) / 2
+    else:
+        assert m["power.utility_outages"] == len(rows)
