@@ -6,13 +6,27 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
+from scipy.stats import poisson
+from scipy.stats import t as t_dist
 
 from twin import cli
 from twin.physics import closed_forms as cf
-from twin.scenario.advice import ETTR_LOSS, advise, crew_advice, job_interruption_rates_per_h, spares_advice
-from twin.scenario.loader import load_scenario
+from twin.scenario.advice import (
+    CYCLE_SERVICE_LEVEL,
+    ETTR_LOSS,
+    advise,
+    crew_advice,
+    job_interruption_rates_per_h,
+    repair_units,
+    spares_advice,
+)
+from twin.scenario.loader import load_dict, load_scenario
+from twin.sim import run_replication
+from twin.validation.reliability import base_doc
 
 ROOT = Path(__file__).resolve().parents[1]
 PRETRAIN = ROOT / "scenarios" / "pretrain-16k.yaml"
@@ -22,44 +36,116 @@ OLD_SPARES = ["maintenance.spares.gpu.reorder_point=32", "maintenance.spares.hbm
               "maintenance.spares.psu.reorder_point=16"]
 
 
-def test_spares_below_lead_time_demand_are_flagged_with_a_suggestion() -> None:
+def test_spares_below_the_cycle_service_level_are_flagged_with_a_suggestion() -> None:
     sc = load_scenario(PRETRAIN, OLD_SPARES).scenario
     flags = {a.field: a.text for a in spares_advice(sc)}
-    assert set(flags) == {"maintenance.spares.gpu.reorder_point", "maintenance.spares.hbm.reorder_point"}
+    assert set(flags) == {"maintenance.spares.gpu.reorder_point", "maintenance.spares.hbm.reorder_point",
+                          "maintenance.spares.psu.reorder_point"}
     gpu = sc.cluster.node.parts["gpu"]
     lead = gpu.count * sc.cluster.n_nodes / gpu.failure.mean() * 14 * 24  # GPUs failing in 14 days
-    assert f"({lead:.1f} = " in flags["maintenance.spares.gpu.reorder_point"]
-    assert f"about {math.ceil(lead + 2.33 * math.sqrt(lead))} gives" in flags["maintenance.spares.gpu.reorder_point"]
-    # PSU: 16 against 14 in its 7-day lead time is not flagged; the bundled scenario raises no spares flag
+    text = flags["maintenance.spares.gpu.reorder_point"]
+    assert f"mean demand of {lead:.1f} over" in text and "below the mean demand" in text
+    assert f"{int(poisson.ppf(CYCLE_SERVICE_LEVEL, lead))} gives a 95% cycle service level" in text
+    # PSU: 16 against 14 in its 7-day lead time is above the mean but short of 95 % (it drew no flag
+    # while the check was "below the mean")
+    psu = sc.cluster.node.parts["psu"]
+    lead_psu = psu.count * sc.cluster.n_nodes / psu.failure.mean() * 7 * 24
+    level = poisson.cdf(16, lead_psu)
+    assert 16 > lead_psu and level < CYCLE_SERVICE_LEVEL
+    assert f"{1 - level:.0%} of replenishment cycles run out" in flags["maintenance.spares.psu.reorder_point"]
+    # the bundled scenario's reorder points (mean + ~2.3 sd) raise no spares flag
     assert not spares_advice(load_scenario(PRETRAIN).scenario)
 
 
-def test_crew_flag_is_the_queue_stability_condition() -> None:
-    """Flagged exactly when the offered load Σ rate × mean hands-on time reaches the technicians on
-    shift (24x7: count; business hours: count × 45/168)."""
+def test_spares_advice_fires_for_the_baseline() -> None:
+    """The baseline runs out of spares several times a year (4 to 20 stock-outs in a year's replications):
+    each of its reorder points is below the 95 % cycle service level and is flagged (nothing was
+    flagged while the check was "below the mean lead-time demand")."""
     sc = load_scenario(BASELINE).scenario
-    load = sum(p.count * sc.cluster.n_nodes / p.failure.mean() * p.repair.time.mean()
-               for p in sc.cluster.node.parts.values() if p.effect != "transient")
-    net = sc.network
-    if net is not None:
-        c = net.counts(sc.cluster.n_nodes)
-        for name, units in (("optic", c["optics"]), ("leaf", c["leaves"]), ("spine", c["spines"])):
-            fp = getattr(net, name)
-            load += units / fp.failure.mean() * fp.repair.time.mean()
-    assert not crew_advice(sc)  # 2 technicians, 24x7, far more than the load
-    # make the GPUs fail 100x as often: the same arithmetic decides
+    flags = {a.field for a in spares_advice(sc)}
+    assert flags == {f"maintenance.spares.{p}.reorder_point" for p in ("gpu", "hbm", "psu")}
+    for name, sp in sc.maintenance.spares.items():
+        part = sc.cluster.node.parts[name]
+        lead = part.count * sc.cluster.n_nodes / part.failure.mean() * sp.lead_time_days * 24
+        assert sp.reorder_point >= lead and poisson.cdf(sp.reorder_point, lead) < CYCLE_SERVICE_LEVEL
+    # at the suggested reorder points nothing is flagged
     gpu = sc.cluster.node.parts["gpu"]
-    extra = gpu.count * sc.cluster.n_nodes * gpu.repair.time.mean() * (100 - 1) / gpu.failure.mean()
-    heavy = load + extra
-    for count, shift, capacity in ((math.floor(heavy), "24x7", math.floor(heavy)),
-                                   (math.ceil(heavy), "24x7", math.ceil(heavy)),
-                                   (math.ceil(heavy), "business", math.ceil(heavy) * 45 / 168)):
+    lead = gpu.count * sc.cluster.n_nodes / gpu.failure.mean() * 14 * 24
+    fixed = load_scenario(BASELINE, [f"maintenance.spares.gpu.reorder_point={int(poisson.ppf(0.95, lead))}"])
+    assert "maintenance.spares.gpu.reorder_point" not in {a.field for a in spares_advice(fixed.scenario)}
+
+
+def _group_doc(count: int, required: int, mtbf_h: float, mttr_h: float, crews: int) -> dict[str, Any]:
+    """One node whose only part is a k-of-n group (exponential lives and repairs, hot swap, no
+    burn-in, no detection delay), ``crews`` technicians 24x7."""
+    return base_doc(f"{required}-of-{count}", 200.0, {
+        "unit": {"count": count, "required": required, "effect": "redundant",
+                 "failure": {"dist": "exponential", "mean_h": mtbf_h},
+                 "repair": {"hot_swap": True, "burn_in_h": 0, "time": {"dist": "exponential", "mean_h": mttr_h}}}},
+        crews=crews)
+
+
+def test_crew_advice_follows_the_finite_source_chain_for_a_4_of_6_group() -> None:
+    """6 units failing every 4 h, repaired in 1 h by one technician: 1.5 technicians of work are
+    offered, which M/M/1 calls an unbounded queue; the finite-source chain M/M/1//6 holds at most 6
+    units and keeps the technician busy 88 % of the time. The advisory quotes the chain, and the
+    simulated crew matches it (and not M/M/1's 100 %)."""
+    sc = load_dict(_group_doc(6, 4, 4.0, 1.0, 1)).scenario
+    q = cf.machine_repair(6, 0.25, 1.0, 1)
+    (flag,) = crew_advice(sc)
+    assert flag.field == "maintenance.crews.crew.count"
+    assert "grow without bound" not in flag.text and "M/M/1//6" in flag.text
+    assert f"waits {q.mean_wait_h:.3g} h for a technician" in flag.text
+    assert f"{q.mean_waiting:.2f} repairs waiting, technicians busy {q.utilisation:.0%}" in flag.text
+    assert f"about {q.mean_down:,.0f} of 6 are down" in flag.text
+    util = np.array([run_replication(sc, rep).metrics["crew_utilisation.crew"] for rep in range(6)])
+    half = t_dist.ppf(0.9995, len(util) - 1) * util.std(ddof=1) / math.sqrt(len(util))
+    assert abs(util.mean() - q.utilisation) < half + 0.01, (util, q)
+    assert util.mean() + half < 0.97  # the infinite-source queue would keep the technician always busy
+
+
+def test_no_crew_advice_where_no_repair_can_wait() -> None:
+    """A 2-of-4 group with 4 technicians: each failed unit has its own technician (c >= N), so no
+    repair waits, however much work is offered (4 × 1.5 h / 1 h = 6 technicians of work)."""
+    sc = load_dict(_group_doc(4, 2, 1.0, 1.5, 4)).scenario
+    assert cf.machine_repair(4, 1.0, 1 / 1.5, 4).mean_waiting == 0.0
+    assert not crew_advice(sc)
+    # with 2 technicians repairs wait 0.73 h on average, less than the 1.5 h repair: not flagged; with
+    # one they wait 3.5 h: flagged with the chain's numbers
+    assert cf.machine_repair(4, 1.0, 1 / 1.5, 2).mean_wait_h < 1.5
+    assert not crew_advice(load_dict(_group_doc(4, 2, 1.0, 1.5, 2)).scenario)
+    (flag,) = crew_advice(load_dict(_group_doc(4, 2, 1.0, 1.5, 1)).scenario)
+    q = cf.machine_repair(4, 1.0, 1 / 1.5, 1)
+    assert q.mean_wait_h >= 1.5 and f"waits {q.mean_wait_h:.3g} h" in flag.text
+
+
+def test_crew_flag_follows_the_chain_for_a_large_cluster() -> None:
+    """For the baseline's thousands of units the chain is M/M/c with the same load (the effective
+    number of units is large); the flag is raised exactly when the chain's mean wait for a
+    technician reaches the hands-on time (24x7), or the time a repair holds one (business hours)."""
+    sc = load_scenario(BASELINE).scenario
+    assert not crew_advice(sc)  # 2 technicians, 24x7, far more than the load
+    gpu = sc.cluster.node.parts["gpu"]
+    heavy = load_scenario(BASELINE, [f"cluster.node.parts.gpu.failure.mean_h={gpu.failure.mean() / 100!r}"]).scenario
+    units = repair_units(heavy)
+    lam_total = sum(r for _, r, _ in units.values())
+    n_eff = round(lam_total ** 2 / sum(r * r / n for n, r, _ in units.values()))
+    load = sum(r * p.repair.time.mean() for _, r, p in units.values())
+    hands_on = load / lam_total
+    assert n_eff > 100
+    for count, shift in ((math.floor(load), "24x7"), (math.ceil(load), "24x7"), (math.ceil(load) + 1, "24x7"),
+                         (math.ceil(load) + 1, "business")):
+        f = 1.0 if shift == "24x7" else 45 / 168
+        q = cf.machine_repair(n_eff, lam_total / n_eff, f / hands_on, count)
         sets = [f"cluster.node.parts.gpu.failure.mean_h={gpu.failure.mean() / 100!r}",
                 f"maintenance.crews.technicians.count={count}", f"maintenance.crews.technicians.shift={shift}"]
         flags = crew_advice(load_scenario(BASELINE, sets).scenario)
-        assert bool(flags) == (heavy >= capacity), (count, shift, heavy, capacity)
+        assert bool(flags) == (q.mean_wait_h >= hands_on / f), (count, shift, q)
         if flags:
-            assert f"{heavy:.2f} technicians of work" in flags[0].text
+            assert f"{load:.2f} technicians of work" in flags[0].text
+    # M/M/c as the limit: the same load on a million units
+    big = cf.machine_repair(10**6, 3.0e-6, 1.0, 4)
+    assert big.mean_wait_h == pytest.approx(cf.erlang_c_mean_wait_h(3.0, 1.0, 4), rel=1e-4)
 
 
 def test_checkpoint_flag_follows_daly() -> None:
@@ -106,7 +192,7 @@ def test_cli_prints_advice_and_keeps_it_in_the_summary(tmp_path: Path, capsys: p
     advice = [line for line in out.splitlines() if line.startswith("advice: ")]
     assert [a.split(":")[1].strip() for a in advice] == [
         "maintenance.spares.gpu.reorder_point", "maintenance.spares.hbm.reorder_point",
-        "workload.jobs.0.checkpoint.interval_h"]
+        "maintenance.spares.psu.reorder_point", "workload.jobs.0.checkpoint.interval_h"]
     assert cli.main([*args, "--results", str(tmp_path), "--quiet", "--set", "horizon_days=2"]) == 0
     (folder,) = (tmp_path / "pretrain-16k").iterdir()
     summary = json.loads((folder / "summary.json").read_text())

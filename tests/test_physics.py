@@ -574,3 +574,37 @@ def test_step_time_scalar_path_is_bit_identical_to_array_path(tc, comm, comm_ide
                      float(steptime.progress_rate(tc * one, comm_ideal, comm, overlap, speed)[0]))
         assert _same(steptime.ring_allreduce_s(n, grad, bw, 5e-6),
                      float(steptime.ring_allreduce_s(n * one, grad, bw, 5e-6)[0]))
+
+
+def test_machine_repair_against_a_hand_computed_chain() -> None:
+    """M/M/1//2 with λ = μ = 1/h: p ∝ (1, 2ρ, 2ρ²) = (1, 2, 2)/5, so L = 6/5 units down, L_q = 2/5
+    (state 2 has one waiting), busy 4/5, throughput λ(N − L) = 4/5 per h, W_q = L_q/throughput = 1/2 h."""
+    q = cf.machine_repair(2, 1.0, 1.0, 1)
+    assert q.mean_down == pytest.approx(1.2)
+    assert q.mean_waiting == pytest.approx(0.4)
+    assert q.utilisation == pytest.approx(0.8) == q.throughput_per_h
+    assert q.mean_wait_h == pytest.approx(0.5)
+
+
+def test_machine_repair_equals_the_generator_solution_and_tends_to_erlang_c() -> None:
+    n, c, lam, mu = 6, 2, 0.3, 1.0
+    Q = np.zeros((n + 1, n + 1))
+    for i in range(n + 1):
+        if i < n:
+            Q[i, i + 1] = (n - i) * lam
+        if i > 0:
+            Q[i, i - 1] = min(i, c) * mu
+        Q[i, i] = -Q[i].sum()
+    A = np.vstack([Q.T, np.ones(n + 1)])
+    p = np.linalg.lstsq(A, np.append(np.zeros(n + 1), 1.0), rcond=None)[0]
+    i = np.arange(n + 1)
+    q = cf.machine_repair(n, lam, mu, c)
+    assert q.mean_down == pytest.approx(float(i @ p), rel=1e-12)
+    assert q.mean_waiting == pytest.approx(float(np.maximum(i - c, 0) @ p), rel=1e-12)
+    # the unavailability of a 4-of-6 group is the same chain's P(i > 2)
+    assert 1 - cf.k_of_n_availability(n, 4, lam, mu, c) == pytest.approx(float(p[3:].sum()), rel=1e-10)
+    # many units, same load: M/M/c (Erlang C); few units: far from it
+    assert cf.machine_repair(10**6, 3e-6, 1.0, 4).mean_wait_h == pytest.approx(
+        cf.erlang_c_mean_wait_h(3.0, 1.0, 4), rel=1e-4)
+    assert cf.machine_repair(6, 0.25, 1.0, 1).utilisation < 0.9  # M/M/1 at load 1.5: unstable
+    assert cf.machine_repair(4, 10.0, 1.0, 4).mean_waiting == 0.0  # a server per unit: nobody waits

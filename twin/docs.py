@@ -75,7 +75,7 @@ def _constraints(f: FieldInfo) -> str:
             v = getattr(m, key, None)
             if v is not None:
                 sym = {"gt": ">", "ge": "≥", "lt": "<", "le": "≤", "min_length": "len ≥", "max_length": "len ≤"}[key]
-                parts.append(f"{sym} {v}")
+                parts.append(f"{sym} {v:.0e}" if isinstance(v, float) and v >= 1e6 else f"{sym} {v}")  # ≤ 1e+15
     return ", ".join(parts)
 
 

@@ -37,6 +37,10 @@ COMPONENTS: list[tuple[str, str, str]] = [
 GC_EVENTS = 200_000
 """Collect garbage after replications with more events than this (performance.md)."""
 
+PART_COLUMNS = ("part", "effect", "installed", "failures", "node_down_hours", "observed_mtbf_h", "spare_demands",
+                "stockouts")
+"""Columns of the ``parts`` table: one row per part type (node, rack and facility parts, fabric units)."""
+
 
 @dataclass
 class ReplicationResult:
@@ -241,7 +245,7 @@ class Model:
             "events": rec.events_table(),
             "node_intervals": intervals,
             "tickets": tickets,
-            "parts": pd.DataFrame(part_rows),
+            "parts": pd.DataFrame(part_rows, columns=PART_COLUMNS),  # columns even without part types
             "capacity": pd.DataFrame({"time_h": ts, "nodes_up": vs.astype(np.int64)}),
         }
         for comp in self.components:

@@ -295,6 +295,7 @@ class PowerChain:
         self.feed_since = [0.0] * F
         self.feed_rows: list[tuple[str, float, float, str, str]] = []
         self.outage_rows: list[dict[str, object]] = []
+        self.utility_outages = 0  # outage events that took at least one feed off utility (site-wide: once)
         self.open_outage: list[dict[str, object] | None] = [None] * F
         self._feeds_active = False  # any feed off utility, recharging, or in an outage
         # UPS rating (W): the full demand of every node (each slot list covers every node alike)
@@ -440,6 +441,8 @@ class PowerChain:
     def _outage_begin(self, feeds: list[int], duration_h: float, injected: bool) -> None:
         self._settle()
         eng = self.engine
+        if any(self.util_out[f] == 0 for f in feeds):
+            self.utility_outages += 1  # one outage however many feeds it takes down
         for f in feeds:
             self.util_out[f] += 1
             if self.util_out[f] > 1:
@@ -747,7 +750,8 @@ class PowerChain:
             {"feed": "str", "outage": "int64", "start_h": "float64", "end_h": "float64", "injected": "bool",
              "soc_start": "float64", "generator": "str", "dead_h": "float64"})  # typed even when empty
         outages["reached_load"] = outages["dead_h"].astype(float) > 0
-        m["power.utility_outages"] = float(len(outages))
+        m["power.utility_outages"] = float(self.utility_outages)  # a site-wide outage once, not once per feed
+        m["power.feed_outages"] = float(len(outages))  # one per feed an outage took off utility
         m["power.outages_reaching_load"] = float(outages["reached_load"].sum())
         m["power.generator_starts"] = float(self.gen_starts)
         m["power.generator_start_failures"] = float(self.gen_start_failures)

@@ -1,8 +1,8 @@
 """Advisories: what a scenario's own numbers imply, in closed form, before anything is simulated.
 
 A scenario can be valid and still describe a regime its author did not mean: spare parts reordered
-below the demand of their lead time (every replenishment cycle runs out, nodes wait weeks for parts),
-a crew offered more repair work than it can do (the repair queue grows without bound), a checkpoint
+too close to (or below) the demand of their lead time (replenishment cycles run out, nodes wait weeks
+for parts), a crew so loaded that failed units wait longer for a technician than their repair takes, a checkpoint
 interval far from the Young/Daly optimum of the job's own failure rate. The simulator runs such
 scenarios faithfully; these checks say, in one line each, what to expect and why, so that a number
 such as a low ETTR is not mistaken for a property of the cluster. They never change a result.
@@ -11,6 +11,13 @@ Rates are long-run renewal rates, units / mean time to failure, of the node part
 fabric units (facility units, a few per site, are left out: their share of the demand is negligible). Burn-in does
 not hold a technician (the model releases the crew before it), so a crew's offered load is
 Σ rate × mean hands-on repair time.
+
+The crew's queue is the finite-source (machine-repair) queue M/M/c//N of its units (every unit of
+every k-of-n group whose repairs the pool does): a failed unit does not fail again until repaired,
+so at most N units wait, and a pool of c ≥ N technicians never makes a repair wait. Treating the
+failures as an unlimited (Poisson) stream, as M/M/c does, would call 6 units with one technician an
+unbounded queue. The spares check uses a cycle service level: the chance that the lead-time demand
+(Poisson) does not exceed the reorder point.
 """
 
 from __future__ import annotations
@@ -26,8 +33,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
 
 HOURS_PER_DAY = 24.0
-SAFETY_Z = 2.33
-"""Standard normal quantile of the suggested reorder point's cycle service level (99 %)."""
+CYCLE_SERVICE_LEVEL = 0.95
+"""A spare part is reported when the chance that a replenishment cycle has no stock-out, P(Poisson
+lead-time demand ≤ reorder point), is below this (95 %, a common inventory target: about one cycle
+in twenty runs out); the suggested reorder point is the smallest that reaches it."""
+CREW_WAIT_RATIO = 1.0
+"""A crew pool is reported when a failed unit's mean wait for a technician (finite-source queue
+M/M/c//N) is at least this multiple of the mean time its repair holds one: queueing at least doubles
+the time to repair."""
 ETTR_LOSS = 0.01
 """A checkpoint interval is reported when Daly's ETTR at it is this much (1 point) or more below
 Daly's ETTR at his optimum interval (the curve is flat near the optimum: a factor of 2 or 3 off may
@@ -45,31 +58,42 @@ class Advice:
         return f"{self.field}: {self.text}"
 
 
-def repair_demand_per_h(sc: "Scenario") -> dict[str, tuple[float, Any]]:
-    """Failures per hour that open a repair ticket, by part type, with the part's spec: node parts
-    (units = count × nodes; transient faults open no ticket), rack parts (count × racks) and fabric
-    units."""
+def repair_units(sc: "Scenario") -> dict[str, tuple[int, float, Any]]:
+    """Units that open a repair ticket when they fail, by part type: (installed units, failures per
+    hour, the part's spec). Node parts (count × nodes; transient faults open no ticket), rack parts
+    (count × racks) and fabric units."""
     n = sc.cluster.n_nodes
-    out: dict[str, tuple[float, Any]] = {}
+    out: dict[str, tuple[int, float, Any]] = {}
+
+    def add(name: str, units: int, part: Any) -> None:
+        m = mean_time_h(part.failure)
+        out[name] = (units, units / m if m > 0 else math.inf, part)
+
     for name, part in sc.cluster.node.parts.items():
         if part.effect != "transient":
-            m = mean_time_h(part.failure)
-            out[name] = (part.count * n / m if m > 0 else math.inf, part)
+            add(name, part.count * n, part)
     for name, part in sc.cluster.rack_parts.items():
-        m = mean_time_h(part.failure)
-        out[name] = (part.count * sc.cluster.racks / m if m > 0 else math.inf, part)
+        add(name, part.count * sc.cluster.racks, part)
     net = sc.network
     if net is not None:
         counts = net.counts(n)
         units = {"optic": counts["optics"], "leaf": counts["leaves"], "spine": counts["spines"]}
         for name, part in net.facility_parts().items():
-            m = mean_time_h(part.failure)
-            out[name] = (units[name] / m if m > 0 else math.inf, part)
+            add(name, units[name], part)
     return out
 
 
+def repair_demand_per_h(sc: "Scenario") -> dict[str, tuple[float, Any]]:
+    """Failures per hour that open a repair ticket, by part type, with the part's spec (see
+    :func:`repair_units`)."""
+    return {name: (rate_h, part) for name, (_, rate_h, part) in repair_units(sc).items()}
+
+
 def spares_advice(sc: "Scenario") -> list[Advice]:
-    """A reorder point below the mean demand over the lead time: stock-outs in most cycles."""
+    """A reorder point whose cycle service level, P(Poisson lead-time demand ≤ reorder point), is
+    below :data:`CYCLE_SERVICE_LEVEL`: stock-outs in more than one replenishment cycle in twenty."""
+    from scipy.stats import poisson
+
     demand = repair_demand_per_h(sc)
     out = []
     for name, sp in sc.maintenance.spares.items():
@@ -78,39 +102,69 @@ def spares_advice(sc: "Scenario") -> list[Advice]:
         rate_h = demand[name][0]
         lead = rate_h * sp.lead_time_days * HOURS_PER_DAY
         s = sp.reorder_point if sp.reorder_point is not None else sp.stock - 1
-        if s < lead:
-            suggest = math.ceil(lead + SAFETY_Z * math.sqrt(lead))
+        level = float(poisson.cdf(s, lead))
+        if level < CYCLE_SERVICE_LEVEL:
+            suggest = int(poisson.ppf(CYCLE_SERVICE_LEVEL, lead))
+            regime = ("below the mean demand: expect stock-outs in most replenishment cycles" if s < lead else
+                      f"{1 - level:.0%} of replenishment cycles run out")
             out.append(Advice(
                 f"maintenance.spares.{name}.reorder_point",
-                f"{s} is below the mean demand over the {sp.lead_time_days:g}-day lead time ({lead:.1f} = "
-                f"{rate_h * HOURS_PER_DAY:.2f} failures/day): expect stock-outs in most replenishment cycles, "
-                f"nodes waiting for parts and jobs waiting for nodes; about {suggest} gives a 99 % cycle service "
-                f"level (mean + {SAFETY_Z} Poisson sd)"))
+                f"{s} against a mean demand of {lead:.1f} over the {sp.lead_time_days:g}-day lead time "
+                f"({rate_h * HOURS_PER_DAY:.2f} failures/day): {regime} (cycle service level {level:.0%}), "
+                f"nodes waiting for parts and jobs waiting for nodes; {suggest} gives a "
+                f"{CYCLE_SERVICE_LEVEL:.0%} cycle service level (Poisson lead-time demand)"))
     return out
 
 
 def crew_advice(sc: "Scenario") -> list[Advice]:
-    """A crew offered at least as much work as its on-shift capacity: the repair queue is unstable."""
+    """A crew pool whose failed units wait on average at least :data:`CREW_WAIT_RATIO` × the time a
+    repair holds a technician, by the finite-source queue M/M/c//N of the pool's units.
+
+    The pool's part types (n_j units failing at λ_j each) become one class with the same total
+    failure rate Λ = Σ n_j·λ_j, the same offered work a = Σ n_j·λ_j × mean hands-on time (μ = Λ/a),
+    and the same loss of failure rate per unit down when the units down are a failure-weighted mix:
+    λ = Σ n_j·λ_j²/Λ, so N = Λ/λ = Λ²/Σ n_j·λ_j² (rounded, then λ = Λ/N). For one part type this is
+    that type's N and λ exactly; a type that almost never fails adds almost nothing to N; for large N
+    the queue tends to M/M/c with the same load. A shift calendar is taken as its long-run share f of
+    on-shift hours: c technicians each repairing at f·μ."""
     from twin.model.engine import Calendar
 
     crews = sc.maintenance.crews
     default = next(iter(crews))
+    rate = {name: 0.0 for name in crews}  # Λ
+    rate_sq = {name: 0.0 for name in crews}  # Σ n_j·λ_j²
     load = {name: 0.0 for name in crews}
-    for rate_h, part in repair_demand_per_h(sc).values():
+    for n_units, rate_h, part in repair_units(sc).values():
         pool = part.repair.crew or default
-        if pool in load:
+        if pool in load and rate_h > 0:
+            rate[pool] += rate_h
+            rate_sq[pool] += rate_h * rate_h / n_units
             load[pool] += rate_h * mean_time_h(part.repair.time)
     out = []
     week_h = 7 * HOURS_PER_DAY
     for name, shift in crews.items():
+        if not (0 < load[name] < math.inf and rate[name] < math.inf):
+            continue
         cal = Calendar(shift.shift, shift.start_hour, shift.end_hour, list(shift.workdays))
-        capacity = shift.count * cal.on_shift_hours(week_h) / week_h  # technicians available on average
-        if load[name] >= capacity:
-            out.append(Advice(
-                f"maintenance.crews.{name}.count",
-                f"repairs offer {load[name]:.2f} technicians of work on average (failures/h × mean hands-on time), "
-                f"the pool has {capacity:.2f} on shift on average: the repair queue grows without bound over the "
-                f"horizon (utilisation ≥ 1)"))
+        on_shift = cal.on_shift_hours(week_h) / week_h
+        if not on_shift > 0:
+            continue
+        capacity = shift.count * on_shift  # technicians available on average
+        hands_on_h = load[name] / rate[name]  # mean time a repair holds a technician
+        units = max(1, round(rate[name] ** 2 / rate_sq[name]))  # the effective number of units N
+        q = cf.machine_repair(units, rate[name] / units, on_shift / hands_on_h, shift.count)
+        held_h = hands_on_h / on_shift  # a repair's time at a technician, off-shift hours included
+        if q.mean_wait_h < CREW_WAIT_RATIO * held_h:
+            continue
+        over = (f"; the offered work exceeds the pool, so failed units pile up until about {q.mean_down:,.0f} of "
+                f"{units:,} are down on average" if load[name] >= capacity else "")
+        out.append(Advice(
+            f"maintenance.crews.{name}.count",
+            f"repairs offer {load[name]:.2f} technicians of work on average (failures/h × mean hands-on time) "
+            f"and the pool has {capacity:.2f} on shift on average: a failed unit waits {q.mean_wait_h:.3g} h for a "
+            f"technician on average, more than the {held_h:.3g} h its repair holds one (finite-source queue "
+            f"M/M/{shift.count}//{units}: {q.mean_waiting:.2f} repairs waiting, technicians busy "
+            f"{q.utilisation:.0%} of the time{over})"))
     return out
 
 

@@ -217,10 +217,10 @@ def load_ambient_csv(path: Path) -> NDArray[np.float64]:
     """Hourly outdoor temperatures (°C) from a CSV: column ``temp_c`` (or the first column), one row per
     hour from time 0. Errors name the file and the row."""
     from twin.errors import InputError
+    from twin.scenario.files import require_file
 
     src = str(path)
-    if not path.is_file():
-        raise InputError(src, "", "ambient temperature file not found")
+    require_file(path, "ambient temperature file")
     vals: list[float] = []
     with path.open(encoding="utf-8", newline="") as fh:
         rows = list(csv.reader(fh))

@@ -14,7 +14,7 @@ Written in a scenario as::
       labour: {rate_per_hour: 100, pools: {electrical: 150}}
       energy: {price_per_kwh: 0.10, time_of_use: {file: data/tou.csv}, pue: 1.55}
 
-Every price is in ``currency`` and must be ≥ 0; every default is an assumption (no price is in
+Every price is in ``currency`` and must be ≥ 0 and ≤ :data:`MAX_COST_INPUT`; every default is an assumption (no price is in
 ``shared/design/sources.md``) except where a source is named. The time-of-use CSV is read when the
 scenario is loaded (:meth:`TimeOfUse.bind_files`, called by the loader for every section that has
 it); its errors name the file and the row.
@@ -34,8 +34,15 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
 
 from twin.scenario.defaults import moved
 
-NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Pos = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+MAX_COST_INPUT = 1e15
+"""Upper bound of every number of the costs section (prices, rates, powers, years) and of a
+time-of-use price. 10^15 is above any real price in any currency (a billion-dollar item in the
+currency with the smallest unit is about 4×10^13 of it) and keeps every product of a price and a
+quantity the limits allow (twin.limits) finite in float64: a price such as 1e308 overflowed to a
+total cost of ``inf``."""
+
+NonNeg = Annotated[float, Field(ge=0, le=MAX_COST_INPUT, allow_inf_nan=False)]
+Pos = Annotated[float, Field(gt=0, le=MAX_COST_INPUT, allow_inf_nan=False)]
 
 HOURS_PER_WEEK = 168
 DAYS_PER_YEAR = 365.0
@@ -123,10 +130,10 @@ def load_tou_csv(path: Path) -> tuple[str, NDArray[np.float64]]:
     the series repeats past its end). Rows must be in hour order without gaps or repeats; blank lines
     are skipped. Every error raises :class:`~twin.errors.InputError` naming the file and the row."""
     from twin.errors import InputError
+    from twin.scenario.files import require_file
 
     src = str(path)
-    if not path.is_file():
-        raise InputError(src, "", "time-of-use price file not found")
+    require_file(path, "time-of-use price file")
     with path.open(encoding="utf-8", newline="") as fh:
         rows = list(csv.reader(fh))
     lines = [(i, [c.strip() for c in r]) for i, r in enumerate(rows, start=1) if r and "".join(r).strip()]
@@ -154,8 +161,9 @@ def load_tou_csv(path: Path) -> tuple[str, NDArray[np.float64]]:
             p = float(r[1])
         except ValueError:
             raise InputError(src, f"row {i}", f"price_per_kwh is not a number: {r[1]!r}") from None
-        if not (math.isfinite(p) and p >= 0):
-            raise InputError(src, f"row {i}", f"price_per_kwh must be a finite number >= 0, got {r[1]}")
+        if not (math.isfinite(p) and 0 <= p <= MAX_COST_INPUT):
+            raise InputError(src, f"row {i}", f"price_per_kwh must be a finite number in [0, {MAX_COST_INPUT:g}], "
+                                              f"got {r[1]}")
         prices.append(p)
         if kind == "hour_of_week" and len(prices) > HOURS_PER_WEEK:
             raise InputError(src, f"row {i}", f"hour_of_week runs 0..{HOURS_PER_WEEK - 1}, got {r[0]}")

@@ -126,9 +126,9 @@ def normalise_dist(value: Any) -> Any:
 def load_empirical(path: Path) -> NDArray[np.float64]:
     """Read an empirical CSV: one column of non-negative hours, optional header line."""
     from twin.errors import InputError
+    from twin.scenario.files import require_file
 
-    if not path.is_file():
-        raise InputError(str(path), "", "empirical distribution file not found")
+    require_file(path, "empirical distribution file")
     vals: list[float] = []
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from twin.errors import InputError
 from twin.scenario.distributions import Empirical, load_empirical
+from twin.scenario.files import file_problem, require_file
 from twin.scenario.schema import Scenario
 
 MAX_FILE_BYTES = 1_000_000
@@ -204,8 +205,7 @@ def safe_load_text(text: str, src: str = "<text>") -> Any:
 def read_yaml(path: Path) -> dict[str, Any]:
     """Read one YAML mapping safely: size limit, alias-bomb and depth guards, ``safe_load`` semantics."""
     src = str(path)
-    if not path.is_file():
-        raise InputError(src, "", "file not found")
+    require_file(path, "scenario file")
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise InputError(src, "", f"file is {size} bytes; scenario files are limited to {MAX_FILE_BYTES} bytes")
@@ -349,8 +349,10 @@ def _load_chain(path: Path, top_dir: Path, seen: tuple[Path, ...],
     parent_path = (path.parent / parent)
     if roots is not None:
         _check_inside(parent_path, roots, str(path), "extends", parent)
-    if not parent_path.is_file():
-        raise InputError(str(path), "extends", f"base scenario not found: {parent}")
+    problem = file_problem(parent_path, "base scenario file")
+    if problem is not None:
+        raise InputError(str(path), "extends", f"base scenario not found: {parent}" if problem.endswith("not found")
+                         else f"{parent}: {problem}")
     base = _load_chain(parent_path, top_dir, seen + (real,), roots)
     return deep_merge(base, doc)
 
@@ -616,8 +618,7 @@ def merged_document(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The scenario document of ``path`` after its ``extends`` chain is merged, not validated (for
     tools that write a scenario extending it, such as ``twin fit --into``)."""
     p = Path(path)
-    if not p.is_file():
-        raise InputError(str(p), "", "is a folder, not a scenario file" if p.is_dir() else "scenario file not found")
+    require_file(p, "scenario file")
     return _load_chain(p, p.parent, (), _allowed_roots(p))
 
 
@@ -626,8 +627,7 @@ def load_scenario(path: str | os.PathLike[str], overrides: list[str] | None = No
     """Load, merge, override and validate a scenario file. Paths in it must stay inside the
     scenario's folder, the project, ``allow`` or :func:`allowed_paths` (see the path rules above)."""
     p = Path(path)
-    if not p.is_file():
-        raise InputError(str(p), "", "is a folder, not a scenario file" if p.is_dir() else "scenario file not found")
+    require_file(p, "scenario file")
     roots = _allowed_roots(p, allow)
     doc = _load_chain(p, p.parent, (), roots)
     trusted: set[str] = set()

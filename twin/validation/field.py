@@ -7,7 +7,9 @@ predictions). :data:`PROVENANCE` holds these statements; the report prints them.
 
 * ``llama3_54day``: the Llama 3 54-day snapshot (arXiv 2407.21783 §3.3.4, Table 5; the table is
   packaged as ``twin/validation/data/llama3-54day-interruptions.csv``) against
-  ``scenarios/pretrain-16k.yaml``.
+  ``scenarios/pretrain-16k.yaml`` (packaged, with the ``baseline.yaml`` it extends, as
+  ``twin/validation/scenarios/``: byte copies of the repository's files, kept identical by a test,
+  so that ``twin validate`` runs from an installed wheel).
 * ``meta_rsc``: Meta's research clusters (Kokolis et al., arXiv 2410.21680: 6.50 and 2.34
   failures per 1,000 node-days on RSC-1 and RSC-2; job MTTF = 1/(N_nodes·r_f)).
 """
@@ -16,13 +18,17 @@ from __future__ import annotations
 
 import copy
 import csv
+import io
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-import twin
 from twin.errors import InputError
 from twin.scenario.loader import load_scenario
 from twin.sim import run_replication
@@ -40,9 +46,31 @@ from twin.validation.framework import (
     run_doc,
 )
 
-DATA = Path(__file__).resolve().parent / "data"
-LLAMA_CSV = DATA / "llama3-54day-interruptions.csv"
-PRETRAIN_SCENARIO = Path(twin.__file__).resolve().parents[1] / "scenarios" / "pretrain-16k.yaml"
+LLAMA_CSV = "llama3-54day-interruptions.csv"
+"""Package data of :mod:`twin.validation` (folder ``data/``): Table 5 of the Llama 3 paper."""
+PACKAGED_SCENARIOS = ("baseline.yaml", "pretrain-16k.yaml")
+"""Package data of :mod:`twin.validation` (folder ``scenarios/``): copies of the repository's
+``scenarios/`` files of these names (the field case's scenario and the base it extends)."""
+PRETRAIN_SCENARIO = "pretrain-16k.yaml"
+
+
+def packaged(folder: str, name: str) -> Traversable:
+    """A file shipped in the package (``twin/validation/<folder>/<name>``), read through
+    :mod:`importlib.resources` so that it is found in an installed wheel as in the source tree."""
+    return resources.files("twin.validation").joinpath(folder).joinpath(name)
+
+
+@contextmanager
+def packaged_scenario(name: str = PRETRAIN_SCENARIO) -> Iterator[Path]:
+    """The path of a packaged scenario on the file system, beside the scenarios it extends, for the
+    block (the whole folder is materialised, so ``extends`` resolves)."""
+    with resources.as_file(resources.files("twin.validation").joinpath("scenarios")) as folder:
+        path = Path(folder) / name
+        if not path.is_file():
+            raise InputError("twin validate", "llama3_54day",
+                             f"the installed package lacks {path} (twin/validation/scenarios/ is package data; "
+                             "reinstall twin)")
+        yield path
 
 LLAMA_GPUS = 16_384
 LLAMA_NODES = LLAMA_GPUS // 8
@@ -113,10 +141,11 @@ PROVENANCE: dict[str, dict[str, str]] = {
 
 # ---- Llama 3 -------------------------------------------------------------------------------------
 
-def read_llama_table(path: Path = LLAMA_CSV) -> list[dict[str, Any]]:
-    """Rows of the packaged Table 5: category, component_group, count (int), printed_percent."""
-    with path.open(encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(fh))
+def read_llama_table(path: Path | None = None) -> list[dict[str, Any]]:
+    """Rows of the packaged Table 5 (or of ``path``): category, component_group, count (int),
+    printed_percent."""
+    source = packaged("data", LLAMA_CSV) if path is None else path
+    rows = list(csv.DictReader(io.StringIO(source.read_text(encoding="utf-8"), newline="")))
     for r in rows:
         r["count"] = int(r["count"])
     return rows
@@ -154,13 +183,13 @@ def llama3_54day(s: Settings, scenario: Path | None = None) -> list[CaseResult]:
 
     The failure rates were tuned to these very counts, so the counts are in-sample; the ETTR is not
     (provenance below)."""
-    path = scenario or PRETRAIN_SCENARIO
-    if not path.is_file():
-        raise InputError("twin validate", "llama3_54day",
-                         f"needs {path} (the field case runs the repository's pretrain-16k scenario)")
     rows = read_llama_table()
     published = published_group_counts(rows)
-    loaded = load_scenario(path)
+    if scenario is None:
+        with packaged_scenario() as path:
+            loaded = load_scenario(path)
+    else:
+        loaded = load_scenario(scenario)
     doc = copy.deepcopy(loaded.resolved)
     doc.pop("seed", None)  # the suite's seed
     sc = load_case_doc(doc, s)
