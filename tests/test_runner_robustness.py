@@ -9,6 +9,7 @@ the tests slower, never wrong.
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import sys
@@ -177,3 +178,109 @@ def test_wait_for_workers_says_so_once_and_waits_until_one_joins() -> None:
         finally:
             backend.abort()
         helper.join(10)
+
+
+# ----------------------------------------------------------------------------- item 5: the environment
+
+def _no_space(*args: object, **kwargs: object) -> None:
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # as write(2) gives it: no file named
+
+
+def test_full_disk_while_storing_a_replication_is_exit_2_one_line(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow.parquet as pq
+
+    scen = _scenario(tmp_path)
+    monkeypatch.setenv("TWIN_LOG_DIR", str(tmp_path / "logs"))
+    monkeypatch.setattr(pq, "write_table", _no_space)
+    code, err, _ = run_cli(["montecarlo", str(scen), "--reps", "2", "--results", str(tmp_path / "res"), "--quiet",
+                            "--no-report"])
+    assert code == 2, err
+    assert len(err) == 1, err
+    assert err[0].startswith("error: ") and "No space left on device" in err[0], err
+    assert "rep-00000.parquet" in err[0], err  # names the file it was writing
+    assert not (tmp_path / "logs").exists()  # not a bug: no traceback saved
+
+
+def test_full_disk_while_writing_run_results_is_exit_2_one_line(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    scen = _scenario(tmp_path)
+    monkeypatch.setenv("TWIN_LOG_DIR", str(tmp_path / "logs"))
+    monkeypatch.setattr(os, "fsync", _no_space)
+    code, err, _ = run_cli(["run", str(scen), "--results", str(tmp_path / "res"), "--quiet"])
+    assert code == 2, err
+    assert len(err) == 1 and "No space left on device" in err[0] and str(tmp_path / "res") in err[0], err
+    assert not (tmp_path / "logs").exists()
+
+
+def test_unreadable_scenario_injected_eacces_is_exit_2_one_line(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """EACCES as the system gives it (injected: the tests may run as root, which reads anything)."""
+    scen = _scenario(tmp_path)
+    real = Path.read_bytes
+
+    def read_bytes(self: Path) -> bytes:
+        if self.name == scen.name:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setenv("TWIN_LOG_DIR", str(tmp_path / "logs"))
+    code, err, _ = run_cli(["run", str(scen), "--results", str(tmp_path / "res")])
+    assert code == 2, err
+    assert err == [f"error: {scen}: Permission denied (check the permissions of that path)"], err
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root reads a chmod 000 file")
+def test_unreadable_scenario_chmod_000_is_exit_2_one_line(tmp_path: Path) -> None:
+    scen = _scenario(tmp_path)
+    scen.chmod(0)
+    try:
+        code, err, _ = run_cli(["run", str(scen), "--results", str(tmp_path / "res")])
+    finally:
+        scen.chmod(0o644)
+    assert code == 2 and len(err) == 1 and "Permission denied" in err[0] and str(scen) in err[0], err
+
+
+def test_an_internal_error_log_goes_under_the_results_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug (here an OSError whose errno is not the environment's) is exit 3; its traceback goes
+    to <--results>/logs, not to results/logs in the working directory."""
+    import twin.experiment.single as single
+
+    def bug(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    scen = _scenario(tmp_path)
+    monkeypatch.delenv("TWIN_LOG_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(single, "write_results", bug)
+    code, err, _ = run_cli(["run", str(scen), "--results", str(tmp_path / "elsewhere"), "--quiet"])
+    assert code == 3, err
+    logs = list((tmp_path / "elsewhere" / "logs").glob("twin-error-*.log"))
+    assert len(logs) == 1 and "Bad file descriptor" in logs[0].read_text(), err
+    assert str(logs[0]) in err[0]
+    assert not (tmp_path / "results").exists()
+
+
+def test_data_file_changed_during_a_run_is_named_exit_2(tmp_path: Path) -> None:
+    """A worker re-reads the scenario's data files; one that changed since the run read it is named
+    (an EnvironmentProblem that crosses the process boundary whole), not reported as a bug."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from twin.errors import EnvironmentProblem
+    from twin.experiment.runner import payload_of, run_batch
+    from twin.scenario import load_scenario
+
+    (tmp_path / "repair.csv").write_text("hours\n10\n20\n30\n")
+    scen = _scenario(tmp_path)
+    doc = yaml.safe_load(scen.read_text())
+    doc["cluster"]["node"]["parts"]["gpu"]["repair"]["time"] = {"dist": "empirical", "file": "repair.csv"}
+    scen.write_text(yaml.safe_dump(doc, sort_keys=False))
+    payload = payload_of(load_scenario(scen))
+    assert run_batch(payload, [0])  # unchanged: runs
+    (tmp_path / "repair.csv").write_text("hours\n10\n20\n31\n")
+    with ProcessPoolExecutor(1) as ex:
+        with pytest.raises(EnvironmentProblem) as info:
+            ex.submit(run_batch, payload, [1]).result()
+    line = info.value.one_line()
+    assert line.startswith(f"{tmp_path / 'repair.csv'}: cluster.node.parts.gpu.repair.time.file: the file changed"), line

@@ -60,9 +60,10 @@ import yaml
 import twin
 from twin.errors import EnvironmentProblem, InputError
 from twin.experiment import stats
-from twin.experiment.store import atomic_write_parquet, atomic_write_text, check_label, versions, write_json
+from twin.experiment.store import (atomic_write_parquet, atomic_write_text, check_label, name_path, versions,
+                                  write_json)
 from twin.scenario.advice import advise
-from twin.scenario.loader import Loaded, load_dict
+from twin.scenario.loader import Loaded, _file_values, load_dict
 
 TASK_TARGET_S = 0.5
 """A pool task should take about this long: shorter replications are batched."""
@@ -99,9 +100,11 @@ def experiment_folder(results_root: Path | str, loaded: Loaded, label: str | Non
 
 
 def payload_of(loaded: Loaded) -> dict[str, Any]:
-    """What a worker needs: plain data only (resolved dict, hash, base folder of data files)."""
+    """What a worker needs: plain data only (resolved dict, hash, base folder of data files; the data
+    files' digests and the twin version, so a worker that validates to another hash can say why)."""
     return {"resolved": loaded.resolved, "hash": loaded.hash, "source": str(loaded.source),
-            "base_dir": str(Path(loaded.source).parent.resolve())}
+            "base_dir": str(Path(loaded.source).parent.resolve()), "data_files": dict(loaded.data_files),
+            "twin_version": twin.__version__}
 
 
 # ---------------------------------------------------------------- worker side
@@ -141,10 +144,7 @@ def run_batch(payload: Mapping[str, Any], indices: list[int],
     from twin.sim import run_replication
 
     loaded = load_dict(payload["resolved"], payload["source"], Path(payload["base_dir"]))
-    if loaded.hash != payload["hash"]:
-        raise RuntimeError(f"the worker validates the scenario to hash {loaded.hash}, the client to {payload['hash']}: "
-                           f"do the client and the workers run the same twin code (worker twin {twin.__version__}) and read "
-                           f"the same data files?")
+    check_same_scenario(payload, loaded)
     out = []
     # run_replication collects garbage after each model (SimPy leaves cycles). A full collection
     # walks every tracked object of the process (~70-100 ms with pandas/scipy loaded, longer than
@@ -163,6 +163,27 @@ def run_batch(payload: Mapping[str, Any], indices: list[int],
     finally:
         gc.unfreeze()
     return out
+
+
+def check_same_scenario(payload: Mapping[str, Any], loaded: Loaded) -> None:
+    """In a worker: the scenario it validated (``loaded``) must have the run's hash. A data file
+    that changed since the run read it, or a worker running another twin version, is the
+    environment (:class:`EnvironmentProblem`, exit 2, naming the file or the versions); any other
+    mismatch is a bug (RuntimeError, exit 3)."""
+    if loaded.hash == payload["hash"]:
+        return
+    started = payload.get("data_files") or {}
+    for fld, value in _file_values(payload["resolved"]):
+        if started.get(fld) != loaded.data_files.get(fld):
+            path = Path(payload["base_dir"]) / value
+            raise EnvironmentProblem(str(path), fld, "the file changed while the run was using it (its contents "
+                                     "are part of the scenario hash); rerun when it no longer changes")
+    version = payload.get("twin_version", twin.__version__)
+    if version != twin.__version__:
+        raise EnvironmentProblem(str(payload["source"]), "", f"a worker runs twin {twin.__version__}, this run twin "
+                                 f"{version}: install the same twin on the client and every worker")
+    raise RuntimeError(f"the worker validates the scenario to hash {loaded.hash}, the client to {payload['hash']}, "
+                       f"with the same data files and twin {twin.__version__}")
 
 
 def _watch_parent(parent: int) -> None:
@@ -534,13 +555,15 @@ def write_row(path: Path, row: Mapping[str, Any]) -> None:
     fields = [pa.field(k, pa.int64() if ID_DTYPES[k] == "int64" else pa.string()) for k in ids]
     fields += [pa.field(k, pa.float64()) for k in metrics]
     table = pa.Table.from_pydict({k: [row[k]] for k in ids + metrics}, schema=pa.schema(fields))
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, tmp)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            name_path(exc, path)
         raise
 
 

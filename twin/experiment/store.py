@@ -57,31 +57,51 @@ def write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(clean_json(obj), indent=2, sort_keys=True, default=_json_default) + "\n")
 
 
+def name_path(exc: OSError, path: Path | str) -> None:
+    """Give an ``OSError`` raised while writing ``path`` that file's name when the system gave it
+    none (a ``write`` or ``fsync`` that runs out of space names no file), so the one-line error of
+    an environment problem (:func:`twin.errors.environment_problem`) can say which file it was."""
+    if exc.filename is None:
+        exc.filename = str(path)
+
+
 def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        name_path(exc, path)
+        raise
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            name_path(exc, path)
         raise
 
 
 def atomic_write_parquet(path: Path, df: pd.DataFrame) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+    except OSError as exc:
+        name_path(exc, path)
+        raise
     try:
         df.to_parquet(tmp, index=False)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            name_path(exc, path)
         raise
 
 
