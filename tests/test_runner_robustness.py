@@ -10,6 +10,7 @@ the tests slower, never wrong.
 from __future__ import annotations
 
 import errno
+import json
 import io
 import os
 import sys
@@ -284,3 +285,146 @@ def test_data_file_changed_during_a_run_is_named_exit_2(tmp_path: Path) -> None:
             ex.submit(run_batch, payload, [1]).result()
     line = info.value.one_line()
     assert line.startswith(f"{tmp_path / 'repair.csv'}: cluster.node.parts.gpu.repair.time.file: the file changed"), line
+
+
+# ----------------------------------------------------------------------------- item 6: the folder lock
+
+def _cli_argv(scen: Path, results: Path, reps: int) -> list[str]:
+    return [sys.executable, "-m", "twin.cli", "montecarlo", str(scen), "--reps", str(reps), "--results", str(results),
+            "--quiet", "--no-report"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGSTOP and /proc")
+def test_two_identical_runs_one_computes_the_other_waits_and_reuses(tmp_path: Path) -> None:
+    """Run A holds the lock; it is paused (SIGSTOP) so run B surely starts while A still writes;
+    B says which run holds the folder and waits; A resumes and finishes; B reuses A's results. The
+    final table is the one an undisturbed run gives."""
+    import signal
+    import subprocess
+
+    import pandas as pd
+
+    from twin.experiment.runner import experiment_folder, run_experiment
+    from twin.experiment.store import lock_path
+    from twin.scenario import load_scenario
+
+    scen = _scenario(tmp_path, days=3650, nodes=16, name="medium")  # ~0.3 s a replication
+    folder = experiment_folder(tmp_path / "res", load_scenario(scen))
+    env = {**os.environ, "TWIN_LOG_DIR": str(tmp_path / "logs"), "PYTHONPATH": str(Path(__file__).parents[1])}
+    a_err, b_err = tmp_path / "a.err", tmp_path / "b.err"
+    with a_err.open("w") as ae, b_err.open("w") as be:
+        a = subprocess.Popen(_cli_argv(scen, tmp_path / "res", 8), stdout=subprocess.PIPE, stderr=ae, text=True,
+                             env=env, cwd=tmp_path)
+        b = None
+        try:
+            assert _wait_until(lambda: lock_path(folder).is_file() and any((folder / "reps").glob("rep-*.parquet"))
+                               or a.poll() is not None, 120)
+            assert a.poll() is None, a_err.read_text()
+            a.send_signal(signal.SIGSTOP)  # A holds the lock and has work left
+            b = subprocess.Popen(_cli_argv(scen, tmp_path / "res", 8), stdout=subprocess.PIPE, stderr=be, text=True,
+                                 env=env, cwd=tmp_path)
+            assert _wait_until(lambda: "waiting:" in b_err.read_text() or b.poll() is not None, 120), b_err.read_text()
+            a.send_signal(signal.SIGCONT)
+            a_out, _ = a.communicate(timeout=300)
+            b_out, _ = b.communicate(timeout=300)
+        finally:
+            for p in (a, b):
+                if p is not None and p.poll() is None:
+                    p.kill()
+                    p.wait()
+    assert a.returncode == 0 and b.returncode == 0, (a_err.read_text(), b_err.read_text())
+    waiting = [ln for ln in b_err.read_text().splitlines() if ln.startswith("waiting:")]
+    assert len(waiting) == 1 and f"process {a.pid} on " in waiting[0], b_err.read_text()
+    assert "8 computed, 0 reused" in a_out.splitlines()[0], a_out
+    assert "reused the complete folder" in b_out.splitlines()[0], b_out
+    assert a_out.splitlines()[1:] == b_out.splitlines()[1:]  # the same table printed
+    assert not lock_path(folder).exists()
+    alone = run_experiment(load_scenario(scen), 8, folder=tmp_path / "alone", progress=False)
+    pd.testing.assert_frame_equal(pd.read_parquet(folder / "replications.parquet"), alone.replications,
+                                  check_exact=True)
+
+
+def _dead_pid() -> int:
+    import subprocess
+
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+@pytest.mark.parametrize("kind", ["pid-ended", "heartbeat-old"])
+def test_a_stale_lock_is_taken_over(tmp_path: Path, kind: str) -> None:
+    import json
+    import platform
+
+    import twin.experiment.store as store
+    from twin.experiment.runner import run_experiment
+    from twin.scenario import load_scenario
+
+    folder = tmp_path / "res" / "mc"
+    lock = store.lock_path(folder)
+    lock.parent.mkdir(parents=True)
+    now = time.time()
+    if kind == "pid-ended":  # a run on this host killed a moment ago: its heartbeat is fresh, its process gone
+        record = {"pid": _dead_pid(), "host": platform.node(), "heartbeat": now, "token": "old"}
+    else:  # a run on another machine that stopped beating long ago (its process id means nothing here)
+        record = {"pid": os.getpid(), "host": "another-host.invalid", "heartbeat": now - 2 * store.LOCK_STALE_S,
+                  "token": "old"}
+    lock.write_text(json.dumps(record))
+    said: list[str] = []
+    res = run_experiment(load_scenario(_scenario(tmp_path)), 2, folder=folder, progress=False, echo=said.append)
+    assert res.computed == 2
+    why = "has ended" if kind == "pid-ended" else "no heartbeat for"
+    assert any(s.startswith(f"note: took over the lock of {folder}") and why in s for s in said), said
+    assert not lock.exists()
+
+
+def test_a_live_lock_is_not_taken_over(tmp_path: Path) -> None:
+    """A lock with a live process and a fresh heartbeat is not taken over: a second holder (here a
+    thread of the same process) says it waits, and gets the lock only once the first releases it."""
+    import threading
+
+    import twin.experiment.store as store
+
+    folder = tmp_path / "res" / "mc"
+    said: list[str] = []
+    order: list[str] = []
+    with store.folder_lock(folder, said.append):
+        lock = store.lock_path(folder)
+        assert lock.is_file()
+        record = json.loads(lock.read_text())
+        assert record["pid"] == os.getpid() and record["host"] and record["heartbeat"] <= time.time()
+
+        def second() -> None:
+            with store.folder_lock(folder, said.append, poll_s=0.05):
+                order.append("second")
+
+        t = threading.Thread(target=second)
+        t.start()
+        assert _wait_until(lambda: any(s.startswith("waiting:") for s in said), 30), said
+        order.append("first")
+    t.join(30)
+    assert order == ["first", "second"]
+    assert not any("took over" in s for s in said), said
+    assert not store.lock_path(folder).exists()
+
+
+def test_twin_run_holds_the_lock_of_its_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``twin run`` locks its results folder too: a stale lock on it is taken over (with the note) and
+    released at the end."""
+    import platform
+
+    import twin.experiment.store as store
+    from twin.scenario import load_scenario
+
+    scen = _scenario(tmp_path)
+    ld = load_scenario(scen)
+    folder = store.run_folder(tmp_path / "res", ld.scenario.name, ld.hash, ld.scenario.seed, None)
+    lock = store.lock_path(folder)
+    lock.parent.mkdir(parents=True)
+    lock.write_text(json.dumps({"pid": _dead_pid(), "host": platform.node(), "heartbeat": time.time()}))
+    monkeypatch.setenv("TWIN_LOG_DIR", str(tmp_path / "logs"))
+    code, err, _ = run_cli(["run", str(scen), "--results", str(tmp_path / "res"), "--quiet"])
+    assert code == 0, err
+    assert any(ln.startswith(f"note: took over the lock of {folder}") for ln in err), err
+    assert (folder / "summary.json").is_file() and not lock.exists()

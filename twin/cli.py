@@ -108,8 +108,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             _echo(line)
         return 0
     show = (not args.quiet) and sys.stderr.isatty()
-    return run_command(loaded, Path(args.results), args.label, args.overwrite, args.replication, show, _echo,
-                       lifetimes=args.lifetimes)
+    from twin.console import note
+    from twin.experiment.store import folder_lock, run_folder
+
+    sc = loaded.scenario
+    folder = run_folder(Path(args.results), sc.name, loaded.hash, sc.seed, args.label, args.replication)
+    with folder_lock(folder, note):  # an identical run started meanwhile waits, then finds the results up to date
+        return run_command(loaded, Path(args.results), args.label, args.overwrite, args.replication, show, _echo,
+                           lifetimes=args.lifetimes)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

@@ -60,8 +60,8 @@ import yaml
 import twin
 from twin.errors import EnvironmentProblem, InputError
 from twin.experiment import stats
-from twin.experiment.store import (atomic_write_parquet, atomic_write_text, check_label, name_path, versions,
-                                  write_json)
+from twin.experiment.store import (atomic_write_parquet, atomic_write_text, check_label, folder_lock, name_path,
+                                  versions, write_json)
 from twin.scenario.advice import advise
 from twin.scenario.loader import Loaded, _file_values, load_dict
 
@@ -703,7 +703,10 @@ def run_experiment(loaded: Loaded, reps: int, workers: int = 1, dask_address: st
     95 % t-interval half-width is at most its target or ``max_reps`` is reached.
 
     Ctrl-C stops the workers at once, keeps every stored replication, prints how to resume and
-    re-raises KeyboardInterrupt."""
+    re-raises KeyboardInterrupt.
+
+    The folder is locked while the run writes it (:func:`twin.experiment.store.folder_lock`): an
+    identical run started meanwhile waits, then reuses the complete folder."""
     say = echo or (lambda s: print(s, file=sys.stderr, flush=True))
     if reps < 2:
         raise InputError("--reps", str(reps), "a Monte Carlo needs at least 2 replications")
@@ -717,6 +720,17 @@ def run_experiment(loaded: Loaded, reps: int, workers: int = 1, dask_address: st
             raise InputError("--max-reps", str(max_reps), f"must be >= --reps ({reps})")
     t_start = time.perf_counter()
     folder = Path(folder) if folder is not None else experiment_folder(results_root, loaded)
+    if folder.exists() and not folder.is_dir():
+        raise InputError(str(folder), "", "exists and is not a folder")
+    with folder_lock(folder, say):
+        return _run_locked(loaded, reps, workers, dask_address, folder, overwrite, target_ci, progress, max_reps,
+                           say, t_start)
+
+
+def _run_locked(loaded: Loaded, reps: int, workers: int, dask_address: str | None, folder: Path, overwrite: bool,
+                target_ci: Mapping[str, float] | None, progress: bool, max_reps: int, say: Callable[[str], None],
+                t_start: float) -> ExperimentResult:
+    """:func:`run_experiment` once it holds the folder's lock."""
     note = prepare_folder(folder, loaded, overwrite)
     if note:
         say(note)
