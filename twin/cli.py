@@ -1,5 +1,6 @@
-"""The ``twin`` command. Exit codes: 0 ok, 1 a check failed, 2 bad input, 3 internal error,
-130 interrupted."""
+"""The ``twin`` command. Exit codes: 0 ok, 1 a check failed, 2 bad input or the environment (a full
+disk, a permission, no Dask worker: :mod:`twin.errors`), 3 internal error (traceback saved under
+``<--results>/logs``), 130 interrupted."""
 
 from __future__ import annotations
 
