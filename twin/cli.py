@@ -1,5 +1,6 @@
-"""The ``twin`` command. Exit codes: 0 ok, 1 a check failed, 2 bad input, 3 internal error,
-130 interrupted."""
+"""The ``twin`` command. Exit codes: 0 ok, 1 a check failed, 2 bad input or the environment (a full
+disk, a permission, no Dask worker: :mod:`twin.errors`), 3 internal error (traceback saved under
+``<--results>/logs``), 130 interrupted."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import traceback
 from pathlib import Path
 from typing import Callable, Sequence
 
-from twin.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, InputError
+from twin.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, InputError, environment_problem
 
 
 class _ArgParser(argparse.ArgumentParser):
@@ -34,6 +35,28 @@ def nonneg_int(text: str) -> int:
     if v < 0:
         raise argparse.ArgumentTypeError(f"{v} must be >= 0")
     return v
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds > 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (v > 0 and v != float("inf")):
+        raise argparse.ArgumentTypeError(f"{text} must be a positive, finite number of seconds")
+    return v
+
+
+def _add_worker_wait_args(sub: argparse._SubParsersAction) -> None:
+    """Every command that takes ``--dask`` also takes how long to wait for a Dask worker."""
+    for p in dict.fromkeys(sub.choices.values()):
+        if any(a.dest == "dask" for a in p._actions):
+            p.add_argument("--worker-wait-s", dest="worker_wait_s", type=positive_seconds, default=60.0, metavar="S",
+                           help="with --dask: stop (exit 2) when the scheduler has had no worker for S seconds, at "
+                                "the start or after the last one left (default 60)")
+            p.add_argument("--wait-for-workers", dest="wait_for_workers", action="store_true",
+                           help="with --dask: wait for workers however long it takes, instead")
 
 
 def check_results_root(root: str) -> None:
@@ -86,8 +109,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             _echo(line)
         return 0
     show = (not args.quiet) and sys.stderr.isatty()
-    return run_command(loaded, Path(args.results), args.label, args.overwrite, args.replication, show, _echo,
-                       lifetimes=args.lifetimes)
+    from twin.console import note
+    from twin.experiment.store import folder_lock, run_folder
+
+    sc = loaded.scenario
+    folder = run_folder(Path(args.results), sc.name, loaded.hash, sc.seed, args.label, args.replication)
+    with folder_lock(folder, note):  # an identical run started meanwhile waits, then finds the results up to date
+        return run_command(loaded, Path(args.results), args.label, args.overwrite, args.replication, show, _echo,
+                           lifetimes=args.lifetimes)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -131,20 +160,49 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         m.add_parser(sub)
+    _add_worker_wait_args(sub)
     return parser
 
 
-def _save_traceback() -> Path:
-    base = Path(os.environ.get("TWIN_LOG_DIR", "results/logs"))
+def log_dir(results_root: str | None) -> Path:
+    """Where an internal error's traceback goes: ``$TWIN_LOG_DIR``, else ``logs`` under the
+    results folder of the command (``--results``), else ``results/logs``."""
+    env = os.environ.get("TWIN_LOG_DIR")
+    if env:
+        return Path(env)
+    return Path(results_root or "results") / "logs"
+
+
+def _save_traceback(results_root: str | None) -> Path:
+    text = traceback.format_exc()
+    name = f"twin-error-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log"
     try:
+        base = log_dir(results_root)
         base.mkdir(parents=True, exist_ok=True)
-    except OSError:
+        (base / name).write_text(text)
+        return base / name
+    except OSError:  # the results folder cannot take it (full, read-only): the system's temporary folder
         import tempfile
 
-        base = Path(tempfile.gettempdir())
-    path = base / f"twin-error-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log"
-    path.write_text(traceback.format_exc())
-    return path
+        path = Path(tempfile.gettempdir()) / name
+        path.write_text(text)
+        return path
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, inside the scopes its options set (allowed paths, the Dask worker wait)."""
+    from contextlib import ExitStack
+
+    with ExitStack() as scopes:
+        if getattr(args, "allow_paths", None):
+            from twin.scenario.loader import allowed_paths
+
+            scopes.enter_context(allowed_paths(args.allow_paths))
+        if getattr(args, "dask", None):
+            from twin.experiment.runner import worker_wait
+
+            scopes.enter_context(worker_wait(args.worker_wait_s, args.wait_for_workers))
+        return int(args.func(args))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -158,17 +216,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     import matplotlib
 
     matplotlib.use("Agg")  # the command line draws files only; notebooks keep their inline backend
+    results_root: str | None = None
     try:
         parser = build_parser()
         args = parser.parse_args(args_list)
-        if getattr(args, "results", None) is not None:
-            check_results_root(args.results)
-        if getattr(args, "allow_paths", None):
-            from twin.scenario.loader import allowed_paths
-
-            with allowed_paths(args.allow_paths):
-                return int(args.func(args))
-        return int(args.func(args))
+        results_root = getattr(args, "results", None)
+        if results_root is not None:
+            check_results_root(results_root)
+        return _run(args)
     except InputError as exc:
         print(f"error: {exc.one_line()}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -184,10 +239,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except SystemExit as exc:  # --help / --version
         return int(exc.code or 0) if isinstance(exc.code, int) else 0
+    except OSError as exc:  # the environment (full disk, permissions: ENVIRONMENT_ERRNOS) or a bug
+        env = environment_problem(exc)
+        if env is None:
+            return _internal_error(exc, results_root)
+        print(f"error: {env.one_line()}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except Exception as exc:  # a bug: keep it distinct from bad input, with its traceback saved
-        log = _save_traceback()
-        print(f"internal error: {type(exc).__name__}: {exc} (traceback saved to {log})", file=sys.stderr)
-        return EXIT_INTERNAL
+        return _internal_error(exc, results_root)
+
+
+def _internal_error(exc: BaseException, results_root: str | None) -> int:
+    log = _save_traceback(results_root)
+    print(f"internal error: {type(exc).__name__}: {exc} (traceback saved to {log})", file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 def entry() -> None:

@@ -1,11 +1,15 @@
-"""Errors the user can fix (bad input) versus bugs.
+"""Errors the user can fix (bad input, their environment) versus bugs.
 
-`InputError` is the only exception the CLI turns into the one-line message and exit code 2.
+`InputError` (and its kind `EnvironmentProblem`) is the only exception the CLI turns into the
+one-line message and exit code 2, besides an `OSError` whose errno says the environment stopped
+the run (:data:`ENVIRONMENT_ERRNOS`: a full disk, a permission, a read-only file system).
 Everything else is a bug: exit code 3 and a saved traceback. No code may catch a broad
 exception and re-raise it as `InputError`.
 """
 
 from __future__ import annotations
+
+import errno
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
@@ -29,6 +33,43 @@ class InputError(Exception):
     def one_line(self) -> str:
         parts = [p for p in (self.source, self.field) if p]
         return ": ".join(parts + [self.message])
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, str]]:
+        """Pickle by the three parts (an error raised in a pool or Dask worker reaches the parent whole)."""
+        return (type(self), (self.source, self.field, self.message))
+
+
+class EnvironmentProblem(InputError):
+    """The user's environment stopped the run, not a bug: a full disk, a permission, a data file
+    changed while the run read it, no Dask worker. Exit code 2, one line naming the path (or the
+    option) and the cause."""
+
+
+ENVIRONMENT_ERRNOS: dict[int, str] = {
+    code: hint for code, hint in (
+        (errno.ENOSPC, "free space on that disk or point --results elsewhere"),
+        (getattr(errno, "EDQUOT", -1), "the disk quota is used up: free space or point --results elsewhere"),
+        (errno.EFBIG, "the file system refuses a file this large"),
+        (errno.EACCES, "check the permissions of that path"),
+        (errno.EPERM, "check the permissions of that path"),
+        (errno.EROFS, "the file system is read-only: point --results elsewhere"),
+        (errno.EMFILE, "too many open files: raise the limit (ulimit -n) or use fewer workers"),
+        (errno.ENFILE, "the system's open-file table is full"),
+        (errno.EIO, "the storage device reported an input/output error"),
+    ) if code >= 0
+}
+"""OSError numbers that are the user's environment, not a bug, with what to do about each."""
+
+
+def environment_problem(exc: BaseException) -> EnvironmentProblem | None:
+    """The one-line exit-2 error for an ``OSError`` whose errno is in :data:`ENVIRONMENT_ERRNOS`
+    (naming the file it names, both files of a rename), else None (a bug: exit 3)."""
+    if not isinstance(exc, OSError) or exc.errno not in ENVIRONMENT_ERRNOS:
+        return None
+    names = [str(f) for f in (exc.filename, exc.filename2) if f is not None]
+    path = " -> ".join(names) if names else "(no file named by the system)"
+    cause = exc.strerror or errno.errorcode.get(exc.errno, str(exc.errno))
+    return EnvironmentProblem(path, "", f"{cause} ({ENVIRONMENT_ERRNOS[exc.errno]})")
 
 
 def _printable(text: str) -> str:

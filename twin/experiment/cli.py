@@ -2,8 +2,10 @@
 
 Registered by :func:`twin.cli.build_parser` through :func:`add_parser`. Every command returns an
 exit code: 0 ok, 1 a check failed (a ``--target-ci`` half-width not reached within
-``--max-reps``), 2 bad input (:class:`~twin.errors.InputError`), 130 interrupted (Ctrl-C; the
-finished replications are kept and the same command resumes).
+``--max-reps``), 2 bad input or the environment (:class:`~twin.errors.InputError`, a full disk,
+no Dask worker for ``--worker-wait-s``), 130 interrupted (Ctrl-C; the finished replications are kept
+and the same command resumes). Options shared with ``twin forecast`` that only concern the Dask
+worker wait are added by :func:`twin.cli.build_parser`.
 """
 
 from __future__ import annotations

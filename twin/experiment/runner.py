@@ -47,20 +47,23 @@ from collections import Counter, deque
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
 from concurrent.futures import wait as futures_wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
 import yaml
 
 import twin
-from twin.errors import InputError
+from twin.errors import EnvironmentProblem, InputError
 from twin.experiment import stats
-from twin.experiment.store import atomic_write_parquet, atomic_write_text, check_label, versions, write_json
+from twin.experiment.store import (atomic_write_parquet, atomic_write_text, check_label, folder_lock, name_path,
+                                  versions, write_json)
 from twin.scenario.advice import advise
-from twin.scenario.loader import Loaded, load_dict
+from twin.scenario.loader import Loaded, _file_values, load_dict
 
 TASK_TARGET_S = 0.5
 """A pool task should take about this long: shorter replications are batched."""
@@ -97,9 +100,11 @@ def experiment_folder(results_root: Path | str, loaded: Loaded, label: str | Non
 
 
 def payload_of(loaded: Loaded) -> dict[str, Any]:
-    """What a worker needs: plain data only (resolved dict, hash, base folder of data files)."""
+    """What a worker needs: plain data only (resolved dict, hash, base folder of data files; the data
+    files' digests and the twin version, so a worker that validates to another hash can say why)."""
     return {"resolved": loaded.resolved, "hash": loaded.hash, "source": str(loaded.source),
-            "base_dir": str(Path(loaded.source).parent.resolve())}
+            "base_dir": str(Path(loaded.source).parent.resolve()), "data_files": dict(loaded.data_files),
+            "twin_version": twin.__version__}
 
 
 # ---------------------------------------------------------------- worker side
@@ -139,10 +144,7 @@ def run_batch(payload: Mapping[str, Any], indices: list[int],
     from twin.sim import run_replication
 
     loaded = load_dict(payload["resolved"], payload["source"], Path(payload["base_dir"]))
-    if loaded.hash != payload["hash"]:
-        raise RuntimeError(f"the worker validates the scenario to hash {loaded.hash}, the client to {payload['hash']}: "
-                           f"do the client and the workers run the same twin code (worker twin {twin.__version__}) and read "
-                           f"the same data files?")
+    check_same_scenario(payload, loaded)
     out = []
     # run_replication collects garbage after each model (SimPy leaves cycles). A full collection
     # walks every tracked object of the process (~70-100 ms with pandas/scipy loaded, longer than
@@ -161,6 +163,27 @@ def run_batch(payload: Mapping[str, Any], indices: list[int],
     finally:
         gc.unfreeze()
     return out
+
+
+def check_same_scenario(payload: Mapping[str, Any], loaded: Loaded) -> None:
+    """In a worker: the scenario it validated (``loaded``) must have the run's hash. A data file
+    that changed since the run read it, or a worker running another twin version, is the
+    environment (:class:`EnvironmentProblem`, exit 2, naming the file or the versions); any other
+    mismatch is a bug (RuntimeError, exit 3)."""
+    if loaded.hash == payload["hash"]:
+        return
+    started = payload.get("data_files") or {}
+    for fld, value in _file_values(payload["resolved"]):
+        if started.get(fld) != loaded.data_files.get(fld):
+            path = Path(payload["base_dir"]) / value
+            raise EnvironmentProblem(str(path), fld, "the file changed while the run was using it (its contents "
+                                     "are part of the scenario hash); rerun when it no longer changes")
+    version = payload.get("twin_version", twin.__version__)
+    if version != twin.__version__:
+        raise EnvironmentProblem(str(payload["source"]), "", f"a worker runs twin {twin.__version__}, this run twin "
+                                 f"{version}: install the same twin on the client and every worker")
+    raise RuntimeError(f"the worker validates the scenario to hash {loaded.hash}, the client to {payload['hash']}, "
+                       f"with the same data files and twin {twin.__version__}")
 
 
 def _watch_parent(parent: int) -> None:
@@ -218,37 +241,80 @@ class _Pool:
 
     def abort(self) -> None:
         """Stop now: cancel queued tasks and terminate the workers (running replications are lost;
-        finished ones are already stored)."""
+        finished ones are already stored).
+
+        The worker processes are read before ``shutdown``, which forgets them (it sets
+        ``_processes`` to None: reading them afterwards terminated nothing, and the interpreter
+        then waited at exit for the running replications). Python >= 3.14's ``terminate_workers``
+        copies them itself and shuts down, so it is called instead of ``shutdown``, not after it."""
         ex = self.ex
-        ex.shutdown(wait=False, cancel_futures=True)
         terminate = getattr(ex, "terminate_workers", None)  # Python >= 3.14
         if terminate is not None:
             terminate()
             return
         procs = list((getattr(ex, "_processes", None) or {}).values())
+        ex.shutdown(wait=False, cancel_futures=True)
         for p in procs:
             if p.is_alive():
                 p.terminate()
+        deadline = time.monotonic() + 1.0  # one grace period for all of them, then SIGKILL
         for p in procs:
-            p.join(timeout=2)
+            p.join(timeout=max(0.0, deadline - time.monotonic()))
+        for p in procs:
             if p.is_alive():
                 p.kill()
+                p.join(timeout=5)
 
     def close(self) -> None:
         self.ex.shutdown(wait=True)
 
 
+@dataclass(frozen=True)
+class WorkerWait:
+    """How long a run waits for a Dask worker: with none connected for ``seconds`` (from the
+    start, or after the last one left) the run stops with an :class:`EnvironmentProblem` (exit 2),
+    unless ``forever`` (``--wait-for-workers``), when it says once that it waits and waits."""
+
+    seconds: float = 60.0
+    forever: bool = False
+
+
+DEFAULT_WORKER_WAIT = WorkerWait()
+_WORKER_WAIT: ContextVar[WorkerWait] = ContextVar("twin_worker_wait", default=DEFAULT_WORKER_WAIT)
+
+
+@contextmanager
+def worker_wait(seconds: float = DEFAULT_WORKER_WAIT.seconds, forever: bool = False) -> Iterator[None]:
+    """Within this block, Dask backends made by :func:`make_backend` wait ``seconds`` for a worker
+    (or ``forever``). The command line sets it from ``--worker-wait-s`` and ``--wait-for-workers``
+    around a command, so the experiment functions between (compare, sweep, forecast) need not pass it."""
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise InputError("--worker-wait-s", str(seconds), "must be a positive number of seconds")
+    token = _WORKER_WAIT.set(WorkerWait(float(seconds), bool(forever)))
+    try:
+        yield
+    finally:
+        _WORKER_WAIT.reset(token)
+
+
 class _Dask:
     name = "dask"
+    CHECK_EVERY_S = 1.0
+    """How often a running experiment asks the scheduler how many workers it has (one round trip)."""
 
-    def __init__(self, address: str, workers: int) -> None:
+    def __init__(self, address: str, workers: int, wait: WorkerWait | None = None,
+                 echo: Callable[[str], None] | None = None) -> None:
         try:
             import distributed
         except ImportError:
             raise InputError("--dask", address, "Dask is not installed: pip install 'twin[dask]'") from None
         self.distributed = distributed
         self.lost_errors = (distributed.KilledWorker,)
+        self.address = address
+        self.wait_for = wait or _WORKER_WAIT.get()
+        self.echo = echo or (lambda s: print(s, file=sys.stderr, flush=True))
         self.cluster = None
+        self.futures: list[Any] = []
         if address == "local":
             import logging
 
@@ -268,11 +334,59 @@ class _Dask:
                 self.client = distributed.Client(address, timeout="10s")
             except (OSError, TimeoutError) as exc:
                 raise InputError("--dask", address, f"cannot connect to the Dask scheduler: {exc}") from None
-        n = sum(w.get("nthreads", 1) for w in self.client.scheduler_info().get("workers", {}).values())
-        self.workers = max(1, n)
+        self.workers = 1
+        self._no_worker_since: float | None = None
+        self._said_waiting = False
+        self._checked = -math.inf
+        try:
+            while not self._have_workers(time.monotonic()):
+                time.sleep(0.2)
+        except BaseException:
+            self.abort()
+            raise
+
+    def _threads(self) -> int:
+        """Worker threads the scheduler has now (a round trip to it)."""
+        return int(self.client.scheduler_info(n_workers=0).get("total_threads", 0))
+
+    def _have_workers(self, now: float) -> bool:
+        """Ask the scheduler; True when it has a worker. Without one for longer than the stated
+        wait, raise :class:`EnvironmentProblem` (or say once that the run waits, with ``forever``)."""
+        self._checked = now
+        n = self._threads()
+        if n > 0:
+            self.workers = n
+            if self._said_waiting:
+                self.echo(f"a Dask worker joined {self.address}; running")
+            self._no_worker_since = None
+            self._said_waiting = False
+            return True
+        if self._no_worker_since is None:
+            self._no_worker_since = now
+        waited = now - self._no_worker_since
+        if self.wait_for.forever:
+            if not self._said_waiting:
+                self.echo(f"waiting for a Dask worker to join {self.address} (--wait-for-workers; Ctrl-C stops)")
+                self._said_waiting = True
+            return False
+        if waited >= self.wait_for.seconds:
+            raise EnvironmentProblem("--dask", self.address,
+                                     f"the scheduler has had no worker for {self.wait_for.seconds:g} s; start workers "
+                                     f"(dask worker {self.address}), or wait longer with --worker-wait-s S or "
+                                     f"--wait-for-workers")
+        return False
+
+    def check_workers(self) -> None:
+        """Between waits of a running experiment: stop (exit 2) when the scheduler has had no
+        worker for the stated time (every worker left or died), at most one round trip a second."""
+        now = time.monotonic()
+        if now - self._checked >= self.CHECK_EVERY_S:
+            self._have_workers(now)
 
     def submit(self, task: Callable[..., Any], *args: Any) -> Any:
-        return self.client.submit(task, *args, pure=False)
+        f = self.client.submit(task, *args, pure=False)
+        self.futures.append(f)
+        return f
 
     def wait(self, futures: Iterable[Any], timeout: float) -> set[Any]:
         fs = list(futures)
@@ -289,7 +403,30 @@ class _Dask:
         pass
 
     def abort(self) -> None:
-        self.close()
+        """Stop now. Tasks not started are cancelled on the scheduler. A LocalCluster made for this
+        run has its worker processes closed at once (half a second's grace, then killed), not after
+        the default graceful close that waits for running replications. Workers of a scheduler given
+        by address are not this run's to kill: a replication already running there finishes on its
+        worker and its result is dropped."""
+        try:
+            if self.futures:
+                self.client.cancel(self.futures, force=True)
+            self.client.close()
+        finally:
+            if self.cluster is not None:
+                cluster = self.cluster
+                nannies = list(cluster.workers.values())
+
+                async def close_now() -> None:
+                    import asyncio
+
+                    await asyncio.gather(*[n.close(timeout=0.5, reason="twin-abort") for n in nannies],
+                                         return_exceptions=True)
+
+                try:
+                    cluster.sync(close_now)
+                finally:
+                    cluster.close()
 
     def close(self) -> None:
         try:
@@ -299,13 +436,14 @@ class _Dask:
                 self.cluster.close()
 
 
-def make_backend(workers: int, dask_address: str | None = None) -> Any:
+def make_backend(workers: int, dask_address: str | None = None, wait: WorkerWait | None = None,
+                 echo: Callable[[str], None] | None = None) -> Any:
     """The backend of a run: a Dask cluster (``dask_address``: a scheduler, or 'local' for a
-    LocalCluster of ``workers`` processes; bad input names ``--dask``), else a local pool of
-    ``workers`` processes, else serial. Pool and Dask backends are closed with ``close()`` (or
-    ``abort()`` on an error)."""
+    LocalCluster of ``workers`` processes; bad input names ``--dask``; ``wait`` defaults to the
+    :func:`worker_wait` in force), else a local pool of ``workers`` processes, else serial. Pool and
+    Dask backends are closed with ``close()`` (or ``abort()`` on an error or interrupt)."""
     if dask_address:
-        return _Dask(dask_address, workers)
+        return _Dask(dask_address, workers, wait, echo)
     if workers > 1:
         return _Pool(workers)
     return _Serial()
@@ -348,7 +486,10 @@ def drive(backend: Any, payload: Mapping[str, Any], todo: list[int], on_row: Cal
         tail = max(1, math.ceil(len(queue) / (2 * backend.workers)))
         return max(1, min(int(TASK_TARGET_S / max(per, 1e-6)), tail, 64))
 
+    check_workers = getattr(backend, "check_workers", None)
     while queue or pending:
+        if check_workers is not None:
+            check_workers()
         pool_gone = False
         while queue and len(pending) < in_flight:
             k = batch_size()
@@ -414,13 +555,15 @@ def write_row(path: Path, row: Mapping[str, Any]) -> None:
     fields = [pa.field(k, pa.int64() if ID_DTYPES[k] == "int64" else pa.string()) for k in ids]
     fields += [pa.field(k, pa.float64()) for k in metrics]
     table = pa.Table.from_pydict({k: [row[k]] for k in ids + metrics}, schema=pa.schema(fields))
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, tmp)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            name_path(exc, path)
         raise
 
 
@@ -560,7 +703,10 @@ def run_experiment(loaded: Loaded, reps: int, workers: int = 1, dask_address: st
     95 % t-interval half-width is at most its target or ``max_reps`` is reached.
 
     Ctrl-C stops the workers at once, keeps every stored replication, prints how to resume and
-    re-raises KeyboardInterrupt."""
+    re-raises KeyboardInterrupt.
+
+    The folder is locked while the run writes it (:func:`twin.experiment.store.folder_lock`): an
+    identical run started meanwhile waits, then reuses the complete folder."""
     say = echo or (lambda s: print(s, file=sys.stderr, flush=True))
     if reps < 2:
         raise InputError("--reps", str(reps), "a Monte Carlo needs at least 2 replications")
@@ -574,6 +720,17 @@ def run_experiment(loaded: Loaded, reps: int, workers: int = 1, dask_address: st
             raise InputError("--max-reps", str(max_reps), f"must be >= --reps ({reps})")
     t_start = time.perf_counter()
     folder = Path(folder) if folder is not None else experiment_folder(results_root, loaded)
+    if folder.exists() and not folder.is_dir():
+        raise InputError(str(folder), "", "exists and is not a folder")
+    with folder_lock(folder, say):
+        return _run_locked(loaded, reps, workers, dask_address, folder, overwrite, target_ci, progress, max_reps,
+                           say, t_start)
+
+
+def _run_locked(loaded: Loaded, reps: int, workers: int, dask_address: str | None, folder: Path, overwrite: bool,
+                target_ci: Mapping[str, float] | None, progress: bool, max_reps: int, say: Callable[[str], None],
+                t_start: float) -> ExperimentResult:
+    """:func:`run_experiment` once it holds the folder's lock."""
     note = prepare_folder(folder, loaded, overwrite)
     if note:
         say(note)
@@ -615,7 +772,7 @@ def run_experiment(loaded: Loaded, reps: int, workers: int = 1, dask_address: st
             todo = [i for i in range(n_target) if i not in have and i not in rows]
             if todo:
                 if backend is None:
-                    backend = make_backend(workers, dask_address)
+                    backend = make_backend(workers, dask_address, echo=say)
                 if progress and sys.stderr.isatty() and bar is None:
                     bar = _progress_bar(n_target, n_target - len(todo), loaded.scenario.name)
                 elif bar is not None:
