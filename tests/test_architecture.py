@@ -64,7 +64,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     # that no longer matches an offending import fails the test (so it is removed with the import).
     ("twin.scenario.loader", "twin.model.workload"):
         "i22-sched: read_trace moves from twin/model/workload.py to twin/scenario/trace.py",
-    ("twin.report.html", "twin.experiment.store"): "i21-floors: atomic writes move to twin/atomic.py",
     ("twin.scenario.advice", "twin.forecast.run"): "i21-floors: one checkpoint write time, below the scenario",
     ("twin.scenario.advice", "twin.model.engine"): "i21-floors: the crews' Calendar moves to twin/units.py",
     ("twin.scenario.workload", "twin.forecast.training"): "i21-floors: training arithmetic moves to physics",
@@ -265,3 +264,11 @@ def test_the_checker_finds_what_it_must(tmp_path: Path) -> None:
     assert set(violations(g, floors, {"mid": {"mid"}})) == {("pk.low.c", "pk.top"), ("pk.mid", "pk.low.a")}
     assert cycles(g) == [["pk.low.a", "pk.low.b"]]
     assert cycles(g, skip={("pk.low.b", "pk.low.a")}) == []
+
+
+def test_one_atomic_writer() -> None:
+    """Files are renamed into place by twin/atomic.py alone (issue 21 item 5: one implementation)."""
+    users = sorted(str(p.relative_to(ROOT.parent)) for p in ROOT.rglob("*.py")
+                   if p.name != "atomic.py" or p.parent != ROOT
+                   if any(s in p.read_text(encoding="utf-8") for s in ("os.replace(", "mkstemp(", "mkdtemp(")))
+    assert users == []

@@ -1,27 +1,19 @@
-"""Results folders, written atomically.
-
-A folder is built under a hidden temporary name beside its final place and renamed into place
-only when every file is written, so a killed run never leaves a complete-looking folder. Single
-files are written to a temporary name and ``os.replace``-d.
+"""Results folders: their names, the versions and the JSON they record. Every file and folder is
+written atomically (:mod:`twin.atomic`), so a killed run never leaves a complete-looking folder.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import platform
-import shutil
 import sys
-import tempfile
-from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterator
-
-import pandas as pd
+from typing import Any
 
 import twin
+from twin.atomic import atomic_write_text
 from twin.errors import InputError
 
 
@@ -55,56 +47,6 @@ def clean_json(obj: Any) -> Any:
 
 def write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(clean_json(obj), indent=2, sort_keys=True, default=_json_default) + "\n")
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def atomic_write_parquet(path: Path, df: pd.DataFrame) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        df.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-@contextmanager
-def atomic_folder(final: Path, overwrite: bool) -> Iterator[Path]:
-    """Yield a temporary folder; on success it replaces ``final`` (only if ``overwrite`` when it
-    exists). On any exception or interrupt the temporary folder is removed."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
-    try:
-        yield tmp
-        if final.exists():
-            if not overwrite:
-                raise FileExistsError(f"{final} exists")
-            old = final.parent / f".{final.name}.old-{os.getpid()}"
-            os.replace(final, old)
-            os.replace(tmp, final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def check_label(label: str) -> None:

@@ -503,7 +503,8 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
     every variant's replications counted (``force``: skip the limits)."""
     import datetime as dt
 
-    from twin.experiment.store import atomic_write_parquet, versions, write_json
+    from twin.atomic import atomic_write_parquet
+    from twin.experiment.store import versions, write_json
     from twin.forecast import levers as lv
     from twin.forecast import report as rp
 

@@ -496,7 +496,7 @@ def build_report(folder: Path | str) -> tuple[Path, Path, list[str]]:
     doc = Doc(title, folder / "figures")
     SECTIONS[kind](doc, folder, meta)
     from twin import __version__
-    from twin.experiment.store import atomic_write_text
+    from twin.atomic import atomic_write_text
 
     doc.p(f"Report built by twin {__version__} from the stored tables in {folder}.", cls="muted")
     h = folder / "report.html"
