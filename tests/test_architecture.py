@@ -70,7 +70,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("twin.scenario.cooling", "twin.scenario.schema"): "i21-floors: shared bases move to twin/scenario/base.py",
     ("twin.scenario.network", "twin.scenario.schema"): "i21-floors: shared bases move to twin/scenario/base.py",
     ("twin.scenario.power", "twin.scenario.schema"): "i21-floors: shared bases move to twin/scenario/base.py",
-    ("twin.report.cost_figures", "twin.report.html"): "i21-floors: the number format moves below both",
     ("twin.forecast.levers", "twin.forecast.run"): "i21-floors: the forecast target moves below both",
 }
 
