@@ -67,9 +67,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("twin.scenario.advice", "twin.forecast.run"): "i21-floors: one checkpoint write time, below the scenario",
     ("twin.scenario.advice", "twin.model.engine"): "i21-floors: the crews' Calendar moves to twin/units.py",
     ("twin.scenario.workload", "twin.forecast.training"): "i21-floors: training arithmetic moves to physics",
-    ("twin.scenario.cooling", "twin.scenario.schema"): "i21-floors: shared bases move to twin/scenario/base.py",
-    ("twin.scenario.network", "twin.scenario.schema"): "i21-floors: shared bases move to twin/scenario/base.py",
-    ("twin.scenario.power", "twin.scenario.schema"): "i21-floors: shared bases move to twin/scenario/base.py",
     ("twin.forecast.levers", "twin.forecast.run"): "i21-floors: the forecast target moves below both",
 }
 

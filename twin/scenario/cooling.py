@@ -15,16 +15,15 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
-from twin.scenario.distributions import Distribution, Exponential, Fixed, normalise_dist
+from twin.scenario.distributions import Exponential, Fixed
 from twin.scenario.defaults import over_default
-from twin.scenario.schema import Part, Repair, Strict, hot_swap_repair
+from twin.scenario.base import Dist, Part, Repair, Strict, hot_swap_repair
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
 
-Dist = Annotated[Distribution, BeforeValidator(normalise_dist)]
 PosF = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegF = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 TempC = Annotated[float, Field(ge=-60, le=200, allow_inf_nan=False)]

@@ -29,7 +29,9 @@ from typing import Annotated, Any
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationInfo
+from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, ValidationInfo
+
+from twin.scenario.base import Strict as _Strict
 
 NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Pos = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -37,10 +39,6 @@ Pos = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 HOURS_PER_WEEK = 168
 DAYS_PER_YEAR = 365.0
 """A cost year is 365 days: a 365-day horizon is exactly one year of amortisation and holding."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True)
 
 
 def _default_parts() -> dict[str, float]:

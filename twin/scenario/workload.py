@@ -4,21 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from twin.forecast import training as _training
-from twin.scenario.distributions import Distribution, normalise_dist
+from twin.scenario.base import Dist, Strict
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
 
-Dist = Annotated[Distribution, BeforeValidator(normalise_dist)]
 NonNegH = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 PosF = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True)
 
 
 class Checkpoint(Strict):
