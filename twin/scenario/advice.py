@@ -149,8 +149,6 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
     writing and reading alone; δ = the job's pause: the write time, or ``async_fraction`` of it for an
     asynchronous checkpoint, as the model pauses it; exponential interruptions at the long-run
     rate)."""
-    from twin.forecast.run import write_time_h
-
     wl = sc.workload
     if wl is None:
         return []
@@ -165,7 +163,7 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
         if not rate > 0:
             continue
         M = 1.0 / rate
-        write = write_time_h(sc, job)
+        write = ck.write_time_h(wl.storage.write_gb_per_s)
         delta = write if ck.mode == "sync" else ck.async_fraction * write  # the job's pause (as the model)
         read = wl.restart.read_h if wl.restart.read_h is not None else ck.size_gb / wl.storage.read_gb_per_s / 3600.0
         R = wl.restart.detection_h + wl.restart.reschedule_h + read + wl.restart.warmup_h
