@@ -64,7 +64,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     # that no longer matches an offending import fails the test (so it is removed with the import).
     ("twin.scenario.loader", "twin.model.workload"):
         "i22-sched: read_trace moves from twin/model/workload.py to twin/scenario/trace.py",
-    ("twin.scenario.advice", "twin.model.engine"): "i21-floors: the crews' Calendar moves to twin/units.py",
 }
 
 

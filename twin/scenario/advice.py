@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from twin.limits import mean_time_h
 from twin.physics import closed_forms as cf
+from twin.units import DAYS_PER_WEEK, HOURS_PER_DAY, HOURS_PER_JULIAN_YEAR, Calendar
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
 
-HOURS_PER_DAY = 24.0
 SAFETY_Z = 2.33
 """Standard normal quantile of the suggested reorder point's cycle service level (99 %)."""
 ETTR_LOSS = 0.01
@@ -91,8 +91,6 @@ def spares_advice(sc: "Scenario") -> list[Advice]:
 
 def crew_advice(sc: "Scenario") -> list[Advice]:
     """A crew offered at least as much work as its on-shift capacity: the repair queue is unstable."""
-    from twin.model.engine import Calendar
-
     crews = sc.maintenance.crews
     default = next(iter(crews))
     load = {name: 0.0 for name in crews}
@@ -101,7 +99,7 @@ def crew_advice(sc: "Scenario") -> list[Advice]:
         if pool in load:
             load[pool] += rate_h * mean_time_h(part.repair.time)
     out = []
-    week_h = 7 * HOURS_PER_DAY
+    week_h = DAYS_PER_WEEK * HOURS_PER_DAY
     for name, shift in crews.items():
         cal = Calendar(shift.shift, shift.start_hour, shift.end_hour, list(shift.workdays))
         capacity = shift.count * cal.on_shift_hours(week_h) / week_h  # technicians available on average
@@ -121,8 +119,6 @@ def job_interruption_rates_per_h(sc: "Scenario", n_nodes: int) -> list[tuple[str
     switches of its groups, link flaps, and for a job spanning several leaf groups the flaps of its
     leaves' uplinks). Redundant parts stop a node only after several failures and
     are left out. Long-run rates: units / mean time to failure."""
-    from twin.scenario.network import HOURS_PER_YEAR
-
     rows = []
     for name, part in sc.cluster.node.parts.items():
         if part.effect in ("node_down", "link_down", "transient"):
@@ -136,10 +132,10 @@ def job_interruption_rates_per_h(sc: "Scenario", n_nodes: int) -> list[tuple[str
         groups = math.ceil(n_nodes / net.nodes_per_leaf)
         rows.append(("optic (node links)", "cut", n_nodes * net.rails * net.optics_per_link / mean_time_h(net.optic.failure)))
         rows.append(("leaf", "cut", groups * net.rails / mean_time_h(net.leaf.failure)))
-        rows.append(("link_flap", "transient", n_nodes * net.rails * net.link_flaps_per_link_per_year / HOURS_PER_YEAR))
+        rows.append(("link_flap", "transient", n_nodes * net.rails * net.link_flaps_per_link_per_year / HOURS_PER_JULIAN_YEAR))
         if groups > 1 and net.spines > 0 and net.trunk_flaps_per_link_per_year > 0:  # the job crosses the spines
             uplinks = groups * net.rails * net.uplinks  # every uplink of the job's leaves
-            rows.append(("trunk_flap", "transient", uplinks * net.trunk_flaps_per_link_per_year / HOURS_PER_YEAR))
+            rows.append(("trunk_flap", "transient", uplinks * net.trunk_flaps_per_link_per_year / HOURS_PER_JULIAN_YEAR))
     return rows
 
 

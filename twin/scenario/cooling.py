@@ -20,6 +20,7 @@ from pydantic import Field, PrivateAttr, model_validator
 from twin.scenario.distributions import Exponential, Fixed
 from twin.scenario.defaults import over_default
 from twin.scenario.base import Dist, Part, Repair, Strict, hot_swap_repair
+from twin.units import DAYS_PER_YEAR
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
@@ -285,7 +286,7 @@ class Ambient(Strict):
         t = np.arange(hours, dtype=np.float64) + 0.5
         day = t / 24.0
         return (self.mean_c
-                + self.seasonal_amplitude_c * np.cos(2 * np.pi * (day - self.seasonal_peak_day) / 365.0)
+                + self.seasonal_amplitude_c * np.cos(2 * np.pi * (day - self.seasonal_peak_day) / DAYS_PER_YEAR)
                 + self.diurnal_amplitude_c * np.cos(2 * np.pi * ((t % 24.0) - self.diurnal_peak_hour) / 24.0))
 
 

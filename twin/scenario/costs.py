@@ -32,13 +32,11 @@ from numpy.typing import NDArray
 from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, ValidationInfo
 
 from twin.scenario.base import Strict as _Strict
+from twin.units import HOURS_PER_WEEK
 
 NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Pos = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
-HOURS_PER_WEEK = 168
-DAYS_PER_YEAR = 365.0
-"""A cost year is 365 days: a 365-day horizon is exactly one year of amortisation and holding."""
 
 
 def _default_parts() -> dict[str, float]:
@@ -286,4 +284,4 @@ def _check(costs: Costs | None, info: ValidationInfo) -> Costs | None:
 CostsSection = Annotated[Costs | None, AfterValidator(_check)]
 """The scenario field type: :class:`Costs` checked against the cluster, maintenance and plant."""
 
-__all__ = ["Costs", "CostsSection", "TimeOfUse", "load_tou_csv", "DAYS_PER_YEAR"]
+__all__ = ["Costs", "CostsSection", "TimeOfUse", "load_tou_csv"]

@@ -17,6 +17,7 @@ from twin.scenario.distributions import Fixed
 from twin.scenario.network import NetworkSection
 from twin.scenario.power import Power
 from twin.scenario.workload import Workload
+from twin.units import HOURS_PER_DAY
 
 class Node(Strict):
     type: str = Field("dgx-h100", description="Node type label (used in reports and costs).")
@@ -180,7 +181,7 @@ class Scenario(Strict):
 
     @property
     def horizon_h(self) -> float:
-        return self.horizon_days * 24.0
+        return self.horizon_days * HOURS_PER_DAY
 
 
 def scenario_json_schema() -> dict[str, Any]:
