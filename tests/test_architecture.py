@@ -264,3 +264,35 @@ def test_one_atomic_writer() -> None:
                    if p.name != "atomic.py" or p.parent != ROOT
                    if any(s in p.read_text(encoding="utf-8") for s in ("os.replace(", "mkstemp(", "mkdtemp(")))
     assert users == []
+
+
+ONE_DEFINITION = ("Calendar", "Strict", "Dist", "FloatOrArray", "as_f64", "float_or_array", "checkpoint_write_h",
+                  "write_time_h", "atomic_path", "atomic_write_text", "atomic_write_parquet", "atomic_folder",
+                  "SECONDS_PER_HOUR", "HOURS_PER_DAY", "DAYS_PER_WEEK", "HOURS_PER_WEEK", "DAYS_PER_YEAR",
+                  "HOURS_PER_YEAR", "HOURS_PER_JULIAN_YEAR", "HOURS_PER_JULIAN_MONTH", "MAX_HORIZON_DAYS")
+"""Names that are defined once in twin/ (issue 21 item 5); importing them (``as`` another name too)
+is not a definition."""
+
+
+def definitions(root: Path, package: str) -> dict[str, list[str]]:
+    """Name -> modules that define it: a function or class (at any depth) or a module-level assignment."""
+    out: dict[str, list[str]] = {}
+    for mod, path in modules(root, package).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        names = [n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+        for node in tree.body:
+            targets = node.targets if isinstance(node, ast.Assign) else (
+                [node.target] if isinstance(node, ast.AnnAssign) else [])
+            names += [t.id for t in targets if isinstance(t, ast.Name)]
+        for name in names:
+            out.setdefault(name, []).append(mod)
+    return out
+
+
+def test_one_definition_of_each_thing() -> None:
+    defs = definitions(ROOT, "twin")
+    twice = {n: defs[n] for n in ONE_DEFINITION if len(defs.get(n, [])) > 1}
+    assert twice == {}
+    assert [n for n in ONE_DEFINITION if n not in defs] == []  # a renamed thing is renamed here too
+    physics = {m for n in ("_f", "_out") for m in defs.get(n, []) if m.startswith("twin.physics")}
+    assert physics == set()  # the array helpers live in twin.physics.arrays under their own names
