@@ -269,7 +269,7 @@ def test_one_atomic_writer() -> None:
 ONE_DEFINITION = ("Calendar", "Strict", "Dist", "FloatOrArray", "as_f64", "float_or_array", "checkpoint_write_h",
                   "write_time_h", "atomic_path", "atomic_write_text", "atomic_write_parquet", "atomic_folder",
                   "SECONDS_PER_HOUR", "HOURS_PER_DAY", "DAYS_PER_WEEK", "HOURS_PER_WEEK", "DAYS_PER_YEAR",
-                  "HOURS_PER_YEAR", "HOURS_PER_JULIAN_YEAR", "HOURS_PER_JULIAN_MONTH", "MAX_HORIZON_DAYS")
+                  "HOURS_PER_YEAR", "HOURS_PER_MONTH", "MAX_HORIZON_DAYS")
 """Names that are defined once in twin/ (issue 21 item 5); importing them (``as`` another name too)
 is not a definition."""
 

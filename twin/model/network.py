@@ -46,7 +46,7 @@ from twin import rng
 from twin.model.engine import Topic
 from twin.model.parts import FacilityParts
 from twin.observe.recorder import time_weighted_mean
-from twin.units import HOURS_PER_JULIAN_YEAR
+from twin.units import HOURS_PER_YEAR
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.sim import Model
@@ -188,9 +188,9 @@ class Network:
         model.facility["leaf"] = self.leaves
         model.facility["spine"] = self.spines
         # link flaps: one counter-based stream per link (access links; trunk links when their rate is set)
-        self.access_flaps = _Flaps(eng, spec.link_flaps_per_link_per_year / HOURS_PER_JULIAN_YEAR, flap_digests,
+        self.access_flaps = _Flaps(eng, spec.link_flaps_per_link_per_year / HOURS_PER_YEAR, flap_digests,
                                    self._access_flap)
-        trunk_rate_h = spec.trunk_flaps_per_link_per_year / HOURS_PER_JULIAN_YEAR
+        trunk_rate_h = spec.trunk_flaps_per_link_per_year / HOURS_PER_YEAR
         self.trunk_flaps = _Flaps(eng, trunk_rate_h, _trunk_flap_digests(R, G, U) if trunk_rate_h > 0 and T
                                   else np.zeros(0, dtype=np.uint64), self._trunk_flap)
         eng.fabric = self

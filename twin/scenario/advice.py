@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from twin.limits import mean_time_h
 from twin.physics import closed_forms as cf
-from twin.units import DAYS_PER_WEEK, HOURS_PER_DAY, HOURS_PER_JULIAN_YEAR, Calendar
+from twin.units import DAYS_PER_WEEK, HOURS_PER_DAY, HOURS_PER_YEAR, Calendar
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
@@ -132,10 +132,10 @@ def job_interruption_rates_per_h(sc: "Scenario", n_nodes: int) -> list[tuple[str
         groups = math.ceil(n_nodes / net.nodes_per_leaf)
         rows.append(("optic (node links)", "cut", n_nodes * net.rails * net.optics_per_link / mean_time_h(net.optic.failure)))
         rows.append(("leaf", "cut", groups * net.rails / mean_time_h(net.leaf.failure)))
-        rows.append(("link_flap", "transient", n_nodes * net.rails * net.link_flaps_per_link_per_year / HOURS_PER_JULIAN_YEAR))
+        rows.append(("link_flap", "transient", n_nodes * net.rails * net.link_flaps_per_link_per_year / HOURS_PER_YEAR))
         if groups > 1 and net.spines > 0 and net.trunk_flaps_per_link_per_year > 0:  # the job crosses the spines
             uplinks = groups * net.rails * net.uplinks  # every uplink of the job's leaves
-            rows.append(("trunk_flap", "transient", uplinks * net.trunk_flaps_per_link_per_year / HOURS_PER_JULIAN_YEAR))
+            rows.append(("trunk_flap", "transient", uplinks * net.trunk_flaps_per_link_per_year / HOURS_PER_YEAR))
     return rows
 
 

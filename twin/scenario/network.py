@@ -24,15 +24,15 @@ from twin.scenario.defaults import over_default
 from twin.scenario.distributions import Exponential
 from twin.scenario.base import Dist, Part, Repair, hot_swap_repair
 from twin.scenario.base import Strict as _Strict
-from twin.units import HOURS_PER_JULIAN_MONTH
+from twin.units import HOURS_PER_MONTH
 
 
 
 # Alibaba HPN (SIGCOMM 2024, §2.3; sources.md): NIC–ToR link failures 0.057 % of links per month,
 # ToR crashes 0.051 % of switches per month.
-LINK_MTBF_H = HOURS_PER_JULIAN_MONTH / 0.00057
+LINK_MTBF_H = HOURS_PER_MONTH / 0.00057
 """Mean time between failures of one NIC–ToR link, hours (≈ 1.28 million)."""
-SWITCH_MTBF_H = HOURS_PER_JULIAN_MONTH / 0.00051
+SWITCH_MTBF_H = HOURS_PER_MONTH / 0.00051
 """Mean time between crashes of one ToR (leaf) switch, hours (≈ 1.43 million)."""
 
 
