@@ -16,9 +16,10 @@ import pytest
 import yaml
 
 from twin.cli import main
-from twin.forecast import training as tr
+from twin.physics import training as tr
 from twin.forecast.levers import _double_time_scale, locate_cause, lever_table, spares_lever
-from twin.forecast.run import bound_h, run_forecast, run_one, select_job, target_of, with_horizon
+from twin.forecast.run import run_forecast, run_one
+from twin.forecast.target import bound_h, select_job, target_of, with_horizon
 from twin.physics import closed_forms as cf
 from twin.scenario import load_dict
 from twin.scenario.loader import load_scenario

@@ -23,6 +23,7 @@ from twin import cli
 from twin.model.engine import Topic
 from twin.scenario.loader import load_dict
 from twin.sim import Model
+from twin.units import DAYS_PER_YEAR
 
 ROOT = Path(__file__).resolve().parent.parent
 NEVER = {"mtbf_h": 1e15}  # a lifetime far beyond any horizon here
@@ -313,7 +314,7 @@ def test_link_flap_count_agrees_with_poisson_rate() -> None:
     m.run()
     flaps = int(m.result().metrics["network.link_flaps"])
     links = 32 * 2
-    mu = links * rate_per_year * days / 365.25
+    mu = links * rate_per_year * days / DAYS_PER_YEAR
     lo, hi = stats.poisson.ppf(0.0005, mu), stats.poisson.ppf(0.9995, mu)  # 99.9 % interval
     assert lo <= flaps <= hi, (flaps, mu)
     assert len(per_link) == flaps
@@ -354,7 +355,7 @@ def test_trunk_flap_count_agrees_with_poisson_rate() -> None:
     res = m.result().metrics
     links = m.engine.fabric.T
     assert links == 4 * 2 * 8  # 4 groups x 2 rails = 8 leaves, 8 uplinks each
-    mu = links * rate_per_year * days / 365.25
+    mu = links * rate_per_year * days / DAYS_PER_YEAR
     flaps = int(res["network.trunk_flaps"])
     assert stats.poisson.ppf(0.0005, mu) <= flaps <= stats.poisson.ppf(0.9995, mu), (flaps, mu)
     assert len(groups) == flaps and res["network.link_flaps"] == 0

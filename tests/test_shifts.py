@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from twin.model.engine import Calendar
+from twin.units import Calendar
 from twin.scenario.loader import load_dict
 from twin.sim import run_replication
 

@@ -26,6 +26,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from twin.errors import InputError
+from twin.units import HOURS_PER_DAY, HOURS_PER_YEAR
 
 if TYPE_CHECKING:
     from twin.scenario.loader import Loaded
@@ -112,15 +113,15 @@ def estimate_events(sc: Scenario) -> float:
         c = net.counts(n)
         failures += _rate(c["optics"], H, net.optic.failure) + _rate(c["leaves"], H, net.leaf.failure)
         failures += _rate(c["spines"], H, net.spine.failure)
-        failures += net.link_flaps_per_link_per_year * c["access_links"] * H / 8760.0
-        failures += net.trunk_flaps_per_link_per_year * c["trunk_links"] * H / 8760.0
+        failures += net.link_flaps_per_link_per_year * c["access_links"] * H / HOURS_PER_YEAR
+        failures += net.trunk_flaps_per_link_per_year * c["trunk_links"] * H / HOURS_PER_YEAR
     for section in ("power", "cooling"):
         sub = getattr(sc, section, None)
         if sub is not None and hasattr(sub, "facility_parts"):
             failures += sum(_rate(p.count, H, p.failure) for p in sub.facility_parts().values())
     pl = sc.maintenance.planned
     if pl is not None:
-        failures += pl.batch_nodes * max(0.0, H - pl.start_day * 24.0) / (pl.every_days * 24.0)
+        failures += pl.batch_nodes * max(0.0, H - pl.start_day * HOURS_PER_DAY) / (pl.every_days * HOURS_PER_DAY)
     return EVENTS_PER_FAILURE * failures + _jobs(sc, H)
 
 

@@ -25,7 +25,8 @@ from twin.errors import InputError
 from twin.experiment import stats
 from twin.experiment.runner import (DEFAULT_MAX_REPS, ExperimentResult, check_label, experiment_folder,
                                     run_experiment, with_seed)
-from twin.experiment.store import atomic_write_parquet, versions, write_json
+from twin.atomic import atomic_write_parquet
+from twin.experiment.store import versions, write_json
 from twin.scenario.loader import Loaded, load_scenario
 
 

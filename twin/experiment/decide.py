@@ -44,6 +44,7 @@ from scipy import stats as _st
 
 from twin.errors import InputError
 from twin.experiment import stats
+from twin.units import DAYS_PER_YEAR
 
 OPERATING = ("cost.energy", "cost.repair_parts", "cost.labour", "cost.spares_holding")
 """Operating cost metrics (over the horizon) that the payback compares."""
@@ -125,7 +126,7 @@ def breakeven_table(labels: Sequence[str], tables: Sequence[pd.DataFrame], loade
     rows: list[dict[str, Any]] = []
     if c is None or any("cost.total" not in t.columns for t in tables):
         return pd.DataFrame(rows, columns=BREAKEVEN_COLUMNS)
-    years = sc.horizon_days / 365.0
+    years = sc.horizon_days / DAYS_PER_YEAR
     for lab, t in zip(labels[1:], tables[1:]):
         r = breakeven(tables[0], t, c.value_per_useful_gpu_hour, c.discount_rate, years)
         rows.append({"variant": lab, "reference": labels[0], "currency": c.currency,

@@ -60,8 +60,8 @@ import yaml
 import twin
 from twin.errors import EnvironmentProblem, InputError
 from twin.experiment import stats
-from twin.experiment.store import (atomic_write_parquet, atomic_write_text, check_label, folder_lock, name_path,
-                                  versions, write_json)
+from twin.atomic import atomic_path, atomic_write_parquet, atomic_write_text
+from twin.experiment.store import check_label, folder_lock, versions, write_json
 from twin.scenario.advice import advise
 from twin.scenario.loader import Loaded, _file_values, load_dict
 
@@ -555,16 +555,8 @@ def write_row(path: Path, row: Mapping[str, Any]) -> None:
     fields = [pa.field(k, pa.int64() if ID_DTYPES[k] == "int64" else pa.string()) for k in ids]
     fields += [pa.field(k, pa.float64()) for k in metrics]
     table = pa.Table.from_pydict({k: [row[k]] for k in ids + metrics}, schema=pa.schema(fields))
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
         pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            name_path(exc, path)
-        raise
 
 
 def read_row(path: Path) -> dict[str, Any]:

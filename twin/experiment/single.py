@@ -12,7 +12,8 @@ import yaml
 
 import twin
 from twin.errors import InputError
-from twin.experiment.store import atomic_folder, atomic_write_parquet, atomic_write_text, run_folder, versions, write_json
+from twin.atomic import atomic_folder, atomic_write_parquet, atomic_write_text
+from twin.experiment.store import run_folder, versions, write_json
 from twin.report import figures
 from twin.scenario.advice import advice_lines, advise
 from twin.scenario.loader import Loaded

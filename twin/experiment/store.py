@@ -1,9 +1,7 @@
-"""Results folders, written atomically.
-
-A folder is built under a hidden temporary name beside its final place and renamed into place
-only when every file is written, so a killed run never leaves a complete-looking folder. Single
-files are written to a temporary name and ``os.replace``-d. A run holds the folder's lock
-(:func:`folder_lock`) while it writes it, so two identical runs started together compute once.
+"""Results folders: their names, the versions and the JSON they record, and the lock a run holds
+while it writes one (:func:`folder_lock`), so two identical runs started together compute once.
+Every file and folder is written atomically (:mod:`twin.atomic`), so a killed run never leaves a
+complete-looking folder.
 """
 
 from __future__ import annotations
@@ -12,9 +10,7 @@ import json
 import math
 import os
 import platform
-import shutil
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -23,10 +19,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-import pandas as pd
-
 import twin
+from twin.atomic import atomic_folder, atomic_write_parquet, atomic_write_text, atomic_write_text_new, name_path
 from twin.errors import InputError
+
+__all__ = ["atomic_folder", "atomic_write_parquet", "atomic_write_text", "name_path", "folder_lock", "lock_path",
+           "run_folder", "versions", "write_json", "clean_json", "check_label", "python_info"]
 
 
 def versions() -> dict[str, str]:
@@ -59,76 +57,6 @@ def clean_json(obj: Any) -> Any:
 
 def write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(clean_json(obj), indent=2, sort_keys=True, default=_json_default) + "\n")
-
-
-def name_path(exc: OSError, path: Path | str) -> None:
-    """Give an ``OSError`` raised while writing ``path`` that file's name when the system gave it
-    none (a ``write`` or ``fsync`` that runs out of space names no file), so the one-line error of
-    an environment problem (:func:`twin.errors.environment_problem`) can say which file it was."""
-    if exc.filename is None:
-        exc.filename = str(path)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        name_path(exc, path)
-        raise
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            name_path(exc, path)
-        raise
-
-
-def atomic_write_parquet(path: Path, df: pd.DataFrame) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.close(fd)
-    except OSError as exc:
-        name_path(exc, path)
-        raise
-    try:
-        df.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            name_path(exc, path)
-        raise
-
-
-@contextmanager
-def atomic_folder(final: Path, overwrite: bool) -> Iterator[Path]:
-    """Yield a temporary folder; on success it replaces ``final`` (only if ``overwrite`` when it
-    exists). On any exception or interrupt the temporary folder is removed."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
-    try:
-        yield tmp
-        if final.exists():
-            if not overwrite:
-                raise FileExistsError(f"{final} exists")
-            old = final.parent / f".{final.name}.old-{os.getpid()}"
-            os.replace(final, old)
-            os.replace(tmp, final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def check_label(label: str) -> None:
@@ -208,16 +136,7 @@ def _create_lock(path: Path, record: dict[str, Any]) -> bool:
     """Create the lock with its whole content, or return False if it exists: the record is written
     to a temporary file and hard-linked to the lock's name (``link`` never replaces a file), so a
     reader never sees a half-written lock."""
-    fd, tmp = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".new", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, sort_keys=True) + "\n")
-        os.link(tmp, path)
-        return True
-    except FileExistsError:
-        return False
-    finally:
-        os.unlink(tmp)
+    return atomic_write_text_new(path, json.dumps(record, sort_keys=True) + "\n")
 
 
 def _take_over(path: Path, seen: dict[str, Any], token: str) -> bool:

@@ -23,7 +23,8 @@ import pandas as pd
 from twin.errors import InputError
 from twin.experiment import stats
 from twin.experiment.runner import DEFAULT_MAX_REPS, ExperimentResult, check_label, experiment_folder, run_experiment
-from twin.experiment.store import atomic_write_parquet, versions, write_json
+from twin.atomic import atomic_write_parquet
+from twin.experiment.store import versions, write_json
 from twin.scenario.loader import Loaded, load_scenario, parse_set
 
 TIDY_COLUMNS = ["metric", "n", "mean", "std", "ci_low", "ci_high", "half_width", "p5", "p50", "p95"]

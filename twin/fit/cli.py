@@ -11,8 +11,8 @@ import math
 import sys
 from pathlib import Path
 
+from twin import atomic
 from twin.errors import EXIT_OK, InputError
-from twin.fit import atomic
 from twin.fit.api import fit_lifetimes, read_lives
 from twin.fit.data import parse_parts
 from twin.fit.report import scenario_text, text_table, write_report
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         base_cluster = merged_document(args.base).get("cluster")
         racked = list((base_cluster.get("rack_parts") or {}) if isinstance(base_cluster, dict) else {})
         text = scenario_text(fits, args.base, args.into, source=csv_path, rack_parts=racked)
-        if not atomic.write_text_new(args.into, text):
+        if not atomic.atomic_write_text_new(args.into, text):
             raise InputError(args.into, "", "already exists; twin fit refuses to overwrite a scenario")
         written["scenario"] = Path(args.into)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from twin.errors import InputError
-from twin.fit import atomic
+from twin import atomic
 
 LIFETIME_COLUMNS: tuple[str, ...] = ("part", "component_id", "start_h", "end_h", "failed")
 LIFETIME_OPTIONAL: tuple[str, ...] = ("category",)
@@ -340,4 +340,4 @@ def lifetimes_csv_text(lives: Iterable[Lifetime], header_comment: str | None = N
 def write_lifetimes_csv(path: str | os.PathLike[str], lives: Iterable[Lifetime],
                         header_comment: str | None = None) -> None:
     """Atomically write lives in the ``lifetimes`` CSV format."""
-    atomic.write_text(path, lifetimes_csv_text(lives, header_comment))
+    atomic.atomic_write_text(path, lifetimes_csv_text(lives, header_comment))

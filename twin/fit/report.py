@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from twin.fit import atomic
+from twin import atomic
 from twin.fit import distributions as D
 from twin.fit.mle import ModelFit, PartFit, kaplan_meier
 
@@ -285,8 +285,8 @@ def write_report(fits: Sequence[PartFit], out_dir: str | os.PathLike[str], sourc
             survival_plot(pf, out / sv)
             written[f"{pf.part}:weibull-plot"] = out / wb
             written[f"{pf.part}:survival"] = out / sv
-    atomic.write_text(out / "fit.yaml", yaml_fragment(fits, source, today))
+    atomic.atomic_write_text(out / "fit.yaml", yaml_fragment(fits, source, today))
     written["fit.yaml"] = out / "fit.yaml"
-    atomic.write_text(out / "fit.md", markdown(fits, source, fmt_name, today, figures))
+    atomic.atomic_write_text(out / "fit.md", markdown(fits, source, fmt_name, today, figures))
     written["fit.md"] = out / "fit.md"
     return written

@@ -10,7 +10,7 @@ import math
 from typing import Callable
 
 from twin.errors import EXIT_OK
-from twin.forecast.run import DEFAULT_BOUND_FACTOR
+from twin.forecast.target import DEFAULT_BOUND_FACTOR
 
 
 from twin.console import echo as _echo, note as _note  # noqa: E402

@@ -34,7 +34,7 @@ import pandas as pd
 
 from twin.errors import InputError
 from twin.experiment import stats
-from twin.forecast.run import Target, bound_h, select_job, target_of, with_horizon
+from twin.forecast.target import Target, bound_h, select_job, target_of, with_horizon
 from twin.physics import closed_forms as cf
 from twin.scenario.loader import Loaded, load_scenario
 

@@ -240,7 +240,7 @@ def write_report(folder: Path, meta: dict[str, Any], dist: dict[str, Any], loss:
                  table: pd.DataFrame, curves: dict[str, np.ndarray], notes: Sequence[str] = ()) -> tuple[Path, Path]:
     """report.html and report.md (+ figures/) in ``folder``."""
     from twin import __version__
-    from twin.experiment.store import atomic_write_text
+    from twin.atomic import atomic_write_text
     from twin.report.html import Doc
 
     doc = Doc(f"Time-to-train forecast: {meta['scenario']} / {dist['job']}", folder / "figures")

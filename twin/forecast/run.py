@@ -31,7 +31,6 @@ The residual of the identity is reported per replication (``residual_h``, ~1e-9 
 
 from __future__ import annotations
 
-import copy
 import gc
 import math
 import sys
@@ -45,96 +44,11 @@ import pandas as pd
 
 import twin
 from twin.errors import InputError
-from twin.forecast import training as tr
+from twin.forecast.target import DEFAULT_BOUND_FACTOR, Target, bound_h, select_job, target_of, with_horizon
 from twin.model.engine import Topic
 from twin.physics.steptime import progress_rate, ring_allreduce_s
 from twin.scenario.loader import Loaded, load_dict
 from twin.scenario.schema import Scenario
-from twin.scenario.workload import Job
-
-DEFAULT_BOUND_FACTOR = 10.0
-"""Horizon bound of a forecast replication, as a multiple of the failure-free time to train."""
-MAX_HORIZON_DAYS = 36_500.0
-"""The schema's horizon limit (100 years)."""
-
-
-@dataclass(frozen=True)
-class Target:
-    """The job a forecast follows, and its failure-free figures (hours)."""
-
-    index: int
-    name: str
-    gpus: int
-    nodes: int
-    submit_h: float
-    work_h: float
-    write_h: float
-    interval_h: float | None
-    failure_free_h: float
-    tokens_t: float | None
-    params_b: float | None
-
-    @property
-    def checkpoint_overhead_h(self) -> float:
-        return self.failure_free_h - self.work_h
-
-
-def select_job(sc: Scenario, name: str | None, source: str = "scenario") -> int:
-    """Index of the forecast job: ``name``, else the only job with a ``training`` block, else the
-    job with the most GPUs. InputError when the scenario has no explicit job or no such name."""
-    wl = sc.workload
-    if wl is None or not wl.jobs:
-        raise InputError(source, "workload.jobs", "a forecast needs an explicit job (workload.jobs) to follow")
-    if name is not None:
-        for i, j in enumerate(wl.jobs):
-            if j.name == name:
-                return i
-        raise InputError(source, "--job", f"no job named {name!r}; jobs: {[j.name for j in wl.jobs]}")
-    trained = [i for i, j in enumerate(wl.jobs) if j.training is not None]
-    if len(trained) == 1:
-        return trained[0]
-    pool = trained or list(range(len(wl.jobs)))
-    return max(pool, key=lambda i: (wl.jobs[i].gpus, -i))
-
-
-def write_time_h(sc: Scenario, job: Job) -> float:
-    """Checkpoint write time of ``job`` alone on the storage, hours."""
-    ck = job.checkpoint
-    if ck.write_h is not None:
-        return ck.write_h
-    assert sc.workload is not None
-    return tr.checkpoint_write_h(ck.size_gb, sc.workload.storage.write_gb_per_s)
-
-
-def target_of(sc: Scenario, index: int) -> Target:
-    """Failure-free figures of job ``index`` of ``sc``."""
-    assert sc.workload is not None
-    job = sc.workload.jobs[index]
-    assert job.work_h is not None
-    ck = job.checkpoint
-    w = write_time_h(sc, job)
-    ff = tr.failure_free_h(job.work_h, ck.interval_h, w, ck.mode, ck.async_fraction)
-    t = job.training
-    return Target(index, job.name, job.gpus, -(-job.gpus // sc.cluster.node.gpus), job.submit_h, job.work_h, w,
-                  ck.interval_h, ff, t.tokens_t if t else None, t.params_b if t else None)
-
-
-def bound_h(target: Target, factor: float) -> float:
-    """Horizon bound of a replication: submit + factor × failure-free time, hours."""
-    return min(target.submit_h + factor * target.failure_free_h, MAX_HORIZON_DAYS * 24.0)
-
-
-def with_horizon(loaded: Loaded, horizon_h: float, seed: int | None = None,
-                 edit: Callable[[dict[str, Any]], None] | None = None) -> Loaded:
-    """The scenario re-validated with ``horizon_days`` = horizon_h/24 (and optionally another seed
-    and an edit of the resolved mapping)."""
-    doc = copy.deepcopy(loaded.resolved)
-    doc["horizon_days"] = horizon_h / 24.0
-    if seed is not None:
-        doc["seed"] = int(seed)
-    if edit is not None:
-        edit(doc)
-    return load_dict(doc, str(loaded.source), loaded.base_dir)
 
 
 # ---------------------------------------------------------------- the observer
@@ -503,7 +417,8 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
     every variant's replications counted (``force``: skip the limits)."""
     import datetime as dt
 
-    from twin.experiment.store import atomic_write_parquet, versions, write_json
+    from twin.atomic import atomic_write_parquet
+    from twin.experiment.store import versions, write_json
     from twin.forecast import levers as lv
     from twin.forecast import report as rp
 

@@ -50,7 +50,8 @@ from numpy.typing import NDArray
 from twin.errors import InputError
 from twin.model.power import ITPower
 from twin.observe.recorder import time_weighted_mean
-from twin.scenario.costs import DAYS_PER_YEAR, Costs as CostsSpec
+from twin.scenario.costs import Costs as CostsSpec
+from twin.units import DAYS_PER_YEAR
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario

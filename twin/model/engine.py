@@ -1,4 +1,5 @@
-"""The engine: SimPy environment, the state-change bus, random streams and the calendar.
+"""The engine: SimPy environment, the state-change bus and random streams (the crews' calendar is
+:class:`twin.units.Calendar`).
 
 Every subsystem publishes its state changes on one :class:`Bus` and subscribes to the others'
 topics there; models never call each other point to point.
@@ -6,7 +7,6 @@ topics there; models never call each other point to point.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from typing import Any, Callable
 
@@ -75,51 +75,6 @@ class Streams:
         if d is None:
             d = self._digests[path] = rng.path_digest(path)
         return rng.uniform1(self.key, d, k)
-
-
-_DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
-
-
-class Calendar:
-    """A crew's working calendar. Simulated time 0 h is Monday 00:00."""
-
-    def __init__(self, shift: str, start_hour: float = 8.0, end_hour: float = 17.0,
-                 workdays: list[str] | None = None) -> None:
-        self.always = shift == "24x7"
-        self.start_hour = start_hour
-        self.end_hour = end_hour
-        self.workdays = {(_DAYS.index(d)) for d in (workdays or _DAYS[:5])}
-
-    def on_shift(self, t_h: float) -> bool:
-        if self.always:
-            return True
-        day = int(math.floor(t_h / 24.0))
-        hour = t_h - 24.0 * day
-        return (day % 7) in self.workdays and self.start_hour <= hour < self.end_hour
-
-    def wait_h(self, t_h: float) -> float:
-        """Hours from ``t_h`` until the crew is next on shift (0 if on shift now)."""
-        if self.always or self.on_shift(t_h):
-            return 0.0
-        day = int(math.floor(t_h / 24.0))
-        for d in range(day, day + 8):
-            start = 24.0 * d + self.start_hour
-            if (d % 7) in self.workdays and start >= t_h:
-                return start - t_h
-        raise AssertionError("calendar has no working day")  # prevented by the schema
-
-    def on_shift_hours(self, horizon_h: float) -> float:
-        """Working hours in [0, horizon_h)."""
-        if self.always:
-            return horizon_h
-        total = 0.0
-        days = int(math.ceil(horizon_h / 24.0))
-        for d in range(days):
-            if (d % 7) in self.workdays:
-                a = 24.0 * d + self.start_hour
-                b = min(24.0 * d + self.end_hour, horizon_h)
-                total += max(0.0, b - a)
-        return total
 
 
 class Engine:

@@ -46,7 +46,7 @@ from twin import rng
 from twin.model.engine import Topic
 from twin.model.parts import FacilityParts
 from twin.observe.recorder import time_weighted_mean
-from twin.scenario.network import HOURS_PER_YEAR
+from twin.units import HOURS_PER_YEAR
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.sim import Model

@@ -15,7 +15,7 @@ import numpy as np
 from twin import rng
 from twin.model.cluster import Cluster, node_path
 from twin.model.engine import Engine, Topic
-from twin.scenario.schema import Part
+from twin.scenario.base import Part
 
 DEFAULT_PRIORITY = {"node_down": 0, "link_down": 1, "redundant": 2, "transient": 3}
 

@@ -49,6 +49,7 @@ from twin.model.parts import FacilityParts
 from twin.observe.recorder import time_weighted_mean
 from twin.physics.power import node_it_power_w, site_gpu_cap_w
 from twin.physics.thermal import speed_fraction
+from twin.units import HOURS_PER_YEAR
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.model.cluster import Cluster
@@ -425,7 +426,7 @@ class PowerChain:
         path = self.sources[s][0]
         k = self.src_k[s]
         u = self.engine.streams.scalar(path + "#arrival", k)
-        t = after_h + float(rng.exponential_from_u(np.array([u]), 8760.0 / self.spec.utility.outages_per_year)[0])
+        t = after_h + float(rng.exponential_from_u(np.array([u]), HOURS_PER_YEAR / self.spec.utility.outages_per_year)[0])
         if t < self.H:
             self.engine.call_at(t, lambda: self._source_outage(s))
 

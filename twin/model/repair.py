@@ -15,9 +15,10 @@ import numpy as np
 import simpy
 
 from twin.model.cluster import Cluster
-from twin.model.engine import Calendar, Engine
+from twin.model.engine import Engine
 from twin.scenario.distributions import Fixed
 from twin.scenario.schema import Maintenance, Shift, Spares
+from twin.units import Calendar, HOURS_PER_DAY
 
 
 class CrewPool:
@@ -41,7 +42,7 @@ class Inventory:
         self.on_hand = spec.stock
         self.reorder_point = spec.reorder_point if spec.reorder_point is not None else spec.stock - 1
         self.reorder_qty = spec.reorder_qty
-        self.lead_h = spec.lead_time_days * 24.0
+        self.lead_h = spec.lead_time_days * HOURS_PER_DAY
         self.on_order = 0
         self.waiting: list[simpy.Event] = []
         self.demands = 0

@@ -370,10 +370,7 @@ class Workload:
             self._arm(job)
 
     def _write_time_h(self, ck: Checkpoint) -> float:
-        if ck.write_h is not None:
-            return ck.write_h
-        bw = self.spec.storage.write_gb_per_s / max(1, self.writers)
-        return ck.size_gb / bw / 3600.0
+        return ck.write_time_h(self.spec.storage.write_gb_per_s, self.writers)
 
     def _start_checkpoint(self, job: Job, final: bool) -> None:
         ck = job.ckpt

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Union
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import gammaln, logsumexp
 from scipy.stats import poisson
 
-FloatOrArray = Union[float, NDArray[np.float64]]
+from twin.physics.arrays import FloatOrArray, as_f64 as _f, float_or_array as _out
 
 __all__ = [
     "availability_single",
@@ -30,15 +29,6 @@ __all__ = [
     "palm_stockout_share",
     "job_interruption_rate_per_h",
 ]
-
-
-def _out(x: NDArray) -> FloatOrArray:
-    x = np.asarray(x)
-    return float(x) if x.ndim == 0 else x
-
-
-def _f(x: ArrayLike) -> NDArray[np.float64]:
-    return np.asarray(x, dtype=np.float64)
 
 
 def availability_single(mtbf_h: ArrayLike, mttr_h: ArrayLike) -> FloatOrArray:

@@ -11,12 +11,11 @@ and inversely proportional to the load fraction. Recharge is linear in time, emp
 
 from __future__ import annotations
 
-from typing import Union
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
-FloatOrArray = Union[float, NDArray[np.float64]]
+from twin.physics.arrays import FloatOrArray, as_f64 as _f, float_or_array as _out
 
 __all__ = [
     "gpu_power_w",
@@ -28,15 +27,6 @@ __all__ = [
     "ups_soc_after",
     "ups_recharge_soc",
 ]
-
-
-def _out(x: NDArray) -> FloatOrArray:
-    x = np.asarray(x)
-    return float(x) if x.ndim == 0 else x
-
-
-def _f(x: ArrayLike) -> NDArray[np.float64]:
-    return np.asarray(x, dtype=np.float64)
 
 
 def gpu_power_w(idle_w: ArrayLike, tdp_w: ArrayLike, utilisation: ArrayLike) -> FloatOrArray:

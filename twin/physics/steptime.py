@@ -16,23 +16,13 @@ whereas the product of the separate factors (speed alone: 0.8; bandwidth alone:
 from __future__ import annotations
 
 import math
-from typing import Union
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
-FloatOrArray = Union[float, NDArray[np.float64]]
+from twin.physics.arrays import FloatOrArray, as_f64 as _f, float_or_array as _out
 
 __all__ = ["ring_allreduce_s", "step_time_s", "progress_rate"]
-
-
-def _out(x: NDArray) -> FloatOrArray:
-    x = np.asarray(x)
-    return float(x) if x.ndim == 0 else x
-
-
-def _f(x: ArrayLike) -> NDArray[np.float64]:
-    return np.asarray(x, dtype=np.float64)
 
 
 def _div(a: float, b: float) -> float:

@@ -20,13 +20,12 @@ All functions broadcast over numpy arrays; scalar inputs give a Python-compatibl
 from __future__ import annotations
 
 import math
-from typing import Union
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import brentq
 
-FloatOrArray = Union[float, NDArray[np.float64]]
+from twin.physics.arrays import FloatOrArray, as_f64 as _f, float_or_array as _out
 
 __all__ = [
     "steady_state_c",
@@ -42,16 +41,6 @@ __all__ = [
     "acceleration_factor",
     "accelerated_failure_time_h",
 ]
-
-
-def _out(x: NDArray) -> FloatOrArray:
-    """Return a 0-d result as a float, anything else as an array."""
-    x = np.asarray(x)
-    return float(x) if x.ndim == 0 else x
-
-
-def _f(x: ArrayLike) -> NDArray[np.float64]:
-    return np.asarray(x, dtype=np.float64)
 
 
 # --------------------------------------------------------------------------- constant inlet

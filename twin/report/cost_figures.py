@@ -15,6 +15,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from twin.report.numbers import fmt as _fmt
+
 PARTS = [("cost.capital.compute", "capital: compute"), ("cost.capital.cooling", "capital: cooling"),
          ("cost.capital.power", "capital: power"), ("cost.capital.network", "capital: network"),
          ("cost.capital.spares", "capital: spares"), ("cost.energy", "energy"),
@@ -159,12 +161,6 @@ def currency_of(folder: Path) -> str:
     doc = yaml.safe_load(p.read_text())
     c = doc.get("costs") if isinstance(doc, dict) else None
     return str(c.get("currency", "")) if isinstance(c, dict) else ""
-
-
-def _fmt(x: float) -> str:
-    from twin.report.html import fmt
-
-    return fmt(x)
 
 
 def montecarlo_section(doc: Any, label: str, summ: pd.DataFrame, folder: Path | None = None) -> None:

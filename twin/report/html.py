@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import html
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -23,6 +22,7 @@ import pyarrow as pa  # noqa: E402
 
 from twin.errors import InputError  # noqa: E402
 from twin.report.figures import pareto_bars  # noqa: E402
+from twin.report.numbers import fmt  # noqa: E402
 
 HEADLINE = ("node_availability", "fleet_capacity_availability", "goodput", "useful_gpu_hours", "ettr.max_job",
             "failures", "node_down_hours", "interruptions", "stockouts", "energy.it_kwh", "pue",
@@ -110,15 +110,6 @@ def _cell(v: Any) -> str:
     if isinstance(v, (float, np.floating)):
         return fmt(float(v))
     return str(v)
-
-
-def fmt(x: float) -> str:
-    """Six significant digits; an en dash for a missing value."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    if math.isinf(x):
-        return "∞" if x > 0 else "−∞"
-    return f"{x:.6g}"
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -496,7 +487,7 @@ def build_report(folder: Path | str) -> tuple[Path, Path, list[str]]:
     doc = Doc(title, folder / "figures")
     SECTIONS[kind](doc, folder, meta)
     from twin import __version__
-    from twin.experiment.store import atomic_write_text
+    from twin.atomic import atomic_write_text
 
     doc.p(f"Report built by twin {__version__} from the stored tables in {folder}.", cls="muted")
     h = folder / "report.html"

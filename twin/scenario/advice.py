@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 from twin.limits import mean_time_h
 from twin.physics import closed_forms as cf
+from twin.units import DAYS_PER_WEEK, HOURS_PER_DAY, HOURS_PER_YEAR, Calendar
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
 
-HOURS_PER_DAY = 24.0
+
 CYCLE_SERVICE_LEVEL = 0.95
 """A spare part is reported when the chance that a replenishment cycle has no stock-out, P(Poisson
 lead-time demand ≤ reorder point), is below this (95 %, a common inventory target: about one cycle
@@ -127,7 +128,6 @@ def crew_advice(sc: "Scenario") -> list[Advice]:
     that type's N and λ exactly; a type that almost never fails adds almost nothing to N; for large N
     the queue tends to M/M/c with the same load. A shift calendar is taken as its long-run share f of
     on-shift hours: c technicians each repairing at f·μ."""
-    from twin.model.engine import Calendar
 
     crews = sc.maintenance.crews
     default = next(iter(crews))
@@ -141,7 +141,7 @@ def crew_advice(sc: "Scenario") -> list[Advice]:
             rate_sq[pool] += rate_h * rate_h / n_units
             load[pool] += rate_h * mean_time_h(part.repair.time)
     out = []
-    week_h = 7 * HOURS_PER_DAY
+    week_h = DAYS_PER_WEEK * HOURS_PER_DAY
     for name, shift in crews.items():
         if not (0 < load[name] < math.inf and rate[name] < math.inf):
             continue
@@ -175,8 +175,6 @@ def job_interruption_rates_per_h(sc: "Scenario", n_nodes: int) -> list[tuple[str
     switches of its groups, link flaps, and for a job spanning several leaf groups the flaps of its
     leaves' uplinks). Redundant parts stop a node only after several failures and
     are left out. Long-run rates: units / mean time to failure."""
-    from twin.scenario.network import HOURS_PER_YEAR
-
     rows = []
     for name, part in sc.cluster.node.parts.items():
         if part.effect in ("node_down", "link_down", "transient"):
@@ -203,8 +201,6 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
     writing and reading alone; δ = the job's pause: the write time, or ``async_fraction`` of it for an
     asynchronous checkpoint, as the model pauses it; exponential interruptions at the long-run
     rate)."""
-    from twin.forecast.run import write_time_h
-
     wl = sc.workload
     if wl is None:
         return []
@@ -219,7 +215,7 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
         if not rate > 0:
             continue
         M = 1.0 / rate
-        write = write_time_h(sc, job)
+        write = ck.write_time_h(wl.storage.write_gb_per_s)
         delta = write if ck.mode == "sync" else ck.async_fraction * write  # the job's pause (as the model)
         read = wl.restart.read_h if wl.restart.read_h is not None else ck.size_gb / wl.storage.read_gb_per_s / 3600.0
         R = wl.restart.detection_h + wl.restart.reschedule_h + read + wl.restart.warmup_h

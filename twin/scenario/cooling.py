@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
-from twin.scenario.distributions import Distribution, Exponential, Fixed, normalise_dist
+from twin.scenario.distributions import Exponential, Fixed
 from twin.scenario.defaults import derive, moved, over_default
-from twin.scenario.schema import Part, Repair, Strict, hot_swap_repair
+from twin.scenario.base import Dist, Part, Repair, Strict, hot_swap_repair
+from twin.units import DAYS_PER_YEAR
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
 
-Dist = Annotated[Distribution, BeforeValidator(normalise_dist)]
 PosF = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegF = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 TempC = Annotated[float, Field(ge=-60, le=200, allow_inf_nan=False)]
@@ -283,7 +283,7 @@ class Ambient(Strict):
         t = np.arange(hours, dtype=np.float64) + 0.5
         day = t / 24.0
         return (self.mean_c
-                + self.seasonal_amplitude_c * np.cos(2 * np.pi * (day - self.seasonal_peak_day) / 365.0)
+                + self.seasonal_amplitude_c * np.cos(2 * np.pi * (day - self.seasonal_peak_day) / DAYS_PER_YEAR)
                 + self.diurnal_amplitude_c * np.cos(2 * np.pi * ((t % 24.0) - self.diurnal_peak_hour) / 24.0))
 
 

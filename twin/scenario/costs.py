@@ -29,10 +29,11 @@ from typing import Annotated, Any
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationInfo,
-                      model_validator)
+from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, ValidationInfo, model_validator
 
+from twin.scenario.base import Strict as _Strict
 from twin.scenario.defaults import moved
+from twin.units import HOURS_PER_WEEK
 
 MAX_COST_INPUT = 1e15
 """Upper bound of every number of the costs section (prices, rates, powers, years) and of a
@@ -44,13 +45,6 @@ total cost of ``inf``."""
 NonNeg = Annotated[float, Field(ge=0, le=MAX_COST_INPUT, allow_inf_nan=False)]
 Pos = Annotated[float, Field(gt=0, le=MAX_COST_INPUT, allow_inf_nan=False)]
 
-HOURS_PER_WEEK = 168
-DAYS_PER_YEAR = 365.0
-"""A cost year is 365 days: a 365-day horizon is exactly one year of amortisation and holding."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
 def _default_parts() -> dict[str, float]:
@@ -299,4 +293,4 @@ def _check(costs: Costs | None, info: ValidationInfo) -> Costs | None:
 CostsSection = Annotated[Costs | None, AfterValidator(_check)]
 """The scenario field type: :class:`Costs` checked against the cluster, maintenance and plant."""
 
-__all__ = ["Costs", "CostsSection", "TimeOfUse", "load_tou_csv", "DAYS_PER_YEAR"]
+__all__ = ["Costs", "CostsSection", "TimeOfUse", "load_tou_csv"]

@@ -18,17 +18,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, model_validator
 
 from twin.scenario.defaults import over_default
-from twin.scenario.distributions import Distribution, Exponential, normalise_dist
-from twin.scenario.schema import Part, Repair, hot_swap_repair
+from twin.scenario.distributions import Exponential
+from twin.scenario.base import Dist, Part, Repair, hot_swap_repair
+from twin.scenario.base import Strict as _Strict
+from twin.units import HOURS_PER_MONTH
 
-Dist = Annotated[Distribution, BeforeValidator(normalise_dist)]
 
-HOURS_PER_YEAR = 8766.0
-"""Hours in a mean (Julian) year, 365.25 days: converts per-year rates to per-hour."""
-HOURS_PER_MONTH = HOURS_PER_YEAR / 12.0
 
 # Alibaba HPN (SIGCOMM 2024, §2.3; sources.md): NIC–ToR link failures 0.057 % of links per month,
 # ToR crashes 0.051 % of switches per month.
@@ -36,10 +34,6 @@ LINK_MTBF_H = HOURS_PER_MONTH / 0.00057
 """Mean time between failures of one NIC–ToR link, hours (≈ 1.28 million)."""
 SWITCH_MTBF_H = HOURS_PER_MONTH / 0.00051
 """Mean time between crashes of one ToR (leaf) switch, hours (≈ 1.43 million)."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
 class FabricPart(_Strict):
@@ -203,4 +197,4 @@ def _check_cluster(net: Network | None, info: ValidationInfo) -> Network | None:
 NetworkSection = Annotated[Network, AfterValidator(_check_cluster)]
 """The scenario field type: a :class:`Network` checked against the cluster it serves."""
 
-__all__ = ["FabricPart", "Network", "NetworkSection", "HOURS_PER_YEAR"]
+__all__ = ["FabricPart", "Network", "NetworkSection"]

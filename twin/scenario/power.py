@@ -22,15 +22,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from twin.scenario.base import Dist, Part, Repair, Strict
 from twin.scenario.defaults import moved, over_default
-from twin.scenario.distributions import Distribution, Exponential, Fixed, Lognormal, normalise_dist
+from twin.scenario.distributions import Exponential, Fixed, Lognormal
 
 if TYPE_CHECKING:  # pragma: no cover
-    from twin.scenario.schema import Part, Scenario
+    from twin.scenario.schema import Scenario
 
-Dist = Annotated[Distribution, BeforeValidator(normalise_dist)]
 NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Pos = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Prob = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
@@ -59,10 +59,6 @@ TOPOLOGIES: dict[str, dict[str, Any]] = {
                  "power-capped, not down (model.md §5)",
     },
 }
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
 class ElementRepair(Strict):
@@ -307,8 +303,6 @@ class Power(Strict):
 
     def element_part(self, name: str, count: int) -> "Part":
         """The Part spec of unit type ``name`` (``count`` units on the site)."""
-        from twin.scenario.schema import Part, Repair
-
         el = self.elements()[name]
         assert el.failure is not None, f"{name} never fails: it has no part"
         prio = el.dispatch_priority if el.dispatch_priority is not None else (0 if name in ("pdu", "switchboard") else 2)

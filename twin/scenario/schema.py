@@ -8,105 +8,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from twin.scenario.defaults import derive, moved  # noqa: F401  (re-exported for the section modules)
-from twin.scenario.distributions import Distribution, Fixed, normalise_dist
-from twin.scenario.workload import Workload
-from twin.scenario.power import Power
+from twin.scenario.base import Dist, NonNegInt, Part, PosInt, Strict
+from twin.scenario.cooling import Cooling
 from twin.scenario.costs import CostsSection
-
-Dist = Annotated[Distribution, BeforeValidator(normalise_dist)]
-PosInt = Annotated[int, Field(ge=1)]
-NonNegInt = Annotated[int, Field(ge=0)]
-
-
-class Strict(BaseModel):
-    """Base of every scenario section: unknown keys are errors, and a validated scenario is frozen (a
-    model reads it, never writes it). A value derived while validating is set once, by :func:`derive`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
-
-
-class Repair(Strict):
-    """How a failed part is repaired (model.md §2)."""
-
-    hot_swap: bool = Field(
-        False, description="Replaced with the node in service; otherwise the node is drained for the repair."
-    )
-    time: Dist = Field(
-        default_factory=lambda: Fixed(value_h=4.0),
-        description="Hands-on repair time once a crew and a spare are there (assumption: 4 h fixed).",
-    )
-    burn_in_h: Annotated[float, Field(ge=0, allow_inf_nan=False)] = Field(
-        0.0, description="Burn-in after a repair before the node returns to service, hours."
-    )
-    crew: str | None = Field(None, description="Crew pool that repairs this part (default: the first pool).")
-
-
-def hot_swap_repair() -> Repair:
-    """The default repair of a site or fabric unit: hot-swapped, the generic time (a field default)."""
-    return Repair(hot_swap=True)
-
-
-Effect = Literal["node_down", "redundant", "link_down", "transient"]
-Per = Literal["node", "gpu", "rail"]
-
-
-class Part(Strict):
-    """One part type of a node: ``count`` per node, of which ``required`` must work."""
-
-    count: Annotated[int, Field(ge=1, le=1_000_000)] = Field(
-        1, description="Units per node (node parts) or per site (facility units); at most 1,000,000 (a typo guard). "
-                       "With ``per: gpu`` or ``per: rail``, units per GPU or per fabric rail of the node.")
-    per: Per = Field(
-        "node", description="What ``count`` is counted per, for node parts: node, gpu (HBM stacks, one per GPU) "
-                            "or rail (NICs, one per rail of the compute fabric: network.rails, or the GPU count "
-                            "without a network section). Resolved to units per node when the scenario is "
-                            "validated, so the node's GPU count carries its per-GPU parts with it.")
-    required: PosInt | None = Field(None, description="k of the k-of-n group (default: count).")
-    min_to_run: PosInt | None = Field(
-        None, description="Below `required` but at least this many: degraded; below it: failed."
-    )
-    effect: Effect = "node_down"
-    failure: Dist
-    repair: Repair = Field(default_factory=Repair)
-    dispatch_priority: int | None = Field(
-        None, description="Crew dispatch priority (lower first). Default: node-down 0, link 1, redundancy 2."
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _default_required(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("required") is None and isinstance(data.get("count", 1), int):
-            data = {**data, "required": data.get("count", 1)}
-        return data
-
-    @model_validator(mode="after")
-    def _check(self) -> "Part":
-        if isinstance(self.failure, Fixed) and self.failure.value_h <= 0:
-            raise ValueError("@failure: a fixed time to failure must be > 0 h (0 fails the part again at once), "
-                             f"got {self.failure.value_h}")
-        assert self.required is not None  # set by _default_required
-        if self.per != "node":  # a node part counted per GPU or rail is resolved before this (Scenario._per_gpu)
-            raise ValueError(f"@per: only a node part without k-of-n redundancy (no required, min_to_run or effect "
-                             f"redundant) may be counted per {self.per}; a k-of-n group is counted per node")
-        if self.required > self.count:
-            raise ValueError(f"@required: must be <= count ({self.count}), got {self.required}")
-        if self.min_to_run is not None:
-            if self.min_to_run > self.required:
-                raise ValueError(
-                    f"@min_to_run: must be <= required ({self.required}), got {self.min_to_run}"
-                )
-        if self.effect != "redundant" and self.required != self.count and self.effect == "node_down":
-            raise ValueError("@required: only effect 'redundant' parts may have required < count")
-        return self
-
-    @property
-    def fail_below(self) -> int:
-        """The node fails when fewer than this many of the group work."""
-        assert self.required is not None
-        return self.min_to_run if self.min_to_run is not None else self.required
+from twin.scenario.distributions import Fixed
+from twin.scenario.network import NetworkSection
+from twin.scenario.power import Power
+from twin.scenario.workload import Workload
+from twin.units import HOURS_PER_DAY
 
 
 class GpuPower(Strict):
@@ -244,10 +155,6 @@ class Maintenance(Strict):
     planned: Planned | None = Field(None, description="Rolling planned drains (counted as planned interruptions).")
 
 
-from twin.scenario.network import NetworkSection  # noqa: E402  (here: network.py imports Part and Repair above)
-from twin.scenario.cooling import Cooling  # noqa: E402  (here: cooling.py imports Part, Repair, Strict above)
-
-
 class Scenario(Strict):
     name: str = Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
                       description="Scenario name: letters, digits, '_', '.', '-'; names the results folder.")
@@ -343,7 +250,7 @@ class Scenario(Strict):
 
     @property
     def horizon_h(self) -> float:
-        return self.horizon_days * 24.0
+        return self.horizon_days * HOURS_PER_DAY
 
 
 def scenario_json_schema() -> dict[str, Any]:

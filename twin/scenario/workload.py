@@ -4,22 +4,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
-from twin.forecast import training as _training
+from twin.physics import training as _training
+from twin.scenario.base import Dist, Strict
 from twin.scenario.defaults import derive, moved
-from twin.scenario.distributions import Distribution, normalise_dist
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
 
-Dist = Annotated[Distribution, BeforeValidator(normalise_dist)]
 NonNegH = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 PosF = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
 class Checkpoint(Strict):
@@ -34,6 +29,14 @@ class Checkpoint(Strict):
     write_h: NonNegH | None = Field(
         None, description="Fixed write time, hours; overrides size_gb / storage bandwidth (used by validation)."
     )
+
+    def write_time_h(self, write_gb_per_s: float, writers: int = 1) -> float:
+        """Hours to write this checkpoint: ``write_h`` when given, else ``size_gb`` at the storage's write
+        bandwidth ``write_gb_per_s`` (GB/s) shared by ``writers`` concurrent writers: the one definition,
+        used by the schema's check, the workload model, the forecast and the advisories."""
+        if self.write_h is not None:
+            return self.write_h
+        return _training.checkpoint_write_h(self.size_gb, write_gb_per_s, writers)
 
 
 class Restart(Strict):
@@ -55,7 +58,7 @@ class StepModel(Strict):
 
 
 class Training(Strict):
-    """A job's work in training terms (twin/forecast/training.py): work_h = 6·P·D / (gpus × peak × MFU)."""
+    """A job's work in training terms (twin/physics/training.py): work_h = 6·P·D / (gpus × peak × MFU)."""
 
     params_b: PosF = Field(description="Model parameters, billions.")
     tokens_t: PosF = Field(description="Training tokens, trillions.")
@@ -199,8 +202,7 @@ class Workload(Strict):
             ck = job.checkpoint
             if ck.interval_h is None:
                 continue
-            w = ck.write_h if ck.write_h is not None else _training.checkpoint_write_h(
-                ck.size_gb, self.storage.write_gb_per_s)
+            w = ck.write_time_h(self.storage.write_gb_per_s)
             if w >= ck.interval_h:
                 what = (f"write_h {w:g} h" if ck.write_h is not None else
                         f"a {ck.size_gb:g} GB checkpoint takes {w:.4g} h at {self.storage.write_gb_per_s:g} GB/s")

@@ -19,7 +19,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from twin.experiment.store import atomic_folder, clean_json, python_info, versions  # noqa: E402
+from twin.atomic import atomic_folder  # noqa: E402
+from twin.experiment.store import clean_json, python_info, versions  # noqa: E402
 from twin.report.html import Doc  # noqa: E402
 from twin.validation.framework import CaseResult  # noqa: E402
 from twin.validation.suite import SWEEP_CONFIDENCE, SuiteResult, SweepRow  # noqa: E402

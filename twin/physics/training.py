@@ -1,6 +1,7 @@
 """A training run in training terms: parameters, tokens, peak throughput and MFU -> work hours.
 
-Pure functions, no SimPy and no scenario imports (the scenario schema imports this module).
+Pure functions, no SimPy and no scenario imports (the scenario schema, the workload model and the
+forecast use this module).
 
 Training compute: C = 6·P·D FLOPs for P parameters and D tokens (Kaplan et al. 2020, "Scaling
 Laws for Neural Language Models", §2.1: ≈ 2 FLOPs per parameter and token forward, 4 backward).
@@ -58,9 +59,10 @@ def checkpoint_size_gb(params_b: float, bytes_per_param: float = DEFAULT_CHECKPO
     return params_b * 1e9 * bytes_per_param / 1e9
 
 
-def checkpoint_write_h(size_gb: float, write_gb_per_s: float) -> float:
-    """Hours to write ``size_gb`` at ``write_gb_per_s`` (one writer, the whole bandwidth)."""
-    return size_gb / write_gb_per_s / 3600.0
+def checkpoint_write_h(size_gb: float, write_gb_per_s: float, writers: int = 1) -> float:
+    """Hours to write ``size_gb`` at ``write_gb_per_s`` shared equally by ``writers`` concurrent writers
+    (at least one): size / (bandwidth / writers) / 3600."""
+    return size_gb / (write_gb_per_s / max(1, writers)) / 3600.0
 
 
 def checkpoint_count(work_h: float, interval_h: float | None) -> int:
