@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -340,3 +341,25 @@ def test_rerun_resumes_only_rows_of_this_twin_version(tmp_path: Path, monkeypatc
     again = run_forecast(loaded, 3, levers=[], folder=tmp_path / "f", report=False, echo=said.append)
     assert not any("another twin version" in s for s in said) and again.computed == 0
     pd.testing.assert_frame_equal(again.rows, new.rows, check_exact=True)
+
+
+def test_forecast_takes_the_folder_lock_and_a_stale_one_over(tmp_path: Path) -> None:
+    """A forecast holds its results folder's lock as Monte Carlo does (issue 22): a lock left by a
+    killed run (its process has ended) is taken over with a note, and released at the end."""
+    import json
+    import platform
+    import subprocess
+    import sys
+
+    import twin.experiment.store as store
+
+    folder = tmp_path / "f"
+    lock = store.lock_path(folder)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    lock.write_text(json.dumps({"pid": dead.pid, "host": platform.node(), "heartbeat": time.time(), "token": "old"}))
+    said: list[str] = []
+    run_forecast(load_dict(small_training_doc()), 2, levers=[], folder=folder, report=False, echo=said.append)
+    assert any(s.startswith(f"note: took over the lock of {folder}") for s in said), said
+    assert not lock.exists()

@@ -238,9 +238,10 @@ def forecast_batch(payload: Mapping[str, Any], indices: list[int],
     """Worker task (the forecast's counterpart of twin.experiment.runner.run_batch): re-validate the
     payload's scenario and run replications ``indices`` of the job ``payload["job"]`` to completion;
     (row, wall seconds) each."""
+    from twin.experiment.runner import check_same_scenario
+
     loaded = load_dict(payload["resolved"], payload["source"], Path(payload["base_dir"]))
-    if loaded.hash != payload["hash"]:
-        raise RuntimeError(f"worker validates the scenario to hash {loaded.hash}, the client to {payload['hash']}")
+    check_same_scenario(payload, loaded)  # a data file changed during the run is the user's environment
     out = []
     gc.freeze()
     try:
@@ -452,68 +453,71 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
             raise InputError("--start-date", start_date, f"too late: the forecast's dates (up to {H / 24.0:.0f} "
                              "days after it) would pass the year 9999") from None
     folder = Path(folder) if folder is not None else forecast_folder(results_root, loaded, label)
-    _prepare(folder, loaded, overwrite)
-    meta = {"kind": "forecast", "scenario": sc.name, "scenario_hash": loaded.hash, "seed": sc.seed,
-            "source": str(loaded.source), "job": target.name, "replications": reps, "bound_factor": bound_factor,
-            "horizon_bound_days": H / 24.0, "levers": lever_names, "lever_spares": spares,
-            "lever_scenarios": [f"{a}={b}" for a, b in lever_scenarios], "set": list(sets),
-            "versions": versions()}
-    write_json(folder / "experiment.json", meta)
-    computed = 0
+    from twin.experiment.store import folder_lock
 
-    def count(_row: dict[str, Any]) -> None:
-        nonlocal computed
-        computed += 1
+    with folder_lock(folder, say):  # a second identical forecast waits, then reuses the stored replications
+        _prepare(folder, loaded, overwrite)
+        meta = {"kind": "forecast", "scenario": sc.name, "scenario_hash": loaded.hash, "seed": sc.seed,
+                "source": str(loaded.source), "job": target.name, "replications": reps, "bound_factor": bound_factor,
+                "horizon_bound_days": H / 24.0, "levers": lever_names, "lever_spares": spares,
+                "lever_scenarios": [f"{a}={b}" for a, b in lever_scenarios], "set": list(sets),
+                "versions": versions()}
+        write_json(folder / "experiment.json", meta)
+        computed = 0
 
-    from twin.experiment.runner import make_backend, shut
+        def count(_row: dict[str, Any]) -> None:
+            nonlocal computed
+            computed += 1
 
-    backend = make_backend(workers, dask)  # one for the baseline and every lever
+        from twin.experiment.runner import make_backend, shut
 
-    def variant(key: str, ld: Loaded) -> pd.DataFrame:
-        t0 = time.perf_counter()
-        before = computed
-        rows = run_reps(ld, reps, target.name, rep_dir_of(folder, key), backend, count, say)
-        say(f"  {key}: {reps} replications ({computed - before} computed) in {time.perf_counter() - t0:.1f} s")
-        return rows
+        backend = make_backend(workers, dask)  # one for the baseline and every lever
 
-    say(f"forecast of {target.name} in {sc.name}: {reps} replications, horizon bound {H / 24:.1f} days")
-    try:
-        rows, built, results = _variants(variant, base, target, lever_names=lever_names,
-                                         cluster_levers=cluster_levers, bound_factor=bound_factor)
-    except BaseException:
-        shut(backend, error=True)
-        raise
-    shut(backend, error=False)
-    dist = rp.distribution(rows, target, start_date)
-    loss = rp.losses(rows)
-    wf = rp.waterfall(rows, target, loss)
-    table = lv.lever_table(rows, results)
-    notes: list[str] = []
-    if dist["censored"]:
-        notes.append(f"warning: {dist['censored']} of {reps} replications did not finish within the horizon bound "
-                     f"({H / 24:.1f} days = {bound_factor:g} × failure-free): quantiles are lower bounds and the "
-                     f"mean leaves them out; raise --max-horizon-factor")
-    resid = np.nanmax(np.abs(rows["residual_h"].to_numpy(dtype=float))) if len(rows) else 0.0
-    if np.isfinite(resid) and resid > 1e-6 * max(1.0, target.failure_free_h):
-        notes.append(f"warning: the days-lost accounting leaves a residual of {resid:.3g} h in some replication")
-    tidy = pd.concat([rows.assign(variant="baseline")] +
-                     [r.assign(variant=lever.key) for lever, r in results if r is not None], ignore_index=True)
-    atomic_write_parquet(folder / "forecast.parquet", tidy)
-    atomic_write_parquet(folder / "losses.parquet", loss)
-    atomic_write_parquet(folder / "waterfall.parquet", wf)
-    atomic_write_parquet(folder / "levers.parquet", table)
-    write_json(folder / "summary.json", {**meta, "distribution": dist, "losses": loss.to_dict("records"),
-                                         "waterfall": wf.to_dict("records"), "levers_table": table.to_dict("records"),
-                                         "notes": notes})
-    rep_paths = None
-    if report:
-        curves = {"baseline": rows["time_to_train_h"].to_numpy(dtype=float) / 24.0}
-        for lever, r in results:
-            if r is not None:
-                curves[lever.label] = r["time_to_train_h"].to_numpy(dtype=float) / 24.0
-        rep_paths = rp.write_report(folder, meta, dist, loss, wf, table, curves, notes)
-    wall = time.perf_counter() - t_start
-    write_json(folder / "run.json", {"wall_s": wall, "computed": computed, "workers": workers,
-                                     "backend": "dask" if dask is not None else ("local" if workers > 1 else "serial"),
-                                     "python": sys.executable})
-    return ForecastResult(folder, base, target, rows, results, dist, loss, wf, table, rep_paths, wall, computed, notes)
+        def variant(key: str, ld: Loaded) -> pd.DataFrame:
+            t0 = time.perf_counter()
+            before = computed
+            rows = run_reps(ld, reps, target.name, rep_dir_of(folder, key), backend, count, say)
+            say(f"  {key}: {reps} replications ({computed - before} computed) in {time.perf_counter() - t0:.1f} s")
+            return rows
+
+        say(f"forecast of {target.name} in {sc.name}: {reps} replications, horizon bound {H / 24:.1f} days")
+        try:
+            rows, built, results = _variants(variant, base, target, lever_names=lever_names,
+                                             cluster_levers=cluster_levers, bound_factor=bound_factor)
+        except BaseException:
+            shut(backend, error=True)
+            raise
+        shut(backend, error=False)
+        dist = rp.distribution(rows, target, start_date)
+        loss = rp.losses(rows)
+        wf = rp.waterfall(rows, target, loss)
+        table = lv.lever_table(rows, results)
+        notes: list[str] = []
+        if dist["censored"]:
+            notes.append(f"warning: {dist['censored']} of {reps} replications did not finish within the horizon bound "
+                         f"({H / 24:.1f} days = {bound_factor:g} × failure-free): quantiles are lower bounds and the "
+                         f"mean leaves them out; raise --max-horizon-factor")
+        resid = np.nanmax(np.abs(rows["residual_h"].to_numpy(dtype=float))) if len(rows) else 0.0
+        if np.isfinite(resid) and resid > 1e-6 * max(1.0, target.failure_free_h):
+            notes.append(f"warning: the days-lost accounting leaves a residual of {resid:.3g} h in some replication")
+        tidy = pd.concat([rows.assign(variant="baseline")] +
+                         [r.assign(variant=lever.key) for lever, r in results if r is not None], ignore_index=True)
+        atomic_write_parquet(folder / "forecast.parquet", tidy)
+        atomic_write_parquet(folder / "losses.parquet", loss)
+        atomic_write_parquet(folder / "waterfall.parquet", wf)
+        atomic_write_parquet(folder / "levers.parquet", table)
+        write_json(folder / "summary.json", {**meta, "distribution": dist, "losses": loss.to_dict("records"),
+                                             "waterfall": wf.to_dict("records"), "levers_table": table.to_dict("records"),
+                                             "notes": notes})
+        rep_paths = None
+        if report:
+            curves = {"baseline": rows["time_to_train_h"].to_numpy(dtype=float) / 24.0}
+            for lever, r in results:
+                if r is not None:
+                    curves[lever.label] = r["time_to_train_h"].to_numpy(dtype=float) / 24.0
+            rep_paths = rp.write_report(folder, meta, dist, loss, wf, table, curves, notes)
+        wall = time.perf_counter() - t_start
+        write_json(folder / "run.json", {"wall_s": wall, "computed": computed, "workers": workers,
+                                         "backend": "dask" if dask is not None else ("local" if workers > 1 else "serial"),
+                                         "python": sys.executable})
+        return ForecastResult(folder, base, target, rows, results, dist, loss, wf, table, rep_paths, wall, computed, notes)
