@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from twin.model.cooling import fast
 from twin.model.cooling.common import ASHRAE_RECOMMENDED_MAX_C, _blocks
 from twin.model.parts import FacilityParts
-from twin.physics import thermal as phys
 
 
 class AirRooms:
@@ -136,7 +136,7 @@ class AirRooms:
             # the zone's heat matters again: recompute it from the nodes' state now
             s, e = self.zones[z]
             up = self.cluster.down_count[s:e] == 0
-            pd = self.idle_w + (self.tdp_w - self.idle_w) * self.engine.node_util[s:e]
+            pd = fast.demand_w(self.idle_w, self.tdp_w, self.engine.node_util[s:e])
             self.node_air_w[s:e] = self._air_heat_w(pd, up)
             self.z_q[z] = float(self.node_air_w[s:e].sum())
 
@@ -146,7 +146,7 @@ class AirRooms:
     def _supply_now(self, z: int) -> float:
         assert self.air is not None
         dt_min = (self.engine.now - self.z_ta[z]) * 60.0
-        return float(self.z_tgt[z] + (self.z_S0[z] - self.z_tgt[z]) * math.exp(-dt_min / self.air.room_tau_min))
+        return float(fast.supply_c(self.z_S0[z], self.z_tgt[z], dt_min, self.air.room_tau_min))
 
     def _retarget(self, z: int) -> None:
         """The zone's heat or capacity changed: restart its supply trajectory from where it is now."""
@@ -172,7 +172,7 @@ class AirRooms:
         # exact crossing of the platform inlet limit
         S0 = float(self.z_S0[z])
         if tgt > self.max_inlet_c > S0:
-            t_min = float(phys.crossing_time_s(S0, tgt, self.max_inlet_c, self.air.room_tau_min))
+            t_min = fast.crossing_time_min(S0, tgt, self.max_inlet_c, self.air.room_tau_min)
             gen = int(self.z_gen[z])
             self.engine.call_at(now + t_min / 60.0, lambda: self._zone_inlet_trip(z, gen))
 
@@ -194,7 +194,7 @@ class AirRooms:
         if (S - x) * sgn >= 0.0:
             t_abs = self.engine.now
         else:
-            t_min = float(phys.crossing_time_s(S0, tgt, x, self.air.room_tau_min))
+            t_min = fast.crossing_time_min(S0, tgt, x, self.air.room_tau_min)
             t_abs = float(self.z_ta[z]) + t_min / 60.0
             if not math.isfinite(t_abs):  # x not strictly between S0 and the target: already passed
                 t_abs = self.engine.now

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from scipy.special import ndtri
 
 from twin import rng
+from twin.model.cooling import fast
 from twin.model.cooling.common import _EPS_C, _EPS_H, _HIST_MAX_C, INF
 from twin.model.engine import Topic
 from twin.physics import thermal as phys
@@ -54,10 +55,10 @@ class GpuState:
             self.inlet[:] = self.air.supply_c
         tin0 = np.repeat(self.inlet, u)
         R0 = self.rbase.copy()
-        self.T = tin0 + self.idle_w * R0
+        self.T = fast.steady_c(tin0, self.idle_w, R0)
         self.t0 = np.zeros(G)
         self.tss = self.T.copy()
-        self.tau = R0 * self.C
+        self.tau = fast.tau_s(R0, self.C)
         self.engaged = np.zeros(G, dtype=bool)
         self.speed = np.ones(G)
         self.gon = np.ones(G, dtype=bool)  # GPU powered during [t0, now]
@@ -134,6 +135,10 @@ class GpuState:
         A contiguous run of nodes (a packed job, a zone, a loop) is addressed by slices; the common case
         where no GPU of the set is near its slowdown temperature takes a short path without caps.
         """
+        # One function of about 100 lines on purpose: this is the hot path (every load change of a warm
+        # node, every zone step, fan and loop change), and its steps share a dozen local arrays (the
+        # slices, R, inlet, demand, draw, busy GPUs) that smaller functions would pass in and out at every
+        # event. The throttling branch, taken only near the slowdown temperature, is ``_throttle``.
         n = len(nodes)
         if not n:
             return
@@ -153,13 +158,13 @@ class GpuState:
         # temperature now, from the last state; GPU-hours by steady-state temperature (τ ≪ intervals)
         tss_old = self.tss[gsl]
         dt_h = now - self.t0[gsl]
-        T = tss_old + (self.T[gsl] - tss_old) * np.exp(dt_h * -3600.0 / self.tau[gsl])
+        T = fast.step_c(self.T[gsl], tss_old, dt_h, self.tau[gsl])
         bins = np.minimum(np.maximum(tss_old, 0.0), _HIST_MAX_C - 1).astype(np.intp)  # = np.clip (no NaN)
         self.hist += np.bincount(bins, weights=dt_h * self.gon[gsl], minlength=_HIST_MAX_C) * self.w
         # new conditions
         up_n = self.cluster.down_count[nsl] == 0
         util = self.engine.node_util[nsl]
-        pd_n = (self.idle_w + (self.tdp_w - self.idle_w) * util) * up_n
+        pd_n = fast.demand_w(self.idle_w, self.tdp_w, util) * up_n
         # what the GPUs draw before any thermal cap: their demand, or less under a power-chain cap (a site
         # cap, a lost PSU or feed); the thermal cap, if it binds, is below this, and speeds are relative
         # to the demand (so the engine's lower of the thermal and power speeds is the node's speed)
@@ -180,11 +185,11 @@ class GpuState:
             pd = np.repeat(pd_n, u)
             draw = pd if draw_n is pd_n else np.repeat(draw_n, u)
             self.gon[gsl] = np.repeat(up_n, u)
-        tss = tin + draw * R
+        tss = fast.steady_c(tin, draw, R)
         need = tss > self.slow_c
         self.T[gsl] = T
         self.t0[gsl] = now
-        self.tau[gsl] = R * self.C
+        self.tau[gsl] = fast.tau_s(R, self.C)
         caps = self.speed_caps
         busy_n = (up_n & (util > 0.0)) * float(g)
         # (np.count_nonzero: the cheapest any() of a small boolean array)
@@ -203,42 +208,8 @@ class GpuState:
             tmax = float(T.max())
         else:
             self._n_hot += 1
-            engage = need & (self.engaged[gsl] | (T >= self.slow_c - _EPS_C))
-            P = np.where(engage, np.minimum(phys.power_cap_w(pd, tin, R, self.slow_c, self.pmin_w), draw), draw)
-            capped = engage & (P < draw)
-            speed = np.where(capped, phys.speed_fraction(P, pd, self.idle_w, self.alpha), 1.0)
-            tss = tin + P * R
-            tau = R * self.C
-            # next crossing: slowdown for free GPUs heading above it, shutdown for capped ones settling above it
-            t_cross = np.full(len(tss), INF)
-            kind = np.zeros(len(tss), dtype=np.int8)
-            free_up = need & ~engage
-            if free_up.any():
-                t_cross[free_up] = phys.crossing_time_s(T[free_up], tss[free_up], self.slow_c, tau[free_up])
-                kind[free_up] = 1
-            hot = engage & (tss > self.shut_c)
-            if hot.any():
-                ts = np.asarray(phys.crossing_time_s(T[hot], tss[hot], self.shut_c, tau[hot]), dtype=np.float64)
-                t_cross[hot] = np.where(T[hot] >= self.shut_c - _EPS_C, 0.0, ts)
-                kind[hot] = 2
-            t_next = now + t_cross / 3600.0
-            self.tss[gsl] = tss
-            self.engaged[gsl] = engage
-            self.speed[gsl] = speed
-            self.t_next[gsl] = t_next
-            self.kind[gsl] = kind
-            sp_n = speed.reshape(-1, u).min(axis=1)
-            capped_g = capped.reshape(-1, u)
-            busy_g = (busy_n > 0)[:, None]
-            capped_n = (busy_g & capped_g).sum(axis=1) * self.w
-            spsum_n = np.where(busy_g, speed.reshape(-1, u), 0.0).sum(axis=1) * self.w
-            # the node's thermal cap as the per-GPU mean of its powers: exact for the node's total while the
-            # thermal cap is the tightest (a stated approximation when PSU caps bind on the same node)
-            it_caps = np.where(capped_g.any(axis=1), P.reshape(-1, u).mean(axis=1), INF)
+            P, sp_n, capped_n, spsum_n, it_caps = self._throttle(gsl, now, T, pd, draw, tin, R, need, busy_n)
             tmax = float(T.max())
-            m = float(t_next.min())
-            if m < self._wake_t:
-                self._schedule_wake(m)
         if tmax > self.tpeak_c:
             self.tpeak_c = tmax
         # IT power (the shared ITPower) when the thermal cap of these nodes changed
@@ -261,6 +232,50 @@ class GpuState:
                 self.engine.bus.publish(Topic.NODE_SPEED, ch)
             if short and self._n_hot_check():
                 self._n_hot = 0
+
+    def _throttle(self, gsl: Any, now: float, T: NDArray[np.float64], pd: NDArray[np.float64],
+                  draw: NDArray[np.float64], tin: NDArray[np.float64], R: NDArray[np.float64],
+                  need: NDArray[np.bool_], busy_n: NDArray[np.float64]) -> tuple[Any, Any, Any, Any, Any]:
+        """The long path of ``_update_now`` for units ``gsl`` of which some would settle above the slowdown
+        temperature or are engaged: caps, speeds, the next crossings (scheduling the wake-up); returns the
+        units' powers, and per node the speed, capped busy GPUs, Σ speed of busy GPUs and thermal cap."""
+        u = self.u
+        engage = need & (self.engaged[gsl] | (T >= self.slow_c - _EPS_C))
+        P = np.where(engage, np.minimum(phys.power_cap_w(pd, tin, R, self.slow_c, self.pmin_w), draw), draw)
+        capped = engage & (P < draw)
+        speed = np.where(capped, phys.speed_fraction(P, pd, self.idle_w, self.alpha), 1.0)
+        tss = fast.steady_c(tin, P, R)
+        tau = fast.tau_s(R, self.C)
+        # next crossing: slowdown for free GPUs heading above it, shutdown for capped ones settling above it
+        t_cross = np.full(len(tss), INF)
+        kind = np.zeros(len(tss), dtype=np.int8)
+        free_up = need & ~engage
+        if free_up.any():
+            t_cross[free_up] = phys.crossing_time_s(T[free_up], tss[free_up], self.slow_c, tau[free_up])
+            kind[free_up] = 1
+        hot = engage & (tss > self.shut_c)
+        if hot.any():
+            ts = np.asarray(phys.crossing_time_s(T[hot], tss[hot], self.shut_c, tau[hot]), dtype=np.float64)
+            t_cross[hot] = np.where(T[hot] >= self.shut_c - _EPS_C, 0.0, ts)
+            kind[hot] = 2
+        t_next = now + t_cross / 3600.0
+        self.tss[gsl] = tss
+        self.engaged[gsl] = engage
+        self.speed[gsl] = speed
+        self.t_next[gsl] = t_next
+        self.kind[gsl] = kind
+        sp_n = speed.reshape(-1, u).min(axis=1)
+        capped_g = capped.reshape(-1, u)
+        busy_g = (busy_n > 0)[:, None]
+        capped_n = (busy_g & capped_g).sum(axis=1) * self.w
+        spsum_n = np.where(busy_g, speed.reshape(-1, u), 0.0).sum(axis=1) * self.w
+        # the node's thermal cap as the per-GPU mean of its powers: exact for the node's total while the
+        # thermal cap is the tightest (a stated approximation when PSU caps bind on the same node)
+        it_caps = np.where(capped_g.any(axis=1), P.reshape(-1, u).mean(axis=1), INF)
+        m = float(t_next.min())
+        if m < self._wake_t:
+            self._schedule_wake(m)
+        return P, sp_n, capped_n, spsum_n, it_caps
 
     def _n_hot_check(self) -> bool:
         """True when no unit anywhere is engaged, capped or heading for a crossing (short paths suffice)."""
@@ -307,7 +322,7 @@ class GpuState:
         self.hist += np.bincount(np.clip(self.tss, 0.0, _HIST_MAX_C - 1).astype(np.intp),
                                  weights=dt_h * self.gon, minlength=_HIST_MAX_C) * self.w
         self.t0[:] = t_h
-        self.T[:] = self.tss + (self.T - self.tss) * np.exp(dt_h * -3600.0 / self.tau)
+        self.T[:] = fast.step_c(self.T, self.tss, dt_h, self.tau)
         self.tpeak_c = max(self.tpeak_c, float(self.T.max()))
 
     def _trace(self, nodes: NDArray[np.int64], T: NDArray[np.float64], P: NDArray[np.float64],

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from twin.model.cooling import fast
 from twin.model.cooling.common import _HIST_MAX_C, INF
 
 
@@ -80,7 +81,7 @@ class DeferredReplay:
         while some zone cannot carry its full load (their GPUs' state waits for the replay); ``move``
         False: only set it (the rest of their load change comes next)."""
         up = self.cluster.down_count[nodes] == 0
-        pd = (self.idle_w + (self.tdp_w - self.idle_w) * util) * up  # (as _update computes it)
+        pd = fast.demand_w(self.idle_w, self.tdp_w, util) * up  # (as _update computes it)
         heat = self._air_heat_w(pd, up)
         if move:
             self._zone_heat(nodes, nodes, heat)
@@ -313,13 +314,13 @@ class DeferredReplay:
         i0 = int(nodes[0])
         R = float(self.rbase[i0] * self.rfactor[i0])
         tin = float(self.inlet[i0])
-        tss = tin + (self.idle_w + (self.tdp_w - self.idle_w) * U) * R  # steady state after each entry
+        tss = fast.steady_c(tin, fast.demand_w(self.idle_w, self.tdp_w, U), R)  # steady state after each entry
         k_s = -3600.0 / (R * self.C)  # log of the decay per hour
         # each node's first segment: from its own state to the cell's first entry
         tss0 = self.tss[nodes]
         dur0 = t[0] - self.t0[nodes]
         lg0 = dur0 * k_s
-        T = np.exp(lg0) * self.T[nodes] - np.expm1(lg0) * tss0
+        T = fast.step_log_c(self.T[nodes], tss0, lg0)
         T1max = float(T.max())  # the hottest node at the first entry
         bins = [tss0]
         wts = [dur0 * self.gon[nodes]]
@@ -327,11 +328,7 @@ class DeferredReplay:
         if len(t) > 1:  # the segments all its nodes share
             dur = t[1:] - t[:-1]
             lg = dur * k_s
-            after = lg[::-1].cumsum()[::-1]  # Σ of the logs from each segment to the last
-            G = float(after[0])
-            after -= lg  # … after each segment
-            S = float((-np.expm1(lg) * tss[:-1] * np.exp(after)).sum())
-            T = np.exp(G) * T + S
+            T = fast.shared_segments_c(T, tss[:-1], lg)
             bins.append(tss[:-1])
             wts.append(dur * float(n))
         b_all = np.concatenate(bins)
@@ -418,7 +415,17 @@ class DeferredReplay:
             self.n_tp[nodes_g] = busy_last
         self.n_busy[nodes_g] = busy_last
         self.n_spsum[nodes_g] = busy_last
-        # ---- per unit: histogram and state
+        self._replay_units(nd, o, nodes_g, cnt, start, lastpos, t_s, u_s, up_s)
+        return out
+
+    def _replay_units(self, nd: NDArray[Any], o: NDArray[np.intp], nodes_g: NDArray[np.int64],
+                      cnt: NDArray[np.int64], start: NDArray[np.int64], lastpos: NDArray[np.int64],
+                      t_s: NDArray[np.float64], u_s: NDArray[np.float64], up_s: NDArray[np.bool_] | None) -> None:
+        """Per thermal unit, the second half of ``_replay_pairs``: the histogram, the closed-form temperature
+        after each unit's last pair, and the peak. The pairs come grouped by node (``nd[o]``, ``t_s``,
+        ``u_s``, ``up_s``: node, time, utilisation and service after each pair; ``nodes_g`` the nodes,
+        ``cnt``, ``start``, ``lastpos`` their groups' sizes, first and last pairs)."""
+        u = self.u
         if u == 1:
             t_u, u_u, up_u = t_s, u_s, up_s
             cnt_u, start_u, last_u, g0 = cnt, start, lastpos, nodes_g
@@ -440,8 +447,8 @@ class DeferredReplay:
         # logged units is used as a scalar: x·R is the same product for a scalar as for equal elements.
         R: Any = R_g[0] if not np.count_nonzero(R_g != R_g[0]) else R_g.repeat(cnt_u)
         tin: Any = tin_g[0] if not np.count_nonzero(tin_g != tin_g[0]) else tin_g.repeat(cnt_u)
-        pdem = self.idle_w + (self.tdp_w - self.idle_w) * u_u
-        tss_new = tin + (pdem * up_u if up_u is not None else pdem) * R  # × True would be × 1.0
+        pdem = fast.demand_w(self.idle_w, self.tdp_w, u_u)
+        tss_new = fast.steady_c(tin, pdem * up_u if up_u is not None else pdem, R)  # × True would be × 1.0
         prev_tss = np.empty(Mu)
         prev_tss[1:] = tss_new[:-1]
         prev_tss[start_u] = self.tss[g0]
@@ -462,20 +469,9 @@ class DeferredReplay:
         lo, hi = float(prev_tss.min()), float(prev_tss.max())  # the clip changes nothing when within range
         bins = prev_tss if 0.0 <= lo and hi < _HIST_MAX_C else np.clip(prev_tss, 0.0, _HIST_MAX_C - 1)
         self.hist += np.bincount(bins.astype(np.intp), weights=wts, minlength=_HIST_MAX_C) * self.w
-        lg = dur * -3600.0
-        lg /= R * self.C
-        csum = lg.cumsum()
-        base = csum[start_u] - lg[start_u]
-        P = np.subtract(csum, base.repeat(cnt_u), out=csum)  # Σ of logs from the group's first entry to this one
-        G = P[last_u]
-        contrib = np.expm1(lg)  # −expm1(lg) · T_ss,prev · e^(G − P), in place
-        np.negative(contrib, out=contrib)
-        contrib *= prev_tss
-        decay = G.repeat(cnt_u)
-        decay -= P
-        contrib *= np.exp(decay, out=decay)
+        lg = fast.log_decay(dur, fast.tau_s(R, self.C))
         T0 = self.T[g0]
-        T_last = np.exp(G) * T0 + np.add.reduceat(contrib, start_u)
+        T_last = fast.grouped_segments_c(T0, prev_tss, lg, start_u, cnt_u, last_u)
         self.T[g0] = T_last
         self.t0[g0] = t_u[last_u]
         self.tss[g0] = tss_new[last_u]
@@ -495,4 +491,3 @@ class DeferredReplay:
                 peak = max(peak, float(x[act].max()))
             if peak > self.tpeak_c:
                 self.tpeak_c = peak
-        return out
