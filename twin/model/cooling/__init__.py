@@ -22,6 +22,8 @@ module each; a new cooling mechanism goes into the room it belongs to, or a new 
 * ``replay``: the deferred-load replay of cool nodes' load changes (``DeferredReplay``).
 * ``ageing``: temperature-accelerated ageing of part populations (``Ageing``).
 * ``energy``: facility energy, cooling power and PUE (``EnergyPue``).
+* ``fast``: the ``twin.physics.thermal`` equations in the forms the hot paths evaluate, each pinned to
+  its physics function by ``tests/test_cooling_fast.py``.
 
 The rooms are mixins over one object (see ``component``): they share its arrays, so the hot path
 reads them with plain attribute lookups. **Thermal units**: with identical GPUs (``r_sigma`` 0) one
