@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 from twin.model.cooling import fast
 from twin.model.cooling.common import ASHRAE_RECOMMENDED_MAX_C, _blocks
 from twin.model.parts import FacilityParts
+from twin.physics import plant
 
 
 class AirRooms:
@@ -42,8 +43,8 @@ class AirRooms:
         Z = a.zones
         self.crah_healthy = np.full(Z, a.crah.count, dtype=np.int64)
         # capacity factor of the CRAH units in each hour (derating above the design ambient)
-        self._derate_h: list[float] = np.maximum(0.0, 1.0 - a.derate_per_c * np.maximum(
-            0.0, self.ambient_h - a.design_ambient_c)).tolist()
+        self._derate_h: list[float] = plant.crah_capacity_factor(self.ambient_h, a.design_ambient_c,
+                                                                 a.derate_per_c).tolist()
         self._crah_w = self.crah_healthy * a.crah.capacity_kw * 1000.0  # healthy capacity before derating, W
         self.z_cap = self._crah_w * self._derate_at(0.0)
         self.z_S0 = np.full(Z, a.supply_c)
@@ -80,7 +81,7 @@ class AirRooms:
         # hourly capacity changes: only at hours where the derating factor changes
         a = self.air
         assert a is not None
-        f = np.maximum(0.0, 1.0 - a.derate_per_c * np.maximum(0.0, self.ambient_h - a.design_ambient_c))
+        f = plant.crah_capacity_factor(self.ambient_h, a.design_ambient_c, a.derate_per_c)
         self._hours = [int(k) for k in np.flatnonzero(f[1:] != f[:-1]) + 1 if k < self.H]
         self._f_hours = f[self._hours]  # the capacity factor from each of those hours on
         self._hour_gen = 0
@@ -160,7 +161,7 @@ class AirRooms:
         elif not over and not np.isnan(self.z_over_since[z]):
             self.z_over_h += now - self.z_over_since[z]
             self.z_over_since[z] = np.nan
-        tgt = self.air.supply_c + (q - cap) / 1000.0 * self.r_room if over else self.air.supply_c
+        tgt = plant.room_target_c(self.air.supply_c, q, cap, self.r_room)
         if tgt == self.z_tgt[z]:
             return
         self.z_S0[z] = self._supply_now(z)
@@ -282,7 +283,7 @@ class AirRooms:
         self._flush_for(slice(node, node + 1))
         self.fans_h[node] = healthy
         if not self.gpu_on_liquid:
-            self.rfactor[node] = self.fans_req / healthy if 0 < healthy < self.fans_req else 1.0
+            self.rfactor[node] = plant.fan_r_factor(healthy, self.fans_req)
         if healthy == 0 and self.cluster.is_up(node) and node not in self.tripped:
             self._trip(node, "no_fan")
             return

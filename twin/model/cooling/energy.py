@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from twin.physics import plant
+
 
 class EnergyPue:
     """Room of the cooling component: energy, cooling power and PUE over the horizon (a mixin of
@@ -31,7 +33,7 @@ class EnergyPue:
         it_v = it[np.searchsorted(ts, bp, side="right") - 1]
         gpu_v = it_v - self.non_gpu_w * up[np.searchsorted(ts2, bp, side="right") - 1]  # down nodes draw 0
         amb = self.ambient_h[np.minimum(bp.astype(np.int64), self.n_hours - 1)]
-        cop = np.maximum(e.cop_min, e.chiller_cop - e.cop_slope_per_c * (amb - e.cop_ref_c))
+        cop = plant.chiller_cop(amb, e.chiller_cop, e.cop_ref_c, e.cop_slope_per_c, e.cop_min)
         if self.type == "air":
             air_heat, liq_heat = it_v, np.zeros_like(it_v)
         elif self.type == "liquid":
@@ -42,14 +44,14 @@ class EnergyPue:
         m: dict[str, float] = {}
         hours_free: dict[str, float] = {}
         if self.air is not None:
-            free = amb <= self.air.supply_c - self.air.free_cooling_approach_c
-            cool += air_heat * (self.air.fan_kw_per_kw + np.where(free, 0.0, 1.0 / cop))
+            free = plant.free_cooling(amb, self.air.supply_c, self.air.free_cooling_approach_c)
+            cool += plant.cooling_power_w(air_heat, self.air.fan_kw_per_kw, cop, free)
             hours_free["air"] = float(dur[free].sum())
         if self.liquid is not None:
-            free = amb <= self.liquid.supply_c - self.liquid.free_cooling_approach_c
-            cool += liq_heat * (self.liquid.pump_kw_per_kw + np.where(free, 0.0, 1.0 / cop))
+            free = plant.free_cooling(amb, self.liquid.supply_c, self.liquid.free_cooling_approach_c)
+            cool += plant.cooling_power_w(liq_heat, self.liquid.pump_kw_per_kw, cop, free)
             hours_free["liquid"] = float(dur[free].sum())
-        facility = (it_v / e.ups_efficiency + cool) / e.transformer_efficiency
+        facility = plant.facility_power_w(it_v, cool, e.ups_efficiency, e.transformer_efficiency)
         losses = facility - it_v - cool
         it_kwh = float((it_v * dur).sum()) / 1000.0
         cool_kwh = float((cool * dur).sum()) / 1000.0
