@@ -26,7 +26,8 @@ module each; a new cooling mechanism goes into the room it belongs to, or a new 
   its physics function by ``tests/test_cooling_fast.py``.
 
 The rooms are mixins over one object (see ``component``): they share its arrays, so the hot path
-reads them with plain attribute lookups. **Thermal units**: with identical GPUs (``r_sigma`` 0) one
+reads them with plain attribute lookups. ``state.CoolingState`` declares every attribute under the room
+that owns it, and the methods rooms call on each other (declarations only, for readers and mypy). **Thermal units**: with identical GPUs (``r_sigma`` 0) one
 array element stands for a node's g GPUs (same equations, g times fewer elements); with a spread, one
 element per GPU.
 """

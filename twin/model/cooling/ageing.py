@@ -10,10 +10,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from twin.model.cooling.common import _EPS_H, INF
+from twin.model.cooling.state import CoolingState
 from twin.physics import thermal as phys
 
 
-class Ageing:
+class Ageing(CoolingState):
     """Room of the cooling component: ageing clocks of the accelerated part populations (a mixin of
     ``Thermal``)."""
 

@@ -22,11 +22,12 @@ from numpy.typing import NDArray
 
 from twin.model.cooling import fast
 from twin.model.cooling.common import ASHRAE_RECOMMENDED_MAX_C, _blocks
+from twin.model.cooling.state import CoolingState
 from twin.model.parts import FacilityParts
 from twin.physics import plant
 
 
-class AirRooms:
+class AirRooms(CoolingState):
     """Room of the cooling component: air zones, their CRAH units and the node fans (a mixin of
     ``Thermal``)."""
 

@@ -11,10 +11,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from twin.model.cooling.state import CoolingState
 from twin.physics import plant
 
 
-class EnergyPue:
+class EnergyPue(CoolingState):
     """Room of the cooling component: energy, cooling power and PUE over the horizon (a mixin of
     ``Thermal``)."""
 

@@ -22,11 +22,12 @@ from scipy.special import ndtri
 from twin import rng
 from twin.model.cooling import fast
 from twin.model.cooling.common import _EPS_C, _EPS_H, _HIST_MAX_C, INF
+from twin.model.cooling.state import CoolingState
 from twin.model.engine import Topic
 from twin.physics import thermal as phys
 
 
-class GpuState:
+class GpuState(CoolingState):
     """Room of the cooling component: GPU state, throttling and crossings, accounting (a mixin of
     ``Thermal``; the parameters it reads are set by ``Thermal.__init__``)."""
 

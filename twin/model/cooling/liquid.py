@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 
 from twin.model.cooling.common import _blocks
+from twin.model.cooling.state import CoolingState
 from twin.model.parts import FacilityParts
 
 
-class LiquidLoops:
+class LiquidLoops(CoolingState):
     """Room of the cooling component: liquid loops, their CDUs and pumps, and leaks (a mixin of
     ``Thermal``)."""
 

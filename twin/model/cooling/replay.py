@@ -22,9 +22,10 @@ from numpy.typing import NDArray
 
 from twin.model.cooling import fast
 from twin.model.cooling.common import _HIST_MAX_C, INF
+from twin.model.cooling.state import CoolingState
 
 
-class DeferredReplay:
+class DeferredReplay(CoolingState):
     """Room of the cooling component: the log of cool nodes' load changes and its replay (a mixin of
     ``Thermal``)."""
 

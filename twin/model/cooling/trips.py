@@ -10,9 +10,10 @@ import bisect
 import numpy as np
 
 from twin.model.cooling.common import TRIP
+from twin.model.cooling.state import CoolingState
 
 
-class Trips:
+class Trips(CoolingState):
     """Room of the cooling component: trips, the restart checks and reboots (a mixin of ``Thermal``)."""
 
     def _init_trips(self) -> None:
