@@ -19,7 +19,7 @@ import pandas as pd
 import yaml
 
 from twin.scenario.loader import load_scenario
-from twin.model.thermal import Thermal
+from twin.model.cooling.component import Thermal
 from twin.sim import Model, run_replication
 
 from test_thermal import assert_same_results, lazy_and_direct  # noqa: E402  (tests/ is on sys.path)

@@ -28,7 +28,7 @@ COMPONENTS: list[tuple[str, str, str]] = [
     # Each class takes the Model, and has start(), finish() and results() -> (metrics, tables).
     ("network", "twin.model.network", "Network"),
     ("power", "twin.model.power", "PowerChain"),
-    ("cooling", "twin.model.thermal", "Thermal"),
+    ("cooling", "twin.model.cooling.component", "Thermal"),
     ("workload", "twin.model.workload", "Workload"),
     ("costs", "twin.model.costs", "Costs"),  # last: prices what the others recorded
 ]

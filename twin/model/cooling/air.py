@@ -1,0 +1,293 @@
+"""Air rooms and CRAH units (model.md §4), and node fans.
+
+CRAH units hold a zone's supply at ``supply_c`` while healthy capacity (derated above the design
+ambient) covers the heat; otherwise the supply relaxes first-order toward
+supply_c + (Q − Q_cap)·R_room with ``room_tau_min``. The supply seen by the GPUs is **quantised**: the
+held inlet is the nearest level of an ``inlet_step_c`` (≤ 0.5 °C) grid anchored at the last held value,
+switched at the exact time the actual supply crosses the midpoint (each switch an event), so the held
+inlet is never more than inlet_step_c/2 from the actual supply. The platform inlet trip uses the exact
+(unquantised) crossing of ``max_inlet_c``. The room's heat Q counts each running node's *demanded*
+power (thermal caps are not fed back into the room, which would couple the quantisation to itself;
+conservative). A zone that could carry all its nodes at full load (*slack*) keeps no heat at all.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from twin.model.cooling import fast
+from twin.model.cooling.common import ASHRAE_RECOMMENDED_MAX_C, _blocks
+from twin.model.cooling.state import CoolingState
+from twin.model.parts import FacilityParts
+from twin.physics import plant
+
+
+class AirRooms(CoolingState):
+    """Room of the cooling component: air zones, their CRAH units and the node fans (a mixin of
+    ``Thermal``)."""
+
+    def _init_air(self, fac_specs: dict[str, Any]) -> None:
+        """Zones as near-equal blocks of racks, their CRAH units (facility parts) and room state."""
+        a = self.air
+        assert a is not None
+        eng, model, cl = self.engine, self.model, self.cluster
+        n = self.N
+        self.zones = _blocks(cl.racks, a.zones, cl.nodes_per_rack)
+        self.zone_of = np.empty(n, dtype=np.int64)
+        for z, (s, e) in enumerate(self.zones):
+            self.zone_of[s:e] = z
+        Z = a.zones
+        self.crah_healthy = np.full(Z, a.crah.count, dtype=np.int64)
+        # capacity factor of the CRAH units in each hour (derating above the design ambient)
+        self._derate_h: list[float] = plant.crah_capacity_factor(self.ambient_h, a.design_ambient_c,
+                                                                 a.derate_per_c).tolist()
+        self._crah_w = self.crah_healthy * a.crah.capacity_kw * 1000.0  # healthy capacity before derating, W
+        self.z_cap = self._crah_w * self._derate_at(0.0)
+        self.z_S0 = np.full(Z, a.supply_c)
+        self.z_ta = np.zeros(Z)
+        self.z_tgt = np.full(Z, a.supply_c)
+        self.z_held = np.full(Z, a.supply_c)
+        self.z_gen = np.zeros(Z, dtype=np.int64)
+        self.z_q = np.zeros(Z)
+        self.z_reserved = np.zeros(Z)
+        self.z_last = np.zeros(Z)
+        self.z_hot_node_h = 0.0
+        self.z_over_h = 0.0
+        self.z_over_since = np.full(Z, np.nan)
+        self.r_room = float(a.r_room_c_per_kw)  # type: ignore[arg-type]
+        paths = [f"cooling.zone{z}.crah{k}" for z in range(Z) for k in range(a.crah.count)]
+        self.crah = FacilityParts(eng, "crah", paths, fac_specs["crah"], self._on_crah, model.shop.on_failure)
+        model.facility["crah"] = self.crah
+        self.node_air_w = np.zeros(n)
+
+    def _init_fans(self) -> None:
+        """Healthy fans per node (air only; a node needs ``fans_req`` for its nominal R)."""
+        self.fan_part = self.air.fan_part if self.air is not None else None
+        self.fans_h = np.zeros(self.N, dtype=np.int64)
+        self.fans_req = 1
+        if self.fan_part is not None:
+            fpop = self.model.parts[self.fan_part]
+            self.fans_h[:] = fpop.spec.count
+            self.fans_req = int(fpop.required)
+
+    def _start_air(self) -> None:
+        """Start every zone's supply trajectory and the hourly capacity changes."""
+        for z in range(len(self.zones)):
+            self._retarget(z)
+        # hourly capacity changes: only at hours where the derating factor changes
+        a = self.air
+        assert a is not None
+        f = plant.crah_capacity_factor(self.ambient_h, a.design_ambient_c, a.derate_per_c)
+        self._hours = [int(k) for k in np.flatnonzero(f[1:] != f[:-1]) + 1 if k < self.H]
+        self._f_hours = f[self._hours]  # the capacity factor from each of those hours on
+        self._hour_gen = 0
+        self._schedule_hour(0)
+
+    def _finish_air(self, H: float) -> None:
+        """Close the zones' hot-inlet and over-capacity accounts at the horizon ``H`` (h)."""
+        for z in range(len(self.zones)):
+            self._zone_account(z, H)
+            if not np.isnan(self.z_over_since[z]):
+                self.z_over_h += H - self.z_over_since[z]
+                self.z_over_since[z] = np.nan
+
+    def _zone_heat(self, nsl: Any, nodes: NDArray[np.int64], heat: Any) -> None:
+        """Set the air heat (W) of ``nodes`` (``nsl``: the same as indices or a slice) and move the room
+        of every zone among theirs that cannot carry all its nodes at full load."""
+        self.node_air_w[nsl] = heat
+        if isinstance(nsl, slice):  # zone_of does not decrease with the node index
+            z0, z1 = int(self.zone_of[nsl.start]), int(self.zone_of[nsl.stop - 1])
+        else:
+            zl = self.zone_of[nodes]
+            z0, z1 = int(zl.min()), int(zl.max())
+        for z in range(z0, z1 + 1):
+            if self.z_slack[z]:
+                continue  # could carry all its nodes at full load: its heat cannot move the room
+            s, e = self.zones[z]
+            q = float(self.node_air_w[s:e].sum())
+            if q != self.z_q[z]:
+                self.z_q[z] = q
+                self._retarget(z)
+
+    def _air_heat_w(self, gpu_w: Any, up: Any) -> Any:
+        """Heat (W) nodes give their air zone: non-GPU power, plus the GPUs' in an air-cooled hall, of the
+        nodes in service (``gpu_w``: power per GPU, W; ``up``: in service)."""
+        return (self.non_gpu_w + (gpu_w * self.g if self.type == "air" else 0.0)) * up
+
+    def _derate_at(self, t_h: float) -> float:
+        """Capacity factor of the CRAH units at time ``t_h`` (derating above the design ambient), the
+        value max(0, 1 − derate_per_c·max(0, ambient − design_ambient_c)) of the hour, precomputed."""
+        return self._derate_h[min(int(math.floor(t_h + 1e-9)), self.n_hours - 1)]
+
+    def _set_caps(self) -> None:
+        """Healthy capacity of each zone now; a zone that lost its slack gets its heat recomputed (a zone is
+        slack when it could carry all its nodes at full load; while it is, its nodes' heat is not kept)."""
+        self.z_cap = self._crah_w * self._derate_at(self.engine.now)
+        slack = self.z_full <= self.z_cap
+        changed = slack != self.z_slack
+        if not np.count_nonzero(changed):
+            return
+        self.z_slack = slack
+        self._n_short = int(np.count_nonzero(~slack))
+        for z in np.flatnonzero(changed & ~slack).tolist():
+            # the zone's heat matters again: recompute it from the nodes' state now
+            s, e = self.zones[z]
+            up = self.cluster.down_count[s:e] == 0
+            pd = fast.demand_w(self.idle_w, self.tdp_w, self.engine.node_util[s:e])
+            self.node_air_w[s:e] = self._air_heat_w(pd, up)
+            self.z_q[z] = float(self.node_air_w[s:e].sum())
+
+    def _zone_cap_w(self, z: int) -> float:
+        return float(self.z_cap[z])
+
+    def _supply_now(self, z: int) -> float:
+        assert self.air is not None
+        dt_min = (self.engine.now - self.z_ta[z]) * 60.0
+        return float(fast.supply_c(self.z_S0[z], self.z_tgt[z], dt_min, self.air.room_tau_min))
+
+    def _retarget(self, z: int) -> None:
+        """The zone's heat or capacity changed: restart its supply trajectory from where it is now."""
+        assert self.air is not None
+        now = self.engine.now
+        cap = self._zone_cap_w(z)
+        q = float(self.z_q[z])
+        over = q > cap
+        if over and np.isnan(self.z_over_since[z]):
+            self.z_over_since[z] = now
+        elif not over and not np.isnan(self.z_over_since[z]):
+            self.z_over_h += now - self.z_over_since[z]
+            self.z_over_since[z] = np.nan
+        tgt = plant.room_target_c(self.air.supply_c, q, cap, self.r_room)
+        if tgt == self.z_tgt[z]:
+            return
+        self.z_S0[z] = self._supply_now(z)
+        self.z_ta[z] = now
+        self.z_tgt[z] = tgt
+        self.z_gen[z] += 1
+        self.timeline.append((now, "zone", z, float(self.z_S0[z]), tgt, q / 1000.0, cap / 1000.0))
+        self._plan_step(z)
+        # exact crossing of the platform inlet limit
+        S0 = float(self.z_S0[z])
+        if tgt > self.max_inlet_c > S0:
+            t_min = fast.crossing_time_min(S0, tgt, self.max_inlet_c, self.air.room_tau_min)
+            gen = int(self.z_gen[z])
+            self.engine.call_at(now + t_min / 60.0, lambda: self._zone_inlet_trip(z, gen))
+
+    def _plan_step(self, z: int) -> None:
+        """Schedule the next switch of the held inlet (nearest level on a grid of inlet_step_c)."""
+        assert self.air is not None
+        h = float(self.z_held[z])
+        tgt = float(self.z_tgt[z])
+        if h == tgt:
+            return
+        d = self.air.inlet_step_c
+        sgn = 1.0 if tgt > h else -1.0
+        if abs(tgt - h) <= d:
+            x, new_h = 0.5 * (h + tgt), tgt
+        else:
+            x, new_h = h + sgn * 0.5 * d, h + sgn * d
+        S0 = float(self.z_S0[z])
+        S = self._supply_now(z)
+        if (S - x) * sgn >= 0.0:
+            t_abs = self.engine.now
+        else:
+            t_min = fast.crossing_time_min(S0, tgt, x, self.air.room_tau_min)
+            t_abs = float(self.z_ta[z]) + t_min / 60.0
+            if not math.isfinite(t_abs):  # x not strictly between S0 and the target: already passed
+                t_abs = self.engine.now
+        gen = int(self.z_gen[z])
+        self.engine.call_at(t_abs, lambda: self._zone_step(z, gen, new_h))
+
+    def _zone_step(self, z: int, gen: int, new_h: float) -> None:
+        if gen != self.z_gen[z]:
+            return
+        s, e = self.zones[z]
+        self._flush_for(slice(s, e))
+        self._zone_account(z, self.engine.now)
+        self.z_held[z] = new_h
+        nodes = np.arange(s, e, dtype=np.int64)
+        if not self.gpu_on_liquid:
+            self.inlet[s:e] = new_h
+            self._update(nodes)
+            self._set_cool(slice(s, e))
+        self._plan_step(z)
+        self._try_restarts()
+
+    def _zone_account(self, z: int, now: float) -> None:
+        """Node-hours with the (held) inlet above the ASHRAE recommended maximum."""
+        s, e = self.zones[z]
+        if self.z_held[z] > ASHRAE_RECOMMENDED_MAX_C:
+            self.z_hot_node_h += (now - self.z_last[z]) * (e - s)
+        self.z_last[z] = now
+
+    def _zone_inlet_trip(self, z: int, gen: int) -> None:
+        if gen != self.z_gen[z]:
+            return
+        s, e = self.zones[z]
+        for node in range(s, e):
+            if self.cluster.is_up(node):
+                self._trip(node, "inlet")
+
+    def _on_crah(self, idx: int, healthy: bool) -> None:
+        assert self.air is not None
+        z = idx // self.air.crah.count
+        self.crah_healthy[z] += 1 if healthy else -1
+        self._crah_w = self.crah_healthy * self.air.crah.capacity_kw * 1000.0
+        self._set_caps()
+        if self.on:
+            self._retarget(z)
+            self._try_restarts()
+            self._schedule_hour(bisect.bisect_left(self._hours, self.engine.now))  # (quiet may have ended)
+
+    def _quiet(self) -> bool:
+        """Every air zone could carry all its nodes at full load and holds its supply temperature: then an
+        hourly capacity change matters only if it takes some zone's slack (restarts in a slack zone do not
+        depend on its capacity, and no room is in a transient to retarget)."""
+        assert self.air is not None
+        return bool(self.z_slack.all()) and bool((self.z_tgt == self.air.supply_c).all())
+
+    def _schedule_hour(self, i: int) -> None:
+        """Schedule the hourly capacity change ``self._hours[i]``; while the hall is quiet, the first one
+        from there that takes some zone's slack instead (the ones before it would change nothing)."""
+        hours = self._hours
+        if i < len(hours) and self._quiet():
+            f = self._f_hours[i:]
+            short = (self.z_full[:, None] > self._crah_w[:, None] * f[None, :]).any(axis=0)  # = not slack
+            i = i + int(short.argmax()) if short.any() else len(hours)
+        self._hour_i = i
+        self._hour_gen += 1
+        if i < len(hours):
+            gen = self._hour_gen
+            self.engine.call_at(float(hours[i]), lambda: self._hour(gen))
+
+    def _hour(self, gen: int) -> None:
+        """Ambient change at an hour where the capacity derating of the air zones changes."""
+        if gen != self._hour_gen:
+            return  # rescheduled (a CRAH unit failed or came back)
+        self._set_caps()
+        assert self.air is not None
+        for z in range(len(self.zones)):
+            if not self.z_slack[z] or self.z_tgt[z] != self.air.supply_c:
+                self._retarget(z)
+        self._try_restarts()
+        self._schedule_hour(self._hour_i + 1)
+
+    # =================================================================================== fans
+    def _on_group(self, node: int, part: str, healthy: int) -> None:
+        if part != self.fan_part:
+            return
+        self._flush_for(slice(node, node + 1))
+        self.fans_h[node] = healthy
+        if not self.gpu_on_liquid:
+            self.rfactor[node] = plant.fan_r_factor(healthy, self.fans_req)
+        if healthy == 0 and self.cluster.is_up(node) and node not in self.tripped:
+            self._trip(node, "no_fan")
+            return
+        self._update(np.array([node], dtype=np.int64))
+        self._set_cool(slice(node, node + 1))
+        self._try_restarts()

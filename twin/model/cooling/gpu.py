@@ -1,0 +1,426 @@
+"""GPU thermal state and its crossings (model.md §3): the per-unit RC state, throttling, the wake-up at
+the earliest threshold crossing, the temperature histogram and trace, and the busy / capped / throughput
+integrals.
+
+GPU state lives in arrays over all thermal units: the temperature ``T`` at the unit's last update time
+``t0``, the steady state ``tss`` and time constant ``tau`` of its current (constant) power, inlet and R,
+so T(t) = tss + (T − tss)·e^(−(t − t0)/tau) between events. An update of a set of nodes is one vector
+operation over their units (``_update_now``, the hot path); it schedules only the earliest threshold
+crossing of the whole cluster (``_wake``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from scipy.special import ndtri
+
+from twin import rng
+from twin.model.cooling import fast
+from twin.model.cooling.common import _EPS_C, _EPS_H, _HIST_MAX_C, INF
+from twin.model.cooling.state import CoolingState
+from twin.model.engine import Topic
+from twin.physics import thermal as phys
+
+
+class GpuState(CoolingState):
+    """Room of the cooling component: GPU state, throttling and crossings, accounting (a mixin of
+    ``Thermal``; the parameters it reads are set by ``Thermal.__init__``)."""
+
+    def _init_gpu(self) -> None:
+        """The units' thermal state at time 0 (idle power at the initial inlet), and the accounting."""
+        c = self.spec
+        gp = c.gpu
+        cl = self.cluster
+        n, u = self.N, self.u
+        # ---- GPU state -----------------------------------------------------------------------------
+        G = self.G
+        base_r = gp.r_cold_plate_c_per_w if self.gpu_on_liquid else gp.r_air_c_per_w
+        self.rspread = np.ones(G)
+        if gp.r_sigma > 0:
+            digs = rng.path_digests(f"{cl.node_path(i // u)}.gpu{i % u}#thermal_r" for i in range(G))
+            unif = self.engine.streams.uniforms(digs, np.zeros(G, dtype=np.int64))
+            self.rspread = np.exp(gp.r_sigma * ndtri(unif))
+        self.rbase = base_r * self.rspread
+        self.rfactor = np.ones(n)  # node multiplier of R: fans (air) or no-flow (liquid)
+        self.inlet = np.empty(n)  # GPU inlet (held air supply, or coolant supply), °C
+        if self.gpu_on_liquid:
+            assert self.liquid is not None
+            self.inlet[:] = self.liquid.supply_c
+        else:
+            assert self.air is not None
+            self.inlet[:] = self.air.supply_c
+        tin0 = np.repeat(self.inlet, u)
+        R0 = self.rbase.copy()
+        self.T = fast.steady_c(tin0, self.idle_w, R0)
+        self.t0 = np.zeros(G)
+        self.tss = self.T.copy()
+        self.tau = fast.tau_s(R0, self.C)
+        self.engaged = np.zeros(G, dtype=bool)
+        self.speed = np.ones(G)
+        self.gon = np.ones(G, dtype=bool)  # GPU powered during [t0, now]
+        self.t_next = np.full(G, INF)
+        self.kind = np.zeros(G, dtype=np.int8)  # 1 slowdown crossing, 2 shutdown crossing
+        self._wake_t = INF
+        self._wake_gen = 0
+        self._n_hot = 0  # > 0 while some unit may be capped, engaged or heading for a crossing
+        self._acc_hot = False
+        self._tp_hot = False
+        self.hist = np.zeros(_HIST_MAX_C)
+        self.tpeak_c = float(self.T.max())
+
+        # ---- accounting ----------------------------------------------------------------------------
+        self.n_busy = np.zeros(n)
+        self.n_capped = np.zeros(n)
+        self.n_spsum = np.zeros(n)
+        self.n_tp = np.zeros(n)
+        self._tot = np.zeros(4)  # busy GPUs, capped busy GPUs, Σ speed of busy GPUs, effective GPUs
+        self._acc = np.zeros(4)
+        self._t_acc = 0.0
+        self._tp_t: list[float] = [0.0]  # effective GPUs: times of changes, h (not in order: see _replay_log)
+        self._tp_dv: list[float] = [0.0]  # … and the changes
+
+    def _init_trace(self) -> None:
+        """The traced nodes and the trace window (default: the week around the seasonal peak)."""
+        c = self.spec
+        n, H = self.N, self.H
+        tr = c.trace
+        self.trace_mask = np.zeros(n, dtype=bool)
+        self.trace_mask[[i for i in tr.nodes if i < n]] = True
+        if tr.from_h is not None:
+            t_from = tr.from_h
+        elif c.ambient.csv is not None:
+            t_from = 0.0
+        else:
+            t_from = max(0.0, (c.ambient.seasonal_peak_day - 3.5) * 24.0)
+            if t_from + 168.0 > H:
+                t_from = max(0.0, H - 168.0)
+        self.trace_from = t_from
+        self.trace_to = tr.to_h if tr.to_h is not None else t_from + 168.0
+        self.trace_rows: list[NDArray[np.float64]] = []
+
+    def _start_trace(self) -> None:
+        eng = self.engine
+        traced = np.flatnonzero(self.trace_mask)
+        if len(traced):  # traced nodes take the full path (one row per update) inside the window only
+            if 0.0 < self.trace_from < self.H:
+                eng.call_at(self.trace_from, lambda: self._set_tracing(True, traced))
+            if 0.0 < self.trace_to < self.H:
+                eng.call_at(self.trace_to, lambda: self._set_tracing(False, traced))
+
+    def _gpus(self, nodes: NDArray[np.int64]) -> NDArray[np.int64]:
+        return (nodes[:, None] * self.u + self._ar).ravel()
+
+    def _update(self, nodes: NDArray[np.int64]) -> None:
+        """:meth:`_update_now`; a change of power-chain caps it sets off (its thermal cap moves the site
+        cap, whose speeds come back as NODE_SPEED) is taken after it, not inside it."""
+        self._in_update += 1
+        try:
+            self._update_now(nodes)
+        finally:
+            self._in_update -= 1
+        if not self._in_update and self._speed_later:
+            later = self._speed_later
+            self._speed_later = []
+            self._on_speed(later[0] if len(later) == 1 else np.unique(np.concatenate(later)))
+
+    def _update_now(self, nodes: NDArray[np.int64]) -> None:
+        """Bring the GPUs of ``nodes`` to now and apply their current power, inlet and R (one vector op).
+        (A caller that changed what makes nodes cool, their inlet, R, zone slack or tracing, recomputes
+        their flags after it: ``_set_cool``.)
+
+        A contiguous run of nodes (a packed job, a zone, a loop) is addressed by slices; the common case
+        where no GPU of the set is near its slowdown temperature takes a short path without caps.
+        """
+        # One function of about 100 lines on purpose: this is the hot path (every load change of a warm
+        # node, every zone step, fan and loop change), and its steps share a dozen local arrays (the
+        # slices, R, inlet, demand, draw, busy GPUs) that smaller functions would pass in and out at every
+        # event. The throttling branch, taken only near the slowdown temperature, is ``_throttle``.
+        n = len(nodes)
+        if not n:
+            return
+        self._flush_for(nodes)
+        now = self.engine.now
+        g = self.g
+        u = self.u
+        n0 = int(nodes[0])
+        n1 = int(nodes[-1])
+        if n1 - n0 + 1 == n:
+            nsl: Any = slice(n0, n1 + 1)
+            gsl: Any = slice(n0 * u, (n1 + 1) * u)
+            nodes = self._all[nsl]
+        else:
+            nsl = nodes
+            gsl = self._gpus(nodes)
+        # temperature now, from the last state; GPU-hours by steady-state temperature (τ ≪ intervals)
+        tss_old = self.tss[gsl]
+        dt_h = now - self.t0[gsl]
+        T = fast.step_c(self.T[gsl], tss_old, dt_h, self.tau[gsl])
+        bins = np.minimum(np.maximum(tss_old, 0.0), _HIST_MAX_C - 1).astype(np.intp)  # = np.clip (no NaN)
+        self.hist += np.bincount(bins, weights=dt_h * self.gon[gsl], minlength=_HIST_MAX_C) * self.w
+        # new conditions
+        up_n = self.cluster.down_count[nsl] == 0
+        util = self.engine.node_util[nsl]
+        pd_n = fast.demand_w(self.idle_w, self.tdp_w, util) * up_n
+        # what the GPUs draw before any thermal cap: their demand, or less under a power-chain cap (a site
+        # cap, a lost PSU or feed); the thermal cap, if it binds, is below this, and speeds are relative
+        # to the demand (so the engine's lower of the thermal and power speeds is the node's speed)
+        draw_n = pd_n
+        if self._n_pcap or self.it.others_capped("thermal"):
+            pc = self.it.min_cap(nodes, exclude="thermal")
+            self._n_pcap += int(np.isfinite(pc).sum()) - int(np.isfinite(self._pcap[nsl]).sum())
+            self._pcap[nsl] = pc
+            draw_n = np.minimum(pd_n, pc)
+        if u == 1:
+            R = self.rbase[gsl] * self.rfactor[nsl]
+            tin = self.inlet[nsl]
+            pd, draw = pd_n, draw_n
+            self.gon[gsl] = up_n
+        else:
+            R = self.rbase[gsl] * np.repeat(self.rfactor[nsl], u)
+            tin = np.repeat(self.inlet[nsl], u)
+            pd = np.repeat(pd_n, u)
+            draw = pd if draw_n is pd_n else np.repeat(draw_n, u)
+            self.gon[gsl] = np.repeat(up_n, u)
+        tss = fast.steady_c(tin, draw, R)
+        need = tss > self.slow_c
+        self.T[gsl] = T
+        self.t0[gsl] = now
+        self.tau[gsl] = fast.tau_s(R, self.C)
+        caps = self.speed_caps
+        busy_n = (up_n & (util > 0.0)) * float(g)
+        # (np.count_nonzero: the cheapest any() of a small boolean array)
+        short = not np.count_nonzero(need) and not np.count_nonzero(self.engaged[gsl])
+        if short:
+            # short path: every GPU runs at its demand, speed 1, no crossing ahead
+            self.tss[gsl] = tss
+            if self._n_hot:
+                self.t_next[gsl] = INF
+                self.speed[gsl] = 1.0
+            P = draw
+            sp_n: Any = 1.0
+            capped_n = 0.0
+            spsum_n = busy_n
+            it_caps: Any = INF
+            tmax = float(T.max())
+        else:
+            self._n_hot += 1
+            P, sp_n, capped_n, spsum_n, it_caps = self._throttle(gsl, now, T, pd, draw, tin, R, need, busy_n)
+            tmax = float(T.max())
+        if tmax > self.tpeak_c:
+            self.tpeak_c = tmax
+        # IT power (the shared ITPower) when the thermal cap of these nodes changed
+        if self._n_hot and np.any(self._it_caps[nsl] != it_caps):
+            self.it.set_cap("thermal", nodes, it_caps)
+        # air-zone heat: demanded power of the nodes in service
+        if self.air is not None:
+            self._zone_heat(nsl, nodes, self._air_heat_w(draw_n, up_n))
+        self._account(nsl, nodes, busy_n, capped_n, spsum_n)
+        if self.aged:
+            self._age_update(nodes)
+        if self.trace_from <= now <= self.trace_to and np.count_nonzero(self.trace_mask[nsl]):
+            self._trace(nodes, T, P, pd, tin, R)
+        # the node's speed is its slowest GPU's (nodes in service only; a down node keeps its last cap)
+        if self._n_hot:
+            changed = up_n & (caps[nsl] != sp_n)
+            if np.count_nonzero(changed):
+                ch = nodes[changed]
+                caps[ch] = sp_n[changed] if not isinstance(sp_n, float) else sp_n
+                self.engine.bus.publish(Topic.NODE_SPEED, ch)
+            if short and self._n_hot_check():
+                self._n_hot = 0
+
+    def _throttle(self, gsl: Any, now: float, T: NDArray[np.float64], pd: NDArray[np.float64],
+                  draw: NDArray[np.float64], tin: NDArray[np.float64], R: NDArray[np.float64],
+                  need: NDArray[np.bool_], busy_n: NDArray[np.float64]) -> tuple[Any, Any, Any, Any, Any]:
+        """The long path of ``_update_now`` for units ``gsl`` of which some would settle above the slowdown
+        temperature or are engaged: caps, speeds, the next crossings (scheduling the wake-up); returns the
+        units' powers, and per node the speed, capped busy GPUs, Σ speed of busy GPUs and thermal cap."""
+        u = self.u
+        engage = need & (self.engaged[gsl] | (T >= self.slow_c - _EPS_C))
+        P = np.where(engage, np.minimum(phys.power_cap_w(pd, tin, R, self.slow_c, self.pmin_w), draw), draw)
+        capped = engage & (P < draw)
+        speed = np.where(capped, phys.speed_fraction(P, pd, self.idle_w, self.alpha), 1.0)
+        tss = fast.steady_c(tin, P, R)
+        tau = fast.tau_s(R, self.C)
+        # next crossing: slowdown for free GPUs heading above it, shutdown for capped ones settling above it
+        t_cross = np.full(len(tss), INF)
+        kind = np.zeros(len(tss), dtype=np.int8)
+        free_up = need & ~engage
+        if free_up.any():
+            t_cross[free_up] = phys.crossing_time_s(T[free_up], tss[free_up], self.slow_c, tau[free_up])
+            kind[free_up] = 1
+        hot = engage & (tss > self.shut_c)
+        if hot.any():
+            ts = np.asarray(phys.crossing_time_s(T[hot], tss[hot], self.shut_c, tau[hot]), dtype=np.float64)
+            t_cross[hot] = np.where(T[hot] >= self.shut_c - _EPS_C, 0.0, ts)
+            kind[hot] = 2
+        t_next = now + t_cross / 3600.0
+        self.tss[gsl] = tss
+        self.engaged[gsl] = engage
+        self.speed[gsl] = speed
+        self.t_next[gsl] = t_next
+        self.kind[gsl] = kind
+        sp_n = speed.reshape(-1, u).min(axis=1)
+        capped_g = capped.reshape(-1, u)
+        busy_g = (busy_n > 0)[:, None]
+        capped_n = (busy_g & capped_g).sum(axis=1) * self.w
+        spsum_n = np.where(busy_g, speed.reshape(-1, u), 0.0).sum(axis=1) * self.w
+        # the node's thermal cap as the per-GPU mean of its powers: exact for the node's total while the
+        # thermal cap is the tightest (a stated approximation when PSU caps bind on the same node)
+        it_caps = np.where(capped_g.any(axis=1), P.reshape(-1, u).mean(axis=1), INF)
+        m = float(t_next.min())
+        if m < self._wake_t:
+            self._schedule_wake(m)
+        return P, sp_n, capped_n, spsum_n, it_caps
+
+    def _n_hot_check(self) -> bool:
+        """True when no unit anywhere is engaged, capped or heading for a crossing (short paths suffice)."""
+        return (not self.engaged.any() and not np.isfinite(self.t_next).any() and not self.n_capped.any()
+                and bool((self.speed_caps == 1.0).all()) and bool(np.isinf(self._it_caps).all()))
+
+    def _set_tracing(self, on: bool, traced: NDArray[np.int64]) -> None:
+        self._flush_for(traced)
+        self._tracing = on
+        if on:
+            self._update(traced)  # a first row at the window start
+        self._set_cool(traced)
+
+    def _schedule_wake(self, t: float) -> None:
+        if t >= self.H:
+            return
+        self._wake_gen += 1
+        self._wake_t = t
+        gen = self._wake_gen
+        self.engine.call_at(t, lambda: self._wake(gen))
+
+    def _wake(self, gen: int) -> None:
+        if gen != self._wake_gen:
+            return
+        self._wake_t = INF
+        now = self.engine.now
+        due = np.flatnonzero(self.t_next <= now + _EPS_H)
+        if len(due):
+            kinds = self.kind[due]
+            self.t_next[due] = INF
+            shut_nodes = np.unique(due[kinds == 2] // self.u)
+            slow_nodes = np.setdiff1d(np.unique(due[kinds == 1] // self.u), shut_nodes)
+            if len(slow_nodes):
+                self._update(slow_nodes)
+            for node in shut_nodes.tolist():
+                if self.cluster.is_up(node):
+                    self._trip(node, "gpu_shutdown")
+        m = float(self.t_next.min())
+        if m < self._wake_t:
+            self._schedule_wake(m)
+
+    def _flush_histogram(self, t_h: float) -> None:
+        dt_h = t_h - self.t0
+        self.hist += np.bincount(np.clip(self.tss, 0.0, _HIST_MAX_C - 1).astype(np.intp),
+                                 weights=dt_h * self.gon, minlength=_HIST_MAX_C) * self.w
+        self.t0[:] = t_h
+        self.T[:] = fast.step_c(self.T, self.tss, dt_h, self.tau)
+        self.tpeak_c = max(self.tpeak_c, float(self.T.max()))
+
+    def _trace(self, nodes: NDArray[np.int64], T: NDArray[np.float64], P: NDArray[np.float64],
+               pd: NDArray[np.float64], tin: NDArray[np.float64], R: NDArray[np.float64]) -> None:
+        gi = self._gpus(nodes)
+        sel = np.repeat(self.trace_mask[nodes], self.u)
+        k = int(sel.sum())
+        rows = np.column_stack([np.full(k, self.engine.now), (gi[sel] // self.u).astype(float),
+                                (gi[sel] % self.u).astype(float), T[sel], self.tss[gi[sel]], self.tau[gi[sel]],
+                                P[sel], pd[sel], tin[sel], R[sel], self.speed[gi[sel]]])
+        self.trace_rows.append(rows)
+
+    def _trace_table(self) -> pd.DataFrame:
+        cols = ["time_h", "node", "gpu", "temp_c", "tss_c", "tau_s", "power_w", "demand_w", "inlet_c",
+                "r_c_per_w", "speed"]
+        if not self.trace_rows:
+            return pd.DataFrame({c: pd.Series(dtype=np.float64) for c in cols})
+        arr = np.vstack(self.trace_rows)
+        df = pd.DataFrame(arr, columns=cols)
+        df["node"] = df["node"].astype(np.int32)
+        df["gpu"] = df["gpu"].astype(np.int16)
+        return df
+
+    def _on_speed(self, nodes: NDArray[np.int64]) -> None:
+        nodes = np.asarray(nodes, dtype=np.int64)
+        if self._in_update:
+            self._speed_later.append(nodes)  # (publishers never change the array afterwards)
+            return
+        self._flush_for(nodes)
+        if self._n_pcap or self.it.others_capped("thermal"):
+            # a power-chain cap changed what these GPUs draw: their temperatures follow it (directly: a
+            # node under such a cap is not cool, see _set_cool); thermal's own speed changes leave it as is
+            pc = self.it.min_cap(nodes, exclude="thermal")
+            moved = nodes[pc != self._pcap[nodes]]
+            if len(moved):
+                self._update(moved)
+                self._set_cool(moved)
+        self._refresh_tp(nodes)
+
+    # =================================================================================== accounting
+    def _integrate(self, now: float) -> None:
+        dt = now - self._t_acc
+        if dt > 0:
+            self._acc += self._tot * dt
+            self._t_acc = now
+
+    def _account(self, nsl: Any, nodes: NDArray[np.int64], busy: Any, capped: Any, spsum: Any) -> None:
+        self._integrate(self.engine.now)
+        tot = self._tot
+        d_busy = float((busy - self.n_busy[nsl]).sum())
+        tot[0] += d_busy
+        self.n_busy[nsl] = busy
+        if self._n_hot or self._acc_hot:
+            self._acc_hot = bool(self._n_hot)
+            tot[1] += float((capped - self.n_capped[nsl]).sum())
+            tot[2] += float((spsum - self.n_spsum[nsl]).sum())
+            self.n_capped[nsl] = capped
+            self.n_spsum[nsl] = spsum
+        else:
+            tot[2] += d_busy
+            self.n_spsum[nsl] = spsum
+        if self._multi_speed or self._n_hot or self._tp_hot:
+            self._tp_hot = bool(self._n_hot) or self._multi_speed
+            self._refresh_tp(nodes)
+        elif d_busy != 0.0:  # every speed is 1: effective GPUs = busy GPUs
+            self.n_tp[nsl] = busy
+            self._tot[3] += d_busy
+            self._tp_record(d_busy)
+
+    def _refresh_tp(self, nodes: NDArray[np.int64]) -> None:
+        """Effective GPUs (GPUs computing × their node's speed over all sources) for the throughput series."""
+        tp = self.n_busy[nodes] * self.engine.node_speed(nodes)
+        delta = float((tp - self.n_tp[nodes]).sum())
+        if delta != 0.0:
+            self._integrate(self.engine.now)
+            self.n_tp[nodes] = tp
+            self._tot[3] += delta
+            self._tp_record(delta)
+
+    def _tp_record(self, delta: float) -> None:
+        self._tp_t.append(self.engine.now)
+        self._tp_dv.append(delta)
+
+    def _throughput_hourly(self) -> pd.DataFrame:
+        """Per hour: effective GPU-hours (GPUs computing × node speed), and the hour's ambient."""
+        H = self.H
+        hours = int(math.ceil(H))
+        order = np.argsort(np.asarray(self._tp_t), kind="stable")  # (replayed logs come late)
+        t = np.asarray(self._tp_t)[order]
+        v = np.cumsum(np.asarray(self._tp_dv)[order])  # effective GPUs from each time on (the last at a time)
+        edges = np.arange(hours + 1, dtype=np.float64)
+        edges[-1] = H
+        # integral of the step function up to each edge
+        seg_end = np.append(t[1:], H)
+        cum = np.concatenate([[0.0], np.cumsum(v * (seg_end - t))])
+        k = np.clip(np.searchsorted(t, edges, side="right") - 1, 0, len(t) - 1)
+        at_edge = cum[k] + v[k] * (edges - t[k])
+        eff = np.diff(at_edge)
+        return pd.DataFrame({"hour": np.arange(hours, dtype=np.int64), "ambient_c": self.ambient_h[:hours],
+                             "effective_gpu_hours": eff})

@@ -1,0 +1,494 @@
+"""The deferred-load replay: load changes of *cool* nodes logged and replayed in one vectorised batch.
+
+A node is *cool* when even full power cannot take any of its GPUs to the slowdown temperature under
+its current inlet and R, and it is neither traced nor ageing-accelerated (nor under a power-chain cap).
+Its load changes then cannot throttle or trip it, so they are only logged (time, nodes, utilisation)
+and replayed in one vectorised batch (``_flush_log``: histogram, GPU state, busy and throughput
+integrals) before anything else thermal happens to those nodes, so a job's checkpoint pause costs a few
+list appends (plus, while an air zone cannot carry all its nodes at full load, their heat, which moves
+that zone's room at once). A cool node going down or coming back (with no tripped node waiting for
+room) is logged the same way. The replay solves the first-order recurrence once per *cell* of nodes
+that saw the same entries (a job's nodes, ``_replay_cell``), and per (node, entry) pair for the rest
+(``_replay_pairs``). Everything else goes through ``GpuState._update``; tests check the paths agree.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from twin.model.cooling import fast
+from twin.model.cooling.common import _HIST_MAX_C, INF
+from twin.model.cooling.state import CoolingState
+
+
+class DeferredReplay(CoolingState):
+    """Room of the cooling component: the log of cool nodes' load changes and its replay (a mixin of
+    ``Thermal``)."""
+
+    def _init_replay(self) -> None:
+        """Cool flags (all warm until ``start``), the empty log and the zones' full-load heat."""
+        n, u = self.N, self.u
+        self.rmax_n = self.rbase.reshape(n, u).max(axis=1)
+        self._tdp_rmax = self.tdp_w * self.rmax_n  # the first product of _set_cool's test, node-wise
+        self.cool = np.zeros(n, dtype=bool)
+        self._n_warm = n
+        # The log: per entry its time (h), its nodes (the published array itself: NODE_LOAD arrays are never
+        # changed after publishing) and their common utilisation; for a cool node's change of service (a
+        # one-node entry) whether it came up; with a second speed source (the power model's caps), the
+        # nodes' speeds at the logged time (a speed change flushes the log only after the cap moved).
+        # Joined into per-(node, entry) arrays at the flush.
+        self._log_t: list[float] = []
+        self._log_nodes: list[NDArray[np.int64]] = []
+        self._log_util: list[float] = []
+        self._log_up: dict[int, bool] = {}  # entries that are a node's change of service: up or not
+        self._log_sp: dict[int, NDArray[np.float64]] = {}
+        # arrays of load changes split into warm and cool nodes, by id: (array, its cool flags, warm, cool)
+        self._split: dict[int, tuple[Any, NDArray[np.bool_], NDArray[np.int64], NDArray[np.int64]]] = {}
+        self._nd_dtype = np.int16 if n < 2**15 else np.int64  # int16 keys sort by radix
+        self._tracing = self.trace_from <= 0.0 < self.trace_to
+        self._multi_speed = False  # set in start()
+        if self.air is not None:
+            full = self._air_heat_w(self.tdp_w, 1.0)  # a node at full load
+            self.z_full = np.array([(e - s) * full for s, e in self.zones], dtype=np.float64)
+            self.z_slack = self.z_full <= self.z_cap
+        self._n_short = 0 if self.air is None else int(np.count_nonzero(~self.z_slack))  # zones without slack
+
+    def _flush_for(self, nodes: NDArray[np.int64] | slice) -> None:
+        """Replay the log if it may hold changes of ``nodes`` (indices or a slice), before their state or
+        conditions change. Only cool nodes are logged, and a node turns warm only through ``_set_cool``
+        after such a call (or after a full flush): so the log is replayed when one of ``nodes`` is cool,
+        and otherwise left alone (a traced node, or a warm zone, does not replay everybody else's log)."""
+        if self._log_t and np.count_nonzero(self.cool[nodes]):
+            self._flush_log()
+
+    def _set_cool(self, nodes: NDArray[np.int64] | slice) -> None:
+        """Recompute the cool flag of ``nodes`` (indices or a slice; see the constructor) and the count of
+        warm nodes."""
+        ok = self.inlet[nodes] + self._tdp_rmax[nodes] * self.rfactor[nodes] < self.slow_c
+        ok &= ~np.isfinite(self._pcap[nodes])  # under a power-chain cap: followed directly
+        if self._tracing:
+            ok &= ~self.trace_mask[nodes]
+        if self.aged:
+            ok[:] = False
+        self.cool[nodes] = ok
+        self._n_warm = self.N - int(np.count_nonzero(self.cool))
+
+    def _logged_heat(self, nodes: NDArray[np.int64], util: float, move: bool = True) -> None:
+        """The air heat of logged (cool) nodes at their load change or change of service, applied at once
+        while some zone cannot carry its full load (their GPUs' state waits for the replay); ``move``
+        False: only set it (the rest of their load change comes next)."""
+        up = self.cluster.down_count[nodes] == 0
+        pd = fast.demand_w(self.idle_w, self.tdp_w, util) * up  # (as _update computes it)
+        heat = self._air_heat_w(pd, up)
+        if move:
+            self._zone_heat(nodes, nodes, heat)
+        else:
+            self.node_air_w[nodes] = heat
+
+    def _on_load(self, nodes: NDArray[np.int64], util: float) -> None:
+        """Load change of ``nodes``: its cool nodes logged (replayed by ``_flush_log``), the others applied.
+
+        ``util`` is the nodes' new common utilisation (Topic.NODE_LOAD). The log keeps the array ``nodes``
+        itself (publishers never change it afterwards) and ``util`` (and the nodes' speeds when a second
+        source caps them); whether the nodes are in service follows from their own logged changes.
+        """
+        n = len(nodes)
+        if self._n_warm:
+            cool = self.cool[nodes]
+            k = np.count_nonzero(cool)
+            if k != n:
+                if not k:
+                    self._update(np.asarray(nodes, dtype=np.int64))
+                    return
+                # some cool, some not (a job with a traced node, or across a warm and a slack zone): the
+                # warm ones now, the cool ones logged; the split is kept per array while the flags hold,
+                # so the cool part is the same array at each change (a cell for the replay)
+                sp = self._split.get(id(nodes))
+                if sp is None or sp[0] is not nodes or not np.array_equal(sp[1], cool):
+                    if len(self._split) > 1024:
+                        self._split.clear()
+                    sp = self._split[id(nodes)] = (nodes, cool, np.asarray(nodes[~cool], dtype=np.int64),
+                                                   nodes[cool])
+                if self._n_short:  # the cool nodes' heat first: the warm ones' update moves the rooms
+                    self._logged_heat(sp[3], util, move=False)
+                self._update(sp[2])
+                nodes = sp[3]
+        if not n:
+            return  # nothing changed
+        log_t = self._log_t
+        log_t.append(self._env._now)
+        self._log_nodes.append(nodes)
+        self._log_util.append(util)  # = engine.node_util[nodes]: the publisher gave them all this value
+        if self._multi_speed:  # speeds other than 1 possible: keep them as they are now
+            self._log_sp[len(log_t) - 1] = self.engine.node_speed(nodes)
+        if self._n_short:  # some air zone cannot carry its full load: its heat moves its room now
+            self._logged_heat(nodes, util)
+
+    def _log_state(self, node: int) -> None:
+        """Log a cool node's change of service (down or up) like a load change: its utilisation and down
+        count now (the replay powers its GPUs off while it is down)."""
+        nodes = np.array([node], dtype=np.int64)
+        self._log_up[len(self._log_t)] = bool(self.cluster.down_count[node] == 0)
+        self._log_t.append(self._env._now)
+        self._log_nodes.append(nodes)
+        self._log_util.append(float(self.engine.node_util[node]))
+        if self._multi_speed:
+            self._log_sp[len(self._log_t) - 1] = self.engine.node_speed(nodes)
+        if self._n_short:
+            self._logged_heat(nodes, float(self.engine.node_util[node]))
+
+    def _flush_log(self) -> None:
+        """Replay the logged load changes of cool nodes in one vectorised batch.
+
+        Between flushes a cool node's power, inlet, R and up state change only at its logged times, so
+        its GPUs follow exact first-order segments: the temperature histogram gets each segment's
+        GPU-hours at its steady state, and the temperature after the last change solves the linear
+        recurrence T_i = a_i·T_(i−1) + (1 − a_i)·T_ss,(i−1), a_i = e^(−Δt_i/τ), in closed form
+        (T_last = A·T_0 + Σ_i (1 − a_i)·T_ss,(i−1)·Π_(j>i) a_j, products as sums of logs ≤ 0). The
+        site totals (busy GPUs, Σ speed, effective GPUs) change by the logged steps, integrated exactly.
+
+        Two ways to the same result (up to rounding): nodes that see exactly the same entries — the nodes
+        of a job's array logged at each checkpoint pause, split where job arrays overlap — that stayed in
+        service and share one R and inlet form a *cell*: after each node's first segment they all see
+        the same segments, so the recurrence is solved once per cell (``_replay_cell``, cost per entry).
+        Every other (node, entry) pair is replayed per pair (``_replay_pairs``). Busy counts are whole
+        numbers of GPUs, so their per-entry changes add up exactly in any order. The peak temperature is
+        the direct path's: the hottest temperature at any logged time (a first-order segment is hottest at
+        one of its ends), followed only while some steady state lies above the peak so far.
+        """
+        if not self._log_t:
+            return
+        log_t, log_u, arrs, ups, sps = self._log_t, self._log_util, self._log_nodes, self._log_up, self._log_sp
+        self._log_t, self._log_nodes, self._log_util = [], [], []
+        self._log_up, self._log_sp = {}, {}
+        K = len(log_t)
+        step = self._CHUNK
+        if K <= step:
+            self._replay_log(np.array(log_t), np.array(log_u), arrs, ups, sps)
+            return
+        # a long log in consecutive chunks (the same result up to rounding; more nodes make cells in a
+        # shorter stretch of time, where fewer of them also ran a small job or went down)
+        up_i, sp_i = sorted(ups), sorted(sps)
+        for c0 in range(0, K, step):
+            c1 = min(K, c0 + step)
+            cu = {i - c0: ups[i] for i in up_i[bisect.bisect_left(up_i, c0):bisect.bisect_left(up_i, c1)]}
+            cs = {i - c0: sps[i] for i in sp_i[bisect.bisect_left(sp_i, c0):bisect.bisect_left(sp_i, c1)]}
+            self._replay_log(np.array(log_t[c0:c1]), np.array(log_u[c0:c1]), arrs[c0:c1], cu, cs)
+
+    _CHUNK = 2048  # log entries replayed together at most (cost; results: rounding)
+
+    def _replay_log(self, tk: NDArray[np.float64], ut: NDArray[np.float64], arrs: list[NDArray[np.int64]],
+                    ups: dict[int, bool], sps: dict[int, NDArray[np.float64]]) -> None:
+        """Replay log entries at times ``tk`` (h, ascending) with utilisations ``ut`` over the node arrays
+        ``arrs``; ``ups``: the entries that are a node's change of service (up or not), ``sps``: the nodes'
+        speeds where logged, by entry index (see ``_flush_log``). A node's service between its own changes
+        is the last change's, or at the first entry its state when the log began (``gon``): every change of
+        service of a logged (cool) node is logged or replays the log first."""
+        k = len(tk)
+        lens = np.fromiter(map(len, arrs), dtype=np.int64, count=k)  # pairs of each entry (≥ 1)
+        pos = lens.cumsum() - lens  # each entry's first pair
+        # every (node, entry) pair in time order; changes of service and speeds per pair where logged
+        nd = np.concatenate(arrs, dtype=self._nd_dtype, casting="unsafe")  # (node numbers fit the type)
+        pe = np.arange(k, dtype=np.int32).repeat(lens)
+        M = len(nd)
+        st: NDArray[np.int8] | None = None  # per pair: 1 / 0 a change to up / down, −1 a load change
+        if ups:
+            st = np.full(M, -1, dtype=np.int8)
+            st[pos[np.fromiter(ups, dtype=np.int64, count=len(ups))]] = np.fromiter(
+                ups.values(), dtype=np.int8, count=len(ups))  # (single-node entries)
+        sp: NDArray[np.float64] | None = None  # None: no speed logged (a single speed source)
+        if sps:  # entries logged before a second speed source existed were all at speed 1
+            sp = np.ones(M)
+            for i, a in sps.items():
+                sp[pos[i]:pos[i] + lens[i]] = a
+        dbusy_k = np.zeros(k)  # change of busy GPUs at each entry
+        several_speeds = self._multi_speed
+        cells: list[tuple[NDArray[np.int64], NDArray[np.int64]]] = []
+        if self.u == 1 and not several_speeds:
+            cells, in_cell = self._cells(arrs, lens, nd, pe)
+            if cells:
+                keep = ~in_cell[nd]
+                nd, pe = nd[keep], pe[keep]
+                st = st[keep] if st is not None else None
+        dtp_k = None
+        if len(nd):
+            dtp_k = self._replay_pairs(tk, ut, nd, pe, st, sp, dbusy_k, several_speeds)
+        for entries, nodes in cells:
+            self._replay_cell(tk[entries], ut[entries], nodes, entries, dbusy_k)
+        # ---- site totals and their integrals. The integrals may already run past some entries (the direct
+        # path integrates up to its own events without flushing logs of other nodes): each entry's change
+        # counts from its time to the end, the totals before it over the rest.
+        tot, acc = self._tot, self._acc
+        t_end = max(self._t_acc, float(tk[-1]))
+        held = t_end - tk  # how long each entry's change has held by t_end (≥ 0)
+        span = t_end - self._t_acc
+        db = float(dbusy_k.sum())  # whole numbers: exact
+        ib = float((dbusy_k * held).sum())
+        dtp_k = dtp_k if dtp_k is not None else dbusy_k  # every speed 1: effective GPUs = busy GPUs
+        acc[0] += tot[0] * span + ib
+        if tot[1] != 0.0:  # else the addend is ±0 and leaves acc[1] (≥ +0) unchanged
+            acc[1] += tot[1] * span
+        acc[2] += tot[2] * span + ib
+        acc[3] += tot[3] * span + float((dtp_k * held).sum())
+        tot[0] += db
+        tot[2] += db
+        tot[3] += float(dtp_k.sum())
+        self._t_acc = t_end
+        self._tp_t.extend(tk.tolist())
+        self._tp_dv.extend(dtp_k.tolist())
+
+    _CELL_MIN_PAIRS = 256  # a cell must stand for at least this many (node, entry) pairs (cost; results: rounding)
+
+    def _cells(self, arrs: list[NDArray[np.int64]], lens: NDArray[np.int64], nd: NDArray[Any],
+               pe: NDArray[np.int32]) -> tuple[list[tuple[NDArray[np.int64], NDArray[np.int64]]], NDArray[np.bool_]]:
+        """The cells of the log (see ``_flush_log``), as (entries ascending, nodes), and a mask of their nodes.
+
+        Only node arrays logged at least twice with at least 8 nodes (a job's array at its checkpoint
+        pauses) make cells: a node in one of those and nowhere else, in service at all its entries, is
+        grouped with the nodes in exactly the same such arrays; the rest go pair by pair."""
+        k = len(arrs)
+        N = self.N
+        in_cell = np.zeros(N, dtype=bool)
+        big_i = np.flatnonzero(lens >= 8)
+        if len(big_i) < 2:
+            return [], in_cell
+        # the entries of each array logged at least twice (by identity), arrays in the order they were
+        # first logged (a dict for a short log, one unique for a long one: the same groups)
+        if len(big_i) <= 64:
+            by_id: dict[int, list[int]] = {}
+            for i in big_i.tolist():
+                by_id.setdefault(id(arrs[i]), []).append(i)
+            big = [np.array(e, dtype=np.int64) for e in by_id.values() if len(e) >= 2]
+        else:
+            ids = np.fromiter(map(id, map(arrs.__getitem__, big_i.tolist())), dtype=np.uint64, count=len(big_i))
+            _, first, inv, cnt = np.unique(ids, return_index=True, return_inverse=True, return_counts=True)
+            per_array = np.split(big_i[inv.reshape(-1).argsort(kind="stable")], cnt.cumsum()[:-1].tolist())
+            big = [per_array[a] for a in first.argsort().tolist() if cnt[a] >= 2]
+        if not big:
+            return [], in_cell
+        big_entry = np.zeros(k, dtype=bool)
+        W = (len(big) + 63) // 64
+        sig = np.zeros((N, W), dtype=np.uint64)  # bit j: the node is in big array j
+        for j, e in enumerate(big):
+            big_entry[e] = True
+            sig[arrs[int(e[0])], j >> 6] |= np.uint64(1 << (j & 63))  # (an array holds each node once)
+        other = ~self.gon  # out of service when the log began (one unit per node here) ...
+        other[nd[~big_entry[pe]]] = True  # ... or in another entry (changes of service are single-node entries)
+        cand = np.flatnonzero(sig.any(axis=1) & ~other)
+        if not len(cand):
+            return [], in_cell
+        if W == 1:  # (a 1-d unique is several times faster than unique rows)
+            k1, inv, cnt = np.unique(sig[cand, 0], return_inverse=True, return_counts=True)
+            keys = k1[:, None]
+        else:
+            keys, inv, cnt = np.unique(sig[cand], axis=0, return_inverse=True, return_counts=True)
+        members = cand[inv.reshape(-1).argsort(kind="stable")]
+        ends = cnt.cumsum()
+        R = self.rbase[members] * self.rfactor[members]
+        tin = self.inlet[members]
+        cells = []
+        for c in range(len(keys)):
+            s, e = int(ends[c] - cnt[c]), int(ends[c])
+            js = [64 * w + b for w, word in enumerate(keys[c].tolist()) for b in range(64) if word >> b & 1]
+            n_entries = sum(len(big[j]) for j in js)
+            if (e - s) * n_entries < self._CELL_MIN_PAIRS:
+                continue
+            if np.count_nonzero(R[s:e] != R[s]) or np.count_nonzero(tin[s:e] != tin[s]):
+                continue
+            entries = big[js[0]] if len(js) == 1 else np.sort(np.concatenate([big[j] for j in js]))
+            nodes = members[s:e]
+            cells.append((entries, nodes))
+            in_cell[nodes] = True
+        return cells, in_cell
+
+    def _replay_cell(self, t: NDArray[np.float64], U: NDArray[np.float64], nodes: NDArray[np.int64],
+                     entries: NDArray[np.int64], dbusy_k: NDArray[np.float64]) -> None:
+        """Replay one cell (see ``_flush_log``): times ``t`` (h) and utilisations ``U`` of its entries
+        ``entries`` (ascending) over ``nodes``, one thermal unit per node, all in service; adds the cell's
+        changes of busy GPUs to ``dbusy_k``."""
+        n = len(nodes)
+        g = self.g
+        i0 = int(nodes[0])
+        R = float(self.rbase[i0] * self.rfactor[i0])
+        tin = float(self.inlet[i0])
+        tss = fast.steady_c(tin, fast.demand_w(self.idle_w, self.tdp_w, U), R)  # steady state after each entry
+        k_s = -3600.0 / (R * self.C)  # log of the decay per hour
+        # each node's first segment: from its own state to the cell's first entry
+        tss0 = self.tss[nodes]
+        dur0 = t[0] - self.t0[nodes]
+        lg0 = dur0 * k_s
+        T = fast.step_log_c(self.T[nodes], tss0, lg0)
+        T1max = float(T.max())  # the hottest node at the first entry
+        bins = [tss0]
+        wts = [dur0 * self.gon[nodes]]
+        lg = np.empty(0)
+        if len(t) > 1:  # the segments all its nodes share
+            dur = t[1:] - t[:-1]
+            lg = dur * k_s
+            T = fast.shared_segments_c(T, tss[:-1], lg)
+            bins.append(tss[:-1])
+            wts.append(dur * float(n))
+        b_all = np.concatenate(bins)
+        self.hist += np.bincount(np.clip(b_all, 0.0, _HIST_MAX_C - 1).astype(np.intp),
+                                 weights=np.concatenate(wts), minlength=_HIST_MAX_C) * self.w
+        self.T[nodes] = T
+        self.t0[nodes] = t[-1]
+        self.tss[nodes] = tss[-1]
+        self.gon[nodes] = True
+        # busy GPUs: every node in service, busy while its utilisation is above 0
+        b = (U > 0.0).astype(np.float64)
+        d = np.empty(len(t))
+        d[0] = g * (n * b[0] - np.count_nonzero(self.n_busy[nodes]))
+        d[1:] = (g * n) * (b[1:] - b[:-1])
+        dbusy_k[entries] += d
+        busy_last = g * b[-1]
+        self.n_busy[nodes] = busy_last
+        self.n_spsum[nodes] = busy_last
+        self.n_tp[nodes] = busy_last
+        # peak: a first-order segment is hottest at one of its ends, so the peak is the hottest temperature
+        # at the entries' times; looked for only when some steady state could exceed the peak so far
+        # (temperatures never exceed the larger of where they start and their steady states)
+        if float(b_all.max()) > self.tpeak_c:
+            # the nodes' temperatures at each entry are one increasing affine map of their temperature at
+            # the first, so the hottest node stays the hottest: follow it
+            x = peak = T1max
+            for a_j, c_j, ts_j in zip(np.exp(lg).tolist(), (-np.expm1(lg)).tolist(), tss[:-1].tolist()):
+                x = a_j * x + c_j * ts_j
+                if x > peak:
+                    peak = x
+            if peak > self.tpeak_c:
+                self.tpeak_c = peak
+
+    def _replay_pairs(self, tk: NDArray[np.float64], ut: NDArray[np.float64], nd: NDArray[Any],
+                      pe: NDArray[np.int32], st: NDArray[np.int8] | None, sp: NDArray[np.float64] | None,
+                      dbusy_k: NDArray[np.float64], several_speeds: bool) -> NDArray[np.float64] | None:
+        """Replay (node ``nd``, entry ``pe``) pairs (in entry order) grouped by node in time order, with
+        their changes of service ``st`` (see ``_replay_log``) and speeds ``sp``; add their changes of busy GPUs to
+        ``dbusy_k``. With several speed sources, return the change of effective GPUs at each entry."""
+        g, u = self.g, self.u
+        k = len(tk)
+        M = len(nd)
+        # ---- group the pairs by node, stable in time (int16 keys: radix sort)
+        # (array methods rather than the np.* wrappers throughout: the same operations, less call overhead)
+        o = nd.argsort(kind="stable")
+        per_node = np.bincount(nd, minlength=self.N)
+        nodes_g = per_node.nonzero()[0]  # the logged nodes, ascending (the groups' order)
+        cnt = per_node[nodes_g]
+        ends = cnt.cumsum()
+        start = ends - cnt  # first pair of each node's group
+        lastpos = ends - 1  # last pair of each node's group
+        eid_s = pe[o]  # entry of each grouped pair
+        t_s = tk[eid_s]
+        u_s = ut[eid_s]
+        # in service after each pair: its own change of service, else the node's last one before it, else its
+        # state when the log began (None: every node in service throughout)
+        gon0 = self.gon[nodes_g * u]
+        up_s: NDArray[np.bool_] | None = None
+        if st is not None or not gon0.all():
+            ar = np.arange(M)
+            st_s = st[o] if st is not None else np.full(M, -1, dtype=np.int8)
+            src = np.where(st_s >= 0, ar, 0)
+            src[start] = start  # a node's first pair starts its own run
+            src = np.maximum.accumulate(src)  # the last change (or first pair) of the pair's node
+            st_src = st_s[src]
+            up_s = np.where(st_src >= 0, st_src == 1, gon0.repeat(cnt)[src])
+        # ---- busy GPUs: per pair busy or not; n_busy holds 0 or g for every node (see _account)
+        b_s = u_s > 0.0
+        if up_s is not None:
+            b_s &= up_s
+        pb = np.empty(M, dtype=bool)  # busy before the pair: the node's previous pair, or its state
+        pb[1:] = b_s[:-1]
+        pb[start] = self.n_busy[nodes_g] > 0.0
+        d = b_s.view(np.int8) - pb.view(np.int8)
+        dbusy_k += np.bincount(eid_s, weights=d, minlength=k) * float(g)
+        busy_last = b_s[lastpos] * float(g)
+        out = None
+        if several_speeds:  # speeds other than 1: effective GPUs change by the busy change × speed
+            # each pair at its node's speed when it was logged (all 1 if no second source was there yet)
+            sp_s = sp[o] if sp is not None else np.ones(M)
+            out = np.bincount(eid_s, weights=d * (float(g) * sp_s), minlength=k)
+            self.n_tp[nodes_g] = busy_last * sp_s[lastpos]
+        else:
+            self.n_tp[nodes_g] = busy_last
+        self.n_busy[nodes_g] = busy_last
+        self.n_spsum[nodes_g] = busy_last
+        self._replay_units(nd, o, nodes_g, cnt, start, lastpos, t_s, u_s, up_s)
+        return out
+
+    def _replay_units(self, nd: NDArray[Any], o: NDArray[np.intp], nodes_g: NDArray[np.int64],
+                      cnt: NDArray[np.int64], start: NDArray[np.int64], lastpos: NDArray[np.int64],
+                      t_s: NDArray[np.float64], u_s: NDArray[np.float64], up_s: NDArray[np.bool_] | None) -> None:
+        """Per thermal unit, the second half of ``_replay_pairs``: the histogram, the closed-form temperature
+        after each unit's last pair, and the peak. The pairs come grouped by node (``nd[o]``, ``t_s``,
+        ``u_s``, ``up_s``: node, time, utilisation and service after each pair; ``nodes_g`` the nodes,
+        ``cnt``, ``start``, ``lastpos`` their groups' sizes, first and last pairs)."""
+        u = self.u
+        if u == 1:
+            t_u, u_u, up_u = t_s, u_s, up_s
+            cnt_u, start_u, last_u, g0 = cnt, start, lastpos, nodes_g
+            R_g = (self.rbase * self.rfactor)[g0]
+            tin_g = self.inlet[g0]
+        else:  # each node's pairs repeated for its units, grouped by unit (stable: in time order)
+            gx = (nd[o].astype(np.int64)[:, None] * u + self._ar).ravel()
+            ou = np.argsort(gx, kind="stable")
+            t_u, u_u = np.repeat(t_s, u)[ou], np.repeat(u_s, u)[ou]
+            up_u = np.repeat(up_s, u)[ou] if up_s is not None else None
+            cnt_u = np.repeat(cnt, u)
+            last_u = cnt_u.cumsum() - 1
+            start_u = last_u + 1 - cnt_u
+            g0 = (nodes_g[:, None] * u + self._ar).ravel()
+            R_g = (self.rbase * np.repeat(self.rfactor, u))[g0]
+            tin_g = np.repeat(self.inlet, u)[g0]
+        Mu = len(t_u)
+        # R and inlet are constant over the log (every change of them flushes first). One value for all the
+        # logged units is used as a scalar: x·R is the same product for a scalar as for equal elements.
+        R: Any = R_g[0] if not np.count_nonzero(R_g != R_g[0]) else R_g.repeat(cnt_u)
+        tin: Any = tin_g[0] if not np.count_nonzero(tin_g != tin_g[0]) else tin_g.repeat(cnt_u)
+        pdem = fast.demand_w(self.idle_w, self.tdp_w, u_u)
+        tss_new = fast.steady_c(tin, pdem * up_u if up_u is not None else pdem, R)  # × True would be × 1.0
+        prev_tss = np.empty(Mu)
+        prev_tss[1:] = tss_new[:-1]
+        prev_tss[start_u] = self.tss[g0]
+        dur = np.empty(Mu)  # t_u − the unit's previous time
+        np.subtract(t_u[1:], t_u[:-1], out=dur[1:])
+        dur[start_u] = t_u[start_u] - self.t0[g0]
+        on0 = self.gon[g0]
+        if up_u is None and on0.all():
+            wts = dur  # powered throughout: dur × True = dur
+        else:
+            prev_on = np.empty(Mu, dtype=bool)
+            if up_u is None:
+                prev_on[1:] = True
+            else:
+                prev_on[1:] = up_u[:-1]
+            prev_on[start_u] = on0
+            wts = dur * prev_on
+        lo, hi = float(prev_tss.min()), float(prev_tss.max())  # the clip changes nothing when within range
+        bins = prev_tss if 0.0 <= lo and hi < _HIST_MAX_C else np.clip(prev_tss, 0.0, _HIST_MAX_C - 1)
+        self.hist += np.bincount(bins.astype(np.intp), weights=wts, minlength=_HIST_MAX_C) * self.w
+        lg = fast.log_decay(dur, fast.tau_s(R, self.C))
+        T0 = self.T[g0]
+        T_last = fast.grouped_segments_c(T0, prev_tss, lg, start_u, cnt_u, last_u)
+        self.T[g0] = T_last
+        self.t0[g0] = t_u[last_u]
+        self.tss[g0] = tss_new[last_u]
+        self.gon[g0] = up_u[last_u] if up_u is not None else True
+        # peak: the hottest temperature at the pairs' times (a first-order segment is hottest at one of its
+        # ends), followed only for units with a steady state above the peak so far (temperatures never
+        # exceed the larger of where they start and their steady states)
+        if hi > self.tpeak_c:
+            hot = np.maximum.reduceat(prev_tss, start_u) > self.tpeak_c
+            s0, c0, x = start_u[hot], cnt_u[hot], T0[hot]
+            a_all, c_all = np.exp(lg), -np.expm1(lg)
+            peak = -INF
+            for j in range(int(c0.max())):  # the j-th pair of every such unit at once
+                act = c0 > j
+                idx = s0[act] + j
+                x[act] = a_all[idx] * x[act] + c_all[idx] * prev_tss[idx]
+                peak = max(peak, float(x[act].max()))
+            if peak > self.tpeak_c:
+                self.tpeak_c = peak

@@ -1,0 +1,207 @@
+"""The state of the cooling component in one place: each attribute under the room that creates it (in
+its ``_init_<room>``) and chiefly writes it, and the methods one room calls on another.
+
+Declarations only: the rooms' mixins inherit ``CoolingState`` so that a type checker sees the one object
+they make together; at run time the class is empty (annotations without values, the method stubs
+under ``TYPE_CHECKING``), so it adds nothing to an attribute lookup.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:  # pragma: no cover
+    import simpy
+
+    from twin.model.cluster import Cluster
+    from twin.model.engine import Engine
+    from twin.model.parts import FacilityParts
+    from twin.model.power import ITPower
+    from twin.scenario.cooling import Air, Cooling, Liquid
+    from twin.scenario.schema import Scenario
+    from twin.sim import Model
+
+
+class CoolingState:
+    """Attributes and cross-room methods of ``Thermal`` (see the module docstring)."""
+
+    # ---- component (Thermal.__init__): the model, parameters every room reads, the power-chain link
+    model: Model
+    engine: Engine
+    _env: simpy.Environment
+    cluster: Cluster
+    sc: Scenario
+    spec: Cooling
+    on: bool  # temperatures modelled (cooling.thermal)
+    type: str  # "air", "liquid" or "hybrid"
+    N: int  # nodes
+    g: int  # GPUs per node
+    u: int  # thermal units per node (g with an R spread, else 1)
+    w: float  # GPUs per unit
+    G: int  # units
+    _ar: NDArray[np.int64]
+    _all: NDArray[np.int64]
+    speed_caps: NDArray[np.float64]  # the engine's 'thermal' speed cap per node
+    idle_w: float
+    tdp_w: float
+    pmin_w: float
+    slow_c: float
+    shut_c: float
+    alpha: float
+    C: float  # J/°C
+    non_gpu_w: float
+    max_inlet_c: float
+    reboot_h: float
+    H: float  # horizon, h
+    n_hours: int
+    ambient_h: NDArray[np.float64]
+    it: ITPower
+    _it_caps: NDArray[np.float64]
+    _pcap: NDArray[np.float64]
+    _n_pcap: int
+    _in_update: int
+    _speed_later: list[NDArray[np.int64]]
+    air: Air | None
+    liquid: Liquid | None
+    gpu_on_liquid: bool
+    timeline: list[tuple[float, str, int, float, float, float, float]]
+    _multi_speed: bool
+
+    # ---- gpu (GpuState._init_gpu, _init_trace): unit state, accounting, trace
+    rspread: NDArray[np.float64]
+    rbase: NDArray[np.float64]
+    rfactor: NDArray[np.float64]  # per node: fans (air) or no flow (liquid) multiply R
+    inlet: NDArray[np.float64]  # per node, °C
+    T: NDArray[np.float64]
+    t0: NDArray[np.float64]
+    tss: NDArray[np.float64]
+    tau: NDArray[np.float64]
+    engaged: NDArray[np.bool_]
+    speed: NDArray[np.float64]
+    gon: NDArray[np.bool_]
+    t_next: NDArray[np.float64]
+    kind: NDArray[np.int8]
+    _wake_t: float
+    _wake_gen: int
+    _n_hot: int
+    _acc_hot: bool
+    _tp_hot: bool
+    hist: NDArray[np.float64]
+    tpeak_c: float
+    n_busy: NDArray[np.float64]
+    n_capped: NDArray[np.float64]
+    n_spsum: NDArray[np.float64]
+    n_tp: NDArray[np.float64]
+    _tot: NDArray[np.float64]
+    _acc: NDArray[np.float64]
+    _t_acc: float
+    _tp_t: list[float]
+    _tp_dv: list[float]
+    trace_mask: NDArray[np.bool_]
+    trace_from: float
+    trace_to: float
+    trace_rows: list[NDArray[np.float64]]
+
+    # ---- trips (Trips._init_trips)
+    tripped: dict[int, tuple[float, str]]
+    _tripped_order: list[int]
+    pending: dict[int, int]
+    _reboot_token: int
+    trip_rows: list[tuple[int, float, float, str]]
+
+    # ---- air (AirRooms._init_air, _init_fans, _start_air)
+    zones: list[tuple[int, int]]
+    zone_of: NDArray[np.int64]
+    crah_healthy: NDArray[np.int64]
+    _derate_h: list[float]
+    _crah_w: NDArray[Any]  # W
+    z_cap: NDArray[Any]  # W
+    z_S0: NDArray[np.float64]
+    z_ta: NDArray[np.float64]
+    z_tgt: NDArray[np.float64]
+    z_held: NDArray[np.float64]
+    z_gen: NDArray[np.int64]
+    z_q: NDArray[np.float64]
+    z_reserved: NDArray[np.float64]
+    z_last: NDArray[np.float64]
+    z_hot_node_h: float
+    z_over_h: float
+    z_over_since: NDArray[np.float64]
+    r_room: float
+    crah: FacilityParts
+    node_air_w: NDArray[np.float64]
+    fan_part: str | None
+    fans_h: NDArray[np.int64]
+    fans_req: int
+    _hours: list[int]
+    _f_hours: NDArray[np.float64]
+    _hour_gen: int
+    _hour_i: int
+
+    # ---- liquid (LiquidLoops._init_liquid)
+    loops: list[tuple[int, int]]
+    loop_of: NDArray[np.int64]
+    cdu_ok: NDArray[np.bool_]
+    pumps_ok: NDArray[np.int64]
+    loop_flow: NDArray[np.bool_]
+    loop_noflow_since: NDArray[np.float64]
+    noflow_h: float
+    cdu: FacilityParts
+    pump: FacilityParts
+    leak: FacilityParts
+
+    # ---- ageing (Ageing._init_ageing)
+    aged: list[dict[str, Any]]
+    _age_wake_t: float
+    _age_gen: int
+
+    # ---- replay (DeferredReplay._init_replay): cool flags, the log, zones' full-load heat
+    rmax_n: NDArray[np.float64]
+    _tdp_rmax: NDArray[np.float64]
+    cool: NDArray[np.bool_]
+    _n_warm: int
+    _log_t: list[float]
+    _log_nodes: list[NDArray[np.int64]]
+    _log_util: list[float]
+    _log_up: dict[int, bool]
+    _log_sp: dict[int, NDArray[np.float64]]
+    _split: dict[int, tuple[Any, NDArray[np.bool_], NDArray[np.int64], NDArray[np.int64]]]
+    _nd_dtype: Any  # np.int16 or np.int64
+    _tracing: bool
+    z_full: NDArray[np.float64]
+    z_slack: NDArray[np.bool_]
+    _n_short: int
+
+    if TYPE_CHECKING:  # the methods one room calls on another (defined in the room named)
+        def _update(self, nodes: NDArray[np.int64]) -> None:  # gpu
+            raise NotImplementedError
+
+        def _set_cool(self, nodes: NDArray[np.int64] | slice) -> None:  # replay
+            raise NotImplementedError
+
+        def _flush_for(self, nodes: NDArray[np.int64] | slice) -> None:  # replay
+            raise NotImplementedError
+
+        def _trip(self, node: int, reason: str) -> None:  # trips
+            raise NotImplementedError
+
+        def _try_restarts(self) -> None:  # trips
+            raise NotImplementedError
+
+        def _air_heat_w(self, gpu_w: Any, up: Any) -> Any:  # air
+            raise NotImplementedError
+
+        def _zone_heat(self, nsl: Any, nodes: NDArray[np.int64], heat: Any) -> None:  # air
+            raise NotImplementedError
+
+        def _supply_now(self, z: int) -> float:  # air
+            raise NotImplementedError
+
+        def _zone_cap_w(self, z: int) -> float:  # air
+            raise NotImplementedError
+
+        def _age_update(self, nodes: NDArray[np.int64], only: list[dict[str, Any]] | None = None) -> None:  # ageing
+            raise NotImplementedError

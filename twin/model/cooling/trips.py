@@ -1,0 +1,119 @@
+"""Thermal trips and restarts (model.md §3, §4): a node tripped by a GPU shutdown crossing, its zone's
+inlet limit or a lost fan comes back ``reboot_h`` after its cooling is restored (coolant flows, it has
+a fan, its room is below ``max_inlet_c``, its GPUs would not trip at P_min, and its air zone could carry
+every node in service, those rebooting and this one at full load)."""
+
+from __future__ import annotations
+
+import bisect
+
+import numpy as np
+
+from twin.model.cooling.common import TRIP
+from twin.model.cooling.state import CoolingState
+
+
+class Trips(CoolingState):
+    """Room of the cooling component: trips, the restart checks and reboots (a mixin of ``Thermal``)."""
+
+    def _init_trips(self) -> None:
+        self.tripped: dict[int, tuple[float, str]] = {}
+        self._tripped_order: list[int] = []  # the keys of tripped, kept sorted (restart checks go in node order)
+        self.pending: dict[int, int] = {}
+        self._reboot_token = 0
+        self.trip_rows: list[tuple[int, float, float, str]] = []
+
+    def _instant_trip_reason(self, node: int) -> str | None:
+        if self.fan_part is not None and self.fans_h[node] == 0:
+            return "no_fan"
+        if self.air is not None and self._supply_now(int(self.zone_of[node])) >= self.max_inlet_c:
+            return "inlet"
+        return None
+
+    def _trip(self, node: int, reason: str) -> None:
+        if node in self.tripped:
+            return
+        self.tripped[node] = (self.engine.now, reason)
+        bisect.insort(self._tripped_order, node)
+        self.cluster.add_down(node, TRIP)
+
+    def _node_full_air_w(self, node: int) -> float:
+        return float(self._air_heat_w(self.tdp_w, 1.0))
+
+    def _cooling_ok(self, node: int) -> bool:
+        """Could ``node`` run again: flow, fans, room below the inlet limit, no trip at P_min, zone headroom."""
+        return self._cooling_check(node)[0]
+
+    def _cooling_check(self, node: int) -> tuple[bool, bool]:
+        """(``_cooling_ok``, whether a False came from a zone-wide condition: the zone's supply air at the
+        inlet limit, or no headroom for one more node at full load; these hold for every node of the zone
+        at this instant, and admitting nodes only tightens them)."""
+        if self.fan_part is not None and self.fans_h[node] == 0:
+            return False, False
+        if self.liquid is not None and self.gpu_on_liquid and not self.loop_flow[self.loop_of[node]]:
+            return False, False
+        # the node's hottest GPU: max over its GPUs of R_base·fan factor = (max R_base)·fan factor, exactly
+        # (rounding is monotonic, and the factor is positive)
+        r = float(self.rmax_n[node] * self.rfactor[node])
+        if self.inlet[node] + self.pmin_w * r >= self.shut_c:
+            return False, False
+        if self.air is not None:
+            z = int(self.zone_of[node])
+            if self._supply_now(z) >= self.max_inlet_c:
+                return False, True
+            if not self.z_slack[z]:
+                # admit only if the zone could carry every node in service, those rebooting and this one at
+                # full load, so restarts never overload a zone (the workload may load them at once)
+                s, e = self.zones[z]
+                n_up = int(np.count_nonzero(self.cluster.down_count[s:e] == 0))
+                full = self._node_full_air_w(node)
+                if n_up * full + self.z_reserved[z] + full > self._zone_cap_w(z):
+                    return False, True
+        return True, False
+
+    def _try_restarts(self) -> None:
+        """Schedule a reboot of every tripped node whose cooling would hold now, in node order.
+
+        Once a node of an air zone fails a zone-wide condition, the zone's later nodes are skipped: they
+        would fail it too (the same supply air and headroom, and admissions only use headroom up). This
+        keeps a hall with one badly overloaded zone from re-checking each of its tripped nodes at every
+        event."""
+        if not self.tripped:
+            return
+        order = self._tripped_order  # not changed by this loop (admitting only schedules a reboot)
+        i = 0
+        while i < len(order):
+            node = order[i]
+            i += 1
+            if node in self.pending:
+                continue
+            ok, zone_wide = self._cooling_check(node)
+            if not ok:
+                if zone_wide:  # skip the rest of the zone (a contiguous node range, so a run of `order`)
+                    i = bisect.bisect_left(order, self.zones[int(self.zone_of[node])][1], i)
+                continue
+            self._admit_reboot(node)
+
+    def _admit_reboot(self, node: int) -> None:
+        """Schedule the reboot of tripped ``node`` in ``reboot_h``, reserving its full-load heat in its zone."""
+        self._reboot_token += 1
+        tok = self._reboot_token
+        self.pending[node] = tok
+        if self.air is not None:
+            self.z_reserved[self.zone_of[node]] += self._node_full_air_w(node)
+        self.engine.call_at(self.engine.now + self.reboot_h, lambda n=node, t=tok: self._reboot_done(n, t))
+
+    def _reboot_done(self, node: int, tok: int) -> None:
+        if self.pending.get(node) != tok:
+            return
+        del self.pending[node]
+        if self.air is not None:
+            self.z_reserved[self.zone_of[node]] -= self._node_full_air_w(node)
+        if not self._cooling_ok(node):
+            self._try_restarts()
+            return
+        start, reason = self.tripped.pop(node)
+        del self._tripped_order[bisect.bisect_left(self._tripped_order, node)]
+        self.trip_rows.append((node, start, self.engine.now, reason))
+        self.cluster.remove_down(node, TRIP)
+        self._try_restarts()
