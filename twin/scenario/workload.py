@@ -8,6 +8,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr,
 
 from twin.forecast import training as _training
 from twin.scenario.distributions import Distribution, normalise_dist
+from twin.scenario.trace import TraceRows
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
@@ -134,12 +135,13 @@ class Trace(Strict):
 
     file: str
     checkpoint: Checkpoint = Field(default_factory=Checkpoint)
-    _rows: list[tuple[str, int, float, float, int]] | None = PrivateAttr(default=None)
+    _rows: TraceRows | None = PrivateAttr(default=None)
 
-    def bind(self, rows: list[tuple[str, int, float, float, int]]) -> None:
+    def bind(self, rows: TraceRows) -> None:
         self._rows = rows
 
-    def rows(self) -> list[tuple[str, int, float, float, int]]:
+    def rows(self) -> TraceRows:
+        """The trace's rows as columns (read in chunks by :func:`twin.scenario.trace.read_trace`)."""
         assert self._rows is not None, "trace used before its file was loaded"
         return self._rows
 
