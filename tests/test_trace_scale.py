@@ -4,6 +4,11 @@ queue, it decides as the plain scan of the queue did, and traces are read in chu
 from __future__ import annotations
 
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -181,3 +186,46 @@ def test_limits_count_trace_jobs_and_their_checkpoints(tmp_path: Path, monkeypat
 def test_job_records_are_slotted() -> None:
     assert not hasattr(Job(1, "a", 8, 1, 1.0, 0.0, 0, None, None), "__dict__")  # type: ignore[arg-type]
     assert QUEUED == "queued"
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX signals, /proc")
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_stops_a_long_trace_run(tmp_path: Path, sig: int) -> None:
+    """SIGINT or SIGTERM to `twin run` of a long trace (100,000 rows over ten years on 16 nodes, a
+    queue of tens of thousands: minutes of work) stops it with exit 130 and nothing written. (The
+    bound is generous for a loaded machine; it stops within about a second when idle.)"""
+    r = np.random.default_rng(3)
+    n = 100_000
+    rows = pd.DataFrame({"submit_h": np.sort(r.uniform(0, 87_600, n)).round(3), "gpus": r.choice([8, 16, 64], n),
+                         "duration_h": r.lognormal(np.log(20), 1.0, n).round(3)})
+    scen = trace_scenario(tmp_path, rows, horizon_days=3650, parts=True, spares=1,
+                          ckpt={"interval_h": 2.0, "size_gb": 100, "mode": "async"})
+    res = tmp_path / "r"
+    cmd = [sys.executable, "-m", "twin.cli", "run", str(scen), "--results", str(res), "--quiet"]
+    env = {**os.environ, "TWIN_LOG_DIR": str(tmp_path / "logs")}
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        t0 = time.monotonic()  # imports, the chunked read and the build take a few CPU seconds
+        while _cpu_s(proc.pid) < 4.0 and proc.poll() is None and time.monotonic() - t0 < 120:
+            time.sleep(0.1)
+        assert proc.poll() is None, proc.communicate()
+        t0 = time.monotonic()
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+        elapsed = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert elapsed < 20.0, elapsed
+    assert "interrupted" in err and "Traceback" not in err, err
+    assert not res.exists() or not [p for p in res.rglob("*") if p.is_file()]

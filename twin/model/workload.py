@@ -675,6 +675,7 @@ class Workload:
         job.saved_h = job.progress_h
         self._set_util(job, 0.0)
         self._release(job)
+        del self._by_id[job.jid]  # looked up only while it holds nodes (a trace brings millions of jobs)
         if job.repeat:
             nxt = self._new_job(job.name, job.gpus, job.work_h, self._env._now, job.priority, job.ckpt, job.step,
                                 True)
@@ -839,34 +840,76 @@ class Workload:
                     job.wait_h += self._env._now - job.queued_at
                     job.queued_at = self._env._now
 
+    def _jobs_table(self, H: float) -> pd.DataFrame:
+        """The ``jobs`` table: a row per job, then a row per interruption. Built by columns from the
+        job records (a trace can bring a million jobs: no dict or tuple per row)."""
+        jl = self.jobs
+        n = len(jl)
+        ints = self.interruptions
+        k = len(ints)
+
+        def col(get: Any, dtype: Any = float) -> np.ndarray:
+            return np.fromiter((get(j) for j in jl), dtype=dtype, count=n)
+
+        def ettr(j: Job) -> float:
+            end = j.end_h if j.state == DONE else H
+            wall = end - j.first_start_h if not math.isnan(j.first_start_h) else 0.0
+            return j.progress_h / wall if wall > 0 else math.nan
+
+        nan_k = np.full(k, math.nan)
+        i_col = list(zip(*ints)) if k else [()] * 7  # jid, name, time, cause, planned, lost, nodes
+
+        def floats(get: Any, at_interruptions: Any = None) -> np.ndarray:
+            tail = nan_k if at_interruptions is None else np.asarray(at_interruptions, dtype=float)
+            return np.concatenate((col(get), tail))
+
+        def integers(get: Any, at_interruptions: Any = None) -> Any:
+            vals = np.concatenate((col(get, np.int64), np.asarray(at_interruptions if at_interruptions is not None
+                                                                  else np.zeros(k), dtype=np.int64)))
+            mask = np.zeros(n + k, dtype=bool)
+            if at_interruptions is None:
+                mask[n:] = True
+            return pd.arrays.IntegerArray(vals, mask)
+
+        names = np.empty(n + k, dtype=object)
+        names[:n] = [j.name for j in jl]
+        names[n:] = i_col[1]
+        cause = np.empty(n + k, dtype=object)
+        cause[:n] = ""
+        cause[n:] = [str(c) for c in i_col[3]]
+        data: dict[str, Any] = {
+            "record": pd.Categorical.from_codes(np.r_[np.zeros(n, np.int8), np.ones(k, np.int8)],
+                                                categories=["job", "interruption"]),
+            "job": integers(lambda j: j.jid, i_col[0]),
+            "name": names,
+            "gpus": integers(lambda j: j.gpus),
+            "nodes": integers(lambda j: j.nodes_needed, i_col[6]),
+            "work_h": floats(lambda j: j.work_h),
+            "submit_h": floats(lambda j: j.submit_h),
+            "first_start_h": floats(lambda j: j.first_start_h),
+            "end_h": floats(lambda j: j.end_h),
+            "done": np.concatenate((col(lambda j: j.state == DONE, bool), np.zeros(k, dtype=bool))),
+            "kept_h": floats(lambda j: j.progress_h),
+            "lost_h": floats(lambda j: j.lost_h, i_col[5]),
+            "made_h": floats(lambda j: j.made_h),
+            "run_h": floats(lambda j: j.run_h),
+            "checkpoint_h": floats(lambda j: j.ckpt_h),
+            "restart_h": floats(lambda j: j.restart_h),
+            "queue_wait_h": floats(lambda j: j.wait_h),
+            "interruptions": integers(lambda j: j.interruptions),
+            "planned_interruptions": integers(lambda j: j.planned_interruptions),
+            "checkpoints": integers(lambda j: j.checkpoints),
+            "ettr": floats(ettr),
+            "time_h": np.concatenate((np.full(n, math.nan), np.asarray(i_col[2], dtype=float))),
+            "cause": cause,
+            "planned": np.concatenate((np.zeros(n, dtype=bool), np.asarray(i_col[4], dtype=bool))),
+        }
+        return pd.DataFrame(data, columns=JOB_COLUMNS)
+
     def results(self) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
         H = self.engine.horizon_h
         installed = self.cluster.n_nodes * self.gpn * H
-        rows = []
-        for j in self.jobs:
-            end = j.end_h if j.state == DONE else H
-            wall = end - j.first_start_h if not math.isnan(j.first_start_h) else 0.0
-            kept = j.progress_h
-            rows.append({
-                "record": "job", "job": j.jid, "name": j.name, "gpus": j.gpus, "nodes": j.nodes_needed,
-                "work_h": j.work_h, "submit_h": j.submit_h, "first_start_h": j.first_start_h,
-                "end_h": j.end_h, "done": j.state == DONE, "kept_h": kept, "lost_h": j.lost_h,
-                "made_h": j.made_h, "run_h": j.run_h, "checkpoint_h": j.ckpt_h, "restart_h": j.restart_h,
-                "queue_wait_h": j.wait_h, "interruptions": j.interruptions,
-                "planned_interruptions": j.planned_interruptions, "checkpoints": j.checkpoints,
-                "ettr": kept / wall if wall > 0 else math.nan,
-                "time_h": math.nan, "cause": "", "planned": False,
-            })
-        for jid, name, t, cause, planned, lost, nn in self.interruptions:
-            rows.append({"record": "interruption", "job": jid, "name": name, "time_h": t, "cause": cause,
-                         "planned": planned, "lost_h": lost, "nodes": nn})
-        jobs = pd.DataFrame(rows, columns=JOB_COLUMNS)
-        jobs["record"] = pd.Categorical(jobs["record"], categories=["job", "interruption"])
-        jobs["cause"] = jobs["cause"].fillna("").astype(str)
-        jobs["done"] = jobs["done"].fillna(False).astype(bool)
-        jobs["planned"] = jobs["planned"].fillna(False).astype(bool)
-        for c in ("job", "gpus", "nodes", "interruptions", "planned_interruptions", "checkpoints"):
-            jobs[c] = pd.array(jobs[c], dtype="Int64")
+        jobs = self._jobs_table(H)
         jr = [j for j in self.jobs]
         useful = sum(j.progress_h * j.gpus for j in jr)
         lost = sum(j.lost_h * j.gpus for j in jr)
