@@ -124,7 +124,7 @@ def test_indexed_scheduler_decides_as_the_scan(tmp_path: Path, monkeypatch: pyte
     sc = load_scenario(p).scenario
     new = run_replication(sc, 0)
     import twin.model.workload as wmod
-    import twin.sim as sim
+    from twin import sim
 
     monkeypatch.setattr(wmod, "ScanWorkload", ScanWorkload, raising=False)
     monkeypatch.setattr(sim, "COMPONENTS", [(s, m, "ScanWorkload" if c == "Workload" else c)
@@ -220,7 +220,7 @@ def test_signal_stops_a_long_trace_run(tmp_path: Path, sig: int) -> None:
         assert proc.poll() is None, proc.communicate()
         t0 = time.monotonic()
         proc.send_signal(sig)
-        out, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=60)
         elapsed = time.monotonic() - t0
     finally:
         if proc.poll() is None:

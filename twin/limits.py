@@ -19,9 +19,9 @@ scenarios: within a factor of three of the events actually processed)::
 
 with expected failures = units × horizon / mean time to failure, and e = 3 events per asynchronous
 checkpoint (due, stall over, saved), 2 per synchronous one. A trace counts its rows submitted
-before the horizon and checkpoints over at most the work the cluster can do in the horizon (its
-jobs' work, at most nodes × horizon). Jobs are bounded too (:data:`MAX_JOBS`): each job submitted
-is a record in memory to the end of the run, whatever its events.
+before the horizon, and checkpoints over their work scaled down to what the cluster's node-hours
+over the horizon can run (the rest waits in the queue). Jobs are bounded too (:data:`MAX_JOBS`):
+each job submitted is a record in memory to the end of the run, whatever its events.
 """
 
 from __future__ import annotations
@@ -111,9 +111,11 @@ def _job_counts(sc: Scenario, H: float) -> tuple[float, float]:
     if rows is not None:
         from twin.scenario.trace import trace_summary
 
-        n_rows, work_h = trace_summary(rows, H)
+        n_rows, work_h, node_h = trace_summary(rows, H, sc.cluster.node.gpus)
         jobs += n_rows
-        total += n_rows * EVENTS_PER_JOB + _ckpts(tr.checkpoint, min(work_h, sc.cluster.n_nodes * H))
+        # checkpoints over the work the cluster can do in the horizon (the rest waits in the queue)
+        done = min(1.0, sc.cluster.n_nodes * H / node_h) if node_h > 0 else 1.0
+        total += n_rows * EVENTS_PER_JOB + _ckpts(tr.checkpoint, work_h * done)
     return jobs, total
 
 

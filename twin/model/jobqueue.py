@@ -15,7 +15,8 @@ operations per event (operations, not seconds).
 from __future__ import annotations
 
 from array import array
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.model.workload import Job
@@ -40,7 +41,7 @@ class MinTree:
         t[cap: cap + len(vals)] = array("d", vals)
         for p in range(cap - 1, 0, -1):
             a, b = t[2 * p], t[2 * p + 1]
-            t[p] = a if a < b else b
+            t[p] = min(b, a)
         self.t = t
 
     def grow(self, n: int) -> None:
@@ -61,7 +62,7 @@ class MinTree:
         p >>= 1
         while p:
             a, b = t[2 * p], t[2 * p + 1]
-            m = a if a < b else b
+            m = min(b, a)
             steps += 1
             if t[p] == m:
                 break
@@ -86,7 +87,7 @@ class MinTree:
 class _Bucket:
     """Queued jobs of one (priority, nodes needed): slots in queue order, two trees over them."""
 
-    __slots__ = ("keys", "jobs", "new", "req", "queued")
+    __slots__ = ("jobs", "keys", "new", "queued", "req")
 
     def __init__(self) -> None:
         self.keys: list[tuple[int, float, int]] = []

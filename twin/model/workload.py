@@ -29,7 +29,7 @@ import pandas as pd
 
 from twin import rng
 from twin.model.engine import Topic
-from twin.model.jobqueue import ANY, JobQueue, queue_key
+from twin.model.jobqueue import ANY, JobQueue
 from twin.physics.steptime import progress_rate, ring_allreduce_s
 from twin.scenario.workload import Checkpoint, StepModel
 

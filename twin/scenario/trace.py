@@ -10,9 +10,9 @@ gigabytes of one Python object per row. The workload creates each job only when 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pandas as pd
@@ -143,9 +143,10 @@ def read_trace(path: Path, gpus_per_node: int, schedulable_nodes: int, chunk_row
                      cat("priority", np.int64), cat("name", object) if has_name else None)
 
 
-def trace_summary(rows: TraceRows, horizon_h: float) -> tuple[int, float]:
-    """Rows submitted before ``horizon_h`` and the sum of their durations, hours (for the limits)."""
+def trace_summary(rows: TraceRows, horizon_h: float, gpus_per_node: int) -> tuple[int, float, float]:
+    """For the limits: rows submitted before ``horizon_h``, the sum of their work (hours) and of their
+    work × nodes (node-hours)."""
     inside = rows.submit_h < horizon_h
-    return int(np.count_nonzero(inside)), float(rows.duration_h[inside].sum()) if len(rows) else 0.0
-
-
+    work = rows.duration_h[inside]
+    nodes = -(-rows.gpus[inside] // gpus_per_node)
+    return int(np.count_nonzero(inside)), float(work.sum()), float((work * nodes).sum())
