@@ -62,8 +62,6 @@ READS_RECORDED_ONLY = {"report": {"base", "report"}}
 ALLOWED: dict[tuple[str, str], str] = {
     # (importer, imported): "owner: why it is still here". Must be empty when issue 21 is done; an entry
     # that no longer matches an offending import fails the test (so it is removed with the import).
-    ("twin.scenario.loader", "twin.model.workload"):
-        "i22-sched: read_trace moves from twin/model/workload.py to twin/scenario/trace.py",
 }
 
 
@@ -228,7 +226,6 @@ def test_allow_list_has_no_stale_entry() -> None:
     assert stale == []
 
 
-@pytest.mark.xfail(reason="issue 21 is done when the allow-list is empty", strict=False)
 def test_allow_list_is_empty() -> None:
     assert ALLOWED == {}
 

@@ -15,9 +15,13 @@ scenarios: within a factor of three of the events actually processed)::
 
     events ≈ 10 × (expected failures of every node part, rack part, fabric part and facility unit
                    + link and trunk flaps + planned drains)
-           + Σ_jobs (10 + checkpoints)           # listed jobs, trace rows, synthetic arrivals
+           + Σ_jobs (10 + e × checkpoints)       # listed jobs, trace rows, synthetic arrivals
 
-with expected failures = units × horizon / mean time to failure.
+with expected failures = units × horizon / mean time to failure, and e = 3 events per asynchronous
+checkpoint (due, stall over, saved), 2 per synchronous one. A trace counts its rows submitted
+before the horizon, and checkpoints over their work scaled down to what the cluster's node-hours
+over the horizon can run (the rest waits in the queue). Jobs are bounded too (:data:`MAX_JOBS`):
+each job submitted is a record in memory to the end of the run, whatever its events.
 """
 
 from __future__ import annotations
@@ -49,6 +53,10 @@ EVENTS_PER_FAILURE = 10.0
 """Events per failure (failure, detection, ticket, spare, crew, repair, burn-in, up/down, job restart)."""
 EVENTS_PER_JOB = 10.0
 """Events per job besides its checkpoints (submit, start, interruptions, finish)."""
+MAX_JOBS = 2_000_000
+"""Jobs one replication submits (listed jobs and their repeats, synthetic arrivals, trace rows before
+the horizon): each is a record of ~1 KiB in memory to the end of the run (with its row of the jobs
+table), so this bounds a replication's jobs to ~2 GiB."""
 
 FORCE_HINT = "use --force to run anyway"
 
@@ -77,29 +85,43 @@ def _rate(units: float, horizon_h: float, dist: Any) -> float:
     return u * horizon_h / m
 
 
-def _jobs(sc: Scenario, H: float) -> float:
+def _ckpts(ck: Any, work_h: float) -> float:
+    """Events of the checkpoints over ``work_h`` hours of a job's work."""
+    iv = getattr(ck, "interval_h", None)
+    return work_h / iv * (3.0 if getattr(ck, "mode", "sync") == "async" else 2.0) if iv else 0.0
+
+
+def _job_counts(sc: Scenario, H: float) -> tuple[float, float]:
+    """(jobs submitted, their events) over the horizon ``H``, estimated (see the module)."""
     wl = sc.workload
     if wl is None:
-        return 0.0
-
-    def ckpts(ck: Any, work_h: float) -> float:
-        iv = getattr(ck, "interval_h", None)
-        return work_h / iv if iv else 0.0
-
-    total = 0.0
+        return 0.0, 0.0
+    jobs = total = 0.0
     for job in wl.jobs:
         work = job.work_h if job.work_h is not None else H
         runs = max(1.0, H / work) if job.repeat else 1.0
-        total += runs * EVENTS_PER_JOB + ckpts(job.checkpoint, min(work * runs, H))
+        jobs += runs
+        total += runs * EVENTS_PER_JOB + _ckpts(job.checkpoint, min(work * runs, H))
     syn = getattr(wl, "synthetic", None)
     if syn is not None:
-        n = syn.arrival_rate_per_h * H
-        total += n * (EVENTS_PER_JOB + ckpts(syn.checkpoint, mean_time_h(syn.work)))
+        n = syn.arrival_rate_per_h * max(0.0, H - syn.start_h)
+        jobs += n
+        total += n * (EVENTS_PER_JOB + _ckpts(syn.checkpoint, mean_time_h(syn.work)))
     tr = getattr(wl, "trace", None)
-    if tr is not None:
-        rows = getattr(tr, "_rows", None) or []
-        total += sum(EVENTS_PER_JOB + ckpts(tr.checkpoint, float(r[2])) for r in rows)
-    return total
+    rows = getattr(tr, "_rows", None) if tr is not None else None
+    if rows is not None:
+        from twin.scenario.trace import trace_summary
+
+        n_rows, work_h, node_h = trace_summary(rows, H, sc.cluster.node.gpus)
+        jobs += n_rows
+        # checkpoints over the work the cluster can do in the horizon (the rest waits in the queue)
+        done = min(1.0, sc.cluster.n_nodes * H / node_h) if node_h > 0 else 1.0
+        total += n_rows * EVENTS_PER_JOB + _ckpts(tr.checkpoint, work_h * done)
+    return jobs, total
+
+
+def _jobs(sc: Scenario, H: float) -> float:
+    return _job_counts(sc, H)[1]
 
 
 def estimate_events(sc: Scenario) -> float:
@@ -151,6 +173,10 @@ def check_limits(scenario: Scenario | Loaded, reps: int | None = None, force: bo
         refuse("cluster.node", f"{_count(units)} GPUs and part instances exceed the limit of {MAX_UNITS:,}")
     if reps is not None and reps > MAX_REPLICATIONS:
         refuse("--reps", f"{_count(reps)} replications exceed the limit of {MAX_REPLICATIONS:,}")
+    jobs = _job_counts(sc, sc.horizon_h)[0]
+    if jobs > MAX_JOBS:
+        refuse("workload", f"about {_count(int(jobs))} jobs are submitted over the horizon (listed, synthetic "
+                           f"arrivals, trace rows), above the limit of {MAX_JOBS:,} (~1 KiB of memory each)")
     ev = estimate_events(sc)
     if not ev <= MAX_EVENTS:
         refuse("estimated events", f"about {ev:.3g} events per replication are estimated (failure rates × parts "

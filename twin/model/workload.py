@@ -19,20 +19,17 @@ Definitions (all work in *ideal hours*: wall hours at full speed on all the job'
 
 from __future__ import annotations
 
-import bisect
-import csv
 import functools
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from twin import rng
-from twin.errors import InputError
 from twin.model.engine import Topic
+from twin.model.jobqueue import ANY, JobQueue
 from twin.physics.steptime import progress_rate, ring_allreduce_s
 from twin.scenario.workload import Checkpoint, StepModel
 
@@ -105,8 +102,16 @@ class NodePool:
 
 QUEUED, RESTARTING, RUNNING, CKPT, DONE = "queued", "restarting", "running", "checkpointing", "done"
 
+_NO_NODES = np.zeros(0, dtype=np.int64)
+_NO_NODES.flags.writeable = False  # shared by every job without nodes (a job's array is replaced, never changed)
 
-@dataclass
+SUBMIT_PRIORITY = 0.5
+"""SimPy priority of a trace row's submission after the first: between URGENT (0) and NORMAL (1), so
+that it comes, as if it had been scheduled when the model was built, before every ordinary event
+scheduled later for the same instant (the rows are created one at a time as they are submitted)."""
+
+
+@dataclass(slots=True)
 class Job:
     jid: int
     name: str
@@ -119,7 +124,7 @@ class Job:
     step: StepModel
     repeat: bool = False
     state: str = QUEUED
-    nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    nodes: np.ndarray = field(default_factory=lambda: _NO_NODES)
     progress_h: float = 0.0
     saved_h: float = 0.0  # progress at the last completed checkpoint
     since_restart_h: float = 0.0  # progress since the last checkpoint start or restart
@@ -147,6 +152,10 @@ class Job:
     interruptions: int = 0
     planned_interruptions: int = 0
     checkpoints: int = 0
+    # the queue index (twin.model.jobqueue): slot in its bucket, work left when queued, queued or not
+    qslot: int = -1
+    qlb: float = 0.0
+    queued: bool = False
 
 
 class Workload:
@@ -173,7 +182,8 @@ class Workload:
         self._by_id: dict[int, Job] = {}
         self.allocated: dict[int, Job] = {}
         """Jobs holding nodes (running, checkpointing or restarting), by id."""
-        self.queue: list[Job] = []
+        self.queue = JobQueue()
+        """Queued jobs, indexed by priority and size; ``queue.ops`` counts the scheduler's steps."""
         self.writers = 0
         self.readers = 0
         self.interruptions: list[tuple[Any, ...]] = []
@@ -209,11 +219,11 @@ class Workload:
                                          j.repeat))
         if spec.synthetic is not None:
             pending.extend(self._synthetic_jobs(H))
-        if spec.trace is not None:
-            pending.extend(self._trace_jobs())
         for job in pending:
             if job.submit_h < H:
                 self._call_at(job.submit_h, lambda j=job: self._submit(j))
+        if spec.trace is not None:
+            self._start_trace(H)
 
     def _synthetic_jobs(self, H: float) -> list[Job]:
         syn = self.spec.synthetic
@@ -249,11 +259,37 @@ class Workload:
             for i in range(n)
         ]
 
-    def _trace_jobs(self) -> list[Job]:
+    def _start_trace(self, H: float) -> None:
+        """Submit the trace's rows one at a time, each job created when it is submitted (a job trace
+        can have millions of rows). Row ``i`` (1-based) is job ``base + i``, as if all rows had been
+        created now; rows submit in time order, file order among equal times, after the listed and
+        synthetic jobs of the same instant."""
         tr = self.spec.trace
         assert tr is not None
-        return [self._new_job(name, gpus, dur, sub, prio, tr.checkpoint)
-                for name, gpus, dur, sub, prio in tr.rows()]
+        rows = tr.rows()
+        base = self._jid
+        self._jid += len(rows)  # later jobs (repeats) are numbered after every row
+        order = rows.order()
+        order = order[rows.submit_h[order] < H]
+        if not len(order):
+            return
+        sub, gpus, dur, prio = rows.submit_h, rows.gpus, rows.duration_h, rows.priority
+        ck = tr.checkpoint
+        gpn = self.gpn
+        step = StepModel()
+        it = iter(order.tolist())
+        call = self.engine.call_at
+
+        def submit(i: int) -> None:
+            g = int(gpus[i])
+            self._submit(Job(base + i + 1, rows.name(i), g, -(-g // gpn), float(dur[i]), float(sub[i]),
+                             int(prio[i]), ck, step))
+            nxt = next(it, None)
+            if nxt is not None:
+                call(float(sub[nxt]), lambda: submit(nxt), SUBMIT_PRIORITY)
+
+        first = next(it)
+        self._call_at(float(sub[first]), lambda: submit(first))
 
     def _schedulable(self) -> int:
         return self.cluster.n_nodes - self.spare_target
@@ -452,11 +488,8 @@ class Workload:
         self._enqueue(job)
         self._schedule()
 
-    def _queue_order(self) -> list[Job]:
-        return list(self.queue)  # kept sorted by _enqueue
-
     def _enqueue(self, job: Job) -> None:
-        bisect.insort(self.queue, job, key=_queue_key)
+        self.queue.add(job, max(0.0, job.work_h - job.progress_h))
 
     def _pick_nodes(self, job: Job, k: int, pool: np.ndarray) -> list[int]:
         """Choose ``k`` nodes from the sorted array ``pool``. ``pack``: under the fewest leaves when
@@ -472,36 +505,72 @@ class Workload:
         return pool[:k].tolist()
 
     def _schedule(self) -> None:
-        if not self.queue:
+        """Start queued jobs in queue order while they fit; ``fifo`` stops at the first that does not
+        fit, ``backfill`` (EASY) reserves for it (the head) the time enough running jobs end and
+        starts later jobs that fit if they end by then or use only nodes spare at that time.
+
+        The same decisions as a scan of the queue in order, found through the queue's index
+        (:mod:`twin.model.jobqueue`): within a pass, starts only take nodes, so a job passed over
+        stays passed over, and the next job the scan would start is the first in queue order that
+        may start now. The index narrows by size and by work left (a lower bound on the backfill
+        estimate); the estimate itself decides, and a job it refuses is hidden for the pass."""
+        q = self.queue
+        if not q.n:
             return
-        policy = self.spec.scheduler.policy
-        order = self._queue_order()
-        free_any = len(self.free)
-        shadow = None
+        fifo = self.spec.scheduler.policy == "fifo"
+        now = self._env._now
+        big = self.cluster.n_nodes + 1
+        shadow: float | None = None
         extra = 0
-        for i, job in enumerate(order):
-            pool = self._free_count(job.nodes_needed > 1)
-            if job.nodes_needed > len(pool):
-                spares = self._spares_for(job)
-                if len(spares):
-                    pool = np.concatenate((pool, spares))
-            if job.nodes_needed <= len(pool):
-                if shadow is not None:
-                    # EASY backfill: must not delay the head's reservation
-                    est_end = self._env._now + self._remaining_h(job, 1.0)
-                    if est_end > shadow and job.nodes_needed > extra:
-                        continue
-                    if est_end > shadow:
-                        extra -= job.nodes_needed
-                self._start(job, self._pick_nodes(job, job.nodes_needed, pool))
-            else:
-                if policy == "fifo":
-                    return
+        limit_h = ANY
+        hidden: list[Job] = []
+        try:
+            while q.n:
+                q.ops += 1
+                cut = self._cut_mask(True)
+                f1, s1 = len(self.free), len(self.spares)
+                fm = f1 if cut is None else len(self.free.nodes(cut))
+                sm = s1 if cut is None or not s1 else len(self.spares.nodes(cut))
                 if shadow is None:
+                    job = q.first((big, big), (0, 0), big, ANY)  # the head
+                    assert job is not None
+                    i = 1 if job.nodes_needed > 1 else 0
+                    if job.nodes_needed <= (f1, fm)[i] + ((s1, sm)[i] if job.started_once else 0):
+                        self._start_from_pools(job)
+                        continue
+                    if fifo:
+                        return
                     shadow, extra = self._reservation(job)
                     if shadow is None:
                         return
-        del free_any
+                    # a job ending by the reservation has at most this much work left (with margin for rounding)
+                    limit_h = (shadow - now) + 1e-9 * max(1.0, abs(shadow))
+                    continue
+                job = q.first((f1, fm), (s1, sm), extra, limit_h)
+                if job is None:
+                    return
+                # EASY backfill: must not delay the head's reservation
+                est_end = now + self._remaining_h(job, 1.0)
+                if est_end > shadow and job.nodes_needed > extra:
+                    q.hide(job)
+                    hidden.append(job)
+                    continue
+                if est_end > shadow:
+                    extra -= job.nodes_needed
+                self._start_from_pools(job)
+        finally:
+            for job in hidden:
+                q.show(job)
+
+    def _start_from_pools(self, job: Job) -> None:
+        """Start ``job`` on nodes picked from the free pool, with the hot spares if it needs them and
+        may use them (a requeued job)."""
+        pool = self._free_count(job.nodes_needed > 1)
+        if job.nodes_needed > len(pool):
+            spares = self._spares_for(job)
+            if len(spares):
+                pool = np.concatenate((pool, spares))
+        self._start(job, self._pick_nodes(job, job.nodes_needed, pool))
 
     def _remaining_h(self, job: Job, rate: float) -> float:
         """Expected hours to the job's end without failures: its remaining work at ``rate`` plus the pauses
@@ -528,6 +597,7 @@ class Workload:
         avail = len(self._free_count(head.nodes_needed > 1)) + len(self._spares_for(head))
         ends = []
         for j in self.allocated.values():
+            self.queue.ops += 1
             if len(j.nodes):
                 ends.append((self._env._now + self._remaining_h(j, j.rate if j.rate > 0 else 1.0), len(j.nodes)))
         ends.sort()
@@ -602,6 +672,7 @@ class Workload:
         job.saved_h = job.progress_h
         self._set_util(job, 0.0)
         self._release(job)
+        del self._by_id[job.jid]  # looked up only while it holds nodes (a trace brings millions of jobs)
         if job.repeat:
             nxt = self._new_job(job.name, job.gpus, job.work_h, self._env._now, job.priority, job.ckpt, job.step,
                                 True)
@@ -766,34 +837,76 @@ class Workload:
                     job.wait_h += self._env._now - job.queued_at
                     job.queued_at = self._env._now
 
+    def _jobs_table(self, H: float) -> pd.DataFrame:
+        """The ``jobs`` table: a row per job, then a row per interruption. Built by columns from the
+        job records (a trace can bring a million jobs: no dict or tuple per row)."""
+        jl = self.jobs
+        n = len(jl)
+        ints = self.interruptions
+        k = len(ints)
+
+        def col(get: Any, dtype: Any = float) -> np.ndarray:
+            return np.fromiter((get(j) for j in jl), dtype=dtype, count=n)
+
+        def ettr(j: Job) -> float:
+            end = j.end_h if j.state == DONE else H
+            wall = end - j.first_start_h if not math.isnan(j.first_start_h) else 0.0
+            return j.progress_h / wall if wall > 0 else math.nan
+
+        nan_k = np.full(k, math.nan)
+        i_col = list(zip(*ints)) if k else [()] * 7  # jid, name, time, cause, planned, lost, nodes
+
+        def floats(get: Any, at_interruptions: Any = None) -> np.ndarray:
+            tail = nan_k if at_interruptions is None else np.asarray(at_interruptions, dtype=float)
+            return np.concatenate((col(get), tail))
+
+        def integers(get: Any, at_interruptions: Any = None) -> Any:
+            vals = np.concatenate((col(get, np.int64), np.asarray(at_interruptions if at_interruptions is not None
+                                                                  else np.zeros(k), dtype=np.int64)))
+            mask = np.zeros(n + k, dtype=bool)
+            if at_interruptions is None:
+                mask[n:] = True
+            return pd.arrays.IntegerArray(vals, mask)
+
+        names = np.empty(n + k, dtype=object)
+        names[:n] = [j.name for j in jl]
+        names[n:] = i_col[1]
+        cause = np.empty(n + k, dtype=object)
+        cause[:n] = ""
+        cause[n:] = [str(c) for c in i_col[3]]
+        data: dict[str, Any] = {
+            "record": pd.Categorical.from_codes(np.r_[np.zeros(n, np.int8), np.ones(k, np.int8)],
+                                                categories=["job", "interruption"]),
+            "job": integers(lambda j: j.jid, i_col[0]),
+            "name": names,
+            "gpus": integers(lambda j: j.gpus),
+            "nodes": integers(lambda j: j.nodes_needed, i_col[6]),
+            "work_h": floats(lambda j: j.work_h),
+            "submit_h": floats(lambda j: j.submit_h),
+            "first_start_h": floats(lambda j: j.first_start_h),
+            "end_h": floats(lambda j: j.end_h),
+            "done": np.concatenate((col(lambda j: j.state == DONE, bool), np.zeros(k, dtype=bool))),
+            "kept_h": floats(lambda j: j.progress_h),
+            "lost_h": floats(lambda j: j.lost_h, i_col[5]),
+            "made_h": floats(lambda j: j.made_h),
+            "run_h": floats(lambda j: j.run_h),
+            "checkpoint_h": floats(lambda j: j.ckpt_h),
+            "restart_h": floats(lambda j: j.restart_h),
+            "queue_wait_h": floats(lambda j: j.wait_h),
+            "interruptions": integers(lambda j: j.interruptions),
+            "planned_interruptions": integers(lambda j: j.planned_interruptions),
+            "checkpoints": integers(lambda j: j.checkpoints),
+            "ettr": floats(ettr),
+            "time_h": np.concatenate((np.full(n, math.nan), np.asarray(i_col[2], dtype=float))),
+            "cause": cause,
+            "planned": np.concatenate((np.zeros(n, dtype=bool), np.asarray(i_col[4], dtype=bool))),
+        }
+        return pd.DataFrame(data, columns=JOB_COLUMNS)
+
     def results(self) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
         H = self.engine.horizon_h
         installed = self.cluster.n_nodes * self.gpn * H
-        rows = []
-        for j in self.jobs:
-            end = j.end_h if j.state == DONE else H
-            wall = end - j.first_start_h if not math.isnan(j.first_start_h) else 0.0
-            kept = j.progress_h
-            rows.append({
-                "record": "job", "job": j.jid, "name": j.name, "gpus": j.gpus, "nodes": j.nodes_needed,
-                "work_h": j.work_h, "submit_h": j.submit_h, "first_start_h": j.first_start_h,
-                "end_h": j.end_h, "done": j.state == DONE, "kept_h": kept, "lost_h": j.lost_h,
-                "made_h": j.made_h, "run_h": j.run_h, "checkpoint_h": j.ckpt_h, "restart_h": j.restart_h,
-                "queue_wait_h": j.wait_h, "interruptions": j.interruptions,
-                "planned_interruptions": j.planned_interruptions, "checkpoints": j.checkpoints,
-                "ettr": kept / wall if wall > 0 else math.nan,
-                "time_h": math.nan, "cause": "", "planned": False,
-            })
-        for jid, name, t, cause, planned, lost, nn in self.interruptions:
-            rows.append({"record": "interruption", "job": jid, "name": name, "time_h": t, "cause": cause,
-                         "planned": planned, "lost_h": lost, "nodes": nn})
-        jobs = pd.DataFrame(rows, columns=JOB_COLUMNS)
-        jobs["record"] = pd.Categorical(jobs["record"], categories=["job", "interruption"])
-        jobs["cause"] = jobs["cause"].fillna("").astype(str)
-        jobs["done"] = jobs["done"].fillna(False).astype(bool)
-        jobs["planned"] = jobs["planned"].fillna(False).astype(bool)
-        for c in ("job", "gpus", "nodes", "interruptions", "planned_interruptions", "checkpoints"):
-            jobs[c] = pd.array(jobs[c], dtype="Int64")
+        jobs = self._jobs_table(H)
         jr = [j for j in self.jobs]
         useful = sum(j.progress_h * j.gpus for j in jr)
         lost = sum(j.lost_h * j.gpus for j in jr)
@@ -842,11 +955,6 @@ class Workload:
         return m, {"jobs": jobs}
 
 
-def _queue_key(j: Job) -> tuple[int, float, int]:
-    """Queue order: higher priority first, then earlier submission, then job id."""
-    return (-j.priority, j.submit_h, j.jid)
-
-
 JOB_COLUMNS = [
     "record", "job", "name", "gpus", "nodes", "work_h", "submit_h", "first_start_h", "end_h", "done", "kept_h",
     "lost_h", "made_h", "run_h", "checkpoint_h", "restart_h", "queue_wait_h", "interruptions",
@@ -856,40 +964,3 @@ JOB_COLUMNS = [
 
 def job_has_no_checkpoint(ck: Checkpoint) -> bool:
     return ck.interval_h is None or (ck.size_gb == 0 and ck.write_h is None)
-
-
-TRACE_COLUMNS = ("submit_h", "gpus", "duration_h")
-
-
-def read_trace(path: Path, gpus_per_node: int, schedulable_nodes: int) -> list[tuple[str, int, float, float, int]]:
-    """Read a job trace CSV: columns submit_h, gpus, duration_h (ideal work hours); optional name,
-    priority. Errors name the file and the 1-based data row."""
-    src = str(path)
-    if not path.is_file():
-        raise InputError(src, "workload.trace.file", "trace file not found")
-    out = []
-    with path.open(encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh)
-        cols = reader.fieldnames or []
-        missing = [c for c in TRACE_COLUMNS if c not in cols]
-        if missing:
-            raise InputError(src, "header", f"missing columns {missing}; required: {list(TRACE_COLUMNS)}")
-        for i, row in enumerate(reader, start=1):
-            try:
-                sub = float(row["submit_h"])
-                gpus = int(row["gpus"])
-                dur = float(row["duration_h"])
-                prio = int(row.get("priority") or 0)
-            except (TypeError, ValueError):
-                raise InputError(src, f"row {i}", f"not a number in {dict(row)}") from None
-            if not (math.isfinite(sub) and sub >= 0):
-                raise InputError(src, f"row {i}: submit_h", f"must be a finite time >= 0, got {row['submit_h']}")
-            if not (math.isfinite(dur) and dur > 0):
-                raise InputError(src, f"row {i}: duration_h", f"must be > 0, got {row['duration_h']}")
-            if gpus < 1:
-                raise InputError(src, f"row {i}: gpus", f"must be >= 1, got {gpus}")
-            if -(-gpus // gpus_per_node) > schedulable_nodes:
-                raise InputError(src, f"row {i}: gpus",
-                                 f"{gpus} GPUs need more than the {schedulable_nodes} schedulable nodes")
-            out.append((row.get("name") or f"trace{i:05d}", gpus, dur, sub, prio))
-    return out

@@ -545,7 +545,7 @@ def _bind_files(sc: Scenario, top_dir: Path, source: str) -> None:
         cl.ambient.csv.bind(load_ambient_csv(top_dir / cl.ambient.csv.file))
     wl = sc.workload
     if wl is not None and wl.trace is not None:
-        from twin.model.workload import read_trace
+        from twin.scenario.trace import read_trace
 
         wl.trace.bind(read_trace(top_dir / wl.trace.file, sc.cluster.node.gpus,
                                  sc.cluster.n_nodes - wl.scheduler.hot_spares))

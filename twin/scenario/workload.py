@@ -9,6 +9,7 @@ from pydantic import Field, PrivateAttr, model_validator
 from twin.physics import training as _training
 from twin.scenario.base import Dist, Strict
 from twin.scenario.defaults import derive, moved
+from twin.scenario.trace import TraceRows
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
@@ -139,12 +140,13 @@ class Trace(Strict):
 
     file: str
     checkpoint: Checkpoint = Field(default_factory=Checkpoint)
-    _rows: list[tuple[str, int, float, float, int]] | None = PrivateAttr(default=None)
+    _rows: TraceRows | None = PrivateAttr(default=None)
 
-    def bind(self, rows: list[tuple[str, int, float, float, int]]) -> None:
+    def bind(self, rows: TraceRows) -> None:
         self._rows = rows
 
-    def rows(self) -> list[tuple[str, int, float, float, int]]:
+    def rows(self) -> TraceRows:
+        """The trace's rows as columns (read in chunks by :func:`twin.scenario.trace.read_trace`)."""
         assert self._rows is not None, "trace used before its file was loaded"
         return self._rows
 
