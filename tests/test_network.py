@@ -371,7 +371,7 @@ def test_trunk_flap_crashes_only_the_jobs_that_cross_the_spines_there() -> None:
             {"name": "far", "gpus": 32, "work_h": 1e4}]
     m = model(doc(racks=4, nodes_per_rack=4, rails=2, nodes_per_leaf=4, spines=2, days=2, jobs=jobs))
     net = m.engine.fabric
-    P, R = net.P, net.R
+    R = net.R
 
     def uplink(group: int, rail: int, j: int) -> int:
         return (group * R + rail) * net.U + j
