@@ -349,6 +349,11 @@ class StepBreakdown:
         t = self.total_s
         return {f.name[:-2]: (getattr(self, f.name) / t if t > 0 else 0.0) for f in fields(self)}
 
+    def describe(self) -> str:
+        """One line: the step time and each non-zero component's share, and what limits it."""
+        parts = ", ".join(f"{k} {v:.0%}" for k, v in self.shares().items() if v > 0.0005)
+        return f"{self.total_s:.4g} s ({parts}); limited by {self.limiter}"
+
     @property
     def limiter(self) -> str:
         """What limits the step beyond compute: the largest other component, or 'compute' when
