@@ -558,11 +558,11 @@ def layout_step_s(nic_gbit_s: float) -> float:
     """The layout job's step written out independently of twin.physics: compute (Megatron-LM FLOPs),
     4 tp all-reduces per layer on NVLink (450 GB/s × 0.6, 1 µs), the dp all-reduce of fp32 gradients
     over 8 nodes on one NIC per GPU (× 0.9, 2 µs), nothing overlapped."""
-    l, h, s, V, B = 8, 4096, 2048, 32000, 64
-    compute = 3 * B * (l * (24 * s * h * h + 4 * s * s * h) + 2 * s * h * V) / (64 * 989e12 * 0.5)
+    n_layers, h, s, V, B = 8, 4096, 2048, 32000, 64
+    compute = 3 * B * (n_layers * (24 * s * h * h + 4 * s * s * h) + 2 * s * h * V) / (64 * 989e12 * 0.5)
     act = s * h * 2
-    tp = (B // 8) * l * 4 * (2 * 7 / 8 * act / (450e9 * 0.6) + 14 * 1e-6)
-    grad = (l * 12 * h * h + V * h) / 8 * 4
+    tp = (B // 8) * n_layers * 4 * (2 * 7 / 8 * act / (450e9 * 0.6) + 14 * 1e-6)
+    grad = (n_layers * 12 * h * h + V * h) / 8 * 4
     dp = 2 * 7 / 8 * grad / (nic_gbit_s / 8 * 1e9 * 0.9) + 14 * 2e-6
     return compute + tp + dp
 

@@ -25,14 +25,14 @@ def gpt(layers: int = 24, hidden: int = 2048, seq: int = 2048, vocab: int = 5120
 # ---- FLOPs and parameters ---------------------------------------------------------------------
 
 @settings(max_examples=60, deadline=None)
-@given(l=st.integers(1, 200), h=st.integers(1, 64).map(lambda k: 128 * k), s=st.sampled_from([512, 2048, 8192]),
+@given(n_layers=st.integers(1, 200), h=st.integers(1, 64).map(lambda k: 128 * k), s=st.sampled_from([512, 2048, 8192]),
        v=st.integers(1000, 260000), b=st.integers(1, 4096))
-def test_hardware_flops_are_megatron_eq3_for_a_gpt_layer(l: int, h: int, s: int, v: int, b: int) -> None:
-    shape = gpt(l, h, s, v, b)
-    ref = compute.megatron_paper_flops(b, s, l, h, v)
+def test_hardware_flops_are_megatron_eq3_for_a_gpt_layer(n_layers: int, h: int, s: int, v: int, b: int) -> None:
+    shape = gpt(n_layers, h, s, v, b)
+    ref = compute.megatron_paper_flops(b, s, n_layers, h, v)
     assert par.hardware_flops_per_step(shape, recompute=True) == pytest.approx(ref, rel=1e-12)
     # without recomputation: 3 passes of everything, i.e. 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h))
-    ref3 = 72.0 * b * s * l * h * h * (1 + s / (6 * h) + v / (12 * l * h))
+    ref3 = 72.0 * b * s * n_layers * h * h * (1 + s / (6 * h) + v / (12 * n_layers * h))
     assert par.model_flops_per_step(shape) == pytest.approx(ref3, rel=1e-12)
 
 
