@@ -36,7 +36,6 @@ import ast
 import fnmatch
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "twin"
 

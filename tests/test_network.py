@@ -545,3 +545,47 @@ def test_cached_fabric_digests_are_those_of_the_paths() -> None:
     trunk = [rng.path_digest(trunk_link_path(r, g, j) + "#flap") for g in range(net.G) for r in range(net.R)
              for j in range(net.P)]
     assert net.trunk_flaps.digests.tolist() == trunk and len(trunk) == net.T
+
+
+# ---- step time from a parallel layout (twin/physics/parallel.py) --------------------------------
+
+LAYOUT_STEP = {
+    "model": {"layers": 8, "hidden": 4096, "heads": 32, "seq_len": 2048, "vocab": 32000, "global_batch": 64},
+    "layout": {"tp": 8, "pp": 1, "dp": 8, "dp_overlap": 0.0, "eta_k": 0.5, "peak_tflops": 989},
+}
+
+
+def layout_step_s(nic_gbit_s: float) -> float:
+    """The layout job's step written out independently of twin.physics: compute (Megatron-LM FLOPs),
+    4 tp all-reduces per layer on NVLink (450 GB/s × 0.6, 1 µs), the dp all-reduce of fp32 gradients
+    over 8 nodes on one NIC per GPU (× 0.9, 2 µs), nothing overlapped."""
+    n_layers, h, s, V, B = 8, 4096, 2048, 32000, 64
+    compute = 3 * B * (n_layers * (24 * s * h * h + 4 * s * s * h) + 2 * s * h * V) / (64 * 989e12 * 0.5)
+    act = s * h * 2
+    tp = (B // 8) * n_layers * 4 * (2 * 7 / 8 * act / (450e9 * 0.6) + 14 * 1e-6)
+    grad = (n_layers * 12 * h * h + V * h) / 8 * 4
+    dp = 2 * 7 / 8 * grad / (nic_gbit_s / 8 * 1e9 * 0.9) + 14 * 2e-6
+    return compute + tp + dp
+
+
+def test_spine_failure_slows_a_layout_job_by_the_tiered_model() -> None:
+    """A spine lost: the layout job spanning two leaf groups slows by what the tiered collective
+    model predicts (its NIC tier at 3/4), the one under a single leaf does not."""
+    jobs = [{"name": "wide", "gpus": 64, "work_h": 1e4, "step": LAYOUT_STEP},
+            {"name": "narrow", "gpus": 32, "work_h": 1e4,
+             "step": {**LAYOUT_STEP, "layout": {**LAYOUT_STEP["layout"], "dp": 4},
+                      "model": {**LAYOUT_STEP["model"], "global_batch": 32}}}]
+    d = doc(days=5, spines=4, jobs=jobs, network={"spine": {"failure": NEVER, "repair": {
+        "hot_swap": True, "time": {"dist": "fixed", "value_h": 10.0}}}})
+    m = model(d)
+    t_fail = 30.0
+    m.engine.call_at(t_fail, lambda: m.facility["spine"].fail_now(0))
+    m.run()
+    jobs_t = m.result().tables["jobs"].query("record == 'job'").set_index("name")
+    H = 5 * 24.0
+    down_h = 0.25 + 10.0
+    per_gpu = 2 * 400.0 / 8  # 2 rails of 400 Gb/s per 8-GPU node
+    rate = layout_step_s(per_gpu) / layout_step_s(per_gpu * 3 / 4)
+    assert 0.8 < rate < 0.95  # the case really exposes communication
+    assert jobs_t.loc["wide", "kept_h"] == pytest.approx(H - down_h * (1 - rate), rel=1e-9)
+    assert jobs_t.loc["narrow", "kept_h"] == pytest.approx(H, rel=1e-12)

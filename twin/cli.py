@@ -11,7 +11,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from twin.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, InputError, environment_problem
 
@@ -108,6 +108,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         for line in advice_lines(sc):
             _echo(line)
         return 0
+    for line in step_lines(loaded.scenario):
+        _echo(line)
     show = (not args.quiet) and sys.stderr.isatty()
     from twin.console import note
     from twin.experiment.store import folder_lock, run_folder
@@ -117,6 +119,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     with folder_lock(folder, note):  # an identical run started meanwhile waits, then finds the results up to date
         return run_command(loaded, Path(args.results), args.label, args.overwrite, args.replication, show, _echo,
                            lifetimes=args.lifetimes)
+
+
+def step_lines(sc: Any) -> list[str]:
+    """'step: JOB ...' for each job with a parallel layout: its step time at full health, by
+    component, and what limits it (twin/physics/parallel.py)."""
+    from twin.model.workload import parallel_breakdown
+
+    out: list[str] = []
+    if sc.workload is None:
+        return out
+    nic = None
+    if sc.network is not None:
+        nic = sc.network.rails * sc.network.link_bandwidth_gbps / sc.cluster.node.gpus
+    for j in sc.workload.jobs:
+        st = j.step
+        if st.layout is None:
+            continue
+        b = parallel_breakdown(st, 1.0, nic if nic is not None else st.layout.nic_gbit_s, 1.0)
+        lay = st.layout
+        out.append(f"step: {j.name} (tp {lay.tp} × pp {lay.pp} × dp {lay.dp}, v {lay.interleave}): {b.describe()}")
+    return out
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

@@ -30,6 +30,7 @@ import pandas as pd
 from twin import rng
 from twin.model.engine import Topic
 from twin.model.jobqueue import ANY, JobQueue
+from twin.physics import parallel as par
 from twin.physics.steptime import progress_rate, ring_allreduce_s
 from twin.scenario.workload import Checkpoint, StepModel
 
@@ -52,6 +53,32 @@ def job_rate(t_compute_s: float, overlap: float, speed: float, grad_gb: float = 
     if not math.isfinite(t_now):
         return 0.0
     return float(progress_rate(t_compute_s, t_ideal, t_now, overlap, speed))
+
+
+@functools.lru_cache(maxsize=4096)
+def parallel_breakdown(st: StepModel, speed: float, nic_gbit_s: float, nic_share: float) -> par.StepBreakdown:
+    """Step time of a job with a model and a layout (twin/physics/parallel.py), by component, at the
+    slowest GPU's ``speed``, ``nic_gbit_s`` per GPU and the fabric's healthy share ``nic_share``.
+    Cached: evaluated only when one of these inputs of the job changes."""
+    m, lay = st.model, st.layout
+    assert m is not None and lay is not None
+    shape = par.ModelShape(**m.model_dump())
+    layout = par.Layout(tp=lay.tp, pp=lay.pp, dp=lay.dp, microbatch=lay.microbatch, interleave=lay.interleave,
+                        recompute=lay.recompute, dp_collective=lay.dp_collective, dp_overlap=lay.dp_overlap,
+                        tp_overlap=lay.tp_overlap, pp_overlap=lay.pp_overlap, grad_bytes=lay.grad_bytes,
+                        compression=lay.compression, compress_s_per_gb=lay.compress_s_per_gb)
+    ic = par.Interconnect(domain_gpus=lay.nvlink_domain_gpus, nvlink_gbyte_s=lay.nvlink_gbyte_s,
+                          nvlink_eff=lay.nvlink_eff, nic_gbit_s=nic_gbit_s, nic_eff=lay.nic_eff)
+    return par.step_breakdown(shape, layout, ic, lay.peak_tflops * 1e12, lay.eta_k, speed, nic_share)
+
+
+def parallel_rate(st: StepModel, speed: float, nic_gbit_s: float, nic_share: float) -> float:
+    """Progress rate of a layout job: ideal step (full speed, healthy fabric) / actual step; 0 when the
+    step cannot complete (speed 0, fabric cut)."""
+    actual = parallel_breakdown(st, speed, nic_gbit_s, nic_share).total_s
+    if not math.isfinite(actual):
+        return 0.0
+    return parallel_breakdown(st, 1.0, nic_gbit_s, 1.0).total_s / actual
 
 
 class NodePool:
@@ -350,6 +377,11 @@ class Workload:
         speed = self.engine.min_speed(nodes) if n else 1.0
         st = job.step
         fabric = self.engine.fabric
+        if st.layout is not None:
+            if fabric is None or n <= 1:
+                return parallel_rate(st, speed, st.layout.nic_gbit_s, 1.0)
+            bw_ideal, bw_now = fabric.job_bandwidth_gbps(nodes)
+            return parallel_rate(st, speed, bw_ideal / self.gpn, bw_now / bw_ideal)
         if fabric is None or n <= 1 or st.grad_gb <= 0:
             return job_rate(st.t_compute_s, st.overlap, speed)
         bw_ideal, bw_now = fabric.job_bandwidth_gbps(nodes)

@@ -49,13 +49,83 @@ class Restart(Strict):
     )
 
 
+Share = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+PosInt = Annotated[int, Field(ge=1)]
+
+
+class ModelShapeSpec(Strict):
+    """A decoder-only transformer and its global batch (twin/physics/parallel.py ``ModelShape``)."""
+
+    layers: PosInt
+    hidden: PosInt
+    seq_len: PosInt = Field(description="Tokens per sequence.")
+    vocab: PosInt
+    global_batch: PosInt = Field(description="Sequences per optimiser step.")
+    heads: Annotated[int, Field(ge=0)] = 0
+    kv_heads: Annotated[int, Field(ge=0)] = Field(0, description="Key/value heads (grouped-query attention); 0: heads.")
+    ffn_hidden: Annotated[int, Field(ge=0)] = Field(0, description="MLP width; 0: 4 × hidden.")
+    gated_mlp: bool = Field(False, description="Three MLP matrices (SwiGLU) instead of two.")
+    tied_embeddings: bool = True
+
+
+class LayoutSpec(Strict):
+    """A job's parallel layout and the kernel efficiency of its GPUs (twin/physics/parallel.py ``Layout``;
+    Megatron-LM accounting, sources-realism.md §7). tp × pp × dp must equal the job's GPUs; tp must
+    divide the NVLink domain."""
+
+    tp: PosInt = 1
+    pp: PosInt = 1
+    dp: PosInt = 1
+    microbatch: PosInt = Field(1, description="Sequences per microbatch.")
+    interleave: PosInt = Field(1, description="Model chunks per pipeline GPU (v).")
+    recompute: bool = Field(False, description="Full activation recomputation (one more forward pass).")
+    dp_collective: Literal["all_reduce", "rs_ag"] = Field(
+        "all_reduce", description="all_reduce (DDP) or rs_ag (ZeRO/FSDP: reduce-scatter + all-gather).")
+    dp_overlap: Share = Field(0.0, description="Share of compute time that hides data-parallel communication.")
+    tp_overlap: Share = 0.0
+    pp_overlap: Share = 0.0
+    grad_bytes: PosF = Field(4.0, description="Bytes per gradient element reduced (4: fp32).")
+    compression: Annotated[float, Field(gt=0, le=1)] = Field(
+        1.0, description="Factor on data-parallel gradient bytes (gradient compression; 1: none).")
+    compress_s_per_gb: NonNegH = Field(0.0, description="GPU seconds to compress one GB of gradients.")
+    eta_k: Annotated[float, Field(gt=0, le=1)] = Field(
+        0.5, description="Kernel efficiency: share of peak FLOP/s the GPUs reach (assumption; the Llama 3 "
+                         "calibration of twin validate gives 0.53 on H100).")
+    peak_tflops: PosF = Field(989.0, description="Peak dense TFLOP/s per GPU (H100 SXM bf16: 989).")
+    nvlink_domain_gpus: PosInt = Field(8, description="GPUs per NVLink domain (8: an HGX node).")
+    nvlink_gbyte_s: PosF = Field(450.0, description="NVLink GB/s per GPU per direction (H100: 450).")
+    nvlink_eff: Annotated[float, Field(gt=0, le=1)] = Field(0.6, description="NVLink tier efficiency (Calculon H100).")
+    nic_eff: Annotated[float, Field(gt=0, le=1)] = Field(0.9, description="NIC tier efficiency (Calculon H100).")
+    nic_gbit_s: PosF = Field(400.0, description="NIC Gbit/s per GPU when the scenario has no fabric.")
+
+
 class StepModel(Strict):
-    """Step-time model of model.md §6 for a job (defaults: compute-bound, assumption)."""
+    """Step-time model of model.md §6 for a job (defaults: compute-bound, assumption). With ``model`` and
+    ``layout`` the step time comes from the 3D-parallel model instead (twin/physics/parallel.py) and
+    t_compute_s, grad_gb and overlap are not used."""
 
     t_compute_s: PosF = 1.0
     grad_gb: NonNegH = Field(0.0, description="Gradient bytes all-reduced per step, gigabytes.")
     overlap: Annotated[float, Field(ge=0, le=1)] = 0.9
     hop_latency_s: NonNegH = 5e-6
+    model: ModelShapeSpec | None = Field(None, description="Transformer shape and batch (with layout).")
+    layout: LayoutSpec | None = Field(None, description="Parallel layout (with model).")
+
+    @model_validator(mode="after")
+    def _pair(self) -> "StepModel":
+        if (self.model is None) != (self.layout is None):
+            raise ValueError("@layout: give model and layout together")
+        if self.layout is not None and self.model is not None:
+            lay, m = self.layout, self.model
+            if lay.nvlink_domain_gpus % lay.tp:
+                raise ValueError(f"@layout.tp: must divide nvlink_domain_gpus ({lay.nvlink_domain_gpus}): a "
+                                 f"tensor-parallel group never spans NVLink domains")
+            if m.global_batch % (lay.dp * lay.microbatch):
+                raise ValueError(f"@model.global_batch: must be a multiple of dp × microbatch "
+                                 f"({lay.dp * lay.microbatch})")
+            if m.heads and m.kv_heads and m.heads % m.kv_heads:
+                raise ValueError("@model.kv_heads: must divide heads")
+        return self
 
 
 class Training(Strict):
@@ -93,6 +163,9 @@ class Job(Strict):
 
     @model_validator(mode="after")
     def _work(self) -> "Job":
+        lay = self.step.layout
+        if lay is not None and lay.tp * lay.pp * lay.dp != self.gpus:
+            raise ValueError(f"@step.layout: tp × pp × dp = {lay.tp * lay.pp * lay.dp} must equal gpus ({self.gpus})")
         if self.training is None:
             if self.work_h is None:
                 raise ValueError("@work_h: give either work_h (ideal hours) or a training block")

@@ -8,7 +8,8 @@ model on purpose (e.g. double repair times) to prove the check can fail.
 
 Modules: :mod:`.framework` (settings, estimates, results), :mod:`.reliability` (repairable parts,
 k-of-n, spares), this module (workload: queue, checkpoints, interruptions), :mod:`.physical`
-(thermal, energy, UPS), :mod:`.field` (Llama 3, Meta research clusters). :data:`CASES` lists
+(thermal, energy, UPS), :mod:`.compute` (collectives, pipeline bubble, Megatron-LM and Llama 3
+step times), :mod:`.field` (Llama 3, Meta research clusters). :data:`CASES` lists
 them all in suite order.
 """
 
@@ -150,7 +151,7 @@ def interruption_rate(s: Settings, node_mtbf_h: float = 500.0) -> list[CaseResul
 # ---- the registry ------------------------------------------------------------------------------
 
 def _registry() -> dict[str, Callable[[Settings], list[CaseResult]]]:
-    from twin.validation import field, physical, reliability
+    from twin.validation import compute, field, physical, reliability
 
     return {
         "single_part": reliability.single_part,
@@ -164,6 +165,10 @@ def _registry() -> dict[str, Callable[[Settings], list[CaseResult]]]:
         "thermal_step": physical.thermal_step,
         "energy_constant_load": physical.energy_constant_load,
         "ups_ride_through": physical.ups_ride_through,
+        "collective_tiers": compute.collective_tiers,
+        "pipeline_bubble": compute.pipeline_bubble,
+        "megatron_sc21": compute.megatron_sc21,
+        "llama3_mfu": compute.llama3_mfu,
         "llama3_54day": field.llama3_54day,
         "meta_rsc": field.meta_rsc,
     }

@@ -193,7 +193,10 @@ def write_report(suite: SuiteResult, folder: Path, title: str) -> Path:
     results.json and figures/ into ``folder``,
     atomically (a temporary folder renamed into place)."""
     from twin.validation.cases import CASES
-    from twin.validation.field import PROVENANCE
+    from twin.validation.compute import PROVENANCE as COMPUTE_PROVENANCE
+    from twin.validation.field import PROVENANCE as FIELD_PROVENANCE
+
+    PROVENANCE = {**FIELD_PROVENANCE, **COMPUTE_PROVENANCE}
 
     with atomic_folder(folder, overwrite=True) as tmp:
         doc = Doc(title=title, figdir=tmp / "figures")

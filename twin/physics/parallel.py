@@ -1,0 +1,459 @@
+"""Step time of a 3D-parallel transformer training job (issue 28; sources-realism.md §7).
+
+Pure functions and small frozen records, no simulation clock. A job trains a transformer of a
+given shape (:class:`ModelShape`) with a parallel layout (:class:`Layout`: tensor ``tp``,
+pipeline ``pp`` with ``m`` microbatches and ``v`` interleaved chunks per GPU, data ``dp``) on an
+interconnect of NVLink domains joined by per-GPU NICs (:class:`Interconnect`). One step costs
+(:func:`step_breakdown`):
+
+* **compute**: the step's hardware FLOPs (:func:`hardware_flops_per_step`, the Megatron-LM
+  accounting: 24·s·h² + 4·s²·h per layer and sequence forward, 2·s·h·V for the logits,
+  backward twice the forward, one more forward of the layers with full activation
+  recomputation; for a GPT layer this is exactly Narayanan et al.'s (SC21) eq. 3,
+  96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))) over n GPUs × peak × a kernel efficiency η_k
+  (an input: the share of peak the GEMMs reach; it is tuned, never derived);
+* **tensor parallelism**: per microbatch and layer, 4 all-reduces of the activations
+  (b·s·h elements; 2 forward, 2 backward; 6 with recomputation) inside an NVLink domain
+  (Megatron-LM §3.3; sequence parallelism's reduce-scatter + all-gather move the same bytes);
+* **pipeline**: per microbatch, 2·v point-to-point sends of b·s·h elements (activation forward,
+  gradient backward), divided by tp with the scatter/gather optimisation (each tp rank sends
+  1/tp over its own NIC, then an all-gather inside the domain) (Megatron-LM §4.1);
+* **bubble**: (p − 1)/(v·m) of the pipelined time (Megatron-LM §2.2; Llama 3 §3.3.2 states
+  the same ratio for its schedule);
+* **data parallelism**: the gradients of the GPU's parameter shard (N/(tp·pp) parameters)
+  all-reduced, or reduce-scattered and the parameters all-gathered (ZeRO/FSDP), over the dp
+  group, with a share of the compute time able to hide it; optional gradient compression
+  scales the gradient bytes and costs GPU time;
+* **throttling**: the extra time when the slowest GPU runs at ``speed`` < 1 (thermal or power
+  caps slow compute, and with it the bubble, which is other stages' compute).
+
+Collectives are a sum over tiers (:func:`tiered_collective_s`): inside a domain of g GPUs at
+NVLink bandwidth, then across N domains on the NICs with each GPU carrying 1/g of the buffer:
+
+    t_allreduce = 2(g − 1)/g · S/(B_NVL·η_NVL) + 2(N − 1)/N · (S/g)/(B_NIC·η_NIC)
+                  + 2(g − 1)·α_NVL + 2(N − 1)·α_NIC
+
+with NCCL's bus-bandwidth factors (NVIDIA nccl-tests ``doc/PERFORMANCE.md``: all-reduce
+2(n − 1)/n; reduce-scatter, all-gather, all-to-all (n − 1)/n) and per-tier efficiencies η
+and latencies α of Calculon's H100 system (Isaev et al., SC23, ``systems/h100_80g_nvl8.json``:
+NVLink 450 GB/s per direction, η 0.6, 1 µs; scale-out 50 GB/s = 400 Gb/s, η 0.9, 2 µs).
+A degraded fabric (spines lost, oversubscription) enters as ``nic_share``, the healthy share
+of the NIC tier's bandwidth.
+
+Example: a 405B-class step on 8,192 H100 (the Llama 3 layout; η_k 0.5 for illustration; FSDP
+and the pipeline sends hidden behind compute):
+
+>>> shape = ModelShape(layers=126, hidden=16384, heads=128, kv_heads=8, ffn_hidden=53248,
+...                    gated_mlp=True, vocab=128256, tied_embeddings=False, seq_len=8192,
+...                    global_batch=2048)
+>>> lay = Layout(tp=8, pp=16, dp=64, interleave=8, dp_collective="rs_ag", dp_overlap=1.0,
+...              pp_overlap=1.0)
+>>> b = step_breakdown(shape, lay, Interconnect(), peak_flops=989e12, eta_k=0.5)
+>>> round(b.total_s, 2), b.limiter
+(13.38, 'tp')
+>>> {k: round(v, 3) for k, v in b.shares().items() if v}
+{'compute': 0.813, 'tp': 0.132, 'bubble': 0.055}
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Literal
+
+__all__ = [
+    "BUS_FACTORS", "Interconnect", "Layout", "ModelShape", "StepBreakdown", "bubble_fraction", "bus_factor",
+    "dp_peers_per_domain", "forward_flops_per_sequence", "hardware_flops_per_step", "mfu",
+    "model_flops_per_step", "p2p_s", "params_count", "step_breakdown", "tiered_collective_s",
+    "tp_collectives_per_layer",
+]
+
+Collective = Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]
+
+BUS_FACTORS: dict[str, str] = {
+    "all_reduce": "2(n − 1)/n",
+    "reduce_scatter": "(n − 1)/n",
+    "all_gather": "(n − 1)/n",
+    "all_to_all": "(n − 1)/n",
+}
+"""NCCL's bus-bandwidth factors (nccl-tests doc/PERFORMANCE.md): bytes each GPU moves per byte of
+buffer, so a collective of S bytes over n GPUs of bandwidth B takes at least factor·S/B."""
+
+
+def bus_factor(op: Collective, n: int) -> float:
+    """NCCL bus-bandwidth factor of ``op`` over ``n`` GPUs (0 for n = 1)."""
+    if n < 1:
+        raise ValueError("n must be >= 1")
+    if op == "all_reduce":
+        return 2.0 * (n - 1) / n
+    if op in ("reduce_scatter", "all_gather", "all_to_all"):
+        return (n - 1) / n
+    raise ValueError(f"unknown collective {op!r}; allowed: {', '.join(BUS_FACTORS)}")
+
+
+def _steps(op: Collective, n: int) -> int:
+    """Latency-bound steps of a ring ``op`` over ``n`` GPUs (2(n − 1) for all-reduce, n − 1 else)."""
+    return 2 * (n - 1) if op == "all_reduce" else (n - 1)
+
+
+# ---- inputs -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ModelShape:
+    """A decoder-only transformer and its global batch.
+
+    ``hidden`` h, ``layers`` l, ``seq_len`` s (tokens), ``vocab`` V, ``global_batch`` B
+    (sequences per optimiser step); ``heads``/``kv_heads`` for grouped-query attention (the K
+    and V projections are kv_heads/heads of h wide); ``ffn_hidden`` the MLP width (default 4h),
+    ``gated_mlp`` three MLP matrices (SwiGLU) instead of two; ``tied_embeddings`` one
+    vocabulary matrix for input and output. ``params`` overrides the parameter count (used for
+    the data-parallel gradient size and 6N model FLOPs) when the published figure is wanted."""
+
+    layers: int
+    hidden: int
+    seq_len: int
+    vocab: int
+    global_batch: int
+    heads: int = 0
+    kv_heads: int = 0
+    ffn_hidden: int = 0
+    gated_mlp: bool = False
+    tied_embeddings: bool = True
+    params: float = 0.0
+
+    def __post_init__(self) -> None:
+        for f in ("layers", "hidden", "seq_len", "vocab", "global_batch"):
+            if getattr(self, f) < 1:
+                raise ValueError(f"{f} must be >= 1")
+        if self.kv_heads and self.heads and (self.kv_heads > self.heads or self.heads % self.kv_heads):
+            raise ValueError("kv_heads must divide heads")
+
+    @property
+    def ffn(self) -> int:
+        """MLP width (4h unless given)."""
+        return self.ffn_hidden or 4 * self.hidden
+
+    @property
+    def kv_width(self) -> float:
+        """Width of the K (and of the V) projection: h·kv_heads/heads (h without GQA)."""
+        if self.heads and self.kv_heads:
+            return self.hidden * self.kv_heads / self.heads
+        return float(self.hidden)
+
+    @property
+    def layer_matmul_params(self) -> float:
+        """Weights of one layer's matrix multiplications: Q and O (2h²), K and V (2·h·kv_width),
+        the MLP (2 or 3 matrices of h × ffn). 12h² for a GPT layer."""
+        h = float(self.hidden)
+        return 2 * h * h + 2 * h * self.kv_width + (3 if self.gated_mlp else 2) * h * self.ffn
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a job is split over its GPUs: tp × pp × dp GPUs.
+
+    ``microbatch`` sequences per microbatch b, so m = B/(dp·b) microbatches per step;
+    ``interleave`` v model chunks per pipeline GPU; ``recompute`` full activation
+    recomputation (one more forward); ``scatter_gather`` the Megatron-LM inter-stage
+    optimisation; ``dp_collective`` 'all_reduce' (DDP) or 'rs_ag' (ZeRO/FSDP: gradients
+    reduce-scattered, parameters all-gathered); ``dp_overlap`` the share (0..1) of compute
+    time that can hide data-parallel communication, ``tp_overlap`` and ``pp_overlap`` the share
+    of tp and pipeline communication hidden (0: exposed, as in Megatron-LM 2021);
+    ``grad_bytes`` per gradient element reduced (4: fp32), ``param_bytes`` per parameter
+    gathered (2: bf16), ``act_bytes`` per activation element (2);
+    ``compression`` a factor (0..1] on data-parallel gradient bytes, costing the GPU
+    ``compress_s_per_gb`` seconds per (uncompressed) gigabyte of its gradient shard."""
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    microbatch: int = 1
+    interleave: int = 1
+    recompute: bool = False
+    scatter_gather: bool = True
+    dp_collective: Literal["all_reduce", "rs_ag"] = "all_reduce"
+    dp_overlap: float = 0.0
+    tp_overlap: float = 0.0
+    pp_overlap: float = 0.0
+    grad_bytes: float = 4.0
+    param_bytes: float = 2.0
+    act_bytes: float = 2.0
+    compression: float = 1.0
+    compress_s_per_gb: float = 0.0
+
+    def __post_init__(self) -> None:
+        for f in ("tp", "pp", "dp", "microbatch", "interleave"):
+            if getattr(self, f) < 1:
+                raise ValueError(f"{f} must be >= 1")
+        for f in ("dp_overlap", "tp_overlap", "pp_overlap"):
+            if not 0.0 <= getattr(self, f) <= 1.0:
+                raise ValueError(f"{f} must be in [0, 1]")
+        if not 0.0 < self.compression <= 1.0:
+            raise ValueError("compression must be in (0, 1]")
+        if self.dp_collective not in ("all_reduce", "rs_ag"):
+            raise ValueError("dp_collective must be 'all_reduce' or 'rs_ag'")
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    def microbatches(self, shape: ModelShape) -> int:
+        """m = B/(dp·b); ValueError unless it is a whole number >= 1."""
+        per = self.dp * self.microbatch
+        if shape.global_batch % per:
+            raise ValueError(f"global_batch {shape.global_batch} is not a multiple of dp × microbatch ({per})")
+        return shape.global_batch // per
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    """Two tiers: NVLink domains of ``domain_gpus`` GPUs (8: an HGX node; 72: a GB200 NVL72 rack),
+    and one NIC per GPU between domains.
+
+    Bandwidths per GPU per direction: ``nvlink_gbyte_s`` GB/s (H100 NVLink 4: 450, i.e. 900 GB/s
+    bidirectional, DGX SuperPOD H100 RA; A100: 300; GB200: 900), ``nic_gbit_s`` Gbit/s
+    (ConnectX-7: 400). Efficiencies and latencies: Calculon's H100 system (Isaev et al. SC23,
+    ``systems/h100_80g_nvl8.json``): NVLink 0.6 and 1 µs, scale-out 0.9 and 2 µs."""
+
+    domain_gpus: int = 8
+    nvlink_gbyte_s: float = 450.0
+    nvlink_eff: float = 0.6
+    nvlink_latency_s: float = 1e-6
+    nic_gbit_s: float = 400.0
+    nic_eff: float = 0.9
+    nic_latency_s: float = 2e-6
+
+    def __post_init__(self) -> None:
+        if self.domain_gpus < 1:
+            raise ValueError("domain_gpus must be >= 1")
+        for f in ("nvlink_gbyte_s", "nic_gbit_s"):
+            if not getattr(self, f) > 0:
+                raise ValueError(f"{f} must be > 0")
+        for f in ("nvlink_eff", "nic_eff"):
+            if not 0.0 < getattr(self, f) <= 1.0:
+                raise ValueError(f"{f} must be in (0, 1]")
+
+    @property
+    def nvlink_bytes_s(self) -> float:
+        """Effective NVLink bandwidth per GPU per direction, bytes/s (B·η)."""
+        return self.nvlink_gbyte_s * 1e9 * self.nvlink_eff
+
+    def nic_bytes_s(self, nic_share: float = 1.0) -> float:
+        """Effective NIC bandwidth per GPU, bytes/s (B·η × the fabric's healthy share)."""
+        return self.nic_gbit_s * 1e9 / 8.0 * self.nic_eff * nic_share
+
+
+# ---- collectives --------------------------------------------------------------------------------
+
+def tiered_collective_s(op: Collective, bytes_per_gpu: float, g: int, n_domains: int, ic: Interconnect,
+                        nic_share: float = 1.0) -> float:
+    """Seconds for a hierarchical ``op`` of ``bytes_per_gpu`` bytes (the buffer S each GPU holds)
+    over g GPUs in each of ``n_domains`` NVLink domains (g·N GPUs).
+
+    Inside each domain the ring moves factor(g)·S over NVLink; across domains each of the g GPUs
+    carries its 1/g share over its own NIC, factor(N)·(S/g); plus one latency per ring step in
+    each tier. ``nic_share`` (0..1] is the healthy share of the NIC tier's bandwidth; 0 gives
+    inf when the collective crosses domains."""
+    if g < 1 or n_domains < 1:
+        raise ValueError("g and n_domains must be >= 1")
+    t = 0.0
+    if g > 1:
+        t += bus_factor(op, g) * bytes_per_gpu / ic.nvlink_bytes_s + _steps(op, g) * ic.nvlink_latency_s
+    if n_domains > 1:
+        bw = ic.nic_bytes_s(nic_share)
+        if bw <= 0.0:
+            return math.inf
+        t += bus_factor(op, n_domains) * (bytes_per_gpu / g) / bw + _steps(op, n_domains) * ic.nic_latency_s
+    return t
+
+
+def p2p_s(nbytes: float, bytes_s: float, latency_s: float) -> float:
+    """Seconds to send ``nbytes`` point to point at ``bytes_s`` effective bandwidth (inf at 0)."""
+    if nbytes <= 0.0:
+        return 0.0
+    if bytes_s <= 0.0:
+        return math.inf
+    return nbytes / bytes_s + latency_s
+
+
+def bubble_fraction(pp: int, microbatches: int, interleave: int = 1) -> float:
+    """Pipeline bubble as a share of the ideal (bubble-free) time: (p − 1)/(v·m)."""
+    if pp < 1 or microbatches < 1 or interleave < 1:
+        raise ValueError("pp, microbatches and interleave must be >= 1")
+    return (pp - 1) / (interleave * microbatches)
+
+
+# ---- FLOPs ----------------------------------------------------------------------------------------
+
+def params_count(shape: ModelShape) -> float:
+    """Parameters: ``shape.params`` if given, else l × layer matmul weights + V·h (×2 untied).
+    Biases and norms (O(l·h)) are left out: below 0.01 % at these sizes."""
+    if shape.params > 0:
+        return float(shape.params)
+    emb = shape.vocab * shape.hidden * (1 if shape.tied_embeddings else 2)
+    return shape.layers * shape.layer_matmul_params + emb
+
+
+def forward_flops_per_sequence(shape: ModelShape) -> tuple[float, float]:
+    """(layers, logits) forward FLOPs of one sequence: l·(2·s·P_layer + 4·s²·h) and 2·s·h·V."""
+    s, h = float(shape.seq_len), float(shape.hidden)
+    layers = shape.layers * (2.0 * s * shape.layer_matmul_params + 4.0 * s * s * h)
+    return layers, 2.0 * s * h * shape.vocab
+
+
+def hardware_flops_per_step(shape: ModelShape, recompute: bool) -> float:
+    """FLOPs the GPUs execute per step (all GPUs): B × (3 or, with full recomputation, 4 passes of
+    the layers + 3 of the logits). For a GPT shape with recomputation this is Megatron-LM's
+    96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))."""
+    layers, logits = forward_flops_per_sequence(shape)
+    return shape.global_batch * ((4.0 if recompute else 3.0) * layers + 3.0 * logits)
+
+
+def model_flops_per_step(shape: ModelShape) -> float:
+    """Model FLOPs per step (no recomputation): PaLM's (Chowdhery et al. 2023, App. B) 6·N + 12·l·h·s
+    per token with N the matmul weights; the MFU numerator."""
+    return hardware_flops_per_step(shape, recompute=False)
+
+
+def mfu(flops_per_step: float, step_s: float, gpus: int, peak_flops: float) -> float:
+    """FLOPs utilisation: flops_per_step / (step_s × gpus × peak_flops)."""
+    return flops_per_step / (step_s * gpus * peak_flops)
+
+
+# ---- the step ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StepBreakdown:
+    """One step's time, seconds, by what it is spent on (they sum to ``total_s``).
+
+    ``compute_s`` the GPUs' FLOPs at full speed; ``tp_s`` exposed tensor-parallel collectives;
+    ``pp_s`` exposed pipeline sends; ``bubble_s`` the pipeline bubble; ``dp_s`` exposed
+    data-parallel communication; ``compress_s`` gradient compression; ``throttle_s`` the extra
+    time of a slowed GPU (speed < 1), all components included."""
+
+    compute_s: float
+    tp_s: float
+    pp_s: float
+    bubble_s: float
+    dp_s: float
+    compress_s: float
+    throttle_s: float
+
+    @property
+    def total_s(self) -> float:
+        return (self.compute_s + self.tp_s + self.pp_s + self.bubble_s + self.dp_s + self.compress_s
+                + self.throttle_s)
+
+    def shares(self) -> dict[str, float]:
+        """Each component's share of the step (names without the ``_s``)."""
+        t = self.total_s
+        return {f.name[:-2]: (getattr(self, f.name) / t if t > 0 else 0.0) for f in fields(self)}
+
+    def describe(self) -> str:
+        """One line: the step time and each non-zero component's share, and what limits it."""
+        parts = ", ".join(f"{k} {v:.0%}" for k, v in self.shares().items() if v > 0.0005)
+        return f"{self.total_s:.4g} s ({parts}); limited by {self.limiter}"
+
+    @property
+    def limiter(self) -> str:
+        """What limits the step beyond compute: the largest other component, or 'compute' when
+        every other component is zero."""
+        best, name = 0.0, "compute"
+        for f in fields(self):
+            if f.name == "compute_s":
+                continue
+            v = getattr(self, f.name)
+            if v > best:
+                best, name = v, f.name[:-2]
+        return name
+
+
+def tp_collectives_per_layer(recompute: bool) -> int:
+    """Tensor-parallel all-reduces per layer and microbatch: 2 forward + 2 backward (Megatron-LM
+    §3.3), 2 more for the recomputed forward."""
+    return 6 if recompute else 4
+
+
+def dp_peers_per_domain(layout: Layout, domain_gpus: int) -> int:
+    """Members of one data-parallel group inside one NVLink domain, with ranks placed tp innermost,
+    then pp, then dp (Megatron-LM's and Llama 3's order): domain/(tp·pp) when that divides,
+    else 1, at most dp."""
+    inner = layout.tp * layout.pp
+    if domain_gpus >= inner and domain_gpus % inner == 0:
+        return max(1, min(layout.dp, domain_gpus // inner))
+    return 1
+
+
+def step_breakdown(shape: ModelShape, layout: Layout, ic: Interconnect, peak_flops: float, eta_k: float,
+                   speed: float = 1.0, nic_share: float = 1.0) -> StepBreakdown:
+    """The step time of ``shape`` trained with ``layout`` on ``ic``, by component (see the module text).
+
+    ``peak_flops`` per GPU (FLOP/s at the training precision), ``eta_k`` in (0, 1] the share of
+    peak the kernels reach, ``speed`` in [0, 1] the slowest GPU's speed, ``nic_share`` in [0, 1]
+    the healthy share of the NIC tier. The tensor-parallel group must fit in one NVLink domain.
+    A zero ``speed`` or a cut fabric that the step needs gives an infinite throttle or
+    communication term."""
+    if layout.tp > ic.domain_gpus or ic.domain_gpus % layout.tp:
+        raise ValueError(f"tp {layout.tp} must divide the NVLink domain ({ic.domain_gpus} GPUs)")
+    if not 0.0 < eta_k <= 1.0:
+        raise ValueError("eta_k must be in (0, 1]")
+    m = layout.microbatches(shape)
+    n = layout.gpus
+    tp, pp, v = layout.tp, layout.pp, layout.interleave
+    # compute: balanced over all GPUs
+    compute = hardware_flops_per_step(shape, layout.recompute) / (n * peak_flops * eta_k)
+    # tensor parallelism, per microbatch
+    act = float(layout.microbatch) * shape.seq_len * shape.hidden * layout.act_bytes
+    tp_mb = 0.0
+    if tp > 1:
+        per_layer = tp_collectives_per_layer(layout.recompute) * tiered_collective_s("all_reduce", act, tp, 1, ic)
+        tp_mb = per_layer * shape.layers / pp * (1.0 - layout.tp_overlap)
+    # pipeline sends, per microbatch: 2·v of the activations, in the domain when the whole
+    # pipeline fits in it, else on the NICs (each tp rank its 1/tp with scatter/gather)
+    pp_mb = 0.0
+    if pp > 1:
+        if tp * pp <= ic.domain_gpus:
+            one = p2p_s(act, ic.nvlink_bytes_s, ic.nvlink_latency_s)
+        elif layout.scatter_gather and tp > 1:
+            one = (p2p_s(act / tp, ic.nic_bytes_s(nic_share), ic.nic_latency_s)
+                   + tiered_collective_s("all_gather", act, tp, 1, ic))
+        else:
+            one = p2p_s(act, ic.nic_bytes_s(nic_share), ic.nic_latency_s)
+        pp_mb = 2.0 * v * one * (1.0 - layout.pp_overlap)
+    compute_mb = compute / m
+    tp_s, pp_s = m * tp_mb, m * pp_mb
+    bubble_full = bubble_fraction(pp, m, v) * m * (compute_mb + tp_mb + pp_mb)
+    # data parallelism
+    dp_s = t_dp = 0.0
+    compress = 0.0
+    if layout.dp > 1:
+        shard = params_count(shape) / (tp * pp)
+        grad = shard * layout.grad_bytes
+        g = dp_peers_per_domain(layout, ic.domain_gpus)
+        nd = layout.dp // g
+        if layout.dp_collective == "all_reduce":
+            t_dp = tiered_collective_s("all_reduce", grad * layout.compression, g, nd, ic, nic_share)
+        else:
+            t_dp = (tiered_collective_s("reduce_scatter", grad * layout.compression, g, nd, ic, nic_share)
+                    + tiered_collective_s("all_gather", shard * layout.param_bytes, g, nd, ic, nic_share))
+        if layout.compression < 1.0:
+            compress = grad / 1e9 * layout.compress_s_per_gb
+        dp_s = _exposed(t_dp, layout.dp_overlap * compute)
+    full = StepBreakdown(compute, tp_s, pp_s, bubble_full, dp_s, compress, 0.0)
+    if speed >= 1.0:
+        return full
+    # throttled: compute, the bubble (other stages' compute) and compression stretch by 1/speed;
+    # more compute can hide more data-parallel communication
+    if speed <= 0.0:
+        return StepBreakdown(compute, tp_s, pp_s, bubble_full, dp_s, compress, math.inf)
+    c2 = compute / speed
+    bubble2 = bubble_fraction(pp, m, v) * m * (c2 / m + tp_mb + pp_mb)
+    dp2 = _exposed(t_dp, layout.dp_overlap * c2)
+    slow_total = c2 + tp_s + pp_s + bubble2 + dp2 + compress / speed
+    return StepBreakdown(compute, tp_s, pp_s, bubble_full, dp_s, compress, slow_total - full.total_s)
+
+
+def _exposed(t_comm: float, hide: float) -> float:
+    """Communication time not hidden behind ``hide`` seconds of compute: max(0, t − hide)."""
+    x = t_comm - hide
+    return x if (x > 0.0 or math.isnan(x)) else 0.0
