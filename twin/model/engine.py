@@ -34,7 +34,7 @@ class Topic:
     NODE_LOAD = "node_load"  # (nodes: ndarray[int], util: float) engine.node_util of these nodes is now util;
     # the publisher never changes the array afterwards (subscribers may keep it: thermal's load log)
     JOB = "job"  # (job) the workload moved a job (start, checkpoint, interruption, restart, end)
-    FABRIC = "fabric"  # () fabric bandwidth changed: ask engine.fabric again
+    FABRIC = "fabric"  # () fabric bandwidth changed: ask the fabric service (twin.model.component.FABRIC) again
     PART_FAILED = "part_failed"  # (pop: PartPopulation, idx: int)
     PART_RESTORED = "part_restored"  # (pop: PartPopulation, idx: int)
 
@@ -93,8 +93,6 @@ class Engine:
         self.speed_caps: dict[str, NDArray[np.float64]] = {}
         """Per source ('thermal', 'power', ...) the speed fraction of each node's slowest GPU.
         A node's speed is the minimum over sources (the tighter cap applies)."""
-        self.fabric: Any = None
-        """The network model, when the scenario has one: see twin.model.network."""
         self._slow = False  # some source caps some node below 1 (kept by _on_speed: writers publish NODE_SPEED)
         self.bus.subscribe(Topic.NODE_SPEED, self._on_speed)  # first subscriber: updated before the others read
 
