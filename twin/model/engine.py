@@ -7,6 +7,7 @@ topics there; models never call each other point to point.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Any, Callable
 
@@ -136,10 +137,83 @@ class Engine:
         """Simulated time, hours (a float: the clock starts at 0.0)."""
         return self.env._now
 
+    def timer(self, fn: Callable[[], None] | None = None) -> Timer:
+        """A new :class:`Timer` on this engine (unarmed) calling ``fn``."""
+        return Timer(self, fn)
+
     def call_at(self, t_h: float, fn: Callable[[], None]) -> simpy.events.Timeout:
         """Schedule ``fn()`` at absolute time ``t_h`` (no process: a callback on a timeout)."""
         d = t_h - self.env._now
         return _Call(self.env, d if d > 0.0 else 0.0, fn)
+
+
+class Timer:
+    """One pending callback at a time, replacing a hand-rolled generation token: ``set(t_h)`` arms
+    it (re-arming cancels the pending call), ``cancel()`` disarms it, ``reschedule(t_h)`` moves it.
+    A cancelled or superseded call never runs its callback.
+
+    ``fn`` (given here or to ``set``) takes no argument. Cost: one scheduled event per ``set``, as
+    ``Engine.call_at``; cancelling empties the pending event's callback list (SimPy still pops the
+    event at its time, with nothing to call), so the event order is that of the calls made.
+    """
+
+    __slots__ = ("_env", "_ev", "_fn", "due_h")
+
+    def __init__(self, engine: Engine, fn: Callable[[], None] | None = None) -> None:
+        self._env = engine.env
+        self._fn = fn
+        self._ev: _TimerCall | None = None
+        self.due_h = math.nan
+        """Time (h) of the pending call; NaN when none is pending."""
+
+    @property
+    def pending(self) -> bool:
+        """True while a call is armed and has not run."""
+        return self._ev is not None
+
+    def set(self, t_h: float, fn: Callable[[], None] | None = None) -> None:
+        """Arm the timer at absolute time ``t_h`` (now if earlier), with ``fn`` if given (else the
+        callback given before); a pending call is cancelled."""
+        ev = self._ev
+        if ev is not None:
+            ev.callbacks.clear()
+        if fn is not None:
+            self._fn = fn
+        env = self._env
+        d = t_h - env._now
+        self._ev = _TimerCall(env, d if d > 0.0 else 0.0, self._fire)
+        self.due_h = t_h
+
+    def reschedule(self, t_h: float) -> None:
+        """Move the call to ``t_h`` with the same callback (armed if it was not)."""
+        self.set(t_h)
+
+    def cancel(self) -> None:
+        """Disarm: the pending call, if any, never runs."""
+        ev = self._ev
+        if ev is not None:
+            ev.callbacks.clear()
+            self._ev = None
+            self.due_h = math.nan
+
+    def _fire(self, _ev: simpy.events.Event) -> None:
+        self._ev = None
+        self.due_h = math.nan
+        fn = self._fn
+        assert fn is not None, "a Timer was set without a callback"
+        fn()
+
+
+class _TimerCall(simpy.events.Timeout):
+    """A timeout whose one callback is ``cb(event)``: Timeout.__init__ inlined as in :class:`_Call`."""
+
+    def __init__(self, env: simpy.Environment, delay: float, cb: Callable[[simpy.events.Event], None]) -> None:
+        self.env = env
+        self.callbacks: list[Any] = [cb]
+        self._value = None
+        self._delay = delay
+        self._ok = True
+        env.schedule(self, simpy.events.NORMAL, delay)
 
 
 class _Call(simpy.events.Timeout):

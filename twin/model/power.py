@@ -311,13 +311,13 @@ class PowerChain(Component):
         self.ups_ok = [self.has_ups] * F
         self.gen_ok = [self.has_gen] * F
         self.gen_state = ["off"] * F
-        self.gen_gen = [0] * F
+        self.gen_timer = [eng.timer(lambda f=f: self._gen_running(f)) for f in range(F)]  # start delay over
         self.sb_ok = [True] * F
         self.pdu_ok = np.ones((F, self.K), dtype=bool)
         self.input_live = [True] * F
         self.mode = ["utility"] * F
         self.feed_code = [0] * F
-        self.empty_gen = [0] * F
+        self.empty_timer = [eng.timer(lambda f=f: self._ups_empty(f)) for f in range(F)]  # battery runs empty
         self.feed_load_w = [0.0] * F
         self.feed_since = [0.0] * F
         self.feed_rows: list[tuple[str, float, float, str, str]] = []
@@ -494,7 +494,7 @@ class PowerChain(Component):
         gen = self.spec.generator
         assert gen is not None
         u = self.engine.streams.scalar(stream, k)
-        self.gen_gen[f] += 1
+        self.gen_timer[f].cancel()
         if u < gen.start_failure_prob:
             self.gen_state[f] = "failed_start"
             self.gen_start_failures += 1
@@ -505,12 +505,11 @@ class PowerChain(Component):
             self.gen_state[f] = "running"
         else:
             self.gen_state[f] = "starting"
-            g = self.gen_gen[f]
-            self.engine.call_at(self.engine.now + gen.start_delay_s / 3600.0, lambda: self._gen_running(f, g))
+            self.gen_timer[f].set(self.engine.now + gen.start_delay_s / 3600.0)
         return "started"
 
-    def _gen_running(self, f: int, g: int) -> None:
-        if g != self.gen_gen[f] or self.gen_state[f] != "starting":
+    def _gen_running(self, f: int) -> None:
+        if self.gen_state[f] != "starting":  # (the timer is cancelled whenever it leaves "starting")
             return
         self._settle()
         self.gen_state[f] = "running"
@@ -524,7 +523,7 @@ class PowerChain(Component):
             if self.util_out[f] > 0:
                 continue
             self.gen_state[f] = "off"
-            self.gen_gen[f] += 1
+            self.gen_timer[f].cancel()
             row = self.open_outage[f]
             if row is not None:
                 row["end_h"] = eng.now
@@ -547,7 +546,7 @@ class PowerChain(Component):
             self.gen_ok[f] = ok
             if not ok and self.gen_state[f] in ("starting", "running"):
                 self.gen_state[f] = "off"
-                self.gen_gen[f] += 1
+                self.gen_timer[f].cancel()
             elif ok and self.util_out[f] > 0 and self.gen_state[f] == "off":
                 k = self.restarts[f]
                 self.restarts[f] += 1
@@ -734,15 +733,14 @@ class PowerChain(Component):
         for f in range(self.F):
             if self.mode[f] != "ups":
                 continue
-            self.empty_gen[f] += 1
             rate = self._drain_per_h(f)
             if rate <= 0.0:
+                self.empty_timer[f].cancel()
                 continue
-            g = self.empty_gen[f]
-            self.engine.call_at(self.engine.now + self.soc[f] / rate, lambda f=f, g=g: self._ups_empty(f, g))
+            self.empty_timer[f].set(self.engine.now + self.soc[f] / rate)
 
-    def _ups_empty(self, f: int, g: int) -> None:
-        if g != self.empty_gen[f] or self.mode[f] != "ups":
+    def _ups_empty(self, f: int) -> None:
+        if self.mode[f] != "ups":
             return
         self._settle()
         self.soc[f] = 0.0
