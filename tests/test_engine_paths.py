@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from twin.model import power as power_mod
+from twin.model.component import IT_POWER
 from twin.model.engine import Topic
 from twin.physics.power import node_it_power_w
 from twin.scenario import load_scenario
@@ -54,7 +55,7 @@ def test_scalar_load_path_gives_the_per_node_power_and_zero_for_down_nodes(monke
     nodes when many are) give the per-node formula."""
     monkeypatch.setattr(power_mod, "_FEW_DOWN", few_down)
     m = _model()
-    it = m.engine.it_power
+    it = m.services[IT_POWER]
     cl = m.cluster
     cl.add_down(3, "test")
     nodes = np.arange(0, 8)

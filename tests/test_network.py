@@ -69,7 +69,7 @@ def model(d: dict[str, Any], replication: int = 0) -> Model:
 def test_topology_counts_match_formula(racks: int, npr: int, rails: int, npl: int, spines: int, opl: int) -> None:
     n = racks * npr
     m = model(doc(racks, npr, rails, npl, spines, network={"optics_per_link": opl}))
-    net = m.engine.fabric
+    net = m.by_section["network"]
     groups = math.ceil(n / npl)
     leaves = groups * rails
     access = n * rails
@@ -88,7 +88,7 @@ def test_topology_counts_match_formula(racks: int, npr: int, rails: int, npl: in
 
 
 def test_pack_uses_fewest_leaf_groups() -> None:
-    net = model(doc()).engine.fabric  # 16 nodes, 4 per leaf group
+    net = model(doc()).by_section["network"]  # 16 nodes, 4 per leaf group
     pool = [0, 1, 4, 5, 6, 8, 9, 10, 11, 12]  # free per group: 2, 3, 4, 1
     free = {g: [n for n in pool if n // 4 == g] for g in range(4)}
     for k in range(1, len(pool) + 1):
@@ -166,7 +166,7 @@ def test_access_optic_failure_cuts_one_node() -> None:
 
 def test_spine_failure_scales_multi_leaf_bandwidth_only() -> None:
     m = model(doc(spines=4))
-    net = m.engine.fabric
+    net = m.by_section["network"]
     fabric_events: list[int] = []
     m.engine.bus.subscribe(Topic.FABRIC, lambda: fabric_events.append(1))
     ideal = 2 * 400.0
@@ -187,7 +187,7 @@ def test_spine_failure_scales_multi_leaf_bandwidth_only() -> None:
 
 def test_trunk_optic_failure_slows_only_jobs_crossing_that_leaf() -> None:
     m = model(doc(spines=2))  # 16 nodes, 4 groups, 2 rails -> 8 leaves with 4 uplinks each
-    net = m.engine.fabric
+    net = m.by_section["network"]
     rails, npl, opl = 2, 4, 2
     access = 16 * rails
     leaf = 1 * rails + 0  # group 1, rail 0
@@ -218,7 +218,7 @@ def test_step_time_from_fabric_bandwidth_follows_formula() -> None:
     from twin.physics.steptime import progress_rate, ring_allreduce_s, step_time_s
 
     m = model(doc(spines=4))
-    net = m.engine.fabric
+    net = m.by_section["network"]
     m.facility["spine"].fail_now(1)
     nodes = np.arange(0, 8)
     ideal, now = net.job_bandwidth_gbps(nodes)
@@ -265,7 +265,7 @@ def test_oversubscribed_leaves_slow_only_multi_group_jobs_and_cost_fewer_optics(
     d = doc(racks=8, nodes_per_rack=4, rails=2, nodes_per_leaf=8, spines=2, days=5, jobs=jobs,
             network={"uplinks_per_leaf": 4})
     m = model(d)
-    net = m.engine.fabric
+    net = m.by_section["network"]
     leaves = 4 * 2
     assert net.topology["trunk_links"] == leaves * 4 and net.topology["optics"] == 2 * (32 * 2 + leaves * 4)
     assert m.facility["optic"].n == net.topology["optics"]
@@ -283,8 +283,8 @@ def test_oversubscribed_leaves_slow_only_multi_group_jobs_and_cost_fewer_optics(
     assert jobs_t.loc["narrow", "kept_h"] == pytest.approx(H, rel=1e-12)
     m2 = model(d)
     m2.facility["spine"].fail_now(0)  # 2 of each leaf's 4 uplinks
-    assert m2.engine.fabric.job_bandwidth_gbps(np.arange(0, 16))[1] == pytest.approx(ideal * 2 / 8)
-    assert m2.engine.fabric.bisection_fraction() == pytest.approx(0.5)
+    assert m2.by_section["network"].job_bandwidth_gbps(np.arange(0, 16))[1] == pytest.approx(ideal * 2 / 8)
+    assert m2.by_section["network"].bisection_fraction() == pytest.approx(0.5)
 
 
 @pytest.mark.parametrize("network,needle", [({"uplinks_per_leaf": 9}, "at most nodes_per_leaf"),
@@ -353,7 +353,7 @@ def test_trunk_flap_count_agrees_with_poisson_rate() -> None:
     m.engine.bus.subscribe(Topic.FABRIC_FLAP, lambda g, cause: groups.append(g))
     m.run()
     res = m.result().metrics
-    links = m.engine.fabric.T
+    links = m.by_section["network"].T
     assert links == 4 * 2 * 8  # 4 groups x 2 rails = 8 leaves, 8 uplinks each
     mu = links * rate_per_year * days / DAYS_PER_YEAR
     flaps = int(res["network.trunk_flaps"])
@@ -371,7 +371,7 @@ def test_trunk_flap_crashes_only_the_jobs_that_cross_the_spines_there() -> None:
     jobs = [{"name": "wide", "gpus": 64, "work_h": 1e4}, {"name": "narrow", "gpus": 32, "work_h": 1e4},
             {"name": "far", "gpus": 32, "work_h": 1e4}]
     m = model(doc(racks=4, nodes_per_rack=4, rails=2, nodes_per_leaf=4, spines=2, days=2, jobs=jobs))
-    net = m.engine.fabric
+    net = m.by_section["network"]
     R = net.R
 
     def uplink(group: int, rail: int, j: int) -> int:
@@ -444,8 +444,8 @@ def test_more_rails_than_nics_counted_per_node_is_one_clean_error(tmp_path: Path
 
 def test_zero_spines_allowed_under_one_leaf_group() -> None:
     m = model(doc(racks=2, nodes_per_rack=4, nodes_per_leaf=8, spines=0))
-    assert m.engine.fabric.topology["trunk_links"] == 0
-    assert m.engine.fabric.job_bandwidth_gbps(np.arange(8)) == (800.0, 800.0)
+    assert m.by_section["network"].topology["trunk_links"] == 0
+    assert m.by_section["network"].job_bandwidth_gbps(np.arange(8)) == (800.0, 800.0)
 
 
 # ---- scale --------------------------------------------------------------------------------------
@@ -512,7 +512,7 @@ def _pack_reference(node_group: np.ndarray, pool: list[int], k: int) -> list[int
 @given(data=st.data())
 def test_pack_matches_the_plain_greedy(data) -> None:
     m = _pack_model()
-    net = m.engine.fabric
+    net = m.by_section["network"]
     n = m.cluster.n_nodes
     pool = sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=n)))
     k = data.draw(st.integers(1, len(pool)))
@@ -534,11 +534,11 @@ def test_cached_fabric_digests_are_those_of_the_paths() -> None:
     d = doc(racks=4, nodes_per_rack=4, nodes_per_leaf=4,
             network={"link_flaps_per_link_per_year": 1.0, "trunk_flaps_per_link_per_year": 1.0})
     a, b = model(d), model(d)
-    for net in (a.engine.fabric, b.engine.fabric):
+    for net in (a.by_section["network"], b.by_section["network"]):
         opt = net.optics
         assert opt.digest.tolist() == [rng.path_digest(opt.path(i)) for i in range(opt.n)]
         assert not opt.digest.flags.writeable
-    net = a.engine.fabric
+    net = a.by_section["network"]
     flap = [rng.path_digest(access_link_path(n, r) + "#flap") for n in range(16) for r in range(net.R)]
     assert net.access_flaps.digests.tolist() == flap
     # trunk link t = (g·R + r)·U + j (U = P here: non-blocking)

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from twin.cli import main
 from twin.errors import InputError
+from twin.model.component import IT_POWER
 from twin.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,12 +100,12 @@ def test_one_value_reaches_power_thermal_and_costs() -> None:
                        ["horizon_days=1", "cluster.node.gpu.tdp_w=650", "cluster.node.non_gpu_w=4100",
                         "cluster.node.gpu.idle_w=80", "cluster.node.gpu.min_w=150"]).scenario
     m = Model(sc, 0)
-    it = m.engine.it_power  # type: ignore[attr-defined]
+    it = m.services[IT_POWER]
     assert (it.tdp_w, it.idle_w, it.non_gpu_w) == (650.0, 80.0, 4100.0)
     assert node_power_w(sc) == (8 * 650.0, 4100.0)
     sc2 = load_scenario(LIQUID, ["horizon_days=1", "cluster.node.gpu.tdp_w=650", "cluster.node.gpu.min_w=150",
                                  "cluster.node.gpu.speed_alpha=0.7"]).scenario
-    th = next(c for c in Model(sc2, 0).components if type(c).__name__ == "Thermal")
+    th = Model(sc2, 0).by_section["cooling"]
     assert (th.tdp_w, th.pmin_w, th.alpha) == (650.0, 150.0, 0.7)
 
 

@@ -20,6 +20,7 @@ import yaml
 from scipy import stats
 
 from twin import cli
+from twin.model.component import IT_POWER
 from twin.physics import closed_forms as cf
 from twin.physics.power import node_it_power_w, site_gpu_cap_w
 from twin.scenario.loader import load_dict
@@ -257,7 +258,7 @@ def test_generator_start_failure_share_binomial() -> None:
 def test_energy_matches_independent_accounting() -> None:
     """No capping (2N, no outages): IT energy = (non-GPU + idle GPUs) x node-hours up
     + GPUs x (TDP - idle) x node-hours computing, the latter from the jobs' own running time.
-    The same energy is the integral of the site power table and of engine.it_power."""
+    The same energy is the integral of the site power table and of the it_power service."""
     wl = {
         "scheduler": {"policy": "backfill"},
         "jobs": [{"name": "big", "gpus": 48, "work_h": 1e6, "checkpoint": {"interval_h": 1.0, "write_h": 0.1}}],
@@ -286,7 +287,7 @@ def test_energy_matches_independent_accounting() -> None:
     site = res.tables["power_site"]
     dur = np.diff(np.append(site["time_h"].to_numpy(), H))
     assert float((site["it_power_w"].to_numpy() * dur).sum()) / 1000 == pytest.approx(e_kwh, rel=1e-12)
-    assert model.engine.it_power.energy_kwh() == pytest.approx(e_kwh, rel=1e-12)
+    assert model.services[IT_POWER].energy_kwh() == pytest.approx(e_kwh, rel=1e-12)
     assert res.metrics["power.mean_w"] * H / 1000 == pytest.approx(e_kwh, rel=1e-9)
     assert res.metrics["power.peak_w"] == pytest.approx(site["it_power_w"].max())
     # UPS losses on the IT load: (1/efficiency - 1) of it

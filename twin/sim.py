@@ -6,32 +6,90 @@ Arrows go one way: cli → experiment → sim → model → physics; observe is 
 from __future__ import annotations
 
 import gc
-import importlib
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from types import MappingProxyType
+from typing import Any, Callable, TypeVar, cast
 
 import numpy as np
 import pandas as pd
 
 from twin.model.cluster import Cluster
+from twin.model.component import (
+    BuildContext,
+    Component,
+    ContractError,
+    ResultsSoFar,
+    Service,
+)
+from twin.model.costs import Costs
 from twin.model.engine import Engine
-from twin.model.parts import PartPopulation
+from twin.model.network import Network
+from twin.model.parts import FacilityParts, PartPopulation
+from twin.model.power import ITPower, PowerChain
+from twin.model.racks import RackParts
 from twin.model.repair import TICKET_COLUMNS, RepairShop
+from twin.model.cooling.component import Thermal
+from twin.model.workload import Workload
 from twin.observe.recorder import Recorder, time_weighted_mean
 from twin.scenario.schema import Scenario
 
+T = TypeVar("T")
 
-COMPONENTS: list[tuple[str, str, str]] = [
-    # (scenario section, module, class): built in this order when the section is present.
-    # Each class takes the Model, and has start(), finish() and results() -> (metrics, tables).
-    ("network", "twin.model.network", "Network"),
-    ("power", "twin.model.power", "PowerChain"),
-    ("cooling", "twin.model.cooling.component", "Thermal"),
-    ("workload", "twin.model.workload", "Workload"),
-    ("costs", "twin.model.costs", "Costs"),  # last: prices what the others recorded
-]
+
+COMPONENTS: tuple[type[Component], ...] = (
+    RackParts, Network, PowerChain, Thermal, Workload,
+    Costs,  # last of the wanted ones: prices what the others recorded (results run in build order)
+    ITPower,  # on demand: built just before the first component that requires it
+)
+"""The component registry. A component is built when its section is present (``wanted``); its
+providers are built before it (see :func:`build_order`)."""
+
+
+def build_order(registry: Sequence[type[Component]], sc: Scenario) -> list[type[Component]]:
+    """The components of ``sc`` in build order: registry order, each preceded by the providers of the
+    services it requires (and of those it uses, when built). Raises :class:`ContractError` when a
+    required service has no provider, a service has two, or the requirements form a cycle."""
+    chosen = [c for c in registry if c.wanted(sc)]
+    providers: dict[Service[Any], list[type[Component]]] = {}
+    for c in registry:
+        if c in chosen or c.on_demand:
+            for key in c.provides:
+                providers.setdefault(key, []).append(c)
+    for key, cs in providers.items():
+        if len(cs) > 1:
+            raise ContractError(f"service {key.name!r} has {len(cs)} providers "
+                                f"({', '.join(repr(c.name) for c in cs)}): exactly one component may provide it")
+    order: list[type[Component]] = []
+    path: list[type[Component]] = []
+
+    def visit(c: type[Component]) -> None:
+        if c in order:
+            return
+        if c in path:
+            cycle = " -> ".join(repr(x.name) for x in path[path.index(c):] + [c])
+            raise ContractError(f"components require each other's services in a cycle: {cycle}")
+        path.append(c)
+        for key in c.requires:
+            if key not in providers:
+                idle = [x.name for x in registry if key in x.provides]
+                known = (f" (provided by {', '.join(repr(n) for n in idle)}, not built for this scenario)"
+                         if idle else "")
+                raise ContractError(f"component {c.name!r} requires service {key.name!r}, which no component "
+                                    f"provides{known}")
+            visit(providers[key][0])
+        for key in c.uses:
+            ps = [p for p in providers.get(key, []) if p in chosen]
+            if ps:
+                visit(ps[0])
+        path.pop()
+        order.append(c)
+
+    for c in chosen:
+        visit(c)
+    return order
 
 
 GC_EVENTS = 200_000
@@ -59,8 +117,11 @@ class ReplicationResult:
 class Model:
     """One replication's component tree."""
 
-    def __init__(self, sc: Scenario, replication: int = 0, scenario_hash: str = "") -> None:
+    def __init__(self, sc: Scenario, replication: int = 0, scenario_hash: str = "",
+                 components: Sequence[type[Component]] | None = None) -> None:
         t0 = time.perf_counter()
+        # the registry (default COMPONENTS); the services are checked here, before anything is built
+        order = build_order(COMPONENTS if components is None else components, sc)
         self.sc = sc
         self.replication = replication
         self.scenario_hash = scenario_hash
@@ -73,26 +134,28 @@ class Model:
             name: PartPopulation(self.engine, self.cluster, name, spec, self.shop.on_failure)
             for name, spec in node.parts.items()
         }
-        self.facility: dict[str, Any] = {}
-        """Site-level part populations (FacilityParts) registered by the models, by name."""
+        self.facility: dict[str, FacilityParts] = {}
+        """Site-level part populations registered by the components (``facility_parts``), by name."""
         self.down_cause_part: dict[str, str] = {}
-        """Causes of node-down intervals that a model attributes to a part, by cause (a part's own name
-        and ``repair:<part>``, the drain for its repair, are its own without being listed here)."""
-        if sc.cluster.rack_parts:
-            from twin.model.racks import RackParts
-
-            self.rack_parts = RackParts(self)
-        self.components: list[Any] = []
+        """Causes of node-down intervals that a component attributes to a part (``down_causes``), by
+        cause (a part's own name and ``repair:<part>``, the drain for its repair, are its own without
+        being listed here)."""
+        self.services: dict[Service[Any], object] = {}
+        """The provider of each service, by key (filled in build order)."""
+        self.components: list[Component] = []
         self.by_section: dict[str, Any] = {}
-        for section, module, cls_name in COMPONENTS:
-            if getattr(sc, section, None) is None:
-                continue
-            cls = getattr(importlib.import_module(module), cls_name)
-            comp = cls(self)
+        """Each built component by name."""
+        facility = MappingProxyType(self.facility)
+        for cls in order:
+            comp = cls.build(BuildContext(sc, self.engine, self.cluster, self.parts, self.shop, self.recorder,
+                                          facility, cls, self.services))
+            self._register(comp)
             self.components.append(comp)
-            self.by_section[section] = comp
-        for pop in list(self.parts.values()) + list(self.facility.values()):
+            self.by_section[cls.name] = comp
+        for pop in self.parts.values():
             pop.start()
+        for fpop in self.facility.values():
+            fpop.start()  # type: ignore[misc]  # FacilityParts borrows PartPopulation.start (parts.py)
         if sc.maintenance.planned is not None:
             from twin.model.maintenance import PlannedMaintenance
 
@@ -102,6 +165,23 @@ class Model:
             comp.start()
         self.build_s = time.perf_counter() - t0
         self.events = 0
+
+    def service(self, key: Service[T]) -> T | None:
+        """The provider of service ``key`` in this replication, or None when no component provides it."""
+        return cast("T | None", self.services.get(key))
+
+    def _register(self, comp: Component) -> None:
+        """Take what a built component declares: its services, site-level parts and down causes."""
+        for key in comp.provides:
+            self.services[key] = comp.service(key)
+        for name, pop in comp.facility_parts().items():
+            if name in self.facility or name in self.parts:
+                raise ContractError(f"component {comp.name!r} registers part {name!r}, which is already registered")
+            self.facility[name] = pop
+        for cause, part in comp.down_causes().items():
+            if cause in self.down_cause_part:
+                raise ContractError(f"component {comp.name!r} attributes down cause {cause!r}, already attributed")
+            self.down_cause_part[cause] = part
 
     def run(self, progress: Callable[[float], None] | None = None) -> None:
         """Run to the horizon. ``progress(t_h)`` is called at 1 % steps of simulated time (UI only)."""
@@ -143,7 +223,7 @@ class Model:
         ev = self.recorder.events_table()
         fails = ev[ev["kind"] == "fail"]
         racked = {k: self.facility[k] for k in self.sc.cluster.rack_parts}
-        pops = {**self.parts, **racked}
+        pops: dict[str, PartPopulation | FacilityParts] = {**self.parts, **racked}
 
         def alt(names: Any) -> str:
             return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) or "(?!)"
@@ -248,10 +328,13 @@ class Model:
             "parts": pd.DataFrame(part_rows, columns=PART_COLUMNS),  # columns even without part types
             "capacity": pd.DataFrame({"time_h": ts, "nodes_up": vs.astype(np.int64)}),
         }
+        so_far = ResultsSoFar(MappingProxyType(metrics), MappingProxyType(tables))
         for comp in self.components:
-            # A component with ``wants_metrics = True`` (costs) is given the metrics and tables of the
-            # components before it (read-only) instead of calling them: results() run in COMPONENTS order.
-            m, t = comp.results(metrics, tables) if getattr(comp, "wants_metrics", False) else comp.results()
+            # in build order: each component sees (read-only) the results of the core and of those before it
+            m, t = comp.results(so_far)
+            clash = sorted(metrics.keys() & m.keys()) + sorted(tables.keys() & t.keys())
+            if clash:
+                raise ContractError(f"component {comp.name!r} reports {', '.join(clash[:5])}, already reported")
             metrics.update(m)
             tables.update(t)
         self.output_s = time.perf_counter() - t0

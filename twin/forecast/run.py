@@ -45,6 +45,7 @@ import pandas as pd
 import twin
 from twin.errors import InputError
 from twin.forecast.target import DEFAULT_BOUND_FACTOR, Target, bound_h, select_job, target_of, with_horizon
+from twin.model.component import FABRIC
 from twin.model.engine import Topic
 from twin.physics.steptime import progress_rate, ring_allreduce_s
 from twin.scenario.loader import Loaded, load_dict
@@ -59,6 +60,7 @@ class JobObserver:
 
     def __init__(self, model: Any, name: str) -> None:
         self.engine = model.engine
+        self.fabric = model.service(FABRIC)
         self.wl = model.by_section.get("workload")
         if self.wl is None:
             raise InputError(model.sc.name, "workload", "a forecast needs a workload section")
@@ -110,7 +112,7 @@ class JobObserver:
             return 0.0, 0.0
         speed = self.engine.min_speed(nodes)
         st = job.step
-        fabric = self.engine.fabric
+        fabric = self.fabric
         if fabric is None or n <= 1 or st.grad_gb <= 0:
             return max(0.0, 1.0 - float(progress_rate(st.t_compute_s, 0.0, 0.0, st.overlap, speed))), 0.0
         bw_ideal, bw_now = fabric.job_bandwidth_gbps(nodes)

@@ -1,7 +1,7 @@
 """Cost of ownership of one replication (issue 9), priced from what the other models recorded.
 
 The component runs no process: it is built last (``COMPONENTS`` in :mod:`twin.sim`) and its
-``results(metrics, tables)`` receives the metrics and tables of the components before it.
+``results(so_far)`` receives the metrics and tables of the components before it.
 
 Lines, all in ``costs.currency`` over the horizon of T = horizon_days / 365 years:
 
@@ -21,8 +21,8 @@ Lines, all in ``costs.currency`` over the horizon of T = horizon_days / 365 year
   A section the scenario does not have adds no capital.
 * **energy**: facility energy priced hour by hour: ``Σ_segments P_IT · PUE · price · Δt``, exact
   for the piecewise-constant site IT power (recorder level ``site_power_w`` of the shared
-  :class:`~twin.model.power.ITPower`; this component creates it when neither a power nor a cooling
-  model did), the hourly price (flat or time-of-use; hour 0 = Monday 00:00) and the PUE. With a
+  :class:`~twin.model.power.ITPower`, the ``it_power`` service), the hourly price (flat or
+  time-of-use; hour 0 = Monday 00:00) and the PUE. With a
   cooling model the PUE of each simulated day is that day's facility/IT energy from its
   ``pue_daily`` table (so Σ = ``energy.facility_kwh`` exactly; within a day the cooling overhead is
   spread in proportion to IT power, an approximation when the tariff varies within the day);
@@ -40,6 +40,7 @@ without a workload).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -48,14 +49,13 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from twin.errors import InputError
-from twin.model.power import ITPower
+from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
 from twin.observe.recorder import time_weighted_mean
 from twin.scenario.costs import Costs as CostsSpec
 from twin.units import DAYS_PER_YEAR
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
-    from twin.sim import Model
 
 CATEGORIES = ("capital", "energy", "repair_parts", "labour", "spares_holding")
 """Cost categories; ``cost.total`` is their sum."""
@@ -189,39 +189,39 @@ def energy_cost(ts: NDArray[np.float64], it_w: NDArray[np.float64], horizon_h: f
     return it_kwh, float(fac.sum()), float((fac * price).sum())
 
 
-class Costs:
-    """Component for the ``costs`` section: lines computed at the end of the replication."""
+class Costs(Component):
+    """Component for the ``costs`` section: lines computed at the end of the replication from the
+    metrics and tables of the components before it (it is the last of :data:`twin.sim.COMPONENTS`)."""
 
-    wants_metrics = True
-    """Model.result() passes this component the metrics and tables of the components before it."""
+    name = "costs"
+    requires = (IT_POWER,)
 
-    def __init__(self, model: "Model") -> None:
-        self.model = model
-        sc = model.sc
+    @classmethod
+    def wanted(cls, sc: Scenario) -> bool:
+        return sc.costs is not None
+
+    @classmethod
+    def build(cls, ctx: BuildContext) -> Costs:
+        return cls(ctx)
+
+    def __init__(self, ctx: BuildContext) -> None:
+        self.ctx = ctx
+        sc = ctx.sc
         assert sc.costs is not None
         self.spec: CostsSpec = sc.costs
         tou = self.spec.energy.time_of_use
         if tou is not None and not tou.bound:
             raise InputError("scenario", "costs.energy.time_of_use.file",
                              "the time-of-use CSV was not loaded (load the scenario with twin.scenario.load_scenario)")
-        eng = model.engine
-        it = getattr(eng, "it_power", None)
-        if it is None:  # neither power nor cooling: IT power from the node's figures
-            node = sc.cluster.node
-            it = ITPower(eng, model.cluster, node.gpus, node.gpu.idle_w, node.gpu.tdp_w, node.non_gpu_w)
-            eng.it_power = it  # type: ignore[attr-defined]
-        self.it = it
-
-    def start(self) -> None:
-        pass
+        self.it = ctx.service(IT_POWER)  # the shared IT power
 
     def finish(self) -> None:
         self.it.energy_kwh()
 
     # ------------------------------------------------------------------------------------
-    def lines(self, metrics: dict[str, float], tables: dict[str, pd.DataFrame]) -> list[dict[str, Any]]:
+    def lines(self, metrics: Mapping[str, float], tables: Mapping[str, pd.DataFrame]) -> list[dict[str, Any]]:
         """Every cost line of the replication (rows of the ``costs`` table)."""
-        model = self.model
+        model = self.ctx
         sc = model.sc
         c = self.spec
         H = sc.horizon_h
@@ -279,9 +279,8 @@ class Costs:
                          "amortisation_years": math.nan, "amount": mean_on_hand * T * unit})
         return rows
 
-    def results(self, metrics: dict[str, float] | None = None, tables: dict[str, pd.DataFrame] | None = None
-                ) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
-        rows = self.lines(metrics or {}, tables or {})
+    def results(self, so_far: ResultsSoFar) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
+        rows = self.lines(so_far.metrics, so_far.tables)
         df = pd.DataFrame(rows, columns=LINE_COLUMNS).assign(currency=self.spec.currency)
         m: dict[str, float] = {}
         for cat in CATEGORIES:
@@ -293,7 +292,7 @@ class Costs:
         m["cost.capital_purchase"] = float(cap["purchase"].sum())
         m["cost.energy_kwh"] = self._fac_kwh
         m["cost.total"] = float(sum(m[f"cost.{cat}"] for cat in CATEGORIES))
-        useful = (metrics or {}).get("useful_gpu_hours", math.nan)
+        useful = so_far.metrics.get("useful_gpu_hours", math.nan)
         m["cost.per_useful_gpu_hour"] = m["cost.total"] / useful if useful and useful > 0 else math.nan
         return m, {"costs": df}
 

@@ -7,6 +7,7 @@ topics there; models never call each other point to point.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Any, Callable
 
@@ -34,7 +35,7 @@ class Topic:
     NODE_LOAD = "node_load"  # (nodes: ndarray[int], util: float) engine.node_util of these nodes is now util;
     # the publisher never changes the array afterwards (subscribers may keep it: thermal's load log)
     JOB = "job"  # (job) the workload moved a job (start, checkpoint, interruption, restart, end)
-    FABRIC = "fabric"  # () fabric bandwidth changed: ask engine.fabric again
+    FABRIC = "fabric"  # () fabric bandwidth changed: ask the fabric service (twin.model.component.FABRIC) again
     PART_FAILED = "part_failed"  # (pop: PartPopulation, idx: int)
     PART_RESTORED = "part_restored"  # (pop: PartPopulation, idx: int)
 
@@ -93,8 +94,6 @@ class Engine:
         self.speed_caps: dict[str, NDArray[np.float64]] = {}
         """Per source ('thermal', 'power', ...) the speed fraction of each node's slowest GPU.
         A node's speed is the minimum over sources (the tighter cap applies)."""
-        self.fabric: Any = None
-        """The network model, when the scenario has one: see twin.model.network."""
         self._slow = False  # some source caps some node below 1 (kept by _on_speed: writers publish NODE_SPEED)
         self.bus.subscribe(Topic.NODE_SPEED, self._on_speed)  # first subscriber: updated before the others read
 
@@ -138,12 +137,85 @@ class Engine:
         """Simulated time, hours (a float: the clock starts at 0.0)."""
         return self.env._now
 
+    def timer(self, fn: Callable[[], None] | None = None) -> Timer:
+        """A new :class:`Timer` on this engine (unarmed) calling ``fn``."""
+        return Timer(self, fn)
+
     def call_at(self, t_h: float, fn: Callable[[], None], priority: float = simpy.events.NORMAL) -> simpy.events.Timeout:
         """Schedule ``fn()`` at absolute time ``t_h`` (no process: a callback on a timeout); among
         events of the same instant, lower ``priority`` first (SimPy's URGENT 0, NORMAL 1), then
         the order of scheduling."""
         d = t_h - self.env._now
         return _Call(self.env, d if d > 0.0 else 0.0, fn, priority)
+
+
+class Timer:
+    """One pending callback at a time, replacing a hand-rolled generation token: ``set(t_h)`` arms
+    it (re-arming cancels the pending call), ``cancel()`` disarms it, ``reschedule(t_h)`` moves it.
+    A cancelled or superseded call never runs its callback.
+
+    ``fn`` (given here or to ``set``) takes no argument. Cost: one scheduled event per ``set``, as
+    ``Engine.call_at``; cancelling empties the pending event's callback list (SimPy still pops the
+    event at its time, with nothing to call), so the event order is that of the calls made.
+    """
+
+    __slots__ = ("_env", "_ev", "_fn", "due_h")
+
+    def __init__(self, engine: Engine, fn: Callable[[], None] | None = None) -> None:
+        self._env = engine.env
+        self._fn = fn
+        self._ev: _TimerCall | None = None
+        self.due_h = math.nan
+        """Time (h) of the pending call; NaN when none is pending."""
+
+    @property
+    def pending(self) -> bool:
+        """True while a call is armed and has not run."""
+        return self._ev is not None
+
+    def set(self, t_h: float, fn: Callable[[], None] | None = None) -> None:
+        """Arm the timer at absolute time ``t_h`` (now if earlier), with ``fn`` if given (else the
+        callback given before); a pending call is cancelled."""
+        ev = self._ev
+        if ev is not None:
+            ev.callbacks.clear()
+        if fn is not None:
+            self._fn = fn
+        env = self._env
+        d = t_h - env._now
+        self._ev = _TimerCall(env, d if d > 0.0 else 0.0, self._fire)
+        self.due_h = t_h
+
+    def reschedule(self, t_h: float) -> None:
+        """Move the call to ``t_h`` with the same callback (armed if it was not)."""
+        self.set(t_h)
+
+    def cancel(self) -> None:
+        """Disarm: the pending call, if any, never runs."""
+        ev = self._ev
+        if ev is not None:
+            ev.callbacks.clear()
+            self._ev = None
+            self.due_h = math.nan
+
+    def _fire(self, _ev: simpy.events.Event) -> None:
+        self._ev = None
+        self.due_h = math.nan
+        fn = self._fn
+        assert fn is not None, "a Timer was set without a callback"
+        fn()
+
+
+class _TimerCall(simpy.events.Timeout):
+    """A timeout whose one callback is ``cb(event)``: Timeout.__init__ inlined as in :class:`_Call`."""
+
+    def __init__(self, env: simpy.Environment, delay: float, cb: Callable[[simpy.events.Event], None]) -> None:
+        self.env = env
+        self.callbacks: list[Any] = [cb]
+        self._value = None
+        self._delay = delay
+        self._ok = True
+        env.schedule(self, simpy.events.NORMAL, delay)
 
 
 class _Call(simpy.events.Timeout):

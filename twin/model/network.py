@@ -35,7 +35,7 @@ NIC failures are the node part ``nic`` (effect ``link_down``), handled by the pa
 from __future__ import annotations
 
 import functools
-
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -43,13 +43,14 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from twin import rng
+from twin.model.component import FABRIC, BuildContext, Component, ResultsSoFar
 from twin.model.engine import Topic
 from twin.model.parts import FacilityParts
 from twin.observe.recorder import time_weighted_mean
 from twin.units import HOURS_PER_YEAR
 
 if TYPE_CHECKING:  # pragma: no cover
-    from twin.sim import Model
+    from twin.scenario.schema import Scenario
 
 LEVELS = ("bisection_fraction", "cut_nodes", "spines_healthy", "leaves_down")
 """Step functions recorded as ``network.<name>`` levels and returned in the ``fabric_health`` table."""
@@ -141,16 +142,27 @@ class _Flaps:
             self._schedule(int(i), float(first[i]))
 
 
-class Network:
-    """The fabric component: topology state, failures, flaps, bandwidth and placement."""
+class Network(Component):
+    """The fabric component: topology state, failures, flaps, bandwidth and placement. Provides the
+    ``fabric`` service (:class:`~twin.model.component.Fabric`)."""
 
-    def __init__(self, model: "Model") -> None:
-        spec = model.sc.network
+    name = "network"
+    provides = (FABRIC,)
+
+    @classmethod
+    def wanted(cls, sc: Scenario) -> bool:
+        return sc.network is not None
+
+    @classmethod
+    def build(cls, ctx: BuildContext) -> Network:
+        return cls(ctx)
+
+    def __init__(self, ctx: BuildContext) -> None:
+        spec = ctx.sc.network
         assert spec is not None
         self.spec = spec
-        self.model = model
-        self.engine = eng = model.engine
-        self.cluster = cl = model.cluster
+        self.engine = eng = ctx.engine
+        self.cluster = cl = ctx.cluster
         self.N = N = cl.n_nodes
         self.R = R = spec.rails
         self.P = P = spec.nodes_per_leaf
@@ -176,7 +188,7 @@ class Network:
         self.n_cut = 0
         # failure populations (site-level units through the same crews and spares)
         parts = spec.facility_parts()
-        shop = model.shop
+        shop = ctx.shop
         opt_paths, opt_digests, flap_digests = _fabric_paths(N, R, opl, G, U, T)
         self.optics = FacilityParts(eng, "optic", opt_paths, parts["optic"], self._on_optic, shop.on_failure,
                                     digests=opt_digests)
@@ -184,16 +196,12 @@ class Network:
                                     parts["leaf"], self._on_leaf, shop.on_failure)
         self.spines = FacilityParts(eng, "spine", [spine_path(s) for s in range(S)], parts["spine"],
                                     self._on_spine, shop.on_failure)
-        model.facility["optic"] = self.optics
-        model.facility["leaf"] = self.leaves
-        model.facility["spine"] = self.spines
         # link flaps: one counter-based stream per link (access links; trunk links when their rate is set)
         self.access_flaps = _Flaps(eng, spec.link_flaps_per_link_per_year / HOURS_PER_YEAR, flap_digests,
                                    self._access_flap)
         trunk_rate_h = spec.trunk_flaps_per_link_per_year / HOURS_PER_YEAR
         self.trunk_flaps = _Flaps(eng, trunk_rate_h, _trunk_flap_digests(R, G, U) if trunk_rate_h > 0 and T
                                   else np.zeros(0, dtype=np.uint64), self._trunk_flap)
-        eng.fabric = self
         eng.bus.subscribe(Topic.NODE_CUT, self._on_cut)
         eng.bus.subscribe(Topic.NODE_UNCUT, self._on_uncut)
         self._record_levels()
@@ -214,7 +222,7 @@ class Network:
             return ideal, ideal
         return ideal, ideal * float(self.group_frac[g].min())
 
-    def pack(self, pool: list[int], k: int) -> list[int]:
+    def pack(self, pool: Sequence[int] | NDArray[np.int64], k: int) -> list[int]:
         """Choose ``k`` nodes of ``pool`` under the fewest leaf groups.
 
         Greedy: while no single remaining group can hold what is still needed, take the largest
@@ -359,14 +367,14 @@ class Network:
         rec.level("network.leaves_down", now, float(self.L - self.leaf_ok.sum()))
         rec.level("network.cut_nodes", now, float(self.n_cut))
 
+    def facility_parts(self) -> dict[str, FacilityParts]:
+        return {"optic": self.optics, "leaf": self.leaves, "spine": self.spines}
+
     def start(self) -> None:
         self.access_flaps.start()
         self.trunk_flaps.start()
 
-    def finish(self) -> None:
-        pass
-
-    def results(self) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
+    def results(self, so_far: ResultsSoFar) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
         H = self.engine.horizon_h
         rec = self.engine.recorder
         m: dict[str, float] = {f"network.{k}": float(v) for k, v in self.topology.items()}

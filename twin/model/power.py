@@ -44,6 +44,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from twin import rng
+from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
 from twin.model.engine import Engine, Topic
 from twin.model.parts import FacilityParts
 from twin.observe.recorder import time_weighted_mean
@@ -53,7 +54,7 @@ from twin.units import HOURS_PER_YEAR
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.model.cluster import Cluster
-    from twin.sim import Model
+    from twin.scenario.schema import Scenario
 
 CAUSES = ("psu", "pdu", "utility", "generator_start", "feed")
 """Power down causes; code = index + 1 (0: not down). For a node's dead feeds the highest code wins."""
@@ -65,7 +66,7 @@ _FEW_DOWN = 256
 """Up to this many nodes out of service, ITPower zeroes them from the cluster's sorted list."""
 
 
-class ITPower:
+class ITPower(Component):
     """One source of truth for IT power: per-node power (W) and its exact energy integral.
 
     node power = node_it_power_w(util, tightest GPU cap, ...) while the node is up, 0 while it is
@@ -75,8 +76,23 @@ class ITPower:
     listens to NODE_LOAD / NODE_DOWN / NODE_UP. ``watch(before, after)`` registers callbacks run
     before a change (to integrate up to now) and after it (with the nodes). The recorder level
     ``site_power_w`` is this object's total (the recorder keeps one point per event time).
-    Whichever model is built first (power, then cooling) creates it as ``engine.it_power``.
+    The provider of the ``it_power`` service, built on demand (before the first component that
+    requires it: power, cooling, costs) from ``cluster.node``'s power figures: one object shared by
+    all of them.
     """
+
+    name = "it_power"
+    provides = (IT_POWER,)
+    on_demand = True
+
+    @classmethod
+    def wanted(cls, sc: Scenario) -> bool:
+        return False  # built only when a component requires it
+
+    @classmethod
+    def build(cls, ctx: BuildContext) -> ITPower:
+        node = ctx.sc.cluster.node  # the GPU and node power figures, declared once
+        return cls(ctx.engine, ctx.cluster, node.gpus, node.gpu.idle_w, node.gpu.tdp_w, node.non_gpu_w)
 
     def __init__(self, engine: Engine, cluster: "Cluster", gpus: int, idle_w: float, tdp_w: float,
                  non_gpu_w: float) -> None:
@@ -235,14 +251,24 @@ class ITPower:
         return self.energy_wh / 1000.0
 
 
-class PowerChain:
+class PowerChain(Component):
     """Feeds, their chains, node PSU budgets and power capping. Built from ``sc.power``."""
 
-    def __init__(self, model: "Model") -> None:
-        self.model = model
-        self.engine = eng = model.engine
-        self.cluster = cl = model.cluster
-        sc = model.sc
+    name = "power"
+    requires = (IT_POWER,)
+
+    @classmethod
+    def wanted(cls, sc: Scenario) -> bool:
+        return sc.power is not None
+
+    @classmethod
+    def build(cls, ctx: BuildContext) -> PowerChain:
+        return cls(ctx)
+
+    def __init__(self, ctx: BuildContext) -> None:
+        self.engine = eng = ctx.engine
+        self.cluster = cl = ctx.cluster
+        sc = ctx.sc
         spec = sc.power
         assert spec is not None
         self.spec = spec
@@ -250,7 +276,7 @@ class PowerChain:
         n = cl.n_nodes
         self.n = n
         self.g = sc.cluster.node.gpus
-        pop = model.parts[spec.psu_part]
+        pop = ctx.parts[spec.psu_part]
         P = pop.per_node
         self.psu_healthy = pop.healthy.reshape(n, P)  # a view: the part population updates it
         assert np.shares_memory(self.psu_healthy, pop.healthy)
@@ -285,13 +311,13 @@ class PowerChain:
         self.ups_ok = [self.has_ups] * F
         self.gen_ok = [self.has_gen] * F
         self.gen_state = ["off"] * F
-        self.gen_gen = [0] * F
+        self.gen_timer = [eng.timer(lambda f=f: self._gen_running(f)) for f in range(F)]  # start delay over
         self.sb_ok = [True] * F
         self.pdu_ok = np.ones((F, self.K), dtype=bool)
         self.input_live = [True] * F
         self.mode = ["utility"] * F
         self.feed_code = [0] * F
-        self.empty_gen = [0] * F
+        self.empty_timer = [eng.timer(lambda f=f: self._ups_empty(f)) for f in range(F)]  # battery runs empty
         self.feed_load_w = [0.0] * F
         self.feed_since = [0.0] * F
         self.feed_rows: list[tuple[str, float, float, str, str]] = []
@@ -330,18 +356,11 @@ class PowerChain:
         self._site_short = False
         self._in_site = False
         # ---- IT power (shared with the thermal/energy accounting)
-        it = getattr(eng, "it_power", None)
-        if it is None:
-            it = ITPower(eng, cl, self.g, self.idle_w, self.tdp_w, self.non_gpu_w)
-            eng.it_power = it  # type: ignore[attr-defined]
-        self.it = it
+        self.it = it = ctx.service(IT_POWER)
         self.cap_w = it.cap_of("power")
         self.site_cap_w = it.cap_of("power_site") if spec.site_cap_w is not None else None
         self.speed = eng.speed_cap("power")
         it.watch(self._settle, self._after_load)
-        # a node down for too few PSUs counts against the PSU part, for a failed PDU against the PDUs
-        model.down_cause_part[f"power:{CAUSES[_PSU - 1]}"] = spec.psu_part
-        model.down_cause_part[f"power:{CAUSES[_PDU - 1]}"] = "pdu"
         # ---- site-level units
         self.units: dict[str, FacilityParts] = {}
         for name, el in spec.elements().items():
@@ -352,8 +371,7 @@ class PowerChain:
             else:
                 paths = [f"power.feed{x}.{name}" for x in self.feeds]
             fp = FacilityParts(eng, name, paths, spec.element_part(name, len(paths)),
-                               (lambda i, ok, nm=name: self._on_unit(nm, i, ok)), model.shop.on_failure)
-            model.facility[name] = fp
+                               (lambda i, ok, nm=name: self._on_unit(nm, i, ok)), ctx.shop.on_failure)
             self.units[name] = fp
         # ---- utility sources: (stream path, feeds)
         if spec.utility.shared:
@@ -363,7 +381,14 @@ class PowerChain:
         self.src_k = [0] * len(self.sources)
         eng.bus.subscribe(Topic.GROUP, self._on_group)
 
-    # ---- component protocol -------------------------------------------------------------------
+    # ---- component contract -------------------------------------------------------------------
+    def facility_parts(self) -> dict[str, FacilityParts]:
+        return dict(self.units)
+
+    def down_causes(self) -> dict[str, str]:
+        # a node down for too few PSUs counts against the PSU part, for a failed PDU against the PDUs
+        return {f"power:{CAUSES[_PSU - 1]}": self.spec.psu_part, f"power:{CAUSES[_PDU - 1]}": "pdu"}
+
     def start(self) -> None:
         if self.spec.utility.outages_per_year > 0:
             for s in range(len(self.sources)):
@@ -469,7 +494,7 @@ class PowerChain:
         gen = self.spec.generator
         assert gen is not None
         u = self.engine.streams.scalar(stream, k)
-        self.gen_gen[f] += 1
+        self.gen_timer[f].cancel()
         if u < gen.start_failure_prob:
             self.gen_state[f] = "failed_start"
             self.gen_start_failures += 1
@@ -480,12 +505,11 @@ class PowerChain:
             self.gen_state[f] = "running"
         else:
             self.gen_state[f] = "starting"
-            g = self.gen_gen[f]
-            self.engine.call_at(self.engine.now + gen.start_delay_s / 3600.0, lambda: self._gen_running(f, g))
+            self.gen_timer[f].set(self.engine.now + gen.start_delay_s / 3600.0)
         return "started"
 
-    def _gen_running(self, f: int, g: int) -> None:
-        if g != self.gen_gen[f] or self.gen_state[f] != "starting":
+    def _gen_running(self, f: int) -> None:
+        if self.gen_state[f] != "starting":  # (the timer is cancelled whenever it leaves "starting")
             return
         self._settle()
         self.gen_state[f] = "running"
@@ -499,7 +523,7 @@ class PowerChain:
             if self.util_out[f] > 0:
                 continue
             self.gen_state[f] = "off"
-            self.gen_gen[f] += 1
+            self.gen_timer[f].cancel()
             row = self.open_outage[f]
             if row is not None:
                 row["end_h"] = eng.now
@@ -522,7 +546,7 @@ class PowerChain:
             self.gen_ok[f] = ok
             if not ok and self.gen_state[f] in ("starting", "running"):
                 self.gen_state[f] = "off"
-                self.gen_gen[f] += 1
+                self.gen_timer[f].cancel()
             elif ok and self.util_out[f] > 0 and self.gen_state[f] == "off":
                 k = self.restarts[f]
                 self.restarts[f] += 1
@@ -709,15 +733,14 @@ class PowerChain:
         for f in range(self.F):
             if self.mode[f] != "ups":
                 continue
-            self.empty_gen[f] += 1
             rate = self._drain_per_h(f)
             if rate <= 0.0:
+                self.empty_timer[f].cancel()
                 continue
-            g = self.empty_gen[f]
-            self.engine.call_at(self.engine.now + self.soc[f] / rate, lambda f=f, g=g: self._ups_empty(f, g))
+            self.empty_timer[f].set(self.engine.now + self.soc[f] / rate)
 
-    def _ups_empty(self, f: int, g: int) -> None:
-        if g != self.empty_gen[f] or self.mode[f] != "ups":
+    def _ups_empty(self, f: int) -> None:
+        if self.mode[f] != "ups":
             return
         self._settle()
         self.soc[f] = 0.0
@@ -725,7 +748,7 @@ class PowerChain:
         self._update()
 
     # ---- results ------------------------------------------------------------------------------
-    def results(self) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
+    def results(self, so_far: ResultsSoFar) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
         H = self.H
         rec = self.engine.recorder
         energy_kwh = self.it.energy_kwh()

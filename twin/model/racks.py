@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from twin.model.cluster import rack_path
+from twin.model.component import BuildContext, Component
 from twin.model.parts import FacilityParts
 
 if TYPE_CHECKING:  # pragma: no cover
-    from twin.sim import Model
+    from twin.scenario.schema import Scenario
 
 
 class _RackPopulation(FacilityParts):
@@ -37,26 +38,40 @@ class _RackPopulation(FacilityParts):
         return self._owner.rack_down(self.name, idx)
 
 
-class RackParts:
-    """Every rack part type of the scenario: populations registered in ``model.facility``."""
+class RackParts(Component):
+    """Every rack part type of the scenario: site-level populations (``facility_parts``)."""
 
-    def __init__(self, model: "Model") -> None:
-        self.cluster = cl = model.cluster
+    name = "rack_parts"
+
+    @classmethod
+    def wanted(cls, sc: Scenario) -> bool:
+        return bool(sc.cluster.rack_parts)
+
+    @classmethod
+    def build(cls, ctx: BuildContext) -> RackParts:
+        return cls(ctx)
+
+    def __init__(self, ctx: BuildContext) -> None:
+        self.cluster = cl = ctx.cluster
         racks = cl.racks
         self.healthy: dict[str, np.ndarray] = {}
         self.fail_below: dict[str, int] = {}
         self.count: dict[str, int] = {}
-        for name, spec in model.sc.cluster.rack_parts.items():
+        self.pops: dict[str, FacilityParts] = {}
+        for name, spec in ctx.sc.cluster.rack_parts.items():
             paths = [f"{rack_path(r)}.{name}{k}" for r in range(racks) for k in range(spec.count)]
             self.healthy[name] = np.full(racks, spec.count, dtype=np.int64)
             # node_down: any unit's failure takes the rack down (as for a node part); redundant: k-of-n
             self.fail_below[name] = spec.count if spec.effect == "node_down" else spec.fail_below
             self.count[name] = spec.count
-            pop = _RackPopulation(self, model.engine, name, paths, spec,
-                                  lambda idx, ok, name=name: self._on_change(name, idx, ok), model.shop.on_failure)
+            pop = _RackPopulation(self, ctx.engine, name, paths, spec,
+                                  lambda idx, ok, name=name: self._on_change(name, idx, ok), ctx.shop.on_failure)
             if spec.dispatch_priority is None:  # like node parts: node-down 0, lost redundancy 2
                 pop.priority = 0 if spec.effect == "node_down" else 2
-            model.facility[name] = pop
+            self.pops[name] = pop
+
+    def facility_parts(self) -> dict[str, FacilityParts]:
+        return dict(self.pops)
 
     def rack_down(self, name: str, idx: int) -> bool:
         """True while the rack of unit ``idx`` of ``name`` is down for that part type."""

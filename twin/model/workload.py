@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from twin import rng
+from twin.model.component import FABRIC, BuildContext, Component, Fabric, ResultsSoFar
 from twin.model.engine import Topic
 from twin.model.jobqueue import ANY, JobQueue
 from twin.physics import parallel as par
@@ -35,7 +36,7 @@ from twin.physics.steptime import progress_rate, ring_allreduce_s
 from twin.scenario.workload import Checkpoint, StepModel
 
 if TYPE_CHECKING:  # pragma: no cover
-    from twin.sim import Model
+    from twin.scenario.schema import Scenario
 
 @functools.lru_cache(maxsize=65536)
 def job_rate(t_compute_s: float, overlap: float, speed: float, grad_gb: float = 0.0, hop_latency_s: float = 0.0,
@@ -185,12 +186,24 @@ class Job:
     queued: bool = False
 
 
-class Workload:
+class Workload(Component):
     """The job queue and scheduler, subscribed to the engine's bus."""
 
-    def __init__(self, model: "Model") -> None:
+    name = "workload"
+    uses = (FABRIC,)
+
+    @classmethod
+    def wanted(cls, sc: Scenario) -> bool:
+        return sc.workload is not None
+
+    @classmethod
+    def build(cls, ctx: BuildContext) -> Workload:
+        return cls(ctx)
+
+    def __init__(self, model: BuildContext) -> None:
         self.model = model
         self.engine = model.engine
+        self.fabric: Fabric | None = model.optional(FABRIC)
         self._env = model.engine.env  # _env._now: the clock, read directly on the hot path (Engine.now)
         self._call_at = model.engine.call_at
         self._node_util = model.engine.node_util
@@ -376,7 +389,7 @@ class Workload:
         n = len(nodes)
         speed = self.engine.min_speed(nodes) if n else 1.0
         st = job.step
-        fabric = self.engine.fabric
+        fabric = self.fabric
         if st.layout is not None:
             if fabric is None or n <= 1:
                 return parallel_rate(st, speed, st.layout.nic_gbit_s, 1.0)
@@ -527,8 +540,8 @@ class Workload:
         """Choose ``k`` nodes from the sorted array ``pool``. ``pack``: under the fewest leaves when
         a fabric exists, else in the fewest racks (fullest racks first); ``first_fit``: lowest ids."""
         if self.spec.scheduler.placement == "pack":
-            fabric = self.engine.fabric
-            if fabric is not None and hasattr(fabric, "pack"):
+            fabric = self.fabric
+            if fabric is not None:
                 return fabric.pack(pool, k)
             racks = pool // self.cluster.nodes_per_rack
             per_rack = np.bincount(racks)
@@ -830,7 +843,8 @@ class Workload:
     def _on_fabric_flap(self, group: int, cause: str) -> None:
         """An uplink of a leaf of ``group`` flapped: every allocated job that spans several leaf groups
         and has a node in ``group`` crashes (in job order)."""
-        fabric = self.engine.fabric
+        fabric = self.fabric
+        assert fabric is not None  # leaf groups flap only when the network component exists
         hit = [job for jid, job in sorted(self.allocated.items())
                if fabric.spans_groups(job.nodes) and bool((fabric.node_group[job.nodes] == group).any())]
         for job in hit:
@@ -935,7 +949,7 @@ class Workload:
         }
         return pd.DataFrame(data, columns=JOB_COLUMNS)
 
-    def results(self) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
+    def results(self, so_far: ResultsSoFar) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
         H = self.engine.horizon_h
         installed = self.cluster.n_nodes * self.gpn * H
         jobs = self._jobs_table(H)

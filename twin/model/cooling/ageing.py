@@ -24,7 +24,7 @@ class Ageing(CoolingState):
         self.aged: list[dict[str, Any]] = []
         if self.on:
             for name, ag in self.spec.ageing.items():
-                pop = self.model.parts[name]
+                pop = self.parts[name]
                 per = pop.per_node
                 idx = np.arange(pop.n)
                 self.aged.append({

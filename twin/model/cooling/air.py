@@ -35,7 +35,7 @@ class AirRooms(CoolingState):
         """Zones as near-equal blocks of racks, their CRAH units (facility parts) and room state."""
         a = self.air
         assert a is not None
-        eng, model, cl = self.engine, self.model, self.cluster
+        eng, cl = self.engine, self.cluster
         n = self.N
         self.zones = _blocks(cl.racks, a.zones, cl.nodes_per_rack)
         self.zone_of = np.empty(n, dtype=np.int64)
@@ -61,8 +61,8 @@ class AirRooms(CoolingState):
         self.z_over_since = np.full(Z, np.nan)
         self.r_room = float(a.r_room_c_per_kw)  # type: ignore[arg-type]
         paths = [f"cooling.zone{z}.crah{k}" for z in range(Z) for k in range(a.crah.count)]
-        self.crah = FacilityParts(eng, "crah", paths, fac_specs["crah"], self._on_crah, model.shop.on_failure)
-        model.facility["crah"] = self.crah
+        self.crah = FacilityParts(eng, "crah", paths, fac_specs["crah"], self._on_crah, self.shop.on_failure)
+        self._facility["crah"] = self.crah
         self.node_air_w = np.zeros(n)
 
     def _init_fans(self) -> None:
@@ -71,7 +71,7 @@ class AirRooms(CoolingState):
         self.fans_h = np.zeros(self.N, dtype=np.int64)
         self.fans_req = 1
         if self.fan_part is not None:
-            fpop = self.model.parts[self.fan_part]
+            fpop = self.parts[self.fan_part]
             self.fans_h[:] = fpop.spec.count
             self.fans_req = int(fpop.required)
 

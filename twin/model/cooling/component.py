@@ -12,7 +12,7 @@ fast as it was in one class (a room object would add an attribute hop per access
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -28,21 +28,36 @@ from twin.model.cooling.liquid import LiquidLoops
 from twin.model.cooling.replay import DeferredReplay
 from twin.model.cooling.trips import Trips
 from twin.model.engine import Topic
-from twin.model.power import ITPower
+from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
+from twin.model.parts import FacilityParts
 
-if TYPE_CHECKING:  # pragma: no cover
-    from twin.sim import Model
+from twin.scenario.schema import Scenario
 
 
-class Thermal(GpuState, Trips, AirRooms, LiquidLoops, DeferredReplay, Ageing, EnergyPue):
-    """Component for the ``cooling`` section (see the package docstring)."""
+class Thermal(Component, GpuState, Trips, AirRooms, LiquidLoops, DeferredReplay, Ageing, EnergyPue):
+    """Component for the ``cooling`` section (see the package docstring). Requires the shared IT power
+    (it caps GPUs through it); owns the cooling units (CRAH, CDU, pumps, leaks) as site-level parts."""
 
-    def __init__(self, model: "Model") -> None:
-        self.model = model
-        self.engine = eng = model.engine
+    name = "cooling"
+    requires = (IT_POWER,)
+
+    @classmethod
+    def wanted(cls, sc: Scenario) -> bool:
+        return sc.cooling is not None
+
+    @classmethod
+    def build(cls, ctx: BuildContext) -> Thermal:
+        return cls(ctx)
+
+    def __init__(self, ctx: BuildContext) -> None:
+        self.ctx = ctx
+        self.engine = eng = ctx.engine
         self._env = eng.env
-        self.cluster = cl = model.cluster
-        sc = model.sc
+        self.cluster = cl = ctx.cluster
+        self.parts = ctx.parts
+        self.shop = ctx.shop
+        self._facility = {}
+        sc = ctx.sc
         self.sc = sc
         c = sc.cooling
         assert c is not None
@@ -78,12 +93,8 @@ class Thermal(GpuState, Trips, AirRooms, LiquidLoops, DeferredReplay, Ageing, En
                              "the ambient CSV was not loaded (load the scenario with twin.scenario.load_scenario)")
         self.ambient_h = c.ambient.hourly_c(self.n_hours)
 
-        # ---- IT power: one source of truth, shared with the power chain (twin.model.power.ITPower) ----
-        it = getattr(eng, "it_power", None)
-        if it is None:
-            it = ITPower(eng, cl, g, self.idle_w, self.tdp_w, self.non_gpu_w)
-            eng.it_power = it  # type: ignore[attr-defined]
-        self.it = it
+        # ---- IT power: one source of truth, shared with the power chain (the it_power service) ----------
+        self.it = it = ctx.service(IT_POWER)
         self._it_caps = it.cap_of("thermal")  # read here; written through it.set_cap
         self._pcap = np.full(self.cluster.n_nodes, INF)  # per node: the power-chain GPU cap (W) last applied
         self._n_pcap = 0  # nodes with a finite one
@@ -125,11 +136,11 @@ class Thermal(GpuState, Trips, AirRooms, LiquidLoops, DeferredReplay, Ageing, En
     def start(self) -> None:
         eng = self.engine
         for inj in self.spec.inject:
-            pop = self.model.facility.get(inj.part)
+            pop = self.ctx.facility.get(inj.part)
             if pop is not None:
                 eng.call_at(inj.at_h, lambda p=pop, i=inj.index: p.fail_now(i))
             else:
-                npop = self.model.parts[inj.part]
+                npop = self.parts[inj.part]
                 eng.call_at(inj.at_h, lambda p=npop, i=inj.index: p.reschedule(i, self.engine.now))
         if not self.on:
             return
@@ -173,7 +184,10 @@ class Thermal(GpuState, Trips, AirRooms, LiquidLoops, DeferredReplay, Ageing, En
         self._update(np.array([node], dtype=np.int64))
 
     # =================================================================================== results
-    def results(self) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
+    def facility_parts(self) -> Mapping[str, FacilityParts]:
+        return dict(self._facility)
+
+    def results(self, so_far: ResultsSoFar) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
         m: dict[str, float] = {}
         tables: dict[str, pd.DataFrame] = {}
         em, et = self._energy()

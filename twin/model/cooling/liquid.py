@@ -25,7 +25,7 @@ class LiquidLoops(CoolingState):
         """Loops as near-equal blocks of racks, their CDUs, pumps and leak sensors (facility parts)."""
         lq = self.liquid
         assert lq is not None
-        eng, model, cl = self.engine, self.model, self.cluster
+        eng, cl = self.engine, self.cluster
         n = self.N
         L = lq.loops
         self.loops = _blocks(cl.racks, L, cl.nodes_per_rack)
@@ -40,16 +40,16 @@ class LiquidLoops(CoolingState):
         self.noflow_h = 0.0
         cpaths = [f"cooling.loop{lp}.cdu{k}" for lp in range(L) for k in range(cnt)]
         ppaths = [f"{p}.pump{j}" for p in cpaths for j in range(pc)]
-        self.cdu = FacilityParts(eng, "cdu", cpaths, fac_specs["cdu"], self._on_cdu, model.shop.on_failure)
+        self.cdu = FacilityParts(eng, "cdu", cpaths, fac_specs["cdu"], self._on_cdu, self.shop.on_failure)
         self.pump = FacilityParts(eng, "cdu_pump", ppaths, fac_specs["cdu_pump"], self._on_pump,
-                                  model.shop.on_failure)
-        model.facility["cdu"] = self.cdu
-        model.facility["cdu_pump"] = self.pump
+                                  self.shop.on_failure)
+        self._facility["cdu"] = self.cdu
+        self._facility["cdu_pump"] = self.pump
         if lq.leak is not None:
             lpaths = [f"{cl.node_path(i)}.leak" for i in range(n)]
             self.leak = FacilityParts(eng, "leak", lpaths, fac_specs["leak"], self._on_leak,
-                                      model.shop.on_failure)
-            model.facility["leak"] = self.leak
+                                      self.shop.on_failure)
+            self._facility["leak"] = self.leak
 
     def _finish_liquid(self, H: float) -> None:
         """Close the loops' no-flow account at the horizon ``H`` (h)."""

@@ -8,6 +8,7 @@ under ``TYPE_CHECKING``), so it adds nothing to an attribute lookup.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -17,19 +18,23 @@ if TYPE_CHECKING:  # pragma: no cover
     import simpy
 
     from twin.model.cluster import Cluster
+    from twin.model.component import BuildContext
     from twin.model.engine import Engine
-    from twin.model.parts import FacilityParts
+    from twin.model.parts import FacilityParts, PartPopulation
+    from twin.model.repair import RepairShop
     from twin.model.power import ITPower
     from twin.scenario.cooling import Air, Cooling, Liquid
     from twin.scenario.schema import Scenario
-    from twin.sim import Model
 
 
 class CoolingState:
     """Attributes and cross-room methods of ``Thermal`` (see the module docstring)."""
 
-    # ---- component (Thermal.__init__): the model, parameters every room reads, the power-chain link
-    model: Model
+    # ---- component (Thermal.__init__): its build context, parameters every room reads, the power-chain link
+    ctx: BuildContext
+    parts: Mapping[str, PartPopulation]  # the node part populations (ctx.parts)
+    shop: RepairShop
+    _facility: dict[str, FacilityParts]  # the site-level populations this component owns (facility_parts)
     engine: Engine
     _env: simpy.Environment
     cluster: Cluster

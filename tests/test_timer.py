@@ -1,0 +1,66 @@
+"""The engine's one timer abstraction (issue 21 item 4): set, cancel, reschedule."""
+
+from __future__ import annotations
+
+import math
+
+from twin.model.engine import Engine
+from twin.observe.recorder import Recorder
+
+
+def engine() -> Engine:
+    return Engine(1, 0, 100.0, Recorder())
+
+
+def test_set_fires_once_at_its_time() -> None:
+    eng = engine()
+    seen: list[float] = []
+    t = eng.timer(lambda: seen.append(eng.now))
+    t.set(3.0)
+    assert t.pending and t.due_h == 3.0
+    eng.env.run(until=100.0)
+    assert seen == [3.0]
+    assert not t.pending and math.isnan(t.due_h)
+
+
+def test_a_cancelled_timer_never_fires() -> None:
+    eng = engine()
+    seen: list[float] = []
+    t = eng.timer(lambda: seen.append(eng.now))
+    t.set(5.0)
+    eng.call_at(2.0, t.cancel)
+    eng.env.run(until=100.0)
+    assert seen == []
+    assert not t.pending
+    t.cancel()  # cancelling an idle timer is a no-op
+
+
+def test_reschedule_later_and_earlier_fires_only_at_the_last_time() -> None:
+    eng = engine()
+    seen: list[float] = []
+    a = eng.timer(lambda: seen.append(eng.now))
+    a.set(5.0)
+    a.reschedule(8.0)  # later: the call at 5 h is superseded
+    b = eng.timer(lambda: seen.append(-eng.now))
+    b.set(9.0)
+    eng.call_at(1.0, lambda: b.reschedule(4.0))  # earlier, from inside the run
+    eng.env.run(until=100.0)
+    assert seen == [-4.0, 8.0]
+
+
+def test_set_from_its_own_callback_and_with_another_function() -> None:
+    eng = engine()
+    seen: list[tuple[str, float]] = []
+    t = eng.timer()
+
+    def tick() -> None:
+        seen.append(("tick", eng.now))
+        if eng.now < 3.0:
+            t.set(eng.now + 1.0)  # re-arm from the callback: runs again
+        else:
+            t.set(eng.now + 1.0, lambda: seen.append(("tock", eng.now)))
+
+    t.set(1.0, tick)
+    t.set(0.5 - 10.0)  # a time in the past runs now, and supersedes the call at 1 h... with tick
+    eng.env.run(until=100.0)
+    assert seen == [("tick", 0.0), ("tick", 1.0), ("tick", 2.0), ("tick", 3.0), ("tock", 4.0)]
