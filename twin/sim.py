@@ -18,7 +18,7 @@ import pandas as pd
 from twin.model.cluster import Cluster
 from twin.model.engine import Engine
 from twin.model.parts import PartPopulation
-from twin.model.repair import TICKET_COLUMNS, RepairShop
+from twin.model.repair import TICKET_COLUMNS, RepairShop, bind_scopes, repair_metrics
 from twin.observe.recorder import Recorder, time_weighted_mean
 from twin.scenario.schema import Scenario
 
@@ -87,6 +87,7 @@ class Model:
             comp = cls(self)
             self.components.append(comp)
             self.by_section[section] = comp
+        bind_scopes(sc, self.cluster, self.facility)
         for pop in list(self.parts.values()) + list(self.facility.values()):
             pop.start()
         if sc.maintenance.planned is not None:
@@ -192,6 +193,7 @@ class Model:
         cut = intervals[intervals["state"] == "cut"]
         metrics["node_cut_hours"] = float((cut["end_h"] - cut["start_h"]).sum())
         tickets = pd.DataFrame(rec.tickets, columns=TICKET_COLUMNS)
+        repair_m, rungs_by_part = repair_metrics(self.shop, tickets, H, gpn, list(self.parts) + list(self.facility))
         part_rows = []
         total_fail = 0
         # node-hours down by the part that took the node down (an interval's cause is the first reason
@@ -219,6 +221,8 @@ class Model:
                 "observed_mtbf_h": part_h / pop.failures if pop.failures else float("inf"),
                 "spare_demands": inv.demands if inv else 0,
                 "stockouts": inv.stockouts if inv else 0,
+                **rungs_by_part[name],
+                "rma_sent": inv.rma_sent if inv else 0,
             })
             total_fail += pop.failures
             metrics[f"failures.{name}"] = float(pop.failures)
@@ -228,15 +232,7 @@ class Model:
                 metrics[f"stockout_share.{name}"] = inv.stockouts / inv.demands if inv.demands else float("nan")
         metrics["failures"] = float(total_fail)
         metrics["stockouts"] = float(sum(i.stockouts for i in self.shop.inventories.values()))
-        for pool in self.shop.crews.values():
-            shift_h = pool.calendar.on_shift_hours(H) * pool.count
-            metrics[f"crew_utilisation.{pool.name}"] = pool.busy_h / shift_h if shift_h else float("nan")
-        if len(tickets):
-            metrics["repair.wait_detect_h"] = float((tickets.detected_h - tickets.fail_h).mean())
-            metrics["repair.wait_spare_h"] = float((tickets.spare_h - tickets.detected_h).mean())
-            metrics["repair.wait_crew_h"] = float((tickets.start_h - tickets.spare_h).mean())
-            metrics["repair.hands_on_h"] = float((tickets.end_h - tickets.start_h).mean())
-            metrics["repair.burn_in_h"] = float((tickets.back_h - tickets.end_h).mean())
+        metrics.update(repair_m)
         tables: dict[str, pd.DataFrame] = {
             "events": rec.events_table(),
             "node_intervals": intervals,

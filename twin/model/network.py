@@ -184,6 +184,9 @@ class Network:
                                     parts["leaf"], self._on_leaf, shop.on_failure)
         self.spines = FacilityParts(eng, "spine", [spine_path(s) for s in range(S)], parts["spine"],
                                     self._on_spine, shop.on_failure)
+        # dispatch by impact: an access optic cuts its node, a leaf its group's nodes (off one rail)
+        self.optics.scope = lambda i: (((i // opl) // R,) if i // opl < A else ())
+        self.leaves.scope = lambda i: self._group_nodes(i // R)
         model.facility["optic"] = self.optics
         model.facility["leaf"] = self.leaves
         model.facility["spine"] = self.spines

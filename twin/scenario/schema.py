@@ -28,6 +28,38 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
+Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+
+
+class Ladder(Strict):
+    """The repair ladder of one part type (model.md §2, sources-realism.md §5). Rung 1: automated
+    remediation (reset, reboot, GPU row remap) right after detection, with no technician and no spare;
+    it clears the fault with probability ``remediate_success`` (s₁). Rung 2, the rest: a technician of
+    the part's pool replaces the part with a spare (the hands-on ``repair.time``); the replacement clears
+    the fault with probability ``replace_success`` (s₂). Rung 3, the rest of those: escalation (a deep
+    repair or a vendor field visit) of ``escalate_time`` with the node still out, no technician held and
+    no second spare (the vendor brings its own parts), which always clears the fault. Unconditional rung
+    probabilities: p₁ = s₁, p₂ = (1 − s₁)s₂, p₃ = (1 − s₁)(1 − s₂); a spare is used by p₂ + p₃ = 1 − s₁.
+    A remediated part counts as renewed (as good as new, its next lifetime drawn afresh; assumption:
+    for an exponential lifetime this is the same as keeping its age) and needs no burn-in. The default
+    (s₁ = 0, s₂ = 1) is the model without a ladder: every failure is a replacement."""
+
+    remediate_success: Probability = Field(
+        0.0, description="s₁: share of failures cleared by automated remediation (reset, reboot, row remap) "
+                         "without a technician or a spare (assumption: no source gives the reset-vs-replace "
+                         "share, sources-realism.md §5; 0 = every failure is a replacement).")
+    remediate_time: Dist = Field(
+        default_factory=lambda: Fixed(value_h=0.25),
+        description="Time of the automated remediation attempt, hours, taken whether or not it clears the "
+                    "fault (assumption: 15 min for a reset and health check).")
+    replace_success: Probability = Field(
+        1.0, description="s₂: share of replacements that clear the fault; the rest escalate (assumption: 1).")
+    escalate_time: Dist = Field(
+        default_factory=lambda: Fixed(value_h=24.0),
+        description="Time of an escalation (deep repair, vendor field visit) after a replacement that did not "
+                    "clear the fault, hours; burn-in follows (assumption: 24 h, a next-day vendor visit).")
+
+
 class Repair(Strict):
     """How a failed part is repaired (model.md §2)."""
 
@@ -42,6 +74,9 @@ class Repair(Strict):
         0.0, description="Burn-in after a repair before the node returns to service, hours."
     )
     crew: str | None = Field(None, description="Crew pool that repairs this part (default: the first pool).")
+    ladder: Ladder = Field(default_factory=Ladder,
+                           description="Remediation, replacement and escalation shares and times (default: every "
+                                       "failure is a replacement).")
 
 
 def hot_swap_repair() -> Repair:
@@ -218,6 +253,17 @@ class Spares(Strict):
     reorder_point: NonNegInt | None = Field(None, description="Order when stock position <= this (default: stock - 1).")
     reorder_qty: PosInt = Field(1, description="Units per order.")
     lead_time_days: Annotated[float, Field(ge=0, allow_inf_nan=False)] = Field(14.0, description="Order lead time, days (assumption).")
+    rma_turnaround_days: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = Field(
+        None, description="Vendor RMA: the RMA of a replaced part is opened when its replacement takes a spare, and "
+                          "a refurbished unit returns to stock this many calendar days later (source, "
+                          "sources-realism.md §5: next business day with advance replacement, otherwise 3–14 business "
+                          "days). Units at the vendor count as on order, so only scrapped parts trigger (s, Q) "
+                          "orders. Stock logistics, not node downtime. None: no RMA, every replaced part is "
+                          "scrapped and bought anew.")
+    rma_return_share: Probability = Field(
+        1.0, description="With rma_turnaround_days: share of RMA parts that come back refurbished; the rest are "
+                         "scrapped (the inventory position falls and the (s, Q) policy orders new ones) "
+                         "(assumption: 1). Unused without RMA.")
 
 
 class Planned(Strict):
@@ -228,6 +274,19 @@ class Planned(Strict):
     batch_nodes: PosInt = Field(description="Nodes drained per wave.")
     duration_h: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(description="Drain length, hours.")
     start_day: Annotated[float, Field(ge=0, allow_inf_nan=False)] = Field(0.0, description="First wave, day.")
+
+
+class Dispatch(Strict):
+    """Dispatch by impact: a free technician on shift takes, among the tickets waiting for its pool, first
+    any ticket that has waited at least ``ageing_h`` (oldest first), else the one whose repair returns the
+    most GPUs to service now (GPUs of the nodes out of service or cut off the fabric because of this unit,
+    read from the cluster's state when the technician is free), then the part's ``dispatch_priority``, then
+    the longest wait. So a ticket waits for a technician at most ``ageing_h`` plus the remaining repairs in
+    progress plus the repairs of tickets that aged before it."""
+
+    ageing_h: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(
+        24.0, description="Hours of waiting after which a ticket is served before any younger one, oldest "
+                          "first (assumption: a day).")
 
 
 class Maintenance(Strict):
@@ -242,6 +301,7 @@ class Maintenance(Strict):
         default_factory=dict, description="Spare inventory per part type; a part type not listed has unlimited spares."
     )
     planned: Planned | None = Field(None, description="Rolling planned drains (counted as planned interruptions).")
+    dispatch: Dispatch = Field(default_factory=lambda: Dispatch(), description="How a free technician picks the next ticket.")
 
 
 from twin.scenario.network import NetworkSection  # noqa: E402  (here: network.py imports Part and Repair above)
