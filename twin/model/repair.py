@@ -413,7 +413,7 @@ def repair_metrics(shop: RepairShop, tickets: Any, horizon_h: float, gpus_per_no
     Phase means are over the tickets that reached each phase: ``repair.wait_detect_h`` and
     ``repair.remediation_h`` over all, the rest over those that went to a technician (rung 2 or 3).
     ``repair.wait_crew_h.<none|node|multi>``: mean wait for a technician by impact class at dispatch
-    (:func:`impact_class`; NaN when a class had no ticket). ``crew_utilisation.<pool>``: busy
+    (:func:`impact_class`; absent when a class had no ticket). ``crew_utilisation.<pool>``: busy
     technician-hours over on-shift technician-hours. Per part type with vendor RMA:
     ``rma.sent.<part>``, ``rma.at_vendor_mean.<part>`` (time-weighted units at the vendor) and
     ``spares_scrapped.<part>``."""
@@ -438,8 +438,9 @@ def repair_metrics(shop: RepairShop, tickets: Any, horizon_h: float, gpus_per_no
         cls = rep["impact_gpus"].map(lambda g: impact_class(float(g), gpus_per_node))
         wait = rep.start_h - rep.spare_h
         for c in IMPACT_CLASSES:
-            sel = wait[(cls == c).to_numpy()]
-            m[f"repair.wait_crew_h.{c}"] = float(sel.mean()) if len(sel) else NAN
+            sel = wait[(cls == c).to_numpy()].dropna()
+            if len(sel):  # only a class that had tickets (a mean over none is undefined, not 0)
+                m[f"repair.wait_crew_h.{c}"] = float(sel.mean())
         done = tk[tk["done"].astype(bool)]
         for (part, rung), n in done.groupby([done["part"].astype(str), done["rung"]]).size().items():
             if part in by_part and rung in RUNGS:
