@@ -116,3 +116,21 @@ def test_bad_ladder_and_rma_input_is_one_clear_error() -> None:
     with pytest.raises(InputError) as exc:
         load_dict(doc, "s.yaml")
     assert "rma_turnaround_days" in str(exc.value)
+
+
+def test_cooling_unit_scopes_in_a_hybrid_hall() -> None:
+    """Hybrid cooling has both air zones (3 CRAH units each) and coolant loops (2 CDUs of 2 pumps each):
+    every unit's scope is its own zone or loop (a scope bound late to the other section's counts would
+    name the wrong nodes or none)."""
+    sc = load_scenario("scenarios/hybrid.yaml", ["horizon_days=1"]).scenario
+    m = Model(sc, 0)
+    fac = m.facility
+    zones = [(0, 64), (64, 128)]
+    for i in range(6):
+        assert tuple(fac["crah"].scope(i)) == tuple(range(*zones[i // 3]))
+    for i in range(4):
+        assert tuple(fac["cdu"].scope(i)) == tuple(range(*zones[i // 2]))
+    for i in range(8):
+        assert tuple(fac["cdu_pump"].scope(i)) == tuple(range(*zones[i // 4]))
+    assert tuple(fac["leak"].scope(5)) == (5,)
+    assert fac["crah"].causes == fac["cdu"].causes == frozenset({"thermal_trip"})

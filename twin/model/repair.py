@@ -370,21 +370,21 @@ def bind_scopes(sc: Scenario, cluster: Cluster, facility: dict[str, Any]) -> Non
     if c.air is not None and "crah" in facility and facility["crah"].scope is None:
         zones = node_blocks(racks, c.air.zones, npr)
         per = c.air.crah.count
-        facility["crah"].scope = lambda i: range(*zones[i // per])
+        facility["crah"].scope = lambda i, z=zones, k=per: range(*z[i // k])
         facility["crah"].causes = trip
     lq = c.liquid
     if lq is not None:
         loops = node_blocks(racks, lq.loops, npr)
         per, pumps = lq.cdu.count, lq.cdu.pumps.count
         if "cdu" in facility and facility["cdu"].scope is None:
-            facility["cdu"].scope = lambda i: range(*loops[i // per])
+            facility["cdu"].scope = lambda i, lp=loops, k=per: range(*lp[i // k])
             facility["cdu"].causes = trip
         if "cdu_pump" in facility and facility["cdu_pump"].scope is None:
-            facility["cdu_pump"].scope = lambda i: range(*loops[i // (per * pumps)])
+            facility["cdu_pump"].scope = lambda i, lp=loops, k=per * pumps: range(*lp[i // k])
             facility["cdu_pump"].causes = trip
         if lq.leak is not None and "leak" in facility and facility["leak"].scope is None:
             nb = lq.leak.neighbours
-            facility["leak"].scope = lambda i: range(i, min(i + 1 + nb, (i // npr + 1) * npr))
+            facility["leak"].scope = lambda i, nb=nb, npr=npr: range(i, min(i + 1 + nb, (i // npr + 1) * npr))
 
 
 def rung_counts(tickets: Any) -> dict[str, float]:
