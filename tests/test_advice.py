@@ -31,48 +31,64 @@ from twin.validation.reliability import base_doc
 ROOT = Path(__file__).resolve().parents[1]
 PRETRAIN = ROOT / "scenarios" / "pretrain-16k.yaml"
 BASELINE = ROOT / "scenarios" / "baseline.yaml"
-# pretrain-16k's spares as first bundled: reorder points below the lead-time demand
+# pretrain-16k's spares as first bundled: bought (no RMA), reorder points below the lead-time demand
 OLD_SPARES = ["maintenance.spares.gpu.reorder_point=32", "maintenance.spares.hbm.reorder_point=16",
-              "maintenance.spares.psu.reorder_point=16"]
+              "maintenance.spares.psu.reorder_point=16", "maintenance.spares.gpu.rma_turnaround_days=null",
+              "maintenance.spares.hbm.rma_turnaround_days=null"]
 
 
 def test_spares_below_the_cycle_service_level_are_flagged_with_a_suggestion() -> None:
+    """Bought spares (no RMA: the PSU) are judged by their reorder point against Poisson lead-time
+    demand; a GPU pool without RMA the same way, with the ladder's replacement share 1 − s₁."""
     sc = load_scenario(PRETRAIN, OLD_SPARES).scenario
     flags = {a.field: a.text for a in spares_advice(sc)}
-    assert set(flags) == {"maintenance.spares.gpu.reorder_point", "maintenance.spares.hbm.reorder_point",
-                          "maintenance.spares.psu.reorder_point"}
+    assert set(flags) == {"maintenance.spares.gpu.reorder_point", "maintenance.spares.psu.reorder_point"}
     gpu = sc.cluster.node.parts["gpu"]
-    lead = gpu.count * sc.cluster.n_nodes / gpu.failure.mean() * 14 * 24  # GPUs failing in 14 days
+    s1 = gpu.repair.ladder.remediate_success
+    assert s1 == 0.5  # the bundled ladder (assumption): half the GPU faults clear with a reset
+    lead = gpu.count * sc.cluster.n_nodes / gpu.failure.mean() * (1 - s1) * 14 * 24  # replacements in 14 days
     text = flags["maintenance.spares.gpu.reorder_point"]
-    assert f"mean demand of {lead:.1f} over" in text and "below the mean demand" in text
-    assert f"{int(poisson.ppf(CYCLE_SERVICE_LEVEL, lead))} gives a 95% cycle service level" in text
-    # PSU: 16 against 14 in its 7-day lead time is above the mean but short of 95 % (it drew no flag
-    # while the check was "below the mean")
+    level = poisson.cdf(32, lead)
+    assert 32 > lead and level < CYCLE_SERVICE_LEVEL
+    assert f"mean demand of {lead:.1f} over" in text and f"{1 - level:.0%} of replenishment cycles run out" in text
+    assert f"reorder_point {int(poisson.ppf(CYCLE_SERVICE_LEVEL, lead))} gives a 95% service level" in text
+    # PSU: 16 against 14 in its 7-day lead time is above the mean but short of 95 %
     psu = sc.cluster.node.parts["psu"]
     lead_psu = psu.count * sc.cluster.n_nodes / psu.failure.mean() * 7 * 24
     level = poisson.cdf(16, lead_psu)
     assert 16 > lead_psu and level < CYCLE_SERVICE_LEVEL
     assert f"{1 - level:.0%} of replenishment cycles run out" in flags["maintenance.spares.psu.reorder_point"]
-    # the bundled scenario's reorder points (mean + ~2.3 sd) raise no spares flag
+    # the bundled scenario's reorder points and rotable pools raise no spares flag
     assert not spares_advice(load_scenario(PRETRAIN).scenario)
 
 
+def test_a_rotable_pool_is_judged_by_its_stock_over_the_rma_turnaround() -> None:
+    """With every replaced part returning through RMA no order is placed: the stock circulates and
+    Palm's theorem gives the share of replacements that find a spare, P(Poisson(λ(1 − s₁)T) ≤ S − 1)."""
+    sc = load_scenario(PRETRAIN, ["maintenance.spares.gpu.stock=24"]).scenario
+    flags = {a.field: a.text for a in spares_advice(sc)}
+    gpu, sp = sc.cluster.node.parts["gpu"], sc.maintenance.spares["gpu"]
+    assert sp.rma_turnaround_days == 14 and sp.rma_return_share == 1
+    demand = gpu.count * sc.cluster.n_nodes / gpu.failure.mean() * (1 - gpu.repair.ladder.remediate_success) * 14 * 24
+    assert poisson.cdf(23, demand) < CYCLE_SERVICE_LEVEL
+    assert "maintenance.spares.gpu.stock" in flags and "RMA turnaround" in flags["maintenance.spares.gpu.stock"]
+    assert f"stock {int(poisson.ppf(CYCLE_SERVICE_LEVEL, demand)) + 1} gives" in flags["maintenance.spares.gpu.stock"]
+
+
 def test_spares_advice_fires_for_the_baseline() -> None:
-    """The baseline runs out of spares several times a year (4 to 20 stock-outs in a year's replications):
-    each of its reorder points is below the 95 % cycle service level and is flagged (nothing was
-    flagged while the check was "below the mean lead-time demand")."""
+    """The baseline's bought PSU spares run out in 6 % of replenishment cycles: flagged at the 95 %
+    cycle service level (nothing was flagged while the check was "below the mean lead-time demand").
+    Its GPU and HBM pools return through RMA and, with half the faults cleared by a reset, are
+    within the level."""
     sc = load_scenario(BASELINE).scenario
     flags = {a.field for a in spares_advice(sc)}
-    assert flags == {f"maintenance.spares.{p}.reorder_point" for p in ("gpu", "hbm", "psu")}
-    for name, sp in sc.maintenance.spares.items():
-        part = sc.cluster.node.parts[name]
-        lead = part.count * sc.cluster.n_nodes / part.failure.mean() * sp.lead_time_days * 24
-        assert sp.reorder_point >= lead and poisson.cdf(sp.reorder_point, lead) < CYCLE_SERVICE_LEVEL
-    # at the suggested reorder points nothing is flagged
-    gpu = sc.cluster.node.parts["gpu"]
-    lead = gpu.count * sc.cluster.n_nodes / gpu.failure.mean() * 14 * 24
-    fixed = load_scenario(BASELINE, [f"maintenance.spares.gpu.reorder_point={int(poisson.ppf(0.95, lead))}"])
-    assert "maintenance.spares.gpu.reorder_point" not in {a.field for a in spares_advice(fixed.scenario)}
+    assert flags == {"maintenance.spares.psu.reorder_point"}
+    psu, sp = sc.cluster.node.parts["psu"], sc.maintenance.spares["psu"]
+    lead = psu.count * sc.cluster.n_nodes / psu.failure.mean() * sp.lead_time_days * 24
+    assert sp.reorder_point >= lead and poisson.cdf(sp.reorder_point, lead) < CYCLE_SERVICE_LEVEL
+    # at the suggested reorder point nothing is flagged
+    fixed = load_scenario(BASELINE, [f"maintenance.spares.psu.reorder_point={int(poisson.ppf(0.95, lead))}"])
+    assert not spares_advice(fixed.scenario)
 
 
 def _group_doc(count: int, required: int, mtbf_h: float, mttr_h: float, crews: int) -> dict[str, Any]:
@@ -190,9 +206,9 @@ def test_cli_prints_advice_and_keeps_it_in_the_summary(tmp_path: Path, capsys: p
     assert cli.main([*args, "--dry-run"]) == 0
     out = capsys.readouterr().out
     advice = [line for line in out.splitlines() if line.startswith("advice: ")]
-    assert [a.split(":")[1].strip() for a in advice] == [
-        "maintenance.spares.gpu.reorder_point", "maintenance.spares.hbm.reorder_point",
-        "maintenance.spares.psu.reorder_point", "workload.jobs.0.checkpoint.interval_h"]
+    assert [a.split(":")[1].strip() for a in advice] == [  # hbm's 16 suffices once resets clear half its faults
+        "maintenance.spares.gpu.reorder_point", "maintenance.spares.psu.reorder_point",
+        "workload.jobs.0.checkpoint.interval_h"]
     assert cli.main([*args, "--results", str(tmp_path), "--quiet", "--set", "horizon_days=2"]) == 0
     (folder,) = (tmp_path / "pretrain-16k").iterdir()
     summary = json.loads((folder / "summary.json").read_text())
@@ -214,7 +230,7 @@ def test_reports_show_the_advisories(tmp_path: Path) -> None:
     res = run_experiment(ld, 2, folder=tmp_path / "mc", progress=False, echo=lambda s: None)
     html, mdr, _ = build_report(res.folder)
     for text in (html.read_text(), mdr.read_text()):
-        assert "Advisories" in text and "maintenance.spares.hbm.reorder_point" in text
+        assert "Advisories" in text and "maintenance.spares.psu.reorder_point" in text
 
 
 def test_checkpoint_advice_uses_the_pause_of_an_async_checkpoint() -> None:

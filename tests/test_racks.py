@@ -126,17 +126,19 @@ def test_bad_rack_parts_are_one_clear_error(rack_parts: dict[str, Any], extra: d
 
 
 def test_tickets_of_a_downed_rack_are_dispatched_first() -> None:
-    """A redundant shelf's ticket waits behind node-down work (priority 2) while its rack still runs,
-    and counts as nodes out of service (priority 0) once the rack is down; a node_down tray's is 0."""
+    """A redundant shelf's ticket has no impact (it waits behind node-down work, tie-break priority 2)
+    while its rack still runs, and the rack's GPUs once the rack is down; a node_down tray's is 0."""
     shelf = {"count": 3, "required": 2, "effect": "redundant", "failure": NEVER}
     m = Model(load_dict(doc({"shelf": shelf, "tray": switch()}, racks=2)).scenario, 0)
     pop, tray = m.facility["shelf"], m.facility["tray"]
     assert pop.priority == 2 and tray.priority == 0
+    rack_gpus = m.cluster.nodes_per_rack * m.cluster.gpus_per_node
     pop.fail_now(0)
-    assert not pop.out_of_service(0) and m.cluster.is_up(0)
+    assert m.shop.impact_gpus(pop, 0) == 0 and m.cluster.is_up(0)
     pop.fail_now(1)
-    assert pop.out_of_service(0) and pop.out_of_service(1) and not m.cluster.is_up(0)
-    assert not pop.out_of_service(3)  # rack 1 runs
+    assert m.shop.impact_gpus(pop, 0) == m.shop.impact_gpus(pop, 1) == rack_gpus and not m.cluster.is_up(0)
+    assert m.shop.impact_gpus(pop, 3) == 0  # rack 1 runs
+    assert m.shop.impact_gpus(tray, 0) == 0  # the tray has not failed: the rack is down for the shelf only
 
 
 def test_lifetimes_tell_node_parts_from_rack_parts() -> None:

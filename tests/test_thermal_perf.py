@@ -42,7 +42,8 @@ def test_deferred_replay_with_one_unit_per_gpu() -> None:
 def _power_air(tmp_path: Path) -> tuple[Path, list[str]]:
     """The power-n plant with the air-cooled hall of air.yaml; zone 0 loses three CRAH units at 100 h."""
     air = yaml.safe_load((SCEN / "air.yaml").read_text())
-    doc = {"extends": str(SCEN / "power-n.yaml"), "name": "power-air", "cooling": air["cooling"]}
+    doc = {"extends": str(SCEN / "power-n.yaml"), "name": "power-air", "cooling": air["cooling"],
+           "maintenance": {"crews": air["maintenance"]["crews"]}}  # the CRAH units' facilities pool
     path = tmp_path / "power-air.yaml"
     path.write_text(yaml.safe_dump(doc))
     # and node 0 loses one of its four PSUs at 50 h: capped (power speed < 1) while still thermally cool

@@ -82,8 +82,10 @@ def uniform1(key: tuple[int, int], digest: int, k: int, stream: int = 0) -> floa
     return min((mant + 0.5) * (1.0 / 9007199254740992.0), _ONE_BELOW)
 
 
-STREAMS = {"fail": 0, "repair": 1, "detect": 2}
-"""Stream numbers of a part's purposes (counter word 1)."""
+STREAMS = {"fail": 0, "repair": 1, "detect": 2, "remediate": 3, "remediate_ok": 4, "replace_ok": 5, "escalate": 6,
+           "rma": 7}
+"""Stream numbers of a part's purposes (counter word 1): lifetimes, repair and detection times, and the
+repair ladder's remediation time and outcome, replacement outcome, escalation time and RMA return."""
 
 
 def path_digest(path: str) -> int:

@@ -30,7 +30,7 @@ from twin.model.network import Network
 from twin.model.parts import FacilityParts, PartPopulation
 from twin.model.power import ITPower, PowerChain
 from twin.model.racks import RackParts
-from twin.model.repair import TICKET_COLUMNS, RepairShop
+from twin.model.repair import TICKET_COLUMNS, RepairShop, bind_scopes, repair_metrics
 from twin.model.cooling.component import Thermal
 from twin.model.workload import Workload
 from twin.observe.recorder import Recorder, time_weighted_mean
@@ -96,7 +96,7 @@ GC_EVENTS = 200_000
 """Collect garbage after replications with more events than this (performance.md)."""
 
 PART_COLUMNS = ("part", "effect", "installed", "failures", "node_down_hours", "observed_mtbf_h", "spare_demands",
-                "stockouts")
+                "stockouts", "remediated", "replaced", "escalated", "rma_sent")
 """Columns of the ``parts`` table: one row per part type (node, rack and facility parts, fabric units)."""
 
 
@@ -152,6 +152,7 @@ class Model:
             self._register(comp)
             self.components.append(comp)
             self.by_section[cls.name] = comp
+        bind_scopes(sc, self.cluster, self.facility)  # the cooling units' nodes, for dispatch by impact
         for pop in self.parts.values():
             pop.start()
         for fpop in self.facility.values():
@@ -276,6 +277,7 @@ class Model:
         cut = intervals[intervals["state"] == "cut"]
         metrics["node_cut_hours"] = float((cut["end_h"] - cut["start_h"]).sum())
         tickets = pd.DataFrame(rec.tickets, columns=TICKET_COLUMNS)
+        repair_m, rungs_by_part = repair_metrics(self.shop, tickets, H, gpn, list(self.parts) + list(self.facility))
         part_rows = []
         total_fail = 0
         # node-hours down by the part that took the node down (an interval's cause is the first reason
@@ -303,6 +305,8 @@ class Model:
                 "observed_mtbf_h": part_h / pop.failures if pop.failures else float("inf"),
                 "spare_demands": inv.demands if inv else 0,
                 "stockouts": inv.stockouts if inv else 0,
+                **rungs_by_part[name],
+                "rma_sent": inv.rma_sent if inv else 0,
             })
             total_fail += pop.failures
             metrics[f"failures.{name}"] = float(pop.failures)
@@ -312,15 +316,7 @@ class Model:
                 metrics[f"stockout_share.{name}"] = inv.stockouts / inv.demands if inv.demands else float("nan")
         metrics["failures"] = float(total_fail)
         metrics["stockouts"] = float(sum(i.stockouts for i in self.shop.inventories.values()))
-        for pool in self.shop.crews.values():
-            shift_h = pool.calendar.on_shift_hours(H) * pool.count
-            metrics[f"crew_utilisation.{pool.name}"] = pool.busy_h / shift_h if shift_h else float("nan")
-        if len(tickets):
-            metrics["repair.wait_detect_h"] = float((tickets.detected_h - tickets.fail_h).mean())
-            metrics["repair.wait_spare_h"] = float((tickets.spare_h - tickets.detected_h).mean())
-            metrics["repair.wait_crew_h"] = float((tickets.start_h - tickets.spare_h).mean())
-            metrics["repair.hands_on_h"] = float((tickets.end_h - tickets.start_h).mean())
-            metrics["repair.burn_in_h"] = float((tickets.back_h - tickets.end_h).mean())
+        metrics.update(repair_m)
         tables: dict[str, pd.DataFrame] = {
             "events": rec.events_table(),
             "node_intervals": intervals,

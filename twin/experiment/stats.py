@@ -61,7 +61,8 @@ _FRACTIONS = ("node_availability", "fleet_capacity_availability", "network.spine
 _NON_NEGATIVE = ("failures", "interruptions", "stockouts", "node_down_hours", "node_cut_hours", "network.", "power.",
                  "cooling.", "thermal.", "energy.", "cost.", "lost_gpu_hours", "checkpoint_gpu_hours",
                  "restart_gpu_hours", "useful_gpu_hours", "repair.", "queue_wait_h", "max_job.", "jobs_",
-                 "crew_utilisation.", "horizon_h", "nodes", "gpus_installed", "events_processed")
+                 "crew_utilisation.", "horizon_h", "nodes", "gpus_installed", "events_processed", "rma.",
+                 "spares_scrapped.")
 
 
 def metric_range(metric: str) -> tuple[float, float]:
@@ -297,7 +298,7 @@ _HIGHER = ("availability", "useful", "ettr", "throughput", "speed", "kept", "job
 _LOWER = ("failures", "down_hours", "cut_hours", "cut_node_hours", "stockout", "wait", "lost", "interruptions",
           "energy", "pue", "throttl", "trips", "overhead", "restart", "checkpoint", "slowdown", "idle", "cost", "peak", "repair.")
 _NEUTRAL = ("horizon", "nodes", "gpus_installed", "crew_utilisation", "utilisation", "jobs_submitted",
-            "events_processed")
+            "events_processed", "rma.", "repair.remediated", "repair.replaced", "repair.escalated")
 
 
 def direction(metric: str) -> int:

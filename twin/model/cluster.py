@@ -9,6 +9,7 @@ planned drain...). It is *cut* while at least one link reason holds (NIC, optic,
 from __future__ import annotations
 
 from collections import Counter
+from typing import Iterable
 
 import numpy as np
 
@@ -23,6 +24,13 @@ def rack_path(rack: int) -> str:
 def node_path(node: int, nodes_per_rack: int) -> str:
     """Dotted path of a node, e.g. ``hall.rack03.node012`` (node index within the hall)."""
     return f"{rack_path(node // nodes_per_rack)}.node{node:03d}"
+
+
+def node_blocks(racks: int, groups: int, nodes_per_rack: int) -> list[tuple[int, int]]:
+    """Contiguous node ranges [start, end) of ``groups`` near-equal blocks of racks (air zones, coolant
+    loops: the same rule as the thermal model's)."""
+    return [(((z * racks) // groups) * nodes_per_rack, (((z + 1) * racks) // groups) * nodes_per_rack)
+            for z in range(groups)]
 
 
 class Cluster:
@@ -66,6 +74,19 @@ class Cluster:
 
     def down_reasons(self, node: int) -> Counter[str]:
         return self._down_reasons.get(node, Counter())
+
+    def cut_reasons(self, node: int) -> Counter[str]:
+        return self._cut_reasons.get(node, Counter())
+
+    def out_for(self, nodes: Iterable[int], causes: frozenset[str]) -> int:
+        """How many of ``nodes`` are out of service (down) or cut off the fabric for one of ``causes``."""
+        k = 0
+        for node in nodes:
+            if self.down_count[node] and not causes.isdisjoint(self._down_reasons[node]):
+                k += 1
+            elif self.cut_count[node] and not causes.isdisjoint(self._cut_reasons[node]):
+                k += 1
+        return k
 
     # ---- down / up ----------------------------------------------------------------------
     def add_down(self, node: int, cause: str) -> None:

@@ -27,7 +27,9 @@ Lines, all in ``costs.currency`` over the horizon of T = horizon_days / 365 year
   ``pue_daily`` table (so Σ = ``energy.facility_kwh`` exactly; within a day the cooling overhead is
   spread in proportion to IT power, an approximation when the tariff varies within the day);
   without one, the constant ``costs.energy.pue``.
-* **repair parts**: completed repairs of each part type (tickets done) × part price.
+* **repair parts**: completed replacements of each part type (tickets done at rung 2 or 3 of the repair
+  ladder, less those whose swapped-out part returns through vendor RMA: under warranty, assumption) ×
+  part price.
 * **labour**: Σ pools technicians × on-shift hours in the horizon × rate.
 * **spares holding**: ``holding_rate_per_year`` × part price × mean units on hand × T, the mean
   on hand time-weighted from the inventory's recorder level ``spares_on_hand.<part>`` (it falls
@@ -255,7 +257,9 @@ class Costs(Component):
         # repair parts
         tk = tables.get("tickets")
         if tk is not None and len(tk):
-            done = tk[tk["done"].astype(bool)]
+            # a part bought per replacement (rung 2 or 3) whose swapped-out part did not come back through
+            # vendor RMA (a refurbished return is under warranty: assumption); a remediation buys none
+            done = tk[tk["done"].astype(bool) & (tk["rung"] >= 2) & ~tk["rma"].astype(bool)]
             counts = done.groupby(done["part"].astype(str)).size()
             for part, k in sorted(counts.items()):
                 p = c.parts.get(part, 0.0)

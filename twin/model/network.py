@@ -196,6 +196,9 @@ class Network(Component):
                                     parts["leaf"], self._on_leaf, shop.on_failure)
         self.spines = FacilityParts(eng, "spine", [spine_path(s) for s in range(S)], parts["spine"],
                                     self._on_spine, shop.on_failure)
+        # dispatch by impact: an access optic cuts its node, a leaf its group's nodes (off one rail)
+        self.optics.scope = lambda i: (((i // opl) // R,) if i // opl < A else ())
+        self.leaves.scope = lambda i: self._group_nodes(i // R)
         # link flaps: one counter-based stream per link (access links; trunk links when their rate is set)
         self.access_flaps = _Flaps(eng, spec.link_flaps_per_link_per_year / HOURS_PER_YEAR, flap_digests,
                                    self._access_flap)

@@ -8,7 +8,7 @@ each). A replaced part renews (as good as new) with its next draw ``k + 1``.
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -198,6 +198,10 @@ class FacilityParts:
         self.life_h = np.zeros(self.n, dtype=np.float64)
         self.failures = 0
         self.repairs = np.zeros(self.n, dtype=np.int64)
+        self.scope: Callable[[int], Iterable[int]] | None = None
+        """Nodes whose service unit ``idx``'s failure can take away (set by the owning model; none: no
+        node). Dispatch by impact counts the GPUs of those out of service, or cut, for one of ``causes``."""
+        self.causes: frozenset[str] = frozenset({name})
 
     def path(self, idx: int) -> str:
         return self._paths[idx]
@@ -206,11 +210,6 @@ class FacilityParts:
         return -1
 
     def node_failed_by_group(self, node: int) -> bool:
-        return False
-
-    def out_of_service(self, idx: int) -> bool:
-        """True while this unit's failure keeps nodes out of service (its ticket is dispatched first);
-        site units of the plant and fabric act through their models instead."""
         return False
 
     uniform = PartPopulation.uniform

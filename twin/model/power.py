@@ -372,6 +372,13 @@ class PowerChain(Component):
                 paths = [f"power.feed{x}.{name}" for x in self.feeds]
             fp = FacilityParts(eng, name, paths, spec.element_part(name, len(paths)),
                                (lambda i, ok, nm=name: self._on_unit(nm, i, ok)), ctx.shop.on_failure)
+            # dispatch by impact: a PDU's nodes, or every node of a feed-level unit, out for a power cause
+            if name == "pdu":
+                fp.scope = lambda i: np.flatnonzero(self.node_pdu == i % self.K)
+                fp.causes = frozenset({f"power:{CAUSES[_PDU - 1]}"})
+            else:
+                fp.scope = lambda i: range(n)
+                fp.causes = frozenset(f"power:{c}" for c in CAUSES[2:])  # utility, generator_start, feed
             self.units[name] = fp
         # ---- utility sources: (stream path, feeds)
         if spec.utility.shared:

@@ -8,13 +8,14 @@ type's threshold units of a rack work (effect ``node_down``: all of them, any fa
 ``redundant``: ``min_to_run``, default ``required``), every node of the rack is down with the part's name as cause (``cluster.add_down``): the workload interrupts the jobs
 there, IT power and thermal see the nodes out of service, ``node_down_hours.<name>`` and
 ``interruptions.<name>`` count it. Repairs are hot: no node is drained or burnt in (the nodes are
-down with the rack while the group has failed). Crews take a ticket first (priority 0) while its
-rack is down, else at the part's dispatch priority (default: 0 for node_down, 2 for redundant).
+down with the rack while the group has failed). Dispatch by impact counts the GPUs of the unit's rack
+while the rack is down for this part type (its ``scope`` and cause); ties go by the part's dispatch
+priority (default: 0 for node_down, 2 for redundant).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,18 +25,6 @@ from twin.model.parts import FacilityParts
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
-
-
-class _RackPopulation(FacilityParts):
-    """A rack part type's units: a repair ticket counts as one for nodes out of service (dispatched
-    first) while the unit's rack is down for this part type."""
-
-    def __init__(self, owner: "RackParts", *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._owner = owner
-
-    def out_of_service(self, idx: int) -> bool:
-        return self._owner.rack_down(self.name, idx)
 
 
 class RackParts(Component):
@@ -64,8 +53,10 @@ class RackParts(Component):
             # node_down: any unit's failure takes the rack down (as for a node part); redundant: k-of-n
             self.fail_below[name] = spec.count if spec.effect == "node_down" else spec.fail_below
             self.count[name] = spec.count
-            pop = _RackPopulation(self, ctx.engine, name, paths, spec,
-                                  lambda idx, ok, name=name: self._on_change(name, idx, ok), ctx.shop.on_failure)
+            pop = FacilityParts(ctx.engine, name, paths, spec,
+                                lambda idx, ok, name=name: self._on_change(name, idx, ok), ctx.shop.on_failure)
+            npr, cnt = cl.nodes_per_rack, spec.count
+            pop.scope = lambda idx, npr=npr, cnt=cnt: range((idx // cnt) * npr, (idx // cnt + 1) * npr)  # its rack
             if spec.dispatch_priority is None:  # like node parts: node-down 0, lost redundancy 2
                 pop.priority = 0 if spec.effect == "node_down" else 2
             self.pops[name] = pop

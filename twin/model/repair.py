@@ -1,40 +1,122 @@
-"""Repair logistics (model.md §2): detection → spare part → crew on shift → repair → burn-in.
+"""Repair logistics (model.md §2): detection → the repair ladder → burn-in.
+
+The ladder of a part type (``repair.ladder``): automated remediation first (reset, reboot, row remap:
+no technician, no spare; it clears the fault with probability s₁), then a replacement by a technician
+of the part's crew pool with a spare (it clears the fault with probability s₂), then escalation (a deep
+repair or vendor visit with its own time, no technician held, no second spare). The part swapped out
+by a replacement goes back to stock through vendor RMA when its inventory has one: the RMA is opened
+when the replacement takes its spare and the refurbished unit arrives a turnaround later (stock
+logistics, not downtime).
 
 A ticket reserves its spare before it calls a crew, so technicians are never held idle waiting
-for a delivery (a stated modelling choice). Crews are dispatched by priority: tickets whose node is
-out of service first, then lost links, then lost redundancy; FIFO within a priority. A repair that
-has started runs to completion even past the end of a shift (assumption).
+for a delivery (a stated modelling choice). Crews are dispatched by impact (:class:`CrewPool`): a free
+technician on shift takes any ticket that has waited ``maintenance.dispatch.ageing_h`` first (oldest
+first), else the ticket whose repair returns the most GPUs to service now, then the part's dispatch
+priority, then the longest wait. A repair that has started runs to completion even past the end of a
+shift (assumption).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Any, Generator
+from typing import Any, Callable, Generator
 
 import numpy as np
 import simpy
 
-from twin.model.cluster import Cluster
+from twin.model.cluster import Cluster, node_blocks
 from twin.model.engine import Engine
 from twin.scenario.distributions import Fixed
-from twin.scenario.schema import Maintenance, Shift, Spares
-from twin.units import Calendar, HOURS_PER_DAY
+from twin.scenario.schema import Maintenance, Scenario, Shift, Spares
+from twin.units import HOURS_PER_DAY, Calendar
+
+NAN = float("nan")
+
+
+@dataclass
+class _Waiting:
+    """A ticket waiting for a technician of a pool."""
+
+    since_h: float
+    order: int
+    seq: int
+    impact: Callable[[], int]
+    event: simpy.Event
 
 
 class CrewPool:
-    def __init__(self, engine: Engine, name: str, spec: Shift) -> None:
+    """Technicians of one skill with a working calendar and a dispatch queue (see the module docstring).
+
+    ``request`` returns an event that fires when a technician is assigned, with the ticket's impact
+    (GPUs) at that moment as its value; ``release`` frees the technician. Assignments happen only while
+    the pool is on shift (at a request, a release, or the next shift start)."""
+
+    def __init__(self, engine: Engine, name: str, spec: Shift, ageing_h: float) -> None:
+        self.engine = engine
         self.name = name
         self.count = spec.count
-        self.resource = simpy.PriorityResource(engine.env, capacity=spec.count)
+        self.free = spec.count
+        self.ageing_h = ageing_h
         self.calendar = Calendar(spec.shift, spec.start_hour, spec.end_hour, list(spec.workdays))
+        self.queue: list[_Waiting] = []
+        self._seq = 0
+        self._wake = False
         self.busy_h = 0.0
         self.jobs = 0
+        self._level = f"crew_busy.{name}"  # step function of technicians at work
+        engine.recorder.level(self._level, engine.now, 0)
+
+    def request(self, impact: Callable[[], int], order: int) -> simpy.Event:
+        ev = self.engine.env.event()
+        self._seq += 1
+        self.queue.append(_Waiting(self.engine.now, order, self._seq, impact, ev))
+        self._dispatch()
+        return ev
+
+    def release(self) -> None:
+        self.free += 1
+        self.engine.recorder.level(self._level, self.engine.now, self.count - self.free)
+        self._dispatch()
+
+    def _on_wake(self) -> None:
+        self._wake = False
+        self._dispatch()
+
+    def _key(self, w: _Waiting, now: float) -> tuple[Any, ...]:
+        if now - w.since_h >= self.ageing_h:
+            return (0, w.since_h, w.seq)  # aged: oldest first, before every younger ticket
+        return (1, -w.impact(), w.order, w.since_h, w.seq)
+
+    def _dispatch(self) -> None:
+        if not self.queue or self.free == 0:
+            return
+        eng = self.engine
+        now = eng.now
+        if not self.calendar.on_shift(now):
+            if not self._wake:
+                self._wake = True
+                eng.call_at(now + self.calendar.wait_h(now), self._on_wake)
+            return
+        while self.free and self.queue:
+            q = self.queue
+            i = 0 if len(q) == 1 else min(range(len(q)), key=lambda j: self._key(q[j], now))
+            w = q.pop(i)
+            self.free -= 1
+            w.event.succeed(w.impact())
+        eng.recorder.level(self._level, now, self.count - self.free)
 
 
 class Inventory:
-    """Spares of one part type with an (s, Q) policy on the inventory position
-    (on hand + on order − backorders). Demands that find none on hand are stock-outs and wait
-    in FIFO order for deliveries."""
+    """Spares of one part type with an (s, Q) policy on the inventory position (on hand + on order +
+    at the vendor for RMA − backorders). Demands that find none on hand are stock-outs and wait in FIFO
+    order for deliveries or RMA returns.
+
+    With vendor RMA, the RMA is opened when a replacement takes a spare: the failed part it replaces
+    comes back refurbished (or, with advance replacement, the vendor's unit arrives) ``rma_turnaround``
+    later, whether or not the demand found a spare, so the pipeline is Palm's: units at the vendor are
+    the RMAs of the last turnaround. A part the vendor scraps lowers the position (the (s, Q) policy
+    may order)."""
 
     def __init__(self, engine: Engine, part: str, spec: Spares) -> None:
         self.engine = engine
@@ -43,20 +125,32 @@ class Inventory:
         self.reorder_point = spec.reorder_point if spec.reorder_point is not None else spec.stock - 1
         self.reorder_qty = spec.reorder_qty
         self.lead_h = spec.lead_time_days * HOURS_PER_DAY
+        self.rma_h = None if spec.rma_turnaround_days is None else spec.rma_turnaround_days * HOURS_PER_DAY
+        self.rma_return_share = spec.rma_return_share
         self.on_order = 0
+        self.at_vendor = 0
         self.waiting: list[simpy.Event] = []
         self.demands = 0
         self.stockouts = 0
         self.orders = 0
+        self.rma_sent = 0
+        self.rma_returned = 0
+        self.scrapped = 0
         self._level = f"spares_on_hand.{part}"  # step function of units on hand (priced by the cost model)
         engine.recorder.level(self._level, engine.now, self.on_hand)
+        if self.rma_h is not None:
+            self._rma_level = f"rma_at_vendor.{part}"  # step function of units at the vendor
+            engine.recorder.level(self._rma_level, engine.now, 0)
 
-    def take(self) -> tuple[simpy.Event, bool]:
-        """Request one spare. Returns (event that fires when the spare is in hand, stock-out?)."""
+    def take(self, returned: bool = False) -> tuple[simpy.Event, bool]:
+        """Request one spare; with RMA, ``returned`` says whether the part it replaces comes back
+        refurbished (else it is scrapped). Returns (event that fires when the spare is in hand, stock-out?)."""
         env = self.engine.env
         self.demands += 1
         ev = env.event()
         stockout = self.on_hand == 0
+        if self.rma_h is not None:
+            self._rma(returned)
         if stockout:
             self.stockouts += 1
             self.engine.recorder.event(self.engine.now, "stockout", f"spares.{self.part}", -1, 0.0)
@@ -68,8 +162,24 @@ class Inventory:
         self._reorder()
         return ev, stockout
 
+    def _rma(self, returned: bool) -> None:
+        assert self.rma_h is not None
+        if returned:
+            self.rma_sent += 1
+            self.at_vendor += 1
+            self.engine.recorder.level(self._rma_level, self.engine.now, self.at_vendor)
+            self.engine.call_at(self.engine.now + self.rma_h, self._rma_back)
+        else:
+            self.scrapped += 1
+
+    def _rma_back(self) -> None:
+        self.at_vendor -= 1
+        self.rma_returned += 1
+        self.engine.recorder.level(self._rma_level, self.engine.now, self.at_vendor)
+        self._arrive(1)
+
     def _position(self) -> int:
-        return self.on_hand + self.on_order - len(self.waiting)
+        return self.on_hand + self.on_order + self.at_vendor - len(self.waiting)
 
     def _reorder(self) -> None:
         while self._position() <= self.reorder_point:
@@ -80,11 +190,58 @@ class Inventory:
 
     def _deliver(self, qty: int) -> None:
         self.on_order -= qty
+        self._arrive(qty)
+
+    def _arrive(self, qty: int) -> None:
         self.on_hand += qty
         while self.waiting and self.on_hand > 0:
             self.on_hand -= 1
             self.waiting.pop(0).succeed()
         self.engine.recorder.level(self._level, self.engine.now, self.on_hand)
+
+
+TICKET_COLUMNS = [
+    "ticket", "part", "path", "node", "effect", "fail_h", "detected_h", "remediated_h", "spare_h", "crew_h",
+    "start_h", "end_h", "fixed_h", "back_h", "rung", "impact_gpus", "stockout", "drained", "rma", "crew_pool",
+    "done",
+]
+"""Columns of the ``tickets`` table: times in hours (a phase a ticket skipped ends when the one before it
+did; a phase not reached by the horizon is NaN). ``remediated_h`` ends the remediation attempt (=
+``detected_h`` without one), ``end_h`` the hands-on replacement, ``fixed_h`` the escalation (= ``end_h``
+without one), ``back_h`` the burn-in. ``rung``: 1 remediated, 2 replaced, 3 escalated (0: open at the
+horizon before its outcome was known). ``impact_gpus``: GPUs out because of the unit when a technician
+was assigned (NaN: none was). ``rma``: the swapped-out part went to the vendor and will return."""
+
+RUNGS = {1: "remediated", 2: "replaced", 3: "escalated"}
+
+
+@dataclass
+class _Ticket:
+    tid: int
+    part: str
+    path: str
+    node: int
+    effect: str
+    pool: str
+    fail_h: float
+    detected_h: float = NAN
+    remediated_h: float = NAN
+    spare_h: float = NAN
+    crew_h: float = NAN
+    start_h: float = NAN
+    end_h: float = NAN
+    fixed_h: float = NAN
+    back_h: float = NAN
+    rung: int = 0
+    impact_gpus: float = NAN
+    stockout: bool = False
+    drained: bool = False
+    rma: bool = False
+
+    def row(self, done: bool) -> tuple[Any, ...]:
+        return (self.tid, self.part, self.path, self.node, self.effect, self.fail_h, self.detected_h,
+                self.remediated_h, self.spare_h, self.crew_h, self.start_h, self.end_h, self.fixed_h, self.back_h,
+                self.rung, self.impact_gpus, self.stockout, self.drained, self.rma, self.pool, done)
 
 
 @dataclass
@@ -100,11 +257,12 @@ class RepairShop:
 
     def __post_init__(self) -> None:
         for name, shift in self.spec.crews.items():
-            self.crews[name] = CrewPool(self.engine, name, shift)
+            self.crews[name] = CrewPool(self.engine, name, shift, self.spec.dispatch.ageing_h)
         for part, sp in self.spec.spares.items():
             self.inventories[part] = Inventory(self.engine, part, sp)
         self._default_pool = next(iter(self.crews))
-        self.open: dict[int, tuple[Any, ...]] = {}
+        self.open: dict[int, _Ticket] = {}
+        self._node_causes: dict[str, frozenset[str]] = {}
 
     def on_failure(self, pop: Any, idx: int) -> None:
         self._ticket_id += 1
@@ -116,75 +274,185 @@ class RepairShop:
         u = pop.uniform(idx, purpose, k)  # stream "<part path>#<purpose>", draw k
         return float(dist.sample(np.array([u]))[0])  # type: ignore[attr-defined]
 
+    def impact_gpus(self, pop: Any, idx: int) -> int:
+        """GPUs out of service (or cut off the fabric) now because of unit ``idx`` of ``pop``: those of
+        its node for a node part, of the nodes in its ``scope`` for a site or rack unit, counted when
+        the node's down (or cut) reasons include one of the unit's causes."""
+        node = pop.node_of(idx)
+        cl = self.cluster
+        if node >= 0:
+            causes = self._node_causes.get(pop.name)
+            if causes is None:
+                causes = self._node_causes[pop.name] = frozenset({pop.name})
+            return cl.out_for((node,), causes) * cl.gpus_per_node
+        if pop.scope is None:
+            return 0
+        return cl.out_for(pop.scope(idx), pop.causes) * cl.gpus_per_node
+
     def _ticket(self, tid: int, pop: Any, idx: int) -> Generator[simpy.Event, object, None]:
         eng = self.engine
         env = eng.env
-        rec = eng.recorder
         node = pop.node_of(idx)
-        path = pop.path(idx)
         k = int(pop.repairs[idx])
-        t_fail = eng.now
+        rep = pop.spec.repair
+        lad = rep.ladder
+        pool = self.crews[rep.crew or self._default_pool]
+        t = self.open[tid] = _Ticket(tid, pop.name, pop.path(idx), node, pop.spec.effect, pool.name, eng.now)
         yield env.timeout(self._draw(pop, idx, "detect", k, self.spec.detection))
-        t_detect = eng.now
-        stockout = False
+        t.detected_h = eng.now
+        if lad.remediate_success > 0:  # rung 1: automated remediation, no technician, no spare
+            yield env.timeout(self._draw(pop, idx, "remediate", k, lad.remediate_time))
+            t.remediated_h = eng.now
+            if lad.remediate_success >= 1 or pop.uniform(idx, "remediate_ok", k) < lad.remediate_success:
+                t.rung = 1
+                t.spare_h = t.crew_h = t.start_h = t.end_h = t.fixed_h = t.back_h = eng.now
+                pop.restore(idx)  # renewed: a fresh lifetime from now (assumption, the Ladder docstring)
+                self._close(tid, pop, idx)
+                return
+        else:
+            t.remediated_h = t.detected_h
         inv = self.inventories.get(pop.name)
         if inv is not None:
-            ev, stockout = inv.take()
+            if inv.rma_h is not None:  # the RMA of the part this replacement swaps out
+                share = inv.rma_return_share
+                t.rma = share >= 1 or (share > 0 and pop.uniform(idx, "rma", k) < share)
+            ev, t.stockout = inv.take(t.rma)
             yield ev
-        t_spare = eng.now
-        pool = self.crews[pop.spec.repair.crew or self._default_pool]
-        self.open[tid] = (pop.name, path, node, pop.spec.effect, t_fail, t_detect, t_spare, stockout, pool.name)
-        while True:
-            # queue for a crew only while the crew is on shift, so an off-shift low-priority ticket
-            # never holds a crew over a weekend ahead of a node-down ticket
-            wait = pool.calendar.wait_h(eng.now)
-            if wait > 0:
-                yield env.timeout(wait)
-            node_out = not self.cluster.is_up(node) if node >= 0 else pop.out_of_service(idx)
-            req = pool.resource.request(priority=0 if node_out else pop.priority)
-            yield req
-            if pool.calendar.on_shift(eng.now):
-                break
-            pool.resource.release(req)  # the shift ended while it queued: wait for the next one
-        t_crew = eng.now
-        t_start = eng.now
-        drained = False
-        if node >= 0 and not pop.spec.repair.hot_swap and pop.spec.effect not in ("node_down", "transient"):
+        t.spare_h = eng.now
+        impact = yield pool.request(lambda: self.impact_gpus(pop, idx), pop.priority)
+        t.impact_gpus = float(impact)  # type: ignore[arg-type]
+        t.crew_h = t.start_h = eng.now
+        if node >= 0 and not rep.hot_swap and pop.spec.effect not in ("node_down", "transient"):
             self.cluster.add_down(node, f"repair:{pop.name}")
-            drained = True
-        yield env.timeout(self._draw(pop, idx, "repair", k, pop.spec.repair.time))
-        t_end = eng.now
-        pool.resource.release(req)
-        pool.busy_h += t_end - t_start
+            t.drained = True
+        yield env.timeout(self._draw(pop, idx, "repair", k, rep.time))
+        t.end_h = eng.now
+        pool.release()
+        pool.busy_h += t.end_h - t.start_h
         pool.jobs += 1
-        burn = pop.spec.repair.burn_in_h
-        affects_node = node >= 0 and (drained or pop.spec.effect == "node_down" or pop.node_failed_by_group(node))
+        t.rung = 2
+        if lad.replace_success < 1 and pop.uniform(idx, "replace_ok", k) >= lad.replace_success:
+            t.rung = 3  # escalation: the node stays out, no technician held, no second spare
+            yield env.timeout(self._draw(pop, idx, "escalate", k, lad.escalate_time))
+        t.fixed_h = eng.now
+        burn = rep.burn_in_h
+        affects_node = node >= 0 and (t.drained or pop.spec.effect == "node_down" or pop.node_failed_by_group(node))
         if burn > 0 and affects_node:
             self.cluster.add_down(node, "burn_in")
         pop.restore(idx)
-        if drained:
+        if t.drained:
             self.cluster.remove_down(node, f"repair:{pop.name}")
         if burn > 0 and affects_node:
             yield env.timeout(burn)
             self.cluster.remove_down(node, "burn_in")
-        t_back = eng.now
-        del self.open[tid]
-        rec.event(t_back, "repair_done", path, node, t_back - t_fail)
-        rec.tickets.append(
-            (tid, pop.name, path, node, pop.spec.effect, t_fail, t_detect, t_spare, t_crew, t_start, t_end,
-             t_back, stockout, drained, pool.name, True)
-        )
+        t.back_h = eng.now
+        self._close(tid, pop, idx)
+
+    def _close(self, tid: int, pop: Any, idx: int) -> None:
+        t = self.open.pop(tid)
+        self.engine.recorder.event(t.back_h, "repair_done", t.path, t.node, t.back_h - t.fail_h)
+        self.engine.recorder.tickets.append(t.row(True))
 
     def finish(self) -> None:
         """Tickets still open at the horizon, with the phases they reached (NaN after that)."""
-        nan = float("nan")
-        for tid, (name, path, node, effect, t_fail, t_detect, t_spare, stockout, pool) in sorted(self.open.items()):
-            self.engine.recorder.tickets.append(
-                (tid, name, path, node, effect, t_fail, t_detect, t_spare, nan, nan, nan, nan, stockout,
-                 False, pool, False))
+        for tid, t in sorted(self.open.items()):
+            self.engine.recorder.tickets.append(t.row(False))
 
 
-TICKET_COLUMNS = [
-    "ticket", "part", "path", "node", "effect", "fail_h", "detected_h", "spare_h", "crew_h",
-    "start_h", "end_h", "back_h", "stockout", "drained", "crew_pool", "done",
-]
+def bind_scopes(sc: Scenario, cluster: Cluster, facility: dict[str, Any]) -> None:
+    """Give the cooling units whose owner does not declare them the nodes they serve (air zones and
+    coolant loops are blocks of racks, :func:`twin.model.cluster.node_blocks`) and the causes they take
+    them down by, so dispatch by impact sees a CDU cooling 64 nodes. A unit's owner may set its own."""
+    c = sc.cooling
+    if c is None:
+        return
+    racks, npr = sc.cluster.racks, sc.cluster.nodes_per_rack
+    trip = frozenset({"thermal_trip"})  # the thermal model's down reason for a trip (twin.model.thermal.TRIP)
+    if c.air is not None and "crah" in facility and facility["crah"].scope is None:
+        zones = node_blocks(racks, c.air.zones, npr)
+        per = c.air.crah.count
+        facility["crah"].scope = lambda i, z=zones, k=per: range(*z[i // k])
+        facility["crah"].causes = trip
+    lq = c.liquid
+    if lq is not None:
+        loops = node_blocks(racks, lq.loops, npr)
+        per, pumps = lq.cdu.count, lq.cdu.pumps.count
+        if "cdu" in facility and facility["cdu"].scope is None:
+            facility["cdu"].scope = lambda i, lp=loops, k=per: range(*lp[i // k])
+            facility["cdu"].causes = trip
+        if "cdu_pump" in facility and facility["cdu_pump"].scope is None:
+            facility["cdu_pump"].scope = lambda i, lp=loops, k=per * pumps: range(*lp[i // k])
+            facility["cdu_pump"].causes = trip
+        if lq.leak is not None and "leak" in facility and facility["leak"].scope is None:
+            nb = lq.leak.neighbours
+            facility["leak"].scope = lambda i, nb=nb, npr=npr: range(i, min(i + 1 + nb, (i // npr + 1) * npr))
+
+
+def rung_counts(tickets: Any) -> dict[str, float]:
+    """Done tickets per rung of the ladder: ``repair.<remediated|replaced|escalated>``."""
+    done = tickets[tickets["done"].astype(bool)] if len(tickets) else tickets
+    return {f"repair.{name}": float((done["rung"] == r).sum()) if len(done) else 0.0 for r, name in RUNGS.items()}
+
+
+def impact_class(gpus: float, gpus_per_node: int) -> str:
+    """Impact class of a ticket: ``none`` (0 GPUs: lost redundancy), ``node`` (up to one node's GPUs),
+    ``multi`` (more: a rack, a zone, a loop)."""
+    if math.isnan(gpus):
+        return "unassigned"
+    if gpus <= 0:
+        return "none"
+    return "node" if gpus <= gpus_per_node else "multi"
+
+
+IMPACT_CLASSES = ("none", "node", "multi")
+
+
+def repair_metrics(shop: RepairShop, tickets: Any, horizon_h: float, gpus_per_node: int,
+                   parts: list[str]) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
+    """Metrics of the repair logistics, and each part type's done tickets per rung (for the parts table).
+
+    Phase means are over the tickets that reached each phase: ``repair.wait_detect_h`` and
+    ``repair.remediation_h`` over all, the rest over those that went to a technician (rung 2 or 3).
+    ``repair.wait_crew_h.<none|node|multi>``: mean wait for a technician by impact class at dispatch
+    (:func:`impact_class`; absent when a class had no ticket). ``crew_utilisation.<pool>``: busy
+    technician-hours over on-shift technician-hours. Per part type with vendor RMA:
+    ``rma.sent.<part>``, ``rma.at_vendor_mean.<part>`` (time-weighted units at the vendor) and
+    ``spares_scrapped.<part>``."""
+    from twin.observe.recorder import time_weighted_mean
+
+    m: dict[str, float] = {}
+    for pool in shop.crews.values():
+        shift_h = pool.calendar.on_shift_hours(horizon_h) * pool.count
+        m[f"crew_utilisation.{pool.name}"] = pool.busy_h / shift_h if shift_h else NAN
+    by_part: dict[str, dict[str, int]] = {p: {name: 0 for name in RUNGS.values()} for p in parts}
+    if len(tickets):
+        tk = tickets
+        m["repair.wait_detect_h"] = float((tk.detected_h - tk.fail_h).mean())
+        m["repair.remediation_h"] = float((tk.remediated_h - tk.detected_h).mean())
+        rep = tk[tk["rung"] != 1]
+        m["repair.wait_spare_h"] = float((rep.spare_h - rep.remediated_h).mean())
+        m["repair.wait_crew_h"] = float((rep.start_h - rep.spare_h).mean())
+        m["repair.hands_on_h"] = float((rep.end_h - rep.start_h).mean())
+        m["repair.escalation_h"] = float((rep.fixed_h - rep.end_h).mean())
+        m["repair.burn_in_h"] = float((rep.back_h - rep.fixed_h).mean())
+        m.update(rung_counts(tk))
+        cls = rep["impact_gpus"].map(lambda g: impact_class(float(g), gpus_per_node))
+        wait = rep.start_h - rep.spare_h
+        for c in IMPACT_CLASSES:
+            sel = wait[(cls == c).to_numpy()].dropna()
+            if len(sel):  # only a class that had tickets (a mean over none is undefined, not 0)
+                m[f"repair.wait_crew_h.{c}"] = float(sel.mean())
+        done = tk[tk["done"].astype(bool)]
+        for (part, rung), n in done.groupby([done["part"].astype(str), done["rung"]]).size().items():
+            if part in by_part and rung in RUNGS:
+                by_part[part][RUNGS[int(rung)]] = int(n)
+    else:
+        m.update({f"repair.{name}": 0.0 for name in RUNGS.values()})
+    for part, inv in shop.inventories.items():
+        if inv.rma_h is None:
+            continue
+        ts, vs = shop.engine.recorder.level_series(f"rma_at_vendor.{part}")
+        m[f"rma.sent.{part}"] = float(inv.rma_sent)
+        m[f"rma.at_vendor_mean.{part}"] = time_weighted_mean(ts, vs, horizon_h)
+        m[f"spares_scrapped.{part}"] = float(inv.scrapped)
+    return m, by_part

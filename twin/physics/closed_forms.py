@@ -28,6 +28,8 @@ __all__ = [
     "daly_expected_wall_time_h",
     "palm_stockout_share",
     "job_interruption_rate_per_h",
+    "ladder_rung_probabilities",
+    "ladder_mean_downtime_h",
 ]
 
 
@@ -224,3 +226,24 @@ def palm_stockout_share(failure_rate_per_h: ArrayLike, lead_time_h: ArrayLike, s
 def job_interruption_rate_per_h(n_nodes: ArrayLike, node_rate_per_h: ArrayLike) -> FloatOrArray:
     """Interruption rate (per hour) of an N-node job: N·r_node."""
     return _out(_f(n_nodes) * _f(node_rate_per_h))
+
+
+def ladder_rung_probabilities(successes: list[float]) -> list[float]:
+    """Unconditional probabilities of ending on each rung of a repair ladder whose rung i clears the
+    fault with conditional probability sᵢ (the last rung always clears it): p₁ = s₁,
+    p₂ = (1 − s₁)s₂, ..., p_last = Π(1 − sᵢ)."""
+    out, rest = [], 1.0
+    for s in successes:
+        out.append(rest * s)
+        rest *= 1.0 - s
+    return out + [rest]
+
+
+def ladder_mean_downtime_h(successes: list[float], rung_times_h: list[float]) -> float:
+    """Mean downtime per failure Σ pᵢ·Tᵢ, with pᵢ from :func:`ladder_rung_probabilities` and Tᵢ the
+    cumulative time (hours) of a failure that ends on rung i (every rung before it included), when no
+    ticket waits for a crew or a spare."""
+    p = ladder_rung_probabilities(successes)
+    if len(rung_times_h) != len(p):
+        raise ValueError(f"need {len(p)} cumulative rung times, got {len(rung_times_h)}")
+    return float(sum(pi * ti for pi, ti in zip(p, rung_times_h)))

@@ -60,15 +60,18 @@ class Advice:
 
 
 def repair_units(sc: "Scenario") -> dict[str, tuple[int, float, Any]]:
-    """Units that open a repair ticket when they fail, by part type: (installed units, failures per
-    hour, the part's spec). Node parts (count × nodes; transient faults open no ticket), rack parts
-    (count × racks) and fabric units."""
+    """Units whose failures need a technician and a spare, by part type: (installed units, such
+    failures per hour, the part's spec). Node parts (count × nodes; transient faults open no ticket),
+    rack parts (count × racks) and fabric units. A failure that the repair ladder's automated
+    remediation clears (share ``repair.ladder.remediate_success``) needs neither, so the rate counts
+    the replacement share 1 − s₁ of failures only."""
     n = sc.cluster.n_nodes
     out: dict[str, tuple[int, float, Any]] = {}
 
     def add(name: str, units: int, part: Any) -> None:
         m = mean_time_h(part.failure)
-        out[name] = (units, units / m if m > 0 else math.inf, part)
+        replace = 1.0 - part.repair.ladder.remediate_success
+        out[name] = (units, units * replace / m if m > 0 else math.inf, part)
 
     for name, part in sc.cluster.node.parts.items():
         if part.effect != "transient":
@@ -91,8 +94,14 @@ def repair_demand_per_h(sc: "Scenario") -> dict[str, tuple[float, Any]]:
 
 
 def spares_advice(sc: "Scenario") -> list[Advice]:
-    """A reorder point whose cycle service level, P(Poisson lead-time demand ≤ reorder point), is
-    below :data:`CYCLE_SERVICE_LEVEL`: stock-outs in more than one replenishment cycle in twenty."""
+    """Spares that run out too often, at the :data:`CYCLE_SERVICE_LEVEL`.
+
+    Bought spares ((s, Q) reorder, no RMA): the reorder point's cycle service level, P(Poisson
+    lead-time demand ≤ reorder point). A rotable pool (vendor RMA returning every replaced part,
+    ``rma_return_share`` 1): no order is ever placed, the stock S circulates, and by Palm's theorem
+    the share of replacements that find a spare is P(Poisson(demand over the turnaround) ≤ S − 1).
+    With a share r < 1 returned, the scrapped rest is bought after the lead time: the replenishment
+    time is taken as their mean, r·T_rma + (1 − r)·T_lead, against the reorder point."""
     from scipy.stats import poisson
 
     demand = repair_demand_per_h(sc)
@@ -101,19 +110,30 @@ def spares_advice(sc: "Scenario") -> list[Advice]:
         if name not in demand:
             continue
         rate_h = demand[name][0]
-        lead = rate_h * sp.lead_time_days * HOURS_PER_DAY
-        s = sp.reorder_point if sp.reorder_point is not None else sp.stock - 1
+        days = sp.lead_time_days
+        rotable = sp.rma_turnaround_days is not None and sp.rma_return_share >= 1.0
+        if sp.rma_turnaround_days is not None:
+            r = sp.rma_return_share
+            days = r * sp.rma_turnaround_days + (1.0 - r) * sp.lead_time_days
+        lead = rate_h * days * HOURS_PER_DAY
+        if rotable:
+            field, s, what = "stock", sp.stock - 1, "stock less one"
+            kind = "RMA turnaround"
+        else:
+            field = "reorder_point"
+            s = sp.reorder_point if sp.reorder_point is not None else sp.stock - 1
+            what, kind = "reorder point", "replenishment time"
         level = float(poisson.cdf(s, lead))
         if level < CYCLE_SERVICE_LEVEL:
-            suggest = int(poisson.ppf(CYCLE_SERVICE_LEVEL, lead))
+            suggest = int(poisson.ppf(CYCLE_SERVICE_LEVEL, lead)) + (1 if rotable else 0)
             regime = ("below the mean demand: expect stock-outs in most replenishment cycles" if s < lead else
                       f"{1 - level:.0%} of replenishment cycles run out")
             out.append(Advice(
-                f"maintenance.spares.{name}.reorder_point",
-                f"{s} against a mean demand of {lead:.1f} over the {sp.lead_time_days:g}-day lead time "
-                f"({rate_h * HOURS_PER_DAY:.2f} failures/day): {regime} (cycle service level {level:.0%}), "
-                f"nodes waiting for parts and jobs waiting for nodes; {suggest} gives a "
-                f"{CYCLE_SERVICE_LEVEL:.0%} cycle service level (Poisson lead-time demand)"))
+                f"maintenance.spares.{name}.{field}",
+                f"{what} {s} against a mean demand of {lead:.1f} over the {days:g}-day {kind} "
+                f"({rate_h * HOURS_PER_DAY:.2f} replacements/day): {regime} (service level {level:.0%}), "
+                f"nodes waiting for parts and jobs waiting for nodes; {field} {suggest} gives a "
+                f"{CYCLE_SERVICE_LEVEL:.0%} service level (Poisson demand)"))
     return out
 
 

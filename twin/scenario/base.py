@@ -26,6 +26,38 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
+Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+
+
+class Ladder(Strict):
+    """The repair ladder of one part type (model.md §2, sources-realism.md §5). Rung 1: automated
+    remediation (reset, reboot, GPU row remap) right after detection, with no technician and no spare;
+    it clears the fault with probability ``remediate_success`` (s₁). Rung 2, the rest: a technician of
+    the part's pool replaces the part with a spare (the hands-on ``repair.time``); the replacement clears
+    the fault with probability ``replace_success`` (s₂). Rung 3, the rest of those: escalation (a deep
+    repair or a vendor field visit) of ``escalate_time`` with the node still out, no technician held and
+    no second spare (the vendor brings its own parts), which always clears the fault. Unconditional rung
+    probabilities: p₁ = s₁, p₂ = (1 − s₁)s₂, p₃ = (1 − s₁)(1 − s₂); a spare is used by p₂ + p₃ = 1 − s₁.
+    A remediated part counts as renewed (as good as new, its next lifetime drawn afresh; assumption:
+    for an exponential lifetime this is the same as keeping its age) and needs no burn-in. The default
+    (s₁ = 0, s₂ = 1) is the model without a ladder: every failure is a replacement."""
+
+    remediate_success: Probability = Field(
+        0.0, description="s₁: share of failures cleared by automated remediation (reset, reboot, row remap) "
+                         "without a technician or a spare (assumption: no source gives the reset-vs-replace "
+                         "share, sources-realism.md §5; 0 = every failure is a replacement).")
+    remediate_time: Dist = Field(
+        default_factory=lambda: Fixed(value_h=0.25),
+        description="Time of the automated remediation attempt, hours, taken whether or not it clears the "
+                    "fault (assumption: 15 min for a reset and health check).")
+    replace_success: Probability = Field(
+        1.0, description="s₂: share of replacements that clear the fault; the rest escalate (assumption: 1).")
+    escalate_time: Dist = Field(
+        default_factory=lambda: Fixed(value_h=24.0),
+        description="Time of an escalation (deep repair, vendor field visit) after a replacement that did not "
+                    "clear the fault, hours; burn-in follows (assumption: 24 h, a next-day vendor visit).")
+
+
 class Repair(Strict):
     """How a failed part is repaired (model.md §2)."""
 
@@ -40,6 +72,9 @@ class Repair(Strict):
         0.0, description="Burn-in after a repair before the node returns to service, hours."
     )
     crew: str | None = Field(None, description="Crew pool that repairs this part (default: the first pool).")
+    ladder: Ladder = Field(default_factory=Ladder,
+                           description="Remediation, replacement and escalation shares and times (default: every "
+                                       "failure is a replacement).")
 
 
 def hot_swap_repair() -> Repair:

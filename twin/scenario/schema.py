@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from twin.scenario.base import Dist, NonNegInt, Part, PosInt, Strict
+from twin.scenario.base import Dist, NonNegInt, Part, PosInt, Probability, Strict
 from twin.scenario.cooling import Cooling
 from twin.scenario.costs import CostsSection
 from twin.scenario.distributions import Fixed
@@ -129,6 +129,17 @@ class Spares(Strict):
     reorder_point: NonNegInt | None = Field(None, description="Order when stock position <= this (default: stock - 1).")
     reorder_qty: PosInt = Field(1, description="Units per order.")
     lead_time_days: Annotated[float, Field(ge=0, allow_inf_nan=False)] = Field(14.0, description="Order lead time, days (assumption).")
+    rma_turnaround_days: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = Field(
+        None, description="Vendor RMA: the RMA of a replaced part is opened when its replacement takes a spare, and "
+                          "a refurbished unit returns to stock this many calendar days later (source, "
+                          "sources-realism.md §5: next business day with advance replacement, otherwise 3–14 business "
+                          "days). Units at the vendor count as on order, so only scrapped parts trigger (s, Q) "
+                          "orders. Stock logistics, not node downtime. None: no RMA, every replaced part is "
+                          "scrapped and bought anew.")
+    rma_return_share: Probability = Field(
+        1.0, description="With rma_turnaround_days: share of RMA parts that come back refurbished; the rest are "
+                         "scrapped (the inventory position falls and the (s, Q) policy orders new ones) "
+                         "(assumption: 1). Unused without RMA.")
 
 
 class Planned(Strict):
@@ -139,6 +150,19 @@ class Planned(Strict):
     batch_nodes: PosInt = Field(description="Nodes drained per wave.")
     duration_h: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(description="Drain length, hours.")
     start_day: Annotated[float, Field(ge=0, allow_inf_nan=False)] = Field(0.0, description="First wave, day.")
+
+
+class Dispatch(Strict):
+    """Dispatch by impact: a free technician on shift takes, among the tickets waiting for its pool, first
+    any ticket that has waited at least ``ageing_h`` (oldest first), else the one whose repair returns the
+    most GPUs to service now (GPUs of the nodes out of service or cut off the fabric because of this unit,
+    read from the cluster's state when the technician is free), then the part's ``dispatch_priority``, then
+    the longest wait. So a ticket waits for a technician at most ``ageing_h`` plus the remaining repairs in
+    progress plus the repairs of tickets that aged before it."""
+
+    ageing_h: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(
+        24.0, description="Hours of waiting after which a ticket is served before any younger one, oldest "
+                          "first (assumption: a day).")
 
 
 class Maintenance(Strict):
@@ -153,6 +177,7 @@ class Maintenance(Strict):
         default_factory=dict, description="Spare inventory per part type; a part type not listed has unlimited spares."
     )
     planned: Planned | None = Field(None, description="Rolling planned drains (counted as planned interruptions).")
+    dispatch: Dispatch = Field(default_factory=lambda: Dispatch(), description="How a free technician picks the next ticket.")
 
 
 class Scenario(Strict):
