@@ -130,7 +130,8 @@ def uniforms(key: tuple[int, int], digests: ArrayLike, k: ArrayLike, stream: int
     u = (mant.astype(np.float64) + 0.5) * (1.0 / 9007199254740992.0)
     # mant + 0.5 needs 54 bits above 2**52 and rounds to even: the top mantissa would give 1.0
     u = np.minimum(u, _ONE_BELOW)
-    return u.reshape(np.broadcast_shapes(np.shape(digests), np.shape(k)))
+    out_u: NDArray[np.float64] = u.reshape(np.broadcast_shapes(np.shape(digests), np.shape(k)))
+    return out_u
 
 
 # ---- inverse CDFs (model.md §1): vectorised, each a pure function of u -----------------
@@ -148,7 +149,8 @@ def weibull_from_u(u: NDArray[np.float64], shape: float, scale_h: float) -> NDAr
 def lognormal_from_u(u: NDArray[np.float64], mean_h: float, sigma: float) -> NDArray[np.float64]:
     """Lognormal with arithmetic mean ``mean_h`` and log-sd ``sigma``: exp(μ + σ·ndtri(u))."""
     mu = np.log(mean_h) - 0.5 * sigma * sigma
-    return np.exp(mu + sigma * ndtri(u))
+    out: NDArray[np.float64] = np.exp(mu + sigma * ndtri(u))
+    return out
 
 
 def empirical_from_u(u: NDArray[np.float64], sorted_values_h: NDArray[np.float64]) -> NDArray[np.float64]:

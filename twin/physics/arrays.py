@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Any, Union
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -16,7 +16,7 @@ def as_f64(x: ArrayLike) -> NDArray[np.float64]:
     return np.asarray(x, dtype=np.float64)
 
 
-def float_or_array(x: NDArray) -> FloatOrArray:
+def float_or_array(x: ArrayLike) -> FloatOrArray:
     """Return a 0-d result as a float, anything else as an array."""
-    x = np.asarray(x)
-    return float(x) if x.ndim == 0 else x
+    a: NDArray[Any] = np.asarray(x)  # the dtype as computed (a comparison gives booleans)
+    return float(a) if a.ndim == 0 else a

@@ -131,8 +131,9 @@ class MachineRepair:
 
 def _machine_repair_log_terms(lo: int, hi: int, n: int, log_rho: float, c: int) -> NDArray[np.float64]:
     i = np.arange(lo, hi + 1, dtype=np.float64)
-    return (gammaln(n + 1) - gammaln(n - i + 1) + i * log_rho
-            - gammaln(np.minimum(i, c) + 1) - np.maximum(i - c, 0) * math.log(c))
+    terms: NDArray[np.float64] = (gammaln(n + 1) - gammaln(n - i + 1) + i * log_rho
+                                  - gammaln(np.minimum(i, c) + 1) - np.maximum(i - c, 0) * math.log(c))
+    return terms
 
 
 def machine_repair(n_units: int, fail_rate_per_h: float, repair_rate_per_h: float, servers: int) -> MachineRepair:

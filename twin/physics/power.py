@@ -73,7 +73,7 @@ def node_it_power_w(
     """
     u = np.asarray(util, dtype=np.float64)
     if isinstance(gpu_cap_w, float) and gpu_cap_w == np.inf:  # no cap (the common case): two array ops
-        p = u * (gpus * (tdp_w - idle_w)) + (non_gpu_w + gpus * idle_w)  # type: ignore[operator]
+        p = u * (gpus * (tdp_w - idle_w)) + (non_gpu_w + gpus * idle_w)
     else:
         p = np.minimum(u * (tdp_w - idle_w) + idle_w, gpu_cap_w) * gpus + non_gpu_w  # type: ignore[operator]
     return float(p) if np.ndim(p) == 0 else p

@@ -83,9 +83,9 @@ def step_time_s(
         x = float(t_comm_s) - float(overlap) * t_c  # type: ignore[arg-type]
         return t_c + (x if (x > 0.0 or x != x) else 0.0)  # np.maximum(0, x): NaN propagates
     with np.errstate(divide="ignore"):
-        t_c = _f(t_compute_s) / _f(speed)
-    exposed = np.maximum(0.0, _f(t_comm_s) - _f(overlap) * t_c)
-    return _out(t_c + exposed)
+        t_ca = _f(t_compute_s) / _f(speed)
+    exposed = np.maximum(0.0, _f(t_comm_s) - _f(overlap) * t_ca)
+    return _out(t_ca + exposed)
 
 
 def progress_rate(
