@@ -247,8 +247,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if results_root is not None:
             check_results_root(results_root)
         return _run(args)
-    except InputError as exc:
-        print(f"error: {exc.one_line()}", file=sys.stderr)
+    except InputError as exc:  # every problem found, one line each, then what may explain them
+        for line in exc.lines():
+            print(f"error: {line}", file=sys.stderr)
+        for line in exc.hints():
+            print(f"hint: {line}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
