@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import time
 import types
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -26,6 +27,7 @@ from typing import Annotated, Any, Iterator, Literal, Sequence, Union, get_args,
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from twin.console import detail, verbosity
 from twin.errors import InputError, InputErrors
 from twin.scenario.distributions import Empirical, load_empirical
 from twin.scenario.files import file_problem, require_file
@@ -334,7 +336,9 @@ def _file_values(doc: Any, where: str = "") -> Iterator[tuple[str, str]]:
 
 
 def _load_chain(path: Path, top_dir: Path, seen: tuple[Path, ...],
-                roots: tuple[Path, ...] | None = None) -> dict[str, Any]:
+                roots: tuple[Path, ...] | None = None, chain: list[Path] | None = None) -> dict[str, Any]:
+    """The merged document of ``path`` and its ``extends`` bases; ``chain`` (if given) receives the
+    resolved path of every file read, the scenario first."""
     real = path.resolve()
     if real in seen:
         chain = " -> ".join(p.name for p in seen + (real,))
@@ -342,6 +346,8 @@ def _load_chain(path: Path, top_dir: Path, seen: tuple[Path, ...],
     if len(seen) >= MAX_EXTENDS_DEPTH:
         raise InputError(str(path), "extends", f"extends chain deeper than {MAX_EXTENDS_DEPTH}")
     doc = read_yaml(path)
+    if chain is not None:
+        chain.append(real)
     doc = _rebase_files(doc, path.parent, top_dir, str(path))
     parent = doc.pop("extends", None)
     if parent is None:
@@ -356,7 +362,7 @@ def _load_chain(path: Path, top_dir: Path, seen: tuple[Path, ...],
     if problem is not None:
         raise InputError(str(path), "extends", f"base scenario not found: {parent}" if problem.endswith("not found")
                          else f"{parent}: {problem}")
-    base = _load_chain(parent_path, top_dir, seen + (real,), roots)
+    base = _load_chain(parent_path, top_dir, seen + (real,), roots, chain)
     return deep_merge(base, doc)
 
 
@@ -730,10 +736,12 @@ def load_scenario(path: str | os.PathLike[str], overrides: list[str] | None = No
                   allow: Sequence[str | os.PathLike[str]] = ()) -> Loaded:
     """Load, merge, override and validate a scenario file. Paths in it must stay inside the
     scenario's folder, the project, ``allow`` or :func:`allowed_paths` (see the path rules above)."""
+    started = time.perf_counter()
     p = Path(path)
     require_file(p, "scenario file")
     roots = _allowed_roots(p, allow)
-    doc = _load_chain(p, p.parent, (), roots)
+    chain: list[Path] = []
+    doc = _load_chain(p, p.parent, (), roots, chain)
     trusted: set[str] = set()
     for expr in overrides or []:
         try:
@@ -746,7 +754,14 @@ def load_scenario(path: str | os.PathLike[str], overrides: list[str] | None = No
     _check_files(doc, p.parent, src, roots, trusted)
     _bind_files(sc, p.parent, str(p))
     resolved = _resolved(sc, src)
-    return _loaded(sc, p, resolved, p.parent)
+    loaded = _loaded(sc, p, resolved, p.parent)
+    if verbosity():
+        bases = f", extends {' -> '.join(str(c) for c in chain[1:])}" if len(chain) > 1 else ""
+        sets = f", --set {' '.join(overrides)}" if overrides else ""
+        files = f", data files {', '.join(f'{k}={v[:12]}' for k, v in loaded.data_files.items())}" if loaded.data_files else ""
+        detail(f"scenario {p} = {chain[0]}{bases}{sets}: hash {loaded.hash}, seed {sc.seed}, "
+               f"{sc.horizon_days:g} days, {sc.cluster.n_nodes} nodes{files} (loaded in {time.perf_counter() - started:.2f} s)")
+    return loaded
 
 
 def load_dict(doc: dict[str, Any], source: str = "<scenario>", base_dir: Path | None = None) -> Loaded:
