@@ -341,8 +341,8 @@ def _load_chain(path: Path, top_dir: Path, seen: tuple[Path, ...],
     resolved path of every file read, the scenario first."""
     real = path.resolve()
     if real in seen:
-        chain = " -> ".join(p.name for p in seen + (real,))
-        raise InputError(str(seen[0]), "extends", f"cyclic extends: {chain}")
+        cycle = " -> ".join(p.name for p in seen + (real,))
+        raise InputError(str(seen[0]), "extends", f"cyclic extends: {cycle}")
     if len(seen) >= MAX_EXTENDS_DEPTH:
         raise InputError(str(path), "extends", f"extends chain deeper than {MAX_EXTENDS_DEPTH}")
     doc = read_yaml(path)
@@ -495,7 +495,7 @@ def unknown_key_message(loc: Sequence[Any]) -> str:
 
 def format_error(err: Any) -> tuple[str, str]:
     """One pydantic error (an item of ``ValidationError.errors()``) as (field path, message)."""
-    raw_loc = [x for x in err["loc"]]
+    raw_loc = list(err["loc"])
     loc = [str(x) for x in raw_loc if str(x) not in _DIST_TAGS]
     # drop discriminator tags pydantic inserts for unions (e.g. 'exponential')
     msg = str(err["msg"])
