@@ -87,7 +87,7 @@ def test_corpus_manifest_lists_every_bad_file() -> None:
     assert files == set(EXPECTED), (files ^ set(EXPECTED))
     assert len(EXPECTED) >= 30
     for name, exp in EXPECTED.items():
-        assert set(exp) <= {"field", "text", "names"} and exp["text"], name
+        assert set(exp) <= {"field", "text", "names", "lines"} and exp["text"], name
 
 
 def test_corpus_base_is_valid() -> None:
@@ -97,8 +97,9 @@ def test_corpus_base_is_valid() -> None:
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_bad_corpus_file(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Exit 2, one line naming the file, the field and the expected text; nothing written, nothing
-    executed. Run from an empty folder: the project is then that folder (and the repository that
+    """Exit 2, one line naming the file, the field and the expected text (or ``lines`` lines, each
+    naming the file, the first the field and text, for a file with several mistakes: all are listed);
+    nothing written, nothing executed. Run from an empty folder: the project is then that folder (and the repository that
     holds the corpus), so /etc is outside; a python tag would create ./PWNED there."""
     exp = EXPECTED[name]
     monkeypatch.chdir(tmp_path)
@@ -106,11 +107,11 @@ def test_bad_corpus_file(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     path = BAD / name
     code, lines, out = run_cli(["run", str(path), "--results", str(tmp_path / "results"), "--quiet"])
     assert code == 2, (code, lines)
-    assert len(lines) == 1, lines
+    assert len(lines) == exp.get("lines", 1), lines
     line = lines[0]
-    assert line.startswith("error: "), line
+    assert all(x.startswith("error: ") for x in lines), lines
     named = BAD / exp["names"] if exp.get("names") else path
-    assert str(named) in line, line
+    assert all(str(named) in x for x in lines), lines
     if exp["field"]:
         assert f": {exp['field']}" in line, line
     assert exp["text"] in line, line
@@ -266,8 +267,17 @@ def test_seed_doc_is_valid() -> None:
 
 
 def _one_line(exc: InputError) -> None:
-    line = exc.one_line()
-    assert len(line.splitlines()) == 1 and line == line.strip(), repr(line)
+    """Each problem (a scenario may have several, all listed) and each hint is one line."""
+    for line in [exc.one_line(), *exc.lines(), *exc.hints()]:
+        assert len(line.splitlines()) == 1 and line == line.strip(), repr(line)
+
+
+def _error_lines(lines: list[str], path: Path) -> bool:
+    """stderr of a refused scenario: one ``error:`` line per problem (all listed), then any ``hint:``
+    lines, each naming the file and one line."""
+    errors = [x for x in lines if x.startswith(f"error: {path}")]
+    hints = lines[len(errors):]
+    return bool(errors) and lines[:len(errors)] == errors and all(h.startswith(f"hint: {path}") for h in hints)
 
 
 @settings(FUZZ, max_examples=150)
@@ -326,7 +336,7 @@ def yaml_texts(draw: st.DrawFn, marker: str) -> str:
 @given(data=st.data())
 def test_fuzz_yaml_file_through_twin_run(fuzz_dir: Path, data: st.DataObject) -> None:
     """A YAML file through `twin run --dry-run` (load, files, limits): exit 0 with an ok line, or
-    exit 2 with exactly one line naming the file; never 3, never a hang, nothing executed."""
+    exit 2 with one line per problem naming the file; never 3, never a hang, nothing executed."""
     marker = fuzz_dir / "PWNED"
     text = data.draw(yaml_texts(str(marker)))
     path = fuzz_dir / "s.yaml"
@@ -336,7 +346,7 @@ def test_fuzz_yaml_file_through_twin_run(fuzz_dir: Path, data: st.DataObject) ->
     assert not marker.exists(), "a python tag was executed"
     assert code in (0, 2), (code, lines)
     if code == 2:
-        assert len(lines) == 1 and lines[0].startswith(f"error: {path}"), lines
+        assert _error_lines(lines, path), lines
     else:
         assert out.startswith("ok: ") and lines == []
     assert not (fuzz_dir / "results").exists()
@@ -345,7 +355,7 @@ def test_fuzz_yaml_file_through_twin_run(fuzz_dir: Path, data: st.DataObject) ->
 @settings(FUZZ, max_examples=100)
 @given(text=st.one_of(st.text(max_size=300), st.binary(max_size=300)))
 def test_fuzz_random_text_through_twin_run(fuzz_dir: Path, text: str | bytes) -> None:
-    """Arbitrary text or bytes as a scenario file: exit 2 with one line (or, improbably, 0)."""
+    """Arbitrary text or bytes as a scenario file: exit 2 with one line per problem (or, improbably, 0)."""
     path = fuzz_dir / "t.yaml"
     if isinstance(text, bytes):
         path.write_bytes(text)
@@ -355,7 +365,7 @@ def test_fuzz_random_text_through_twin_run(fuzz_dir: Path, text: str | bytes) ->
         code, lines, _ = run_cli(["run", str(path), "--results", str(fuzz_dir / "results"), "--dry-run"])
     assert code in (0, 2), (code, lines)
     if code == 2:
-        assert len(lines) == 1 and lines[0].startswith(f"error: {path}"), lines
+        assert _error_lines(lines, path), lines
 
 
 @settings(FUZZ, max_examples=20)

@@ -2,14 +2,20 @@
 folder, then ``os.replace`` it onto the final name, so a killed process never leaves a partial file
 under the final name. A results folder is built under a hidden temporary name beside its final
 place and renamed into place when every file is written (:func:`atomic_folder`).
+
+Files and folders are created with the modes an ordinary ``open`` or ``mkdir`` gives (0666 and 0777
+less the user's umask: 0644 and 0755 for the usual umask 022), so a team sharing a results folder can
+read them. ``tempfile.mkstemp``/``mkdtemp`` would make them 0600/0700, private to their owner; here the
+temporary names are created with ``O_CREAT | O_EXCL`` (never an existing file) and the kernel applies
+the umask, so no process-wide umask is read or changed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,6 +32,42 @@ def name_path(exc: OSError, path: str | os.PathLike[str]) -> None:
         exc.filename = str(path)
 
 
+_TEMP_ATTEMPTS = 100
+"""Random temporary names tried before giving up (as ``tempfile`` does; a clash is already rare)."""
+
+
+def _temp_name(folder: Path, final_name: str) -> Path:
+    """A hidden temporary name beside ``final_name`` in ``folder`` (random, not simulation randomness)."""
+    return folder / f".{final_name}.{secrets.token_hex(4)}.tmp"
+
+
+def create_temp_file(folder: Path, final_name: str) -> Path:
+    """Create a new, empty temporary file for ``final_name`` in ``folder`` with mode 0666 less the
+    umask (``tempfile.mkstemp`` would give 0600) and return its path."""
+    for _ in range(_TEMP_ATTEMPTS):
+        tmp = _temp_name(folder, final_name)
+        try:
+            fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return tmp
+    raise FileExistsError(f"no free temporary name for {final_name} in {folder} after {_TEMP_ATTEMPTS} tries")
+
+
+def create_temp_folder(folder: Path, final_name: str) -> Path:
+    """Create a new, empty temporary folder for ``final_name`` in ``folder`` with mode 0777 less the
+    umask (``tempfile.mkdtemp`` would give 0700) and return its path."""
+    for _ in range(_TEMP_ATTEMPTS):
+        tmp = _temp_name(folder, final_name)
+        try:
+            os.mkdir(tmp, 0o777)
+        except FileExistsError:
+            continue
+        return tmp
+    raise FileExistsError(f"no free temporary name for {final_name} in {folder} after {_TEMP_ATTEMPTS} tries")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success move it onto ``path``.
@@ -36,12 +78,10 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        os.close(fd)
+        tmp_path = create_temp_file(target.parent, target.name)
     except OSError as exc:
         name_path(exc, target)
         raise
-    tmp_path = Path(tmp)
     try:
         yield tmp_path
         os.replace(tmp_path, target)
@@ -78,10 +118,9 @@ def atomic_write_text_new(path: str | os.PathLike[str], text: str) -> bool:
     if target.exists():
         return False
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    tmp_path = Path(tmp)
+    tmp_path = create_temp_file(target.parent, target.name)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with open(tmp_path, "w", encoding="utf-8") as fh:
             fh.write(text)
         try:
             os.link(tmp_path, target)
@@ -103,7 +142,7 @@ def atomic_folder(final: Path, overwrite: bool) -> Iterator[Path]:
     """Yield a temporary folder; on success it replaces ``final`` (only if ``overwrite`` when it
     exists). On any exception or interrupt the temporary folder is removed."""
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+    tmp = create_temp_folder(final.parent, final.name)
     try:
         yield tmp
         if final.exists():

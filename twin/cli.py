@@ -142,6 +142,29 @@ def step_lines(sc: Any) -> list[str]:
     return out
 
 
+def cmd_explain(args: argparse.Namespace) -> int:
+    """``twin explain METRIC``: what a metric means and how it is computed (twin/report/explain.py)."""
+    from twin.report.explain import METRICS, explain_lines, nearest
+
+    if args.list or args.metric is None:
+        if args.metric is None and not args.list:
+            raise InputError("twin explain", "METRIC", "give a metric name (e.g. goodput), or --list for all of them")
+        width = max(len(d.name) for d in METRICS)
+        for d in METRICS:
+            _echo(f"{d.name:<{width}}  {d.meaning}")
+        return 0
+    try:
+        lines = explain_lines(args.metric)
+    except KeyError:
+        near = nearest(args.metric)
+        hint = f"did you mean {', '.join(near)}?" if near else "no metric is near it"
+        raise InputError("twin explain", args.metric, f"unknown metric; {hint} (twin explain --list shows every "
+                                                       "metric)") from None
+    for line in lines:
+        _echo(line)
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from twin.scenario.schema import scenario_json_schema
 
@@ -151,12 +174,47 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
+EPILOG = """\
+examples:
+  twin run scenarios/baseline.yaml                    one replication: summary table and results/baseline/...
+  twin run scenarios/air.yaml --set horizon_days=30 --dry-run
+                                                      check a scenario, its files and limits; simulate nothing
+  twin montecarlo scenarios/baseline.yaml --reps 200 --workers 2
+  twin compare scenarios/air.yaml scenarios/liquid.yaml --reps 100 --workers 2
+  twin sweep scenarios/baseline.yaml --param maintenance.crews.technicians.count=1,2,4 --reps 20
+  twin forecast scenarios/forecast-405b.yaml --reps 50 --workers 2
+  twin explain goodput                                what a metric means and how it is computed
+  twin COMMAND --help                                 the options of one command
+
+exit codes (every command):
+  0    ok
+  1    a check failed (twin validate; a --target-ci not reached; no sweep point meets the constraints)
+  2    bad input or environment: one line per problem naming the file, the field and what is allowed
+       (also a full disk, a permission, no Dask worker)
+  3    internal error (a bug): one line and the path of the saved traceback
+  130  interrupted (Ctrl-C or SIGTERM); completed replications stay stored
+
+-v/--verbose (any command, before or after it): the resolved scenario (path, extends chain, --set,
+hash, data files, load time), the wall and CPU time, peak memory and exit code at the end, and the
+traceback of an internal error on stderr as well as in its file.
+"""
+
+
+def _add_verbose(p: argparse.ArgumentParser, top: bool) -> None:
+    """``-v``/``--verbose`` on the top parser and every command (a command's own does not reset the
+    top one's count: its default is suppressed)."""
+    p.add_argument("-v", "--verbose", action="count", default=0 if top else argparse.SUPPRESS,
+                   help="say more about the command's workings on stderr: the resolved scenario and its hash, "
+                        "timings, peak memory, an internal error's traceback")
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _ArgParser(prog="twin", description="Discrete-event digital twin of AI-training datacenters.")
+    parser = _ArgParser(prog="twin", description="Discrete-event digital twin of AI-training datacenters.",
+                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     from twin import __version__
 
     parser.add_argument("--version", action="version", version=f"twin {__version__}")
+    _add_verbose(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_ArgParser)
 
     p = sub.add_parser("run", help="run one replication of a scenario")
@@ -175,6 +233,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("schema", help="print the scenario JSON Schema")
     p.set_defaults(func=cmd_schema)
 
+    p = sub.add_parser("explain", help="what a metric means and how it is computed (twin explain goodput)",
+                       description="What a metric of summary.json (and of an experiment's summaries.parquet) "
+                                   "means, its unit and how it is computed. A family of metrics with a suffix "
+                                   "(failures.<part>, power.down_node_hours.<cause>) is explained for any member.")
+    p.add_argument("metric", nargs="?", help="a metric name, e.g. goodput, failures.gpu, thermal.gpu_temp_p95_c")
+    p.add_argument("--list", action="store_true", help="list every metric (and family) with what it means")
+    p.set_defaults(func=cmd_explain)
+
     for mod in ("twin.fit.cli", "twin.experiment.cli", "twin.validation.cli", "twin.forecast.cli"):
         try:
             m = __import__(mod, fromlist=["add_parser"])
@@ -184,6 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         m.add_parser(sub)
     _add_worker_wait_args(sub)
+    for command in dict.fromkeys(sub.choices.values()):
+        _add_verbose(command, top=False)
     return parser
 
 
@@ -239,16 +307,58 @@ def main(argv: Sequence[str] | None = None) -> int:
     import matplotlib
 
     matplotlib.use("Agg")  # the command line draws files only; notebooks keep their inline backend
+    from twin.console import reset_verbosity
+
+    started, cpu_started = time.perf_counter(), time.process_time()
+    state: dict[str, Any] = {}
+    code = _main(args_list, state)
+    if "verbosity" in state:
+        from twin.console import detail
+
+        detail(f"exit {code} after {time.perf_counter() - started:.2f} s wall, "
+               f"{time.process_time() - cpu_started:.2f} s CPU in this process{_peak_memory()}")
+        reset_verbosity(state["verbosity"])
+    return code
+
+
+def _peak_memory() -> str:
+    """', peak memory N MB' of this process and its finished children (Unix), else ''."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return ""
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, kilobytes on Linux
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * scale
+    text = f", peak memory {own / 1e6:,.0f} MB"
+    return text + (f" (largest worker {kids / 1e6:,.0f} MB)" if kids else "")
+
+
+def _main(args_list: list[str], state: dict[str, Any]) -> int:
+    """Parse and run; ``state`` receives the verbosity token once ``-v`` is known."""
+    from twin.console import set_verbosity
+
     results_root: str | None = None
+    verbose = 0
     try:
         parser = build_parser()
         args = parser.parse_args(args_list)
+        verbose = int(getattr(args, "verbose", 0))
+        if verbose:
+            from twin import __version__
+            from twin.console import detail
+
+            state["verbosity"] = set_verbosity(verbose)
+            detail(f"twin {__version__}, python {sys.version.split()[0]}, in {Path.cwd()}: twin {' '.join(args_list)}")
         results_root = getattr(args, "results", None)
         if results_root is not None:
             check_results_root(results_root)
         return _run(args)
-    except InputError as exc:
-        print(f"error: {exc.one_line()}", file=sys.stderr)
+    except InputError as exc:  # every problem found, one line each, then what may explain them
+        for line in exc.lines():
+            print(f"error: {line}", file=sys.stderr)
+        for line in exc.hints():
+            print(f"hint: {line}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -265,15 +375,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # the environment (full disk, permissions: ENVIRONMENT_ERRNOS) or a bug
         env = environment_problem(exc)
         if env is None:
-            return _internal_error(exc, results_root)
+            return _internal_error(exc, results_root, verbose)
         print(f"error: {env.one_line()}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except Exception as exc:  # a bug: keep it distinct from bad input, with its traceback saved
-        return _internal_error(exc, results_root)
+        return _internal_error(exc, results_root, verbose)
 
 
-def _internal_error(exc: BaseException, results_root: str | None) -> int:
+def _internal_error(exc: BaseException, results_root: str | None, verbose: int = 0) -> int:
     log = _save_traceback(results_root)
+    if verbose:  # the traceback on stderr too, before the one line that ends the output
+        print(traceback.format_exc().rstrip(), file=sys.stderr)
     print(f"internal error: {type(exc).__name__}: {exc} (traceback saved to {log})", file=sys.stderr)
     return EXIT_INTERNAL
 

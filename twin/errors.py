@@ -10,6 +10,7 @@ exception and re-raise it as `InputError`.
 from __future__ import annotations
 
 import errno
+from collections.abc import Sequence
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
@@ -34,9 +35,45 @@ class InputError(Exception):
         parts = [p for p in (self.source, self.field) if p]
         return ": ".join(parts + [self.message])
 
+    def lines(self) -> list[str]:
+        """Every problem, one line each (one here; several for :class:`InputErrors`)."""
+        return [self.one_line()]
+
+    def hints(self) -> list[str]:
+        """Lines that may explain the problems (a value that looks like a unit slip), shown after them."""
+        return []
+
     def __reduce__(self) -> tuple[type, tuple[str, str, str]]:
         """Pickle by the three parts (an error raised in a pool or Dask worker reaches the parent whole)."""
         return (type(self), (self.source, self.field, self.message))
+
+
+class InputErrors(InputError):
+    """Several problems of one input, all listed (a scenario with three mistakes names all three).
+
+    ``source``, ``field`` and ``message`` are the first problem's, for code that reads one; the CLI
+    prints :meth:`lines` (one ``error:`` line each) and then :meth:`hints` (``hint:`` lines).
+    """
+
+    def __init__(self, errors: Sequence[InputError], hints: Sequence[str] = ()) -> None:
+        if not errors:
+            raise ValueError("InputErrors needs at least one error")
+        first = errors[0]
+        self.errors = tuple(errors)
+        self._hints = tuple(_printable(" ".join(str(h).split())) for h in hints)
+        super().__init__(first.source, first.field, first.message)
+
+    def lines(self) -> list[str]:
+        return [e.one_line() for e in self.errors]
+
+    def hints(self) -> list[str]:
+        return list(self._hints)
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines() + [f"hint: {h}" for h in self._hints])
+
+    def __reduce__(self) -> tuple[type, tuple[tuple[InputError, ...], tuple[str, ...]]]:  # type: ignore[override]
+        return (type(self), (self.errors, self._hints))
 
 
 class EnvironmentProblem(InputError):

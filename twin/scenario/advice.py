@@ -261,4 +261,13 @@ def advice_lines(sc: "Scenario") -> list[str]:
 
 def advise(sc: "Scenario") -> list[Advice]:
     """Every advisory of ``sc`` (see the module docstring); empty when its numbers raise no flag."""
-    return spares_advice(sc) + crew_advice(sc) + checkpoint_advice(sc)
+    return spares_advice(sc) + crew_advice(sc) + checkpoint_advice(sc) + unit_slip_advice(sc)
+
+
+def unit_slip_advice(sc: "Scenario") -> list[Advice]:
+    """Values that look like a unit slip (:mod:`twin.scenario.slips`): a horizon of thousands of days
+    that reads as hours, a temperature above 100 °C (kelvin or Fahrenheit), a power in watts below
+    10 W (kilowatts), hours given in a ``_days`` field."""
+    from twin.scenario.slips import unit_slips
+
+    return [Advice(field, text) for field, text in unit_slips(sc.model_dump(mode="python"))]

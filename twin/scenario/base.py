@@ -111,8 +111,10 @@ class Part(Strict):
     @model_validator(mode="before")
     @classmethod
     def _default_required(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("required") is None and isinstance(data.get("count", 1), int):
-            data = {**data, "required": data.get("count", 1)}
+        count = data.get("count", 1) if isinstance(data, dict) else None
+        # a bool is an int to Python: `count: true` is refused on count alone, not also on a copied required
+        if isinstance(data, dict) and data.get("required") is None and isinstance(count, int) and not isinstance(count, bool):
+            data = {**data, "required": count}
         return data
 
     @model_validator(mode="after")

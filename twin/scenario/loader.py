@@ -9,25 +9,30 @@ from __future__ import annotations
 import codecs
 import csv
 import copy
+import difflib
 import hashlib
 import json
 import math
 import os
 import re
+import time
+import types
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Annotated, Any, Iterator, Literal, Sequence, Union, get_args, get_origin
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from twin.errors import InputError
+from twin.console import detail, verbosity
+from twin.errors import InputError, InputErrors
 from twin.scenario.distributions import Empirical, load_empirical
 from twin.scenario.files import file_problem, require_file
 from twin.scenario.schema import Scenario
+from twin.scenario.slips import slip, unit_slips
 
 MAX_FILE_BYTES = 1_000_000
 """Largest scenario file accepted (bytes); scenarios are small, data goes in CSV files."""
@@ -331,14 +336,18 @@ def _file_values(doc: Any, where: str = "") -> Iterator[tuple[str, str]]:
 
 
 def _load_chain(path: Path, top_dir: Path, seen: tuple[Path, ...],
-                roots: tuple[Path, ...] | None = None) -> dict[str, Any]:
+                roots: tuple[Path, ...] | None = None, chain: list[Path] | None = None) -> dict[str, Any]:
+    """The merged document of ``path`` and its ``extends`` bases; ``chain`` (if given) receives the
+    resolved path of every file read, the scenario first."""
     real = path.resolve()
     if real in seen:
-        chain = " -> ".join(p.name for p in seen + (real,))
-        raise InputError(str(seen[0]), "extends", f"cyclic extends: {chain}")
+        cycle = " -> ".join(p.name for p in seen + (real,))
+        raise InputError(str(seen[0]), "extends", f"cyclic extends: {cycle}")
     if len(seen) >= MAX_EXTENDS_DEPTH:
         raise InputError(str(path), "extends", f"extends chain deeper than {MAX_EXTENDS_DEPTH}")
     doc = read_yaml(path)
+    if chain is not None:
+        chain.append(real)
     doc = _rebase_files(doc, path.parent, top_dir, str(path))
     parent = doc.pop("extends", None)
     if parent is None:
@@ -353,7 +362,7 @@ def _load_chain(path: Path, top_dir: Path, seen: tuple[Path, ...],
     if problem is not None:
         raise InputError(str(path), "extends", f"base scenario not found: {parent}" if problem.endswith("not found")
                          else f"{parent}: {problem}")
-    base = _load_chain(parent_path, top_dir, seen + (real,), roots)
+    base = _load_chain(parent_path, top_dir, seen + (real,), roots, chain)
     return deep_merge(base, doc)
 
 
@@ -405,11 +414,89 @@ _DIST_TAGS = {"exponential", "weibull", "lognormal", "fixed", "empirical"}
 """Discriminator tags pydantic inserts in error locations of distribution unions."""
 
 
-def format_validation_error(exc: ValidationError) -> tuple[str, str]:
-    """First error of a pydantic ValidationError as (field path, message)."""
-    errs = exc.errors(include_url=False)
-    err = errs[0]
-    loc = [str(x) for x in err["loc"] if str(x) not in _DIST_TAGS]
+def _alternatives(tp: Any) -> list[Any]:
+    """The types a field annotation allows: ``Annotated``, ``Optional`` and unions unwrapped."""
+    origin = get_origin(tp)
+    if origin is Annotated:
+        return _alternatives(get_args(tp)[0])
+    if origin in (Union, types.UnionType):
+        return [a for arg in get_args(tp) for a in _alternatives(arg)]
+    return [tp]
+
+
+def _discriminator_tags(model: type[BaseModel]) -> set[str]:
+    """The values of a model's ``Literal`` fields (a distribution's ``dist: exponential``): pydantic puts
+    the tag of a discriminated union in an error's location."""
+    tags: set[str] = set()
+    for f in model.model_fields.values():
+        for alt in _alternatives(f.annotation):
+            if get_origin(alt) is Literal:
+                tags |= {str(a) for a in get_args(alt)}
+    return tags
+
+
+def keys_models(loc: Sequence[Any]) -> list[type[BaseModel]]:
+    """The schema models a scenario mapping at ``loc`` (a pydantic error location) may be: one, or
+    the alternatives of a union (a distribution); empty when ``loc`` does not lead to a model."""
+    current: list[Any] = [Scenario]
+    for key in loc:
+        k = str(key)
+        models = [t for t in current if isinstance(t, type) and issubclass(t, BaseModel)]
+        tagged = [m for m in models if k in _discriminator_tags(m) and k not in m.model_fields]
+        if tagged:  # a union's tag: narrow to its model, same level
+            current = tagged
+            continue
+        nxt: list[Any] = []
+        for t in current:
+            if isinstance(t, type) and issubclass(t, BaseModel):
+                f = t.model_fields.get(k) or next((f for f in t.model_fields.values() if f.alias == k), None)
+                if f is not None:
+                    nxt += _alternatives(f.annotation)
+            elif get_origin(t) in (dict, list, tuple):  # a mapping's key or a list's index
+                args = get_args(t)
+                if args:
+                    nxt += _alternatives(args[-1])
+        current = nxt
+        if not current:
+            return []
+    return [t for t in current if isinstance(t, type) and issubclass(t, BaseModel)]
+
+
+def keys_at(loc: Sequence[Any]) -> list[str]:
+    """The keys a scenario mapping at ``loc`` (a pydantic error location, without its last element)
+    accepts: the field names and aliases of the models there (and the ``mtbf_h`` shorthand where a
+    distribution is allowed); empty when the location does not lead to a model."""
+    from twin.scenario.distributions import _Dist
+
+    names: list[str] = []
+    for t in keys_models(loc):
+        names += [f.alias or n for n, f in t.model_fields.items()]
+        if issubclass(t, _Dist):
+            names.append("mtbf_h")
+    return list(dict.fromkeys(names))
+
+
+def unknown_key_message(loc: Sequence[Any]) -> str:
+    """``unknown key; did you mean X?`` with the nearest key allowed at that place (difflib), else
+    the keys allowed there (a short list) or the generic advice."""
+    key = str(loc[-1]) if loc else ""
+    allowed = keys_at(loc[:-1])
+    near = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+    if not near:  # a different case or separator (mtbfH, mtbf-h) counts as near too
+        folded = {a.lower().replace("_", ""): a for a in allowed}
+        hit = folded.get(key.lower().replace("_", "").replace("-", ""))
+        near = [hit] if hit else []
+    if near:
+        return f"unknown key; did you mean {near[0]}?"
+    if allowed and len(allowed) <= 12:
+        return f"unknown key; allowed here: {', '.join(allowed)}"
+    return "unknown key (not allowed here; check the spelling)"
+
+
+def format_error(err: Any) -> tuple[str, str]:
+    """One pydantic error (an item of ``ValidationError.errors()``) as (field path, message)."""
+    raw_loc = list(err["loc"])
+    loc = [str(x) for x in raw_loc if str(x) not in _DIST_TAGS]
     # drop discriminator tags pydantic inserts for unions (e.g. 'exponential')
     msg = str(err["msg"])
     if msg.startswith("Value error, "):
@@ -425,7 +512,16 @@ def format_validation_error(exc: ValidationError) -> tuple[str, str]:
         ctx = err.get("ctx", {})
         msg = f"unknown distribution {ctx.get('tag')!r}; allowed: {ctx.get('expected_tags')}"
     elif err["type"] == "extra_forbidden":
-        msg = "unknown key (not allowed here; check the spelling)"
+        msg = unknown_key_message(raw_loc)
+    elif err["type"] == "union_tag_not_found" and isinstance(err.get("input"), dict):
+        # a mapping without `dist` that is not the shorthand: name a misspelt key (`mtbf`) if there is one
+        allowed = set(keys_at(raw_loc))
+        unknown = [str(k) for k in err["input"] if str(k) not in allowed]
+        if unknown:
+            return ".".join(loc + [unknown[0]]), unknown_key_message([*raw_loc, unknown[0]])
+        tags = sorted({t for m in keys_models(raw_loc) for t in _discriminator_tags(m)})
+        msg = (f"no `dist` given: add dist: {' | '.join(tags)}, or use the shorthand {{mtbf_h: X}}" if tags
+               else "no `dist` given")
     elif err["type"] == "missing":
         msg = "required field is missing"
     else:
@@ -435,9 +531,20 @@ def format_validation_error(exc: ValidationError) -> tuple[str, str]:
             if len(shown) > 60:
                 shown = shown[:57] + "..."
             msg = f"{msg}, got {shown}"
-    if len(errs) > 1:
-        msg += f" (+{len(errs) - 1} more errors)"
+            hint = slip(".".join(loc), inp)
+            if hint is not None:
+                msg += f" ({hint})"
     return ".".join(loc), msg
+
+
+def format_validation_errors(exc: ValidationError) -> list[tuple[str, str]]:
+    """Every error of a pydantic ValidationError as (field path, message), in the order pydantic
+    found them, one per field path (a union reports each alternative's failure at the same place)."""
+    out: dict[str, str] = {}
+    for err in exc.errors(include_url=False):
+        field, msg = format_error(err)
+        out.setdefault(field, msg)
+    return list(out.items())
 
 
 MAX_ABS_INT = 2**63
@@ -471,8 +578,11 @@ def validate_doc(doc: dict[str, Any], source: str) -> Scenario:
     try:  # strict: YAML gives every type its own form, so true is not 1, "5" is not 5, "off" is not False
         return Scenario.model_validate(doc, strict=True)
     except ValidationError as exc:
-        field, msg = format_validation_error(exc)
-        raise InputError(source, field, msg) from None
+        errors = [InputError(source, field, msg) for field, msg in format_validation_errors(exc)]
+        named = {e.field for e in errors}  # a slip already named on its own error line needs no hint
+        hints = [f"{source}: {field}: {text}"
+                 for field, text in unit_slips(doc) if field not in named]
+        raise (errors[0] if len(errors) == 1 and not hints else InputErrors(errors, hints)) from None
     except RecursionError:
         raise InputError(source, "", "document is nested too deeply") from None
 
@@ -626,10 +736,12 @@ def load_scenario(path: str | os.PathLike[str], overrides: list[str] | None = No
                   allow: Sequence[str | os.PathLike[str]] = ()) -> Loaded:
     """Load, merge, override and validate a scenario file. Paths in it must stay inside the
     scenario's folder, the project, ``allow`` or :func:`allowed_paths` (see the path rules above)."""
+    started = time.perf_counter()
     p = Path(path)
     require_file(p, "scenario file")
     roots = _allowed_roots(p, allow)
-    doc = _load_chain(p, p.parent, (), roots)
+    chain: list[Path] = []
+    doc = _load_chain(p, p.parent, (), roots, chain)
     trusted: set[str] = set()
     for expr in overrides or []:
         try:
@@ -642,7 +754,14 @@ def load_scenario(path: str | os.PathLike[str], overrides: list[str] | None = No
     _check_files(doc, p.parent, src, roots, trusted)
     _bind_files(sc, p.parent, str(p))
     resolved = _resolved(sc, src)
-    return _loaded(sc, p, resolved, p.parent)
+    loaded = _loaded(sc, p, resolved, p.parent)
+    if verbosity():
+        bases = f", extends {' -> '.join(str(c) for c in chain[1:])}" if len(chain) > 1 else ""
+        sets = f", --set {' '.join(overrides)}" if overrides else ""
+        files = f", data files {', '.join(f'{k}={v[:12]}' for k, v in loaded.data_files.items())}" if loaded.data_files else ""
+        detail(f"scenario {p} = {chain[0]}{bases}{sets}: hash {loaded.hash}, seed {sc.seed}, "
+               f"{sc.horizon_days:g} days, {sc.cluster.n_nodes} nodes{files} (loaded in {time.perf_counter() - started:.2f} s)")
+    return loaded
 
 
 def load_dict(doc: dict[str, Any], source: str = "<scenario>", base_dir: Path | None = None) -> Loaded:
