@@ -83,6 +83,25 @@ METRICS: tuple[MetricDoc, ...] = (
     _M("repair.hands_on_h", "h", "mean time a repair held a technician", "mean over tickets of end_h − start_h"),
     _M("repair.burn_in_h", "h", "mean burn-in after a repair before the node is back",
        "mean over tickets of back_h − end_h"),
+    _M("repair.remediated", "count", "done tickets cleared by the ladder's automated remediation (reset, reboot, "
+       "row remap: no technician, no spare)", "done tickets with rung 1"),
+    _M("repair.replaced", "count", "done tickets cleared by a technician's replacement with a spare",
+       "done tickets with rung 2"),
+    _M("repair.escalated", "count", "done tickets whose replacement did not clear the fault and that were "
+       "escalated (deep repair, vendor visit)", "done tickets with rung 3"),
+    _M("repair.remediation_h", "h", "mean time of the automated remediation attempts",
+       "mean over tickets that tried remediation of remediated_h − detected_h"),
+    _M("repair.escalation_h", "h", "mean time of the escalations", "mean over escalated tickets of their "
+       "escalation time"),
+    _M("repair.wait_crew_h.<class>", "h", "mean wait for a technician of tickets of one impact class: none "
+       "(0 GPUs returned: lost redundancy), node (up to one node's GPUs), multi (more: a rack, zone or loop)",
+       "mean over tickets of the class of start_h − spare_h; the class from impact_gpus at dispatch"),
+    _M("rma.sent.<part>", "count", "replaced parts of this type sent to the vendor through RMA",
+       "replacements of a part whose spares have rma_turnaround_days"),
+    _M("rma.at_vendor_mean.<part>", "count", "mean number of parts of this type at the vendor (the RMA pipeline)",
+       "time-weighted mean of the level rma_at_vendor.<part> over the horizon"),
+    _M("spares_scrapped.<part>", "count", "replaced parts that did not come back from RMA and were bought anew",
+       "RMA sends × (1 − rma_return_share), drawn per part"),
     # ------------------------------------------------------------------ workload
     _M("useful_gpu_hours", "GPU-h", "work kept by the jobs: progress not lost by the horizon",
        "Σ over jobs of kept progress (ideal hours) × GPUs, progress-weighted (an hour at speed 0.8 counts 0.8)"),
