@@ -82,7 +82,7 @@ def uniform1(key: tuple[int, int], digest: int, k: int, stream: int = 0) -> floa
     return min((mant + 0.5) * (1.0 / 9007199254740992.0), _ONE_BELOW)
 
 
-STREAMS = {"fail": 0, "repair": 1, "detect": 2}
+STREAMS = {"fail": 0, "repair": 1, "detect": 2, "ccf": 3}
 """Stream numbers of a part's purposes (counter word 1)."""
 
 

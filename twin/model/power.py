@@ -368,10 +368,13 @@ class PowerChain(Component):
                 continue
             if name == "pdu":
                 paths = [f"power.feed{x}.pdu{j:02d}" for x in self.feeds for j in range(self.K)]
+                groups = [[f * self.K + j for f in range(F)] for j in range(self.K)]  # the PDUs of the same racks
             else:
                 paths = [f"power.feed{x}.{name}" for x in self.feeds]
+                groups = [list(range(F))]  # the unit of every feed (generator A and B)
             fp = FacilityParts(eng, name, paths, spec.element_part(name, len(paths)),
-                               (lambda i, ok, nm=name: self._on_unit(nm, i, ok)), ctx.shop.on_failure)
+                               (lambda i, ok, nm=name: self._on_unit(nm, i, ok)), ctx.shop.on_failure,
+                               groups=groups)
             self.units[name] = fp
         # ---- utility sources: (stream path, feeds)
         if spec.utility.shared:
@@ -479,6 +482,9 @@ class PowerChain(Component):
                                       "injected": injected, "soc_start": self.soc[f],
                                       "generator": "none", "dead_h": 0.0}
             self.open_outage[f] = row
+            ups_units = self.units.get("ups")
+            if ups_units is not None:
+                ups_units.found(f, "demand")  # the outage calls on the UPS: a latent failure shows
             if self.has_gen:
                 row["generator"] = self._start_generator(f, f"power.feed{self.feeds[f]}.generator#start", k)
             eng.recorder.event(eng.now, "utility_lost", f"power.feed{self.feeds[f]}", -1, duration_h)
@@ -490,6 +496,9 @@ class PowerChain(Component):
         """Try to start the generator of feed ``f`` (draw ``k`` of ``stream``); returns what happened."""
         if not self.gen_ok[f]:
             self.gen_state[f] = "off"
+            gen_units = self.units.get("generator")
+            if gen_units is not None:
+                gen_units.found(f, "demand")  # a start that finds it failed (latent or not)
             return "unavailable"
         gen = self.spec.generator
         assert gen is not None

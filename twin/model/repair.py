@@ -124,7 +124,11 @@ class RepairShop:
         path = pop.path(idx)
         k = int(pop.repairs[idx])
         t_fail = eng.now
-        yield env.timeout(self._draw(pop, idx, "detect", k, self.spec.detection))
+        found = pop.found_event(idx)  # hook: a latent failure waits until a test or a demand finds it
+        if found is not None:
+            yield found
+        else:
+            yield env.timeout(self._draw(pop, idx, "detect", k, self.spec.detection))
         t_detect = eng.now
         stockout = False
         inv = self.inventories.get(pop.name)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from twin.scenario.base import Dist, Part, Repair, Strict
+from twin.scenario.base import Beta, Dist, Part, PosHours, Repair, Strict
 from twin.scenario.defaults import moved, over_default
 from twin.scenario.distributions import Exponential, Fixed, Lognormal
 
@@ -89,6 +89,11 @@ class Element(Strict):
     dispatch_priority: int | None = Field(
         None, description="Crew dispatch priority (lower first). Default: PDU and switchboard 0, UPS and generator 2."
     )
+    common_cause_beta: Beta = Field(
+        0.0, description="β-factor of common-cause failures across the feeds: the units of this type on feeds A "
+                         "and B (for PDUs, the two PDUs of the same racks) form a group; each fails alone at "
+                         "(1 − β)λ and a common event at βλ fails every working one. Needs an exponential failure. "
+                         "0: independent (assumption when set: 1–10 % commonly quoted, IEC 62061 ≤ 2 %).")
 
 
 class Utility(Strict):
@@ -116,6 +121,11 @@ class UPS(Element):
     efficiency: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = Field(
         0.95, description="Output/input power in double conversion (assumption); losses = load·(1/eff − 1)."
     )
+    latent_test_interval_h: PosHours | None = Field(
+        None, description="Failures are silent (standby, unmonitored): found at the next periodic test (every this "
+                          "many hours from time 0, e.g. a monthly load test: 730) or when an outage calls on the "
+                          "unit, and only then repaired. null: detected as usual. For the generator this is in "
+                          "addition to start_failure_prob (a unit that is up may still fail to start).")
     capacity_kw: Pos | None = Field(
         None,
         description="Rated output, kW; ride-through scales as rated/actual load. Default: the full demand "
@@ -130,6 +140,11 @@ class UPS(Element):
 
 
 class Generator(Element):
+    latent_test_interval_h: PosHours | None = Field(
+        None, description="Failures are silent (standby, unmonitored): found at the next periodic test (every this "
+                          "many hours from time 0, e.g. a monthly load test: 730) or when an outage calls on the "
+                          "unit, and only then repaired. null: detected as usual. For the generator this is in "
+                          "addition to start_failure_prob (a unit that is up may still fail to start).")
     start_delay_s: NonNeg = Field(
         10.0, description="Seconds from utility loss to the generator carrying the load (assumption).",
     )
@@ -312,6 +327,8 @@ class Power(Strict):
             failure=el.failure,
             repair=Repair(hot_swap=True, time=el.repair.time, burn_in_h=0.0, crew=el.repair.crew),
             dispatch_priority=prio,
+            common_cause_beta=el.common_cause_beta,
+            latent_test_interval_h=el.latent_test_interval_h if isinstance(el, (UPS, Generator)) else None,
         )
 
     def facility_parts(self) -> dict[str, "Part"]:

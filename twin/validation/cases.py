@@ -159,6 +159,8 @@ def _registry() -> dict[str, Callable[[Settings], list[CaseResult]]]:
         "one_of_two": reliability.one_of_two,
         "rack_series": reliability.rack_series,
         "palm_spares": reliability.palm_spares,
+        "common_cause": reliability.common_cause,
+        "standby_test": reliability.standby_test,
         "mmc_queue": erlang_c,
         "checkpoint_daly": daly_checkpoint,
         "job_interruptions": interruption_rate,
