@@ -167,6 +167,7 @@ def _registry() -> dict[str, Callable[[Settings], list[CaseResult]]]:
         "thermal_step": physical.thermal_step,
         "energy_constant_load": physical.energy_constant_load,
         "ups_ride_through": physical.ups_ride_through,
+        "concurrent_maintenance": physical.concurrent_maintenance,
         "collective_tiers": compute.collective_tiers,
         "pipeline_bubble": compute.pipeline_bubble,
         "megatron_sc21": compute.megatron_sc21,
