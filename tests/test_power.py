@@ -453,3 +453,108 @@ def test_power_chain_cap_cools_the_gpus() -> None:
     speed = ((613 - 100) / (700 - 100)) ** 0.5
     done = m["goodput.useful"] + m["goodput.lost"]
     assert m["goodput.slowdown"] == pytest.approx((1 - speed) / speed * done, rel=1e-3)
+
+
+# ---- concurrent maintenance, common-cause and latent units of the chain (issue 24) -------------
+
+def _maint_doc(topology: str, ups: dict[str, Any] | None = None, **power: Any) -> dict[str, Any]:
+    count, req, run = PSU_LAYOUT[topology]
+    psu = {"count": count, "required": req, "min_to_run": run, "effect": "redundant", "failure": NEVER,
+           "repair": {"hot_swap": True, "burn_in_h": 0}}
+    return {"name": f"maint-{topology}", "horizon_days": 125.0, "seed": 3,
+            "cluster": {"racks": 2, "nodes_per_rack": 3, "node": {"gpus": GPUS, "parts": {"psu": psu}}},
+            "maintenance": {"detection": {"dist": "fixed", "value_h": 0}, "crews": {"crew": {"count": 1}}},
+            "power": quiet_power_section(topology, ups=ups or {}, **power)}
+
+
+def test_concurrent_maintenance_validation_case_is_exact() -> None:
+    """N loses exactly nodes × (duration + reboot_h) per UPS window; 2N none (twin validate case)."""
+    from twin.validation.framework import Settings
+    from twin.validation.physical import concurrent_maintenance
+
+    n, two_n = concurrent_maintenance(Settings())
+    assert n.reference == pytest.approx(3 * 6 * 8.1, rel=1e-12) and n.passed, n
+    assert two_n.reference == 0.0 and two_n.passed, two_n
+    assert all(n.excludes(v) for v in n.wrong.values()) and all(two_n.excludes(v) for v in two_n.wrong.values())
+
+
+def test_maintenance_drain_is_a_planned_interruption_and_ends_after_reboot() -> None:
+    mt = {"interval_h": 1000.0, "duration_h": 8.0, "offset_h": 100.0}
+    res = run_replication(load_dict(_maint_doc("n", {"maintenance": mt})).scenario, 0)
+    iv = res.tables["node_intervals"]
+    down = iv[iv["state"] == "down"]
+    first = down[down["start_h"] < 200]
+    assert len(first) == 6 and set(first["cause"].astype(str)) == {"planned:power_maintenance"}
+    assert np.allclose(first["start_h"], 100.0) and np.allclose(first["end_h"], 108.1)
+    assert res.metrics["power.down_node_hours.maintenance"] == pytest.approx(res.metrics["power.down_node_hours"])
+
+
+def test_outage_during_ups_bypass_maintenance_drops_the_load() -> None:
+    """Bypass keeps the load up on raw utility; an outage during the window reaches it at once (the
+    generator still starts 10 s later: down for the start delay plus reboot_h)."""
+    mt = {"interval_h": 1000.0, "duration_h": 8.0, "offset_h": 100.0, "mode": "bypass"}
+    doc = _maint_doc("n", {"maintenance": mt}, inject=[{"feed": "A", "at_h": 102.0, "duration_h": 1.0}])
+    res = run_replication(load_dict(doc).scenario, 0)
+    m = res.metrics
+    assert m["power.maintenance_exposure_hours"] == pytest.approx(3 * 8.0)
+    assert m["power.down_node_hours.maintenance"] == 0.0
+    assert m["power.down_node_hours"] == pytest.approx(6 * (10 / 3600 + 0.1), rel=1e-9)
+    # without the maintenance the UPS rides through the 10 s start: nothing lost
+    doc["power"]["ups"].pop("maintenance")
+    assert run_replication(load_dict(doc).scenario, 0).metrics["power.down_node_hours"] == 0.0
+
+
+def test_generator_in_maintenance_cannot_start() -> None:
+    mt = {"interval_h": 1000.0, "duration_h": 8.0, "offset_h": 100.0}
+    doc = _maint_doc("n", generator={"maintenance": mt}, inject=[{"feed": "A", "at_h": 101.0, "duration_h": 1.0}])
+    res = run_replication(load_dict(doc).scenario, 0)
+    # the UPS carries idle nodes for 10 min × rated/actual load, then the feed is dead until utility returns
+    ride_h = 10 / 60 / (IDLE_NODE_W / FULL_W)
+    assert res.metrics["power.down_node_hours"] == pytest.approx(6 * (1.0 - ride_h + 0.1), rel=1e-9)
+
+
+@pytest.mark.parametrize("where,value,msg", [
+    ("generator", {"mode": "isolate"}, "@power.generator.maintenance.mode"),
+    ("switchboard", {"mode": "bypass"}, "@power.switchboard.maintenance.mode"),
+    ("ups", {"interval_h": 10.0, "duration_h": 6.0}, "@power.ups.maintenance.duration_h"),
+])
+def test_bad_maintenance_is_one_line_with_its_path(where: str, value: dict[str, Any], msg: str) -> None:
+    from twin.errors import InputError
+
+    doc = _maint_doc("2n")
+    doc["power"][where] = {**doc["power"].get(where, {}), "maintenance": value}
+    with pytest.raises(InputError, match=msg.lstrip("@").replace(".", r"\.")):
+        load_dict(doc)
+
+
+def test_generators_a_and_b_share_common_cause_events() -> None:
+    """β = 0.5 across feeds: common events fail both generators at once (each its own ticket)."""
+    doc = _maint_doc("2n", generator={"failure": {"dist": "exponential", "mean_h": 200.0},
+                                      "common_cause_beta": 0.5})
+    res = run_replication(load_dict(doc).scenario, 0)
+    m = res.metrics
+    from scipy.stats import poisson
+
+    expected = 125.0 * 24 * 0.5 / 200.0  # common events at βλ over the horizon (7.5)
+    assert 1 <= m["ccf_events.generator"] <= poisson.ppf(0.999, expected)
+    assert m["ccf_failures.generator"] >= m["ccf_events.generator"]
+    ev = res.tables["events"]
+    fails = ev[(ev["kind"] == "fail") & ev["path"].astype(str).str.endswith("generator")]
+    both = fails.groupby("time_h")["path"].nunique()
+    assert (both == 2).sum() >= 1  # at least one event took A and B together
+    t = res.tables["tickets"]
+    assert len(t[t["part"] == "generator"]) + 2 >= m["failures.generator"]
+
+
+def test_latent_generator_failure_found_by_an_outage() -> None:
+    """A generator failed silently (tests every 10,000 h, never reached) is found by the outage that
+    calls on it: counted as found on demand, and the outage reaches the load once the UPS is empty."""
+    doc = _maint_doc("n", generator={"failure": {"dist": "fixed", "value_h": 50.0}, "latent_test_interval_h": 10000.0},
+                     inject=[{"feed": "A", "at_h": 400.0, "duration_h": 1.0}])
+    res = run_replication(load_dict(doc).scenario, 0)
+    m = res.metrics
+    assert m["latent_found_demand.generator"] == 1 and m["latent_found_test.generator"] == 0
+    t = res.tables["tickets"]
+    g = t[t["part"] == "generator"].iloc[0]
+    assert g["fail_h"] == pytest.approx(50.0) and g["detected_h"] == pytest.approx(400.0)
+    assert m["power.down_node_hours.feed"] > 0

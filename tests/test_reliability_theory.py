@@ -17,7 +17,7 @@ import pytest
 
 from twin.physics import closed_forms as cf
 from twin.validation.framework import CaseResult, Settings
-from twin.validation.reliability import k_of_n, one_of_two, palm_spares, single_part
+from twin.validation.reliability import common_cause, k_of_n, one_of_two, palm_spares, single_part, standby_test
 
 CONF = 0.99
 QUICK = Settings(quick=True, confidence=CONF)
@@ -93,3 +93,54 @@ def test_palm_stockout_share(s: Settings) -> None:
     assert r.reference == pytest.approx(cf.palm_stockout_share(0.5, 4.0, 3), rel=1e-12)
     assert 0.2 < r.reference < 0.5
     assert_strong_pass(r)
+
+
+# ---- common-cause failures: 1-of-2 with a β-factor (issue 24) ------------------------------------
+
+@pytest.mark.parametrize("s", MODES)
+def test_one_of_two_with_common_cause_failures(s: Settings) -> None:
+    """U = [βρ + (2 − β)ρ²]/[1 + 2ρ + (2 − β)ρ²] (0.06504 at λ = 0.2, μ = 1, β = 0.1); independent
+    failures (0.05405), the common event counted per unit and two crews are excluded."""
+    (r,) = common_cause(s)
+    assert r.reference == pytest.approx(0.0650406504, rel=1e-9)
+    assert r.wrong["independent failures (β = 0)"] == pytest.approx(0.0540540541, rel=1e-9)
+    assert_strong_pass(r)
+
+
+def test_common_cause_case_fails_without_common_events() -> None:
+    def no_beta(doc: dict) -> dict:
+        d = copy.deepcopy(doc)
+        d["cluster"]["node"]["parts"]["psu"]["common_cause_beta"] = 0.0
+        return d
+
+    (r,) = common_cause(Settings(quick=True, confidence=CONF, mutate=no_beta))
+    assert not r.passed and r.excludes(r.reference)
+
+
+# ---- latent failures: a periodically tested standby unit (issue 24) -------------------------------
+
+@pytest.mark.parametrize("s", MODES)
+def test_periodically_tested_standby_unit(s: Settings) -> None:
+    """U = 1 − (1 − e^(−λT))/(λT) = 0.04837 at λT = 0.1 with instant repair; with repair D the chain
+    at the tests. The quick run tells apart the grossly wrong models; the full one also the λT/2 + λD
+    approximation."""
+    zero, rep = standby_test(s)
+    assert zero.reference == pytest.approx(0.0483741804, rel=1e-9)
+    assert rep.reference > zero.reference + 0.5 * 0.001 * 20  # about λD more
+    for r in (zero, rep):
+        if s.quick:
+            assert r.passed and not r.failed_invariants(), r
+            far = [v for k, v in r.wrong.items() if "approximation" not in k]
+            assert far and all(r.excludes(v) for v in far)
+        else:
+            assert_strong_pass(r)
+
+
+def test_standby_case_fails_when_tests_are_half_as_frequent() -> None:
+    def rarer_tests(doc: dict) -> dict:
+        d = copy.deepcopy(doc)
+        d["power"]["generator"]["latent_test_interval_h"] *= 2
+        return d
+
+    for r in standby_test(Settings(quick=True, confidence=CONF, mutate=rarer_tests)):
+        assert not r.passed and r.excludes(r.reference)

@@ -285,7 +285,7 @@ class Model:
         # attributes to it (a PSU shortfall, a failed PDU)
         owner = dict(self.down_cause_part)
         for name in list(self.parts) + list(self.facility):
-            owner[name] = owner[f"repair:{name}"] = name
+            owner[name] = owner[f"repair:{name}"] = owner[f"ccf:{name}"] = name
         down_by_cause = (down["end_h"] - down["start_h"]).groupby(down["cause"].astype(str)).sum()
         down_by_part: dict[str, float] = {}
         for cause, h in down_by_cause.items():
@@ -311,6 +311,13 @@ class Model:
             total_fail += pop.failures
             metrics[f"failures.{name}"] = float(pop.failures)
             metrics[f"node_down_hours.{name}"] = dt
+            if pop.beta:  # common-cause failures (only where a β-factor is set)
+                metrics[f"ccf_events.{name}"] = float(pop.ccf_events)
+                metrics[f"ccf_failures.{name}"] = float(pop.ccf_failures)
+                metrics[f"node_down_hours_ccf.{name}"] = float(down_by_cause.get(f"ccf:{name}", 0.0))
+            if pop.test_h is not None:  # latent failures: found at a periodic test or by a demand
+                metrics[f"latent_found_test.{name}"] = float(pop.latent_found_test)
+                metrics[f"latent_found_demand.{name}"] = float(pop.latent_found_demand)
             if inv is not None:
                 metrics[f"stockouts.{name}"] = float(inv.stockouts)
                 metrics[f"stockout_share.{name}"] = inv.stockouts / inv.demands if inv.demands else float("nan")

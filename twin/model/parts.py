@@ -8,9 +8,10 @@ each). A replaced part renews (as good as new) with its next draw ``k + 1``.
 from __future__ import annotations
 
 import functools
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
+import simpy
 
 from twin import rng
 from twin.model.cluster import Cluster, node_path
@@ -38,6 +39,19 @@ def _node_part_digests(racks: int, nodes_per_rack: int, name: str, per_node: int
 class PartPopulation:
     """All instances of part type ``name`` (``count`` per node)."""
 
+    # common-cause and latent-failure state (set by _init_shared)
+    beta: float
+    _ccf_mean_h: float
+    _ccf_digests: np.ndarray
+    _in_ccf: bool
+    _down_cause: dict[int, str]
+    ccf_events: int
+    ccf_failures: int
+    test_h: float | None
+    _hidden: dict[int, simpy.Event]
+    latent_found_test: int
+    latent_found_demand: int
+
     def __init__(self, engine: Engine, cluster: Cluster, name: str, spec: Part,
                  on_failure: Callable[["PartPopulation", int], None]) -> None:
         self.engine = engine
@@ -59,6 +73,7 @@ class PartPopulation:
         self.healthy_per_node = np.full(cluster.n_nodes, spec.count, dtype=np.int32)
         self.failures = 0
         self.repairs = np.zeros(self.n, dtype=np.int64)
+        _init_shared(self, spec)
 
     def path(self, idx: int) -> str:
         node, slot = divmod(idx, self.per_node)
@@ -66,6 +81,19 @@ class PartPopulation:
 
     def node_of(self, idx: int) -> int:
         return idx // self.per_node
+
+    @property
+    def n_groups(self) -> int:
+        """Common-cause groups: the units of one node."""
+        return self.cluster.n_nodes
+
+    def members(self, g: int) -> Sequence[int]:
+        """Units of common-cause group ``g`` (node ``g``)."""
+        return range(g * self.per_node, (g + 1) * self.per_node)
+
+    def group_digests(self) -> np.ndarray:
+        """One stream digest per group (its first unit's: the group's events use their own stream number)."""
+        return self.digest[:: self.per_node]
 
     # ---- lifetimes ----------------------------------------------------------------------
     def uniform(self, idx: int, purpose: str, k: int) -> float:
@@ -81,18 +109,82 @@ class PartPopulation:
             i = int(idx[0])
             k = int(self.draws[i])
             self.draws[i] = k + 1
-            return self.spec.failure.sample(np.array([self.uniform(i, "fail", k)]))
-        u = self.engine.streams.uniforms(self.digest[idx], self.draws[idx], rng.STREAMS["fail"])
-        self.draws[idx] += 1
-        return self.spec.failure.sample(u)
+            out = self.spec.failure.sample(np.array([self.uniform(i, "fail", k)]))
+        else:
+            u = self.engine.streams.uniforms(self.digest[idx], self.draws[idx], rng.STREAMS["fail"])
+            self.draws[idx] += 1
+            out = self.spec.failure.sample(u)
+        if self.beta:  # the unit's own failures at (1 − β)λ (exponential: the time scales by 1/(1 − β))
+            out = out / (1.0 - self.beta)
+        return out
 
     def start(self) -> None:
-        """Draw every part's first lifetime at once and schedule those inside the horizon."""
+        """Draw every part's first lifetime at once and schedule those inside the horizon; start the
+        groups' common-cause processes and the periodic tests of latent failures."""
         all_idx = np.arange(self.n)
         life = self.draw_lifetimes(all_idx)
         self.life_h[:] = life
         for i in np.flatnonzero(life < self.engine.horizon_h):
             self._schedule(int(i), float(life[i]))
+        if self.beta:
+            self._ccf_digests = self.group_digests()
+            u = self.engine.streams.uniforms(self._ccf_digests, 0, rng.STREAMS["ccf"])
+            first = rng.exponential_from_u(u, self._ccf_mean_h)
+            for g in np.flatnonzero(first < self.engine.horizon_h):
+                self.engine.call_at(float(first[g]), lambda g=int(g): self._common_event(g, 0))
+        if self.test_h is not None and self.test_h < self.engine.horizon_h:
+            self.engine.call_at(self.test_h, self._periodic_test)
+
+    # ---- common-cause failures (β-factor) ---------------------------------------------------
+    def _common_event(self, g: int, k: int) -> None:
+        """Common event ``k`` of group ``g``: every working unit fails now; the next at rate βλ."""
+        hit = [i for i in self.members(g) if self.healthy[i]]
+        if hit:
+            self.ccf_events += 1
+            self.ccf_failures += len(hit)
+            self._in_ccf = True
+            try:
+                for i in hit:
+                    self._fire(i, int(self.gen[i]))
+            finally:
+                self._in_ccf = False
+        u = rng.uniform1(self.engine.streams.key, int(self._ccf_digests[g]), k + 1, rng.STREAMS["ccf"])
+        t = self.engine.now + float(rng.exponential_from_u(np.array([u]), self._ccf_mean_h)[0])
+        if t < self.engine.horizon_h:
+            self.engine.call_at(t, lambda: self._common_event(g, k + 1))
+
+    # ---- latent failures ------------------------------------------------------------------------
+    def _hide(self, idx: int) -> None:
+        """A latent unit failed: its ticket waits (``found_event``) until a test or a demand finds it."""
+        if self.test_h is not None:
+            self._hidden[idx] = self.engine.env.event()
+
+    def found_event(self, idx: int) -> simpy.Event | None:
+        """The event a repair ticket waits for before it proceeds (repair hook): set while the unit's
+        failure is latent (not yet found); None when the failure is detected as usual."""
+        return self._hidden.get(idx)
+
+    def found(self, idx: int, how: str) -> None:
+        """The latent failure of unit ``idx`` is found now, ``how`` = "test" or "demand"."""
+        ev = self._hidden.pop(idx, None)
+        if ev is None:
+            return
+        if how == "test":
+            self.latent_found_test += 1
+        else:
+            self.latent_found_demand += 1
+        now = self.engine.now
+        self.engine.recorder.event(now, f"latent_found_{how}", self.path(idx), self.node_of(idx),
+                                   now - self.install_h[idx] - self.life_h[idx])
+        ev.succeed()
+
+    def _periodic_test(self) -> None:
+        for idx in sorted(self._hidden):
+            self.found(idx, "test")
+        assert self.test_h is not None
+        t = self.engine.now + self.test_h
+        if t < self.engine.horizon_h:
+            self.engine.call_at(t, self._periodic_test)
 
     def _schedule(self, idx: int, t_h: float) -> None:
         if t_h >= self.engine.horizon_h:
@@ -118,6 +210,7 @@ class PartPopulation:
             return
         self.healthy[idx] = False
         self.gen[idx] += 1
+        self._hide(idx)
         before = int(self.healthy_per_node[node])
         self.healthy_per_node[node] = before - 1
         self._apply_effect(node, before, before - 1)
@@ -162,13 +255,40 @@ class PartPopulation:
             was_failed = before < self.fail_below
             now_failed = after < self.fail_below
             if now_failed and not was_failed:
-                self.cluster.add_down(node, self.name)
+                # a common event that took the group down is its own cause (reported apart)
+                cause = f"ccf:{self.name}" if self._in_ccf else self.name
+                self._down_cause[node] = cause
+                self.cluster.add_down(node, cause)
             elif was_failed and not now_failed:
-                self.cluster.remove_down(node, self.name)
+                self.cluster.remove_down(node, self._down_cause.pop(node, self.name))
+            if self._hidden and after < before and after < int(self.required):
+                # a demand: the group no longer meets `required`, every hidden failure in it is found
+                for i in self.members(node):
+                    self.found(i, "demand")
             self.engine.bus.publish(Topic.GROUP, node, self.name, after)
 
     def node_failed_by_group(self, node: int) -> bool:
         return bool(self.healthy_per_node[node] < self.fail_below)
+
+
+def _init_shared(pop: "PartPopulation | FacilityParts", spec: Part) -> None:
+    """State of the common-cause process and the latent failures (both population kinds)."""
+    pop.beta = float(spec.common_cause_beta)
+    pop._ccf_mean_h = spec.failure.mean() / pop.beta if pop.beta else float("inf")  # 1/(βλ), hours
+    pop._ccf_digests = np.zeros(0, dtype=np.uint64)
+    pop._in_ccf = False
+    pop._down_cause = {}
+    pop.ccf_events = 0  # common events that failed at least one unit
+    pop.ccf_failures = 0  # units they failed
+    pop.test_h = spec.latent_test_interval_h
+    pop._hidden = {}
+    pop.latent_found_test = 0
+    pop.latent_found_demand = 0
+
+
+def contiguous_groups(n: int, size: int) -> list[range]:
+    """Common-cause groups of ``size`` consecutive units (a zone's CRAH units, a loop's CDUs)."""
+    return [range(s, min(s + size, n)) for s in range(0, n, size)]
 
 
 class FacilityParts:
@@ -179,9 +299,22 @@ class FacilityParts:
     nodes...). Units are not inside a node: repairs never drain a node (``node_of`` is -1).
     """
 
+    # common-cause and latent-failure state (set by _init_shared)
+    beta: float
+    _ccf_mean_h: float
+    _ccf_digests: np.ndarray
+    _in_ccf: bool
+    _down_cause: dict[int, str]
+    ccf_events: int
+    ccf_failures: int
+    test_h: float | None
+    _hidden: dict[int, simpy.Event]
+    latent_found_test: int
+    latent_found_demand: int
+
     def __init__(self, engine: Engine, name: str, paths: list[str], spec: Part,
                  on_change: Callable[[int, bool], None], on_failure: Callable[["FacilityParts", int], None],
-                 digests: np.ndarray | None = None) -> None:
+                 digests: np.ndarray | None = None, groups: Sequence[Sequence[int]] | None = None) -> None:
         self.engine = engine
         self.name = name
         self.spec = spec
@@ -202,9 +335,22 @@ class FacilityParts:
         """Nodes whose service unit ``idx``'s failure can take away (set by the owning model; none: no
         node). Dispatch by impact counts the GPUs of those out of service, or cut, for one of ``causes``."""
         self.causes: frozenset[str] = frozenset({name})
+        self._groups: list[Sequence[int]] = [range(self.n)] if groups is None else list(groups)
+        """Common-cause groups (default: every unit of the population in one group)."""
+        _init_shared(self, spec)
 
     def path(self, idx: int) -> str:
         return self._paths[idx]
+
+    @property
+    def n_groups(self) -> int:
+        return len(self._groups)
+
+    def members(self, g: int) -> Sequence[int]:
+        return self._groups[g]
+
+    def group_digests(self) -> np.ndarray:
+        return np.array([self.digest[self._groups[g][0]] for g in range(len(self._groups))], dtype=np.uint64)
 
     def node_of(self, idx: int) -> int:
         return -1
@@ -218,6 +364,11 @@ class FacilityParts:
     _schedule = PartPopulation._schedule
     reschedule = PartPopulation.reschedule
     _renew = PartPopulation._renew
+    _common_event = PartPopulation._common_event
+    _hide = PartPopulation._hide
+    found_event = PartPopulation.found_event
+    found = PartPopulation.found
+    _periodic_test = PartPopulation._periodic_test
 
     def _fire(self, idx: int, gen: int) -> None:
         if gen != self.gen[idx] or not self.healthy[idx]:
@@ -231,6 +382,7 @@ class FacilityParts:
             return
         self.healthy[idx] = False
         self.gen[idx] += 1
+        self._hide(idx)
         self._on_change(idx, False)
         self._on_failure(self, idx)
 

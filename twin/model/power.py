@@ -56,9 +56,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from twin.model.cluster import Cluster
     from twin.scenario.schema import Scenario
 
-CAUSES = ("psu", "pdu", "utility", "generator_start", "feed")
-"""Power down causes; code = index + 1 (0: not down). For a node's dead feeds the highest code wins."""
-_PSU, _PDU, _UTILITY, _GEN_START, _FEED = 1, 2, 3, 4, 5
+CAUSES = ("psu", "pdu", "utility", "generator_start", "feed", "maintenance")
+"""Power down causes; code = index + 1 (0: not down). For a node's dead feeds the highest rank wins
+(the code, except that a planned maintenance ranks below every unplanned cause)."""
+_PSU, _PDU, _UTILITY, _GEN_START, _FEED, _MAINT = 1, 2, 3, 4, 5, 6
+_RANK = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 0.5])
+"""Rank of each code (index = code) among a node's dead feeds."""
+
+
+def cause_name(code: int) -> str:
+    """The node-down reason of power cause ``code``: ``power:<cause>``, and for a planned maintenance
+    that drained the load ``planned:power_maintenance`` (a planned interruption for the workload)."""
+    return "planned:power_maintenance" if code == _MAINT else f"power:{CAUSES[code - 1]}"
 
 
 _add_reduce = np.add.reduce
@@ -313,6 +322,16 @@ class PowerChain(Component):
         self.gen_state = ["off"] * F
         self.gen_timer = [eng.timer(lambda f=f: self._gen_running(f)) for f in range(F)]  # start delay over
         self.sb_ok = [True] * F
+        # ---- scheduled maintenance (issue 24): per unit type, per feed, in the window now
+        self.maint_specs = {name: el.maintenance for name, el in spec.elements().items()
+                            if el.maintenance is not None}
+        self.in_maint: dict[str, list[bool]] = {name: [False] * F for name in self.maint_specs}
+        self.unit_up = {"ups": [self.has_ups] * F, "generator": [self.has_gen] * F}  # not failed (repairs)
+        self.isolated = [0] * F  # maintenance windows that de-energise the feed now
+        self.maint_since: dict[tuple[str, int], float] = {}
+        self.maint_windows = 0
+        self.maint_unit_h = 0.0
+        self.maint_exposure_h = 0.0
         self.pdu_ok = np.ones((F, self.K), dtype=bool)
         self.input_live = [True] * F
         self.mode = ["utility"] * F
@@ -368,10 +387,13 @@ class PowerChain(Component):
                 continue
             if name == "pdu":
                 paths = [f"power.feed{x}.pdu{j:02d}" for x in self.feeds for j in range(self.K)]
+                groups = [[f * self.K + j for f in range(F)] for j in range(self.K)]  # the PDUs of the same racks
             else:
                 paths = [f"power.feed{x}.{name}" for x in self.feeds]
+                groups = [list(range(F))]  # the unit of every feed (generator A and B)
             fp = FacilityParts(eng, name, paths, spec.element_part(name, len(paths)),
-                               (lambda i, ok, nm=name: self._on_unit(nm, i, ok)), ctx.shop.on_failure)
+                               (lambda i, ok, nm=name: self._on_unit(nm, i, ok)), ctx.shop.on_failure,
+                               groups=groups)
             # dispatch by impact: a PDU's nodes, or every node of a feed-level unit, out for a power cause
             if name == "pdu":
                 fp.scope = lambda i: np.flatnonzero(self.node_pdu == i % self.K)
@@ -400,6 +422,7 @@ class PowerChain(Component):
         if self.spec.utility.outages_per_year > 0:
             for s in range(len(self.sources)):
                 self._next_outage(s, 0.0)
+        self._start_maintenance()
         for inj in self.spec.inject:
             f = self.feeds.index(inj.feed)
             if inj.at_h < self.H:
@@ -409,6 +432,8 @@ class PowerChain(Component):
     def finish(self) -> None:
         self._settle()
         now = self.engine.now
+        for name, f in list(self.maint_since):
+            self._close_maint(name, f, now)
         for f in range(self.F):
             self._close_feed_row(f, now)
             row = self.open_outage[f]
@@ -486,6 +511,9 @@ class PowerChain(Component):
                                       "injected": injected, "soc_start": self.soc[f],
                                       "generator": "none", "dead_h": 0.0}
             self.open_outage[f] = row
+            ups_units = self.units.get("ups")
+            if ups_units is not None:
+                ups_units.found(f, "demand")  # the outage calls on the UPS: a latent failure shows
             if self.has_gen:
                 row["generator"] = self._start_generator(f, f"power.feed{self.feeds[f]}.generator#start", k)
             eng.recorder.event(eng.now, "utility_lost", f"power.feed{self.feeds[f]}", -1, duration_h)
@@ -497,6 +525,9 @@ class PowerChain(Component):
         """Try to start the generator of feed ``f`` (draw ``k`` of ``stream``); returns what happened."""
         if not self.gen_ok[f]:
             self.gen_state[f] = "off"
+            gen_units = self.units.get("generator")
+            if gen_units is not None:
+                gen_units.found(f, "demand")  # a start that finds it failed (latent or not)
             return "unavailable"
         gen = self.spec.generator
         assert gen is not None
@@ -547,19 +578,85 @@ class PowerChain(Component):
         elif name == "switchboard":
             self.sb_ok[idx] = ok
         elif name == "ups":
-            self.ups_ok[idx] = ok
+            self.unit_up["ups"][idx] = ok
+            self.ups_ok[idx] = ok and not self._bypassed("ups", idx)
         elif name == "generator":
-            f = idx
-            self.gen_ok[f] = ok
-            if not ok and self.gen_state[f] in ("starting", "running"):
-                self.gen_state[f] = "off"
-                self.gen_timer[f].cancel()
-            elif ok and self.util_out[f] > 0 and self.gen_state[f] == "off":
-                k = self.restarts[f]
-                self.restarts[f] += 1
-                self._start_generator(f, f"power.feed{self.feeds[f]}.generator#restart", k)
+            self.unit_up["generator"][idx] = ok
+            self._set_gen(idx, ok and not self._bypassed("generator", idx))
         self._feeds_active = True
         self._update()
+
+    def _bypassed(self, name: str, f: int) -> bool:
+        """Unit ``name`` of feed ``f`` is out of service for a bypass-mode maintenance now."""
+        on = self.in_maint.get(name)
+        return on is not None and on[f] and self.spec.maintenance_mode(name) == "bypass"
+
+    def _set_gen(self, f: int, ok: bool) -> None:
+        """The generator of feed ``f`` becomes able (``ok``) or unable to run (failure, repair, maintenance)."""
+        self.gen_ok[f] = ok
+        if not ok and self.gen_state[f] in ("starting", "running"):
+            self.gen_state[f] = "off"
+            self.gen_timer[f].cancel()
+        elif ok and self.util_out[f] > 0 and self.gen_state[f] == "off":
+            k = self.restarts[f]
+            self.restarts[f] += 1
+            self._start_generator(f, f"power.feed{self.feeds[f]}.generator#restart", k)
+
+    # ---- scheduled maintenance (concurrent maintenance, one feed at a time) -------------------
+    def _start_maintenance(self) -> None:
+        for name, mt in self.maint_specs.items():
+            assert mt is not None
+            first = mt.offset_h if mt.offset_h is not None else mt.interval_h / 2.0
+            for f in range(self.F):
+                t = first + f * mt.interval_h / self.F
+                if t < self.H:
+                    self.engine.call_at(t, lambda nm=name, f=f: self._maint_begin(nm, f))
+
+    def _maint_begin(self, name: str, f: int) -> None:
+        mt = self.maint_specs[name]
+        assert mt is not None
+        self._settle()
+        eng = self.engine
+        self.in_maint[name][f] = True
+        self.maint_windows += 1
+        self.maint_since[(name, f)] = eng.now
+        mode = self.spec.maintenance_mode(name)
+        eng.recorder.event(eng.now, "maintenance_start", f"power.feed{self.feeds[f]}.{name}", -1, mt.duration_h)
+        if mode == "isolate":
+            self.isolated[f] += 1
+        elif name == "ups":
+            self.ups_ok[f] = False
+        elif name == "generator":
+            self._set_gen(f, False)
+        self._feeds_active = True
+        eng.call_at(eng.now + mt.duration_h, lambda: self._maint_end(name, f))
+        if eng.now + mt.interval_h < self.H:
+            eng.call_at(eng.now + mt.interval_h, lambda: self._maint_begin(name, f))
+        self._update()
+
+    def _maint_end(self, name: str, f: int) -> None:
+        self._settle()
+        self._close_maint(name, f, self.engine.now)
+        self.in_maint[name][f] = False
+        mode = self.spec.maintenance_mode(name)
+        if mode == "isolate":
+            self.isolated[f] -= 1
+        elif name == "ups":
+            self.ups_ok[f] = self.unit_up["ups"][f]
+        elif name == "generator":
+            self._set_gen(f, self.unit_up["generator"][f])
+        self.engine.recorder.event(self.engine.now, "maintenance_end", f"power.feed{self.feeds[f]}.{name}")
+        self._feeds_active = True
+        self._update()
+
+    def _close_maint(self, name: str, f: int, now: float) -> None:
+        t0 = self.maint_since.pop((name, f), None)
+        if t0 is None:
+            return
+        d = now - t0
+        self.maint_unit_h += d
+        if self.spec.maintenance_mode(name) == "bypass" or self.F > 1:
+            self.maint_exposure_h += d  # the load stays up with a unit or a feed less: exposed
 
     def _on_group(self, node: int, part: str, healthy: int) -> None:
         if part == self.spec.psu_part:
@@ -575,6 +672,8 @@ class PowerChain(Component):
             code = 0
             if not self.sb_ok[f]:
                 mode, code = "dead", _FEED
+            elif self.isolated[f]:
+                mode, code = "dead", _MAINT
             elif inp:
                 mode = "utility" if self.util_out[f] == 0 else "generator"
             elif self.ups_ok[f] and self.soc[f] > 0.0:
@@ -623,7 +722,11 @@ class PowerChain(Component):
         down = E < self.min_run
         hp_cnt = np.stack([hp[:, m].sum(axis=1) for m in self.slot_masks], axis=1)
         dead_code = np.where(live, 0, np.array(self.feed_code))
-        feed_cause = ((hp_cnt > 0) * dead_code[None, :]).max(axis=1)
+        if self.maint_specs:  # rank a planned maintenance below every unplanned cause
+            cand = (hp_cnt > 0) * dead_code[None, :]
+            feed_cause = np.take_along_axis(cand, _RANK[cand].argmax(axis=1)[:, None], axis=1)[:, 0]
+        else:
+            feed_cause = ((hp_cnt > 0) * dead_code[None, :]).max(axis=1)
         code = np.where(h.sum(axis=1) < self.min_run, _PSU, np.where(hp.sum(axis=1) < self.min_run, _PDU, feed_cause))
         code = np.where(down, np.maximum(code, 1), 0)  # a down node always has a cause
         self.it.set_cap("power", None, new_cap)  # → node power, feed loads, capped counts, UPS timers
@@ -641,13 +744,13 @@ class PowerChain(Component):
                 self.pheld[i] = True
                 self.pcode[i] = c
                 self._count_cause()
-                cl.add_down(i, f"power:{CAUSES[c - 1]}")
+                cl.add_down(i, cause_name(c))
             elif self.pcode[i] != c:
                 old = int(self.pcode[i])
                 self.pcode[i] = c
                 self._count_cause()
-                cl.add_down(i, f"power:{CAUSES[c - 1]}")  # new reason first: no spurious up
-                cl.remove_down(i, f"power:{CAUSES[old - 1]}")
+                cl.add_down(i, cause_name(c))  # new reason first: no spurious up
+                cl.remove_down(i, cause_name(old))
         back = np.flatnonzero(~down & self.pheld & ~self.rebooting)
         if len(back):
             if self.spec.reboot_h > 0:
@@ -665,7 +768,7 @@ class PowerChain(Component):
             self.rebooting[i] = False
             self.pcode[i] = 0
             self._count_cause()
-            self.cluster.remove_down(i, f"power:{CAUSES[c - 1]}")
+            self.cluster.remove_down(i, cause_name(c))
 
     def _reboot_done(self, nodes: NDArray[np.int64], gens: NDArray[np.int64]) -> None:
         ok = self.rebooting[nodes] & (self.reboot_gen[nodes] == gens)
@@ -762,8 +865,13 @@ class PowerChain(Component):
         ts, vs = rec.level_series("site_power_w")
         m: dict[str, float] = {}
         m["power.down_node_hours"] = float(self.down_node_h.sum())
-        for i, c in enumerate(CAUSES):
+        causes = list(CAUSES) if self.maint_specs else list(CAUSES[:_MAINT - 1])  # maintenance: when scheduled
+        for i, c in enumerate(causes):
             m[f"power.down_node_hours.{c}"] = float(self.down_node_h[i + 1])
+        if self.maint_specs:
+            m["power.maintenance_windows"] = float(self.maint_windows)
+            m["power.maintenance_hours"] = self.maint_unit_h
+            m["power.maintenance_exposure_hours"] = self.maint_exposure_h
         m["power.capped_gpu_hours"] = self.capped_gpu_h
         m["power.capped_node_hours"] = self.capped_node_h
         if self.site_cap_w is not None:
@@ -793,8 +901,8 @@ class PowerChain(Component):
             "power_feeds": feeds,
             "power_outages": outages,
             "power_site": pd.DataFrame({"time_h": ts, "it_power_w": vs}),
-            "power_downtime": pd.DataFrame({"cause": list(CAUSES),
-                                            "node_hours": [float(x) for x in self.down_node_h[1:]]}),
+            "power_downtime": pd.DataFrame({"cause": causes,
+                                            "node_hours": [float(x) for x in self.down_node_h[1:len(causes) + 1]]}),
         }
         return m, tables
 

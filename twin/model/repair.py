@@ -298,7 +298,11 @@ class RepairShop:
         lad = rep.ladder
         pool = self.crews[rep.crew or self._default_pool]
         t = self.open[tid] = _Ticket(tid, pop.name, pop.path(idx), node, pop.spec.effect, pool.name, eng.now)
-        yield env.timeout(self._draw(pop, idx, "detect", k, self.spec.detection))
+        found = pop.found_event(idx)  # a latent failure waits until a test or a demand finds it
+        if found is not None:
+            yield found
+        else:
+            yield env.timeout(self._draw(pop, idx, "detect", k, self.spec.detection))
         t.detected_h = eng.now
         if lad.remediate_success > 0:  # rung 1: automated remediation, no technician, no spare
             yield env.timeout(self._draw(pop, idx, "remediate", k, lad.remediate_time))

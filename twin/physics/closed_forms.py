@@ -77,6 +77,39 @@ def one_of_two_one_crew(lam: ArrayLike, mu: ArrayLike) -> FloatOrArray:
     return _out(num / (num + 2 * lam_**2))
 
 
+def one_of_two_beta_unavailability(lam: ArrayLike, mu: ArrayLike, beta: ArrayLike) -> FloatOrArray:
+    """Unavailability of 1-out-of-2 with β-factor common-cause failures and one crew (rates per hour).
+
+    Each unit fails alone at (1 − β)λ; a common event at βλ fails every working unit; one crew repairs
+    at μ. The chain 2 → 1 at 2(1 − β)λ, 2 → 0 at βλ, 1 → 0 at λ, repairs at μ gives, with ρ = λ/μ,
+    U = [βρ + (2 − β)ρ²] / [1 + 2ρ + (2 − β)ρ²] (β = 0: the independent 2ρ²/(1 + 2ρ + 2ρ²))."""
+    rho = _f(lam) / _f(mu)
+    b = _f(beta)
+    num = b * rho + (2.0 - b) * rho**2
+    return _out(num / (1.0 + 2.0 * rho + (2.0 - b) * rho**2))
+
+
+def tested_standby_unavailability(lam: ArrayLike, test_interval_h: ArrayLike,
+                                  repair_h: ArrayLike = 0.0) -> FloatOrArray:
+    """Mean unavailability of a standby unit whose failures (rate ``lam`` per hour) are latent until a
+    periodic test every ``test_interval_h`` hours (tests at T, 2T, ..., instant, no demands).
+
+    With instant repair, U = 1 − (1 − e^(−λT))/(λT) (not the approximation λT/2). With a fixed repair
+    time D ≤ T after a test finds the unit failed (the unit renews at the test + D, tests keep their
+    schedule), the state at the tests is a two-state chain: from "up" the unit fails before the next test
+    with a = 1 − e^(−λT), from "found failed" with b = 1 − e^(−λ(T − D)); π_failed = a/(1 + a − b), and
+    the down time of a test interval is T − a/λ from "up" and T − b/λ from "found failed" (the repair
+    D included). U adds about λD to the instant-repair value."""
+    lam_, T, D = _f(lam), _f(test_interval_h), _f(repair_h)
+    if np.any(D > T) or np.any(D < 0):
+        raise ValueError("repair_h must lie in [0, test_interval_h]")
+    a = -np.expm1(-lam_ * T)
+    b = -np.expm1(-lam_ * (T - D))
+    p_f = a / (1.0 + a - b)
+    down = (1.0 - p_f) * (T - a / lam_) + p_f * (T - b / lam_)
+    return _out(down / T)
+
+
 def _check_stable(arrival_rate: float, service_rate: float, servers: int) -> float:
     c = int(servers)
     if c < 1:

@@ -11,11 +11,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from twin.scenario.distributions import Distribution, Fixed, normalise_dist
+from twin.scenario.distributions import Distribution, Exponential, Fixed, normalise_dist
 
 Dist = Annotated[Distribution, BeforeValidator(normalise_dist)]
 PosInt = Annotated[int, Field(ge=1)]
 NonNegInt = Annotated[int, Field(ge=0)]
+Beta = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
+PosHours = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
 class Strict(BaseModel):
@@ -107,6 +109,17 @@ class Part(Strict):
     dispatch_priority: int | None = Field(
         None, description="Crew dispatch priority (lower first). Default: node-down 0, link 1, redundancy 2."
     )
+    common_cause_beta: Beta = Field(
+        0.0, description="β-factor of common-cause failures of the group (the units of one node; for site units, "
+                         "the group their model defines): each unit fails alone at (1 − β)λ, and a common event at "
+                         "βλ fails every working unit of the group, each with its own repair ticket. Needs an "
+                         "exponential failure (λ = 1/mean_h). 0: independent failures. Assumption when set: "
+                         "1–10 % is the commonly quoted range, IEC 62061 assumes ≤ 2 % (sources-realism §4).")
+    latent_test_interval_h: PosHours | None = Field(
+        None, description="The unit fails silently (standby or no telemetry): its failure is found at the next "
+                          "periodic test (every this many hours from time 0), or when a demand finds it (a node "
+                          "group that falls below `required`; a generator or UPS called on by an outage), and "
+                          "only then is it repaired. null: failures are detected as usual (maintenance.detection).")
 
     @model_validator(mode="before")
     @classmethod
@@ -133,6 +146,9 @@ class Part(Strict):
                 raise ValueError(
                     f"@min_to_run: must be <= required ({self.required}), got {self.min_to_run}"
                 )
+        if self.common_cause_beta > 0 and not isinstance(self.failure, Exponential):
+            raise ValueError(f"@common_cause_beta: needs an exponential failure distribution (the β-factor splits a "
+                             f"constant rate λ), got {self.failure.dist!r}")
         if self.effect != "redundant" and self.required != self.count and self.effect == "node_down":
             raise ValueError("@required: only effect 'redundant' parts may have required < count")
         return self

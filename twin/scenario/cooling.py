@@ -19,7 +19,7 @@ from pydantic import Field, PrivateAttr, model_validator
 
 from twin.scenario.distributions import Exponential, Fixed
 from twin.scenario.defaults import derive, moved, over_default
-from twin.scenario.base import Dist, Part, Repair, Strict, hot_swap_repair
+from twin.scenario.base import Beta, Dist, Part, Repair, Strict, hot_swap_repair
 from twin.units import DAYS_PER_YEAR
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,6 +35,9 @@ Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 def _k_of_n(obj: "Crah | Cdu | Pumps") -> None:
     if obj.required > obj.count:
         raise ValueError(f"@required: must be <= count ({obj.count}), got {obj.required}")
+    if obj.common_cause_beta > 0 and not isinstance(obj.failure, Exponential):
+        raise ValueError(f"@common_cause_beta: needs an exponential failure distribution (the β-factor splits a "
+                         f"constant rate λ), got {obj.failure.dist!r}")
 
 
 # --------------------------------------------------------------------------- GPU and node
@@ -108,6 +111,10 @@ class Crah(Strict):
                           description="Time to failure of one unit (assumption: MTBF 50,000 h).")
     repair: Annotated[Repair, over_default(hot_swap_repair)] = Field(
         default_factory=hot_swap_repair, description="Repair of one unit (default: 4 h hands-on, assumption).")
+    common_cause_beta: Beta = Field(
+        0.0, description="β-factor of common-cause failures of the zone's units: each unit fails alone at (1 − β)λ, a common "
+                         "event at βλ fails every working one (exponential failure only). 0: independent "
+                         "(assumption when set: 1–10 % commonly quoted, IEC 62061 ≤ 2 %).")
 
     @model_validator(mode="after")
     def _check(self) -> "Crah":
@@ -160,6 +167,10 @@ class Pumps(Strict):
                           description="Time to failure of one pump (assumption: MTBF 40,000 h).")
     repair: Annotated[Repair, over_default(hot_swap_repair)] = Field(
         default_factory=hot_swap_repair, description="Repair of one pump (default 4 h, assumption).")
+    common_cause_beta: Beta = Field(
+        0.0, description="β-factor of common-cause failures of the pumps of one CDU: each unit fails alone at (1 − β)λ, a common "
+                         "event at βλ fails every working one (exponential failure only). 0: independent "
+                         "(assumption when set: 1–10 % commonly quoted, IEC 62061 ≤ 2 %).")
 
     @model_validator(mode="after")
     def _check(self) -> "Pumps":
@@ -177,6 +188,10 @@ class Cdu(Strict):
                           description="Time to failure of one CDU (assumption: MTBF 50,000 h).")
     repair: Annotated[Repair, over_default(hot_swap_repair)] = Field(
         default_factory=hot_swap_repair, description="Repair of one CDU (default 4 h, assumption).")
+    common_cause_beta: Beta = Field(
+        0.0, description="β-factor of common-cause failures of the CDUs of one loop: each unit fails alone at (1 − β)λ, a common "
+                         "event at βλ fails every working one (exponential failure only). 0: independent "
+                         "(assumption when set: 1–10 % commonly quoted, IEC 62061 ≤ 2 %).")
     pumps: Pumps = Field(default_factory=Pumps, description="The pumps of each CDU.")
 
     @model_validator(mode="after")
@@ -458,14 +473,14 @@ class Cooling(Strict):
         if self.air is not None:
             c = self.air.crah
             out["crah"] = Part(count=c.count, required=c.required, effect="redundant", failure=c.failure,
-                               repair=c.repair)
+                               repair=c.repair, common_cause_beta=c.common_cause_beta)
         if self.liquid is not None:
             d = self.liquid.cdu
             out["cdu"] = Part(count=d.count, required=d.required, effect="redundant", failure=d.failure,
-                              repair=d.repair)
+                              repair=d.repair, common_cause_beta=d.common_cause_beta)
             p = d.pumps
             out["cdu_pump"] = Part(count=p.count, required=p.required, effect="redundant", failure=p.failure,
-                                   repair=p.repair)
+                                   repair=p.repair, common_cause_beta=p.common_cause_beta)
             if self.liquid.leak is not None:
                 lk = self.liquid.leak
                 out["leak"] = Part(count=1, effect="node_down", failure=lk.failure, repair=lk.repair)

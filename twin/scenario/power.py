@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from twin.scenario.base import Dist, Part, Repair, Strict
+from twin.scenario.base import Beta, Dist, Part, PosHours, Repair, Strict
 from twin.scenario.defaults import moved, over_default
 from twin.scenario.distributions import Exponential, Fixed, Lognormal
 
@@ -79,6 +79,26 @@ def _pdu_repair() -> ElementRepair:
     return ElementRepair(time=Fixed(value_h=2.0))
 
 
+class ElementMaintenance(Strict):
+    """Scheduled maintenance of one unit type, one feed at a time (concurrent maintenance)."""
+
+    interval_h: Pos = Field(
+        8760.0, description="Hours between visits to the unit of one feed (NFPA 70B: electrical equipment at least "
+                            "every 12 months; UPS contracts 1–2 visits a year: 8760 or 4380).")
+    duration_h: Pos = Field(
+        8.0, description="Hours each visit takes the unit out (assumption: 8 h, range 4–24 h; no published "
+                         "window durations were found, sources-realism §10).")
+    offset_h: NonNeg | None = Field(
+        None, description="Time of the first visit (feed A), hours; feed i follows i·interval/feeds later. "
+                          "Default: half an interval.")
+    mode: Literal["isolate", "bypass"] | None = Field(
+        None, description="isolate: the feed below the unit is de-energised for the work (with N the load under it "
+                          "is drained, a planned interruption, and returns reboot_h after; with 2N the other feed "
+                          "carries it); bypass: the unit is out of service and the feed stays on utility, exposed "
+                          "(a UPS on maintenance bypass: an outage reaches the load at once; a generator cannot "
+                          "start). Default: bypass for the generator (its only mode), isolate otherwise.")
+
+
 class Element(Strict):
     """A unit of the feed chain that fails and is repaired."""
 
@@ -89,6 +109,13 @@ class Element(Strict):
     dispatch_priority: int | None = Field(
         None, description="Crew dispatch priority (lower first). Default: PDU and switchboard 0, UPS and generator 2."
     )
+    maintenance: ElementMaintenance | None = Field(
+        None, description="Scheduled maintenance of this unit on every feed, one feed at a time; null: none.")
+    common_cause_beta: Beta = Field(
+        0.0, description="β-factor of common-cause failures across the feeds: the units of this type on feeds A "
+                         "and B (for PDUs, the two PDUs of the same racks) form a group; each fails alone at "
+                         "(1 − β)λ and a common event at βλ fails every working one. Needs an exponential failure. "
+                         "0: independent (assumption when set: 1–10 % commonly quoted, IEC 62061 ≤ 2 %).")
 
 
 class Utility(Strict):
@@ -116,6 +143,11 @@ class UPS(Element):
     efficiency: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = Field(
         0.95, description="Output/input power in double conversion (assumption); losses = load·(1/eff − 1)."
     )
+    latent_test_interval_h: PosHours | None = Field(
+        None, description="Failures are silent (standby, unmonitored): found at the next periodic test (every this "
+                          "many hours from time 0, e.g. a monthly load test: 730) or when an outage calls on the "
+                          "unit, and only then repaired. null: detected as usual. For the generator this is in "
+                          "addition to start_failure_prob (a unit that is up may still fail to start).")
     capacity_kw: Pos | None = Field(
         None,
         description="Rated output, kW; ride-through scales as rated/actual load. Default: the full demand "
@@ -130,6 +162,11 @@ class UPS(Element):
 
 
 class Generator(Element):
+    latent_test_interval_h: PosHours | None = Field(
+        None, description="Failures are silent (standby, unmonitored): found at the next periodic test (every this "
+                          "many hours from time 0, e.g. a monthly load test: 730) or when an outage calls on the "
+                          "unit, and only then repaired. null: detected as usual. For the generator this is in "
+                          "addition to start_failure_prob (a unit that is up may still fail to start).")
     start_delay_s: NonNeg = Field(
         10.0, description="Seconds from utility loss to the generator carrying the load (assumption).",
     )
@@ -238,6 +275,12 @@ class Power(Strict):
             return [f[i % len(f)] for i in range(count)]
         return list(self.psu_feeds)
 
+    def maintenance_mode(self, name: str) -> str:
+        """The maintenance mode of unit type ``name`` (its default when not set)."""
+        mt = self.elements()[name].maintenance
+        assert mt is not None
+        return mt.mode or ("bypass" if name == "generator" else "isolate")
+
     def pdu_count(self, racks: int) -> int:
         return self.pdu.count if self.pdu.count is not None else racks
 
@@ -276,6 +319,21 @@ class Power(Strict):
         if run * self.capacity_w < least:
             raise ValueError(f"@power.capacity_w: the minimum PSUs to run ({run}) × capacity_w must cover the node at "
                              f"minimum GPU power ({least:g} W), got {run * self.capacity_w:g} W")
+        for name, el in self.elements().items():
+            mt = el.maintenance
+            if mt is None:
+                continue
+            if name == "pdu":
+                raise ValueError("@power.pdu.maintenance: not modelled for PDUs (UPS, generator and switchboard are)")
+            if name == "generator" and mt.mode == "isolate":
+                raise ValueError("@power.generator.maintenance.mode: a generator is maintained out of service "
+                                 "(bypass); isolate de-energises a feed (UPS, switchboard)")
+            if name == "switchboard" and mt.mode == "bypass":
+                raise ValueError("@power.switchboard.maintenance.mode: a switchboard has no bypass; use isolate")
+            if mt.duration_h >= mt.interval_h / len(self.feeds):
+                raise ValueError(f"@power.{name}.maintenance.duration_h: must be < interval_h / feeds "
+                                 f"({mt.interval_h / len(self.feeds):g}) so one feed is maintained at a time, "
+                                 f"got {mt.duration_h:g}")
         racks = sc.cluster.racks
         if self.pdu_count(racks) > racks:
             raise ValueError(f"@power.pdu.count: must be <= racks ({racks}), got {self.pdu_count(racks)}")
@@ -312,6 +370,8 @@ class Power(Strict):
             failure=el.failure,
             repair=Repair(hot_swap=True, time=el.repair.time, burn_in_h=0.0, crew=el.repair.crew),
             dispatch_priority=prio,
+            common_cause_beta=el.common_cause_beta,
+            latent_test_interval_h=el.latent_test_interval_h if isinstance(el, (UPS, Generator)) else None,
         )
 
     def facility_parts(self) -> dict[str, "Part"]:

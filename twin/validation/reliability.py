@@ -484,3 +484,124 @@ def dispatch_impact(s: Settings) -> list[CaseResult]:
                     "without ageing it waits longer than the bound": no_age > A + longest},
         sample="exact"))
     return out
+
+
+# ---- common-cause failures: 1-of-2 with a β-factor -------------------------------------------
+
+def _beta_chain_unavailability(lam: float, mu: float, beta: float, crews: int, common_rate: float) -> float:
+    """Unavailability of 1-of-2 with units failing alone at (1 − β)λ, a common event at ``common_rate``
+    failing every working unit, and ``crews`` crews (the 3-state chain solved numerically): the
+    reference's own chain, and its wrong variants."""
+    q = np.zeros((3, 3))  # state = units failed
+    q[0, 1] = 2 * (1 - beta) * lam
+    q[0, 2] = common_rate
+    q[1, 2] = (1 - beta) * lam + common_rate
+    q[1, 0] = mu
+    q[2, 1] = min(2, crews) * mu
+    np.fill_diagonal(q, -q.sum(axis=1))
+    a = np.vstack([q.T, np.ones(3)])
+    p = np.linalg.lstsq(a, np.array([0.0, 0.0, 0.0, 1.0]), rcond=None)[0]
+    return float(p[2])
+
+
+def common_cause(s: Settings) -> list[CaseResult]:
+    """1-of-2 redundant units with β-factor common-cause failures and one crew (each failed unit its
+    own ticket), against U = [βρ + (2 − β)ρ²]/[1 + 2ρ + (2 − β)ρ²] (λ = 0.2/h, μ = 1/h, β = 0.1:
+    0.06504). Wrong models: independent failures (β = 0: 0.05405), the common event at 2βλ (counted
+    per unit), two crews."""
+    lam, mu, beta = 0.2, 1.0, 0.1
+    reps = s.reps(10, 40)
+    days = 100.0 if s.quick else 400.0
+    doc = group_doc(2, 1, 1, lam, mu, days)
+    doc["name"] = "common-cause-1-of-2"
+    doc["cluster"]["node"]["parts"]["psu"]["common_cause_beta"] = beta
+    warm = 48.0
+    sc = load_case_doc(doc, s)
+    H = sc.horizon_h
+    u, ccf_share, both = [], [], True
+    for rep in range(reps):
+        res = run_replication(sc, rep)
+        u.append(down_fraction(res.tables["node_intervals"], 0, warm, H))
+        m = res.metrics
+        ccf_share.append(m.get("ccf_failures.psu", 0.0) / m["failures.psu"])
+        t = res.tables["tickets"]
+        both &= bool(len(t) == 0 or len(t) <= m["failures.psu"])
+    expected = float(cf.one_of_two_beta_unavailability(lam, mu, beta))
+    chain = _beta_chain_unavailability(lam, mu, beta, 1, beta * lam)
+    return [result(
+        "common_cause", f"unavailability, 1-of-2, β = {beta:g}, one crew, λ={lam:g}/h, μ={mu:g}/h", expected,
+        TMean(np.array(u)), s, f"β-factor chain, warm-up {warm:g} h discarded",
+        wrong={"independent failures (β = 0)": float(cf.one_of_two_beta_unavailability(lam, mu, 0.0)),
+               "common event at 2βλ (counted per unit)": _beta_chain_unavailability(lam, mu, beta, 1, 2 * beta * lam),
+               "two crews": _beta_chain_unavailability(lam, mu, beta, 2, beta * lam)},
+        invariants={"closed form equals the chain": abs(chain - expected) < 1e-12,
+                    "a ticket per failed unit at most": both,
+                    "common events fail units (share of failures > 5 %)": float(np.mean(ccf_share)) > 0.05})]
+
+
+# ---- latent failures: a periodically tested standby unit --------------------------------------
+
+def standby_doc(name: str, mtbf_h: float, test_h: float, repair_h: float, days: float) -> Doc:
+    """One node on feed A (topology n) whose only failing unit is the generator, a standby unit whose
+    failures are latent until a periodic test; no utility outages (no demands), one crew 24x7."""
+    doc = base_doc(name, days, {
+        "psu": {"count": 2, "required": 2, "effect": "redundant", "failure": {"dist": "fixed", "value_h": 1e15},
+                "repair": {"hot_swap": True}},
+    })
+    doc["power"] = {
+        "topology": "n", "capacity_w": 6000,
+        "utility": {"outages_per_year": 0},
+        "ups": {"failure": None}, "switchboard": {"failure": None}, "pdu": {"failure": None},
+        "generator": {"failure": {"dist": "exponential", "mean_h": mtbf_h}, "latent_test_interval_h": test_h,
+                      "repair": {"time": {"dist": "fixed", "value_h": repair_h}}},
+    }
+    return doc
+
+
+def unit_down_fraction(tickets: pd.DataFrame, part: str, start_h: float, end_h: float) -> float:
+    """Share of [start_h, end_h) that units of ``part`` spent failed, from their tickets (failure to
+    return; a ticket open at the horizon runs to its end). Meaningful for one unit of the part."""
+    t = tickets[tickets["part"] == part]
+    back = t["back_h"].to_numpy(dtype=float)
+    back = np.where(np.isnan(back), end_h, back)
+    s_ = np.maximum(t["fail_h"].to_numpy(dtype=float), start_h)
+    e_ = np.minimum(back, end_h)
+    return float(np.clip(e_ - s_, 0.0, None).sum() / (end_h - start_h))
+
+
+def standby_test(s: Settings) -> list[CaseResult]:
+    """A standby unit (generator) with latent failures at λ, tested every T (λT = 0.1), no demands:
+    with instant test and repair U = 1 − (1 − e^(−λT))/(λT) = 0.04837 (not λT/2 = 0.05); with a fixed
+    repair D = 0.2T after a test finds it failed, the two-state chain at the tests (about λD more).
+    The first 10 test intervals are discarded (the chain starts "up", not in its stationary mix)."""
+    mtbf, T = 1000.0, 100.0
+    reps = s.reps(10, 40)
+    days = 3000.0 if s.quick else 20000.0
+    out = []
+    for D in (0.0, 20.0):
+        doc = standby_doc(f"standby-test-D{D:g}", mtbf, T, D, days)
+        sc = load_case_doc(doc, s)
+        H = sc.horizon_h
+        warm = 10 * T
+        u, at_test, demand, fails = [], 0.0, 0.0, 0.0
+        for rep in range(reps):
+            res = run_replication(sc, rep)
+            u.append(unit_down_fraction(res.tables["tickets"], "generator", warm, H))
+            at_test += res.metrics["latent_found_test.generator"]
+            demand += res.metrics["latent_found_demand.generator"]
+            fails += res.metrics["failures.generator"]
+        lam = 1.0 / mtbf
+        expected = float(cf.tested_standby_unavailability(lam, T, D))
+        wrong = {"λT/2 + λD (the rare-event approximation)": lam * T / 2 + lam * D}
+        if D > 0:
+            wrong["repair time forgotten"] = float(cf.tested_standby_unavailability(lam, T, 0.0))
+        else:
+            wrong["failures detected at once: U = 0"] = 0.0
+        out.append(result(
+            "standby_test", f"unavailability, standby unit, λT = {lam * T:g}, repair D = {D:g} h", expected,
+            TMean(np.array(u)), s, "periodic test, latent failures, warm-up 10 tests",
+            wrong=wrong,
+            invariants={"no demands: every latent failure found at a test": demand == 0 and at_test > 0,
+                        "every failure found (bar those after the last test)": fails - at_test <= reps,
+                        "over 50 failures per replication": fails > 50 * reps}))
+    return out

@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 from twin.model.cooling import fast
 from twin.model.cooling.common import ASHRAE_RECOMMENDED_MAX_C, _blocks
 from twin.model.cooling.state import CoolingState
-from twin.model.parts import FacilityParts
+from twin.model.parts import FacilityParts, contiguous_groups
 from twin.physics import plant
 
 
@@ -61,7 +61,8 @@ class AirRooms(CoolingState):
         self.z_over_since = np.full(Z, np.nan)
         self.r_room = float(a.r_room_c_per_kw)  # type: ignore[arg-type]
         paths = [f"cooling.zone{z}.crah{k}" for z in range(Z) for k in range(a.crah.count)]
-        self.crah = FacilityParts(eng, "crah", paths, fac_specs["crah"], self._on_crah, self.shop.on_failure)
+        self.crah = FacilityParts(eng, "crah", paths, fac_specs["crah"], self._on_crah, self.shop.on_failure,
+                                  groups=contiguous_groups(len(paths), a.crah.count))  # common cause: a zone's units
         self._facility["crah"] = self.crah
         self.node_air_w = np.zeros(n)
 
