@@ -293,29 +293,13 @@ def paired_table(tables: Mapping[str, pd.DataFrame], reference: str, metrics: It
 
 # ---------------------------------------------------------------- which way is better
 
-_HIGHER = ("availability", "useful", "ettr", "throughput", "speed", "kept", "jobs_completed")
-_LOWER = ("failures", "down_hours", "cut_hours", "cut_node_hours", "stockout", "wait", "lost", "interruptions",
-          "energy", "pue", "throttl", "trips", "overhead", "restart", "checkpoint", "slowdown", "idle", "cost", "peak", "repair.")
-_NEUTRAL = ("horizon", "nodes", "gpus_installed", "crew_utilisation", "utilisation", "jobs_submitted",
-            "events_processed")
-
-
 def direction(metric: str) -> int:
     """+1 when larger is better, −1 when smaller is better, 0 when the metric has no preferred
-    direction (utilisation, counts of installed hardware …). Goodput is better higher; its
-    breakdown shares (``goodput.lost`` …) except ``goodput.useful`` are better lower."""
-    m = metric.lower()
-    if m.startswith(_NEUTRAL):
-        return 0
-    if m in ("goodput", "goodput.useful"):
-        return 1
-    if m.startswith("goodput."):
-        return -1
-    if any(k in m for k in _LOWER):
-        return -1
-    if any(k in m for k in _HIGHER):
-        return 1
-    return 0
+    direction (utilisation, counts of installed hardware …) or is not in the metric catalogue
+    (:mod:`twin.report.metrics`, the one place that says which way a metric is better)."""
+    from twin.report.metrics import direction as _direction
+
+    return _direction(metric)
 
 
 TIE = "(tie)"
