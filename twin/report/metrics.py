@@ -281,7 +281,9 @@ def unit_label(key: str, currency: str = "USD") -> str:
 
 
 def label_with_unit(key: str, currency: str = "USD") -> str:
-    u = unit_label(key, currency)
+    """"node-hours down (node-h)"; a count keeps its bare label (its values carry the noun)."""
+    m = find(key)
+    u = unit_label(key, currency) if m is None or m.fmt != "count" else ""
     return f"{label(key)} ({u})" if u else label(key)
 
 
@@ -361,14 +363,23 @@ def _scaled(x: float, unit: str, signed: bool, sig: int, prefixes: Sequence[tupl
     return f"{plain(x, sig, signed)} {unit}".strip()
 
 
-def format_value(key: str, x: float, currency: str = "USD", delta: bool = False, sig: int = 4) -> str:
+def format_value(key: str, x: float, currency: str = "USD", delta: bool = False, sig: int = 4,
+                 bare: bool = False) -> str:
     """``x`` of metric ``key`` as a person reads it: ``99.91 %``, ``12.35 failures``, ``1.73 M GPU-h``,
     ``17.29 GWh``, ``USD 1.4 M``, ``78.2 °C``. With ``delta`` the value is a difference: signed, and
     a fraction's difference in percentage points (``+0.12 pp``). An uncatalogued key prints as a
-    plain number."""
+    plain number. ``bare``: without the unit where it is not bound to a multiplier (the ``%`` or
+    ``pp``, the currency, a count's or hours' unit; kWh, W and °C stay), for the bounds of an
+    interval next to a value that has it."""
     m = find(key)
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "–"
+    if bare and m is not None and m.fmt in ("percent", "money", "count", "hours", "days"):
+        full = format_value(key, x, currency, delta, sig)
+        unit = {"percent": "pp" if delta else "%", "money": currency or "currency units"}.get(m.fmt, m.unit)
+        if m.fmt == "days":
+            unit = "days"
+        return full[: -len(unit)].rstrip() if unit and full.endswith(unit) else full
     x = float(x)
     if m is None:
         return plain(x, sig, delta)
@@ -401,9 +412,10 @@ def format_value(key: str, x: float, currency: str = "USD", delta: bool = False,
     return _scaled(x, m.unit, delta, sig)
 
 
-def format_interval(key: str, lo: float, hi: float, currency: str = "USD", delta: bool = False) -> str:
-    """``[lo, hi]`` in the metric's format."""
-    return f"[{format_value(key, lo, currency, delta)}, {format_value(key, hi, currency, delta)}]"
+def format_interval(key: str, lo: float, hi: float, currency: str = "USD", delta: bool = False,
+                    bare: bool = True) -> str:
+    """``[lo, hi]`` in the metric's format (``bare``: without a unit that the value beside it shows)."""
+    return f"[{format_value(key, lo, currency, delta, bare=bare)}, {format_value(key, hi, currency, delta, bare=bare)}]"
 
 
 def catalogue_markdown() -> str:
