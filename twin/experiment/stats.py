@@ -116,6 +116,11 @@ def half_width(x: ArrayLike, level: float = LEVEL) -> float:
     return float(_st.t.ppf(0.5 + level / 2, n - 1)) * s / math.sqrt(n)
 
 
+def half_width_factor(level: float, n: int) -> float:
+    """t_{n−1, (1+level)/2}: a half-width at ``level`` is this times s/√n (NaN when n < 2)."""
+    return float(_st.t.ppf(0.5 + level / 2, n - 1)) if n >= 2 else math.nan
+
+
 def next_stage(need: int, n: int, max_reps: int) -> tuple[bool | None, int]:
     """One step of the sequential procedure: with ``n`` replications done and ``need`` estimated,
     (True, n) when the target is met, (False, n) when ``max_reps`` is reached without it, else

@@ -23,7 +23,6 @@ reference, the runner-up against it).
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -222,7 +221,16 @@ def single_summary(table: pd.DataFrame, objectives: Sequence[str]) -> list[dict[
 # ------------------------------------------------------------------------------ from a results folder
 
 def _read_json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text())
+    """A stored JSON mapping; missing or damaged: bad input (exit 2), as for the report."""
+    from twin.report.html import read_json
+
+    return read_json(path)
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    from twin.report.html import read_table
+
+    return read_table(path)
 
 
 def _currency(mc_folder: Path) -> str:
@@ -244,7 +252,7 @@ def build(folder: Path | str, objectives: Sequence[str] | None = None) -> dict[s
     kind = meta.get("kind")
     out: dict[str, Any] = {"kind": kind, "alpha": ALPHA}
     if kind == "montecarlo":
-        t = pd.read_parquet(folder / "replications.parquet")
+        t = _read_table(folder / "replications.parquet")
         objs, notes = resolve_objectives(objectives, list(t.columns))
         out.update(option=meta.get("scenario"), currency=_currency(folder), notes=notes,
                    objectives=single_summary(t, objs))
@@ -254,7 +262,7 @@ def build(folder: Path | str, objectives: Sequence[str] | None = None) -> dict[s
             subs = [folder / v["folder"] for v in meta["variants"]]
             reference = meta["reference"]
             p = folder / "breakeven.parquet"
-            be = pd.read_parquet(p) if p.is_file() else None
+            be = _read_table(p) if p.is_file() else None
         else:
             params = [p["path"] for p in meta["params"]]
             labels = ["point " + str(pt["point"]) + " (" + ", ".join(f"{p}={pt[p]}" for p in params) + ")"
@@ -266,12 +274,12 @@ def build(folder: Path | str, objectives: Sequence[str] | None = None) -> dict[s
                 objectives = [dm["objective"]]
             dp = folder / "decision.parquet"
             if dm.get("constraints") and dp.is_file():  # only the points that meet the constraints compete
-                feas = set(pd.read_parquet(dp).query("feasible").point.astype(int))
+                feas = set(_read_table(dp).query("feasible").point.astype(int))
                 keep = [i for i, pt in enumerate(meta["points"]) if int(pt["point"]) in feas]
                 out["constraints"] = list(dm["constraints"])
                 out["excluded"] = [labels[i] for i in range(len(labels)) if i not in keep]
                 labels, subs = [labels[i] for i in keep], [subs[i] for i in keep]
-        tables = {lab: pd.read_parquet(s / "replications.parquet") for lab, s in zip(labels, subs)}
+        tables = {lab: _read_table(s / "replications.parquet") for lab, s in zip(labels, subs)}
         cols = sorted(set.intersection(*[set(t.columns) for t in tables.values()])) if tables else []
         objs, notes = resolve_objectives(objectives, cols)
         out.update(options=labels, reference=reference, currency=_currency(subs[0]) if subs else "", notes=notes)
@@ -283,7 +291,7 @@ def build(folder: Path | str, objectives: Sequence[str] | None = None) -> dict[s
         else:
             out["objectives"] = []
     elif kind == "sensitivity":
-        ranking = pd.read_parquet(folder / "ranking.parquet")
+        ranking = _read_table(folder / "ranking.parquet")
         rows = []
         for m in meta["metrics"]:
             d = ranking[ranking.metric == m].sort_values("rank")

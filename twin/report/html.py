@@ -446,10 +446,13 @@ def _montecarlo(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
     doc.h2("Metrics by group (mean, 95 % CI)")
     grouped_tables(doc, {meta["scenario"]: summ}, None, meta["scenario"], cur, main_metrics(list(summ.metric)))
     doc.h2("Distributions over replications")
+    from twin.report.interactive import ecdf
+
     for m in DIST_METRICS:
         if m in table.columns:
-            doc.figure(fig_hist_ecdf({meta["scenario"]: table[m].to_numpy(dtype=float)}, m, cur), f"dist_{m}.png",
-                       f"histogram and ECDF of {catalogue.label(m)}")
+            v = {meta["scenario"]: table[m].to_numpy(dtype=float)}
+            doc.chart(ecdf(v, m, cur), f"dist_{m}", f"histogram and ECDF of {catalogue.label(m)}",
+                      fig_hist_ecdf(v, m, cur))
     fig = fig_failure_pareto(summ)
     if fig is not None:
         doc.h2("Failures")
@@ -516,10 +519,13 @@ def _compare(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
     from twin.report import cost_figures  # cost breakdown and break-even (issue 9), when present
 
     cost_figures.compare_section(doc, folder, summ, labels)
+    from twin.report.interactive import ecdf
+
     for m in DIST_METRICS:
         if tables and all(m in t.columns for t in tables.values()):
-            doc.figure(fig_hist_ecdf({k: t[m].to_numpy(dtype=float) for k, t in tables.items()}, m, cur),
-                       f"dist_{m}.png", f"histogram and ECDF of {catalogue.label(m)}")
+            v = {k: t[m].to_numpy(dtype=float) for k, t in tables.items()}
+            doc.chart(ecdf(v, m, cur), f"dist_{m}", f"histogram and ECDF of {catalogue.label(m)}",
+                      fig_hist_ecdf(v, m, cur))
     doc.h2(f"All paired differences vs {ref}")
     order = {m: i for i, (_, ms) in enumerate(catalogue.by_group(list(paired.metric.unique()))) for m in ms}
     pt = paired.assign(_o=paired.metric.map(order)).sort_values(["_o", "metric"], kind="stable")
@@ -558,10 +564,12 @@ def _sweep(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
                  *([f"--set {s}" for s in meta.get("set", [])])])
     ms = ordered_metrics(list(tidy.metric.unique()))
     doc.h2("Curves")
+    from twin.report.interactive import sweep_curve
+
     for m in ms:
         fig = fig_sweep(tidy, params, m, cur)
         if fig is not None:
-            doc.figure(fig, f"sweep_{m}.png", f"sweep of {catalogue.label(m)}")
+            doc.chart(sweep_curve(tidy, params, m, cur), f"sweep_{m}", f"sweep of {catalogue.label(m)}", fig)
     from twin.report import cost_figures  # decision, frontier, cost breakdown (issue 9), when present
 
     cost_figures.sweep_section(doc, folder, meta, tidy)
@@ -590,8 +598,10 @@ def _sensitivity(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
     for m in meta["metrics"]:
         fig = fig_tornado(ranking, m, currency=cur)
         if fig is not None:
+            from twin.report.interactive import tornado
+
             doc.h2(f"Tornado: Δ {catalogue.label(m)}")
-            doc.figure(fig, f"tornado_{m}.png", f"tornado of {catalogue.label(m)}")
+            doc.chart(tornado(ranking, m, cur), f"tornado_{m}", f"tornado of {catalogue.label(m)}", fig)
             d = ranking[ranking.metric == m]
 
             def f(x: float) -> str:

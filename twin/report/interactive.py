@@ -93,4 +93,95 @@ def timeline(series: Mapping[str, tuple[np.ndarray, np.ndarray]], title: str, y_
     return fig
 
 
-__all__ = ["CONFIG", "forest", "forest_rows", "timeline", "to_div"]
+def _k(metric: str) -> float:
+    from twin.report.metrics import find
+
+    m = find(metric)
+    return 100.0 if m is not None and m.fmt == "percent" else 1.0
+
+
+def _axis(metric: str, currency: str) -> str:
+    from twin.report.metrics import label_with_unit
+
+    return label_with_unit(metric, currency)
+
+
+def ecdf(values: Mapping[str, np.ndarray], metric: str, currency: str) -> Any:
+    """Empirical CDF over replications, one line per option; hover gives the value as the catalogue prints it."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    k = _k(metric)
+    for lab, v in values.items():
+        v = np.sort(np.asarray(v, dtype=float)[np.isfinite(v)])
+        if not len(v):
+            continue
+        frac = np.arange(1, len(v) + 1) / len(v)
+        fig.add_trace(go.Scatter(x=k * v, y=frac, mode="lines+markers", name=str(lab), line=dict(shape="hv"),
+                                 hovertext=[f"{lab}: {format_value(metric, x, currency)}; {plain(100 * f, 3)} % of "
+                                            "replications at or below" for x, f in zip(v, frac)],
+                                 hoverinfo="text"))
+    fig.update_layout(title=dict(text=f"ECDF of {label(metric)} over replications", x=0), xaxis_title=_axis(metric, currency),
+                      yaxis_title="fraction of replications ≤ x", font=FONT, height=330, template="plotly_white",
+                      margin=dict(l=10, r=10, t=50, b=45), legend=dict(x=1.02, y=1), showlegend=len(values) > 1)
+    fig.update_xaxes(tickformat=",~r")
+    return fig
+
+
+def sweep_curve(tidy: pd.DataFrame, params: Sequence[str], metric: str, currency: str) -> Any | None:
+    """Mean and 95 % CI of a metric over the first swept parameter, one line per value of the others."""
+    import plotly.graph_objects as go
+
+    d = tidy[tidy.metric == metric]
+    if not len(d):
+        return None
+    x, others = params[0], list(params[1:])
+    k = _k(metric)
+    fig = go.Figure()
+    groups = d.groupby(others, sort=True) if others else [((), d)]
+    for key, g in groups:
+        g = g.sort_values(x) if pd.api.types.is_numeric_dtype(g[x]) else g
+        name = ", ".join(f"{o}={v}" for o, v in zip(others, key if isinstance(key, tuple) else (key,))) or label(metric)
+        fig.add_trace(go.Scatter(
+            x=[str(v) for v in g[x]] if not pd.api.types.is_numeric_dtype(g[x]) else g[x], y=k * g["mean"],
+            mode="lines+markers", name=name,
+            error_y=dict(type="data", symmetric=False, array=(k * (g.ci_high - g["mean"])).fillna(0),
+                         arrayminus=(k * (g["mean"] - g.ci_low)).fillna(0)),
+            hovertext=[f"point {p}: {format_value(metric, m, currency)} "
+                       f"{format_interval(metric, lo, hi, currency)}" for p, m, lo, hi in
+                       zip(g.point, g["mean"], g.ci_low, g.ci_high)], hoverinfo="text"))
+    fig.update_layout(title=dict(text=f"{label(metric)} (mean, 95 % CI)", x=0), xaxis_title=x,
+                      yaxis_title=_axis(metric, currency), font=FONT, height=330, template="plotly_white",
+                      margin=dict(l=10, r=10, t=50, b=45), legend=dict(x=1.02, y=1), showlegend=bool(others))
+    fig.update_yaxes(tickformat=",~r")
+    return fig
+
+
+def tornado(ranking: pd.DataFrame, metric: str, currency: str, top: int = 20) -> Any | None:
+    """Δ of the metric at each factor's low and high value against the baseline, ranked by swing."""
+    import plotly.graph_objects as go
+
+    d = ranking[ranking.metric == metric].sort_values("rank").head(top)
+    if not len(d):
+        return None
+    k = _k(metric)
+    names = [f"{f} ({lo} / {hi})" for f, lo, hi in zip(d.factor, d.low, d.high)]
+    fig = go.Figure()
+    for lvl, col in (("low", "#4c72b0"), ("high", "#dd8452")):
+        v, a, b = d[f"delta_{lvl}"], d[f"delta_{lvl}_ci_low"], d[f"delta_{lvl}_ci_high"]
+        fig.add_trace(go.Bar(
+            y=names, x=k * v, orientation="h", name=lvl, marker_color=col,
+            error_x=dict(type="data", symmetric=False, array=(k * (b - v)).fillna(0), arrayminus=(k * (v - a)).fillna(0)),
+            hovertext=[f"{n} at {lvl}: Δ {format_value(metric, x, currency, True)} "
+                       f"{format_interval(metric, lo, hi, currency, True)}" for n, x, lo, hi in zip(names, v, a, b)],
+            hoverinfo="text"))
+    unit = "percentage points" if _k(metric) == 100.0 else (_axis(metric, currency))
+    fig.update_layout(title=dict(text=f"Tornado: Δ {label(metric)} vs baseline (paired, 95 % CI)", x=0),
+                      xaxis_title=f"Δ {label(metric)} ({unit})" if _k(metric) == 100.0 else f"Δ {unit}",
+                      barmode="overlay", font=FONT, height=150 + 30 * len(d), template="plotly_white",
+                      yaxis=dict(autorange="reversed", automargin=True), margin=dict(l=10, r=10, t=50, b=45),
+                      legend=dict(x=1.02, y=1))
+    return fig
+
+
+__all__ = ["CONFIG", "ecdf", "forest", "forest_rows", "sweep_curve", "timeline", "to_div", "tornado"]
