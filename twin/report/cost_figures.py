@@ -49,7 +49,7 @@ def figures(res: Any, folder: Path) -> list[str]:
     total = float(d["amount"].sum())
     per = res.metrics.get("cost.per_useful_gpu_hour", math.nan)
     ax.set_xlabel(f"million {cur or 'currency units'} over the horizon (capital amortised)")
-    ax.set_title(f"Cost breakdown {sc}: total {total / 1e6:.3g} M; per useful GPU-hour "
+    ax.set_title(f"Cost breakdown {sc} ({cur or 'currency units'}): total {total / 1e6:.3g} M; per useful GPU-hour "
                  + (f"{per:.3g}" if per == per else "–"), fontsize=9)
     folder.mkdir(parents=True, exist_ok=True)
     _save(fig, folder / "cost_breakdown.png")
@@ -93,7 +93,7 @@ def fig_cost_breakdown(summaries: Mapping[str, pd.DataFrame], currency: str = "U
     ax.invert_yaxis()
     ax.set_xlabel(f"million {currency or 'currency units'} over the horizon (mean; capital amortised; "
                   "black: 95 % CI of the total)")
-    ax.set_title("Cost breakdown")
+    ax.set_title(f"Cost breakdown ({currency or 'currency units'})")
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     ax.set_xlim(0, max(left.max(), 1e-9) * 1.3)
     return fig
@@ -142,10 +142,12 @@ def fig_frontier(decision: pd.DataFrame, tidy: pd.DataFrame, objective: str, con
         ax.plot(x[ch], y[ch], "*", color="tab:red", ms=16, label="chosen")
     if threshold is not None:
         ax.axvline(threshold, color="k", ls="--", lw=0.8, label=f"{constraint} {op} {threshold:g}")
-    ax.set_xlabel(f"{constraint} (mean, 95 % CI)")
-    ax.set_ylabel(f"{objective} (mean, 95 % CI)")
-    ax.set_title(f"{objective} against {constraint} per grid point")
-    ax.legend(fontsize=7)
+    from twin.report.metrics import label, label_with_unit
+
+    ax.set_xlabel(f"{label_with_unit(constraint)} (mean, 95 % CI)")
+    ax.set_ylabel(f"{label_with_unit(objective)} (mean, 95 % CI)")
+    ax.set_title(f"{label(objective)} against {label(constraint)} per grid point")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
     return fig
 
 

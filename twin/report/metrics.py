@@ -391,9 +391,9 @@ def format_value(key: str, x: float, currency: str = "USD", delta: bool = False,
         if math.isinf(x):
             return plain(x, sig, delta)
         a = abs(x)
-        for lim, p in ((1e9, "bn"), (1e6, "M"), (1e4, "k")):
+        for lim, div, p in ((1e9, 1e9, "bn"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
             if a >= lim:
-                return f"{plain(x / lim, sig, delta)} {p} {cur}"
+                return f"{plain(x / div, sig, delta)} {p} {cur}"
         return f"{plain(x, sig, delta)} {cur}"
     if f == "energy_kwh":
         return _scaled(x, "", delta, sig, base_units=("kWh", "MWh", "GWh", "TWh"))
