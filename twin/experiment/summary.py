@@ -206,7 +206,7 @@ def single_summary(table: pd.DataFrame, objectives: Sequence[str]) -> list[dict[
     out = []
     for m in objectives:
         mean, lo, hi = stats.t_interval(_col(table, m), bounds=stats.metric_range(m))
-        losses = []
+        losses: list[dict[str, Any]] = []
         for b in mechanisms(list(table.columns), m):
             if b.startswith("goodput."):
                 bm, blo, bhi = stats.t_interval(_col(table, b), bounds=(0.0, 1.0))
