@@ -164,3 +164,25 @@ def test_breakeven_table_says_never_instead_of_inf() -> None:
     assert t.payback.iloc[0] == "never: net benefit of liquid ≤ 0"
     assert "inf" not in cells and "e+" not in cells
     assert t["more capital"].iloc[0] == "liquid" and "913.6 k USD" in cells
+
+
+def test_forecast_waterfall_starts_at_zero_and_summary_recommends_only_a_clear_lever() -> None:
+    """The waterfall's axis started near the ideal, so a 5-day loss looked 2.5 × a 66-day ideal bar."""
+    import matplotlib.pyplot as plt
+
+    from twin.forecast.report import fig_waterfall, summary_sentences
+
+    wf = pd.DataFrame({"step": ["ideal", "gpu", "expected"], "kind": ["ideal", "failure", "total"],
+                       "days": [66.0, 5.0, 71.0], "start": [0.0, 66.0, 0.0], "end": [66.0, 71.0, 71.0]})
+    fig = fig_waterfall(wf)
+    assert fig.axes[0].get_ylim()[0] == 0.0
+    plt.close(fig)
+    dist = {"mean_days": 71.0, "mean_ci_low": 70.0, "mean_ci_high": 72.0, "replications": 10, "ideal_days": 66.0}
+    loss = pd.DataFrame({"bucket": ["gpu", "checkpoints"], "mean_days": [5.0, 1.0]})
+    levers = pd.DataFrame({"lever": ["spares", "crews"], "saved_days": [2.0, 0.5], "saved_ci_low": [1.5, -0.5],
+                           "saved_ci_high": [2.5, 1.5]})
+    text = " ".join(sum(summary_sentences(dist, loss, levers), []))
+    assert "Recommended lever: spares" in text and "gpu 5.00 days" in text
+    levers.loc[0, ["saved_ci_low", "saved_ci_high"]] = [-0.1, 4.1]
+    text = " ".join(sum(summary_sentences(dist, loss, levers), []))
+    assert "Recommended lever" not in text and "No lever clearly saves time" in text
