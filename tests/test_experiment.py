@@ -469,7 +469,7 @@ def test_cli_commands_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert twin_main(["montecarlo", str(a), "--reps", "3", "--target-ci", "node_availability", *common]) == 2
     assert twin_main(["montecarlo", str(a), "--reps", "3", *common]) == 0
     out = capsys.readouterr().out
-    assert "node_availability" in out and "95 % CI" in out and "p95" in out
+    assert "node availability (%)" in out and "node_availability" not in out and "95 % CI" in out and "p95" in out
     assert twin_main(["montecarlo", str(a), "--reps", "3", "--target-ci", "node_availability=1e-9",
                       "--max-reps", "4", *common]) == 1
     assert twin_main(["sweep", str(a), "--param", "maintenance.crews.technicians.count=1,2", "--reps", "3",

@@ -1,4 +1,6 @@
-"""Generate the scenario reference (docs/scenario-reference.md) from the schema itself.
+"""Generate the scenario reference (docs/scenario-reference.md) from the schema itself, the output
+tables reference (docs/outputs-reference.md) and the metrics reference (docs/metrics-reference.md,
+from the metric catalogue :mod:`twin.report.metrics`).
 
 Every field with its type, default and description (where defaults are sourced or marked as
 assumptions). A test regenerates the file and fails if the committed copy differs.
@@ -21,6 +23,7 @@ from twin.scenario.schema import Scenario
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "scenario-reference.md"
 OUT_OUTPUTS = Path(__file__).resolve().parent.parent / "docs" / "outputs-reference.md"
+OUT_METRICS = Path(__file__).resolve().parent.parent / "docs" / "metrics-reference.md"
 OUTPUT_SCENARIOS = ("air.yaml", "power-2n.yaml")
 """Scenarios whose short runs list every table a `twin run` can write (all models present)."""
 
@@ -143,11 +146,19 @@ def render_outputs() -> str:
     return "\n".join(lines)
 
 
+def render_metrics() -> str:
+    """The metric catalogue (twin.report.metrics) as Markdown."""
+    from twin.report.metrics import catalogue_markdown
+
+    return catalogue_markdown()
+
+
 def main() -> int:
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(render())
     OUT_OUTPUTS.write_text(render_outputs())
-    print(f"wrote {OUT} and {OUT_OUTPUTS}")
+    OUT_METRICS.write_text(render_metrics())
+    print(f"wrote {OUT}, {OUT_OUTPUTS} and {OUT_METRICS}")
     return 0
 
 

@@ -66,6 +66,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Replications 0..N-1 (SeedSequence(seed) children), stored one file per replication as "
                     "they finish; rerunning the same command reuses a complete folder or resumes an interrupted one.")
     p.add_argument("scenario", help="scenario YAML file")
+    p.add_argument("--objective", dest="objectives", action="append", default=[], metavar="METRIC",
+                   help="what the decision summary optimises (default cost.per_useful_gpu_hour, or goodput "
+                        "without costs); repeatable")
     _common(p)
     p.set_defaults(func=cmd_montecarlo)
 
@@ -74,6 +77,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Every variant uses the seed of the FIRST scenario and the same replication indices; "
                     "differences are paired per replication against the first scenario.")
     p.add_argument("scenarios", nargs="+", help="two or more scenario YAML files; the first is the reference")
+    p.add_argument("--objective", dest="objectives", action="append", default=[], metavar="METRIC",
+                   help="what the decision summary optimises (default cost.per_useful_gpu_hour, or goodput "
+                        "without costs); repeatable")
     _common(p)
     p.set_defaults(func=cmd_compare)
 
@@ -108,6 +114,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser("report", help="(re)build report.html and report.md of an experiment folder")
     p.add_argument("folder", help="an experiment results folder (montecarlo, compare, sweep or sensitivity)")
+    p.add_argument("--objective", dest="objectives", action="append", default=[], metavar="METRIC",
+                   help="what the decision summary optimises (default cost.per_useful_gpu_hour, or goodput "
+                        "without costs); repeatable")
     p.set_defaults(func=cmd_report)
 
 
@@ -182,11 +191,29 @@ def _progress(args: argparse.Namespace) -> bool:
 
 
 def _fmt(x: float) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return f"{x:.6g}"
+    """A number without a metric: six significant digits, no exponent (twin.report.numbers.fmt)."""
+    from twin.report.numbers import fmt
+
+    return fmt(x)
+
+
+def _v(m: str, x: float, delta: bool = False, cur: str = "") -> str:
+    """A value of metric ``m`` as the catalogue prints it (twin.report.metrics)."""
+    from twin.report.metrics import format_value
+
+    return format_value(m, x, cur, delta)
+
+
+def _ci(m: str, lo: float, hi: float, delta: bool = False, cur: str = "") -> str:
+    from twin.report.metrics import format_interval
+
+    return format_interval(m, lo, hi, cur, delta)
+
+
+def _lab(m: str, cur: str = "") -> str:
+    from twin.report.metrics import label_with_unit
+
+    return label_with_unit(m, cur)
 
 
 def shown_metrics(metrics: Sequence[str], all_metrics: bool, extra: Sequence[str] = ()) -> list[str]:
@@ -204,15 +231,32 @@ def print_table(rows: list[list[str]], header: list[str], echo: Callable[[str], 
         echo("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
 
 
-def summary_table(summ: pd.DataFrame, metrics: Sequence[str], echo: Callable[[str], None] = _echo) -> None:
+def summary_table(summ: pd.DataFrame, metrics: Sequence[str], echo: Callable[[str], None] = _echo,
+                  cur: str = "") -> None:
+    """Mean, 95 % CI and quantiles per metric, labelled and formatted by the metric catalogue."""
     s = summ.set_index("metric")
     rows = []
     for m in metrics:
         if m in s.index:
             r = s.loc[m]
-            rows.append([m, _fmt(r["mean"]), f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]",
-                         _fmt(r["p5"]), _fmt(r["p50"]), _fmt(r["p95"])])
+            rows.append([_lab(m, cur), _v(m, r["mean"], cur=cur), _ci(m, r["ci_low"], r["ci_high"], cur=cur),
+                         _v(m, r["p5"], cur=cur), _v(m, r["p50"], cur=cur), _v(m, r["p95"], cur=cur)])
     print_table(rows, ["metric", "mean", "95 % CI", "p5", "p50", "p95"], echo)
+
+
+def print_summary(decision: dict, echo: Callable[[str], None] = _echo) -> None:  # type: ignore[type-arg]
+    """The decision summary's sentences (twin.report.summary), wrapped, before any table."""
+    import textwrap
+
+    from twin.report.summary import sentences
+
+    paras = sentences(decision)
+    if not paras:
+        return
+    echo("decision summary")
+    for para in paras:
+        echo(textwrap.fill(" ".join(para), width=110, initial_indent="  ", subsequent_indent="    "))
+    echo("")
 
 
 def _report(folder: Path, args: argparse.Namespace) -> None:
@@ -247,14 +291,16 @@ def cmd_montecarlo(args: argparse.Namespace) -> int:
     how = ("reused the complete folder (use --overwrite to recompute)" if res.reused
            else f"{res.computed} computed, {n - res.computed} reused, {res.wall_s:.1f} s")
     _echo(f"{sc.name}  (hash {loaded.hash}, seed {sc.seed}, {n} replications: {how})")
+    from twin.experiment import summary
+
+    print_summary(summary.write(res.folder, args.objectives or None))
     summary_table(res.summary, shown_metrics(list(res.summary.metric), args.all_metrics, list(targets)))
     from twin.scenario.advice import advice_lines
 
     for line in advice_lines(sc):
         _echo(line)
     _echo(f"results: {res.folder}")
-    if not res.reused or not (res.folder / "report.html").is_file():
-        _report(res.folder, args)
+    _report(res.folder, args)
     if targets and res.target_met is False:
         _note(f"check failed: the target half-width {targets} was not reached within --max-reps {args.max_reps}")
         return EXIT_CHECK_FAILED
@@ -270,22 +316,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
     targets = parse_targets(args.target_ci)
     _check_limits(args, "compare")
     res = run_compare(args.scenarios, args.overrides, args.reps, args.workers, args.dask, args.results, args.label,
-                      args.overwrite, targets or None, args.max_reps, _progress(args), echo=_note)
+                      args.overwrite, targets or None, args.max_reps, _progress(args), echo=_note,
+                      objectives=args.objectives or None)
     for n in res.notes:
         _echo(n)
+    _echo("")
+    if res.decision is not None:
+        print_summary(res.decision)
     ms = shown_metrics(list(res.summaries.metric.unique()), args.all_metrics, list(targets))
     for lab in res.labels:
         _echo(f"\n{lab}  ({res.reps} replications)")
-        summary_table(res.summaries[res.summaries.variant == lab], ms)
+        summary_table(res.summaries[res.summaries.variant == lab], ms, cur=(res.decision or {}).get("currency", ""))
     _echo(f"\npaired differences vs {res.labels[0]} (variant − {res.labels[0]}, same replications)")
     p = res.paired[res.paired.metric.isin(ms)]
     p = p.assign(_o=p.metric.map({m: i for i, m in enumerate(ms)})).sort_values(["_o"], kind="stable")
-    rows = [[m, v, _fmt(d), f"[{_fmt(lo)}, {_fmt(hi)}]", _fmt(vr)]
+    cur = (res.decision or {}).get("currency", "")
+    rows = [[_lab(m, cur), v, _v(m, d, True, cur), _ci(m, lo, hi, True, cur), _fmt(vr)]
             for m, v, d, lo, hi, vr in zip(p.metric, p.variant, p["diff"], p.ci_low, p.ci_high, p.variance_reduction)]
     print_table(rows, ["metric", "variant", "Δ mean", "95 % CI", "var. reduction"])
     _echo("\nwinners (best mean; margin = paired difference to the runner-up)")
     w = res.winners[res.winners.metric.isin(ms)]
-    rows = [[m, b, win, _fmt(mg), f"[{_fmt(lo)}, {_fmt(hi)}]", "yes" if c else "no"]
+    rows = [[_lab(m, cur), b, win, _v(m, mg, True, cur), _ci(m, lo, hi, True, cur), "yes" if c else "no"]
             for m, b, win, mg, lo, hi, c in zip(w.metric, w.better, w.winner, w.margin, w.margin_ci_low,
                                                  w.margin_ci_high, w.clear)]
     print_table(rows, ["metric", "better", "winner", "margin", "95 % CI", "clear"])
@@ -305,14 +356,10 @@ def _print_breakeven(be: "pd.DataFrame") -> None:
     _echo(f"\ncost break-even vs {r0.reference} ({r0.currency}; a useful GPU-hour is worth "
           f"{_fmt(r0.value_per_useful_gpu_hour)}, discount rate {_fmt(r0.discount_rate)}; "
           "benefit = value of extra useful GPU-hours + operating savings, per year)")
-    rows = [[r.variant, _fmt(r.extra_capital), _fmt(r.annual_net_benefit),
-             f"[{_fmt(r.annual_net_benefit_ci_low)}, {_fmt(r.annual_net_benefit_ci_high)}]",
-             (r.variant if r.capital_heavier == "variant" else r.reference), _fmt(r.payback_years),
-             f"[{_fmt(r.payback_years_ci_low)}, {_fmt(r.payback_years_ci_high)}]",
-             _fmt(r.energy_price_breakeven_per_kwh)]
-            for r in be.itertuples(index=False)]
-    print_table(rows, ["variant", "Δ capital", "net benefit/yr", "95 % CI", "repays", "payback years",
-                       "95 % CI", "break-even price/kWh"])
+    from twin.report.cost_figures import breakeven_rows
+
+    t = breakeven_rows(be)
+    print_table([[str(v) for v in row] for row in t.itertuples(index=False)], list(t.columns))
 
 
 def _print_decision(res: object) -> None:
@@ -346,13 +393,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                     args.label, args.overwrite, targets or None, args.max_reps, _progress(args), echo=_note,
                     objective=args.objective, constraints=args.constraints,
                     confidence=0.95 if args.confidence is None else args.confidence)
+    import json
+
+    from twin.experiment.summary import FILE
+
+    print_summary(json.loads((res.folder / FILE).read_text()))
     extra = list(targets) + ([args.objective] if args.objective else [])
     extra += [c.split(">=")[0].split("<=")[0].strip() for c in args.constraints]
     ms = shown_metrics(list(res.tidy.metric.unique()), args.all_metrics, extra)
     params = [p.path for p in res.params]
     t = res.tidy[res.tidy.metric.isin(ms)]
-    rows = [[str(pt), *[_fmt(v) if isinstance(v, float) else str(v) for v in vals], m, _fmt(mean),
-             f"[{_fmt(lo)}, {_fmt(hi)}]", _fmt(p5), _fmt(p50), _fmt(p95)]
+    rows = [[str(pt), *[_fmt(v) if isinstance(v, float) else str(v) for v in vals], _lab(m), _v(m, mean),
+             _ci(m, lo, hi), _v(m, p5), _v(m, p50), _v(m, p95)]
             for pt, *vals, m, mean, lo, hi, p5, p50, p95 in
             t[["point", *params, "metric", "mean", "ci_low", "ci_high", "p5", "p50", "p95"]].itertuples(index=False)]
     print_table(rows, ["point", *params, "metric", "mean", "95 % CI", "p5", "p50", "p95"])
@@ -377,12 +429,17 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     res = run_sensitivity(args.scenario, args.overrides, args.param, args.factor, args.reps, args.workers, args.dask,
                           args.results, args.label, args.overwrite, targets or None, args.max_reps, _progress(args),
                           echo=_note)
+    import json
+
+    from twin.experiment.summary import FILE
+
+    print_summary(json.loads((res.folder / FILE).read_text()))
     _echo(f"sensitivity of {res.base.scenario.name} (hash {res.base.hash}, seed {res.base.scenario.seed}; "
           f"common random numbers, paired Δ vs baseline)")
     for m in res.metrics:
         d = res.ranking[res.ranking.metric == m]
-        _echo(f"\nΔ {m}, ranked by swing")
-        rows = [[str(r), f, lo, hi, _fmt(dl), f"[{_fmt(a)}, {_fmt(b)}]", _fmt(dh), f"[{_fmt(c)}, {_fmt(e)}]"]
+        _echo(f"\nΔ {_lab(m)}, ranked by swing")
+        rows = [[str(r), f, lo, hi, _v(m, dl, True), _ci(m, a, b, True), _v(m, dh, True), _ci(m, c, e, True)]
                 for r, f, lo, hi, dl, a, b, dh, c, e in zip(d["rank"], d.factor, d.low, d.high, d.delta_low,
                                                             d.delta_low_ci_low, d.delta_low_ci_high, d.delta_high,
                                                             d.delta_high_ci_low, d.delta_high_ci_high)]
@@ -396,9 +453,14 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from twin.report.html import build_report
+    from twin.report.html import build_report, read_kind
 
-    h, m, warnings = build_report(Path(args.folder))
+    folder = Path(args.folder)
+    if read_kind(folder) in ("montecarlo", "compare", "sweep", "sensitivity"):
+        from twin.experiment import summary  # the summary is recomputed from the stored tables
+
+        print_summary(summary.write(folder, args.objectives or None))
+    h, m, warnings = build_report(folder)
     for w in warnings:
         _note(f"warning: {w}")
     _echo(f"report: {h}\nmarkdown: {m}")

@@ -45,6 +45,8 @@ class CompareResult:
     target_met: bool | None = None
     breakeven: pd.DataFrame | None = None
     """Cost break-even of every variant vs the first (twin.experiment.decide); None without costs."""
+    decision: dict | None = None  # type: ignore[type-arg]
+    """The decision summary (twin.experiment.summary), as stored in decision-summary.json."""
 
 
 def variant_labels(paths: Sequence[str], loadeds: Sequence[Loaded]) -> list[str]:
@@ -108,8 +110,10 @@ def run_compare(paths: Sequence[str], sets: Sequence[str], reps: int, workers: i
                 dask_address: str | None = None, results_root: Path | str = "results", label: str | None = None,
                 overwrite: bool = False, target_ci: Mapping[str, float] | None = None,
                 max_reps: int = DEFAULT_MAX_REPS, progress: bool = True,
-                echo: Callable[[str], None] = print) -> CompareResult:
-    """Run (or reuse) every variant, then write the paired comparison.
+                echo: Callable[[str], None] = print, objectives: Sequence[str] | None = None) -> CompareResult:
+    """Run (or reuse) every variant, then write the paired comparison and its decision summary
+    (``decision-summary.json``, :mod:`twin.experiment.summary`; ``objectives`` default to the cost per
+    useful GPU-hour).
 
     ``target_ci`` here is on the paired DIFFERENCE of a metric (every variant vs the first):
     replications are added to all variants together until every interval is narrow enough."""
@@ -162,5 +166,8 @@ def run_compare(paths: Sequence[str], sets: Sequence[str], reps: int, workers: i
                      for lab, ld, p, r in zip(labels, loadeds, paths, results)],
         "versions": versions(),
     })
+    from twin.experiment import summary
+
+    decision = summary.write(folder, objectives)
     return CompareResult(folder, list(labels), loadeds, results, summ, paired, win, loadeds[0].scenario.seed, n,
-                         notes, target_met, be if len(be) else None)
+                         notes, target_met, be if len(be) else None, decision)

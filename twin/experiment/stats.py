@@ -117,6 +117,11 @@ def half_width(x: ArrayLike, level: float = LEVEL) -> float:
     return float(_st.t.ppf(0.5 + level / 2, n - 1)) * s / math.sqrt(n)
 
 
+def half_width_factor(level: float, n: int) -> float:
+    """t_{n−1, (1+level)/2}: a half-width at ``level`` is this times s/√n (NaN when n < 2)."""
+    return float(_st.t.ppf(0.5 + level / 2, n - 1)) if n >= 2 else math.nan
+
+
 def next_stage(need: int, n: int, max_reps: int) -> tuple[bool | None, int]:
     """One step of the sequential procedure: with ``n`` replications done and ``need`` estimated,
     (True, n) when the target is met, (False, n) when ``max_reps`` is reached without it, else
@@ -294,29 +299,13 @@ def paired_table(tables: Mapping[str, pd.DataFrame], reference: str, metrics: It
 
 # ---------------------------------------------------------------- which way is better
 
-_HIGHER = ("availability", "useful", "ettr", "throughput", "speed", "kept", "jobs_completed")
-_LOWER = ("failures", "down_hours", "cut_hours", "cut_node_hours", "stockout", "wait", "lost", "interruptions",
-          "energy", "pue", "throttl", "trips", "overhead", "restart", "checkpoint", "slowdown", "idle", "cost", "peak", "repair.")
-_NEUTRAL = ("horizon", "nodes", "gpus_installed", "crew_utilisation", "utilisation", "jobs_submitted",
-            "events_processed", "rma.", "repair.remediated", "repair.replaced", "repair.escalated")
-
-
 def direction(metric: str) -> int:
     """+1 when larger is better, −1 when smaller is better, 0 when the metric has no preferred
-    direction (utilisation, counts of installed hardware …). Goodput is better higher; its
-    breakdown shares (``goodput.lost`` …) except ``goodput.useful`` are better lower."""
-    m = metric.lower()
-    if m.startswith(_NEUTRAL):
-        return 0
-    if m in ("goodput", "goodput.useful"):
-        return 1
-    if m.startswith("goodput."):
-        return -1
-    if any(k in m for k in _LOWER):
-        return -1
-    if any(k in m for k in _HIGHER):
-        return 1
-    return 0
+    direction (utilisation, counts of installed hardware …) or is not in the metric catalogue
+    (:mod:`twin.report.metrics`, the one place that says which way a metric is better)."""
+    from twin.report.metrics import direction as _direction
+
+    return _direction(metric)
 
 
 TIE = "(tie)"

@@ -172,6 +172,9 @@ def run_sweep(scenario: str, sets: Sequence[str], param_exprs: Sequence[str], re
         "replications": reps, "target_ci": dict(target_ci) if target_ci else None, "versions": versions(),
         "points": points_df.to_dict("records"), "decision": dmeta,
     })
+    from twin.experiment import summary
+
+    summary.write(folder, [objective] if objective else None)
     return SweepResult(folder, params, points_df, tidy_df, results, base, decision, chosen)
 
 
@@ -291,6 +294,9 @@ def run_sensitivity(scenario: str, sets: Sequence[str], param_exprs: Sequence[st
         "baseline_folder": os.path.relpath(results["baseline"].folder, folder),
         "factors": [vars(fa) for fa in factors], "variants": variants, "versions": versions(),
     })
+    from twin.experiment import summary
+
+    summary.write(folder)
     return SensitivityResult(folder, factors, deltas, ranking, base, metrics, results)
 
 

@@ -72,6 +72,14 @@ def print_forecast(res: object, echo: Callable[[str], None] = _echo) -> None:
     t = res.target  # type: ignore[attr-defined]
     echo(f"{sc.name}: job {t.name}, {t.gpus:,} GPUs ({t.nodes:,} nodes), seed {sc.seed}, "
          f"{d['replications']} replications, {res.wall_s:.1f} s")  # type: ignore[attr-defined]
+    import textwrap
+
+    from twin.forecast.report import summary_sentences
+
+    echo("decision summary")
+    for para in summary_sentences(d, res.losses, res.lever_table):  # type: ignore[attr-defined]
+        echo(textwrap.fill(" ".join(para), width=110, initial_indent="  ", subsequent_indent="    "))
+    echo("")
     if t.tokens_t is not None:
         echo(f"  {t.params_b:g} B parameters x {t.tokens_t:g} T tokens; tokens/day "
              f"{d['tokens_per_day_ideal'] / 1e9:.1f} B ideal, {d['tokens_per_day_expected'] / 1e9:.1f} B expected")

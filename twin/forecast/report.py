@@ -170,7 +170,8 @@ def fig_cdf(curves: dict[str, np.ndarray], dist: dict[str, Any]) -> "plt.Figure"
 
 
 def fig_waterfall(wf: pd.DataFrame) -> "plt.Figure":
-    """Waterfall of days from the ideal to the expected time to train."""
+    """Waterfall of days from the ideal to the expected time to train; the axis starts at zero, so bar
+    heights compare (a 5-day loss is drawn 5/66 of a 66-day ideal, not 2.5 × it)."""
     fig, ax = plt.subplots(figsize=(10, 4.2))
     x = np.arange(len(wf))
     for i, r in enumerate(wf.itertuples(index=False)):
@@ -178,12 +179,11 @@ def fig_waterfall(wf: pd.DataFrame) -> "plt.Figure":
         ax.bar(i, r.days, bottom=bottom, color=COLORS.get(r.kind, "0.5"), edgecolor="k", lw=0.4)
         ax.annotate(f"{r.days:.2f}" if r.kind not in ("ideal", "total") else f"{r.days:.1f}",
                     (i, bottom + r.days), ha="center", va="bottom", fontsize=7)
-    lo = float(wf["start"].iloc[1]) if len(wf) > 1 else 0.0
     top = float(np.nanmax(wf["end"].to_numpy(dtype=float)))
-    ax.set_ylim(max(0.0, lo - 0.15 * (top - lo + 1e-9) - 1), top + 0.08 * (top - lo + 1e-9) + 0.5)
+    ax.set_ylim(0.0, top * 1.08 + 0.5)
     ax.set_xticks(x)
     ax.set_xticklabels(wf["step"], rotation=35, ha="right", fontsize=8)
-    ax.set_ylabel("days")
+    ax.set_ylabel("days from submission")
     ax.set_title("From ideal to expected time to train: mean days per cause")
     return fig
 
@@ -212,6 +212,45 @@ def _fmt(x: Any, nd: int = 2) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "–"
     return f"{x:.{nd}f}"
+
+
+def summary_sentences(dist: dict[str, Any], loss: pd.DataFrame, table: pd.DataFrame) -> list[list[str]]:
+    """The forecast's decision summary (issue 30): expected time to train, where the days go, and the
+    lever to pull, recommended only when its paired interval of days saved excludes zero (each at
+    1 − 0.05/k with k levers: Bonferroni), from the numbers of the distribution, loss and lever tables."""
+    first = [f"Expected time to train: {_fmt(dist['mean_days'])} days (95 % CI [{_fmt(dist['mean_ci_low'])}, "
+             f"{_fmt(dist['mean_ci_high'])}], {dist['replications']} replications)"
+             + (f"; P50 {_fmt(dist['p50_days'])} days, P90 {_fmt(dist['p90_days'])} days" if "p90_days" in dist else "")
+             + f", against an ideal {_fmt(dist['ideal_days'])} days."]
+    if "p90_date" in dist:
+        first.append(f"Finished by {dist.get('p50_date', '–')} in half the runs and by {dist['p90_date']} in nine "
+                     "out of ten.")
+    paras = [first]
+    lo = loss[np.isfinite(loss.mean_days.to_numpy(dtype=float)) & (loss.mean_days > 0)].sort_values(
+        "mean_days", ascending=False).head(3)
+    if len(lo):
+        paras.append(["Where the days go (mean per run): " + "; ".join(
+            f"{b} {_fmt(d)} days" for b, d in zip(lo.bucket, lo.mean_days)) + "."])
+    t = table[np.isfinite(table["saved_days"].to_numpy(dtype=float))] if len(table) else table
+    if not len(t):
+        paras.append(["No what-if levers were requested (--lever), so there is no lever to recommend."])
+        return paras
+    k = len(t)
+    best = t.sort_values("saved_days", ascending=False).iloc[0]
+    d = best.saved_days
+    sd = (best.saved_ci_high - best.saved_ci_low) / 2
+    half = sd * (float(stats.half_width_factor(1 - 0.05 / k, dist["replications"])) /
+                 float(stats.half_width_factor(0.95, dist["replications"]))) if k > 1 else sd
+    lo_b, hi_b = d - half, d + half
+    how = "95 % CI" if k == 1 else f"{100 - 5 / k:.4g} % CI, Bonferroni over {k} levers"
+    if lo_b > 0:
+        paras.append([f"Recommended lever: {best.lever}, which saves {_fmt(d)} days per run ({how} "
+                      f"[{_fmt(lo_b)}, {_fmt(hi_b)}])."])
+    else:
+        paras.append([f"No lever clearly saves time at this number of replications ({dist['replications']}): the "
+                      f"best, {best.lever}, saves {_fmt(d)} days per run ({how} [{_fmt(lo_b)}, {_fmt(hi_b)}], which "
+                      "includes zero)."])
+    return paras
 
 
 IDEAL_TRAINING = "ideal: 6PD / (GPUs × peak × MFU)"
@@ -244,6 +283,7 @@ def write_report(folder: Path, meta: dict[str, Any], dist: dict[str, Any], loss:
     from twin.report.html import Doc
 
     doc = Doc(f"Time-to-train forecast: {meta['scenario']} / {dist['job']}", folder / "figures")
+    doc.summary(summary_sentences(dist, loss, table))
     for n in notes:
         doc.warn(n) if n.startswith("warning") else doc.p(n)
     doc.h2("Run")

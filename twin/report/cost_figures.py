@@ -49,7 +49,7 @@ def figures(res: Any, folder: Path) -> list[str]:
     total = float(d["amount"].sum())
     per = res.metrics.get("cost.per_useful_gpu_hour", math.nan)
     ax.set_xlabel(f"million {cur or 'currency units'} over the horizon (capital amortised)")
-    ax.set_title(f"Cost breakdown {sc}: total {total / 1e6:.3g} M; per useful GPU-hour "
+    ax.set_title(f"Cost breakdown {sc} ({cur or 'currency units'}): total {total / 1e6:.3g} M; per useful GPU-hour "
                  + (f"{per:.3g}" if per == per else "–"), fontsize=9)
     folder.mkdir(parents=True, exist_ok=True)
     _save(fig, folder / "cost_breakdown.png")
@@ -93,7 +93,7 @@ def fig_cost_breakdown(summaries: Mapping[str, pd.DataFrame], currency: str = "U
     ax.invert_yaxis()
     ax.set_xlabel(f"million {currency or 'currency units'} over the horizon (mean; capital amortised; "
                   "black: 95 % CI of the total)")
-    ax.set_title("Cost breakdown")
+    ax.set_title(f"Cost breakdown ({currency or 'currency units'})")
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     ax.set_xlim(0, max(left.max(), 1e-9) * 1.3)
     return fig
@@ -142,10 +142,12 @@ def fig_frontier(decision: pd.DataFrame, tidy: pd.DataFrame, objective: str, con
         ax.plot(x[ch], y[ch], "*", color="tab:red", ms=16, label="chosen")
     if threshold is not None:
         ax.axvline(threshold, color="k", ls="--", lw=0.8, label=f"{constraint} {op} {threshold:g}")
-    ax.set_xlabel(f"{constraint} (mean, 95 % CI)")
-    ax.set_ylabel(f"{objective} (mean, 95 % CI)")
-    ax.set_title(f"{objective} against {constraint} per grid point")
-    ax.legend(fontsize=7)
+    from twin.report.metrics import label, label_with_unit
+
+    ax.set_xlabel(f"{label_with_unit(constraint)} (mean, 95 % CI)")
+    ax.set_ylabel(f"{label_with_unit(objective)} (mean, 95 % CI)")
+    ax.set_title(f"{label(objective)} against {label(constraint)} per grid point")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
     return fig
 
 
@@ -188,22 +190,62 @@ def compare_section(doc: Any, folder: Path, summ: pd.DataFrame, labels: list[str
     if be is None or not len(be):
         return
     r0 = be.iloc[0]
-    doc.p(f"Against {r0.reference}, in {r0.currency}: extra capital is the purchase price difference; the net "
-          f"benefit per year is the value of the extra useful GPU-hours (at {_fmt(r0.value_per_useful_gpu_hour)} "
+    doc.p(f"Against {r0.reference}, in {r0.currency}: Δ capital is the purchase price difference; the net "
+          f"benefit per year (of the variant against {r0.reference}) is the value of the extra useful GPU-hours (at {_fmt(r0.value_per_useful_gpu_hour)} "
           "each) plus the operating savings (energy, repair parts, labour, spares holding), paired per "
-          f"replication; the payback is discounted at {_fmt(r0.discount_rate)}: n = −ln(1 − r·K/b)/ln(1 + r). "
+          f"replication; the option with more capital pays it back, discounted at {_fmt(r0.discount_rate)}: "
+          "n = −ln(1 − r·K/b)/ln(1 + r) years, never when its net benefit is ≤ 0 (or r·K/b ≥ 1). "
           "The break-even energy price makes both options' cost net of the value of useful GPU-hours equal "
           "(capital amortised; a multiple of the tariff, shown as the reference's mean price per kWh).")
-    doc.table(pd.DataFrame({
-        "variant": be.variant, "Δ capital": be.extra_capital,
-        "net benefit / year": be.annual_net_benefit,
-        "95 % CI": [f"[{_fmt(a)}, {_fmt(b)}]" for a, b in zip(be.annual_net_benefit_ci_low,
-                                                            be.annual_net_benefit_ci_high)],
-        "repays": [v if h == "variant" else r for v, h, r in zip(be.variant, be.capital_heavier, be.reference)],
-        "payback years": be.payback_years,
-        "payback 95 % CI": [f"[{_fmt(a)}, {_fmt(b)}]" for a, b in zip(be.payback_years_ci_low,
-                                                                    be.payback_years_ci_high)],
-        "break-even price / kWh": be.energy_price_breakeven_per_kwh}))
+    doc.table(breakeven_rows(be))
+
+
+def _years(x: float) -> str:
+    x = float(x)
+    if x == math.inf:
+        return "never"
+    return "–" if not math.isfinite(x) else f"{x:.3g}"
+
+
+def payback_text(r: Any) -> str:
+    """Who pays back what, in words: the option with more capital repays it in n years, or never
+    (its net benefit ≤ 0, or below the interest on its extra capital); no extra capital: nothing to repay."""
+    if not (r.extra_capital == r.extra_capital) or r.extra_capital == 0:
+        return "no extra capital"
+    heavier = r.variant if r.capital_heavier == "variant" else r.reference
+    b = float(r.annual_net_benefit) * (1 if r.capital_heavier == "variant" else -1)
+    if not b > 0:
+        return f"never: net benefit of {heavier} ≤ 0"
+    if float(r.payback_years) == math.inf:
+        return f"never: {heavier}'s net benefit is below the interest on its extra capital"
+    return f"{heavier} in {_years(r.payback_years)} years"
+
+
+def breakeven_rows(be: pd.DataFrame) -> pd.DataFrame:
+    """The break-even table for people: money in the currency with k/M, the payback in words
+    ("never: net benefit ≤ 0" rather than inf), its interval with "never" for an end never repaid."""
+    from twin.report.metrics import format_interval, format_value
+
+    cur = str(be.currency.iloc[0]) if len(be) else ""
+
+    def money(x: float, delta: bool = False) -> str:
+        return format_value("cost.total", float(x), cur, delta)
+
+    rows = []
+    for r in be.itertuples(index=False):
+        heavier = r.variant if r.capital_heavier == "variant" else r.reference
+        lo, hi = _years(r.payback_years_ci_low), _years(r.payback_years_ci_high)
+        finite = math.isfinite(float(r.payback_years))
+        rows.append({
+            "variant": r.variant, f"Δ capital vs {r.reference}": money(r.extra_capital, True),
+            "net benefit / year": money(r.annual_net_benefit, True),
+            "95 % CI": format_interval("cost.total", r.annual_net_benefit_ci_low, r.annual_net_benefit_ci_high, cur,
+                                       True),
+            "more capital": heavier if r.extra_capital != 0 else "–",
+            "payback": payback_text(r),
+            "payback 95 % CI (years)": f"[{lo}, {hi}]" if finite or lo != "never" else "–",
+            f"break-even price ({cur}/kWh)": _fmt(float(r.energy_price_breakeven_per_kwh))})
+    return pd.DataFrame(rows)
 
 
 def sweep_section(doc: Any, folder: Path, meta: dict[str, Any], tidy: pd.DataFrame) -> None:
@@ -235,5 +277,5 @@ def sweep_section(doc: Any, folder: Path, meta: dict[str, Any], tidy: pd.DataFra
         doc.figure(fig, "cost_breakdown.png", "cost breakdown per grid point")
 
 
-__all__ = ["compare_section", "fig_cost_breakdown", "fig_frontier", "figures", "montecarlo_section",
+__all__ = ["breakeven_rows", "compare_section", "payback_text", "fig_cost_breakdown", "fig_frontier", "figures", "montecarlo_section",
            "pareto_front", "sweep_section"]

@@ -31,6 +31,9 @@ def capacity_over_time(capacity: pd.DataFrame, n_nodes: int, horizon_h: float, p
 def pareto_bars(ax: "plt.Axes", labels: Any, values: Any, yerr: Any = None) -> None:
     """Bars sorted by the caller, with the cumulative-share line on a second axis."""
     ax.bar(labels, values, yerr=yerr, capsize=3 if yerr is not None else 0, color="tab:red")
+    ax.tick_params(axis="x", labelrotation=35, labelsize=8)  # part names do not overlap
+    for t in ax.get_xticklabels():
+        t.set_horizontalalignment("right")
     total = float(np.sum(values))
     if total > 0:
         ax2 = ax.twinx()
@@ -62,7 +65,7 @@ def repair_breakdown(tickets: pd.DataFrame, path: Path) -> None:
         for col in g.columns:
             ax.bar(g.index, g[col], bottom=bottom, label=col.replace("_", " "))
             bottom += g[col].to_numpy()
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     ax.set_ylabel("mean hours per repair")
     ax.set_title("Repair time breakdown")
     _save(fig, path)

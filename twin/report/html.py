@@ -1,9 +1,14 @@
-"""Experiment reports: one self-contained HTML file (figures embedded as base64 PNG, inline CSS,
-no JavaScript, nothing fetched) and a Markdown twin that links the same figures in ``figures/``.
+"""Experiment reports: one self-contained HTML file (static figures embedded as base64 PNG,
+interactive Plotly charts with plotly.js inline once, inline CSS, nothing fetched: it opens offline)
+and a Markdown twin that links PNG figures in ``figures/``.
 
 Built only from what an experiment stored (parquet and json), so ``twin report RESULTS_DIR``
 rebuilds it at any time. Kinds (``experiment.json`` → ``kind``): montecarlo, compare, sweep,
-sensitivity. A warning is shown when replications were made by different twin versions.
+sensitivity. Every report opens with the decision summary (``decision-summary.json``, written by
+the experiment: :mod:`twin.experiment.summary`; sentences from :mod:`twin.report.summary`); tables
+and figures name metrics by their catalogue label with units (:mod:`twin.report.metrics`), grouped
+(availability, throughput, thermal, power, network, energy, cost). A warning is shown when
+replications were made by different twin versions.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import pyarrow as pa  # noqa: E402
 
 from twin.errors import InputError  # noqa: E402
 from twin.report.figures import pareto_bars  # noqa: E402
+from twin.report import metrics as catalogue  # noqa: E402
 from twin.report.numbers import fmt  # noqa: E402
 
 HEADLINE = ("node_availability", "fleet_capacity_availability", "goodput", "useful_gpu_hours", "ettr.max_job",
@@ -40,6 +46,9 @@ th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}
 img{max-width:100%;height:auto;border:1px solid #ddd;margin:.4em 0}
 .warn{background:#fff3cd;border:1px solid #e0b000;padding:.5em 1em}.muted{color:#666;font-size:.85em}
 code{background:#f4f4f4;padding:0 3px}
+#decision-summary{background:#eef5ee;border:1px solid #6a6;border-radius:4px;padding:.4em 1em;margin:.8em 0}
+#decision-summary h2{margin-top:.3em;border:none}#decision-summary p{margin:.45em 0}
+.chart{width:100%;margin:.4em 0}
 """
 
 
@@ -52,10 +61,41 @@ class Doc:
     html: list[str] = field(default_factory=list)
     md: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    charts: int = 0
+    """Interactive charts so far (plotly.js is written inline with the first)."""
+
+    def summary(self, paragraphs: Sequence[Sequence[str]]) -> None:
+        """The decision summary box (``id="decision-summary"``); call it before any other block."""
+        if not paragraphs:
+            return
+        body = "".join(f"<p>{html.escape(' '.join(p))}</p>" for p in paragraphs)
+        self.html.append(f'<section id="decision-summary"><h2>Decision summary</h2>{body}</section>')
+        self.md += ["## Decision summary", ""]
+        for p in paragraphs:
+            self.md += [" ".join(p), ""]
+
+    def chart(self, fig: Any, name: str, alt: str, png: "plt.Figure | None" = None) -> None:
+        """An interactive Plotly chart in the HTML (hover, zoom); in the Markdown the static ``png``
+        (a matplotlib figure saved as figures/<name>.png), when given."""
+        from twin.report.interactive import to_div
+
+        self.charts += 1
+        div = to_div(fig, f"chart-{self.charts}", first=self.charts == 1)
+        self.html.append(f'<div class="chart" role="img" aria-label="{html.escape(alt)}">{div}</div>')
+        if png is not None:
+            self.figdir.mkdir(parents=True, exist_ok=True)
+            png.tight_layout()
+            png.savefig(self.figdir / f"{name}.png", dpi=100)
+            plt.close(png)
+            self.md += [f"![{alt}](figures/{name}.png)", ""]
 
     def h2(self, text: str) -> None:
         self.html.append(f"<h2>{html.escape(text)}</h2>")
         self.md += [f"## {text}", ""]
+
+    def h3(self, text: str) -> None:
+        self.html.append(f"<h3>{html.escape(text)}</h3>")
+        self.md += [f"### {text}", ""]
 
     def p(self, text: str, cls: str = "") -> None:
         c = f' class="{cls}"' if cls else ""
@@ -157,26 +197,88 @@ def version_warning(tables: dict[str, pd.DataFrame]) -> str | None:
     return None
 
 
-def _summary_rows(summ: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
+def _summary_rows(summ: pd.DataFrame, metrics: Sequence[str], currency: str = "") -> pd.DataFrame:
+    """Mean, interval and quantiles per metric, labelled and formatted by the catalogue."""
     s = summ.set_index("metric")
     rows = []
     for m in metrics:
         if m not in s.index:
             continue
         r = s.loc[m]
-        rows.append({"metric": m, "n": int(r["n"]), "mean": r["mean"],
-                     "95 % CI": f"[{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]", "std": r["std"],
-                     "p5": r["p5"], "p50": r["p50"], "p95": r["p95"],
-                     "p50 95 % CI": f"[{fmt(r['p50_ci_low'])}, {fmt(r['p50_ci_high'])}]"})
+
+        def f(x: float) -> str:
+            return catalogue.format_value(m, x, currency)
+
+        rows.append({"metric": catalogue.label(m), "n": int(r["n"]), "mean": f(r["mean"]),
+                     "95 % CI": catalogue.format_interval(m, r["ci_low"], r["ci_high"], currency),
+                     "std": catalogue.format_value(m, r["std"], currency, delta=True).lstrip("+"),
+                     "p5": f(r["p5"]), "p50": f(r["p50"]), "p95": f(r["p95"]),
+                     "p50 95 % CI": catalogue.format_interval(m, r["p50_ci_low"], r["p50_ci_high"], currency)})
     return pd.DataFrame(rows)
+
+
+def main_metrics(keys: Sequence[str]) -> list[str]:
+    """The metrics of the grouped tables: catalogued by their exact key (not a per-part or per-cause
+    pattern), not the size of the run."""
+    out = []
+    for k in keys:
+        m = catalogue.find(k)
+        if m is not None and "*" not in m.key and m.group != "scale":
+            out.append(k)
+    return out
+
+
+def grouped_tables(doc: "Doc", summaries: dict[str, pd.DataFrame], paired: pd.DataFrame | None, reference: str,
+                   currency: str, keys: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """One table per catalogue group: each option's mean with its 95 % CI and, with ``paired``, each
+    option's paired difference to the reference. Returns the groups and their metrics."""
+    idx = {k: s.set_index("metric") for k, s in summaries.items()}
+    groups = catalogue.by_group([k for k in keys if any(k in i.index and i.loc[k, "mean"] == i.loc[k, "mean"]
+                                                        for i in idx.values())])
+    for g, ms in groups:
+        rows = []
+        for m in ms:
+            row: dict[str, str] = {"metric": catalogue.label_with_unit(m, currency)}
+            for k, i in idx.items():
+                if m in i.index:
+                    r = i.loc[m]
+                    row[k] = (f"{catalogue.format_value(m, r['mean'], currency)} "
+                              f"{catalogue.format_interval(m, r['ci_low'], r['ci_high'], currency)}")
+                else:
+                    row[k] = "–"
+            if paired is not None:
+                for k in summaries:
+                    if k == reference:
+                        continue
+                    d = paired[(paired.metric == m) & (paired.variant == k)]
+                    row[f"Δ {k} − {reference}"] = (
+                        f"{catalogue.format_value(m, d['diff'].iloc[0], currency, True)} "
+                        f"{catalogue.format_interval(m, d.ci_low.iloc[0], d.ci_high.iloc[0], currency, True)}"
+                        if len(d) else "–")
+            rows.append(row)
+        doc.h3(f"{g.capitalize()}")
+        doc.table(pd.DataFrame(rows))
+    return groups
 
 
 # ------------------------------------------------------------------------------- figures
 
-def fig_hist_ecdf(values: dict[str, np.ndarray], metric: str) -> "plt.Figure":
+def _axis(metric: str, currency: str = "") -> str:
+    """Axis title of a metric: its label and unit (a fraction in %)."""
+    return catalogue.label_with_unit(metric, currency)
+
+
+def _scale(metric: str) -> float:
+    """Plot a fraction in percent."""
+    m = catalogue.find(metric)
+    return 100.0 if m is not None and m.fmt == "percent" else 1.0
+
+
+def fig_hist_ecdf(values: dict[str, np.ndarray], metric: str, currency: str = "") -> "plt.Figure":
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4))
+    k = _scale(metric)
     for lab, v in values.items():
-        v = v[np.isfinite(v)]
+        v = v[np.isfinite(v)] * k
         if not len(v):
             continue
         a1.hist(v, bins=min(30, max(5, len(v) // 3)), alpha=0.55, label=lab)
@@ -184,15 +286,14 @@ def fig_hist_ecdf(values: dict[str, np.ndarray], metric: str) -> "plt.Figure":
         a2.step(xs, np.arange(1, len(xs) + 1) / len(xs), where="post", label=lab)
     for ax in (a1, a2):
         ax.tick_params(axis="x", labelrotation=30, labelsize=8)
-    a1.set_xlabel(metric)
+        ax.ticklabel_format(axis="x", style="plain", useOffset=False)
+        ax.set_xlabel(_axis(metric, currency))
     a1.set_ylabel("replications")
-    a1.set_title(f"Histogram of {metric}")
-    a2.set_xlabel(metric)
-    a2.set_ylabel("fraction ≤ x")
-    a2.set_title(f"ECDF of {metric}")
+    a1.set_title(f"Histogram of {catalogue.label(metric)}")
+    a2.set_ylabel("fraction of replications ≤ x")
+    a2.set_title(f"ECDF of {catalogue.label(metric)}")
     if len(values) > 1:
-        a1.legend(fontsize=7)
-        a2.legend(fontsize=7)
+        a2.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
     return fig
 
 
@@ -200,12 +301,12 @@ def fig_failure_pareto(summ: pd.DataFrame) -> "plt.Figure | None":
     d = summ[summ.metric.str.startswith("failures.")].copy()
     if not len(d):
         return None
-    d["part"] = d.metric.str.slice(len("failures."))
+    d["part"] = d.metric.str.slice(len("failures.")).str.replace("_", " ")
     d = d.sort_values("mean", ascending=False)
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * len(d) + 2.5), 4.0))
     err = np.vstack([d["mean"] - d["ci_low"], d["ci_high"] - d["mean"]])
     pareto_bars(ax, d["part"], d["mean"].to_numpy(), yerr=np.nan_to_num(err))
-    ax.set_ylabel("mean failures per replication")
+    ax.set_ylabel("failures per replication (mean)")
     ax.set_title("Failures by part type (Pareto, mean with 95 % CI)")
     return fig
 
@@ -215,89 +316,112 @@ def fig_goodput_breakdown(summ: pd.DataFrame) -> "plt.Figure | None":
     if not len(d):
         return None
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(d) + 1.2))
-    labels = d.metric.str.slice(len("goodput."))
+    labels = [catalogue.label(m) for m in d.metric]
     err = np.vstack([d["mean"] - d["ci_low"], d["ci_high"] - d["mean"]])
     ax.barh(labels, 100 * d["mean"], xerr=100 * np.nan_to_num(err), capsize=3, color="tab:blue")
     ax.invert_yaxis()
+    ax.set_xlim(left=0)
     ax.set_xlabel("% of installed GPU-hours (mean, 95 % CI)")
     ax.set_title("Where the installed GPU-hours went")
     return fig
 
 
-def fig_forest(paired: pd.DataFrame, metrics: Sequence[str]) -> "plt.Figure | None":
-    ms = [m for m in metrics if m in set(paired.metric)]
-    if not ms:
+def fig_forest(paired: pd.DataFrame, metrics: Sequence[str], group: str = "", currency: str = "") -> "plt.Figure | None":
+    """Static forest plot of one group (for the Markdown report): Δ as % of the reference's mean, 95 % CI."""
+    from twin.report.interactive import forest_rows
+
+    d = forest_rows(paired, metrics, currency)
+    d = d[np.isfinite(d.rel.to_numpy(dtype=float))]
+    if not len(d):
         return None
-    variants = list(dict.fromkeys(paired.variant))
-    fig, axes = plt.subplots(len(ms), 1, figsize=(8, 0.55 * len(variants) * len(ms) + 0.9 * len(ms)), squeeze=False)
-    for ax, m in zip(axes[:, 0], ms):
-        d = paired[paired.metric == m].set_index("variant").reindex(variants)
-        y = np.arange(len(variants))
-        err = np.vstack([d["diff"] - d["ci_low"], d["ci_high"] - d["diff"]])
-        ax.errorbar(d["diff"], y, xerr=np.nan_to_num(err), fmt="o", capsize=4, color="tab:blue")
-        ax.axvline(0, color="k", lw=0.8)
-        ax.set_yticks(y)
-        ax.set_yticklabels(variants)
-        ax.set_ylim(len(variants) - 0.5, -0.5)
-        ax.set_title(f"Δ {m} vs {paired.reference.iloc[0]} (paired, 95 % CI)", fontsize=9)
+    labels = list(dict.fromkeys(d.label))
+    variants = list(dict.fromkeys(d.variant))
+    fig, ax = plt.subplots(figsize=(9, 0.42 * len(labels) * max(1, len(variants)) ** 0.5 + 1.4))
+    y0 = np.arange(len(labels))
+    for j, (v, g) in enumerate(d.groupby("variant", sort=False)):
+        off = (j - (len(variants) - 1) / 2) * 0.18
+        y = np.array([labels.index(lb) for lb in g.label]) + off
+        err = np.vstack([g.rel - g.rel_low, g.rel_high - g.rel])
+        ax.errorbar(g.rel, y, xerr=np.nan_to_num(err), fmt="o", capsize=3, label=str(v))
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_yticks(y0)
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.set_ylim(len(labels) - 0.5, -0.5)
+    ref = str(paired.reference.iloc[0]) if len(paired) else ""
+    ax.set_xlabel(f"Δ as % of {ref}'s mean (paired, 95 % CI)")
+    ax.set_title(f"{group}: paired difference vs {ref}", fontsize=10)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, title="variant")
     return fig
 
 
-def fig_sweep(tidy: pd.DataFrame, params: Sequence[str], metric: str) -> "plt.Figure | None":
+def fig_sweep(tidy: pd.DataFrame, params: Sequence[str], metric: str, currency: str = "") -> "plt.Figure | None":
     d = tidy[tidy.metric == metric]
     if not len(d):
         return None
     x = params[0]
     others = list(params[1:])
+    k = _scale(metric)
     fig, ax = plt.subplots(figsize=(7, 3.6))
     groups = d.groupby(others, sort=True) if others else [((), d)]
     numeric = pd.api.types.is_numeric_dtype(d[x])
     for key, g in groups:
         g = g.sort_values(x) if numeric else g
         xs = g[x].to_numpy() if numeric else np.arange(len(g))
-        lab = ", ".join(f"{o}={k}" for o, k in zip(others, key if isinstance(key, tuple) else (key,))) or metric
-        line, = ax.plot(xs, g["mean"], "o-", label=lab)
-        ax.fill_between(xs, g["ci_low"].astype(float), g["ci_high"].astype(float), alpha=0.2, color=line.get_color())
+        lab = ", ".join(f"{o}={kk}" for o, kk in zip(others, key if isinstance(key, tuple) else (key,))) or metric
+        line, = ax.plot(xs, k * g["mean"], "o-", label=lab)
+        ax.fill_between(xs, k * g["ci_low"].astype(float), k * g["ci_high"].astype(float), alpha=0.2,
+                        color=line.get_color())
         if not numeric:
             ax.set_xticks(xs)
             ax.set_xticklabels(g[x].astype(str))
+    ax.ticklabel_format(axis="y", style="plain", useOffset=False)
     ax.set_xlabel(x)
-    ax.set_ylabel(metric)
-    ax.set_title(f"{metric} (mean, 95 % CI band)")
+    ax.set_ylabel(_axis(metric, currency))
+    ax.set_title(f"{catalogue.label(metric)} (mean, 95 % CI band)")
     if others:
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
     return fig
 
 
-def fig_tornado(ranking: pd.DataFrame, metric: str, top: int = 20) -> "plt.Figure | None":
+def fig_tornado(ranking: pd.DataFrame, metric: str, top: int = 20, currency: str = "") -> "plt.Figure | None":
     d = ranking[ranking.metric == metric].sort_values("rank").head(top)
     if not len(d):
         return None
+    k = _scale(metric)
     fig, ax = plt.subplots(figsize=(8, 0.42 * len(d) + 1.3))
     y = np.arange(len(d))
-    ax.barh(y, d["delta_low"], color="tab:blue", alpha=0.8, label="low")
-    ax.barh(y, d["delta_high"], color="tab:orange", alpha=0.8, label="high")
-    for yy, (lo, lo1, lo2, hi, hi1, hi2) in zip(y, d[["delta_low", "delta_low_ci_low", "delta_low_ci_high",
-                                                     "delta_high", "delta_high_ci_low",
-                                                     "delta_high_ci_high"]].to_numpy(dtype=float)):
+    ax.barh(y, k * d["delta_low"], color="tab:blue", alpha=0.8, label="low")
+    ax.barh(y, k * d["delta_high"], color="tab:orange", alpha=0.8, label="high")
+    for yy, (lo, lo1, lo2, hi, hi1, hi2) in zip(y, k * d[["delta_low", "delta_low_ci_low", "delta_low_ci_high",
+                                                         "delta_high", "delta_high_ci_low",
+                                                         "delta_high_ci_high"]].to_numpy(dtype=float)):
         ax.plot([lo1, lo2], [yy + 0.15, yy + 0.15], "k-", lw=1)
         ax.plot([hi1, hi2], [yy - 0.15, yy - 0.15], "k-", lw=1)
     ax.set_yticks(y)
     ax.set_yticklabels([f"{f} ({lo} / {hi})" for f, lo, hi in zip(d.factor, d.low, d.high)], fontsize=8)
     ax.invert_yaxis()
     ax.axvline(0, color="k", lw=0.8)
-    ax.set_xlabel(f"Δ {metric} vs baseline (paired, CRN; black: 95 % CI)")
-    ax.set_title(f"Tornado: Δ {metric}")
-    ax.legend(fontsize=7)
+    unit = catalogue.unit_label(metric, currency)
+    unit = "percentage points" if unit == "%" else unit
+    ax.set_xlabel(f"Δ {catalogue.label(metric)} vs baseline ({unit}; paired, CRN; black: 95 % CI)")
+    ax.set_title(f"Tornado: Δ {catalogue.label(metric)}")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return fig
 
 
 # ------------------------------------------------------------------------------- sections
 
+def _currency(folder: Path) -> str:
+    from twin.report.cost_figures import currency_of
+
+    return currency_of(folder)
+
+
 def _montecarlo(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
     summary = _read_json(folder / "summary.json")
     table = _read_table(folder / "replications.parquet")
     summ = _read_table(folder / "summary.parquet")
+    cur = _currency(folder)
     w = version_warning({meta["scenario"]: table})
     if w:
         doc.warn(w)
@@ -319,13 +443,16 @@ def _montecarlo(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
         doc.p("What the scenario's own numbers imply in closed form (twin.scenario.advice); they change no "
               "result:")
         doc.bullets(list(summary["advice"]))
-    doc.h2("Headline metrics")
-    doc.table(_summary_rows(summ, ordered_metrics(list(summ.metric))))
+    doc.h2("Metrics by group (mean, 95 % CI)")
+    grouped_tables(doc, {meta["scenario"]: summ}, None, meta["scenario"], cur, main_metrics(list(summ.metric)))
     doc.h2("Distributions over replications")
+    from twin.report.interactive import ecdf
+
     for m in DIST_METRICS:
         if m in table.columns:
-            doc.figure(fig_hist_ecdf({meta["scenario"]: table[m].to_numpy(dtype=float)}, m), f"dist_{m}.png",
-                       f"histogram and ECDF of {m}")
+            v = {meta["scenario"]: table[m].to_numpy(dtype=float)}
+            doc.chart(ecdf(v, m, cur), f"dist_{m}", f"histogram and ECDF of {catalogue.label(m)}",
+                      fig_hist_ecdf(v, m, cur))
     fig = fig_failure_pareto(summ)
     if fig is not None:
         doc.h2("Failures")
@@ -338,13 +465,14 @@ def _montecarlo(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
 
     cost_figures.montecarlo_section(doc, meta["scenario"], summ, folder)
     doc.h2("All metrics")
-    doc.table(_summary_rows(summ, list(summ.metric)))
+    doc.table(_summary_rows(summ, [m for _, ms in catalogue.by_group(list(summ.metric)) for m in ms], cur))
 
 
 def _compare(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
     summ = _read_table(folder / "summaries.parquet")
     paired = _read_table(folder / "paired.parquet")
     win = _read_table(folder / "winners.parquet")
+    labels = [v["label"] for v in meta["variants"]]
     tables = {}
     for v in meta["variants"]:
         p = (folder / v["folder"]) / "replications.parquet"
@@ -352,6 +480,7 @@ def _compare(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
             tables[v["label"]] = _read_table(p)
         else:
             doc.warn(f"replications of {v['label']} not found at {p}; distributions are left out")
+    cur = _currency(folder / meta["variants"][0]["folder"])
     w = version_warning(tables)
     if w:
         doc.warn(w)
@@ -361,40 +490,54 @@ def _compare(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
         doc.p(n.strip())
     doc.table(pd.DataFrame([{"variant": v["label"], "scenario": v["scenario"], "hash": v["scenario_hash"],
                              "file": v["source"]} for v in meta["variants"]]))
-    ms = ordered_metrics(list(summ.metric.unique()))
-    doc.h2("Headline metrics per variant")
-    rows = []
-    for m in ms:
-        for lab in [v["label"] for v in meta["variants"]]:
-            r = summ[(summ.variant == lab) & (summ.metric == m)]
-            if len(r):
-                r = r.iloc[0]
-                rows.append({"metric": m, "variant": lab, "mean": r["mean"],
-                             "95 % CI": f"[{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]",
-                             "p5": r["p5"], "p50": r["p50"], "p95": r["p95"]})
-    doc.table(pd.DataFrame(rows))
-    doc.h2(f"Paired differences vs {meta['reference']}")
-    fig = fig_forest(paired, ms)
-    if fig is not None:
-        doc.figure(fig, "forest.png", "forest plot of paired differences")
-    pt = paired[paired.metric.isin(ms)]
-    pt = pt.assign(_o=pt.metric.map({m: i for i, m in enumerate(ms)})).sort_values(["_o"], kind="stable")
-    doc.table(pd.DataFrame({"metric": pt.metric, "variant": pt.variant, "Δ mean": pt["diff"],
-                            "95 % CI": [f"[{fmt(a)}, {fmt(b)}]" for a, b in zip(pt.ci_low, pt.ci_high)],
-                            "variance reduction": pt.variance_reduction,
-                            "half-width CRN": (pt.ci_high - pt.ci_low) / 2,
-                            "half-width independent": pt.independent_half_width}))
+    ref = meta["reference"]
+    keys = main_metrics(list(summ.metric.unique()))
+    doc.h2(f"Metrics by group: mean (95 % CI) and paired difference vs {ref}")
+    doc.p("Paired per replication under common random numbers; a fraction's difference is in percentage points "
+          "(pp). Each group's forest plot shows the differences on one relative scale (% of "
+          f"{ref}'s mean); hover for absolute values, drag to zoom.")
+    from twin.report.interactive import forest
+
+    groups = grouped_tables(doc, {k: summ[summ.variant == k] for k in labels}, paired, ref, cur, keys)
+    doc.h2("Forest plots by group")
+    for g, ms in groups:
+        fig = forest(paired, ms, g, ref, cur)
+        if fig is not None:
+            doc.chart(fig, f"forest_{g}", f"forest plot of the {g} metrics", fig_forest(paired, ms, g, cur))
     doc.h2("Winners")
     doc.p("Best mean per metric with a preferred direction; margin is the paired difference to the runner-up "
           "(clear when its 95 % CI excludes zero).")
-    doc.table(win)
+    wk = win[win.metric.isin(keys)]
+    doc.table(pd.DataFrame({
+        "metric": [catalogue.label_with_unit(m, cur) for m in wk.metric], "better": wk.better, "winner": wk.winner,
+        "winner mean": [catalogue.format_value(m, x, cur) for m, x in zip(wk.metric, wk.winner_mean)],
+        "runner-up": wk.runner_up,
+        "margin": [catalogue.format_value(m, x, cur, True) for m, x in zip(wk.metric, wk.margin)],
+        "95 % CI": [catalogue.format_interval(m, a, b, cur, True)
+                    for m, a, b in zip(wk.metric, wk.margin_ci_low, wk.margin_ci_high)],
+        "clear": wk.clear}))
     from twin.report import cost_figures  # cost breakdown and break-even (issue 9), when present
 
-    cost_figures.compare_section(doc, folder, summ, [v["label"] for v in meta["variants"]])
+    cost_figures.compare_section(doc, folder, summ, labels)
+    from twin.report.interactive import ecdf
+
     for m in DIST_METRICS:
         if tables and all(m in t.columns for t in tables.values()):
-            doc.figure(fig_hist_ecdf({k: t[m].to_numpy(dtype=float) for k, t in tables.items()}, m),
-                       f"dist_{m}.png", f"histogram and ECDF of {m}")
+            v = {k: t[m].to_numpy(dtype=float) for k, t in tables.items()}
+            doc.chart(ecdf(v, m, cur), f"dist_{m}", f"histogram and ECDF of {catalogue.label(m)}",
+                      fig_hist_ecdf(v, m, cur))
+    doc.h2(f"All paired differences vs {ref}")
+    order = {m: i for i, (_, ms) in enumerate(catalogue.by_group(list(paired.metric.unique()))) for m in ms}
+    pt = paired.assign(_o=paired.metric.map(order)).sort_values(["_o", "metric"], kind="stable")
+    doc.table(pd.DataFrame({
+        "metric": [catalogue.label_with_unit(m, cur) for m in pt.metric], "variant": pt.variant,
+        "Δ mean": [catalogue.format_value(m, x, cur, True) for m, x in zip(pt.metric, pt["diff"])],
+        "95 % CI": [catalogue.format_interval(m, a, b, cur, True) for m, a, b in zip(pt.metric, pt.ci_low, pt.ci_high)],
+        "variance reduction": pt.variance_reduction,
+        "half-width CRN": [catalogue.format_value(m, (b - a) / 2, cur, True).lstrip("+")
+                           for m, a, b in zip(pt.metric, pt.ci_low, pt.ci_high)],
+        "half-width independent": [catalogue.format_value(m, x, cur, True).lstrip("+")
+                                   for m, x in zip(pt.metric, pt.independent_half_width)]}))
 
 
 def _warn_mixed_versions(doc: Doc, folder: Path, subfolders: dict[str, str]) -> None:
@@ -413,6 +556,7 @@ def _sweep(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
     tidy = _read_table(folder / "sweep.parquet")
     params = [p["path"] for p in meta["params"]]
     _warn_mixed_versions(doc, folder, {f"point {pt['point']}": pt["folder"] for pt in meta["points"]})
+    cur = _currency(folder / meta["points"][0]["folder"]) if meta.get("points") else ""
     doc.h2("Sweep")
     doc.bullets([f"scenario {meta['scenario']} (hash {meta['scenario_hash']}), seed {meta['seed']} at every point "
                  "(common random numbers)", f"{meta['replications']} replications per point",
@@ -420,24 +564,31 @@ def _sweep(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
                  *([f"--set {s}" for s in meta.get("set", [])])])
     ms = ordered_metrics(list(tidy.metric.unique()))
     doc.h2("Curves")
+    from twin.report.interactive import sweep_curve
+
     for m in ms:
-        fig = fig_sweep(tidy, params, m)
+        fig = fig_sweep(tidy, params, m, cur)
         if fig is not None:
-            doc.figure(fig, f"sweep_{m}.png", f"sweep of {m}")
+            doc.chart(sweep_curve(tidy, params, m, cur), f"sweep_{m}", f"sweep of {catalogue.label(m)}", fig)
     from twin.report import cost_figures  # decision, frontier, cost breakdown (issue 9), when present
 
     cost_figures.sweep_section(doc, folder, meta, tidy)
     doc.h2("Table")
     t = tidy[tidy.metric.isin(ms)]
-    out = t[["point", *params, "metric", "mean"]].copy()
-    out["95 % CI"] = [f"[{fmt(a)}, {fmt(b)}]" for a, b in zip(t.ci_low, t.ci_high)]
-    doc.table(pd.concat([out, t[["p5", "p50", "p95"]]], axis=1))
+    out = t[["point", *params]].copy()
+    out["metric"] = [catalogue.label_with_unit(m, cur) for m in t.metric]
+    for c in ("mean", "p5", "p50", "p95"):
+        out[c] = [catalogue.format_value(m, x, cur) for m, x in zip(t.metric, t[c])]
+    out.insert(out.columns.get_loc("p5"), "95 % CI",
+               [catalogue.format_interval(m, a, b, cur) for m, a, b in zip(t.metric, t.ci_low, t.ci_high)])
+    doc.table(out)
 
 
 def _sensitivity(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
     ranking = _read_table(folder / "ranking.parquet")
     _warn_mixed_versions(doc, folder, {"baseline": meta["baseline_folder"],
                                        **{f"{v['factor']}:{v['level']}": v["folder"] for v in meta["variants"]}})
+    cur = _currency(folder / meta["baseline_folder"])
     doc.h2("Sensitivity")
     doc.bullets([f"scenario {meta['scenario']} (hash {meta['scenario_hash']}), seed {meta['seed']}; one factor at "
                  "a time, low and high, paired against the baseline under common random numbers",
@@ -445,27 +596,40 @@ def _sensitivity(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
                  *([f"--factor {meta['factor']:g}: failure means (MTBF, Weibull scale) and repair-time means "
                     f"scaled by 1/{meta['factor']:g} and {meta['factor']:g}"] if meta.get("factor") else [])])
     for m in meta["metrics"]:
-        fig = fig_tornado(ranking, m)
+        fig = fig_tornado(ranking, m, currency=cur)
         if fig is not None:
-            doc.h2(f"Tornado: Δ {m}")
-            doc.figure(fig, f"tornado_{m}.png", f"tornado of {m}")
+            from twin.report.interactive import tornado
+
+            doc.h2(f"Tornado: Δ {catalogue.label(m)}")
+            doc.chart(tornado(ranking, m, cur), f"tornado_{m}", f"tornado of {catalogue.label(m)}", fig)
             d = ranking[ranking.metric == m]
+
+            def f(x: float) -> str:
+                return catalogue.format_value(m, x, cur, True)
+
             doc.table(pd.DataFrame({
-                "rank": d["rank"], "factor": d.factor, "low": d.low, "high": d.high, "Δ low": d.delta_low,
-                "Δ low 95 % CI": [f"[{fmt(a)}, {fmt(b)}]" for a, b in zip(d.delta_low_ci_low, d.delta_low_ci_high)],
-                "Δ high": d.delta_high,
-                "Δ high 95 % CI": [f"[{fmt(a)}, {fmt(b)}]" for a, b in zip(d.delta_high_ci_low, d.delta_high_ci_high)],
-                "swing": d.swing}))
+                "rank": d["rank"], "factor": d.factor, "low": d.low, "high": d.high, "Δ low": [f(x) for x in d.delta_low],
+                "Δ low 95 % CI": [catalogue.format_interval(m, a, b, cur, True)
+                                  for a, b in zip(d.delta_low_ci_low, d.delta_low_ci_high)],
+                "Δ high": [f(x) for x in d.delta_high],
+                "Δ high 95 % CI": [catalogue.format_interval(m, a, b, cur, True)
+                                   for a, b in zip(d.delta_high_ci_low, d.delta_high_ci_high)],
+                "swing": [f(x).lstrip("+") for x in d.swing]}))
 
 
 SECTIONS = {"montecarlo": _montecarlo, "compare": _compare, "sweep": _sweep, "sensitivity": _sensitivity}
 
+read_json = _read_json
+read_table = _read_table
 
-def build_report(folder: Path | str) -> tuple[Path, Path, list[str]]:
-    """Write ``report.html`` and ``report.md`` (+ ``figures/``) in an experiment folder.
 
-    Returns (html path, markdown path, warnings)."""
-    folder = Path(folder)
+def read_kind(folder: Path | str) -> str:
+    """The kind of the experiment stored in ``folder``, after the checks of :func:`build_report`
+    (bad input, exit 2, when the folder is missing, damaged or incomplete)."""
+    return str(_checked(Path(folder))["kind"])
+
+
+def _checked(folder: Path) -> dict[str, Any]:
     if not folder.is_dir():
         raise InputError(str(folder), "", "results folder not found")
     meta = _read_json(folder / "experiment.json")
@@ -479,12 +643,27 @@ def build_report(folder: Path | str) -> tuple[Path, Path, list[str]]:
     if kind == "montecarlo" and not (folder / "COMPLETE").is_file():
         raise InputError(str(folder), "", "the Monte Carlo is not complete (no COMPLETE marker); run the same "
                          "command again to resume it first")
+    return meta
+
+
+def build_report(folder: Path | str) -> tuple[Path, Path, list[str]]:
+    """Write ``report.html`` and ``report.md`` (+ ``figures/``) in an experiment folder: the decision
+    summary first (from ``decision-summary.json`` when the experiment wrote one), then the sections.
+
+    Returns (html path, markdown path, warnings)."""
+    folder = Path(folder)
+    meta = _checked(folder)
+    kind = meta["kind"]
     if kind == "compare":
         title = "Comparison: " + " vs ".join(v["label"] for v in meta.get("variants", []))
     else:
         word = {"montecarlo": "Monte Carlo", "sweep": "Sweep", "sensitivity": "Sensitivity"}[kind]
         title = f"{word}: {meta.get('scenario')}"
     doc = Doc(title, folder / "figures")
+    if (folder / "decision-summary.json").is_file():
+        from twin.report.summary import sentences
+
+        doc.summary(sentences(_read_json(folder / "decision-summary.json")))
     SECTIONS[kind](doc, folder, meta)
     from twin import __version__
     from twin.atomic import atomic_write_text

@@ -1,0 +1,443 @@
+"""The metric catalogue (issue 30, item 2): what every metric of a replication is called, its unit,
+which way is better, its group and how a person reads it.
+
+Every human-facing table and figure names a metric by its :func:`label` and prints its value with
+:func:`format_value` (percent, k/M/G with the unit, money in the scenario's currency, hours, °C; never
+scientific notation); machine outputs (parquet, JSON) keep the raw keys and values.
+
+A metric is found by its exact key, or by a pattern whose ``*`` stands for one dotted suffix
+(a part type, a cause, a crew pool): ``failures.*`` matches ``failures.gpu`` and labels it
+"failures: gpu". A metric missing here fails ``tests/test_metric_catalogue.py``, which says which
+:class:`Metric` line to add. ``python -m twin.docs`` writes ``docs/metrics-reference.md`` from it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+GROUPS: tuple[str, ...] = ("availability", "throughput", "thermal", "power", "network", "energy", "cost", "scale")
+"""Groups in report order. ``scale`` holds the size of the run (nodes, GPUs, horizon): no direction,
+left out of comparisons' forest plots."""
+
+FORMATS = ("percent", "count", "hours", "days", "energy_kwh", "power_w", "power_kw", "ramp_w_per_h",
+           "temperature_c", "money", "ratio")
+"""How a value prints. ``percent``: a fraction shown ×100 with ``%`` (a difference in percentage points,
+``pp``); ``count``/``hours``/``days``: k/M with the unit; ``energy_kwh``: kWh, MWh, GWh; ``power_w``:
+W, kW, MW; ``money``: the scenario's currency with k/M/bn; ``ratio``: a plain number (the PUE)."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One catalogue entry. ``key`` is an exact metric key or a pattern with ``*`` for one dotted
+    suffix; ``label`` may hold ``{}`` for that suffix. ``direction``: +1 higher is better, −1 lower
+    is better, 0 no preferred direction. ``unit``: what one value is in (for ``money`` the currency
+    is the scenario's; for ``percent`` the value is a fraction)."""
+
+    key: str
+    label: str
+    unit: str
+    direction: int
+    group: str
+    fmt: str
+    meaning: str
+
+    def __post_init__(self) -> None:
+        if self.group not in GROUPS:
+            raise ValueError(f"{self.key}: group {self.group!r} not in {GROUPS}")
+        if self.fmt not in FORMATS:
+            raise ValueError(f"{self.key}: format {self.fmt!r} not in {FORMATS}")
+        if self.direction not in (-1, 0, 1):
+            raise ValueError(f"{self.key}: direction must be -1, 0 or +1")
+
+
+M = Metric
+CATALOGUE: tuple[Metric, ...] = (
+    # ---- availability: is the hardware there
+    M("node_availability", "node availability", "fraction", +1, "availability", "percent",
+      "time-weighted share of nodes up (not failed, not in repair, not cut off by power or cooling)"),
+    M("fleet_capacity_availability", "fleet capacity availability", "fraction", +1, "availability", "percent",
+      "time-weighted share of the fleet's GPU capacity usable by jobs"),
+    M("failures", "failures", "failures", -1, "availability", "count",
+      "hardware and transient failures over the horizon, all part types"),
+    M("failures.*", "failures: {}", "failures", -1, "availability", "count", "failures of one part type"),
+    M("node_down_hours", "node-hours down", "node-h", -1, "availability", "hours",
+      "node-hours spent down (failed, waiting for spares or crews, in repair or burn-in)"),
+    M("node_down_hours.*", "node-hours down: {}", "node-h", -1, "availability", "hours",
+      "node-hours down charged to one cause"),
+    M("stockouts", "spare stock-outs", "stock-outs", -1, "availability", "count",
+      "repairs that found no spare part on the shelf"),
+    M("stockouts.*", "spare stock-outs: {}", "stock-outs", -1, "availability", "count",
+      "stock-outs of one part type"),
+    M("stockout_share.*", "stock-out share: {}", "fraction", -1, "availability", "percent",
+      "share of one part type's spare demands that found no spare"),
+    M("repair.wait_detect_h", "repair: detection", "h", -1, "availability", "hours",
+      "mean hours from failure to detection, per repair ticket"),
+    M("repair.wait_spare_h", "repair: waiting for parts", "h", -1, "availability", "hours",
+      "mean hours from detection to a spare in hand, per repair ticket"),
+    M("repair.wait_crew_h", "repair: waiting for a crew", "h", -1, "availability", "hours",
+      "mean hours from spare to a technician starting, per repair ticket"),
+    M("repair.hands_on_h", "repair: hands-on", "h", -1, "availability", "hours",
+      "mean hands-on repair hours per ticket"),
+    M("repair.burn_in_h", "repair: burn-in", "h", -1, "availability", "hours",
+      "mean burn-in hours after a repair, per ticket"),
+    M("crew_utilisation.*", "crew utilisation: {}", "fraction", 0, "availability", "percent",
+      "hands-on hours over on-shift hours of one crew pool (above 100 % when repairs run past a shift)"),
+    # ---- throughput: what the jobs got out of it
+    M("goodput", "goodput", "fraction", +1, "throughput", "percent",
+      "useful GPU-hours over installed GPU-hours"),
+    M("goodput.useful", "goodput: useful work", "fraction", +1, "throughput", "percent",
+      "share of installed GPU-hours spent on work that was kept"),
+    M("goodput.*", "goodput lost to: {}", "fraction", -1, "throughput", "percent",
+      "share of installed GPU-hours lost to one mechanism (the shares add up to 1 with useful work)"),
+    M("useful_gpu_hours", "useful GPU-hours", "GPU-h", +1, "throughput", "hours",
+      "GPU-hours of training progress that was kept"),
+    M("lost_gpu_hours", "lost GPU-hours", "GPU-h", -1, "throughput", "hours",
+      "GPU-hours of progress lost to interruptions (work since the last checkpoint)"),
+    M("checkpoint_gpu_hours", "checkpoint GPU-hours", "GPU-h", -1, "throughput", "hours",
+      "GPU-hours spent writing checkpoints"),
+    M("restart_gpu_hours", "restart GPU-hours", "GPU-h", -1, "throughput", "hours",
+      "GPU-hours spent restarting jobs after interruptions"),
+    M("utilisation", "GPU utilisation", "fraction", 0, "throughput", "percent",
+      "GPU-hours busy (running, checkpointing, restarting) over installed GPU-hours"),
+    M("ettr.max_job", "ETTR of the largest job", "fraction", +1, "throughput", "percent",
+      "effective training time ratio of the largest job: kept progress over wall time"),
+    M("max_job.interruptions", "interruptions of the largest job", "interruptions", -1, "throughput", "count",
+      "interruptions of the largest job over the horizon"),
+    M("max_job.kept_h", "kept progress of the largest job", "h", +1, "throughput", "hours",
+      "hours of progress the largest job kept"),
+    M("interruptions", "job interruptions", "interruptions", -1, "throughput", "count",
+      "job interruptions over the horizon, all causes"),
+    M("interruptions.*", "job interruptions: {}", "interruptions", -1, "throughput", "count",
+      "job interruptions of one cause"),
+    M("jobs_completed", "jobs completed", "jobs", +1, "throughput", "count", "jobs that finished"),
+    M("jobs_submitted", "jobs submitted", "jobs", 0, "throughput", "count", "jobs submitted"),
+    M("queue_wait_h.mean", "mean queue wait", "h", -1, "throughput", "hours", "mean hours a job waited to start"),
+    M("queue_wait_h.jobs", "jobs that waited", "jobs", 0, "throughput", "count",
+      "jobs whose queue wait is counted in the mean"),
+    # ---- thermal
+    M("thermal.gpu_temp_max_c", "GPU temperature: max", "°C", -1, "thermal", "temperature_c",
+      "highest GPU temperature"),
+    M("thermal.gpu_temp_p50_c", "GPU temperature: median", "°C", -1, "thermal", "temperature_c",
+      "median GPU temperature (time-weighted over busy GPUs)"),
+    M("thermal.gpu_temp_p95_c", "GPU temperature: p95", "°C", -1, "thermal", "temperature_c",
+      "95th percentile of GPU temperature"),
+    M("thermal.gpu_temp_p99_c", "GPU temperature: p99", "°C", -1, "thermal", "temperature_c",
+      "99th percentile of GPU temperature"),
+    M("thermal.inlet_above_27c_node_hours", "node-hours with inlet above 27 °C", "node-h", -1, "thermal", "hours",
+      "node-hours with the air inlet above the ASHRAE recommended 27 °C"),
+    M("thermal.mean_speed", "mean GPU speed (throttling)", "fraction", +1, "thermal", "percent",
+      "mean clock speed of busy GPUs relative to full speed"),
+    M("thermal.speed_loss_gpu_hours", "GPU-hours lost to throttling", "GPU-h", -1, "thermal", "hours",
+      "busy GPU-hours times the speed lost to thermal throttling"),
+    M("thermal.throttled_gpu_hours", "throttled GPU-hours", "GPU-h", -1, "thermal", "hours",
+      "GPU-hours run below full speed for heat"),
+    M("thermal.trip_node_hours", "node-hours tripped", "node-h", -1, "thermal", "hours",
+      "node-hours shut down by thermal trips"),
+    M("thermal.trips", "thermal trips", "trips", -1, "thermal", "count", "thermal trips, all kinds"),
+    M("thermal.trips.*", "thermal trips: {}", "trips", -1, "thermal", "count", "thermal trips of one kind"),
+    M("cooling.loop_no_flow_hours", "hours with a loop without flow", "h", -1, "thermal", "hours",
+      "hours some liquid loop had no coolant flow"),
+    M("cooling.zone_over_capacity_hours", "hours with a zone over its cooling capacity", "h", -1, "thermal", "hours",
+      "hours some zone's heat load exceeded its cooling capacity"),
+    # ---- power
+    M("power.capped_gpu_hours", "power-capped GPU-hours", "GPU-h", -1, "power", "hours",
+      "GPU-hours run under a power cap"),
+    M("power.capped_node_hours", "power-capped node-hours", "node-h", -1, "power", "hours",
+      "node-hours run under a power cap"),
+    M("power.down_node_hours", "node-hours without power", "node-h", -1, "power", "hours",
+      "node-hours down for lack of power"),
+    M("power.down_node_hours.*", "node-hours without power: {}", "node-h", -1, "power", "hours",
+      "node-hours without power charged to one cause"),
+    M("power.feed_dead_hours", "hours with a dead feed", "h", -1, "power", "hours", "hours some feed was dead"),
+    M("power.feed_outages", "feed outages", "outages", -1, "power", "count", "outages of a feed"),
+    M("power.generator_start_failures", "generator start failures", "failures", -1, "power", "count",
+      "generator starts that failed"),
+    M("power.generator_starts", "generator starts", "starts", 0, "power", "count", "generator starts"),
+    M("power.it_energy_kwh", "IT energy (power model)", "kWh", -1, "power", "energy_kwh",
+      "IT energy integrated by the power model"),
+    M("power.max_ramp_w_per_h", "largest site power ramp", "W/h", -1, "power", "ramp_w_per_h",
+      "largest change of site IT power over an hour"),
+    M("power.max_step_w", "largest site power step", "W", -1, "power", "power_w",
+      "largest instantaneous change of site IT power"),
+    M("power.mean_w", "mean site IT power", "W", 0, "power", "power_w", "time-weighted mean IT power"),
+    M("power.outages_reaching_load", "outages reaching the load", "outages", -1, "power", "count",
+      "power outages that reached IT equipment"),
+    M("power.peak_w", "peak site IT power", "W", -1, "power", "power_w", "highest IT power"),
+    M("power.ups_loss_kwh", "UPS losses", "kWh", -1, "power", "energy_kwh", "energy lost in UPS conversion"),
+    M("power.utility_outages", "utility outages", "outages", -1, "power", "count", "outages of the utility supply"),
+    # ---- network
+    M("node_cut_hours", "node-hours cut off", "node-h", -1, "network", "hours",
+      "node-hours up but cut off from the fabric"),
+    M("network.cut_node_hours", "node-hours cut off (fabric)", "node-h", -1, "network", "hours",
+      "node-hours cut off from the fabric, all causes"),
+    M("network.cut_node_hours.*", "node-hours cut off: {}", "node-h", -1, "network", "hours",
+      "node-hours cut off from the fabric by one cause"),
+    M("network.bisection_fraction", "fabric bisection bandwidth", "fraction", +1, "network", "percent",
+      "time-weighted share of the full bisection bandwidth available"),
+    M("network.bisection_fraction.min", "fabric bisection bandwidth: min", "fraction", +1, "network", "percent",
+      "lowest share of the full bisection bandwidth"),
+    M("network.spine_availability", "spine availability", "fraction", +1, "network", "percent",
+      "time-weighted share of spine switches up"),
+    M("network.link_flaps", "access link flaps", "flaps", -1, "network", "count", "flaps of node-to-leaf links"),
+    M("network.link_flaps_skipped", "access link flaps skipped", "flaps", 0, "network", "count",
+      "link flaps drawn on links already down (not applied)"),
+    M("network.trunk_flaps", "trunk link flaps", "flaps", -1, "network", "count", "flaps of leaf-to-spine links"),
+    M("network.trunk_flaps_skipped", "trunk link flaps skipped", "flaps", 0, "network", "count",
+      "trunk flaps drawn on links already down (not applied)"),
+    M("network.access_links", "access links", "links", 0, "network", "count", "node-to-leaf links"),
+    M("network.trunk_links", "trunk links", "links", 0, "network", "count", "leaf-to-spine links"),
+    M("network.links", "links", "links", 0, "network", "count", "links of the fabric"),
+    M("network.optics", "optics", "optics", 0, "network", "count", "optical transceivers"),
+    M("network.leaves", "leaf switches", "switches", 0, "network", "count", "leaf switches"),
+    M("network.spines", "spine switches", "switches", 0, "network", "count", "spine switches"),
+    M("network.groups", "fabric groups", "groups", 0, "network", "count", "groups of the fabric"),
+    # ---- energy
+    M("energy.it_kwh", "IT energy", "kWh", -1, "energy", "energy_kwh", "energy drawn by IT equipment"),
+    M("energy.cooling_kwh", "cooling energy", "kWh", -1, "energy", "energy_kwh", "energy drawn by cooling"),
+    M("energy.losses_kwh", "electrical losses", "kWh", -1, "energy", "energy_kwh",
+      "energy lost in distribution and conversion"),
+    M("energy.facility_kwh", "facility energy", "kWh", -1, "energy", "energy_kwh",
+      "total facility energy (IT + cooling + losses)"),
+    M("energy.peak_it_kw", "peak IT power", "kW", -1, "energy", "power_kw", "highest IT power"),
+    M("energy.peak_facility_kw", "peak facility power", "kW", -1, "energy", "power_kw", "highest facility power"),
+    M("energy.free_cooling_hours.*", "free-cooling hours: {}", "h", +1, "energy", "hours",
+      "hours the cooling of this kind ran on outside air or water alone"),
+    M("pue", "PUE", "ratio", -1, "energy", "ratio", "facility energy over IT energy"),
+    # ---- cost
+    M("cost.per_useful_gpu_hour", "cost per useful GPU-hour", "currency", -1, "cost", "money",
+      "total cost over the horizon divided by the useful GPU-hours"),
+    M("cost.total", "total cost", "currency", -1, "cost", "money",
+      "cost over the horizon: capital amortised plus operating costs"),
+    M("cost.capital", "capital (amortised)", "currency", -1, "cost", "money",
+      "capital amortised over the horizon"),
+    M("cost.capital.*", "capital (amortised): {}", "currency", -1, "cost", "money",
+      "capital of one group amortised over the horizon"),
+    M("cost.capital_purchase", "capital (purchase price)", "currency", -1, "cost", "money",
+      "purchase price of all capital, not amortised"),
+    M("cost.energy", "energy cost", "currency", -1, "cost", "money", "energy bought over the horizon"),
+    M("cost.energy_kwh", "energy billed", "kWh", -1, "cost", "energy_kwh", "energy the energy cost is for"),
+    M("cost.labour", "labour cost", "currency", -1, "cost", "money", "technician labour over the horizon"),
+    M("cost.repair_parts", "repair parts cost", "currency", -1, "cost", "money", "parts used in repairs"),
+    M("cost.spares_holding", "spares holding cost", "currency", -1, "cost", "money", "cost of holding spares"),
+    # ---- scale: the size of the run
+    M("nodes", "nodes", "nodes", 0, "scale", "count", "nodes in the cluster"),
+    M("gpus_installed", "GPUs installed", "GPUs", 0, "scale", "count", "GPUs installed"),
+    M("horizon_h", "horizon", "h", 0, "scale", "hours", "simulated hours"),
+    M("events_processed", "events processed", "events", 0, "scale", "count", "simulation events processed"),
+)
+del M
+
+_EXACT = {m.key: m for m in CATALOGUE if "*" not in m.key}
+_PATTERNS = sorted((m for m in CATALOGUE if "*" in m.key), key=lambda m: -len(m.key))
+"""Longest pattern first, so ``thermal.trips.*`` wins over a shorter one."""
+
+
+class UnknownMetric(KeyError):
+    """A metric key the catalogue has no entry for."""
+
+
+def find(key: str) -> Metric | None:
+    """The catalogue entry of ``key`` (exact key first, then the longest matching pattern), or None.
+    A pattern's ``*`` matches one dotted suffix without dots."""
+    if key in _EXACT:
+        return _EXACT[key]
+    for m in _PATTERNS:
+        if fnmatch.fnmatchcase(key, m.key) and "." not in key[len(m.key) - 1:]:
+            return m
+    return None
+
+
+def lookup(key: str) -> Metric:
+    """:func:`find` or :class:`UnknownMetric`."""
+    m = find(key)
+    if m is None:
+        raise UnknownMetric(key)
+    return m
+
+
+def _suffix(key: str, m: Metric) -> str:
+    return key[len(m.key) - 1:].replace("_", " ") if m.key.endswith("*") else ""
+
+
+def label(key: str) -> str:
+    """Human label of ``key`` ("failures: gpu"); the raw key when it is not catalogued."""
+    m = find(key)
+    return key if m is None else m.label.format(_suffix(key, m))
+
+
+def unit_label(key: str, currency: str = "USD") -> str:
+    """The unit a person reads (``%``, ``node-h``, ``kWh``, the currency …)."""
+    m = find(key)
+    if m is None:
+        return ""
+    if m.fmt == "money":
+        return currency or "currency units"
+    if m.fmt == "percent":
+        return "%"
+    return "" if m.unit == "ratio" else m.unit
+
+
+def label_with_unit(key: str, currency: str = "USD") -> str:
+    """"node-hours down (node-h)"; a count keeps its bare label (its values carry the noun)."""
+    m = find(key)
+    u = unit_label(key, currency) if m is None or m.fmt != "count" else ""
+    return f"{label(key)} ({u})" if u else label(key)
+
+
+def direction(key: str) -> int:
+    """+1 higher is better, −1 lower is better, 0 none (also for an uncatalogued key)."""
+    m = find(key)
+    return 0 if m is None else m.direction
+
+
+def group(key: str) -> str:
+    m = find(key)
+    return "other" if m is None else m.group
+
+
+def missing(keys: Iterable[str]) -> list[str]:
+    """The keys the catalogue does not know, sorted."""
+    return sorted({k for k in keys if find(k) is None})
+
+
+def by_group(keys: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """``keys`` grouped in :data:`GROUPS` order (uncatalogued ones last, under ``other``), each
+    group's keys in catalogue order then by name."""
+    order = {m.key: i for i, m in enumerate(CATALOGUE)}
+    out: dict[str, list[str]] = {}
+    for k in keys:
+        out.setdefault(group(k), []).append(k)
+
+    def rank(k: str) -> tuple[int, str]:
+        m = find(k)
+        return (order[m.key] if m is not None else len(order), k)
+
+    return [(g, sorted(out[g], key=rank)) for g in (*GROUPS, "other") if g in out]
+
+
+# ------------------------------------------------------------------------------ numbers
+
+_PREFIX = ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k"))
+"""(from magnitude, divisor, prefix): 12,345 prints as 12.35 k, 1,234 as 1,234."""
+
+
+def plain(x: float, sig: int = 4, signed: bool = False) -> str:
+    """``x`` with ``sig`` significant digits, thousands separators and never an exponent (at most
+    eight decimals: smaller magnitudes print as 0)."""
+    if x is None or not isinstance(x, (int, float)) or math.isnan(x):
+        return "–"
+    if math.isinf(x):
+        return ("+∞" if signed else "∞") if x > 0 else "−∞"
+    if x == 0:
+        return "0"
+    a = abs(x)
+    dec = min(8, max(0, sig - 1 - math.floor(math.log10(a))))
+    s = f"{a:,.{dec}f}"
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    if s in ("0", ""):
+        return "0"
+    sign = "−" if x < 0 else ("+" if signed else "")
+    return sign + s
+
+
+def _scaled(x: float, unit: str, signed: bool, sig: int, prefixes: Sequence[tuple[float, float, str]] = _PREFIX,
+            base_units: Sequence[str] | None = None) -> str:
+    """``x`` in ``unit`` with a k/M/G multiplier (or the next of ``base_units``: kWh → MWh → GWh)."""
+    if x is None or math.isnan(x) or math.isinf(x):
+        return plain(x, sig, signed)
+    a = abs(x)
+    if base_units is not None:  # W, kW, MW, GW
+        i = 0
+        while i + 1 < len(base_units) and a >= 1000:
+            a /= 1000
+            x /= 1000
+            i += 1
+        return f"{plain(x, sig, signed)} {base_units[i]}".strip()
+    for lim, f, p in prefixes:
+        if a >= lim:
+            return f"{plain(x / f, sig, signed)} {p} {unit}".strip()
+    return f"{plain(x, sig, signed)} {unit}".strip()
+
+
+def format_value(key: str, x: float, currency: str = "USD", delta: bool = False, sig: int = 4,
+                 bare: bool = False) -> str:
+    """``x`` of metric ``key`` as a person reads it: ``99.91 %``, ``12.35 failures``, ``1.73 M GPU-h``,
+    ``17.29 GWh``, ``USD 1.4 M``, ``78.2 °C``. With ``delta`` the value is a difference: signed, and
+    a fraction's difference in percentage points (``+0.12 pp``). An uncatalogued key prints as a
+    plain number. ``bare``: without the unit where it is not bound to a multiplier (the ``%`` or
+    ``pp``, the currency, a count's or hours' unit; kWh, W and °C stay), for the bounds of an
+    interval next to a value that has it."""
+    m = find(key)
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if bare and m is not None and m.fmt in ("percent", "money", "count", "hours", "days"):
+        full = format_value(key, x, currency, delta, sig)
+        unit = {"percent": "pp" if delta else "%", "money": currency or "currency units"}.get(m.fmt, m.unit)
+        if m.fmt == "days":
+            unit = "days"
+        return full[: -len(unit)].rstrip() if unit and full.endswith(unit) else full
+    x = float(x)
+    if m is None:
+        return plain(x, sig, delta)
+    f = m.fmt
+    if f == "percent":
+        return f"{plain(100 * x, sig, delta)} {'pp' if delta else '%'}"
+    if f == "money":
+        cur = currency or "currency units"
+        if math.isinf(x):
+            return plain(x, sig, delta)
+        a = abs(x)
+        for lim, div, p in ((1e9, 1e9, "bn"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
+            if a >= lim:
+                return f"{plain(x / div, sig, delta)} {p} {cur}"
+        return f"{plain(x, sig, delta)} {cur}"
+    if f == "energy_kwh":
+        return _scaled(x, "", delta, sig, base_units=("kWh", "MWh", "GWh", "TWh"))
+    if f == "power_w":
+        return _scaled(x, "", delta, sig, base_units=("W", "kW", "MW", "GW"))
+    if f == "power_kw":
+        return _scaled(x, "", delta, sig, base_units=("kW", "MW", "GW"))
+    if f == "ramp_w_per_h":
+        return _scaled(x, "", delta, sig, base_units=("W/h", "kW/h", "MW/h", "GW/h"))
+    if f == "temperature_c":
+        return f"{plain(x, sig, delta)} °C"
+    if f == "ratio":
+        return plain(x, sig, delta)
+    if f == "days":
+        return _scaled(x, "days", delta, sig)
+    return _scaled(x, m.unit, delta, sig)
+
+
+def format_interval(key: str, lo: float, hi: float, currency: str = "USD", delta: bool = False,
+                    bare: bool = True) -> str:
+    """``[lo, hi]`` in the metric's format (``bare``: without a unit that the value beside it shows)."""
+    return f"[{format_value(key, lo, currency, delta, bare=bare)}, {format_value(key, hi, currency, delta, bare=bare)}]"
+
+
+def catalogue_markdown() -> str:
+    """``docs/metrics-reference.md``: every entry, grouped."""
+    lines = ["# Metrics reference", "",
+             "Generated from the metric catalogue (`twin/report/metrics.py`) by `python -m twin.docs`; do not",
+             "edit by hand (a test checks it is up to date). Every human-facing table and figure names a metric",
+             "by its label and prints it in its format; machine outputs (`*.parquet`, `*.json`) keep the key",
+             "and the raw value (a percent is stored as a fraction, money in the scenario's currency). A `*` in",
+             "a key stands for one suffix: a part type, a cause or a crew pool. Better: which way is better",
+             "(`higher`, `lower`, or `–` when neither).", ""]
+    for g in GROUPS:
+        lines += [f"## {g}", "", "| key | label | unit | better | format | meaning |", "|---|---|---|---|---|---|"]
+        for m in CATALOGUE:
+            if m.group == g:
+                better = {1: "higher", -1: "lower", 0: "–"}[m.direction]
+                lines.append(f"| `{m.key}` | {m.label.replace('{}', '*part*')} | {m.unit} | {better} | {m.fmt} "
+                             f"| {m.meaning} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+__all__ = ["CATALOGUE", "FORMATS", "GROUPS", "Metric", "UnknownMetric", "by_group", "catalogue_markdown",
+           "direction", "find", "format_interval", "format_value", "group", "label", "label_with_unit", "lookup",
+           "missing", "plain", "unit_label"]
