@@ -2,8 +2,9 @@
 
 Progress is piecewise linear between events: a running job advances at its progress rate
 (ideal step time / actual step time, model.md §6), recomputed whenever the bus says a node's
-speed or the fabric changed. Each job has at most one pending timer (the next checkpoint or its
-completion), invalidated by a generation counter when its rate or state changes.
+speed or the fabric changed. Each job has at most one pending call on its timer (the next
+checkpoint, its completion, the end of a checkpoint pause or of a restart; ``engine.timer``), re-armed
+or cancelled when its rate or state changes, and one on its saver (the end of an async write).
 
 Definitions (all work in *ideal hours*: wall hours at full speed on all the job's GPUs):
 - a sync checkpoint starts after every ``interval_h`` of progress since the last checkpoint or
@@ -29,7 +30,7 @@ import pandas as pd
 
 from twin import rng
 from twin.model.component import FABRIC, BuildContext, Component, Fabric, ResultsSoFar
-from twin.model.engine import Topic
+from twin.model.engine import Timer, Topic
 from twin.model.jobqueue import ANY, JobQueue
 from twin.physics import parallel as par
 from twin.physics.steptime import progress_rate, ring_allreduce_s
@@ -158,13 +159,13 @@ class Job:
     since_restart_h: float = 0.0  # progress since the last checkpoint start or restart
     rate: float = 0.0
     last_t: float = 0.0
-    gen: int = 0
+    timer: Timer | None = None  # its one pending call (made at its first start: _timer_of)
     first_start_h: float = math.nan
     end_h: float = math.nan
     started_once: bool = False
     pending_save_h: float = math.nan  # async: progress that the in-flight write will save
     ckpt_waiting: bool = False  # a checkpoint fell due while the previous async write was in flight
-    write_id: int = 0  # number of the latest async write (its completion callback carries it)
+    saver: Timer | None = None  # the end of its latest async write (a new write supersedes it)
     restart_until: float = 0.0  # end of the restart under way (h)
     last_interrupt_h: float = math.nan
     writing: bool = False  # holds a share of the storage write bandwidth
@@ -415,8 +416,9 @@ class Workload(Component):
     # ---- timers ---------------------------------------------------------------------------
     def _arm(self, job: Job) -> None:
         """(Re)schedule the job's next checkpoint start or completion at its current rate."""
-        job.gen += 1
+        timer = self._timer_of(job)
         if job.state != RUNNING or job.rate <= 0:
+            timer.cancel()
             return
         to_done = job.work_h - job.progress_h
         iv = job.ckpt.interval_h
@@ -425,12 +427,20 @@ class Workload(Component):
         target = min(to_done, to_ckpt)
         t = self._env._now + max(target, 0.0) / job.rate
         if t >= self.engine.horizon_h:
+            timer.cancel()
             return
-        gen = job.gen
-        self._call_at(t, lambda: self._timer(job, gen))
+        timer.set(t, lambda: self._due(job))
 
-    def _timer(self, job: Job, gen: int) -> None:
-        if gen != job.gen or job.state != RUNNING:
+    def _timer_of(self, job: Job) -> Timer:
+        """The job's timer (made when first needed: a trace brings millions of jobs that never start)."""
+        timer = job.timer
+        if timer is None:
+            timer = job.timer = self.engine.timer()
+        return timer
+
+    def _due(self, job: Job) -> None:
+        """The job reached its next checkpoint or its end (armed by :meth:`_arm`)."""
+        if job.state != RUNNING:
             return
         self._advance(job)
         eps = 1e-9 * max(1.0, job.work_h)
@@ -466,21 +476,22 @@ class Workload(Component):
         if ck.mode == "sync" or final:
             job.pending_save_h = math.nan  # (the final write supersedes an async write still in flight)
             job.state = CKPT
-            job.gen += 1
-            gen = job.gen
+            timer = self._timer_of(job)
+            timer.cancel()
             self._set_util(job, 0.0)
-            self._call_at(self._env._now + w, lambda: self._ckpt_done(job, gen, save, final))
+            timer.set(self._env._now + w, lambda: self._ckpt_done(job, save, final))
         else:
             stall = ck.async_fraction * w
             job.pending_save_h = save
             job.state = CKPT
-            job.gen += 1
-            gen = job.gen
+            timer = self._timer_of(job)
+            timer.cancel()
             self._set_util(job, 0.0)
-            self._call_at(self._env._now + stall, lambda: self._async_resume(job, gen))
-            job.write_id += 1
-            wid = job.write_id
-            self._call_at(self._env._now + w, lambda: self._async_saved(job, wid))
+            timer.set(self._env._now + stall, lambda: self._async_resume(job))
+            saver = job.saver
+            if saver is None:
+                saver = job.saver = self.engine.timer()
+            saver.set(self._env._now + w, lambda: self._async_saved(job))
 
     def _end_io(self, job: Job) -> None:
         """Release the job's share of storage bandwidth (write finished or aborted)."""
@@ -491,8 +502,8 @@ class Workload(Component):
             self.readers -= 1
             job.reading = False
 
-    def _ckpt_done(self, job: Job, gen: int, save: float, final: bool) -> None:
-        if gen != job.gen or job.state != CKPT:
+    def _ckpt_done(self, job: Job, save: float, final: bool) -> None:
+        if job.state != CKPT:
             return
         self._end_io(job)
         self._advance(job)
@@ -504,18 +515,19 @@ class Workload(Component):
         self._set_util(job, 1.0)
         self._arm(job)
 
-    def _async_resume(self, job: Job, gen: int) -> None:
-        if gen != job.gen or job.state != CKPT:
+    def _async_resume(self, job: Job) -> None:
+        if job.state != CKPT:
             return
         self._advance(job)
         job.state = RUNNING
         self._set_util(job, 1.0)
         self._arm(job)
 
-    def _async_saved(self, job: Job, wid: int) -> None:
-        # the write completes if it is the job's latest (a restarted job writes the same progress again)
-        # and was not aborted since it started (an interruption or a final write clears pending_save_h)
-        if wid == job.write_id and not math.isnan(job.pending_save_h) and job.state in (RUNNING, CKPT):
+    def _async_saved(self, job: Job) -> None:
+        # the write completes if it is the job's latest (a later write re-arms the saver: a restarted job
+        # writes the same progress again) and was not aborted since it started (an interruption or a
+        # final write clears pending_save_h)
+        if not math.isnan(job.pending_save_h) and job.state in (RUNNING, CKPT):
             self._end_io(job)
             job.saved_h = job.pending_save_h
             job.pending_save_h = math.nan
@@ -687,23 +699,23 @@ class Workload(Component):
 
     def _begin_restart(self, job: Job) -> None:
         job.state = RESTARTING
-        job.gen += 1
-        gen = job.gen
+        timer = self._timer_of(job)
+        timer.cancel()
         self._end_io(job)
         self.readers += 1
         job.reading = True
         dur = self._restart_h(job)
         job.restart_until = self._env._now + dur
         self._set_util(job, 0.0)
-        self._call_at(self._env._now + dur, lambda: self._restart_done(job, gen))
+        timer.set(self._env._now + dur, lambda: self._restart_done(job))
 
     def _restart_h(self, job: Job) -> float:
         """Hours a restart takes: detection, rescheduling, reading the checkpoint, warm-up."""
         rs = self.spec.restart
         return rs.detection_h + rs.reschedule_h + self._read_time_h(job.ckpt) + rs.warmup_h
 
-    def _restart_done(self, job: Job, gen: int) -> None:
-        if gen != job.gen or job.state != RESTARTING:
+    def _restart_done(self, job: Job) -> None:
+        if job.state != RESTARTING:
             return
         self._end_io(job)
         self._advance(job)
@@ -712,7 +724,8 @@ class Workload(Component):
     def _complete(self, job: Job) -> None:
         self._end_io(job)
         job.state = DONE
-        job.gen += 1
+        if job.timer is not None:
+            job.timer.cancel()
         job.end_h = self._env._now
         job.saved_h = job.progress_h
         self._set_util(job, 0.0)
@@ -758,7 +771,8 @@ class Workload(Component):
             job.planned_interruptions += int(planned)
             self.interruptions.append((job.jid, job.name, now, cause, planned, lost, len(job.nodes)))
         job.last_interrupt_h = now
-        job.gen += 1
+        if job.timer is not None:
+            job.timer.cancel()
         # drop the lost nodes from the allocation
         self._set_util(job, 0.0)
         nodes = job.nodes
