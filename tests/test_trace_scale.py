@@ -102,11 +102,13 @@ class ScanWorkload(Workload):
                 self._start(job, self._pick_nodes(job, job.nodes_needed, pool))
             else:
                 if self.spec.scheduler.policy == "fifo":
+                    self._note_unreserved(job if self._unbounded(job) else None)
                     return
                 if shadow is None:
                     shadow, extra = self._reservation(job)
-                    if shadow is None:
-                        return
+                    self._note_unreserved(job if shadow is None else None)
+                    if shadow is None:  # no bound from running jobs' ends: reserved at infinity
+                        shadow = math.inf
 
 
 @pytest.mark.parametrize("seed,policy,spares,mode", [(1, "backfill", 1, "async"), (2, "backfill", 0, "sync"),

@@ -16,10 +16,34 @@ from twin.validation.cases import CASES, Settings
 QUICK = Settings(quick=True, confidence=0.99)
 
 
-@pytest.mark.parametrize("case", ["mmc_queue", "job_interruptions"])
+@pytest.mark.parametrize("case", ["mmc_queue", "no_starvation", "job_interruptions"])
 def test_theory_case_quick(case: str) -> None:
     for r in CASES[case](QUICK):
         assert r.passed, r
+
+
+def test_backfill_goes_on_past_a_head_that_cannot_start() -> None:
+    """A head job needing 5 nodes while only 4 are up (2 held down all the horizon) has no reservation:
+    the one-node jobs behind it start at once (before: nothing started again), and an advisory names
+    the head 24 h (``starvation_advisory_h``) after it became the head."""
+    from twin.validation.cases import held_down_doc
+
+    doc = held_down_doc("starve", 4, 2, 100.0)
+    doc["workload"]["jobs"] = [{"name": "head", "gpus": 40, "work_h": 10.0, "submit_h": 1.0}] + [
+        {"name": f"small{i}", "gpus": 8, "work_h": 3.0 + i, "submit_h": 2.0} for i in range(6)]
+    res = run_replication(load_dict(doc).scenario, 0)
+    j = res.tables["jobs"].set_index("name")
+    assert math.isnan(j.loc["head", "first_start_h"])
+    # four nodes: small0-3 start on submission, small4 when small0 ends (5 h), small5 when small1 ends (6 h)
+    assert list(j.loc[[f"small{i}" for i in range(6)], "first_start_h"]) == [2.0, 2.0, 2.0, 2.0, 5.0, 6.0]
+    adv = res.tables["advisories"]
+    assert list(adv.name) == ["head"] and adv.time_h.iloc[0] == pytest.approx(25.0)
+    assert adv.usable_nodes.iloc[0] == 4 and "no reservation" in adv.text.iloc[0]
+    assert res.metrics["starvation.advisories"] == 1.0
+    assert res.metrics["starvation.unreserved_h"] == pytest.approx(99.0)
+    q = res.tables["queue_by_size"].set_index("nodes_max")
+    assert q.loc[8, "still_queued"] == 1 and q.loc[8, "longest_queued_h"] == pytest.approx(99.0)
+    assert q.loc[1, "started"] == 6 and q.loc[1, "mean_wait_h"] == pytest.approx((3.0 + 4.0) / 6)
 
 
 def test_daly_checkpoint_three_intervals_crn() -> None:

@@ -185,6 +185,9 @@ class Job:
     qslot: int = -1
     qlb: float = 0.0
     queued: bool = False
+    # starvation: hours as the head of the queue with no bound on its start; advisory issued
+    unreserved_h: float = 0.0
+    advised: bool = False
 
 
 class Workload(Component):
@@ -229,6 +232,11 @@ class Workload(Component):
         self.readers = 0
         self.interruptions: list[tuple[Any, ...]] = []
         self._jid = 0
+        # starvation advisories: the head job with no bound on its start, since when; the advisory timer
+        self._unreserved: Job | None = None
+        self._unreserved_since = 0.0
+        self._starve_timer = self.engine.timer(self._starving)
+        self.advisories: list[tuple[Any, ...]] = []
         # the last `hot_spares` nodes start as the spare pool; later, returning nodes top it up first
         self.free = NodePool(n, range(n - self.spare_target))
         self.spares = NodePool(n, range(n - self.spare_target, n))
@@ -566,6 +574,16 @@ class Workload(Component):
         fit, ``backfill`` (EASY) reserves for it (the head) the time enough running jobs end and
         starts later jobs that fit if they end by then or use only nodes spare at that time.
 
+        A reservation uses only what a real scheduler knows: the nodes free now and running jobs'
+        expected ends (their requested work at their current rate, with the checkpoint and restart
+        pauses to come). A node that is down counts only if the repair system publishes when it
+        returns, and it publishes no estimate (twin/model/repair.py), so down nodes never count.
+        When the running jobs' ends cannot free enough nodes for the head, its start has no bound:
+        it is reserved at infinity, and every later job that fits starts (backfill never stops the
+        cluster for a job that cannot start); each pass looks again, so the head gets a finite
+        reservation, and backfill its limit, as soon as nodes return. A head without a bound for
+        ``scheduler.starvation_advisory_h`` hours in all is named by an advisory (both policies).
+
         The same decisions as a scan of the queue in order, found through the queue's index
         (:mod:`twin.model.jobqueue`): within a pass, starts only take nodes, so a job passed over
         stays passed over, and the next job the scan would start is the first in queue order that
@@ -596,10 +614,14 @@ class Workload(Component):
                         self._start_from_pools(job)
                         continue
                     if fifo:
+                        self._note_unreserved(job if self._unbounded(job) else None)
                         return
                     shadow, extra = self._reservation(job)
-                    if shadow is None:
-                        return
+                    if shadow is None:  # no running job's end frees enough nodes: reserved at infinity
+                        self._note_unreserved(job)
+                        shadow, extra, limit_h = math.inf, 0, ANY
+                        continue
+                    self._note_unreserved(None)
                     # a job ending by the reservation has at most this much work left (with margin for rounding)
                     limit_h = (shadow - now) + 1e-9 * max(1.0, abs(shadow))
                     continue
@@ -618,6 +640,43 @@ class Workload(Component):
         finally:
             for job in hidden:
                 q.show(job)
+
+    def _unbounded(self, head: Job) -> bool:
+        """True when the running jobs' ends cannot free enough nodes for ``head`` (as
+        :meth:`_reservation` returning None): the nodes it may use now plus all allocated nodes are
+        fewer than it needs."""
+        avail = len(self._free_count(head.nodes_needed > 1)) + len(self._spares_for(head))
+        return avail + int(np.count_nonzero(self.owner >= 0)) < head.nodes_needed
+
+    def _note_unreserved(self, job: Job | None) -> None:
+        """``job`` is now the head of the queue with no bound on its start (None: no such head): end
+        the previous head's spell, start this one's and arm the advisory for when its hours without a
+        bound reach ``starvation_advisory_h``."""
+        cur = self._unreserved
+        if cur is job:
+            return
+        now = self._env._now
+        if cur is not None:
+            cur.unreserved_h += now - self._unreserved_since
+            self._starve_timer.cancel()
+        self._unreserved = job
+        if job is not None:
+            self._unreserved_since = now
+            if not job.advised:
+                self._starve_timer.set(now + max(0.0, self.spec.scheduler.starvation_advisory_h - job.unreserved_h))
+
+    def _starving(self) -> None:
+        """The advisory: the head job has had no bound on its start for the stated hours."""
+        job = self._unreserved
+        assert job is not None
+        job.advised = True
+        now = self._env._now
+        hours = job.unreserved_h + now - self._unreserved_since
+        usable = len(self._free_count(job.nodes_needed > 1)) + int(np.count_nonzero(self.owner >= 0))
+        text = (f"job {job.name!r} (id {job.jid}, {job.nodes_needed} nodes) has waited {now - job.submit_h:.1f} h, "
+                f"{hours:.1f} h of them with no reservation: only {usable} nodes are up and schedulable for it "
+                f"(later jobs backfill meanwhile)")
+        self.advisories.append((now, job.jid, job.name, job.nodes_needed, usable, now - job.submit_h, hours, text))
 
     def _start_from_pools(self, job: Job) -> None:
         """Start ``job`` on nodes picked from the free pool, with the hot spares if it needs them and
@@ -666,6 +725,8 @@ class Workload(Component):
 
     def _start(self, job: Job, nodes: list[int]) -> None:
         self.queue.remove(job)
+        if job is self._unreserved:
+            self._note_unreserved(None)
         arr = np.array(nodes, dtype=np.int64)
         arr.sort()
         self.spares.discard_many(arr)
@@ -890,6 +951,7 @@ class Workload(Component):
         pass
 
     def finish(self) -> None:
+        self._note_unreserved(None)  # (closes the last spell at the horizon)
         for job in self.jobs:
             if job.state != DONE:
                 self._advance(job)
@@ -1012,7 +1074,36 @@ class Workload(Component):
             m["ettr.max_job"] = float(row.ettr)
             m["max_job.kept_h"] = big.progress_h
             m["max_job.interruptions"] = float(big.interruptions)
-        return m, {"jobs": jobs}
+        by_size = self._queue_by_size(jr, warm)
+        for row in by_size.itertuples():
+            m[f"queue_wait_h.mean.nodes_le_{row.nodes_max}"] = float(row.mean_wait_h)
+        m["starvation.advisories"] = float(len(self.advisories))
+        m["starvation.unreserved_h"] = max((j.unreserved_h for j in jr), default=0.0)
+        adv = pd.DataFrame(self.advisories, columns=ADVISORY_COLUMNS).astype(
+            {"time_h": float, "job": "int64", "name": object, "nodes": "int64", "usable_nodes": "int64",
+             "waited_h": float, "unreserved_h": float, "text": object})
+        return m, {"jobs": jobs, "queue_by_size": by_size, "advisories": adv}
+
+    def _queue_by_size(self, jr: list[Job], warm: float) -> pd.DataFrame:
+        """Queue wait by job size (nodes in power-of-two classes 1, 2, 3-4, 5-8, ...), of jobs submitted
+        after the warm-up: the mean, 95th percentile and largest wait of those that started, and the
+        jobs still queued at the horizon with the longest wait so far (a starved job shows there)."""
+        sizes = np.fromiter((j.nodes_needed for j in jr if j.submit_h >= warm), dtype=np.int64)
+        waits = np.fromiter((j.wait_h for j in jr if j.submit_h >= warm), dtype=float)
+        started = np.fromiter((not math.isnan(j.first_start_h) for j in jr if j.submit_h >= warm), dtype=bool)
+        queued = np.fromiter((j.state == QUEUED and not j.started_once for j in jr if j.submit_h >= warm), dtype=bool)
+        cls = np.ceil(np.log2(np.maximum(sizes, 1))).astype(np.int64) if len(sizes) else sizes
+        rows = []
+        for k in np.unique(cls).tolist():
+            sel = cls == k
+            w = waits[sel & started]
+            q = waits[sel & queued]
+            rows.append((1 if k == 0 else 2 ** (k - 1) + 1, 2 ** k, int(sel.sum()), int(len(w)),
+                         float(w.mean()) if len(w) else math.nan, float(np.percentile(w, 95)) if len(w) else math.nan,
+                         float(w.max()) if len(w) else math.nan, int(len(q)), float(q.max()) if len(q) else math.nan))
+        return pd.DataFrame(rows, columns=QUEUE_BY_SIZE_COLUMNS).astype(
+            {"nodes_min": "int64", "nodes_max": "int64", "jobs": "int64", "started": "int64", "mean_wait_h": float,
+             "p95_wait_h": float, "max_wait_h": float, "still_queued": "int64", "longest_queued_h": float})
 
 
 JOB_COLUMNS = [
@@ -1020,6 +1111,11 @@ JOB_COLUMNS = [
     "lost_h", "made_h", "run_h", "checkpoint_h", "restart_h", "queue_wait_h", "interruptions",
     "planned_interruptions", "checkpoints", "ettr", "time_h", "cause", "planned",
 ]
+
+
+QUEUE_BY_SIZE_COLUMNS = ["nodes_min", "nodes_max", "jobs", "started", "mean_wait_h", "p95_wait_h", "max_wait_h",
+                         "still_queued", "longest_queued_h"]
+ADVISORY_COLUMNS = ["time_h", "job", "name", "nodes", "usable_nodes", "waited_h", "unreserved_h", "text"]
 
 
 def job_has_no_checkpoint(ck: Checkpoint) -> bool:

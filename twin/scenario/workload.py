@@ -233,6 +233,10 @@ class Scheduler(Strict):
     policy: Literal["fifo", "backfill"] = "fifo"
     hot_spares: Annotated[int, Field(ge=0)] = Field(0, description="Nodes held idle and swapped in on failure.")
     placement: Literal["pack", "first_fit"] = Field("pack", description="pack: fewest racks/leaves first.")
+    starvation_advisory_h: PosF = Field(
+        24.0, description="An advisory names a job that has been the head of the queue this many hours in all with "
+                          "no bound on its start (the nodes it needs are down, not held by running jobs), hours "
+                          "(assumption: a day; changes no result).")
 
 
 class Workload(Strict):

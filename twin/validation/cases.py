@@ -65,6 +65,64 @@ def erlang_c(s: Settings) -> list[CaseResult]:
                    "Erlang C", wrong={"M/M/1 at the same ρ": (lam / (c * mu)) / (c * mu - lam)})]
 
 
+def held_down_doc(name: str, usable: int, held: int, horizon_h: float) -> Doc:
+    """A cluster of ``usable`` + ``held`` one-node-per-job nodes of 8 GPUs whose last ``held`` nodes are
+    down for the whole horizon: a node part ``held`` that never fails by itself is failed at t = 0 by
+    ``cooling.inject`` (the twin's scheduled failures; a liquid plant without temperatures or plant
+    failures carries it) and takes 10⁹ h to repair. No other failures; the workload is the caller's."""
+    never = {"mtbf_h": 1e15}
+    return {
+        "name": name,
+        "horizon_days": horizon_h / 24.0,
+        "cluster": {"racks": 1, "nodes_per_rack": usable + held, "node": {"gpus": 8, "parts": {
+            "held": {"count": 1, "effect": "node_down", "failure": never,
+                     "repair": {"time": {"dist": "fixed", "value_h": 1e9}}}}}},
+        "cooling": {"type": "liquid", "thermal": False,
+                    "liquid": {"leak": None, "cdu": {"failure": never, "pumps": {"failure": never}}},
+                    "inject": [{"part": "held", "index": usable + i, "at_h": 0.0} for i in range(held)]},
+        "maintenance": {"detection": {"dist": "fixed", "value_h": 0.0}},
+        "workload": {"scheduler": {"policy": "backfill", "hot_spares": 0}},
+    }
+
+
+def no_starvation(s: Settings) -> list[CaseResult]:
+    """Backfill never stops for a job that cannot start: c = 4 usable nodes (2 more held down for the
+    whole horizon), a head job that needs c + 1 nodes (submitted at 1 h, after the nodes went down), and
+    Poisson single-node jobs with exponential work at ρ = 0.75, no failures. The head's start has no bound
+    (it is reserved at infinity), so the single-node jobs queue as M/M/c FIFO behind it: their mean wait
+    (submitted after a warm-up, before a cool-down) vs Erlang C; the head's starvation advisory must be
+    issued in every replication. Full: 40 replications of 6,000 h (half-width ≈ 4 % of the reference at
+    the suite's Bonferroni level)."""
+    c, held, lam, mu = 4, 2, 3.0, 1.0
+    H = 1500.0 if s.quick else 6000.0
+    warm, cool = 100.0, 50.0
+    reps = s.reps(12, 40)
+    doc = held_down_doc("validation-no-starvation", c, held, H)
+    doc["workload"].update({
+        "jobs": [{"name": "head", "gpus": 8 * (c + 1), "work_h": 10.0, "submit_h": 1.0}],
+        "synthetic": {"arrival_rate_per_h": lam, "gpus": {"values": [8]},
+                      "work": {"dist": "exponential", "mean_h": 1.0 / mu}},
+    })
+    waits, advised, never_started, held_down = [], [], [], []
+    for res in run_doc(doc, reps, s):
+        j = res.tables["jobs"]
+        j = j[j.record == "job"]
+        small = j[(j.name != "head") & (j.submit_h >= warm) & (j.submit_h <= H - cool)]
+        waits.append(float(small.queue_wait_h.mean()))
+        adv = res.tables["advisories"]
+        advised.append(list(adv.name) == ["head"])
+        never_started.append(bool(j[j.name == "head"].first_start_h.isna().all()))
+        held_down.append(abs(res.metrics["node_availability"] - c / (c + held)) < 1e-9)
+    ref = cf.erlang_c_mean_wait_h(lam, mu, c)
+    return [result("no_starvation", f"mean wait of one-node jobs behind a head that cannot start, M/M/{c} "
+                   f"ρ={lam / (c * mu):.2f} (h)", ref, TMean(np.array(waits)), s, "Erlang C on the usable nodes",
+                   wrong={f"M/M/{c + held} (held-down nodes counted)": cf.erlang_c_mean_wait_h(lam, mu, c + held),
+                          f"M/M/{c + 1} (one held-down node counted)": cf.erlang_c_mean_wait_h(lam, mu, c + 1)},
+                   invariants={"the head job's starvation advisory is issued (and no other)": all(advised),
+                               "the head job never starts": all(never_started),
+                               "the held nodes stay down all the horizon": all(held_down)})]
+
+
 def daly_doc(n_nodes: int, node_mtbf_h: float, work_h: float, interval_h: float, write_h: float,
              restart_h: float, horizon_h: float) -> Doc:
     """One job on all ``n_nodes`` nodes, exponential transient faults per node, fixed checkpoint
@@ -160,6 +218,7 @@ def _registry() -> dict[str, Callable[[Settings], list[CaseResult]]]:
         "rack_series": reliability.rack_series,
         "palm_spares": reliability.palm_spares,
         "mmc_queue": erlang_c,
+        "no_starvation": no_starvation,
         "checkpoint_daly": daly_checkpoint,
         "job_interruptions": interruption_rate,
         "thermal_step": physical.thermal_step,
