@@ -16,7 +16,7 @@ from twin.validation.cases import CASES, Settings
 QUICK = Settings(quick=True, confidence=0.99)
 
 
-@pytest.mark.parametrize("case", ["mmc_queue", "no_starvation", "job_interruptions"])
+@pytest.mark.parametrize("case", ["mmc_queue", "no_starvation", "elastic_job", "job_interruptions"])
 def test_theory_case_quick(case: str) -> None:
     for r in CASES[case](QUICK):
         assert r.passed, r
@@ -44,6 +44,26 @@ def test_backfill_goes_on_past_a_head_that_cannot_start() -> None:
     q = res.tables["queue_by_size"].set_index("nodes_max")
     assert q.loc[8, "still_queued"] == 1 and q.loc[8, "longest_queued_h"] == pytest.approx(99.0)
     assert q.loc[1, "started"] == 6 and q.loc[1, "mean_wait_h"] == pytest.approx((3.0 + 4.0) / 6)
+
+
+def test_starvation_probe_reaches_the_available_share() -> None:
+    """The issue's probe: air.yaml with 2 CRAH units of 2 required, 60 days, keeps ~80 of 128 nodes up and
+    the 96-node job cannot get its nodes. Rigid: the small jobs no longer wait behind it (before: ~1,439 h)
+    and an advisory names it; elastic (8-node replicas): it runs on the nodes that are up, and goodput is of
+    the order of the available share (before: 2.8e-5)."""
+    from twin.scenario.loader import load_scenario
+
+    probe = ["cooling.air.crah.count=2", "cooling.air.crah.required=2", "horizon_days=60"]
+    rigid = run_replication(load_scenario("scenarios/air.yaml", probe).scenario, 0)
+    q = rigid.tables["queue_by_size"].set_index("nodes_max")
+    assert q.loc[1, "mean_wait_h"] < 1.0 and q.loc[1, "still_queued"] == 0
+    assert list(rigid.tables["advisories"].name) == ["train-768"]
+    el = run_replication(load_scenario("scenarios/air.yaml", probe + [
+        "workload.jobs.0.elastic={replica_nodes: 8, min_replicas: 2}"]).scenario, 0)
+    avail = el.metrics["node_availability"]
+    assert 0.5 < avail < 0.75
+    assert el.metrics["goodput"] > 0.5 * avail, (el.metrics["goodput"], avail)
+    assert el.metrics["elastic.starts"] == 1.0 and el.metrics["elastic.kept_gpu_hours"] > 0
 
 
 def test_daly_checkpoint_three_intervals_crn() -> None:
@@ -414,3 +434,23 @@ def test_a_requeued_head_jobs_reservation_counts_the_hot_spares() -> None:
     rows = jobs[jobs.record == "job"].set_index("name")
     assert rows.loc["H", "queue_wait_h"] == pytest.approx(44.0)  # requeued at 6 h, restarted at 50 h
     assert math.isnan(rows.loc["Z", "first_start_h"])  # not backfilled into H's nodes
+
+
+def test_elastic_bad_input_and_replicas_from_the_layout() -> None:
+    from twin.errors import InputError
+    from twin.validation.cases import held_down_doc
+
+    def load(job: dict) -> object:
+        doc = held_down_doc("el", 8, 0, 10.0)
+        doc["workload"]["jobs"] = [{"name": "j", "gpus": 64, "work_h": 5.0, **job}]
+        return load_dict(doc).scenario
+
+    with pytest.raises(InputError, match=r"workload.jobs.0.elastic.replica_nodes: 3 does not divide the job's 8"):
+        load({"elastic": {"replica_nodes": 3}})
+    with pytest.raises(InputError, match=r"workload.jobs.0.elastic.replica_nodes: give it"):
+        load({"elastic": {}})
+    with pytest.raises(InputError, match=r"workload.jobs.0.elastic.min_replicas: 5 is more than the job's 4"):
+        load({"elastic": {"replica_nodes": 2, "min_replicas": 5}})
+    sc = load({"elastic": {}, "step": {"model": {"layers": 8, "hidden": 1024, "seq_len": 1024, "vocab": 32000,
+                                                 "global_batch": 64}, "layout": {"tp": 8, "pp": 2, "dp": 4}}})
+    assert sc.workload.jobs[0].elastic.replica_nodes == 2  # tp 8 x pp 2 = 16 GPUs = 2 nodes

@@ -14,6 +14,12 @@ Definitions (all work in *ideal hours*: wall hours at full speed on all the job'
 - an interruption (allocated node down or cut, transient fault, planned drain) loses the progress
   since the last completed checkpoint, then pays detection + reschedule + checkpoint read +
   warm-up before progress resumes; an interruption during a restart starts the restart over.
+- an elastic job (``elastic``) holds whole replicas of ``replica_nodes`` nodes; with r of its R
+  replicas it progresses at r/R of its rate on those nodes; losing nodes it swaps in free ones or
+  shrinks to the whole replicas left (≥ ``min_replicas``, else it is interrupted as a rigid job),
+  keeping its progress, grows back when nodes are free (before queued jobs start, as a rigid job's
+  replacement does), and pauses ``reconfigure_h`` at each change; its hours (run, checkpoint,
+  restart, reconfigure) count the share of its nodes it holds, so that hours × GPUs are GPU-hours.
 - storage bandwidth is shared: a write (read) gets an equal share of the write (read) bandwidth
   among the writes (reads) in progress when it starts (no re-sharing mid-transfer; assumption).
 """
@@ -34,7 +40,7 @@ from twin.model.engine import Timer, Topic
 from twin.model.jobqueue import ANY, JobQueue
 from twin.physics import parallel as par
 from twin.physics.steptime import progress_rate, ring_allreduce_s
-from twin.scenario.workload import Checkpoint, StepModel
+from twin.scenario.workload import Checkpoint, Elastic, StepModel
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
@@ -130,6 +136,7 @@ class NodePool:
 
 
 QUEUED, RESTARTING, RUNNING, CKPT, DONE = "queued", "restarting", "running", "checkpointing", "done"
+RECONF = "reconfiguring"  # an elastic job changing its replicas
 
 _NO_NODES = np.zeros(0, dtype=np.int64)
 _NO_NODES.flags.writeable = False  # shared by every job without nodes (a job's array is replaced, never changed)
@@ -188,6 +195,14 @@ class Job:
     # starvation: hours as the head of the queue with no bound on its start; advisory issued
     unreserved_h: float = 0.0
     advised: bool = False
+    # elastic data parallelism (rn = 0: a rigid job): replica nodes, fewest replicas, pause per change
+    rn: int = 0
+    min_rep: int = 0
+    reconf_pause_h: float = 0.0
+    reconfig_h: float = 0.0  # hours paused for reconfiguration (share of its nodes held)
+    reduced_h: float = 0.0  # wall hours running below full size
+    kept_h: float = 0.0  # progress made while below full size (ideal hours)
+    last_reshape_h: float = math.nan
 
 
 class Workload(Component):
@@ -237,6 +252,10 @@ class Workload(Component):
         self._unreserved_since = 0.0
         self._starve_timer = self.engine.timer(self._starving)
         self.advisories: list[tuple[Any, ...]] = []
+        self._shrunk: dict[int, Job] = {}
+        """Elastic jobs holding fewer than all their replicas, by id (they grow back first)."""
+        self.elastic_events: list[list[Any]] = []
+        self._has_elastic = False
         # the last `hot_spares` nodes start as the spare pool; later, returning nodes top it up first
         self.free = NodePool(n, range(n - self.spare_target))
         self.spares = NodePool(n, range(n - self.spare_target, n))
@@ -254,10 +273,18 @@ class Workload(Component):
 
     # ---- sources ---------------------------------------------------------------------------
     def _new_job(self, name: str, gpus: int, work_h: float, submit_h: float, priority: int,
-                 ckpt: Checkpoint, step: StepModel | None = None, repeat: bool = False) -> Job:
+                 ckpt: Checkpoint, step: StepModel | None = None, repeat: bool = False,
+                 elastic: Elastic | None = None) -> Job:
         self._jid += 1
-        return Job(self._jid, name, gpus, -(-gpus // self.gpn), work_h, submit_h, priority, ckpt,
-                   step or StepModel(), repeat)
+        job = Job(self._jid, name, gpus, -(-gpus // self.gpn), work_h, submit_h, priority, ckpt,
+                  step or StepModel(), repeat)
+        if elastic is not None:
+            rn = elastic.replica_nodes
+            assert rn is not None  # derived by the schema
+            if job.nodes_needed % rn == 0 and job.nodes_needed // rn >= max(2, elastic.min_replicas):
+                job.rn, job.min_rep, job.reconf_pause_h = rn, elastic.min_replicas, elastic.reconfigure_h
+                self._has_elastic = True
+        return job
 
     def _build_sources(self) -> None:
         spec = self.spec
@@ -265,7 +292,7 @@ class Workload(Component):
         pending: list[Job] = []
         for j in spec.jobs:
             pending.append(self._new_job(j.name, j.gpus, j.work_h, j.submit_h, j.priority, j.checkpoint, j.step,
-                                         j.repeat))
+                                         j.repeat, j.elastic))
         if spec.synthetic is not None:
             pending.extend(self._synthetic_jobs(H))
         for job in pending:
@@ -304,7 +331,7 @@ class Workload(Component):
         work = syn.work.sample(streams.uniforms(d_work, ks))
         return [
             self._new_job(f"syn{i:05d}", int(syn.gpus.values[choice[i]]), max(float(work[i]), 1e-6), times[i],
-                          syn.priority, syn.checkpoint)
+                          syn.priority, syn.checkpoint, elastic=syn.elastic)
             for i in range(n)
         ]
 
@@ -381,7 +408,9 @@ class Workload(Component):
         now = self._env._now
         dt = now - job.last_t
         if dt > 0:
-            if job.state == RUNNING:
+            if job.rn:
+                self._advance_elastic(job, dt)
+            elif job.state == RUNNING:
                 p = job.rate * dt
                 job.progress_h += p
                 job.made_h += p
@@ -393,7 +422,33 @@ class Workload(Component):
                 job.restart_h += dt
         job.last_t = now
 
+    def _advance_elastic(self, job: Job, dt: float) -> None:
+        """:meth:`_advance` of an elastic job: its hours count the share of its nodes it holds."""
+        held = len(job.nodes) / job.nodes_needed
+        if job.state == RUNNING:
+            p = job.rate * dt
+            job.progress_h += p
+            job.made_h += p
+            job.since_restart_h += p
+            job.run_h += dt * held
+            if held < 1.0:
+                job.reduced_h += dt
+                job.kept_h += p
+        elif job.state == CKPT:
+            job.ckpt_h += dt * held
+        elif job.state == RESTARTING:
+            job.restart_h += dt * held
+        elif job.state == RECONF:
+            job.reconfig_h += dt * held
+
     def _compute_rate(self, job: Job) -> float:
+        """Progress rate of the job on its nodes; an elastic job's times its replicas' share."""
+        rate = self._rate_on_nodes(job)
+        if job.rn and len(job.nodes) < job.nodes_needed:
+            rate *= (len(job.nodes) // job.rn) / (job.nodes_needed // job.rn)
+        return rate
+
+    def _rate_on_nodes(self, job: Job) -> float:
         nodes = job.nodes
         n = len(nodes)
         speed = self.engine.min_speed(nodes) if n else 1.0
@@ -522,6 +577,8 @@ class Workload(Component):
         job.state = RUNNING
         self._set_util(job, 1.0)
         self._arm(job)
+        if job.jid in self._shrunk:
+            self._schedule()  # it may grow now
 
     def _async_resume(self, job: Job) -> None:
         if job.state != CKPT:
@@ -530,6 +587,8 @@ class Workload(Component):
         job.state = RUNNING
         self._set_util(job, 1.0)
         self._arm(job)
+        if job.jid in self._shrunk:
+            self._schedule()  # it may grow now
 
     def _async_saved(self, job: Job) -> None:
         # the write completes if it is the job's latest (a later write re-arms the saver: a restarted job
@@ -589,6 +648,8 @@ class Workload(Component):
         stays passed over, and the next job the scan would start is the first in queue order that
         may start now. The index narrows by size and by work left (a lower bound on the backfill
         estimate); the estimate itself decides, and a job it refuses is hidden for the pass."""
+        if self._shrunk:
+            self._grow()
         q = self.queue
         if not q.n:
             return
@@ -610,8 +671,12 @@ class Workload(Component):
                     job = q.first((big, big), (0, 0), big, ANY)  # the head
                     assert job is not None
                     i = 1 if job.nodes_needed > 1 else 0
-                    if job.nodes_needed <= (f1, fm)[i] + ((s1, sm)[i] if job.started_once else 0):
+                    fits = (f1, fm)[i] + ((s1, sm)[i] if job.started_once else 0)
+                    if job.nodes_needed <= fits:
                         self._start_from_pools(job)
+                        continue
+                    if job.rn and fits // job.rn >= job.min_rep:  # elastic: start on the whole replicas that fit
+                        self._start_from_pools(job, fits // job.rn * job.rn)
                         continue
                     if fifo:
                         self._note_unreserved(job if self._unbounded(job) else None)
@@ -678,15 +743,20 @@ class Workload(Component):
                 f"(later jobs backfill meanwhile)")
         self.advisories.append((now, job.jid, job.name, job.nodes_needed, usable, now - job.submit_h, hours, text))
 
-    def _start_from_pools(self, job: Job) -> None:
+    def _start_from_pools(self, job: Job, k: int = 0) -> None:
         """Start ``job`` on nodes picked from the free pool, with the hot spares if it needs them and
-        may use them (a requeued job)."""
+        may use them (a requeued job); on ``k`` nodes when given (an elastic job's whole replicas that
+        fit), else all it needs."""
+        k = k or job.nodes_needed
         pool = self._free_count(job.nodes_needed > 1)
-        if job.nodes_needed > len(pool):
+        if k > len(pool):
             spares = self._spares_for(job)
             if len(spares):
                 pool = np.concatenate((pool, spares))
-        self._start(job, self._pick_nodes(job, job.nodes_needed, pool))
+        self._start(job, self._pick_nodes(job, k, pool))
+        if k < job.nodes_needed:
+            self._shrunk[job.jid] = job
+            self._elastic_event(job, "start", "", job.nodes_needed // job.rn)
 
     def _remaining_h(self, job: Job, rate: float) -> float:
         """Expected hours to the job's end without failures: its remaining work at ``rate`` plus the pauses
@@ -791,6 +861,7 @@ class Workload(Component):
         job.saved_h = job.progress_h
         self._set_util(job, 0.0)
         self._release(job)
+        self._shrunk.pop(job.jid, None)
         del self._by_id[job.jid]  # looked up only while it holds nodes (a trace brings millions of jobs)
         if job.repeat:
             nxt = self._new_job(job.name, job.gpus, job.work_h, self._env._now, job.priority, job.ckpt, job.step,
@@ -816,7 +887,11 @@ class Workload(Component):
         requeue the job; then restart.
 
         Several losses at the same instant (a leaf switch cutting many of the job's nodes one by
-        one, a rack losing power) are one interruption: the later ones only swap nodes."""
+        one, a rack losing power) are one interruption: the later ones only swap nodes. An elastic
+        job that loses nodes swaps or shrinks instead (:meth:`_reshape`) while it keeps enough
+        replicas."""
+        if job.rn and lost_nodes and self._reshape(job, cause, lost_nodes):
+            return
         self._advance(job)
         now = self._env._now
         same_instant = job.last_interrupt_h == now
@@ -846,8 +921,8 @@ class Workload(Component):
         for n in lost_nodes:
             if self.owner[n] == job.jid:
                 self.owner[n] = -1
+        need = (len(nodes) if job.rn else job.nodes_needed) - len(keep)  # an elastic job: its replicas now
         job.nodes = keep
-        need = job.nodes_needed - len(keep)
         multi = job.nodes_needed > 1
         parts = []
         got = 0
@@ -873,10 +948,131 @@ class Workload(Component):
             self._begin_restart(job)
         else:
             job.state = QUEUED
+            self._shrunk.pop(job.jid, None)
             self._release(job)
             job.queued_at = self._env._now
             self._enqueue(job)
             self._schedule()
+
+    # ---- elastic jobs -----------------------------------------------------------------------
+    def _take_from_pools(self, k: int, multi: bool) -> np.ndarray:
+        """Up to ``k`` nodes for a running job's replacement or growth: hot spares first, then free
+        nodes, lowest ids first (as a rigid job's replacement); not yet taken out of the pools."""
+        parts = []
+        got = 0
+        for pool in (self.spares, self.free):
+            if got == k:
+                break
+            take = pool.nodes(self._cut_mask(multi))[: k - got]
+            parts.append(take)
+            got += len(take)
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def _reshape(self, job: Job, cause: str, lost_nodes: list[int]) -> bool:
+        """An elastic job lost ``lost_nodes``: swap in free nodes for them, else go on with the whole
+        replicas its kept nodes (and any free ones) make, keeping its progress; then a reconfiguration
+        pause (a restart under way starts over instead). False, changing nothing, when it would keep
+        fewer than ``min_replicas`` (it is interrupted as a rigid job)."""
+        nodes = job.nodes
+        keep = nodes[~np.isin(nodes, lost_nodes)]
+        want = len(nodes) - len(keep)
+        if not want:
+            return False
+        multi = job.nodes_needed > 1
+        avail = self._take_from_pools(want, multi)
+        if len(avail) < want:  # no replacement for them all: the whole replicas it can make
+            r = (len(keep) + len(avail)) // job.rn
+            if r < job.min_rep:
+                return False
+            size = r * job.rn
+            if size <= len(keep):
+                self._return_nodes(keep[size:])  # the rest of the broken replicas (highest ids)
+                keep, avail = keep[:size], avail[:0]
+            else:
+                avail = avail[: size - len(keep)]
+        self._advance(job)
+        self._set_util(job, 0.0)
+        for n in lost_nodes:
+            if self.owner[n] == job.jid:
+                self.owner[n] = -1
+        self._end_io(job)  # a write under way is aborted; progress is kept
+        job.pending_save_h = math.nan
+        job.ckpt_waiting = False
+        for n in avail.tolist():
+            self._remove_from_pools(n)
+        self.owner[avail] = job.jid
+        before = len(nodes) // job.rn
+        job.nodes = np.sort(np.concatenate((keep, avail)))
+        self._elastic_event(job, "swap" if len(job.nodes) == len(nodes) else "shrink", cause, before)
+        if len(job.nodes) < job.nodes_needed:
+            self._shrunk[job.jid] = job
+        if job.state == RESTARTING:
+            self._begin_restart(job)
+        else:
+            self._begin_reconfigure(job)
+        return True
+
+    def _return_nodes(self, nodes: np.ndarray) -> None:
+        """Nodes a job gives back while it goes on (an elastic job's broken replicas): to the pools."""
+        self.owner[nodes] = -1
+        for n in nodes.tolist():
+            if self.cluster.is_up(n):
+                self._node_available(n)
+
+    def _grow(self) -> None:
+        """Elastic jobs below full size take free whole replicas (spares first), in job order, before
+        queued jobs start (as a rigid job's replacement would)."""
+        for jid in sorted(self._shrunk):
+            job = self._shrunk[jid]
+            if job.state != RUNNING:
+                continue
+            self.queue.ops += 1
+            want = job.nodes_needed - len(job.nodes)
+            avail = self._take_from_pools(want, job.nodes_needed > 1)
+            k = len(avail) // job.rn * job.rn
+            if not k:
+                continue
+            avail = avail[:k]
+            self._advance(job)
+            self._set_util(job, 0.0)
+            for n in avail.tolist():
+                self._remove_from_pools(n)
+            self.owner[avail] = job.jid
+            before = len(job.nodes) // job.rn
+            job.nodes = np.sort(np.concatenate((job.nodes, avail)))
+            self._elastic_event(job, "grow", "", before)
+            if len(job.nodes) == job.nodes_needed:
+                del self._shrunk[jid]
+            self._begin_reconfigure(job)
+
+    def _elastic_event(self, job: Job, kind: str, cause: str, before: int) -> None:
+        """A row of the ``elastic`` table; changes of one job at one instant are one row (one pause)."""
+        now = self._env._now
+        after = len(job.nodes) // job.rn
+        ev = self.elastic_events
+        if job.last_reshape_h == now and ev and ev[-1][1] == job.jid and ev[-1][0] == now:
+            row = ev[-1]
+            row[6] = after
+            if row[3] != "start":
+                row[3] = "shrink" if after < row[5] else "grow" if after > row[5] else "swap"
+            return
+        job.last_reshape_h = now
+        ev.append([now, job.jid, job.name, kind, cause, before, after, job.nodes_needed // job.rn,
+                   job.reconf_pause_h if kind != "start" else 0.0])
+
+    def _begin_reconfigure(self, job: Job) -> None:
+        """Pause the job for its reconfiguration (from now: changes at one instant pay one pause)."""
+        job.state = RECONF
+        job.last_t = self._env._now
+        self._timer_of(job).set(self._env._now + job.reconf_pause_h, lambda: self._reconfigured(job))
+
+    def _reconfigured(self, job: Job) -> None:
+        if job.state != RECONF:
+            return
+        self._advance(job)
+        self._begin_running(job)
+        if job.jid in self._shrunk:
+            self._schedule()  # it may grow now
 
     def _on_node_lost(self, node: int, cause: str) -> None:
         self._remove_from_pools(node)
@@ -1036,9 +1232,10 @@ class Workload(Component):
         run = sum(j.run_h * j.gpus for j in jr)
         ck = sum(j.ckpt_h * j.gpus for j in jr)
         rs = sum(j.restart_h * j.gpus for j in jr)
+        rc = sum(j.reconfig_h * j.gpus for j in jr) if self._has_elastic else 0.0
         down = self.model.recorder.state_hours("down") * self.gpn
         slow = run - made
-        idle = installed - down - run - ck - rs
+        idle = installed - down - run - ck - rs - rc
         m: dict[str, float] = {
             "useful_gpu_hours": useful,
             "goodput": useful / installed,
@@ -1049,7 +1246,7 @@ class Workload(Component):
             "goodput.slowdown": slow / installed,
             "goodput.down": down / installed,
             "goodput.idle": idle / installed,
-            "utilisation": (run + ck + rs) / installed,
+            "utilisation": (run + ck + rs + rc) / installed,
             "jobs_submitted": float(len(jr)),
             "jobs_completed": float(sum(j.state == DONE for j in jr)),
             "interruptions": float(len(self.interruptions)),
@@ -1082,7 +1279,20 @@ class Workload(Component):
         adv = pd.DataFrame(self.advisories, columns=ADVISORY_COLUMNS).astype(
             {"time_h": float, "job": "int64", "name": object, "nodes": "int64", "usable_nodes": "int64",
              "waited_h": float, "unreserved_h": float, "text": object})
-        return m, {"jobs": jobs, "queue_by_size": by_size, "advisories": adv}
+        tables = {"jobs": jobs, "queue_by_size": by_size, "advisories": adv}
+        if self._has_elastic:
+            el = pd.DataFrame(self.elastic_events, columns=ELASTIC_COLUMNS).astype(
+                {"time_h": float, "job": "int64", "name": object, "event": object, "cause": object,
+                 "replicas_before": "int64", "replicas_after": "int64", "replicas_full": "int64",
+                 "reconfigure_h": float})
+            tables["elastic"] = el
+            m["goodput.reconfigure"] = rc / installed
+            m["reconfigure_gpu_hours"] = rc
+            for kind in ("start", "shrink", "swap", "grow"):
+                m[f"elastic.{kind}s"] = float((el.event == kind).sum())
+            m["elastic.reduced_hours"] = sum(j.reduced_h for j in jr)
+            m["elastic.kept_gpu_hours"] = sum(j.kept_h * j.gpus for j in jr)
+        return m, tables
 
     def _queue_by_size(self, jr: list[Job], warm: float) -> pd.DataFrame:
         """Queue wait by job size (nodes in power-of-two classes 1, 2, 3-4, 5-8, ...), of jobs submitted
@@ -1115,6 +1325,8 @@ JOB_COLUMNS = [
 
 QUEUE_BY_SIZE_COLUMNS = ["nodes_min", "nodes_max", "jobs", "started", "mean_wait_h", "p95_wait_h", "max_wait_h",
                          "still_queued", "longest_queued_h"]
+ELASTIC_COLUMNS = ["time_h", "job", "name", "event", "cause", "replicas_before", "replicas_after", "replicas_full",
+                   "reconfigure_h"]
 ADVISORY_COLUMNS = ["time_h", "job", "name", "nodes", "usable_nodes", "waited_h", "unreserved_h", "text"]
 
 

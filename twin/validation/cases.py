@@ -24,6 +24,7 @@ from twin.validation.framework import (  # noqa: F401 - re-exported: the tests i
     CaseResult,
     Doc,
     Estimate,
+    Exact,
     Mutate,
     Ratio,
     Reciprocal,
@@ -123,6 +124,51 @@ def no_starvation(s: Settings) -> list[CaseResult]:
                                "the held nodes stay down all the horizon": all(held_down)})]
 
 
+def elastic_job(s: Settings) -> list[CaseResult]:
+    """An elastic data-parallel job, deterministic: 32 GPUs on 4 nodes as R replicas of ``replica_nodes``
+    nodes (1 or 2), 100 ideal hours of work, no checkpoints; node 3 fails at 10 h and is back at 30 h
+    (a fixed 20 h repair); each change pauses it d = 0.5 h. By hand: full rate to 10 h; the replica with
+    node 3 is lost, the job goes on with r = R − 1 replicas at rate r/R from 10 + d; it grows back at 30 h
+    and runs at full rate from 30 + d, so it ends at 30 + d + (100 − 10 − (r/R)(20 − d)). The
+    reconfiguration is paid once per change: d × (r/R + 1) × 32 GPU-hours; the throughput it kept while
+    short is (r/R)(20 − d) × 32 GPU-hours."""
+    d, t_fail, t_back, work = 0.5, 10.0, 30.0, 100.0
+    out = []
+    for rn in (1, 2):
+        R = 4 // rn
+        r = R - 1
+        doc = held_down_doc(f"validation-elastic-{rn}", 4, 0, 200.0)
+        doc["cluster"]["node"]["parts"]["held"]["repair"]["time"]["value_h"] = t_back - t_fail
+        doc["cooling"]["inject"] = [{"part": "held", "index": 3, "at_h": t_fail}]
+        doc["workload"]["jobs"] = [{"name": "elastic", "gpus": 32, "work_h": work,
+                                    "elastic": {"replica_nodes": rn, "min_replicas": 1, "reconfigure_h": d}}]
+        res = run_doc(doc, 1, s)[0]
+        j = res.tables["jobs"]
+        row = j[j.record == "job"].iloc[0]
+        el = res.tables["elastic"]
+        share = r / R
+        ref_end = t_back + d + (work - t_fail - share * (t_back - t_fail - d))
+        m = res.metrics
+        out.append(result("elastic_job", f"end of the elastic job, {R} replicas of {rn} node(s), one lost 20 h (h)",
+                          ref_end, Exact(float(row.end_h), 1e-9 * ref_end), s,
+                          "by hand: throughput ∝ replicas, one pause per change", sample="exact",
+                          wrong={"no pause for the grow": ref_end - d,
+                                 "rigid, waiting for the replacement (restarts from zero at 30 h)": t_back + 0.25 + work,
+                                 **({"rate as the nodes kept, not whole replicas": t_back + d + (
+                                     work - t_fail - (3 / 4) * (t_back - t_fail - d))} if rn > 1 else {})},
+                          invariants={
+                              "one shrink at the failure and one grow at the return":
+                                  list(zip(el.time_h, el.event, el.replicas_before, el.replicas_after))
+                                  == [(t_fail, "shrink", R, r), (t_back, "grow", r, R)],
+                              "the reconfiguration paid once per change":
+                                  abs(m["reconfigure_gpu_hours"] - d * (share + 1.0) * 32) < 1e-9,
+                              "the throughput kept while short":
+                                  abs(m["elastic.kept_gpu_hours"] - share * (t_back - t_fail - d) * 32) < 1e-9,
+                              "no progress lost, no interruption": float(row.lost_h) == 0.0
+                                                                    and int(row.interruptions) == 0}))
+    return out
+
+
 def daly_doc(n_nodes: int, node_mtbf_h: float, work_h: float, interval_h: float, write_h: float,
              restart_h: float, horizon_h: float) -> Doc:
     """One job on all ``n_nodes`` nodes, exponential transient faults per node, fixed checkpoint
@@ -219,6 +265,7 @@ def _registry() -> dict[str, Callable[[Settings], list[CaseResult]]]:
         "palm_spares": reliability.palm_spares,
         "mmc_queue": erlang_c,
         "no_starvation": no_starvation,
+        "elastic_job": elastic_job,
         "checkpoint_daly": daly_checkpoint,
         "job_interruptions": interruption_rate,
         "thermal_step": physical.thermal_step,
