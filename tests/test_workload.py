@@ -454,3 +454,20 @@ def test_elastic_bad_input_and_replicas_from_the_layout() -> None:
     sc = load({"elastic": {}, "step": {"model": {"layers": 8, "hidden": 1024, "seq_len": 1024, "vocab": 32000,
                                                  "global_batch": 64}, "layout": {"tp": 8, "pp": 2, "dp": 4}}})
     assert sc.workload.jobs[0].elastic.replica_nodes == 2  # tp 8 x pp 2 = 16 GPUs = 2 nodes
+
+
+def test_twin_run_prints_the_starvation_advisory(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    import yaml
+
+    from twin.validation.cases import held_down_doc
+
+    doc = held_down_doc("starve-run", 4, 2, 60.0)
+    doc["workload"]["jobs"] = [{"name": "big", "gpus": 40, "work_h": 10.0, "submit_h": 1.0}]
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(doc))
+    assert main(["run", str(tmp_path / "s.yaml"), "--results", str(tmp_path / "r"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "warning: at 25.0 h: job 'big' (id 1, 5 nodes) has waited 24.0 h" in out, out
+    summary = json.loads(next((tmp_path / "r").rglob("summary.json")).read_text())
+    assert len(summary["warnings"]) == 1 and "no reservation" in summary["warnings"][0]
