@@ -102,11 +102,13 @@ class ScanWorkload(Workload):
                 self._start(job, self._pick_nodes(job, job.nodes_needed, pool))
             else:
                 if self.spec.scheduler.policy == "fifo":
+                    self._note_unreserved(job if self._unbounded(job) else None)
                     return
                 if shadow is None:
                     shadow, extra = self._reservation(job)
-                    if shadow is None:
-                        return
+                    self._note_unreserved(job if shadow is None else None)
+                    if shadow is None:  # no bound from running jobs' ends: reserved at infinity
+                        shadow = math.inf
 
 
 @pytest.mark.parametrize("seed,policy,spares,mode", [(1, "backfill", 1, "async"), (2, "backfill", 0, "sync"),
@@ -128,6 +130,7 @@ def test_indexed_scheduler_decides_as_the_scan(tmp_path: Path, monkeypatch: pyte
 
     monkeypatch.setattr(sim, "COMPONENTS", tuple(ScanWorkload if c is Workload else c for c in sim.COMPONENTS))
     old = run_replication(sc, 0)
+    assert type(Model(sc, 0).by_section["workload"]) is ScanWorkload  # the reference did run
     pd.testing.assert_frame_equal(new.tables["jobs"], old.tables["jobs"], check_exact=True)
     assert new.metrics.keys() == old.metrics.keys()
     assert all(new.metrics[k] == old.metrics[k] or (math.isnan(new.metrics[k]) and math.isnan(old.metrics[k]))

@@ -16,10 +16,54 @@ from twin.validation.cases import CASES, Settings
 QUICK = Settings(quick=True, confidence=0.99)
 
 
-@pytest.mark.parametrize("case", ["mmc_queue", "job_interruptions"])
+@pytest.mark.parametrize("case", ["mmc_queue", "no_starvation", "elastic_job", "job_interruptions"])
 def test_theory_case_quick(case: str) -> None:
     for r in CASES[case](QUICK):
         assert r.passed, r
+
+
+def test_backfill_goes_on_past_a_head_that_cannot_start() -> None:
+    """A head job needing 5 nodes while only 4 are up (2 held down all the horizon) has no reservation:
+    the one-node jobs behind it start at once (before: nothing started again), and an advisory names
+    the head 24 h (``starvation_advisory_h``) after it became the head."""
+    from twin.validation.cases import held_down_doc
+
+    doc = held_down_doc("starve", 4, 2, 100.0)
+    doc["workload"]["jobs"] = [{"name": "head", "gpus": 40, "work_h": 10.0, "submit_h": 1.0}] + [
+        {"name": f"small{i}", "gpus": 8, "work_h": 3.0 + i, "submit_h": 2.0} for i in range(6)]
+    res = run_replication(load_dict(doc).scenario, 0)
+    j = res.tables["jobs"].set_index("name")
+    assert math.isnan(j.loc["head", "first_start_h"])
+    # four nodes: small0-3 start on submission, small4 when small0 ends (5 h), small5 when small1 ends (6 h)
+    assert list(j.loc[[f"small{i}" for i in range(6)], "first_start_h"]) == [2.0, 2.0, 2.0, 2.0, 5.0, 6.0]
+    adv = res.tables["advisories"]
+    assert list(adv.name) == ["head"] and adv.time_h.iloc[0] == pytest.approx(25.0)
+    assert adv.usable_nodes.iloc[0] == 4 and "no reservation" in adv.text.iloc[0]
+    assert res.metrics["starvation.advisories"] == 1.0
+    assert res.metrics["starvation.unreserved_h"] == pytest.approx(99.0)
+    q = res.tables["queue_by_size"].set_index("nodes_max")
+    assert q.loc[8, "still_queued"] == 1 and q.loc[8, "longest_queued_h"] == pytest.approx(99.0)
+    assert q.loc[1, "started"] == 6 and q.loc[1, "mean_wait_h"] == pytest.approx((3.0 + 4.0) / 6)
+
+
+def test_starvation_probe_reaches_the_available_share() -> None:
+    """The issue's probe: air.yaml with 2 CRAH units of 2 required, 60 days, keeps ~80 of 128 nodes up and
+    the 96-node job cannot get its nodes. Rigid: the small jobs no longer wait behind it (before: ~1,439 h)
+    and an advisory names it; elastic (8-node replicas): it runs on the nodes that are up, and goodput is of
+    the order of the available share (before: 2.8e-5)."""
+    from twin.scenario.loader import load_scenario
+
+    probe = ["cooling.air.crah.count=2", "cooling.air.crah.required=2", "horizon_days=60"]
+    rigid = run_replication(load_scenario("scenarios/air.yaml", probe).scenario, 0)
+    q = rigid.tables["queue_by_size"].set_index("nodes_max")
+    assert q.loc[1, "mean_wait_h"] < 1.0 and q.loc[1, "still_queued"] == 0
+    assert list(rigid.tables["advisories"].name) == ["train-768"]
+    el = run_replication(load_scenario("scenarios/air.yaml", probe + [
+        "workload.jobs.0.elastic={replica_nodes: 8, min_replicas: 2}"]).scenario, 0)
+    avail = el.metrics["node_availability"]
+    assert 0.5 < avail < 0.75
+    assert el.metrics["goodput"] > 0.5 * avail, (el.metrics["goodput"], avail)
+    assert el.metrics["elastic.starts"] == 1.0 and el.metrics["elastic.kept_gpu_hours"] > 0
 
 
 def test_daly_checkpoint_three_intervals_crn() -> None:
@@ -390,3 +434,40 @@ def test_a_requeued_head_jobs_reservation_counts_the_hot_spares() -> None:
     rows = jobs[jobs.record == "job"].set_index("name")
     assert rows.loc["H", "queue_wait_h"] == pytest.approx(44.0)  # requeued at 6 h, restarted at 50 h
     assert math.isnan(rows.loc["Z", "first_start_h"])  # not backfilled into H's nodes
+
+
+def test_elastic_bad_input_and_replicas_from_the_layout() -> None:
+    from twin.errors import InputError
+    from twin.validation.cases import held_down_doc
+
+    def load(job: dict) -> object:
+        doc = held_down_doc("el", 8, 0, 10.0)
+        doc["workload"]["jobs"] = [{"name": "j", "gpus": 64, "work_h": 5.0, **job}]
+        return load_dict(doc).scenario
+
+    with pytest.raises(InputError, match=r"workload.jobs.0.elastic.replica_nodes: 3 does not divide the job's 8"):
+        load({"elastic": {"replica_nodes": 3}})
+    with pytest.raises(InputError, match=r"workload.jobs.0.elastic.replica_nodes: give it"):
+        load({"elastic": {}})
+    with pytest.raises(InputError, match=r"workload.jobs.0.elastic.min_replicas: 5 is more than the job's 4"):
+        load({"elastic": {"replica_nodes": 2, "min_replicas": 5}})
+    sc = load({"elastic": {}, "step": {"model": {"layers": 8, "hidden": 1024, "seq_len": 1024, "vocab": 32000,
+                                                 "global_batch": 64}, "layout": {"tp": 8, "pp": 2, "dp": 4}}})
+    assert sc.workload.jobs[0].elastic.replica_nodes == 2  # tp 8 x pp 2 = 16 GPUs = 2 nodes
+
+
+def test_twin_run_prints_the_starvation_advisory(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    import yaml
+
+    from twin.validation.cases import held_down_doc
+
+    doc = held_down_doc("starve-run", 4, 2, 60.0)
+    doc["workload"]["jobs"] = [{"name": "big", "gpus": 40, "work_h": 10.0, "submit_h": 1.0}]
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(doc))
+    assert main(["run", str(tmp_path / "s.yaml"), "--results", str(tmp_path / "r"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "warning: at 25.0 h: job 'big' (id 1, 5 nodes) has waited 24.0 h" in out, out
+    summary = json.loads(next((tmp_path / "r").rglob("summary.json")).read_text())
+    assert len(summary["warnings"]) == 1 and "no reservation" in summary["warnings"][0]

@@ -84,6 +84,10 @@ def summary_markdown(loaded: Loaded, res: ReplicationResult, extra_figures: list
         "|---|---|",
     ]
     lines += [f"| {a} | {b} |" for a, b in headline_rows(res.metrics)]
+    warnings = run_warnings(res)
+    if warnings:
+        lines += ["", "## Warnings", "", "What this run found (the scheduler's starvation advisories):", ""] + [
+            f"- {w}" for w in warnings]
     if advice:
         lines += ["", "## Advisories", "", "What the scenario's own numbers imply in closed form "
                   "(twin.scenario.advice); they change no result:", ""] + [f"- {a}" for a in advice]
@@ -94,6 +98,13 @@ def summary_markdown(loaded: Loaded, res: ReplicationResult, extra_figures: list
     for name in extra_figures or []:
         lines += [f"![{name}](figures/{name})", ""]
     return "\n".join(lines)
+
+
+def run_warnings(res: ReplicationResult) -> list[str]:
+    """What the run itself found worth a warning: the scheduler's starvation advisories (table
+    ``advisories``: a job at the head of the queue with no bound on its start)."""
+    adv = res.tables.get("advisories")
+    return [] if adv is None else [f"at {t:.1f} h: {text}" for t, text in zip(adv.time_h, adv.text)]
 
 
 def _has_tabulate() -> bool:
@@ -138,6 +149,7 @@ def write_results(tmp: Path, loaded: Loaded, res: ReplicationResult) -> None:
         "timings_s": res.timings_s,
         "metrics": res.metrics,
         "advice": advice,
+        "warnings": run_warnings(res),
     }
     write_json(tmp / "summary.json", meta)  # written last
 
@@ -180,6 +192,8 @@ def run_command(loaded: Loaded, results_root: Path, label: str | None, overwrite
     width = max(len(a) for a, _ in headline_rows(res.metrics))
     for a, b in headline_rows(res.metrics):
         echo(f"  {a:<{width}}  {b}")
+    for w in run_warnings(res):
+        echo(f"warning: {w}")
     for line in advice_lines(sc):
         echo(line)
     echo(f"results: {folder}")

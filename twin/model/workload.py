@@ -2,8 +2,9 @@
 
 Progress is piecewise linear between events: a running job advances at its progress rate
 (ideal step time / actual step time, model.md §6), recomputed whenever the bus says a node's
-speed or the fabric changed. Each job has at most one pending timer (the next checkpoint or its
-completion), invalidated by a generation counter when its rate or state changes.
+speed or the fabric changed. Each job has at most one pending call on its timer (the next
+checkpoint, its completion, the end of a checkpoint pause or of a restart; ``engine.timer``), re-armed
+or cancelled when its rate or state changes, and one on its saver (the end of an async write).
 
 Definitions (all work in *ideal hours*: wall hours at full speed on all the job's GPUs):
 - a sync checkpoint starts after every ``interval_h`` of progress since the last checkpoint or
@@ -13,6 +14,12 @@ Definitions (all work in *ideal hours*: wall hours at full speed on all the job'
 - an interruption (allocated node down or cut, transient fault, planned drain) loses the progress
   since the last completed checkpoint, then pays detection + reschedule + checkpoint read +
   warm-up before progress resumes; an interruption during a restart starts the restart over.
+- an elastic job (``elastic``) holds whole replicas of ``replica_nodes`` nodes; with r of its R
+  replicas it progresses at r/R of its rate on those nodes; losing nodes it swaps in free ones or
+  shrinks to the whole replicas left (≥ ``min_replicas``, else it is interrupted as a rigid job),
+  keeping its progress, grows back when nodes are free (before queued jobs start, as a rigid job's
+  replacement does), and pauses ``reconfigure_h`` at each change; its hours (run, checkpoint,
+  restart, reconfigure) count the share of its nodes it holds, so that hours × GPUs are GPU-hours.
 - storage bandwidth is shared: a write (read) gets an equal share of the write (read) bandwidth
   among the writes (reads) in progress when it starts (no re-sharing mid-transfer; assumption).
 """
@@ -29,11 +36,11 @@ import pandas as pd
 
 from twin import rng
 from twin.model.component import FABRIC, BuildContext, Component, Fabric, ResultsSoFar
-from twin.model.engine import Topic
+from twin.model.engine import Timer, Topic
 from twin.model.jobqueue import ANY, JobQueue
 from twin.physics import parallel as par
 from twin.physics.steptime import progress_rate, ring_allreduce_s
-from twin.scenario.workload import Checkpoint, StepModel
+from twin.scenario.workload import Checkpoint, Elastic, StepModel
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
@@ -129,6 +136,7 @@ class NodePool:
 
 
 QUEUED, RESTARTING, RUNNING, CKPT, DONE = "queued", "restarting", "running", "checkpointing", "done"
+RECONF = "reconfiguring"  # an elastic job changing its replicas
 
 _NO_NODES = np.zeros(0, dtype=np.int64)
 _NO_NODES.flags.writeable = False  # shared by every job without nodes (a job's array is replaced, never changed)
@@ -158,13 +166,13 @@ class Job:
     since_restart_h: float = 0.0  # progress since the last checkpoint start or restart
     rate: float = 0.0
     last_t: float = 0.0
-    gen: int = 0
+    timer: Timer | None = None  # its one pending call (made at its first start: _timer_of)
     first_start_h: float = math.nan
     end_h: float = math.nan
     started_once: bool = False
     pending_save_h: float = math.nan  # async: progress that the in-flight write will save
     ckpt_waiting: bool = False  # a checkpoint fell due while the previous async write was in flight
-    write_id: int = 0  # number of the latest async write (its completion callback carries it)
+    saver: Timer | None = None  # the end of its latest async write (a new write supersedes it)
     restart_until: float = 0.0  # end of the restart under way (h)
     last_interrupt_h: float = math.nan
     writing: bool = False  # holds a share of the storage write bandwidth
@@ -184,6 +192,17 @@ class Job:
     qslot: int = -1
     qlb: float = 0.0
     queued: bool = False
+    # starvation: hours as the head of the queue with no bound on its start; advisory issued
+    unreserved_h: float = 0.0
+    advised: bool = False
+    # elastic data parallelism (rn = 0: a rigid job): replica nodes, fewest replicas, pause per change
+    rn: int = 0
+    min_rep: int = 0
+    reconf_pause_h: float = 0.0
+    reconfig_h: float = 0.0  # hours paused for reconfiguration (share of its nodes held)
+    reduced_h: float = 0.0  # wall hours running below full size
+    kept_h: float = 0.0  # progress made while below full size (ideal hours)
+    last_reshape_h: float = math.nan
 
 
 class Workload(Component):
@@ -228,6 +247,15 @@ class Workload(Component):
         self.readers = 0
         self.interruptions: list[tuple[Any, ...]] = []
         self._jid = 0
+        # starvation advisories: the head job with no bound on its start, since when; the advisory timer
+        self._unreserved: Job | None = None
+        self._unreserved_since = 0.0
+        self._starve_timer = self.engine.timer(self._starving)
+        self.advisories: list[tuple[Any, ...]] = []
+        self._shrunk: dict[int, Job] = {}
+        """Elastic jobs holding fewer than all their replicas, by id (they grow back first)."""
+        self.elastic_events: list[list[Any]] = []
+        self._has_elastic = False
         # the last `hot_spares` nodes start as the spare pool; later, returning nodes top it up first
         self.free = NodePool(n, range(n - self.spare_target))
         self.spares = NodePool(n, range(n - self.spare_target, n))
@@ -245,10 +273,18 @@ class Workload(Component):
 
     # ---- sources ---------------------------------------------------------------------------
     def _new_job(self, name: str, gpus: int, work_h: float, submit_h: float, priority: int,
-                 ckpt: Checkpoint, step: StepModel | None = None, repeat: bool = False) -> Job:
+                 ckpt: Checkpoint, step: StepModel | None = None, repeat: bool = False,
+                 elastic: Elastic | None = None) -> Job:
         self._jid += 1
-        return Job(self._jid, name, gpus, -(-gpus // self.gpn), work_h, submit_h, priority, ckpt,
-                   step or StepModel(), repeat)
+        job = Job(self._jid, name, gpus, -(-gpus // self.gpn), work_h, submit_h, priority, ckpt,
+                  step or StepModel(), repeat)
+        if elastic is not None:
+            rn = elastic.replica_nodes
+            assert rn is not None  # derived by the schema
+            if job.nodes_needed % rn == 0 and job.nodes_needed // rn >= max(2, elastic.min_replicas):
+                job.rn, job.min_rep, job.reconf_pause_h = rn, elastic.min_replicas, elastic.reconfigure_h
+                self._has_elastic = True
+        return job
 
     def _build_sources(self) -> None:
         spec = self.spec
@@ -256,7 +292,7 @@ class Workload(Component):
         pending: list[Job] = []
         for j in spec.jobs:
             pending.append(self._new_job(j.name, j.gpus, j.work_h, j.submit_h, j.priority, j.checkpoint, j.step,
-                                         j.repeat))
+                                         j.repeat, j.elastic))
         if spec.synthetic is not None:
             pending.extend(self._synthetic_jobs(H))
         for job in pending:
@@ -295,7 +331,7 @@ class Workload(Component):
         work = syn.work.sample(streams.uniforms(d_work, ks))
         return [
             self._new_job(f"syn{i:05d}", int(syn.gpus.values[choice[i]]), max(float(work[i]), 1e-6), times[i],
-                          syn.priority, syn.checkpoint)
+                          syn.priority, syn.checkpoint, elastic=syn.elastic)
             for i in range(n)
         ]
 
@@ -372,7 +408,9 @@ class Workload(Component):
         now = self._env._now
         dt = now - job.last_t
         if dt > 0:
-            if job.state == RUNNING:
+            if job.rn:
+                self._advance_elastic(job, dt)
+            elif job.state == RUNNING:
                 p = job.rate * dt
                 job.progress_h += p
                 job.made_h += p
@@ -384,7 +422,33 @@ class Workload(Component):
                 job.restart_h += dt
         job.last_t = now
 
+    def _advance_elastic(self, job: Job, dt: float) -> None:
+        """:meth:`_advance` of an elastic job: its hours count the share of its nodes it holds."""
+        held = len(job.nodes) / job.nodes_needed
+        if job.state == RUNNING:
+            p = job.rate * dt
+            job.progress_h += p
+            job.made_h += p
+            job.since_restart_h += p
+            job.run_h += dt * held
+            if held < 1.0:
+                job.reduced_h += dt
+                job.kept_h += p
+        elif job.state == CKPT:
+            job.ckpt_h += dt * held
+        elif job.state == RESTARTING:
+            job.restart_h += dt * held
+        elif job.state == RECONF:
+            job.reconfig_h += dt * held
+
     def _compute_rate(self, job: Job) -> float:
+        """Progress rate of the job on its nodes; an elastic job's times its replicas' share."""
+        rate = self._rate_on_nodes(job)
+        if job.rn and len(job.nodes) < job.nodes_needed:
+            rate *= (len(job.nodes) // job.rn) / (job.nodes_needed // job.rn)
+        return rate
+
+    def _rate_on_nodes(self, job: Job) -> float:
         nodes = job.nodes
         n = len(nodes)
         speed = self.engine.min_speed(nodes) if n else 1.0
@@ -415,8 +479,9 @@ class Workload(Component):
     # ---- timers ---------------------------------------------------------------------------
     def _arm(self, job: Job) -> None:
         """(Re)schedule the job's next checkpoint start or completion at its current rate."""
-        job.gen += 1
+        timer = self._timer_of(job)
         if job.state != RUNNING or job.rate <= 0:
+            timer.cancel()
             return
         to_done = job.work_h - job.progress_h
         iv = job.ckpt.interval_h
@@ -425,12 +490,20 @@ class Workload(Component):
         target = min(to_done, to_ckpt)
         t = self._env._now + max(target, 0.0) / job.rate
         if t >= self.engine.horizon_h:
+            timer.cancel()
             return
-        gen = job.gen
-        self._call_at(t, lambda: self._timer(job, gen))
+        timer.set(t, lambda: self._due(job))
 
-    def _timer(self, job: Job, gen: int) -> None:
-        if gen != job.gen or job.state != RUNNING:
+    def _timer_of(self, job: Job) -> Timer:
+        """The job's timer (made when first needed: a trace brings millions of jobs that never start)."""
+        timer = job.timer
+        if timer is None:
+            timer = job.timer = self.engine.timer()
+        return timer
+
+    def _due(self, job: Job) -> None:
+        """The job reached its next checkpoint or its end (armed by :meth:`_arm`)."""
+        if job.state != RUNNING:
             return
         self._advance(job)
         eps = 1e-9 * max(1.0, job.work_h)
@@ -466,21 +539,22 @@ class Workload(Component):
         if ck.mode == "sync" or final:
             job.pending_save_h = math.nan  # (the final write supersedes an async write still in flight)
             job.state = CKPT
-            job.gen += 1
-            gen = job.gen
+            timer = self._timer_of(job)
+            timer.cancel()
             self._set_util(job, 0.0)
-            self._call_at(self._env._now + w, lambda: self._ckpt_done(job, gen, save, final))
+            timer.set(self._env._now + w, lambda: self._ckpt_done(job, save, final))
         else:
             stall = ck.async_fraction * w
             job.pending_save_h = save
             job.state = CKPT
-            job.gen += 1
-            gen = job.gen
+            timer = self._timer_of(job)
+            timer.cancel()
             self._set_util(job, 0.0)
-            self._call_at(self._env._now + stall, lambda: self._async_resume(job, gen))
-            job.write_id += 1
-            wid = job.write_id
-            self._call_at(self._env._now + w, lambda: self._async_saved(job, wid))
+            timer.set(self._env._now + stall, lambda: self._async_resume(job))
+            saver = job.saver
+            if saver is None:
+                saver = job.saver = self.engine.timer()
+            saver.set(self._env._now + w, lambda: self._async_saved(job))
 
     def _end_io(self, job: Job) -> None:
         """Release the job's share of storage bandwidth (write finished or aborted)."""
@@ -491,8 +565,8 @@ class Workload(Component):
             self.readers -= 1
             job.reading = False
 
-    def _ckpt_done(self, job: Job, gen: int, save: float, final: bool) -> None:
-        if gen != job.gen or job.state != CKPT:
+    def _ckpt_done(self, job: Job, save: float, final: bool) -> None:
+        if job.state != CKPT:
             return
         self._end_io(job)
         self._advance(job)
@@ -503,19 +577,24 @@ class Workload(Component):
         job.state = RUNNING
         self._set_util(job, 1.0)
         self._arm(job)
+        if job.jid in self._shrunk:
+            self._schedule()  # it may grow now
 
-    def _async_resume(self, job: Job, gen: int) -> None:
-        if gen != job.gen or job.state != CKPT:
+    def _async_resume(self, job: Job) -> None:
+        if job.state != CKPT:
             return
         self._advance(job)
         job.state = RUNNING
         self._set_util(job, 1.0)
         self._arm(job)
+        if job.jid in self._shrunk:
+            self._schedule()  # it may grow now
 
-    def _async_saved(self, job: Job, wid: int) -> None:
-        # the write completes if it is the job's latest (a restarted job writes the same progress again)
-        # and was not aborted since it started (an interruption or a final write clears pending_save_h)
-        if wid == job.write_id and not math.isnan(job.pending_save_h) and job.state in (RUNNING, CKPT):
+    def _async_saved(self, job: Job) -> None:
+        # the write completes if it is the job's latest (a later write re-arms the saver: a restarted job
+        # writes the same progress again) and was not aborted since it started (an interruption or a
+        # final write clears pending_save_h)
+        if not math.isnan(job.pending_save_h) and job.state in (RUNNING, CKPT):
             self._end_io(job)
             job.saved_h = job.pending_save_h
             job.pending_save_h = math.nan
@@ -554,11 +633,23 @@ class Workload(Component):
         fit, ``backfill`` (EASY) reserves for it (the head) the time enough running jobs end and
         starts later jobs that fit if they end by then or use only nodes spare at that time.
 
+        A reservation uses only what a real scheduler knows: the nodes free now and running jobs'
+        expected ends (their requested work at their current rate, with the checkpoint and restart
+        pauses to come). A node that is down counts only if the repair system publishes when it
+        returns, and it publishes no estimate (twin/model/repair.py), so down nodes never count.
+        When the running jobs' ends cannot free enough nodes for the head, its start has no bound:
+        it is reserved at infinity, and every later job that fits starts (backfill never stops the
+        cluster for a job that cannot start); each pass looks again, so the head gets a finite
+        reservation, and backfill its limit, as soon as nodes return. A head without a bound for
+        ``scheduler.starvation_advisory_h`` hours in all is named by an advisory (both policies).
+
         The same decisions as a scan of the queue in order, found through the queue's index
         (:mod:`twin.model.jobqueue`): within a pass, starts only take nodes, so a job passed over
         stays passed over, and the next job the scan would start is the first in queue order that
         may start now. The index narrows by size and by work left (a lower bound on the backfill
         estimate); the estimate itself decides, and a job it refuses is hidden for the pass."""
+        if self._shrunk:
+            self._grow()
         q = self.queue
         if not q.n:
             return
@@ -580,14 +671,22 @@ class Workload(Component):
                     job = q.first((big, big), (0, 0), big, ANY)  # the head
                     assert job is not None
                     i = 1 if job.nodes_needed > 1 else 0
-                    if job.nodes_needed <= (f1, fm)[i] + ((s1, sm)[i] if job.started_once else 0):
+                    fits = (f1, fm)[i] + ((s1, sm)[i] if job.started_once else 0)
+                    if job.nodes_needed <= fits:
                         self._start_from_pools(job)
                         continue
+                    if job.rn and fits // job.rn >= job.min_rep:  # elastic: start on the whole replicas that fit
+                        self._start_from_pools(job, fits // job.rn * job.rn)
+                        continue
                     if fifo:
+                        self._note_unreserved(job if self._unbounded(job) else None)
                         return
                     shadow, extra = self._reservation(job)
-                    if shadow is None:
-                        return
+                    if shadow is None:  # no running job's end frees enough nodes: reserved at infinity
+                        self._note_unreserved(job)
+                        shadow, extra, limit_h = math.inf, 0, ANY
+                        continue
+                    self._note_unreserved(None)
                     # a job ending by the reservation has at most this much work left (with margin for rounding)
                     limit_h = (shadow - now) + 1e-9 * max(1.0, abs(shadow))
                     continue
@@ -607,15 +706,57 @@ class Workload(Component):
             for job in hidden:
                 q.show(job)
 
-    def _start_from_pools(self, job: Job) -> None:
+    def _unbounded(self, head: Job) -> bool:
+        """True when the running jobs' ends cannot free enough nodes for ``head`` (as
+        :meth:`_reservation` returning None): the nodes it may use now plus all allocated nodes are
+        fewer than it needs."""
+        avail = len(self._free_count(head.nodes_needed > 1)) + len(self._spares_for(head))
+        return avail + int(np.count_nonzero(self.owner >= 0)) < head.nodes_needed
+
+    def _note_unreserved(self, job: Job | None) -> None:
+        """``job`` is now the head of the queue with no bound on its start (None: no such head): end
+        the previous head's spell, start this one's and arm the advisory for when its hours without a
+        bound reach ``starvation_advisory_h``."""
+        cur = self._unreserved
+        if cur is job:
+            return
+        now = self._env._now
+        if cur is not None:
+            cur.unreserved_h += now - self._unreserved_since
+            self._starve_timer.cancel()
+        self._unreserved = job
+        if job is not None:
+            self._unreserved_since = now
+            if not job.advised:
+                self._starve_timer.set(now + max(0.0, self.spec.scheduler.starvation_advisory_h - job.unreserved_h))
+
+    def _starving(self) -> None:
+        """The advisory: the head job has had no bound on its start for the stated hours."""
+        job = self._unreserved
+        assert job is not None
+        job.advised = True
+        now = self._env._now
+        hours = job.unreserved_h + now - self._unreserved_since
+        usable = len(self._free_count(job.nodes_needed > 1)) + int(np.count_nonzero(self.owner >= 0))
+        text = (f"job {job.name!r} (id {job.jid}, {job.nodes_needed} nodes) has waited {now - job.submit_h:.1f} h, "
+                f"{hours:.1f} h of them with no reservation: only {usable} nodes are up and schedulable for it "
+                f"(later jobs backfill meanwhile)")
+        self.advisories.append((now, job.jid, job.name, job.nodes_needed, usable, now - job.submit_h, hours, text))
+
+    def _start_from_pools(self, job: Job, k: int = 0) -> None:
         """Start ``job`` on nodes picked from the free pool, with the hot spares if it needs them and
-        may use them (a requeued job)."""
+        may use them (a requeued job); on ``k`` nodes when given (an elastic job's whole replicas that
+        fit), else all it needs."""
+        k = k or job.nodes_needed
         pool = self._free_count(job.nodes_needed > 1)
-        if job.nodes_needed > len(pool):
+        if k > len(pool):
             spares = self._spares_for(job)
             if len(spares):
                 pool = np.concatenate((pool, spares))
-        self._start(job, self._pick_nodes(job, job.nodes_needed, pool))
+        self._start(job, self._pick_nodes(job, k, pool))
+        if k < job.nodes_needed:
+            self._shrunk[job.jid] = job
+            self._elastic_event(job, "start", "", job.nodes_needed // job.rn)
 
     def _remaining_h(self, job: Job, rate: float) -> float:
         """Expected hours to the job's end without failures: its remaining work at ``rate`` plus the pauses
@@ -654,6 +795,8 @@ class Workload(Component):
 
     def _start(self, job: Job, nodes: list[int]) -> None:
         self.queue.remove(job)
+        if job is self._unreserved:
+            self._note_unreserved(None)
         arr = np.array(nodes, dtype=np.int64)
         arr.sort()
         self.spares.discard_many(arr)
@@ -687,23 +830,23 @@ class Workload(Component):
 
     def _begin_restart(self, job: Job) -> None:
         job.state = RESTARTING
-        job.gen += 1
-        gen = job.gen
+        timer = self._timer_of(job)
+        timer.cancel()
         self._end_io(job)
         self.readers += 1
         job.reading = True
         dur = self._restart_h(job)
         job.restart_until = self._env._now + dur
         self._set_util(job, 0.0)
-        self._call_at(self._env._now + dur, lambda: self._restart_done(job, gen))
+        timer.set(self._env._now + dur, lambda: self._restart_done(job))
 
     def _restart_h(self, job: Job) -> float:
         """Hours a restart takes: detection, rescheduling, reading the checkpoint, warm-up."""
         rs = self.spec.restart
         return rs.detection_h + rs.reschedule_h + self._read_time_h(job.ckpt) + rs.warmup_h
 
-    def _restart_done(self, job: Job, gen: int) -> None:
-        if gen != job.gen or job.state != RESTARTING:
+    def _restart_done(self, job: Job) -> None:
+        if job.state != RESTARTING:
             return
         self._end_io(job)
         self._advance(job)
@@ -712,11 +855,13 @@ class Workload(Component):
     def _complete(self, job: Job) -> None:
         self._end_io(job)
         job.state = DONE
-        job.gen += 1
+        if job.timer is not None:
+            job.timer.cancel()
         job.end_h = self._env._now
         job.saved_h = job.progress_h
         self._set_util(job, 0.0)
         self._release(job)
+        self._shrunk.pop(job.jid, None)
         del self._by_id[job.jid]  # looked up only while it holds nodes (a trace brings millions of jobs)
         if job.repeat:
             nxt = self._new_job(job.name, job.gpus, job.work_h, self._env._now, job.priority, job.ckpt, job.step,
@@ -742,7 +887,11 @@ class Workload(Component):
         requeue the job; then restart.
 
         Several losses at the same instant (a leaf switch cutting many of the job's nodes one by
-        one, a rack losing power) are one interruption: the later ones only swap nodes."""
+        one, a rack losing power) are one interruption: the later ones only swap nodes. An elastic
+        job that loses nodes swaps or shrinks instead (:meth:`_reshape`) while it keeps enough
+        replicas."""
+        if job.rn and lost_nodes and self._reshape(job, cause, lost_nodes):
+            return
         self._advance(job)
         now = self._env._now
         same_instant = job.last_interrupt_h == now
@@ -758,7 +907,8 @@ class Workload(Component):
             job.planned_interruptions += int(planned)
             self.interruptions.append((job.jid, job.name, now, cause, planned, lost, len(job.nodes)))
         job.last_interrupt_h = now
-        job.gen += 1
+        if job.timer is not None:
+            job.timer.cancel()
         # drop the lost nodes from the allocation
         self._set_util(job, 0.0)
         nodes = job.nodes
@@ -771,8 +921,8 @@ class Workload(Component):
         for n in lost_nodes:
             if self.owner[n] == job.jid:
                 self.owner[n] = -1
+        need = (len(nodes) if job.rn else job.nodes_needed) - len(keep)  # an elastic job: its replicas now
         job.nodes = keep
-        need = job.nodes_needed - len(keep)
         multi = job.nodes_needed > 1
         parts = []
         got = 0
@@ -798,10 +948,131 @@ class Workload(Component):
             self._begin_restart(job)
         else:
             job.state = QUEUED
+            self._shrunk.pop(job.jid, None)
             self._release(job)
             job.queued_at = self._env._now
             self._enqueue(job)
             self._schedule()
+
+    # ---- elastic jobs -----------------------------------------------------------------------
+    def _take_from_pools(self, k: int, multi: bool) -> np.ndarray:
+        """Up to ``k`` nodes for a running job's replacement or growth: hot spares first, then free
+        nodes, lowest ids first (as a rigid job's replacement); not yet taken out of the pools."""
+        parts = []
+        got = 0
+        for pool in (self.spares, self.free):
+            if got == k:
+                break
+            take = pool.nodes(self._cut_mask(multi))[: k - got]
+            parts.append(take)
+            got += len(take)
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def _reshape(self, job: Job, cause: str, lost_nodes: list[int]) -> bool:
+        """An elastic job lost ``lost_nodes``: swap in free nodes for them, else go on with the whole
+        replicas its kept nodes (and any free ones) make, keeping its progress; then a reconfiguration
+        pause (a restart under way starts over instead). False, changing nothing, when it would keep
+        fewer than ``min_replicas`` (it is interrupted as a rigid job)."""
+        nodes = job.nodes
+        keep = nodes[~np.isin(nodes, lost_nodes)]
+        want = len(nodes) - len(keep)
+        if not want:
+            return False
+        multi = job.nodes_needed > 1
+        avail = self._take_from_pools(want, multi)
+        if len(avail) < want:  # no replacement for them all: the whole replicas it can make
+            r = (len(keep) + len(avail)) // job.rn
+            if r < job.min_rep:
+                return False
+            size = r * job.rn
+            if size <= len(keep):
+                self._return_nodes(keep[size:])  # the rest of the broken replicas (highest ids)
+                keep, avail = keep[:size], avail[:0]
+            else:
+                avail = avail[: size - len(keep)]
+        self._advance(job)
+        self._set_util(job, 0.0)
+        for n in lost_nodes:
+            if self.owner[n] == job.jid:
+                self.owner[n] = -1
+        self._end_io(job)  # a write under way is aborted; progress is kept
+        job.pending_save_h = math.nan
+        job.ckpt_waiting = False
+        for n in avail.tolist():
+            self._remove_from_pools(n)
+        self.owner[avail] = job.jid
+        before = len(nodes) // job.rn
+        job.nodes = np.sort(np.concatenate((keep, avail)))
+        self._elastic_event(job, "swap" if len(job.nodes) == len(nodes) else "shrink", cause, before)
+        if len(job.nodes) < job.nodes_needed:
+            self._shrunk[job.jid] = job
+        if job.state == RESTARTING:
+            self._begin_restart(job)
+        else:
+            self._begin_reconfigure(job)
+        return True
+
+    def _return_nodes(self, nodes: np.ndarray) -> None:
+        """Nodes a job gives back while it goes on (an elastic job's broken replicas): to the pools."""
+        self.owner[nodes] = -1
+        for n in nodes.tolist():
+            if self.cluster.is_up(n):
+                self._node_available(n)
+
+    def _grow(self) -> None:
+        """Elastic jobs below full size take free whole replicas (spares first), in job order, before
+        queued jobs start (as a rigid job's replacement would)."""
+        for jid in sorted(self._shrunk):
+            job = self._shrunk[jid]
+            if job.state != RUNNING:
+                continue
+            self.queue.ops += 1
+            want = job.nodes_needed - len(job.nodes)
+            avail = self._take_from_pools(want, job.nodes_needed > 1)
+            k = len(avail) // job.rn * job.rn
+            if not k:
+                continue
+            avail = avail[:k]
+            self._advance(job)
+            self._set_util(job, 0.0)
+            for n in avail.tolist():
+                self._remove_from_pools(n)
+            self.owner[avail] = job.jid
+            before = len(job.nodes) // job.rn
+            job.nodes = np.sort(np.concatenate((job.nodes, avail)))
+            self._elastic_event(job, "grow", "", before)
+            if len(job.nodes) == job.nodes_needed:
+                del self._shrunk[jid]
+            self._begin_reconfigure(job)
+
+    def _elastic_event(self, job: Job, kind: str, cause: str, before: int) -> None:
+        """A row of the ``elastic`` table; changes of one job at one instant are one row (one pause)."""
+        now = self._env._now
+        after = len(job.nodes) // job.rn
+        ev = self.elastic_events
+        if job.last_reshape_h == now and ev and ev[-1][1] == job.jid and ev[-1][0] == now:
+            row = ev[-1]
+            row[6] = after
+            if row[3] != "start":
+                row[3] = "shrink" if after < row[5] else "grow" if after > row[5] else "swap"
+            return
+        job.last_reshape_h = now
+        ev.append([now, job.jid, job.name, kind, cause, before, after, job.nodes_needed // job.rn,
+                   job.reconf_pause_h if kind != "start" else 0.0])
+
+    def _begin_reconfigure(self, job: Job) -> None:
+        """Pause the job for its reconfiguration (from now: changes at one instant pay one pause)."""
+        job.state = RECONF
+        job.last_t = self._env._now
+        self._timer_of(job).set(self._env._now + job.reconf_pause_h, lambda: self._reconfigured(job))
+
+    def _reconfigured(self, job: Job) -> None:
+        if job.state != RECONF:
+            return
+        self._advance(job)
+        self._begin_running(job)
+        if job.jid in self._shrunk:
+            self._schedule()  # it may grow now
 
     def _on_node_lost(self, node: int, cause: str) -> None:
         self._remove_from_pools(node)
@@ -876,6 +1147,7 @@ class Workload(Component):
         pass
 
     def finish(self) -> None:
+        self._note_unreserved(None)  # (closes the last spell at the horizon)
         for job in self.jobs:
             if job.state != DONE:
                 self._advance(job)
@@ -960,9 +1232,10 @@ class Workload(Component):
         run = sum(j.run_h * j.gpus for j in jr)
         ck = sum(j.ckpt_h * j.gpus for j in jr)
         rs = sum(j.restart_h * j.gpus for j in jr)
+        rc = sum(j.reconfig_h * j.gpus for j in jr) if self._has_elastic else 0.0
         down = self.model.recorder.state_hours("down") * self.gpn
         slow = run - made
-        idle = installed - down - run - ck - rs
+        idle = installed - down - run - ck - rs - rc
         m: dict[str, float] = {
             "useful_gpu_hours": useful,
             "goodput": useful / installed,
@@ -973,7 +1246,7 @@ class Workload(Component):
             "goodput.slowdown": slow / installed,
             "goodput.down": down / installed,
             "goodput.idle": idle / installed,
-            "utilisation": (run + ck + rs) / installed,
+            "utilisation": (run + ck + rs + rc) / installed,
             "jobs_submitted": float(len(jr)),
             "jobs_completed": float(sum(j.state == DONE for j in jr)),
             "interruptions": float(len(self.interruptions)),
@@ -998,7 +1271,49 @@ class Workload(Component):
             m["ettr.max_job"] = float(row.ettr)
             m["max_job.kept_h"] = big.progress_h
             m["max_job.interruptions"] = float(big.interruptions)
-        return m, {"jobs": jobs}
+        by_size = self._queue_by_size(jr, warm)
+        for row in by_size.itertuples():
+            m[f"queue_wait_h.mean.nodes_le_{row.nodes_max}"] = float(row.mean_wait_h)
+        m["starvation.advisories"] = float(len(self.advisories))
+        m["starvation.unreserved_h"] = max((j.unreserved_h for j in jr), default=0.0)
+        adv = pd.DataFrame(self.advisories, columns=ADVISORY_COLUMNS).astype(
+            {"time_h": float, "job": "int64", "name": object, "nodes": "int64", "usable_nodes": "int64",
+             "waited_h": float, "unreserved_h": float, "text": object})
+        tables = {"jobs": jobs, "queue_by_size": by_size, "advisories": adv}
+        if self._has_elastic:
+            el = pd.DataFrame(self.elastic_events, columns=ELASTIC_COLUMNS).astype(
+                {"time_h": float, "job": "int64", "name": object, "event": object, "cause": object,
+                 "replicas_before": "int64", "replicas_after": "int64", "replicas_full": "int64",
+                 "reconfigure_h": float})
+            tables["elastic"] = el
+            m["goodput.reconfigure"] = rc / installed
+            m["reconfigure_gpu_hours"] = rc
+            for kind in ("start", "shrink", "swap", "grow"):
+                m[f"elastic.{kind}s"] = float((el.event == kind).sum())
+            m["elastic.reduced_hours"] = sum(j.reduced_h for j in jr)
+            m["elastic.kept_gpu_hours"] = sum(j.kept_h * j.gpus for j in jr)
+        return m, tables
+
+    def _queue_by_size(self, jr: list[Job], warm: float) -> pd.DataFrame:
+        """Queue wait by job size (nodes in power-of-two classes 1, 2, 3-4, 5-8, ...), of jobs submitted
+        after the warm-up: the mean, 95th percentile and largest wait of those that started, and the
+        jobs still queued at the horizon with the longest wait so far (a starved job shows there)."""
+        sizes = np.fromiter((j.nodes_needed for j in jr if j.submit_h >= warm), dtype=np.int64)
+        waits = np.fromiter((j.wait_h for j in jr if j.submit_h >= warm), dtype=float)
+        started = np.fromiter((not math.isnan(j.first_start_h) for j in jr if j.submit_h >= warm), dtype=bool)
+        queued = np.fromiter((j.state == QUEUED and not j.started_once for j in jr if j.submit_h >= warm), dtype=bool)
+        cls = np.ceil(np.log2(np.maximum(sizes, 1))).astype(np.int64) if len(sizes) else sizes
+        rows = []
+        for k in np.unique(cls).tolist():
+            sel = cls == k
+            w = waits[sel & started]
+            q = waits[sel & queued]
+            rows.append((1 if k == 0 else 2 ** (k - 1) + 1, 2 ** k, int(sel.sum()), int(len(w)),
+                         float(w.mean()) if len(w) else math.nan, float(np.percentile(w, 95)) if len(w) else math.nan,
+                         float(w.max()) if len(w) else math.nan, int(len(q)), float(q.max()) if len(q) else math.nan))
+        return pd.DataFrame(rows, columns=QUEUE_BY_SIZE_COLUMNS).astype(
+            {"nodes_min": "int64", "nodes_max": "int64", "jobs": "int64", "started": "int64", "mean_wait_h": float,
+             "p95_wait_h": float, "max_wait_h": float, "still_queued": "int64", "longest_queued_h": float})
 
 
 JOB_COLUMNS = [
@@ -1006,6 +1321,13 @@ JOB_COLUMNS = [
     "lost_h", "made_h", "run_h", "checkpoint_h", "restart_h", "queue_wait_h", "interruptions",
     "planned_interruptions", "checkpoints", "ettr", "time_h", "cause", "planned",
 ]
+
+
+QUEUE_BY_SIZE_COLUMNS = ["nodes_min", "nodes_max", "jobs", "started", "mean_wait_h", "p95_wait_h", "max_wait_h",
+                         "still_queued", "longest_queued_h"]
+ELASTIC_COLUMNS = ["time_h", "job", "name", "event", "cause", "replicas_before", "replicas_after", "replicas_full",
+                   "reconfigure_h"]
+ADVISORY_COLUMNS = ["time_h", "job", "name", "nodes", "usable_nodes", "waited_h", "unreserved_h", "text"]
 
 
 def job_has_no_checkpoint(ck: Checkpoint) -> bool:

@@ -148,6 +148,42 @@ class Training(Strict):
         return _training.work_hours(self.params_b, self.tokens_t, gpus, self.peak_tflops, self.mfu)
 
 
+class Elastic(Strict):
+    """An elastic data-parallel job: ``replica_nodes``-node replicas of the model. When it loses nodes and no
+    replacement is free it goes on with fewer whole replicas (at least ``min_replicas``), at a throughput
+    proportional to its replicas, keeping its progress (the surviving replicas hold the whole model and
+    optimiser state); it grows back when nodes are free; each change of its nodes pauses it for
+    ``reconfigure_h``. A queued elastic job at the head of the queue starts with the whole replicas that fit
+    (at least ``min_replicas``). Other crashes (transient faults, flaps) restart it from its checkpoint."""
+
+    replica_nodes: PosInt | None = Field(
+        None, description="Nodes per data-parallel replica; default from the job's step.layout: tp × pp GPUs over "
+                          "the node's GPUs (one node when a node holds whole replicas).")
+    min_replicas: PosInt = Field(1, description="Fewest replicas it runs on; below that it is requeued as a "
+                                               "rigid job would be.")
+    reconfigure_h: NonNegH = Field(
+        0.05, description="Pause at each change of its nodes (shrink, swap, grow: rebuild the communicators, "
+                          "re-shard the data, copy the state to new replicas), hours (assumption: 3 min).")
+
+    def check(self, where: str, nodes: int, gpus_per_node: int, layout: "LayoutSpec | None") -> None:
+        """Derive ``replica_nodes`` from ``layout`` when not given; check it divides the job's ``nodes``."""
+        rn = self.replica_nodes
+        if rn is None:
+            if layout is None:
+                raise ValueError(f"@{where}.replica_nodes: give it (or a step.layout to derive it from)")
+            per = layout.tp * layout.pp
+            if per % gpus_per_node and gpus_per_node % per:
+                raise ValueError(f"@{where}.replica_nodes: a replica of tp × pp = {per} GPUs is not a whole number "
+                                 f"of {gpus_per_node}-GPU nodes; give replica_nodes")
+            rn = max(1, per // gpus_per_node)
+            derive(self, replica_nodes=rn)
+        if nodes % rn:
+            raise ValueError(f"@{where}.replica_nodes: {rn} does not divide the job's {nodes} nodes")
+        if self.min_replicas > nodes // rn:
+            raise ValueError(f"@{where}.min_replicas: {self.min_replicas} is more than the job's {nodes // rn} "
+                             f"replicas")
+
+
 class Job(Strict):
     name: str = Field(min_length=1, max_length=80)
     gpus: Annotated[int, Field(ge=1)]
@@ -160,6 +196,7 @@ class Job(Strict):
     checkpoint: Checkpoint = Field(default_factory=Checkpoint)
     step: StepModel = Field(default_factory=StepModel)
     repeat: bool = Field(False, description="Resubmit the same job when it completes (keeps the machine busy).")
+    elastic: Elastic | None = Field(None, description="Elastic data parallelism (null: a rigid job).")
 
     @model_validator(mode="after")
     def _work(self) -> "Job":
@@ -206,6 +243,9 @@ class Synthetic(Strict):
     start_h: NonNegH = 0.0
     checkpoint: Checkpoint = Field(default_factory=Checkpoint)
     priority: int = 0
+    elastic: Elastic | None = Field(
+        None, description="Elastic data parallelism for the jobs of at least two replicas whose nodes are a whole "
+                          "number of replicas (replica_nodes required); null: rigid jobs.")
 
 
 class Trace(Strict):
@@ -233,6 +273,10 @@ class Scheduler(Strict):
     policy: Literal["fifo", "backfill"] = "fifo"
     hot_spares: Annotated[int, Field(ge=0)] = Field(0, description="Nodes held idle and swapped in on failure.")
     placement: Literal["pack", "first_fit"] = Field("pack", description="pack: fewest racks/leaves first.")
+    starvation_advisory_h: PosF = Field(
+        24.0, description="An advisory names a job that has been the head of the queue this many hours in all with "
+                          "no bound on its start (the nodes it needs are down, not held by running jobs), hours "
+                          "(assumption: a day; changes no result).")
 
 
 class Workload(Strict):
@@ -270,6 +314,12 @@ class Workload(Strict):
                     raise ValueError(
                         f"@workload.synthetic.gpus.values: {v} GPUs exceed the {schedulable} schedulable nodes"
                     )
+        for i, job in enumerate(self.jobs):
+            if job.elastic is not None:
+                job.elastic.check(f"workload.jobs.{i}.elastic", -(-job.gpus // gpn), gpn, job.step.layout)
+        syn_el = self.synthetic.elastic if self.synthetic is not None else None
+        if syn_el is not None and syn_el.replica_nodes is None:
+            raise ValueError("@workload.synthetic.elastic.replica_nodes: give it (synthetic jobs have no layout)")
         names = [j.name for j in self.jobs]
         if len(set(names)) != len(names):
             raise ValueError("@workload.jobs: job names must be unique")

@@ -24,6 +24,7 @@ from twin.validation.framework import (  # noqa: F401 - re-exported: the tests i
     CaseResult,
     Doc,
     Estimate,
+    Exact,
     Mutate,
     Ratio,
     Reciprocal,
@@ -63,6 +64,109 @@ def erlang_c(s: Settings) -> list[CaseResult]:
     ref = cf.erlang_c_mean_wait_h(lam, mu, c)
     return [result("mmc_queue", f"mean wait, M/M/{c} ρ={lam / (c * mu):.2f} (h)", ref, TMean(np.array(waits)), s,
                    "Erlang C", wrong={"M/M/1 at the same ρ": (lam / (c * mu)) / (c * mu - lam)})]
+
+
+def held_down_doc(name: str, usable: int, held: int, horizon_h: float) -> Doc:
+    """A cluster of ``usable`` + ``held`` one-node-per-job nodes of 8 GPUs whose last ``held`` nodes are
+    down for the whole horizon: a node part ``held`` that never fails by itself is failed at t = 0 by
+    ``cooling.inject`` (the twin's scheduled failures; a liquid plant without temperatures or plant
+    failures carries it) and takes 10⁹ h to repair. No other failures; the workload is the caller's."""
+    never = {"mtbf_h": 1e15}
+    return {
+        "name": name,
+        "horizon_days": horizon_h / 24.0,
+        "cluster": {"racks": 1, "nodes_per_rack": usable + held, "node": {"gpus": 8, "parts": {
+            "held": {"count": 1, "effect": "node_down", "failure": never,
+                     "repair": {"time": {"dist": "fixed", "value_h": 1e9}}}}}},
+        "cooling": {"type": "liquid", "thermal": False,
+                    "liquid": {"leak": None, "cdu": {"failure": never, "pumps": {"failure": never}}},
+                    "inject": [{"part": "held", "index": usable + i, "at_h": 0.0} for i in range(held)]},
+        "maintenance": {"detection": {"dist": "fixed", "value_h": 0.0}},
+        "workload": {"scheduler": {"policy": "backfill", "hot_spares": 0}},
+    }
+
+
+def no_starvation(s: Settings) -> list[CaseResult]:
+    """Backfill never stops for a job that cannot start: c = 4 usable nodes (2 more held down for the
+    whole horizon), a head job that needs c + 1 nodes (submitted at 1 h, after the nodes went down), and
+    Poisson single-node jobs with exponential work at ρ = 0.75, no failures. The head's start has no bound
+    (it is reserved at infinity), so the single-node jobs queue as M/M/c FIFO behind it: their mean wait
+    (submitted after a warm-up, before a cool-down) vs Erlang C; the head's starvation advisory must be
+    issued in every replication. Full: 40 replications of 6,000 h (half-width ≈ 4 % of the reference at
+    the suite's Bonferroni level)."""
+    c, held, lam, mu = 4, 2, 3.0, 1.0
+    H = 1500.0 if s.quick else 6000.0
+    warm, cool = 100.0, 50.0
+    reps = s.reps(12, 40)
+    doc = held_down_doc("validation-no-starvation", c, held, H)
+    doc["workload"].update({
+        "jobs": [{"name": "head", "gpus": 8 * (c + 1), "work_h": 10.0, "submit_h": 1.0}],
+        "synthetic": {"arrival_rate_per_h": lam, "gpus": {"values": [8]},
+                      "work": {"dist": "exponential", "mean_h": 1.0 / mu}},
+    })
+    waits, advised, never_started, held_down = [], [], [], []
+    for res in run_doc(doc, reps, s):
+        j = res.tables["jobs"]
+        j = j[j.record == "job"]
+        small = j[(j.name != "head") & (j.submit_h >= warm) & (j.submit_h <= H - cool)]
+        waits.append(float(small.queue_wait_h.mean()))
+        adv = res.tables["advisories"]
+        advised.append(list(adv.name) == ["head"])
+        never_started.append(bool(j[j.name == "head"].first_start_h.isna().all()))
+        held_down.append(abs(res.metrics["node_availability"] - c / (c + held)) < 1e-9)
+    ref = cf.erlang_c_mean_wait_h(lam, mu, c)
+    return [result("no_starvation", f"mean wait of one-node jobs behind a head that cannot start, M/M/{c} "
+                   f"ρ={lam / (c * mu):.2f} (h)", ref, TMean(np.array(waits)), s, "Erlang C on the usable nodes",
+                   wrong={f"M/M/{c + held} (held-down nodes counted)": cf.erlang_c_mean_wait_h(lam, mu, c + held),
+                          f"M/M/{c + 1} (one held-down node counted)": cf.erlang_c_mean_wait_h(lam, mu, c + 1)},
+                   invariants={"the head job's starvation advisory is issued (and no other)": all(advised),
+                               "the head job never starts": all(never_started),
+                               "the held nodes stay down all the horizon": all(held_down)})]
+
+
+def elastic_job(s: Settings) -> list[CaseResult]:
+    """An elastic data-parallel job, deterministic: 32 GPUs on 4 nodes as R replicas of ``replica_nodes``
+    nodes (1 or 2), 100 ideal hours of work, no checkpoints; node 3 fails at 10 h and is back at 30 h
+    (a fixed 20 h repair); each change pauses it d = 0.5 h. By hand: full rate to 10 h; the replica with
+    node 3 is lost, the job goes on with r = R − 1 replicas at rate r/R from 10 + d; it grows back at 30 h
+    and runs at full rate from 30 + d, so it ends at 30 + d + (100 − 10 − (r/R)(20 − d)). The
+    reconfiguration is paid once per change: d × (r/R + 1) × 32 GPU-hours; the throughput it kept while
+    short is (r/R)(20 − d) × 32 GPU-hours."""
+    d, t_fail, t_back, work = 0.5, 10.0, 30.0, 100.0
+    out = []
+    for rn in (1, 2):
+        R = 4 // rn
+        r = R - 1
+        doc = held_down_doc(f"validation-elastic-{rn}", 4, 0, 200.0)
+        doc["cluster"]["node"]["parts"]["held"]["repair"]["time"]["value_h"] = t_back - t_fail
+        doc["cooling"]["inject"] = [{"part": "held", "index": 3, "at_h": t_fail}]
+        doc["workload"]["jobs"] = [{"name": "elastic", "gpus": 32, "work_h": work,
+                                    "elastic": {"replica_nodes": rn, "min_replicas": 1, "reconfigure_h": d}}]
+        res = run_doc(doc, 1, s)[0]
+        j = res.tables["jobs"]
+        row = j[j.record == "job"].iloc[0]
+        el = res.tables["elastic"]
+        share = r / R
+        ref_end = t_back + d + (work - t_fail - share * (t_back - t_fail - d))
+        m = res.metrics
+        out.append(result("elastic_job", f"end of the elastic job, {R} replicas of {rn} node(s), one lost 20 h (h)",
+                          ref_end, Exact(float(row.end_h), 1e-9 * ref_end), s,
+                          "by hand: throughput ∝ replicas, one pause per change", sample="exact",
+                          wrong={"no pause for the grow": ref_end - d,
+                                 "rigid, waiting for the replacement (restarts from zero at 30 h)": t_back + 0.25 + work,
+                                 **({"rate as the nodes kept, not whole replicas": t_back + d + (
+                                     work - t_fail - (3 / 4) * (t_back - t_fail - d))} if rn > 1 else {})},
+                          invariants={
+                              "one shrink at the failure and one grow at the return":
+                                  list(zip(el.time_h, el.event, el.replicas_before, el.replicas_after))
+                                  == [(t_fail, "shrink", R, r), (t_back, "grow", r, R)],
+                              "the reconfiguration paid once per change":
+                                  abs(m["reconfigure_gpu_hours"] - d * (share + 1.0) * 32) < 1e-9,
+                              "the throughput kept while short":
+                                  abs(m["elastic.kept_gpu_hours"] - share * (t_back - t_fail - d) * 32) < 1e-9,
+                              "no progress lost, no interruption": float(row.lost_h) == 0.0
+                                                                    and int(row.interruptions) == 0}))
+    return out
 
 
 def daly_doc(n_nodes: int, node_mtbf_h: float, work_h: float, interval_h: float, write_h: float,
@@ -165,6 +269,8 @@ def _registry() -> dict[str, Callable[[Settings], list[CaseResult]]]:
         "common_cause": reliability.common_cause,
         "standby_test": reliability.standby_test,
         "mmc_queue": erlang_c,
+        "no_starvation": no_starvation,
+        "elastic_job": elastic_job,
         "checkpoint_daly": daly_checkpoint,
         "job_interruptions": interruption_rate,
         "thermal_step": physical.thermal_step,
