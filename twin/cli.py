@@ -143,7 +143,9 @@ def step_lines(sc: Any) -> list[str]:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    """``twin explain METRIC``: what a metric means and how it is computed (twin/report/explain.py)."""
+    """``twin explain METRIC``: what a metric means (the catalogue, twin/report/metrics.py) and how it is
+    computed (twin/report/explain.py)."""
+    from twin.report import metrics as catalogue
     from twin.report.explain import METRICS, explain_lines, nearest
 
     if args.list or args.metric is None:
@@ -151,7 +153,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
             raise InputError("twin explain", "METRIC", "give a metric name (e.g. goodput), or --list for all of them")
         width = max(len(d.name) for d in METRICS)
         for d in METRICS:
-            _echo(f"{d.name:<{width}}  {d.meaning}")
+            entry = catalogue.find(d.name)
+            _echo(f"{d.name:<{width}}  {entry.meaning if entry is not None else d.computed}")
         return 0
     try:
         lines = explain_lines(args.metric)
