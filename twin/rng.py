@@ -83,9 +83,11 @@ def uniform1(key: tuple[int, int], digest: int, k: int, stream: int = 0) -> floa
 
 
 STREAMS = {"fail": 0, "repair": 1, "detect": 2, "remediate": 3, "remediate_ok": 4, "replace_ok": 5, "escalate": 6,
-           "rma": 7}
-"""Stream numbers of a part's purposes (counter word 1): lifetimes, repair and detection times, and the
-repair ladder's remediation time and outcome, replacement outcome, escalation time and RMA return."""
+           "rma": 7, "speed": 8, "infant": 9, "early": 10}
+"""Stream numbers of a part's purposes (counter word 1): lifetimes, repair and detection times, the
+repair ladder's remediation time and outcome, replacement outcome, escalation time and RMA return, and
+the node-health draws (twin.model.health): a degraded part's speed, whether a replacement is defective
+and its early life."""
 
 
 def path_digest(path: str) -> int:
