@@ -96,8 +96,14 @@ class NodeHealth(Component):
                     pop.frailty = self.frailty.copy()
         self._digests: dict[str, np.ndarray] = {}
         bus = self.engine.bus
-        # quarantine and lemons
+        # quarantine and lemons (with a frailty and no quarantine, lemons are counted by the default
+        # trigger, no node taken out)
+        from twin.scenario.health import Quarantine
+
         q = self.spec.quarantine
+        if q is None and fr is not None:
+            q = Quarantine(enabled=False)
+        self._trigger = q
         self._recent: dict[int, deque[float]] = {}
         self.lemons: set[int] = set()
         self.quarantines = 0
@@ -168,7 +174,7 @@ class NodeHealth(Component):
         node = pop.node_of(idx)
         if node < 0 or not isinstance(pop, PartPopulation):
             return
-        q = self.spec.quarantine
+        q = self._trigger
         assert q is not None
         now = self.engine.now
         recent = self._recent.setdefault(node, deque())

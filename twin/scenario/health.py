@@ -40,7 +40,8 @@ class Quarantine(Strict):
     """A node with ``failures`` part failures (any node part but transient faults) within
     ``window_days`` leaves service for a deep repair of ``deep_repair`` (no technician held: a vendor
     or diagnostics bench), after which its frailty is 1 (the defect found and fixed: assumption) and its
-    parts' lives are drawn afresh. A node that reaches the trigger is counted as a lemon."""
+    parts' lives are drawn afresh. A node that reaches the trigger is counted as a lemon (with a frailty
+    and no quarantine section, by the default trigger: 3 failures in 30 days)."""
 
     failures: Annotated[int, Field(ge=2, le=100)] = Field(
         3, description="k: failures within the window that quarantine a node (assumption).")
