@@ -104,7 +104,9 @@ def test_verbose_prints_an_internal_errors_traceback(tmp_path: Path, capsys: pyt
 def test_explain_a_metric_and_a_family_member(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(["explain", "goodput"], capsys)
     assert code == 0
-    assert out.splitlines()[0] == "goodput" and "useful GPU-hours / installed GPU-hours" in out and "unit:" in out
+    # the label, unit, meaning, group and direction come from the catalogue; how it is computed from explain.py
+    assert out.splitlines()[0] == "goodput: goodput" and "useful GPU-hours over installed GPU-hours" in out
+    assert "unit:     %" in out and "group:    throughput (higher is better)" in out and "computed:" in out
     code, out, _ = run(["explain", "power.down_node_hours.utility"], capsys)
     assert code == 0 and "(one of power.down_node_hours.<cause>)" in out
     code, out, _ = run(["explain", "--list"], capsys)

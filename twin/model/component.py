@@ -83,12 +83,29 @@ class Fabric(Protocol):
         ...
 
 
+class Jobs(Protocol):
+    """What the workload offers the node-health model: which job a node runs, and a rollback."""
+
+    def job_on(self, node: int) -> int:
+        """Id of the job holding ``node`` now, or -1."""
+        ...
+
+    def rollback(self, jid: int, before_h: float, node: int, cause: str) -> tuple[float, int] | None:
+        """Roll job ``jid`` back to its last checkpoint captured before ``before_h`` (its state since is
+        corrupt) and restart it without ``node`` if it holds it; returns (the progress lost in ideal
+        hours, the job's GPUs), None when the job is done or gone."""
+        ...
+
+
 IT_POWER: Service[ITPower] = Service(
     "it_power", "per-node IT power (W), GPU caps by source and its exact energy (twin.model.power.ITPower)")
 FABRIC: Service[Fabric] = Service(
     "fabric", "the compute fabric: bandwidth, leaf groups and placement (twin.model.network.Network)")
 
-SERVICES: tuple[Service[Any], ...] = (IT_POWER, FABRIC)
+JOBS: Service[Jobs] = Service(
+    "jobs", "the job a node runs and the rollback of a job to an earlier checkpoint (twin.model.workload.Workload)")
+
+SERVICES: tuple[Service[Any], ...] = (IT_POWER, FABRIC, JOBS)
 """Every service a component may provide or require (the README's Architecture section lists them)."""
 
 
@@ -177,5 +194,5 @@ class Component:
         return {}, {}
 
 
-__all__ = ["FABRIC", "IT_POWER", "SERVICES", "BuildContext", "Component", "ContractError", "Fabric", "Metrics",
-           "ResultsSoFar", "Service", "Tables"]
+__all__ = ["FABRIC", "IT_POWER", "JOBS", "SERVICES", "BuildContext", "Component", "ContractError", "Fabric", "Jobs",
+           "Metrics", "ResultsSoFar", "Service", "Tables"]

@@ -8,7 +8,7 @@ each). A replaced part renews (as good as new) with its next draw ``k + 1``.
 from __future__ import annotations
 
 import functools
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import simpy
@@ -17,8 +17,11 @@ from twin import rng
 from twin.model.cluster import Cluster, node_path
 from twin.model.engine import Engine, Topic
 from twin.scenario.base import Part
+from twin.scenario.distributions import Exponential, Fixed, Weibull
 
-DEFAULT_PRIORITY = {"node_down": 0, "link_down": 1, "redundant": 2, "transient": 3}
+ONE_BELOW = float(np.nextafter(1.0, 0.0))
+
+DEFAULT_PRIORITY = {"node_down": 0, "link_down": 1, "redundant": 2, "transient": 3, "degraded": 2}
 
 
 @functools.lru_cache(maxsize=64)
@@ -74,6 +77,9 @@ class PartPopulation:
         self.failures = 0
         self.repairs = np.zeros(self.n, dtype=np.int64)
         _init_shared(self, spec)
+        self.frailty: np.ndarray | None = None
+        """Per node, the multiplier Z of this part's failure rate (proportional hazards: survival S(t)^Z),
+        set by the health component before the first draws (twin.model.health); None: 1 for every node."""
 
     def path(self, idx: int) -> str:
         node, slot = divmod(idx, self.per_node)
@@ -104,19 +110,41 @@ class PartPopulation:
         return rng.uniform1(self.engine.streams.key, int(self.digest[idx]), k, rng.STREAMS[purpose])
 
     def draw_lifetimes(self, idx: np.ndarray) -> np.ndarray:
-        """Next lifetime (hours) of each part in ``idx``; advances their draw counters."""
+        """Next lifetime (hours) of each part in ``idx``; advances their draw counters. With a frailty Z
+        of the part's node, the uniform u of the inverse CDF becomes 1 − (1 − u)^(1/Z): the same draw
+        under a hazard Z times the part's (an exponential mean divided by Z)."""
+        fr = getattr(self, "frailty", None)  # (FacilityParts borrows this method and has none)
         if len(idx) == 1:
             i = int(idx[0])
             k = int(self.draws[i])
             self.draws[i] = k + 1
-            out = self.spec.failure.sample(np.array([self.uniform(i, "fail", k)]))
+            u1 = np.array([self.uniform(i, "fail", k)])
+            if fr is not None:
+                out = frail_sample(self.spec.failure, u1, fr[i // self.per_node : i // self.per_node + 1])
+            else:
+                out = self.spec.failure.sample(u1)
         else:
             u = self.engine.streams.uniforms(self.digest[idx], self.draws[idx], rng.STREAMS["fail"])
             self.draws[idx] += 1
-            out = self.spec.failure.sample(u)
+            out = frail_sample(self.spec.failure, u, fr[idx // self.per_node]) if fr is not None else \
+                self.spec.failure.sample(u)
         if self.beta:  # the unit's own failures at (1 − β)λ (exponential: the time scales by 1/(1 − β))
             out = out / (1.0 - self.beta)
         return out
+
+    def redraw(self, idx: int) -> None:
+        """A healthy part's life drawn afresh from now (after a deep repair of its node): the pending
+        failure is cancelled and the part counts as installed now."""
+        assert self.healthy[idx]
+        self.gen[idx] += 1
+        self._renew(idx)
+
+    def shorten(self, idx: int, life_h: float) -> None:
+        """The part just installed fails after ``life_h`` if that comes before its drawn life (an
+        early failure of a defective replacement: infant mortality, twin.model.health)."""
+        if life_h < self.life_h[idx]:
+            self.life_h[idx] = life_h
+            self.reschedule(idx, self.install_h[idx] + life_h)
 
     def start(self) -> None:
         """Draw every part's first lifetime at once and schedule those inside the horizon; start the
@@ -289,6 +317,18 @@ def _init_shared(pop: "PartPopulation | FacilityParts", spec: Part) -> None:
 def contiguous_groups(n: int, size: int) -> list[range]:
     """Common-cause groups of ``size`` consecutive units (a zone's CRAH units, a loop's CDUs)."""
     return [range(s, min(s + size, n)) for s in range(0, n, size)]
+def frail_sample(dist: Any, u: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Lifetimes at uniforms ``u`` under a hazard ``z`` times the distribution's (proportional hazards:
+    survival S(t)^z, i.e. the inverse CDF at 1 − (1 − u)^(1/z)). Exact in closed form for the
+    exponential (mean / z) and the Weibull (scale · z^(−1/shape)); otherwise the uniform is transformed
+    (−expm1(log1p(−u)/z), kept below 1). A fixed time is unchanged (no hazard to scale)."""
+    if isinstance(dist, Exponential):
+        return -dist.mean_h * np.log1p(-u) / z
+    if isinstance(dist, Weibull):
+        return dist.scale_h * np.power(z, -1.0 / dist.shape) * np.power(-np.log1p(-u), 1.0 / dist.shape)
+    if isinstance(dist, Fixed):
+        return dist.sample(u)
+    return dist.sample(np.minimum(-np.expm1(np.log1p(-u) / z), ONE_BELOW))
 
 
 class FacilityParts:

@@ -254,6 +254,9 @@ class RepairShop:
     crews: dict[str, CrewPool] = field(default_factory=dict)
     inventories: dict[str, Inventory] = field(default_factory=dict)
     _ticket_id: int = 0
+    on_replaced: Callable[[Any, int], None] | None = None
+    """Called with (population, index) when a technician's replacement restores a part (rung 2 or 3):
+    the node-health model's infant mortality (twin.model.health)."""
 
     def __post_init__(self) -> None:
         for name, shift in self.spec.crews.items():
@@ -344,6 +347,8 @@ class RepairShop:
         if burn > 0 and affects_node:
             self.cluster.add_down(node, "burn_in")
         pop.restore(idx)
+        if self.on_replaced is not None:
+            self.on_replaced(pop, idx)
         if t.drained:
             self.cluster.remove_down(node, f"repair:{pop.name}")
         if burn > 0 and affects_node:

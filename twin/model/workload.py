@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from twin import rng
-from twin.model.component import FABRIC, BuildContext, Component, Fabric, ResultsSoFar
+from twin.model.component import FABRIC, JOBS, BuildContext, Component, Fabric, ResultsSoFar
 from twin.model.engine import Timer, Topic
 from twin.model.jobqueue import ANY, JobQueue
 from twin.physics import parallel as par
@@ -203,6 +203,14 @@ class Job:
     reduced_h: float = 0.0  # wall hours running below full size
     kept_h: float = 0.0  # progress made while below full size (ideal hours)
     last_reshape_h: float = math.nan
+    # checkpoint history for rollbacks (silent data corruption, twin.model.health): the last completed
+    # checkpoints as (time their state was captured h, progress saved h), oldest first
+    capture_h: float = 0.0  # capture time of the checkpoint being written
+    history: list[tuple[float, float]] = field(default_factory=list)
+
+
+CKPT_HISTORY = 8
+"""Completed checkpoints a job keeps for rollbacks (older ones are deleted: assumption)."""
 
 
 class Workload(Component):
@@ -210,6 +218,7 @@ class Workload(Component):
 
     name = "workload"
     uses = (FABRIC,)
+    provides = (JOBS,)
 
     @classmethod
     def wanted(cls, sc: Scenario) -> bool:
@@ -535,6 +544,7 @@ class Workload(Component):
         w = self._write_time_h(ck)
         job.since_restart_h = 0.0
         save = job.progress_h
+        job.capture_h = self._env._now
         job.checkpoints += 1
         if ck.mode == "sync" or final:
             job.pending_save_h = math.nan  # (the final write supersedes an async write still in flight)
@@ -571,6 +581,7 @@ class Workload(Component):
         self._end_io(job)
         self._advance(job)
         job.saved_h = save
+        _remember(job, save)
         if final:
             self._complete(job)
             return
@@ -597,6 +608,7 @@ class Workload(Component):
         if not math.isnan(job.pending_save_h) and job.state in (RUNNING, CKPT):
             self._end_io(job)
             job.saved_h = job.pending_save_h
+            _remember(job, job.saved_h)
             job.pending_save_h = math.nan
             if job.ckpt_waiting:  # the checkpoint that fell due meanwhile starts now
                 job.ckpt_waiting = False
@@ -1142,6 +1154,35 @@ class Workload(Component):
     def _job(self, jid: int) -> Job:
         return self._by_id[jid]
 
+    # ---- the JOBS service (twin.model.component.Jobs) ------------------------------------------
+    def job_on(self, node: int) -> int:
+        """Id of the job holding ``node`` now (running, checkpointing or restarting), or -1."""
+        return int(self.owner[node])
+
+    def rollback(self, jid: int, before_h: float, node: int, cause: str) -> tuple[float, int] | None:
+        """Roll job ``jid`` back to its last checkpoint whose state was captured before ``before_h`` (the
+        checkpoints captured since hold corrupt state and are dropped; none left: progress 0) and
+        restart it, swapping ``node`` out if the job holds it (an interruption with ``cause``). Returns
+        (the progress lost in ideal hours, the job's GPUs); None when the job is done or gone."""
+        job = self._by_id.get(jid)
+        if job is None or job.state == DONE:
+            return None
+        hist = job.history
+        while hist and hist[-1][0] >= before_h:
+            hist.pop()
+        target = hist[-1][1] if hist else 0.0
+        before = job.lost_h
+        job.saved_h = target
+        if job.state == QUEUED:  # holds no nodes: its restart is still to come, from the older checkpoint
+            lost = job.progress_h - target
+            job.lost_h += lost
+            job.progress_h = target
+            job.interruptions += 1
+            self.interruptions.append((job.jid, job.name, self._env._now, cause, False, lost, 0))
+            return lost, job.gpus
+        self._interrupt(job, cause, False, [node] if self.owner[node] == jid else [])
+        return job.lost_h - before, job.gpus
+
     # ---- component protocol ---------------------------------------------------------------
     def start(self) -> None:
         pass
@@ -1328,6 +1369,14 @@ QUEUE_BY_SIZE_COLUMNS = ["nodes_min", "nodes_max", "jobs", "started", "mean_wait
 ELASTIC_COLUMNS = ["time_h", "job", "name", "event", "cause", "replicas_before", "replicas_after", "replicas_full",
                    "reconfigure_h"]
 ADVISORY_COLUMNS = ["time_h", "job", "name", "nodes", "usable_nodes", "waited_h", "unreserved_h", "text"]
+
+
+def _remember(job: Job, saved_h: float) -> None:
+    """Keep a completed checkpoint in the job's history (the last :data:`CKPT_HISTORY`)."""
+    hist = job.history
+    hist.append((job.capture_h, saved_h))
+    if len(hist) > CKPT_HISTORY:
+        del hist[0]
 
 
 def job_has_no_checkpoint(ck: Checkpoint) -> bool:

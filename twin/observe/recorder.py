@@ -22,6 +22,10 @@ EVENT_VALUES = {
     "node_up": "value = downtime just ended, hours",
     "stockout": "value = spares on hand (0)",
     "repair_done": "value = ticket time from failure to part restored, hours",
+    "quarantine": "value = deep repair time of a quarantined lemon node, hours",
+    "degraded": "value = speed fraction of the node while the degraded part is failed",
+    "corrupt": "value = id of the job whose state the node corrupted (-1: none, harmless)",
+    "rollback": "value = progress the job lost rolling back to a checkpoint before the corruption, ideal hours",
 }
 
 

@@ -84,8 +84,21 @@ def hot_swap_repair() -> Repair:
     return Repair(hot_swap=True)
 
 
-Effect = Literal["node_down", "redundant", "link_down", "transient"]
+Effect = Literal["node_down", "redundant", "link_down", "transient", "degraded"]
 Per = Literal["node", "gpu", "rail"]
+
+
+class SpeedRange(Strict):
+    """Speed of a node while a ``degraded`` part of it is failed: uniform in [low, high], drawn per event."""
+
+    low: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = Field(description="Lowest speed fraction.")
+    high: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = Field(description="Highest speed fraction.")
+
+    @model_validator(mode="after")
+    def _check(self) -> "SpeedRange":
+        if self.high < self.low:
+            raise ValueError(f"@high: must be >= low ({self.low:g}), got {self.high:g}")
+        return self
 
 
 class Part(Strict):
@@ -120,6 +133,11 @@ class Part(Strict):
                           "periodic test (every this many hours from time 0), or when a demand finds it (a node "
                           "group that falls below `required`; a generator or UPS called on by an outage), and "
                           "only then is it repaired. null: failures are detected as usual (maintenance.detection).")
+    speed: SpeedRange | None = Field(
+        None, description="Effect ``degraded`` only (required there): the node runs at this speed fraction while "
+                          "the part is failed (an HBM row remap, an NVLink lane down, a failing fan), drawn "
+                          "uniformly per failure; the node stays in service, its job at its slowest node's pace "
+                          "(twin/scenario/health.py, Stragglers).")
 
     @model_validator(mode="before")
     @classmethod
@@ -149,6 +167,9 @@ class Part(Strict):
         if self.common_cause_beta > 0 and not isinstance(self.failure, Exponential):
             raise ValueError(f"@common_cause_beta: needs an exponential failure distribution (the β-factor splits a "
                              f"constant rate λ), got {self.failure.dist!r}")
+        if (self.effect == "degraded") != (self.speed is not None):
+            raise ValueError("@speed: a part with effect 'degraded' needs a speed range {low, high}, and only it"
+                             if self.effect == "degraded" else "@speed: only a part with effect 'degraded' has one")
         if self.effect != "redundant" and self.required != self.count and self.effect == "node_down":
             raise ValueError("@required: only effect 'redundant' parts may have required < count")
         return self

@@ -14,6 +14,7 @@ from twin.scenario.base import Dist, NonNegInt, Part, PosInt, Probability, Stric
 from twin.scenario.cooling import Cooling
 from twin.scenario.costs import CostsSection
 from twin.scenario.distributions import Fixed
+from twin.scenario.health import Health
 from twin.scenario.network import NetworkSection
 from twin.scenario.power import Power
 from twin.scenario.workload import Workload
@@ -195,6 +196,8 @@ class Scenario(Strict):
     power: Power | None = None
     cooling: Cooling | None = None
     costs: CostsSection = None
+    health: Health | None = Field(None, description="Lemon nodes, stragglers, silent data corruption, infant "
+                                                    "mortality (twin/scenario/health.py; none: nodes alike).")
 
     @model_validator(mode="before")
     @classmethod
@@ -265,6 +268,11 @@ class Scenario(Strict):
         for name, (section, part) in facility.items():
             if part.repair.crew is not None and part.repair.crew not in pools:
                 raise ValueError(f"@{section}: part {name!r} names unknown crew pool {part.repair.crew!r}; allowed: {pools}")
+        if self.health is not None and self.health.frailty is not None and self.health.frailty.parts is not None:
+            node_parts = list(self.cluster.node.parts)
+            for name in self.health.frailty.parts:
+                if name not in node_parts:
+                    raise ValueError(f"@health.frailty.parts: no node part {name!r}; allowed: {node_parts}")
         if self.power is not None:
             self.power.check_against(self)
         if self.cooling is not None:

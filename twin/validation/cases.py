@@ -7,9 +7,9 @@ computed in code from the formula or the published table. ``Settings.mutate`` le
 model on purpose (e.g. double repair times) to prove the check can fail.
 
 Modules: :mod:`.framework` (settings, estimates, results), :mod:`.reliability` (repairable parts,
-k-of-n, spares), this module (workload: queue, checkpoints, interruptions), :mod:`.physical`
-(thermal, energy, UPS), :mod:`.compute` (collectives, pipeline bubble, Megatron-LM and Llama 3
-step times), :mod:`.field` (Llama 3, Meta research clusters). :data:`CASES` lists
+k-of-n, spares), this module (workload: queue, checkpoints, interruptions), :mod:`.health` (frailty,
+SDC rollback, stragglers), :mod:`.physical` (thermal, energy, UPS), :mod:`.compute` (collectives,
+pipeline bubble, Megatron-LM and Llama 3 step times), :mod:`.field` (Llama 3, Meta research clusters). :data:`CASES` lists
 them all in suite order.
 """
 
@@ -255,7 +255,7 @@ def interruption_rate(s: Settings, node_mtbf_h: float = 500.0) -> list[CaseResul
 # ---- the registry ------------------------------------------------------------------------------
 
 def _registry() -> dict[str, Callable[[Settings], list[CaseResult]]]:
-    from twin.validation import compute, field, physical, reliability
+    from twin.validation import compute, field, health, physical, reliability
 
     return {
         "single_part": reliability.single_part,
@@ -273,6 +273,9 @@ def _registry() -> dict[str, Callable[[Settings], list[CaseResult]]]:
         "elastic_job": elastic_job,
         "checkpoint_daly": daly_checkpoint,
         "job_interruptions": interruption_rate,
+        "frailty_negbin": health.frailty_negbin,
+        "sdc_rollback": health.sdc_rollback,
+        "straggler_policy": health.straggler_policy,
         "thermal_step": physical.thermal_step,
         "energy_constant_load": physical.energy_constant_load,
         "ups_ride_through": physical.ups_ride_through,

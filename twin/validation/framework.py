@@ -191,6 +191,40 @@ class PoissonPI(Estimate):
 
 
 @dataclass
+class NegBinPI(Estimate):
+    """Prediction interval for one new overdispersed count (a mixed Poisson: nodes with a frailty, a few
+    defective nodes) with variance μ + c·μ², c given by the model (0: :class:`PoissonPI`).
+
+    The mean μ of the per-replication counts has a t interval; a new count is negative binomial with
+    that variance, within [NB.ppf(a/2, μ_low), NB.ppf(1 − a/2, μ_high)], a = (1 − confidence)/2 spent
+    on each of the two uncertainties (union bound), as :class:`PoissonPI`."""
+
+    counts: np.ndarray
+    c: float = 0.0
+    kind = "PI"
+
+    def interval(self, confidence: float) -> tuple[float, float, float]:
+        a = (1.0 - confidence) / 2.0
+        m, lo, hi = t_interval(self.counts, 1.0 - a)
+        lo = max(lo, 0.0)
+        c = self.c
+
+        def ppf(q: float, mu: float) -> float:
+            if c <= 0:
+                return float(stats.poisson.ppf(q, mu))
+            return float(stats.nbinom.ppf(q, 1.0 / c, 1.0 / (1.0 + c * mu)))  # n = 1/c, p = n/(n + μ)
+
+        return m, ppf(a / 2, lo) if lo > 0 else 0.0, ppf(1 - a / 2, hi)
+
+    def head(self, k: int) -> "NegBinPI":
+        return NegBinPI(self.counts[:k], self.c)
+
+    @property
+    def n(self) -> int:
+        return len(self.counts)
+
+
+@dataclass
 class Share(Estimate):
     """Share of replications where a condition held (``hits`` of booleans), Clopper–Pearson interval."""
 

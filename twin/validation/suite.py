@@ -19,7 +19,7 @@ from twin.errors import InputError
 from twin.validation.framework import FAMILY_ALPHA, CaseResult, Settings, judge_family
 
 COST = {"checkpoint_daly": 16.0, "mmc_queue": 7.0, "no_starvation": 7.0, "llama3_54day": 6.0, "repair_ladder": 6.0,
-        "rma_palm": 4.0, "palm_spares": 2.5, "k_of_n": 1.5}
+        "rma_palm": 4.0, "palm_spares": 2.5, "k_of_n": 1.5, "frailty_negbin": 5.0}
 """Rough relative cost of the quick cases (seconds on the reference machine): heavy ones start first."""
 
 
