@@ -318,6 +318,66 @@ class Ageing(Strict):
         "node-wide part uses the node's hottest GPU); inlet: the node's inlet air or coolant.")
 
 
+XFACTOR_TABLE: tuple[tuple[float, float], ...] = ((15.0, 0.72), (20.0, 1.00), (45.0, 1.76))
+"""ASHRAE TC9.9 (2011) X-factor points (inlet °C, relative failure rate); the physics' ASHRAE_XFACTOR."""
+
+
+class XFactor(Strict):
+    """Failure rate of node parts relative to their inlet air: the ASHRAE TC9.9 X-factor (sources-realism
+    §3), applied through each part's effective age (AF = X(T_inlet)/X(reference_inlet_c))."""
+
+    enabled: bool = Field(
+        False, description="Age every hardware node part (not listed under `ageing` or `heat_ageing.arrhenius`) at "
+        "the X-factor of its node's inlet air. Needs an air plant (air or hybrid, or liquid with heat capture); "
+        "with `thermal: false` or no air the factor is 1.")
+    reference_inlet_c: TempC = Field(
+        20.0, description="Inlet temperature at which the parts' configured failure distributions hold, °C (20 °C, "
+        "the X-factor's reference, ASHRAE TC9.9 2011).")
+    table: list[Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=2, max_length=2)]] = Field(
+        default_factory=lambda: [list(p) for p in XFACTOR_TABLE],
+        description="Points (inlet °C, relative failure rate), increasing in temperature: ASHRAE TC9.9 2011, 0.72 at "
+        "15 °C, 1.00 at 20 °C, 1.76 at 45 °C (via The Green Grid 2017). Interpolated linearly between points and "
+        "held at the end values outside them.")
+    parts: list[str] | None = Field(
+        None, description="Node parts aged by the X-factor; null: every hardware node part (transient faults never "
+        "age) not aged otherwise.")
+
+    @model_validator(mode="after")
+    def _check(self) -> "XFactor":
+        if len(self.table) < 2:
+            raise ValueError(f"@table: give at least 2 points, got {len(self.table)}")
+        for i, (t_c, x) in enumerate(self.table):
+            if not (-60.0 <= t_c <= 200.0 and x > 0):
+                raise ValueError(f"@table.{i}: give [inlet °C in -60..200, factor > 0], got {[t_c, x]}")
+        for i in range(1, len(self.table)):
+            if self.table[i][0] <= self.table[i - 1][0]:
+                raise ValueError(f"@table.{i}: temperatures must increase, got {self.table[i][0]} after "
+                                 f"{self.table[i - 1][0]}")
+        return self
+
+
+class ArrheniusPart(Strict):
+    """Arrhenius ageing of one node part on its GPU's simulated junction temperature (steady state):
+    AF = exp[(Ea/k)(1/T_ref − 1/T)] (NIST/SEMATECH e-Handbook §8.1.5.1)."""
+
+    activation_ev: Annotated[float, Field(ge=0, le=3, allow_inf_nan=False)] = Field(
+        description="Activation energy, eV (assumption: no field value for GPUs was found; 0.3–1.5 eV is typical, "
+        "NIST/SEMATECH; 0 = no acceleration).")
+    t_ref_c: TempC = Field(
+        description="Junction temperature at which the part's configured failure distribution holds, °C.")
+
+
+class HeatAgeing(Strict):
+    """Heat that ages parts (sources-realism §3): the X-factor on the inlet for node parts, optionally
+    Arrhenius on the junction temperature for named parts (GPU, HBM)."""
+
+    xfactor: XFactor = Field(default_factory=XFactor, description="ASHRAE X-factor on the node's inlet air.")
+    arrhenius: dict[str, ArrheniusPart] = Field(
+        default_factory=dict, description="Arrhenius ageing on the GPU's junction temperature per node part name "
+        "(slot k → GPU k mod gpus; a node-wide part uses the node's hottest GPU); none by default (no field "
+        "source for GPUs: an assumption when set).")
+
+
 class CoolingInject(Strict):
     """A scheduled failure for stress tests: part `part` number `index` fails at `at_h` (if healthy then)."""
 
@@ -355,6 +415,8 @@ class Cooling(Strict):
     energy: Energy = Field(default_factory=Energy, description="Chiller COP and electrical losses.")
     ageing: dict[str, Ageing] = Field(default_factory=dict, description="Accelerated ageing per node part "
                                       "name; none by default.")
+    heat_ageing: HeatAgeing = Field(default_factory=HeatAgeing, description="Failure rates that follow "
+                                    "temperature: the X-factor on the inlet, Arrhenius on the junction.")
     inject: list[CoolingInject] = Field(default_factory=list, description="Scheduled failures (stress scenarios).")
     trace: ThermalTrace = Field(default_factory=ThermalTrace, description="Per-GPU temperature trace of a few "
                                 "nodes over a window (table thermal_trace, figure thermal_week).")
@@ -413,6 +475,22 @@ class Cooling(Strict):
         for i, node in enumerate(self.trace.nodes):
             if node >= n_nodes:
                 raise ValueError(f"@cooling.trace.nodes.{i}: the cluster has {n_nodes} nodes, got {node}")
+        for name in self.heat_ageing.arrhenius:
+            if name not in parts:
+                raise ValueError(f"@cooling.heat_ageing.arrhenius.{name}: no node part {name!r}; parts: {sorted(parts)}")
+            if parts[name].effect == "transient":
+                raise ValueError(f"@cooling.heat_ageing.arrhenius.{name}: transient faults do not age; choose a "
+                                 "hardware part")
+            if name in self.ageing:
+                raise ValueError(f"@cooling.heat_ageing.arrhenius.{name}: part {name!r} is aged under cooling.ageing "
+                                 "already; keep one")
+        for i, name in enumerate(self.heat_ageing.xfactor.parts or []):
+            if name not in parts:
+                raise ValueError(f"@cooling.heat_ageing.xfactor.parts.{i}: no node part {name!r}; parts: "
+                                 f"{sorted(parts)}")
+            if parts[name].effect == "transient":
+                raise ValueError(f"@cooling.heat_ageing.xfactor.parts.{i}: transient faults do not age; choose a "
+                                 "hardware part")
         for name in self.ageing:
             if name not in parts:
                 raise ValueError(f"@cooling.ageing.{name}: no node part {name!r}; parts: {sorted(parts)}")

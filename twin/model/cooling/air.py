@@ -211,6 +211,8 @@ class AirRooms(CoolingState):
         self._zone_account(z, self.engine.now)
         self.z_held[z] = new_h
         nodes = np.arange(s, e, dtype=np.int64)
+        if self.aged_air:
+            self._age_air_update(nodes)
         if not self.gpu_on_liquid:
             self.inlet[s:e] = new_h
             self._update(nodes)

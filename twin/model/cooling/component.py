@@ -128,7 +128,7 @@ class Thermal(Component, GpuState, Trips, AirRooms, LiquidLoops, DeferredReplay,
         bus.subscribe(Topic.NODE_SPEED, self._on_speed)
         if self.fan_part is not None:
             bus.subscribe(Topic.GROUP, self._on_group)
-        if self.aged:
+        if self.aged or self.aged_air:
             bus.subscribe(Topic.PART_FAILED, self._on_part_failed)
             bus.subscribe(Topic.PART_RESTORED, self._on_part_restored)
 

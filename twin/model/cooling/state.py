@@ -159,9 +159,9 @@ class CoolingState:
     leak: FacilityParts
 
     # ---- ageing (Ageing._init_ageing)
-    aged: list[dict[str, Any]]
-    _age_wake_t: float
-    _age_gen: int
+    aged: list[dict[str, Any]]  # laws on the GPU's temperature or GPU inlet (updated with the GPUs)
+    aged_air: list[dict[str, Any]]  # the X-factor on the node's inlet air (updated at held-supply changes)
+    _age_timer: Any  # twin.model.engine.Timer of the next aged failure
 
     # ---- replay (DeferredReplay._init_replay): cool flags, the log, zones' full-load heat
     rmax_n: NDArray[np.float64]
@@ -209,4 +209,7 @@ class CoolingState:
             raise NotImplementedError
 
         def _age_update(self, nodes: NDArray[np.int64], only: list[dict[str, Any]] | None = None) -> None:  # ageing
+            raise NotImplementedError
+
+        def _age_air_update(self, nodes: NDArray[np.int64]) -> None:  # ageing
             raise NotImplementedError

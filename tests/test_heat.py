@@ -1,0 +1,84 @@
+"""Issue 23: heat that ages parts (X-factor, Arrhenius), heat capture, evaporative cooling, node power,
+goodput by mechanism. Statistical checks are the `twin validate` cases (twin/validation/heat.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from twin.physics import heat_ageing as hx
+from twin.scenario.loader import load_dict
+from twin.validation import heat
+from twin.validation.framework import Settings
+
+
+def test_xfactor_points_interpolation_and_ends() -> None:
+    assert hx.xfactor(15.0) == pytest.approx(0.72)
+    assert hx.xfactor(20.0) == pytest.approx(1.00)
+    assert hx.xfactor(45.0) == pytest.approx(1.76)
+    assert hx.xfactor(30.0) == pytest.approx(1.0 + 10.0 * 0.76 / 25.0)  # linear between the points
+    assert hx.xfactor(17.5) == pytest.approx(0.86)
+    assert hx.xfactor(5.0) == pytest.approx(0.72) and hx.xfactor(50.0) == pytest.approx(1.76)  # held at the ends
+    assert hx.xfactor_af(20.0, 20.0) == pytest.approx(1.0)
+    assert hx.xfactor_af(45.0, 15.0) == pytest.approx(1.76 / 0.72)
+
+
+def test_arrhenius_factor() -> None:
+    # NIST/SEMATECH §8.1.5.1 example: 25 → 125 °C gives AF 133 at 0.5 eV and 17,597 at 1.0 eV
+    assert hx.arrhenius_af(125.0, 25.0, 0.5) == pytest.approx(133.0, rel=0.01)
+    assert hx.arrhenius_af(125.0, 25.0, 1.0) == pytest.approx(17597.0, rel=0.01)
+    assert hx.arrhenius_af(80.0, 40.0, 0.0) == 1.0
+    assert hx.arrhenius_af(40.0, 40.0, 0.7) == pytest.approx(1.0)
+
+
+def test_heat_ageing_mtbf_case_passes_and_excludes_wrong_models() -> None:
+    for r in heat.heat_ageing_mtbf(Settings(quick=True, confidence=0.99)):
+        assert r.passed, r
+        assert r.wrong and all(r.excludes(v) for v in r.wrong.values()), r
+
+
+def test_heat_ageing_step_carries_the_effective_age() -> None:
+    rs = heat.heat_ageing_step(Settings(quick=True, confidence=0.99))
+    for r in rs:
+        assert r.passed, r
+        assert all(r.excludes(v) for v in r.wrong.values()), r
+    assert sum(len(r.wrong) for r in rs) >= 4
+
+
+def _doc(**cooling: object) -> dict[str, object]:
+    return {"name": "x", "horizon_days": 1, "cluster": {"racks": 1, "nodes_per_rack": 1, "node": {
+        "gpus": 8, "parts": {"gpu": {"count": 1, "per": "gpu", "failure": {"mtbf_h": 1000}},
+                             "software": {"effect": "transient", "failure": {"mtbf_h": 1000}}}}},
+            "cooling": {"type": "air", "air": {"fan_part": None}, **cooling}}
+
+
+@pytest.mark.parametrize("cooling, where", [
+    ({"heat_ageing": {"arrhenius": {"software": {"activation_ev": 0.5, "t_ref_c": 60}}}},
+     "cooling.heat_ageing.arrhenius.software"),
+    ({"heat_ageing": {"arrhenius": {"nope": {"activation_ev": 0.5, "t_ref_c": 60}}}},
+     "cooling.heat_ageing.arrhenius.nope"),
+    ({"heat_ageing": {"xfactor": {"parts": ["software"]}}}, "cooling.heat_ageing.xfactor.parts.0"),
+    ({"heat_ageing": {"xfactor": {"table": [[20, 1.0], [15, 0.7]]}}}, "table.1"),
+    ({"heat_ageing": {"arrhenius": {"gpu": {"activation_ev": 0.5, "t_ref_c": 60}}},
+      "ageing": {"gpu": {"t_ref_c": 60}}}, "cooling.heat_ageing.arrhenius.gpu"),
+])
+def test_heat_ageing_bad_input_names_the_field(cooling: dict[str, object], where: str) -> None:
+    from twin.errors import InputError
+
+    with pytest.raises(InputError, match=where.replace(".", r"\.")):
+        load_dict(_doc(**cooling))
+
+
+def test_no_thermal_model_no_acceleration() -> None:
+    """`thermal: false`: the X-factor is 1, failures are those of the plain scenario."""
+    from twin.sim import run_replication
+
+    base = _doc(thermal=False)
+    base["horizon_days"] = 200
+    on = _doc(thermal=False, heat_ageing={"xfactor": {"enabled": True, "reference_inlet_c": 10}})
+    on["horizon_days"] = 200
+    a = run_replication(load_dict(base).scenario)
+    b = run_replication(load_dict(on).scenario)
+    assert a.metrics["failures"] == b.metrics["failures"] > 0
+    assert math.isfinite(a.metrics["failures"])
