@@ -82,3 +82,43 @@ def test_no_thermal_model_no_acceleration() -> None:
     b = run_replication(load_dict(on).scenario)
     assert a.metrics["failures"] == b.metrics["failures"] > 0
     assert math.isfinite(a.metrics["failures"])
+
+
+@pytest.fixture(scope="module")
+def air_liquid() -> dict[str, list[object]]:
+    from twin.scenario.loader import load_scenario
+    from twin.sim import run_replication
+
+    out: dict[str, list[object]] = {}
+    for name in ("air", "liquid"):
+        sc = load_scenario(f"scenarios/{name}.yaml", ["horizon_days=120", "cooling.gpu.r_air_c_per_w=0.094"]
+                           if name == "air" else ["horizon_days=120"]).scenario
+        out[name] = [run_replication(sc, r) for r in range(3)]
+    return out
+
+
+def test_goodput_buckets_match_their_own_records(air_liquid: dict[str, list[object]]) -> None:
+    """Air vs liquid: every mechanism bucket equals its recomputation from its own records, and goodput +
+    buckets = 1, in every replication (no residual)."""
+    from twin.scenario.loader import load_scenario
+
+    sc = load_scenario("scenarios/air.yaml").scenario
+    parts = list(sc.cluster.node.parts)
+    seen_trip = seen_slow = False
+    for name, reps in air_liquid.items():
+        for res in reps:
+            err = heat.goodput_bucket_errors(res, 8, parts)
+            assert max(err.values()) < 1e-9, (name, err)
+            m = res.metrics  # type: ignore[attr-defined]
+            seen_slow |= m["goodput.mechanism.thermal_slowdown"] > 0
+            seen_trip |= m["goodput.mechanism.failure.gpu"] > 0
+    assert seen_slow and seen_trip  # the identities were checked on non-zero buckets
+
+
+def test_paired_goodput_difference_is_the_sum_of_bucket_differences(air_liquid: dict[str, list[object]]) -> None:
+    a, b = air_liquid["air"], air_liquid["liquid"]
+    keys = [k for k in a[0].metrics if k.startswith("goodput.mechanism.")]  # type: ignore[attr-defined]
+    d_good = [x.metrics["goodput"] - y.metrics["goodput"] for x, y in zip(a, b)]  # type: ignore[attr-defined]
+    d_sum = [sum(x.metrics[k] - y.metrics[k] for k in keys) for x, y in zip(a, b)]  # type: ignore[attr-defined]
+    assert sum(d_good) / 3 == pytest.approx(-sum(d_sum) / 3, abs=1e-9)
+    assert abs(sum(d_good)) > 1e-6  # the variants do differ

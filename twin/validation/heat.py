@@ -130,3 +130,37 @@ def heat_ageing_step(s: Settings) -> list[CaseResult]:
                           Share(allf <= t), s, f"k = {k:g}, η = {eta:g} h, AF₁ = {af1:.3f}, AF₂ = {af2:.3f}",
                           wrong=wrong, invariants={"the load ran on every node until the last check": up}))
     return out
+
+
+# ---- goodput by mechanism --------------------------------------------------------------------------
+
+def goodput_bucket_errors(res: Any, gpus_per_node: int, node_parts: list[str]) -> dict[str, float]:
+    """Largest absolute error (as a share of installed GPU-hours) of each identity the mechanism buckets
+    of one replication must satisfy, each bucket recomputed from its own records: the down intervals
+    (``node_intervals``, by the cause that began them) and the interruption rows of ``jobs`` (by cause)
+    for trips and failures; the job rows for checkpoints, restarts and slowdown; and the sum
+    goodput + Σ buckets = 1."""
+    m = res.metrics
+    j = res.tables["jobs"]
+    jobs = j[j["record"] == "job"]
+    ints = j[j["record"] == "interruption"]
+    gpus = dict(zip(jobs["job"].astype(int), jobs["gpus"].astype(float)))
+    installed = m["useful_gpu_hours"] / m["goodput"]
+    iv = res.tables["node_intervals"]
+    down = iv[iv["state"] == "down"]
+    down_h = (down["end_h"] - down["start_h"]).groupby(down["cause"].astype(str)).sum()
+    lost = (ints["lost_h"] * ints["job"].astype(int).map(gpus)).groupby(ints["cause"].astype(str)).sum()
+
+    def from_log(causes: list[str]) -> float:
+        g = sum(float(down_h.get(c, 0.0)) * gpus_per_node + float(lost.get(c, 0.0)) for c in causes)
+        return g / installed
+
+    mech = {k[len("goodput.mechanism."):]: v for k, v in m.items() if k.startswith("goodput.mechanism.")}
+    err = {"goodput + buckets = 1": abs(m["goodput"] + sum(mech.values()) - 1.0),
+           "thermal_trip": abs(mech["thermal_trip"] - from_log(["thermal_trip"])),
+           "checkpoint": abs(mech["checkpoint"] - float((jobs["checkpoint_h"] * jobs["gpus"]).sum()) / installed),
+           "restart": abs(mech["restart"] - float((jobs["restart_h"] * jobs["gpus"]).sum()) / installed),
+           "slowdown": abs(mech["thermal_slowdown"] + mech["power_cap"] + mech["fabric_slowdown"]
+                           - float(((jobs["run_h"] - jobs["made_h"]) * jobs["gpus"]).sum()) / installed)}
+    err["failures by part"] = max(abs(mech[f"failure.{p}"] - from_log([p, f"repair:{p}"])) for p in node_parts)
+    return err
