@@ -122,3 +122,21 @@ def test_paired_goodput_difference_is_the_sum_of_bucket_differences(air_liquid: 
     d_sum = [sum(x.metrics[k] - y.metrics[k] for k in keys) for x, y in zip(a, b)]  # type: ignore[attr-defined]
     assert sum(d_good) / 3 == pytest.approx(-sum(d_sum) / 3, abs=1e-9)
     assert abs(sum(d_good)) > 1e-6  # the variants do differ
+
+
+def test_heat_capture_air_load_and_cooling_energy() -> None:
+    for r in heat.heat_capture(Settings(quick=True, confidence=0.99)):
+        assert r.passed, r
+        assert all(r.excludes(v) for v in r.wrong.values()), r
+
+
+def test_liquid_hall_with_heat_capture_has_air_units_and_refuses_air_without_it() -> None:
+    from twin.errors import InputError
+
+    doc = _doc()
+    doc["cooling"] = {"type": "liquid", "liquid": {"capture_fraction": 0.7}, "air": {"fan_part": None}}
+    sc = load_dict(doc).scenario
+    assert sc.cooling is not None and sc.cooling.air is not None and "crah" in sc.cooling.facility_parts()
+    doc["cooling"] = {"type": "liquid", "air": {"fan_part": None}}
+    with pytest.raises(InputError, match="capture_fraction"):
+        load_dict(doc)

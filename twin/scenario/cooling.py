@@ -208,6 +208,11 @@ class Liquid(Strict):
         5.0, description="Free cooling (dry coolers, no chiller) while outdoor ≤ supply_c − approach, °C "
         "(assumption).")
     pump_kw_per_kw: NonNegF = Field(0.02, description="Pump power per kW of heat removed (assumption).")
+    capture_fraction: Fraction | None = Field(
+        None, description="Share f of each node's heat (GPUs and the rest) the liquid captures; the room's air "
+        "units carry (1 − f) × node heat and can fail (an air plant is then part of a liquid hall: `air`, "
+        "defaults when omitted). Direct-to-chip carried 61–75 % of the IT load in the Vertiv/NVIDIA hybrid study "
+        "(sources-realism §11). null: liquid takes all node heat (type liquid) or the GPUs' (type hybrid).")
 
 
 # --------------------------------------------------------------------------- ambient, energy
@@ -423,14 +428,16 @@ class Cooling(Strict):
 
     @model_validator(mode="after")
     def _check(self) -> "Cooling":
-        uses_air = self.type in ("air", "hybrid")
+        f = self.liquid.capture_fraction if self.liquid is not None else None
+        uses_air = self.type in ("air", "hybrid") or (self.type == "liquid" and f is not None and f < 1.0)
         uses_liquid = self.type in ("liquid", "hybrid")
         if uses_air and self.air is None:
             derive(self, air=Air())
         if uses_liquid and self.liquid is None:
             derive(self, liquid=Liquid())
         if not uses_air and self.air is not None:
-            raise ValueError(f"@air: type {self.type!r} has no air plant; remove this section or use air/hybrid")
+            raise ValueError(f"@air: type {self.type!r} has no air plant; remove this section, use air/hybrid or "
+                             "give liquid.capture_fraction < 1")
         if not uses_liquid and self.liquid is not None:
             raise ValueError(f"@liquid: type {self.type!r} has no liquid plant; remove this section or use "
                              "liquid/hybrid")
@@ -459,6 +466,8 @@ class Cooling(Strict):
         parts = sc.cluster.node.parts
         racks = sc.cluster.racks
         n_nodes = sc.cluster.n_nodes
+        if self.air is not None and "air" not in self.model_fields_set and self.air.fan_part not in parts:
+            derive(self.air, fan_part=None)  # a derived air plant: fans modelled only if the node has the part
         if self.air is not None:
             if self.air.zones > racks:
                 raise ValueError(f"@cooling.air.zones: must be <= racks ({racks}), got {self.air.zones}")
@@ -519,6 +528,15 @@ class Cooling(Strict):
                 raise ValueError(f"@cooling.energy.ups_efficiency: with a power section the UPS is the power chain's "
                                  f"(power.ups.efficiency, or 1 without a UPS: {eff:g}); leave it out, got "
                                  f"{self.energy.ups_efficiency:g}")
+
+    def liquid_share(self) -> float | None:
+        """Share of each node's heat taken by liquid when the hall captures a fixed fraction
+        (``liquid.capture_fraction``): 0 in an air hall; None for the split by kind (liquid: all node heat,
+        hybrid: the GPUs' heat)."""
+        if self.type == "air":
+            return 0.0
+        assert self.liquid is not None
+        return self.liquid.capture_fraction
 
     def _facility_units(self, name: str) -> int | None:
         """Units in a facility population when known without the cluster (None for per-node parts)."""

@@ -164,3 +164,49 @@ def goodput_bucket_errors(res: Any, gpus_per_node: int, node_parts: list[str]) -
                            - float(((jobs["run_h"] - jobs["made_h"]) * jobs["gpus"]).sum()) / installed)}
     err["failures by part"] = max(abs(mech[f"failure.{p}"] - from_log([p, f"repair:{p}"])) for p in node_parts)
     return err
+
+
+# ---- heat capture (deterministic) ---------------------------------------------------------------------
+
+def heat_capture(s: Settings, f: float = 0.7, hours: float = 48.0) -> list[CaseResult]:
+    """One liquid-cooled node at full load all the time with heat capture f: its air zone carries
+    (1 − f) × node heat (the zone's load in ``cooling_timeline``, kept because the zone's one small unit
+    cannot carry a node at full load), and with free cooling all the time the cooling energy is
+    T × P × ((1 − f)·fan + f·pump)."""
+    from twin.validation.framework import Exact
+
+    non_gpu, tdp, gpus = 4600.0, 700.0, 8
+    p_node = non_gpu + gpus * tdp
+    fan, pump = 0.05, 0.02
+    doc: Doc = {
+        "name": "validation-heat-capture", "horizon_days": hours / 24.0,
+        "cluster": {"racks": 1, "nodes_per_rack": 1, "node": {"gpus": gpus, "parts": {}}},
+        "workload": {"scheduler": {"policy": "fifo", "hot_spares": 0},
+                     "jobs": [{"name": "load", "gpus": gpus, "work_h": 10 * hours}]},
+        "cooling": {"type": "liquid",
+                    "ambient": {"mean_c": 5.0, "seasonal_amplitude_c": 0.0, "diurnal_amplitude_c": 0.0},
+                    "liquid": {"capture_fraction": f, "leak": None, "pump_kw_per_kw": pump,
+                               "cdu": {"failure": {"dist": "fixed", "value_h": 1.0e9},
+                                       "pumps": {"failure": {"dist": "fixed", "value_h": 1.0e9}}}},
+                    "air": {"fan_part": None, "fan_kw_per_kw": fan, "r_room_c_per_kw": 1.0e-3,
+                            "crah": {"count": 1, "required": 1, "capacity_kw": 1.0,
+                                     "failure": {"dist": "fixed", "value_h": 1.0e9}}}},
+    }
+    res = run_doc(doc, 1, s)[0]
+    tl = res.tables["cooling_timeline"]
+    zone = tl[tl["unit"] == "zone"]
+    load_kw = float(zone["load_kw"].iloc[-1]) if len(zone) else math.nan
+    ref_air = (1.0 - f) * p_node / 1000.0
+    ref_cool = hours * p_node * ((1.0 - f) * fan + f * pump) / 1000.0
+    inv = {"the node ran at full load throughout": abs(res.metrics["energy.it_kwh"] - hours * p_node / 1000.0)
+           < 1e-9 * hours * p_node}
+    tol = 1e-9
+    return [
+        result("heat_capture", f"air load of a node at full load, f = {f:g} (kW)", ref_air,
+               Exact(load_kw, tol * max(1.0, ref_air)), s, "(1 − f) × node heat", invariants=inv, sample="exact",
+               wrong={"all node heat on liquid: 0": 0.0, "the non-GPU heat on air (hybrid split)": non_gpu / 1000.0}),
+        result("heat_capture", "cooling energy with free cooling (kWh)", ref_cool,
+               Exact(float(res.metrics["energy.cooling_kwh"]), tol * max(1.0, ref_cool)), s,
+               "T·P·((1 − f)·fan + f·pump)", invariants=inv, sample="exact",
+               wrong={"all heat on liquid": hours * p_node * pump / 1000.0}),
+    ]

@@ -158,6 +158,8 @@ class CoolingState:
     pump: FacilityParts
     leak: FacilityParts
 
+    air_share: float | None  # (AirRooms._init_air) share of node heat on air under heat capture, else None
+
     # ---- ageing (Ageing._init_ageing)
     aged: list[dict[str, Any]]  # laws on the GPU's temperature or GPU inlet (updated with the GPUs)
     aged_air: list[dict[str, Any]]  # the X-factor on the node's inlet air (updated at held-supply changes)
