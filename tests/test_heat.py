@@ -140,3 +140,22 @@ def test_liquid_hall_with_heat_capture_has_air_units_and_refuses_air_without_it(
     doc["cooling"] = {"type": "liquid", "air": {"fan_part": None}}
     with pytest.raises(InputError, match="capture_fraction"):
         load_dict(doc)
+
+
+def test_gpu_training_draw_sets_node_power_and_is_checked() -> None:
+    """A node at full training load draws non_gpu_w + gpus × train_w (not the TDP): 4.6 kW + 8 × 475 W
+    = 8.4 kW, the Latif et al. measurement; train_w must lie in (idle_w, tdp_w]."""
+    from twin.errors import InputError
+    from twin.sim import run_replication
+
+    hours = 10.0
+    doc = {"name": "train-draw", "horizon_days": hours / 24.0,
+           "cluster": {"racks": 1, "nodes_per_rack": 1, "node": {"gpus": 8, "gpu": {"train_w": 475.0},
+                                                                  "parts": {}}},
+           "workload": {"jobs": [{"name": "j", "gpus": 8, "work_h": 100.0}]},
+           "cooling": {"type": "air", "air": {"fan_part": None}}}
+    res = run_replication(load_dict(doc).scenario)
+    assert res.metrics["energy.it_kwh"] == pytest.approx(hours * (4600.0 + 8 * 475.0) / 1000.0, rel=1e-12)
+    doc["cluster"]["node"]["gpu"]["train_w"] = 800.0  # type: ignore[index]
+    with pytest.raises(InputError, match=r"cluster\.node\.gpu\.train_w"):
+        load_dict(doc)
