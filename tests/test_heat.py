@@ -137,7 +137,7 @@ def test_liquid_hall_with_heat_capture_has_air_units_and_refuses_air_without_it(
     doc["cooling"] = {"type": "liquid", "liquid": {"capture_fraction": 0.7}, "air": {"fan_part": None}}
     sc = load_dict(doc).scenario
     assert sc.cooling is not None and sc.cooling.air is not None and "crah" in sc.cooling.facility_parts()
-    doc["cooling"] = {"type": "liquid", "air": {"fan_part": None}}
+    doc["cooling"] = {"type": "liquid", "liquid": {"capture_fraction": None}, "air": {"fan_part": None}}
     with pytest.raises(InputError, match="capture_fraction"):
         load_dict(doc)
 

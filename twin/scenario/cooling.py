@@ -209,10 +209,11 @@ class Liquid(Strict):
         "(assumption).")
     pump_kw_per_kw: NonNegF = Field(0.02, description="Pump power per kW of heat removed (assumption).")
     capture_fraction: Fraction | None = Field(
-        None, description="Share f of each node's heat (GPUs and the rest) the liquid captures; the room's air "
+        0.7, description="Share f of each node's heat (GPUs and the rest) the liquid captures; the room's air "
         "units carry (1 − f) × node heat and can fail (an air plant is then part of a liquid hall: `air`, "
         "defaults when omitted). Direct-to-chip carried 61–75 % of the IT load in the Vertiv/NVIDIA hybrid study "
-        "(sources-realism §11). null: liquid takes all node heat (type liquid) or the GPUs' (type hybrid).")
+        "(sources-realism §11); 0.7 is an assumption within that range. null: liquid takes all node heat (type "
+        "liquid) or the GPUs' (type hybrid).")
 
 
 # --------------------------------------------------------------------------- ambient, energy
@@ -332,7 +333,7 @@ class XFactor(Strict):
     §3), applied through each part's effective age (AF = X(T_inlet)/X(reference_inlet_c))."""
 
     enabled: bool = Field(
-        False, description="Age every hardware node part (not listed under `ageing` or `heat_ageing.arrhenius`) at "
+        True, description="Age every hardware node part (not listed under `ageing` or `heat_ageing.arrhenius`) at "
         "the X-factor of its node's inlet air. Needs an air plant (air or hybrid, or liquid with heat capture); "
         "with `thermal: false` or no air the factor is 1.")
     reference_inlet_c: TempC = Field(
@@ -428,13 +429,13 @@ class Cooling(Strict):
 
     @model_validator(mode="after")
     def _check(self) -> "Cooling":
-        f = self.liquid.capture_fraction if self.liquid is not None else None
-        uses_air = self.type in ("air", "hybrid") or (self.type == "liquid" and f is not None and f < 1.0)
         uses_liquid = self.type in ("liquid", "hybrid")
-        if uses_air and self.air is None:
-            derive(self, air=Air())
         if uses_liquid and self.liquid is None:
             derive(self, liquid=Liquid())
+        f = self.liquid.capture_fraction if self.liquid is not None else None
+        uses_air = self.type in ("air", "hybrid") or (self.type == "liquid" and f is not None and f < 1.0)
+        if uses_air and self.air is None:
+            derive(self, air=Air())
         if not uses_air and self.air is not None:
             raise ValueError(f"@air: type {self.type!r} has no air plant; remove this section, use air/hybrid or "
                              "give liquid.capture_fraction < 1")

@@ -35,7 +35,8 @@ class GpuPower(Strict):
                          "or electrical (assumption, model.md §3; no H100 curve was found: try 0.3–1 with "
                          "`twin sensitivity --param cluster.node.gpu.speed_alpha=0.3,1`).")
     train_w: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
-        None, description="GPU draw at full training utilisation (the demand P_d), W; at most tdp_w. null: tdp_w. "
+        None, description="GPU draw at full training utilisation (the demand P_d), W; at most tdp_w. null: tdp_w "
+                          "(e.g. 650 W with non_gpu_w 3200 W gives an 8×H100 node 8.4 kW in training: assumption). "
                           "An 8×H100 node peaked near 8.4 kW in training, 18 % below its 10.2 kW rating (Latif et "
                           "al. 2025, sources-realism §2); the GPU/non-GPU split of that draw is an assumption.")
 
