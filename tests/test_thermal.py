@@ -361,8 +361,9 @@ def test_energy_exact_for_constant_load(ctype: str) -> None:
     amb = 18 + 9 * np.cos(2 * np.pi * (k / 24 - 196) / 365) + 6 * np.cos(2 * np.pi * ((k % 24) - 15) / 24)
     cop = np.maximum(2.0, 5.0 - 0.1 * (amb - 25.0))
     gpu_w, rest_w = 2 * 8 * 700.0, 2 * 4600.0
-    air_heat = {"air": gpu_w + rest_w, "liquid": 0.0, "hybrid": rest_w}[ctype]
-    liq_heat = {"air": 0.0, "liquid": gpu_w + rest_w, "hybrid": gpu_w}[ctype]
+    f = 0.7  # heat capture (liquid.capture_fraction default): liquid and hybrid put 30 % of node heat on air
+    air_heat = {"air": gpu_w + rest_w, "liquid": (1 - f) * (gpu_w + rest_w), "hybrid": (1 - f) * (gpu_w + rest_w)}[ctype]
+    liq_heat = {"air": 0.0, "liquid": f * (gpu_w + rest_w), "hybrid": f * (gpu_w + rest_w)}[ctype]
     cool = air_heat * (0.05 + np.where(amb <= 22 - 6, 0.0, 1.0 / cop)) + liq_heat * (
         0.02 + np.where(amb <= 35 - 5, 0.0, 1.0 / cop))
     it = 2 * node_w
@@ -443,6 +444,7 @@ def test_accelerated_ageing_carries_effective_age() -> None:
     # and without acceleration the drawn life holds
     plain = copy.deepcopy(make_doc("ageing", 4800.0, c, parts=parts, jobs=jobs))
     plain["cooling"]["ageing"] = {}
+    plain["cooling"]["heat_ageing"] = {"xfactor": {"enabled": False}}  # no acceleration at all
     ev0 = run_doc(plain).tables["events"]
     f0 = ev0[(ev0.kind == "fail") & (ev0.time_h < 1500.0)]
     assert np.allclose(f0.time_h, 1000.0) and len(f0) == 8
@@ -515,7 +517,7 @@ BAD = [
      "cooling.liquid.cdu.pumps.required"),
     ({"type": "air", "air": {"fan_part": "blower"}}, "cooling.air.fan_part"),
     ({"type": "air", "gpu": {"slowdown_c": 95}}, "cooling.gpu.shutdown_c"),
-    ({"type": "liquid", "air": {}}, "cooling.air"),
+    ({"type": "liquid", "liquid": {"capture_fraction": None}, "air": {}}, "cooling.air"),
     ({"type": "immersion"}, "cooling.type"),
 ]
 

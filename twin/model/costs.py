@@ -131,6 +131,9 @@ def capital_items(sc: "Scenario") -> list[CapitalItem]:
         t = cool.type
         air_kw = n * (gpu_w + other_w) / 1000.0 if t == "air" else (n * other_w / 1000.0 if t == "hybrid" else 0.0)
         liq_kw = n * (gpu_w + other_w) / 1000.0 if t == "liquid" else (n * gpu_w / 1000.0 if t == "hybrid" else 0.0)
+        f = cool.liquid_share()
+        if f is not None:  # heat capture: the liquid takes f of each node's heat, the air the rest
+            air_kw, liq_kw = n * (gpu_w + other_w) * (1.0 - f) / 1000.0, n * (gpu_w + other_w) * f / 1000.0
         if air_kw > 0:
             out.append(CapitalItem("cooling", "chiller", air_kw, "kW IT", cap.chiller_per_kw, plant_y))
         if liq_kw > 0:

@@ -101,7 +101,7 @@ class ITPower(Component):
     @classmethod
     def build(cls, ctx: BuildContext) -> ITPower:
         node = ctx.sc.cluster.node  # the GPU and node power figures, declared once
-        return cls(ctx.engine, ctx.cluster, node.gpus, node.gpu.idle_w, node.gpu.tdp_w, node.non_gpu_w)
+        return cls(ctx.engine, ctx.cluster, node.gpus, node.gpu.idle_w, node.gpu.demand_w, node.non_gpu_w)
 
     def __init__(self, engine: Engine, cluster: "Cluster", gpus: int, idle_w: float, tdp_w: float,
                  non_gpu_w: float) -> None:
@@ -301,7 +301,7 @@ class PowerChain(Component):
         self.node_pdu = rack_pdu[np.arange(n) // sc.cluster.nodes_per_rack]
         node = sc.cluster.node
         self.idle_w = node.gpu.idle_w
-        self.tdp_w = node.gpu.tdp_w
+        self.tdp_w = node.gpu.demand_w  # the GPU's demand at full load (train_w), P_d of the speed law
         self.min_w = node.gpu.min_w
         self.speed_alpha = node.gpu.speed_alpha
         self.non_gpu_w = node.non_gpu_w

@@ -183,6 +183,13 @@ class Job:
     restart_h: float = 0.0
     lost_h: float = 0.0
     made_h: float = 0.0  # all progress ever made (kept + lost)
+    # the running time lost to a rate below 1, split by the sequential rule (see Workload._rates):
+    # thermal speed first, then the power chain's, then the fabric
+    slow_thermal_h: float = 0.0
+    slow_power_h: float = 0.0
+    slow_fabric_h: float = 0.0
+    rate_thermal: float = 1.0  # rate at the thermal speed alone, healthy fabric
+    rate_speed: float = 1.0  # rate at the node speed (thermal and power), healthy fabric
     wait_h: float = 0.0
     queued_at: float = 0.0
     interruptions: int = 0
@@ -420,11 +427,16 @@ class Workload(Component):
             if job.rn:
                 self._advance_elastic(job, dt)
             elif job.state == RUNNING:
-                p = job.rate * dt
+                r = job.rate
+                p = r * dt
                 job.progress_h += p
                 job.made_h += p
                 job.since_restart_h += p
                 job.run_h += dt
+                if r != 1.0:
+                    job.slow_thermal_h += (1.0 - job.rate_thermal) * dt
+                    job.slow_power_h += (job.rate_thermal - job.rate_speed) * dt
+                    job.slow_fabric_h += (job.rate_speed - r) * dt
             elif job.state == CKPT:
                 job.ckpt_h += dt
             elif job.state == RESTARTING:
@@ -440,6 +452,11 @@ class Workload(Component):
             job.made_h += p
             job.since_restart_h += p
             job.run_h += dt * held
+            r = job.rate / held if held > 0 else 1.0  # the rate on the nodes it holds (whole replicas)
+            if r != 1.0:  # the slowdown split of _advance, on the share of its nodes it holds
+                job.slow_thermal_h += held * (1.0 - job.rate_thermal) * dt
+                job.slow_power_h += held * (job.rate_thermal - job.rate_speed) * dt
+                job.slow_fabric_h += held * (job.rate_speed - r) * dt
             if held < 1.0:
                 job.reduced_h += dt
                 job.kept_h += p
@@ -458,20 +475,43 @@ class Workload(Component):
         return rate
 
     def _rate_on_nodes(self, job: Job) -> float:
+        """The job's progress rate on its nodes now (ideal step time / actual), also setting
+        ``job.rate_thermal`` and ``job.rate_speed``: the same step-time model at the thermal speed alone
+        and at the node speed, both with a healthy fabric. The slowdown is split in that order (the
+        sequential rule): thermal 1 − r_thermal, power r_thermal − r_speed, fabric r_speed − r; the three
+        add up to 1 − r."""
         nodes = job.nodes
         n = len(nodes)
-        speed = self.engine.min_speed(nodes) if n else 1.0
+        eng = self.engine
+        speed = eng.min_speed(nodes) if n else 1.0
+        sp_t = 1.0
+        if speed < 1.0:
+            th = eng.speed_caps.get("thermal")
+            sp_t = float(th[nodes].min()) if th is not None else 1.0
         st = job.step
         fabric = self.fabric
         if st.layout is not None:
             if fabric is None or n <= 1:
-                return parallel_rate(st, speed, st.layout.nic_gbit_s, 1.0)
+                nic, share = st.layout.nic_gbit_s, 1.0
+            else:
+                bw_ideal, bw_now = fabric.job_bandwidth_gbps(nodes)
+                nic, share = bw_ideal / self.gpn, bw_now / bw_ideal
+            r = parallel_rate(st, speed, nic, share)
+            r_sp = r if share == 1.0 else parallel_rate(st, speed, nic, 1.0)
+            r_t = r_sp if sp_t == speed else parallel_rate(st, sp_t, nic, 1.0)
+        elif fabric is None or n <= 1 or st.grad_gb <= 0:
+            r = r_sp = job_rate(st.t_compute_s, st.overlap, speed)
+            r_t = r_sp if sp_t == speed else job_rate(st.t_compute_s, st.overlap, sp_t)
+        else:
             bw_ideal, bw_now = fabric.job_bandwidth_gbps(nodes)
-            return parallel_rate(st, speed, bw_ideal / self.gpn, bw_now / bw_ideal)
-        if fabric is None or n <= 1 or st.grad_gb <= 0:
-            return job_rate(st.t_compute_s, st.overlap, speed)
-        bw_ideal, bw_now = fabric.job_bandwidth_gbps(nodes)
-        return job_rate(st.t_compute_s, st.overlap, speed, st.grad_gb, st.hop_latency_s, n, bw_ideal, bw_now)
+            r = job_rate(st.t_compute_s, st.overlap, speed, st.grad_gb, st.hop_latency_s, n, bw_ideal, bw_now)
+            r_sp = r if bw_now == bw_ideal else job_rate(st.t_compute_s, st.overlap, speed, st.grad_gb,
+                                                         st.hop_latency_s, n, bw_ideal, bw_ideal)
+            r_t = r_sp if sp_t == speed else job_rate(st.t_compute_s, st.overlap, sp_t, st.grad_gb, st.hop_latency_s,
+                                                      n, bw_ideal, bw_ideal)
+        job.rate_thermal = r_t
+        job.rate_speed = r_sp
+        return r
 
     def _set_util(self, job: Job, util: float) -> None:
         """Set the utilisation of the job's nodes; publish NODE_LOAD (every node of the job, even
@@ -1302,6 +1342,7 @@ class Workload(Component):
             causes[r[3]] = causes.get(r[3], 0) + 1
         for c, k in sorted(causes.items()):
             m[f"interruptions.{c}"] = float(k)
+        m.update(self._goodput_by_mechanism(jr, installed, idle, ck, rs, rc))
         warm = self.spec.warmup_h
         waits = [j.wait_h for j in jr if j.submit_h >= warm and not math.isnan(j.first_start_h)]
         m["queue_wait_h.mean"] = float(np.mean(waits)) if waits else math.nan
@@ -1355,6 +1396,70 @@ class Workload(Component):
         return pd.DataFrame(rows, columns=QUEUE_BY_SIZE_COLUMNS).astype(
             {"nodes_min": "int64", "nodes_max": "int64", "jobs": "int64", "started": "int64", "mean_wait_h": float,
              "p95_wait_h": float, "max_wait_h": float, "still_queued": "int64", "longest_queued_h": float})
+
+
+    def _goodput_by_mechanism(self, jr: list[Job], installed: float, idle: float, ck: float,
+                              rs: float, rc: float = 0.0) -> dict[str, float]:
+        """Installed GPU-hours not turned into kept progress, by the mechanism that cost them, each from its
+        own events, as shares of the installed GPU-hours (``goodput`` + the ``goodput.mechanism.*``
+        buckets = 1, no residual):
+
+        * slowdown (running time at a rate below 1): split by the sequential rule of ``_compute_rate``
+          into ``thermal_slowdown``, ``power_cap`` and ``fabric_slowdown``;
+        * node-down time (the recorder's down intervals, by the cause that took the node down) and work
+          lost at interruptions (by the interruption's cause), by cause: ``thermal_trip``,
+          ``power_outage`` (``power:*``), ``maintenance`` (``planned*``), ``failure.<part>`` for each node
+          part (``repair:<part>`` drains included), ``failure.other`` for any other cause (rack, fabric,
+          leaks, link flaps, burn-in);
+        * ``checkpoint``, ``restart`` (all restarts), ``reconfigure`` (elastic jobs' pauses to reshape; with
+          elastic jobs only) and ``idle`` (installed, up and not in a job).
+
+        ``goodput.slowdown.{thermal,power,fabric}``, ``goodput.down.<cause>`` and ``goodput.lost.<cause>``
+        give the raw parts."""
+        node_parts = list(self.sc.cluster.node.parts)
+
+        def mech(cause: str) -> str:
+            if cause == "thermal_trip":
+                return "thermal_trip"
+            if cause.startswith("power:"):
+                return "power_outage"
+            if cause.startswith("planned"):
+                return "maintenance"
+            part = cause[len("repair:"):] if cause.startswith("repair:") else cause
+            return f"failure.{part}" if part in node_parts else "failure.other"
+
+        out: dict[str, float] = {}
+        buckets = {k: 0.0 for k in ("thermal_slowdown", "power_cap", "fabric_slowdown", "thermal_trip",
+                                    "power_outage", "maintenance", *(f"failure.{p}" for p in node_parts),
+                                    "failure.other")}
+        st = sum(j.slow_thermal_h * j.gpus for j in jr)
+        sp = sum(j.slow_power_h * j.gpus for j in jr)
+        sf = sum(j.slow_fabric_h * j.gpus for j in jr)
+        out["goodput.slowdown.thermal"] = st / installed
+        out["goodput.slowdown.power"] = sp / installed
+        out["goodput.slowdown.fabric"] = sf / installed
+        buckets["thermal_slowdown"] += st
+        buckets["power_cap"] += sp
+        buckets["fabric_slowdown"] += sf
+        for cause, h in sorted(self.model.recorder.state_hours_by_cause("down").items()):
+            g = h * self.gpn
+            out[f"goodput.down.{cause}"] = g / installed
+            buckets[mech(cause)] += g
+        gpus = {j.jid: j.gpus for j in jr}
+        lost: dict[str, float] = {}
+        for jid, _name, _t, cause, _planned, lost_h, _n in self.interruptions:
+            lost[cause] = lost.get(cause, 0.0) + lost_h * gpus[jid]
+        for cause, g in sorted(lost.items()):
+            out[f"goodput.lost.{cause}"] = g / installed
+            buckets[mech(cause)] += g
+        buckets["checkpoint"] = ck
+        buckets["restart"] = rs
+        if self._has_elastic:
+            buckets["reconfigure"] = rc
+        buckets["idle"] = idle
+        for k, v in buckets.items():
+            out[f"goodput.mechanism.{k}"] = v / installed
+        return out
 
 
 JOB_COLUMNS = [

@@ -95,6 +95,15 @@ class Recorder:
         """Total node-hours spent in ``state`` ('down' or 'cut') over the closed intervals."""
         return float(sum(e - s for _, s, e, st, _ in self._intervals if st == state))
 
+    def state_hours_by_cause(self, state: str) -> dict[str, float]:
+        """Node-hours spent in ``state`` over the closed intervals, by the cause that began each interval
+        (the reason that took the node out of service; later, overlapping reasons are not counted again)."""
+        out: dict[str, float] = {}
+        for _, s, e, st, cause in self._intervals:
+            if st == state:
+                out[cause] = out.get(cause, 0.0) + (e - s)
+        return out
+
     def level_series(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         ts, vs = self.levels.get(name, ([], []))
         return np.asarray(ts, dtype=np.float64), np.asarray(vs, dtype=np.float64)

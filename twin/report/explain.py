@@ -27,7 +27,7 @@ class MetricDoc:
     def pattern(self) -> re.Pattern[str]:
         """The metric names this entry explains (a placeholder matches one name segment)."""
         parts = re.split(r"(<[a-z_]+>)", self.name)
-        body = "".join(r"[A-Za-z0-9_]+" if p.startswith("<") else re.escape(p) for p in parts)
+        body = "".join(r"[A-Za-z0-9_:\-]+" if p.startswith("<") else re.escape(p) for p in parts)
         return re.compile(f"^{body}$")
 
     @property
@@ -38,6 +38,15 @@ class MetricDoc:
 
 _H = MetricDoc
 METRICS: tuple[MetricDoc, ...] = (
+    _H('goodput.mechanism.<mechanism>', 'slowdown GPU-hours by the sequential rule (thermal, power, fabric); '
+       'down GPU-hours by the cause that took each node down; lost work by interruption cause; checkpoint, '
+       'restart, reconfigure and idle GPU-hours; each / installed GPU-hours (with goodput they sum to 1)'),
+    _H('goodput.mechanism.failure.<part>', 'down and lost GPU-hours whose cause is the part (or repair:<part>) '
+       '/ installed GPU-hours'),
+    _H('goodput.slowdown.<source>', 'Σ over jobs of GPUs × the slowdown hours charged to the source: thermal '
+       '1 − r_thermal, power r_thermal − r_speed, fabric r_speed − r, / installed GPU-hours'),
+    _H('goodput.down.<cause>', 'down node-hours of the cause × GPUs per node / installed GPU-hours'),
+    _H('goodput.lost.<cause>', 'Σ over interruptions of the cause of lost_h × the job\'s GPUs / installed GPU-hours'),
     _H('repair.remediated', 'done tickets with rung 1 (automated remediation cleared the fault)'),
     _H('repair.replaced', 'done tickets with rung 2 (the replacement cleared the fault)'),
     _H('repair.escalated', 'done tickets with rung 3 (escalated after a replacement that did not clear it)'),

@@ -312,7 +312,7 @@ def fig_failure_pareto(summ: pd.DataFrame) -> "plt.Figure | None":
 
 
 def fig_goodput_breakdown(summ: pd.DataFrame) -> "plt.Figure | None":
-    d = summ[summ.metric.str.startswith("goodput.")]
+    d = summ[summ.metric.str.fullmatch(r"goodput\.[a-z_]+")]  # the breakdown, not its finer buckets
     if not len(d):
         return None
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(d) + 1.2))

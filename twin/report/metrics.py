@@ -132,6 +132,18 @@ CATALOGUE: tuple[Metric, ...] = (
       "share of installed GPU-hours spent on work that was kept"),
     M("goodput.*", "goodput lost to: {}", "fraction", -1, "throughput", "percent",
       "share of installed GPU-hours lost to one mechanism (the shares add up to 1 with useful work)"),
+    M("goodput.mechanism.*", "goodput lost to (mechanism): {}", "fraction", -1, "throughput", "percent",
+      "share of installed GPU-hours lost to one mechanism, from its own events (thermal slowdown, power cap, "
+      "fabric slowdown, thermal trips, power outages, maintenance, checkpoints, restarts, reconfiguration, "
+      "idle); with goodput they sum to 1"),
+    M("goodput.mechanism.failure.*", "goodput lost to failures of: {}", "fraction", -1, "throughput", "percent",
+      "share of installed GPU-hours lost to failures of one node part type (down time and lost work)"),
+    M("goodput.slowdown.*", "goodput lost to slowdown: {}", "fraction", -1, "throughput", "percent",
+      "the running slowdown split by the sequential rule: thermal speed, then power caps, then the fabric"),
+    M("goodput.down.*", "goodput lost to nodes down: {}", "fraction", -1, "throughput", "percent",
+      "installed GPU-hours of nodes down, by the cause that took them down"),
+    M("goodput.lost.*", "goodput lost at interruptions: {}", "fraction", -1, "throughput", "percent",
+      "work lost at interruptions (progress since the last checkpoint), by the interruption's cause"),
     M("useful_gpu_hours", "useful GPU-hours", "GPU-h", +1, "throughput", "hours",
       "GPU-hours of training progress that was kept"),
     M("lost_gpu_hours", "lost GPU-hours", "GPU-h", -1, "throughput", "hours",

@@ -223,6 +223,12 @@ class Liquid(Strict):
         5.0, description="Free cooling (dry coolers, no chiller) while outdoor ≤ supply_c − approach, °C "
         "(assumption).")
     pump_kw_per_kw: NonNegF = Field(0.02, description="Pump power per kW of heat removed (assumption).")
+    capture_fraction: Fraction | None = Field(
+        0.7, description="Share f of each node's heat (GPUs and the rest) the liquid captures; the room's air "
+        "units carry (1 − f) × node heat and can fail (an air plant is then part of a liquid hall: `air`, "
+        "defaults when omitted). Direct-to-chip carried 61–75 % of the IT load in the Vertiv/NVIDIA hybrid study "
+        "(sources-realism §11); 0.7 is an assumption within that range. null: liquid takes all node heat (type "
+        "liquid) or the GPUs' (type hybrid).")
 
 
 # --------------------------------------------------------------------------- ambient, energy
@@ -333,6 +339,66 @@ class Ageing(Strict):
         "node-wide part uses the node's hottest GPU); inlet: the node's inlet air or coolant.")
 
 
+XFACTOR_TABLE: tuple[tuple[float, float], ...] = ((15.0, 0.72), (20.0, 1.00), (45.0, 1.76))
+"""ASHRAE TC9.9 (2011) X-factor points (inlet °C, relative failure rate); the physics' ASHRAE_XFACTOR."""
+
+
+class XFactor(Strict):
+    """Failure rate of node parts relative to their inlet air: the ASHRAE TC9.9 X-factor (sources-realism
+    §3), applied through each part's effective age (AF = X(T_inlet)/X(reference_inlet_c))."""
+
+    enabled: bool = Field(
+        True, description="Age every hardware node part (not listed under `ageing` or `heat_ageing.arrhenius`) at "
+        "the X-factor of its node's inlet air. Needs an air plant (air or hybrid, or liquid with heat capture); "
+        "with `thermal: false` or no air the factor is 1.")
+    reference_inlet_c: TempC = Field(
+        20.0, description="Inlet temperature at which the parts' configured failure distributions hold, °C (20 °C, "
+        "the X-factor's reference, ASHRAE TC9.9 2011).")
+    table: list[Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=2, max_length=2)]] = Field(
+        default_factory=lambda: [list(p) for p in XFACTOR_TABLE],
+        description="Points (inlet °C, relative failure rate), increasing in temperature: ASHRAE TC9.9 2011, 0.72 at "
+        "15 °C, 1.00 at 20 °C, 1.76 at 45 °C (via The Green Grid 2017). Interpolated linearly between points and "
+        "held at the end values outside them.")
+    parts: list[str] | None = Field(
+        None, description="Node parts aged by the X-factor; null: every hardware node part (transient faults never "
+        "age) not aged otherwise.")
+
+    @model_validator(mode="after")
+    def _check(self) -> "XFactor":
+        if len(self.table) < 2:
+            raise ValueError(f"@table: give at least 2 points, got {len(self.table)}")
+        for i, (t_c, x) in enumerate(self.table):
+            if not (-60.0 <= t_c <= 200.0 and x > 0):
+                raise ValueError(f"@table.{i}: give [inlet °C in -60..200, factor > 0], got {[t_c, x]}")
+        for i in range(1, len(self.table)):
+            if self.table[i][0] <= self.table[i - 1][0]:
+                raise ValueError(f"@table.{i}: temperatures must increase, got {self.table[i][0]} after "
+                                 f"{self.table[i - 1][0]}")
+        return self
+
+
+class ArrheniusPart(Strict):
+    """Arrhenius ageing of one node part on its GPU's simulated junction temperature (steady state):
+    AF = exp[(Ea/k)(1/T_ref − 1/T)] (NIST/SEMATECH e-Handbook §8.1.5.1)."""
+
+    activation_ev: Annotated[float, Field(ge=0, le=3, allow_inf_nan=False)] = Field(
+        description="Activation energy, eV (assumption: no field value for GPUs was found; 0.3–1.5 eV is typical, "
+        "NIST/SEMATECH; 0 = no acceleration).")
+    t_ref_c: TempC = Field(
+        description="Junction temperature at which the part's configured failure distribution holds, °C.")
+
+
+class HeatAgeing(Strict):
+    """Heat that ages parts (sources-realism §3): the X-factor on the inlet for node parts, optionally
+    Arrhenius on the junction temperature for named parts (GPU, HBM)."""
+
+    xfactor: XFactor = Field(default_factory=XFactor, description="ASHRAE X-factor on the node's inlet air.")
+    arrhenius: dict[str, ArrheniusPart] = Field(
+        default_factory=dict, description="Arrhenius ageing on the GPU's junction temperature per node part name "
+        "(slot k → GPU k mod gpus; a node-wide part uses the node's hottest GPU); none by default (no field "
+        "source for GPUs: an assumption when set).")
+
+
 class CoolingInject(Strict):
     """A scheduled failure for stress tests: part `part` number `index` fails at `at_h` (if healthy then)."""
 
@@ -370,20 +436,24 @@ class Cooling(Strict):
     energy: Energy = Field(default_factory=Energy, description="Chiller COP and electrical losses.")
     ageing: dict[str, Ageing] = Field(default_factory=dict, description="Accelerated ageing per node part "
                                       "name; none by default.")
+    heat_ageing: HeatAgeing = Field(default_factory=HeatAgeing, description="Failure rates that follow "
+                                    "temperature: the X-factor on the inlet, Arrhenius on the junction.")
     inject: list[CoolingInject] = Field(default_factory=list, description="Scheduled failures (stress scenarios).")
     trace: ThermalTrace = Field(default_factory=ThermalTrace, description="Per-GPU temperature trace of a few "
                                 "nodes over a window (table thermal_trace, figure thermal_week).")
 
     @model_validator(mode="after")
     def _check(self) -> "Cooling":
-        uses_air = self.type in ("air", "hybrid")
         uses_liquid = self.type in ("liquid", "hybrid")
-        if uses_air and self.air is None:
-            derive(self, air=Air())
         if uses_liquid and self.liquid is None:
             derive(self, liquid=Liquid())
+        f = self.liquid.capture_fraction if self.liquid is not None else None
+        uses_air = self.type in ("air", "hybrid") or (self.type == "liquid" and f is not None and f < 1.0)
+        if uses_air and self.air is None:
+            derive(self, air=Air())
         if not uses_air and self.air is not None:
-            raise ValueError(f"@air: type {self.type!r} has no air plant; remove this section or use air/hybrid")
+            raise ValueError(f"@air: type {self.type!r} has no air plant; remove this section, use air/hybrid or "
+                             "give liquid.capture_fraction < 1")
         if not uses_liquid and self.liquid is not None:
             raise ValueError(f"@liquid: type {self.type!r} has no liquid plant; remove this section or use "
                              "liquid/hybrid")
@@ -412,6 +482,8 @@ class Cooling(Strict):
         parts = sc.cluster.node.parts
         racks = sc.cluster.racks
         n_nodes = sc.cluster.n_nodes
+        if self.air is not None and "air" not in self.model_fields_set and self.air.fan_part not in parts:
+            derive(self.air, fan_part=None)  # a derived air plant: fans modelled only if the node has the part
         if self.air is not None:
             if self.air.zones > racks:
                 raise ValueError(f"@cooling.air.zones: must be <= racks ({racks}), got {self.air.zones}")
@@ -428,6 +500,22 @@ class Cooling(Strict):
         for i, node in enumerate(self.trace.nodes):
             if node >= n_nodes:
                 raise ValueError(f"@cooling.trace.nodes.{i}: the cluster has {n_nodes} nodes, got {node}")
+        for name in self.heat_ageing.arrhenius:
+            if name not in parts:
+                raise ValueError(f"@cooling.heat_ageing.arrhenius.{name}: no node part {name!r}; parts: {sorted(parts)}")
+            if parts[name].effect == "transient":
+                raise ValueError(f"@cooling.heat_ageing.arrhenius.{name}: transient faults do not age; choose a "
+                                 "hardware part")
+            if name in self.ageing:
+                raise ValueError(f"@cooling.heat_ageing.arrhenius.{name}: part {name!r} is aged under cooling.ageing "
+                                 "already; keep one")
+        for i, name in enumerate(self.heat_ageing.xfactor.parts or []):
+            if name not in parts:
+                raise ValueError(f"@cooling.heat_ageing.xfactor.parts.{i}: no node part {name!r}; parts: "
+                                 f"{sorted(parts)}")
+            if parts[name].effect == "transient":
+                raise ValueError(f"@cooling.heat_ageing.xfactor.parts.{i}: transient faults do not age; choose a "
+                                 "hardware part")
         for name in self.ageing:
             if name not in parts:
                 raise ValueError(f"@cooling.ageing.{name}: no node part {name!r}; parts: {sorted(parts)}")
@@ -456,6 +544,15 @@ class Cooling(Strict):
                 raise ValueError(f"@cooling.energy.ups_efficiency: with a power section the UPS is the power chain's "
                                  f"(power.ups.efficiency, or 1 without a UPS: {eff:g}); leave it out, got "
                                  f"{self.energy.ups_efficiency:g}")
+
+    def liquid_share(self) -> float | None:
+        """Share of each node's heat taken by liquid when the hall captures a fixed fraction
+        (``liquid.capture_fraction``): 0 in an air hall; None for the split by kind (liquid: all node heat,
+        hybrid: the GPUs' heat)."""
+        if self.type == "air":
+            return 0.0
+        assert self.liquid is not None
+        return self.liquid.capture_fraction
 
     def _facility_units(self, name: str) -> int | None:
         """Units in a facility population when known without the cluster (None for per-node parts)."""

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from twin.scenario.base import Dist, NonNegInt, Part, PosInt, Probability, Strict
+from twin.scenario.defaults import derive
 from twin.scenario.cooling import Cooling
 from twin.scenario.costs import CostsSection
 from twin.scenario.distributions import Fixed
@@ -32,7 +33,13 @@ class GpuPower(Strict):
         200.0, description="Lowest power limit the GPU can be capped to, W (H100/H800 min 200 W, sources.md).")
     speed_alpha: Annotated[float, Field(gt=0, le=5, allow_inf_nan=False)] = Field(
         0.5, description="Exponent α of speed = ((P_cap − P_idle)/(P_d − P_idle))^α under a power cap, thermal "
-                         "or electrical (assumption, model.md §3).")
+                         "or electrical (assumption, model.md §3; no H100 curve was found: try 0.3–1 with "
+                         "`twin sensitivity --param cluster.node.gpu.speed_alpha=0.3,1`).")
+    train_w: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
+        None, description="GPU draw at full training utilisation (the demand P_d), W; at most tdp_w. null: tdp_w "
+                          "(e.g. 650 W with non_gpu_w 3200 W gives an 8×H100 node 8.4 kW in training: assumption). "
+                          "An 8×H100 node peaked near 8.4 kW in training, 18 % below its 10.2 kW rating (Latif et "
+                          "al. 2025, sources-realism §2); the GPU/non-GPU split of that draw is an assumption.")
 
     @model_validator(mode="after")
     def _check(self) -> "GpuPower":
@@ -40,7 +47,18 @@ class GpuPower(Strict):
             raise ValueError(f"@idle_w: must be < tdp_w ({self.tdp_w:g}), got {self.idle_w:g}")
         if self.min_w > self.tdp_w:
             raise ValueError(f"@min_w: must be <= tdp_w ({self.tdp_w:g}), got {self.min_w:g}")
+        if self.train_w is None:
+            derive(self, train_w=self.tdp_w)
+        elif not (self.idle_w < self.train_w <= self.tdp_w):
+            raise ValueError(f"@train_w: must be > idle_w ({self.idle_w:g}) and <= tdp_w ({self.tdp_w:g}), "
+                             f"got {self.train_w:g}")
         return self
+
+    @property
+    def demand_w(self) -> float:
+        """GPU draw at full utilisation (``train_w``, resolved), W."""
+        assert self.train_w is not None
+        return self.train_w
 
 
 class Node(Strict):

@@ -1,6 +1,19 @@
-"""Temperature-accelerated ageing (model.md §2): parts listed under ``cooling.ageing`` age at
-AF = 2^((T − T_ref)/doubling_c) times their reference rate, T their GPU's steady state or the node's
-inlet; this room owns their failure clock (the population's AF = 1 schedule is cancelled)."""
+"""Temperature-accelerated ageing (model.md §2; sources-realism §3): a part's effective age grows at
+AF times its reference rate and the part fails when it reaches its drawn life, so at a constant
+temperature its MTBF is MTBF_ref / AF and a temperature change carries the age reached. This room owns
+the failure clock of every aged population (the population's AF = 1 schedule is cancelled).
+
+Three laws, one clock:
+
+* ``cooling.ageing`` (per part): AF = 2^((T − T_ref)/doubling_c), T the GPU's steady state or the
+  node's inlet (air or coolant);
+* ``cooling.heat_ageing.arrhenius`` (per part, off by default): AF = exp[(Ea/k)(1/T_ref − 1/T)] on the
+  GPU's steady-state junction temperature;
+* ``cooling.heat_ageing.xfactor`` (every other hardware node part): AF = X(T_air)/X(T_ref), the ASHRAE
+  X-factor of the node's inlet air (its zone's held supply). These records (``aged_air``) change only
+  when a zone's held supply changes (``AirRooms._zone_step``), never on a load change, so they stay off
+  the GPU hot path.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +24,7 @@ from numpy.typing import NDArray
 
 from twin.model.cooling.common import _EPS_H, INF
 from twin.model.cooling.state import CoolingState
+from twin.physics import heat_ageing as hx
 from twin.physics import thermal as phys
 
 
@@ -19,34 +33,59 @@ class Ageing(CoolingState):
     ``Thermal``)."""
 
     def _init_ageing(self) -> None:
-        """One record per aged population: its parts' node (and GPU unit), effective age and failure time."""
-        u, g = self.u, self.g
+        """One record per aged population: its parts' node (and GPU unit), law, effective age and failure
+        time. ``aged``: laws on the GPU's temperature or the GPU inlet (updated with the GPUs);
+        ``aged_air``: the X-factor on the node's inlet air (updated when a zone's held supply changes)."""
         self.aged: list[dict[str, Any]] = []
-        if self.on:
-            for name, ag in self.spec.ageing.items():
-                pop = self.parts[name]
-                per = pop.per_node
-                idx = np.arange(pop.n)
-                self.aged.append({
-                    "pop": pop, "spec": ag, "per": per, "node": idx // per,
-                    "gpu": (idx // per) * u + ((idx % per) % g) * u // g if per == g else None,
-                    "age": np.zeros(pop.n), "t": np.zeros(pop.n), "af": np.ones(pop.n),
-                    "tfail": np.full(pop.n, INF), "life": np.zeros(pop.n),
-                })
-        self._age_wake_t = INF
-        self._age_gen = 0
+        self.aged_air: list[dict[str, Any]] = []
+        self._age_timer = self.engine.timer(self._age_wake)
+        if not self.on:
+            return
+        spec = self.spec
+        for name, ag in spec.ageing.items():
+            self.aged.append(self._age_record(
+                name, ag.temperature,
+                lambda t, r=ag.t_ref_c, d=ag.doubling_c: phys.acceleration_factor(t, r, d)))
+        for name, ar in spec.heat_ageing.arrhenius.items():
+            self.aged.append(self._age_record(
+                name, "gpu", lambda t, r=ar.t_ref_c, e=ar.activation_ev: hx.arrhenius_af(t, r, e)))
+        xf = spec.heat_ageing.xfactor
+        if xf.enabled and self.air is not None:
+            taken = set(spec.ageing) | set(spec.heat_ageing.arrhenius)
+            node_parts = self.sc.cluster.node.parts
+            names = xf.parts if xf.parts is not None else [
+                n for n, p in node_parts.items() if p.effect != "transient" and n not in taken]
+            table = [tuple(p) for p in xf.table]
+            for name in names:
+                self.aged_air.append(self._age_record(
+                    name, "air", lambda t, r=xf.reference_inlet_c, tb=table: hx.xfactor_af(t, r, tb)))
+
+    def _age_record(self, name: str, temperature: str, af_of: Any) -> dict[str, Any]:
+        u, g = self.u, self.g
+        pop = self.parts[name]
+        per = pop.per_node
+        idx = np.arange(pop.n)
+        return {
+            "pop": pop, "temperature": temperature, "af_of": af_of, "per": per, "node": idx // per,
+            "gpu": (idx // per) * u + ((idx % per) % g) * u // g if per == g else None,
+            "age": np.zeros(pop.n), "t": np.zeros(pop.n), "af": np.ones(pop.n),
+            "tfail": np.full(pop.n, INF), "life": np.zeros(pop.n),
+        }
 
     def _start_ageing(self) -> None:
-        for a in self.aged:
+        for a in self.aged + self.aged_air:
             pop = a["pop"]
             a["life"][:] = pop.life_h
             for i in range(pop.n):  # the population scheduled AF = 1 failures: cancel them, we own the clock
                 pop.reschedule(i, INF)
+        if self.aged_air:
+            self._age_air_update(np.arange(self.N, dtype=np.int64))
 
     def _age_temps(self, a: dict[str, Any], pidx: NDArray[np.int64]) -> NDArray[np.float64]:
-        spec = a["spec"]
         nodes = a["node"][pidx]
-        if spec.temperature == "inlet":
+        if a["temperature"] == "air":
+            return self.z_held[self.zone_of[nodes]]
+        if a["temperature"] == "inlet":
             return self.inlet[nodes]
         if a["gpu"] is not None:
             return self.tss[a["gpu"][pidx]]
@@ -55,7 +94,7 @@ class Ageing(CoolingState):
     def _age_update(self, nodes: NDArray[np.int64], only: list[dict[str, Any]] | None = None) -> None:
         now = self.engine.now
         m = INF
-        for a in only or self.aged:
+        for a in self.aged if only is None else only:
             per = a["per"]
             pidx = (nodes[:, None] * per + np.arange(per)).ravel()
             pop = a["pop"]
@@ -63,8 +102,7 @@ class Ageing(CoolingState):
             af_old = a["af"][pidx]
             a["age"][pidx] += af_old * (now - a["t"][pidx])
             a["t"][pidx] = now
-            af = np.asarray(phys.acceleration_factor(self._age_temps(a, pidx), a["spec"].t_ref_c,
-                                                     a["spec"].doubling_c), dtype=np.float64)
+            af = np.asarray(a["af_of"](self._age_temps(a, pidx)), dtype=np.float64)
             a["af"][pidx] = af
             tf = np.asarray(phys.accelerated_failure_time_h(now, a["age"][pidx], a["life"][pidx], af))
             tf = np.where(healthy, tf, INF)
@@ -73,21 +111,20 @@ class Ageing(CoolingState):
         if m < self._age_wake_t:
             self._schedule_age(m)
 
+    @property
+    def _age_wake_t(self) -> float:
+        """Time (h) of the pending ageing wake-up, INF when none."""
+        return self._age_timer.due_h if self._age_timer.pending else INF
+
     def _schedule_age(self, t: float) -> None:
         if t >= self.H:
             return
-        self._age_gen += 1
-        self._age_wake_t = t
-        gen = self._age_gen
-        self.engine.call_at(t, lambda: self._age_wake(gen))
+        self._age_timer.set(t)
 
-    def _age_wake(self, gen: int) -> None:
-        if gen != self._age_gen:
-            return
-        self._age_wake_t = INF
+    def _age_wake(self) -> None:
         now = self.engine.now
         m = INF
-        for a in self.aged:
+        for a in self.aged + self.aged_air:
             due = np.flatnonzero(a["tfail"] <= now + _EPS_H)
             for i in due.tolist():
                 a["tfail"][i] = INF
@@ -97,7 +134,7 @@ class Ageing(CoolingState):
             self._schedule_age(m)
 
     def _aged_of(self, pop: Any) -> dict[str, Any] | None:
-        for a in self.aged:
+        for a in self.aged + self.aged_air:
             if a["pop"] is pop:
                 return a
         return None
@@ -121,3 +158,8 @@ class Ageing(CoolingState):
         a["t"][idx] = now
         node = np.array([idx // a["per"]], dtype=np.int64)
         self._age_update(node, only=[a])
+
+    def _age_air_update(self, nodes: NDArray[np.int64]) -> None:
+        """The held supply of ``nodes``' zone changed: re-rate their X-factor parts."""
+        if self.aged_air:
+            self._age_update(nodes, only=self.aged_air)

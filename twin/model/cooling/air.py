@@ -33,6 +33,8 @@ class AirRooms(CoolingState):
 
     def _init_air(self, fac_specs: dict[str, Any]) -> None:
         """Zones as near-equal blocks of racks, their CRAH units (facility parts) and room state."""
+        f = self.spec.liquid_share()
+        self.air_share = None if f is None or self.type == "air" else 1.0 - f  # (1 − f) under heat capture
         a = self.air
         assert a is not None
         eng, cl = self.engine, self.cluster
@@ -118,6 +120,8 @@ class AirRooms(CoolingState):
     def _air_heat_w(self, gpu_w: Any, up: Any) -> Any:
         """Heat (W) nodes give their air zone: non-GPU power, plus the GPUs' in an air-cooled hall, of the
         nodes in service (``gpu_w``: power per GPU, W; ``up``: in service)."""
+        if self.air_share is not None:  # heat capture: the air carries (1 − f) of the node's heat
+            return self.air_share * (self.non_gpu_w + gpu_w * self.g) * up
         return (self.non_gpu_w + (gpu_w * self.g if self.type == "air" else 0.0)) * up
 
     def _derate_at(self, t_h: float) -> float:
@@ -212,6 +216,8 @@ class AirRooms(CoolingState):
         self._zone_account(z, self.engine.now)
         self.z_held[z] = new_h
         nodes = np.arange(s, e, dtype=np.int64)
+        if self.aged_air:
+            self._age_air_update(nodes)
         if not self.gpu_on_liquid:
             self.inlet[s:e] = new_h
             self._update(nodes)

@@ -76,7 +76,7 @@ class Thermal(Component, GpuState, Trips, AirRooms, LiquidLoops, DeferredReplay,
         self.speed_caps = eng.speed_cap("thermal") if self.on else np.ones(n)
         gp, gpw = c.gpu, sc.cluster.node.gpu  # thermal figures, power figures (declared once, cluster.node)
         self.idle_w = float(gpw.idle_w)
-        self.tdp_w = gpw.tdp_w
+        self.tdp_w = gpw.demand_w  # the demand at full load (train_w, tdp_w unless set)
         self.pmin_w = gpw.min_w
         self.slow_c = gp.slowdown_c
         self.shut_c = gp.shutdown_c
@@ -128,7 +128,7 @@ class Thermal(Component, GpuState, Trips, AirRooms, LiquidLoops, DeferredReplay,
         bus.subscribe(Topic.NODE_SPEED, self._on_speed)
         if self.fan_part is not None:
             bus.subscribe(Topic.GROUP, self._on_group)
-        if self.aged:
+        if self.aged or self.aged_air:
             bus.subscribe(Topic.PART_FAILED, self._on_part_failed)
             bus.subscribe(Topic.PART_RESTORED, self._on_part_restored)
 

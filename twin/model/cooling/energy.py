@@ -35,7 +35,10 @@ class EnergyPue(CoolingState):
         gpu_v = it_v - self.non_gpu_w * up[np.searchsorted(ts2, bp, side="right") - 1]  # down nodes draw 0
         amb = self.ambient_h[np.minimum(bp.astype(np.int64), self.n_hours - 1)]
         cop = plant.chiller_cop(amb, e.chiller_cop, e.cop_ref_c, e.cop_slope_per_c, e.cop_min)
-        if self.type == "air":
+        f = c.liquid_share()
+        if f is not None and self.type != "air":  # heat capture: f of the node heat to liquid, the rest to air
+            air_heat, liq_heat = (1.0 - f) * it_v, f * it_v
+        elif self.type == "air":
             air_heat, liq_heat = it_v, np.zeros_like(it_v)
         elif self.type == "liquid":
             air_heat, liq_heat = np.zeros_like(it_v), it_v

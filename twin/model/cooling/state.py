@@ -158,10 +158,12 @@ class CoolingState:
     pump: FacilityParts
     leak: FacilityParts
 
+    air_share: float | None  # (AirRooms._init_air) share of node heat on air under heat capture, else None
+
     # ---- ageing (Ageing._init_ageing)
-    aged: list[dict[str, Any]]
-    _age_wake_t: float
-    _age_gen: int
+    aged: list[dict[str, Any]]  # laws on the GPU's temperature or GPU inlet (updated with the GPUs)
+    aged_air: list[dict[str, Any]]  # the X-factor on the node's inlet air (updated at held-supply changes)
+    _age_timer: Any  # twin.model.engine.Timer of the next aged failure
 
     # ---- replay (DeferredReplay._init_replay): cool flags, the log, zones' full-load heat
     rmax_n: NDArray[np.float64]
@@ -209,4 +211,7 @@ class CoolingState:
             raise NotImplementedError
 
         def _age_update(self, nodes: NDArray[np.int64], only: list[dict[str, Any]] | None = None) -> None:  # ageing
+            raise NotImplementedError
+
+        def _age_air_update(self, nodes: NDArray[np.int64]) -> None:  # ageing
             raise NotImplementedError
