@@ -754,8 +754,9 @@ def _cpu_s(pid: int) -> float:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX signals, /proc")
 def test_sigint_to_twin_run_exits_130_promptly(tmp_path: Path) -> None:
-    """SIGINT to a `twin run` in its event loop (LONG: about a minute of work): exit 130 within
-    2 s, a resume hint, no results folder and no temporary folder left."""
+    """SIGINT to a `twin run` in its event loop (LONG: about a minute of work): exit 130 after less
+    than a second of further CPU (measured from the child's own usage, so a loaded machine cannot
+    fail it), a resume hint, no results folder and no temporary folder left."""
     res = tmp_path / "r"
     scen = write_yaml(tmp_path / "long.yaml", LONG)
     cmd = [sys.executable, "-m", "twin.cli", "run", str(scen), "--results", str(res), "--quiet"]
@@ -767,15 +768,22 @@ def test_sigint_to_twin_run_exits_130_promptly(tmp_path: Path) -> None:
         while _cpu_s(proc.pid) < 3.0 and proc.poll() is None and time.monotonic() - t0 < 60:
             time.sleep(0.1)
         assert proc.poll() is None, proc.communicate()
+        cpu_before = _cpu_s(proc.pid)
         t0 = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=10)
+        # the child's own CPU time from the signal to its exit (wait4's rusage): "promptly" measured in
+        # work done, not in wall time a loaded machine stretches
+        _, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.monotonic() - t0
+        cpu_after = usage.ru_utime + usage.ru_stime - cpu_before
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out, err = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
     finally:
-        if proc.poll() is None:
+        if proc.returncode is None:
             proc.kill()
     assert proc.returncode == 130, err
-    assert elapsed < 2.0, elapsed
+    assert cpu_after < 1.0, cpu_after  # the event loop stops at once (the run has ~a minute of work left)
+    assert elapsed < 30.0, elapsed
     assert "interrupted" in err and "run the same command again" in err, err
     assert "Traceback" not in err
     leftovers = list(res.rglob("*")) if res.exists() else []
