@@ -66,9 +66,13 @@ class Thermal(Component, GpuState, Trips, AirRooms, LiquidLoops, DeferredReplay,
         self.type = c.type
         self.N = n = cl.n_nodes
         self.g = g = cl.gpus_per_node
-        # thermal units: one per GPU when GPUs differ (r_sigma > 0), else one per node standing for its
-        # g identical GPUs (same equations, g times fewer array elements); w GPUs per unit
-        self.u = u = g if c.gpu.r_sigma > 0 else 1
+        # thermal units: one per GPU when GPUs differ (an R spread, or inlet offsets in an air hall), else one
+        # per node standing for its g identical GPUs (same equations, g times fewer array elements); w GPUs
+        # per unit
+        a = c.air
+        offsets = (c.type == "air" and a is not None
+                   and (a.slot_preheat_c > 0 or a.rack_rise_c > 0 or a.recirculation_c > 0))
+        self.u = u = g if (c.gpu.r_sigma > 0 or offsets) else 1
         self.w = float(g // u)
         self.G = n * u
         self._ar = np.arange(u)

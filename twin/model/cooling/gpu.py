@@ -46,6 +46,12 @@ class GpuState(CoolingState):
             unif = self.engine.streams.uniforms(digs, np.zeros(G, dtype=np.int64))
             self.rspread = np.exp(gp.r_sigma * ndtri(unif))
         self.rbase = base_r * self.rspread
+        # per unit, its inlet above the node's (held supply or coolant): chassis, rack and recirculation
+        # offsets of an air hall (issue 23); None: every unit sees its node's inlet
+        self.toff: NDArray[np.float64] | None = None
+        if not self.gpu_on_liquid and u > 1:
+            self.toff = self._air_inlet_offsets_c()
+        self.toff_max_n = np.zeros(n) if self.toff is None else self.toff.reshape(n, u).max(axis=1)
         self.rfactor = np.ones(n)  # node multiplier of R: fans (air) or no-flow (liquid)
         self.inlet = np.empty(n)  # GPU inlet (held air supply, or coolant supply), °C
         if self.gpu_on_liquid:
@@ -55,6 +61,8 @@ class GpuState(CoolingState):
             assert self.air is not None
             self.inlet[:] = self.air.supply_c
         tin0 = np.repeat(self.inlet, u)
+        if self.toff is not None:
+            tin0 = tin0 + self.toff
         R0 = self.rbase.copy()
         self.T = fast.steady_c(tin0, self.idle_w, R0)
         self.t0 = np.zeros(G)
@@ -183,6 +191,8 @@ class GpuState(CoolingState):
         else:
             R = self.rbase[gsl] * np.repeat(self.rfactor[nsl], u)
             tin = np.repeat(self.inlet[nsl], u)
+            if self.toff is not None:
+                tin += self.toff[gsl]
             pd = np.repeat(pd_n, u)
             draw = pd if draw_n is pd_n else np.repeat(draw_n, u)
             self.gon[gsl] = np.repeat(up_n, u)

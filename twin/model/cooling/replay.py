@@ -68,7 +68,10 @@ class DeferredReplay(CoolingState):
     def _set_cool(self, nodes: NDArray[np.int64] | slice) -> None:
         """Recompute the cool flag of ``nodes`` (indices or a slice; see the constructor) and the count of
         warm nodes."""
-        ok = self.inlet[nodes] + self._tdp_rmax[nodes] * self.rfactor[nodes] < self.slow_c
+        if self.toff is None:
+            ok = self.inlet[nodes] + self._tdp_rmax[nodes] * self.rfactor[nodes] < self.slow_c
+        else:  # (a bound: the hottest offset with the largest R; cool is a shortcut, warm always exact)
+            ok = self.inlet[nodes] + self.toff_max_n[nodes] + self._tdp_rmax[nodes] * self.rfactor[nodes] < self.slow_c
         ok &= ~np.isfinite(self._pcap[nodes])  # under a power-chain cap: followed directly
         if self._tracing:
             ok &= ~self.trace_mask[nodes]
@@ -443,6 +446,8 @@ class DeferredReplay(CoolingState):
             g0 = (nodes_g[:, None] * u + self._ar).ravel()
             R_g = (self.rbase * np.repeat(self.rfactor, u))[g0]
             tin_g = np.repeat(self.inlet, u)[g0]
+            if self.toff is not None:
+                tin_g += self.toff[g0]
         Mu = len(t_u)
         # R and inlet are constant over the log (every change of them flushes first). One value for all the
         # logged units is used as a scalar: x·R is the same product for a scalar as for equal elements.

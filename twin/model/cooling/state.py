@@ -78,6 +78,8 @@ class CoolingState:
     # ---- gpu (GpuState._init_gpu, _init_trace): unit state, accounting, trace
     rspread: NDArray[np.float64]
     rbase: NDArray[np.float64]
+    toff: NDArray[np.float64] | None  # per unit: inlet offset above its node's inlet, °C (air halls; None: 0)
+    toff_max_n: NDArray[np.float64]  # per node: the largest of its units' offsets, °C
     rfactor: NDArray[np.float64]  # per node: fans (air) or no flow (liquid) multiply R
     inlet: NDArray[np.float64]  # per node, °C
     T: NDArray[np.float64]
@@ -206,6 +208,9 @@ class CoolingState:
             raise NotImplementedError
 
         def _zone_cap_w(self, z: int) -> float:  # air
+            raise NotImplementedError
+
+        def _air_inlet_offsets_c(self) -> NDArray[np.float64] | None:  # air
             raise NotImplementedError
 
         def _age_update(self, nodes: NDArray[np.int64], only: list[dict[str, Any]] | None = None) -> None:  # ageing
