@@ -74,7 +74,7 @@ class GpuState(CoolingState):
         self.t_next = np.full(G, INF)
         self.kind = np.zeros(G, dtype=np.int8)  # 1 slowdown crossing, 2 shutdown crossing
         self._wake_t = INF
-        self._wake_gen = 0
+        self._wake_timer = self.engine.timer(self._wake)
         self._n_hot = 0  # > 0 while some unit may be capped, engaged or heading for a crossing
         self._acc_hot = False
         self._tp_hot = False
@@ -303,14 +303,10 @@ class GpuState(CoolingState):
     def _schedule_wake(self, t: float) -> None:
         if t >= self.H:
             return
-        self._wake_gen += 1
         self._wake_t = t
-        gen = self._wake_gen
-        self.engine.call_at(t, lambda: self._wake(gen))
+        self._wake_timer.set(t)
 
-    def _wake(self, gen: int) -> None:
-        if gen != self._wake_gen:
-            return
+    def _wake(self) -> None:
         self._wake_t = INF
         now = self.engine.now
         due = np.flatnonzero(self.t_next <= now + _EPS_H)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from twin.model.cluster import Cluster
     from twin.model.component import BuildContext
-    from twin.model.engine import Engine
+    from twin.model.engine import Engine, Timer
     from twin.model.parts import FacilityParts, PartPopulation
     from twin.model.repair import RepairShop
     from twin.model.power import ITPower
@@ -92,7 +92,7 @@ class CoolingState:
     t_next: NDArray[np.float64]
     kind: NDArray[np.int8]
     _wake_t: float
-    _wake_gen: int
+    _wake_timer: Timer
     _n_hot: int
     _acc_hot: bool
     _tp_hot: bool
