@@ -24,6 +24,7 @@ from twin.model.cooling.air import AirRooms
 from twin.model.cooling.common import _HIST_MAX_C, INF
 from twin.model.cooling.energy import EnergyPue
 from twin.model.cooling.gpu import GpuState
+from twin.model.cooling.lazy import LazyCrossings
 from twin.model.cooling.liquid import LiquidLoops
 from twin.model.cooling.replay import DeferredReplay
 from twin.model.cooling.trips import Trips
@@ -34,7 +35,7 @@ from twin.model.parts import FacilityParts
 from twin.scenario.schema import Scenario
 
 
-class Thermal(Component, GpuState, Trips, AirRooms, LiquidLoops, DeferredReplay, Ageing, EnergyPue):
+class Thermal(Component, GpuState, LazyCrossings, Trips, AirRooms, LiquidLoops, DeferredReplay, Ageing, EnergyPue):
     """Component for the ``cooling`` section (see the package docstring). Requires the shared IT power
     (it caps GPUs through it); owns the cooling units (CRAH, CDU, pumps, leaks) as site-level parts."""
 
@@ -117,6 +118,7 @@ class Thermal(Component, GpuState, Trips, AirRooms, LiquidLoops, DeferredReplay,
             self._init_liquid(fac_specs)
         self._init_fans()
         self._init_gpu()
+        self._init_lazy()
         self._init_trips()
         self._init_trace()
         self._init_ageing()
@@ -151,6 +153,7 @@ class Thermal(Component, GpuState, Trips, AirRooms, LiquidLoops, DeferredReplay,
         # a second speed source (the power model's caps; sources are made while the models are built)
         self._multi_speed = len(eng.speed_caps) > 1
         self._start_ageing()
+        self._start_lazy()
         self._update(np.arange(self.N))
         self._set_cool(self._all)
         self._start_trace()
@@ -162,6 +165,7 @@ class Thermal(Component, GpuState, Trips, AirRooms, LiquidLoops, DeferredReplay,
             return
         self._flush_log()
         H = self.H
+        self._finish_lazy(H)
         self._integrate(H)
         self._flush_histogram(H)
         if self.air is not None:

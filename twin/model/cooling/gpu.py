@@ -131,6 +131,11 @@ class GpuState(CoolingState):
             self._update_now(nodes)
         finally:
             self._in_update -= 1
+        if self._silent_on:
+            if not self._in_update:
+                self._plan(nodes)
+            elif self.t_due.min() < self._wake_t:  # (inside another update: these crossings stay events)
+                self._schedule_wake(float(self.t_due.min()))
         if not self._in_update and self._speed_later:
             later = self._speed_later
             self._speed_later = []
@@ -164,6 +169,8 @@ class GpuState(CoolingState):
         else:
             nsl = nodes
             gsl = self._gpus(nodes)
+        if self._n_silent:  # silent crossings of these units that are due: taken first; the others re-planned
+            self._settle_in(gsl, now)
         # temperature now, from the last state; GPU-hours by steady-state temperature (τ ≪ intervals)
         tss_old = self.tss[gsl]
         dt_h = now - self.t0[gsl]
@@ -211,6 +218,8 @@ class GpuState(CoolingState):
             if self._n_hot:
                 self.t_next[gsl] = INF
                 self.speed[gsl] = 1.0
+                if self._silent_on:
+                    self.t_due[gsl] = INF
             P = draw
             sp_n: Any = 1.0
             capped_n = 0.0
@@ -270,6 +279,8 @@ class GpuState(CoolingState):
             t_cross[hot] = np.where(T[hot] >= self.shut_c - _EPS_C, 0.0, ts)
             kind[hot] = 2
         t_next = now + t_cross / 3600.0
+        if self._silent_on:
+            self._stash(gsl, t_next, free_up, pd, draw, tin, R, P)
         self.tss[gsl] = tss
         self.engaged[gsl] = engage
         self.speed[gsl] = speed
@@ -283,9 +294,10 @@ class GpuState(CoolingState):
         # the node's thermal cap as the per-GPU mean of its powers: exact for the node's total while the
         # thermal cap is the tightest (a stated approximation when PSU caps bind on the same node)
         it_caps = np.where(capped_g.any(axis=1), P.reshape(-1, u).mean(axis=1), INF)
-        m = float(t_next.min())
-        if m < self._wake_t:
-            self._schedule_wake(m)
+        if not self._silent_on:  # (else _plan schedules the wake-up, once the silent crossings are known)
+            m = float(t_next.min())
+            if m < self._wake_t:
+                self._schedule_wake(m)
         return P, sp_n, capped_n, spsum_n, it_caps
 
     def _n_hot_check(self) -> bool:
@@ -309,10 +321,11 @@ class GpuState(CoolingState):
     def _wake(self) -> None:
         self._wake_t = INF
         now = self.engine.now
-        due = np.flatnonzero(self.t_next <= now + _EPS_H)
+        due = np.flatnonzero(self.t_due <= now + _EPS_H)
         if len(due):
             kinds = self.kind[due]
             self.t_next[due] = INF
+            self.t_due[due] = INF
             shut_nodes = np.unique(due[kinds == 2] // self.u)
             slow_nodes = np.setdiff1d(np.unique(due[kinds == 1] // self.u), shut_nodes)
             if len(slow_nodes):
@@ -320,7 +333,7 @@ class GpuState(CoolingState):
             for node in shut_nodes.tolist():
                 if self.cluster.is_up(node):
                     self._trip(node, "gpu_shutdown")
-        m = float(self.t_next.min())
+        m = float(self.t_due.min())
         if m < self._wake_t:
             self._schedule_wake(m)
 

@@ -100,6 +100,8 @@ class DeferredReplay(CoolingState):
         source caps them); whether the nodes are in service follows from their own logged changes.
         """
         n = len(nodes)
+        if self._silent_on:
+            self._group(nodes)
         if self._n_warm:
             cool = self.cool[nodes]
             k = np.count_nonzero(cool)

@@ -112,6 +112,24 @@ class CoolingState:
     trace_to: float
     trace_rows: list[NDArray[np.float64]]
 
+    # ---- lazy (LazyCrossings._init_lazy, _start_lazy): silent slowdown crossings of per-GPU units
+    _silent_on: bool
+    _n_silent: int
+    silent: NDArray[np.bool_]
+    t_due: NDArray[np.float64]
+    _gid: NDArray[np.int64]
+    _gid_of: dict[int, tuple[NDArray[np.int64], int]]
+    _groups: dict[int, NDArray[np.int64]]
+    _next_gid: int
+    _pw_t: list[NDArray[np.float64]]
+    _pw_dv: list[NDArray[np.float64]]
+    x_P: NDArray[np.float64]
+    x_sp: NDArray[np.float64]
+    x_tss: NDArray[np.float64]
+    x_ok: NDArray[np.bool_]
+    pw: NDArray[np.float64]
+    _traced_u: NDArray[np.bool_] | None
+
     # ---- trips (Trips._init_trips)
     tripped: dict[int, tuple[float, str]]
     _tripped_order: list[int]
@@ -208,6 +226,29 @@ class CoolingState:
             raise NotImplementedError
 
         def _zone_cap_w(self, z: int) -> float:  # air
+            raise NotImplementedError
+
+        def _schedule_wake(self, t: float) -> None:  # gpu
+            raise NotImplementedError
+
+        def _gpus(self, nodes: NDArray[np.int64]) -> NDArray[np.int64]:  # gpu
+            raise NotImplementedError
+
+        def _integrate(self, now: float) -> None:  # gpu
+            raise NotImplementedError
+
+        def _plan(self, nodes: NDArray[np.int64]) -> None:  # lazy
+            raise NotImplementedError
+
+        def _group(self, nodes: NDArray[np.int64]) -> None:  # lazy
+            raise NotImplementedError
+
+        def _settle_in(self, gsl: Any, now: float) -> None:  # lazy
+            raise NotImplementedError
+
+        def _stash(self, gsl: Any, t_next: NDArray[np.float64], free_up: NDArray[np.bool_], pd: NDArray[np.float64],
+                   draw: NDArray[np.float64], tin: NDArray[np.float64], R: NDArray[np.float64],
+                   P: NDArray[np.float64]) -> None:  # lazy
             raise NotImplementedError
 
         def _air_inlet_offsets_c(self) -> NDArray[np.float64] | None:  # air
