@@ -261,9 +261,11 @@ class GpuState(CoolingState):
         units' powers, and per node the speed, capped busy GPUs, Σ speed of busy GPUs and thermal cap."""
         u = self.u
         engage = need & (self.engaged[gsl] | (T >= self.slow_c - _EPS_C))
-        P = np.where(engage, np.minimum(phys.power_cap_w(pd, tin, R, self.slow_c, self.pmin_w), draw), draw)
+        xP = np.minimum(fast.power_cap_w(pd, tin, R, self.slow_c, self.pmin_w), draw)  # power once engaged
+        P = np.where(engage, xP, draw)
         capped = engage & (P < draw)
-        speed = np.where(capped, phys.speed_fraction(P, pd, self.idle_w, self.alpha), 1.0)
+        xsp = fast.capped_speed(xP, pd, self.idle_w, self.alpha)  # speed once engaged, where xP < draw
+        speed = np.where(capped, xsp, 1.0)
         tss = fast.steady_c(tin, P, R)
         tau = fast.tau_s(R, self.C)
         # next crossing: slowdown for free GPUs heading above it, shutdown for capped ones settling above it
@@ -280,7 +282,7 @@ class GpuState(CoolingState):
             kind[hot] = 2
         t_next = now + t_cross / 3600.0
         if self._silent_on:
-            self._stash(gsl, t_next, free_up, pd, draw, tin, R, P)
+            self._stash(gsl, t_next, free_up, draw, tin, R, P, xP, xsp)
         self.tss[gsl] = tss
         self.engaged[gsl] = engage
         self.speed[gsl] = speed

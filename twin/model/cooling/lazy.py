@@ -35,7 +35,6 @@ from twin.model.cooling import fast
 from twin.model.cooling.common import _EPS_H, _HIST_MAX_C, INF
 from twin.model.cooling.state import CoolingState
 from twin.model.engine import Topic
-from twin.physics import thermal as phys
 
 
 class LazyCrossings(CoolingState):
@@ -86,14 +85,14 @@ class LazyCrossings(CoolingState):
         self._gid[nodes] = gid
 
     # ------------------------------------------------------------------------------------ planning
-    def _stash(self, gsl: Any, t_next: NDArray[np.float64], free_up: NDArray[np.bool_], pd: NDArray[np.float64],
-               draw: NDArray[np.float64], tin: NDArray[np.float64], R: NDArray[np.float64],
-               P: NDArray[np.float64]) -> None:
+    def _stash(self, gsl: Any, t_next: NDArray[np.float64], free_up: NDArray[np.bool_], draw: NDArray[np.float64],
+               tin: NDArray[np.float64], R: NDArray[np.float64], P: NDArray[np.float64], xP: NDArray[np.float64],
+               xsp: NDArray[np.float64]) -> None:
         """From ``_throttle``: what each free unit of ``gsl`` heading above the slowdown will be after its
-        crossing (the same formulas the wake-up would apply then: power, inlet and R hold until the next
-        update), its power now, and its crossing as a wake-up time until ``_plan`` finds it silent."""
-        xP = np.minimum(phys.power_cap_w(pd, tin, R, self.slow_c, self.pmin_w), draw)
-        xsp = np.where(xP < draw, phys.speed_fraction(xP, pd, self.idle_w, self.alpha), 1.0)
+        crossing (power ``xP`` and speed ``xsp`` where xP < draw, as ``_throttle`` computes them for engaged
+        units: power, inlet and R hold until the next update), its power now, and its crossing as a
+        wake-up time until ``_plan`` finds it silent."""
+        xsp = np.where(xP < draw, xsp, 1.0)
         xtss = fast.steady_c(tin, xP, R)
         ok = free_up & (xtss <= self.shut_c)
         if self._traced_u is not None:
@@ -194,41 +193,43 @@ class LazyCrossings(CoolingState):
             self.tpeak_c = tmax
         held = now - ts
         nd = idx // u
+        # in node order, each node's crossings in time order (a node has at most u units)
+        o = np.lexsort((ts, nd))
+        nd_o, xs_o, ts_o, held_o = nd[o], xs[o], ts[o], held[o]
+        last = np.ones(len(nd_o), dtype=bool)  # last crossing of its node
+        if len(nd_o) > 1:
+            np.not_equal(nd_o[1:], nd_o[:-1], out=last[:-1])
+        nodes = nd_o[last]
+        first = np.flatnonzero(np.concatenate(([True], last[:-1])))
         # throttled GPUs and Σ speed of busy GPUs: their changes at t_x, integrated to now
-        busy = self.n_busy[nd] > 0.0
-        dcap = (busy & capped) * w
-        dsp = busy * (w * (xs - 1.0))
+        nb = self.n_busy[nd_o]
+        busy = nb > 0.0
+        dcap = (busy & capped[o]) * w
+        dsp = busy * (w * (xs_o - 1.0))
         self._integrate(now)
         acc, tot = self._acc, self._tot
-        acc[1] += float((dcap * held).sum())
-        acc[2] += float((dsp * held).sum())
+        acc[1] += float((dcap * held_o).sum())
+        acc[2] += float((dsp * held_o).sum())
         tot[1] += float(dcap.sum())
         tot[2] += float(dsp.sum())
-        np.add.at(self.n_capped, nd, dcap)
-        np.add.at(self.n_spsum, nd, dsp)
+        self.n_capped[nodes] += np.add.reduceat(dcap, first)
+        self.n_spsum[nodes] += np.add.reduceat(dsp, first)
         # node speeds (the slowest unit's) step down at the crossings that set a new low for their node
-        o = np.lexsort((ts, nd))
-        nd_o, xs_o, ts_o = nd[o], xs[o], ts[o]
         caps = self.speed_caps
         old = caps[nd_o]
-        cm = xs_o.copy()  # running minimum within each node (a node has at most u units)
+        cm = xs_o.copy()  # running minimum within each node
         for k in range(1, min(u, len(cm))):
             same = nd_o[k:] == nd_o[:-k]
             np.minimum(cm[k:], np.where(same, xs_o[:-k], INF), out=cm[k:])
         after = np.minimum(old, cm)
         before = old.copy()
         if len(after) > 1:
-            same1 = nd_o[1:] == nd_o[:-1]
-            before[1:] = np.where(same1, after[:-1], old[1:])
-        last = np.ones(len(nd_o), dtype=bool)
-        if len(nd_o) > 1:
-            last[:-1] = nd_o[1:] != nd_o[:-1]
-        nodes = nd_o[last]
+            before[1:] = np.where(last[:-1], old[1:], after[:-1])
         new_caps = after[last]
-        d = self.n_busy[nd_o] * (after - before)  # effective GPUs, changed at t_x
+        d = nb * (after - before)  # effective GPUs, changed at t_x
         nz = d != 0.0
         if np.count_nonzero(nz):
-            acc[3] += float((d[nz] * (now - ts_o[nz])).sum())
+            acc[3] += float((d[nz] * held_o[nz]).sum())
             tp = self.n_busy[nodes] * new_caps
             tot[3] += float((tp - self.n_tp[nodes]).sum())
             self.n_tp[nodes] = tp

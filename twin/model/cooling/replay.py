@@ -77,6 +77,11 @@ class DeferredReplay(CoolingState):
             ok &= ~self.trace_mask[nodes]
         if self.aged:
             ok[:] = False
+        if self._silent_on:  # a node turning warm joins a group only at its next load change (groups are not
+            turned = self.cool[nodes] & ~ok  # kept while every node is cool): until then its crossings are events
+            if np.count_nonzero(turned):
+                idx = np.arange(self.N)[nodes][turned]
+                self._gid[idx] = -1
         self.cool[nodes] = ok
         self._n_warm = self.N - int(np.count_nonzero(self.cool))
 
@@ -100,7 +105,7 @@ class DeferredReplay(CoolingState):
         source caps them); whether the nodes are in service follows from their own logged changes.
         """
         n = len(nodes)
-        if self._silent_on:
+        if self._silent_on and self._n_warm:  # (groups matter for warm nodes only; a cool one has no crossing)
             self._group(nodes)
         if self._n_warm:
             cool = self.cool[nodes]

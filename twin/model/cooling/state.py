@@ -246,9 +246,9 @@ class CoolingState:
         def _settle_in(self, gsl: Any, now: float) -> None:  # lazy
             raise NotImplementedError
 
-        def _stash(self, gsl: Any, t_next: NDArray[np.float64], free_up: NDArray[np.bool_], pd: NDArray[np.float64],
-                   draw: NDArray[np.float64], tin: NDArray[np.float64], R: NDArray[np.float64],
-                   P: NDArray[np.float64]) -> None:  # lazy
+        def _stash(self, gsl: Any, t_next: NDArray[np.float64], free_up: NDArray[np.bool_], draw: NDArray[np.float64],
+                   tin: NDArray[np.float64], R: NDArray[np.float64], P: NDArray[np.float64], xP: NDArray[np.float64],
+                   xsp: NDArray[np.float64]) -> None:  # lazy
             raise NotImplementedError
 
         def _air_inlet_offsets_c(self) -> NDArray[np.float64] | None:  # air
