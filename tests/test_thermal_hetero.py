@@ -157,3 +157,22 @@ def test_silent_crossings_equal_the_eager_path_with_offsets() -> None:
     assert lazy.metrics["thermal.mean_speed"] < 0.999
     assert_same_results(lazy, direct)
     assert lazy.events_processed < 0.5 * direct.events_processed
+
+
+def test_cells_of_per_gpu_units_equal_the_direct_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Liquid with an R spread: cool nodes' load changes are logged; a job's nodes replay as a cell of
+    per-GPU units (powers by level, the last segments' temperatures), against every load change direct."""
+    calls: list[int] = []
+    orig = Thermal._replay_cell_units
+
+    def spy(self: Thermal, *a: Any) -> None:
+        calls.append(1)
+        orig(self, *a)
+
+    monkeypatch.setattr(Thermal, "_replay_cell_units", spy)
+    lazy, direct = lazy_and_direct(SCEN / "liquid.yaml", [
+        "horizon_days=8", "cooling.gpu.r_sigma=0.05",
+        "cooling.inject=[{part: cdu, index: 0, at_h: 150}, {part: cdu, index: 1, at_h: 150}]"])
+    assert calls  # the cell path was taken
+    assert lazy.metrics["thermal.trips"] > 0  # the loop's lost flow: throttling and trips on the direct path
+    assert_same_results(lazy, direct)

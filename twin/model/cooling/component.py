@@ -186,7 +186,9 @@ class Thermal(Component, GpuState, LazyCrossings, Trips, AirRooms, LiquidLoops, 
         if reason is not None:
             self._trip(node, reason)
             return
-        if self.cool[node]:
+        # a node keeps its last thermal caps while down: one that went down capped is updated when it comes
+        # back (logging it would leave its job paced by the stale cap until its next direct update)
+        if self.cool[node] and self.speed_caps[node] == 1.0 and self._it_caps[node] == INF:
             self._log_state(node)
             return
         self._update(np.array([node], dtype=np.int64))
