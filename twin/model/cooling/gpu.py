@@ -244,11 +244,16 @@ class GpuState(CoolingState):
         if self.trace_from <= now <= self.trace_to and np.count_nonzero(self.trace_mask[nsl]):
             self._trace(nodes, T, P, pd, tin, R)
         # the node's speed is its slowest GPU's (nodes in service only; a down node keeps its last cap)
+        if self._silent_on and (self._n_silent or self._rose) and np.count_nonzero(~up_n):
+            self._rose = True  # a node leaving service leaves its group's slowest speeds (see lazy._plan)
         if self._n_hot:
             changed = up_n & (caps[nsl] != sp_n)
             if np.count_nonzero(changed):
                 ch = nodes[changed]
-                caps[ch] = sp_n[changed] if not isinstance(sp_n, float) else sp_n
+                new_sp = sp_n[changed] if not isinstance(sp_n, float) else sp_n
+                if self._silent_on and np.count_nonzero(caps[ch] < new_sp):
+                    self._rose = True  # a published speed rose (see lazy._plan)
+                caps[ch] = new_sp
                 self.engine.bus.publish(Topic.NODE_SPEED, ch)
             if short and self._n_hot_check():
                 self._n_hot = 0

@@ -43,6 +43,7 @@ class LazyCrossings(CoolingState):
     def _init_lazy(self) -> None:
         G, n = self.G, self.N
         self._silent_on = False  # decided in start(): see _start_lazy
+        self._rose = False  # since the last plan, an update raised a published speed or took a node out of service
         self._n_silent = 0
         self.silent = np.zeros(G, dtype=bool)  # the unit's pending slowdown crossing is silent
         self.t_due = self.t_next  # the wake-up's times: t_next less the silent crossings (the same array while off)
@@ -113,16 +114,24 @@ class LazyCrossings(CoolingState):
         gl = [g0] if not np.count_nonzero(gids != g0) else np.unique(gids).tolist()
         caps = self.speed_caps
         down = self.cluster.down_count
+        rose = self._rose
+        self._rose = False
         for gid in gl:
             if gid < 0:
                 continue  # not in a group: every crossing stays an event
             arr = self._groups[gid]
             mem = arr[self._gid[arr] == gid]
             gu = self._gpus(mem)
-            if self._n_silent:
+            # due silent crossings rest on the group's published speeds staying as low as they were: settled
+            # before one rose (or a node left service); while speeds only fell they may wait (the walk below
+            # reads published speeds, which a due crossing would only lower: it finds fewer silent, never more)
+            if self._n_silent and rose:
                 self._settle_in(gu, now)
             t = self.t_next[gu]
-            pend = np.flatnonzero((t < INF) & (self.kind[gu] == 1))
+            pend = (t < INF) & (self.kind[gu] == 1)
+            if self._n_silent and not rose:  # due silent crossings not settled stay as they are
+                pend &= ~(self.silent[gu] & (t <= now + _EPS_H))
+            pend = np.flatnonzero(pend)
             if not len(pend):
                 continue
             up = mem[down[mem] == 0]

@@ -115,6 +115,7 @@ class CoolingState:
     # ---- lazy (LazyCrossings._init_lazy, _start_lazy): silent slowdown crossings of per-GPU units
     _silent_on: bool
     _n_silent: int
+    _rose: bool
     silent: NDArray[np.bool_]
     t_due: NDArray[np.float64]
     _gid: NDArray[np.int64]
