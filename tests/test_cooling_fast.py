@@ -123,3 +123,22 @@ def test_the_model_evaluates_the_step_response_through_fast(monkeypatch: pytest.
     sc = load_scenario("scenarios/air.yaml", ["horizon_days=2"]).scenario
     Model(sc).run()
     assert calls
+
+
+@settings(max_examples=300, deadline=None)
+@given(d=st.lists(_p, min_size=1, max_size=8), tin=_temp, r=_r, slow=_temp, pmin=_p)
+def test_power_cap_is_physics_bit_for_bit(d: list[float], tin: float, r: float, slow: float, pmin: float) -> None:
+    n = len(d)
+    D, T, R = np.array(d), np.full(n, tin), np.full(n, r)
+    assert np.array_equal(fast.power_cap_w(D, T, R, slow, pmin), phys.power_cap_w(D, T, R, slow, pmin))
+
+
+@settings(max_examples=300, deadline=None)
+@given(cap=st.lists(_p, min_size=1, max_size=8), demand=_p, idle=st.floats(0.0, 300.0), alpha=st.floats(0.05, 3.0))
+def test_capped_speed_is_physics_where_capped(cap: list[float], demand: float, idle: float, alpha: float) -> None:
+    """Bit for bit wherever the cap is below the demand (the only place the model uses it)."""
+    C = np.array(cap)
+    D = np.full(len(cap), demand)
+    m = C < D
+    got = fast.capped_speed(C, D, idle, alpha)[m]
+    assert np.array_equal(got, np.asarray(phys.speed_fraction(C, D, idle, alpha))[m])

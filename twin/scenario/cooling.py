@@ -147,6 +147,17 @@ class Air(Strict):
     free_cooling_approach_c: NonNegF = Field(
         6.0, description="Free cooling (no chiller) while outdoor ≤ supply_c − approach, °C (assumption).")
     fan_kw_per_kw: NonNegF = Field(0.05, description="CRAH fan power per kW of heat removed (assumption).")
+    # inlet heterogeneity (issue 23): offsets added to the held supply at each GPU, °C
+    slot_preheat_c: NonNegF = Field(
+        0.0, description="Preheat of the air along the chassis airflow: the GPUs downstream (the second half "
+        "of a node's GPU slots, two rows along the airflow) see their inlet raised by this, °C (assumption: "
+        "no measured °C spread between the GPUs of an HGX node was found; a `twin sensitivity` factor).")
+    rack_rise_c: NonNegF = Field(
+        0.0, description="Inlet rise from a rack's bottom node to its top node, linear in the node's height, °C "
+        "(assumption: no measured bottom-versus-top °C delta was found; a `twin sensitivity` factor).")
+    recirculation_c: NonNegF = Field(
+        0.0, description="Mean of each node's hot-aisle recirculation, an exponential inlet offset drawn from the "
+        "node's own random stream, °C (assumption; a `twin sensitivity` factor).")
 
     @model_validator(mode="after")
     def _check(self) -> "Air":

@@ -24,6 +24,7 @@ from twin.model.cooling.air import AirRooms
 from twin.model.cooling.common import _HIST_MAX_C, INF
 from twin.model.cooling.energy import EnergyPue
 from twin.model.cooling.gpu import GpuState
+from twin.model.cooling.lazy import LazyCrossings
 from twin.model.cooling.liquid import LiquidLoops
 from twin.model.cooling.replay import DeferredReplay
 from twin.model.cooling.trips import Trips
@@ -34,7 +35,7 @@ from twin.model.parts import FacilityParts
 from twin.scenario.schema import Scenario
 
 
-class Thermal(Component, GpuState, Trips, AirRooms, LiquidLoops, DeferredReplay, Ageing, EnergyPue):
+class Thermal(Component, GpuState, LazyCrossings, Trips, AirRooms, LiquidLoops, DeferredReplay, Ageing, EnergyPue):
     """Component for the ``cooling`` section (see the package docstring). Requires the shared IT power
     (it caps GPUs through it); owns the cooling units (CRAH, CDU, pumps, leaks) as site-level parts."""
 
@@ -66,9 +67,13 @@ class Thermal(Component, GpuState, Trips, AirRooms, LiquidLoops, DeferredReplay,
         self.type = c.type
         self.N = n = cl.n_nodes
         self.g = g = cl.gpus_per_node
-        # thermal units: one per GPU when GPUs differ (r_sigma > 0), else one per node standing for its
-        # g identical GPUs (same equations, g times fewer array elements); w GPUs per unit
-        self.u = u = g if c.gpu.r_sigma > 0 else 1
+        # thermal units: one per GPU when GPUs differ (an R spread, or inlet offsets in an air hall), else one
+        # per node standing for its g identical GPUs (same equations, g times fewer array elements); w GPUs
+        # per unit
+        a = c.air
+        offsets = (c.type == "air" and a is not None
+                   and (a.slot_preheat_c > 0 or a.rack_rise_c > 0 or a.recirculation_c > 0))
+        self.u = u = g if (c.gpu.r_sigma > 0 or offsets) else 1
         self.w = float(g // u)
         self.G = n * u
         self._ar = np.arange(u)
@@ -113,6 +118,7 @@ class Thermal(Component, GpuState, Trips, AirRooms, LiquidLoops, DeferredReplay,
             self._init_liquid(fac_specs)
         self._init_fans()
         self._init_gpu()
+        self._init_lazy()
         self._init_trips()
         self._init_trace()
         self._init_ageing()
@@ -147,6 +153,7 @@ class Thermal(Component, GpuState, Trips, AirRooms, LiquidLoops, DeferredReplay,
         # a second speed source (the power model's caps; sources are made while the models are built)
         self._multi_speed = len(eng.speed_caps) > 1
         self._start_ageing()
+        self._start_lazy()
         self._update(np.arange(self.N))
         self._set_cool(self._all)
         self._start_trace()
@@ -158,6 +165,7 @@ class Thermal(Component, GpuState, Trips, AirRooms, LiquidLoops, DeferredReplay,
             return
         self._flush_log()
         H = self.H
+        self._finish_lazy(H)
         self._integrate(H)
         self._flush_histogram(H)
         if self.air is not None:
@@ -178,7 +186,9 @@ class Thermal(Component, GpuState, Trips, AirRooms, LiquidLoops, DeferredReplay,
         if reason is not None:
             self._trip(node, reason)
             return
-        if self.cool[node]:
+        # a node keeps its last thermal caps while down: one that went down capped is updated when it comes
+        # back (logging it would leave its job paced by the stale cap until its next direct update)
+        if self.cool[node] and self.speed_caps[node] == 1.0 and self._it_caps[node] == INF:
             self._log_state(node)
             return
         self._update(np.array([node], dtype=np.int64))

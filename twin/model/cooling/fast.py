@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from twin.physics import thermal as phys
 
-__all__ = ["demand_w", "steady_c", "tau_s", "step_c", "log_decay", "step_log_c", "shared_segments_c",
+__all__ = ["demand_w", "steady_c", "tau_s", "power_cap_w", "capped_speed", "step_c", "log_decay", "step_log_c", "shared_segments_c",
            "grouped_segments_c", "supply_c", "crossing_time_min"]
 
 
@@ -35,6 +35,26 @@ def steady_c(inlet_c: Any, power_w: Any, r_c_per_w: Any) -> Any:
 def tau_s(r_c_per_w: Any, c_j_per_c: float) -> Any:
     """Time constant R·C, s (``physics.thermal.tau_s``)."""
     return r_c_per_w * c_j_per_c
+
+
+def power_cap_w(demand_w: NDArray[np.float64], inlet_c: NDArray[np.float64], r_c_per_w: NDArray[np.float64],
+                slowdown_c: float, p_min_w: float) -> NDArray[np.float64]:
+    """Thermally allowed power per GPU (W): the demand where its steady state is at most ``slowdown_c``,
+    else max(P_min, (slowdown_c − T_in)/R), never above the demand (``physics.thermal.power_cap_w`` on
+    arrays of one shape)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        capped = np.minimum(demand_w, np.maximum(p_min_w, (slowdown_c - inlet_c) / r_c_per_w))
+    return np.where(inlet_c + demand_w * r_c_per_w <= slowdown_c, demand_w, capped)
+
+
+def capped_speed(cap_w: NDArray[np.float64], demand_w: NDArray[np.float64], idle_w: float,
+                 alpha: float) -> NDArray[np.float64]:
+    """Speed fraction of GPUs whose cap ``cap_w`` is below their demand: ((P_cap − P_idle)/(P_d − P_idle))^α
+    clipped to [0, 1], 0 at or below idle (``physics.thermal.speed_fraction`` wherever cap < demand; the
+    values elsewhere are not that function's and callers discard them)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        s = np.minimum(1.0, np.clip((cap_w - idle_w) / (demand_w - idle_w), 0.0, 1.0) ** alpha)
+    return np.where(cap_w <= idle_w, 0.0, s)
 
 
 def step_c(t_c: Any, tss_c: Any, dt_h: Any, tau_s: Any) -> Any:

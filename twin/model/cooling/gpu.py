@@ -46,6 +46,12 @@ class GpuState(CoolingState):
             unif = self.engine.streams.uniforms(digs, np.zeros(G, dtype=np.int64))
             self.rspread = np.exp(gp.r_sigma * ndtri(unif))
         self.rbase = base_r * self.rspread
+        # per unit, its inlet above the node's (held supply or coolant): chassis, rack and recirculation
+        # offsets of an air hall (issue 23); None: every unit sees its node's inlet
+        self.toff: NDArray[np.float64] | None = None
+        if not self.gpu_on_liquid and u > 1:
+            self.toff = self._air_inlet_offsets_c()
+        self.toff_max_n = np.zeros(n) if self.toff is None else self.toff.reshape(n, u).max(axis=1)
         self.rfactor = np.ones(n)  # node multiplier of R: fans (air) or no-flow (liquid)
         self.inlet = np.empty(n)  # GPU inlet (held air supply, or coolant supply), °C
         if self.gpu_on_liquid:
@@ -55,6 +61,8 @@ class GpuState(CoolingState):
             assert self.air is not None
             self.inlet[:] = self.air.supply_c
         tin0 = np.repeat(self.inlet, u)
+        if self.toff is not None:
+            tin0 = tin0 + self.toff
         R0 = self.rbase.copy()
         self.T = fast.steady_c(tin0, self.idle_w, R0)
         self.t0 = np.zeros(G)
@@ -66,7 +74,7 @@ class GpuState(CoolingState):
         self.t_next = np.full(G, INF)
         self.kind = np.zeros(G, dtype=np.int8)  # 1 slowdown crossing, 2 shutdown crossing
         self._wake_t = INF
-        self._wake_gen = 0
+        self._wake_timer = self.engine.timer(self._wake)
         self._n_hot = 0  # > 0 while some unit may be capped, engaged or heading for a crossing
         self._acc_hot = False
         self._tp_hot = False
@@ -123,6 +131,11 @@ class GpuState(CoolingState):
             self._update_now(nodes)
         finally:
             self._in_update -= 1
+        if self._silent_on:
+            if not self._in_update:
+                self._plan(nodes)
+            elif self.t_due.min() < self._wake_t:  # (inside another update: these crossings stay events)
+                self._schedule_wake(float(self.t_due.min()))
         if not self._in_update and self._speed_later:
             later = self._speed_later
             self._speed_later = []
@@ -156,6 +169,8 @@ class GpuState(CoolingState):
         else:
             nsl = nodes
             gsl = self._gpus(nodes)
+        if self._n_silent:  # silent crossings of these units that are due: taken first; the others re-planned
+            self._settle_in(gsl, now)
         # temperature now, from the last state; GPU-hours by steady-state temperature (τ ≪ intervals)
         tss_old = self.tss[gsl]
         dt_h = now - self.t0[gsl]
@@ -183,6 +198,8 @@ class GpuState(CoolingState):
         else:
             R = self.rbase[gsl] * np.repeat(self.rfactor[nsl], u)
             tin = np.repeat(self.inlet[nsl], u)
+            if self.toff is not None:
+                tin += self.toff[gsl]
             pd = np.repeat(pd_n, u)
             draw = pd if draw_n is pd_n else np.repeat(draw_n, u)
             self.gon[gsl] = np.repeat(up_n, u)
@@ -201,6 +218,8 @@ class GpuState(CoolingState):
             if self._n_hot:
                 self.t_next[gsl] = INF
                 self.speed[gsl] = 1.0
+                if self._silent_on:
+                    self.t_due[gsl] = INF
             P = draw
             sp_n: Any = 1.0
             capped_n = 0.0
@@ -225,11 +244,16 @@ class GpuState(CoolingState):
         if self.trace_from <= now <= self.trace_to and np.count_nonzero(self.trace_mask[nsl]):
             self._trace(nodes, T, P, pd, tin, R)
         # the node's speed is its slowest GPU's (nodes in service only; a down node keeps its last cap)
+        if self._silent_on and (self._n_silent or self._rose) and np.count_nonzero(~up_n):
+            self._rose = True  # a node leaving service leaves its group's slowest speeds (see lazy._plan)
         if self._n_hot:
             changed = up_n & (caps[nsl] != sp_n)
             if np.count_nonzero(changed):
                 ch = nodes[changed]
-                caps[ch] = sp_n[changed] if not isinstance(sp_n, float) else sp_n
+                new_sp = sp_n[changed] if not isinstance(sp_n, float) else sp_n
+                if self._silent_on and np.count_nonzero(caps[ch] < new_sp):
+                    self._rose = True  # a published speed rose (see lazy._plan)
+                caps[ch] = new_sp
                 self.engine.bus.publish(Topic.NODE_SPEED, ch)
             if short and self._n_hot_check():
                 self._n_hot = 0
@@ -242,9 +266,11 @@ class GpuState(CoolingState):
         units' powers, and per node the speed, capped busy GPUs, Σ speed of busy GPUs and thermal cap."""
         u = self.u
         engage = need & (self.engaged[gsl] | (T >= self.slow_c - _EPS_C))
-        P = np.where(engage, np.minimum(phys.power_cap_w(pd, tin, R, self.slow_c, self.pmin_w), draw), draw)
+        xP = np.minimum(fast.power_cap_w(pd, tin, R, self.slow_c, self.pmin_w), draw)  # power once engaged
+        P = np.where(engage, xP, draw)
         capped = engage & (P < draw)
-        speed = np.where(capped, phys.speed_fraction(P, pd, self.idle_w, self.alpha), 1.0)
+        xsp = fast.capped_speed(xP, pd, self.idle_w, self.alpha)  # speed once engaged, where xP < draw
+        speed = np.where(capped, xsp, 1.0)
         tss = fast.steady_c(tin, P, R)
         tau = fast.tau_s(R, self.C)
         # next crossing: slowdown for free GPUs heading above it, shutdown for capped ones settling above it
@@ -260,6 +286,8 @@ class GpuState(CoolingState):
             t_cross[hot] = np.where(T[hot] >= self.shut_c - _EPS_C, 0.0, ts)
             kind[hot] = 2
         t_next = now + t_cross / 3600.0
+        if self._silent_on:
+            self._stash(gsl, t_next, free_up, draw, tin, R, P, xP, xsp)
         self.tss[gsl] = tss
         self.engaged[gsl] = engage
         self.speed[gsl] = speed
@@ -273,9 +301,10 @@ class GpuState(CoolingState):
         # the node's thermal cap as the per-GPU mean of its powers: exact for the node's total while the
         # thermal cap is the tightest (a stated approximation when PSU caps bind on the same node)
         it_caps = np.where(capped_g.any(axis=1), P.reshape(-1, u).mean(axis=1), INF)
-        m = float(t_next.min())
-        if m < self._wake_t:
-            self._schedule_wake(m)
+        if not self._silent_on:  # (else _plan schedules the wake-up, once the silent crossings are known)
+            m = float(t_next.min())
+            if m < self._wake_t:
+                self._schedule_wake(m)
         return P, sp_n, capped_n, spsum_n, it_caps
 
     def _n_hot_check(self) -> bool:
@@ -293,20 +322,17 @@ class GpuState(CoolingState):
     def _schedule_wake(self, t: float) -> None:
         if t >= self.H:
             return
-        self._wake_gen += 1
         self._wake_t = t
-        gen = self._wake_gen
-        self.engine.call_at(t, lambda: self._wake(gen))
+        self._wake_timer.set(t)
 
-    def _wake(self, gen: int) -> None:
-        if gen != self._wake_gen:
-            return
+    def _wake(self) -> None:
         self._wake_t = INF
         now = self.engine.now
-        due = np.flatnonzero(self.t_next <= now + _EPS_H)
+        due = np.flatnonzero(self.t_due <= now + _EPS_H)
         if len(due):
             kinds = self.kind[due]
             self.t_next[due] = INF
+            self.t_due[due] = INF
             shut_nodes = np.unique(due[kinds == 2] // self.u)
             slow_nodes = np.setdiff1d(np.unique(due[kinds == 1] // self.u), shut_nodes)
             if len(slow_nodes):
@@ -314,7 +340,7 @@ class GpuState(CoolingState):
             for node in shut_nodes.tolist():
                 if self.cluster.is_up(node):
                     self._trip(node, "gpu_shutdown")
-        m = float(self.t_next.min())
+        m = float(self.t_due.min())
         if m < self._wake_t:
             self._schedule_wake(m)
 

@@ -68,12 +68,20 @@ class DeferredReplay(CoolingState):
     def _set_cool(self, nodes: NDArray[np.int64] | slice) -> None:
         """Recompute the cool flag of ``nodes`` (indices or a slice; see the constructor) and the count of
         warm nodes."""
-        ok = self.inlet[nodes] + self._tdp_rmax[nodes] * self.rfactor[nodes] < self.slow_c
+        if self.toff is None:
+            ok = self.inlet[nodes] + self._tdp_rmax[nodes] * self.rfactor[nodes] < self.slow_c
+        else:  # (a bound: the hottest offset with the largest R; cool is a shortcut, warm always exact)
+            ok = self.inlet[nodes] + self.toff_max_n[nodes] + self._tdp_rmax[nodes] * self.rfactor[nodes] < self.slow_c
         ok &= ~np.isfinite(self._pcap[nodes])  # under a power-chain cap: followed directly
         if self._tracing:
             ok &= ~self.trace_mask[nodes]
         if self.aged:
             ok[:] = False
+        if self._silent_on:  # a node turning warm joins a group only at its next load change (groups are not
+            turned = self.cool[nodes] & ~ok  # kept while every node is cool): until then its crossings are events
+            if np.count_nonzero(turned):
+                idx = np.arange(self.N)[nodes][turned]
+                self._gid[idx] = -1
         self.cool[nodes] = ok
         self._n_warm = self.N - int(np.count_nonzero(self.cool))
 
@@ -97,6 +105,8 @@ class DeferredReplay(CoolingState):
         source caps them); whether the nodes are in service follows from their own logged changes.
         """
         n = len(nodes)
+        if self._silent_on and self._n_warm:  # (groups matter for warm nodes only; a cool one has no crossing)
+            self._group(nodes)
         if self._n_warm:
             cool = self.cool[nodes]
             k = np.count_nonzero(cool)
@@ -208,7 +218,7 @@ class DeferredReplay(CoolingState):
         dbusy_k = np.zeros(k)  # change of busy GPUs at each entry
         several_speeds = self._multi_speed
         cells: list[tuple[NDArray[np.int64], NDArray[np.int64]]] = []
-        if self.u == 1 and not several_speeds:
+        if not several_speeds:
             cells, in_cell = self._cells(arrs, lens, nd, pe)
             if cells:
                 keep = ~in_cell[nd]
@@ -276,7 +286,8 @@ class DeferredReplay(CoolingState):
         for j, e in enumerate(big):
             big_entry[e] = True
             sig[arrs[int(e[0])], j >> 6] |= np.uint64(1 << (j & 63))  # (an array holds each node once)
-        other = ~self.gon  # out of service when the log began (one unit per node here) ...
+        u = self.u
+        other = ~self.gon if u == 1 else ~self.gon[::u]  # out of service when the log began (units of a node alike) ...
         other[nd[~big_entry[pe]]] = True  # ... or in another entry (changes of service are single-node entries)
         cand = np.flatnonzero(sig.any(axis=1) & ~other)
         if not len(cand):
@@ -288,7 +299,9 @@ class DeferredReplay(CoolingState):
             keys, inv, cnt = np.unique(sig[cand], axis=0, return_inverse=True, return_counts=True)
         members = cand[inv.reshape(-1).argsort(kind="stable")]
         ends = cnt.cumsum()
-        R = self.rbase[members] * self.rfactor[members]
+        # one R and inlet per cell (u > 1: per node, its fan factor and inlet; the units' own R and offsets
+        # are taken per unit by the cell replay)
+        R = self.rbase[members] * self.rfactor[members] if u == 1 else self.rfactor[members]
         tin = self.inlet[members]
         cells = []
         for c in range(len(keys)):
@@ -312,6 +325,24 @@ class DeferredReplay(CoolingState):
         changes of busy GPUs to ``dbusy_k``."""
         n = len(nodes)
         g = self.g
+        if self.u > 1:
+            self._replay_cell_units(t, U, nodes)
+        else:
+            self._replay_cell_thermal(t, U, nodes)
+        # busy GPUs: every node in service, busy while its utilisation is above 0
+        b = (U > 0.0).astype(np.float64)
+        d = np.empty(len(t))
+        d[0] = g * (n * b[0] - np.count_nonzero(self.n_busy[nodes]))
+        d[1:] = (g * n) * (b[1:] - b[:-1])
+        dbusy_k[entries] += d
+        busy_last = g * b[-1]
+        self.n_busy[nodes] = busy_last
+        self.n_spsum[nodes] = busy_last
+        self.n_tp[nodes] = busy_last
+
+    def _replay_cell_thermal(self, t: NDArray[np.float64], U: NDArray[np.float64], nodes: NDArray[np.int64]) -> None:
+        """The GPU state of a cell of one-unit nodes (see ``_replay_cell``): histogram, temperatures, peak."""
+        n = len(nodes)
         i0 = int(nodes[0])
         R = float(self.rbase[i0] * self.rfactor[i0])
         tin = float(self.inlet[i0])
@@ -339,16 +370,6 @@ class DeferredReplay(CoolingState):
         self.t0[nodes] = t[-1]
         self.tss[nodes] = tss[-1]
         self.gon[nodes] = True
-        # busy GPUs: every node in service, busy while its utilisation is above 0
-        b = (U > 0.0).astype(np.float64)
-        d = np.empty(len(t))
-        d[0] = g * (n * b[0] - np.count_nonzero(self.n_busy[nodes]))
-        d[1:] = (g * n) * (b[1:] - b[:-1])
-        dbusy_k[entries] += d
-        busy_last = g * b[-1]
-        self.n_busy[nodes] = busy_last
-        self.n_spsum[nodes] = busy_last
-        self.n_tp[nodes] = busy_last
         # peak: a first-order segment is hottest at one of its ends, so the peak is the hottest temperature
         # at the entries' times; looked for only when some steady state could exceed the peak so far
         # (temperatures never exceed the larger of where they start and their steady states)
@@ -362,6 +383,69 @@ class DeferredReplay(CoolingState):
                     peak = x
             if peak > self.tpeak_c:
                 self.tpeak_c = peak
+
+    _FORGET = 40.0  # segments more than this many time constants before the end leave no trace in T (e^-40)
+
+    def _replay_cell_units(self, t: NDArray[np.float64], U: NDArray[np.float64], nodes: NDArray[np.int64]) -> None:
+        """The GPU state of a cell (see ``_flush_log``) of nodes with one unit per GPU: the nodes share their
+        entries, fan factor and inlet, each unit has its own R and inlet offset. The segments the cell
+        shares have few distinct powers (its utilisations), so the histogram takes each unit's steady
+        state at each power with the power's total time; the temperature after the last entry needs only
+        the segments within ``_FORGET`` time constants of the end (earlier ones are weighted below e^-40,
+        under the rounding of a temperature) unless they are all that recent; the peak is followed per
+        unit over every segment only when some steady state could exceed it."""
+        w = self.w
+        gu = self._gpus(nodes)
+        i0 = int(nodes[0])
+        R = self.rbase[gu] * self.rfactor[i0]
+        tin = np.full(len(gu), self.inlet[i0])
+        if self.toff is not None:
+            tin += self.toff[gu]
+        tau = fast.tau_s(R, self.C)
+        P = fast.demand_w(self.idle_w, self.tdp_w, U)  # per GPU after each entry (every node in service)
+        # each unit's first segment: from its own state to the first entry
+        tss0 = self.tss[gu]
+        dur0 = t[0] - self.t0[gu]
+        T = fast.step_c(self.T[gu], tss0, dur0, tau)
+        T1max = float(T.max())
+        bins = [tss0]
+        wts = [dur0 * self.gon[gu]]
+        K = len(t)
+        hi = float(tss0.max())
+        if K > 1:
+            dur = t[1:] - t[:-1]
+            lv, inv = np.unique(P[:-1], return_inverse=True)
+            D = np.bincount(inv.reshape(-1), weights=dur, minlength=len(lv))  # time at each power
+            tss_l = fast.steady_c(tin[:, None], lv[None, :], R[:, None])  # units × powers
+            bins.append(tss_l.ravel())
+            wts.append(np.tile(D, len(gu)))
+            hi = max(hi, float(tss_l[:, -1].max()))
+            # the temperature after the last entry: the shared segments from k0 on, per unit
+            back = dur[::-1].cumsum()[::-1]  # time from each segment's start to the end, h
+            far = np.flatnonzero(back * 3600.0 >= self._FORGET * float(tau.max()))
+            k0 = int(far[-1]) if len(far) else 0
+            x = T if k0 == 0 else fast.steady_c(tin, P[k0 - 1], R)  # (its weight is below e^-40 if k0 > 0)
+            for k in range(k0, K - 1):
+                x = fast.step_c(x, fast.steady_c(tin, P[k], R), dur[k], tau)
+            T = x
+        b_all = np.concatenate(bins)
+        self.hist += np.bincount(np.clip(b_all, 0.0, _HIST_MAX_C - 1).astype(np.intp),
+                                 weights=np.concatenate(wts), minlength=_HIST_MAX_C) * w
+        # peak: the hottest temperature at the entries' times (a first-order segment is hottest at one of its
+        # ends), followed only when some steady state could exceed the peak so far
+        if hi > self.tpeak_c:
+            peak = T1max
+            if K > 1:
+                x = fast.step_c(self.T[gu], tss0, dur0, tau)
+                for k in range(K - 1):
+                    x = fast.step_c(x, fast.steady_c(tin, P[k], R), dur[k], tau)
+                    peak = max(peak, float(x.max()))
+            if peak > self.tpeak_c:
+                self.tpeak_c = peak
+        self.T[gu] = T
+        self.t0[gu] = t[-1]
+        self.tss[gu] = fast.steady_c(tin, P[-1], R)
+        self.gon[gu] = True
 
     def _replay_pairs(self, tk: NDArray[np.float64], ut: NDArray[np.float64], nd: NDArray[Any],
                       pe: NDArray[np.int32], st: NDArray[np.int8] | None, sp: NDArray[np.float64] | None,
@@ -443,6 +527,8 @@ class DeferredReplay(CoolingState):
             g0 = (nodes_g[:, None] * u + self._ar).ravel()
             R_g = (self.rbase * np.repeat(self.rfactor, u))[g0]
             tin_g = np.repeat(self.inlet, u)[g0]
+            if self.toff is not None:
+                tin_g += self.toff[g0]
         Mu = len(t_u)
         # R and inlet are constant over the log (every change of them flushes first). One value for all the
         # logged units is used as a scalar: x·R is the same product for a scalar as for equal elements.

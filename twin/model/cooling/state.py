@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from twin.model.cluster import Cluster
     from twin.model.component import BuildContext
-    from twin.model.engine import Engine
+    from twin.model.engine import Engine, Timer
     from twin.model.parts import FacilityParts, PartPopulation
     from twin.model.repair import RepairShop
     from twin.model.power import ITPower
@@ -78,6 +78,8 @@ class CoolingState:
     # ---- gpu (GpuState._init_gpu, _init_trace): unit state, accounting, trace
     rspread: NDArray[np.float64]
     rbase: NDArray[np.float64]
+    toff: NDArray[np.float64] | None  # per unit: inlet offset above its node's inlet, °C (air halls; None: 0)
+    toff_max_n: NDArray[np.float64]  # per node: the largest of its units' offsets, °C
     rfactor: NDArray[np.float64]  # per node: fans (air) or no flow (liquid) multiply R
     inlet: NDArray[np.float64]  # per node, °C
     T: NDArray[np.float64]
@@ -90,7 +92,7 @@ class CoolingState:
     t_next: NDArray[np.float64]
     kind: NDArray[np.int8]
     _wake_t: float
-    _wake_gen: int
+    _wake_timer: Timer
     _n_hot: int
     _acc_hot: bool
     _tp_hot: bool
@@ -109,6 +111,25 @@ class CoolingState:
     trace_from: float
     trace_to: float
     trace_rows: list[NDArray[np.float64]]
+
+    # ---- lazy (LazyCrossings._init_lazy, _start_lazy): silent slowdown crossings of per-GPU units
+    _silent_on: bool
+    _n_silent: int
+    _rose: bool
+    silent: NDArray[np.bool_]
+    t_due: NDArray[np.float64]
+    _gid: NDArray[np.int64]
+    _gid_of: dict[int, tuple[NDArray[np.int64], int]]
+    _groups: dict[int, NDArray[np.int64]]
+    _next_gid: int
+    _pw_t: list[NDArray[np.float64]]
+    _pw_dv: list[NDArray[np.float64]]
+    x_P: NDArray[np.float64]
+    x_sp: NDArray[np.float64]
+    x_tss: NDArray[np.float64]
+    x_ok: NDArray[np.bool_]
+    pw: NDArray[np.float64]
+    _traced_u: NDArray[np.bool_] | None
 
     # ---- trips (Trips._init_trips)
     tripped: dict[int, tuple[float, str]]
@@ -208,6 +229,32 @@ class CoolingState:
             raise NotImplementedError
 
         def _zone_cap_w(self, z: int) -> float:  # air
+            raise NotImplementedError
+
+        def _schedule_wake(self, t: float) -> None:  # gpu
+            raise NotImplementedError
+
+        def _gpus(self, nodes: NDArray[np.int64]) -> NDArray[np.int64]:  # gpu
+            raise NotImplementedError
+
+        def _integrate(self, now: float) -> None:  # gpu
+            raise NotImplementedError
+
+        def _plan(self, nodes: NDArray[np.int64]) -> None:  # lazy
+            raise NotImplementedError
+
+        def _group(self, nodes: NDArray[np.int64]) -> None:  # lazy
+            raise NotImplementedError
+
+        def _settle_in(self, gsl: Any, now: float) -> None:  # lazy
+            raise NotImplementedError
+
+        def _stash(self, gsl: Any, t_next: NDArray[np.float64], free_up: NDArray[np.bool_], draw: NDArray[np.float64],
+                   tin: NDArray[np.float64], R: NDArray[np.float64], P: NDArray[np.float64], xP: NDArray[np.float64],
+                   xsp: NDArray[np.float64]) -> None:  # lazy
+            raise NotImplementedError
+
+        def _air_inlet_offsets_c(self) -> NDArray[np.float64] | None:  # air
             raise NotImplementedError
 
         def _age_update(self, nodes: NDArray[np.int64], only: list[dict[str, Any]] | None = None) -> None:  # ageing

@@ -54,9 +54,15 @@ class Trips(CoolingState):
             return False, False
         # the node's hottest GPU: max over its GPUs of R_base·fan factor = (max R_base)·fan factor, exactly
         # (rounding is monotonic, and the factor is positive)
-        r = float(self.rmax_n[node] * self.rfactor[node])
-        if self.inlet[node] + self.pmin_w * r >= self.shut_c:
-            return False, False
+        if self.toff is None:
+            r = float(self.rmax_n[node] * self.rfactor[node])
+            if self.inlet[node] + self.pmin_w * r >= self.shut_c:
+                return False, False
+        else:  # per GPU: its own inlet offset and R (u > 1 here)
+            gs = slice(node * self.u, (node + 1) * self.u)
+            hot = float((self.toff[gs] + self.pmin_w * (self.rbase[gs] * self.rfactor[node])).max())
+            if self.inlet[node] + hot >= self.shut_c:
+                return False, False
         if self.air is not None:
             z = int(self.zone_of[node])
             if self._supply_now(z) >= self.max_inlet_c:

@@ -1,0 +1,178 @@
+"""Heterogeneous GPUs (issue 23 item 1): per-GPU R spread, chassis preheat, rack-height and recirculation
+inlet offsets; each GPU's values from its own stream; a job's compute speed is its slowest GPU's; silent
+slowdown crossings (``twin.model.cooling.lazy``) agree with the eager path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from twin.model.cooling.component import Thermal
+from twin.model.workload import RUNNING
+from twin.scenario.loader import load_scenario
+from twin.sim import Model
+
+from test_thermal import assert_same_results, lazy_and_direct  # noqa: E402  (tests/ is on sys.path)
+
+SCEN = Path(__file__).resolve().parent.parent / "scenarios"
+OFFSETS = ["cooling.air.slot_preheat_c=2", "cooling.air.rack_rise_c=1.5", "cooling.air.recirculation_c=0.5"]
+CRAH_LOSS = ("cooling.inject=[{part: crah, index: 0, at_h: 30}, {part: crah, index: 1, at_h: 30},"
+             " {part: fan, index: 3, at_h: 10}]")
+
+
+def _thermal(model: Model) -> Thermal:
+    th = model.by_section["cooling"]
+    assert isinstance(th, Thermal)
+    return th
+
+
+def _true_speeds(th: Thermal) -> np.ndarray:
+    """Each GPU's speed now: a silent crossing that is due has taken effect though not yet settled."""
+    sp = th.speed.copy()
+    if th._silent_on:
+        due = th.silent & (th.t_next <= th.engine.now)
+        sp[due] = th.x_sp[due]
+    return sp
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(r_sigma=st.floats(0.0, 0.1), preheat=st.floats(0.0, 3.0), rack=st.floats(0.0, 2.0),
+       recirc=st.floats(0.0, 1.0), supply=st.floats(22.0, 26.0), arrivals=st.floats(0.2, 3.0),
+       seed=st.integers(1, 10_000))
+def test_job_speed_is_the_minimum_over_its_gpus(r_sigma: float, preheat: float, rack: float, recirc: float,
+                                                supply: float, arrivals: float, seed: int) -> None:
+    """Property: at probe times spread over the run, every running job's compute-speed input (the engine's
+    minimum over its nodes, which the step-time model takes) equals the minimum over its GPUs' speeds, and
+    its rate is the rate at that speed; the GPUs' speeds come from their own R and inlet, not the node's."""
+    sets = ["horizon_days=3", f"seed={seed}", f"cooling.gpu.r_sigma={r_sigma}", f"cooling.air.slot_preheat_c={preheat}",
+            f"cooling.air.rack_rise_c={rack}", f"cooling.air.recirculation_c={recirc}", f"cooling.air.supply_c={supply}",
+            f"workload.synthetic.arrival_rate_per_h={arrivals}"]
+    model = Model(load_scenario(SCEN / "air.yaml", sets).scenario)
+    th = _thermal(model)
+    wl = model.by_section["workload"]
+    eng = model.engine
+    checked: list[int] = []
+
+    def probe() -> None:
+        sp = _true_speeds(th)
+        for job in list(wl.allocated.values()):
+            if job.state != RUNNING or not len(job.nodes):
+                continue
+            gpu_min = float(sp[th._gpus(np.asarray(job.nodes, dtype=np.int64))].min())
+            assert eng.min_speed(job.nodes) == gpu_min
+            assert job.rate == pytest.approx(wl._compute_rate(job), rel=1e-12)
+            checked.append(1)
+
+    for k in range(1, 144):  # every half hour, plus a little, so probes fall inside warm-up transients too
+        eng.call_at(k * 0.5 + 0.0031 * (k % 7), probe)
+    model.run()
+    assert checked
+
+
+def test_slowest_gpu_paces_the_job() -> None:
+    """With a spread the 768-GPU job runs at its slowest GPU's speed, not the mean: a straggler."""
+    model = Model(load_scenario(SCEN / "air.yaml", ["horizon_days=1", "cooling.gpu.r_sigma=0.05",
+                                                    *OFFSETS]).scenario)
+    th = _thermal(model)
+    wl = model.by_section["workload"]
+    seen: list[tuple[float, float]] = []
+
+    def probe() -> None:
+        sp = _true_speeds(th)
+        for job in wl.allocated.values():
+            if job.state == RUNNING and len(job.nodes) >= 64:
+                g = sp[th._gpus(np.asarray(job.nodes, dtype=np.int64))]
+                seen.append((model.engine.min_speed(job.nodes), float(g.mean())))
+
+    model.engine.call_at(12.3, probe)
+    model.run()
+    assert seen
+    pace, mean = seen[0]
+    assert pace < 0.97 and pace < mean - 0.01  # (the spread makes stragglers; a mean would hide them)
+
+
+def _draws(sets: list[str], path: Path = SCEN / "air.yaml") -> tuple[Any, Any, list[str]]:
+    model = Model(load_scenario(path, sets).scenario)
+    th = _thermal(model)
+    cl = model.cluster
+    return th.rspread.copy(), th.toff.copy(), [cl.node_path(i) for i in range(cl.n_nodes)]
+
+
+def test_per_gpu_draws_are_common_random_numbers() -> None:
+    """Each GPU's R factor and each node's recirculation come from streams of their own paths: adding racks,
+    removing the fabric or the cooling units' redundancy leaves every existing GPU's values bit-identical."""
+    base = ["horizon_days=1", "cooling.gpu.r_sigma=0.05", "cooling.air.recirculation_c=0.7"]
+    r0, o0, paths0 = _draws(base)
+    n0 = len(paths0)
+    variants = [
+        ["cluster.racks=24"],  # more nodes: the first racks keep their paths
+        ["network=null"],  # no fabric components
+        ["cooling.air.crah.count=5", "maintenance.crews.technicians.count=5"],
+    ]
+    for extra in variants:
+        r1, o1, paths1 = _draws(base + extra)
+        assert paths1[:n0] == paths0
+        g0 = len(r0)
+        np.testing.assert_array_equal(r1[:g0], r0)  # bit for bit
+        np.testing.assert_array_equal(o1[:g0], o0)
+    # and the draws do differ between GPUs and with the seed (a stream per GPU, not one value)
+    assert len(np.unique(r0)) == len(r0)
+    r2, _, _ = _draws(base + ["seed=7"])
+    assert not np.array_equal(r2, r0)
+
+
+def test_inlet_offsets_by_slot_rack_and_recirculation() -> None:
+    """The downstream half of a node's GPUs sees the chassis preheat; the top node of a rack the full rack
+    rise; recirculation is a non-negative per-node offset."""
+    model = Model(load_scenario(SCEN / "air.yaml", ["horizon_days=1", "cooling.air.slot_preheat_c=2",
+                                                    "cooling.air.rack_rise_c=1.5"]).scenario)
+    th = _thermal(model)
+    g, npr = th.g, model.cluster.nodes_per_rack
+    off = th.toff.reshape(th.N, g)
+    assert th.u == g
+    np.testing.assert_allclose(off[0], [0.0] * (g // 2) + [2.0] * (g - g // 2))
+    np.testing.assert_allclose(off[npr - 1], [1.5] * (g // 2) + [3.5] * (g - g // 2))
+    rec = Model(load_scenario(SCEN / "air.yaml", ["horizon_days=1", "cooling.air.recirculation_c=1"]).scenario)
+    o = _thermal(rec).toff.reshape(-1, g)
+    assert (o >= 0).all() and np.ptp(o[:, 0]) > 0 and (o == o[:, :1]).all()  # per node, the same for its GPUs
+    assert o[:, 0].mean() == pytest.approx(1.0, rel=0.25)
+
+
+def test_identical_gpus_keep_one_unit_per_node() -> None:
+    """Without a spread or offsets (and offsets in a liquid hall do nothing) a node is one thermal unit."""
+    th = _thermal(Model(load_scenario(SCEN / "air.yaml", ["horizon_days=1"]).scenario))
+    assert th.u == 1 and th.toff is None
+
+
+def test_silent_crossings_equal_the_eager_path_with_offsets() -> None:
+    """Silent crossings (untraced nodes) against every crossing an event (every node traced), with a spread,
+    chassis/rack/recirculation offsets, a CRAH loss and a fan loss; and the silent path saves events."""
+    lazy, direct = lazy_and_direct(SCEN / "air.yaml", ["horizon_days=3", "cooling.gpu.r_sigma=0.03", *OFFSETS,
+                                                       CRAH_LOSS])
+    assert lazy.metrics["thermal.throttled_gpu_hours"] > 0
+    assert lazy.metrics["thermal.mean_speed"] < 0.999
+    assert_same_results(lazy, direct)
+    assert lazy.events_processed < 0.5 * direct.events_processed
+
+
+def test_cells_of_per_gpu_units_equal_the_direct_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Liquid with an R spread: cool nodes' load changes are logged; a job's nodes replay as a cell of
+    per-GPU units (powers by level, the last segments' temperatures), against every load change direct."""
+    calls: list[int] = []
+    orig = Thermal._replay_cell_units
+
+    def spy(self: Thermal, *a: Any) -> None:
+        calls.append(1)
+        orig(self, *a)
+
+    monkeypatch.setattr(Thermal, "_replay_cell_units", spy)
+    lazy, direct = lazy_and_direct(SCEN / "liquid.yaml", [
+        "horizon_days=8", "cooling.gpu.r_sigma=0.05",
+        "cooling.inject=[{part: cdu, index: 0, at_h: 150}, {part: cdu, index: 1, at_h: 150}]"])
+    assert calls  # the cell path was taken
+    assert lazy.metrics["thermal.trips"] > 0  # the loop's lost flow: throttling and trips on the direct path
+    assert_same_results(lazy, direct)

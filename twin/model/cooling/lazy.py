@@ -1,0 +1,286 @@
+"""Silent slowdown crossings (issue 23, performance): with one thermal unit per GPU, a GPU reaching its
+slowdown temperature is an event only where it can change a job's pace.
+
+A job's progress depends only on its slowest GPU (the engine's speed of a job is the minimum over its
+nodes, a node's thermal speed its slowest GPU's). When an update leaves some free GPUs heading above the
+slowdown temperature, each will, at its crossing time t_x, cap its power at P_x and slow to s_x; all of
+that is known at the update (``_stash``). The crossings of a *group* (the nodes a job's load change was
+published for, ``Topic.NODE_LOAD``: the job's nodes) are walked in time order from the group's slowest
+published speed: a crossing whose s_x is below every speed the group has by then lowers the job's pace
+and stays an event (the wake-up, as before); every other one is *silent* (``_plan``). A silent crossing
+changes nothing anyone reads before its node's next update: the job's pace is already at or below s_x.
+It is settled when its node is next updated, its group re-planned, or at the end (``_settle``): the unit
+takes its capped state from t_x on, and what the eager wake-up would have changed at t_x is added for
+[t_x, now) in closed form: the temperature histogram, the throttled-GPU and speed integrals, the
+effective-GPU series (changes recorded at t_x), the site IT energy (and a correction series merged into
+the ``site_power_w`` level at the end, so energy, PUE and cost read the exact piecewise-constant power).
+
+So events are due where a job's pace, a unit's state (a cooling unit, a load, an inlet step) or a trip
+changes, and the cost of a load change grows with the pace changes it causes, not with its GPUs.
+
+Taken only where nothing else reads a node's power or speed between events: no second speed source (a
+power chain), no ageing, and never for traced nodes (their trace rows are the eager path's); otherwise
+every crossing is an event, as with identical GPUs. ``tests/test_thermal_perf.py`` checks the two paths
+agree (every node traced against untraced).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from twin.model.cooling import fast
+from twin.model.cooling.common import _EPS_H, _HIST_MAX_C, INF
+from twin.model.cooling.state import CoolingState
+from twin.model.engine import Topic
+
+
+class LazyCrossings(CoolingState):
+    """Room of the cooling component: silent slowdown crossings of per-GPU units (a mixin of ``Thermal``)."""
+
+    def _init_lazy(self) -> None:
+        G, n = self.G, self.N
+        self._silent_on = False  # decided in start(): see _start_lazy
+        self._rose = False  # since the last plan, an update raised a published speed or took a node out of service
+        self._n_silent = 0
+        self.silent = np.zeros(G, dtype=bool)  # the unit's pending slowdown crossing is silent
+        self.t_due = self.t_next  # the wake-up's times: t_next less the silent crossings (the same array while off)
+        self._gid = np.full(n, -1, dtype=np.int64)  # per node: its group (-1: none yet)
+        self._gid_of: dict[int, tuple[NDArray[np.int64], int]] = {}  # id(published array) -> (array, group)
+        self._groups: dict[int, NDArray[np.int64]] = {}
+        self._next_gid = 0
+        self._pw_t: list[NDArray[np.float64]] = []  # site power corrections: times (h) and changes (W)
+        self._pw_dv: list[NDArray[np.float64]] = []
+
+    def _start_lazy(self) -> None:
+        """Silent crossings with one unit per GPU, a single speed source and no ageing (module docstring)."""
+        self._silent_on = self.u > 1 and not self._multi_speed and not self.aged
+        if not self._silent_on:
+            return
+        G = self.G
+        self.t_due = self.t_next.copy()
+        self.x_P = np.zeros(G)  # W per GPU after the unit's slowdown crossing
+        self.x_sp = np.ones(G)  # speed after it
+        self.x_tss = np.zeros(G)  # steady state after it, °C
+        self.x_ok = np.zeros(G, dtype=bool)  # may be silent (a slowdown crossing, no shutdown after it, untraced)
+        self.pw = np.zeros(G)  # power per GPU now (W), kept where units may cross silently
+        self._traced_u = np.repeat(self.trace_mask, self.u) if self.trace_mask.any() else None
+
+    # ------------------------------------------------------------------------------------ groups
+    def _group(self, nodes: NDArray[np.int64]) -> None:
+        """A load change was published for ``nodes`` (a job's nodes): they form a group."""
+        e = self._gid_of.get(id(nodes))
+        if e is None or e[0] is not nodes:
+            if len(self._groups) > 4096:  # forget groups no node belongs to any more
+                live = set(np.unique(self._gid).tolist())
+                self._groups = {g: a for g, a in self._groups.items() if g in live}
+                self._gid_of = {k: v for k, v in self._gid_of.items() if v[1] in live}
+            gid = self._next_gid
+            self._next_gid += 1
+            self._gid_of[id(nodes)] = (nodes, gid)
+            self._groups[gid] = nodes
+        else:
+            gid = e[1]
+        self._gid[nodes] = gid
+
+    # ------------------------------------------------------------------------------------ planning
+    def _stash(self, gsl: Any, t_next: NDArray[np.float64], free_up: NDArray[np.bool_], draw: NDArray[np.float64],
+               tin: NDArray[np.float64], R: NDArray[np.float64], P: NDArray[np.float64], xP: NDArray[np.float64],
+               xsp: NDArray[np.float64]) -> None:
+        """From ``_throttle``: what each free unit of ``gsl`` heading above the slowdown will be after its
+        crossing (power ``xP`` and speed ``xsp`` where xP < draw, as ``_throttle`` computes them for engaged
+        units: power, inlet and R hold until the next update), its power now, and its crossing as a
+        wake-up time until ``_plan`` finds it silent."""
+        xsp = np.where(xP < draw, xsp, 1.0)
+        xtss = fast.steady_c(tin, xP, R)
+        ok = free_up & (xtss <= self.shut_c)
+        if self._traced_u is not None:
+            ok &= ~self._traced_u[gsl]
+        self.x_P[gsl] = xP
+        self.x_sp[gsl] = xsp
+        self.x_tss[gsl] = xtss
+        self.x_ok[gsl] = ok
+        self.pw[gsl] = P
+        self.t_due[gsl] = t_next
+
+    def _plan(self, nodes: NDArray[np.int64]) -> None:
+        """After an update of ``nodes``: settle the due silent crossings of their groups, decide which pending
+        crossings of those groups are silent, and schedule the wake-up at the first that is not."""
+        now = self.engine.now
+        gids = self._gid[nodes]
+        g0 = int(gids[0])
+        gl = [g0] if not np.count_nonzero(gids != g0) else np.unique(gids).tolist()
+        caps = self.speed_caps
+        down = self.cluster.down_count
+        rose = self._rose
+        self._rose = False
+        for gid in gl:
+            if gid < 0:
+                continue  # not in a group: every crossing stays an event
+            arr = self._groups[gid]
+            mem = arr[self._gid[arr] == gid]
+            gu = self._gpus(mem)
+            # due silent crossings rest on the group's published speeds staying as low as they were: settled
+            # before one rose (or a node left service); while speeds only fell they may wait (the walk below
+            # reads published speeds, which a due crossing would only lower: it finds fewer silent, never more)
+            if self._n_silent and rose:
+                self._settle_in(gu, now)
+            t = self.t_next[gu]
+            pend = (t < INF) & (self.kind[gu] == 1)
+            if self._n_silent and not rose:  # due silent crossings not settled stay as they are
+                pend &= ~(self.silent[gu] & (t <= now + _EPS_H))
+            pend = np.flatnonzero(pend)
+            if not len(pend):
+                continue
+            up = mem[down[mem] == 0]
+            floor0 = float(caps[up].min()) if len(up) else 1.0
+            ui = gu[pend]
+            o = np.argsort(t[pend], kind="stable")
+            ui = ui[o]
+            xs = self.x_sp[ui]
+            before = np.empty(len(xs))  # the group's slowest speed just before each crossing
+            before[0] = floor0
+            if len(xs) > 1:
+                np.minimum.accumulate(np.minimum(xs[:-1], floor0), out=before[1:])
+            sil = self.x_ok[ui] & (xs >= before)
+            self._n_silent += int(np.count_nonzero(sil)) - int(np.count_nonzero(self.silent[ui]))
+            self.silent[ui] = sil
+            self.t_due[ui] = np.where(sil, INF, self.t_next[ui])
+        m = float(self.t_due.min())
+        if m < self._wake_t:
+            self._schedule_wake(m)
+
+    # ------------------------------------------------------------------------------------ settling
+    def _settle_in(self, gsl: Any, now: float) -> None:
+        """Settle the silent crossings of units ``gsl`` (a slice or indices) due by ``now``; the others lose
+        their silent flag only through the caller's update or plan."""
+        sub = self.silent[gsl]
+        if not np.count_nonzero(sub):
+            return
+        due = sub & (self.t_next[gsl] <= now + _EPS_H)
+        if isinstance(gsl, slice):
+            idx = np.flatnonzero(due) + gsl.start
+            rest = np.flatnonzero(sub & ~due) + gsl.start
+        else:
+            idx = gsl[due]
+            rest = gsl[sub & ~due]
+        if len(idx):
+            self._settle(idx, now)
+        if len(rest) and self._in_update:  # being updated: re-planned from their new state
+            self.silent[rest] = False
+            self._n_silent -= len(rest)
+
+    def _settle(self, idx: NDArray[np.int64], now: float) -> None:
+        """Units ``idx`` crossed their slowdown temperature silently at t_x = t_next ≤ ``now``: give them their
+        capped state from t_x and add what the crossings changed over [t_x, now) (module docstring)."""
+        u, w = self.u, self.w
+        ts = self.t_next[idx]
+        dt = ts - self.t0[idx]
+        tss0 = self.tss[idx]
+        self.hist += np.bincount(np.clip(tss0, 0.0, _HIST_MAX_C - 1).astype(np.intp), weights=dt * self.gon[idx],
+                                 minlength=_HIST_MAX_C) * w
+        T = fast.step_c(self.T[idx], tss0, dt, self.tau[idx])
+        self.T[idx] = T
+        self.t0[idx] = ts
+        self.tss[idx] = self.x_tss[idx]
+        self.engaged[idx] = True
+        xs = self.x_sp[idx]
+        self.speed[idx] = xs
+        xP = self.x_P[idx]
+        capped = xP < self.pw[idx]
+        dP = (xP - self.pw[idx]) * w
+        self.pw[idx] = xP
+        self.t_next[idx] = INF
+        self.t_due[idx] = INF
+        self.kind[idx] = 0
+        self.silent[idx] = False
+        self._n_silent -= len(idx)
+        tmax = float(T.max())
+        if tmax > self.tpeak_c:
+            self.tpeak_c = tmax
+        held = now - ts
+        nd = idx // u
+        # in node order, each node's crossings in time order (a node has at most u units)
+        o = np.lexsort((ts, nd))
+        nd_o, xs_o, ts_o, held_o = nd[o], xs[o], ts[o], held[o]
+        last = np.ones(len(nd_o), dtype=bool)  # last crossing of its node
+        if len(nd_o) > 1:
+            np.not_equal(nd_o[1:], nd_o[:-1], out=last[:-1])
+        nodes = nd_o[last]
+        first = np.flatnonzero(np.concatenate(([True], last[:-1])))
+        # throttled GPUs and Σ speed of busy GPUs: their changes at t_x, integrated to now
+        nb = self.n_busy[nd_o]
+        busy = nb > 0.0
+        dcap = (busy & capped[o]) * w
+        dsp = busy * (w * (xs_o - 1.0))
+        self._integrate(now)
+        acc, tot = self._acc, self._tot
+        acc[1] += float((dcap * held_o).sum())
+        acc[2] += float((dsp * held_o).sum())
+        tot[1] += float(dcap.sum())
+        tot[2] += float(dsp.sum())
+        self.n_capped[nodes] += np.add.reduceat(dcap, first)
+        self.n_spsum[nodes] += np.add.reduceat(dsp, first)
+        # node speeds (the slowest unit's) step down at the crossings that set a new low for their node
+        caps = self.speed_caps
+        old = caps[nd_o]
+        cm = xs_o.copy()  # running minimum within each node
+        for k in range(1, min(u, len(cm))):
+            same = nd_o[k:] == nd_o[:-k]
+            np.minimum(cm[k:], np.where(same, xs_o[:-k], INF), out=cm[k:])
+        after = np.minimum(old, cm)
+        before = old.copy()
+        if len(after) > 1:
+            before[1:] = np.where(last[:-1], old[1:], after[:-1])
+        new_caps = after[last]
+        d = nb * (after - before)  # effective GPUs, changed at t_x
+        nz = d != 0.0
+        if np.count_nonzero(nz):
+            acc[3] += float((d[nz] * held_o[nz]).sum())
+            tp = self.n_busy[nodes] * new_caps
+            tot[3] += float((tp - self.n_tp[nodes]).sum())
+            self.n_tp[nodes] = tp
+            self._tp_t.extend(ts_o[nz].tolist())
+            self._tp_dv.extend(d[nz].tolist())
+        # IT power: the nodes' thermal caps from now, and the crossings' changes over [t_x, now) in closed form
+        gu = self._gpus(nodes)
+        pw_g = self.pw[gu].reshape(-1, u)
+        it_caps = np.where((self.speed[gu].reshape(-1, u) < 1.0).any(axis=1), pw_g.mean(axis=1), INF)
+        self.it.set_cap("thermal", nodes, it_caps)
+        if np.count_nonzero(dP):
+            self.it.energy_wh += float((dP * held).sum())
+            self._pw_t.append(ts)
+            self._pw_dv.append(dP)
+            self._pw_t.append(np.array([now]))
+            self._pw_dv.append(np.array([-float(dP.sum())]))
+        changed = nodes[caps[nodes] != new_caps]
+        if len(changed):
+            caps[nodes] = new_caps
+            self.engine.bus.publish(Topic.NODE_SPEED, changed)
+
+    def _finish_lazy(self, H: float) -> None:
+        """At the horizon: settle every silent crossing due by ``H`` and merge the site power corrections into
+        the recorder's ``site_power_w`` level (exact piecewise-constant IT power for energy, PUE and costs)."""
+        if not self._silent_on:
+            return
+        idx = np.flatnonzero(self.silent & (self.t_next <= H + _EPS_H))
+        if len(idx):
+            self._settle(idx, H)
+        if not self._pw_t:
+            return
+        ts_l, vs_l = self.engine.recorder.levels["site_power_w"]
+        ct = np.concatenate(self._pw_t)
+        cv = np.concatenate(self._pw_dv)
+        o = np.argsort(ct, kind="stable")
+        ct, cv = ct[o], np.cumsum(cv[o])
+        t0 = np.asarray(ts_l, dtype=np.float64)
+        v0 = np.asarray(vs_l, dtype=np.float64)
+        tt = np.union1d(t0, ct)
+        base = v0[np.maximum(np.searchsorted(t0, tt, side="right") - 1, 0)]
+        k = np.searchsorted(ct, tt, side="right") - 1
+        corr = np.where(k >= 0, cv[np.maximum(k, 0)], 0.0)
+        ts_l[:] = tt.tolist()
+        vs_l[:] = (base + corr).tolist()
+        self._pw_t, self._pw_dv = [], []
