@@ -777,7 +777,7 @@ def test_sigint_to_twin_run_exits_130_promptly(tmp_path: Path) -> None:
         elapsed = time.monotonic() - t0
         cpu_after = usage.ru_utime + usage.ru_stime - cpu_before
         proc.returncode = os.waitstatus_to_exitcode(status)
-        out, err = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
+        err = proc.stderr.read()  # type: ignore[union-attr]
     finally:
         if proc.returncode is None:
             proc.kill()
