@@ -156,7 +156,7 @@ def run_batch(payload: Mapping[str, Any], indices: list[int],
         for i in indices:
             _test_kill_hook(i, kill)
             t0 = time.perf_counter()
-            res = run_replication(loaded.scenario, i, loaded.hash)
+            res = run_replication(loaded.scenario, i, loaded.hash, tables=False)
             row = replication_row(res)
             del res
             out.append((row, time.perf_counter() - t0))

@@ -87,6 +87,10 @@ class Recorder:
             }
         )
 
+    def has_intervals(self) -> bool:
+        """True when a node interval (down or cut) was recorded."""
+        return bool(self._intervals)
+
     def state_hours(self, state: str) -> float:
         """Total node-hours spent in ``state`` ('down' or 'cut') over the closed intervals."""
         return float(sum(e - s for _, s, e, st, _ in self._intervals if st == state))
