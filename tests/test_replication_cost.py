@@ -5,6 +5,7 @@ repaired) follows the k-of-n formula."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -101,3 +102,124 @@ def test_no_repair_failure_probability_is_the_k_of_n_formula() -> None:
     got = float(np.mean(down))
     sd = math.sqrt(want * (1 - want) / n)
     assert abs(got - want) < 4 * sd, (got, want, sd)
+
+
+# ----------------------------------------------------------------------------- chunked storage
+
+def _repaired(days: float = 60) -> dict[str, Any]:
+    """A 2-of-4 group with repairs: metrics that some replications report and others do not."""
+    return k_of_n(horizon_days=days, repair={"time": {"dist": "exponential", "mean_h": 5}}, mean_h=300)
+
+
+def test_chunks_read_back_rows_exactly_absent_metrics_included(tmp_path: Path) -> None:
+    from twin.experiment.rows import read_rows, write_rows
+
+    rows = [{"replication": 0, "seed": 1, "scenario": "s", "scenario_hash": "h", "twin_version": "v",
+             "events_processed": 3, "a": 1.5, "b": float("nan")},
+            {"replication": 1, "seed": 1, "scenario": "s", "scenario_hash": "h", "twin_version": "v",
+             "events_processed": 4, "c": 0.1 + 0.2}]
+    write_rows(tmp_path / "x.parquet", rows)
+    back = read_rows(tmp_path / "x.parquet")
+    assert back[1] == rows[1] and back[0].keys() == rows[0].keys() and math.isnan(back[0]["b"])
+    assert back[0]["a"] == 1.5
+
+
+def test_chunked_table_and_summary_are_those_of_one_file_per_replication(tmp_path: Path) -> None:
+    """The final tables are identical whether the rows were stored in chunks (now) or one file per
+    replication (the storage before issue 31, still read): the same rows, assembled alike."""
+    from twin.experiment.runner import payload_of, prepare_folder, run_batch, run_experiment, write_row
+
+    ld = load_dict(_repaired())
+    n = 24
+    chunked = run_experiment(ld, n, folder=tmp_path / "chunked", progress=False, echo=lambda s: None)
+    assert chunked.computed == n
+    keys = [set(r) for r, _ in run_batch(payload_of(ld), list(range(n)))]
+    assert len({frozenset(k) for k in keys}) > 1  # some metrics are absent from some replications
+    old = tmp_path / "old"
+    prepare_folder(old, ld, overwrite=False)
+    for row, _ in run_batch(payload_of(ld), list(range(n))):
+        write_row(old / "reps" / f"rep-{int(row['replication']):05d}.parquet", row)
+    resumed = run_experiment(ld, n, folder=old, progress=False, echo=lambda s: None)
+    assert resumed.computed == 0 and not resumed.reused
+    pd.testing.assert_frame_equal(resumed.replications, chunked.replications, check_exact=True)
+    pd.testing.assert_frame_equal(resumed.summary, chunked.summary, check_exact=True)
+    assert [p.name for p in (old / "reps").iterdir()] == ["chunk-00001.parquet"]  # one chunk replaces them
+
+
+def test_a_run_interrupted_mid_way_resumes_to_the_identical_table(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from twin.experiment import rows as rows_mod
+    from twin.experiment.rows import FLUSH_ENV, stored_replications
+    from twin.experiment.runner import run_experiment
+
+    ld = load_dict(_repaired())
+    n = 20
+    ref = run_experiment(ld, n, folder=tmp_path / "ref", progress=False, echo=lambda s: None)
+    monkeypatch.setenv(FLUSH_ENV, "3")
+    add = rows_mod.RowStore.add
+    seen = []
+
+    def add_then_stop(self: Any, row: dict[str, Any]) -> None:
+        add(self, row)
+        seen.append(row)
+        if len(seen) == 8:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(rows_mod.RowStore, "add", add_then_stop)
+    folder = tmp_path / "mc"
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(ld, n, folder=folder, progress=False, echo=lambda s: None)
+    assert stored_replications(folder) == set(range(8))  # 2 chunks of 3, and the 2 waiting, flushed on Ctrl-C
+    assert len(list((folder / "reps").glob("chunk-*.parquet"))) == 3
+    assert not (folder / "COMPLETE").exists()
+    monkeypatch.setattr(rows_mod.RowStore, "add", add)
+    res = run_experiment(ld, n, folder=folder, progress=False, echo=lambda s: None)
+    assert res.computed == n - 8
+    pd.testing.assert_frame_equal(res.replications, ref.replications, check_exact=True)
+    pd.testing.assert_frame_equal(res.summary, ref.summary, check_exact=True)
+    # a larger request then reuses the complete table's rows, a smaller one keeps the rest
+    more = run_experiment(ld, n + 4, folder=folder, progress=False, echo=lambda s: None)
+    assert more.computed == 4
+    fewer = run_experiment(ld, 10, folder=folder, progress=False, echo=lambda s: None)
+    assert fewer.computed == 0 and stored_replications(folder) == set(range(n + 4))
+    ten = run_experiment(ld, 10, folder=tmp_path / "ten", progress=False, echo=lambda s: None)
+    pd.testing.assert_frame_equal(fewer.replications, ten.replications, check_exact=True)
+
+
+def test_thousands_of_replications_leave_a_handful_of_files(tmp_path: Path) -> None:
+    """Issue 31: 10,000 replications of the 2-of-4 example wrote 10,000 files; chunks of 1,000 rows are
+    written as the run goes and merged into one at the end (2,500 here)."""
+    from twin.experiment.rows import RowStore
+    from twin.experiment.runner import run_experiment
+
+    flushed: list[int] = []
+    flush = RowStore.flush
+
+    def counting(self: Any) -> None:
+        flushed.append(len(self._waiting))
+        flush(self)
+
+    folder = tmp_path / "mc"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(RowStore, "flush", counting)
+        res = run_experiment(load_dict(k_of_n()), 2500, folder=folder, progress=False, echo=lambda s: None)
+    assert len(res.replications) == 2500
+    assert [n for n in flushed if n] == [1000, 1000, 2500]  # two full chunks, then the merge of all rows
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    assert len(files) <= 10, files
+    assert [p.name for p in (folder / "reps").iterdir()] == ["chunk-00003.parquet"]
+
+
+def test_a_worker_validates_a_scenario_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from twin.experiment import runner
+
+    ld = load_dict(k_of_n())
+    calls = []
+    real = runner.load_dict
+    monkeypatch.setattr(runner, "load_dict", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(runner, "_WORKER_LOADED", {})
+    p = runner.payload_of(ld)
+    a = runner.run_batch(p, [0, 1]) + runner.run_batch(p, [2])
+    assert len(calls) == 1 and [r["replication"] for r, _ in a] == [0, 1, 2]
+    runner.run_batch(runner.payload_of(load_dict(k_of_n(mean_h=16))), [0])
+    assert len(calls) == 2  # another scenario: validated
