@@ -504,21 +504,31 @@ def drive(backend: Any, payload: Mapping[str, Any], todo: list[int], on_row: Cal
     ``task(payload, indices, kill)`` runs in the workers and returns (row, wall seconds) per
     replication (:func:`run_batch` for Monte Carlo; the forecast passes its own). Batches adapt to
     the replication time; a worker that dies has its replications retried once."""
-    if isinstance(backend, _Serial):
-        for i in todo:
-            for row, _ in task(payload, [i]):
+    timed = [0.0, 0]  # seconds and count of the replications timed so far
+
+    def per_rep_s() -> float | None:
+        return timed[0] / timed[1] if timed[1] else None
+
+    if isinstance(backend, _Serial):  # batches too: a task's set-up is paid once per batch
+        pos = 0
+        while pos < len(todo):
+            per = per_rep_s()
+            k = 1 if per is None else max(1, min(int(TASK_TARGET_S / max(per, 1e-6)), MAX_BATCH))
+            for row, wall in task(payload, todo[pos:pos + k]):
+                timed[0] += wall
+                timed[1] += 1
                 on_row(row)
+            pos += k
         return
     queue = deque(todo)
     pending: dict[Any, list[int]] = {}
     lost = Counter[int]()
-    rep_s: list[float] = []
     in_flight = 2 * backend.workers
 
     def batch_size() -> int:
-        if not rep_s:
+        per = per_rep_s()
+        if per is None:
             return 1
-        per = sum(rep_s) / len(rep_s)
         tail = max(1, math.ceil(len(queue) / (2 * backend.workers)))
         return max(1, min(int(TASK_TARGET_S / max(per, 1e-6)), tail, MAX_BATCH))
 
@@ -547,7 +557,8 @@ def drive(backend: Any, payload: Mapping[str, Any], todo: list[int], on_row: Cal
                 pool_gone = isinstance(backend, _Pool)
                 continue
             for row, wall in rows:
-                rep_s.append(wall)
+                timed[0] += wall
+                timed[1] += 1
                 on_row(row)
         if pool_gone:
             # the whole pool is gone: everything still in flight failed with it (or finished first)
