@@ -31,17 +31,35 @@ def _same_metrics(a: dict[str, float], b: dict[str, float]) -> None:
         assert (a[k] == b[k]) or (math.isnan(a[k]) and math.isnan(b[k])), (k, a[k], b[k])
 
 
-CASES = [
-    ("baseline", "scenarios/baseline.yaml", {"horizon_days": 20}),
-    ("mixed-1k", "scenarios/mixed-1k.yaml", {"horizon_days": 10}),
+ROOT = Path(__file__).resolve().parents[1]
+CASES = [(p.stem, str(p), {"horizon_days": 20}) for p in sorted((ROOT / "scenarios").glob("*.yaml"))] + [
     ("k-of-n repaired", None, {}),
+    ("k-of-n ladder", None, {"ladder": True}),
 ]
+
+
+def _ladder_doc() -> dict[str, Any]:
+    """Many tickets of every kind in a small system: remediation, escalation, few spares with an RMA
+    (stock-outs), a business-hours crew (waits), node-down and redundant parts."""
+    doc = k_of_n(horizon_days=120, mean_h=40, repair={
+        "time": {"dist": "lognormal", "mean_h": 6, "sigma": 0.5},
+        "ladder": {"remediate_success": 0.3, "replace_success": 0.8}})
+    doc["cluster"]["nodes_per_rack"] = 4
+    doc["cluster"]["node"]["parts"]["board"] = {"failure": {"dist": "weibull", "shape": 1.3, "scale_h": 300},
+                                                "repair": {"burn_in_h": 2}}
+    doc["maintenance"]["crews"] = {"t": {"count": 1, "shift": "business"}}
+    doc["maintenance"]["spares"] = {"unit": {"stock": 1, "lead_time_days": 5, "rma_turnaround_days": 3}}
+    return doc
 
 
 @pytest.mark.parametrize("name,path,override", CASES, ids=[c[0] for c in CASES])
 def test_metrics_without_tables_are_those_of_a_full_replication(name: str, path: str | None,
                                                                  override: dict[str, Any]) -> None:
-    if path is None:  # repaired units, many failures and tickets: the pandas path of the metrics
+    """The metrics a Monte-Carlo worker takes from the records (no tables) are those of the tables,
+    bit for bit, on every bundled scenario and two small systems with many tickets."""
+    if path is None and override.get("ladder"):
+        sc = load_dict(_ladder_doc()).scenario
+    elif path is None:  # repaired units, many failures and tickets
         sc = load_dict(k_of_n(horizon_days=30, repair={"time": {"dist": "exponential", "mean_h": 5}})).scenario
     else:
         ld = load_scenario(path)
@@ -50,6 +68,10 @@ def test_metrics_without_tables_are_those_of_a_full_replication(name: str, path:
         full = run_replication(sc, rep)
         lean = run_replication(sc, rep, tables=False)
         _same_metrics(lean.metrics, full.metrics)
+        if override.get("ladder"):  # the case exercises what it is meant to
+            tk = full.tables["tickets"]
+            assert set(tk["rung"]) >= {1, 2, 3} and tk["stockout"].any() and len(tk) > 50
+            assert full.metrics["node_down_hours"] > 0 and "rma.sent.unit" in full.metrics
         assert isinstance(lean.tables, LazyTables) and not isinstance(full.tables, LazyTables)
         assert list(lean.tables) == list(full.tables)  # the same names, in the same order
         for t in full.tables:  # built on demand, the same tables
