@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from twin.atomic import atomic_path
 from twin.errors import InputError
@@ -36,7 +36,7 @@ ID_DTYPES = {"replication": "int64", "seed": "int64", "scenario": "str", "scenar
 """The identity columns of a row, first in the table; every other column is a float metric."""
 
 
-def write_rows(path: Path, rows: list[Mapping[str, Any]]) -> None:
+def write_rows(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
     """Rows as one Parquet file (identity columns, then metrics in name order; a metric a row did not
     report is null), written to a temporary name and renamed (a killed run never leaves a partial file
     under the final name)."""
