@@ -245,3 +245,37 @@ def test_a_worker_validates_a_scenario_once(monkeypatch: pytest.MonkeyPatch) -> 
     assert len(calls) == 1 and [r["replication"] for r, _ in a] == [0, 1, 2]
     runner.run_batch(runner.payload_of(load_dict(k_of_n(mean_h=16))), [0])
     assert len(calls) == 2  # another scenario: validated
+
+
+def test_statistics_without_scipy_stats_are_its_numbers() -> None:
+    """twin.experiment.stats takes the t quantile and the binomial cdf from scipy.special (importing
+    scipy.stats cost every command ~0.6 s of start-up): the numbers scipy.stats gives, bit for bit."""
+    from scipy import stats as st
+
+    from twin.experiment import stats as ts
+
+    for dof in (1, 2, 3, 5.5, 19, 1e3, 1e9, math.inf, 0, -1, math.nan):
+        for p in (0.975, 0.5 + ts.LEVEL / 2, 0.995):
+            a, b = float(ts._t_ppf(dof, p)), float(st.t.ppf(p, dof))
+            assert a == b or (math.isnan(a) and math.isnan(b)), (dof, p, a, b)
+    rng = np.random.default_rng(5)
+    for n in list(range(1, 40)) + [100, 1000, 10_000]:
+        for q in (*ts.QUANTILES, *rng.uniform(0, 1, 3)):
+            k = np.arange(n, dtype=np.float64)
+            np.testing.assert_array_equal(ts._binom_cdf(k, n, q), st.binom.cdf(np.arange(n), n, q))
+
+
+def test_palm_stockout_share_is_scipy_stats_poisson_sf() -> None:
+    """closed_forms.palm_stockout_share computes poisson.sf without importing scipy.stats: its numbers."""
+    from scipy import stats as st
+
+    from twin.physics import closed_forms as cf
+
+    for lam in (0.0, 1e-6, 0.01, 0.3):
+        for lead in (0.0, 24.0, 168.0, 2000.0):
+            for stock in (0, 1, 2, 3, 7, 40):
+                want = float(st.poisson.sf(stock - 1.0, lam * lead))
+                assert cf.palm_stockout_share(lam, lead, stock) == want, (lam, lead, stock)
+    stock = np.array([0, 1, 2, 5, 10])
+    np.testing.assert_array_equal(cf.palm_stockout_share(0.02, 100.0, stock), st.poisson.sf(stock - 1.0, 2.0))
+    assert math.isnan(cf.palm_stockout_share(-0.01, 100.0, 2)) and math.isnan(float(st.poisson.sf(1.0, -1.0)))
