@@ -8,6 +8,8 @@ mode), each mode run into a fresh results folder so nothing is reused. Reported:
 - ``montecarlo.dask_overhead_per_rep_s``: (Dask wall − pool wall) / replications;
 - ``montecarlo.dask_startup_s``: LocalCluster start-up, reported apart;
 - ``montecarlo.rep_s``: serial seconds per replication;
+- ``montecarlo.fixed_rep_in_simpy_events``: the fixed cost of a replication (:func:`fixed_cost`) in
+  bare SimPy events (target ≤ 300, i.e. ~0.3 ms);
 - ``montecarlo.pool2_cpu_ratio``: CPU seconds (this process and its reaped children) of the pool run
   over those of the serial run. About 1.0 means parallelism costs no extra work, so on an idle
   machine the wall-clock speedup approaches 2; it stays meaningful when other jobs share the
@@ -46,6 +48,42 @@ def scenario(quick: bool) -> dict[str, Any]:
     }
 
 
+def two_of_four() -> dict[str, Any]:
+    """AvailSim4's rare-event example (benchmarks/peers.py): one node, 2 of 4 units required,
+    exponential MTTF 15 h, no repair, a horizon of 1 h. Almost nothing happens in a replication:
+    its time is the fixed cost of one."""
+    return {"name": "bench-2-of-4", "seed": 1, "horizon_days": 1 / 24,
+            "cluster": {"racks": 1, "nodes_per_rack": 1, "node": {"gpus": 1, "parts": {
+                "unit": {"count": 4, "required": 2, "effect": "redundant",
+                         "failure": {"dist": "exponential", "mean_h": 15.0}, "repair": "none"}}}},
+            "maintenance": {"detection": {"dist": "fixed", "value_h": 0}, "crews": {"t": {"count": 4}}}}
+
+
+def fixed_cost(quick: bool) -> dict[str, float]:
+    """The fixed cost of a replication (issue 31: at most 0.3 ms, ~300 bare SimPy events at ~1 µs):
+    replications of :func:`two_of_four` in one worker task (:func:`twin.experiment.runner.run_batch`,
+    the path of every backend), seconds per replication, median of 3, over bare SimPy's seconds per
+    event measured alongside."""
+    import statistics
+
+    from benchmarks.bench_core import bare_simpy_s_per_event
+    from twin.experiment.runner import payload_of, run_batch
+    from twin.scenario import load_dict
+
+    n = 1000 if quick else 3000
+    payload = payload_of(load_dict(two_of_four()))
+    run_batch(payload, [0])  # the scenario validated once per process, as in a worker
+
+    def per_rep() -> float:
+        t0 = time.perf_counter()
+        run_batch(payload, list(range(n)))
+        return (time.perf_counter() - t0) / n
+
+    rep_s = statistics.median(per_rep() for _ in range(3))
+    ev_s = statistics.median(bare_simpy_s_per_event() for _ in range(3))
+    return {"montecarlo.fixed_rep_ms": rep_s * 1e3, "montecarlo.fixed_rep_in_simpy_events": rep_s / ev_s}
+
+
 def _cpu_s() -> float:
     a = resource.getrusage(resource.RUSAGE_SELF)
     b = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -59,7 +97,7 @@ def run(quick: bool) -> dict[str, float]:
     from twin.scenario import load_dict
 
     ld = load_dict(scenario(quick))
-    out: dict[str, float] = {}
+    out: dict[str, float] = fixed_cost(quick)
     with tempfile.TemporaryDirectory(prefix="bench-mc-") as tmp:
         root = Path(tmp)
 

@@ -6,6 +6,10 @@ scaling exponent ≤ 1.1; thermal on/off ≤ 1.2; 2-worker Monte Carlo ≥ 1.8 �
 year within 10 minutes and 2 GiB, and the scheduler's operations per event at a queue of 100,000
 jobs at most 3 × those at 1,000.
 
+Issue 31: the fixed cost of a replication (a 2-of-4 group where almost nothing happens) at most
+300 bare SimPy events (~0.3 ms). `--peers` runs only the side-by-side comparison with AvailSim4
+(benchmarks/peers.py), when it is installed in its own environment.
+
 `--quick` (CI) uses sizes up to 8K GPUs. A run exits 1 only on a regression beyond its gate: twice
 the target, or, for a metric whose recorded run of the same mode (``benchmarks/baseline.json``) does
 not meet its target, twice that recorded value (so an open target's order-of-magnitude regression
@@ -35,6 +39,7 @@ TARGETS = [
     ("scale.131072.peak_rss_mib", 4096.0, "le"),
     ("thermal.on_off_ratio", 1.2, "le"),
     ("montecarlo.speedup_2_workers", 1.8, "ge"),
+    ("montecarlo.fixed_rep_in_simpy_events", 300.0, "le"),
     ("queue.ops_ratio_100k_1k", 3.0, "le"),
     ("trace1000k.wall_s", 600.0, "le"),
     ("trace1000k.peak_rss_mib", 2048.0, "le"),
@@ -75,12 +80,42 @@ def _numeric(d: dict, prefix: str = "") -> dict[str, float]:
     return out
 
 
+def run_peers(args: argparse.Namespace) -> int:
+    """``--peers``: exits 1 when twin and AvailSim4 disagree on a system; the time targets are
+    reported (benchmarks/README.md records them), not gated: the peer is not in CI."""
+    from benchmarks import peers
+
+    res, agree = peers.run(quick=args.quick, runs=args.peer_runs, only=args.peer_systems)
+    for system, target in peers.TARGETS.items():
+        key = f"peers.{system}.speedup_cpu"
+        if key in res:
+            verdict = "met" if res[key] >= target else "NOT MET"
+            print(f"{key:45s} {res[key]:12.4g} {'>=' + format(target, 'g'):>10s}  {verdict}")
+    doc = {"machine": platform.platform(), "python": platform.python_version(), "date": time.strftime("%Y-%m-%d"),
+           "runs": args.peer_runs, "quick": args.quick, "results": res}
+    out = Path(args.out).with_name("peers.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=2))
+    if not agree:
+        print("twin and AvailSim4 disagree beyond 3 standard errors on a system (see 'agree')")
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks")
     ap.add_argument("--quick", action="store_true", help="CI size; fail only on a regression beyond the gate")
     ap.add_argument("--out", default="benchmarks/out/results.json")
     ap.add_argument("--record", action="store_true", help="store this run as the baseline of its mode")
+    ap.add_argument("--peers", action="store_true",
+                    help="only the peer comparison: twin and AvailSim4 side by side (benchmarks/peers.py; needs "
+                         "AvailSim4 in its own virtual environment, see benchmarks/README.md)")
+    ap.add_argument("--peer-runs", type=int, default=5, help="alternating runs per system with --peers (default 5)")
+    ap.add_argument("--peer-systems", nargs="*", help="with --peers: only these systems (one-part, 4-of-6, "
+                                                      "128-node, 2-of-4)")
     args = ap.parse_args(argv)
+    if args.peers:
+        return run_peers(args)
     mode = "quick" if args.quick else "full"
     reps = 3 if args.quick else 5
     res: dict[str, float] = {}

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
+from pathlib import Path
+
+import pytest
 
 from benchmarks.run import BASELINE, FULL_ONLY, TARGETS, gate, met
 
@@ -38,3 +42,75 @@ def test_recorded_baseline_covers_the_quick_targets() -> None:
         if metric.startswith(FULL_ONLY):
             continue  # full run only
         assert metric in quick, metric
+
+
+# ----------------------------------------------------------------------------- the peer (issue 31)
+
+def test_peer_systems_are_valid_twin_scenarios_expressed_as_for_availsim4() -> None:
+    """Each system is a valid scenario with crews for every unit, detection at once, unlimited spares
+    (AvailSim4 has neither crews nor spares)."""
+    from benchmarks import peers
+    from twin.scenario import load_dict
+
+    for s in peers.systems():
+        sc = load_dict(peers.twin_scenario(s)).scenario
+        units = sum(p.count for p in sc.cluster.node.parts.values()) * sc.cluster.n_nodes
+        assert sum(c.count for c in sc.maintenance.crews.values()) >= units
+        assert sc.maintenance.spares == {} and sc.maintenance.detection.mean() == 0
+        assert sc.horizon_h == s.horizon_h and sc.cluster.n_nodes == s.nodes
+        for u in s.units:
+            part = sc.cluster.node.parts[u.name]
+            assert (part.count, part.required) == (u.count, u.required)
+            assert part.repair.policy == ("none" if u.repair_h is None else "repair")
+
+
+def test_peer_workbooks_state_the_same_structure() -> None:
+    from benchmarks import peers
+
+    by = {s.name: s for s in peers.systems()}
+    books = peers.availsim4_workbooks(by["128-node"], Path("/x"))
+    arch = books["/x/system.xlsx"]["ARCHITECTURE"]
+    assert arch[0] == peers.SYSTEM_SHEETS["ARCHITECTURE"]
+    assert arch[1:] == [["cluster", "compound", 1, "node", "and", "none", "none"],
+                        ["node", "compound", 128, "gpugroup,psugroup", "and", "none", "none"],
+                        ["gpugroup", "compound", 1, "gpu", "8oo8", "none", "none"],
+                        ["psugroup", "compound", 1, "psu", "4oo6", "none", "none"],
+                        ["gpu", "basic", 8, "none", "none", "none", "none"],
+                        ["psu", "basic", 6, "none", "none", "none", "none"]]
+    books = peers.availsim4_workbooks(by["2-of-4"], Path("/x"))
+    sheets = books["/x/system.xlsx"]
+    assert sheets["ARCHITECTURE"][1] == ["node", "compound", 1, "unit", "2oo4", "none", "none"]
+    mode = dict(zip(sheets["FAILURE_MODES"][0], sheets["FAILURE_MODES"][1]))
+    assert (mode["FAILURE_LAW"], mode["FAILURE_PARAMETERS"]) == ("exp", "[15.0]")
+    assert (mode["REPAIR_PARAMETERS"], mode["TYPE_OF_FAILURE"]) == ("[1000.0]", "blind")  # its example's
+    sim = dict(zip(*books["/x/simulation.xlsx"]["SIMULATION"]))
+    assert sim["MIN_NUMBER_OF_SIMULATION"] == sim["MAX_NUMBER_OF_SIMULATION"] == 10_000
+    assert sim["SIMULATION_DURATION"] == 1.0
+    p = 1 - math.exp(-1 / 15)
+    assert by["2-of-4"].closed_form == pytest.approx(0.0010211, abs=1e-7)
+    assert by["2-of-4"].closed_form == pytest.approx(4 * p**3 * (1 - p) + p**4, rel=1e-12)
+
+
+def test_peer_estimate_reads_node_up_time_and_failures() -> None:
+    from benchmarks import peers
+
+    by = {s.name: s for s in peers.systems()}
+    rows = [{"component": "NODE_0_1", "status": "RUNNING", "_MEAN_DURATION": 8000.0, "_MEAN_OCCURRENCES": 3},
+            {"component": "NODE_0_1", "status": "DEGRADED", "_MEAN_DURATION": 700.0, "_MEAN_OCCURRENCES": 2},
+            {"component": "NODE_0_1", "status": "UNDER_REPAIR", "_MEAN_DURATION": 60.0, "_MEAN_OCCURRENCES": 1},
+            {"component": "UNIT_0_2", "status": "RUNNING", "_MEAN_DURATION": 8760.0, "_MEAN_OCCURRENCES": 1}]
+    assert peers.availsim4_estimate({"RESULTS": rows}, by["4-of-6"]) == pytest.approx(8700 / 8760)
+    failed = [{"component": "NODE_0_1", "status": "BLIND_FAILED", "_MEAN_DURATION": 0.0, "_MEAN_OCCURRENCES": 0.0004},
+              {"component": "NODE_0_1", "status": "BLIND_FAILED", "_MEAN_DURATION": 0.0, "_MEAN_OCCURRENCES": 0.0005},
+              {"component": "UNIT_0_2", "status": "BLIND_FAILED", "_MEAN_DURATION": 0.0, "_MEAN_OCCURRENCES": 0.07}]
+    assert peers.availsim4_estimate({"RESULTS": failed}, by["2-of-4"]) == pytest.approx(0.0009)
+
+
+def test_twin_never_imports_availsim4_nor_depends_on_it() -> None:
+    """AvailSim4 is GPL-3: the benchmark runs it as a separate program; twin's code and its
+    dependencies never name it."""
+    root = Path(__file__).resolve().parents[1]
+    assert not [p for p in (root / "twin").rglob("*.py") if "availsim4" in p.read_text(encoding="utf-8").lower()]
+    assert "availsim4" not in (root / "pyproject.toml").read_text(encoding="utf-8").lower()
+    peers_src = (root / "benchmarks" / "peers.py").read_text(encoding="utf-8")
+    assert "import availsim4" not in peers_src and "from availsim4" not in peers_src

@@ -26,6 +26,7 @@ from twin.cli import main as twin_main
 from twin.errors import InputError
 from twin.experiment import stats
 from twin.experiment.compare import run_compare
+from twin.experiment.rows import FLUSH_ENV, stored_replications
 from twin.experiment.runner import KILL_ENV, experiment_folder, payload_of, run_batch, run_experiment, with_seed
 from twin.scenario import load_dict, load_scenario
 
@@ -160,7 +161,7 @@ def _wait_for_reps(folder: Path, k: int, proc: subprocess.Popen, timeout: float 
     something it asserts: the bound is generous so a loaded machine only makes the test slower)."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
-        if len(list((folder / "reps").glob("rep-*.parquet"))) >= k:
+        if len(stored_replications(folder)) >= k:
             return
         if proc.poll() is not None:
             pytest.fail(f"run ended before it could be interrupted: {proc.communicate()}")
@@ -200,7 +201,8 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def _env(tmp: Path) -> dict[str, str]:
-    return {**os.environ, "TWIN_LOG_DIR": str(tmp / "logs")}
+    # chunks of 2 rows: 20 replications store some before the run is interrupted
+    return {**os.environ, "TWIN_LOG_DIR": str(tmp / "logs"), FLUSH_ENV: "2"}
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and fork")
@@ -219,7 +221,7 @@ def test_sigkill_part_way_then_resume_gives_identical_table(medium_reference: tu
     finally:
         _kill_group(proc)
     assert not (folder / "COMPLETE").exists()
-    stored = len(list((folder / "reps").glob("rep-*.parquet")))
+    stored = len(stored_replications(folder))
     assert 4 <= stored < 20
     done = subprocess.run(_cli(scen, tmp_path / "res"), cwd=tmp_path, env=_env(tmp_path), capture_output=True,
                           text=True, timeout=60)
@@ -249,7 +251,7 @@ def test_sigint_exits_130_promptly_and_resumes(medium_reference: tuple[Path, pd.
     finally:
         _kill_group(proc)
     assert not (folder / "COMPLETE").exists()
-    stored = len(list((folder / "reps").glob("rep-*.parquet")))
+    stored = len(stored_replications(folder))
     assert stored < 20
     res = run_experiment(load_scenario(scen), 20, workers=2, folder=folder, progress=False)
     assert res.computed == 20 - stored

@@ -281,9 +281,27 @@ def test_single_draws_equal_direct_draws() -> None:
 @given(k0=st.integers(0, 2**32 - 1), k1=st.integers(0, 2**32 - 1), digest=st.integers(0, 2**64 - 1),
        k=st.integers(0, 2**32 - 1), stream=st.integers(0, 7))
 def test_plain_python_draw_is_bit_identical_to_the_array_function(k0, k1, digest, k, stream) -> None:
-    """rng.uniform1 (the event loop's single draws) gives exactly the number of rng.uniforms."""
-    want = rng.uniforms((k0, k1), np.array([digest], dtype=np.uint64), k, stream)[0]
+    """rng.uniform1 (the event loop's single draws) gives exactly the number of rng.uniforms' numpy
+    rounds (more than SMALL_DRAWS draws, so uniforms does not itself use uniform1)."""
+    many = np.full(rng.SMALL_DRAWS + 1, digest, dtype=np.uint64)
+    want = rng.uniforms((k0, k1), many, k, stream)[0]
     assert rng.uniform1((k0, k1), digest, k, stream) == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(key=st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1)),
+       digests=st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=40),
+       k=st.integers(0, 2**32 - 1), stream=st.integers(0, 7))
+def test_a_few_draws_are_those_of_many(key, digests, k, stream) -> None:
+    """uniforms computes up to SMALL_DRAWS draws in plain Python: the same numbers, in the same shape,
+    as each of them among more draws (numpy's rounds)."""
+    d = np.array(digests, dtype=np.uint64)
+    pad = np.concatenate([d, np.zeros(rng.SMALL_DRAWS + 1, dtype=np.uint64)])
+    many = rng.uniforms(key, pad, k, stream)[:len(d)]
+    few = rng.uniforms(key, d, k, stream)
+    assert few.dtype == np.float64 and few.shape == d.shape
+    np.testing.assert_array_equal(few, many)
+    assert rng.uniforms(key, d[0], k, stream).shape == ()
 
 
 def test_plain_python_draw_bounds_k() -> None:

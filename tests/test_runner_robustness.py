@@ -194,12 +194,13 @@ def test_full_disk_while_storing_a_replication_is_exit_2_one_line(tmp_path: Path
     scen = _scenario(tmp_path)
     monkeypatch.setenv("TWIN_LOG_DIR", str(tmp_path / "logs"))
     monkeypatch.setattr(pq, "write_table", _no_space)
+    monkeypatch.setenv("TWIN_TEST_FLUSH_REPS", "1")  # the first replication's row is stored at once
     code, err, _ = run_cli(["montecarlo", str(scen), "--reps", "2", "--results", str(tmp_path / "res"), "--quiet",
                             "--no-report"])
     assert code == 2, err
     assert len(err) == 1, err
     assert err[0].startswith("error: ") and "No space left on device" in err[0], err
-    assert "rep-00000.parquet" in err[0], err  # names the file it was writing
+    assert "chunk-00001.parquet" in err[0], err  # names the file it was writing
     assert not (tmp_path / "logs").exists()  # not a bug: no traceback saved
 
 
@@ -310,14 +311,15 @@ def test_two_identical_runs_one_computes_the_other_waits_and_reuses(tmp_path: Pa
 
     scen = _scenario(tmp_path, days=3650, nodes=16, name="medium")  # ~0.3 s a replication
     folder = experiment_folder(tmp_path / "res", load_scenario(scen))
-    env = {**os.environ, "TWIN_LOG_DIR": str(tmp_path / "logs"), "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, "TWIN_LOG_DIR": str(tmp_path / "logs"), "PYTHONPATH": str(Path(__file__).parents[1]),
+           "TWIN_TEST_FLUSH_REPS": "1"}  # a chunk per replication: A has stored one when it is paused
     a_err, b_err = tmp_path / "a.err", tmp_path / "b.err"
     with a_err.open("w") as ae, b_err.open("w") as be:
         a = subprocess.Popen(_cli_argv(scen, tmp_path / "res", 8), stdout=subprocess.PIPE, stderr=ae, text=True,
                              env=env, cwd=tmp_path)
         b = None
         try:
-            assert _wait_until(lambda: lock_path(folder).is_file() and any((folder / "reps").glob("rep-*.parquet"))
+            assert _wait_until(lambda: lock_path(folder).is_file() and any((folder / "reps").glob("chunk-*.parquet"))
                                or a.poll() is not None, 120)
             assert a.poll() is None, a_err.read_text()
             a.send_signal(signal.SIGSTOP)  # A holds the lock and has work left

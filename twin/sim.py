@@ -8,7 +8,7 @@ from __future__ import annotations
 import gc
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, TypeVar, cast
@@ -32,6 +32,7 @@ from twin.model.parts import FacilityParts, PartPopulation
 from twin.model.power import ITPower, PowerChain
 from twin.model.racks import RackParts
 from twin.model.repair import TICKET_COLUMNS, RepairShop, bind_scopes, repair_metrics
+from twin.model.repair_records import repair_metrics_from_records
 from twin.model.cooling.component import Thermal
 from twin.model.workload import Workload
 from twin.observe.recorder import Recorder, time_weighted_mean
@@ -110,9 +111,41 @@ class ReplicationResult:
     seed: int
     replication: int
     metrics: dict[str, float]
-    tables: dict[str, pd.DataFrame]
+    tables: MutableMapping[str, pd.DataFrame]
+    """By name; a :class:`LazyTables` (each built when read) from ``Model.result(tables=False)``."""
     timings_s: dict[str, float] = field(default_factory=dict)
     events_processed: int = 0
+
+
+class LazyTables(MutableMapping[str, pd.DataFrame]):
+    """A replication's tables by name, each built the first time it is read: a Monte-Carlo worker
+    keeps only metrics, so the tables nobody reads (events, intervals, tickets: a pandas frame costs
+    ~0.1 ms even empty) are never built. A builder runs at most once; keys keep their insertion order."""
+
+    def __init__(self, builders: Mapping[str, Callable[[], pd.DataFrame]]) -> None:
+        self._items: dict[str, pd.DataFrame | Callable[[], pd.DataFrame]] = dict(builders)
+
+    def __getitem__(self, key: str) -> pd.DataFrame:
+        v = self._items[key]
+        if callable(v):
+            v = self._items[key] = v()
+        return v
+
+    def __setitem__(self, key: str, value: pd.DataFrame) -> None:
+        self._items[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def built(self) -> dict[str, pd.DataFrame]:
+        """Every table, built now, in insertion order."""
+        return {k: self[k] for k in list(self._items)}
 
 
 class Model:
@@ -256,16 +289,47 @@ class Model:
         return out[out["end_h"] > out["start_h"]].sort_values(["part", "component_id", "start_h"],
                                                             kind="stable").reset_index(drop=True)
 
-    def result(self) -> ReplicationResult:
+    def result(self, tables: bool = True) -> ReplicationResult:
+        """Summarise the replication: its metrics and tables. With ``tables=False`` (a Monte-Carlo
+        worker, which stores only metrics) the tables are built only when read (:class:`LazyTables`),
+        and the core metrics are taken from the records, not from tables (the repair metrics by
+        :mod:`twin.model.repair_records`): the same metrics, bit for bit, at a fraction of a
+        millisecond for a small system."""
         t0 = time.perf_counter()
         sc = self.sc
         H = sc.horizon_h
         rec = self.recorder
         n_nodes = self.cluster.n_nodes
         gpn = self.cluster.gpus_per_node
-        intervals = rec.intervals_table()
-        down = intervals[intervals["state"] == "down"]
-        down_h = float((down["end_h"] - down["start_h"]).sum())
+        out = LazyTables({
+            "events": rec.events_table,
+            "node_intervals": rec.intervals_table,
+            "tickets": lambda: pd.DataFrame(rec.tickets, columns=TICKET_COLUMNS),
+            "parts": lambda: pd.DataFrame(part_rows, columns=PART_COLUMNS),  # columns even without part types
+            "capacity": lambda: pd.DataFrame({"time_h": ts, "nodes_up": vs.astype(np.int64)}),
+        })
+        if rec.has_intervals() and not tables:  # the same sums as the table's, without it
+            recs = rec.interval_records()
+            down_iv = [(s, e, c) for _, s, e, st, c in recs if st == "down"]
+            cut_iv = [(s, e) for _, s, e, st, _ in recs if st == "cut"]
+            down_d = np.array([e for _, e, _ in down_iv], dtype=np.float64) - np.array([s for s, _, _ in down_iv],
+                                                                                       dtype=np.float64)
+            down_h = float(np.sum(down_d))  # a float column's sum: numpy's pairwise sum
+            cut_h = float(np.sum(np.array([e for _, e in cut_iv], dtype=np.float64)
+                                 - np.array([s for s, _ in cut_iv], dtype=np.float64)))
+            # by cause: pandas' grouped sum (its own summation), on the same values in the same order
+            down_by_cause = (dict(pd.Series(down_d).groupby(np.array([c for _, _, c in down_iv], dtype=object))
+                                  .sum().items()) if down_iv else {})
+        elif rec.has_intervals():
+            intervals = out["node_intervals"]
+            down = intervals[intervals["state"] == "down"]
+            down_h = float((down["end_h"] - down["start_h"]).sum())
+            cut = intervals[intervals["state"] == "cut"]
+            cut_h = float((cut["end_h"] - cut["start_h"]).sum())
+            down_by_cause = dict((down["end_h"] - down["start_h"]).groupby(down["cause"].astype(str)).sum().items())
+        else:  # what the tables give when empty: sums 0.0, no cause
+            down_h = cut_h = 0.0
+            down_by_cause = {}
         metrics: dict[str, float] = {
             "horizon_h": H,
             "nodes": float(n_nodes),
@@ -275,11 +339,14 @@ class Model:
         ts, vs = rec.level_series("nodes_up")
         metrics["fleet_capacity_availability"] = time_weighted_mean(ts, vs, H) / n_nodes
         metrics["node_down_hours"] = down_h
-        cut = intervals[intervals["state"] == "cut"]
-        metrics["node_cut_hours"] = float((cut["end_h"] - cut["start_h"]).sum())
-        tickets = pd.DataFrame(rec.tickets, columns=TICKET_COLUMNS)
-        repair_m, rungs_by_part = repair_metrics(self.shop, tickets, H, gpn, list(self.parts) + list(self.facility))
-        part_rows = []
+        metrics["node_cut_hours"] = cut_h
+        if tables:  # without tickets, repair_metrics reads only the length of the (empty) ticket table
+            repair_m, rungs_by_part = repair_metrics(self.shop, out["tickets"] if rec.tickets else (), H, gpn,
+                                                     list(self.parts) + list(self.facility))
+        else:  # the same metrics from the records, without the table (repair_records.py)
+            repair_m, rungs_by_part = repair_metrics_from_records(self.shop, rec.tickets, H, gpn,
+                                                                  list(self.parts) + list(self.facility))
+        part_rows: list[dict[str, Any]] = []
         total_fail = 0
         # node-hours down by the part that took the node down (an interval's cause is the first reason
         # of a down period, burn-in included): its failure, the drain for its repair, and what a model
@@ -287,7 +354,6 @@ class Model:
         owner = dict(self.down_cause_part)
         for name in list(self.parts) + list(self.facility):
             owner[name] = owner[f"repair:{name}"] = owner[f"ccf:{name}"] = name
-        down_by_cause = (down["end_h"] - down["start_h"]).groupby(down["cause"].astype(str)).sum()
         down_by_part: dict[str, float] = {}
         for cause, h in down_by_cause.items():
             part = owner.get(str(cause))
@@ -325,26 +391,20 @@ class Model:
         metrics["failures"] = float(total_fail)
         metrics["stockouts"] = float(sum(i.stockouts for i in self.shop.inventories.values()))
         metrics.update(repair_m)
-        tables: dict[str, pd.DataFrame] = {
-            "events": rec.events_table(),
-            "node_intervals": intervals,
-            "tickets": tickets,
-            "parts": pd.DataFrame(part_rows, columns=PART_COLUMNS),  # columns even without part types
-            "capacity": pd.DataFrame({"time_h": ts, "nodes_up": vs.astype(np.int64)}),
-        }
-        so_far = ResultsSoFar(MappingProxyType(metrics), MappingProxyType(tables))
+        so_far = ResultsSoFar(MappingProxyType(metrics), MappingProxyType(out))
         for comp in self.components:
             # in build order: each component sees (read-only) the results of the core and of those before it
             m, t = comp.results(so_far)
-            clash = sorted(metrics.keys() & m.keys()) + sorted(tables.keys() & t.keys())
+            clash = sorted(metrics.keys() & m.keys()) + sorted(out.keys() & t.keys())
             if clash:
                 raise ContractError(f"component {comp.name!r} reports {', '.join(clash[:5])}, already reported")
             metrics.update(m)
-            tables.update(t)
+            out.update(t)
+        result_tables: MutableMapping[str, pd.DataFrame] = out.built() if tables else out
         self.output_s = time.perf_counter() - t0
         return ReplicationResult(
             scenario=sc.name, scenario_hash=self.scenario_hash, seed=sc.seed, replication=self.replication,
-            metrics=metrics, tables=tables,
+            metrics=metrics, tables=result_tables,
             timings_s={"build": self.build_s, "loop": self.loop_s, "output": self.output_s},
             events_processed=self.events,
         )
@@ -352,15 +412,18 @@ class Model:
 
 def run_replication(sc: Scenario, replication: int = 0, scenario_hash: str = "",
                     progress: Callable[[float], None] | None = None,
-                    lifetimes: bool = False) -> ReplicationResult:
+                    lifetimes: bool = False, tables: bool = True) -> ReplicationResult:
     """Build, run and summarise one replication. Pure function of (scenario, replication).
+
+    ``tables=False`` leaves the tables to be built when read (:meth:`Model.result`): a caller that
+    keeps only the metrics (a Monte-Carlo worker) does not pay for them.
 
     ``lifetimes`` adds the table ``lifetimes``: every node part's lives (failed or censored at the
     horizon) in the column format ``twin fit`` reads, so fits can be checked against a known truth.
     """
     model = Model(sc, replication, scenario_hash)
     model.run(progress)
-    res = model.result()
+    res = model.result(tables)
     if lifetimes:
         res.tables["lifetimes"] = model.lifetimes()
     heavy = model.events > GC_EVENTS

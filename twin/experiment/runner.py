@@ -9,20 +9,24 @@ Backends (one code path, :func:`drive`, feeds them):
 
 - serial (``workers=1``): in this process;
 - local pool (``workers>1``): ``concurrent.futures.ProcessPoolExecutor`` with the ``fork``
-  context on Linux; short replications are batched (a task aims at ≥ 0.5 s, see
-  ``shared/design/performance.md``); a worker that dies breaks the pool: the replications it
-  had in flight are reported and retried once in a new pool;
+  context on Linux; short replications are batched (a task aims at ≥ 0.5 s, at most
+  :data:`MAX_BATCH` replications, see ``shared/design/performance.md``); a worker that dies breaks
+  the pool: the replications it had in flight are reported and retried once in a new pool;
 - Dask (``dask_address``): ``dask.distributed.Client(address)``, or ``"local"`` for a
   ``LocalCluster(processes=True)`` of ``workers`` single-threaded workers.
 
 Workers receive the scenario as its resolved dict + hash (plus the folder its data files are
-relative to) and re-validate it with :func:`twin.scenario.load_dict`; a hash mismatch is a bug.
+relative to) and re-validate it with :func:`twin.scenario.load_dict`, once per process
+(:func:`loaded_in_worker`); a hash mismatch is a bug. A replication builds no table (only its
+metrics are kept: ``run_replication(tables=False)``), so a small system's costs a fraction of a
+millisecond.
 
 Folder (``results/<scenario>/mc-<hash>-s<seed>`` or ``--label``)::
 
     experiment.json          what this folder holds (scenario, hash, seed, versions)
     scenario.resolved.yaml
-    reps/rep-00007.parquet   one row per finished replication, written atomically on arrival
+    reps/chunk-00001.parquet rows of finished replications, a chunk every 1,000 rows or 30 s and when
+                             the run stops (:mod:`twin.experiment.rows`); merged into one at the end
     replications.parquet     all requested replications, sorted by replication
     summary.parquet, summary.json
     run.json                 wall time, backend (not part of the results)
@@ -61,17 +65,18 @@ import twin
 from twin.errors import EnvironmentProblem, InputError
 from twin.experiment import stats
 from twin.atomic import atomic_path, atomic_write_parquet, atomic_write_text
+from twin.experiment.rows import ID_DTYPES, RowStore
 from twin.experiment.store import check_label, folder_lock, versions, write_json
 from twin.scenario.advice import advise
-from twin.scenario.loader import Loaded, _file_values, load_dict
+from twin.scenario.loader import Loaded, _file_values, data_file_digests, load_dict
 
 TASK_TARGET_S = 0.5
 """A pool task should take about this long: shorter replications are batched."""
+MAX_BATCH = 1000
+"""At most this many replications in one pool task (a batch's rows come back together)."""
 KILL_ENV = "TWIN_TEST_KILL_REPLICATION"
 """Test-only hook (see :func:`_test_kill_hook`)."""
 DEFAULT_MAX_REPS = 10_000
-ID_DTYPES = {"replication": "int64", "seed": "int64", "scenario": "str", "scenario_hash": "str",
-             "twin_version": "str", "events_processed": "int64"}
 
 
 class WorkerLost(RuntimeError):
@@ -143,8 +148,7 @@ def run_batch(payload: Mapping[str, Any], indices: list[int],
     This is the task every backend runs (serial calls it in-process)."""
     from twin.sim import run_replication
 
-    loaded = load_dict(payload["resolved"], payload["source"], Path(payload["base_dir"]))
-    check_same_scenario(payload, loaded)
+    loaded = loaded_in_worker(payload)
     out = []
     # run_replication collects garbage after each model (SimPy leaves cycles). A full collection
     # walks every tracked object of the process (~70-100 ms with pandas/scipy loaded, longer than
@@ -156,13 +160,45 @@ def run_batch(payload: Mapping[str, Any], indices: list[int],
         for i in indices:
             _test_kill_hook(i, kill)
             t0 = time.perf_counter()
-            res = run_replication(loaded.scenario, i, loaded.hash)
+            res = run_replication(loaded.scenario, i, loaded.hash, tables=False)
             row = replication_row(res)
             del res
             out.append((row, time.perf_counter() - t0))
     finally:
         gc.unfreeze()
     return out
+
+
+_WORKER_LOADED: dict[str, Loaded] = {}
+"""The scenarios this process validated for its tasks, by payload (see :func:`loaded_in_worker`)."""
+_WORKER_LOADED_MAX = 8
+
+
+def loaded_in_worker(payload: Mapping[str, Any]) -> Loaded:
+    """The validated scenario of a task's payload, validated once per process: a worker's later
+    batches of the same run (and serial runs, one replication per call) reuse it. The key is the
+    whole payload (resolved dict, hash, source, data-file digests, version), so a payload that
+    differs in anything is validated afresh, and checked (:func:`check_same_scenario`). The data
+    files are hashed again at every call: one that changed since is validated afresh, and named."""
+    key = json.dumps(payload, sort_keys=True, default=str)
+    loaded = _WORKER_LOADED.get(key)
+    if loaded is not None and loaded.data_files and not _same_files(payload, loaded):
+        del _WORKER_LOADED[key]
+        loaded = None
+    if loaded is None:
+        loaded = load_dict(payload["resolved"], payload["source"], Path(payload["base_dir"]))
+        check_same_scenario(payload, loaded)
+        if len(_WORKER_LOADED) >= _WORKER_LOADED_MAX:
+            _WORKER_LOADED.pop(next(iter(_WORKER_LOADED)))
+        _WORKER_LOADED[key] = loaded
+    return loaded
+
+
+def _same_files(payload: Mapping[str, Any], loaded: Loaded) -> bool:
+    try:
+        return data_file_digests(payload["resolved"], Path(payload["base_dir"])) == loaded.data_files
+    except OSError:  # gone or unreadable: validating afresh says so
+        return False
 
 
 def check_same_scenario(payload: Mapping[str, Any], loaded: Loaded) -> None:
@@ -468,23 +504,33 @@ def drive(backend: Any, payload: Mapping[str, Any], todo: list[int], on_row: Cal
     ``task(payload, indices, kill)`` runs in the workers and returns (row, wall seconds) per
     replication (:func:`run_batch` for Monte Carlo; the forecast passes its own). Batches adapt to
     the replication time; a worker that dies has its replications retried once."""
-    if isinstance(backend, _Serial):
-        for i in todo:
-            for row, _ in task(payload, [i]):
+    timed = [0.0, 0]  # seconds and count of the replications timed so far
+
+    def per_rep_s() -> float | None:
+        return timed[0] / timed[1] if timed[1] else None
+
+    if isinstance(backend, _Serial):  # batches too: a task's set-up is paid once per batch
+        pos = 0
+        while pos < len(todo):
+            per = per_rep_s()
+            k = 1 if per is None else max(1, min(int(TASK_TARGET_S / max(per, 1e-6)), MAX_BATCH))
+            for row, wall in task(payload, todo[pos:pos + k]):
+                timed[0] += wall
+                timed[1] += 1
                 on_row(row)
+            pos += k
         return
     queue = deque(todo)
     pending: dict[Any, list[int]] = {}
     lost = Counter[int]()
-    rep_s: list[float] = []
     in_flight = 2 * backend.workers
 
     def batch_size() -> int:
-        if not rep_s:
+        per = per_rep_s()
+        if per is None:
             return 1
-        per = sum(rep_s) / len(rep_s)
         tail = max(1, math.ceil(len(queue) / (2 * backend.workers)))
-        return max(1, min(int(TASK_TARGET_S / max(per, 1e-6)), tail, 64))
+        return max(1, min(int(TASK_TARGET_S / max(per, 1e-6)), tail, MAX_BATCH))
 
     check_workers = getattr(backend, "check_workers", None)
     while queue or pending:
@@ -511,7 +557,8 @@ def drive(backend: Any, payload: Mapping[str, Any], todo: list[int], on_row: Cal
                 pool_gone = isinstance(backend, _Pool)
                 continue
             for row, wall in rows:
-                rep_s.append(wall)
+                timed[0] += wall
+                timed[1] += 1
                 on_row(row)
         if pool_gone:
             # the whole pool is gone: everything still in flight failed with it (or finished first)
@@ -540,10 +587,6 @@ def drive(backend: Any, payload: Mapping[str, Any], todo: list[int], on_row: Cal
 
 # ---------------------------------------------------------------- folder bookkeeping
 
-def _rep_path(folder: Path, i: int) -> Path:
-    return folder / "reps" / f"rep-{i:05d}.parquet"
-
-
 def write_row(path: Path, row: Mapping[str, Any]) -> None:
     """One replication's row as a one-row parquet file, written to a temporary name and renamed
     (a killed run never leaves a partial file under the final name)."""
@@ -566,15 +609,6 @@ def read_row(path: Path) -> dict[str, Any]:
     if len(rows) != 1:
         raise InputError(str(path), "", f"a replication file holds one row, found {len(rows)}; use --overwrite")
     return rows[0]
-
-
-def _existing_indices(folder: Path) -> set[int]:
-    out = set()
-    for p in (folder / "reps").glob("rep-*.parquet"):
-        stem = p.stem[4:]
-        if stem.isdigit():
-            out.add(int(stem))
-    return out
 
 
 def assemble(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
@@ -736,17 +770,8 @@ def _run_locked(loaded: Loaded, reps: int, workers: int, dask_address: str | Non
                                     target_met=done.get("target_met"), wall_s=time.perf_counter() - t_start)
     (folder / "COMPLETE").unlink(missing_ok=True)
 
-    rows: dict[int, dict[str, Any]] = {}
-    have = _existing_indices(folder)
-
-    def get_row(i: int) -> dict[str, Any]:
-        if i not in rows:
-            r = read_row(_rep_path(folder, i))
-            if str(r.get("scenario_hash")) != loaded.hash or r.get("replication") != i:
-                raise InputError(str(_rep_path(folder, i)), "", "replication file of another scenario or index; "
-                                 "use --overwrite")
-            rows[i] = r
-        return rows[i]
+    store = RowStore(folder, loaded.hash)
+    rows = store.load()
 
     kill: tuple[int, str] | None = None
     if os.environ.get(KILL_ENV, "").strip().isdigit():
@@ -761,7 +786,7 @@ def _run_locked(loaded: Loaded, reps: int, workers: int, dask_address: str | Non
     target_met: bool | None = None
     try:
         while True:
-            todo = [i for i in range(n_target) if i not in have and i not in rows]
+            todo = [i for i in range(n_target) if i not in rows]
             if todo:
                 if backend is None:
                     backend = make_backend(workers, dask_address, echo=say)
@@ -772,15 +797,13 @@ def _run_locked(loaded: Loaded, reps: int, workers: int, dask_address: str | Non
 
                 def on_row(row: dict[str, Any]) -> None:
                     nonlocal computed
-                    i = int(row["replication"])
-                    write_row(_rep_path(folder, i), row)
-                    rows[i] = row
+                    store.add(row)
                     computed += 1
                     if bar is not None:
                         bar[0].advance(bar[1])
 
                 drive(backend, payload, todo, on_row, kill, say)
-            table = assemble(get_row(i) for i in range(n_target))
+            table = assemble(rows[i] for i in range(n_target))
             if not target_ci:
                 break
             for m in target_ci:
@@ -798,7 +821,8 @@ def _run_locked(loaded: Loaded, reps: int, workers: int, dask_address: str | Non
         if bar is not None:
             bar[0].stop()
             bar = None
-        stored = len(_existing_indices(folder))
+        store.flush()
+        stored = len(store.stored)
         print(f"\ninterrupted: {stored} finished replications are kept in {folder / 'reps'}; "
               f"run the same command again to resume (only the missing ones are computed){_command_hint()}",
               file=sys.stderr, flush=True)
@@ -806,6 +830,10 @@ def _run_locked(loaded: Loaded, reps: int, workers: int, dask_address: str | Non
     except BaseException:
         shut(backend, error=True)
         backend = None
+        try:
+            store.flush()  # keep what finished (a full disk may refuse it too: the first error is the one raised)
+        except OSError:
+            pass
         raise
     finally:
         if bar is not None:
@@ -819,6 +847,7 @@ def _run_locked(loaded: Loaded, reps: int, workers: int, dask_address: str | Non
         say(notes[-1])
     summ = stats.summarise(table)
     atomic_write_parquet(folder / "replications.parquet", table)
+    store.compact()
     atomic_write_parquet(folder / "summary.parquet", summ)
     write_json(folder / "summary.json", summary_json(loaded, table, summ, target_ci, target_met))
     wall = time.perf_counter() - t_start

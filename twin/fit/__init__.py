@@ -11,11 +11,27 @@ Public API:
 * ``twin.fit.cli.add_parser`` / ``twin.fit.cli.run`` — the ``twin fit`` subcommand.
 """
 
-from twin.fit.api import fit_lifetimes, read_lives
-from twin.fit.data import Lifetime, read_event_log_csv, read_lifetimes_csv, write_lifetimes_csv
-from twin.fit.mle import ModelFit, PartFit, fit_model, fit_part, kaplan_meier
-from twin.fit.report import scenario_text, write_report, yaml_fragment
-from twin.fit.synthetic import simulate_lifetimes
+from typing import Any
+
+_HOME = {
+    "fit_lifetimes": "api", "read_lives": "api",
+    "Lifetime": "data", "read_event_log_csv": "data", "read_lifetimes_csv": "data", "write_lifetimes_csv": "data",
+    "ModelFit": "mle", "PartFit": "mle", "fit_model": "mle", "fit_part": "mle", "kaplan_meier": "mle",
+    "scenario_text": "report", "write_report": "report", "yaml_fragment": "report",
+    "simulate_lifetimes": "synthetic",
+}
+"""The module of each public name. They are imported when first used (PEP 562): the fits need
+scipy.stats (~0.5 s to import), which a command that does not fit (every ``twin`` command builds
+its parser with ``twin fit``'s) should not pay for."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        import importlib
+
+        return getattr(importlib.import_module(f"twin.fit.{_HOME[name]}"), name)
+    raise AttributeError(f"module 'twin.fit' has no attribute {name!r}")
+
 
 __all__ = [
     "Lifetime",

@@ -13,9 +13,6 @@ from pathlib import Path
 
 from twin import atomic
 from twin.errors import EXIT_OK, InputError
-from twin.fit.api import fit_lifetimes, read_lives
-from twin.fit.data import parse_parts
-from twin.fit.report import scenario_text, text_table, write_report
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -63,6 +60,12 @@ def _check_destinations(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``twin fit``; returns an exit code. Bad input raises :class:`InputError`."""
+    # imported here, not at the top: the fits need scipy.stats, which building the parser of every
+    # twin command should not import
+    from twin.fit.api import fit_lifetimes, read_lives
+    from twin.fit.data import parse_parts
+    from twin.fit.report import scenario_text, text_table, write_report
+
     csv_path = str(args.csv)
     fmt_name = getattr(args, "format", None) or "lifetimes"
     parts = parse_parts(getattr(args, "parts", None))

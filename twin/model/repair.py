@@ -268,6 +268,8 @@ class RepairShop:
         self._node_causes: dict[str, frozenset[str]] = {}
 
     def on_failure(self, pop: Any, idx: int) -> None:
+        if pop.spec.repair.policy == "none":  # never repaired: the unit stays failed to the horizon
+            return
         self._ticket_id += 1
         self.engine.env.process(self._ticket(self._ticket_id, pop, idx))
 

@@ -91,6 +91,14 @@ class Recorder:
             }
         )
 
+    def has_intervals(self) -> bool:
+        """True when a node interval (down or cut) was recorded."""
+        return bool(self._intervals)
+
+    def interval_records(self) -> list[tuple[int, float, float, str, str]]:
+        """The node intervals as recorded: (node, start_h, end_h, state, cause); read, never changed."""
+        return self._intervals
+
     def state_hours(self, state: str) -> float:
         """Total node-hours spent in ``state`` ('down' or 'cut') over the closed intervals."""
         return float(sum(e - s for _, s, e, st, _ in self._intervals if st == state))

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import gammaln, logsumexp
-from scipy.stats import poisson
+from scipy.special import gammaln, logsumexp, pdtrc
 
 from twin.physics.arrays import FloatOrArray, as_f64 as _f, float_or_array as _out
 
@@ -254,7 +253,12 @@ def palm_stockout_share(failure_rate_per_h: ArrayLike, lead_time_h: ArrayLike, s
     Outstanding orders are Poisson(λL); returns P(Poisson(λL) ≥ S) = poisson.sf(S − 1, λL).
     """
     mean = _f(failure_rate_per_h) * _f(lead_time_h)
-    return _out(poisson.sf(_f(stock) - 1.0, mean))
+    k = _f(stock) - 1.0
+    # scipy.stats.poisson.sf's own steps (1 below the support, pdtrc of the floor on it, NaN for a
+    # negative or NaN mean), without importing scipy.stats: ~0.3 s of every twin command's start
+    with np.errstate(invalid="ignore"):
+        sf = np.where(k < 0, 1.0, pdtrc(np.floor(np.maximum(k, 0.0)), mean))
+    return _out(np.where((mean >= 0) & ~np.isnan(k), sf, np.nan))
 
 
 def job_interruption_rate_per_h(n_nodes: ArrayLike, node_rate_per_h: ArrayLike) -> FloatOrArray:

@@ -102,13 +102,12 @@ def spares_advice(sc: "Scenario") -> list[Advice]:
     the share of replacements that find a spare is P(Poisson(demand over the turnaround) ≤ S − 1).
     With a share r < 1 returned, the scrapped rest is bought after the lead time: the replenishment
     time is taken as their mean, r·T_rma + (1 − r)·T_lead, against the reorder point."""
-    from scipy.stats import poisson
-
     demand = repair_demand_per_h(sc)
     out = []
     for name, sp in sc.maintenance.spares.items():
         if name not in demand:
             continue
+        from scipy.stats import poisson  # only with spares: importing scipy.stats costs ~0.3 s
         rate_h = demand[name][0]
         days = sp.lead_time_days
         rotable = sp.rma_turnaround_days is not None and sp.rma_return_share >= 1.0

@@ -61,8 +61,13 @@ class Ladder(Strict):
 
 
 class Repair(Strict):
-    """How a failed part is repaired (model.md §2)."""
+    """How a failed part is repaired (model.md §2). ``repair: none`` is short for ``{policy: none}``."""
 
+    policy: Literal["repair", "none"] = Field(
+        "repair", description="'repair': a failed unit is detected, and repaired by the ladder below; 'none': it "
+                              "is never repaired and stays failed to the horizon (a mission without maintenance, "
+                              "as in reliability studies: no ticket, no crew, no spare; the other fields are "
+                              "unused).")
     hot_swap: bool = Field(
         False, description="Replaced with the node in service; otherwise the node is drained for the repair."
     )
@@ -77,6 +82,11 @@ class Repair(Strict):
     ladder: Ladder = Field(default_factory=Ladder,
                            description="Remediation, replacement and escalation shares and times (default: every "
                                        "failure is a replacement).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _none(cls, data: Any) -> Any:
+        return {"policy": "none"} if data == "none" else data
 
 
 def hot_swap_repair() -> Repair:
