@@ -186,3 +186,15 @@ def test_forecast_waterfall_starts_at_zero_and_summary_recommends_only_a_clear_l
     levers.loc[0, ["saved_ci_low", "saved_ci_high"]] = [-0.1, 4.1]
     text = " ".join(sum(summary_sentences(dist, loss, levers), []))
     assert "Recommended lever" not in text and "No lever clearly saves time" in text
+
+
+def test_drivers_name_each_lost_gpu_hour_once() -> None:
+    """The mechanism buckets partition the losses; the coarse buckets and the raw breakdowns by cause
+    overlap them, so a summary names only the former when they exist (else the coarse ones)."""
+    from twin.experiment.summary import mechanisms
+
+    cols = ["goodput", "goodput.useful", "goodput.lost", "goodput.idle", "goodput.down.gpu", "goodput.lost.hbm",
+            "goodput.slowdown.thermal", "goodput.mechanism.idle", "goodput.mechanism.failure.hbm", "cost.total"]
+    assert mechanisms(cols, "goodput") == ["goodput.mechanism.idle", "goodput.mechanism.failure.hbm"]
+    old = [c for c in cols if not c.startswith("goodput.mechanism.")]
+    assert mechanisms(old, "goodput") == ["goodput.lost", "goodput.idle"]

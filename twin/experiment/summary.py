@@ -95,9 +95,15 @@ def _pair(a: pd.DataFrame, b: pd.DataFrame, m: str, level: float) -> dict[str, A
 
 
 def mechanisms(columns: Sequence[str], objective: str) -> list[str]:
-    """The mechanism metrics a summary may name: every ``goodput.*`` bucket but useful work (they
-    add up with it to 1), and the cost lines for a cost objective."""
-    out = [c for c in columns if c.startswith("goodput.") and c != "goodput.useful" and catalogue.find(c)]
+    """The mechanism metrics a summary may name: the ``goodput.mechanism.*`` buckets (or, in tables
+    without them, the coarse ``goodput.*`` buckets but useful work), which add up with goodput to 1,
+    and the cost lines for a cost objective."""
+    # the mechanism buckets partition the losses (with goodput they sum to 1); without them, the coarse
+    # one-level buckets do. Never both, nor the raw breakdowns (goodput.down.<cause>, ...): they overlap.
+    out = [c for c in columns if c.startswith("goodput.mechanism.") and catalogue.find(c)]
+    if not out:
+        out = [c for c in columns if c.startswith("goodput.") and c.count(".") == 1 and c != "goodput.useful"
+               and catalogue.find(c)]
     if objective.startswith("cost."):
         out += [c for c in COST_LINES if c in columns]
     return out

@@ -130,6 +130,8 @@ CATALOGUE: tuple[Metric, ...] = (
       "useful GPU-hours over installed GPU-hours"),
     M("goodput.useful", "goodput: useful work", "fraction", +1, "throughput", "percent",
       "share of installed GPU-hours spent on work that was kept"),
+    M("goodput.lost", "goodput lost at interruptions", "fraction", -1, "throughput", "percent",
+      "share of installed GPU-hours of work lost at interruptions (progress since the last checkpoint)"),
     M("goodput.*", "goodput lost to: {}", "fraction", -1, "throughput", "percent",
       "share of installed GPU-hours lost to one mechanism (the shares add up to 1 with useful work)"),
     M("goodput.mechanism.*", "goodput lost to (mechanism): {}", "fraction", -1, "throughput", "percent",
