@@ -55,7 +55,10 @@ class AirRooms(CoolingState):
         self.z_ta = np.zeros(Z)
         self.z_tgt = np.full(Z, a.supply_c)
         self.z_held = np.full(Z, a.supply_c)
-        self.z_gen = np.zeros(Z, dtype=np.int64)
+        # per zone: the next switch of the held inlet, and the crossing of the platform inlet limit
+        # (a retarget cancels both)
+        self.z_step_timer = [self.engine.timer() for _ in range(Z)]
+        self.z_trip_timer = [self.engine.timer() for _ in range(Z)]
         self.z_q = np.zeros(Z)
         self.z_reserved = np.zeros(Z)
         self.z_last = np.zeros(Z)
@@ -110,7 +113,7 @@ class AirRooms(CoolingState):
         f = plant.crah_capacity_factor(self.ambient_h, a.design_ambient_c, a.derate_per_c)
         self._hours = [int(k) for k in np.flatnonzero(f[1:] != f[:-1]) + 1 if k < self.H]
         self._f_hours = f[self._hours]  # the capacity factor from each of those hours on
-        self._hour_gen = 0
+        self._hour_timer = self.engine.timer(self._hour)
         self._schedule_hour(0)
 
     def _finish_air(self, H: float) -> None:
@@ -195,15 +198,15 @@ class AirRooms(CoolingState):
         self.z_S0[z] = self._supply_now(z)
         self.z_ta[z] = now
         self.z_tgt[z] = tgt
-        self.z_gen[z] += 1
+        self.z_step_timer[z].cancel()
+        self.z_trip_timer[z].cancel()
         self.timeline.append((now, "zone", z, float(self.z_S0[z]), tgt, q / 1000.0, cap / 1000.0))
         self._plan_step(z)
         # exact crossing of the platform inlet limit
         S0 = float(self.z_S0[z])
         if tgt > self.max_inlet_c > S0:
             t_min = fast.crossing_time_min(S0, tgt, self.max_inlet_c, self.air.room_tau_min)
-            gen = int(self.z_gen[z])
-            self.engine.call_at(now + t_min / 60.0, lambda: self._zone_inlet_trip(z, gen))
+            self.z_trip_timer[z].set(now + t_min / 60.0, lambda: self._zone_inlet_trip(z))
 
     def _plan_step(self, z: int) -> None:
         """Schedule the next switch of the held inlet (nearest level on a grid of inlet_step_c)."""
@@ -227,12 +230,9 @@ class AirRooms(CoolingState):
             t_abs = float(self.z_ta[z]) + t_min / 60.0
             if not math.isfinite(t_abs):  # x not strictly between S0 and the target: already passed
                 t_abs = self.engine.now
-        gen = int(self.z_gen[z])
-        self.engine.call_at(t_abs, lambda: self._zone_step(z, gen, new_h))
+        self.z_step_timer[z].set(t_abs, lambda: self._zone_step(z, new_h))
 
-    def _zone_step(self, z: int, gen: int, new_h: float) -> None:
-        if gen != self.z_gen[z]:
-            return
+    def _zone_step(self, z: int, new_h: float) -> None:
         s, e = self.zones[z]
         self._flush_for(slice(s, e))
         self._zone_account(z, self.engine.now)
@@ -254,9 +254,7 @@ class AirRooms(CoolingState):
             self.z_hot_node_h += (now - self.z_last[z]) * (e - s)
         self.z_last[z] = now
 
-    def _zone_inlet_trip(self, z: int, gen: int) -> None:
-        if gen != self.z_gen[z]:
-            return
+    def _zone_inlet_trip(self, z: int) -> None:
         s, e = self.zones[z]
         for node in range(s, e):
             if self.cluster.is_up(node):
@@ -289,15 +287,13 @@ class AirRooms(CoolingState):
             short = (self.z_full[:, None] > self._crah_w[:, None] * f[None, :]).any(axis=0)  # = not slack
             i = i + int(short.argmax()) if short.any() else len(hours)
         self._hour_i = i
-        self._hour_gen += 1
         if i < len(hours):
-            gen = self._hour_gen
-            self.engine.call_at(float(hours[i]), lambda: self._hour(gen))
+            self._hour_timer.set(float(hours[i]))  # replaces a pending one (a CRAH unit failed or came back)
+        else:
+            self._hour_timer.cancel()
 
-    def _hour(self, gen: int) -> None:
+    def _hour(self) -> None:
         """Ambient change at an hour where the capacity derating of the air zones changes."""
-        if gen != self._hour_gen:
-            return  # rescheduled (a CRAH unit failed or came back)
         self._set_caps()
         assert self.air is not None
         for z in range(len(self.zones)):

@@ -134,8 +134,7 @@ class CoolingState:
     # ---- trips (Trips._init_trips)
     tripped: dict[int, tuple[float, str]]
     _tripped_order: list[int]
-    pending: dict[int, int]
-    _reboot_token: int
+    pending: dict[int, Timer]
     trip_rows: list[tuple[int, float, float, str]]
 
     # ---- air (AirRooms._init_air, _init_fans, _start_air)
@@ -149,7 +148,8 @@ class CoolingState:
     z_ta: NDArray[np.float64]
     z_tgt: NDArray[np.float64]
     z_held: NDArray[np.float64]
-    z_gen: NDArray[np.int64]
+    z_step_timer: list[Timer]
+    z_trip_timer: list[Timer]
     z_q: NDArray[np.float64]
     z_reserved: NDArray[np.float64]
     z_last: NDArray[np.float64]
@@ -164,7 +164,7 @@ class CoolingState:
     fans_req: int
     _hours: list[int]
     _f_hours: NDArray[np.float64]
-    _hour_gen: int
+    _hour_timer: Timer
     _hour_i: int
 
     # ---- liquid (LiquidLoops._init_liquid)

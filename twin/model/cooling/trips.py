@@ -6,11 +6,15 @@ every node in service, those rebooting and this one at full load)."""
 from __future__ import annotations
 
 import bisect
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from twin.model.cooling.common import TRIP
 from twin.model.cooling.state import CoolingState
+
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.model.engine import Timer
 
 
 class Trips(CoolingState):
@@ -19,8 +23,7 @@ class Trips(CoolingState):
     def _init_trips(self) -> None:
         self.tripped: dict[int, tuple[float, str]] = {}
         self._tripped_order: list[int] = []  # the keys of tripped, kept sorted (restart checks go in node order)
-        self.pending: dict[int, int] = {}
-        self._reboot_token = 0
+        self.pending: dict[int, Timer] = {}  # tripped nodes admitted to reboot: their reboot timers
         self.trip_rows: list[tuple[int, float, float, str]] = []
 
     def _instant_trip_reason(self, node: int) -> str | None:
@@ -102,16 +105,12 @@ class Trips(CoolingState):
 
     def _admit_reboot(self, node: int) -> None:
         """Schedule the reboot of tripped ``node`` in ``reboot_h``, reserving its full-load heat in its zone."""
-        self._reboot_token += 1
-        tok = self._reboot_token
-        self.pending[node] = tok
+        timer = self.pending[node] = self.engine.timer(lambda n=node: self._reboot_done(n))
         if self.air is not None:
             self.z_reserved[self.zone_of[node]] += self._node_full_air_w(node)
-        self.engine.call_at(self.engine.now + self.reboot_h, lambda n=node, t=tok: self._reboot_done(n, t))
+        timer.set(self.engine.now + self.reboot_h)
 
-    def _reboot_done(self, node: int, tok: int) -> None:
-        if self.pending.get(node) != tok:
-            return
+    def _reboot_done(self, node: int) -> None:
         del self.pending[node]
         if self.air is not None:
             self.z_reserved[self.zone_of[node]] -= self._node_full_air_w(node)
