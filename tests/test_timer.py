@@ -64,3 +64,32 @@ def test_set_from_its_own_callback_and_with_another_function() -> None:
     t.set(0.5 - 10.0)  # a time in the past runs now, and supersedes the call at 1 h... with tick
     eng.env.run(until=100.0)
     assert seen == [("tick", 0.0), ("tick", 1.0), ("tick", 2.0), ("tick", 3.0), ("tock", 4.0)]
+
+
+def test_batch_timer_calls_once_per_batch_with_the_items_still_armed() -> None:
+    """One call per batch; an item cancelled (or moved to a later batch) is left out of its old call;
+    a batch with no armed item calls nothing."""
+    import numpy as np
+    import simpy
+
+    from twin.model.engine import BatchTimer
+
+    class _Eng:  # the two attributes a BatchTimer uses
+        def __init__(self) -> None:
+            self.env = simpy.Environment()
+
+        def call_at(self, t_h: float, fn):  # type: ignore[no-untyped-def]
+            ev = self.env.timeout(max(0.0, t_h - self.env.now))
+            ev.callbacks.append(lambda _e: fn())
+            return ev
+
+    eng = _Eng()
+    calls: list[tuple[float, list[int]]] = []
+    bt = BatchTimer(eng, 6, lambda items: calls.append((eng.env.now, items.tolist())))  # type: ignore[arg-type]
+    bt.set(np.array([0, 1, 2]), 1.0)
+    bt.set(np.array([3, 4]), 2.0)
+    bt.cancel(1)  # 1 leaves the first batch
+    bt.set(np.array([2]), 3.0)  # 2 moves to a later call
+    bt.cancel(np.array([3, 4]))  # the second batch is empty: no call
+    eng.env.run(until=10.0)
+    assert calls == [(1.0, [0]), (3.0, [2])]

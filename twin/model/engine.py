@@ -141,6 +141,10 @@ class Engine:
         """A new :class:`Timer` on this engine (unarmed) calling ``fn``."""
         return Timer(self, fn)
 
+    def batch_timer(self, n: int, fn: Callable[[NDArray[np.int64]], None]) -> BatchTimer:
+        """A new :class:`BatchTimer` over items 0 … n−1 calling ``fn(items)``."""
+        return BatchTimer(self, n, fn)
+
     def call_at(self, t_h: float, fn: Callable[[], None], priority: float = simpy.events.NORMAL) -> simpy.events.Timeout:
         """Schedule ``fn()`` at absolute time ``t_h`` (no process: a callback on a timeout); among
         events of the same instant, lower ``priority`` first (SimPy's URGENT 0, NORMAL 1), then
@@ -204,6 +208,39 @@ class Timer:
         fn = self._fn
         assert fn is not None, "a Timer was set without a callback"
         fn()
+
+
+class BatchTimer:
+    """The :class:`Timer` of indexed items that share calls: ``set(items, t_h)`` schedules one call for
+    the batch (one event, however many items), ``cancel(items)`` withdraws those items from whatever
+    call they are in, and the call runs ``fn`` with the items of its batch still armed (not at all when
+    none is). Re-arming an item moves it to its new call. For the power chain's nodes rebooting after
+    power returns: a batch of nodes comes back together, and each may lose power again on its own.
+    """
+
+    __slots__ = ("_engine", "_fn", "_version")
+
+    def __init__(self, engine: Engine, n: int, fn: Callable[[NDArray[np.int64]], None]) -> None:
+        self._engine = engine
+        self._fn = fn
+        self._version = np.zeros(n, dtype=np.int64)  # an item's call is the one made at its version
+
+    def set(self, items: NDArray[np.int64], t_h: float) -> None:
+        """Arm ``items`` at absolute time ``t_h`` (now if earlier), in one call; their pending calls are
+        cancelled."""
+        self._version[items] += 1
+        version = self._version[items].copy()
+        self._engine.call_at(t_h, lambda: self._fire(items, version))
+
+    def cancel(self, items: NDArray[np.int64] | int) -> None:
+        """Disarm ``items``: their pending call, if any, never runs for them."""
+        self._version[items] += 1
+
+    def _fire(self, items: NDArray[np.int64], version: NDArray[np.int64]) -> None:
+        armed = self._version[items] == version
+        if armed.any():
+            self._version[items[armed]] += 1  # fired: a later cancel of these items is a no-op
+            self._fn(items[armed])
 
 
 class _TimerCall(simpy.events.Timeout):

@@ -352,7 +352,7 @@ class PowerChain(Component):
         self.pheld = np.zeros(n, dtype=bool)
         self.pcode = np.zeros(n, dtype=np.int64)
         self.rebooting = np.zeros(n, dtype=bool)
-        self.reboot_gen = np.zeros(n, dtype=np.int64)
+        self.reboot_timer = eng.batch_timer(n, self._reboot_done)  # nodes rebooting after power returned
         self.cause_nodes = np.zeros(len(CAUSES) + 1)
         self._n_pheld = 0
         self._n_cap = 0  # nodes with a finite power cap (node budget or site)
@@ -739,7 +739,7 @@ class PowerChain(Component):
             c = int(code[i])
             if self.rebooting[i]:
                 self.rebooting[i] = False
-                self.reboot_gen[i] += 1
+                self.reboot_timer.cancel(i)
             if not self.pheld[i]:
                 self.pheld[i] = True
                 self.pcode[i] = c
@@ -755,9 +755,7 @@ class PowerChain(Component):
         if len(back):
             if self.spec.reboot_h > 0:
                 self.rebooting[back] = True
-                self.reboot_gen[back] += 1
-                gens = self.reboot_gen[back].copy()
-                self.engine.call_at(self.engine.now + self.spec.reboot_h, lambda: self._reboot_done(back, gens))
+                self.reboot_timer.set(back, self.engine.now + self.spec.reboot_h)
             else:
                 self._release(back)
 
@@ -770,12 +768,10 @@ class PowerChain(Component):
             self._count_cause()
             self.cluster.remove_down(i, cause_name(c))
 
-    def _reboot_done(self, nodes: NDArray[np.int64], gens: NDArray[np.int64]) -> None:
-        ok = self.rebooting[nodes] & (self.reboot_gen[nodes] == gens)
-        if not ok.any():
-            return
+    def _reboot_done(self, nodes: NDArray[np.int64]) -> None:
+        """The reboot of ``nodes`` (those of a batch still rebooting) is over: they are back."""
         self._settle()
-        self._release(nodes[ok])
+        self._release(nodes)
 
     def _count_cause(self) -> None:
         self.cause_nodes = np.bincount(self.pcode[self.pheld], minlength=len(CAUSES) + 1).astype(float)
