@@ -175,6 +175,9 @@ class LazyCrossings(CoolingState):
     def _settle(self, idx: NDArray[np.int64], now: float) -> None:
         """Units ``idx`` crossed their slowdown temperature silently at t_x = t_next ≤ ``now``: give them their
         capped state from t_x and add what the crossings changed over [t_x, now) (module docstring)."""
+        # One function of about 85 lines on purpose: each step corrects one of the integrals (temperature
+        # histogram, throttled and speed hours, throughput, IT energy, site power) over the same arrays
+        # of crossing times and capped states; split, each part would take and return them all.
         u, w = self.u, self.w
         ts = self.t_next[idx]
         dt = ts - self.t0[idx]
