@@ -22,6 +22,7 @@ from twin.model.workload import QUEUED, Job, Workload
 from twin.scenario.loader import load_scenario
 from twin.scenario.trace import read_trace
 from twin.sim import Model, run_replication
+from test_robustness import _cpu_s  # the test directory is on sys.path (pytest prepend mode)
 
 
 def trace_scenario(tmp_path: Path, rows: pd.DataFrame, horizon_days: float = 5, parts: bool = False,
@@ -187,15 +188,6 @@ def test_limits_count_trace_jobs_and_their_checkpoints(tmp_path: Path, monkeypat
 def test_job_records_are_slotted() -> None:
     assert not hasattr(Job(1, "a", 8, 1, 1.0, 0.0, 0, None, None), "__dict__")  # type: ignore[arg-type]
     assert QUEUED == "queued"
-
-
-def _cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) a process has used so far (Linux /proc)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except FileNotFoundError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX signals, /proc")

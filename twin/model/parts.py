@@ -39,10 +39,10 @@ def _node_part_digests(racks: int, nodes_per_rack: int, name: str, per_node: int
     return out
 
 
-class PartPopulation:
-    """All instances of part type ``name`` (``count`` per node)."""
+class _SharedFailureState:
+    """The common-cause and latent-failure state both population kinds carry (set by ``_init_shared``):
+    declarations only."""
 
-    # common-cause and latent-failure state (set by _init_shared)
     beta: float
     _ccf_mean_h: float
     _ccf_digests: np.ndarray
@@ -54,6 +54,10 @@ class PartPopulation:
     _hidden: dict[int, simpy.Event]
     latent_found_test: int
     latent_found_demand: int
+
+
+class PartPopulation(_SharedFailureState):
+    """All instances of part type ``name`` (``count`` per node)."""
 
     def __init__(self, engine: Engine, cluster: Cluster, name: str, spec: Part,
                  on_failure: Callable[["PartPopulation", int], None]) -> None:
@@ -331,26 +335,13 @@ def frail_sample(dist: Any, u: np.ndarray, z: np.ndarray) -> np.ndarray:
     return dist.sample(np.minimum(-np.expm1(np.log1p(-u) / z), ONE_BELOW))
 
 
-class FacilityParts:
+class FacilityParts(_SharedFailureState):
     """Site-level units (CRAH, CDU, pump, PDU, UPS, switch...) that fail and are repaired through
     the same engine, streams, crews and spares as node parts.
 
     The owning model passes ``on_change(idx, healthy)`` and reacts (recomputes capacity, cuts
     nodes...). Units are not inside a node: repairs never drain a node (``node_of`` is -1).
     """
-
-    # common-cause and latent-failure state (set by _init_shared)
-    beta: float
-    _ccf_mean_h: float
-    _ccf_digests: np.ndarray
-    _in_ccf: bool
-    _down_cause: dict[int, str]
-    ccf_events: int
-    ccf_failures: int
-    test_h: float | None
-    _hidden: dict[int, simpy.Event]
-    latent_found_test: int
-    latent_found_demand: int
 
     def __init__(self, engine: Engine, name: str, paths: list[str], spec: Part,
                  on_change: Callable[[int, bool], None], on_failure: Callable[["FacilityParts", int], None],
