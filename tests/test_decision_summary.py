@@ -119,7 +119,7 @@ RAW = ("node_availability", "fleet_capacity_availability", "cost.total", "cost.p
 
 def test_bundled_comparison_reads_as_sentences_and_numbers(tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    """air vs liquid (the README's decision 1) at a small size: the terminal and the report open with
+    """air vs liquid (docs/decisions/air-or-liquid.md) at a small size: the terminal and the report open with
     the summary, the recommendation is the clear winner of the objective in the stored tables, and
     no money, energy, hours or count prints in scientific notation or under its raw key."""
     from twin import cli
@@ -198,3 +198,21 @@ def test_drivers_name_each_lost_gpu_hour_once() -> None:
     assert mechanisms(cols, "goodput") == ["goodput.mechanism.idle", "goodput.mechanism.failure.hbm"]
     old = [c for c in cols if not c.startswith("goodput.mechanism.")]
     assert mechanisms(old, "goodput") == ["goodput.lost", "goodput.idle"]
+
+
+def test_sweep_with_no_feasible_point_exits_1_and_says_so(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A constrained sweep whose points all miss the target is a failed check (exit 1) whose summary says
+    nothing qualifies. Failed at twin 0.6.0 with exit 2, "--objective: cost.total: no such metric in the
+    results; available: " (empty): the summary resolved the objective on the columns of no point."""
+    from twin import cli
+
+    code = cli.main(["sweep", str(ROOT / "scenarios/baseline.yaml"), "--param", "maintenance.crews.technicians.count=1,2",
+                     "--objective", "cost.total", "--constraint", "node_availability>=1.5", "--reps", "2",
+                     "--set", "horizon_days=2", "--results", str(tmp_path), "--quiet"])
+    captured = capsys.readouterr()
+    assert code == 1, captured.err
+    assert "no grid point meets the constraints" in captured.out + captured.err
+    (folder,) = (tmp_path / "baseline").glob("sweep-*")
+    md = (folder / "report.md").read_text()
+    assert "No point meets node_availability>=1.5 at the stated confidence" in md

@@ -287,7 +287,10 @@ def build(folder: Path | str, objectives: Sequence[str] | None = None) -> dict[s
                 labels, subs = [labels[i] for i in keep], [subs[i] for i in keep]
         tables = {lab: _read_table(s / "replications.parquet") for lab, s in zip(labels, subs)}
         cols = sorted(set.intersection(*[set(t.columns) for t in tables.values()])) if tables else []
-        objs, notes = resolve_objectives(objectives, cols)
+        if tables:
+            objs, notes = resolve_objectives(objectives, cols)
+        else:  # no sweep point meets the constraints: nothing competes, nothing to resolve the objective on
+            objs, notes = [], ["no_feasible"]
         out.update(options=labels, reference=reference, currency=_currency(subs[0]) if subs else "", notes=notes)
         if len(tables) >= 2:
             out["objectives"] = options_summary(tables, objs, reference, be)

@@ -148,7 +148,10 @@ def sentences(d: dict[str, Any]) -> list[list[str]]:
                 s.append(f"Next: {f['runner_up']} (swing {format_value(m, f['runner_up_swing'], cur, True).lstrip('+')}).")
             paras.append(s)
         return paras
-    if d.get("constraints"):
+    if d.get("constraints") and not d.get("options"):
+        paras.append([f"No point meets {' and '.join(d['constraints'])} at the stated confidence, so there is "
+                      "nothing to recommend: more replications narrow the bounds, or the target lies beyond the grid."])
+    elif d.get("constraints"):
         ex = d.get("excluded") or []
         paras.append([f"Only the points meeting {' and '.join(d['constraints'])} compete"
                       + (f"; left out: {', '.join(ex)}." if ex else ".")])
