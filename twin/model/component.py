@@ -106,7 +106,7 @@ JOBS: Service[Jobs] = Service(
     "jobs", "the job a node runs and the rollback of a job to an earlier checkpoint (twin.model.workload.Workload)")
 
 SERVICES: tuple[Service[Any], ...] = (IT_POWER, FABRIC, JOBS)
-"""Every service a component may provide or require (the README's Architecture section lists them)."""
+"""Every service a component may provide or require (docs/architecture.md lists them)."""
 
 
 @dataclass(frozen=True)

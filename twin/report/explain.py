@@ -3,8 +3,8 @@ with the metric catalogue (:mod:`twin.report.metrics`: label, unit, direction, g
 source of ``twin explain METRIC``.
 
 One entry per metric, or per family of metrics with a suffix (``failures.<part>``,
-``power.down_node_hours.<cause>``): how the model computes it, in the words of the README's model
-sections. What it means, its unit and which way is better live in the catalogue only. A test runs
+``power.down_node_hours.<cause>``): how the model computes it, in the words of the user guide's
+model pages (``docs/guide/``). What it means, its unit and which way is better live in the catalogue only. A test runs
 short replications of bundled scenarios that have every model section and checks that every metric
 they record is both catalogued and explained here.
 """

@@ -102,7 +102,7 @@ def summary_line(suite: SuiteResult) -> str:
 
 
 def markdown_table(suite: SuiteResult) -> str:
-    """The table in Markdown (for the README)."""
+    """The table in Markdown (for docs/validation.md)."""
     df = rows(suite)
     cols = ["case", "quantity", "reference", "simulated mean", "95 % interval", "verdict"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -189,7 +189,7 @@ def _results_json(suite: SuiteResult) -> dict:
 
 
 def write_report(suite: SuiteResult, folder: Path, title: str) -> Path:
-    """Write report.md, report.html (self-contained), table.md (the table alone, for the README),
+    """Write report.md, report.html (self-contained), table.md (the table alone, for docs/validation.md),
     results.json and figures/ into ``folder``,
     atomically (a temporary folder renamed into place)."""
     from twin.validation.cases import CASES
