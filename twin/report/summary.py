@@ -52,8 +52,15 @@ def objective_paragraph(e: dict[str, Any], cur: str, reference: str | None = Non
         out.append(f"Recommended: {lead}, with {lab} {format_value(m, means[lead], cur)}: a paired difference of "
                    + "; ".join(parts) + f", over {n} replications.")
     elif e.get("all_identical"):
-        out.append(f"No difference: {lab} is the same for {', '.join(e['order'])} in every one of the {n} "
-                   "replications.")
+        tied = [lead] + [p["other"] for p in e["pairs"] if not p["resolved"]]
+        out.append(f"No difference: {lab} is the same for {', '.join(tied)} in every one of the {n} replications.")
+        beaten = [p for p in e["pairs"] if p["resolved"]]
+        if beaten:  # the tie is at the top: say which options it beats, and by how much
+            out.append(f"{'Both' if len(tied) == 2 else 'Each'} {'is' if len(tied) > 2 else 'are'} better than "
+                       + "; ".join(f"{p['other']} ({format_value(m, means[p['other']], cur)}: {lead} − {p['other']} "
+                                   f"{format_value(m, p['diff'], cur, delta=True)}, {how} "
+                                   f"{format_interval(m, p['ci_low'], p['ci_high'], cur, True)})" for p in beaten)
+                       + ".")
     else:
         open_ = [p for p in e["pairs"] if not p["resolved"]]
         p = open_[0]
