@@ -248,6 +248,8 @@ def paired(a: ArrayLike, b: ArrayLike, level: float = LEVEL) -> dict[str, float]
     va = float(x.var(ddof=1)) if n > 1 else math.nan
     vb = float(y.var(ddof=1)) if n > 1 else math.nan
     vd = float(d.var(ddof=1)) if n > 1 else math.nan
+    if n > 1 and np.ptp(d) <= 16 * np.finfo(np.float64).eps * max(float(np.abs(x).max()), float(np.abs(y).max())):
+        vd = 0.0  # a constant difference whose spread is float rounding of y - x, not variation
     if n > 1 and vd > 0:
         vr = (va + vb) / vd
     elif n > 1 and va + vb > 0:
