@@ -375,3 +375,44 @@ def test_hourly_tariff_series_and_energy_integral(tmp_path: Path) -> None:
     p.write_text("hour,price_per_kwh\n0,0.1\n1,-0.2\n")
     with pytest.raises(Exception, match="row 3"):
         load_tou_csv(p)
+
+
+def test_sweep_objective_follows_the_metric_direction() -> None:
+    """A higher-is-better objective is maximised: among feasible points the one with the largest mean
+    goodput is chosen (twin 0.6.0 chose the smallest: it minimised every objective), the cost is still
+    minimised, and a metric with no better direction is refused."""
+    from twin.errors import InputError
+    from twin.experiment.decide import choose, sense_of
+
+    tidy = pd.DataFrame([{"point": p, "metric": m, "n": 10, "mean": v, "std": 0.01, "ci_low": v, "ci_high": v}
+                         for p, g, c in [(0, 0.70, 3.0), (1, 0.80, 2.0), (2, 0.75, 1.0)]
+                         for m, v in [("goodput", g), ("cost.total", c), ("crew_utilisation.technicians", 0.5)]])
+    assert choose(tidy, [], "goodput", [], 0.95)[1] == 1
+    assert choose(tidy, [], "cost.total", [], 0.95)[1] == 2
+    assert sense_of("goodput") == "max" and sense_of("cost.total") == "min"
+    with pytest.raises(InputError, match="no better direction"):
+        choose(tidy, [], "crew_utilisation.technicians", [], 0.95)
+
+
+def test_sweep_tables_speak_the_catalogue(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The terminal tables and the report's decision table of a costed sweep: labels with units, money
+    in the scenario's currency (twin 0.6.0 printed 'total cost (currency units)' in the sweep table and
+    the raw decision.parquet columns 'objective_mean', 'node_availability_lower_bound' in the report)."""
+    doc = copy.deepcopy(WL_TINY)
+    doc.pop("workload")
+    path = write(tmp_path / "s.yaml", doc)
+    code = cli.main(["sweep", str(path), "--param", "maintenance.crews.technicians.count=1,2", "--objective",
+                     "cost.total", "--constraint", "node_availability>=0", "--reps", "2",
+                     "--results", str(tmp_path / "res"), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0
+    (folder,) = (tmp_path / "res").rglob("sweep-*")
+    md = (folder / "report.md").read_text()
+    for text in (out, md):
+        assert "currency units" not in text
+        assert "total cost (USD)" in text
+        assert "node availability (%): lower bound" in text
+        for raw in ("objective_mean", "node_availability_lower_bound", "objective_ci_low"):
+            assert raw not in text, raw
+    assert "the smallest mean total cost among points" in out
+    assert "Smallest mean total cost among the grid points" in md

@@ -90,8 +90,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--param", action="append", default=[], metavar="PATH=V1,V2,...",
                    help="a swept scenario field and its values (YAML each); repeatable: the grid is the product")
     p.add_argument("--objective", metavar="METRIC",
-                   help="choose the grid point with the smallest mean METRIC (e.g. cost.total) among those that "
-                        "meet every --constraint; exit 1 when none does")
+                   help="choose the grid point with the best mean METRIC (the smallest cost.total, the largest "
+                        "goodput: the metric's direction, twin explain METRIC) among those that meet every "
+                        "--constraint; exit 1 when none does")
     p.add_argument("--constraint", dest="constraints", action="append", default=[], metavar="METRIC>=X",
                    help="METRIC>=X or METRIC<=X, met when the one-sided confidence bound of the mean is on the "
                         "right side of X (e.g. 'node_availability>=0.995'); repeatable")
@@ -362,16 +363,20 @@ def _print_breakeven(be: "pd.DataFrame") -> None:
     print_table([[str(v) for v in row] for row in t.itertuples(index=False)], list(t.columns))
 
 
-def _print_decision(res: object) -> None:
+def _print_decision(res: object, cur: str = "") -> None:
+    from twin.report.cost_figures import decision_rows
+
     d = getattr(res, "decision", None)
     if d is None:
         return
+    from twin.experiment.decide import sense_of
+    from twin.report.metrics import label
+
     obj = str(d.objective.iloc[0])
-    bounds = [c for c in d.columns if c.endswith(("_lower_bound", "_upper_bound"))]
-    _echo(f"\ndecision: smallest mean {obj} among points meeting the constraints at the stated confidence")
-    rows = [[str(r["point"]), _fmt(r["objective_mean"]), *[_fmt(r[b]) for b in bounds],
-             "yes" if r["feasible"] else "no", "<==" if r["chosen"] else ""] for _, r in d.iterrows()]
-    print_table(rows, ["point", obj, *bounds, "feasible", "chosen"])
+    best = "largest" if sense_of(obj) == "max" else "smallest"
+    _echo(f"\ndecision: the {best} mean {label(obj)} among points meeting the constraints at the stated confidence")
+    t = decision_rows(d, [p.path for p in getattr(res, "params", [])], cur)
+    print_table([[str(v) for v in row] for row in t.itertuples(index=False)], list(t.columns))
     chosen = getattr(res, "chosen", None)
     _echo("chosen: " + (f"point {chosen}" if chosen is not None else "none: no grid point meets the constraints"))
 
@@ -397,18 +402,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     from twin.experiment.summary import FILE
 
-    print_summary(json.loads((res.folder / FILE).read_text()))
+    dsum = json.loads((res.folder / FILE).read_text())
+    print_summary(dsum)
+    cur = str(dsum.get("currency") or "")
     extra = list(targets) + ([args.objective] if args.objective else [])
     extra += [c.split(">=")[0].split("<=")[0].strip() for c in args.constraints]
     ms = shown_metrics(list(res.tidy.metric.unique()), args.all_metrics, extra)
     params = [p.path for p in res.params]
     t = res.tidy[res.tidy.metric.isin(ms)]
-    rows = [[str(pt), *[_fmt(v) if isinstance(v, float) else str(v) for v in vals], _lab(m), _v(m, mean),
-             _ci(m, lo, hi), _v(m, p5), _v(m, p50), _v(m, p95)]
+    rows = [[str(pt), *[_fmt(v) if isinstance(v, float) else str(v) for v in vals], _lab(m, cur), _v(m, mean, cur=cur),
+             _ci(m, lo, hi, cur=cur), _v(m, p5, cur=cur), _v(m, p50, cur=cur), _v(m, p95, cur=cur)]
             for pt, *vals, m, mean, lo, hi, p5, p50, p95 in
             t[["point", *params, "metric", "mean", "ci_low", "ci_high", "p5", "p50", "p95"]].itertuples(index=False)]
     print_table(rows, ["point", *params, "metric", "mean", "95 % CI", "p5", "p50", "p95"])
-    _print_decision(res)
+    _print_decision(res, cur)
     _echo(f"results: {res.folder}")
     _report(res.folder, args)
     if targets and not _points_met(res.results):

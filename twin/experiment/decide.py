@@ -44,6 +44,7 @@ from scipy import stats as _st
 
 from twin.errors import InputError
 from twin.experiment import stats
+from twin.report import metrics as catalogue
 from twin.units import DAYS_PER_YEAR
 
 OPERATING = ("cost.energy", "cost.repair_parts", "cost.labour", "cost.spares_holding")
@@ -187,13 +188,26 @@ def confidence_bound(mean: float, std: float, n: int, confidence: float, side: s
     return mean - h if side == "lower" else mean + h
 
 
+def sense_of(objective: str) -> str:
+    """"max" for a higher-is-better metric, "min" for a lower-is-better one (the metric catalogue);
+    an InputError for a metric with no better direction."""
+    d = catalogue.direction(objective)
+    if d == 0:
+        raise InputError("--objective", objective, "has no better direction (neither higher nor lower is better); "
+                         "choose a metric with one (twin explain --list)")
+    return "max" if d > 0 else "min"
+
+
 def choose(tidy: pd.DataFrame, params: Sequence[str], objective: str, constraints: Sequence[Constraint],
            confidence: float) -> tuple[pd.DataFrame, int | None]:
     """Decision table of a sweep (one row per point) and the chosen point (None when no point qualifies).
 
     ``tidy`` has one row per (point, metric) with n, mean, std, ci_low, ci_high (twin sweep's
     ``sweep.parquet``). With k constraints each bound is at 1 − (1 − confidence)/k (Bonferroni), so a
-    feasible point meets all of them jointly at ``confidence``."""
+    feasible point meets all of them jointly at ``confidence``. The chosen point has the best mean
+    objective in the catalogue's direction: the largest for a higher-is-better metric (goodput,
+    availability), the smallest for a lower-is-better one (cost); a metric with no better direction is
+    refused."""
     check_confidence(confidence)
     each = 1.0 - (1.0 - confidence) / max(1, len(constraints))
     have = set(tidy.metric)
@@ -201,6 +215,7 @@ def choose(tidy: pd.DataFrame, params: Sequence[str], objective: str, constraint
         if m not in have:
             raise InputError("--objective" if m == objective else "--constraint", m,
                              "no such metric in the sweep; available: " + ", ".join(sorted(have)))
+    sense = sense_of(objective)
     rows = []
     for pt, g in tidy.groupby("point", sort=True):
         s = g.set_index("metric")
@@ -227,10 +242,11 @@ def choose(tidy: pd.DataFrame, params: Sequence[str], objective: str, constraint
     feas = df[df.feasible]
     chosen = None
     if len(feas):
-        chosen = int(feas.sort_values(["objective_mean", "point"], kind="stable").iloc[0]["point"])
+        best = feas.assign(_key=feas.objective_mean if sense == "min" else -feas.objective_mean)
+        chosen = int(best.sort_values(["_key", "point"], kind="stable").iloc[0]["point"])
     df["chosen"] = df.point == chosen if chosen is not None else False
     return df, chosen
 
 
 __all__ = ["Constraint", "breakeven", "breakeven_table", "choose", "confidence_bound", "parse_constraint",
-           "payback_years"]
+           "payback_years", "sense_of"]

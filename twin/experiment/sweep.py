@@ -25,6 +25,7 @@ from twin.experiment import stats
 from twin.experiment.runner import DEFAULT_MAX_REPS, ExperimentResult, check_label, experiment_folder, run_experiment
 from twin.atomic import atomic_write_parquet
 from twin.experiment.store import versions, write_json
+from twin.report import metrics as catalogue
 from twin.scenario.loader import Loaded, load_scenario, parse_set
 
 TIDY_COLUMNS = ["metric", "n", "mean", "std", "ci_low", "ci_high", "half_width", "p5", "p50", "p95"]
@@ -114,7 +115,8 @@ def run_sweep(scenario: str, sets: Sequence[str], param_exprs: Sequence[str], re
               max_reps: int = DEFAULT_MAX_REPS, progress: bool = True,
               echo: Callable[[str], None] = print, objective: str | None = None,
               constraints: Sequence[str] = (), confidence: float = 0.95) -> SweepResult:
-    """Run every grid point. With ``objective``: also the cheapest point whose ``constraints``
+    """Run every grid point. With ``objective``: also the best point (largest mean of a
+    higher-is-better objective, smallest of a lower-is-better one) whose ``constraints``
     (``metric>=x`` / ``metric<=x``) hold at ``confidence`` (twin.experiment.decide.choose)."""
     from twin.experiment import decide
 
@@ -122,8 +124,10 @@ def run_sweep(scenario: str, sets: Sequence[str], param_exprs: Sequence[str], re
         raise InputError("sweep", "--param", "give at least one --param path=v1,v2,...")
     cons = [decide.parse_constraint(c) for c in constraints]
     if cons and objective is None:
-        raise InputError("sweep", "--constraint", "give --objective METRIC (minimised) with --constraint")
+        raise InputError("sweep", "--constraint", "give --objective METRIC with --constraint")
     decide.check_confidence(confidence)
+    if objective is not None and catalogue.find(objective) is not None:
+        decide.sense_of(objective)  # a metric with no better direction is refused before any replication
     params = [parse_param(e) for e in param_exprs]
     paths = [p.path for p in params]
     if len(set(paths)) != len(paths):
@@ -162,7 +166,7 @@ def run_sweep(scenario: str, sets: Sequence[str], param_exprs: Sequence[str], re
     if objective is not None:
         decision, chosen = decide.choose(tidy_df, paths, objective, cons, confidence)
         atomic_write_parquet(folder / "decision.parquet", decision)
-        dmeta = {"objective": objective, "sense": "min", "constraints": [str(c) for c in cons],
+        dmeta = {"objective": objective, "sense": decide.sense_of(objective), "constraints": [str(c) for c in cons],
                  "confidence": confidence, "chosen_point": chosen}
     elif (folder / "decision.parquet").is_file():  # left by an earlier run with an objective
         (folder / "decision.parquet").unlink()

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from twin.report import metrics as catalogue
 from twin.report.numbers import fmt as _fmt
 
 PARTS = [("cost.capital.compute", "capital: compute"), ("cost.capital.cooling", "capital: cooling"),
@@ -132,7 +133,7 @@ def fig_frontier(decision: pd.DataFrame, tidy: pd.DataFrame, objective: str, con
                 label="meets the constraints")
     ax.errorbar(x[~feas], y[~feas], xerr=xe[:, ~feas], yerr=ye[:, ~feas], fmt="o", color="0.6", capsize=3,
                 label="does not")
-    front = pareto_front(y, x, higher_better=(op == ">="))
+    front = pareto_front(y if catalogue.direction(objective) <= 0 else -y, x, higher_better=(op == ">="))
     if len(front) > 1:
         ax.step(x[front], y[front], where="pre" if op == ">=" else "post", color="tab:green", lw=1, label="frontier")
     for xi, yi, p in zip(x, y, pts):
@@ -248,6 +249,29 @@ def breakeven_rows(be: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def decision_rows(dec: pd.DataFrame, params: Sequence[str], currency: str = "") -> pd.DataFrame:
+    """A sweep's decision table (``decision.parquet``) for people: the metrics by their catalogue labels
+    with units and values in their formats (``twin.report.metrics``); the parquet keeps raw keys."""
+    obj = str(dec.objective.iloc[0]) if len(dec) else ""
+    out = pd.DataFrame({"point": dec.point.astype(int)})
+    for p in params:
+        if p in dec.columns:
+            out[p] = [_fmt(v) if isinstance(v, float) else str(v) for v in dec[p]]
+    out[f"mean {catalogue.label_with_unit(obj, currency)}"] = [
+        catalogue.format_value(obj, x, currency) for x in dec.objective_mean]
+    out["95 % CI"] = [catalogue.format_interval(obj, a, b, currency)
+                      for a, b in zip(dec.objective_ci_low, dec.objective_ci_high)]
+    for c in dec.columns:
+        for side in ("lower", "upper"):
+            if c.endswith(f"_{side}_bound"):
+                m = c[: -len(f"_{side}_bound")]
+                out[f"{catalogue.label_with_unit(m, currency)}: {side} bound"] = [
+                    catalogue.format_value(m, x, currency) for x in dec[c]]
+    out["feasible"] = ["yes" if f else "no" for f in dec.feasible]
+    out["chosen"] = ["<==" if c else "" for c in dec.chosen]
+    return out
+
+
 def sweep_section(doc: Any, folder: Path, meta: dict[str, Any], tidy: pd.DataFrame) -> None:
     """Decision (cheapest feasible point), frontier and cost breakdown per point of a sweep."""
     dm = meta.get("decision")
@@ -256,7 +280,8 @@ def sweep_section(doc: Any, folder: Path, meta: dict[str, Any], tidy: pd.DataFra
         dec = pd.read_parquet(p)
         doc.h2("Decision")
         chosen = dm.get("chosen_point")
-        doc.p(f"Smallest mean {dm['objective']} among the grid points where "
+        best = "Largest" if dm.get("sense") == "max" else "Smallest"
+        doc.p(f"{best} mean {catalogue.label(dm['objective'])} among the grid points where "
               + (" and ".join(dm["constraints"]) or "(no constraint)")
               + f" holds at confidence {dm['confidence']:g} (one-sided bound of the mean: mean ∓ t·s/√n). Chosen: "
               + (f"point {chosen}." if chosen is not None else "none (no point qualifies)."))
@@ -268,7 +293,8 @@ def sweep_section(doc: Any, folder: Path, meta: dict[str, Any], tidy: pd.DataFra
             fig = fig_frontier(dec, tidy, dm["objective"], metric.strip(), float(thr), op)
             if fig is not None:
                 doc.figure(fig, "frontier.png", "cost frontier")
-        doc.table(dec)
+        doc.table(decision_rows(dec, [p["path"] for p in meta.get("params", [])],
+                                currency_of(folder / meta["points"][0]["folder"]) if meta.get("points") else ""))
     per = {f"point {k}": g for k, g in tidy.groupby("point", sort=True)}
     pts = meta.get("points") or []
     fig = fig_cost_breakdown(per, currency_of(folder / pts[0]["folder"]) if pts else "")
