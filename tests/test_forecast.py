@@ -363,3 +363,28 @@ def test_forecast_takes_the_folder_lock_and_a_stale_one_over(tmp_path: Path) -> 
     run_forecast(load_dict(small_training_doc()), 2, levers=[], folder=folder, report=False, echo=said.append)
     assert any(s.startswith(f"note: took over the lock of {folder}") for s in said), said
     assert not lock.exists()
+
+
+def test_forecast_tables_print_days_in_the_catalogue_format(tmp_path: Path, capsys) -> None:
+    """Days print as the metric catalogue prints them (significant digits, a true minus), and the report's
+    tables name their columns for people. Failed at twin 0.6.0: two fixed decimals turned a loss of
+    0.0045 days into '0.00 days' and a lever's −0.0004 days into '-0.00 days', and the report's loss table
+    showed its raw columns (bucket, kind, 95 % CI low)."""
+    import pandas as pd
+
+    from twin.report.metrics import format_value
+
+    base = write(tmp_path / "base.yaml", transient_only_doc())
+    rc = main(["forecast", str(base), "--reps", "3", "--results", str(tmp_path / "r"), "--levers", "daly", "--quiet"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    folder = next((tmp_path / "r" / "fc-small").iterdir())
+    md = (folder / "report.md").read_text()
+    sw = float(pd.read_parquet(folder / "losses.parquet").set_index("bucket").loc["software", "mean_days"])
+    assert 0 < sw < 0.005, "the loss must be small enough that two decimals hid it, for the test to bite"
+    for text in (out, md):
+        assert "0.00 days" not in text and "-0.00" not in text
+        assert f"software {format_value('forecast.days', sw)}" in text
+    for raw in ("| bucket", "| kind", "95 % CI low", "mean_days", "saved_days", "requeue_days"):
+        assert raw not in md, raw
+    assert "days lost (mean per run)" in md and "days saved" in md

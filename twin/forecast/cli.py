@@ -74,7 +74,7 @@ def print_forecast(res: object, echo: Callable[[str], None] = _echo) -> None:
          f"{d['replications']} replications, {res.wall_s:.1f} s")  # type: ignore[attr-defined]
     import textwrap
 
-    from twin.forecast.report import summary_sentences
+    from twin.forecast.report import days, days_interval, summary_sentences
 
     echo("decision summary")
     for para in summary_sentences(d, res.losses, res.lever_table):  # type: ignore[attr-defined]
@@ -84,12 +84,12 @@ def print_forecast(res: object, echo: Callable[[str], None] = _echo) -> None:
         echo(f"  {t.params_b:g} B parameters x {t.tokens_t:g} T tokens; tokens/day "
              f"{d['tokens_per_day_ideal'] / 1e9:.1f} B ideal, {d['tokens_per_day_expected'] / 1e9:.1f} B expected")
     ideal = "ideal 6PD/(GPUs x peak x MFU)" if t.tokens_t is not None else "ideal (work_h, no failures)"
-    rows = [[ideal, _f(d["ideal_days"], 2), ""],
-            ["failure-free (+ checkpoints)", _f(d["failure_free_days"], 2), ""],
-            ["mean", _f(d["mean_days"], 2), f"[{_f(d['mean_ci_low'], 2)}, {_f(d['mean_ci_high'], 2)}]"]]
+    rows = [[ideal, days(d["ideal_days"], True), ""],
+            ["failure-free (+ checkpoints)", days(d["failure_free_days"], True), ""],
+            ["mean", days(d["mean_days"], True), days_interval(d["mean_ci_low"], d["mean_ci_high"])]]
     for k in ("p10", "p50", "p90"):
         if f"{k}_days" in d:
-            rows.append([k.upper(), _f(d[f"{k}_days"], 2), f"[{_f(d[f'{k}_ci_low'], 2)}, {_f(d[f'{k}_ci_high'], 2)}]"])
+            rows.append([k.upper(), days(d[f"{k}_days"], True), days_interval(d[f"{k}_ci_low"], d[f"{k}_ci_high"])])
     header = ["time to train", "days", "95 % CI"]
     if "start_date" in d:
         keys = ["ideal_date", "failure_free_date", "mean_date", "p10_date", "p50_date", "p90_date"]
@@ -104,20 +104,20 @@ def print_forecast(res: object, echo: Callable[[str], None] = _echo) -> None:
     lr = []
     for r in loss.itertuples(index=False):
         if r.kind in ("failure", "planned"):
-            extra = f"lost {_f(r.lost_days, 2)} + restarts {_f(r.restart_days, 2)} + requeue {_f(r.requeue_days, 2)}; " \
-                    f"{_f(r.interruptions, 1)} interruptions"
+            extra = f"lost {days(r.lost_days, True)} + restarts {days(r.restart_days, True)} + requeue " \
+                    f"{days(r.requeue_days, True)}; {_f(r.interruptions, 1)} interruptions"
         else:
             extra = ""
-        lr.append([r.bucket, _f(r.mean_days, 2), f"[{_f(r.ci_low, 2)}, {_f(r.ci_high, 2)}]", extra])
+        lr.append([r.bucket, days(r.mean_days, True), days_interval(r.ci_low, r.ci_high), extra])
     _table(lr, ["cause", "days", "95 % CI", "of which"], echo)
     table = res.lever_table  # type: ignore[attr-defined]
     if len(table):
         echo("\nwhat-if levers (common random numbers; saved = baseline - lever, paired)")
-        rows = [[r.lever, _f(r.mean_days, 2), _f(r.p90_days, 2), _f(r.saved_days, 2),
-                 f"[{_f(r.saved_ci_low, 2)}, {_f(r.saved_ci_high, 2)}]",
+        rows = [[r.lever, days(r.mean_days, True), days(r.p90_days, True),
+                 days(r.saved_days, True, "forecast.days_saved"), days_interval(r.saved_ci_low, r.saved_ci_high),
                  "; ".join(x for x in (r.change, r.note) if x)]
                 for r in table.itertuples(index=False)]
-        _table(rows, ["lever", "mean days", "P90", "days saved", "95 % CI", "change"], echo)
+        _table(rows, ["lever", "mean days", "P90 days", "days saved", "95 % CI", "change"], echo)
     for n in res.notes:  # type: ignore[attr-defined]
         _note(n)
 

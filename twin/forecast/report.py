@@ -17,6 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from twin.experiment import stats  # noqa: E402
+from twin.report.metrics import plain  # noqa: E402
 
 QUANTILES = (0.1, 0.5, 0.9)
 """Quantiles of the completion-time distribution (P10, P50, P90)."""
@@ -208,20 +209,29 @@ def fig_levers(table: pd.DataFrame) -> "plt.Figure | None":
 
 # ---------------------------------------------------------------- report
 
-def _fmt(x: Any, nd: int = 2) -> str:
+def days(x: Any, bare: bool = False, key: str = "forecast.days") -> str:
+    """Days as the metric catalogue prints them ("77.93 days", "0.0412 days", "−0.0012 days"); ``bare``
+    without the unit (a table column that names it, an interval beside a value)."""
+    from twin.report.metrics import format_value
+
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "–"
-    return f"{x:.{nd}f}"
+    return format_value(key, float(x), bare=bare)
+
+
+def days_interval(lo: Any, hi: Any) -> str:
+    """``[lo, hi]`` in days, bare."""
+    return f"[{days(lo, True)}, {days(hi, True)}]"
 
 
 def summary_sentences(dist: dict[str, Any], loss: pd.DataFrame, table: pd.DataFrame) -> list[list[str]]:
     """The forecast's decision summary (issue 30): expected time to train, where the days go, and the
     lever to pull, recommended only when its paired interval of days saved excludes zero (each at
     1 − 0.05/k with k levers: Bonferroni), from the numbers of the distribution, loss and lever tables."""
-    first = [f"Expected time to train: {_fmt(dist['mean_days'])} days (95 % CI [{_fmt(dist['mean_ci_low'])}, "
-             f"{_fmt(dist['mean_ci_high'])}], {dist['replications']} replications)"
-             + (f"; P50 {_fmt(dist['p50_days'])} days, P90 {_fmt(dist['p90_days'])} days" if "p90_days" in dist else "")
-             + f", against an ideal {_fmt(dist['ideal_days'])} days."]
+    first = [f"Expected time to train: {days(dist['mean_days'])} (95 % CI "
+             f"{days_interval(dist['mean_ci_low'], dist['mean_ci_high'])}, {dist['replications']} replications)"
+             + (f"; P50 {days(dist['p50_days'])}, P90 {days(dist['p90_days'])}" if "p90_days" in dist else "")
+             + f", against an ideal {days(dist['ideal_days'])}."]
     if "p90_date" in dist:
         first.append(f"Finished by {dist.get('p50_date', '–')} in half the runs and by {dist['p90_date']} in nine "
                      "out of ten.")
@@ -230,7 +240,7 @@ def summary_sentences(dist: dict[str, Any], loss: pd.DataFrame, table: pd.DataFr
         "mean_days", ascending=False).head(3)
     if len(lo):
         paras.append(["Where the days go (mean per run): " + "; ".join(
-            f"{b} {_fmt(d)} days" for b, d in zip(lo.bucket, lo.mean_days)) + "."])
+            f"{b} {days(d)}" for b, d in zip(lo.bucket, lo.mean_days)) + "."])
     t = table[np.isfinite(table["saved_days"].to_numpy(dtype=float))] if len(table) else table
     if not len(t):
         paras.append(["No what-if levers were requested (--lever), so there is no lever to recommend."])
@@ -244,11 +254,11 @@ def summary_sentences(dist: dict[str, Any], loss: pd.DataFrame, table: pd.DataFr
     lo_b, hi_b = d - half, d + half
     how = "95 % CI" if k == 1 else f"{100 - 5 / k:.4g} % CI, Bonferroni over {k} levers"
     if lo_b > 0:
-        paras.append([f"Recommended lever: {best.lever}, which saves {_fmt(d)} days per run ({how} "
-                      f"[{_fmt(lo_b)}, {_fmt(hi_b)}])."])
+        paras.append([f"Recommended lever: {best.lever}, which saves {days(d)} per run ({how} "
+                      f"{days_interval(lo_b, hi_b)})."])
     else:
         paras.append([f"No lever clearly saves time at this number of replications ({dist['replications']}): the "
-                      f"best, {best.lever}, saves {_fmt(d)} days per run ({how} [{_fmt(lo_b)}, {_fmt(hi_b)}], which "
+                      f"best, {best.lever}, saves {days(d)} per run ({how} {days_interval(lo_b, hi_b)}, which "
                       "includes zero)."])
     return paras
 
@@ -259,20 +269,42 @@ IDEAL_WORK = "ideal: work_h (no failures, no checkpoints)"
 
 def distribution_rows(dist: dict[str, Any]) -> pd.DataFrame:
     ideal = IDEAL_TRAINING if "tokens_t" in dist else IDEAL_WORK
-    rows = [{"quantity": ideal, "days": dist["ideal_days"], "95 % CI": ""},
-            {"quantity": "failure-free (ideal + checkpoints)", "days": dist["failure_free_days"], "95 % CI": ""},
-            {"quantity": "mean", "days": dist["mean_days"],
-             "95 % CI": f"[{_fmt(dist['mean_ci_low'])}, {_fmt(dist['mean_ci_high'])}]"}]
+    rows = [{"quantity": ideal, "days": days(dist["ideal_days"], True), "95 % CI": ""},
+            {"quantity": "failure-free (ideal + checkpoints)", "days": days(dist["failure_free_days"], True),
+             "95 % CI": ""},
+            {"quantity": "mean", "days": days(dist["mean_days"], True),
+             "95 % CI": days_interval(dist["mean_ci_low"], dist["mean_ci_high"])}]
     for k in ("p10", "p50", "p90"):
         if f"{k}_days" in dist:
-            rows.append({"quantity": k.upper(), "days": dist[f"{k}_days"],
-                         "95 % CI": f"[{_fmt(dist[f'{k}_ci_low'])}, {_fmt(dist[f'{k}_ci_high'])}]"})
+            rows.append({"quantity": k.upper(), "days": days(dist[f"{k}_days"], True),
+                         "95 % CI": days_interval(dist[f"{k}_ci_low"], dist[f"{k}_ci_high"])})
     df = pd.DataFrame(rows)
     if "start_date" in dist:
         key = {ideal: "ideal_date", "failure-free (ideal + checkpoints)": "failure_free_date",
                "mean": "mean_date", "P10": "p10_date", "P50": "p50_date", "P90": "p90_date"}
         df["date"] = [dist.get(key.get(q, ""), "") for q in df.quantity]
     return df
+
+
+def loss_rows(loss: pd.DataFrame) -> pd.DataFrame:
+    """The days lost per run by cause, for people (days in the catalogue's format; the parquet keeps the raw)."""
+    return pd.DataFrame({
+        "cause": loss.bucket, "days lost (mean per run)": [days(x, True) for x in loss.mean_days],
+        "95 % CI": [days_interval(a, b) for a, b in zip(loss.ci_low, loss.ci_high)],
+        "of which lost work": [days(x, True) for x in loss.lost_days],
+        "restarts": [days(x, True) for x in loss.restart_days],
+        "requeue wait": [days(x, True) for x in loss.requeue_days],
+        "interruptions per run": [plain(x, 4) if x == x else "–" for x in loss.interruptions]})
+
+
+def lever_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The what-if levers, for people (days in the catalogue's format)."""
+    return pd.DataFrame({
+        "lever": table.lever, "change": table.change, "mean days": [days(x, True) for x in table.mean_days],
+        "P50 days": [days(x, True) for x in table.p50_days], "P90 days": [days(x, True) for x in table.p90_days],
+        "days saved": [days(x, True, "forecast.days_saved") for x in table.saved_days],
+        "95 % CI": [days_interval(a, b) for a, b in zip(table.saved_ci_low, table.saved_ci_high)],
+        "variance reduction": [plain(x, 4) for x in table.variance_reduction], "note": table.note})
 
 
 def write_report(folder: Path, meta: dict[str, Any], dist: dict[str, Any], loss: pd.DataFrame, wf: pd.DataFrame,
@@ -312,20 +344,13 @@ def write_report(folder: Path, meta: dict[str, Any], dist: dict[str, Any], loss:
           "time and any queue wait for replacement nodes it caused. Slowdown is split between GPU throttling "
           "and network bandwidth in proportion to the progress each alone would cost (an attribution: the "
           "step-time model couples them).")
-    lt = loss.copy()
-    doc.table(lt.rename(columns={"mean_days": "mean days", "ci_low": "95 % CI low", "ci_high": "95 % CI high",
-                                 "lost_days": "lost work", "restart_days": "restarts", "requeue_days": "requeue wait",
-                                 "interruptions": "interruptions / run"}))
+    doc.table(loss_rows(loss))
     doc.h2("What-if levers (common random numbers)")
     if len(table):
         fig = fig_levers(table)
         if fig is not None:
             doc.figure(fig, "levers.png", "days saved per lever")
-        doc.table(pd.DataFrame({
-            "lever": table.lever, "change": table.change, "mean days": table.mean_days, "P50": table.p50_days,
-            "P90": table.p90_days, "days saved": table.saved_days,
-            "95 % CI": [f"[{_fmt(a)}, {_fmt(b)}]" for a, b in zip(table.saved_ci_low, table.saved_ci_high)],
-            "variance reduction": table.variance_reduction, "note": table.note}))
+        doc.table(lever_rows(table))
     else:
         doc.p("No levers were requested.")
     doc.p(f"Report built by twin {__version__} from the stored replications in {folder}.", cls="muted")

@@ -218,6 +218,11 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('cost.repair_parts', 'repairs × part price (costs.parts)'),
     _H('cost.labour', 'technicians × on-shift hours × rate'),
     _H('cost.spares_holding', 'holding rate (25 %/yr) × part price × mean units on hand × T'),
+    _H('forecast.days', "each replication runs until the job completes; its completion time is work + Σ losses "
+       "(the identity of twin forecast, exact per replication), from the job's submission"),
+    _H('forecast.days_lost.<cause>', "an interruption cause's lost work (progress since the last checkpoint), "
+       "restart time and requeue wait; or the checkpoint, throttling, network-slowdown or initial-queueing time"),
+    _H('forecast.days_saved', 'paired over replications (common random numbers): baseline days − lever days'),
 )
 
 

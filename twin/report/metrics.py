@@ -320,6 +320,13 @@ CATALOGUE: tuple[Metric, ...] = (
     M("cost.labour", "labour cost", "currency", -1, "cost", "money", "technician labour over the horizon"),
     M("cost.repair_parts", "repair parts cost", "currency", -1, "cost", "money", "parts used in repairs"),
     M("cost.spares_holding", "spares holding cost", "currency", -1, "cost", "money", "cost of holding spares"),
+    # ---- twin forecast: the time to train a job (its tables, not summary.json)
+    M("forecast.days", "time to train", "days", -1, "throughput", "days",
+      "days from the job's submission to its completion (twin forecast)"),
+    M("forecast.days_lost.*", "days lost to: {}", "days", -1, "throughput", "days",
+      "days of a forecast run lost to one cause (an interruption cause, checkpoints, throttling, network, queueing)"),
+    M("forecast.days_saved", "days saved", "days", +1, "throughput", "days",
+      "days a what-if lever saves per forecast run, paired against the baseline"),
     # ---- scale: the size of the run
     M("nodes", "nodes", "nodes", 0, "scale", "count", "nodes in the cluster"),
     M("gpus_installed", "GPUs installed", "GPUs", 0, "scale", "count", "GPUs installed"),
