@@ -18,6 +18,7 @@ from twin.scenario.distributions import Fixed
 from twin.scenario.health import Health
 from twin.scenario.network import NetworkSection
 from twin.scenario.power import Power
+from twin.scenario.storage import StorageSection
 from twin.scenario.workload import Workload
 from twin.units import HOURS_PER_DAY
 
@@ -216,6 +217,9 @@ class Scenario(Strict):
     costs: CostsSection = None
     health: Health | None = Field(None, description="Lemon nodes, stragglers, silent data corruption, infant "
                                                     "mortality (twin/scenario/health.py; none: nodes alike).")
+    storage: StorageSection | None = Field(
+        None, description="The shared storage system: total bandwidth, node caches, servers and metadata service "
+                          "as failing units (twin/scenario/storage.py; none: defaults, nothing fails).")
 
     @model_validator(mode="before")
     @classmethod
@@ -270,7 +274,7 @@ class Scenario(Strict):
                 )
         allowed = set(self.cluster.node.parts) | set(self.cluster.rack_parts)
         facility: dict[str, Any] = {}
-        for section in ("cooling", "power", "network"):
+        for section in ("cooling", "power", "network", "storage"):
             sub = getattr(self, section, None)
             if sub is not None and hasattr(sub, "facility_parts"):
                 for fname, fpart in sub.facility_parts().items():  # {name: Part}
