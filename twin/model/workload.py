@@ -202,6 +202,7 @@ class Job:
     rate_fabric: float = 1.0  # rate before the data stall (with data_gbs only)
     slow_data_h: float = 0.0  # running time lost to a data share below the demand
     slow_outage_h: float = 0.0  # running time lost to a storage outage (a data-reading job stalled)
+    rate_in_outage: bool = False  # its rate was set during a storage outage (its stall is the outage's)
     io_blocked: bool = False  # stopped by a storage outage (a checkpoint write or a restart's read waits)
     blocked_final: bool = False  # the blocked checkpoint is the job's final one
     blocked_h: float = 0.0  # hours stopped by storage outages while checkpointing or restarting
@@ -473,7 +474,7 @@ class Workload(Component):
 
     def _slow_data(self, job: Job, lost_h: float) -> None:
         """Running hours ``lost_h`` below the rate before the data stall: a storage outage's, or a data stall."""
-        if self.storage is not None and not self.storage.available:
+        if job.rate_in_outage:
             job.slow_outage_h += lost_h
         else:
             job.slow_data_h += lost_h
@@ -525,6 +526,7 @@ class Workload(Component):
         (``rate_fabric``) registered with the storage, ``min(rate, share / demand)``."""
         assert self.storage is not None  # data_gbs is set only with the storage service
         d = job.data_gbs
+        job.rate_in_outage = not self.storage.available
         share = self.storage.data_share(job.jid, d * job.rate_fabric)
         return data_limited_rate(job.rate_fabric, d, share)
 
@@ -983,13 +985,31 @@ class Workload(Component):
         self._end_io(job)
         self.readers += 1
         job.reading = True
-        if self.storage is not None and self.spec.restart.read_h is None and not job_has_no_checkpoint(job.ckpt):
-            read_h = self._read_time_h(job.ckpt)
-            self.storage.transfer_begins(job.jid, False, job.ckpt.size_gb / (read_h * 3600.0) if read_h > 0 else 0.0)
         dur = self._restart_h(job)
         job.restart_until = self._env._now + dur
+        rs = self.spec.restart
+        if self.storage is not None and rs.read_h is None and not job_has_no_checkpoint(job.ckpt):
+            # the read itself (after detection and rescheduling) is the storage's transfer
+            read_h = self._read_time_h(job.ckpt)
+            if read_h > 0:
+                until = job.restart_until
+                t0 = self._env._now + rs.detection_h + rs.reschedule_h
+                gbs = job.ckpt.size_gb / (read_h * 3600.0)
+                self._call_at(t0, lambda: self._read_window(job, until, gbs))
+                self._call_at(t0 + read_h, lambda: self._read_window(job, until, 0.0))
         self._set_util(job, 0.0)
         timer.set(self._env._now + dur, lambda: self._restart_done(job))
+
+    def _read_window(self, job: Job, until: float, gb_per_s: float) -> None:
+        """The checkpoint read of the restart ending at ``until`` begins (at ``gb_per_s``) or ends (0) on the
+        storage, if that restart is still under way."""
+        st = self.storage
+        if st is None or job.state != RESTARTING or job.restart_until != until or not job.reading:
+            return
+        if gb_per_s > 0:
+            st.transfer_begins(job.jid, False, gb_per_s)
+        else:
+            st.transfer_ends(job.jid, False)
 
     def _restart_h(self, job: Job) -> float:
         """Hours a restart takes: detection, rescheduling, reading the checkpoint, warm-up."""
