@@ -5,9 +5,9 @@ read bandwidths now (``workload.storage`` bandwidths scaled by the servers up), 
 checkpoint transfers in progress and the training-data shares of the running jobs.
 
 * Checkpoint transfers keep the workload's equal shares (a write gets ``W/writers`` at its start, a read
-  ``R/readers``; not re-shared mid-transfer). The training-data streams of the running jobs share what
-  they leave (:func:`twin.physics.storage.data_capacity_gb_per_s`) max-min fairly
-  (:func:`twin.physics.storage.water_fill`); a change of the data level is published on
+  ``R/readers``; not re-shared mid-transfer). The training-data streams of the running jobs share the read
+  bandwidth the writes leave (:func:`twin.physics.storage.data_capacity_gb_per_s`) max-min fairly with the
+  checkpoint reads (:func:`twin.physics.storage.water_fill`); a change of the data level is published on
   ``Topic.STORAGE`` once per instant (a deferred call), so the workload re-rates its data-reading jobs.
 * The servers (``storage_server``, a k-of-n set) and the metadata service (``storage_metadata``) are
   site-level units repaired by the crews (:class:`twin.model.parts.FacilityParts`). A lost server takes
@@ -146,13 +146,13 @@ class Storage(Component):
         if not self.available:
             return 0.0
         return phys.data_capacity_gb_per_s(self.read_gb_per_s, self.write_gb_per_s, self.total_gb_per_s,
-                                           sum(self._reads.values()), sum(self._writes.values()))
+                                           sum(self._writes.values()))
 
     def _changed(self) -> None:
         """Recompute the data level; when it moved and some job reads data, tell the workload (once per
         instant, after the change under way has finished)."""
-        level = phys.water_fill(self.data_capacity_gb_per_s(), list(self._demand.values())) if self._demand \
-            else math.inf
+        level = (phys.water_fill(self.data_capacity_gb_per_s(), list(self._demand.values()), len(self._reads))
+                 if self._demand else math.inf)
         self._used = self._in_use(level)
         if self.peak_gb_per_s < self._used:
             self.peak_gb_per_s = self._used
@@ -162,14 +162,13 @@ class Storage(Component):
                 self._notify.set(self._env._now)
 
     def _in_use(self, level: float) -> float:
-        """Bandwidth in use (GB/s): the checkpoint transfers (at most their direction's bandwidth; nothing in
-        an outage) and the data streams' shares."""
+        """Bandwidth in use (GB/s): the checkpoint writes (at most the write bandwidth), and the checkpoint reads
+        and data streams' shares (at most the read bandwidth the writes leave); nothing in an outage."""
         if not self.available:
             return 0.0
         w = min(self.write_gb_per_s, sum(self._writes.values()))
-        r = min(self.read_gb_per_s, sum(self._reads.values()))
-        d = sum(min(x, level) for x in self._demand.values())
-        return w + r + d
+        r = sum(self._reads.values()) + sum(min(x, level) for x in self._demand.values())
+        return w + min(self.data_capacity_gb_per_s(), r)
 
     def _account(self) -> None:
         now = self._env._now

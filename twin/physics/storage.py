@@ -8,9 +8,11 @@ The model (twin.model.storage):
 * the storage system has a read bandwidth ``R``, a write bandwidth ``W`` and a total ``T`` that reads and
   writes share (``T >= R + W``: independent directions), all proportional to the servers up;
 * checkpoint writes and reads take their equal shares as before (``W/writers``, ``R/readers`` at the
-  start of a transfer, not re-shared mid-transfer); the training-data streams of the running jobs share
-  what the checkpoint transfers leave, :func:`data_capacity_gb_per_s`, max-min fairly
-  (:func:`water_fill`): a job gets its whole demand, or the common level when its demand is above it;
+  start of a transfer, not re-shared mid-transfer); the training-data streams of the running jobs and the
+  checkpoint reads in progress share the read bandwidth that the checkpoint writes leave
+  (:func:`data_capacity_gb_per_s`) max-min fairly (:func:`water_fill`): a job gets its whole demand, or
+  the common level when its demand is above it (a checkpoint read counts as a stream that takes the
+  level);
 * data loading overlaps compute (prefetching), so a step takes the longer of its compute time and its
   data time: the progress rate is ``min(r, share / demand)`` with ``r`` the rate without data stall and
   ``demand`` the job's demand at full speed (:func:`data_limited_rate`).
@@ -22,25 +24,29 @@ import math
 from collections.abc import Sequence
 
 
-def water_fill(capacity: float, demands: Sequence[float]) -> float:
-    """The max-min fair level of ``demands`` (GB/s) on ``capacity`` (GB/s): every stream gets
-    ``min(demand, level)``; the level is infinite when the capacity covers every demand (no stream is
-    limited), else the unique ``L`` with ``sum(min(d, L)) = capacity``."""
+def water_fill(capacity: float, demands: Sequence[float], elastic: int = 0) -> float:
+    """The max-min fair level of ``demands`` (GB/s) and of ``elastic`` streams that take all they are given
+    (checkpoint reads) on ``capacity`` (GB/s): every stream with a demand gets ``min(demand, level)``, every
+    elastic one the level; the level is the unique ``L`` with ``sum(min(d, L)) + elastic × L = capacity``,
+    infinite when there is no elastic stream and the capacity covers every demand (no stream is limited)."""
     if capacity < 0 or math.isnan(capacity):
         raise ValueError(f"capacity must be >= 0, got {capacity}")
-    total = 0.0
-    for d in demands:
-        total += d
-    if total <= capacity:
-        return math.inf
+    if elastic < 0:
+        raise ValueError(f"elastic must be >= 0, got {elastic}")
+    if not elastic:
+        total = 0.0
+        for d in demands:
+            total += d
+        if total <= capacity:
+            return math.inf
     left = capacity
-    n = len(demands)
+    n = len(demands) + elastic
     for i, d in enumerate(sorted(demands)):
         fair = left / (n - i)
         if d >= fair:
             return fair
         left -= d
-    return math.inf  # (unreachable: total > capacity means some demand is above its fair level)
+    return left / elastic if elastic else math.inf
 
 
 def data_limited_rate(rate: float, demand_gb_per_s: float, share_gb_per_s: float) -> float:
@@ -53,15 +59,14 @@ def data_limited_rate(rate: float, demand_gb_per_s: float, share_gb_per_s: float
 
 
 def data_capacity_gb_per_s(read_gb_per_s: float, write_gb_per_s: float, total_gb_per_s: float,
-                           ckpt_read_gb_per_s: float, ckpt_write_gb_per_s: float) -> float:
-    """Bandwidth left to the training-data streams (GB/s): the read bandwidth ``read_gb_per_s`` less the
-    checkpoint reads in progress, and the total ``total_gb_per_s`` less every checkpoint transfer (reads
-    and writes), whichever is smaller; the transfers count at most at their direction's bandwidth
-    (``read_gb_per_s``, ``write_gb_per_s``: an
-    equal share taken at a transfer's start is not re-shared: the shares held may add up to more)."""
-    r_used = min(read_gb_per_s, ckpt_read_gb_per_s)
+                           ckpt_write_gb_per_s: float) -> float:
+    """Read bandwidth the training-data streams and the checkpoint reads share (GB/s): the read bandwidth
+    ``read_gb_per_s``, or what the checkpoint writes in progress leave of the total ``total_gb_per_s``
+    that reads and writes share, whichever is smaller; the writes count at most at the write bandwidth
+    ``write_gb_per_s`` (an equal share taken at a write's start is not re-shared: the shares held may add
+    up to more)."""
     w_used = min(write_gb_per_s, ckpt_write_gb_per_s)
-    return max(0.0, min(read_gb_per_s - r_used, total_gb_per_s - r_used - w_used))
+    return max(0.0, min(read_gb_per_s, total_gb_per_s - w_used))
 
 
 def cache_hit_ratio(hit_ratio: float, capacity_gb_per_node: float | None, dataset_gb: float | None,
