@@ -81,7 +81,8 @@ class Storage(Component):
         self._reads: dict[int, float] = {}
         self._demand: dict[int, float] = {}
         self._level = math.inf
-        self._notify = self.engine.timer(self._publish)
+        self._published = math.inf  # the data level the workload last heard of
+        self._notify = self.engine.timer(self._publish_level)
         # accounts
         self._last_t = 0.0
         self._used = 0.0  # GB/s in use now
@@ -156,10 +157,9 @@ class Storage(Component):
         self._used = self._in_use(level)
         if self.peak_gb_per_s < self._used:
             self.peak_gb_per_s = self._used
-        if level != self._level:
-            self._level = level
-            if self._demand and not self._notify.pending:
-                self._notify.set(self._env._now)
+        self._level = level
+        if level != self._published and self._demand and not self._notify.pending:
+            self._notify.set(self._env._now)
 
     def _in_use(self, level: float) -> float:
         """Bandwidth in use (GB/s): the checkpoint writes (at most the write bandwidth), and the checkpoint reads
@@ -177,7 +177,14 @@ class Storage(Component):
             self.used_gb += self._used * dt
         self._last_t = now
 
+    def _publish_level(self) -> None:
+        """The deferred call: tell the workload when the data level moved since it last heard (a change
+        undone within the instant is not news)."""
+        if self._level != self._published:
+            self._publish()
+
     def _publish(self) -> None:
+        self._published = self._level
         avail = self.available
         for fn in self._publish_subs:  # = bus.publish(Topic.STORAGE, available)
             fn(avail)

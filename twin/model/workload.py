@@ -669,8 +669,6 @@ class Workload(Component):
         self.writers += 1
         job.writing = True
         w = self._write_time_h(ck)
-        if self.storage is not None:
-            self.storage.transfer_begins(job.jid, True, ck.size_gb / (w * 3600.0) if w > 0 else 0.0)
         job.since_restart_h = 0.0
         save = job.progress_h
         job.capture_h = self._env._now
@@ -695,6 +693,8 @@ class Workload(Component):
             if saver is None:
                 saver = job.saver = self.engine.timer()
             saver.set(self._env._now + w, lambda: self._async_saved(job))
+        if self.storage is not None:  # (after the job stopped reading data: its demand is gone first)
+            self.storage.transfer_begins(job.jid, True, ck.size_gb / (w * 3600.0) if w > 0 else 0.0)
 
     def _end_io(self, job: Job) -> None:
         """Release the job's share of storage bandwidth (write finished or aborted)."""
@@ -1339,8 +1339,14 @@ class Workload(Component):
                         self._begin_restart(job)
                 elif job.async_retry:
                     self._retry_async(job)
+        st = self.storage
+        assert st is not None  # (the topic's publisher)
         for job in [j for j in self.allocated.values() if j.data_gbs and j.state == RUNNING]:
-            self._rerate(job)
+            # re-rate only the jobs whose rate moves: a job that still gets its demand keeps its timer as armed
+            share = st.data_share(job.jid, job.data_gbs * job.rate_fabric)
+            if (data_limited_rate(job.rate_fabric, job.data_gbs, share) != job.rate
+                    or job.rate_in_outage != (not st.available)):
+                self._rerate(job)
 
     def _retry_async(self, job: Job) -> None:
         """Write again the async checkpoint that failed in an outage (its progress is still unsaved)."""
