@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from twin.scenario.base import Dist, Part, PosInt, Probability, Repair, Strict, hot_swap_repair
+from twin.scenario.base import Dist, Part, PosInt, Probability, Repair, Strict
 from twin.scenario.defaults import derive, over_default
 from twin.scenario.distributions import Exponential, Fixed
 
