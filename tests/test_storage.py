@@ -128,6 +128,30 @@ def test_failed_async_write_is_retried_after_the_outage() -> None:
     assert res.metrics["storage.jobs_stopped"] == 1.0 and res.metrics["goodput.mechanism.storage_outage"] == 0.0
 
 
+def test_a_restart_still_reading_waits_for_the_storage_one_in_warm_up_goes_on() -> None:
+    """Two jobs crash (transient faults) just before a 5 h outage at 30 h: the one still to read its
+    checkpoint (crash at 29.9 h, read due at 30.05–30.06 h) waits and restarts over at 35 h; the one in its
+    warm-up at 30 h (crash at 29.8 h, read done at 29.96 h) is not touched."""
+    from twin.model.engine import Topic
+
+    doc = vs.storage_doc("restart-outage", 2, 60.0, [
+        {"name": n, "gpus": 8, "work_h": 100.0, "checkpoint": {"interval_h": 10.0, "size_gb": 3600.0, "write_h": 0.1}}
+        for n in ("a", "b")],
+        storage={"metadata": {"failure": {"dist": "fixed", "value_h": 30.0},
+                              "repair": {"time": {"dist": "fixed", "value_h": 5.0}}}})
+    model = Model(load_dict(doc).scenario)
+    wl = model.by_section["workload"]
+    bus = model.engine.bus
+    model.engine.call_at(29.9, lambda: bus.publish(Topic.TRANSIENT, int(wl.jobs[0].nodes[0]), "test"))
+    model.engine.call_at(29.8, lambda: bus.publish(Topic.TRANSIENT, int(wl.jobs[1].nodes[0]), "test"))
+    model.run()
+    a, b = wl.jobs
+    restart_h = 0.05 + 0.1 + 3600.0 / 100.0 / 3600.0 + 0.1
+    assert a.storage_stops == 1 and a.blocked_h == pytest.approx(5.0, abs=1e-9)
+    assert a.restart_h == pytest.approx(0.1 + restart_h, abs=1e-9)  # 29.9 -> 30, then the whole restart again
+    assert b.storage_stops == 0 and b.blocked_h == 0.0 and b.restart_h == pytest.approx(restart_h, abs=1e-9)
+
+
 # ---- coupling: a storage server lost -> less bandwidth -> a slower job -> lower goodput ------------------
 
 def _coupling(lose_server: bool) -> tuple[dict[str, float], Any]:

@@ -181,6 +181,7 @@ class Job:
     ckpt_waiting: bool = False  # a checkpoint fell due while the previous async write was in flight
     saver: Timer | None = None  # the end of its latest async write (a new write supersedes it)
     restart_until: float = 0.0  # end of the restart under way (h)
+    read_until: float = 0.0  # end of the checkpoint read of the restart under way (h)
     last_interrupt_h: float = math.nan
     writing: bool = False  # holds a share of the storage write bandwidth
     reading: bool = False  # holds a share of the storage read bandwidth
@@ -988,6 +989,7 @@ class Workload(Component):
         dur = self._restart_h(job)
         job.restart_until = self._env._now + dur
         rs = self.spec.restart
+        job.read_until = self._env._now + rs.detection_h + rs.reschedule_h + self._read_time_h(job.ckpt)
         if self.storage is not None and rs.read_h is None and not job_has_no_checkpoint(job.ckpt):
             # the read itself (after detection and rescheduling) is the storage's transfer
             read_h = self._read_time_h(job.ckpt)
@@ -1323,7 +1325,8 @@ class Workload(Component):
                         job.storage_stops += 1
                     else:  # a sync (or final) write fails: the job waits, then writes again
                         self._block(job, job.progress_h >= job.work_h)
-                elif job.reading and job.state == RESTARTING and not job_has_no_checkpoint(job.ckpt):
+                elif (job.reading and job.state == RESTARTING and not job_has_no_checkpoint(job.ckpt)
+                      and self._env._now < job.read_until):  # (still to read: in its warm-up it reads nothing)
                     self._advance(job)
                     self._block(job, False)
                 elif job.data_gbs and job.state == RUNNING:
