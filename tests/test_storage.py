@@ -217,6 +217,8 @@ def test_multimodal_storage_is_the_bottleneck_and_the_buckets_sum_to_one() -> No
     assert m["storage.outages"] >= 1 and m["goodput.mechanism.storage_outage"] > 0
     assert m["storage.jobs_stopped"] >= 1
     assert abs(_mech_sum(m) - 1) < 1e-9
+    coarse = ("useful", "lost", "checkpoint", "restart", "slowdown", "down", "idle", "storage_wait")
+    assert abs(sum(m[f"goodput.{k}"] for k in coarse) - 1) < 1e-9
     sj = res.tables["storage_jobs"]
     assert set(sj.name) == {"vlm-512", "image-256"}
     assert float(sj.data_stall_gpu_hours.sum()) == pytest.approx(m["storage.data_stall_gpu_hours"])
@@ -291,3 +293,30 @@ def test_sensitivity_factors_apply() -> None:
     st = ld.scenario.storage
     assert st is not None and st.cache.hit_ratio == 0.9 and st.total_gb_per_s == 150.0
     assert np.isclose(st.servers.failure.mean_h, 10000.0)  # type: ignore[union-attr]
+
+
+def test_headline_shows_storage_rows_only_when_not_zero() -> None:
+    from twin.experiment.single import headline_rows
+
+    base = {"goodput": 0.5, "storage.data_stall_gpu_hours": 0.0, "storage.downtime_h": 0.0, "storage.jobs_stopped": 0.0}
+    assert [label for label, _ in headline_rows(base)] == ["goodput (useful / installed GPU-h)"]
+    rows = dict(headline_rows({**base, "storage.data_stall_gpu_hours": 1234.0, "storage.downtime_h": 2.25,
+                               "storage.jobs_stopped": 2.0}))
+    assert rows["data-stall GPU-hours"] == "1,234" and rows["storage downtime (h)"] == "2.25"
+    assert rows["jobs stopped by storage outages"] == "2"
+
+
+def test_storage_servers_are_bought_and_their_repairs_priced() -> None:
+    """The servers are capital (30 cost three times 10) and a repair of a storage unit is priced: no silent zero."""
+    caps = {}
+    for name in ("multimodal", "multimodal-fast-storage"):
+        m = run_replication(load_scenario(ROOT / "scenarios" / f"{name}.yaml", ["horizon_days=5"]).scenario, 0).metrics
+        caps[name] = m["cost.capital.storage"]
+    assert caps["multimodal-fast-storage"] == pytest.approx(3 * caps["multimodal"], rel=1e-12) and caps["multimodal"] > 0
+    doc = _doc(read_mb_per_s_per_gpu=1.0)
+    doc["storage"] = {"servers": {"count": 4, "required": 2}}
+    doc["costs"] = {"parts": {"storage_server": 1.0}}
+    assert load_dict(doc).scenario.costs.parts["storage_server"] == 1.0  # type: ignore[union-attr]
+    doc["costs"] = {"parts": {"storage_servr": 1.0}}
+    with pytest.raises(InputError, match=r"costs\.parts\.storage_servr"):
+        load_dict(doc)

@@ -214,12 +214,13 @@ class Scenario(Strict):
     network: NetworkSection | None = None
     power: Power | None = None
     cooling: Cooling | None = None
+    storage: StorageSection | None = Field(
+        None, description="The shared storage system: total bandwidth, node caches, servers and metadata service "
+                          "as failing units (twin/scenario/storage.py; none: defaults, nothing fails); costs prices its "
+                          "servers and their repairs.")
     costs: CostsSection = None
     health: Health | None = Field(None, description="Lemon nodes, stragglers, silent data corruption, infant "
                                                     "mortality (twin/scenario/health.py; none: nodes alike).")
-    storage: StorageSection | None = Field(
-        None, description="The shared storage system: total bandwidth, node caches, servers and metadata service "
-                          "as failing units (twin/scenario/storage.py; none: defaults, nothing fails).")
 
     @model_validator(mode="before")
     @classmethod
