@@ -527,7 +527,10 @@ class Workload(Component):
         (``rate_fabric``) registered with the storage, ``min(rate, share / demand)``."""
         assert self.storage is not None  # data_gbs is set only with the storage service
         d = job.data_gbs
-        job.rate_in_outage = not self.storage.available
+        down = not self.storage.available
+        if down and not job.rate_in_outage:  # an outage stops it (running, or starting to run, in one)
+            job.storage_stops += 1
+        job.rate_in_outage = down
         share = self.storage.data_share(job.jid, d * job.rate_fabric)
         return data_limited_rate(job.rate_fabric, d, share)
 
@@ -1329,8 +1332,7 @@ class Workload(Component):
                       and self._env._now < job.read_until):  # (still to read: in its warm-up it reads nothing)
                     self._advance(job)
                     self._block(job, False)
-                elif job.data_gbs and job.state == RUNNING:
-                    job.storage_stops += 1
+                # (a data-reading job is stopped by its re-rate below: _data_rate)
         else:
             for jid, job in sorted(self.allocated.items()):
                 if job.io_blocked:
