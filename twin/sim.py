@@ -31,6 +31,7 @@ from twin.model.network import Network
 from twin.model.parts import FacilityParts, PartPopulation
 from twin.model.power import ITPower, PowerChain
 from twin.model.racks import RackParts
+from twin.model.storage import Storage
 from twin.model.repair import TICKET_COLUMNS, RepairShop, bind_scopes, repair_metrics
 from twin.model.repair_records import repair_metrics_from_records
 from twin.model.cooling.component import Thermal
@@ -42,7 +43,7 @@ T = TypeVar("T")
 
 
 COMPONENTS: tuple[type[Component], ...] = (
-    RackParts, Network, PowerChain, Thermal, Workload, NodeHealth,
+    RackParts, Network, PowerChain, Thermal, Storage, Workload, NodeHealth,
     Costs,  # last of the wanted ones: prices what the others recorded (results run in build order)
     ITPower,  # on demand: built just before the first component that requires it
 )

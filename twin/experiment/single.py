@@ -33,14 +33,23 @@ HEADLINE = [
     ("pue", "PUE", "{:.3f}"),
     ("thermal.throttled_gpu_hours", "throttled GPU-hours", "{:,.0f}"),
     ("power.capped_gpu_hours", "power-capped GPU-hours", "{:,.0f}"),
+    ("storage.data_stall_gpu_hours", "data-stall GPU-hours", "{:,.0f}"),
+    ("storage.downtime_h", "storage downtime (h)", "{:.2f}"),
+    ("storage.jobs_stopped", "jobs stopped by storage outages", "{:.0f}"),
     ("cost.total", "total cost over the horizon", "{:,.0f}"),
     ("cost.per_useful_gpu_hour", "cost per useful GPU-hour", "{:.3f}"),
 ]
 
 
+IF_NONZERO = frozenset({"storage.data_stall_gpu_hours", "storage.downtime_h", "storage.jobs_stopped"})
+"""Headline keys shown only when not zero (every workload reports them; most never stall on storage)."""
+
+
 def headline_rows(metrics: dict[str, float]) -> list[tuple[str, str]]:
     rows = []
     for key, label, fmt in HEADLINE:
+        if key in IF_NONZERO and not metrics.get(key):
+            continue
         if key in metrics and metrics[key] == metrics[key]:
             rows.append((label, fmt.format(metrics[key])))
     return rows

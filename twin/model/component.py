@@ -97,6 +97,40 @@ class Jobs(Protocol):
         ...
 
 
+class StorageService(Protocol):
+    """What the shared storage offers the workload (twin.model.storage.Storage): its bandwidths now, its
+    availability, the checkpoint transfers it carries and the training-data shares."""
+
+    available: bool
+    """False during an outage (metadata service down, or fewer servers up than needed)."""
+
+    @property
+    def write_gb_per_s(self) -> float:
+        """Checkpoint write bandwidth now (the servers up), GB/s."""
+        ...
+
+    @property
+    def read_gb_per_s(self) -> float:
+        """Checkpoint read bandwidth now (the servers up), GB/s."""
+        ...
+
+    def transfer_begins(self, jid: int, write: bool, gb_per_s: float) -> None:
+        """Job ``jid`` starts a checkpoint write (or read) at ``gb_per_s``."""
+        ...
+
+    def transfer_ends(self, jid: int, write: bool) -> None:
+        """Job ``jid``'s checkpoint write (or read) ended or failed."""
+        ...
+
+    def data_share(self, jid: int, demand_gb_per_s: float) -> float:
+        """Set job ``jid``'s training-data demand now (GB/s; 0: it reads nothing now) and return its share."""
+        ...
+
+    def data_cache_hit(self, nodes: int, dataset_gb: float | None) -> float:
+        """Share of a job's reads on ``nodes`` nodes its node caches serve."""
+        ...
+
+
 IT_POWER: Service[ITPower] = Service(
     "it_power", "per-node IT power (W), GPU caps by source and its exact energy (twin.model.power.ITPower)")
 FABRIC: Service[Fabric] = Service(
@@ -105,7 +139,11 @@ FABRIC: Service[Fabric] = Service(
 JOBS: Service[Jobs] = Service(
     "jobs", "the job a node runs and the rollback of a job to an earlier checkpoint (twin.model.workload.Workload)")
 
-SERVICES: tuple[Service[Any], ...] = (IT_POWER, FABRIC, JOBS)
+STORAGE: Service[StorageService] = Service(
+    "storage", "the shared storage: bandwidths, availability, checkpoint transfers and data shares "
+               "(twin.model.storage.Storage)")
+
+SERVICES: tuple[Service[Any], ...] = (IT_POWER, FABRIC, JOBS, STORAGE)
 """Every service a component may provide or require (docs/architecture.md lists them)."""
 
 
@@ -194,5 +232,5 @@ class Component:
         return {}, {}
 
 
-__all__ = ["FABRIC", "IT_POWER", "JOBS", "SERVICES", "BuildContext", "Component", "ContractError", "Fabric", "Jobs",
-           "Metrics", "ResultsSoFar", "Service", "Tables"]
+__all__ = ["FABRIC", "IT_POWER", "JOBS", "SERVICES", "STORAGE", "BuildContext", "Component", "ContractError", "Fabric", "Jobs",
+           "Metrics", "ResultsSoFar", "Service", "StorageService", "Tables"]

@@ -61,7 +61,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 CATEGORIES = ("capital", "energy", "repair_parts", "labour", "spares_holding")
 """Cost categories; ``cost.total`` is their sum."""
-CAPITAL_GROUPS = ("compute", "cooling", "power", "network", "spares")
+CAPITAL_GROUPS = ("compute", "cooling", "power", "network", "storage", "spares")
 LINE_COLUMNS = ["category", "group", "item", "quantity", "unit", "unit_price", "purchase", "amortisation_years",
                 "amount", "currency"]
 
@@ -160,6 +160,9 @@ def capital_items(sc: "Scenario") -> list[CapitalItem]:
         out.append(CapitalItem("network", "optic", k["optics"], "unit", cap.optic, it_y))
         out.append(CapitalItem("network", "leaf", k["leaves"], "unit", cap.leaf, it_y))
         out.append(CapitalItem("network", "spine", k["spines"], "unit", cap.spine, it_y))
+    if sc.storage is not None and sc.storage.servers is not None:
+        out.append(CapitalItem("storage", "storage_server", sc.storage.servers.count, "unit", cap.storage_server,
+                               it_y))
     for part, sp in sc.maintenance.spares.items():
         out.append(CapitalItem("spares", f"initial stock {part}", sp.stock, "unit", c.parts[part], it_y))
     return out

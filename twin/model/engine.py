@@ -36,6 +36,8 @@ class Topic:
     # the publisher never changes the array afterwards (subscribers may keep it: thermal's load log)
     JOB = "job"  # (job) the workload moved a job (start, checkpoint, interruption, restart, end)
     FABRIC = "fabric"  # () fabric bandwidth changed: ask the fabric service (twin.model.component.FABRIC) again
+    STORAGE = "storage"  # (available: bool) the storage's bandwidth, data shares or availability changed: ask the
+    # storage service (twin.model.component.STORAGE) again; available False: an outage (metadata or servers)
     PART_FAILED = "part_failed"  # (pop: PartPopulation, idx: int)
     PART_RESTORED = "part_restored"  # (pop: PartPopulation, idx: int)
 

@@ -21,7 +21,12 @@ Definitions (all work in *ideal hours*: wall hours at full speed on all the job'
   replacement does), and pauses ``reconfigure_h`` at each change; its hours (run, checkpoint,
   restart, reconfigure) count the share of its nodes it holds, so that hours × GPUs are GPU-hours.
 - storage bandwidth is shared: a write (read) gets an equal share of the write (read) bandwidth
-  among the writes (reads) in progress when it starts (no re-sharing mid-transfer; assumption).
+  among the writes (reads) in progress when it starts (no re-sharing mid-transfer; assumption); the
+  bandwidths are the storage service's (twin.model.storage: the servers up), which also shares what the
+  transfers leave among the running jobs' training-data reads: a job whose share is below its demand
+  progresses at share / demand (a data stall). During a storage outage every job that reads or writes
+  stops: a data-reading job stalls, a checkpoint write or read under way fails and one falling due waits;
+  each is retried (a write from its start, a restart over) when the storage returns.
 """
 
 from __future__ import annotations
@@ -35,11 +40,13 @@ import numpy as np
 import pandas as pd
 
 from twin import rng
-from twin.model.component import FABRIC, JOBS, BuildContext, Component, Fabric, ResultsSoFar
+from twin.model.component import FABRIC, JOBS, STORAGE, BuildContext, Component, Fabric, ResultsSoFar, StorageService
 from twin.model.engine import Timer, Topic
 from twin.model.jobqueue import ANY, JobQueue
 from twin.physics import parallel as par
 from twin.physics.steptime import progress_rate, ring_allreduce_s
+from twin.physics.storage import data_limited_rate
+from twin.scenario.storage import DataLoading
 from twin.scenario.workload import Checkpoint, Elastic, StepModel
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -174,6 +181,7 @@ class Job:
     ckpt_waiting: bool = False  # a checkpoint fell due while the previous async write was in flight
     saver: Timer | None = None  # the end of its latest async write (a new write supersedes it)
     restart_until: float = 0.0  # end of the restart under way (h)
+    read_until: float = 0.0  # end of the checkpoint read of the restart under way (h)
     last_interrupt_h: float = math.nan
     writing: bool = False  # holds a share of the storage write bandwidth
     reading: bool = False  # holds a share of the storage read bandwidth
@@ -190,6 +198,17 @@ class Job:
     slow_fabric_h: float = 0.0
     rate_thermal: float = 1.0  # rate at the thermal speed alone, healthy fabric
     rate_speed: float = 1.0  # rate at the node speed (thermal and power), healthy fabric
+    # training-data reads (twin.model.storage): demand at full speed after the node caches, GB/s (0: none)
+    data_gbs: float = 0.0
+    rate_fabric: float = 1.0  # rate before the data stall (with data_gbs only)
+    slow_data_h: float = 0.0  # running time lost to a data share below the demand
+    slow_outage_h: float = 0.0  # running time lost to a storage outage (a data-reading job stalled)
+    rate_in_outage: bool = False  # its rate was set during a storage outage (its stall is the outage's)
+    io_blocked: bool = False  # stopped by a storage outage (a checkpoint write or a restart's read waits)
+    blocked_final: bool = False  # the blocked checkpoint is the job's final one
+    blocked_h: float = 0.0  # hours stopped by storage outages while checkpointing or restarting
+    async_retry: bool = False  # an async write failed in an outage: written again when the storage returns
+    storage_stops: int = 0  # storage outages that stopped the job
     wait_h: float = 0.0
     queued_at: float = 0.0
     interruptions: int = 0
@@ -224,7 +243,7 @@ class Workload(Component):
     """The job queue and scheduler, subscribed to the engine's bus."""
 
     name = "workload"
-    uses = (FABRIC,)
+    uses = (FABRIC, STORAGE)
     provides = (JOBS,)
 
     @classmethod
@@ -239,6 +258,7 @@ class Workload(Component):
         self.model = model
         self.engine = model.engine
         self.fabric: Fabric | None = model.optional(FABRIC)
+        self.storage: StorageService | None = model.optional(STORAGE)
         self._env = model.engine.env  # _env._now: the clock, read directly on the hot path (Engine.now)
         self._call_at = model.engine.call_at
         self._node_util = model.engine.node_util
@@ -286,14 +306,18 @@ class Workload(Component):
         bus.subscribe(Topic.FABRIC_FLAP, self._on_fabric_flap)
         bus.subscribe(Topic.NODE_SPEED, self._on_speed)
         bus.subscribe(Topic.FABRIC, self._on_fabric)
+        bus.subscribe(Topic.STORAGE, self._on_storage)
 
     # ---- sources ---------------------------------------------------------------------------
     def _new_job(self, name: str, gpus: int, work_h: float, submit_h: float, priority: int,
                  ckpt: Checkpoint, step: StepModel | None = None, repeat: bool = False,
-                 elastic: Elastic | None = None) -> Job:
+                 elastic: Elastic | None = None, data: DataLoading | None = None) -> Job:
         self._jid += 1
         job = Job(self._jid, name, gpus, -(-gpus // self.gpn), work_h, submit_h, priority, ckpt,
                   step or StepModel(), repeat)
+        if data is not None and data.demand_mb_per_s_per_gpu > 0 and self.storage is not None:
+            hit = self.storage.data_cache_hit(job.nodes_needed, data.dataset_gb)
+            job.data_gbs = data.demand_mb_per_s_per_gpu * gpus / 1000.0 * (1.0 - hit)
         if elastic is not None:
             rn = elastic.replica_nodes
             assert rn is not None  # derived by the schema
@@ -308,7 +332,7 @@ class Workload(Component):
         pending: list[Job] = []
         for j in spec.jobs:
             pending.append(self._new_job(j.name, j.gpus, j.work_h, j.submit_h, j.priority, j.checkpoint, j.step,
-                                         j.repeat, j.elastic))
+                                         j.repeat, j.elastic, j.data))
         if spec.synthetic is not None:
             pending.extend(self._synthetic_jobs(H))
         for job in pending:
@@ -347,7 +371,7 @@ class Workload(Component):
         work = syn.work.sample(streams.uniforms(d_work, ks))
         return [
             self._new_job(f"syn{i:05d}", int(syn.gpus.values[choice[i]]), max(float(work[i]), 1e-6), times[i],
-                          syn.priority, syn.checkpoint, elastic=syn.elastic)
+                          syn.priority, syn.checkpoint, elastic=syn.elastic, data=syn.data)
             for i in range(n)
         ]
 
@@ -436,12 +460,25 @@ class Workload(Component):
                 if r != 1.0:
                     job.slow_thermal_h += (1.0 - job.rate_thermal) * dt
                     job.slow_power_h += (job.rate_thermal - job.rate_speed) * dt
-                    job.slow_fabric_h += (job.rate_speed - r) * dt
+                    if job.data_gbs:  # the data stall comes last in the sequential rule
+                        job.slow_fabric_h += (job.rate_speed - job.rate_fabric) * dt
+                        self._slow_data(job, (job.rate_fabric - r) * dt)
+                    else:
+                        job.slow_fabric_h += (job.rate_speed - r) * dt
+            elif job.io_blocked:
+                job.blocked_h += dt
             elif job.state == CKPT:
                 job.ckpt_h += dt
             elif job.state == RESTARTING:
                 job.restart_h += dt
         job.last_t = now
+
+    def _slow_data(self, job: Job, lost_h: float) -> None:
+        """Running hours ``lost_h`` below the rate before the data stall: a storage outage's, or a data stall."""
+        if job.rate_in_outage:
+            job.slow_outage_h += lost_h
+        else:
+            job.slow_data_h += lost_h
 
     def _advance_elastic(self, job: Job, dt: float) -> None:
         """:meth:`_advance` of an elastic job: its hours count the share of its nodes it holds."""
@@ -456,10 +493,17 @@ class Workload(Component):
             if r != 1.0:  # the slowdown split of _advance, on the share of its nodes it holds
                 job.slow_thermal_h += held * (1.0 - job.rate_thermal) * dt
                 job.slow_power_h += held * (job.rate_thermal - job.rate_speed) * dt
-                job.slow_fabric_h += held * (job.rate_speed - r) * dt
+                if job.data_gbs:
+                    rf = job.rate_fabric / held if held > 0 else 1.0
+                    job.slow_fabric_h += held * (job.rate_speed - rf) * dt
+                    self._slow_data(job, held * (rf - r) * dt)
+                else:
+                    job.slow_fabric_h += held * (job.rate_speed - r) * dt
             if held < 1.0:
                 job.reduced_h += dt
                 job.kept_h += p
+        elif job.io_blocked:
+            job.blocked_h += dt * held
         elif job.state == CKPT:
             job.ckpt_h += dt * held
         elif job.state == RESTARTING:
@@ -472,7 +516,23 @@ class Workload(Component):
         rate = self._rate_on_nodes(job)
         if job.rn and len(job.nodes) < job.nodes_needed:
             rate *= (len(job.nodes) // job.rn) / (job.nodes_needed // job.rn)
+        if job.data_gbs:
+            job.rate_fabric = rate
+            if job.state == RUNNING:
+                return self._data_rate(job)
         return rate
+
+    def _data_rate(self, job: Job) -> float:
+        """The running job's rate with its data share: its demand at its rate before the stall
+        (``rate_fabric``) registered with the storage, ``min(rate, share / demand)``."""
+        assert self.storage is not None  # data_gbs is set only with the storage service
+        d = job.data_gbs
+        down = not self.storage.available
+        if down and not job.rate_in_outage:  # an outage stops it (running, or starting to run, in one)
+            job.storage_stops += 1
+        job.rate_in_outage = down
+        share = self.storage.data_share(job.jid, d * job.rate_fabric)
+        return data_limited_rate(job.rate_fabric, d, share)
 
     def _rate_on_nodes(self, job: Job) -> float:
         """The job's progress rate on its nodes now (ideal step time / actual), also setting
@@ -518,6 +578,12 @@ class Workload(Component):
         those whose load did not change: the thermal trace samples its GPUs at these events), then
         JOB (a job's state change, for observers such as the forecast's accounting)."""
         nodes = job.nodes
+        if job.data_gbs:  # a running job reads its data (its share may have changed), any other does not
+            assert self.storage is not None
+            if util > 0.0 and job.state == RUNNING:
+                job.rate = self._data_rate(job)
+            else:
+                self.storage.data_share(job.jid, 0.0)
         if len(nodes):
             self._node_util[nodes] = util
             for fn in self._on_load_subs:  # = bus.publish(Topic.NODE_LOAD, nodes, util)
@@ -573,11 +639,36 @@ class Workload(Component):
             self._arm(job)
 
     def _write_time_h(self, ck: Checkpoint) -> float:
-        return ck.write_time_h(self.spec.storage.write_gb_per_s, self.writers)
+        st = self.storage
+        return ck.write_time_h(self.spec.storage.write_gb_per_s if st is None else st.write_gb_per_s, self.writers)
 
-    def _start_checkpoint(self, job: Job, final: bool) -> None:
+    def _storage_down(self) -> bool:
+        return self.storage is not None and not self.storage.available
+
+    def _block(self, job: Job, final: bool) -> None:
+        """Stop ``job`` until the storage returns (its checkpoint write, or its restart's read, cannot be
+        made now): it holds its nodes idle; :meth:`_on_storage` retries."""
+        self._end_io(job)
+        if job.timer is not None:
+            job.timer.cancel()
+        if not job.io_blocked:
+            job.storage_stops += 1
+        job.io_blocked = True
+        job.blocked_final = final
+        self._set_util(job, 0.0)
+
+    def _start_checkpoint(self, job: Job, final: bool, retry: bool = False) -> None:
         ck = job.ckpt
         job.ckpt_waiting = False
+        if self._storage_down():  # the write cannot start: the job waits for the storage, then writes
+            self._advance(job)
+            job.state = CKPT
+            if not final:
+                job.pending_save_h = math.nan  # (an async write in flight failed too: _on_storage)
+            if not retry:
+                job.checkpoints += 1
+            self._block(job, final)
+            return
         self._end_io(job)
         self.writers += 1
         job.writing = True
@@ -585,7 +676,8 @@ class Workload(Component):
         job.since_restart_h = 0.0
         save = job.progress_h
         job.capture_h = self._env._now
-        job.checkpoints += 1
+        if not retry:
+            job.checkpoints += 1
         if ck.mode == "sync" or final:
             job.pending_save_h = math.nan  # (the final write supersedes an async write still in flight)
             job.state = CKPT
@@ -605,15 +697,21 @@ class Workload(Component):
             if saver is None:
                 saver = job.saver = self.engine.timer()
             saver.set(self._env._now + w, lambda: self._async_saved(job))
+        if self.storage is not None:  # (after the job stopped reading data: its demand is gone first)
+            self.storage.transfer_begins(job.jid, True, ck.size_gb / (w * 3600.0) if w > 0 else 0.0)
 
     def _end_io(self, job: Job) -> None:
         """Release the job's share of storage bandwidth (write finished or aborted)."""
         if job.writing:
             self.writers -= 1
             job.writing = False
+            if self.storage is not None:
+                self.storage.transfer_ends(job.jid, True)
         if job.reading:
             self.readers -= 1
             job.reading = False
+            if self.storage is not None:
+                self.storage.transfer_ends(job.jid, False)
 
     def _ckpt_done(self, job: Job, save: float, final: bool) -> None:
         if job.state != CKPT:
@@ -877,20 +975,46 @@ class Workload(Component):
             return rs.read_h
         if job_has_no_checkpoint(ck):
             return 0.0
-        bw = self.spec.storage.read_gb_per_s / max(1, self.readers)
+        st = self.storage
+        bw = (self.spec.storage.read_gb_per_s if st is None else st.read_gb_per_s) / max(1, self.readers)
         return ck.size_gb / bw / 3600.0
 
     def _begin_restart(self, job: Job) -> None:
         job.state = RESTARTING
         timer = self._timer_of(job)
         timer.cancel()
+        if self._storage_down() and not job_has_no_checkpoint(job.ckpt):
+            self._block(job, False)  # its checkpoint cannot be read now: the restart starts when the storage returns
+            return
         self._end_io(job)
         self.readers += 1
         job.reading = True
         dur = self._restart_h(job)
         job.restart_until = self._env._now + dur
+        rs = self.spec.restart
+        job.read_until = self._env._now + rs.detection_h + rs.reschedule_h + self._read_time_h(job.ckpt)
+        if self.storage is not None and rs.read_h is None and not job_has_no_checkpoint(job.ckpt):
+            # the read itself (after detection and rescheduling) is the storage's transfer
+            read_h = self._read_time_h(job.ckpt)
+            if read_h > 0:
+                until = job.restart_until
+                t0 = self._env._now + rs.detection_h + rs.reschedule_h
+                gbs = job.ckpt.size_gb / (read_h * 3600.0)
+                self._call_at(t0, lambda: self._read_window(job, until, gbs))
+                self._call_at(t0 + read_h, lambda: self._read_window(job, until, 0.0))
         self._set_util(job, 0.0)
         timer.set(self._env._now + dur, lambda: self._restart_done(job))
+
+    def _read_window(self, job: Job, until: float, gb_per_s: float) -> None:
+        """The checkpoint read of the restart ending at ``until`` begins (at ``gb_per_s``) or ends (0) on the
+        storage, if that restart is still under way."""
+        st = self.storage
+        if st is None or job.state != RESTARTING or job.restart_until != until or not job.reading:
+            return
+        if gb_per_s > 0:
+            st.transfer_begins(job.jid, False, gb_per_s)
+        else:
+            st.transfer_ends(job.jid, False)
 
     def _restart_h(self, job: Job) -> float:
         """Hours a restart takes: detection, rescheduling, reading the checkpoint, warm-up."""
@@ -918,6 +1042,7 @@ class Workload(Component):
         if job.repeat:
             nxt = self._new_job(job.name, job.gpus, job.work_h, self._env._now, job.priority, job.ckpt, job.step,
                                 True)
+            nxt.data_gbs = job.data_gbs
             self._submit(nxt)
         self._schedule()
 
@@ -953,6 +1078,7 @@ class Workload(Component):
         job.since_restart_h = 0.0
         job.pending_save_h = math.nan
         job.ckpt_waiting = False
+        job.io_blocked = job.async_retry = False
         self._end_io(job)
         if not same_instant:
             job.interruptions += 1
@@ -1049,6 +1175,7 @@ class Workload(Component):
                 self.owner[n] = -1
         self._end_io(job)  # a write under way is aborted; progress is kept
         job.pending_save_h = math.nan
+        job.io_blocked = job.async_retry = False
         job.ckpt_waiting = False
         for n in avail.tolist():
             self._remove_from_pools(n)
@@ -1183,6 +1310,65 @@ class Workload(Component):
             if len(job.nodes) > 1:
                 self._rerate(job)
 
+    def _on_storage(self, available: bool) -> None:
+        """The storage's shares or availability changed. In an outage every job that reads or writes stops:
+        a checkpoint write under way fails (a sync or final one holds the job until the storage returns, an
+        async one is written again then), a restart reading its checkpoint waits; data-reading jobs stall
+        (rate 0). When the storage returns, the blocked jobs write their checkpoint from its start (or
+        restart over) and the data-reading jobs re-rate."""
+        if not available:
+            for jid, job in sorted(self.allocated.items()):
+                if job.writing:
+                    self._advance(job)
+                    if not math.isnan(job.pending_save_h):  # an async write in flight fails: retried later
+                        self._end_io(job)
+                        if job.saver is not None:
+                            job.saver.cancel()
+                        job.async_retry = True
+                        job.storage_stops += 1
+                    else:  # a sync (or final) write fails: the job waits, then writes again
+                        self._block(job, job.progress_h >= job.work_h)
+                elif (job.reading and job.state == RESTARTING and not job_has_no_checkpoint(job.ckpt)
+                      and self._env._now < job.read_until):  # (still to read: in its warm-up it reads nothing)
+                    self._advance(job)
+                    self._block(job, False)
+                # (a data-reading job is stopped by its re-rate below: _data_rate)
+        else:
+            for jid, job in sorted(self.allocated.items()):
+                if job.io_blocked:
+                    self._advance(job)
+                    job.io_blocked = False
+                    if job.state == CKPT:
+                        self._start_checkpoint(job, job.blocked_final, retry=True)
+                    else:
+                        self._begin_restart(job)
+                elif job.async_retry:
+                    self._retry_async(job)
+        st = self.storage
+        assert st is not None  # (the topic's publisher)
+        for job in [j for j in self.allocated.values() if j.data_gbs and j.state == RUNNING]:
+            # re-rate only the jobs whose rate moves: a job that still gets its demand keeps its timer as armed
+            share = st.data_share(job.jid, job.data_gbs * job.rate_fabric)
+            if (data_limited_rate(job.rate_fabric, job.data_gbs, share) != job.rate
+                    or job.rate_in_outage != (not st.available)):
+                self._rerate(job)
+
+    def _retry_async(self, job: Job) -> None:
+        """Write again the async checkpoint that failed in an outage (its progress is still unsaved)."""
+        job.async_retry = False
+        if math.isnan(job.pending_save_h):
+            return
+        self._end_io(job)
+        self.writers += 1
+        job.writing = True
+        w = self._write_time_h(job.ckpt)
+        if self.storage is not None:
+            self.storage.transfer_begins(job.jid, True, job.ckpt.size_gb / (w * 3600.0) if w > 0 else 0.0)
+        saver = job.saver
+        if saver is None:
+            saver = job.saver = self.engine.timer()
+        saver.set(self._env._now + w, lambda: self._async_saved(job))
+
     def _rerate(self, job: Job) -> None:
         if job.state == DONE or not len(job.nodes):
             return
@@ -1314,9 +1500,10 @@ class Workload(Component):
         ck = sum(j.ckpt_h * j.gpus for j in jr)
         rs = sum(j.restart_h * j.gpus for j in jr)
         rc = sum(j.reconfig_h * j.gpus for j in jr) if self._has_elastic else 0.0
+        blocked = sum(j.blocked_h * j.gpus for j in jr) if self.storage is not None else 0.0
         down = self.model.recorder.state_hours("down") * self.gpn
         slow = run - made
-        idle = installed - down - run - ck - rs - rc
+        idle = installed - down - run - ck - rs - rc - blocked
         m: dict[str, float] = {
             "useful_gpu_hours": useful,
             "goodput": useful / installed,
@@ -1327,7 +1514,7 @@ class Workload(Component):
             "goodput.slowdown": slow / installed,
             "goodput.down": down / installed,
             "goodput.idle": idle / installed,
-            "utilisation": (run + ck + rs + rc) / installed,
+            "utilisation": (run + ck + rs + rc + blocked) / installed,
             "jobs_submitted": float(len(jr)),
             "jobs_completed": float(sum(j.state == DONE for j in jr)),
             "interruptions": float(len(self.interruptions)),
@@ -1342,7 +1529,7 @@ class Workload(Component):
             causes[r[3]] = causes.get(r[3], 0) + 1
         for c, k in sorted(causes.items()):
             m[f"interruptions.{c}"] = float(k)
-        m.update(self._goodput_by_mechanism(jr, installed, idle, ck, rs, rc))
+        m.update(self._goodput_by_mechanism(jr, installed, idle, ck, rs, rc, blocked))
         warm = self.spec.warmup_h
         waits = [j.wait_h for j in jr if j.submit_h >= warm and not math.isnan(j.first_start_h)]
         m["queue_wait_h.mean"] = float(np.mean(waits)) if waits else math.nan
@@ -1362,6 +1549,14 @@ class Workload(Component):
             {"time_h": float, "job": "int64", "name": object, "nodes": "int64", "usable_nodes": "int64",
              "waited_h": float, "unreserved_h": float, "text": object})
         tables = {"jobs": jobs, "queue_by_size": by_size, "advisories": adv}
+        if self.storage is not None:
+            sj = self._storage_jobs(jr)
+            tables["storage_jobs"] = sj
+            m["storage.data_stall_gpu_hours"] = float(sj["data_stall_gpu_hours"].sum())
+            m["storage.outage_gpu_hours"] = float(sj["outage_gpu_hours"].sum())
+            m["storage.jobs_stopped"] = float((sj["storage_stops"] > 0).sum())
+            m["storage.data_jobs"] = float((sj["read_gb_per_s"] > 0).sum())
+            m["goodput.storage_wait"] = blocked / installed
         if self._has_elastic:
             el = pd.DataFrame(self.elastic_events, columns=ELASTIC_COLUMNS).astype(
                 {"time_h": float, "job": "int64", "name": object, "event": object, "cause": object,
@@ -1398,8 +1593,18 @@ class Workload(Component):
              "p95_wait_h": float, "max_wait_h": float, "still_queued": "int64", "longest_queued_h": float})
 
 
+    def _storage_jobs(self, jr: list[Job]) -> pd.DataFrame:
+        """Per job that reads training data or was stopped by a storage outage: its demand, its data-stall
+        and outage hours and GPU-hours, and the outages that stopped it."""
+        rows = [(j.jid, j.name, j.gpus, j.data_gbs, j.slow_data_h, j.slow_data_h * j.gpus,
+                 j.slow_outage_h + j.blocked_h, (j.slow_outage_h + j.blocked_h) * j.gpus, j.storage_stops)
+                for j in jr if j.data_gbs or j.storage_stops or j.blocked_h or j.slow_outage_h]
+        return pd.DataFrame(rows, columns=STORAGE_JOB_COLUMNS).astype(
+            {"job": "int64", "name": object, "gpus": "int64", "read_gb_per_s": float, "data_stall_h": float,
+             "data_stall_gpu_hours": float, "outage_h": float, "outage_gpu_hours": float, "storage_stops": "int64"})
+
     def _goodput_by_mechanism(self, jr: list[Job], installed: float, idle: float, ck: float,
-                              rs: float, rc: float = 0.0) -> dict[str, float]:
+                              rs: float, rc: float = 0.0, blocked: float = 0.0) -> dict[str, float]:
         """Installed GPU-hours not turned into kept progress, by the mechanism that cost them, each from its
         own events, as shares of the installed GPU-hours (``goodput`` + the ``goodput.mechanism.*``
         buckets = 1, no residual):
@@ -1412,7 +1617,10 @@ class Workload(Component):
           part (``repair:<part>`` drains included), ``failure.other`` for any other cause (rack, fabric,
           leaks, link flaps, burn-in);
         * ``checkpoint``, ``restart`` (all restarts), ``reconfigure`` (elastic jobs' pauses to reshape; with
-          elastic jobs only) and ``idle`` (installed, up and not in a job).
+          elastic jobs only) and ``idle`` (installed, up and not in a job);
+        * with the storage service: ``data_stall`` (running time lost to a data share below the demand) and
+          ``storage_outage`` (running time of data-reading jobs stalled, and checkpoint writes and restarts
+          waiting, during storage outages).
 
         ``goodput.slowdown.{thermal,power,fabric}``, ``goodput.down.<cause>`` and ``goodput.lost.<cause>``
         give the raw parts."""
@@ -1441,6 +1649,13 @@ class Workload(Component):
         buckets["thermal_slowdown"] += st
         buckets["power_cap"] += sp
         buckets["fabric_slowdown"] += sf
+        if self.storage is not None:
+            sd = sum(j.slow_data_h * j.gpus for j in jr)
+            so = sum(j.slow_outage_h * j.gpus for j in jr)
+            out["goodput.slowdown.data"] = sd / installed
+            out["goodput.slowdown.storage_outage"] = so / installed
+            buckets["data_stall"] = sd
+            buckets["storage_outage"] = so + blocked
         for cause, h in sorted(self.model.recorder.state_hours_by_cause("down").items()):
             g = h * self.gpn
             out[f"goodput.down.{cause}"] = g / installed
@@ -1473,6 +1688,8 @@ QUEUE_BY_SIZE_COLUMNS = ["nodes_min", "nodes_max", "jobs", "started", "mean_wait
                          "still_queued", "longest_queued_h"]
 ELASTIC_COLUMNS = ["time_h", "job", "name", "event", "cause", "replicas_before", "replicas_after", "replicas_full",
                    "reconfigure_h"]
+STORAGE_JOB_COLUMNS = ["job", "name", "gpus", "read_gb_per_s", "data_stall_h", "data_stall_gpu_hours", "outage_h",
+                       "outage_gpu_hours", "storage_stops"]
 ADVISORY_COLUMNS = ["time_h", "job", "name", "nodes", "usable_nodes", "waited_h", "unreserved_h", "text"]
 
 

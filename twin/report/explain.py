@@ -38,13 +38,20 @@ class MetricDoc:
 
 _H = MetricDoc
 METRICS: tuple[MetricDoc, ...] = (
-    _H('goodput.mechanism.<mechanism>', 'slowdown GPU-hours by the sequential rule (thermal, power, fabric); '
-       'down GPU-hours by the cause that took each node down; lost work by interruption cause; checkpoint, '
-       'restart, reconfigure and idle GPU-hours; each / installed GPU-hours (with goodput they sum to 1)'),
+    _H('goodput.mechanism.<mechanism>', 'slowdown GPU-hours by the sequential rule (thermal, power, fabric, '
+       'data); down GPU-hours by the cause that took each node down; lost work by interruption cause; checkpoint, '
+       'restart, reconfigure and idle GPU-hours; data_stall: running GPU-hours lost to a data share below the '
+       'demand (r_fabric − r); storage_outage: running GPU-hours of data-reading jobs stalled in storage outages '
+       'plus GPU-hours of jobs whose checkpoint write or restart waited for the storage; each / installed GPU-hours '
+       '(with goodput they sum to 1)'),
     _H('goodput.mechanism.failure.<part>', 'down and lost GPU-hours whose cause is the part (or repair:<part>) '
        '/ installed GPU-hours'),
     _H('goodput.slowdown.<source>', 'Σ over jobs of GPUs × the slowdown hours charged to the source: thermal '
-       '1 − r_thermal, power r_thermal − r_speed, fabric r_speed − r, / installed GPU-hours'),
+       '1 − r_thermal, power r_thermal − r_speed, fabric r_speed − r_fabric, data (or storage_outage, in an '
+       'outage) r_fabric − r with r = min(r_fabric, share / demand) (without data reads r_fabric = r), / installed '
+       'GPU-hours'),
+    _H('goodput.storage_wait', 'Σ over jobs of GPUs × hours a checkpoint write or a restart waited for the storage '
+       '(an outage) / installed GPU-hours'),
     _H('goodput.down.<cause>', 'down node-hours of the cause × GPUs per node / installed GPU-hours'),
     _H('goodput.lost.<cause>', 'Σ over interruptions of the cause of lost_h × the job\'s GPUs / installed GPU-hours'),
     _H('repair.remediated', 'done tickets with rung 1 (automated remediation cleared the fault)'),
@@ -198,6 +205,21 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('network.leaves', 'from the topology (nodes, rails, nodes_per_leaf, uplinks, optics_per_link)'),
     _H('network.spines', 'from the topology (nodes, rails, nodes_per_leaf, uplinks, optics_per_link)'),
     _H('network.groups', 'from the topology (nodes, rails, nodes_per_leaf, uplinks, optics_per_link)'),
+    _H('storage.bandwidth_gb_per_s.mean', 'time integral of the bandwidth in use / horizon_h; in use = '
+       'min(write bandwidth, Σ checkpoint writes) + min(read bandwidth the writes leave, Σ checkpoint reads + '
+       'Σ data shares), at the servers up; 0 in an outage'),
+    _H('storage.bandwidth_gb_per_s.peak', 'largest bandwidth in use (as for the mean) at any change'),
+    _H('storage.downtime_h', 'Σ of the storage_outages table (end_h − start_h): metadata units up < required, or '
+       'servers up < required; closed at the horizon'),
+    _H('storage.availability', '1 − storage.downtime_h / horizon_h'),
+    _H('storage.outages', 'rows of the storage_outages table'),
+    _H('storage.jobs_stopped', 'jobs of the storage_jobs table with storage_stops > 0 (a storage outage found them '
+       'reading data, or writing or reading a checkpoint, or one fell due)'),
+    _H('storage.outage_gpu_hours', 'Σ of the storage_jobs table\'s outage_gpu_hours: (stalled running hours + '
+       'blocked checkpoint or restart hours) × GPUs'),
+    _H('storage.data_stall_gpu_hours', 'Σ of the storage_jobs table\'s data_stall_gpu_hours: running hours × '
+       '(r_fabric − r) × GPUs outside outages, r = min(r_fabric, share / demand)'),
+    _H('storage.data_jobs', 'jobs with a read demand > 0 after the node caches'),
     _H('network.trunk_links', 'from the topology (nodes, rails, nodes_per_leaf, uplinks, optics_per_link)'),
     _H('network.bisection_fraction', 'time-weighted mean of the healthy uplink share'),
     _H('network.bisection_fraction.min', 'minimum of the bisection level'),

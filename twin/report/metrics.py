@@ -18,7 +18,8 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-GROUPS: tuple[str, ...] = ("availability", "throughput", "thermal", "power", "network", "energy", "cost", "scale")
+GROUPS: tuple[str, ...] = ("availability", "throughput", "thermal", "power", "network", "storage", "energy", "cost",
+                           "scale")
 """Groups in report order. ``scale`` holds the size of the run (nodes, GPUs, horizon): no direction,
 left out of comparisons' forest plots."""
 
@@ -136,12 +137,13 @@ CATALOGUE: tuple[Metric, ...] = (
       "share of installed GPU-hours lost to one mechanism (the shares add up to 1 with useful work)"),
     M("goodput.mechanism.*", "goodput lost to (mechanism): {}", "fraction", -1, "throughput", "percent",
       "share of installed GPU-hours lost to one mechanism, from its own events (thermal slowdown, power cap, "
-      "fabric slowdown, thermal trips, power outages, maintenance, checkpoints, restarts, reconfiguration, "
-      "idle); with goodput they sum to 1"),
+      "fabric slowdown, data stall, storage outage, thermal trips, power outages, maintenance, checkpoints, "
+      "restarts, reconfiguration, idle); with goodput they sum to 1"),
     M("goodput.mechanism.failure.*", "goodput lost to failures of: {}", "fraction", -1, "throughput", "percent",
       "share of installed GPU-hours lost to failures of one node part type (down time and lost work)"),
     M("goodput.slowdown.*", "goodput lost to slowdown: {}", "fraction", -1, "throughput", "percent",
-      "the running slowdown split by the sequential rule: thermal speed, then power caps, then the fabric"),
+      "the running slowdown split by the sequential rule: thermal speed, then power caps, then the fabric, then "
+      "the training-data reads (data: a share below the demand; storage_outage: stalled in an outage)"),
     M("goodput.down.*", "goodput lost to nodes down: {}", "fraction", -1, "throughput", "percent",
       "installed GPU-hours of nodes down, by the cause that took them down"),
     M("goodput.lost.*", "goodput lost at interruptions: {}", "fraction", -1, "throughput", "percent",
@@ -273,6 +275,25 @@ CATALOGUE: tuple[Metric, ...] = (
       "node-hours cut off from the fabric, all causes"),
     M("network.cut_node_hours.*", "node-hours cut off: {}", "node-h", -1, "network", "hours",
       "node-hours cut off from the fabric by one cause"),
+    # ---- the shared storage (issue 29)
+    M("storage.bandwidth_gb_per_s.mean", "storage bandwidth in use: mean", "GB/s", 0, "storage", "ratio",
+      "time-weighted mean of the storage bandwidth in use (checkpoint writes and reads, training-data reads)"),
+    M("storage.bandwidth_gb_per_s.peak", "storage bandwidth in use: peak", "GB/s", 0, "storage", "ratio",
+      "highest storage bandwidth in use at any instant"),
+    M("storage.downtime_h", "storage downtime", "h", -1, "storage", "hours",
+      "hours the storage was unavailable (metadata service down, or fewer servers up than needed)"),
+    M("storage.availability", "storage availability", "fraction", +1, "storage", "percent",
+      "share of the horizon the storage was available"),
+    M("storage.outages", "storage outages", "outages", -1, "storage", "count",
+      "storage outages over the horizon"),
+    M("storage.jobs_stopped", "jobs stopped by storage outages", "jobs", -1, "storage", "count",
+      "jobs that a storage outage stopped (reading data, writing or reading a checkpoint during it)"),
+    M("storage.outage_gpu_hours", "GPU-hours stopped by storage outages", "GPU-h", -1, "storage", "hours",
+      "GPU-hours of jobs stopped by storage outages"),
+    M("storage.data_stall_gpu_hours", "data-stall GPU-hours", "GPU-h", -1, "storage", "hours",
+      "GPU-hours of running time lost waiting for training data (a share of the storage below the demand)"),
+    M("storage.data_jobs", "jobs reading training data", "jobs", 0, "storage", "count",
+      "jobs with a training-data read demand on the shared storage"),
     M("network.bisection_fraction", "fabric bisection bandwidth", "fraction", +1, "network", "percent",
       "time-weighted share of the full bisection bandwidth available"),
     M("network.bisection_fraction.min", "fabric bisection bandwidth: min", "fraction", +1, "network", "percent",

@@ -68,6 +68,8 @@ def _default_parts() -> dict[str, float]:
         "generator": 5000.0,  # starter, controller (assumption)
         "switchboard": 10000.0,  # breaker (assumption)
         "pdu": 1000.0,        # rack PDU (assumption)
+        "storage_server": 5000.0,    # drives or a board of one storage server (assumption)
+        "storage_metadata": 5000.0,  # metadata server part (assumption)
     }
 
 
@@ -101,6 +103,9 @@ class Capital(_Strict):
     optic: NonNeg = Field(800.0, description="One 400G optical transceiver (assumption).")
     leaf: NonNeg = Field(35000.0, description="One leaf switch, 64-port NDR class (assumption).")
     spine: NonNeg = Field(35000.0, description="One spine switch (assumption: same model as a leaf).")
+    storage_server: NonNeg = Field(
+        100000.0, description="One storage server with its drives, when storage.servers is given (assumption: an "
+                              "NVMe storage server, order of magnitude).")
 
 
 class SparesCost(_Strict):
@@ -241,7 +246,7 @@ class Costs(_Strict):
 def _part_names(data: dict[str, Any]) -> set[str]:
     cluster = data.get("cluster")
     names = set(cluster.node.parts) | set(cluster.rack_parts) if cluster is not None else set()
-    for section in ("cooling", "power", "network"):
+    for section in ("cooling", "power", "network", "storage"):
         sub = data.get(section)
         if sub is not None and hasattr(sub, "facility_parts"):
             names |= set(sub.facility_parts())
@@ -255,7 +260,7 @@ def _repaired_names(data: dict[str, Any]) -> list[tuple[str, str]]:
     if cluster is not None:
         out += [(k, f"cluster.node.parts.{k}") for k, p in cluster.node.parts.items() if p.effect != "transient"]
         out += [(k, f"cluster.rack_parts.{k}") for k in cluster.rack_parts]
-    for section in ("cooling", "power", "network"):
+    for section in ("cooling", "power", "network", "storage"):
         sub = data.get(section)
         if sub is not None and hasattr(sub, "facility_parts"):
             out += [(k, section) for k, p in sub.facility_parts().items() if p.effect != "transient"]

@@ -18,6 +18,7 @@ from twin.scenario.distributions import Fixed
 from twin.scenario.health import Health
 from twin.scenario.network import NetworkSection
 from twin.scenario.power import Power
+from twin.scenario.storage import StorageSection
 from twin.scenario.workload import Workload
 from twin.units import HOURS_PER_DAY
 
@@ -213,6 +214,10 @@ class Scenario(Strict):
     network: NetworkSection | None = None
     power: Power | None = None
     cooling: Cooling | None = None
+    storage: StorageSection | None = Field(
+        None, description="The shared storage system: total bandwidth, node caches, servers and metadata service "
+                          "as failing units (twin/scenario/storage.py; none: defaults, nothing fails); costs prices its "
+                          "servers and their repairs.")
     costs: CostsSection = None
     health: Health | None = Field(None, description="Lemon nodes, stragglers, silent data corruption, infant "
                                                     "mortality (twin/scenario/health.py; none: nodes alike).")
@@ -270,7 +275,7 @@ class Scenario(Strict):
                 )
         allowed = set(self.cluster.node.parts) | set(self.cluster.rack_parts)
         facility: dict[str, Any] = {}
-        for section in ("cooling", "power", "network"):
+        for section in ("cooling", "power", "network", "storage"):
             sub = getattr(self, section, None)
             if sub is not None and hasattr(sub, "facility_parts"):
                 for fname, fpart in sub.facility_parts().items():  # {name: Part}

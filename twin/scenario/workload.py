@@ -9,6 +9,7 @@ from pydantic import Field, PrivateAttr, model_validator
 from twin.physics import training as _training
 from twin.scenario.base import Dist, Strict
 from twin.scenario.defaults import derive, moved
+from twin.scenario.storage import DataLoading
 from twin.scenario.trace import TraceRows
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -197,6 +198,8 @@ class Job(Strict):
     step: StepModel = Field(default_factory=StepModel)
     repeat: bool = Field(False, description="Resubmit the same job when it completes (keeps the machine busy).")
     elastic: Elastic | None = Field(None, description="Elastic data parallelism (null: a rigid job).")
+    data: DataLoading | None = Field(None, description="Training-data reads from the shared storage "
+                                                       "(twin/scenario/storage.py; null: none).")
 
     @model_validator(mode="after")
     def _work(self) -> "Job":
@@ -206,6 +209,8 @@ class Job(Strict):
         if self.training is None:
             if self.work_h is None:
                 raise ValueError("@work_h: give either work_h (ideal hours) or a training block")
+            if self.data is not None:
+                self.data.resolve_tokens("data", None, self.work_h, self.gpus)
             return self
         derived = self.training.work_h(self.gpus)
         # a resolved scenario (model_dump) repeats the derived value: accept exactly that
@@ -217,6 +222,8 @@ class Job(Strict):
         if "size_gb" not in ck.model_fields_set and ck.write_h is None:
             derive(ck, size_gb=_training.checkpoint_size_gb(self.training.params_b,
                                                             self.training.checkpoint_bytes_per_param))
+        if self.data is not None:
+            self.data.resolve_tokens("data", self.training.tokens_t, derived, self.gpus)
         return self
 
 
@@ -246,6 +253,15 @@ class Synthetic(Strict):
     elastic: Elastic | None = Field(
         None, description="Elastic data parallelism for the jobs of at least two replicas whose nodes are a whole "
                           "number of replicas (replica_nodes required); null: rigid jobs.")
+    data: DataLoading | None = Field(None, description="Training-data reads of every job (read_mb_per_s_per_gpu or "
+                                                       "bytes_per_sample × samples_per_s_per_gpu; null: none).")
+
+    @model_validator(mode="after")
+    def _data(self) -> "Synthetic":
+        if self.data is not None and self.data.bytes_per_token is not None:
+            raise ValueError("@data.bytes_per_token: synthetic jobs have no training block; give "
+                             "read_mb_per_s_per_gpu or bytes_per_sample with samples_per_s_per_gpu")
+        return self
 
 
 class Trace(Strict):

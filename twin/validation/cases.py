@@ -255,7 +255,7 @@ def interruption_rate(s: Settings, node_mtbf_h: float = 500.0) -> list[CaseResul
 # ---- the registry ------------------------------------------------------------------------------
 
 def _registry() -> dict[str, Callable[[Settings], list[CaseResult]]]:
-    from twin.validation import compute, field, health, heat, physical, reliability
+    from twin.validation import compute, field, health, heat, physical, reliability, storage
 
     return {
         "single_part": reliability.single_part,
@@ -276,6 +276,9 @@ def _registry() -> dict[str, Callable[[Settings], list[CaseResult]]]:
         "frailty_negbin": health.frailty_negbin,
         "sdc_rollback": health.sdc_rollback,
         "straggler_policy": health.straggler_policy,
+        "storage_data_stall": storage.data_stall,
+        "storage_outage": storage.metadata_outage,
+        "storage_k_of_n": storage.servers_k_of_n,
         "thermal_step": physical.thermal_step,
         "energy_constant_load": physical.energy_constant_load,
         "ups_ride_through": physical.ups_ride_through,
