@@ -33,6 +33,7 @@ from twin.model.power import ITPower, PowerChain
 from twin.model.racks import RackParts
 from twin.model.repair import TICKET_COLUMNS, RepairShop, bind_scopes, repair_metrics
 from twin.model.repair_records import repair_metrics_from_records
+from twin.model.cooling.chillers import Plant
 from twin.model.cooling.component import Thermal
 from twin.model.workload import Workload
 from twin.observe.recorder import Recorder, time_weighted_mean
@@ -42,7 +43,7 @@ T = TypeVar("T")
 
 
 COMPONENTS: tuple[type[Component], ...] = (
-    RackParts, Network, PowerChain, Thermal, Workload, NodeHealth,
+    RackParts, Network, PowerChain, Thermal, Plant, Workload, NodeHealth,
     Costs,  # last of the wanted ones: prices what the others recorded (results run in build order)
     ITPower,  # on demand: built just before the first component that requires it
 )
