@@ -383,6 +383,8 @@ class Model:
                 metrics[f"ccf_events.{name}"] = float(pop.ccf_events)
                 metrics[f"ccf_failures.{name}"] = float(pop.ccf_failures)
                 metrics[f"node_down_hours_ccf.{name}"] = float(down_by_cause.get(f"ccf:{name}", 0.0))
+                if isinstance(pop, FacilityParts):
+                    metrics[f"ccf_unit_hours.{name}"] = pop.ccf_unit_hours(H)
             if pop.test_h is not None:  # latent failures: found at a periodic test or by a demand
                 metrics[f"latent_found_test.{name}"] = float(pop.latent_found_test)
                 metrics[f"latent_found_demand.{name}"] = float(pop.latent_found_demand)
