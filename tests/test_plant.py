@@ -151,3 +151,42 @@ def test_ats_needs_a_generator() -> None:
     doc["power"]["ats"] = {"failure_to_transfer_prob": 0.1}
     with pytest.raises(InputError, match=r"power\.ats"):
         load_dict(doc)
+
+
+def _dual_doc(dual: bool, prob: float = 0.0) -> dict[str, Any]:
+    """Two feeds (2N), feed A's switchboard isolated for maintenance at 10 h for 8 h; two chillers (one
+    needed), one on each feed, off UPS, restart 300 s."""
+    doc = _coupling_doc(True)
+    doc["horizon_days"] = 1.0
+    psu = {**_psu_part(), "count": 8, "required": 4}
+    doc["cluster"]["node"]["parts"]["psu"] = psu
+    doc["power"] = quiet_power_section("2n", switchboard={"failure": None, "maintenance": {
+        "interval_h": 1000.0, "duration_h": 8.0, "offset_h": 10.0}})
+    if prob:
+        doc["power"]["ats"] = {"failure_to_transfer_prob": prob}
+    doc["cooling"]["plant"]["chillers"]["power"] = {"on_ups": False, "restart_s": 300, "dual_fed": dual}
+    return doc
+
+
+def test_dual_fed_chiller_transfers_to_the_other_feed_and_restarts() -> None:
+    single = run_replication(load_dict(_dual_doc(False)).scenario, 0).metrics
+    dual = run_replication(load_dict(_dual_doc(True)).scenario, 0).metrics
+    # single-fed: chiller 0 (feed A) is off for the whole window and its restart; the other carries the load
+    assert single["plant.power_off_unit_hours.chiller"] == pytest.approx(8.0 + 300.0 / 3600.0, rel=1e-12)
+    assert "plant.transfers.chiller" not in single
+    # dual-fed: it moves to feed B at once and is back after its restart; it stays there
+    assert dual["plant.transfers.chiller"] == 1.0 and dual["plant.transfer_failures.chiller"] == 0.0
+    assert dual["plant.power_off_unit_hours.chiller"] == pytest.approx(300.0 / 3600.0, rel=1e-12)
+
+
+def test_dual_fed_transfer_that_fails_waits_for_its_feed() -> None:
+    m = run_replication(load_dict(_dual_doc(True, prob=1.0)).scenario, 0).metrics
+    assert m["plant.transfers.chiller"] == 0.0 and m["plant.transfer_failures.chiller"] == 1.0
+    assert m["plant.power_off_unit_hours.chiller"] == pytest.approx(8.0 + 300.0 / 3600.0, rel=1e-12)
+
+
+def test_dual_fed_needs_two_feeds() -> None:
+    doc = _coupling_doc(True)
+    doc["cooling"]["plant"]["chillers"]["power"]["dual_fed"] = True
+    with pytest.raises(InputError, match=r"cooling\.plant\.chillers\.power\.dual_fed"):
+        load_dict(doc)

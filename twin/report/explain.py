@@ -173,6 +173,9 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('plant.power_stops.<kind>', 'units of the kind that went from powered to unpowered (off UPS: the feed '
        'left utility/generator; on UPS: the feed went dead)'),
     _H('plant.power_off_unit_hours.<kind>', 'Σ over units of (power back + restart_s − power lost)'),
+    _H('plant.transfers.<kind>', 'dual-fed units that moved to their other (live) feed when theirs died'),
+    _H('plant.transfer_failures.<kind>', 'transfers drawn as failed with power.ats.failure_to_transfer_prob on the '
+       'stream cooling.plant.<kind><i>.ats#transfer'),
     _H('plant.maintenance_windows', 'cooling maintenance windows that started within the horizon'),
     _H('plant.maintenance_hours', 'Σ of the windows\' durations within the horizon'),
     _H('plant.maintenance_exposure_hours', 'Σ of the windows of units whose group has more units than required'),

@@ -24,6 +24,9 @@ Pos = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 PosInt = Annotated[int, Field(ge=1)]
 
+PART_NAMES = ("chiller", "facility_water", "controls", "row_branch")
+"""The part names of the plant's units (known to the cost section even when the cooling section failed)."""
+
 LITRES_PER_KW = 5.0
 """Default loop water per kW of chiller capacity, litres (assumption: the 3–10 US gallons per ton rule
 of thumb for chilled-water loop volume, about 3–11 L/kW)."""
@@ -47,6 +50,12 @@ class UnitPower(Strict):
         False, description="true: on the feed's UPS (runs while the feed is live); false: on the feed's "
                            "mechanical bus after the UPS (stops when the utility is lost and runs again only "
                            "once the generator carries the feed or the utility is back, after restart_s).")
+    dual_fed: bool = Field(
+        False, description="true: the unit sits behind a transfer switch fed from its feed and the next one (two "
+                           "feeds needed): when the feed it is on dies and the other is live it transfers, a break "
+                           "after which it restarts (restart_s), failing to transfer with power.ats's probability "
+                           "(then it waits for its feed); it stays on the other feed afterwards (retransfer not "
+                           "modelled). false: single-fed.")
     restart_s: NonNeg = Field(
         30.0, description="Seconds from power back to the unit delivering again (assumption; a `twin "
                           "sensitivity` factor).")
@@ -181,6 +190,9 @@ class Plant(Strict):
 
     @staticmethod
     def _check_feeds(where: str, p: UnitPower, feeds: list[str]) -> None:
+        if p.dual_fed and len(feeds) < 2:
+            raise ValueError(f"@{where.rsplit('.', 1)[0]}.dual_fed: needs two power feeds, the scenario has "
+                             f"{len(feeds)}")
         if p.feeds == "round_robin":
             return
         if not feeds:

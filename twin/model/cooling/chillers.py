@@ -52,6 +52,14 @@ class _Units:
         self.restart_h = power.restart_s / 3600.0
         names = feeds if power.feeds == "round_robin" else list(power.feeds)
         self.feed: list[str | None] = [names[i % len(names)] if names else None for i in range(n)]
+        # dual-fed: the other feed of the unit's transfer switch (the next one in the power section)
+        self.alt: list[str | None] = [feeds[(feeds.index(f) + 1) % len(feeds)] if power.dual_fed and f else None
+                                      for f in self.feed]
+        self.on_alt = [False] * n  # on the other feed now
+        self.ats_draws = [0] * n  # transfers attempted per unit (its stream's counter)
+        self.stuck = [False] * n  # its switch failed to transfer: it waits for the feed it is on
+        self.transfers = 0
+        self.transfer_failures = 0
         self.unit_w = unit_w
         self.group_of = group_of
         self.spare = spare  # the unit's group has more units than it needs
@@ -108,6 +116,7 @@ class Plant(Component):
                                        full_w / self.loops / d.required * c.liquid.pump_kw_per_kw,
                                        lambda i, k=d.count: i // k, d.count > d.required)
         self.restart_timers = {kind: [eng.timer() for _ in range(u.n)] for kind, u in self.units.items()}
+        self.ats_prob = sc.power.ats.failure_to_transfer_prob if sc.power is not None and sc.power.ats else 0.0
         self._feed_timer = eng.timer(self._apply_feeds)  # the units' reaction to feed changes, just after them
         # ---- parts: chillers (one common-cause group), shared infrastructure; repaired by the crews
         fac = c.facility_parts()
@@ -188,18 +197,49 @@ class Plant(Component):
         self._feed_timer.set(self.engine.now)  # after the power chain's update of this instant
 
     def _powered(self, u: _Units, i: int) -> bool:
-        f = u.feed[i]
+        f = u.alt[i] if u.on_alt[i] else u.feed[i]
         if f is None:
             return True
         mode = self.feed_mode[f]
         return mode != "dead" if u.on_ups else mode in _LIVE_INPUT
+
+    def _transfer(self, u: _Units, i: int) -> bool:
+        """A dual-fed unit whose feed died moves to its other feed if that one is live: True when it did
+        (a break: it restarts), False when the other is dead too or the switch failed to transfer (draw
+        ``transfers`` of the unit's stream ``cooling.plant.<kind><i>.ats#transfer``)."""
+        other = u.feed[i] if u.on_alt[i] else u.alt[i]
+        assert other is not None
+        mode = self.feed_mode[other]
+        if u.stuck[i] or not (mode != "dead" if u.on_ups else mode in _LIVE_INPUT):
+            return False
+        k = u.ats_draws[i]
+        u.ats_draws[i] += 1
+        if self.ats_prob > 0.0 and self.engine.streams.scalar(f"cooling.plant.{u.kind}{i}.ats#transfer", k) < self.ats_prob:
+            u.stuck[i] = True
+            u.transfer_failures += 1
+            self.engine.recorder.event(self.engine.now, "transfer_failed", f"cooling.plant.{u.kind}{i}")
+            return False
+        u.transfers += 1
+        u.on_alt[i] = not u.on_alt[i]
+        return True
 
     def _apply_feeds(self) -> None:
         now = self.engine.now
         for kind, u in self.units.items():
             for i in range(u.n):
                 powered = self._powered(u, i)
+                if not powered and u.alt[i] is not None and self._transfer(u, i):
+                    # the transfer is a break: the unit stops and restarts on its other feed
+                    self.restart_timers[kind][i].cancel()
+                    if not u.power_off[i]:
+                        u.power_off[i] = True
+                        u.stops += 1
+                        u.off_since[i] = now
+                        self._changed(u, i)
+                    powered = True
                 timer = self.restart_timers[kind][i]
+                if powered:
+                    u.stuck[i] = False
                 if not powered:
                     timer.cancel()
                     if not u.power_off[i]:
@@ -231,6 +271,8 @@ class Plant(Component):
             self.engine.bus.publish(Topic.COOLING_UNIT, u.kind, i, off)
         if u.on_ups and u.feed[i] is not None:
             self._publish_loads()
+        elif u.on_ups and u.alt[i] is not None:
+            self._publish_loads()
 
     def _publish_loads(self) -> None:
         """The rated input (W) of the units running on each feed's UPS output, published when it changed."""
@@ -239,7 +281,7 @@ class Plant(Component):
             if not u.on_ups:
                 continue
             for i in range(u.n):
-                f = u.feed[i]
+                f = u.alt[i] if u.on_alt[i] else u.feed[i]
                 if f is not None and not u.off[i] and (kind != "chiller" or self.chiller_ok[i]):
                     loads[f] += u.unit_w
         for f, w in loads.items():
@@ -357,6 +399,9 @@ class Plant(Component):
         for kind, u in self.units.items():
             m[f"plant.power_stops.{kind}"] = float(u.stops)
             m[f"plant.power_off_unit_hours.{kind}"] = u.power_off_h
+            if any(a is not None for a in u.alt):
+                m[f"plant.transfers.{kind}"] = float(u.transfers)
+                m[f"plant.transfer_failures.{kind}"] = float(u.transfer_failures)
         if self.spec.maintenance:
             m["plant.maintenance_windows"] = float(self.maint_windows)
             m["plant.maintenance_hours"] = self.maint_h
