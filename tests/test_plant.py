@@ -120,8 +120,14 @@ def test_shared_facility_water_failure_stops_every_chiller_and_is_repaired_by_th
     doc["cooling"]["inject"] = [{"part": "facility_water", "index": 0, "at_h": 1.0}]
     res = run_replication(load_dict(doc).scenario, 0)
     m = res.metrics
-    assert m["plant.capacity_short_hours"] == pytest.approx(0.2, rel=1e-9)
     assert m["plant.loop_offset_max_c"] > 1.0
+    # short from the failure until the repair 0.2 h later, or until every node has tripped (no heat left:
+    # the plant re-reads the heat when nodes go down while it is short)
+    assert m["thermal.trips"] == 4
+    tl = res.tables["plant_timeline"]
+    last_trip = float(res.tables["thermal_trips"]["start_h"].max())
+    assert m["plant.capacity_short_hours"] == pytest.approx(last_trip - 1.0, rel=1e-9)
+    assert float(tl.loc[(tl.time_h > 1.0) & (tl.time_h < 1.2), "heat_kw"].min()) == 0.0
     tk = res.tables["tickets"]
     assert "facility_water" in set(tk["part"].astype(str))
 
@@ -190,3 +196,20 @@ def test_dual_fed_needs_two_feeds() -> None:
     doc["cooling"]["plant"]["chillers"]["power"]["dual_fed"] = True
     with pytest.raises(InputError, match=r"cooling\.plant\.chillers\.power\.dual_fed"):
         load_dict(doc)
+
+
+def test_facility_figures_and_downtime_classes(tmp_path: Any) -> None:
+    from twin.report.facility_figures import cause_class, downtime_by_class, figures, loop_curve
+
+    assert [cause_class(c) for c in ("ccf:crah", "power:utility", "thermal_trip", "planned:power_maintenance",
+                                     "repair:gpu", "gpu")] == ["common cause", "power", "thermal", "maintenance",
+                                                                "repair drain", "failure"]
+    res = run_replication(load_dict(_coupling_doc(False)).scenario, 0)
+    by = downtime_by_class(res.tables["node_intervals"])
+    iv = res.tables["node_intervals"]
+    assert by.sum() == pytest.approx(float((iv.end_h - iv.start_h)[iv.state == "down"].sum()))
+    t, x = loop_curve(res.tables["plant_timeline"], 12.0)
+    assert x.max() == pytest.approx(res.metrics["plant.loop_offset_max_c"], rel=1e-12)  # the peak is an event
+    names = figures(res, tmp_path)
+    assert names == ["downtime_by_class.png", "plant_loop.png", "cooling_out_of_service.png"]
+    assert all((tmp_path / n).stat().st_size > 1000 for n in names)

@@ -43,7 +43,7 @@ def transfer_doc(on_ups: bool, t1_h: float, outage_h: float, restart_s: float, s
     }
 
 
-def plant_transfer(s: Settings, restart_s: float = 300.0, start_delay_s: float = 10.0, volume_m3: float = 0.05,
+def plant_transfer(s: Settings, restart_s: float = 300.0, start_delay_s: float = 10.0, volume_m3: float = 0.5,
                    tau_min: float = 30.0, step_c: float = 0.5) -> list[CaseResult]:
     """Utility lost at t1: the chillers off UPS stop, the generator carries the feed ``start_delay_s``
     later, and the chillers deliver again ``restart_s`` after that. Meanwhile the loop's offset above its

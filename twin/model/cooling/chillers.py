@@ -17,9 +17,12 @@ power chain and to the cooling rooms only through the bus:
   which the UPS carries on battery.
 
 The loop (``twin.physics.chilled_water``): its offset x relaxes first-order (τ = ``loop.tau_min``)
-toward max(0, Q − Q_cap)·R with Q the site's IT power at the plant's last event (kW; held between the
-plant's events: not modelled, load changes during a shortfall) and Q_cap the running chillers'
-capacity. Between the plant's events the offset is a closed form; its maximum is at an event.
+toward max(0, Q − Q_cap)·R with Q_cap the running chillers' capacity and Q the site's IT power (kW),
+read at the plant's events, at each step of the held offset and, while the running capacity is below
+the site's full IT load or the loop is above its set point, at every node going down or up (a
+retarget with an unchanged Q leaves the trajectory as it was: the first-order response has no
+memory). Not followed between those: a job's load change during a shortfall. Between the plant's
+events the offset is a closed form; its maximum is at an event.
 """
 
 from __future__ import annotations
@@ -153,6 +156,8 @@ class Plant(Component):
         self.short_h = 0.0
         self.rows: list[tuple[float, float, float, float, float, float]] = []
         self._step_timer: Timer = eng.timer()
+        self._heat_timer: Timer = eng.timer(self._retarget)  # re-read the heat after a node change
+        self.full_kw = full_w / 1000.0
         # ---- maintenance accounting
         self.maint_windows = 0
         self.maint_h = 0.0
@@ -161,6 +166,8 @@ class Plant(Component):
         self._maint_open: dict[tuple[str, int], float] = {}  # (kind, unit): start of its window now, h
         self._load_w: dict[str, float] = {x: 0.0 for x in feeds}
         eng.bus.subscribe(Topic.FEED, self._on_feed)
+        eng.bus.subscribe(Topic.NODE_DOWN, self._on_node)
+        eng.bus.subscribe(Topic.NODE_UP, self._on_node)
 
     # ---- component contract -------------------------------------------------------------------
     def facility_parts(self) -> dict[str, FacilityParts]:
@@ -389,7 +396,13 @@ class Plant(Component):
     def _step(self, new_h: float) -> None:
         self.held = new_h
         self.engine.bus.publish(Topic.PLANT_SUPPLY, new_h)
-        self._plan_step()
+        self._retarget()  # the heat may have moved (nodes tripped or came back): plans the next step
+
+    def _on_node(self, node: int, cause: str) -> None:
+        """A node went down or up: while the plant could fall short (or the loop is warm) the heat matters;
+        re-read it just after this instant's changes."""
+        if self.run_kw < self.full_kw or self.tgt > 0.0 or self.x0 > 0.0:
+            self._heat_timer.set(self.engine.now)
 
     # ---- results -------------------------------------------------------------------------------------
     def results(self, so_far: ResultsSoFar) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
@@ -409,6 +422,7 @@ class Plant(Component):
             m["plant.maintenance_short_hours"] = self.maint_short_h
         tl = pd.DataFrame(self.rows, columns=["time_h", "offset_c", "target_c", "heat_kw", "capacity_kw",
                                               "chillers_running"]).astype("float64")
+        tl["tau_min"] = self.spec.loop.tau_min  # x(t) = target + (offset − target)·e^(−(t − time)/τ) to the next row
         return m, {"plant_timeline": tl}
 
 
