@@ -421,7 +421,7 @@ class Plant(Component):
             m["plant.maintenance_exposure_hours"] = self.maint_exposure_h
             m["plant.maintenance_short_hours"] = self.maint_short_h
         tl = pd.DataFrame(self.rows, columns=["time_h", "offset_c", "target_c", "heat_kw", "capacity_kw",
-                                              "chillers_running"]).astype("float64")
+                                              "chillers_running"]).astype("float64").astype({"chillers_running": "int64"})
         tl["tau_min"] = self.spec.loop.tau_min  # x(t) = target + (offset − target)·e^(−(t − time)/τ) to the next row
         return m, {"plant_timeline": tl}
 
