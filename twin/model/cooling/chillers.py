@@ -28,8 +28,6 @@ events the offset is a closed form; its maximum is at an event.
 from __future__ import annotations
 
 import math
-from typing import Callable
-
 import pandas as pd
 
 from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
@@ -47,8 +45,7 @@ class _Units:
     """The units of one kind: feed, power path, and what keeps each out of service (plain lists: tens of
     units at most)."""
 
-    def __init__(self, kind: str, n: int, power: UnitPower, feeds: list[str], unit_w: float,
-                 group_of: Callable[[int], int], spare: bool) -> None:
+    def __init__(self, kind: str, n: int, power: UnitPower, feeds: list[str], unit_w: float, spare: bool) -> None:
         self.kind = kind
         self.n = n
         self.on_ups = power.on_ups
@@ -63,8 +60,7 @@ class _Units:
         self.stuck = [False] * n  # its switch failed to transfer: it waits for the feed it is on
         self.transfers = 0
         self.transfer_failures = 0
-        self.unit_w = unit_w
-        self.group_of = group_of
+        self.unit_w = unit_w  # rated input while running, W (the UPS carries it when on_ups)
         self.spare = spare  # the unit's group has more units than it needs
         self.power_off = [False] * n  # unpowered, or restarting after power came back
         self.maint = [False] * n
@@ -105,19 +101,17 @@ class Plant(Component):
         full_w = sc.cluster.n_nodes * sc.cluster.node.full_power_w
         self.units: dict[str, _Units] = {
             "chiller": _Units("chiller", ch.count, ch.power, feeds, 1000.0 * ch.capacity_kw / c.energy.chiller_cop,
-                              lambda i: 0, ch.count > ch.required)}
+                              ch.count > ch.required)}
         self.zones = c.air.zones if c.air is not None else 0
         if c.air is not None:
             k = c.air.crah.count
             self.units["crah"] = _Units("crah", self.zones * k, p.crah_power, feeds,
-                                        1000.0 * c.air.crah.capacity_kw * c.air.fan_kw_per_kw,
-                                        lambda i, k=k: i // k, k > c.air.crah.required)
+                                        1000.0 * c.air.crah.capacity_kw * c.air.fan_kw_per_kw, k > c.air.crah.required)
         self.loops = c.liquid.loops if c.liquid is not None else 0
         if c.liquid is not None:
             d = c.liquid.cdu
             self.units["cdu"] = _Units("cdu", self.loops * d.count, p.cdu_power, feeds,
-                                       full_w / self.loops / d.required * c.liquid.pump_kw_per_kw,
-                                       lambda i, k=d.count: i // k, d.count > d.required)
+                                       full_w / self.loops / d.required * c.liquid.pump_kw_per_kw, d.count > d.required)
         self.restart_timers = {kind: [eng.timer() for _ in range(u.n)] for kind, u in self.units.items()}
         self.ats_prob = sc.power.ats.failure_to_transfer_prob if sc.power is not None and sc.power.ats else 0.0
         self._feed_timer = eng.timer(self._apply_feeds)  # the units' reaction to feed changes, just after them
@@ -277,8 +271,6 @@ class Plant(Component):
         else:
             self.engine.bus.publish(Topic.COOLING_UNIT, u.kind, i, off)
         if u.on_ups and u.feed[i] is not None:
-            self._publish_loads()
-        elif u.on_ups and u.alt[i] is not None:
             self._publish_loads()
 
     def _publish_loads(self) -> None:
