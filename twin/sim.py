@@ -34,6 +34,7 @@ from twin.model.racks import RackParts
 from twin.model.storage import Storage
 from twin.model.repair import TICKET_COLUMNS, RepairShop, bind_scopes, repair_metrics
 from twin.model.repair_records import repair_metrics_from_records
+from twin.model.cooling.chillers import Plant
 from twin.model.cooling.component import Thermal
 from twin.model.workload import Workload
 from twin.observe.recorder import Recorder, time_weighted_mean
@@ -43,7 +44,7 @@ T = TypeVar("T")
 
 
 COMPONENTS: tuple[type[Component], ...] = (
-    RackParts, Network, PowerChain, Thermal, Storage, Workload, NodeHealth,
+    RackParts, Network, PowerChain, Thermal, Plant, Storage, Workload, NodeHealth,
     Costs,  # last of the wanted ones: prices what the others recorded (results run in build order)
     ITPower,  # on demand: built just before the first component that requires it
 )
@@ -383,6 +384,8 @@ class Model:
                 metrics[f"ccf_events.{name}"] = float(pop.ccf_events)
                 metrics[f"ccf_failures.{name}"] = float(pop.ccf_failures)
                 metrics[f"node_down_hours_ccf.{name}"] = float(down_by_cause.get(f"ccf:{name}", 0.0))
+                if isinstance(pop, FacilityParts):
+                    metrics[f"ccf_unit_hours.{name}"] = pop.ccf_unit_hours(H)
             if pop.test_h is not None:  # latent failures: found at a periodic test or by a demand
                 metrics[f"latent_found_test.{name}"] = float(pop.latent_found_test)
                 metrics[f"latent_found_demand.{name}"] = float(pop.latent_found_demand)

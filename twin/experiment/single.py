@@ -71,6 +71,7 @@ FIGURE_MODULES = [
     "twin.report.workload_figures",
     "twin.report.thermal_figures",
     "twin.report.power_figures",
+    "twin.report.facility_figures",
     "twin.report.network_figures",
     "twin.report.cost_figures",
 ]

@@ -40,6 +40,13 @@ class Topic:
     # storage service (twin.model.component.STORAGE) again; available False: an outage (metadata or servers)
     PART_FAILED = "part_failed"  # (pop: PartPopulation, idx: int)
     PART_RESTORED = "part_restored"  # (pop: PartPopulation, idx: int)
+    FEED = "feed"  # (feed: str, mode: str) a power feed's mode changed: utility, ups, generator or dead
+    COOLING_UNIT = "cooling_unit"  # (kind: str, idx: int, off: bool) the plant took a CRAH unit ('crah') or a
+    # CDU ('cdu') out of service (power lost or restarting, maintenance, a shared part failed) or gave it back
+    PLANT_SUPPLY = "plant_supply"  # (offset_c: float) the chilled-water supply the rooms see is now offset_c
+    # above its set point (the loop's offset held on a grid, issue 24)
+    COOLING_LOAD = "cooling_load"  # (feed: str, load_w: float) electrical load of the cooling units running on
+    # the feed's UPS output, W (the UPS carries it on battery)
 
 
 class Bus:

@@ -369,6 +369,14 @@ class FacilityParts(_SharedFailureState):
         self._groups: list[Sequence[int]] = [range(self.n)] if groups is None else list(groups)
         """Common-cause groups (default: every unit of the population in one group)."""
         _init_shared(self, spec)
+        self._ccf_since: dict[int, float] = {}  # units failed by a common event: since when, h
+        self._ccf_unit_h = 0.0
+
+    def ccf_unit_hours(self, horizon_h: float) -> float:
+        """Unit-hours the population's units spent failed by common-cause events, from the event to their
+        repair (to ``horizon_h`` for those still failed): site units take no node down themselves, so their
+        common-cause downtime is reported in unit-hours."""
+        return self._ccf_unit_h + sum(horizon_h - t for t in self._ccf_since.values())
 
     def path(self, idx: int) -> str:
         return self._paths[idx]
@@ -413,12 +421,17 @@ class FacilityParts(_SharedFailureState):
             return
         self.healthy[idx] = False
         self.gen[idx] += 1
+        if self._in_ccf:
+            self._ccf_since[idx] = now
         self._hide(idx)
         self._on_change(idx, False)
         self._on_failure(self, idx)
 
     def restore(self, idx: int) -> None:
         assert not self.healthy[idx]
+        t0 = self._ccf_since.pop(idx, None)
+        if t0 is not None:
+            self._ccf_unit_h += self.engine.now - t0
         self.healthy[idx] = True
         self.gen[idx] += 1
         self.repairs[idx] += 1

@@ -56,11 +56,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from twin.model.cluster import Cluster
     from twin.scenario.schema import Scenario
 
-CAUSES = ("psu", "pdu", "utility", "generator_start", "feed", "maintenance")
+CAUSES = ("psu", "pdu", "utility", "generator_start", "feed", "maintenance", "transfer")
 """Power down causes; code = index + 1 (0: not down). For a node's dead feeds the highest rank wins
-(the code, except that a planned maintenance ranks below every unplanned cause)."""
-_PSU, _PDU, _UTILITY, _GEN_START, _FEED, _MAINT = 1, 2, 3, 4, 5, 6
-_RANK = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 0.5])
+(the code, except that a planned maintenance ranks below every unplanned cause and a failed transfer
+ranks with a failed generator start)."""
+_PSU, _PDU, _UTILITY, _GEN_START, _FEED, _MAINT, _ATS = 1, 2, 3, 4, 5, 6, 7
+_RANK = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 0.5, 3.5])
 """Rank of each code (index = code) among a node's dead feeds."""
 
 
@@ -322,6 +323,10 @@ class PowerChain(Component):
         self.gen_state = ["off"] * F
         self.gen_timer = [eng.timer(lambda f=f: self._gen_running(f)) for f in range(F)]  # start delay over
         self.sb_ok = [True] * F
+        self.ats_k = [0] * F  # transfers drawn per feed (stream power.feed<X>.ats#transfer)
+        self.ats_fail = [False] * F  # the pending transfer of the feed fails
+        self.transfer_failures = 0
+        self.cool_w = [0.0] * F  # load of the cooling units on the feed's UPS output (Topic.COOLING_LOAD), W
         # ---- scheduled maintenance (issue 24): per unit type, per feed, in the window now
         self.maint_specs = {name: el.maintenance for name, el in spec.elements().items()
                             if el.maintenance is not None}
@@ -409,6 +414,7 @@ class PowerChain(Component):
             self.sources = [(f"power.feed{x}.utility", [f]) for f, x in enumerate(self.feeds)]
         self.src_k = [0] * len(self.sources)
         eng.bus.subscribe(Topic.GROUP, self._on_group)
+        eng.bus.subscribe(Topic.COOLING_LOAD, self._on_cooling_load)
 
     # ---- component contract -------------------------------------------------------------------
     def facility_parts(self) -> dict[str, FacilityParts]:
@@ -476,7 +482,17 @@ class PowerChain(Component):
 
     def _drain_per_h(self, f: int) -> float:
         """SoC lost per hour on battery: (load / rated load) / ride-through at rated load (h)."""
-        return self.feed_load_w[f] / self.ups_rating_w / self.rt_h
+        return (self.feed_load_w[f] + self.cool_w[f]) / self.ups_rating_w / self.rt_h
+
+    def _on_cooling_load(self, feed: str, load_w: float) -> None:
+        """The cooling units on feed ``feed``'s UPS output now draw ``load_w`` (W): on battery it drains faster."""
+        f = self.feeds.index(feed)
+        if self.cool_w[f] == load_w:
+            return
+        self._settle()
+        self.cool_w[f] = load_w
+        if self.mode[f] == "ups":
+            self._arm_empties()
 
     # ---- utility outages ---------------------------------------------------------------------
     def _next_outage(self, s: int, after_h: float) -> None:
@@ -539,19 +555,46 @@ class PowerChain(Component):
             self.engine.recorder.event(self.engine.now, "generator_start_failed", f"power.feed{self.feeds[f]}.generator")
             return "failed_start"
         self.gen_starts += 1
+        ats = self.spec.ats
+        if ats is not None:  # the transfer switch's draw for this start (its own stream: no other draw moves)
+            k_ats = self.ats_k[f]
+            self.ats_k[f] += 1
+            u_ats = self.engine.streams.scalar(f"power.feed{self.feeds[f]}.ats#transfer", k_ats)
+            self.ats_fail[f] = u_ats < ats.failure_to_transfer_prob
         if gen.start_delay_s <= 0.0:
-            self.gen_state[f] = "running"
+            self._take_over(f)
         else:
             self.gen_state[f] = "starting"
             self.gen_timer[f].set(self.engine.now + gen.start_delay_s / 3600.0)
         return "started"
 
     def _gen_running(self, f: int) -> None:
-        if self.gen_state[f] != "starting":  # (the timer is cancelled whenever it leaves "starting")
+        """The generator's start delay is over (state ``starting``), or an operator transferred the feed by
+        hand after a failed transfer (``failed_transfer``)."""
+        state = self.gen_state[f]
+        if state not in ("starting", "failed_transfer"):  # (the timer is cancelled whenever it leaves them)
             return
         self._settle()
-        self.gen_state[f] = "running"
+        if state == "starting":
+            self._take_over(f)
+        else:
+            self.gen_state[f] = "running"
+            self.engine.recorder.event(self.engine.now, "manual_transfer", f"power.feed{self.feeds[f]}.ats")
         self._update()
+
+    def _take_over(self, f: int) -> None:
+        """The running generator of feed ``f`` takes the load through its transfer switch, unless the switch
+        fails to transfer (then an operator transfers by hand ``manual_transfer_min`` later)."""
+        if not self.ats_fail[f]:
+            self.gen_state[f] = "running"
+            return
+        ats = self.spec.ats
+        assert ats is not None
+        self.ats_fail[f] = False
+        self.gen_state[f] = "failed_transfer"
+        self.transfer_failures += 1
+        self.engine.recorder.event(self.engine.now, "transfer_failed", f"power.feed{self.feeds[f]}.ats")
+        self.gen_timer[f].set(self.engine.now + ats.manual_transfer_min / 60.0)
 
     def _outage_end(self, feeds: list[int]) -> None:
         self._settle()
@@ -594,7 +637,7 @@ class PowerChain(Component):
     def _set_gen(self, f: int, ok: bool) -> None:
         """The generator of feed ``f`` becomes able (``ok``) or unable to run (failure, repair, maintenance)."""
         self.gen_ok[f] = ok
-        if not ok and self.gen_state[f] in ("starting", "running"):
+        if not ok and self.gen_state[f] in ("starting", "running", "failed_transfer"):
             self.gen_state[f] = "off"
             self.gen_timer[f].cancel()
         elif ok and self.util_out[f] > 0 and self.gen_state[f] == "off":
@@ -682,6 +725,8 @@ class PowerChain(Component):
                 mode = "dead"
                 if self.gen_state[f] == "failed_start":
                     code = _GEN_START
+                elif self.gen_state[f] == "failed_transfer":
+                    code = _ATS
                 elif self.has_gen and not self.gen_ok[f]:
                     code = _FEED
                 elif self.has_ups and not self.ups_ok[f]:
@@ -694,6 +739,7 @@ class PowerChain(Component):
                 self.feed_code[f] = code
                 self.feed_since[f] = now
                 self.engine.recorder.event(now, f"feed_{mode}", f"power.feed{self.feeds[f]}")
+                self.engine.bus.publish(Topic.FEED, self.feeds[f], mode)
 
     def _close_feed_row(self, f: int, now: float) -> None:
         if now > self.feed_since[f]:
@@ -861,9 +907,11 @@ class PowerChain(Component):
         ts, vs = rec.level_series("site_power_w")
         m: dict[str, float] = {}
         m["power.down_node_hours"] = float(self.down_node_h.sum())
-        causes = list(CAUSES) if self.maint_specs else list(CAUSES[:_MAINT - 1])  # maintenance: when scheduled
-        for i, c in enumerate(causes):
-            m[f"power.down_node_hours.{c}"] = float(self.down_node_h[i + 1])
+        codes = [k for k in range(1, len(CAUSES) + 1)  # maintenance: when scheduled; transfer: with a switch
+                 if (k != _MAINT or self.maint_specs) and (k != _ATS or self.spec.ats is not None)]
+        causes = [CAUSES[k - 1] for k in codes]
+        for k, c in zip(codes, causes):
+            m[f"power.down_node_hours.{c}"] = float(self.down_node_h[k])
         if self.maint_specs:
             m["power.maintenance_windows"] = float(self.maint_windows)
             m["power.maintenance_hours"] = self.maint_unit_h
@@ -890,6 +938,8 @@ class PowerChain(Component):
         m["power.outages_reaching_load"] = float(outages["reached_load"].sum())
         m["power.generator_starts"] = float(self.gen_starts)
         m["power.generator_start_failures"] = float(self.gen_start_failures)
+        if self.spec.ats is not None:
+            m["power.transfer_failures"] = float(self.transfer_failures)
         m["power.feed_dead_hours"] = float(sum(e - s for _, s, e, st, _ in self.feed_rows if st == "dead"))
         feeds = pd.DataFrame(self.feed_rows, columns=["feed", "start_h", "end_h", "state", "cause"])
         feeds["state"] = pd.Categorical(feeds["state"], categories=["utility", "ups", "generator", "dead"])
@@ -898,7 +948,7 @@ class PowerChain(Component):
             "power_outages": outages,
             "power_site": pd.DataFrame({"time_h": ts, "it_power_w": vs}),
             "power_downtime": pd.DataFrame({"cause": causes,
-                                            "node_hours": [float(x) for x in self.down_node_h[1:len(causes) + 1]]}),
+                                            "node_hours": [float(self.down_node_h[k]) for k in codes]}),
         }
         return m, tables
 

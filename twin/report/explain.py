@@ -67,6 +67,7 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('ccf_events.<part>', "common events drawn at β·λ per group on the group's own stream"),
     _H('ccf_failures.<part>', 'working units a common event failed (each with its own ticket)'),
     _H('node_down_hours_ccf.<part>', 'node_intervals rows whose cause is ccf:<part>, summed'),
+    _H('ccf_unit_hours.<part>', 'Σ over units failed by a common event of (repair or horizon − event time)'),
     _H('latent_found_test.<part>', 'latent failures of the part whose ticket started at a periodic test'),
     _H('latent_found_demand.<part>', 'latent failures of the part whose ticket started when a demand found it'),
     _H('power.maintenance_windows', 'maintenance windows that started within the horizon'),
@@ -172,6 +173,20 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('thermal.gpu_temp_max_c', 'maximum over the replication'),
     _H('cooling.zone_over_capacity_hours', 'Σ over zones of the hours with Q > Q_cap'),
     _H('cooling.loop_no_flow_hours', 'Σ over loops of the hours without flow'),
+    _H('plant.loop_offset_max_c', 'largest x at the plant\'s events, x(t) = x_ss + (x0 − x_ss)·e^(−t/τ) with '
+       'x_ss = max(0, Q − Q_cap)·R, R = τ/(4186·V) (x is monotone between events)'),
+    _H('plant.capacity_short_hours', 'Σ of the time with the running chillers\' capacity below the IT heat of the '
+       'loop (both taken at the plant\'s events)'),
+    _H('plant.power_stops.<kind>', 'units of the kind that went from powered to unpowered (off UPS: the feed '
+       'left utility/generator; on UPS: the feed went dead)'),
+    _H('plant.power_off_unit_hours.<kind>', 'Σ over units of (power back + restart_s − power lost)'),
+    _H('plant.transfers.<kind>', 'dual-fed units that moved to their other (live) feed when theirs died'),
+    _H('plant.transfer_failures.<kind>', 'transfers drawn as failed with power.ats.failure_to_transfer_prob on the '
+       'stream cooling.plant.<kind><i>.ats#transfer'),
+    _H('plant.maintenance_windows', 'cooling maintenance windows that started within the horizon'),
+    _H('plant.maintenance_hours', 'Σ of the windows\' durations within the horizon'),
+    _H('plant.maintenance_exposure_hours', 'Σ of the windows of units whose group has more units than required'),
+    _H('plant.maintenance_short_hours', 'Σ of the windows of units whose group has exactly the units required'),
     _H('energy.it_kwh', 'exact sum of the piecewise-constant site IT power over time'),
     _H('energy.cooling_kwh',
        'heat × (fan/pump kW per kW + 1/COP unless free cooling), COP = max(2, 5 − 0.1·(T_out − 25))'),
@@ -198,6 +213,8 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('power.outages_reaching_load', 'power_outages rows with dead_h > 0'),
     _H('power.generator_starts', 'one per feed outage with a generator'),
     _H('power.generator_start_failures', 'drawn with the start failure probability'),
+    _H('power.transfer_failures', 'drawn per generator start with ats.failure_to_transfer_prob on the stream '
+       'power.feed<X>.ats#transfer'),
     _H('power.feed_dead_hours', 'Σ over power_feeds rows in state dead of (end_h − start_h)'),
     _H('network.access_links', 'from the topology (nodes, rails, nodes_per_leaf, uplinks, optics_per_link)'),
     _H('network.links', 'from the topology (nodes, rails, nodes_per_leaf, uplinks, optics_per_link)'),

@@ -20,6 +20,7 @@ from pydantic import Field, PrivateAttr, model_validator
 from twin.scenario.distributions import Exponential, Fixed
 from twin.scenario.defaults import derive, moved, over_default
 from twin.scenario.base import Beta, Dist, Part, Repair, Strict, hot_swap_repair
+from twin.scenario.plant import Plant
 from twin.units import DAYS_PER_YEAR
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -450,6 +451,9 @@ class Cooling(Strict):
     heat_ageing: HeatAgeing = Field(default_factory=HeatAgeing, description="Failure rates that follow "
                                     "temperature: the X-factor on the inlet, Arrhenius on the junction.")
     inject: list[CoolingInject] = Field(default_factory=list, description="Scheduled failures (stress scenarios).")
+    plant: Plant | None = Field(None, description="Chillers and the chilled-water loop fed by the power chain, the "
+                                "power paths of the cooling units, their maintenance and shared infrastructure "
+                                "(issue 24); null: the plant never fails and never loses power.")
     trace: ThermalTrace = Field(default_factory=ThermalTrace, description="Per-GPU temperature trace of a few "
                                 "nodes over a window (table thermal_trace, figure thermal_week).")
 
@@ -506,6 +510,8 @@ class Cooling(Strict):
                 if parts[fp].effect != "redundant":
                     raise ValueError(f"@cooling.air.fan_part: part {fp!r} must have effect 'redundant', "
                                      f"got {parts[fp].effect!r}")
+        if self.plant is not None:
+            self.plant.check_against(sc)
         if self.liquid is not None and self.liquid.loops > racks:
             raise ValueError(f"@cooling.liquid.loops: must be <= racks ({racks}), got {self.liquid.loops}")
         for i, node in enumerate(self.trace.nodes):
@@ -592,4 +598,6 @@ class Cooling(Strict):
             if self.liquid.leak is not None:
                 lk = self.liquid.leak
                 out["leak"] = Part(count=1, effect="node_down", failure=lk.failure, repair=lk.repair)
+        if self.plant is not None:
+            out.update(self.plant.part_specs())
         return out

@@ -33,6 +33,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, Valida
 
 from twin.scenario.base import Strict as _Strict
 from twin.scenario.defaults import moved
+from twin.scenario.plant import PART_NAMES as PLANT_PART_NAMES
 from twin.units import HOURS_PER_WEEK
 
 MAX_COST_INPUT = 1e15
@@ -276,7 +277,7 @@ def _check(costs: Costs | None, info: ValidationInfo) -> Costs | None:
     if cluster is not None and cluster.node.type not in costs.capital.node:
         raise ValueError(f"@capital.node: no price for node type {cluster.node.type!r} (cluster.node.type); "
                          f"priced: {sorted(costs.capital.node)}")
-    names = _part_names(data) | set(_default_parts())
+    names = _part_names(data) | set(_default_parts()) | set(PLANT_PART_NAMES)
     for k in costs.parts:  # catches misspelt part names (the defaults name parts of every section)
         if k not in names:
             raise ValueError(f"@parts.{k}: no such part; known parts: {sorted(names)}")

@@ -185,6 +185,19 @@ class Generator(Element):
     )
 
 
+class ATS(Strict):
+    """The automatic transfer switch of each feed, between utility and generator (issue 24)."""
+
+    failure_to_transfer_prob: Prob = Field(
+        0.0, description="Probability that the switch fails to transfer the feed to its running generator on an "
+                         "outage (assumption: no published rate was found; transfer switches are in 36 % of the "
+                         "impactful power outages of Uptime's 2025 analysis, sources-realism §4; a `twin "
+                         "sensitivity` factor). The feed stays on its UPS, then is dead, until a manual transfer.")
+    manual_transfer_min: NonNeg = Field(
+        15.0, description="Minutes from a failed transfer to an operator transferring the feed by hand "
+                          "(assumption; a `twin sensitivity` factor).")
+
+
 class Switchboard(Element):
     """The feed's distribution below the UPS (switchboard, transformer): a single point of the feed."""
 
@@ -239,6 +252,8 @@ class Power(Strict):
     utility: Utility = Field(default_factory=Utility)
     ups: UPS | None = Field(default_factory=UPS, description="UPS of each feed; null: none.")
     generator: Generator | None = Field(default_factory=Generator, description="Generator of each feed; null: none.")
+    ats: ATS | None = Field(None, description="Transfer switch of each feed (needs a generator); null: every "
+                                              "transfer succeeds.")
     switchboard: Switchboard = Field(default_factory=Switchboard)
     pdu: PDU = Field(default_factory=PDU)
     inject: list[Inject] = Field(
@@ -255,6 +270,8 @@ class Power(Strict):
     @model_validator(mode="after")
     def _check(self) -> "Power":
         feeds = self.feeds
+        if self.ats is not None and self.generator is None:
+            raise ValueError("@ats: a transfer switch needs a generator to transfer to (set generator or ats: null)")
         if isinstance(self.psu_feeds, list):
             for i, f in enumerate(self.psu_feeds):
                 if f not in feeds:

@@ -255,7 +255,7 @@ def interruption_rate(s: Settings, node_mtbf_h: float = 500.0) -> list[CaseResul
 # ---- the registry ------------------------------------------------------------------------------
 
 def _registry() -> dict[str, Callable[[Settings], list[CaseResult]]]:
-    from twin.validation import compute, field, health, heat, physical, reliability, storage
+    from twin.validation import compute, field, health, heat, physical, plant, reliability, storage
 
     return {
         "single_part": reliability.single_part,
@@ -283,6 +283,9 @@ def _registry() -> dict[str, Callable[[Settings], list[CaseResult]]]:
         "energy_constant_load": physical.energy_constant_load,
         "ups_ride_through": physical.ups_ride_through,
         "concurrent_maintenance": physical.concurrent_maintenance,
+        "plant_transfer": plant.plant_transfer,
+        "ats_transfer": plant.ats_transfer,
+        "cdu_maintenance": plant.cdu_maintenance,
         "heat_ageing_mtbf": heat.heat_ageing_mtbf,
         "heat_ageing_step": heat.heat_ageing_step,
         "heat_capture": heat.heat_capture,

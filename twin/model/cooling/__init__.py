@@ -22,6 +22,8 @@ module each; a new cooling mechanism goes into the room it belongs to, or a new 
 * ``replay``: the deferred-load replay of cool nodes' load changes (``DeferredReplay``).
 * ``ageing``: temperature-accelerated ageing of part populations (``Ageing``).
 * ``energy``: facility energy, cooling power and PUE (``EnergyPue``).
+* ``powered``: what the plant (``chillers``, a component of its own fed by the power chain) does to the
+  rooms: CRAH units and CDUs it takes out of service, the chilled-water supply offset (``PlantLink``).
 * ``fast``: the ``twin.physics.thermal`` equations in the forms the hot paths evaluate, each pinned to
   its physics function by ``tests/test_cooling_fast.py``.
 

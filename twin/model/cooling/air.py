@@ -67,7 +67,8 @@ class AirRooms(CoolingState):
         self.z_over_since = np.full(Z, np.nan)
         self.r_room = float(a.r_room_c_per_kw)  # type: ignore[arg-type]
         paths = [f"cooling.zone{z}.crah{k}" for z in range(Z) for k in range(a.crah.count)]
-        self.crah = FacilityParts(eng, "crah", paths, fac_specs["crah"], self._on_crah, self.shop.on_failure,
+        self.crah = FacilityParts(eng, "crah", paths, fac_specs["crah"], self._gated("crah", self._on_crah),
+                                  self.shop.on_failure,
                                   groups=contiguous_groups(len(paths), a.crah.count))  # common cause: a zone's units
         self._facility["crah"] = self.crah
         self.node_air_w = np.zeros(n)
@@ -192,7 +193,7 @@ class AirRooms(CoolingState):
         elif not over and not np.isnan(self.z_over_since[z]):
             self.z_over_h += now - self.z_over_since[z]
             self.z_over_since[z] = np.nan
-        tgt = plant.room_target_c(self.air.supply_c, q, cap, self.r_room)
+        tgt = plant.room_target_c(self.air.supply_c + self.plant_c, q, cap, self.r_room)  # plant_c: cooling.powered
         if tgt == self.z_tgt[z]:
             return
         self.z_S0[z] = self._supply_now(z)
@@ -276,7 +277,7 @@ class AirRooms(CoolingState):
         hourly capacity change matters only if it takes some zone's slack (restarts in a slack zone do not
         depend on its capacity, and no room is in a transient to retarget)."""
         assert self.air is not None
-        return bool(self.z_slack.all()) and bool((self.z_tgt == self.air.supply_c).all())
+        return bool(self.z_slack.all()) and bool((self.z_tgt == self.air.supply_c + self.plant_c).all())
 
     def _schedule_hour(self, i: int) -> None:
         """Schedule the hourly capacity change ``self._hours[i]``; while the hall is quiet, the first one
@@ -297,7 +298,7 @@ class AirRooms(CoolingState):
         self._set_caps()
         assert self.air is not None
         for z in range(len(self.zones)):
-            if not self.z_slack[z] or self.z_tgt[z] != self.air.supply_c:
+            if not self.z_slack[z] or self.z_tgt[z] != self.air.supply_c + self.plant_c:
                 self._retarget(z)
         self._try_restarts()
         self._schedule_hour(self._hour_i + 1)

@@ -26,6 +26,7 @@ from twin.model.cooling.energy import EnergyPue
 from twin.model.cooling.gpu import GpuState
 from twin.model.cooling.lazy import LazyCrossings
 from twin.model.cooling.liquid import LiquidLoops
+from twin.model.cooling.powered import PlantLink
 from twin.model.cooling.replay import DeferredReplay
 from twin.model.cooling.trips import Trips
 from twin.model.engine import Topic
@@ -35,7 +36,8 @@ from twin.model.parts import FacilityParts
 from twin.scenario.schema import Scenario
 
 
-class Thermal(Component, GpuState, LazyCrossings, Trips, AirRooms, LiquidLoops, DeferredReplay, Ageing, EnergyPue):
+class Thermal(Component, GpuState, LazyCrossings, Trips, AirRooms, LiquidLoops, DeferredReplay, Ageing, EnergyPue,
+              PlantLink):
     """Component for the ``cooling`` section (see the package docstring). Requires the shared IT power
     (it caps GPUs through it); owns the cooling units (CRAH, CDU, pumps, leaks) as site-level parts."""
 
@@ -112,6 +114,7 @@ class Thermal(Component, GpuState, LazyCrossings, Trips, AirRooms, LiquidLoops, 
         self.gpu_on_liquid = self.type in ("liquid", "hybrid")
         fac_specs = c.facility_parts()
         self.timeline: list[tuple[float, str, int, float, float, float, float]] = []
+        self._init_plant_link()
         if self.air is not None:
             self._init_air(fac_specs)
         if self.liquid is not None:

@@ -40,7 +40,8 @@ class LiquidLoops(CoolingState):
         self.noflow_h = 0.0
         cpaths = [f"cooling.loop{lp}.cdu{k}" for lp in range(L) for k in range(cnt)]
         ppaths = [f"{p}.pump{j}" for p in cpaths for j in range(pc)]
-        self.cdu = FacilityParts(eng, "cdu", cpaths, fac_specs["cdu"], self._on_cdu, self.shop.on_failure,
+        self.cdu = FacilityParts(eng, "cdu", cpaths, fac_specs["cdu"], self._gated("cdu", self._on_cdu),
+                                 self.shop.on_failure,
                                  groups=contiguous_groups(len(cpaths), cnt))  # common cause: a loop's CDUs
         self.pump = FacilityParts(eng, "cdu_pump", ppaths, fac_specs["cdu_pump"], self._on_pump,
                                   self.shop.on_failure, groups=contiguous_groups(len(ppaths), pc))  # a CDU's pumps
