@@ -16,7 +16,9 @@ FABRIC = Path(__file__).resolve().parents[1] / "scenarios" / "fabric-stress.yaml
 
 @pytest.mark.parametrize("override,field,words", [
     ("workload.jobs.0.step.layout.dp=12", "workload.jobs.0.step.layout", ["must equal gpus (768)"]),
-    ("workload.jobs.0.step.layout.tp=3", "workload.jobs.0.step.layout.tp", ["NVLink"]),
+    # (tp is checked against the NVLink domain once the cluster's domains are known: after the gpus check)
+    ("workload.jobs.0.step.layout={tp: 3, pp: 4, dp: 64}", "workload.jobs.0.step.layout.tp", ["NVLink"]),
+    ("workload.jobs.0.step.layout.nvlink_domain_gpus=12", "workload.jobs.0.step.layout.tp", ["NVLink"]),
     ("workload.jobs.0.step.model.global_batch=100", "workload.jobs.0.step.model.global_batch", ["multiple"]),
     ("workload.jobs.0.step.layout.dp_overlap=1.5", "workload.jobs.0.step.layout.dp_overlap", ["1.5"]),
 ])

@@ -36,6 +36,8 @@ class Topic:
     # the publisher never changes the array afterwards (subscribers may keep it: thermal's load log)
     JOB = "job"  # (job) the workload moved a job (start, checkpoint, interruption, restart, end)
     FABRIC = "fabric"  # () fabric bandwidth changed: ask the fabric service (twin.model.component.FABRIC) again
+    RACK_PART = "rack_part"  # (rack: int, part: str, healthy: int) a rack part type's working units in a rack
+    NVLINK = "nvlink"  # (domain: int) an NVLink domain's bandwidth share changed (twin.model.domains)
     PART_FAILED = "part_failed"  # (pop: PartPopulation, idx: int)
     PART_RESTORED = "part_restored"  # (pop: PartPopulation, idx: int)
 
