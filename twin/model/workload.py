@@ -196,6 +196,7 @@ class Job:
     # a layout job's step (twin.physics.parallel) now, and its components' shares integrated over its
     # running hours (the run-time limiter), with the step time so integrated (s·h)
     bd: par.StepBreakdown | None = None
+    bd_vec: np.ndarray | None = None  # its components' shares of the step (STEP_COMPONENTS), None if infinite
     bd_nic: float = 0.0  # the NIC Gbit/s per GPU of its ideal step
     bd_acc: np.ndarray | None = None
     step_acc: float = 0.0
@@ -499,14 +500,15 @@ class Workload(Component):
     @staticmethod
     def _integrate_step(job: Job, bd: par.StepBreakdown, dt: float) -> None:
         """Add ``dt`` running hours of the step ``bd`` to the job's run-time limiter: each component's
-        share of the step and the step time, integrated over its running hours."""
+        share of the step and the step time, integrated over its running hours (a step that cannot
+        complete, at speed 0 or on a cut fabric, adds nothing)."""
         acc = job.bd_acc
         if acc is None:
             acc = job.bd_acc = np.zeros(len(STEP_COMPONENTS))
-        t = bd.total_s
-        if math.isfinite(t) and t > 0:
-            acc += dt / t * np.array([getattr(bd, f"{c}_s") for c in STEP_COMPONENTS])
-            job.step_acc += dt * t
+        vec = job.bd_vec
+        if vec is not None:
+            acc += dt * vec
+            job.step_acc += dt * bd.total_s
 
     def _compute_rate(self, job: Job) -> float:
         """Progress rate of the job on its nodes; an elastic job's times its replicas' share."""
@@ -540,8 +542,9 @@ class Workload(Component):
             dom, blk, nvs = self.domains, 0, 1.0
             if dom is not None and n:  # its ranks' NVLink blocks and the NVLink share of its domains
                 blk, nvs = dom.block_gpus(nodes, st.layout.nvlink_domain_gpus), dom.nvlink_share(nodes)
-            job.bd = parallel_breakdown(st, speed, nic, share, blk, nvs)
-            job.bd_nic = nic
+            bd = parallel_breakdown(st, speed, nic, share, blk, nvs)
+            if bd is not job.bd:
+                job.bd, job.bd_nic, job.bd_vec = bd, nic, _step_shares(bd)
             r = parallel_rate(st, speed, nic, share, blk, nvs)
             r_nv = r if share == 1.0 else parallel_rate(st, speed, nic, 1.0, blk, nvs)
             r_sp = r_nv if nvs == 1.0 else parallel_rate(st, speed, nic, 1.0, blk, 1.0)
@@ -1617,6 +1620,15 @@ QUEUE_BY_SIZE_COLUMNS = ["nodes_min", "nodes_max", "jobs", "started", "mean_wait
 ELASTIC_COLUMNS = ["time_h", "job", "name", "event", "cause", "replicas_before", "replicas_after", "replicas_full",
                    "reconfigure_h"]
 ADVISORY_COLUMNS = ["time_h", "job", "name", "nodes", "usable_nodes", "waited_h", "unreserved_h", "text"]
+
+
+def _step_shares(bd: par.StepBreakdown) -> np.ndarray | None:
+    """The components' shares of the step ``bd`` in :data:`STEP_COMPONENTS` order; None when the step
+    time is not finite and positive."""
+    t = bd.total_s
+    if not (math.isfinite(t) and t > 0):
+        return None
+    return np.array([getattr(bd, f"{c}_s") for c in STEP_COMPONENTS]) / t
 
 
 def _remember(job: Job, saved_h: float) -> None:
