@@ -239,3 +239,18 @@ def test_nvl72_scenario_runs_and_prints_its_limiter(tmp_path: Path, capsys: pyte
     assert lay.nvlink_domain_gpus == 72 and lay.nvlink_gbyte_s == 900.0  # from cluster.nvlink
     per_rack_kw = sc.cluster.nodes_per_rack * sc.cluster.node.full_power_w / 1e3
     assert 120.0 <= per_rack_kw <= 132.0
+
+
+def test_the_step_is_evaluated_once_per_state_of_its_inputs() -> None:
+    """On nvl72 (30 days: failures, replacements, switch trays) the step model runs once per distinct
+    (speed, NIC, share, NVLink block, NVLink share) of the job, not per event: a handful of
+    evaluations for thousands of events."""
+    from twin.model.workload import parallel_breakdown
+
+    sc = load_scenario(ROOT / "scenarios" / "nvl72.yaml", ["horizon_days=30"]).scenario
+    parallel_breakdown.cache_clear()
+    m = Model(sc, 0)
+    m.run()
+    events = m.result().events_processed
+    info = parallel_breakdown.cache_info()
+    assert events > 1000 and info.misses <= 10 and info.hits > info.misses, (events, info)
