@@ -38,7 +38,8 @@ class MetricDoc:
 
 _H = MetricDoc
 METRICS: tuple[MetricDoc, ...] = (
-    _H('goodput.mechanism.<mechanism>', 'slowdown GPU-hours by the sequential rule (thermal, power, fabric); '
+    _H('goodput.mechanism.<mechanism>', 'slowdown GPU-hours by the sequential rule (thermal, power, fabric; with '
+       'NVLink domains placement first and nvlink_slowdown before the fabric); '
        'down GPU-hours by the cause that took each node down; lost work by interruption cause; checkpoint, '
        'restart, reconfigure and idle GPU-hours; each / installed GPU-hours (with goodput they sum to 1)'),
     _H('goodput.mechanism.failure.<part>', 'down and lost GPU-hours whose cause is the part (or repair:<part>) '
