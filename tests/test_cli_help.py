@@ -141,7 +141,7 @@ def test_every_recorded_metric_is_explained() -> None:
     from twin.sim import run_replication
 
     names: set[str] = set()
-    for name in (*OUTPUT_SCENARIOS, "fabric-stress.yaml", "mixed-1k.yaml"):
+    for name in (*OUTPUT_SCENARIOS, "fabric-stress.yaml", "mixed-1k.yaml", "nvl72.yaml"):
         res = run_replication(load_scenario(ROOT / "scenarios" / name, ["horizon_days=2"]).scenario, 0)
         names |= set(res.metrics)
     assert len(names) > 100

@@ -242,11 +242,26 @@ def test_pretrain_scenarios_leave_room_for_hot_spares(name: str) -> None:
 
 
 def test_forecast_405b_scenario_figures() -> None:
+    """The forecast job's work comes from its layout (issue 28 item 6): tokens / (B·s) steps × the
+    physics step time of Llama 3 405B with the published 16K-GPU layout, evaluated here directly with
+    twin.physics.parallel; its derived MFU is the paper's 41 % within the validation band (±2 points)."""
+    from twin.physics import parallel as par
+
     sc = load_scenario(SCEN / "forecast-405b.yaml").scenario
-    job = sc.workload.jobs[select_job(sc, None)]
+    idx = select_job(sc, None)
+    job = sc.workload.jobs[idx]
     assert job.gpus == 16384 and job.training is not None
-    assert job.work_h == pytest.approx(6 * 405e9 * 15.6e12 / (16384 * 989e12 * 0.41) / 3600, rel=1e-12)
-    assert 60 * 24 < job.work_h < 70 * 24
+    shape = par.ModelShape(layers=126, hidden=16384, heads=128, kv_heads=8, ffn_hidden=53248, gated_mlp=True,
+                           vocab=128256, tied_embeddings=False, seq_len=8192, global_batch=2048)
+    layout = par.Layout(tp=8, pp=16, dp=128, interleave=8, dp_collective="rs_ag", dp_overlap=1.0, pp_overlap=1.0)
+    step_s = par.step_breakdown(shape, layout, par.Interconnect(), 989e12, 0.53).total_s
+    steps = 15.6e12 / (2048 * 8192)
+    assert job.work_h == pytest.approx(steps * step_s / 3600, rel=1e-12)
+    assert target_of(sc, idx).work_h == job.work_h
+    mfu = par.mfu(par.model_flops_per_step(shape), step_s, 16384, 989e12)
+    assert job.training.mfu == pytest.approx(mfu, rel=1e-12) and abs(mfu - 0.41) <= 0.02
+    assert job.training.peak_tflops == 989.0
+    assert 65 * 24 < job.work_h < 80 * 24
     assert job.checkpoint.size_gb == pytest.approx(405 * 16)
     assert job.checkpoint.size_gb / sc.workload.storage.write_gb_per_s / 3600 < job.checkpoint.interval_h
 
@@ -262,6 +277,8 @@ def _job_yaml(job: dict[str, Any], storage: dict[str, Any] | None = None) -> dic
 
 
 TRAIN = {"params_b": 1.0, "tokens_t": 0.02, "peak_tflops": 989.0, "mfu": 0.4}
+LAYOUT_STEP = {"model": {"layers": 8, "hidden": 1024, "seq_len": 1024, "vocab": 8000, "global_batch": 64},
+               "layout": {"tp": 8, "pp": 1, "dp": 8}}
 
 
 @pytest.mark.parametrize("job,storage,needle", [
@@ -274,6 +291,10 @@ TRAIN = {"params_b": 1.0, "tokens_t": 0.02, "peak_tflops": 989.0, "mfu": 0.4}
      "workload.jobs.0.checkpoint.write_h"),
     ({"name": "j", "gpus": 64, "work_h": 3, "training": TRAIN}, None, "workload.jobs.0.work_h: give either"),
     ({"name": "j", "gpus": 64}, None, "workload.jobs.0.work_h: give either work_h"),
+    ({"name": "j", "gpus": 64, "training": {"params_b": 1.0, "tokens_t": 0.02, "mfu": 0.4}}, None,
+     "workload.jobs.0.training.peak_tflops: required without a step.layout"),
+    ({"name": "j", "gpus": 64, "training": TRAIN, "step": LAYOUT_STEP}, None,
+     "workload.jobs.0.training.mfu: derived from step.layout"),
 ])
 def test_bad_training_input(tmp_path: Path, capsys, job: dict[str, Any], storage: Any, needle: str) -> None:
     p = write(tmp_path / "bad.yaml", _job_yaml(job, storage))
@@ -388,3 +409,17 @@ def test_forecast_tables_print_days_in_the_catalogue_format(tmp_path: Path, caps
     for raw in ("| bucket", "| kind", "95 % CI low", "mean_days", "saved_days", "requeue_days"):
         assert raw not in md, raw
     assert "days lost (mean per run)" in md and "days saved" in md
+
+def test_training_with_a_layout_takes_its_work_from_the_step_model() -> None:
+    """A training block with a step layout: work_h = D/(B·s) steps × the step time, MFU and peak derived;
+    the resolved scenario (with the derived values) loads again unchanged."""
+    doc = small_training_doc()
+    doc["workload"]["jobs"] = [{"name": "j", "gpus": 64, "step": LAYOUT_STEP,
+                                "training": {"params_b": 1.0, "tokens_t": 0.02}}]
+    loaded = load_dict(doc)
+    job = loaded.scenario.workload.jobs[0]
+    t = job.step.breakdown().total_s
+    assert job.work_h == pytest.approx(0.02e12 / (64 * 1024) * t / 3600, rel=1e-12)
+    assert job.training.peak_tflops == 989.0 and 0.0 < job.training.mfu < 1.0
+    again = load_dict(loaded.resolved).scenario.workload.jobs[0]
+    assert again.work_h == job.work_h and again.training.mfu == job.training.mfu

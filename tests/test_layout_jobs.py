@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from twin import cli
@@ -16,7 +17,9 @@ FABRIC = Path(__file__).resolve().parents[1] / "scenarios" / "fabric-stress.yaml
 
 @pytest.mark.parametrize("override,field,words", [
     ("workload.jobs.0.step.layout.dp=12", "workload.jobs.0.step.layout", ["must equal gpus (768)"]),
-    ("workload.jobs.0.step.layout.tp=3", "workload.jobs.0.step.layout.tp", ["NVLink"]),
+    # (tp is checked against the NVLink domain once the cluster's domains are known: after the gpus check)
+    ("workload.jobs.0.step.layout={tp: 3, pp: 4, dp: 64}", "workload.jobs.0.step.layout.tp", ["NVLink"]),
+    ("workload.jobs.0.step.layout.nvlink_domain_gpus=12", "workload.jobs.0.step.layout.tp", ["NVLink"]),
     ("workload.jobs.0.step.model.global_batch=100", "workload.jobs.0.step.model.global_batch", ["multiple"]),
     ("workload.jobs.0.step.layout.dp_overlap=1.5", "workload.jobs.0.step.layout.dp_overlap", ["1.5"]),
 ])
@@ -35,6 +38,41 @@ def test_run_shows_the_step_breakdown(tmp_path: Path, capsys: pytest.CaptureFixt
     assert code == 0
     line = next(x for x in text.splitlines() if x.startswith("step: train-768"))
     assert "tp 8 × pp 4 × dp 24" in line and "compute" in line and "limited by tp" in line
+    after = next(x for x in text.splitlines() if x.startswith("step train-768"))  # the run-time limiter
+    assert "failure-free" in after and "mean" in after and "limited by tp" in after
+
+
+def test_the_run_time_limiter_integrates_the_step_the_job_had() -> None:
+    """The step_breakdown table: shares sum to 1; a job throttled to speed 0.5 for its whole run has
+    the throttle share and mean step of the step-time model at speed 0.5 (the fabric made perfect: no
+    NIC, optic, switch or flap failures, so its bandwidth share stays 1)."""
+    from twin.model.engine import Topic
+    from twin.model.workload import Workload
+    from twin.sim import Model
+
+    sc = load_scenario(FABRIC, ["horizon_days=2", "network.optic.failure.mtbf_h=1e15",
+                                "network.spine.failure.mtbf_h=1e15", "network.leaf.failure.mtbf_h=1e15",
+                                "network.link_flaps_per_link_per_year=0", "cluster.node.parts.nic.failure.mtbf_h=1e15",
+                                "workload.synthetic=null"]).scenario
+    m = Model(sc, 0)
+    wl = next(c for c in m.components if isinstance(c, Workload))
+    nodes = np.arange(sc.cluster.n_nodes)
+
+    def throttle() -> None:
+        m.engine.speed_cap("test")[:] = 0.5
+        m.engine.bus.publish(Topic.NODE_SPEED, nodes)
+
+    m.engine.call_at(0.0, throttle)
+    m.run()
+    res = m.result()
+    row = res.tables["step_breakdown"].iloc[0]
+    shares = [row[f"share_{c}"] for c in ("compute", "tp", "pp", "bubble", "dp", "compress", "throttle")]
+    assert sum(shares) == pytest.approx(1.0, abs=1e-12)
+    job = wl.jobs[0]
+    want = job.step.breakdown(nic_gbit_s=job.bd_nic, speed=0.5)
+    assert row.mean_step_s == pytest.approx(want.total_s, rel=1e-9)
+    assert row.share_throttle == pytest.approx(want.throttle_s / want.total_s, rel=1e-9) and row.share_throttle > 0
+    assert res.metrics["step.share.throttle"] == pytest.approx(row.share_throttle, rel=1e-12)
 
 
 def test_step_is_evaluated_once_per_input_state() -> None:

@@ -15,6 +15,7 @@ from twin.errors import InputError
 from twin.atomic import atomic_folder, atomic_write_parquet, atomic_write_text
 from twin.experiment.store import run_folder, versions, write_json
 from twin.report import figures
+from twin.report.steps import limiter_lines
 from twin.scenario.advice import advice_lines, advise
 from twin.scenario.loader import Loaded
 from twin.sim import ReplicationResult, run_replication
@@ -202,6 +203,8 @@ def run_command(loaded: Loaded, results_root: Path, label: str | None, overwrite
     width = max(len(a) for a, _ in headline_rows(res.metrics))
     for a, b in headline_rows(res.metrics):
         echo(f"  {a:<{width}}  {b}")
+    for line in limiter_lines(res.tables):
+        echo(line)
     for w in run_warnings(res):
         echo(f"warning: {w}")
     for line in advice_lines(sc):

@@ -38,6 +38,8 @@ class Topic:
     FABRIC = "fabric"  # () fabric bandwidth changed: ask the fabric service (twin.model.component.FABRIC) again
     STORAGE = "storage"  # (available: bool) the storage's bandwidth, data shares or availability changed: ask the
     # storage service (twin.model.component.STORAGE) again; available False: an outage (metadata or servers)
+    RACK_PART = "rack_part"  # (rack: int, part: str, healthy: int) a rack part type's working units in a rack
+    NVLINK = "nvlink"  # (domain: int) an NVLink domain's bandwidth share changed (twin.model.domains)
     PART_FAILED = "part_failed"  # (pop: PartPopulation, idx: int)
     PART_RESTORED = "part_restored"  # (pop: PartPopulation, idx: int)
     FEED = "feed"  # (feed: str, mode: str) a power feed's mode changed: utility, ups, generator or dead

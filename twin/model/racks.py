@@ -10,7 +10,8 @@ there, IT power and thermal see the nodes out of service, ``node_down_hours.<nam
 ``interruptions.<name>`` count it. Repairs are hot: no node is drained or burnt in (the nodes are
 down with the rack while the group has failed). Dispatch by impact counts the GPUs of the unit's rack
 while the rack is down for this part type (its ``scope`` and cause); ties go by the part's dispatch
-priority (default: 0 for node_down, 2 for redundant).
+priority (default: 0 for node_down, 2 for redundant). Each change of a rack's working units is
+published as ``Topic.RACK_PART`` (the NVLink domains' switch trays: ``twin.model.domains``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 
 from twin.model.cluster import rack_path
 from twin.model.component import BuildContext, Component
+from twin.model.engine import Topic
 from twin.model.parts import FacilityParts
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,6 +44,7 @@ class RackParts(Component):
 
     def __init__(self, ctx: BuildContext) -> None:
         self.cluster = cl = ctx.cluster
+        self._rack_part_subs = ctx.engine.bus.handlers(Topic.RACK_PART)
         racks = cl.racks
         self.healthy: dict[str, np.ndarray] = {}
         self.fail_below: dict[str, int] = {}
@@ -74,6 +77,8 @@ class RackParts(Component):
         before = int(h[rack])
         after = before + (1 if healthy else -1)
         h[rack] = after
+        for fn in self._rack_part_subs:  # = bus.publish(Topic.RACK_PART, rack, name, after): the NVLink domains
+            fn(rack, name, after)
         k = self.fail_below[name]
         cl = self.cluster
         nodes = range(rack * cl.nodes_per_rack, (rack + 1) * cl.nodes_per_rack)

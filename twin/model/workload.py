@@ -41,6 +41,7 @@ import pandas as pd
 
 from twin import rng
 from twin.model.component import FABRIC, JOBS, STORAGE, BuildContext, Component, Fabric, ResultsSoFar, StorageService
+from twin.model.domains import Domains
 from twin.model.engine import Timer, Topic
 from twin.model.jobqueue import ANY, JobQueue
 from twin.physics import parallel as par
@@ -71,26 +72,21 @@ def job_rate(t_compute_s: float, overlap: float, speed: float, grad_gb: float = 
 
 
 @functools.lru_cache(maxsize=4096)
-def parallel_breakdown(st: StepModel, speed: float, nic_gbit_s: float, nic_share: float) -> par.StepBreakdown:
+def parallel_breakdown(st: StepModel, speed: float, nic_gbit_s: float, nic_share: float, domain_gpus: int = 0,
+                       nvlink_share: float = 1.0) -> par.StepBreakdown:
     """Step time of a job with a model and a layout (twin/physics/parallel.py), by component, at the
-    slowest GPU's ``speed``, ``nic_gbit_s`` per GPU and the fabric's healthy share ``nic_share``.
-    Cached: evaluated only when one of these inputs of the job changes."""
-    m, lay = st.model, st.layout
-    assert m is not None and lay is not None
-    shape = par.ModelShape(**m.model_dump())
-    layout = par.Layout(tp=lay.tp, pp=lay.pp, dp=lay.dp, microbatch=lay.microbatch, interleave=lay.interleave,
-                        recompute=lay.recompute, dp_collective=lay.dp_collective, dp_overlap=lay.dp_overlap,
-                        tp_overlap=lay.tp_overlap, pp_overlap=lay.pp_overlap, grad_bytes=lay.grad_bytes,
-                        compression=lay.compression, compress_s_per_gb=lay.compress_s_per_gb)
-    ic = par.Interconnect(domain_gpus=lay.nvlink_domain_gpus, nvlink_gbyte_s=lay.nvlink_gbyte_s,
-                          nvlink_eff=lay.nvlink_eff, nic_gbit_s=nic_gbit_s, nic_eff=lay.nic_eff)
-    return par.step_breakdown(shape, layout, ic, lay.peak_tflops * 1e12, lay.eta_k, speed, nic_share)
+    slowest GPU's ``speed``, ``nic_gbit_s`` per GPU and the fabric's healthy share ``nic_share``, its
+    ranks in NVLink blocks of ``domain_gpus`` (0: the layout's domain) at ``nvlink_share`` of the
+    NVLink bandwidth (:mod:`twin.model.domains`). Cached: evaluated only when one of these inputs of the
+    job changes."""
+    return st.breakdown(nic_gbit_s, speed, nic_share, domain_gpus, nvlink_share)
 
 
-def parallel_rate(st: StepModel, speed: float, nic_gbit_s: float, nic_share: float) -> float:
-    """Progress rate of a layout job: ideal step (full speed, healthy fabric) / actual step; 0 when the
-    step cannot complete (speed 0, fabric cut)."""
-    actual = parallel_breakdown(st, speed, nic_gbit_s, nic_share).total_s
+def parallel_rate(st: StepModel, speed: float, nic_gbit_s: float, nic_share: float, domain_gpus: int = 0,
+                  nvlink_share: float = 1.0) -> float:
+    """Progress rate of a layout job: ideal step (full speed, healthy fabric and NVLink, the layout's
+    domain) / actual step; 0 when the step cannot complete (speed 0, fabric cut)."""
+    actual = parallel_breakdown(st, speed, nic_gbit_s, nic_share, domain_gpus, nvlink_share).total_s
     if not math.isfinite(actual):
         return 0.0
     return parallel_breakdown(st, 1.0, nic_gbit_s, 1.0).total_s / actual
@@ -209,6 +205,20 @@ class Job:
     blocked_h: float = 0.0  # hours stopped by storage outages while checkpointing or restarting
     async_retry: bool = False  # an async write failed in an outage: written again when the storage returns
     storage_stops: int = 0  # storage outages that stopped the job
+    # NVLink domains (twin.model.domains): nodes per placement unit of its tp groups; the running time lost
+    # to degraded NVLink (switch trays down; split after the power chain's, before the fabric's)
+    unit: int = 1
+    slow_nvlink_h: float = 0.0
+    slow_place_h: float = 0.0  # lost to a placement whose NVLink blocks are smaller than the layout's domain
+    rate_nvlink: float = 1.0  # rate at the node speed and the NVLink share, healthy fabric
+    rate_place: float = 1.0  # rate on its placement, full speed, healthy fabric and NVLink
+    # a layout job's step (twin.physics.parallel) now, and its components' shares integrated over its
+    # running hours (the run-time limiter), with the step time so integrated (s·h)
+    bd: par.StepBreakdown | None = None
+    bd_vec: np.ndarray | None = None  # its components' shares of the step (STEP_COMPONENTS), None if infinite
+    bd_nic: float = 0.0  # the NIC Gbit/s per GPU of its ideal step
+    bd_acc: np.ndarray | None = None
+    step_acc: float = 0.0
     wait_h: float = 0.0
     queued_at: float = 0.0
     interruptions: int = 0
@@ -234,6 +244,11 @@ class Job:
     capture_h: float = 0.0  # capture time of the checkpoint being written
     history: list[tuple[float, float]] = field(default_factory=list)
 
+
+STEP_COMPONENTS = ("compute", "tp", "pp", "bubble", "dp", "compress", "throttle")
+"""The components of a layout job's step (twin.physics.parallel.StepBreakdown, without ``_s``)."""
+STEP_COLUMNS = ["job", "name", "gpus", "tp", "pp", "dp", "ideal_step_s", "mean_step_s", "run_h",
+                *(f"share_{c}" for c in STEP_COMPONENTS), "limiter"]
 
 CKPT_HISTORY = 8
 """Completed checkpoints a job keeps for rollbacks (older ones are deleted: assumption)."""
@@ -295,6 +310,8 @@ class Workload(Component):
         # the last `hot_spares` nodes start as the spare pool; later, returning nodes top it up first
         self.free = NodePool(n, range(n - self.spare_target))
         self.spares = NodePool(n, range(n - self.spare_target, n))
+        self.domains = Domains(sc, self.engine.bus) if sc.cluster.nvlink is not None else None
+        """The NVLink domains as scheduling units (None: each node is its own domain)."""
         self._build_sources()
         bus = self.engine.bus
         bus.subscribe(Topic.NODE_DOWN, self._on_node_lost)
@@ -307,6 +324,8 @@ class Workload(Component):
         bus.subscribe(Topic.NODE_SPEED, self._on_speed)
         bus.subscribe(Topic.FABRIC, self._on_fabric)
         bus.subscribe(Topic.STORAGE, self._on_storage)
+        if self.domains is not None:
+            bus.subscribe(Topic.NVLINK, self._on_nvlink)
 
     # ---- sources ---------------------------------------------------------------------------
     def _new_job(self, name: str, gpus: int, work_h: float, submit_h: float, priority: int,
@@ -324,6 +343,8 @@ class Workload(Component):
             if job.nodes_needed % rn == 0 and job.nodes_needed // rn >= max(2, elastic.min_replicas):
                 job.rn, job.min_rep, job.reconf_pause_h = rn, elastic.min_replicas, elastic.reconfigure_h
                 self._has_elastic = True
+        if self.domains is not None and job.step.layout is not None:
+            job.unit = self.domains.unit(job.step.layout.tp)
         return job
 
     def _build_sources(self) -> None:
@@ -458,13 +479,18 @@ class Workload(Component):
                 job.since_restart_h += p
                 job.run_h += dt
                 if r != 1.0:
-                    job.slow_thermal_h += (1.0 - job.rate_thermal) * dt
+                    job.slow_place_h += (1.0 - job.rate_place) * dt
+                    job.slow_thermal_h += (job.rate_place - job.rate_thermal) * dt
                     job.slow_power_h += (job.rate_thermal - job.rate_speed) * dt
+                    job.slow_nvlink_h += (job.rate_speed - job.rate_nvlink) * dt
                     if job.data_gbs:  # the data stall comes last in the sequential rule
-                        job.slow_fabric_h += (job.rate_speed - job.rate_fabric) * dt
+                        job.slow_fabric_h += (job.rate_nvlink - job.rate_fabric) * dt
                         self._slow_data(job, (job.rate_fabric - r) * dt)
                     else:
-                        job.slow_fabric_h += (job.rate_speed - r) * dt
+                        job.slow_fabric_h += (job.rate_nvlink - r) * dt
+                bd = job.bd
+                if bd is not None:
+                    self._integrate_step(job, bd, dt)
             elif job.io_blocked:
                 job.blocked_h += dt
             elif job.state == CKPT:
@@ -491,14 +517,18 @@ class Workload(Component):
             job.run_h += dt * held
             r = job.rate / held if held > 0 else 1.0  # the rate on the nodes it holds (whole replicas)
             if r != 1.0:  # the slowdown split of _advance, on the share of its nodes it holds
-                job.slow_thermal_h += held * (1.0 - job.rate_thermal) * dt
+                job.slow_place_h += held * (1.0 - job.rate_place) * dt
+                job.slow_thermal_h += held * (job.rate_place - job.rate_thermal) * dt
                 job.slow_power_h += held * (job.rate_thermal - job.rate_speed) * dt
+                job.slow_nvlink_h += held * (job.rate_speed - job.rate_nvlink) * dt
                 if job.data_gbs:
                     rf = job.rate_fabric / held if held > 0 else 1.0
-                    job.slow_fabric_h += held * (job.rate_speed - rf) * dt
+                    job.slow_fabric_h += held * (job.rate_nvlink - rf) * dt
                     self._slow_data(job, held * (rf - r) * dt)
                 else:
-                    job.slow_fabric_h += held * (job.rate_speed - r) * dt
+                    job.slow_fabric_h += held * (job.rate_nvlink - r) * dt
+            if job.bd is not None:
+                self._integrate_step(job, job.bd, dt * held)
             if held < 1.0:
                 job.reduced_h += dt
                 job.kept_h += p
@@ -510,6 +540,19 @@ class Workload(Component):
             job.restart_h += dt * held
         elif job.state == RECONF:
             job.reconfig_h += dt * held
+
+    @staticmethod
+    def _integrate_step(job: Job, bd: par.StepBreakdown, dt: float) -> None:
+        """Add ``dt`` running hours of the step ``bd`` to the job's run-time limiter: each component's
+        share of the step and the step time, integrated over its running hours (a step that cannot
+        complete, at speed 0 or on a cut fabric, adds nothing)."""
+        acc = job.bd_acc
+        if acc is None:
+            acc = job.bd_acc = np.zeros(len(STEP_COMPONENTS))
+        vec = job.bd_vec
+        if vec is not None:
+            acc += dt * vec
+            job.step_acc += dt * bd.total_s
 
     def _compute_rate(self, job: Job) -> float:
         """Progress rate of the job on its nodes; an elastic job's times its replicas' share."""
@@ -556,12 +599,22 @@ class Workload(Component):
             else:
                 bw_ideal, bw_now = fabric.job_bandwidth_gbps(nodes)
                 nic, share = bw_ideal / self.gpn, bw_now / bw_ideal
-            r = parallel_rate(st, speed, nic, share)
-            r_sp = r if share == 1.0 else parallel_rate(st, speed, nic, 1.0)
-            r_t = r_sp if sp_t == speed else parallel_rate(st, sp_t, nic, 1.0)
+            dom, blk, nvs = self.domains, 0, 1.0
+            if dom is not None and n:  # its ranks' NVLink blocks and the NVLink share of its domains
+                blk, nvs = dom.block_gpus(nodes, st.layout.nvlink_domain_gpus), dom.nvlink_share(nodes)
+            bd = parallel_breakdown(st, speed, nic, share, blk, nvs)
+            if bd is not job.bd:
+                job.bd, job.bd_nic, job.bd_vec = bd, nic, _step_shares(bd)
+            r = parallel_rate(st, speed, nic, share, blk, nvs)
+            r_nv = r if share == 1.0 else parallel_rate(st, speed, nic, 1.0, blk, nvs)
+            r_sp = r_nv if nvs == 1.0 else parallel_rate(st, speed, nic, 1.0, blk, 1.0)
+            r_t = r_sp if sp_t == speed else parallel_rate(st, sp_t, nic, 1.0, blk, 1.0)
+            job.rate_nvlink = r_nv
+            job.rate_place = r_t if sp_t == 1.0 else parallel_rate(st, 1.0, nic, 1.0, blk, 1.0)
         elif fabric is None or n <= 1 or st.grad_gb <= 0:
             r = r_sp = job_rate(st.t_compute_s, st.overlap, speed)
             r_t = r_sp if sp_t == speed else job_rate(st.t_compute_s, st.overlap, sp_t)
+            job.rate_nvlink = r_sp
         else:
             bw_ideal, bw_now = fabric.job_bandwidth_gbps(nodes)
             r = job_rate(st.t_compute_s, st.overlap, speed, st.grad_gb, st.hop_latency_s, n, bw_ideal, bw_now)
@@ -569,6 +622,7 @@ class Workload(Component):
                                                          st.hop_latency_s, n, bw_ideal, bw_ideal)
             r_t = r_sp if sp_t == speed else job_rate(st.t_compute_s, st.overlap, sp_t, st.grad_gb, st.hop_latency_s,
                                                       n, bw_ideal, bw_ideal)
+            job.rate_nvlink = r_sp
         job.rate_thermal = r_t
         job.rate_speed = r_sp
         return r
@@ -822,6 +876,8 @@ class Workload(Component):
                     assert job is not None
                     i = 1 if job.nodes_needed > 1 else 0
                     fits = (f1, fm)[i] + ((s1, sm)[i] if job.started_once else 0)
+                    if job.unit > 1 and job.nodes_needed <= fits:  # tp groups in whole units per domain
+                        fits = self._domain_fit(job)
                     if job.nodes_needed <= fits:
                         self._start_from_pools(job)
                         continue
@@ -843,6 +899,10 @@ class Workload(Component):
                 job = q.first((f1, fm), (s1, sm), extra, limit_h)
                 if job is None:
                     return
+                if job.unit > 1 and self._domain_fit(job) < job.nodes_needed:  # fits by count, not by domain
+                    q.hide(job)
+                    hidden.append(job)
+                    continue
                 # EASY backfill: must not delay the head's reservation
                 est_end = now + self._remaining_h(job, 1.0)
                 if est_end > shadow and job.nodes_needed > extra:
@@ -898,6 +958,10 @@ class Workload(Component):
         may use them (a requeued job); on ``k`` nodes when given (an elastic job's whole replicas that
         fit), else all it needs."""
         k = k or job.nodes_needed
+        if job.unit > 1:  # in whole units per NVLink domain (checked by _schedule)
+            assert self.domains is not None
+            self._start(job, self.domains.pick(self._domain_pool(job), k, job.unit))
+            return
         pool = self._free_count(job.nodes_needed > 1)
         if k > len(pool):
             spares = self._spares_for(job)
@@ -907,6 +971,17 @@ class Workload(Component):
         if k < job.nodes_needed:
             self._shrunk[job.jid] = job
             self._elastic_event(job, "start", "", job.nodes_needed // job.rn)
+
+    def _domain_pool(self, job: Job) -> np.ndarray:
+        """The sorted nodes ``job`` may start on: free, and the hot spares when it may use them."""
+        pool = self._free_count(job.nodes_needed > 1)
+        spares = self._spares_for(job)
+        return np.sort(np.concatenate((pool, spares))) if len(spares) else pool
+
+    def _domain_fit(self, job: Job) -> int:
+        """Nodes ``job`` (tp groups spanning nodes) could start on now in whole units per NVLink domain."""
+        assert self.domains is not None
+        return self.domains.usable(self._domain_pool(job), job.unit)
 
     def _remaining_h(self, job: Job, rate: float) -> float:
         """Expected hours to the job's end without failures: its remaining work at ``rate`` plus the pauses
@@ -1104,12 +1179,16 @@ class Workload(Component):
         multi = job.nodes_needed > 1
         parts = []
         got = 0
-        for pool in (self.spares, self.free):
-            if got == need:
-                break
-            take = pool.nodes(self._cut_mask(multi))[: need - got]
-            parts.append(take)
-            got += len(take)
+        if job.unit > 1 and need:  # tp groups stay in whole units per NVLink domain
+            keep, parts, ok = self._domain_replacement(job, keep, need)
+            got = need if ok else -1
+        else:
+            for pool in (self.spares, self.free):
+                if got == need:
+                    break
+                take = pool.nodes(self._cut_mask(multi))[: need - got]
+                parts.append(take)
+                got += len(take)
         if got == need:
             repl = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
             for n in repl.tolist():
@@ -1131,6 +1210,26 @@ class Workload(Component):
             job.queued_at = self._env._now
             self._enqueue(job)
             self._schedule()
+
+    def _domain_replacement(self, job: Job, keep: np.ndarray,
+                            need: int) -> tuple[np.ndarray, list[np.ndarray], bool]:
+        """:meth:`_interrupt`'s replacement of ``need`` lost nodes of a job whose tp groups span nodes:
+        (nodes it keeps, [replacement nodes], found), the replacements in whole units per NVLink domain
+        (:meth:`Domains.complete`; an incomplete unit's remaining nodes are given back when its domain has
+        no free node to complete it); found is False when there are not enough (the job is requeued)."""
+        assert self.domains is not None
+        cut = self._cut_mask(True)
+        got = self.domains.complete(keep, need, [self.spares.nodes(cut), self.free.nodes(cut)], job.unit)
+        if got is None:
+            return keep, [], False
+        add, drop = got
+        if len(drop):
+            keep = keep[~np.isin(keep, drop)]
+            job.nodes = keep
+            self.owner[drop] = -1
+            for n in drop.tolist():
+                self._node_available(n)
+        return keep, [add], True
 
     # ---- elastic jobs -----------------------------------------------------------------------
     def _take_from_pools(self, k: int, multi: bool) -> np.ndarray:
@@ -1369,6 +1468,14 @@ class Workload(Component):
             saver = job.saver = self.engine.timer()
         saver.set(self._env._now + w, lambda: self._async_saved(job))
 
+    def _on_nvlink(self, domain: int) -> None:
+        """An NVLink domain's bandwidth share changed: re-rate the jobs with nodes in it (in job order)."""
+        assert self.domains is not None
+        dn = self.domains.domain_nodes
+        for job in sorted(self.allocated.values(), key=lambda j: j.jid):
+            if len(job.nodes) and bool((job.nodes // dn == domain).any()):
+                self._rerate(job)
+
     def _rerate(self, job: Job) -> None:
         if job.state == DONE or not len(job.nodes):
             return
@@ -1569,7 +1676,39 @@ class Workload(Component):
                 m[f"elastic.{kind}s"] = float((el.event == kind).sum())
             m["elastic.reduced_hours"] = sum(j.reduced_h for j in jr)
             m["elastic.kept_gpu_hours"] = sum(j.kept_h * j.gpus for j in jr)
+        laid = [j for j in jr if j.bd_acc is not None and j.bd_acc.sum() > 0]
+        if laid:
+            steps = self._step_table(laid)
+            tables["step_breakdown"] = steps
+            w = steps.gpus * steps.run_h
+            for c in STEP_COMPONENTS:
+                m[f"step.share.{c}"] = float((steps[f"share_{c}"] * w).sum() / w.sum())
+            m["step.mean_s"] = float((steps.mean_step_s * w).sum() / w.sum())
+            m["step.ideal_s"] = float((steps.ideal_step_s * w).sum() / w.sum())
         return m, tables
+
+    def _step_table(self, laid: list[Job]) -> pd.DataFrame:
+        """The run-time limiter of each layout job that ran: its failure-free step time, its mean step
+        time over its running hours, each component's share of it (thermal and power throttling in
+        ``throttle``, a degraded fabric or NVLink in ``dp``, ``pp`` and ``tp``) and the largest
+        non-compute component (``compute`` when there is none)."""
+        rows = []
+        for j in laid:
+            acc = j.bd_acc
+            assert acc is not None
+            hours = float(acc.sum())
+            shares = acc / hours
+            lay = j.step.layout
+            assert lay is not None
+            other = {c: float(v) for c, v in zip(STEP_COMPONENTS, shares) if c != "compute"}
+            best = max(other, key=lambda c: other[c])
+            limiter = best if other[best] > 0.0 else "compute"
+            ideal = parallel_breakdown(j.step, 1.0, j.bd_nic, 1.0).total_s
+            rows.append([j.jid, j.name, j.gpus, lay.tp, lay.pp, lay.dp, ideal, j.step_acc / hours, hours,
+                         *shares.tolist(), limiter])
+        return pd.DataFrame(rows, columns=STEP_COLUMNS).astype(
+            {"job": "int64", "name": object, "gpus": "int64", "tp": "int64", "pp": "int64", "dp": "int64",
+             "limiter": object})
 
     def _queue_by_size(self, jr: list[Job], warm: float) -> pd.DataFrame:
         """Queue wait by job size (nodes in power-of-two classes 1, 2, 3-4, 5-8, ...), of jobs submitted
@@ -1640,6 +1779,13 @@ class Workload(Component):
         buckets = {k: 0.0 for k in ("thermal_slowdown", "power_cap", "fabric_slowdown", "thermal_trip",
                                     "power_outage", "maintenance", *(f"failure.{p}" for p in node_parts),
                                     "failure.other")}
+        if self.domains is not None:  # NVLink domains: switch trays down, placements in small blocks
+            sn = sum(j.slow_nvlink_h * j.gpus for j in jr)
+            sl = sum(j.slow_place_h * j.gpus for j in jr)
+            out["goodput.slowdown.nvlink"] = sn / installed
+            out["goodput.slowdown.placement"] = sl / installed
+            buckets["nvlink_slowdown"] = sn
+            buckets["placement"] = sl
         st = sum(j.slow_thermal_h * j.gpus for j in jr)
         sp = sum(j.slow_power_h * j.gpus for j in jr)
         sf = sum(j.slow_fabric_h * j.gpus for j in jr)
@@ -1691,6 +1837,15 @@ ELASTIC_COLUMNS = ["time_h", "job", "name", "event", "cause", "replicas_before",
 STORAGE_JOB_COLUMNS = ["job", "name", "gpus", "read_gb_per_s", "data_stall_h", "data_stall_gpu_hours", "outage_h",
                        "outage_gpu_hours", "storage_stops"]
 ADVISORY_COLUMNS = ["time_h", "job", "name", "nodes", "usable_nodes", "waited_h", "unreserved_h", "text"]
+
+
+def _step_shares(bd: par.StepBreakdown) -> np.ndarray | None:
+    """The components' shares of the step ``bd`` in :data:`STEP_COMPONENTS` order; None when the step
+    time is not finite and positive."""
+    t = bd.total_s
+    if not (math.isfinite(t) and t > 0):
+        return None
+    return np.array([getattr(bd, f"{c}_s") for c in STEP_COMPONENTS]) / t
 
 
 def _remember(job: Job, saved_h: float) -> None:

@@ -39,19 +39,28 @@ class MetricDoc:
 _H = MetricDoc
 METRICS: tuple[MetricDoc, ...] = (
     _H('goodput.mechanism.<mechanism>', 'slowdown GPU-hours by the sequential rule (thermal, power, fabric, '
-       'data); down GPU-hours by the cause that took each node down; lost work by interruption cause; checkpoint, '
-       'restart, reconfigure and idle GPU-hours; data_stall: running GPU-hours lost to a data share below the '
-       'demand (r_fabric − r); storage_outage: running GPU-hours of data-reading jobs stalled in storage outages '
-       'plus GPU-hours of jobs whose checkpoint write or restart waited for the storage; each / installed GPU-hours '
-       '(with goodput they sum to 1)'),
+       'data; with NVLink domains placement first and nvlink_slowdown before the fabric); down GPU-hours by the '
+       'cause that took each node down; lost work by interruption cause; checkpoint, restart, reconfigure and idle '
+       'GPU-hours; data_stall: running GPU-hours lost to a data share below the demand (r_fabric − r); '
+       'storage_outage: running GPU-hours of data-reading jobs stalled in storage outages plus GPU-hours of jobs '
+       'whose checkpoint write or restart waited for the storage; each / installed GPU-hours (with goodput they '
+       'sum to 1)'),
     _H('goodput.mechanism.failure.<part>', 'down and lost GPU-hours whose cause is the part (or repair:<part>) '
        '/ installed GPU-hours'),
     _H('goodput.slowdown.<source>', 'Σ over jobs of GPUs × the slowdown hours charged to the source: thermal '
        '1 − r_thermal, power r_thermal − r_speed, fabric r_speed − r_fabric, data (or storage_outage, in an '
-       'outage) r_fabric − r with r = min(r_fabric, share / demand) (without data reads r_fabric = r), / installed '
-       'GPU-hours'),
+       'outage) r_fabric − r with r = min(r_fabric, share / demand) (without data reads r_fabric = r); with '
+       'NVLink domains (cluster.nvlink) placement 1 − r_place (the job\'s NVLink blocks, gcd of its GPUs per '
+       'domain, smaller than its layout\'s domain), thermal r_place − r_thermal, nvlink r_speed − r_nvlink '
+       '(switch trays down: h/n of the NVLink bandwidth), fabric r_nvlink − r_fabric; / installed GPU-hours'),
     _H('goodput.storage_wait', 'Σ over jobs of GPUs × hours a checkpoint write or a restart waited for the storage '
        '(an outage) / installed GPU-hours'),
+    _H('step.share.<component>', 'Σ over layout jobs of GPUs × ∫ (component / step time) dt over running hours, '
+       '/ Σ GPUs × running hours; the step by component from twin/physics/parallel.py step_breakdown at the '
+       'job\'s current speed, fabric share, NVLink block and NVLink share (re-evaluated only when one changes)'),
+    _H('step.mean_s', 'Σ over layout jobs of GPUs × ∫ step time dt / Σ GPUs × running hours'),
+    _H('step.ideal_s', 'Σ over layout jobs of GPUs × running hours × the step at full speed, healthy fabric and '
+       'NVLink in the layout\'s domain / Σ GPUs × running hours'),
     _H('goodput.down.<cause>', 'down node-hours of the cause × GPUs per node / installed GPU-hours'),
     _H('goodput.lost.<cause>', 'Σ over interruptions of the cause of lost_h × the job\'s GPUs / installed GPU-hours'),
     _H('repair.remediated', 'done tickets with rung 1 (automated remediation cleared the fault)'),

@@ -140,12 +140,25 @@ CATALOGUE: tuple[Metric, ...] = (
     M("goodput.mechanism.*", "goodput lost to (mechanism): {}", "fraction", -1, "throughput", "percent",
       "share of installed GPU-hours lost to one mechanism, from its own events (thermal slowdown, power cap, "
       "fabric slowdown, data stall, storage outage, thermal trips, power outages, maintenance, checkpoints, "
-      "restarts, reconfiguration, idle); with goodput they sum to 1"),
+      "restarts, reconfiguration, idle; with NVLink domains also NVLink slowdown and placement); with goodput "
+      "they sum to 1"),
     M("goodput.mechanism.failure.*", "goodput lost to failures of: {}", "fraction", -1, "throughput", "percent",
       "share of installed GPU-hours lost to failures of one node part type (down time and lost work)"),
     M("goodput.slowdown.*", "goodput lost to slowdown: {}", "fraction", -1, "throughput", "percent",
-      "the running slowdown split by the sequential rule: thermal speed, then power caps, then the fabric, then "
-      "the training-data reads (data: a share below the demand; storage_outage: stalled in an outage)"),
+      "the running slowdown split by the sequential rule: (with NVLink domains: placement first), thermal "
+      "speed, then power caps, (then NVLink switch trays down), then the fabric, then the training-data reads "
+      "(data: a share below the demand; storage_outage: stalled in an outage)"),
+    M("step.share.compute", "step share: compute", "fraction", +1, "throughput", "percent",
+      "share of the layout jobs' step time spent computing at full speed, over their running hours "
+      "(GPU-weighted)"),
+    M("step.share.*", "step share: {}", "fraction", -1, "throughput", "percent",
+      "share of the layout jobs' step time spent on one non-compute component over their running hours "
+      "(GPU-weighted): tp collectives, pp sends, pipeline bubble, exposed dp communication, gradient "
+      "compression, throttling"),
+    M("step.mean_s", "mean step time", "s", -1, "throughput", "ratio",
+      "the layout jobs' step time averaged over their running hours (GPU-weighted), seconds"),
+    M("step.ideal_s", "failure-free step time", "s", 0, "throughput", "ratio",
+      "the layout jobs' step time at full speed with a healthy fabric and NVLink (GPU-weighted), seconds"),
     M("goodput.down.*", "goodput lost to nodes down: {}", "fraction", -1, "throughput", "percent",
       "installed GPU-hours of nodes down, by the cause that took them down"),
     M("goodput.lost.*", "goodput lost at interruptions: {}", "fraction", -1, "throughput", "percent",

@@ -17,6 +17,7 @@ from twin.scenario.costs import CostsSection
 from twin.scenario.distributions import Fixed
 from twin.scenario.health import Health
 from twin.scenario.network import NetworkSection
+from twin.scenario.nvlink import NVLinkDomains
 from twin.scenario.power import Power
 from twin.scenario.storage import StorageSection
 from twin.scenario.workload import Workload
@@ -97,6 +98,9 @@ class Cluster(Strict):
                     "fewer than ``min_to_run`` (default ``required``) units working. Repaired through the same "
                     "crews and spares as node parts, without draining or burning in nodes (they are down with "
                     "the rack; ``burn_in_h`` must be 0).")
+    nvlink: NVLinkDomains | None = Field(
+        None, description="Rack-scale NVLink domains (GB200 NVL72): the scheduling unit of tensor parallelism and "
+                          "their switch trays; null: each node is its own NVLink domain (docs/guide/parallelism.md).")
 
     @model_validator(mode="after")
     def _rack_parts(self) -> "Cluster":
@@ -114,6 +118,8 @@ class Cluster(Strict):
             if part.repair.burn_in_h > 0:
                 raise ValueError(f"@rack_parts.{name}.repair.burn_in_h: must be 0: a rack part's repair burns in "
                                  f"no node (they are down with the rack), got {part.repair.burn_in_h:g}")
+        if self.nvlink is not None:
+            self.nvlink.check_against(self)
         return self
 
     @property

@@ -6,10 +6,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
 
+from twin.physics import parallel as _par
 from twin.physics import training as _training
 from twin.scenario.base import Dist, Strict
 from twin.scenario.defaults import derive, moved
 from twin.scenario.storage import DataLoading
+from twin.scenario.nvlink import check_job_layout
 from twin.scenario.trace import TraceRows
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -68,6 +70,10 @@ class ModelShapeSpec(Strict):
     gated_mlp: bool = Field(False, description="Three MLP matrices (SwiGLU) instead of two.")
     tied_embeddings: bool = True
 
+    def physics(self) -> _par.ModelShape:
+        """The shape as the step-time model takes it."""
+        return _par.ModelShape(**self.model_dump())
+
 
 class LayoutSpec(Strict):
     """A job's parallel layout and the kernel efficiency of its GPUs (twin/physics/parallel.py ``Layout``;
@@ -99,6 +105,24 @@ class LayoutSpec(Strict):
     nic_eff: Annotated[float, Field(gt=0, le=1)] = Field(0.9, description="NIC tier efficiency (Calculon H100).")
     nic_gbit_s: PosF = Field(400.0, description="NIC Gbit/s per GPU when the scenario has no fabric.")
 
+    def physics(self) -> _par.Layout:
+        """The layout as the step-time model takes it."""
+        return _par.Layout(tp=self.tp, pp=self.pp, dp=self.dp, microbatch=self.microbatch,
+                           interleave=self.interleave, recompute=self.recompute, dp_collective=self.dp_collective,
+                           dp_overlap=self.dp_overlap, tp_overlap=self.tp_overlap, pp_overlap=self.pp_overlap,
+                           grad_bytes=self.grad_bytes, compression=self.compression,
+                           compress_s_per_gb=self.compress_s_per_gb)
+
+    def interconnect(self, nic_gbit_s: float | None = None, domain_gpus: int = 0,
+                     nvlink_share: float = 1.0) -> _par.Interconnect:
+        """The two tiers the job sees: NVLink domains of ``domain_gpus`` GPUs (0: ``nvlink_domain_gpus``) at
+        ``nvlink_share`` of ``nvlink_gbyte_s`` (a domain with failed switch trays), ``nic_gbit_s`` per GPU
+        (None: the layout's)."""
+        return _par.Interconnect(domain_gpus=domain_gpus or self.nvlink_domain_gpus,
+                                 nvlink_gbyte_s=self.nvlink_gbyte_s * nvlink_share, nvlink_eff=self.nvlink_eff,
+                                 nic_gbit_s=self.nic_gbit_s if nic_gbit_s is None else nic_gbit_s,
+                                 nic_eff=self.nic_eff)
+
 
 class StepModel(Strict):
     """Step-time model of model.md §6 for a job (defaults: compute-bound, assumption). With ``model`` and
@@ -118,7 +142,8 @@ class StepModel(Strict):
             raise ValueError("@layout: give model and layout together")
         if self.layout is not None and self.model is not None:
             lay, m = self.layout, self.model
-            if lay.nvlink_domain_gpus % lay.tp:
+            # (a domain left to its default is checked when the cluster's domains are known: check_against)
+            if "nvlink_domain_gpus" in lay.model_fields_set and lay.nvlink_domain_gpus % lay.tp:
                 raise ValueError(f"@layout.tp: must divide nvlink_domain_gpus ({lay.nvlink_domain_gpus}): a "
                                  f"tensor-parallel group never spans NVLink domains")
             if m.global_batch % (lay.dp * lay.microbatch):
@@ -128,25 +153,52 @@ class StepModel(Strict):
                 raise ValueError("@model.kv_heads: must divide heads")
         return self
 
+    def breakdown(self, nic_gbit_s: float | None = None, speed: float = 1.0, nic_share: float = 1.0,
+                  domain_gpus: int = 0, nvlink_share: float = 1.0) -> _par.StepBreakdown:
+        """Step time of this model and layout by component (twin/physics/parallel.py ``step_breakdown``): at
+        the slowest GPU's ``speed``, ``nic_gbit_s`` per GPU (None: the layout's) with the fabric's healthy
+        share ``nic_share``, in NVLink domains of ``domain_gpus`` (0: the layout's) at ``nvlink_share`` of
+        their bandwidth."""
+        assert self.model is not None and self.layout is not None
+        lay = self.layout
+        ic = lay.interconnect(nic_gbit_s, domain_gpus, nvlink_share)
+        return _par.step_breakdown(self.model.physics(), lay.physics(), ic, lay.peak_tflops * 1e12, lay.eta_k,
+                                   speed, nic_share)
+
 
 class Training(Strict):
-    """A job's work in training terms (twin/physics/training.py): work_h = 6·P·D / (gpus × peak × MFU)."""
+    """A job's work in training terms (twin/physics/training.py): work_h = 6·P·D / (gpus × peak × MFU); with
+    the job's ``step.model`` and ``step.layout`` instead work_h = D / (B·s) steps × the step time of the
+    parallel model (twin/physics/parallel.py), and ``peak_tflops`` and ``mfu`` are derived from it."""
 
     params_b: PosF = Field(description="Model parameters, billions.")
     tokens_t: PosF = Field(description="Training tokens, trillions.")
-    peak_tflops: PosF = Field(
-        description="Peak dense throughput per GPU at the training precision, TFLOP/s (H100 SXM bf16: 989, "
-                    "NVIDIA H100 datasheet, without sparsity).")
-    mfu: Annotated[float, Field(gt=0, le=1)] = Field(
-        description="Model FLOPs utilisation in (0, 1] (Llama 3 405B on 16,384 H100: 0.38-0.43, arXiv 2407.21783 Table 4).")
+    peak_tflops: PosF | None = Field(
+        None, description="Peak dense throughput per GPU at the training precision, TFLOP/s (H100 SXM bf16: 989, "
+                          "NVIDIA H100 datasheet, without sparsity). Required without a step.layout; with one, "
+                          "derived from it (step.layout.peak_tflops).")
+    mfu: Annotated[float, Field(gt=0, le=1)] | None = Field(
+        None, description="Model FLOPs utilisation in (0, 1] (Llama 3 405B on 16,384 H100: 0.38-0.43, arXiv "
+                          "2407.21783 Table 4). Required without a step.layout; with one, derived: the model FLOPs "
+                          "of a step over its failure-free step time.")
     checkpoint_bytes_per_param: PosF = Field(
         _training.DEFAULT_CHECKPOINT_BYTES_PER_PARAM,
         description="Checkpoint bytes per parameter; sets checkpoint.size_gb when size_gb is not given (assumption: 16, "
                     "the mixed-precision Adam model state of the ZeRO paper, Rajbhandari et al. 2020).")
 
     def work_h(self, gpus: int) -> float:
-        """Ideal wall hours on ``gpus`` GPUs."""
+        """Ideal wall hours on ``gpus`` GPUs (from ``peak_tflops`` and ``mfu``)."""
+        assert self.peak_tflops is not None and self.mfu is not None
         return _training.work_hours(self.params_b, self.tokens_t, gpus, self.peak_tflops, self.mfu)
+
+    def layout_work_h(self, step: "StepModel", gpus: int) -> tuple[float, float]:
+        """(ideal wall hours, MFU) from the step model: D/(B·s) steps of the failure-free step time (full
+        speed, the layout's NIC bandwidth, healthy NVLink), MFU = model FLOPs per step / (step × gpus × peak)."""
+        assert step.model is not None and step.layout is not None
+        t = step.breakdown().total_s
+        steps = self.tokens_t * 1e12 / (step.model.global_batch * step.model.seq_len)
+        peak = step.layout.peak_tflops * 1e12
+        return steps * t / 3600.0, _par.mfu(_par.model_flops_per_step(step.model.physics()), t, gpus, peak)
 
 
 class Elastic(Strict):
@@ -212,19 +264,41 @@ class Job(Strict):
             if self.data is not None:
                 self.data.resolve_tokens("data", None, self.work_h, self.gpus)
             return self
-        derived = self.training.work_h(self.gpus)
-        # a resolved scenario (model_dump) repeats the derived value: accept exactly that
-        if self.work_h is not None and abs(self.work_h - derived) > 1e-9 * derived:
-            raise ValueError(f"@work_h: give either work_h or training, not both (training gives {derived:.6g} h, "
-                             f"work_h is {self.work_h:g})")
-        derive(self, work_h=derived)
+        self._derive_training()
         ck = self.checkpoint
         if "size_gb" not in ck.model_fields_set and ck.write_h is None:
             derive(ck, size_gb=_training.checkpoint_size_gb(self.training.params_b,
                                                             self.training.checkpoint_bytes_per_param))
         if self.data is not None:
-            self.data.resolve_tokens("data", self.training.tokens_t, derived, self.gpus)
+            self.data.resolve_tokens("data", self.training.tokens_t, self.work_h, self.gpus)
         return self
+
+    def _derive_training(self) -> None:
+        """Set work_h from the training block: from its peak and MFU, or from the step model with a layout
+        (then also its peak and MFU). A resolved scenario (model_dump) repeats the derived values: accepted
+        when they agree."""
+        t = self.training
+        assert t is not None
+        lay = self.step.layout
+        if lay is None:
+            for f in ("peak_tflops", "mfu"):
+                if getattr(t, f) is None:
+                    raise ValueError(f"@training.{f}: required without a step.layout (or give step.model and "
+                                     f"step.layout to derive it)")
+            derived = t.work_h(self.gpus)
+        else:
+            derived, mfu = t.layout_work_h(self.step, self.gpus)
+            for f, v in (("peak_tflops", lay.peak_tflops), ("mfu", mfu)):
+                given = getattr(t, f)
+                if given is not None and abs(given - v) > 1e-9 * v:
+                    raise ValueError(f"@training.{f}: derived from step.layout ({v:.6g}) when the job has one; "
+                                     f"leave it out (given {given:g})")
+                derive(t, **{f: v})
+        # a resolved scenario (model_dump) repeats the derived value: accept exactly that
+        if self.work_h is not None and abs(self.work_h - derived) > 1e-9 * derived:
+            raise ValueError(f"@work_h: give either work_h or training, not both (training gives {derived:.6g} h, "
+                             f"work_h is {self.work_h:g})")
+        derive(self, work_h=derived)
 
 
 class Choice(Strict):
@@ -333,6 +407,8 @@ class Workload(Strict):
         for i, job in enumerate(self.jobs):
             if job.elastic is not None:
                 job.elastic.check(f"workload.jobs.{i}.elastic", -(-job.gpus // gpn), gpn, job.step.layout)
+        for i, job in enumerate(self.jobs):
+            check_job_layout(f"workload.jobs.{i}", job, sc.cluster.nvlink, gpn)
         syn_el = self.synthetic.elastic if self.synthetic is not None else None
         if syn_el is not None and syn_el.replica_nodes is None:
             raise ValueError("@workload.synthetic.elastic.replica_nodes: give it (synthetic jobs have no layout)")
