@@ -104,10 +104,24 @@ class Node(Strict):
         return self
 
 
+class Rack(Strict):
+    """What one rack can hold: its power budget and its U space (advisories only: a rack over either is
+    simulated as given, and `twin run` / `twin check` say so)."""
+
+    power_limit_kw: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
+        None, description="Power a rack may draw at the nodes' nameplate, kW (e.g. 41 for air-cooled DGX H100 racks "
+        "of 4 systems, 40.8 kW, NVIDIA SuperPOD guide; 120–132 for an NVL72-class liquid rack, sources-realism §12). "
+        "null: not checked.")
+    u_space: Annotated[int, Field(ge=1, le=60)] | None = Field(
+        None, description="Rack units available to nodes (e.g. 42 or 48). null: not checked.")
+
+
 class Cluster(Strict):
     racks: PosInt = Field(description="Racks in the hall.")
     nodes_per_rack: PosInt = Field(description="Nodes in each rack.")
     node: Node
+    rack: Rack = Field(default_factory=Rack, description="Power budget and U space of one rack (advisories when "
+                       "nodes_per_rack nodes exceed them).")
     rack_parts: dict[str, Part] = Field(
         default_factory=dict,
         description="Part types shared by the nodes of a rack, keyed by name (``count`` per rack): an NVLink "
