@@ -375,3 +375,20 @@ def test_hourly_tariff_series_and_energy_integral(tmp_path: Path) -> None:
     p.write_text("hour,price_per_kwh\n0,0.1\n1,-0.2\n")
     with pytest.raises(Exception, match="row 3"):
         load_tou_csv(p)
+
+
+def test_a_hall_without_cooling_reports_its_flat_pue_in_every_output(tmp_path: Path) -> None:
+    """Issue 23: baseline has no cooling section, so its energy cost uses costs.energy.pue; the metric
+    pue.flat says so (summary headline, compare and report tables read it), and a cooled hall has none."""
+    from twin.experiment.single import headline_rows
+    from twin.report.metrics import lookup
+    from twin.scenario import load_scenario
+    from twin.sim import run_replication
+
+    root = Path(__file__).resolve().parent.parent / "scenarios"
+    m = run_replication(load_scenario(root / "baseline.yaml", ["horizon_days=5"]).scenario, 0).metrics
+    assert m["pue.flat"] == 1.55 and "pue" not in m
+    assert ("PUE flat (no cooling section)", "1.550 flat (no cooling section: costs.energy.pue)") in headline_rows(m)
+    assert lookup("pue.flat").label == "PUE flat (no cooling section)"
+    air = run_replication(load_scenario(root / "air.yaml", ["horizon_days=5"]).scenario, 0).metrics
+    assert "pue.flat" not in air and "pue" in air

@@ -300,6 +300,8 @@ class Costs(Component):
                 m[f"cost.capital.{g}"] = float(cap.loc[cap.group == g, "amount"].sum())
         m["cost.capital_purchase"] = float(cap["purchase"].sum())
         m["cost.energy_kwh"] = self._fac_kwh
+        if self.ctx.sc.cooling is None:  # no cooling model: the energy cost used a flat PUE, and outputs say so
+            m["pue.flat"] = float(self.spec.energy.pue)
         m["cost.total"] = float(sum(m[f"cost.{cat}"] for cat in CATEGORIES))
         useful = so_far.metrics.get("useful_gpu_hours", math.nan)
         m["cost.per_useful_gpu_hour"] = m["cost.total"] / useful if useful and useful > 0 else math.nan

@@ -174,6 +174,7 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('energy.peak_facility_kw', 'maximum of the facility power'),
     _H('energy.free_cooling_hours.<plant>', 'hours with the outdoor temperature ≤ supply − approach'),
     _H('pue', 'energy.facility_kwh / energy.it_kwh (daily in pue_daily)'),
+    _H('pue.flat', 'costs.energy.pue, reported only without a cooling section (the energy cost is IT energy × it)'),
     _H('water.evaporated_l', 'Σ over intervals of Q_air × max(0, T_db − T_supply)/ΔT_IT × duration / h_fg '
        '(h_fg = 2.45 MJ/kg, 1 kg = 1 L), T_supply = max(set point, T_wb + (1 − ε)(T_db − T_wb)) with water, '
        'max(set point, T_db) without'),

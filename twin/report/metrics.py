@@ -304,6 +304,8 @@ CATALOGUE: tuple[Metric, ...] = (
     M("energy.free_cooling_hours.*", "free-cooling hours: {}", "h", +1, "energy", "hours",
       "hours the cooling of this kind ran on outside air or water alone"),
     M("pue", "PUE", "ratio", -1, "energy", "ratio", "facility energy over IT energy"),
+    M("pue.flat", "PUE flat (no cooling section)", "ratio", -1, "energy", "ratio",
+      "the constant PUE the energy cost used because the scenario has no cooling section to model it"),
     M("water.evaporated_l", "water evaporated", "L", -1, "energy", "count",
       "water the evaporative units evaporated to cool the outside air"),
     M("water.site_l", "site water", "L", -1, "energy", "count",
