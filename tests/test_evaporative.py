@@ -144,3 +144,15 @@ def test_evaporative_units_need_no_chiller_energy() -> None:
     assert ev_m["energy.cooling_kwh"] == pytest.approx(0.05 * ev_m["energy.it_kwh"], rel=1e-9)  # fan_kw_per_kw
     assert ev_m["pue"] < air_m["pue"]
     assert "water.site_l" not in air_m
+
+
+def test_validation_case_evaporative_water_passes_and_excludes_the_wrong_models() -> None:
+    """The `twin validate` case (deterministic, 1e-9): supply, water and WUE of a constant load."""
+    from twin.validation import heat
+    from twin.validation.framework import Settings
+
+    results = heat.evaporative_water(Settings(quick=True, confidence=0.99))
+    assert len(results) == 3
+    for r in results:
+        assert r.passed, r
+        assert all(v != pytest.approx(r.reference, rel=1e-6) for v in r.wrong.values()), r
