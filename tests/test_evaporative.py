@@ -87,7 +87,7 @@ def test_water_and_wue_of_an_idle_hall_match_the_closed_form() -> None:
     res = run_replication(sc, 0)
     m = res.metrics
     node = sc.cluster.node
-    it_w = sc.cluster.n_nodes * (node.non_gpu_w + node.gpus * node.gpu.idle_w)
+    it_w = sc.cluster.n_nodes * (node.non_gpu_idle_w + node.gpus * node.gpu.idle_w)  # idle: the non-GPU idle load
     e, a = sc.cooling.air.evaporative, sc.cooling.air
     H = 72
     db = sc.cooling.ambient.hourly_c(H)

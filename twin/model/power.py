@@ -130,9 +130,9 @@ class ITPower(Component):
         self._all = np.arange(n)
         self._env = engine.env
         self._uncapped = True  # no source has a finite cap: refresh takes its two-operation path
-        # node power = util·a + b without caps (node_it_power_w); the non-GPU load's slope joins a
-        self._a_w = gpus * (tdp_w - idle_w) + self._ng_slope_w if self._ng_slope_w else gpus * (tdp_w - idle_w)
-        self._b_w = self.non_gpu_idle_w + gpus * idle_w
+        self._a_w = gpus * (tdp_w - idle_w)  # node power = util·a + b without caps (node_it_power_w)
+        self._b_w = non_gpu_w + gpus * idle_w
+        self._g_idle_w = gpus * idle_w  # with a non-GPU load that follows utilisation: util·a + (ng(util) + this)
         self._level = engine.recorder.levels.setdefault("site_power_w", ([], []))
         bus = engine.bus
         bus.subscribe(Topic.NODE_LOAD, self.refresh)
@@ -229,7 +229,14 @@ class ITPower(Component):
             self._t = now
         idx = self._all if nodes is None else nodes
         npw = self.node_power_w
-        if self._uncapped:
+        if self._uncapped and self._ng_slope_w:  # the same operations as node_it_power_w with non_gpu_power_w
+            if util is not None:
+                npw[idx] = util * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * util) + self._g_idle_w)
+                p = None
+            else:
+                u = self.engine.node_util[idx]
+                p = u * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * u) + self._g_idle_w)
+        elif self._uncapped:
             if util is not None:
                 npw[idx] = util * self._a_w + self._b_w
                 p = None
