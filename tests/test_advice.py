@@ -245,3 +245,24 @@ def test_checkpoint_advice_uses_the_pause_of_an_async_checkpoint() -> None:
     pause = ck.async_fraction * 1000.0
     assert not flags or f"checkpoint pause {pause:.3g} s" in flags[0].text
     assert not flags or flags[0].text != sync[0].text
+
+
+# ---- issue 23 item 6: rack power and U space
+
+def test_a_rack_over_its_power_limit_or_u_space_is_advised() -> None:
+    from pathlib import Path
+
+    from twin.scenario import load_scenario
+    from twin.scenario.advice import rack_advice
+
+    base = Path(__file__).resolve().parent.parent / "scenarios" / "baseline.yaml"
+    dgx = ["cluster.node.nameplate_w=10200", "cluster.node.u_height=8"]
+    eight = load_scenario(base, dgx + ["cluster.nodes_per_rack=8", "cluster.rack={power_limit_kw: 41, u_space: 48}"])
+    adv = [str(a) for a in rack_advice(eight.scenario)]
+    assert len(adv) == 2
+    assert "81.6 kW per rack" in adv[0] and "41 kW" in adv[0] and "4 fit" in adv[0]
+    assert "64U" in adv[1] and "48U" in adv[1] and "6 fit" in adv[1]
+    four = load_scenario(base, dgx + ["cluster.racks=32", "cluster.nodes_per_rack=4", "cluster.rack={power_limit_kw: 41, u_space: 48}"])
+    assert rack_advice(four.scenario) == []
+    unset = load_scenario(base, dgx + ["cluster.nodes_per_rack=8", "cluster.rack={}"])
+    assert rack_advice(unset.scenario) == []  # no limits given: nothing checked

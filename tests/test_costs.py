@@ -338,7 +338,7 @@ def test_scenario_capital_lines_of_cooling_and_power_options() -> None:
         return {i.item: i.purchase for i in capital_items(sc)}
 
     ia, il, i2, i1 = items(air), items(liq), items(p2n), items(pn)
-    kw = 128 * (4600 + 8 * 700) / 1000.0
+    kw = 128 * (3200 + 8 * 700) / 1000.0  # baseline.yaml: non-GPU 3.2 kW at full load (issue 23)
     assert ia["crah"] == 2 * 4 * 80000 and ia["chiller"] == pytest.approx(kw * 500)
     # heat capture (liquid.capture_fraction 0.7): the liquid plant is sized for 70 % of the heat, the rest
     # goes to a chiller and the hall's air units (one zone of four CRAH units, derived)
@@ -347,7 +347,7 @@ def test_scenario_capital_lines_of_cooling_and_power_options() -> None:
     assert il["crah"] == 4 * 80000
     assert i2["psu"] == 128 * 8 * 1000 and i1["psu"] == 128 * 4 * 1000
     assert i2["ups"] == pytest.approx(2 * kw * 300) and i1["ups"] == pytest.approx(kw * 300)
-    assert i2["pdu"] == 2 * 16 * 5000 and i2["switchboard"] == 2 * 150000
+    assert i2["pdu"] == 2 * 32 * 5000 and i2["switchboard"] == 2 * 150000
 
 
 def test_energy_with_a_cooling_model_prices_its_facility_energy_exactly() -> None:
@@ -416,3 +416,20 @@ def test_sweep_tables_speak_the_catalogue(tmp_path: Path, capsys: pytest.Capture
             assert raw not in text, raw
     assert "the smallest mean total cost among points" in out
     assert "Smallest mean total cost among the grid points" in md
+
+
+def test_a_hall_without_cooling_reports_its_flat_pue_in_every_output(tmp_path: Path) -> None:
+    """Issue 23: baseline has no cooling section, so its energy cost uses costs.energy.pue; the metric
+    pue.flat says so (summary headline, compare and report tables read it), and a cooled hall has none."""
+    from twin.experiment.single import headline_rows
+    from twin.report.metrics import lookup
+    from twin.scenario import load_scenario
+    from twin.sim import run_replication
+
+    root = Path(__file__).resolve().parent.parent / "scenarios"
+    m = run_replication(load_scenario(root / "baseline.yaml", ["horizon_days=5"]).scenario, 0).metrics
+    assert m["pue.flat"] == 1.55 and "pue" not in m
+    assert ("PUE flat (no cooling section)", "1.550 flat (no cooling section: costs.energy.pue)") in headline_rows(m)
+    assert lookup("pue.flat").label == "PUE flat (no cooling section)"
+    air = run_replication(load_scenario(root / "air.yaml", ["horizon_days=5"]).scenario, 0).metrics
+    assert "pue.flat" not in air and "pue" in air

@@ -117,3 +117,56 @@ def test_the_validated_scenario_is_frozen() -> None:
         sc.cluster.node.parts["gpu"].count = 2  # type: ignore[misc]
     with pytest.raises(ValidationError):
         sc.horizon_days = 1.0  # type: ignore[misc]
+
+
+# ---- issue 23 item 5: non-GPU load that follows utilisation, GPU draw at training load below TDP
+
+def _hall_doc(jobs: list[dict[str, object]], node: dict[str, object]) -> dict[str, object]:
+    return {"name": "np", "seed": 7, "horizon_days": 10.0,
+            "cluster": {"racks": 1, "nodes_per_rack": 2, "node": {"gpus": 8, "parts": {}, **node}},
+            "maintenance": {"crews": {"crew": {"count": 1, "shift": "24x7"}}},
+            "workload": {"jobs": jobs},
+            "cooling": {"type": "liquid", "liquid": {"capture_fraction": None, "leak": None}}}
+
+
+LATIF = {"gpu": {"train_w": 650.0}, "non_gpu_w": 3200.0, "non_gpu_idle_w": 1600.0}
+
+
+def test_an_h100_node_in_training_draws_what_latif_measured_and_idles_far_below() -> None:
+    """8 × 650 W + 3.2 kW = 8.4 kW in training (Latif et al. 2025: about 8.4 kW peak), against 8 × 100 W +
+    1.6 kW = 2.4 kW idle; the energy of a constant load is exact (1e-12)."""
+    from twin.physics.power import node_it_power_w, non_gpu_power_w
+    from twin.scenario.loader import load_dict
+    from twin.sim import run_replication
+
+    assert non_gpu_power_w(1.0, 1600.0, 3200.0) == 3200.0 and non_gpu_power_w(0.0, 1600.0, 3200.0) == 1600.0
+    assert node_it_power_w(1.0, float("inf"), 8, 100.0, 650.0, non_gpu_power_w(1.0, 1600.0, 3200.0)) == 8400.0
+    busy = run_replication(load_dict(_hall_doc([{"name": "all", "gpus": 16, "work_h": 1e6}], LATIF)).scenario)
+    idle = run_replication(load_dict(_hall_doc([], LATIF)).scenario)
+    assert busy.metrics["energy.peak_it_kw"] == pytest.approx(2 * 8.4, rel=1e-12)
+    assert busy.metrics["energy.it_kwh"] == pytest.approx(2 * 8.4 * 240, rel=1e-12)
+    assert idle.metrics["energy.it_kwh"] == pytest.approx(2 * 2.4 * 240, rel=1e-12)
+    # without non_gpu_idle_w the non-GPU load stays constant (the former model): idle draws 3.2 + 0.8 kW
+    const = run_replication(load_dict(_hall_doc([], {"gpu": {"train_w": 650.0}, "non_gpu_w": 3200.0})).scenario)
+    assert const.metrics["energy.it_kwh"] == pytest.approx(2 * 4.0 * 240, rel=1e-12)
+
+
+def test_non_gpu_idle_above_busy_is_refused() -> None:
+    from twin.scenario.loader import load_dict
+
+    with pytest.raises(InputError) as e:
+        load_dict(_hall_doc([], {"non_gpu_w": 3000.0, "non_gpu_idle_w": 3500.0}))
+    assert "cluster.node.non_gpu_idle_w" in str(e.value)
+
+
+def test_speed_alpha_and_non_gpu_idle_are_sensitivity_factors() -> None:
+    """The assumptions of node power can be varied by `twin sensitivity --param` (a factor is any
+    scenario path with two values): the α of the speed law and the idle non-GPU load."""
+    from twin.experiment.sweep import parse_param
+
+    for expr in ("cluster.node.gpu.speed_alpha=0.3,1", "cluster.node.non_gpu_idle_w=1200,2400"):
+        p = parse_param(expr, exactly=2)
+        for v in p.raw:
+            sc = load_scenario(LIQUID, [f"{p.path}={v}"]).scenario
+            got = sc.cluster.node.gpu.speed_alpha if "alpha" in p.path else sc.cluster.node.non_gpu_idle_w
+            assert got == float(v)

@@ -411,7 +411,8 @@ def test_node_down_hours_by_part_include_power_shortfalls_and_repair_drains() ->
     from twin.scenario.loader import load_scenario
 
     path = Path(__file__).resolve().parents[1] / "scenarios" / "power-n.yaml"
-    sc = load_scenario(path, ["horizon_days=120", "power.pdu.failure={mtbf_h: 5000}"]).scenario
+    sc = load_scenario(path, ["horizon_days=120", "power.pdu.failure={mtbf_h: 5000}",
+                              "cluster.node.parts.nic.failure={mtbf_h: 300000}"]).scenario  # NIC repairs happen
     res = run_replication(sc, 0)
     m = res.metrics
     iv = res.tables["node_intervals"]
@@ -438,7 +439,8 @@ def test_power_chain_cap_cools_the_gpus() -> None:
     from twin.scenario.loader import load_scenario
 
     base = Path(__file__).resolve().parents[1] / "scenarios" / "air.yaml"
-    sets = ["horizon_days=2", "cooling.gpu.r_air_c_per_w=0.1",
+    sets = ["horizon_days=2", "cooling.gpu.r_air_c_per_w=0.1",  # GPUs demand 700 W, non-GPU a constant 4.6 kW:
+            "cluster.node.gpu.train_w=700", "cluster.node.non_gpu_w=4600", "cluster.node.non_gpu_idle_w=4600",
             "workload={jobs: [{name: all, gpus: 1024, work_h: 1000000}]}",
             f"power={{topology: n+1, utility: {{outages_per_year: 0}}, site_cap_w: {128 * (4600 + 8 * 613)}}}"]
     res = run_replication(load_scenario(base, sets).scenario)

@@ -109,7 +109,7 @@ def test_per_gpu_draws_are_common_random_numbers() -> None:
     r0, o0, paths0 = _draws(base)
     n0 = len(paths0)
     variants = [
-        ["cluster.racks=24"],  # more nodes: the first racks keep their paths
+        ["cluster.racks=48"],  # more nodes (baseline.yaml has 32 racks): the first racks keep their paths
         ["network=null"],  # no fabric components
         ["cooling.air.crah.count=5", "maintenance.crews.technicians.count=5"],
     ]

@@ -25,6 +25,10 @@ from twin.sim import Model, run_replication
 from test_thermal import assert_same_results, lazy_and_direct  # noqa: E402  (tests/ is on sys.path)
 
 SCEN = Path(__file__).resolve().parent.parent / "scenarios"
+HOT_HALL = ["cluster.racks=16", "cluster.nodes_per_rack=8", "cluster.node.gpu.train_w=700",
+            "cluster.node.non_gpu_w=4600", "cluster.node.non_gpu_idle_w=4600"]
+"""The bundled hall as it was before issue 23 (16 racks of 8 nodes drawing the 10.2 kW nameplate in training):
+the tests of code paths that need zones short of capacity, trips and PSU-budget caps keep it."""
 # three of the four CRAH units of zone 0 fail at 30 h: the zone turns warm and nodes throttle and trip
 CRAH_LOSS = ("cooling.inject=[{part: crah, index: 0, at_h: 30}, {part: crah, index: 1, at_h: 30},"
              " {part: crah, index: 2, at_h: 30}]")
@@ -47,7 +51,7 @@ def _power_air(tmp_path: Path) -> tuple[Path, list[str]]:
     path = tmp_path / "power-air.yaml"
     path.write_text(yaml.safe_dump(doc))
     # and node 0 loses one of its four PSUs at 50 h: capped (power speed < 1) while still thermally cool
-    return path, ["horizon_days=20",
+    return path, [*HOT_HALL, "horizon_days=20",
                   CRAH_LOSS.replace("at_h: 30", "at_h: 100").replace("]", ", {part: psu, index: 1, at_h: 50}]")]
 
 
@@ -103,7 +107,7 @@ def test_restart_checks_skip_a_closed_zone_without_changing_anything(monkeypatch
     """A hall of 256 nodes in two zones sized for 64 each: most nodes trip and wait for headroom. The
     restart scan skips the rest of a zone once a zone-wide condition fails (issue 10: it made a
     131K-GPU hall with two zones take minutes); the run must equal the plain scan's exactly."""
-    sets = ["cluster.racks=32", "horizon_days=4"]
+    sets = [*HOT_HALL, "cluster.racks=32", "horizon_days=4"]
     fast = run_replication(load_scenario(SCEN / "air.yaml", sets).scenario)
     assert fast.metrics["thermal.trips"] > 100
     with monkeypatch.context() as mp:
@@ -299,6 +303,6 @@ def test_a_room_moves_on_the_heat_of_every_node_in_service_now(monkeypatch) -> N
         retarget(self, z)
 
     monkeypatch.setattr(Thermal, "_retarget", spy)
-    run_replication(load_scenario(SCEN / "air.yaml", ["horizon_days=365"]).scenario)
+    run_replication(load_scenario(SCEN / "air.yaml", [*HOT_HALL, "horizon_days=365"]).scenario)
     assert worst["moves"] > 100
     assert worst["w"] < 1e-6

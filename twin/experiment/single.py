@@ -32,6 +32,7 @@ HEADLINE = [
     ("interruptions", "job interruptions", "{:.0f}"),
     ("energy.it_kwh", "IT energy (kWh)", "{:,.0f}"),
     ("pue", "PUE", "{:.3f}"),
+    ("pue.flat", "PUE flat (no cooling section)", "{:.3f} flat (no cooling section: costs.energy.pue)"),
     ("thermal.throttled_gpu_hours", "throttled GPU-hours", "{:,.0f}"),
     ("power.capped_gpu_hours", "power-capped GPU-hours", "{:,.0f}"),
     ("storage.data_stall_gpu_hours", "data-stall GPU-hours", "{:,.0f}"),

@@ -134,7 +134,9 @@ def capital_items(sc: "Scenario") -> list[CapitalItem]:
         f = cool.liquid_share()
         if f is not None:  # heat capture: the liquid takes f of each node's heat, the air the rest
             air_kw, liq_kw = n * (gpu_w + other_w) * (1.0 - f) / 1000.0, n * (gpu_w + other_w) * f / 1000.0
-        if air_kw > 0:
+        if air_kw > 0 and cool.air is not None and cool.air.evaporative is not None:  # no chiller
+            out.append(CapitalItem("cooling", "evaporative units", air_kw, "kW IT", cap.evaporative_per_kw, plant_y))
+        elif air_kw > 0:
             out.append(CapitalItem("cooling", "chiller", air_kw, "kW IT", cap.chiller_per_kw, plant_y))
         if liq_kw > 0:
             out.append(CapitalItem("cooling", "dry cooler", liq_kw, "kW IT", cap.dry_cooler_per_kw, plant_y))
@@ -301,6 +303,8 @@ class Costs(Component):
                 m[f"cost.capital.{g}"] = float(cap.loc[cap.group == g, "amount"].sum())
         m["cost.capital_purchase"] = float(cap["purchase"].sum())
         m["cost.energy_kwh"] = self._fac_kwh
+        if self.ctx.sc.cooling is None:  # no cooling model: the energy cost used a flat PUE, and outputs say so
+            m["pue.flat"] = float(self.spec.energy.pue)
         m["cost.total"] = float(sum(m[f"cost.{cat}"] for cat in CATEGORIES))
         useful = so_far.metrics.get("useful_gpu_hours", math.nan)
         m["cost.per_useful_gpu_hour"] = m["cost.total"] / useful if useful and useful > 0 else math.nan

@@ -48,7 +48,7 @@ from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
 from twin.model.engine import Engine, Topic
 from twin.model.parts import FacilityParts
 from twin.observe.recorder import time_weighted_mean
-from twin.physics.power import node_it_power_w, site_gpu_cap_w
+from twin.physics.power import node_it_power_w, non_gpu_power_w, site_gpu_cap_w
 from twin.physics.thermal import speed_fraction
 from twin.units import HOURS_PER_YEAR
 
@@ -102,16 +102,21 @@ class ITPower(Component):
     @classmethod
     def build(cls, ctx: BuildContext) -> ITPower:
         node = ctx.sc.cluster.node  # the GPU and node power figures, declared once
-        return cls(ctx.engine, ctx.cluster, node.gpus, node.gpu.idle_w, node.gpu.demand_w, node.non_gpu_w)
+        return cls(ctx.engine, ctx.cluster, node.gpus, node.gpu.idle_w, node.gpu.demand_w, node.non_gpu_w,
+                   node.non_gpu_idle_w)
 
     def __init__(self, engine: Engine, cluster: "Cluster", gpus: int, idle_w: float, tdp_w: float,
-                 non_gpu_w: float) -> None:
+                 non_gpu_w: float, non_gpu_idle_w: float | None = None) -> None:
         self.engine = engine
         self.cluster = cluster
         self.gpus = gpus
         self.idle_w = idle_w
         self.tdp_w = tdp_w
         self.non_gpu_w = non_gpu_w
+        """Non-GPU load at full utilisation, W (``cluster.node.non_gpu_w``)."""
+        self.non_gpu_idle_w = non_gpu_w if non_gpu_idle_w is None else non_gpu_idle_w
+        """Non-GPU load at zero utilisation, W; it follows utilisation linearly up to ``non_gpu_w``."""
+        self._ng_slope_w = non_gpu_w - self.non_gpu_idle_w
         n = cluster.n_nodes
         self.node_power_w = np.zeros(n)
         """IT power of each node, W."""
@@ -128,6 +133,7 @@ class ITPower(Component):
         self._uncapped = True  # no source has a finite cap: refresh takes its two-operation path
         self._a_w = gpus * (tdp_w - idle_w)  # node power = util·a + b without caps (node_it_power_w)
         self._b_w = non_gpu_w + gpus * idle_w
+        self._g_idle_w = gpus * idle_w  # with a non-GPU load that follows utilisation: util·a + (ng(util) + this)
         self._level = engine.recorder.levels.setdefault("site_power_w", ([], []))
         bus = engine.bus
         bus.subscribe(Topic.NODE_LOAD, self.refresh)
@@ -183,6 +189,11 @@ class ITPower(Component):
                 np.minimum(out, arr[nodes], out=out)
         return out
 
+    def non_gpu_w_of(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Non-GPU load (W) of ``nodes`` at their utilisation, were they up."""
+        return np.asarray(non_gpu_power_w(self.engine.node_util[nodes], self.non_gpu_idle_w, self.non_gpu_w),
+                          dtype=np.float64)
+
     def gpu_demand_w(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:
         """Uncapped GPU power demand (W) of ``nodes`` at their utilisation."""
         return self.idle_w + (self.tdp_w - self.idle_w) * self.engine.node_util[nodes]
@@ -219,7 +230,14 @@ class ITPower(Component):
             self._t = now
         idx = self._all if nodes is None else nodes
         npw = self.node_power_w
-        if self._uncapped:
+        if self._uncapped and self._ng_slope_w:  # the same operations as node_it_power_w with non_gpu_power_w
+            if util is not None:
+                npw[idx] = util * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * util) + self._g_idle_w)
+                p = None
+            else:
+                u = self.engine.node_util[idx]
+                p = u * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * u) + self._g_idle_w)
+        elif self._uncapped:
             if util is not None:
                 npw[idx] = util * self._a_w + self._b_w
                 p = None
@@ -227,8 +245,10 @@ class ITPower(Component):
                 p = self.engine.node_util[idx] * self._a_w
                 p += self._b_w
         else:
-            p = node_it_power_w(self.engine.node_util[idx], self.min_cap(idx), self.gpus, self.idle_w, self.tdp_w,
-                                self.non_gpu_w)
+            u = self.engine.node_util[idx]
+            p = node_it_power_w(u, self.min_cap(idx), self.gpus, self.idle_w, self.tdp_w,
+                                non_gpu_power_w(u, self.non_gpu_idle_w, self.non_gpu_w) if self._ng_slope_w
+                                else self.non_gpu_w)
         if p is not None:
             npw[idx] = p
         cl = self.cluster
@@ -873,7 +893,9 @@ class PowerChain(Component):
             all_nodes = np.arange(self.n)
             on = self.cluster.down_count == 0
             x = np.minimum(self.it.gpu_demand_w(all_nodes), self.it.min_cap(all_nodes, exclude="power_site"))[on]
-            c = site_gpu_cap_w(x, self.g, self.non_gpu_w * on.sum(), self.spec.site_cap_w)
+            fixed = (self.non_gpu_w * on.sum() if self.it.non_gpu_idle_w == self.non_gpu_w
+                     else float(self.it.non_gpu_w_of(all_nodes)[on].sum()))  # non-GPU load following utilisation
+            c = site_gpu_cap_w(x, self.g, fixed, self.spec.site_cap_w)
             self._site_short = bool(c < self.min_w)
             c = max(c, self.min_w)
             self.it.set_cap("power_site", None, c)

@@ -19,6 +19,7 @@ from twin.physics.arrays import FloatOrArray, as_f64 as _f, float_or_array as _o
 
 __all__ = [
     "gpu_power_w",
+    "non_gpu_power_w",
     "node_power_budget_w",
     "gpu_cap_from_budget_w",
     "node_it_power_w",
@@ -40,6 +41,12 @@ def gpu_power_w(idle_w: ArrayLike, tdp_w: ArrayLike, utilisation: ArrayLike) -> 
         raise ValueError("utilisation must lie in [0, 1]")
     idle = _f(idle_w)
     return _out(idle + (_f(tdp_w) - idle) * u)
+
+
+def non_gpu_power_w(util: ArrayLike, idle_w: float, busy_w: float) -> FloatOrArray:
+    """Node load besides the GPUs in W at utilisation ``util`` in [0, 1]: idle_w + (busy_w − idle_w)·util
+    (CPUs, memory, NICs, NVSwitches and fans working harder as the GPUs do; constant when the two are equal)."""
+    return _out(idle_w + (busy_w - idle_w) * _f(util))
 
 
 def node_power_budget_w(healthy_psus_on_live_feeds: ArrayLike, capacity_w: ArrayLike) -> FloatOrArray:

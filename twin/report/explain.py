@@ -205,6 +205,16 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('energy.peak_facility_kw', 'maximum of the facility power'),
     _H('energy.free_cooling_hours.<plant>', 'hours with the outdoor temperature ≤ supply − approach'),
     _H('pue', 'energy.facility_kwh / energy.it_kwh (daily in pue_daily)'),
+    _H('pue.flat', 'costs.energy.pue, reported only without a cooling section (the energy cost is IT energy × it)'),
+    _H('water.evaporated_l', 'Σ over intervals of Q_air × max(0, T_db − T_supply)/ΔT_IT × duration / h_fg '
+       '(h_fg = 2.45 MJ/kg, 1 kg = 1 L), T_supply = max(set point, T_wb + (1 − ε)(T_db − T_wb)) with water, '
+       'max(set point, T_db) without'),
+    _H('water.site_l', 'water.evaporated_l × (1 + blowdown_share)'),
+    _H('water.wue_l_per_kwh', 'water.site_l / energy.it_kwh'),
+    _H('cooling.evaporative.wet_hours', 'hours with T_db > set point, the water supply up and evaporation > 0'),
+    _H('cooling.evaporative.dry_hours', 'the horizon less cooling.evaporative.wet_hours'),
+    _H('cooling.evaporative.fallback_hours', 'hours with T_db > set point while the water supply part was failed'),
+    _H('cooling.evaporative.above_setpoint_hours', "hours the hour's base supply (wet or dry) exceeded the set point"),
     _H('power.down_node_hours', 'Σ of power.down_node_hours.<cause>'),
     _H('power.down_node_hours.<cause>', "integrated over each node's power state"),
     _H('power.capped_gpu_hours', 'integrated between events'),

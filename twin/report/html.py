@@ -31,7 +31,7 @@ from twin.report import metrics as catalogue  # noqa: E402
 from twin.report.numbers import fmt  # noqa: E402
 
 HEADLINE = ("node_availability", "fleet_capacity_availability", "goodput", "useful_gpu_hours", "ettr.max_job",
-            "failures", "node_down_hours", "interruptions", "stockouts", "energy.it_kwh", "pue",
+            "failures", "node_down_hours", "interruptions", "stockouts", "energy.it_kwh", "pue", "pue.flat",
             "cost.total", "cost.per_useful_gpu_hour")
 """Metrics shown first (those a scenario reports)."""
 DIST_METRICS = ("node_availability", "goodput")

@@ -260,7 +260,28 @@ def advice_lines(sc: "Scenario") -> list[str]:
 
 def advise(sc: "Scenario") -> list[Advice]:
     """Every advisory of ``sc`` (see the module docstring); empty when its numbers raise no flag."""
-    return spares_advice(sc) + crew_advice(sc) + checkpoint_advice(sc) + unit_slip_advice(sc)
+    return spares_advice(sc) + crew_advice(sc) + checkpoint_advice(sc) + unit_slip_advice(sc) + rack_advice(sc)
+
+
+def rack_advice(sc: "Scenario") -> list[Advice]:
+    """A rack whose nodes' nameplate power (``cluster.node.nameplate_w``, else the node's full demand)
+    exceeds ``cluster.rack.power_limit_kw``, or whose nodes' U heights exceed ``cluster.rack.u_space``."""
+    cl = sc.cluster
+    node, rack = cl.node, cl.rack
+    out = []
+    kw = cl.nodes_per_rack * node.rated_w / 1000.0
+    if rack.power_limit_kw is not None and kw > rack.power_limit_kw:
+        fit = int(rack.power_limit_kw * 1000.0 // node.rated_w)
+        out.append(Advice("cluster.nodes_per_rack",
+                          f"{cl.nodes_per_rack} nodes of {node.rated_w / 1000.0:g} kW nameplate draw {kw:g} kW per "
+                          f"rack, above its power limit of {rack.power_limit_kw:g} kW (cluster.rack.power_limit_kw): "
+                          f"{fit} fit; the model powers and cools the racks as given"))
+    u = cl.nodes_per_rack * node.u_height
+    if rack.u_space is not None and u > rack.u_space:
+        out.append(Advice("cluster.nodes_per_rack",
+                          f"{cl.nodes_per_rack} nodes of {node.u_height}U take {u}U, above the rack's "
+                          f"{rack.u_space}U (cluster.rack.u_space): {rack.u_space // node.u_height} fit"))
+    return out
 
 
 def unit_slip_advice(sc: "Scenario") -> list[Advice]:

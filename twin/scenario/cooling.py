@@ -123,6 +123,35 @@ class Crah(Strict):
         return self
 
 
+def _water_repair() -> Repair:
+    return Repair(time=Fixed(value_h=12.0))
+
+
+class Evaporative(Strict):
+    """Direct evaporative (adiabatic) cooling of the outside air the air units supply (sources-realism §9):
+    supply = max(supply_c, T_wb + (1 − ε)(T_db − T_wb)) while the pads are wetted, max(supply_c, T_db) in
+    dry operation (the water supply failed); no chiller. See docs/guide/evaporative.md."""
+
+    effectiveness: Annotated[float, Field(ge=0.5, le=1, allow_inf_nan=False)] = Field(
+        0.85, description="Saturation effectiveness ε = (T_db − T_out)/(T_db − T_wb) of the pads (usually "
+        "0.75–0.95, HVAC handbook Eq. 9.8.6, sources-realism §9; 0.85 is an assumption within that range, "
+        "a `twin sensitivity` factor).")
+    it_rise_c: PosF = Field(
+        12.0, description="Air temperature rise across the IT equipment, °C: sets the air flow m·c_p = Q/ΔT that "
+        "the pads cool, hence the water evaporated (assumption: 10–20 °C is typical of servers; a `twin "
+        "sensitivity` factor).")
+    blowdown_share: Annotated[float, Field(ge=0, le=5, allow_inf_nan=False)] = Field(
+        0.25, description="Blowdown (bleed) water per litre evaporated (assumption: 0.25 = 5 cycles of "
+        "concentration, 1/(cycles − 1); a `twin sensitivity` factor).")
+    water_failure: Dist = Field(
+        default_factory=lambda: Exponential(mean_h=8760.0),
+        description="Time to a failure of the site's water supply to the pads (mains, pump, treatment) "
+        "(assumption: one a year).")
+    water_repair: Annotated[Repair, over_default(_water_repair)] = Field(
+        default_factory=_water_repair, description="Repair of the water supply, through the repair crews "
+        "(default 12 h, assumption); the units run dry meanwhile.")
+
+
 class Air(Strict):
     """Air cooling: zones of CRAH units hold the supply air; server fans move it (model.md §4)."""
 
@@ -159,6 +188,10 @@ class Air(Strict):
     recirculation_c: NonNegF = Field(
         0.0, description="Mean of each node's hot-aisle recirculation, an exponential inlet offset drawn from the "
         "node's own random stream, °C (assumption; a `twin sensitivity` factor).")
+    evaporative: Evaporative | None = Field(
+        None, description="Direct evaporative (adiabatic) cooling of outside air instead of a chiller: the "
+        "supply floats above supply_c when wet-bulb does not allow it (needs cooling.ambient.wet_bulb or a "
+        "wet_bulb_c column in the ambient CSV). null: CRAH units with a chiller.")
 
     @model_validator(mode="after")
     def _check(self) -> "Air":
@@ -281,18 +314,96 @@ def load_ambient_csv(path: Path) -> NDArray[np.float64]:
     return np.asarray(vals, dtype=np.float64)
 
 
+def load_wet_bulb_csv(path: Path, dry_c: NDArray[np.float64]) -> NDArray[np.float64] | None:
+    """Hourly outdoor wet-bulb temperatures (°C) from the ambient CSV's ``wet_bulb_c`` column (None when it
+    has none), each at most the row's dry-bulb ``dry_c`` (as :func:`load_ambient_csv` read it)."""
+    from twin.errors import InputError
+
+    src = str(path)
+    with path.open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.reader(fh))
+    if not rows or not rows[0]:
+        return None
+    head = [c.strip() for c in rows[0]]
+    if "wet_bulb_c" not in head:
+        return None
+    col = head.index("wet_bulb_c")
+    vals: list[float] = []
+    for i, row in enumerate(rows[1:], start=2):
+        if not row or not "".join(row).strip():
+            continue
+        try:
+            v = float(row[col])
+        except (ValueError, IndexError):
+            raise InputError(src, f"row {i}", f"not a wet-bulb temperature: {row!r}") from None
+        k = len(vals)
+        if not (math.isfinite(v) and -60.0 <= v <= 70.0) or (k < len(dry_c) and v > dry_c[k]):
+            raise InputError(src, f"row {i}", f"wet_bulb_c must be in [-60, 70] °C and at most the row's temp_c, "
+                             f"got {v}")
+        vals.append(v)
+    return np.asarray(vals, dtype=np.float64)
+
+
+def bind_ambient_csv(cooling: "Cooling", top_dir: Path) -> None:
+    """Load the ambient CSV of ``cooling`` (dry-bulb, and wet-bulb when the file has it) relative to
+    ``top_dir``; an evaporative plant needs the wet_bulb_c column (error naming the file)."""
+    from twin.errors import InputError
+
+    amb = cooling.ambient.csv
+    assert amb is not None
+    path = top_dir / amb.file
+    dry = load_ambient_csv(path)
+    wet = load_wet_bulb_csv(path, dry)
+    if wet is not None and len(wet) != len(dry):
+        raise InputError(str(path), "wet_bulb_c", f"give a wet-bulb on every row: {len(wet)} values for {len(dry)} "
+                         "temperatures")
+    if wet is None and cooling.air is not None and cooling.air.evaporative is not None:
+        raise InputError(str(path), "wet_bulb_c", "evaporative cooling (cooling.air.evaporative) needs a wet_bulb_c "
+                         "column, °C, one per hour")
+    amb.bind(dry, wet)
+
+
 class AmbientCsv(Strict):
     """Hourly outdoor temperature series; repeats cyclically past its end."""
 
-    file: str = Field(description="CSV path (relative to the scenario file): column temp_c, one row per hour.")
+    file: str = Field(description="CSV path (relative to the scenario file): column temp_c (dry-bulb), one row "
+                      "per hour; optional column wet_bulb_c (for evaporative cooling).")
     _values: NDArray[np.float64] | None = PrivateAttr(default=None)
+    _wet_bulb: NDArray[np.float64] | None = PrivateAttr(default=None)
 
-    def bind(self, values: NDArray[np.float64]) -> None:
+    def bind(self, values: NDArray[np.float64], wet_bulb: NDArray[np.float64] | None = None) -> None:
         self._values = np.asarray(values, dtype=np.float64)
+        self._wet_bulb = None if wet_bulb is None else np.asarray(wet_bulb, dtype=np.float64)
 
     def values(self) -> NDArray[np.float64]:
         assert self._values is not None, "ambient CSV used before its file was loaded"
         return self._values
+
+    def wet_bulb(self) -> NDArray[np.float64] | None:
+        """The wet_bulb_c column, None when the file has none."""
+        return self._wet_bulb
+
+
+class WetBulb(Strict):
+    """Outdoor wet-bulb temperature as the dry-bulb less a wet-bulb depression that follows the same seasonal
+    and daily sinusoids (depression largest on hot afternoons, when relative humidity is lowest). Used by
+    evaporative cooling; a ``wet_bulb_c`` column of the ambient CSV replaces it."""
+
+    depression_mean_c: NonNegF = Field(
+        5.0, description="Annual mean of T_db − T_wb, °C (assumption: a temperate, moderately humid site; design "
+        "wet-bulb data come from ASHRAE Fundamentals Ch. 14 for a real site; a `twin sensitivity` factor).")
+    depression_seasonal_amplitude_c: NonNegF = Field(
+        2.0, description="Seasonal half-swing of the depression, peaking with the dry-bulb, °C (assumption).")
+    depression_diurnal_amplitude_c: NonNegF = Field(
+        2.0, description="Daily half-swing of the depression, peaking with the dry-bulb, °C (assumption).")
+
+    @model_validator(mode="after")
+    def _check(self) -> "WetBulb":
+        swing = self.depression_seasonal_amplitude_c + self.depression_diurnal_amplitude_c
+        if swing > self.depression_mean_c:
+            raise ValueError(f"@depression_mean_c: must be >= the two amplitudes' sum ({swing:g}) so that wet-bulb "
+                             f"never exceeds dry-bulb, got {self.depression_mean_c:g}")
+        return self
 
 
 class Ambient(Strict):
@@ -307,6 +418,15 @@ class Ambient(Strict):
     diurnal_peak_hour: Annotated[float, Field(ge=0, lt=24)] = Field(
         15.0, description="Hour of day of the daily peak (assumption: 15:00).")
     csv: AmbientCsv | None = Field(None, description="Hourly series; replaces the sinusoid when given.")
+    wet_bulb: WetBulb = Field(default_factory=WetBulb, description="Outdoor wet-bulb (evaporative cooling only): "
+                              "dry-bulb less a sinusoidal depression, or the CSV's wet_bulb_c column.")
+
+    def _cycles(self, hours: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Seasonal and daily cosines (each in [−1, 1], 1 at its peak) at each hour's midpoint."""
+        t = np.arange(hours, dtype=np.float64) + 0.5
+        day = t / 24.0
+        return (np.cos(2 * np.pi * (day - self.seasonal_peak_day) / DAYS_PER_YEAR),
+                np.cos(2 * np.pi * ((t % 24.0) - self.diurnal_peak_hour) / 24.0))
 
     def hourly_c(self, hours: int) -> NDArray[np.float64]:
         """Outdoor temperature of each hour k in [0, hours): the sinusoid at the hour's midpoint, or the CSV."""
@@ -318,6 +438,20 @@ class Ambient(Strict):
         return (self.mean_c
                 + self.seasonal_amplitude_c * np.cos(2 * np.pi * (day - self.seasonal_peak_day) / DAYS_PER_YEAR)
                 + self.diurnal_amplitude_c * np.cos(2 * np.pi * ((t % 24.0) - self.diurnal_peak_hour) / 24.0))
+
+    def hourly_wet_bulb_c(self, hours: int) -> NDArray[np.float64]:
+        """Outdoor wet-bulb temperature of each hour k in [0, hours), °C: the CSV's wet_bulb_c column, else the
+        dry-bulb of :meth:`hourly_c` less the depression sinusoid (never above the dry-bulb)."""
+        if self.csv is not None:
+            wb = self.csv.wet_bulb()
+            if wb is None:
+                raise ValueError("the ambient CSV has no wet_bulb_c column")
+            return wb[np.arange(hours) % len(wb)]
+        w = self.wet_bulb
+        seasonal, daily = self._cycles(hours)
+        dep = (w.depression_mean_c + w.depression_seasonal_amplitude_c * seasonal
+               + w.depression_diurnal_amplitude_c * daily)
+        return self.hourly_c(hours) - dep
 
 
 class Energy(Strict):
@@ -550,6 +684,12 @@ class Cooling(Strict):
                                  f"{sorted(set(fac) | set(parts))}")
             if inj.index >= units:
                 raise ValueError(f"@cooling.inject.{i}.index: {inj.part} has {units} units, got {inj.index}")
+        node = sc.cluster.node
+        if (self.type == "hybrid" and self.liquid is not None and self.liquid.capture_fraction is None
+                and node.non_gpu_idle_w != node.non_gpu_w):
+            raise ValueError("@cooling.liquid.capture_fraction: a hybrid hall that splits the heat by kind (null) "
+                             "needs a constant non-GPU load (cluster.node.non_gpu_idle_w = non_gpu_w); give a "
+                             "capture fraction")
         pw = getattr(sc, "power", None)
         if pw is not None:
             # one UPS: the energy figures (facility energy, PUE, cost) use the power chain's, 1 without one
@@ -579,6 +719,8 @@ class Cooling(Strict):
             return self.liquid.loops * self.liquid.cdu.count
         if name == "cdu_pump" and self.liquid is not None:
             return self.liquid.loops * self.liquid.cdu.count * self.liquid.cdu.pumps.count
+        if name == "water_supply" and self.air is not None and self.air.evaporative is not None:
+            return 1
         return None
 
     def facility_parts(self) -> dict[str, Part]:
@@ -588,6 +730,10 @@ class Cooling(Strict):
             c = self.air.crah
             out["crah"] = Part(count=c.count, required=c.required, effect="redundant", failure=c.failure,
                                repair=c.repair, common_cause_beta=c.common_cause_beta)
+            ev = self.air.evaporative
+            if ev is not None:  # the pads' water supply: the units run dry while it is down
+                out["water_supply"] = Part(count=1, required=1, effect="redundant", failure=ev.water_failure,
+                                           repair=ev.water_repair)
         if self.liquid is not None:
             d = self.liquid.cdu
             out["cdu"] = Part(count=d.count, required=d.required, effect="redundant", failure=d.failure,

@@ -65,6 +65,7 @@ def _default_parts() -> dict[str, float]:
         "cdu": 5000.0,        # CDU repair kit (assumption)
         "cdu_pump": 3000.0,   # one pump (assumption)
         "leak": 1000.0,       # fittings and hose (assumption)
+        "water_supply": 2000.0,  # evaporative units' water supply: pump, valve, treatment part (assumption)
         "ups": 5000.0,        # UPS module or battery string (assumption)
         "generator": 5000.0,  # starter, controller (assumption)
         "switchboard": 10000.0,  # breaker (assumption)
@@ -91,6 +92,9 @@ class Capital(_Strict):
     cdu: NonNeg = Field(150000.0, description="One CDU including its pumps (assumption).")
     chiller_per_kw: NonNeg = Field(
         500.0, description="Chiller plant per kW of air-cooled IT capacity (assumption).")
+    evaporative_per_kw: NonNeg = Field(
+        150.0, description="Evaporative media, pumps and water treatment per kW of air-cooled IT capacity, in place "
+                           "of the chiller plant when cooling.air.evaporative is set (assumption).")
     dry_cooler_per_kw: NonNeg = Field(
         250.0, description="Dry coolers with trim chilling per kW of liquid-cooled IT capacity (assumption: warm "
                            "water rejects most heat without a chiller).")

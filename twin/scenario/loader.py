@@ -650,9 +650,9 @@ def _bind_files(sc: Scenario, top_dir: Path, source: str) -> None:
     visit(sc, "")
     cl = getattr(sc, "cooling", None)
     if cl is not None and cl.ambient.csv is not None:
-        from twin.scenario.cooling import load_ambient_csv
+        from twin.scenario.cooling import bind_ambient_csv
 
-        cl.ambient.csv.bind(load_ambient_csv(top_dir / cl.ambient.csv.file))
+        bind_ambient_csv(cl, top_dir)
     wl = sc.workload
     if wl is not None and wl.trace is not None:
         from twin.scenario.trace import read_trace
@@ -661,9 +661,9 @@ def _bind_files(sc: Scenario, top_dir: Path, source: str) -> None:
                                  sc.cluster.n_nodes - wl.scheduler.hot_spares))
     cooling = getattr(sc, "cooling", None)
     if cooling is not None and cooling.ambient.csv is not None and cooling.ambient.csv._values is None:
-        from twin.scenario.cooling import load_ambient_csv
+        from twin.scenario.cooling import bind_ambient_csv
 
-        cooling.ambient.csv.bind(load_ambient_csv(top_dir / cooling.ambient.csv.file))
+        bind_ambient_csv(cooling, top_dir)
 
 
 def _check_data_file(path: Path) -> None:

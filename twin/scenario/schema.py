@@ -68,9 +68,20 @@ class Node(Strict):
     gpus: PosInt = Field(8, description="GPUs per node (DGX H100: 8).")
     gpu: GpuPower = Field(default_factory=GpuPower, description="Power figures of each GPU (H100 SXM defaults).")
     non_gpu_w: Annotated[float, Field(ge=0, allow_inf_nan=False)] = Field(
-        4600.0, description="Node load besides the GPUs (CPUs, memory, NVSwitch, NICs, fans) while the node is up, "
-                            "taken as constant, W (derived: DGX H100 10.2 kW max system power − 8 × 700 W TDP, "
-                            "sources.md; assumes the maximum is reached at full GPU TDP).")
+        4600.0, description="Node load besides the GPUs (CPUs, memory, NVSwitch, NICs, fans) at full utilisation "
+                            "while the node is up, W (derived: DGX H100 10.2 kW max system power − 8 × 700 W TDP, "
+                            "sources.md; assumes the maximum is reached at full GPU TDP). With non_gpu_idle_w the "
+                            "load follows utilisation between the two.")
+    non_gpu_idle_w: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = Field(
+        None, description="Node load besides the GPUs at zero utilisation while the node is up, W: the non-GPU load "
+                          "is non_gpu_idle_w + (non_gpu_w − non_gpu_idle_w) × utilisation. null: non_gpu_w at any "
+                          "utilisation (constant). No measured idle/busy split of an H100 node's non-GPU load was "
+                          "found: an assumption when set (a `twin sensitivity` factor).")
+    nameplate_w: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
+        None, description="The node's rated maximum input power, W, which a rack's power budget must hold (DGX H100: "
+                          "10.2 kW, sources-realism §2). null: non_gpu_w + gpus × gpu.tdp_w.")
+    u_height: Annotated[int, Field(ge=1, le=60)] = Field(
+        8, description="Rack units the node takes (DGX H100: 8U, sources-realism §12).")
     parts: dict[str, Part] = Field(description="Part types of the node, keyed by name.")
 
     @property
@@ -78,18 +89,41 @@ class Node(Strict):
         """The node's demand with every GPU at TDP, W."""
         return self.non_gpu_w + self.gpus * self.gpu.tdp_w
 
+    @property
+    def rated_w(self) -> float:
+        """The node's rated maximum input power (``nameplate_w``, else :attr:`full_power_w`), W."""
+        return self.nameplate_w if self.nameplate_w is not None else self.full_power_w
+
     @model_validator(mode="after")
     def _names(self) -> "Node":
+        if self.non_gpu_idle_w is None:
+            derive(self, non_gpu_idle_w=self.non_gpu_w)
+        elif self.non_gpu_idle_w > self.non_gpu_w:
+            raise ValueError(f"@non_gpu_idle_w: must be <= non_gpu_w ({self.non_gpu_w:g}), got {self.non_gpu_idle_w:g}")
         for name in self.parts:
             if not name.replace("_", "").isalnum() or not name[0].isalpha():
                 raise ValueError(f"@parts: part name {name!r} must be letters, digits and _ only")
         return self
 
 
+class Rack(Strict):
+    """What one rack can hold: its power budget and its U space (advisories only: a rack over either is
+    simulated as given, and `twin run` / `twin check` say so)."""
+
+    power_limit_kw: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
+        None, description="Power a rack may draw at the nodes' nameplate, kW (e.g. 41 for air-cooled DGX H100 racks "
+        "of 4 systems, 40.8 kW, NVIDIA SuperPOD guide; 120–132 for an NVL72-class liquid rack, sources-realism §12). "
+        "null: not checked.")
+    u_space: Annotated[int, Field(ge=1, le=60)] | None = Field(
+        None, description="Rack units available to nodes (e.g. 42 or 48). null: not checked.")
+
+
 class Cluster(Strict):
     racks: PosInt = Field(description="Racks in the hall.")
     nodes_per_rack: PosInt = Field(description="Nodes in each rack.")
     node: Node
+    rack: Rack = Field(default_factory=Rack, description="Power budget and U space of one rack (advisories when "
+                       "nodes_per_rack nodes exceed them).")
     rack_parts: dict[str, Part] = Field(
         default_factory=dict,
         description="Part types shared by the nodes of a rack, keyed by name (``count`` per rack): an NVLink "

@@ -289,6 +289,7 @@ def _registry() -> dict[str, Callable[[Settings], list[CaseResult]]]:
         "heat_ageing_mtbf": heat.heat_ageing_mtbf,
         "heat_ageing_step": heat.heat_ageing_step,
         "heat_capture": heat.heat_capture,
+        "evaporative_water": heat.evaporative_water,
         "collective_tiers": compute.collective_tiers,
         "pipeline_bubble": compute.pipeline_bubble,
         "megatron_sc21": compute.megatron_sc21,

@@ -210,3 +210,59 @@ def heat_capture(s: Settings, f: float = 0.7, hours: float = 48.0) -> list[CaseR
                "T·P·((1 − f)·fan + f·pump)", invariants=inv, sample="exact",
                wrong={"all heat on liquid": hours * p_node * pump / 1000.0}),
     ]
+
+
+# ---- evaporative cooling (deterministic) ----------------------------------------------------------------
+
+def evaporative_water(s: Settings, hours: float = 48.0) -> list[CaseResult]:
+    """One air-cooled node at full load all the time with evaporative units, outside air at a constant
+    30 °C dry-bulb and 20 °C wet-bulb, set point 20 °C, ε = 0.85: the zone holds T_wb + (1 − ε)(T_db − T_wb)
+    = 21.5 °C (its target in ``cooling_timeline``), and the site water is
+    P/ΔT_IT × (T_db − 21.5) × T / h_fg × (1 + blowdown), WUE that over the IT energy."""
+    from twin.physics.evaporative import LATENT_HEAT_J_PER_KG
+    from twin.validation.framework import Exact
+
+    non_gpu, tdp, gpus = 4600.0, 700.0, 8
+    p_node = non_gpu + gpus * tdp
+    t_db, t_wb, eps, sp, rise, blow = 30.0, 20.0, 0.85, 20.0, 12.0, 0.25
+    doc: Doc = {
+        "name": "validation-evaporative", "horizon_days": hours / 24.0,
+        "cluster": {"racks": 1, "nodes_per_rack": 1, "node": {"gpus": gpus, "parts": {}}},
+        "workload": {"scheduler": {"policy": "fifo", "hot_spares": 0},
+                     "jobs": [{"name": "load", "gpus": gpus, "work_h": 10 * hours}]},
+        "cooling": {"type": "air",
+                    "ambient": {"mean_c": t_db, "seasonal_amplitude_c": 0.0, "diurnal_amplitude_c": 0.0,
+                                "wet_bulb": {"depression_mean_c": t_db - t_wb, "depression_seasonal_amplitude_c": 0.0,
+                                             "depression_diurnal_amplitude_c": 0.0}},
+                    "node": {"max_inlet_c": 40.0},
+                    "air": {"fan_part": None, "supply_c": sp,
+                            "crah": {"failure": {"dist": "fixed", "value_h": 1.0e9}},
+                            "evaporative": {"effectiveness": eps, "it_rise_c": rise, "blowdown_share": blow,
+                                            "water_failure": {"dist": "fixed", "value_h": 1.0e9}}}},
+    }
+    res = run_doc(doc, 1, s)[0]
+    tl = res.tables["cooling_timeline"]
+    zone = tl[tl["unit"] == "zone"]
+    supply = float(zone["target_c"].iloc[-1]) if len(zone) else math.nan
+    ref_supply = t_wb + (1.0 - eps) * (t_db - t_wb)
+    evap_j = p_node * (t_db - ref_supply) / rise * hours * 3600.0
+    ref_water = evap_j / LATENT_HEAT_J_PER_KG * (1.0 + blow)
+    it_kwh = hours * p_node / 1000.0
+    m = res.metrics
+    inv = {"the node ran at full load throughout": abs(m["energy.it_kwh"] - it_kwh) < 1e-9 * it_kwh}
+    tol = 1e-9
+    return [
+        result("evaporative_water", "supply held by the evaporative units (°C)", ref_supply,
+               Exact(supply, tol * max(1.0, ref_supply)), s, "max(set point, T_wb + (1 − ε)(T_db − T_wb))",
+               invariants=inv, sample="exact", wrong={"supply at wet-bulb (ε = 1)": t_wb, "set point held": sp}),
+        result("evaporative_water", "site water (L)", ref_water,
+               Exact(float(m["water.site_l"]), tol * max(1.0, ref_water)), s,
+               "P/ΔT_IT·(T_db − T_supply)·T/h_fg·(1 + blowdown)", invariants=inv, sample="exact",
+               wrong={"no blowdown": ref_water / (1.0 + blow),
+                      "all heat evaporated (cooling tower)": p_node * hours * 3600.0 / LATENT_HEAT_J_PER_KG
+                      * (1.0 + blow)}),
+        result("evaporative_water", "WUE (L/kWh)", ref_water / it_kwh,
+               Exact(float(m["water.wue_l_per_kwh"]), tol * max(1.0, ref_water / it_kwh)), s,
+               "site water / IT energy", invariants=inv, sample="exact",
+               wrong={"per kWh of facility energy": ref_water / float(m["energy.facility_kwh"])}),
+    ]

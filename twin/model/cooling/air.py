@@ -112,7 +112,8 @@ class AirRooms(CoolingState):
         a = self.air
         assert a is not None
         f = plant.crah_capacity_factor(self.ambient_h, a.design_ambient_c, a.derate_per_c)
-        self._hours = [int(k) for k in np.flatnonzero(f[1:] != f[:-1]) + 1 if k < self.H]
+        change = np.union1d(np.flatnonzero(f[1:] != f[:-1]) + 1, self._base_change_hours())  # + evaporative base
+        self._hours = [int(k) for k in change if k < self.H]
         self._f_hours = f[self._hours]  # the capacity factor from each of those hours on
         self._hour_timer = self.engine.timer(self._hour)
         self._schedule_hour(0)
@@ -145,10 +146,16 @@ class AirRooms(CoolingState):
 
     def _air_heat_w(self, gpu_w: Any, up: Any) -> Any:
         """Heat (W) nodes give their air zone: non-GPU power, plus the GPUs' in an air-cooled hall, of the
-        nodes in service (``gpu_w``: power per GPU, W; ``up``: in service)."""
+        nodes in service (``gpu_w``: power per GPU, W; ``up``: in service). A non-GPU load that follows
+        utilisation (``cluster.node.non_gpu_idle_w``) is taken at the utilisation of ``gpu_w`` (the GPUs'
+        demand; under a power-chain cap, their capped draw, which gives a lower utilisation)."""
+        ng: Any = self.non_gpu_w
+        if self.non_gpu_idle_w != self.non_gpu_w:
+            u = np.clip((gpu_w - self.idle_w) / (self.tdp_w - self.idle_w), 0.0, 1.0)
+            ng = self.non_gpu_idle_w + (self.non_gpu_w - self.non_gpu_idle_w) * u
         if self.air_share is not None:  # heat capture: the air carries (1 − f) of the node's heat
-            return self.air_share * (self.non_gpu_w + gpu_w * self.g) * up
-        return (self.non_gpu_w + (gpu_w * self.g if self.type == "air" else 0.0)) * up
+            return self.air_share * (ng + gpu_w * self.g) * up
+        return (ng + (gpu_w * self.g if self.type == "air" else 0.0)) * up
 
     def _derate_at(self, t_h: float) -> float:
         """Capacity factor of the CRAH units at time ``t_h`` (derating above the design ambient), the
@@ -193,7 +200,7 @@ class AirRooms(CoolingState):
         elif not over and not np.isnan(self.z_over_since[z]):
             self.z_over_h += now - self.z_over_since[z]
             self.z_over_since[z] = np.nan
-        tgt = plant.room_target_c(self.air.supply_c + self.plant_c, q, cap, self.r_room)  # plant_c: cooling.powered
+        tgt = plant.room_target_c(self._base_supply_c(now) + self.plant_c, q, cap, self.r_room)  # plant_c: cooling.powered
         if tgt == self.z_tgt[z]:
             return
         self.z_S0[z] = self._supply_now(z)
@@ -277,6 +284,8 @@ class AirRooms(CoolingState):
         hourly capacity change matters only if it takes some zone's slack (restarts in a slack zone do not
         depend on its capacity, and no room is in a transient to retarget)."""
         assert self.air is not None
+        if self._base_h is not None:  # evaporative units: the base supply itself changes at those hours
+            return False
         return bool(self.z_slack.all()) and bool((self.z_tgt == self.air.supply_c + self.plant_c).all())
 
     def _schedule_hour(self, i: int) -> None:
@@ -296,9 +305,9 @@ class AirRooms(CoolingState):
     def _hour(self) -> None:
         """Ambient change at an hour where the capacity derating of the air zones changes."""
         self._set_caps()
-        assert self.air is not None
+        base = self._base_supply_c(self.engine.now)  # supply_c, or the evaporative units' base of this hour
         for z in range(len(self.zones)):
-            if not self.z_slack[z] or self.z_tgt[z] != self.air.supply_c + self.plant_c:
+            if not self.z_slack[z] or self.z_tgt[z] != base + self.plant_c:
                 self._retarget(z)
         self._try_restarts()
         self._schedule_hour(self._hour_i + 1)

@@ -23,6 +23,7 @@ from twin.model.cooling.ageing import Ageing
 from twin.model.cooling.air import AirRooms
 from twin.model.cooling.common import _HIST_MAX_C, INF
 from twin.model.cooling.energy import EnergyPue
+from twin.model.cooling.evaporative import EvaporativeAir
 from twin.model.cooling.gpu import GpuState
 from twin.model.cooling.lazy import LazyCrossings
 from twin.model.cooling.liquid import LiquidLoops
@@ -36,8 +37,8 @@ from twin.model.parts import FacilityParts
 from twin.scenario.schema import Scenario
 
 
-class Thermal(Component, GpuState, LazyCrossings, Trips, AirRooms, LiquidLoops, DeferredReplay, Ageing, EnergyPue,
-              PlantLink):
+class Thermal(Component, GpuState, LazyCrossings, Trips, AirRooms, EvaporativeAir, LiquidLoops, DeferredReplay, Ageing,
+              EnergyPue, PlantLink):
     """Component for the ``cooling`` section (see the package docstring). Requires the shared IT power
     (it caps GPUs through it); owns the cooling units (CRAH, CDU, pumps, leaks) as site-level parts."""
 
@@ -89,7 +90,8 @@ class Thermal(Component, GpuState, LazyCrossings, Trips, AirRooms, LiquidLoops, 
         self.shut_c = gp.shutdown_c
         self.alpha = gpw.speed_alpha
         self.C = gp.c_j_per_c
-        self.non_gpu_w = sc.cluster.node.non_gpu_w
+        self.non_gpu_w = sc.cluster.node.non_gpu_w  # at full utilisation
+        self.non_gpu_idle_w = float(sc.cluster.node.non_gpu_idle_w)  # type: ignore[arg-type]  # resolved
         self.max_inlet_c = c.node.max_inlet_c
         self.reboot_h = c.node.reboot_h
         H = eng.horizon_h
@@ -117,6 +119,7 @@ class Thermal(Component, GpuState, LazyCrossings, Trips, AirRooms, LiquidLoops, 
         self._init_plant_link()
         if self.air is not None:
             self._init_air(fac_specs)
+        self._init_evap(fac_specs)
         if self.liquid is not None:
             self._init_liquid(fac_specs)
         self._init_fans()

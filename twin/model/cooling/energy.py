@@ -29,6 +29,9 @@ class EnergyPue(CoolingState):
         ts, it = rec.level_series("site_power_w")  # ITPower: site IT power, W
         ts2, up = rec.level_series("nodes_up")
         bp = np.union1d(np.union1d(ts[ts < H], ts2[ts2 < H]), np.arange(0.0, H, 1.0))
+        if self.evap is not None:  # the water supply's state changes (water and WUE)
+            wb = self._water_breaks_h()
+            bp = np.union1d(bp, wb[wb < H])
         ends = np.append(bp[1:], H)
         dur = ends - bp
         it_v = it[np.searchsorted(ts, bp, side="right") - 1]
@@ -49,6 +52,8 @@ class EnergyPue(CoolingState):
         hours_free: dict[str, float] = {}
         if self.air is not None:
             free = plant.free_cooling(amb, self.air.supply_c, self.air.free_cooling_approach_c)
+            if self.evap is not None:  # evaporative units: no chiller, the supply floats instead
+                free = np.ones_like(free)
             cool += plant.cooling_power_w(air_heat, self.air.fan_kw_per_kw, cop, free)
             hours_free["air"] = float(dur[free].sum())
         if self.liquid is not None:
@@ -66,6 +71,8 @@ class EnergyPue(CoolingState):
         m["energy.losses_kwh"] = loss_kwh
         m["energy.facility_kwh"] = fac_kwh
         m["pue"] = fac_kwh / it_kwh if it_kwh > 0 else math.nan
+        if self.evap is not None:
+            m.update(self._evap_metrics(bp, dur, air_heat, it_kwh))
         pos = dur > 0
         m["energy.peak_it_kw"] = float(it_v[pos].max()) / 1000.0 if pos.any() else 0.0
         m["energy.peak_facility_kw"] = float(facility[pos].max()) / 1000.0 if pos.any() else 0.0

@@ -57,7 +57,8 @@ class CoolingState:
     shut_c: float
     alpha: float
     C: float  # J/°C
-    non_gpu_w: float
+    non_gpu_w: float  # at full utilisation
+    non_gpu_idle_w: float  # at zero utilisation (= non_gpu_w: constant)
     max_inlet_c: float
     reboot_h: float
     H: float  # horizon, h
@@ -74,6 +75,16 @@ class CoolingState:
     gpu_on_liquid: bool
     timeline: list[tuple[float, str, int, float, float, float, float]]
     _multi_speed: bool
+
+    # ---- evaporative (EvaporativeAir._init_evap): base supply of the air zones, water supply
+    evap: Any  # twin.scenario.cooling.Evaporative | None
+    _base_h: list[float] | None
+    _water_changes: list[tuple[float, bool]]
+    wet_bulb_h: NDArray[np.float64]
+    _wet_base_h: NDArray[np.float64]
+    _dry_base_h: NDArray[np.float64]
+    water_ok: bool
+    water: FacilityParts
 
     # ---- gpu (GpuState._init_gpu, _init_trace): unit state, accounting, trace
     rspread: NDArray[np.float64]
@@ -229,6 +240,25 @@ class CoolingState:
             raise NotImplementedError
 
         def _zone_cap_w(self, z: int) -> float:  # air
+            raise NotImplementedError
+
+        def _retarget(self, z: int) -> None:  # air
+            raise NotImplementedError
+
+        def _schedule_hour(self, i: int) -> None:  # air
+            raise NotImplementedError
+
+        def _base_supply_c(self, t_h: float) -> float:  # evaporative
+            raise NotImplementedError
+
+        def _base_change_hours(self) -> NDArray[np.int64]:  # evaporative
+            raise NotImplementedError
+
+        def _water_breaks_h(self) -> NDArray[np.float64]:  # evaporative
+            raise NotImplementedError
+
+        def _evap_metrics(self, bp: NDArray[np.float64], dur: NDArray[np.float64], air_heat_w: NDArray[np.float64],
+                          it_kwh: float) -> dict[str, float]:  # evaporative
             raise NotImplementedError
 
         def _schedule_wake(self, t: float) -> None:  # gpu
