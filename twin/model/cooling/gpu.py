@@ -215,6 +215,8 @@ class GpuState(CoolingState):
         if short:
             # short path: every GPU runs at its demand, speed 1, no crossing ahead
             self.tss[gsl] = tss
+            if self._ucap is not None:
+                self._ucap[gsl] = INF
             if self._n_hot:
                 self.t_next[gsl] = INF
                 self.speed[gsl] = 1.0
@@ -266,7 +268,10 @@ class GpuState(CoolingState):
         units' powers, and per node the speed, capped busy GPUs, Σ speed of busy GPUs and thermal cap."""
         u = self.u
         engage = need & (self.engaged[gsl] | (T >= self.slow_c - _EPS_C))
-        xP = np.minimum(fast.power_cap_w(pd, tin, R, self.slow_c, self.pmin_w), draw)  # power once engaged
+        pcap = fast.power_cap_w(pd, tin, R, self.slow_c, self.pmin_w)
+        xP = np.minimum(pcap, draw)  # power once engaged
+        if self._ucap is not None:  # the thermal cap of each engaged GPU, whatever the power chain allows
+            self._ucap[gsl] = np.where(engage, pcap, INF)
         P = np.where(engage, xP, draw)
         capped = engage & (P < draw)
         xsp = fast.capped_speed(xP, pd, self.idle_w, self.alpha)  # speed once engaged, where xP < draw

@@ -74,6 +74,7 @@ class CoolingState:
     gpu_on_liquid: bool
     timeline: list[tuple[float, str, int, float, float, float, float]]
     _multi_speed: bool
+    _ucap: NDArray[np.float64] | None  # per-GPU thermal caps for a site cap's water-filling (ITPower.unit_cap)
 
     # ---- gpu (GpuState._init_gpu, _init_trace): unit state, accounting, trace
     rspread: NDArray[np.float64]
