@@ -320,6 +320,7 @@ class GpuState(CoolingState):
     def _set_tracing(self, on: bool, traced: NDArray[np.int64]) -> None:
         self._flush_for(traced)
         self._tracing = on
+        self._trace_units(on)
         if on:
             self._update(traced)  # a first row at the window start
         self._set_cool(traced)
@@ -334,6 +335,17 @@ class GpuState(CoolingState):
         self._wake_t = INF
         now = self.engine.now
         due = np.flatnonzero(self.t_due <= now + _EPS_H)
+        if len(due) and self._silent_on:
+            # a slowdown crossing that lowers a job's pace (else it would be silent) and has no shutdown after
+            # it: the unit takes its stashed capped state now, in closed form (lazy._settle), as a silent one
+            # does later; nothing else of its node changed since its update, and its group's plan already
+            # counted this crossing (its later crossings were walked from this one's speed)
+            quick = (self.kind[due] == 1) & self.x_ok[due]
+            if np.count_nonzero(quick):
+                q = due[quick]
+                self.t_next[q] = np.minimum(self.t_next[q], now)
+                self._settle(q, now)
+                due = due[~quick]
         if len(due):
             kinds = self.kind[due]
             self.t_next[due] = INF

@@ -66,7 +66,15 @@ class LazyCrossings(CoolingState):
         self.x_tss = np.zeros(G)  # steady state after it, °C
         self.x_ok = np.zeros(G, dtype=bool)  # may be silent (a slowdown crossing, no shutdown after it, untraced)
         self.pw = np.zeros(G)  # power per GPU now (W), kept where units may cross silently
-        self._traced_u = np.repeat(self.trace_mask, self.u) if self.trace_mask.any() else None
+        self._traced_u = None  # units whose crossings stay events: those of traced nodes while tracing
+        self._trace_units(self._tracing)
+
+    def _trace_units(self, on: bool) -> None:
+        """Tracing turns ``on`` or off: a traced node's crossings are events only inside the trace window (its
+        rows are the eager path's there); outside it they may be silent like any other's. (Turning on, the
+        caller updates the traced nodes next, which re-stashes and re-plans their crossings.)"""
+        if self._silent_on:
+            self._traced_u = np.repeat(self.trace_mask, self.u) if on and self.trace_mask.any() else None
 
     # ------------------------------------------------------------------------------------ groups
     def _group(self, nodes: NDArray[np.int64]) -> None:
@@ -198,8 +206,8 @@ class LazyCrossings(CoolingState):
         self.t_next[idx] = INF
         self.t_due[idx] = INF
         self.kind[idx] = 0
+        self._n_silent -= int(np.count_nonzero(self.silent[idx]))  # (a wake-up settles crossings that are not)
         self.silent[idx] = False
-        self._n_silent -= len(idx)
         tmax = float(T.max())
         if tmax > self.tpeak_c:
             self.tpeak_c = tmax

@@ -250,6 +250,12 @@ class CoolingState:
         def _settle_in(self, gsl: Any, now: float) -> None:  # lazy
             raise NotImplementedError
 
+        def _settle(self, idx: NDArray[np.int64], now: float) -> None:  # lazy
+            raise NotImplementedError
+
+        def _trace_units(self, on: bool) -> None:  # lazy
+            raise NotImplementedError
+
         def _stash(self, gsl: Any, t_next: NDArray[np.float64], free_up: NDArray[np.bool_], draw: NDArray[np.float64],
                    tin: NDArray[np.float64], R: NDArray[np.float64], P: NDArray[np.float64], xP: NDArray[np.float64],
                    xsp: NDArray[np.float64]) -> None:  # lazy
