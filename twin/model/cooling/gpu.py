@@ -250,12 +250,20 @@ class GpuState(CoolingState):
             self._rose = True  # a node leaving service leaves its group's slowest speeds (see lazy._plan)
         if self._n_hot:
             changed = up_n & (caps[nsl] != sp_n)
+            settled = self._settled_sp  # speeds the silent crossings settled above changed (not yet published)
             if np.count_nonzero(changed):
                 ch = nodes[changed]
                 new_sp = sp_n[changed] if not isinstance(sp_n, float) else sp_n
                 if self._silent_on and np.count_nonzero(caps[ch] < new_sp):
                     self._rose = True  # a published speed rose (see lazy._plan)
                 caps[ch] = new_sp
+                if settled:
+                    ch = np.union1d(ch, np.concatenate(settled))
+                    settled.clear()
+                self.engine.bus.publish(Topic.NODE_SPEED, ch)
+            elif settled:
+                ch = np.unique(np.concatenate(settled))
+                settled.clear()
                 self.engine.bus.publish(Topic.NODE_SPEED, ch)
             if short and self._n_hot_check():
                 self._n_hot = 0
@@ -277,13 +285,14 @@ class GpuState(CoolingState):
         xsp = fast.capped_speed(xP, pd, self.idle_w, self.alpha)  # speed once engaged, where xP < draw
         speed = np.where(capped, xsp, 1.0)
         tss = fast.steady_c(tin, P, R)
-        tau = fast.tau_s(R, self.C)
+        tau = self.tau[gsl]  # (fast.tau_s(R, C): just set by _update_now)
         # next crossing: slowdown for free GPUs heading above it, shutdown for capped ones settling above it
         t_cross = np.full(len(tss), INF)
         kind = np.zeros(len(tss), dtype=np.int8)
         free_up = need & ~engage
         if free_up.any():
-            t_cross[free_up] = phys.crossing_time_s(T[free_up], tss[free_up], self.slow_c, tau[free_up])
+            # (free and heading above: T < slowdown < T_ss, so the crossing exists)
+            t_cross[free_up] = fast.rise_time_s(T[free_up], tss[free_up], self.slow_c, tau[free_up])
             kind[free_up] = 1
         hot = engage & (tss > self.shut_c)
         if hot.any():
@@ -305,7 +314,7 @@ class GpuState(CoolingState):
         spsum_n = np.where(busy_g, speed.reshape(-1, u), 0.0).sum(axis=1) * self.w
         # the node's thermal cap as the per-GPU mean of its powers: exact for the node's total while the
         # thermal cap is the tightest (a stated approximation when PSU caps bind on the same node)
-        it_caps = np.where(capped_g.any(axis=1), P.reshape(-1, u).mean(axis=1), INF)
+        it_caps = np.where(capped_g.any(axis=1), np.add.reduce(P.reshape(-1, u), axis=1) / u, INF)  # (= mean)
         if not self._silent_on:  # (else _plan schedules the wake-up, once the silent crossings are known)
             m = float(t_next.min())
             if m < self._wake_t:

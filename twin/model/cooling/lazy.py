@@ -51,6 +51,7 @@ class LazyCrossings(CoolingState):
         self._gid_of: dict[int, tuple[NDArray[np.int64], int]] = {}  # id(published array) -> (array, group)
         self._groups: dict[int, NDArray[np.int64]] = {}
         self._next_gid = 0
+        self._settled_sp: list[NDArray[np.int64]] = []  # nodes whose speed a settling inside an update changed
         self._pw_t: list[NDArray[np.float64]] = []  # site power corrections: times (h) and changes (W)
         self._pw_dv: list[NDArray[np.float64]] = []
 
@@ -256,10 +257,12 @@ class LazyCrossings(CoolingState):
             self._tp_t.extend(ts_o[nz].tolist())
             self._tp_dv.extend(d[nz].tolist())
         # IT power: the nodes' thermal caps from now, and the crossings' changes over [t_x, now) in closed form
-        gu = self._gpus(nodes)
-        pw_g = self.pw[gu].reshape(-1, u)
-        it_caps = np.where((self.speed[gu].reshape(-1, u) < 1.0).any(axis=1), pw_g.mean(axis=1), INF)
-        self.it.set_cap("thermal", nodes, it_caps)
+        if not self._in_update:  # (inside an update of these nodes, it sets their thermal caps from now)
+            gu = self._gpus(nodes)
+            pw_g = self.pw[gu].reshape(-1, u)
+            it_caps = np.where((self.speed[gu].reshape(-1, u) < 1.0).any(axis=1), np.add.reduce(pw_g, axis=1) / u,
+                               INF)
+            self.it.set_cap("thermal", nodes, it_caps)
         if np.count_nonzero(dP):
             self.it.energy_wh += float((dP * held).sum())
             self._pw_t.append(ts)
@@ -269,7 +272,10 @@ class LazyCrossings(CoolingState):
         changed = nodes[caps[nodes] != new_caps]
         if len(changed):
             caps[nodes] = new_caps
-            self.engine.bus.publish(Topic.NODE_SPEED, changed)
+            if self._in_update:  # published once by the update, with its own changes (the same time)
+                self._settled_sp.append(changed)
+            else:
+                self.engine.bus.publish(Topic.NODE_SPEED, changed)
 
     def _finish_lazy(self, H: float) -> None:
         """At the horizon: settle every silent crossing due by ``H`` and merge the site power corrections into

@@ -131,6 +131,7 @@ class CoolingState:
     x_ok: NDArray[np.bool_]
     pw: NDArray[np.float64]
     _traced_u: NDArray[np.bool_] | None
+    _settled_sp: list[NDArray[np.int64]]
 
     # ---- trips (Trips._init_trips)
     tripped: dict[int, tuple[float, str]]
