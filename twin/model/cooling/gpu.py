@@ -211,13 +211,15 @@ class GpuState(CoolingState):
         caps = self.speed_caps
         busy_n = (up_n & (util > 0.0)) * float(g)
         # (np.count_nonzero: the cheapest any() of a small boolean array)
-        short = not np.count_nonzero(need) and not np.count_nonzero(self.engaged[gsl])
+        short = not np.count_nonzero(need)
         if short:
-            # short path: every GPU runs at its demand, speed 1, no crossing ahead
+            # short path: every GPU runs at its demand, speed 1, no crossing ahead (a GPU that was engaged is
+            # released: nothing would settle above the slowdown, as _throttle finds with every engage False)
             self.tss[gsl] = tss
             if self._ucap is not None:
                 self._ucap[gsl] = INF
             if self._n_hot:
+                self.engaged[gsl] = False
                 self.t_next[gsl] = INF
                 self.speed[gsl] = 1.0
                 if self._silent_on:
