@@ -7,7 +7,8 @@ slowdown temperature, each will, at its crossing time t_x, cap its power at P_x 
 that is known at the update (``_stash``). The crossings of a *group* (the nodes a job's load change was
 published for, ``Topic.NODE_LOAD``: the job's nodes) are walked in time order from the group's slowest
 published speed: a crossing whose s_x is below every speed the group has by then lowers the job's pace
-and stays an event (the wake-up, as before); every other one is *silent* (``_plan``). A silent crossing
+and stays an event (the wake-up; there the unit takes its stashed state in closed form, ``_settle`` with no
+held time, not a direct update of its node); every other one is *silent* (``_plan``). A silent crossing
 changes nothing anyone reads before its node's next update: the job's pace is already at or below s_x.
 It is settled when its node is next updated, its group re-planned, or at the end (``_settle``): the unit
 takes its capped state from t_x on, and what the eager wake-up would have changed at t_x is added for
@@ -19,9 +20,9 @@ So events are due where a job's pace, a unit's state (a cooling unit, a load, an
 changes, and the cost of a load change grows with the pace changes it causes, not with its GPUs.
 
 Taken only where nothing else reads a node's power or speed between events: no second speed source (a
-power chain), no ageing, and never for traced nodes (their trace rows are the eager path's); otherwise
-every crossing is an event, as with identical GPUs. ``tests/test_thermal_perf.py`` checks the two paths
-agree (every node traced against untraced).
+power chain), no ageing, and not for traced nodes inside their trace window (their rows are the eager
+path's there); otherwise every crossing is an event, as with identical GPUs. ``tests/test_thermal_perf.py``
+and ``tests/test_thermal_hetero.py`` check the two paths agree (every node traced against untraced).
 """
 
 from __future__ import annotations
