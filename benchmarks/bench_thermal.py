@@ -8,6 +8,12 @@ the cost of the thermal model alone. The baseline without any cooling section is
 Loop time only (``Model.loop_s``: the event loop, not building or output), median of repetitions run
 interleaved in one process, so machine drift hits every variant alike.
 
+Heterogeneous GPUs (issue 23, off by default): ``air_hetero`` and ``liquid_hetero`` are the two halls with
+the heterogeneity proposed as defaults (R spread 0.05 and, in air, chassis preheat 2 °C, rack rise 1 °C,
+recirculation 0.5 °C), ``air_rsigma`` air.yaml with the R spread alone. Their ratios (``ratio_air_hetero``
+against thermal off, target 1.6; ``ratio_liquid_hetero``, 1.2; ``ratio_rsigma`` against identical GPUs, 2)
+are reported, not gated (``benchmarks/README.md``: not met yet).
+
     python benchmarks/bench_thermal.py [--quick]
 """
 
@@ -27,6 +33,9 @@ from twin.scenario.loader import load_scenario  # noqa: E402
 from twin.sim import Model  # noqa: E402
 
 TARGET_RATIO = 1.2  # issue 10: thermal on / off loop time
+HETERO = ["cooling.gpu.r_sigma=0.05", "cooling.air.slot_preheat_c=2", "cooling.air.rack_rise_c=1",
+          "cooling.air.recirculation_c=0.5"]
+"""The heterogeneity proposed as defaults by issue 23 (the air offsets do nothing in a liquid hall)."""
 
 
 def _loop_s(path: Path, sets: list[str]) -> tuple[float, int]:
@@ -51,6 +60,9 @@ def run(quick: bool = True) -> dict[str, Any]:
         "air_on": (ROOT / "scenarios" / "air.yaml", horizon),
         "liquid_off": (ROOT / "scenarios" / "liquid.yaml", horizon + ["cooling.thermal=false"]),
         "liquid_on": (ROOT / "scenarios" / "liquid.yaml", horizon),
+        "air_hetero": (ROOT / "scenarios" / "air.yaml", horizon + HETERO),
+        "air_rsigma": (ROOT / "scenarios" / "air.yaml", horizon + HETERO[:1]),
+        "liquid_hetero": (ROOT / "scenarios" / "liquid.yaml", horizon + HETERO),
     }
     times: dict[str, list[float]] = {k: [] for k in variants}
     events: dict[str, int] = {}
@@ -72,6 +84,9 @@ def run(quick: bool = True) -> dict[str, Any]:
         "ratio_liquid": med["liquid_on"] / med["liquid_off"],
         "ratio": max(med["air_on"] / med["air_off"], med["liquid_on"] / med["liquid_off"]),
         "ratio_air_vs_no_cooling": med["air_on"] / med["none"],
+        "ratio_air_hetero": med["air_hetero"] / med["air_off"],
+        "ratio_liquid_hetero": med["liquid_hetero"] / med["liquid_off"],
+        "ratio_rsigma": med["air_rsigma"] / med["air_on"],
         "target_ratio": TARGET_RATIO,
     }
 

@@ -142,3 +142,15 @@ def test_capped_speed_is_physics_where_capped(cap: list[float], demand: float, i
     m = C < D
     got = fast.capped_speed(C, D, idle, alpha)[m]
     assert np.array_equal(got, np.asarray(phys.speed_fraction(C, D, idle, alpha))[m])
+
+
+@settings(max_examples=300, deadline=None)
+@given(t=_temp, gap=st.floats(1e-6, 100.0), over=st.floats(1e-6, 100.0), tau=_tau)
+def test_rise_time_is_physics_crossing_time_bit_for_bit(t: float, gap: float, over: float, tau: float) -> None:
+    """Where a unit crosses (T0 < T_x < T_ss: the throttling path calls it only there)."""
+    tx = t + gap
+    tss = tx + over
+    if not t < tx < tss:  # (rounding at large magnitudes)
+        return
+    got = fast.rise_time_s(np.array([t]), np.array([tss]), tx, np.array([tau]))
+    assert got[0] == phys.crossing_time_s(t, tss, tx, tau)

@@ -560,3 +560,28 @@ def test_latent_generator_failure_found_by_an_outage() -> None:
     g = t[t["part"] == "generator"].iloc[0]
     assert g["fail_h"] == pytest.approx(50.0) and g["detected_h"] == pytest.approx(400.0)
     assert m["power.down_node_hours.feed"] > 0
+
+
+def test_site_cap_with_heterogeneous_gpus_settles() -> None:
+    """Per-GPU thermal units (an R spread) under a binding site cap. The thermal model's node cap is the mean of
+    its GPUs' powers, and the free GPUs of a throttled node draw the site cap: filled against that node cap, a
+    site cap moved the thermal cap that moved it, without end (RecursionError, issue 23). The site cap now
+    water-fills against each GPU's own thermal cap: the run ends, the cap binds, and the site's IT power stays
+    at or below the cap whenever the GPUs are not at their floor."""
+    from twin.scenario.loader import load_scenario
+    from twin.sim import Model
+
+    base = Path(__file__).resolve().parents[1] / "scenarios" / "air.yaml"
+    cap_w = 128 * (4600 + 8 * 613)
+    sets = ["horizon_days=2", "cooling.gpu.r_air_c_per_w=0.1", "cooling.gpu.r_sigma=0.05",
+            "workload={jobs: [{name: all, gpus: 1024, work_h: 1000000}]}",
+            f"power={{topology: n+1, utility: {{outages_per_year: 0}}, site_cap_w: {cap_w}}}"]
+    model = Model(load_scenario(base, sets).scenario)
+    th = model.by_section["cooling"]
+    assert th.u == 8  # one thermal unit per GPU
+    model.run()
+    res = model.result()
+    assert res.metrics["power.site_capped_gpu_hours"] > 0.9 * 1024 * 48.0
+    assert res.metrics["thermal.throttled_gpu_hours"] > 0  # some GPUs hold at their own thermal cap
+    _, vs = model.engine.recorder.levels["site_power_w"]
+    assert max(vs[1:]) <= cap_w * (1 + 1e-12)

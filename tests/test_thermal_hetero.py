@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from twin.model.cooling.component import Thermal
 from twin.model.workload import RUNNING
 from twin.scenario.loader import load_scenario
-from twin.sim import Model
+from twin.sim import Model, run_replication
 
 from test_thermal import assert_same_results, lazy_and_direct  # noqa: E402  (tests/ is on sys.path)
 
@@ -176,3 +176,33 @@ def test_cells_of_per_gpu_units_equal_the_direct_path(monkeypatch: pytest.Monkey
     assert calls  # the cell path was taken
     assert lazy.metrics["thermal.trips"] > 0  # the loop's lost flow: throttling and trips on the direct path
     assert_same_results(lazy, direct)
+
+
+def test_pace_wakeups_and_traced_nodes_outside_their_window_equal_the_eager_path(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The heterogeneity defaults of issue 23 (R spread 0.05, chassis, rack and recirculation offsets), a CRAH and
+    a fan loss: a wake-up at a crossing that lowers a job's pace settles it in closed form (``lazy._settle``)
+    instead of a direct update of its node, and a traced node's crossings may be silent outside its trace
+    window; both against every crossing an event and every load change direct (every node traced all along),
+    to 1e-9 in every metric and table."""
+    calls: list[int] = []
+    orig = Thermal._settle
+
+    def spy(self: Thermal, idx: Any, now: float) -> None:
+        calls.append(int(np.count_nonzero(~self.silent[idx])))  # crossings settled that were not silent
+        orig(self, idx, now)
+
+    monkeypatch.setattr(Thermal, "_settle", spy)
+    sets = ["horizon_days=6", "cooling.gpu.r_sigma=0.05", "cooling.air.slot_preheat_c=2", "cooling.air.rack_rise_c=1",
+            "cooling.air.recirculation_c=0.5", CRAH_LOSS]
+    lazy = run_replication(load_scenario(SCEN / "air.yaml", [*sets, "cooling.trace={nodes: [0, 5], from_h: 40, to_h: 60}"]
+                                         ).scenario)
+    assert sum(calls) > 0  # wake-ups took the closed form
+    every = ",".join(str(i) for i in range(128))
+    direct = run_replication(load_scenario(
+        SCEN / "air.yaml", [*sets, f"cooling.trace={{nodes: [{every}], from_h: 0, to_h: 100000}}"]).scenario)
+    assert lazy.metrics["thermal.throttled_gpu_hours"] > 0 and lazy.metrics["thermal.mean_speed"] < 0.99
+    assert_same_results(lazy, direct)
+    tr = lazy.tables["thermal_trace"]
+    assert set(tr["node"].unique()) == {0, 5} and tr["time_h"].between(40, 60).all()
+    assert lazy.events_processed < 0.5 * direct.events_processed

@@ -123,6 +123,8 @@ class ITPower(Component):
         self.caps: dict[str, NDArray[np.float64]] = {}
         self._n_finite: dict[str, int] = {}  # per source written through set_cap: nodes with a finite cap
         self._direct: set[str] = set()  # sources written directly (always taken into account)
+        self.unit_caps: dict[str, NDArray[np.float64]] = {}
+        """Per-GPU caps (W, shape nodes × GPUs) of sources whose GPUs in one node differ (``unit_cap``)."""
         self.energy_wh = 0.0
         self._total = 0.0
         self._t = engine.now
@@ -155,6 +157,16 @@ class ITPower(Component):
         self._direct.add(source)
         self._uncapped = False
         return self._array(source)
+
+    def unit_cap(self, source: str) -> NDArray[np.float64]:
+        """Writable per-GPU cap (W, nodes × GPUs, created at inf) of ``source``, for a source whose GPUs in one
+        node have different caps (per-GPU thermal units). The source still sets its node cap (``set_cap``: the
+        per-GPU mean of its GPUs' powers, which fixes the node's power); this array is what a site cap
+        water-fills against (``PowerChain``), since that node cap depends on the site cap itself."""
+        arr = self.unit_caps.get(source)
+        if arr is None:
+            arr = self.unit_caps[source] = np.full((self.cluster.n_nodes, self.gpus), np.inf)
+        return arr
 
     def cap_of(self, source: str) -> NDArray[np.float64]:
         """The GPU cap array (W) of ``source`` for reading (write it with ``set_cap``)."""
@@ -892,10 +904,24 @@ class PowerChain(Component):
         try:
             all_nodes = np.arange(self.n)
             on = self.cluster.down_count == 0
-            x = np.minimum(self.it.gpu_demand_w(all_nodes), self.it.min_cap(all_nodes, exclude="power_site"))[on]
-            fixed = (self.non_gpu_w * on.sum() if self.it.non_gpu_idle_w == self.non_gpu_w
-                     else float(self.it.non_gpu_w_of(all_nodes)[on].sum()))  # non-GPU load following utilisation
-            c = site_gpu_cap_w(x, self.g, fixed, self.spec.site_cap_w)
+            it = self.it
+            fixed = (self.non_gpu_w * on.sum() if it.non_gpu_idle_w == self.non_gpu_w
+                     else float(it.non_gpu_w_of(all_nodes)[on].sum()))  # non-GPU load following utilisation
+            if not it.unit_caps:
+                x = np.minimum(it.gpu_demand_w(all_nodes), it.min_cap(all_nodes, exclude="power_site"))[on]
+                c = site_gpu_cap_w(x, self.g, fixed, self.spec.site_cap_w)
+            else:
+                # per-GPU caps (heterogeneous thermal units): water-fill over GPUs. Their source's node cap is
+                # the mean of its GPUs' powers, some of which are this site cap: filling against it would move
+                # the cap that moves it, without end (issue 23); the per-GPU caps do not depend on it.
+                xn = it.gpu_demand_w(all_nodes)
+                for name, arr in it.caps.items():
+                    if name != "power_site" and name not in it.unit_caps:
+                        np.minimum(xn, arr, out=xn)
+                xg = np.repeat(xn[:, None], self.g, axis=1)
+                for arr in it.unit_caps.values():
+                    np.minimum(xg, arr, out=xg)
+                c = site_gpu_cap_w(xg[on], 1.0, fixed, self.spec.site_cap_w)
             self._site_short = bool(c < self.min_w)
             c = max(c, self.min_w)
             self.it.set_cap("power_site", None, c)

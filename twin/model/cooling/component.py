@@ -158,6 +158,9 @@ class Thermal(Component, GpuState, LazyCrossings, Trips, AirRooms, EvaporativeAi
             return
         # a second speed source (the power model's caps; sources are made while the models are built)
         self._multi_speed = len(eng.speed_caps) > 1
+        # per-GPU units under a power chain: their own caps for the site cap's water-filling (the node cap, the
+        # mean of the GPUs' powers, holds site-capped GPUs' powers and would move with the site cap)
+        self._ucap = self.it.unit_cap("thermal").reshape(-1) if self.u > 1 and self._multi_speed else None
         self._start_ageing()
         self._start_lazy()
         self._update(np.arange(self.N))

@@ -19,7 +19,8 @@ from numpy.typing import NDArray
 from twin.physics import thermal as phys
 
 __all__ = ["demand_w", "steady_c", "tau_s", "power_cap_w", "capped_speed", "step_c", "log_decay", "step_log_c", "shared_segments_c",
-           "grouped_segments_c", "supply_c", "crossing_time_min"]
+           "grouped_segments_c", "supply_c", "crossing_time_min",
+           "rise_time_s"]
 
 
 def demand_w(idle_w: float, tdp_w: float, util: Any) -> Any:
@@ -55,6 +56,14 @@ def capped_speed(cap_w: NDArray[np.float64], demand_w: NDArray[np.float64], idle
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         s = np.minimum(1.0, np.clip((cap_w - idle_w) / (demand_w - idle_w), 0.0, 1.0) ** alpha)
     return np.where(cap_w <= idle_w, 0.0, s)
+
+
+def rise_time_s(t_c: NDArray[np.float64], tss_c: NDArray[np.float64], threshold_c: float,
+                tau_s: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Time (s) at which units at ``t_c`` heading for ``tss_c`` reach ``threshold_c``, for units known to
+    cross it (t_c < threshold_c < tss_c): τ·ln((T0 − T_ss)/(T_x − T_ss)) (``physics.thermal.crossing_time_s``
+    where it crosses)."""
+    return tau_s * np.log((t_c - tss_c) / (threshold_c - tss_c))
 
 
 def step_c(t_c: Any, tss_c: Any, dt_h: Any, tau_s: Any) -> Any:

@@ -211,11 +211,15 @@ class GpuState(CoolingState):
         caps = self.speed_caps
         busy_n = (up_n & (util > 0.0)) * float(g)
         # (np.count_nonzero: the cheapest any() of a small boolean array)
-        short = not np.count_nonzero(need) and not np.count_nonzero(self.engaged[gsl])
+        short = not np.count_nonzero(need)
         if short:
-            # short path: every GPU runs at its demand, speed 1, no crossing ahead
+            # short path: every GPU runs at its demand, speed 1, no crossing ahead (a GPU that was engaged is
+            # released: nothing would settle above the slowdown, as _throttle finds with every engage False)
             self.tss[gsl] = tss
+            if self._ucap is not None:
+                self._ucap[gsl] = INF
             if self._n_hot:
+                self.engaged[gsl] = False
                 self.t_next[gsl] = INF
                 self.speed[gsl] = 1.0
                 if self._silent_on:
@@ -248,12 +252,20 @@ class GpuState(CoolingState):
             self._rose = True  # a node leaving service leaves its group's slowest speeds (see lazy._plan)
         if self._n_hot:
             changed = up_n & (caps[nsl] != sp_n)
+            settled = self._settled_sp  # speeds the silent crossings settled above changed (not yet published)
             if np.count_nonzero(changed):
                 ch = nodes[changed]
                 new_sp = sp_n[changed] if not isinstance(sp_n, float) else sp_n
                 if self._silent_on and np.count_nonzero(caps[ch] < new_sp):
                     self._rose = True  # a published speed rose (see lazy._plan)
                 caps[ch] = new_sp
+                if settled:
+                    ch = np.union1d(ch, np.concatenate(settled))
+                    settled.clear()
+                self.engine.bus.publish(Topic.NODE_SPEED, ch)
+            elif settled:
+                ch = np.unique(np.concatenate(settled))
+                settled.clear()
                 self.engine.bus.publish(Topic.NODE_SPEED, ch)
             if short and self._n_hot_check():
                 self._n_hot = 0
@@ -266,19 +278,23 @@ class GpuState(CoolingState):
         units' powers, and per node the speed, capped busy GPUs, Σ speed of busy GPUs and thermal cap."""
         u = self.u
         engage = need & (self.engaged[gsl] | (T >= self.slow_c - _EPS_C))
-        xP = np.minimum(fast.power_cap_w(pd, tin, R, self.slow_c, self.pmin_w), draw)  # power once engaged
+        pcap = fast.power_cap_w(pd, tin, R, self.slow_c, self.pmin_w)
+        xP = np.minimum(pcap, draw)  # power once engaged
+        if self._ucap is not None:  # the thermal cap of each engaged GPU, whatever the power chain allows
+            self._ucap[gsl] = np.where(engage, pcap, INF)
         P = np.where(engage, xP, draw)
         capped = engage & (P < draw)
         xsp = fast.capped_speed(xP, pd, self.idle_w, self.alpha)  # speed once engaged, where xP < draw
         speed = np.where(capped, xsp, 1.0)
         tss = fast.steady_c(tin, P, R)
-        tau = fast.tau_s(R, self.C)
+        tau = self.tau[gsl]  # (fast.tau_s(R, C): just set by _update_now)
         # next crossing: slowdown for free GPUs heading above it, shutdown for capped ones settling above it
         t_cross = np.full(len(tss), INF)
         kind = np.zeros(len(tss), dtype=np.int8)
         free_up = need & ~engage
         if free_up.any():
-            t_cross[free_up] = phys.crossing_time_s(T[free_up], tss[free_up], self.slow_c, tau[free_up])
+            # (free and heading above: T < slowdown < T_ss, so the crossing exists)
+            t_cross[free_up] = fast.rise_time_s(T[free_up], tss[free_up], self.slow_c, tau[free_up])
             kind[free_up] = 1
         hot = engage & (tss > self.shut_c)
         if hot.any():
@@ -300,7 +316,7 @@ class GpuState(CoolingState):
         spsum_n = np.where(busy_g, speed.reshape(-1, u), 0.0).sum(axis=1) * self.w
         # the node's thermal cap as the per-GPU mean of its powers: exact for the node's total while the
         # thermal cap is the tightest (a stated approximation when PSU caps bind on the same node)
-        it_caps = np.where(capped_g.any(axis=1), P.reshape(-1, u).mean(axis=1), INF)
+        it_caps = np.where(capped_g.any(axis=1), np.add.reduce(P.reshape(-1, u), axis=1) / u, INF)  # (= mean)
         if not self._silent_on:  # (else _plan schedules the wake-up, once the silent crossings are known)
             m = float(t_next.min())
             if m < self._wake_t:
@@ -315,6 +331,7 @@ class GpuState(CoolingState):
     def _set_tracing(self, on: bool, traced: NDArray[np.int64]) -> None:
         self._flush_for(traced)
         self._tracing = on
+        self._trace_units(on)
         if on:
             self._update(traced)  # a first row at the window start
         self._set_cool(traced)
@@ -329,6 +346,17 @@ class GpuState(CoolingState):
         self._wake_t = INF
         now = self.engine.now
         due = np.flatnonzero(self.t_due <= now + _EPS_H)
+        if len(due) and self._silent_on:
+            # a slowdown crossing that lowers a job's pace (else it would be silent) and has no shutdown after
+            # it: the unit takes its stashed capped state now, in closed form (lazy._settle), as a silent one
+            # does later; nothing else of its node changed since its update, and its group's plan already
+            # counted this crossing (its later crossings were walked from this one's speed)
+            quick = (self.kind[due] == 1) & self.x_ok[due]
+            if np.count_nonzero(quick):
+                q = due[quick]
+                self.t_next[q] = np.minimum(self.t_next[q], now)
+                self._settle(q, now)
+                due = due[~quick]
         if len(due):
             kinds = self.kind[due]
             self.t_next[due] = INF

@@ -7,7 +7,8 @@ slowdown temperature, each will, at its crossing time t_x, cap its power at P_x 
 that is known at the update (``_stash``). The crossings of a *group* (the nodes a job's load change was
 published for, ``Topic.NODE_LOAD``: the job's nodes) are walked in time order from the group's slowest
 published speed: a crossing whose s_x is below every speed the group has by then lowers the job's pace
-and stays an event (the wake-up, as before); every other one is *silent* (``_plan``). A silent crossing
+and stays an event (the wake-up; there the unit takes its stashed state in closed form, ``_settle`` with no
+held time, not a direct update of its node); every other one is *silent* (``_plan``). A silent crossing
 changes nothing anyone reads before its node's next update: the job's pace is already at or below s_x.
 It is settled when its node is next updated, its group re-planned, or at the end (``_settle``): the unit
 takes its capped state from t_x on, and what the eager wake-up would have changed at t_x is added for
@@ -19,9 +20,9 @@ So events are due where a job's pace, a unit's state (a cooling unit, a load, an
 changes, and the cost of a load change grows with the pace changes it causes, not with its GPUs.
 
 Taken only where nothing else reads a node's power or speed between events: no second speed source (a
-power chain), no ageing, and never for traced nodes (their trace rows are the eager path's); otherwise
-every crossing is an event, as with identical GPUs. ``tests/test_thermal_perf.py`` checks the two paths
-agree (every node traced against untraced).
+power chain), no ageing, and not for traced nodes inside their trace window (their rows are the eager
+path's there); otherwise every crossing is an event, as with identical GPUs. ``tests/test_thermal_perf.py``
+and ``tests/test_thermal_hetero.py`` check the two paths agree (every node traced against untraced).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class LazyCrossings(CoolingState):
         self._gid_of: dict[int, tuple[NDArray[np.int64], int]] = {}  # id(published array) -> (array, group)
         self._groups: dict[int, NDArray[np.int64]] = {}
         self._next_gid = 0
+        self._settled_sp: list[NDArray[np.int64]] = []  # nodes whose speed a settling inside an update changed
         self._pw_t: list[NDArray[np.float64]] = []  # site power corrections: times (h) and changes (W)
         self._pw_dv: list[NDArray[np.float64]] = []
 
@@ -66,7 +68,15 @@ class LazyCrossings(CoolingState):
         self.x_tss = np.zeros(G)  # steady state after it, °C
         self.x_ok = np.zeros(G, dtype=bool)  # may be silent (a slowdown crossing, no shutdown after it, untraced)
         self.pw = np.zeros(G)  # power per GPU now (W), kept where units may cross silently
-        self._traced_u = np.repeat(self.trace_mask, self.u) if self.trace_mask.any() else None
+        self._traced_u = None  # units whose crossings stay events: those of traced nodes while tracing
+        self._trace_units(self._tracing)
+
+    def _trace_units(self, on: bool) -> None:
+        """Tracing turns ``on`` or off: a traced node's crossings are events only inside the trace window (its
+        rows are the eager path's there); outside it they may be silent like any other's. (Turning on, the
+        caller updates the traced nodes next, which re-stashes and re-plans their crossings.)"""
+        if self._silent_on:
+            self._traced_u = np.repeat(self.trace_mask, self.u) if on and self.trace_mask.any() else None
 
     # ------------------------------------------------------------------------------------ groups
     def _group(self, nodes: NDArray[np.int64]) -> None:
@@ -198,8 +208,8 @@ class LazyCrossings(CoolingState):
         self.t_next[idx] = INF
         self.t_due[idx] = INF
         self.kind[idx] = 0
+        self._n_silent -= int(np.count_nonzero(self.silent[idx]))  # (a wake-up settles crossings that are not)
         self.silent[idx] = False
-        self._n_silent -= len(idx)
         tmax = float(T.max())
         if tmax > self.tpeak_c:
             self.tpeak_c = tmax
@@ -248,10 +258,12 @@ class LazyCrossings(CoolingState):
             self._tp_t.extend(ts_o[nz].tolist())
             self._tp_dv.extend(d[nz].tolist())
         # IT power: the nodes' thermal caps from now, and the crossings' changes over [t_x, now) in closed form
-        gu = self._gpus(nodes)
-        pw_g = self.pw[gu].reshape(-1, u)
-        it_caps = np.where((self.speed[gu].reshape(-1, u) < 1.0).any(axis=1), pw_g.mean(axis=1), INF)
-        self.it.set_cap("thermal", nodes, it_caps)
+        if not self._in_update:  # (inside an update of these nodes, it sets their thermal caps from now)
+            gu = self._gpus(nodes)
+            pw_g = self.pw[gu].reshape(-1, u)
+            it_caps = np.where((self.speed[gu].reshape(-1, u) < 1.0).any(axis=1), np.add.reduce(pw_g, axis=1) / u,
+                               INF)
+            self.it.set_cap("thermal", nodes, it_caps)
         if np.count_nonzero(dP):
             self.it.energy_wh += float((dP * held).sum())
             self._pw_t.append(ts)
@@ -261,7 +273,10 @@ class LazyCrossings(CoolingState):
         changed = nodes[caps[nodes] != new_caps]
         if len(changed):
             caps[nodes] = new_caps
-            self.engine.bus.publish(Topic.NODE_SPEED, changed)
+            if self._in_update:  # published once by the update, with its own changes (the same time)
+                self._settled_sp.append(changed)
+            else:
+                self.engine.bus.publish(Topic.NODE_SPEED, changed)
 
     def _finish_lazy(self, H: float) -> None:
         """At the horizon: settle every silent crossing due by ``H`` and merge the site power corrections into

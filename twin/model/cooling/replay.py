@@ -51,6 +51,7 @@ class DeferredReplay(CoolingState):
         self._nd_dtype = np.int16 if n < 2**15 else np.int64  # int16 keys sort by radix
         self._tracing = self.trace_from <= 0.0 < self.trace_to
         self._multi_speed = False  # set in start()
+        self._ucap = None  # set in start()
         if self.air is not None:
             full = self._air_heat_w(self.tdp_w, 1.0)  # a node at full load
             self.z_full = np.array([(e - s) * full for s, e in self.zones], dtype=np.float64)

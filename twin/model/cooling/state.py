@@ -75,6 +75,7 @@ class CoolingState:
     gpu_on_liquid: bool
     timeline: list[tuple[float, str, int, float, float, float, float]]
     _multi_speed: bool
+    _ucap: NDArray[np.float64] | None  # per-GPU thermal caps for a site cap's water-filling (ITPower.unit_cap)
 
     # ---- evaporative (EvaporativeAir._init_evap): base supply of the air zones, water supply
     evap: Any  # twin.scenario.cooling.Evaporative | None
@@ -141,6 +142,7 @@ class CoolingState:
     x_ok: NDArray[np.bool_]
     pw: NDArray[np.float64]
     _traced_u: NDArray[np.bool_] | None
+    _settled_sp: list[NDArray[np.int64]]
 
     # ---- trips (Trips._init_trips)
     tripped: dict[int, tuple[float, str]]
@@ -277,6 +279,12 @@ class CoolingState:
             raise NotImplementedError
 
         def _settle_in(self, gsl: Any, now: float) -> None:  # lazy
+            raise NotImplementedError
+
+        def _settle(self, idx: NDArray[np.int64], now: float) -> None:  # lazy
+            raise NotImplementedError
+
+        def _trace_units(self, on: bool) -> None:  # lazy
             raise NotImplementedError
 
         def _stash(self, gsl: Any, t_next: NDArray[np.float64], free_up: NDArray[np.bool_], draw: NDArray[np.float64],
