@@ -572,7 +572,8 @@ def test_site_cap_with_heterogeneous_gpus_settles() -> None:
     from twin.sim import Model
 
     base = Path(__file__).resolve().parents[1] / "scenarios" / "air.yaml"
-    cap_w = 128 * (4600 + 8 * 613)
+    # baseline's node: 3,200 W non-GPU at full load + 8 GPUs at 650 W in training; the cap allows 560 W a GPU
+    cap_w = 128 * (3200 + 8 * 560)
     sets = ["horizon_days=2", "cooling.gpu.r_air_c_per_w=0.1", "cooling.gpu.r_sigma=0.05",
             "workload={jobs: [{name: all, gpus: 1024, work_h: 1000000}]}",
             f"power={{topology: n+1, utility: {{outages_per_year: 0}}, site_cap_w: {cap_w}}}"]

@@ -193,8 +193,9 @@ def test_pace_wakeups_and_traced_nodes_outside_their_window_equal_the_eager_path
         orig(self, idx, now)
 
     monkeypatch.setattr(Thermal, "_settle", spy)
+    # r_air 0.1: the former hot hall (baseline's GPUs draw 650 W in training since twin 0.7, 83.8 C at 0.092)
     sets = ["horizon_days=6", "cooling.gpu.r_sigma=0.05", "cooling.air.slot_preheat_c=2", "cooling.air.rack_rise_c=1",
-            "cooling.air.recirculation_c=0.5", CRAH_LOSS]
+            "cooling.air.recirculation_c=0.5", "cooling.gpu.r_air_c_per_w=0.1", CRAH_LOSS]
     lazy = run_replication(load_scenario(SCEN / "air.yaml", [*sets, "cooling.trace={nodes: [0, 5], from_h: 40, to_h: 60}"]
                                          ).scenario)
     assert sum(calls) > 0  # wake-ups took the closed form
