@@ -45,6 +45,9 @@ CASES: list[tuple[str, list[str], int]] = [
     ("power-dgx-split", ["horizon_days=120"], 0),
     ("power-n", ["horizon_days=120"], 0),
     ("power-n1", ["horizon_days=120"], 0),
+    ("evaporative", ["horizon_days=120"], 0),
+    ("nvl72", ["horizon_days=60"], 0),
+    ("multimodal", [], 0),
     # rack parts (node_down and k-of-n), oversubscribed leaves and trunk flaps (no bundled scenario has them)
     ("fabric-stress", ["horizon_days=120",
                        "cluster.rack_parts={tray: {count: 2, failure: {mtbf_h: 20000}}, shelf: {count: 3, required: 2, "
