@@ -590,15 +590,13 @@ class Workload(Component):
             job.pending_save_h = math.nan  # (the final write supersedes an async write still in flight)
             job.state = CKPT
             timer = job.timer or self._timer_of(job)
-            timer.cancel()
-            self._set_util(job, 0.0)
+            self._set_util(job, 0.0)  # (the pending call of _due is replaced by set: no cancel first)
             timer.set(self._env._now + w, lambda: self._ckpt_done(job, save, final))
         else:
             stall = ck.async_fraction * w
             job.pending_save_h = save
             job.state = CKPT
             timer = job.timer or self._timer_of(job)
-            timer.cancel()
             self._set_util(job, 0.0)
             timer.set(self._env._now + stall, lambda: self._async_resume(job))
             saver = job.saver
