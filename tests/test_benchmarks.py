@@ -114,3 +114,14 @@ def test_twin_never_imports_availsim4_nor_depends_on_it() -> None:
     assert "availsim4" not in (root / "pyproject.toml").read_text(encoding="utf-8").lower()
     peers_src = (root / "benchmarks" / "peers.py").read_text(encoding="utf-8")
     assert "import availsim4" not in peers_src and "from availsim4" not in peers_src
+
+
+def test_peer_runs_twin_from_compiled_bytecode(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """twin's peer runs use a bytecode cache in the benchmark's folder, as AvailSim4's pip-installed
+    environment has its modules compiled: a session's PYTHONDONTWRITEBYTECODE would otherwise make
+    every twin run compile its modules (~0.2 s of each ~1 s run)."""
+    from benchmarks import peers
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    env = peers.twin_environment(tmp_path)
+    assert "PYTHONDONTWRITEBYTECODE" not in env and env["PYTHONPYCACHEPREFIX"] == str(tmp_path / "pycache")

@@ -423,3 +423,36 @@ def test_training_with_a_layout_takes_its_work_from_the_step_model() -> None:
     assert job.training.peak_tflops == 989.0 and 0.0 < job.training.mfu < 1.0
     again = load_dict(loaded.resolved).scenario.workload.jobs[0]
     assert again.work_h == job.work_h and again.training.mfu == job.training.mfu
+
+
+def test_forecast_stores_replications_in_chunks_as_monte_carlo(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forecast's rows are stored as Monte Carlo stores them (twin/experiment/rows.py): chunks while
+    it runs, one file per variant when it is done (before: one file per replication, 2 × 12 here);
+    the rows are those of each replication run on its own; a folder of the older one-file-per-
+    replication layout is resumed without computing, then merged."""
+    from twin.experiment.rows import FLUSH_ENV
+    from twin.experiment.runner import assemble, write_row
+    from twin.forecast.run import rep_dir_of
+
+    monkeypatch.setenv(FLUSH_ENV, "5")  # chunks 1 and 2 while the 12 replications run, merged into 3
+    loaded = load_dict(transient_only_doc())
+    folder = tmp_path / "f"
+    res = run_forecast(loaded, 12, levers=["spares"], spares=3, folder=folder, report=False)
+    files = sorted(p.relative_to(folder).as_posix() for p in (folder / "reps").rglob("*") if p.is_file())
+    assert files == ["reps/baseline/chunk-00003.parquet", "reps/spares/chunk-00003.parquet"], files
+    alone = assemble(run_one(res.base.scenario, i, res.target.name, res.base.hash) for i in range(12))
+    pd.testing.assert_frame_equal(res.rows, alone, check_exact=True)
+
+    # the layout of older versions: one row per file
+    from twin.experiment.rows import read_rows
+
+    rep_dir = rep_dir_of(folder, "baseline")
+    (chunk,) = rep_dir.glob("chunk-*.parquet")
+    for row in read_rows(chunk):
+        write_row(rep_dir / f"rep-{int(row['replication']):05d}.parquet", row)
+    chunk.unlink()
+    again = run_forecast(loaded, 12, levers=["spares"], spares=3, folder=folder, report=False)
+    assert again.computed == 0
+    pd.testing.assert_frame_equal(again.rows, res.rows, check_exact=True)
+    assert [p.name for p in rep_dir.iterdir()] == ["chunk-00001.parquet"]

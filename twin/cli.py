@@ -307,9 +307,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"twin {__version__}")
         return 0
-    import matplotlib
-
-    matplotlib.use("Agg")  # the command line draws files only; notebooks keep their inline backend
+    # the command line draws files only (notebooks keep their inline backend): Agg, chosen through
+    # MPLBACKEND when matplotlib is not imported yet, so that commands that draw nothing never import it
+    if "matplotlib" in sys.modules:
+        sys.modules["matplotlib"].use("Agg")
+    else:
+        os.environ["MPLBACKEND"] = "Agg"
     from twin.console import reset_verbosity
 
     started, cpu_started = time.perf_counter(), time.process_time()

@@ -72,9 +72,10 @@ class RowStore:
     written (:meth:`add`, :meth:`flush`). One writer at a time (the folder's lock)."""
 
     def __init__(self, folder: Path, scenario_hash: str, every_reps: int | None = None,
-                 every_s: float = FLUSH_S) -> None:
+                 every_s: float = FLUSH_S, rows_dir: Path | None = None) -> None:
         self.folder = folder
-        self.dir = folder / "reps"
+        self.dir = rows_dir if rows_dir is not None else folder / "reps"
+        """Where the chunks are: ``folder/reps`` (a forecast keeps one such folder per variant)."""
         self.hash = scenario_hash
         self.every_reps = every_reps or flush_reps()
         self.every_s = every_s
@@ -104,6 +105,25 @@ class RowStore:
                 self.rows[i] = r
                 self.stored.add(i)
         return self.rows
+
+    def load_version(self, version: str) -> set[int]:
+        """Read the stored rows of this scenario made by twin ``version`` (a forecast's resume: rows of
+        another scenario are ignored and rows of another version recomputed, so neither is kept, and
+        :meth:`compact` drops them); returns the replications stored only by another version."""
+        other: set[int] = set()
+        for path in self.sources():
+            for r in read_rows(path):
+                i = r.get("replication")
+                if str(r.get("scenario_hash")) != self.hash or not isinstance(i, int) or i < 0:
+                    continue
+                if str(r.get("twin_version")) != version:
+                    other.add(i)
+                    continue
+                if i in self.rows and not _same_row(self.rows[i], r):
+                    raise InputError(str(path), "", f"replication {i} is stored twice, differently; use --overwrite")
+                self.rows[i] = r
+                self.stored.add(i)
+        return other - self.stored
 
     # ---- writing --------------------------------------------------------------------------
     def add(self, row: dict[str, Any]) -> None:

@@ -260,37 +260,38 @@ def run_reps(loaded: Loaded, reps: int, job_name: str, rep_dir: Path, backend: A
              echo: Callable[[str], None] = lambda s: None) -> pd.DataFrame:
     """Replications 0..reps−1 of ``loaded`` (horizon already set to the bound) on ``backend``
     (twin.experiment.runner.make_backend: serial, local processes or Dask, through the same driver
-    as Monte Carlo): each row is stored in ``rep_dir`` as it finishes (atomically); stored rows of
-    the same scenario hash and twin version are reused, so an interrupted forecast resumes. Returns
-    the rows sorted by replication (the same rows on every backend: the draws depend on the
-    replication only)."""
-    from twin.experiment.runner import assemble, drive, payload_of, read_row, write_row
+    as Monte Carlo). Rows are stored in ``rep_dir`` in chunks as Monte Carlo stores them
+    (:class:`twin.experiment.rows.RowStore`: every 1,000 rows or 30 s, and when the run stops), merged
+    into one file when the variant is complete; stored rows of the same scenario hash and twin version
+    are reused (also the one-file-per-replication ``rep-00007.parquet`` of older versions), so an
+    interrupted forecast resumes. Returns the rows sorted by replication (the same rows on every
+    backend: the draws depend on the replication only)."""
+    from twin.experiment.rows import RowStore
+    from twin.experiment.runner import assemble, drive, payload_of
 
-    rows: dict[int, dict[str, Any]] = {}
-    stale = 0
-    for i in range(reps):
-        p = rep_dir / f"rep-{i:05d}.parquet"
-        if p.is_file():
-            r = read_row(p)
-            if str(r.get("scenario_hash")) == loaded.hash and int(r["replication"]) == i:
-                if str(r.get("twin_version")) == twin.__version__:
-                    rows[i] = r
-                else:  # made by another twin version: the model may have changed, recompute it
-                    stale += 1
+    store = RowStore(rep_dir.parent, loaded.hash, rows_dir=rep_dir)
+    stale = len([i for i in store.load_version(twin.__version__) if i < reps])
+    rows = store.rows
     if stale:
         echo(f"note: {stale} stored replication(s) in {rep_dir} were made by another twin version; recomputing "
              f"them with twin {twin.__version__}")
     todo = [i for i in range(reps) if i not in rows]
 
     def keep(row: dict[str, Any]) -> None:
-        i = int(row["replication"])
-        write_row(rep_dir / f"rep-{i:05d}.parquet", row)
-        rows[i] = row
+        store.add(row)
         if on_row is not None:
             on_row(row)
 
     if todo:
-        drive(backend, {**payload_of(loaded), "job": job_name}, todo, keep, None, echo, task=forecast_batch)
+        try:
+            drive(backend, {**payload_of(loaded), "job": job_name}, todo, keep, None, echo, task=forecast_batch)
+        except BaseException:
+            try:
+                store.flush()  # keep what finished (a full disk may refuse it too: the first error is raised)
+            except OSError:
+                pass
+            raise
+    store.compact()
     return assemble(rows[i] for i in range(reps))
 
 

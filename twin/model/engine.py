@@ -174,11 +174,12 @@ class Timer:
     event at its time, with nothing to call), so the event order is that of the calls made.
     """
 
-    __slots__ = ("_env", "_ev", "_fn", "due_h")
+    __slots__ = ("_cb", "_env", "_ev", "_fn", "due_h")
 
     def __init__(self, engine: Engine, fn: Callable[[], None] | None = None) -> None:
         self._env = engine.env
         self._fn = fn
+        self._cb = self._fire  # the bound method made once, not at every set
         self._ev: _TimerCall | None = None
         self.due_h = math.nan
         """Time (h) of the pending call; NaN when none is pending."""
@@ -198,7 +199,7 @@ class Timer:
             self._fn = fn
         env = self._env
         d = t_h - env._now
-        self._ev = _TimerCall(env, d if d > 0.0 else 0.0, self._fire)
+        self._ev = _TimerCall(env, d if d > 0.0 else 0.0, self._cb)
         self.due_h = t_h
 
     def reschedule(self, t_h: float) -> None:

@@ -7,6 +7,12 @@ remaining work (its lower bound on the backfill estimate) or +inf. One query —
 queue order that fits the free nodes and, unless it fits the nodes spare at the head's reservation,
 has at most ``T`` hours of work left" — costs O(buckets × log slots) instead of a scan of the queue.
 
+A short queue (at most ``SMALL_MAX`` jobs) is a plain list in queue order instead, scanned in order:
+the scheduler of a busy cluster with a queue of a few jobs (the bundled scenarios: mostly 0 or 1)
+then pays no bucket or tree upkeep. The index is built once the queue grows past ``SMALL_MAX`` and
+dropped once it falls below ``SMALL_MIN`` (apart, so that a queue hovering at a bound does not
+rebuild at every event); both modes answer every query the same (tested).
+
 ``ops`` counts the index's inner-loop steps (buckets visited, tree levels walked or updated, slots
 rebuilt); the scheduler adds its own passes. It is a plain integer so that tests can count scheduler
 operations per event (operations, not seconds).
@@ -14,6 +20,7 @@ operations per event (operations, not seconds).
 
 from __future__ import annotations
 
+import bisect
 from array import array
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -24,6 +31,12 @@ if TYPE_CHECKING:  # pragma: no cover
 INF = float("inf")
 ANY = 1.7976931348623157e308
 """A threshold every queued job's remaining work meets (the largest float; free slots hold +inf)."""
+
+
+SMALL_MAX = 32
+"""Longest queue kept as a plain list; one more job builds the index."""
+SMALL_MIN = 8
+"""A queue in the index shorter than this goes back to a plain list."""
 
 
 class MinTree:
@@ -105,15 +118,46 @@ def queue_key(job: Job) -> tuple[int, float, int]:
 class JobQueue:
     """The queued jobs, indexed by priority and size (see the module)."""
 
-    def __init__(self) -> None:
+    def __init__(self, small_max: int = SMALL_MAX, small_min: int = SMALL_MIN) -> None:
+        self.small_max = small_max
+        self.small_min = small_min
+        """The plain list's bounds (``SMALL_MAX``, ``SMALL_MIN``; 0, 0: always the index)."""
         self.buckets: dict[tuple[int, int], _Bucket] = {}
         self.live: dict[tuple[int, int], _Bucket] = {}  # buckets with a queued job
+        self.small: list[Job] | None = [] if small_max > 0 else None
+        """The queued jobs in queue order while the queue is short; None while the index holds them."""
+        self.hidden: set[int] = set()  # ids of the jobs hidden for the pass (both modes)
         self.n = 0
         self.ops = 0
         """Inner-loop steps so far (see the module)."""
 
     def __len__(self) -> int:
         return self.n
+
+    def _build_index(self) -> None:
+        """The short queue's jobs into the index (its list is in queue order: each bucket appends)."""
+        jobs = self.small
+        assert jobs is not None
+        self.small = None
+        self.n = 0
+        for job in jobs:
+            self.add(job, job.qlb)
+            if job.jid in self.hidden:
+                self.hide(job)
+
+    def _drop_index(self) -> None:
+        """The index's queued jobs into a plain list in queue order; every job loses its slot."""
+        queued = []
+        for b in self.buckets.values():
+            self.ops += len(b.jobs)
+            for j in b.jobs:
+                j.qslot = -1
+                if j.queued:
+                    queued.append(j)
+        queued.sort(key=queue_key)
+        self.buckets = {}
+        self.live = {}
+        self.small = queued
 
     def _rebuild(self, b: _Bucket, extra: Job | None) -> None:
         """Slots anew for the bucket's queued jobs (and ``extra``) in queue order; others lose theirs."""
@@ -128,11 +172,22 @@ class JobQueue:
         b.keys = [queue_key(j) for j in keep]
         for i, j in enumerate(keep):
             j.qslot = i
-        b.new = MinTree([j.qlb if j.queued and not j.started_once else INF for j in keep])
-        b.req = MinTree([j.qlb if j.queued and j.started_once else INF for j in keep])
+        hid = self.hidden  # a job hidden for the pass stays hidden in its new slot
+        b.new = MinTree([j.qlb if j.queued and not j.started_once and j.jid not in hid else INF for j in keep])
+        b.req = MinTree([j.qlb if j.queued and j.started_once and j.jid not in hid else INF for j in keep])
 
     def add(self, job: Job, work_left_h: float) -> None:
         """Queue ``job`` with ``work_left_h`` hours of work left (≥ 0)."""
+        small = self.small
+        if small is not None:
+            job.qlb = work_left_h
+            job.queued = True
+            bisect.insort(small, job, key=queue_key)
+            self.ops += 1
+            self.n += 1
+            if self.n > self.small_max:
+                self._build_index()
+            return
         key = (job.priority, job.nodes_needed)
         b = self.buckets.get(key)
         if b is None:
@@ -156,6 +211,18 @@ class JobQueue:
 
     def remove(self, job: Job) -> None:
         """Take ``job`` out of the queue (it starts)."""
+        small = self.small
+        if small is not None:
+            for i, j in enumerate(small):
+                if j is job:
+                    del small[i]
+                    break
+            else:
+                raise ValueError(f"job {job.jid} is not queued")
+            self.ops += i + 1
+            job.queued = False
+            self.n -= 1
+            return
         key = (job.priority, job.nodes_needed)
         b = self.buckets[key]
         self.ops += (b.req if job.started_once else b.new).set(job.qslot, INF)
@@ -164,13 +231,21 @@ class JobQueue:
         if not b.queued:
             del self.live[key]
         self.n -= 1
+        if self.n < self.small_min:
+            self._drop_index()
 
     def hide(self, job: Job) -> None:
         """Leave ``job`` out of queries until :meth:`show` (skipped for the rest of a pass)."""
+        self.hidden.add(job.jid)
+        if self.small is not None:
+            return
         b = self.buckets[(job.priority, job.nodes_needed)]
         self.ops += (b.req if job.started_once else b.new).set(job.qslot, INF)
 
     def show(self, job: Job) -> None:
+        self.hidden.discard(job.jid)
+        if self.small is not None or not job.queued:
+            return
         b = self.buckets[(job.priority, job.nodes_needed)]
         self.ops += (b.req if job.started_once else b.new).set(job.qslot, job.qlb)
 
@@ -180,6 +255,18 @@ class JobQueue:
         nodes), a requeued job ``free + spare``; it may start if it needs at most ``extra`` nodes, or
         has at most ``limit_h`` hours of work left. ``first((big, big), (0, 0), big, ANY)`` is the
         head of the queue."""
+        small = self.small
+        if small is not None:
+            hidden = self.hidden
+            for i, job in enumerate(small):
+                nn = job.nodes_needed
+                k = 1 if nn > 1 else 0
+                if (nn <= free[k] + (spare[k] if job.started_once else 0)
+                        and job.qlb <= (ANY if nn <= extra else limit_h) and not (hidden and job.jid in hidden)):
+                    self.ops += i + 1
+                    return job
+            self.ops += len(small)
+            return None
         best: Job | None = None
         best_key: tuple[int, float, int] | None = None
         for (_, nn), b in self.live.items():
@@ -204,6 +291,8 @@ class JobQueue:
 
     def jobs(self) -> Iterator[Job]:
         """Queued jobs in queue order (tests)."""
+        if self.small is not None:
+            return iter(list(self.small))
         out = [j for b in self.live.values() for j in b.jobs if j.queued]
         return iter(sorted(out, key=queue_key))
 

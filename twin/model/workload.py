@@ -648,7 +648,7 @@ class Workload(Component):
     # ---- timers ---------------------------------------------------------------------------
     def _arm(self, job: Job) -> None:
         """(Re)schedule the job's next checkpoint start or completion at its current rate."""
-        timer = self._timer_of(job)
+        timer = job.timer or self._timer_of(job)
         if job.state != RUNNING or job.rate <= 0:
             timer.cancel()
             return
@@ -735,16 +735,14 @@ class Workload(Component):
         if ck.mode == "sync" or final:
             job.pending_save_h = math.nan  # (the final write supersedes an async write still in flight)
             job.state = CKPT
-            timer = self._timer_of(job)
-            timer.cancel()
-            self._set_util(job, 0.0)
+            timer = job.timer or self._timer_of(job)
+            self._set_util(job, 0.0)  # (the pending call of _due is replaced by set: no cancel first)
             timer.set(self._env._now + w, lambda: self._ckpt_done(job, save, final))
         else:
             stall = ck.async_fraction * w
             job.pending_save_h = save
             job.state = CKPT
-            timer = self._timer_of(job)
-            timer.cancel()
+            timer = job.timer or self._timer_of(job)
             self._set_util(job, 0.0)
             timer.set(self._env._now + stall, lambda: self._async_resume(job))
             saver = job.saver

@@ -23,7 +23,6 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import brentq
 
 from twin.physics.arrays import FloatOrArray, as_f64 as _f, float_or_array as _out
 
@@ -269,6 +268,8 @@ def _crossing_moving_scalar(
         if fb == 0.0:
             return b
         if (fa < 0.0) != (fb < 0.0):
+            from scipy.optimize import brentq  # here: scipy.optimize costs ~0.1 s of every start-up
+
             return float(brentq(f, a, b, xtol=1e-9, rtol=4 * np.finfo(float).eps, maxiter=200))
     return math.inf
 

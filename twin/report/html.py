@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -23,12 +22,12 @@ from typing import Any, Sequence
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import pyarrow as pa  # noqa: E402
 
 from twin.errors import InputError  # noqa: E402
 from twin.report.figures import pareto_bars  # noqa: E402
 from twin.report import metrics as catalogue  # noqa: E402
 from twin.report.numbers import fmt  # noqa: E402
+from twin.report.stored import read_json as _read_json, read_table as _read_table  # noqa: E402
 
 HEADLINE = ("node_availability", "fleet_capacity_availability", "goodput", "useful_gpu_hours", "ettr.max_job",
             "failures", "node_down_hours", "interruptions", "stockouts", "energy.it_kwh", "pue", "pue.flat",
@@ -150,32 +149,6 @@ def _cell(v: Any) -> str:
     if isinstance(v, (float, np.floating)):
         return fmt(float(v))
     return str(v)
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    """A stored JSON mapping of an experiment folder; a missing or damaged one is bad input (exit 2)."""
-    if not path.is_file():
-        raise InputError(str(path.parent), "", f"not an experiment results folder (no {path.name})")
-    try:
-        obj = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(str(path), "", f"damaged: not valid JSON ({exc}); recompute the experiment") from None
-    if not isinstance(obj, dict):
-        raise InputError(str(path), "", f"damaged: a mapping expected, got {type(obj).__name__}; recompute the "
-                         "experiment")
-    return obj
-
-
-def _read_table(path: Path, columns: list[str] | None = None) -> pd.DataFrame:
-    """A stored Parquet table of an experiment folder; a missing or damaged one is bad input (exit 2)."""
-    if not path.is_file():
-        raise InputError(str(path.parent), "", f"incomplete or damaged experiment folder: {path.name} is missing; "
-                         "recompute the experiment")
-    try:
-        return pd.read_parquet(path, columns=columns)
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(str(path), "", f"damaged: not a readable Parquet table ({exc}); recompute the "
-                         "experiment") from None
 
 
 def ordered_metrics(metrics: Sequence[str]) -> list[str]:
