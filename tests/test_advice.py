@@ -169,10 +169,13 @@ def test_checkpoint_flag_follows_daly() -> None:
     wl = sc.workload
     job = wl.jobs[0]
     nodes = job.gpus // sc.cluster.node.gpus
-    M = 1.0 / sum(r for _, _, r in job_interruption_rates_per_h(sc, nodes))
+    rows = job_interruption_rates_per_h(sc, nodes)
+    M = 1.0 / sum(r for _, _, r in rows)
     delta = job.checkpoint.size_gb / wl.storage.write_gb_per_s / 3600
     R = (wl.restart.detection_h + wl.restart.reschedule_h + job.checkpoint.size_gb / wl.storage.read_gb_per_s / 3600
          + wl.restart.warmup_h)
+    (sdc_rate,) = [r for src, _, r in rows if src == "sdc"]  # the SDC share also loses the detection latency
+    R += sdc_rate * M * sc.health.sdc.detection.value_h
     tau_d = float(cf.daly_interval_h(delta, M))
 
     def ettr(tau: float) -> float:
@@ -185,6 +188,80 @@ def test_checkpoint_flag_follows_daly() -> None:
     for tau in (tau_d, 1.5 * tau_d):
         near = load_scenario(PRETRAIN, [f"workload.jobs.0.checkpoint.interval_h={tau!r}"]).scenario
         assert not [a for a in advise(near) if "checkpoint" in a.field]
+
+
+def _daly_flag(sc: Any, extra_rate_per_h: float, latency_h: float) -> tuple[float, str, str]:
+    """(Daly's optimum for job 0 of ``sc`` at its hardware rate plus ``extra_rate_per_h``, with
+    ``latency_h`` × M added to R (the SDC share's lost latency); the head and the tail of the advice's
+    text built by hand)."""
+    wl = sc.workload
+    job = wl.jobs[0]
+    nodes = job.gpus // sc.cluster.node.gpus
+    hw = sum(r for _, effect, r in job_interruption_rates_per_h(sc, nodes) if effect not in ("rollback", "straggler"))
+    M = 1.0 / (hw + extra_rate_per_h)
+    delta = job.checkpoint.size_gb / wl.storage.write_gb_per_s / 3600
+    R = (wl.restart.detection_h + wl.restart.reschedule_h + job.checkpoint.size_gb / wl.storage.read_gb_per_s / 3600
+         + wl.restart.warmup_h) + latency_h * M
+    tau_d = float(cf.daly_interval_h(delta, M))
+
+    def ettr(tau: float) -> float:
+        return tau / float(cf.daly_expected_wall_time_h(tau, tau, delta, R, M))
+
+    return tau_d, (f"Daly's optimum {tau_d:.3g} h for job {job.name!r} ({nodes} nodes: interruptions every {M:.3g} h"), (
+        f"): Daly's ETTR {ettr(job.checkpoint.interval_h):.3f} here, {ettr(tau_d):.3f} at the optimum")
+
+
+def test_checkpoint_advice_counts_sdc_rollbacks_at_their_closed_form_rate() -> None:
+    """A scenario whose SDC rate dominates: the advised interval is Daly's for hardware + n·p/gap, the
+    detection latency added to R for the SDC share (the advice's docstring)."""
+    sets = ["health.sdc.defective_share=0.05", "health.sdc.corruption.mean_h=100.0", "health.sdc.detection.value_h=0.1"]
+    sc = load_scenario(PRETRAIN, sets).scenario
+    nodes = sc.workload.jobs[0].gpus // sc.cluster.node.gpus
+    rows = {src: (effect, r) for src, effect, r in job_interruption_rates_per_h(sc, nodes)}
+    sdc = nodes * 0.05 / 100.0  # about 3 × the hardware's rate
+    assert rows["sdc"] == ("rollback", pytest.approx(sdc))
+    tau_d, text, tail = _daly_flag(sc, sdc, sdc * 0.1)
+    hw_tau = _daly_flag(sc, 0.0, 0.0)[0]
+    assert tau_d < 0.6 * hw_tau  # the SDC rate moves the optimum (τ ∝ √M: half)
+    (flag,) = [a for a in advise(sc) if a.field == "workload.jobs.0.checkpoint.interval_h"]
+    assert text in flag.text and flag.text.endswith(tail), flag.text
+    assert "SDC rollbacks 76 % of them" in flag.text and "0.1 h detection latency" in flag.text
+    # the latency moves R (hence the ETTRs) but not the interval: Daly's τ does not depend on R
+    slow = load_scenario(PRETRAIN, [*sets, "health.sdc.detection.value_h=0.3"]).scenario
+    (slow_flag,) = [a for a in advise(slow) if a.field == "workload.jobs.0.checkpoint.interval_h"]
+    assert f"optimum {tau_d:.3g} h" in slow_flag.text and slow_flag.text != flag.text
+
+
+def test_checkpoint_advice_counts_straggler_swaps_and_drains() -> None:
+    """pretrain-16k's degraded part (hot-swapped, policy keep) never restarts the job; policy swap
+    restarts it at every failure, keep without hot swap at every replacement (1 − s₁ of failures)."""
+    sc = load_scenario(PRETRAIN).scenario
+    nodes = sc.workload.jobs[0].gpus // sc.cluster.node.gpus
+    assert "slow" not in {src for src, _, _ in job_interruption_rates_per_h(sc, nodes)}
+    fast = ["cluster.node.parts.slow.failure.mtbf_h=500.0"]
+    swap = load_scenario(PRETRAIN, [*fast, "health.stragglers.policy=swap"]).scenario
+    rows = {src: (effect, r) for src, effect, r in job_interruption_rates_per_h(swap, nodes)}
+    assert rows["slow"] == ("straggler", pytest.approx(nodes / 500.0))
+    sdc = swap.health.sdc
+    sdc_rate = nodes * sdc.defective_share / sdc.corruption.mean_h
+    tau_d, text, tail = _daly_flag(swap, nodes / 500.0 + sdc_rate, sdc_rate * sdc.detection.value_h)
+    assert tau_d < 0.5 * _daly_flag(sc, sdc_rate, sdc_rate * sdc.detection.value_h)[0]
+    (flag,) = [a for a in advise(swap) if a.field == "workload.jobs.0.checkpoint.interval_h"]
+    assert text in flag.text and flag.text.endswith(tail) and "straggler restarts" in flag.text, flag.text
+    drain = load_scenario(PRETRAIN, [*fast, "cluster.node.parts.slow.repair.hot_swap=false",
+                                     "cluster.node.parts.slow.repair.ladder.remediate_success=0.25"]).scenario
+    rows = {src: (effect, r) for src, effect, r in job_interruption_rates_per_h(drain, nodes)}
+    assert rows["slow"] == ("straggler", pytest.approx(nodes * 0.75 / 500.0))
+
+
+def test_checkpoint_advice_without_health_rates_is_hardware_only() -> None:
+    """No SDC and no degraded parts: the rates, interval and text are those of the hardware alone."""
+    sc = load_scenario(PRETRAIN, ["health.sdc.defective_share=0.0"]).scenario
+    nodes = sc.workload.jobs[0].gpus // sc.cluster.node.gpus
+    assert not [e for _, e, _ in job_interruption_rates_per_h(sc, nodes) if e in ("rollback", "straggler")]
+    _, text, tail = _daly_flag(sc, 0.0, 0.0)
+    (flag,) = [a for a in advise(sc) if a.field == "workload.jobs.0.checkpoint.interval_h"]
+    assert text + ", checkpoint pause" in flag.text and flag.text.endswith(tail) and "SDC" not in flag.text and "latency" not in flag.text
 
 
 def test_job_interruption_rates_count_node_parts_and_fabric() -> None:

@@ -6,6 +6,7 @@ repair_ladder, rma_palm, dispatch_impact), called here; the rest are direct chec
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 import pytest
@@ -134,3 +135,120 @@ def test_cooling_unit_scopes_in_a_hybrid_hall() -> None:
         assert tuple(fac["cdu_pump"].scope(i)) == tuple(range(*zones[i // 4]))
     assert tuple(fac["leak"].scope(5)) == (5,)
     assert fac["crah"].causes == fac["cdu"].causes == frozenset({"thermal_trip"})
+
+
+def _two_boards() -> dict:
+    """Two nodes, fixed times: boards fail at 100 h (4 h swap, 1 h burn-in, one technician: the second
+    board waits 4 h), GPUs at 150 h (a reset clears every fault in 0.5 h, rung 1), detection 0.25 h;
+    the second node's second board failure (208.25 h) is on the technician's bench at the horizon."""
+    return {"name": "two-boards", "seed": 1, "horizon_days": 210 / 24,
+            "cluster": {"racks": 1, "nodes_per_rack": 2, "node": {"gpus": 8, "parts": {
+                "board": {"failure": {"dist": "fixed", "value_h": 100.0},
+                          "repair": {"time": {"dist": "fixed", "value_h": 4.0}, "burn_in_h": 1.0}},
+                "gpu": {"failure": {"dist": "fixed", "value_h": 150.0},
+                        "repair": {"ladder": {"remediate_success": 1.0,
+                                              "remediate_time": {"dist": "fixed", "value_h": 0.5}}}}}}},
+            "maintenance": {"detection": {"dist": "fixed", "value_h": 0.25}, "crews": {"t": {"count": 1}}}}
+
+
+def test_repair_metrics_are_the_hand_computed_means_of_a_small_ticket_log() -> None:
+    """twin.model.repair.repair_metrics, the one path for full and metrics-only replications, against
+    the ticket log of :func:`_two_boards` worked out by hand: phase means over the tickets that reached
+    the phase (NaN left out), rung counts of done tickets, the crew's busy share of its shift."""
+    res = run_replication(load_dict(_two_boards()).scenario, 0)
+    tk = res.tables["tickets"]
+    nan = float("nan")
+    want_log = [  # part, node, fail, detected, remediated, spare, start, end, back, rung, done
+        ("board", 0, 100.0, 100.25, 100.25, 100.25, 100.25, 104.25, 105.25, 2, True),
+        ("board", 1, 100.0, 100.25, 100.25, 100.25, 104.25, 108.25, 109.25, 2, True),  # waits 4 h for the technician
+        ("gpu", 0, 150.0, 150.25, 150.75, 150.75, 150.75, 150.75, 150.75, 1, True),
+        ("gpu", 1, 150.0, 150.25, 150.75, 150.75, 150.75, 150.75, 150.75, 1, True),
+        ("board", 0, 204.25, 204.5, 204.5, 204.5, 204.5, 208.5, 209.5, 2, True),  # 100 h after its swap ended
+        ("board", 1, 208.25, 208.5, 208.5, 208.5, 208.5, nan, nan, 0, False),  # open at the horizon (210 h)
+    ]
+    cols = ["part", "node", "fail_h", "detected_h", "remediated_h", "spare_h", "start_h", "end_h", "back_h", "rung",
+            "done"]
+    got_log = [tuple(r) for r in tk[cols].itertuples(index=False)]
+    assert len(got_log) == len(want_log)
+    for got, want in zip(got_log, want_log):
+        assert all(g == w or (g != g and w != w) for g, w in zip(got, want)), (got, want)
+    m = res.metrics
+    assert m["repair.wait_detect_h"] == 0.25
+    assert m["repair.remediation_h"] == pytest.approx(1.0 / 6.0, rel=1e-15)  # two 0.5 h resets among six tickets
+    assert m["repair.wait_spare_h"] == 0.0  # no inventory: a spare is always there
+    assert m["repair.wait_crew_h"] == 1.0  # (0 + 4 + 0 + 0) / 4 technician tickets
+    assert m["repair.wait_crew_h.node"] == 1.0 and "repair.wait_crew_h.none" not in m  # every board: 8 GPUs
+    assert m["repair.hands_on_h"] == 4.0  # the open ticket's hands-on time is unknown (NaN): left out
+    assert m["repair.escalation_h"] == 0.0 and m["repair.burn_in_h"] == 1.0
+    assert (m["repair.remediated"], m["repair.replaced"], m["repair.escalated"]) == (2.0, 3.0, 0.0)  # done only
+    assert m["crew_utilisation.t"] == pytest.approx(12.0 / 210.0, rel=1e-15)  # three finished 4 h swaps
+    parts = res.tables["parts"].set_index("part")
+    assert (parts.loc["board", "replaced"], parts.loc["board", "remediated"]) == (2 + 1, 0)
+    assert (parts.loc["gpu", "remediated"], parts.loc["gpu", "replaced"]) == (2, 0)
+    # a metrics-only replication (a Monte-Carlo worker) reports the same, from the same function
+    lean = run_replication(load_dict(_two_boards()).scenario, 0, tables=False).metrics
+    assert {k: v for k, v in lean.items() if k.startswith(("repair.", "crew_"))} == {
+        k: v for k, v in m.items() if k.startswith(("repair.", "crew_"))}
+
+
+def test_full_and_metrics_only_replications_take_repair_metrics_from_one_function(monkeypatch) -> None:
+    """One path (the style guide: no two code paths that do the same job): a full replication and a
+    Monte-Carlo worker's (no tables) both call twin.model.repair.repair_metrics on the ticket records."""
+    import twin.sim
+
+    calls: list[int] = []
+    real = twin.sim.repair_metrics
+
+    def spy(shop, records, *args):  # type: ignore[no-untyped-def]
+        calls.append(len(records))
+        return real(shop, records, *args)
+
+    monkeypatch.setattr(twin.sim, "repair_metrics", spy)
+    sc = load_dict(_two_boards()).scenario
+    run_replication(sc, 0)
+    run_replication(sc, 0, tables=False)
+    assert calls == [6, 6]
+
+
+def test_repair_metrics_of_a_ladder_log_with_escalations_and_stockouts() -> None:
+    """The repair metrics of a log with every kind of ticket (remediation, escalation, RMA, stock-outs, a
+    business-hours crew, an open ticket) against the same means computed row by row in plain Python."""
+    doc = {"name": "ladder-log", "seed": 3, "horizon_days": 120,
+           "cluster": {"racks": 1, "nodes_per_rack": 4, "node": {"gpus": 1, "parts": {
+               "unit": {"count": 4, "required": 2, "effect": "redundant",
+                        "failure": {"dist": "exponential", "mean_h": 40.0},
+                        "repair": {"time": {"dist": "lognormal", "mean_h": 6, "sigma": 0.5},
+                                   "ladder": {"remediate_success": 0.3, "replace_success": 0.8}}},
+               "board": {"failure": {"dist": "weibull", "shape": 1.3, "scale_h": 300}, "repair": {"burn_in_h": 2}}}}},
+           "maintenance": {"detection": {"dist": "fixed", "value_h": 0}, "crews": {"t": {"count": 1, "shift": "business"}},
+                           "spares": {"unit": {"stock": 1, "lead_time_days": 5, "rma_turnaround_days": 3}}}}
+    res = run_replication(load_dict(doc).scenario, 0)
+    rows = res.tables["tickets"].to_dict("records")
+    assert {r["rung"] for r in rows} >= {1, 2, 3} and any(r["stockout"] for r in rows) and len(rows) > 50
+
+    def mean(values: list[float]) -> float:
+        kept = [v for v in values if v == v]
+        return math.fsum(kept) / len(kept) if kept else math.nan
+
+    tech = [r for r in rows if r["rung"] != 1]
+    want = {
+        "repair.wait_detect_h": mean([r["detected_h"] - r["fail_h"] for r in rows]),
+        "repair.remediation_h": mean([r["remediated_h"] - r["detected_h"] for r in rows]),
+        "repair.wait_spare_h": mean([r["spare_h"] - r["remediated_h"] for r in tech]),
+        "repair.wait_crew_h": mean([r["start_h"] - r["spare_h"] for r in tech]),
+        "repair.hands_on_h": mean([r["end_h"] - r["start_h"] for r in tech]),
+        "repair.escalation_h": mean([r["fixed_h"] - r["end_h"] for r in tech]),
+        "repair.burn_in_h": mean([r["back_h"] - r["fixed_h"] for r in tech]),
+        "repair.remediated": float(sum(r["done"] and r["rung"] == 1 for r in rows)),
+        "repair.replaced": float(sum(r["done"] and r["rung"] == 2 for r in rows)),
+        "repair.escalated": float(sum(r["done"] and r["rung"] == 3 for r in rows)),
+    }
+    for cls, test in (("none", lambda g: g <= 0), ("node", lambda g: 0 < g <= 1), ("multi", lambda g: g > 1)):
+        waits = [r["start_h"] - r["spare_h"] for r in tech if r["impact_gpus"] == r["impact_gpus"] and test(r["impact_gpus"])]
+        if [w for w in waits if w == w]:
+            want[f"repair.wait_crew_h.{cls}"] = mean(waits)
+    got = {k: v for k, v in res.metrics.items() if k.startswith("repair.")}
+    assert got.keys() == want.keys()
+    for k, v in want.items():
+        assert got[k] == pytest.approx(v, rel=1e-12, abs=1e-12), k
+    assert want["repair.wait_spare_h"] > 0 and want["repair.escalation_h"] > 0  # stock-outs and escalations counted

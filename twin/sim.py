@@ -33,7 +33,6 @@ from twin.model.power import ITPower, PowerChain
 from twin.model.racks import RackParts
 from twin.model.storage import Storage
 from twin.model.repair import TICKET_COLUMNS, RepairShop, bind_scopes, repair_metrics
-from twin.model.repair_records import repair_metrics_from_records
 from twin.model.cooling.chillers import Plant
 from twin.model.cooling.component import Thermal
 from twin.model.workload import Workload
@@ -295,8 +294,8 @@ class Model:
         """Summarise the replication: its metrics and tables. With ``tables=False`` (a Monte-Carlo
         worker, which stores only metrics) the tables are built only when read (:class:`LazyTables`),
         and the core metrics are taken from the records, not from tables (the repair metrics by
-        :mod:`twin.model.repair_records`): the same metrics, bit for bit, at a fraction of a
-        millisecond for a small system."""
+        :func:`twin.model.repair.repair_metrics`, in both cases): the same metrics, bit for bit, at a
+        fraction of a millisecond for a small system."""
         t0 = time.perf_counter()
         sc = self.sc
         H = sc.horizon_h
@@ -342,12 +341,7 @@ class Model:
         metrics["fleet_capacity_availability"] = time_weighted_mean(ts, vs, H) / n_nodes
         metrics["node_down_hours"] = down_h
         metrics["node_cut_hours"] = cut_h
-        if tables:  # without tickets, repair_metrics reads only the length of the (empty) ticket table
-            repair_m, rungs_by_part = repair_metrics(self.shop, out["tickets"] if rec.tickets else (), H, gpn,
-                                                     list(self.parts) + list(self.facility))
-        else:  # the same metrics from the records, without the table (repair_records.py)
-            repair_m, rungs_by_part = repair_metrics_from_records(self.shop, rec.tickets, H, gpn,
-                                                                  list(self.parts) + list(self.facility))
+        repair_m, rungs_by_part = repair_metrics(self.shop, rec.tickets, H, gpn, list(self.parts) + list(self.facility))
         part_rows: list[dict[str, Any]] = []
         total_fail = 0
         # node-hours down by the part that took the node down (an interval's cause is the first reason

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generator
+from typing import Any, Callable, Generator, Sequence
 
 import numpy as np
 import simpy
@@ -399,12 +399,6 @@ def bind_scopes(sc: Scenario, cluster: Cluster, facility: dict[str, Any]) -> Non
             facility["leak"].scope = lambda i, nb=nb, npr=npr: range(i, min(i + 1 + nb, (i // npr + 1) * npr))
 
 
-def rung_counts(tickets: Any) -> dict[str, float]:
-    """Done tickets per rung of the ladder: ``repair.<remediated|replaced|escalated>``."""
-    done = tickets[tickets["done"].astype(bool)] if len(tickets) else tickets
-    return {f"repair.{name}": float((done["rung"] == r).sum()) if len(done) else 0.0 for r, name in RUNGS.items()}
-
-
 def impact_class(gpus: float, gpus_per_node: int) -> str:
     """Impact class of a ticket: ``none`` (0 GPUs: lost redundancy), ``node`` (up to one node's GPUs),
     ``multi`` (more: a rack, a zone, a loop)."""
@@ -418,12 +412,31 @@ def impact_class(gpus: float, gpus_per_node: int) -> str:
 IMPACT_CLASSES = ("none", "node", "multi")
 
 
-def repair_metrics(shop: RepairShop, tickets: Any, horizon_h: float, gpus_per_node: int,
-                   parts: list[str]) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
-    """Metrics of the repair logistics, and each part type's done tickets per rung (for the parts table).
+_COL = {name: i for i, name in enumerate(TICKET_COLUMNS)}
 
-    Phase means are over the tickets that reached each phase: ``repair.wait_detect_h`` and
-    ``repair.remediation_h`` over all, the rest over those that went to a technician (rung 2 or 3).
+
+def _mean(x: np.ndarray) -> float:
+    """Mean of a float column with NaN left out (NaN when nothing is left): numpy's pairwise sum over the
+    values in ticket order divided by their count, as pandas' ``Series.mean`` computes it."""
+    nan = np.isnan(x)
+    n = int(x.size - nan.sum())
+    if n == 0:
+        return NAN
+    return float(np.where(nan, 0.0, x).sum() / n)
+
+
+def repair_metrics(shop: RepairShop, records: Sequence[tuple[Any, ...]], horizon_h: float, gpus_per_node: int,
+                   parts: list[str]) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
+    """Metrics of the repair logistics, and each part type's done tickets per rung (for the parts table),
+    from the ticket ``records`` (``Recorder.tickets``: rows of :data:`TICKET_COLUMNS` in closing order).
+
+    The one definition of these metrics, for a full replication and a Monte-Carlo worker alike: it reads
+    the records, not the ``tickets`` table, so a worker that keeps only metrics builds no table (issue 31:
+    the table's pandas operations cost ~3 ms a replication whatever the number of tickets).
+
+    Phase means (hours) are over the tickets that reached each phase (NaN phases left out):
+    ``repair.wait_detect_h`` and ``repair.remediation_h`` over all, the rest over those that went to a
+    technician (rung 2 or 3). ``repair.<remediated|replaced|escalated>``: done tickets per rung.
     ``repair.wait_crew_h.<none|node|multi>``: mean wait for a technician by impact class at dispatch
     (:func:`impact_class`; absent when a class had no ticket). ``crew_utilisation.<pool>``: busy
     technician-hours over on-shift technician-hours. Per part type with vendor RMA:
@@ -436,27 +449,35 @@ def repair_metrics(shop: RepairShop, tickets: Any, horizon_h: float, gpus_per_no
         shift_h = pool.calendar.on_shift_hours(horizon_h) * pool.count
         m[f"crew_utilisation.{pool.name}"] = pool.busy_h / shift_h if shift_h else NAN
     by_part: dict[str, dict[str, int]] = {p: {name: 0 for name in RUNGS.values()} for p in parts}
-    if len(tickets):
-        tk = tickets
-        m["repair.wait_detect_h"] = float((tk.detected_h - tk.fail_h).mean())
-        m["repair.remediation_h"] = float((tk.remediated_h - tk.detected_h).mean())
-        rep = tk[tk["rung"] != 1]
-        m["repair.wait_spare_h"] = float((rep.spare_h - rep.remediated_h).mean())
-        m["repair.wait_crew_h"] = float((rep.start_h - rep.spare_h).mean())
-        m["repair.hands_on_h"] = float((rep.end_h - rep.start_h).mean())
-        m["repair.escalation_h"] = float((rep.fixed_h - rep.end_h).mean())
-        m["repair.burn_in_h"] = float((rep.back_h - rep.fixed_h).mean())
-        m.update(rung_counts(tk))
-        cls = rep["impact_gpus"].map(lambda g: impact_class(float(g), gpus_per_node))
-        wait = rep.start_h - rep.spare_h
+    if records:
+        def col(name: str) -> np.ndarray:
+            return np.array([r[_COL[name]] for r in records], dtype=np.float64)
+
+        fail, detected, remediated = col("fail_h"), col("detected_h"), col("remediated_h")
+        rung = [r[_COL["rung"]] for r in records]
+        done = [bool(r[_COL["done"]]) for r in records]
+        m["repair.wait_detect_h"] = _mean(detected - fail)
+        m["repair.remediation_h"] = _mean(remediated - detected)
+        rep = np.array([g != 1 for g in rung], dtype=bool)
+        spare, start, end, fixed, back = (col(c)[rep] for c in ("spare_h", "start_h", "end_h", "fixed_h", "back_h"))
+        m["repair.wait_spare_h"] = _mean(spare - remediated[rep])
+        wait = start - spare
+        m["repair.wait_crew_h"] = _mean(wait)
+        m["repair.hands_on_h"] = _mean(end - start)
+        m["repair.escalation_h"] = _mean(fixed - end)
+        m["repair.burn_in_h"] = _mean(back - fixed)
+        for r, name in RUNGS.items():
+            m[f"repair.{name}"] = float(sum(1 for g, d in zip(rung, done) if d and g == r))
+        cls = [impact_class(float(g), gpus_per_node) for g in col("impact_gpus")[rep]]
         for c in IMPACT_CLASSES:
-            sel = wait[(cls == c).to_numpy()].dropna()
+            sel = wait[np.array([k == c for k in cls], dtype=bool)] if cls else wait[:0]
+            sel = sel[~np.isnan(sel)]
             if len(sel):  # only a class that had tickets (a mean over none is undefined, not 0)
-                m[f"repair.wait_crew_h.{c}"] = float(sel.mean())
-        done = tk[tk["done"].astype(bool)]
-        for (part, rung), n in done.groupby([done["part"].astype(str), done["rung"]]).size().items():
-            if part in by_part and rung in RUNGS:
-                by_part[part][RUNGS[int(rung)]] = int(n)
+                m[f"repair.wait_crew_h.{c}"] = float(sel.sum() / len(sel))
+        for rec, g, d in zip(records, rung, done):
+            part = str(rec[_COL["part"]])
+            if d and part in by_part and g in RUNGS:
+                by_part[part][RUNGS[int(g)]] += 1
     else:
         m.update({f"repair.{name}": 0.0 for name in RUNGS.values()})
     for part, inv in shop.inventories.items():

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from twin.limits import mean_time_h
 from twin.physics import closed_forms as cf
+from twin.scenario.health import Stragglers
 from twin.units import DAYS_PER_WEEK, HOURS_PER_DAY, HOURS_PER_YEAR, Calendar
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -193,7 +194,11 @@ def job_interruption_rates_per_h(sc: "Scenario", n_nodes: int) -> list[tuple[str
     that hold it, and the fabric (access-link optics, leaf
     switches of its groups, link flaps, and for a job spanning several leaf groups the flaps of its
     leaves' uplinks). Redundant parts stop a node only after several failures and
-    are left out. Long-run rates: units / mean time to failure."""
+    are left out. Long-run rates: units / mean time to failure.
+
+    The ``health`` section adds (:func:`health_interruption_rates_per_h`): straggler swaps and repair
+    drains of ``degraded`` parts (effect ``straggler``) and silent-data-corruption rollbacks (effect
+    ``rollback``)."""
     rows = []
     for name, part in sc.cluster.node.parts.items():
         if part.effect in ("node_down", "link_down", "transient"):
@@ -211,6 +216,41 @@ def job_interruption_rates_per_h(sc: "Scenario", n_nodes: int) -> list[tuple[str
         if groups > 1 and net.spines > 0 and net.trunk_flaps_per_link_per_year > 0:  # the job crosses the spines
             uplinks = groups * net.rails * net.uplinks  # every uplink of the job's leaves
             rows.append(("trunk_flap", "transient", uplinks * net.trunk_flaps_per_link_per_year / HOURS_PER_YEAR))
+    return rows + health_interruption_rates_per_h(sc, n_nodes)
+
+
+def health_interruption_rates_per_h(sc: "Scenario", n_nodes: int) -> list[tuple[str, str, float]]:
+    """(source, effect, interruptions per hour) of a job on ``n_nodes`` nodes from the ``health``
+    mechanisms (:mod:`twin.scenario.health`, :mod:`twin.model.health`), in closed form:
+
+    * a node part with effect ``degraded`` (``straggler``): with ``stragglers.policy: swap`` every
+      failure drains the node ``detection_h`` after it began, restarting the job: n × count / MTTF
+      (approximation: a rung-1 remediation that clears the fault before the detector fires is not
+      subtracted). With ``keep`` the job runs slow (not an interruption) until the replacement,
+      which drains the node unless the part is hot-swapped: n × count × (1 − s₁) / MTTF, s₁ the
+      ladder's ``remediate_success`` (0 when hot-swapped or never repaired);
+    * silent data corruption (``rollback``, source ``sdc``): n × ``defective_share`` / mean time
+      between corruptions. This is the rate at the start of a run: a detection sends the node to a
+      test that finds the defect with probability ``test_finds`` (the node is then repaired), so over
+      a long run the rate falls below it; the advice takes it as it stands (an upper bound). A
+      corruption on an idle node is harmless, but a job's nodes are busy by definition."""
+    rows: list[tuple[str, str, float]] = []
+    health = sc.health
+    policy = (health.stragglers if health is not None else Stragglers()).policy
+    for name, part in sc.cluster.node.parts.items():
+        if part.effect != "degraded":
+            continue
+        if policy == "swap":
+            share = 1.0
+        elif part.repair.policy == "repair" and not part.repair.hot_swap:
+            share = 1.0 - part.repair.ladder.remediate_success
+        else:
+            share = 0.0
+        if share > 0:
+            rows.append((name, "straggler", n_nodes * part.count * share / mean_time_h(part.failure)))
+    sdc = health.sdc if health is not None else None
+    if sdc is not None and sdc.defective_share > 0:
+        rows.append(("sdc", "rollback", n_nodes * sdc.defective_share / mean_time_h(sdc.corruption)))
     return rows
 
 
@@ -219,25 +259,42 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
     interruption rate, is at least ``ETTR_LOSS`` below Daly's ETTR at his optimum interval (the job
     writing and reading alone; δ = the job's pause: the write time, or ``async_fraction`` of it for an
     asynchronous checkpoint, as the model pauses it; exponential interruptions at the long-run
-    rate)."""
+    rate).
+
+    The rate is the sum of :func:`job_interruption_rates_per_h`: hardware, straggler swaps and
+    drains, and SDC rollbacks. An SDC rollback loses more than a crash: the model rolls the job back to
+    its last checkpoint captured *before* the corruption and drops the ones written during the
+    detection latency L, so it loses the work since the last clean checkpoint at the corruption (as a
+    crash at that time would) plus the L hours run on corrupt state — more than one interval when
+    L > τ (and everything when the latency outlasts the checkpoints the model keeps,
+    twin.model.workload.CKPT_HISTORY, not modelled here). Approximation: L's mean is added to the restart
+    time of the SDC share of interruptions, R + (λ_sdc / λ)·L. Daly's optimum interval does not depend
+    on R, so the latency moves the ETTRs the advice reports (and whether it flags), not the interval it
+    advises."""
     wl = sc.workload
     if wl is None:
         return []
     out = []
     gpn = sc.cluster.node.gpus
+    sdc = sc.health.sdc if sc.health is not None else None
+    latency_h = mean_time_h(sdc.detection) if sdc is not None else 0.0
     for i, job in enumerate(wl.jobs):
         ck = job.checkpoint
         if ck.interval_h is None:
             continue
         nodes = max(1, math.ceil(job.gpus / gpn))
-        rate = sum(r for _, _, r in job_interruption_rates_per_h(sc, nodes))
+        rows = job_interruption_rates_per_h(sc, nodes)
+        rate = sum(r for _, _, r in rows)
         if not rate > 0:
             continue
         M = 1.0 / rate
+        sdc_rate = sum(r for _, effect, r in rows if effect == "rollback")
+        strag_rate = sum(r for _, effect, r in rows if effect == "straggler")
         write = ck.write_time_h(wl.storage.write_gb_per_s)
         delta = write if ck.mode == "sync" else ck.async_fraction * write  # the job's pause (as the model)
         read = wl.restart.read_h if wl.restart.read_h is not None else ck.size_gb / wl.storage.read_gb_per_s / 3600.0
         R = wl.restart.detection_h + wl.restart.reschedule_h + read + wl.restart.warmup_h
+        R += sdc_rate / rate * latency_h  # an SDC rollback also loses the detection latency's work
         tau_d = float(cf.daly_interval_h(delta, M))
 
         def ettr(tau: float) -> float:
@@ -245,11 +302,20 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
 
         if not tau_d > 0 or ettr(tau_d) - ettr(ck.interval_h) < ETTR_LOSS:
             continue
+        health = ""
+        if sdc_rate > 0 or strag_rate > 0:
+            shares = ([f"SDC rollbacks {100 * sdc_rate / rate:.2g} %"] if sdc_rate > 0 else []) + (
+                [f"straggler restarts {100 * strag_rate / rate:.2g} %"] if strag_rate > 0 else [])
+            health = f" ({', '.join(shares)} of them)"
+        lat = (f"; an SDC rollback also loses the {latency_h:.3g} h detection latency's work"
+               + (f", {latency_h / ck.interval_h:.2g} intervals" if latency_h > ck.interval_h else "")
+               if sdc_rate > 0 and latency_h > 0 else "")
         out.append(Advice(
             f"workload.jobs.{i}.checkpoint.interval_h",
             f"{ck.interval_h:g} h is {ck.interval_h / tau_d:.2g} × Daly's optimum {tau_d:.3g} h for job "
-            f"{job.name!r} ({nodes} nodes: interruptions every {M:.3g} h, checkpoint pause {delta * 3600:.3g} s, "
-            f"restart {R:.3g} h): Daly's ETTR {ettr(ck.interval_h):.3f} here, {ettr(tau_d):.3f} at the optimum"))
+            f"{job.name!r} ({nodes} nodes: interruptions every {M:.3g} h{health}, checkpoint pause "
+            f"{delta * 3600:.3g} s, restart {R:.3g} h{lat}): Daly's ETTR {ettr(ck.interval_h):.3f} here, "
+            f"{ettr(tau_d):.3f} at the optimum"))
     return out
 
 
