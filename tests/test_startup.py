@@ -31,3 +31,18 @@ def test_montecarlo_without_report_imports_no_pyplot_nor_optimize(tmp_path: Path
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                          check=True).stdout.strip().splitlines()[-1]
     assert out == "0 []", out
+
+
+def test_main_leaves_the_environment_as_it_found_it(tmp_path: Path, monkeypatch) -> None:
+    """main() picks Agg through MPLBACKEND for its own command only: a notebook kernel the same process starts
+    afterwards (tests/test_notebooks.py after any in-process CLI test) must keep its inline backend. Failed
+    when main() set the variable for good: the checkpoint_interval notebook then drew no image."""
+    from twin.cli import main
+
+    monkeypatch.delitem(sys.modules, "matplotlib", raising=False)  # (the path that sets the variable)
+    monkeypatch.delenv("MPLBACKEND", raising=False)
+    assert main(["--help"]) == 0
+    assert "MPLBACKEND" not in os.environ
+    monkeypatch.setenv("MPLBACKEND", "module://custom")
+    assert main(["--help"]) == 0
+    assert os.environ["MPLBACKEND"] == "module://custom"

@@ -309,6 +309,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     # the command line draws files only (notebooks keep their inline backend): Agg, chosen through
     # MPLBACKEND when matplotlib is not imported yet, so that commands that draw nothing never import it
+    # (only for this command: a caller's later child processes, such as a notebook kernel started by the
+    # same process, keep the backend they would have had)
+    before = os.environ.get("MPLBACKEND")
     if "matplotlib" in sys.modules:
         sys.modules["matplotlib"].use("Agg")
     else:
@@ -317,7 +320,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     started, cpu_started = time.perf_counter(), time.process_time()
     state: dict[str, Any] = {}
-    code = _main(args_list, state)
+    try:
+        code = _main(args_list, state)
+    finally:
+        if before is None:
+            os.environ.pop("MPLBACKEND", None)
+        else:
+            os.environ["MPLBACKEND"] = before
     if "verbosity" in state:
         from twin.console import detail
 
