@@ -42,6 +42,7 @@ def test_cdu_maintenance_n_loses_flow_for_the_window_and_n1_stays_up() -> None:
     res = cdu_maintenance(Settings())
     _passed_and_excludes(res)
     assert res[0].reference == 24.0 and res[1].reference == 0.0
+    assert res[2].reference == pytest.approx(3 * 2 * (8.0 + 0.1), abs=1e-12) and res[3].reference == 0.0
 
 
 def _coupling_doc(on_ups: bool) -> dict[str, Any]:
@@ -213,3 +214,110 @@ def test_facility_figures_and_downtime_classes(tmp_path: Any) -> None:
     names = figures(res, tmp_path)
     assert names == ["downtime_by_class.png", "plant_loop.png", "cooling_out_of_service.png"]
     assert all((tmp_path / n).stat().st_size > 1000 for n in names)
+
+
+# ---- cooling maintenance with when_short: drain (issue 24 item 3) ---------------------------------------
+def _drain_doc(kind: str, count: int, required: int, when_short: str | None = "drain", reboot_h: float = 0.1,
+               cooling_inject: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Two air zones (or two coolant loops) of two racks × 2 nodes each, nothing failing at random; one
+    kind of unit on a maintenance schedule every 100 h for 6 h, first visit at 5 h; 240 h (every drain ends
+    before the horizon)."""
+    mt: dict[str, Any] = {"interval_h": 100.0, "duration_h": 6.0, "offset_h": 5.0}
+    if when_short is not None:
+        mt["when_short"] = when_short
+    group = {"count": count, "required": required, "failure": NEVER}
+    plant: dict[str, Any] = {"chillers": {"failure": NEVER, **(group if kind == "chiller" else {})},
+                             "maintenance": {kind: mt}}
+    repair = {"hot_swap": True, "time": {"dist": "fixed", "value_h": 50.0}}
+    if kind == "cdu":
+        cooling: dict[str, Any] = {"type": "liquid", "thermal": False, "liquid": {
+            "loops": 2, "capture_fraction": None, "leak": None,
+            "cdu": {**group, "repair": repair, "pumps": {"failure": NEVER}}}}
+    else:
+        cooling = {"type": "air", "thermal": False, "air": {
+            "zones": 2, "fan_part": None,
+            "crah": {**(group if kind == "crah" else {"count": 2, "required": 1, "failure": NEVER}),
+                     "repair": repair}}}
+    cooling["plant"] = plant
+    cooling["node"] = {"reboot_h": reboot_h}
+    if cooling_inject:
+        cooling["inject"] = cooling_inject
+    return {"name": f"drain-{kind}", "horizon_days": 10.0, "seed": 3,
+            "cluster": {"racks": 4, "nodes_per_rack": 2, "node": {"gpus": 8, "parts": {}}},
+            "maintenance": {"detection": {"dist": "fixed", "value_h": 0}, "crews": {"crew": {"count": 1}}},
+            "cooling": cooling}
+
+
+def _down(res: Any) -> Any:
+    iv = res.tables["node_intervals"]
+    return iv[iv["state"] == "down"]
+
+
+@pytest.mark.parametrize("kind,nodes_per_visit", [("crah", 4), ("cdu", 4), ("chiller", 8)])
+def test_drain_with_n_loses_exactly_nodes_times_duration_plus_reboot_per_visit(kind: str, nodes_per_visit: int) -> None:
+    """With N (count = required) every visit drains the nodes the unit cools (a zone, a loop, the whole
+    hall for a chiller): nodes × (duration + reboot_h) per visit, to 1e-9, as planned maintenance."""
+    res = run_replication(load_dict(_drain_doc(kind, 2, 2, reboot_h=0.25)).scenario, 0)
+    m = res.metrics
+    visits = m["plant.maintenance_windows"]
+    # unit i of u visited at 5 + i·100/u + j·100 < 240
+    units = 2 if kind == "chiller" else 4
+    assert visits == sum(1 for i in range(units) for j in range(3) if 5.0 + i * 100.0 / units + j * 100.0 < 240.0)
+    down = _down(res)
+    lost = float((down["end_h"] - down["start_h"]).sum())
+    assert lost == pytest.approx(visits * nodes_per_visit * (6.0 + 0.25), abs=1e-9)
+    assert set(down["cause"].astype(str)) == {f"planned:{kind}_maintenance"}
+    assert m["plant.maintenance_drains"] == visits
+    assert m["plant.maintenance_drained_node_hours"] == pytest.approx(lost, abs=1e-9)
+    assert m["plant.maintenance_drained_hours"] == pytest.approx(visits * 6.0, abs=1e-9)
+    assert m["plant.maintenance_short_hours"] == 0.0 == m["plant.maintenance_exposure_hours"]
+    # each drain covers exactly the unit's nodes, from the visit's start to duration + reboot_h after
+    first = down[down["start_h"] == down["start_h"].min()]
+    assert len(first) == nodes_per_visit and (first["end_h"] - first["start_h"]).tolist() == pytest.approx(
+        [6.25] * nodes_per_visit, abs=1e-12)
+    if kind != "chiller":  # unit 0 cools zone/loop 0: nodes 0-3
+        assert sorted(first["node"].tolist()) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("kind", ["crah", "cdu", "chiller"])
+def test_drain_with_a_working_spare_drains_nothing_and_counts_exposure(kind: str) -> None:
+    res = run_replication(load_dict(_drain_doc(kind, 2, 1)).scenario, 0)
+    m = res.metrics
+    assert len(_down(res)) == 0
+    assert m["plant.maintenance_drains"] == 0.0 == m["plant.maintenance_drained_node_hours"]
+    assert m["plant.maintenance_exposure_hours"] == pytest.approx(m["plant.maintenance_windows"] * 6.0, abs=1e-9)
+
+
+@pytest.mark.parametrize("kind", ["crah", "cdu"])
+def test_drain_when_the_spare_has_failed_at_the_visit(kind: str) -> None:
+    """N+1 by design, but unit 1 of group 0 failed (injected at 2 h, 50 h repair) when unit 0's visit
+    starts at 5 h: that visit drains group 0's nodes; the later ones, with the spare repaired, do not."""
+    res = run_replication(load_dict(_drain_doc(kind, 2, 1, cooling_inject=[
+        {"part": kind, "index": 1, "at_h": 2.0}])).scenario, 0)
+    m = res.metrics
+    down = _down(res)
+    drained = down[down["cause"].astype(str) == f"planned:{kind}_maintenance"]
+    assert m["plant.maintenance_drains"] == 1.0
+    assert sorted(drained["node"].tolist()) == [0, 1, 2, 3]
+    assert drained["start_h"].tolist() == pytest.approx([5.0] * 4, abs=1e-12)
+    assert float((drained["end_h"] - drained["start_h"]).sum()) == pytest.approx(4 * (6.0 + 0.1), abs=1e-9)
+    assert m["plant.maintenance_exposure_hours"] == pytest.approx((m["plant.maintenance_windows"] - 1) * 6.0,
+                                                                  abs=1e-9)
+
+
+def test_run_short_is_the_default_and_drains_nothing() -> None:
+    """Without when_short the N group runs short for the window as before: no node down, no drain metrics."""
+    for ws in (None, "run_short"):
+        res = run_replication(load_dict(_drain_doc("crah", 2, 2, when_short=ws)).scenario, 0)
+        m = res.metrics
+        assert len(_down(res)) == 0
+        assert m["plant.maintenance_short_hours"] == pytest.approx(m["plant.maintenance_windows"] * 6.0, abs=1e-9)
+        assert not [k for k in m if "drain" in k]
+
+
+def test_drain_is_a_planned_interruption_for_the_job_on_the_nodes() -> None:
+    doc = _drain_doc("crah", 2, 2)
+    doc["workload"] = {"jobs": [{"name": "train", "gpus": 64, "work_h": 10000.0, "submit_h": 0.0}]}
+    m = run_replication(load_dict(doc).scenario, 0).metrics
+    assert m["interruptions.planned"] == m["plant.maintenance_drains"] > 0
+    assert m["interruptions.unplanned"] == 0.0

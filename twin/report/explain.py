@@ -194,8 +194,15 @@ METRICS: tuple[MetricDoc, ...] = (
        'stream cooling.plant.<kind><i>.ats#transfer'),
     _H('plant.maintenance_windows', 'cooling maintenance windows that started within the horizon'),
     _H('plant.maintenance_hours', 'Σ of the windows\' durations within the horizon'),
-    _H('plant.maintenance_exposure_hours', 'Σ of the windows of units whose group has more units than required'),
-    _H('plant.maintenance_short_hours', 'Σ of the windows of units whose group has exactly the units required'),
+    _H('plant.maintenance_exposure_hours', 'Σ of the windows of units whose group has more units than required '
+       '(and were not drained)'),
+    _H('plant.maintenance_short_hours', 'Σ of the windows of units whose group has exactly the units required '
+       '(and, with when_short: drain, were not drained)'),
+    _H('plant.maintenance_drains', 'visits with when_short: drain that found fewer than required other units of the '
+       'group healthy and in service at their start'),
+    _H('plant.maintenance_drained_hours', 'Σ of the windows of the visits that drained'),
+    _H('plant.maintenance_drained_node_hours', 'Σ over drained visits of the nodes the unit cools × (min(start + '
+       'duration + cooling.node.reboot_h, horizon) − start)'),
     _H('energy.it_kwh', 'exact sum of the piecewise-constant site IT power over time'),
     _H('energy.cooling_kwh',
        'heat × (fan/pump kW per kW + 1/COP unless free cooling), COP = max(2, 5 − 0.1·(T_out − 25))'),

@@ -270,6 +270,13 @@ CATALOGUE: tuple[Metric, ...] = (
       "unit-hours a redundant cooling group ran without its spare for maintenance"),
     M("plant.maintenance_short_hours", "cooling hours short for maintenance", "unit-h", -1, "thermal", "hours",
       "unit-hours a cooling group without a spare (N) lacked a unit for maintenance"),
+    M("plant.maintenance_drains", "cooling maintenance visits that drained the load", "visits", -1, "thermal",
+      "count", "visits of a cooling unit with no working spare in its group that drained the nodes it cools "
+               "(when_short: drain)"),
+    M("plant.maintenance_drained_hours", "cooling maintenance hours drained", "unit-h", 0, "thermal", "hours",
+      "unit-hours of maintenance windows whose load was drained (when_short: drain)"),
+    M("plant.maintenance_drained_node_hours", "node-hours drained for cooling maintenance", "node-h", -1, "thermal",
+      "hours", "node-hours the drains for cooling maintenance took out: nodes × (duration + reboot_h) per visit"),
     M("cooling.zone_over_capacity_hours", "hours with a zone over its cooling capacity", "h", -1, "thermal", "hours",
       "hours some zone's heat load exceeded its cooling capacity"),
     # ---- power

@@ -73,6 +73,14 @@ class UnitMaintenance(Strict):
     offset_h: NonNeg | None = Field(
         None, description="Time of the first visit (unit 0), hours; unit i follows i·interval/units later. "
                           "Default: half an interval.")
+    when_short: Literal["run_short", "drain"] = Field(
+        "run_short", description="What a visit does when the unit's group has no working spare at its start "
+                                 "(decided then, for the whole visit): run_short, the group runs short for the "
+                                 "window (the thermal model sees less capacity); drain, the nodes the unit cools "
+                                 "(a CRAH unit's air zone, a CDU's loop, every node for a chiller) are drained as "
+                                 "planned maintenance (down cause planned:<kind>_maintenance, a planned "
+                                 "interruption) and return cooling.node.reboot_h after the visit. A group with a "
+                                 "working spare stays up, exposed, either way.")
 
 
 class Chillers(Strict):
@@ -154,7 +162,8 @@ class Plant(Strict):
     maintenance: dict[Literal["chiller", "crah", "cdu"], UnitMaintenance] = Field(
         default_factory=dict, description="Scheduled maintenance per unit kind; none by default. A unit in "
                                           "maintenance delivers nothing: with a spare the group stays up, exposed; "
-                                          "without one it runs short for the window.")
+                                          "without one it runs short for the window or drains the load it "
+                                          "cools (when_short).")
     shared: Shared = Field(default_factory=Shared, description="Shared-infrastructure parts.")
 
     def part_specs(self) -> dict[str, Part]:

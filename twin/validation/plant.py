@@ -136,27 +136,35 @@ def ats_transfer(s: Settings, ride_through_min: float = 5.0, manual_min: float =
     return out
 
 
-def cdu_maintenance_doc(count: int, interval_h: float, duration_h: float, hours: float) -> Doc:
-    plant: dict[str, Any] = {"chillers": {"failure": NEVER},
-                             "maintenance": {"cdu": {"interval_h": interval_h, "duration_h": duration_h}}}
+def cdu_maintenance_doc(count: int, interval_h: float, duration_h: float, hours: float,
+                        when_short: str | None = None, reboot_h: float = 0.1) -> Doc:
+    mt: dict[str, Any] = {"interval_h": interval_h, "duration_h": duration_h}
+    if when_short is not None:
+        mt["when_short"] = when_short
+    plant: dict[str, Any] = {"chillers": {"failure": NEVER}, "maintenance": {"cdu": mt}}
+    cooling: dict[str, Any] = {"type": "liquid", "thermal": False,
+                               "liquid": {"capture_fraction": None, "leak": None,
+                                          "cdu": {"count": count, "required": 1, "failure": NEVER,
+                                                  "pumps": {"failure": NEVER}}},
+                               "plant": plant}
+    if when_short is not None:
+        cooling["node"] = {"reboot_h": reboot_h}
     return {
-        "name": f"validation-cdu-maintenance-{count}",
+        "name": f"validation-cdu-maintenance-{count}" + (f"-{when_short}" if when_short else ""),
         "horizon_days": hours / 24.0,
         "cluster": {"racks": 1, "nodes_per_rack": 2, "node": {"gpus": 8, "parts": {}}},
         "maintenance": {"detection": {"dist": "fixed", "value_h": 0}, "crews": {"crew": {"count": 1}}},
-        "cooling": {"type": "liquid", "thermal": False,
-                    "liquid": {"capture_fraction": None, "leak": None,
-                               "cdu": {"count": count, "required": 1, "failure": NEVER,
-                                       "pumps": {"failure": NEVER}}},
-                    "plant": plant},
+        "cooling": cooling,
     }
 
 
 def cdu_maintenance(s: Settings, interval_h: float = 1000.0, duration_h: float = 8.0,
-                    hours: float = 3000.0) -> list[CaseResult]:
+                    hours: float = 3000.0, reboot_h: float = 0.1) -> list[CaseResult]:
     """Scheduled CDU maintenance every ``interval_h`` for ``duration_h``, one CDU at a time. With N (one
     CDU per loop) the loop has no flow for exactly each window; with N+1 (two, one needed) never, and
-    every window counts as exposure."""
+    every window counts as exposure. With ``when_short: drain`` and N the loop's nodes are drained
+    instead: each visit loses exactly nodes × (duration + reboot_h) node-hours (cooling.node.reboot_h),
+    as planned maintenance; with N+1 none."""
     out = []
     for count in (1, 2):
         m = run_replication(load_case_doc(cdu_maintenance_doc(count, interval_h, duration_h, hours), s)).metrics
@@ -171,4 +179,29 @@ def cdu_maintenance(s: Settings, interval_h: float = 1000.0, duration_h: float =
                           Exact(float(m["cooling.loop_no_flow_hours"]), 1e-9), s,
                           "windows × duration with N; 0 with a spare", invariants=inv, sample="exact",
                           wrong={"N+1 treated as N": windows * duration_h} if count == 2 else {"spare assumed": 0.0}))
+    nodes = 2
+    for count in (1, 2):
+        res = run_replication(load_case_doc(cdu_maintenance_doc(count, interval_h, duration_h, hours, "drain",
+                                                                reboot_h), s))
+        m = res.metrics
+        windows = m["plant.maintenance_windows"]
+        iv = res.tables["node_intervals"]
+        down = iv[iv["state"] == "down"]
+        lost = float((down["end_h"] - down["start_h"]).sum())
+        causes = set(down["cause"].astype(str))
+        ref = windows * nodes * (duration_h + reboot_h) if count == 1 else 0.0
+        inv = {"only the CDU's maintenance takes nodes down": causes <= {"planned:cdu_maintenance"},
+               "every visit drains with N, none with N+1":
+                   m["plant.maintenance_drains"] == (windows if count == 1 else 0.0),
+               "the plant's drained node-hours are the cluster's": abs(m["plant.maintenance_drained_node_hours"]
+                                                                        - lost) < 1e-9,
+               "drained (N) / exposed (N+1) hours": abs(m["plant.maintenance_drained_hours"] - (
+                   windows * duration_h if count == 1 else 0.0)) < 1e-9 and abs(
+                   m["plant.maintenance_exposure_hours"] - (windows * duration_h if count == 2 else 0.0)) < 1e-9}
+        wrong = ({"reboot forgotten: nodes × duration": windows * nodes * duration_h,
+                  "ran short instead (no drain)": 0.0} if count == 1 else
+                 {"N+1 drained like N": windows * nodes * (duration_h + reboot_h)})
+        out.append(result("cdu_maintenance", f"node-hours drained, when_short: drain, {'N' if count == 1 else 'N+1'}",
+                          ref, Exact(lost, 1e-9), s, "nodes × (duration + reboot_h) per visit with N; 0 with a spare",
+                          invariants=inv, sample="exact", wrong=wrong))
     return out

@@ -15,6 +15,11 @@ power chain and to the cooling rooms only through the bus:
   coolant supply.
 * it publishes ``Topic.COOLING_LOAD``: the rated input of the units running on each feed's UPS output,
   which the UPS carries on battery.
+* a maintenance visit with ``when_short: drain`` that finds no working spare in the unit's group (the
+  others healthy and in service fewer than ``required``) drains the nodes the unit cools through the
+  cluster (down cause ``planned:<kind>_maintenance``, a planned interruption for the workload) before
+  taking the unit out, and gives them back ``cooling.node.reboot_h`` after the unit returns: the power
+  chain's drain for an isolated feed, on the cooling side. Decided at the visit's start for the visit.
 
 The loop (``twin.physics.chilled_water``): its offset x relaxes first-order (τ = ``loop.tau_min``)
 toward max(0, Q − Q_cap)·R with Q_cap the running chillers' capacity and Q the site's IT power (kW),
@@ -30,6 +35,7 @@ from __future__ import annotations
 import math
 import pandas as pd
 
+from twin.model.cluster import node_blocks
 from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
 from twin.model.engine import Timer, Topic
 from twin.model.parts import FacilityParts
@@ -62,6 +68,9 @@ class _Units:
         self.transfer_failures = 0
         self.unit_w = unit_w  # rated input while running, W (the UPS carries it when on_ups)
         self.spare = spare  # the unit's group has more units than it needs
+        self.group_size = 1  # units per group (every chiller; a zone's CRAH units; a loop's CDUs)
+        self.required = 1  # units a group needs
+        self.nodes: list[tuple[int, int]] = []  # per group: the nodes it cools, [start, end)
         self.power_off = [False] * n  # unpowered, or restarting after power came back
         self.maint = [False] * n
         self.shared = [0] * n  # failed shared parts that feed the unit
@@ -112,6 +121,23 @@ class Plant(Component):
             d = c.liquid.cdu
             self.units["cdu"] = _Units("cdu", self.loops * d.count, p.cdu_power, feeds,
                                        full_w / self.loops / d.required * c.liquid.pump_kw_per_kw, d.count > d.required)
+        # ---- groups: the units that stand in for each other and the nodes they cool (drain on maintenance)
+        cl = sc.cluster
+        chu = self.units["chiller"]
+        chu.group_size, chu.required, chu.nodes = ch.count, ch.required, [(0, cl.n_nodes)]
+        if c.air is not None:
+            cu = self.units["crah"]
+            cu.group_size, cu.required = c.air.crah.count, c.air.crah.required
+            cu.nodes = node_blocks(cl.racks, self.zones, cl.nodes_per_rack)
+        if c.liquid is not None:
+            du = self.units["cdu"]
+            du.group_size, du.required = c.liquid.cdu.count, c.liquid.cdu.required
+            du.nodes = node_blocks(cl.racks, self.loops, cl.nodes_per_rack)
+            self.pumps_required = c.liquid.cdu.pumps.required
+            self.pumps_per_cdu = c.liquid.cdu.pumps.count
+        self.cluster = ctx.cluster
+        self.facility = ctx.facility  # the rooms' CRAH, CDU and pump populations (read: is a spare working?)
+        self.reboot_h = c.node.reboot_h
         self.restart_timers = {kind: [eng.timer() for _ in range(u.n)] for kind, u in self.units.items()}
         self.ats_prob = sc.power.ats.failure_to_transfer_prob if sc.power is not None and sc.power.ats else 0.0
         self._feed_timer = eng.timer(self._apply_feeds)  # the units' reaction to feed changes, just after them
@@ -157,7 +183,10 @@ class Plant(Component):
         self.maint_h = 0.0
         self.maint_exposure_h = 0.0
         self.maint_short_h = 0.0
-        self._maint_open: dict[tuple[str, int], float] = {}  # (kind, unit): start of its window now, h
+        self.maint_drained_h = 0.0
+        self.maint_drains = 0
+        self.maint_drained_node_h = 0.0
+        self._maint_open: dict[tuple[str, int], tuple[float, bool]] = {}  # (kind, unit): window start (h), drained
         self._load_w: dict[str, float] = {x: 0.0 for x in feeds}
         eng.bus.subscribe(Topic.FEED, self._on_feed)
         eng.bus.subscribe(Topic.NODE_DOWN, self._on_node)
@@ -183,8 +212,8 @@ class Plant(Component):
         if not math.isnan(self.short_since):
             self.short_h += now - self.short_since
             self.short_since = math.nan
-        for (kind, _), t0 in self._maint_open.items():
-            self._close_maint(self.units[kind], now - t0)
+        for (kind, _), (t0, drained) in self._maint_open.items():
+            self._close_maint(self.units[kind], now - t0, drained)
         self._maint_open.clear()
         for u in self.units.values():
             for i in range(u.n):
@@ -317,8 +346,16 @@ class Plant(Component):
         eng = self.engine
         self.maint_windows += 1
         eng.recorder.event(eng.now, "maintenance_start", f"cooling.plant.{kind}{i}", -1, mt.duration_h)
+        drained = mt.when_short == "drain" and not self._spare_now(u, i)
+        if drained:  # the load goes first, then the unit: the rooms never see it short
+            s, e = u.nodes[i // u.group_size]
+            self.maint_drains += 1
+            self.maint_drained_node_h += (e - s) * (min(eng.now + mt.duration_h + self.reboot_h, self.H) - eng.now)
+            cause = f"planned:{kind}_maintenance"
+            for node in range(s, e):
+                self.cluster.add_down(node, cause)
         u.maint[i] = True
-        self._maint_open[(kind, i)] = eng.now
+        self._maint_open[(kind, i)] = (eng.now, drained)
         self._changed(u, i)
         eng.call_at(eng.now + mt.duration_h, lambda: self._maint_end(kind, i))
         if eng.now + mt.interval_h < self.H:
@@ -326,14 +363,46 @@ class Plant(Component):
 
     def _maint_end(self, kind: str, i: int) -> None:
         u = self.units[kind]
-        self._close_maint(u, self.engine.now - self._maint_open.pop((kind, i)))
+        eng = self.engine
+        t0, drained = self._maint_open.pop((kind, i))
+        self._close_maint(u, eng.now - t0, drained)
         u.maint[i] = False
-        self.engine.recorder.event(self.engine.now, "maintenance_end", f"cooling.plant.{kind}{i}")
+        eng.recorder.event(eng.now, "maintenance_end", f"cooling.plant.{kind}{i}")
         self._changed(u, i)
+        if drained:  # the unit delivers again; its nodes return reboot_h later
+            s, e = u.nodes[i // u.group_size]
+            cause = f"planned:{kind}_maintenance"
+            if self.reboot_h > 0.0:
+                eng.call_at(eng.now + self.reboot_h, lambda: self._undrain(s, e, cause))
+            else:
+                self._undrain(s, e, cause)
 
-    def _close_maint(self, u: _Units, d_h: float) -> None:
+    def _undrain(self, s: int, e: int, cause: str) -> None:
+        for node in range(s, e):
+            self.cluster.remove_down(node, cause)
+
+    def _spare_now(self, u: _Units, i: int) -> bool:
+        """The group of unit ``i`` keeps ``required`` units delivering without it now: the others that are
+        healthy (their part population; a CDU with enough healthy pumps) and in service."""
+        g = i // u.group_size
+        if u.kind == "chiller":
+            ok = self.chiller_ok
+        else:
+            healthy = self.facility[u.kind].healthy
+            ok = [bool(x) for x in healthy]
+            if u.kind == "cdu":
+                pumps = self.facility["cdu_pump"].healthy
+                k = self.pumps_per_cdu
+                ok = [ok[j] and int(pumps[j * k:(j + 1) * k].sum()) >= self.pumps_required for j in range(u.n)]
+        others = sum(1 for j in range(g * u.group_size, (g + 1) * u.group_size)
+                     if j != i and ok[j] and not u.off[j])
+        return others >= u.required
+
+    def _close_maint(self, u: _Units, d_h: float, drained: bool) -> None:
         self.maint_h += d_h
-        if u.spare:
+        if drained:
+            self.maint_drained_h += d_h  # the load under the unit is down for the window
+        elif u.spare:
             self.maint_exposure_h += d_h  # the group stays up without its margin: exposed
         else:
             self.maint_short_h += d_h  # N: the group lacks a unit for the window
@@ -412,6 +481,10 @@ class Plant(Component):
             m["plant.maintenance_hours"] = self.maint_h
             m["plant.maintenance_exposure_hours"] = self.maint_exposure_h
             m["plant.maintenance_short_hours"] = self.maint_short_h
+            if any(mt.when_short == "drain" for mt in self.spec.maintenance.values()):
+                m["plant.maintenance_drains"] = float(self.maint_drains)
+                m["plant.maintenance_drained_hours"] = self.maint_drained_h
+                m["plant.maintenance_drained_node_hours"] = self.maint_drained_node_h
         tl = pd.DataFrame(self.rows, columns=["time_h", "offset_c", "target_c", "heat_kw", "capacity_kw",
                                               "chillers_running"]).astype("float64").astype({"chillers_running": "int64"})
         tl["tau_min"] = self.spec.loop.tau_min  # x(t) = target + (offset − target)·e^(−(t − time)/τ) to the next row
