@@ -83,17 +83,17 @@ class AirRooms(CoolingState):
             self.fans_h[:] = fpop.spec.count
             self.fans_req = int(fpop.required)
 
-    def _air_inlet_offsets_c(self) -> NDArray[np.float64] | None:
-        """Per GPU (node-major), the offset (°C) of its inlet above the held supply of its zone (issue 23):
-        the rack-height rise (linear from the bottom node, 0, to the top), the node's hot-aisle recirculation
-        (exponential, from its own stream) and the chassis preheat of the downstream half of its GPU slots.
-        None when all three are 0 (every GPU sees the held supply)."""
+    def _air_node_offsets_c(self) -> NDArray[np.float64] | None:
+        """Per node, the offset (°C) of its inlet air above the held supply of its zone (issue 23): the
+        rack-height rise (linear from the bottom node, 0, to the top) and the node's hot-aisle
+        recirculation (exponential, from its own stream). None when both are 0 or the hall is not an air
+        hall (the offsets act on air-cooled halls only)."""
         a = self.air
         assert a is not None
-        if not (a.slot_preheat_c > 0 or a.rack_rise_c > 0 or a.recirculation_c > 0):
+        if self.type != "air" or not (a.rack_rise_c > 0 or a.recirculation_c > 0):
             return None
         cl = self.cluster
-        n, g, npr = self.N, self.g, cl.nodes_per_rack
+        n, npr = self.N, cl.nodes_per_rack
         node_c = np.zeros(n)
         if a.rack_rise_c > 0 and npr > 1:
             node_c += a.rack_rise_c * (np.arange(n) % npr) / (npr - 1)
@@ -101,6 +101,18 @@ class AirRooms(CoolingState):
             digs = rng.path_digests(f"{cl.node_path(i)}#recirculation" for i in range(n))
             unif = self.engine.streams.uniforms(digs, np.zeros(n, dtype=np.int64))
             node_c += -a.recirculation_c * np.log1p(-unif)  # exponential of mean recirculation_c
+        return node_c
+
+    def _air_inlet_offsets_c(self) -> NDArray[np.float64] | None:
+        """Per GPU (node-major), the offset (°C) of its inlet above the held supply of its zone (issue 23):
+        its node's offset (``noff``: rack-height rise and recirculation) and the chassis preheat of the
+        downstream half of its GPU slots. None when all three are 0 (every GPU sees the held supply)."""
+        a = self.air
+        assert a is not None
+        if not (a.slot_preheat_c > 0 or a.rack_rise_c > 0 or a.recirculation_c > 0):
+            return None
+        n, g = self.N, self.g
+        node_c = self.noff if self.noff is not None else np.zeros(n)
         slot_c = np.where(np.arange(g) >= g // 2, a.slot_preheat_c, 0.0) if g > 1 else np.zeros(1)
         return (node_c[:, None] + slot_c[None, :]).ravel()
 

@@ -1,0 +1,94 @@
+"""Inlet offsets of an air hall (issue 23 item 1: rack-height rise, hot-aisle recirculation, chassis slot
+preheat) act on what the node's inlet air drives, not only on the GPUs' temperatures: the heat ageing of
+node parts (ASHRAE X-factor, and ``cooling.ageing`` on the inlet) and the platform inlet trip.
+
+Deterministic: constant ambient and supply, so each part's acceleration factor and each node's trip
+time are closed forms (the statistical MTBF check is the `twin validate` case ``heat_ageing_mtbf``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from twin.model.cooling.component import Thermal
+from twin.scenario.loader import load_dict
+from twin.sim import Model
+
+NPR = 4  # nodes per rack: rack-height offsets 0, 1/3, 2/3, 1 × rack_rise_c from the bottom node
+
+
+def _xfactor(t_c: float) -> float:
+    """ASHRAE TC9.9 X-factor between its points 15, 20, 45 °C (0.72, 1.00, 1.76), written here."""
+    if t_c <= 20.0:
+        return 0.72 + (t_c - 15.0) * (1.00 - 0.72) / 5.0
+    return 1.00 + (t_c - 20.0) * (1.76 - 1.00) / 25.0
+
+
+def _hall(air: dict[str, Any], cooling: dict[str, Any] | None = None, jobs: list[dict[str, Any]] | None = None,
+          hours: float = 48.0) -> dict[str, Any]:
+    """Two racks of ``NPR`` 8-GPU nodes in one air zone at a constant 10 °C ambient (no derating)."""
+    return {
+        "name": "offsets", "horizon_days": hours / 24.0,
+        "cluster": {"racks": 2, "nodes_per_rack": NPR, "node": {"gpus": 8, "parts": {
+            "board": {"failure": {"mtbf_h": 1.0e6}},
+            "hbm": {"count": 1, "per": "gpu", "failure": {"mtbf_h": 1.0e6}},
+            "psu": {"count": 2, "required": 1, "effect": "redundant", "failure": {"mtbf_h": 1.0e6}}}}},
+        "maintenance": {"crews": {"crew": {"count": 8, "shift": "24x7"}}},
+        "workload": {"scheduler": {"policy": "fifo", "hot_spares": 0}, "jobs": jobs or []},
+        "cooling": {"type": "air",
+                    "ambient": {"mean_c": 10.0, "seasonal_amplitude_c": 0.0, "diurnal_amplitude_c": 0.0},
+                    "air": {"fan_part": None, **air}, **(cooling or {})},
+    }
+
+
+def _thermal(model: Model) -> Thermal:
+    th = model.by_section["cooling"]
+    assert isinstance(th, Thermal)
+    return th
+
+
+def _aged(th: Thermal, name: str) -> dict[str, Any]:
+    recs = [a for a in th.aged + th.aged_air if a["pop"].name == name]
+    assert len(recs) == 1
+    return recs[0]
+
+
+AGEING = {"heat_ageing": {"xfactor": {"enabled": True}},
+          "ageing": {"psu": {"t_ref_c": 25.0, "doubling_c": 15.0, "temperature": "inlet"}}}
+
+
+def test_node_parts_age_at_their_own_inlet_with_rack_rise_and_slot_preheat() -> None:
+    """Supply 22 °C, rack rise 6 °C, chassis preheat 2 °C: a node part ages at the X-factor of its node's
+    inlet (22 + 6·h/(NPR − 1), h its height in the rack), a part counted per GPU at its GPU's inlet (plus 2 °C
+    in the downstream slots 4–7), a part aged on ``temperature: inlet`` at 2^((T_inlet − 25)/15)."""
+    supply, rise, pre = 22.0, 6.0, 2.0
+    model = Model(load_dict(_hall({"supply_c": supply, "rack_rise_c": rise, "slot_preheat_c": pre},
+                                  AGEING)).scenario)
+    th = _thermal(model)
+    node_in = supply + rise * (np.arange(2 * NPR) % NPR) / (NPR - 1)
+    board = _aged(th, "board")
+    np.testing.assert_allclose(board["af"], [_xfactor(t) for t in node_in], rtol=1e-12)
+    top = NPR - 1
+    assert board["af"][top] == pytest.approx(_xfactor(28.0), rel=1e-12)  # the top node at the raised inlet
+    assert board["af"][top] > board["af"][0] * 1.1
+    hbm = _aged(th, "hbm")
+    gpu_in = (node_in[:, None] + np.where(np.arange(8) >= 4, pre, 0.0)[None, :]).ravel()
+    np.testing.assert_allclose(hbm["af"], [_xfactor(t) for t in gpu_in], rtol=1e-12)
+    psu = _aged(th, "psu")
+    np.testing.assert_allclose(psu["af"], np.repeat(2.0 ** ((node_in - 25.0) / 15.0), 2), rtol=1e-12)
+
+
+def test_node_parts_age_at_their_recirculation_offset() -> None:
+    """Recirculation (an exponential per node, its own stream) raises a node's part inlet like the rack rise."""
+    model = Model(load_dict(_hall({"supply_c": 22.0, "recirculation_c": 1.5}, AGEING)).scenario)
+    th = _thermal(model)
+    assert th.noff is not None and np.ptp(th.noff) > 0 and (th.noff >= 0).all()
+    np.testing.assert_allclose(_aged(th, "board")["af"], [_xfactor(22.0 + o) for o in th.noff], rtol=1e-12)
+
+
+def test_without_offsets_every_node_ages_at_the_supply() -> None:
+    th = _thermal(Model(load_dict(_hall({"supply_c": 22.0}, AGEING)).scenario))
+    assert th.noff is None
+    np.testing.assert_allclose(_aged(th, "board")["af"], _xfactor(22.0), rtol=1e-12)
