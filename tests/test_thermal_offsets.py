@@ -7,6 +7,7 @@ time are closed forms (the statistical MTBF check is the `twin validate` case ``
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,7 @@ import pytest
 
 from twin.model.cooling.component import Thermal
 from twin.scenario.loader import load_dict
-from twin.sim import Model
+from twin.sim import Model, run_replication
 
 NPR = 4  # nodes per rack: rack-height offsets 0, 1/3, 2/3, 1 × rack_rise_c from the bottom node
 
@@ -92,3 +93,42 @@ def test_without_offsets_every_node_ages_at_the_supply() -> None:
     th = _thermal(Model(load_dict(_hall({"supply_c": 22.0}, AGEING)).scenario))
     assert th.noff is None
     np.testing.assert_allclose(_aged(th, "board")["af"], _xfactor(22.0), rtol=1e-12)
+
+
+def _trips(res: Any) -> Any:
+    return res.tables["thermal_trips"]
+
+
+def test_nodes_whose_inlet_is_above_the_limit_trip_from_the_start() -> None:
+    """Supply 27 °C and a 9 °C rack rise: inlets 27, 30, 33 and 36 °C up each rack, so only the top node of
+    each rack is above the 35 °C limit; it trips at once and stays down (its inlet never falls below)."""
+    res = run_replication(load_dict(_hall({"supply_c": 27.0, "rack_rise_c": 9.0})).scenario)
+    tr = _trips(res)
+    assert sorted(tr["node"].tolist()) == [NPR - 1, 2 * NPR - 1]
+    assert (tr["reason"] == "inlet").all() and (tr["start_h"] == 0.0).all() and tr["end_h"].isna().all()
+    assert res.metrics["thermal.trips.inlet"] == 2
+
+
+def test_only_the_nodes_whose_inlet_crosses_the_limit_trip_when_the_room_warms() -> None:
+    """A CRAH unit lost at 10 h warms the zone's supply from 24 °C toward its target
+    S∞ = 24 + (Q − Q_cap)·R_room (about 30 °C); with a 6 °C rack rise the nodes' trip supplies are 35, 33,
+    31 and 29 °C, so only the top nodes trip, at the exact crossing
+    t = 10 h + τ·ln((S∞ − S0)/(S∞ − 29 °C)), and no other node does."""
+    tau_min = 15.0
+    air = {"supply_c": 24.0, "rack_rise_c": 6.0, "room_tau_min": tau_min, "r_room_c_per_kw": 0.2,
+           "zones": 1,
+           "crah": {"count": 2, "required": 1, "capacity_kw": 55.0, "failure": {"dist": "fixed", "value_h": 1.0e9},
+                    "repair": {"time": {"dist": "fixed", "value_h": 1.0e4}}}}
+    doc = _hall(air, {"inject": [{"part": "crah", "index": 0, "at_h": 10.0}]},
+                jobs=[{"name": "load", "gpus": 64, "work_h": 1.0e6}])
+    res = run_replication(load_dict(doc).scenario)
+    tl = res.tables["cooling_timeline"]
+    row = tl[(tl["unit"] == "zone") & (tl["time_h"] == 10.0)]
+    assert len(row) == 1
+    s0, tgt = float(row["supply_c"].iloc[0]), float(row["target_c"].iloc[0])
+    assert 29.0 < tgt < 31.0 and s0 == pytest.approx(24.0)  # only the top nodes' trip supply is crossed
+    t_trip = 10.0 + tau_min / 60.0 * math.log((tgt - s0) / (tgt - 29.0))
+    tr = _trips(res)
+    assert sorted(tr["node"].tolist()) == [NPR - 1, 2 * NPR - 1]
+    assert (tr["reason"] == "inlet").all()
+    np.testing.assert_allclose(tr["start_h"], t_trip, rtol=1e-9)

@@ -150,6 +150,8 @@ class CoolingState:
     _tripped_order: list[int]
     pending: dict[int, Timer]
     trip_rows: list[tuple[int, float, float, str]]
+    trip_inlet_n: NDArray[np.float64] | None  # per node: the zone supply at which its inlet reaches max_inlet_c, °C
+    z_trip_levels: list[NDArray[np.float64]]  # per air zone: its nodes' distinct trip supplies, increasing, °C
 
     # ---- air (AirRooms._init_air, _init_fans, _start_air)
     zones: list[tuple[int, int]]
