@@ -132,3 +132,16 @@ def test_only_the_nodes_whose_inlet_crosses_the_limit_trip_when_the_room_warms()
     assert sorted(tr["node"].tolist()) == [NPR - 1, 2 * NPR - 1]
     assert (tr["reason"] == "inlet").all()
     np.testing.assert_allclose(tr["start_h"], t_trip, rtol=1e-9)
+
+
+def test_a_plant_supply_jump_trips_the_nodes_it_lifts_above_the_limit_at_once() -> None:
+    """The chilled-water offset (``Topic.PLANT_SUPPLY``) shifts a zone's supply at once: 24 → 31 °C with a 6 °C
+    rack rise puts the two upper nodes of each rack (trip supplies 31 and 29 °C) at or above the limit now."""
+    model = Model(load_dict(_hall({"supply_c": 24.0, "rack_rise_c": 6.0})).scenario)
+    th = _thermal(model)
+    env = model.engine.env
+    th._on_plant_supply(7.0)
+    while env.peek() <= env.now:  # the trips scheduled for now
+        env.step()
+    assert sorted(th.tripped) == [2, 3, NPR + 2, NPR + 3]
+    assert {r for _, r in th.tripped.values()} == {"inlet"}
