@@ -145,3 +145,11 @@ def test_a_plant_supply_jump_trips_the_nodes_it_lifts_above_the_limit_at_once() 
         env.step()
     assert sorted(th.tripped) == [2, 3, NPR + 2, NPR + 3]
     assert {r for _, r in th.tripped.values()} == {"inlet"}
+
+
+def test_inlet_hours_above_27c_count_each_nodes_own_inlet() -> None:
+    """Supply 24 °C, rack rise 6 °C: inlets 24, 26, 28, 30 °C up each rack, so 4 of the 8 nodes are above the
+    ASHRAE recommended 27 °C for the whole 48 h (192 node-hours); the supply alone is below it."""
+    res = run_replication(load_dict(_hall({"supply_c": 24.0, "rack_rise_c": 6.0})).scenario)
+    assert res.metrics["thermal.inlet_above_27c_node_hours"] == pytest.approx(4 * 48.0, rel=1e-12)
+    assert len(_trips(res)) == 0

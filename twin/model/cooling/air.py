@@ -293,10 +293,15 @@ class AirRooms(CoolingState):
         self._try_restarts()
 
     def _zone_account(self, z: int, now: float) -> None:
-        """Node-hours with the (held) inlet above the ASHRAE recommended maximum."""
+        """Node-hours with the (held) inlet above the ASHRAE recommended maximum: a node's inlet is the held
+        supply plus its offsets (rack-height rise, recirculation) in an air hall with them."""
         s, e = self.zones[z]
-        if self.z_held[z] > ASHRAE_RECOMMENDED_MAX_C:
-            self.z_hot_node_h += (now - self.z_last[z]) * (e - s)
+        if self.noff is None:
+            if self.z_held[z] > ASHRAE_RECOMMENDED_MAX_C:
+                self.z_hot_node_h += (now - self.z_last[z]) * (e - s)
+        else:
+            hot = int(np.count_nonzero(self.z_held[z] + self.noff[s:e] > ASHRAE_RECOMMENDED_MAX_C))
+            self.z_hot_node_h += (now - self.z_last[z]) * hot
         self.z_last[z] = now
 
     def _zone_inlet_trip(self, z: int, level_c: float) -> None:
