@@ -44,8 +44,9 @@ def _ageing_doc(name: str, hours: float, nodes: int, part: dict[str, Any], cooli
 
 
 def _mtbf_case(s: Settings, key: str, label: str, cooling: dict[str, Any], af: float, note: str,
-               jobs: list[dict[str, Any]] | None = None) -> CaseResult:
-    """Observed MTBF (part-hours in service per failure) at a constant temperature vs MTBF_ref / AF."""
+               jobs: list[dict[str, Any]] | None = None, wrong: dict[str, float] | None = None) -> CaseResult:
+    """Observed MTBF (part-hours in service per failure) at a constant temperature vs MTBF_ref / AF (AF: the
+    mean over the nodes when they differ, each node's parts in service alike)."""
     mtbf, repair_h = 200.0, 0.01
     nodes = 8
     hours = 1200.0
@@ -62,16 +63,29 @@ def _mtbf_case(s: Settings, key: str, label: str, cooling: dict[str, Any], af: f
     est = Ratio(np.array(exposure), np.array(count))
     return result("heat_ageing_mtbf", f"MTBF at constant temperature, {label} (h)", mtbf / af, est, s,
                   f"MTBF_ref / AF, {note}",
-                  wrong={"no acceleration: MTBF_ref": mtbf, "AF applied twice: MTBF_ref / AF²": mtbf / af ** 2})
+                  wrong={"no acceleration: MTBF_ref": mtbf, "AF applied twice: MTBF_ref / AF²": mtbf / af ** 2,
+                         **{k: mtbf / v for k, v in (wrong or {}).items()}})
+
+
+def _xfactor(t_c: float) -> float:
+    """ASHRAE X-factor between its points 20 °C → 1.00 and 45 °C → 1.76 (written here)."""
+    return 1.00 + (t_c - 20.0) * (1.76 - 1.00) / (45.0 - 20.0)
 
 
 def heat_ageing_mtbf(s: Settings) -> list[CaseResult]:
-    """X-factor (air hall held at 30 °C, reference 20 °C) and Arrhenius (liquid hall, GPUs at full load,
-    Ea 0.3 eV) at a constant temperature: observed MTBF = MTBF_ref / AF."""
+    """X-factor (air hall held at 30 °C, reference 20 °C), the X-factor up a rack (supply 22 °C and a 12 °C
+    rack-height rise: node k of 8 at 22 + 12k/7 °C, the pooled MTBF is MTBF_ref over the nodes' mean AF) and
+    Arrhenius (liquid hall, GPUs at full load, Ea 0.3 eV) at a constant temperature: observed MTBF =
+    MTBF_ref / AF."""
     inlet = 30.0
-    xf = 1.00 + (inlet - 20.0) * (1.76 - 1.00) / (45.0 - 20.0)  # ASHRAE points 20 °C → 1.00, 45 °C → 1.76
+    xf = _xfactor(inlet)
     air = {"type": "air", "air": {"supply_c": inlet, "fan_part": None},
            "heat_ageing": {"xfactor": {"enabled": True}}}
+    supply, rise, nodes = 22.0, 12.0, 8  # (nodes: _mtbf_case's, one rack)
+    node_in = [supply + rise * k / (nodes - 1) for k in range(nodes)]  # top node 34 °C: below the 35 °C trip
+    xf_rack = sum(_xfactor(t) for t in node_in) / nodes
+    rack = {"type": "air", "air": {"supply_c": supply, "rack_rise_c": rise, "fan_part": None},
+            "heat_ageing": {"xfactor": {"enabled": True}}}
     # liquid: a job keeps the GPUs at TDP from t = 0, T_j = 35 + 700 × 0.04 = 63 °C
     tj, tref, ea = 35.0 + 700.0 * 0.04, 40.0, 0.3
     af = float(_arrhenius(tj, tref, ea))
@@ -80,6 +94,10 @@ def heat_ageing_mtbf(s: Settings) -> list[CaseResult]:
     jobs = [{"name": "load", "gpus": 64, "work_h": 1.0e6}]
     return [
         _mtbf_case(s, "xfactor", "X-factor, inlet 30 °C", air, xf, f"AF = X(30 °C)/X(20 °C) = {xf:.4f}"),
+        _mtbf_case(s, "xfactor-rack", "X-factor up a rack, inlets 22–34 °C", rack, xf_rack,
+                   f"AF = mean over the nodes of X(22 + 12k/7 °C)/X(20 °C) = {xf_rack:.4f}",
+                   wrong={"rack rise ignored: MTBF_ref / X(supply)": _xfactor(supply),
+                          "every node at the top node's inlet": _xfactor(node_in[-1])}),
         _mtbf_case(s, "arrhenius", "Arrhenius, junction 63 °C", liquid, af,
                    f"AF = exp[(Ea/k)(1/T_ref − 1/T)] = {af:.4f}, Ea {ea} eV, T_ref {tref} °C", jobs),
     ]

@@ -10,9 +10,15 @@ Three laws, one clock:
 * ``cooling.heat_ageing.arrhenius`` (per part, off by default): AF = exp[(Ea/k)(1/T_ref − 1/T)] on the
   GPU's steady-state junction temperature;
 * ``cooling.heat_ageing.xfactor`` (every other hardware node part): AF = X(T_air)/X(T_ref), the ASHRAE
-  X-factor of the node's inlet air (its zone's held supply). These records (``aged_air``) change only
-  when a zone's held supply changes (``AirRooms._zone_step``), never on a load change, so they stay off
-  the GPU hot path.
+  X-factor of the node's inlet air (its zone's held supply plus the node's offsets). These records
+  (``aged_air``) change only when a zone's held supply changes (``AirRooms._zone_step``), never on a load
+  change, so they stay off the GPU hot path.
+
+The inlet of a part (the X-factor's, and ``temperature: inlet``'s) in an air hall with inlet offsets
+(issue 23): a part counted one per GPU (``per: gpu``; a node part whose count equals the GPU count, slot
+k at GPU k) sees its GPU's own inlet, the supply plus the node's rack-height rise and recirculation plus
+the chassis preheat of its slot; every other part sees its node's inlet, the supply plus the rack-height
+rise and recirculation (the preheat is inside the chassis, downstream of the node's inlet).
 """
 
 from __future__ import annotations
@@ -33,8 +39,8 @@ class Ageing(CoolingState):
     ``Thermal``)."""
 
     def _init_ageing(self) -> None:
-        """One record per aged population: its parts' node (and GPU unit), law, effective age and failure
-        time. ``aged``: laws on the GPU's temperature or the GPU inlet (updated with the GPUs);
+        """One record per aged population: its parts' node (and GPU unit), law, inlet offset, effective age
+        and failure time. ``aged``: laws on the GPU's temperature or the GPU inlet (updated with the GPUs);
         ``aged_air``: the X-factor on the node's inlet air (updated when a zone's held supply changes)."""
         self.aged: list[dict[str, Any]] = []
         self.aged_air: list[dict[str, Any]] = []
@@ -65,10 +71,18 @@ class Ageing(CoolingState):
         pop = self.parts[name]
         per = pop.per_node
         idx = np.arange(pop.n)
+        node = idx // per
+        gpu = node * u + ((idx % per) % g) * u // g if per == g else None
+        # the part's inlet above its zone's held supply (air or inlet laws; see the module docstring)
+        off = None
+        if temperature in ("air", "inlet"):
+            if gpu is not None and self.toff is not None:  # one per GPU (u = g here): its GPU's own inlet
+                off = self.toff[gpu]
+            elif self.noff is not None:
+                off = self.noff[node]
         return {
-            "pop": pop, "temperature": temperature, "af_of": af_of, "per": per, "node": idx // per,
-            "gpu": (idx // per) * u + ((idx % per) % g) * u // g if per == g else None,
-            "age": np.zeros(pop.n), "t": np.zeros(pop.n), "af": np.ones(pop.n),
+            "pop": pop, "temperature": temperature, "af_of": af_of, "per": per, "node": node, "gpu": gpu,
+            "off": off, "age": np.zeros(pop.n), "t": np.zeros(pop.n), "af": np.ones(pop.n),
             "tfail": np.full(pop.n, INF), "life": np.zeros(pop.n),
         }
 
@@ -84,9 +98,10 @@ class Ageing(CoolingState):
     def _age_temps(self, a: dict[str, Any], pidx: NDArray[np.int64]) -> NDArray[np.float64]:
         nodes = a["node"][pidx]
         if a["temperature"] == "air":
-            return self.z_held[self.zone_of[nodes]]
+            t_air = self.z_held[self.zone_of[nodes]]
+            return t_air if a["off"] is None else t_air + a["off"][pidx]
         if a["temperature"] == "inlet":
-            return self.inlet[nodes]
+            return self.inlet[nodes] if a["off"] is None else self.inlet[nodes] + a["off"][pidx]
         if a["gpu"] is not None:
             return self.tss[a["gpu"][pidx]]
         return self.tss.reshape(-1, self.u)[nodes].max(axis=1)

@@ -83,17 +83,17 @@ class AirRooms(CoolingState):
             self.fans_h[:] = fpop.spec.count
             self.fans_req = int(fpop.required)
 
-    def _air_inlet_offsets_c(self) -> NDArray[np.float64] | None:
-        """Per GPU (node-major), the offset (°C) of its inlet above the held supply of its zone (issue 23):
-        the rack-height rise (linear from the bottom node, 0, to the top), the node's hot-aisle recirculation
-        (exponential, from its own stream) and the chassis preheat of the downstream half of its GPU slots.
-        None when all three are 0 (every GPU sees the held supply)."""
+    def _air_node_offsets_c(self) -> NDArray[np.float64] | None:
+        """Per node, the offset (°C) of its inlet air above the held supply of its zone (issue 23): the
+        rack-height rise (linear from the bottom node, 0, to the top) and the node's hot-aisle
+        recirculation (exponential, from its own stream). None when both are 0 or the hall is not an air
+        hall (the offsets act on air-cooled halls only)."""
         a = self.air
         assert a is not None
-        if not (a.slot_preheat_c > 0 or a.rack_rise_c > 0 or a.recirculation_c > 0):
+        if self.type != "air" or not (a.rack_rise_c > 0 or a.recirculation_c > 0):
             return None
         cl = self.cluster
-        n, g, npr = self.N, self.g, cl.nodes_per_rack
+        n, npr = self.N, cl.nodes_per_rack
         node_c = np.zeros(n)
         if a.rack_rise_c > 0 and npr > 1:
             node_c += a.rack_rise_c * (np.arange(n) % npr) / (npr - 1)
@@ -101,6 +101,18 @@ class AirRooms(CoolingState):
             digs = rng.path_digests(f"{cl.node_path(i)}#recirculation" for i in range(n))
             unif = self.engine.streams.uniforms(digs, np.zeros(n, dtype=np.int64))
             node_c += -a.recirculation_c * np.log1p(-unif)  # exponential of mean recirculation_c
+        return node_c
+
+    def _air_inlet_offsets_c(self) -> NDArray[np.float64] | None:
+        """Per GPU (node-major), the offset (°C) of its inlet above the held supply of its zone (issue 23):
+        its node's offset (``noff``: rack-height rise and recirculation) and the chassis preheat of the
+        downstream half of its GPU slots. None when all three are 0 (every GPU sees the held supply)."""
+        a = self.air
+        assert a is not None
+        if not (a.slot_preheat_c > 0 or a.rack_rise_c > 0 or a.recirculation_c > 0):
+            return None
+        n, g = self.N, self.g
+        node_c = self.noff if self.noff is not None else np.zeros(n)
         slot_c = np.where(np.arange(g) >= g // 2, a.slot_preheat_c, 0.0) if g > 1 else np.zeros(1)
         return (node_c[:, None] + slot_c[None, :]).ravel()
 
@@ -117,6 +129,10 @@ class AirRooms(CoolingState):
         self._f_hours = f[self._hours]  # the capacity factor from each of those hours on
         self._hour_timer = self.engine.timer(self._hour)
         self._schedule_hour(0)
+        if self.trip_inlet_n is not None:  # nodes whose inlet is at the limit from the start trip at once
+            for z in range(len(self.zones)):
+                if self.z_S0[z] >= self.z_trip_levels[z][0]:
+                    self._plan_inlet_trip(z, jumped=True)
 
     def _finish_air(self, H: float) -> None:
         """Close the zones' hot-inlet and over-capacity accounts at the horizon ``H`` (h)."""
@@ -210,11 +226,32 @@ class AirRooms(CoolingState):
         self.z_trip_timer[z].cancel()
         self.timeline.append((now, "zone", z, float(self.z_S0[z]), tgt, q / 1000.0, cap / 1000.0))
         self._plan_step(z)
-        # exact crossing of the platform inlet limit
+        self._plan_inlet_trip(z)  # exact crossing of the platform inlet limit
+
+    def _plan_inlet_trip(self, z: int, jumped: bool = False) -> None:
+        """Schedule zone ``z``'s next inlet trip on its supply trajectory: the exact crossing of the lowest
+        trip supply of its nodes (``max_inlet_c`` less the node's inlet offset, ``noff``) above the
+        trajectory's start and below its target. ``jumped``: the supply has just jumped to the start (a
+        plant offset), so the nodes whose trip supply it is at or above trip now."""
+        assert self.air is not None
+        lv = self.z_trip_levels[z]
         S0 = float(self.z_S0[z])
-        if tgt > self.max_inlet_c > S0:
-            t_min = fast.crossing_time_min(S0, tgt, self.max_inlet_c, self.air.room_tau_min)
-            self.z_trip_timer[z].set(now + t_min / 60.0, lambda: self._zone_inlet_trip(z))
+        if jumped and S0 >= lv[0]:
+            self.z_trip_timer[z].set(self.engine.now, lambda: self._zone_inlet_trip(z, S0))
+            return
+        self._plan_inlet_crossing(z, S0)
+
+    def _plan_inlet_crossing(self, z: int, level_c: float) -> None:
+        """Schedule the crossing of zone ``z``'s lowest trip supply above ``level_c`` (°C), if its supply's
+        target is above it (on the trajectory from ``z_S0`` at ``z_ta``)."""
+        assert self.air is not None
+        lv = self.z_trip_levels[z]
+        i = int(np.searchsorted(lv, level_c, side="right"))
+        tgt = float(self.z_tgt[z])
+        if i < len(lv) and tgt > lv[i]:
+            x = float(lv[i])
+            t_min = fast.crossing_time_min(float(self.z_S0[z]), tgt, x, self.air.room_tau_min)
+            self.z_trip_timer[z].set(float(self.z_ta[z]) + t_min / 60.0, lambda: self._zone_inlet_trip(z, x))
 
     def _plan_step(self, z: int) -> None:
         """Schedule the next switch of the held inlet (nearest level on a grid of inlet_step_c)."""
@@ -256,17 +293,27 @@ class AirRooms(CoolingState):
         self._try_restarts()
 
     def _zone_account(self, z: int, now: float) -> None:
-        """Node-hours with the (held) inlet above the ASHRAE recommended maximum."""
+        """Node-hours with the (held) inlet above the ASHRAE recommended maximum: a node's inlet is the held
+        supply plus its offsets (rack-height rise, recirculation) in an air hall with them."""
         s, e = self.zones[z]
-        if self.z_held[z] > ASHRAE_RECOMMENDED_MAX_C:
-            self.z_hot_node_h += (now - self.z_last[z]) * (e - s)
+        if self.noff is None:
+            if self.z_held[z] > ASHRAE_RECOMMENDED_MAX_C:
+                self.z_hot_node_h += (now - self.z_last[z]) * (e - s)
+        else:
+            hot = int(np.count_nonzero(self.z_held[z] + self.noff[s:e] > ASHRAE_RECOMMENDED_MAX_C))
+            self.z_hot_node_h += (now - self.z_last[z]) * hot
         self.z_last[z] = now
 
-    def _zone_inlet_trip(self, z: int) -> None:
+    def _zone_inlet_trip(self, z: int, level_c: float) -> None:
+        """Zone ``z``'s supply reached ``level_c`` (°C): trip its nodes in service whose inlet (supply plus
+        offset) is then at the limit, and schedule the crossing of the next trip supply above it."""
         s, e = self.zones[z]
+        th = self.trip_inlet_n
         for node in range(s, e):
-            if self.cluster.is_up(node):
+            if (th is None or th[node] <= level_c) and self.cluster.is_up(node):
                 self._trip(node, "inlet")
+        if th is not None:  # (a trip may have retargeted the zone: the next crossing is on its trajectory now)
+            self._plan_inlet_crossing(z, level_c)
 
     def _on_crah(self, idx: int, healthy: bool) -> None:
         assert self.air is not None

@@ -46,6 +46,9 @@ class GpuState(CoolingState):
             unif = self.engine.streams.uniforms(digs, np.zeros(G, dtype=np.int64))
             self.rspread = np.exp(gp.r_sigma * ndtri(unif))
         self.rbase = base_r * self.rspread
+        # per node, its inlet air above its zone's held supply: rack and recirculation offsets of an air hall
+        # (issue 23; also read by the inlet trip and the ageing on inlet air); None: every node sees the supply
+        self.noff = None if self.gpu_on_liquid else self._air_node_offsets_c()
         # per unit, its inlet above the node's (held supply or coolant): chassis, rack and recirculation
         # offsets of an air hall (issue 23); None: every unit sees its node's inlet
         self.toff: NDArray[np.float64] | None = None

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from twin.model.cooling import fast
 from twin.model.cooling.state import CoolingState
 from twin.model.engine import Topic
 
@@ -39,7 +38,7 @@ class PlantLink(CoolingState):
         def _zone_account(self, z: int, now: float) -> None:
             raise NotImplementedError
 
-        def _zone_inlet_trip(self, z: int) -> None:
+        def _plan_inlet_trip(self, z: int, jumped: bool = False) -> None:
             raise NotImplementedError
 
     def _init_plant_link(self) -> None:
@@ -120,8 +119,4 @@ class PlantLink(CoolingState):
             self._update(nodes)
             self._set_cool(slice(s, e))
         self._plan_step(z)
-        if s0 >= self.max_inlet_c:
-            self.z_trip_timer[z].set(now, lambda: self._zone_inlet_trip(z))
-        elif tgt > self.max_inlet_c:
-            t_min = fast.crossing_time_min(s0, tgt, self.max_inlet_c, self.air.room_tau_min)
-            self.z_trip_timer[z].set(now + t_min / 60.0, lambda: self._zone_inlet_trip(z))
+        self._plan_inlet_trip(z, jumped=True)

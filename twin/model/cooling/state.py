@@ -90,6 +90,7 @@ class CoolingState:
     # ---- gpu (GpuState._init_gpu, _init_trace): unit state, accounting, trace
     rspread: NDArray[np.float64]
     rbase: NDArray[np.float64]
+    noff: NDArray[np.float64] | None  # per node: inlet air above its zone's held supply, °C (air halls; None: 0)
     toff: NDArray[np.float64] | None  # per unit: inlet offset above its node's inlet, °C (air halls; None: 0)
     toff_max_n: NDArray[np.float64]  # per node: the largest of its units' offsets, °C
     rfactor: NDArray[np.float64]  # per node: fans (air) or no flow (liquid) multiply R
@@ -149,6 +150,8 @@ class CoolingState:
     _tripped_order: list[int]
     pending: dict[int, Timer]
     trip_rows: list[tuple[int, float, float, str]]
+    trip_inlet_n: NDArray[np.float64] | None  # per node: the zone supply at which its inlet reaches max_inlet_c, °C
+    z_trip_levels: list[NDArray[np.float64]]  # per air zone: its nodes' distinct trip supplies, increasing, °C
 
     # ---- air (AirRooms._init_air, _init_fans, _start_air)
     zones: list[tuple[int, int]]
@@ -290,6 +293,9 @@ class CoolingState:
         def _stash(self, gsl: Any, t_next: NDArray[np.float64], free_up: NDArray[np.bool_], draw: NDArray[np.float64],
                    tin: NDArray[np.float64], R: NDArray[np.float64], P: NDArray[np.float64], xP: NDArray[np.float64],
                    xsp: NDArray[np.float64]) -> None:  # lazy
+            raise NotImplementedError
+
+        def _air_node_offsets_c(self) -> NDArray[np.float64] | None:  # air
             raise NotImplementedError
 
         def _air_inlet_offsets_c(self) -> NDArray[np.float64] | None:  # air

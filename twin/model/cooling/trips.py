@@ -1,6 +1,6 @@
 """Thermal trips and restarts (model.md §3, §4): a node tripped by a GPU shutdown crossing, its zone's
 inlet limit or a lost fan comes back ``reboot_h`` after its cooling is restored (coolant flows, it has
-a fan, its room is below ``max_inlet_c``, its GPUs would not trip at P_min, and its air zone could carry
+a fan, its inlet air, the room's supply plus its rack and recirculation offsets, is below ``max_inlet_c``, its GPUs would not trip at P_min, and its air zone could carry
 every node in service, those rebooting and this one at full load)."""
 
 from __future__ import annotations
@@ -25,13 +25,25 @@ class Trips(CoolingState):
         self._tripped_order: list[int] = []  # the keys of tripped, kept sorted (restart checks go in node order)
         self.pending: dict[int, Timer] = {}  # tripped nodes admitted to reboot: their reboot timers
         self.trip_rows: list[tuple[int, float, float, str]] = []
+        # inlet trip (air): a node's inlet air is its zone's supply plus its offset (noff), so it reaches
+        # max_inlet_c when the supply reaches max_inlet_c − noff (its trip supply)
+        self.trip_inlet_n = None if self.noff is None else self.max_inlet_c - self.noff
+        self.z_trip_levels = []
+        if self.air is not None:
+            th = self.trip_inlet_n
+            self.z_trip_levels = [np.array([self.max_inlet_c]) if th is None else np.unique(th[s:e])
+                                  for s, e in self.zones]
 
     def _instant_trip_reason(self, node: int) -> str | None:
         if self.fan_part is not None and self.fans_h[node] == 0:
             return "no_fan"
-        if self.air is not None and self._supply_now(int(self.zone_of[node])) >= self.max_inlet_c:
+        if self.air is not None and self._supply_now(int(self.zone_of[node])) >= self._trip_supply_c(node):
             return "inlet"
         return None
+
+    def _trip_supply_c(self, node: int) -> float:
+        """The zone supply (°C) at which ``node``'s inlet air reaches ``max_inlet_c`` (less its offset)."""
+        return self.max_inlet_c if self.trip_inlet_n is None else float(self.trip_inlet_n[node])
 
     def _trip(self, node: int, reason: str) -> None:
         if node in self.tripped:
@@ -68,8 +80,11 @@ class Trips(CoolingState):
                 return False, False
         if self.air is not None:
             z = int(self.zone_of[node])
-            if self._supply_now(z) >= self.max_inlet_c:
+            sup = self._supply_now(z)
+            if sup >= self.max_inlet_c:
                 return False, True
+            if self.trip_inlet_n is not None and sup >= self.trip_inlet_n[node]:
+                return False, False  # this node's inlet (supply plus its offset) at the limit: not zone-wide
             if not self.z_slack[z]:
                 # admit only if the zone could carry every node in service, those rebooting and this one at
                 # full load, so restarts never overload a zone (the workload may load them at once)
