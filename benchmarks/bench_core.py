@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import statistics
@@ -83,13 +84,23 @@ print(json.dumps({"wall_s": wall, "loop_s": m.loop_s, "build_s": m.build_s, "eve
 """
 
 
+@functools.cache
+def _air_nodes_per_rack() -> int:
+    """Nodes per rack of ``scenarios/air.yaml`` (4 DGX H100-class at twin 0.7.0's rack power limit)."""
+    from twin.scenario import load_scenario
+
+    return int(load_scenario(ROOT / "scenarios/air.yaml").scenario.cluster.nodes_per_rack)
+
+
 def one_size(gpus: int, days: float = 30.0) -> dict[str, float]:
     """Run the air-cooled baseline (``scenarios/air.yaml``: every node part, fabric, power model of the
     costs, thermal model of the hall) scaled to ``gpus`` GPUs (8 per node, 8 nodes per rack, one air
-    zone per 8 racks as in the scenario) in a fresh process."""
-    racks = gpus // 64
+    zone per 64 nodes as in the scenario; its racks as many nodes as the scenario's) in a fresh process."""
+    npr = _air_nodes_per_rack()
+    racks = gpus // (8 * npr)
+    zones = max(1, racks * npr // 64)
     args = [sys.executable, "-c", _CHILD, str(ROOT / "scenarios/air.yaml"),
-            f"cluster.racks={racks}", f"cooling.air.zones={max(1, racks // 8)}", f"horizon_days={days}"]
+            f"cluster.racks={racks}", f"cooling.air.zones={zones}", f"horizon_days={days}"]
     out = subprocess.run(args, capture_output=True, text=True, check=True, cwd=ROOT)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
