@@ -78,8 +78,14 @@ class Storage(Component):
                                               (lambda i, ok, nm=name: self._on_unit(nm, ok)), ctx.shop.on_failure)
         # transfers and data streams in progress
         self._writes: dict[int, float] = {}
+        # what the checkpoint transfers and the servers leave, recomputed only after they change (_io_dirty):
+        # the data capacity, the writes' bandwidth in use and the reads' sum, GB/s
+        self._io_dirty = True
+        self._cap = self._w_in_use = self._r_sum = 0.0
         self._reads: dict[int, float] = {}
         self._demand: dict[int, float] = {}
+        # Σ of the demands, kept as they change (O(1) per change; exact sums only where a stream is limited)
+        self._demand_sum = 0.0
         self._level = math.inf
         self._published = math.inf  # the data level the workload last heard of
         self._notify = self.engine.timer(self._publish_level)
@@ -116,11 +122,13 @@ class Storage(Component):
     def transfer_begins(self, jid: int, write: bool, gb_per_s: float) -> None:
         self._account()
         (self._writes if write else self._reads)[jid] = gb_per_s
+        self._io_dirty = True
         self._changed()
 
     def transfer_ends(self, jid: int, write: bool) -> None:
         self._account()
         (self._writes if write else self._reads).pop(jid, None)
+        self._io_dirty = True
         self._changed()
 
     def data_share(self, jid: int, demand_gb_per_s: float) -> float:
@@ -132,6 +140,7 @@ class Storage(Component):
                 self._demand[jid] = demand_gb_per_s
             else:
                 del self._demand[jid]
+            self._demand_sum = self._demand_sum - old + demand_gb_per_s if self._demand else 0.0
             self._changed()
         if demand_gb_per_s <= 0:
             return 0.0
@@ -152,23 +161,35 @@ class Storage(Component):
     def _changed(self) -> None:
         """Recompute the data level; when it moved and some job reads data, tell the workload (once per
         instant, after the change under way has finished)."""
-        level = (phys.water_fill(self.data_capacity_gb_per_s(), list(self._demand.values()), len(self._reads))
-                 if self._demand else math.inf)
-        self._used = self._in_use(level)
+        if self._io_dirty:
+            self._io_dirty = False
+            self._cap = self.data_capacity_gb_per_s()
+            self._w_in_use = min(self.write_gb_per_s, sum(self._writes.values()))
+            self._r_sum = sum(self._reads.values())
+        cap = self._cap
+        if not self._demand:
+            level = math.inf
+        elif not self._reads and self._demand_sum <= cap * (1.0 - 1e-9):
+            # every demand is met (the running sum is within far less than 1e-9 of the exact one): no stream
+            # is limited, the level is infinite as water_fill would say, without its O(jobs) pass
+            level = math.inf
+        else:
+            level = phys.water_fill(cap, list(self._demand.values()), len(self._reads))
+        self._used = self._in_use(level, cap)
         if self.peak_gb_per_s < self._used:
             self.peak_gb_per_s = self._used
         self._level = level
         if level != self._published and self._demand and not self._notify.pending:
             self._notify.set(self._env._now)
 
-    def _in_use(self, level: float) -> float:
+    def _in_use(self, level: float, cap: float) -> float:
         """Bandwidth in use (GB/s): the checkpoint writes (at most the write bandwidth), and the checkpoint reads
-        and data streams' shares (at most the read bandwidth the writes leave); nothing in an outage."""
+        and data streams' shares (at most ``cap``, the read bandwidth the writes leave); nothing in an outage."""
         if not self.available:
             return 0.0
-        w = min(self.write_gb_per_s, sum(self._writes.values()))
-        r = sum(self._reads.values()) + sum(min(x, level) for x in self._demand.values())
-        return w + min(self.data_capacity_gb_per_s(), r)
+        data = (self._demand_sum if level == math.inf
+                else sum(min(x, level) for x in self._demand.values()))
+        return self._w_in_use + min(cap, self._r_sum + data)
 
     def _account(self) -> None:
         now = self._env._now
@@ -197,6 +218,7 @@ class Storage(Component):
         else:
             self.meta_up += 1 if ok else -1
         was = self.available
+        self._io_dirty = True
         self._share = (phys.servers_bandwidth_share(self.servers_up, self.n_servers, self.k_servers)
                        if self.n_servers else 1.0)
         self.available = self._share > 0.0 and self.meta_up >= self.k_meta
