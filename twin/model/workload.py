@@ -1175,20 +1175,14 @@ class Workload(Component):
         need = (len(nodes) if job.rn else job.nodes_needed) - len(keep)  # an elastic job: its replicas now
         job.nodes = keep
         multi = job.nodes_needed > 1
-        parts = []
-        got = 0
         if job.unit > 1 and need:  # tp groups stay in whole units per NVLink domain
             keep, parts, ok = self._domain_replacement(job, keep, need)
+            repl = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
             got = need if ok else -1
         else:
-            for pool in (self.spares, self.free):
-                if got == need:
-                    break
-                take = pool.nodes(self._cut_mask(multi))[: need - got]
-                parts.append(take)
-                got += len(take)
+            repl = self._take_from_pools(need, multi)
+            got = len(repl)
         if got == need:
-            repl = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
             for n in repl.tolist():
                 self._remove_from_pools(n)
             self.owner[repl] = job.jid

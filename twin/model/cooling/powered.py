@@ -58,25 +58,25 @@ class PlantLink(CoolingState):
         self._unit_fn[kind] = fn
 
         def on_part(idx: int, healthy: bool) -> None:
-            failed, off = self._unit_failed[kind], self._unit_off[kind]
-            before = idx not in failed and idx not in off
-            if healthy:
-                failed.discard(idx)
-            else:
-                failed.add(idx)
-            if before != (healthy and idx not in off):
-                fn(idx, not before)
+            self._gate(kind, idx, self._unit_failed[kind], not healthy)
         return on_part
 
     def _on_cooling_unit(self, kind: str, idx: int, off: bool) -> None:
+        self._gate(kind, idx, self._unit_off[kind], off)
+
+    def _gate(self, kind: str, idx: int, reasons: set[int], out: bool) -> None:
+        """Unit ``idx`` of ``kind`` gains (``out``) or loses a reason to be out of service (its part failed:
+        ``reasons`` is the failed set; the plant took it out: the off set); the room hears only when the unit's
+        state flips, with its new state (healthy and in service, or not)."""
         failed, offs = self._unit_failed[kind], self._unit_off[kind]
         before = idx not in failed and idx not in offs
-        if off:
-            offs.add(idx)
+        if out:
+            reasons.add(idx)
         else:
-            offs.discard(idx)
-        if before != (idx not in failed and not off):
-            self._unit_fn[kind](idx, not before)
+            reasons.discard(idx)
+        after = idx not in failed and idx not in offs
+        if before != after:
+            self._unit_fn[kind](idx, after)
 
     def _on_plant_supply(self, offset_c: float) -> None:
         delta = offset_c - self.plant_c
