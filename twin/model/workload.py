@@ -284,6 +284,7 @@ class Workload(Component):
         self.sc = sc
         self.spec = sc.workload
         assert self.spec is not None
+        self.min_pause_s = self.spec.min_load_pause_s
         self.gpn = sc.cluster.node.gpus
         n = self.cluster.n_nodes
         self.owner = np.full(n, -1, dtype=np.int64)  # job id per node, -1 free
@@ -628,9 +629,10 @@ class Workload(Component):
         return r
 
     def _set_util(self, job: Job, util: float) -> None:
-        """Set the utilisation of the job's nodes; publish NODE_LOAD (every node of the job, even
-        those whose load did not change: the thermal trace samples its GPUs at these events), then
-        JOB (a job's state change, for observers such as the forecast's accounting)."""
+        """Set the utilisation of the job's nodes; publish NODE_LOAD (every node of the job) when the load
+        of any of them changes, then JOB (a job's state change, for observers such as the forecast's
+        accounting) in any case. A publication that would change no node's load is not made: no
+        subscriber's state depends on it (the IT power and GPU temperatures follow the same load)."""
         nodes = job.nodes
         if job.data_gbs:  # a running job reads its data (its share may have changed), any other does not
             assert self.storage is not None
@@ -639,11 +641,23 @@ class Workload(Component):
             else:
                 self.storage.data_share(job.jid, 0.0)
         if len(nodes):
-            self._node_util[nodes] = util
-            for fn in self._on_load_subs:  # = bus.publish(Topic.NODE_LOAD, nodes, util)
-                fn(nodes, util)
+            nu = self._node_util
+            if np.count_nonzero(nu[nodes] != util):
+                nu[nodes] = util
+                for fn in self._on_load_subs:  # = bus.publish(Topic.NODE_LOAD, nodes, util)
+                    fn(nodes, util)
             for fn in self._on_job_subs:  # = bus.publish(Topic.JOB, job)
                 fn(job)
+
+    def _pause(self, job: Job, pause_h: float) -> None:
+        """The job stops for a checkpoint write or stall of ``pause_h`` hours: its nodes idle, unless the
+        pause is shorter than ``workload.min_load_pause_s`` (then the facility models keep seeing them
+        busy: only the job's data reading and JOB observers see it; the job itself makes no progress
+        either way)."""
+        if pause_h * 3600.0 < self.min_pause_s:
+            self._set_util(job, 1.0)
+        else:
+            self._set_util(job, 0.0)
 
     # ---- timers ---------------------------------------------------------------------------
     def _arm(self, job: Job) -> None:
@@ -736,14 +750,17 @@ class Workload(Component):
             job.pending_save_h = math.nan  # (the final write supersedes an async write still in flight)
             job.state = CKPT
             timer = job.timer or self._timer_of(job)
-            self._set_util(job, 0.0)  # (the pending call of _due is replaced by set: no cancel first)
+            if final:
+                self._set_util(job, 0.0)  # (the pending call of _due is replaced by set: no cancel first)
+            else:
+                self._pause(job, w)
             timer.set(self._env._now + w, lambda: self._ckpt_done(job, save, final))
         else:
             stall = ck.async_fraction * w
             job.pending_save_h = save
             job.state = CKPT
             timer = job.timer or self._timer_of(job)
-            self._set_util(job, 0.0)
+            self._pause(job, stall)
             timer.set(self._env._now + stall, lambda: self._async_resume(job))
             saver = job.saver
             if saver is None:

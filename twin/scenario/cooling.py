@@ -60,8 +60,11 @@ class GpuThermal(Strict):
         400.0, description="Heat capacity of GPU, package and heat sink or cold plate, J/°C (assumption: τ = R·C of "
         "30 s in air, tens of seconds as model.md §3 says).")
     r_sigma: NonNegF = Field(
-        0.0, description="Spread of R between GPUs: each GPU's R is multiplied by exp(σ·z), z standard normal "
-        "from its own random stream (median-preserving). 0 = identical GPUs (assumption).")
+        0.05, description="Spread of R between GPUs: each GPU's R is multiplied by exp(σ·z), z standard normal "
+        "from its own random stream (median-preserving); 0 = identical GPUs. Assumption: no measured spread of GPU "
+        "thermal resistance was found; 0.05 gives about 2.4 °C (1σ) between GPUs at training power in air, and "
+        "same-SKU GPUs differ in performance by 8 % on average, outliers 1.5× slower than the median (Sinha et "
+        "al., arXiv 2208.11035 v3); a `twin sensitivity` factor.")
     slowdown_c: TempC = Field(89.0, description="Slowdown temperature: the GPU caps its power to stay below it, °C "
                               "(89 °C, sources.md).")
     shutdown_c: TempC = Field(92.0, description="Shutdown temperature: the node trips, °C (92 °C, sources.md).")
@@ -179,14 +182,14 @@ class Air(Strict):
     fan_kw_per_kw: NonNegF = Field(0.05, description="CRAH fan power per kW of heat removed (assumption).")
     # inlet heterogeneity (issue 23): offsets added to the held supply at each GPU, °C
     slot_preheat_c: NonNegF = Field(
-        0.0, description="Preheat of the air along the chassis airflow: the GPUs downstream (the second half "
+        2.0, description="Preheat of the air along the chassis airflow: the GPUs downstream (the second half "
         "of a node's GPU slots, two rows along the airflow) see their inlet raised by this, °C (assumption: "
         "no measured °C spread between the GPUs of an HGX node was found; a `twin sensitivity` factor).")
     rack_rise_c: NonNegF = Field(
-        0.0, description="Inlet rise from a rack's bottom node to its top node, linear in the node's height, °C "
+        1.0, description="Inlet rise from a rack's bottom node to its top node, linear in the node's height, °C "
         "(assumption: no measured bottom-versus-top °C delta was found; a `twin sensitivity` factor).")
     recirculation_c: NonNegF = Field(
-        0.0, description="Mean of each node's hot-aisle recirculation, an exponential inlet offset drawn from the "
+        0.5, description="Mean of each node's hot-aisle recirculation, an exponential inlet offset drawn from the "
         "node's own random stream, °C (assumption; a `twin sensitivity` factor).")
     evaporative: Evaporative | None = Field(
         None, description="Direct evaporative (adiabatic) cooling of outside air instead of a chiller: the "

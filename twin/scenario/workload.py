@@ -377,6 +377,13 @@ class Workload(Strict):
     synthetic: Synthetic | None = None
     trace: Trace | None = None
     warmup_h: NonNegH = Field(0.0, description="Jobs submitted before this are excluded from queue statistics.")
+    min_load_pause_s: NonNegH = Field(
+        1.0, description="Shortest checkpoint pause (a sync write, an async write's stall) that idles the job's "
+        "nodes for the facility models, seconds: a shorter one stops the job (no progress, goodput counts it) "
+        "but the IT power, GPU temperatures and rooms see its nodes busy through it. A pause of d s cools an "
+        "air-cooled GPU by at most 1 − e^(−d/τ) of its rise above the inlet (3 % for 1 s at τ = 30 s) and "
+        "over-counts its energy by at most d × (training − idle power) per GPU; 0 idles the nodes for every pause "
+        "(assumption: below what moves throttling; a `twin sensitivity` factor).")
 
     @model_validator(mode="before")
     @classmethod

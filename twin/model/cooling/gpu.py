@@ -52,7 +52,7 @@ class GpuState(CoolingState):
         # per unit, its inlet above the node's (held supply or coolant): chassis, rack and recirculation
         # offsets of an air hall (issue 23); None: every unit sees its node's inlet
         self.toff: NDArray[np.float64] | None = None
-        if not self.gpu_on_liquid and u > 1:
+        if not self.gpu_on_liquid and u == self.g:  # (u < g only when no offset is set: identical GPUs)
             self.toff = self._air_inlet_offsets_c()
         self.toff_max_n = np.zeros(n) if self.toff is None else self.toff.reshape(n, u).max(axis=1)
         self.rfactor = np.ones(n)  # node multiplier of R: fans (air) or no-flow (liquid)
@@ -196,6 +196,8 @@ class GpuState(CoolingState):
         if u == 1:
             R = self.rbase[gsl] * self.rfactor[nsl]
             tin = self.inlet[nsl]
+            if self.toff is not None:  # (one GPU per node: its node's rack and recirculation offsets)
+                tin = tin + self.toff[gsl]
             pd, draw = pd_n, draw_n
             self.gon[gsl] = up_n
         else:
