@@ -102,7 +102,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_sweep)
 
     p = subparsers.add_parser(
-        "sensitivity", help="one-at-a-time low/high changes under CRN; tornado of Δ goodput and Δ availability",
+        "sensitivity", help="one-at-a-time low/high changes under CRN; tornado of Δ goodput, Δ availability "
+             "and Δ cost per useful GPU-hour",
         description="Each factor is set to its low and its high value with everything else unchanged; "
                     "deltas are paired differences against the unchanged scenario.")
     p.add_argument("scenario", help="scenario YAML file")
