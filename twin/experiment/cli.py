@@ -102,7 +102,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_sweep)
 
     p = subparsers.add_parser(
-        "sensitivity", help="one-at-a-time low/high changes under CRN; tornado of Δ goodput and Δ availability",
+        "sensitivity", help="one-at-a-time low/high changes under CRN; tornado of Δ goodput, Δ availability "
+             "and Δ cost per useful GPU-hour",
         description="Each factor is set to its low and its high value with everything else unchanged; "
                     "deltas are paired differences against the unchanged scenario.")
     p.add_argument("scenario", help="scenario YAML file")
@@ -440,13 +441,16 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
 
     from twin.experiment.summary import FILE
 
-    print_summary(json.loads((res.folder / FILE).read_text()))
+    dsum = json.loads((res.folder / FILE).read_text())
+    print_summary(dsum)
+    cur = str(dsum.get("currency") or "")
     _echo(f"sensitivity of {res.base.scenario.name} (hash {res.base.hash}, seed {res.base.scenario.seed}; "
           f"common random numbers, paired Δ vs baseline)")
     for m in res.metrics:
         d = res.ranking[res.ranking.metric == m]
-        _echo(f"\nΔ {_lab(m)}, ranked by swing")
-        rows = [[str(r), f, lo, hi, _v(m, dl, True), _ci(m, a, b, True), _v(m, dh, True), _ci(m, c, e, True)]
+        _echo(f"\nΔ {_lab(m, cur)}, ranked by swing")
+        rows = [[str(r), f, lo, hi, _v(m, dl, True, cur), _ci(m, a, b, True, cur), _v(m, dh, True, cur),
+                 _ci(m, c, e, True, cur)]
                 for r, f, lo, hi, dl, a, b, dh, c, e in zip(d["rank"], d.factor, d.low, d.high, d.delta_low,
                                                             d.delta_low_ci_low, d.delta_low_ci_high, d.delta_high,
                                                             d.delta_high_ci_low, d.delta_high_ci_high)]

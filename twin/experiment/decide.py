@@ -11,7 +11,7 @@ r = ``costs.discount_rate`` and T = horizon in years (365 days), all of the refe
 * extra capital ΔK = purchase price of B − of A (``cost.capital_purchase``, not amortised);
 * annual net operating benefit of B: b_i = [v·(U_B − U_A) − (O_B − O_A)] / T, with U the useful
   GPU-hours (0 without a workload) and O the operating cost over the horizon (energy + repair
-  parts + labour + spares holding); b̄ with its 95 % Student-t interval;
+  parts + labour + spares holding + water); b̄ with its 95 % Student-t interval;
 * payback: the option with more capital repays its extra capital K = |ΔK| out of its benefit b'
   (b' = b̄ if B has more capital, −b̄ otherwise) in n years, the discounted payback
   n = −ln(1 − r·K/b') / ln(1 + r) (K/b' at r = 0); ∞ when b' ≤ 0 or r·K/b' ≥ 1 (never repaid);
@@ -47,7 +47,7 @@ from twin.experiment import stats
 from twin.report import metrics as catalogue
 from twin.units import DAYS_PER_YEAR
 
-OPERATING = ("cost.energy", "cost.repair_parts", "cost.labour", "cost.spares_holding")
+OPERATING = ("cost.energy", "cost.repair_parts", "cost.labour", "cost.spares_holding", "cost.water")
 """Operating cost metrics (over the horizon) that the payback compares."""
 BREAKEVEN_COLUMNS = [
     "variant", "reference", "currency", "n", "extra_capital", "capital_heavier", "annual_net_benefit",

@@ -38,7 +38,8 @@ ALPHA = 0.05
 DEFAULT_OBJECTIVE = "cost.per_useful_gpu_hour"
 FALLBACK_OBJECTIVES = ("goodput", "node_availability")
 """Used in turn when the default objective is not reported (a scenario without ``costs``)."""
-COST_LINES = ("cost.capital", "cost.energy", "cost.labour", "cost.repair_parts", "cost.spares_holding")
+COST_LINES = ("cost.capital", "cost.energy", "cost.labour", "cost.repair_parts", "cost.spares_holding",
+              "cost.water")
 DRIVERS = 3
 """Mechanism differences named in a summary."""
 FILE = "decision-summary.json"

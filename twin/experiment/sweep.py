@@ -234,12 +234,16 @@ def factor_overrides(loaded: Loaded, f: float) -> list[Factor]:
 
 
 def sensitivity_metrics(columns: Sequence[str]) -> list[str]:
-    """Δ goodput (``goodput`` if the scenario reports it, else ``node_availability``) and Δ
-    availability (``node_availability``), without repeating one."""
+    """Δ goodput (``goodput`` if the scenario reports it, else ``node_availability``), Δ
+    availability (``node_availability``) and, with costs, Δ cost per useful GPU-hour
+    (``cost.per_useful_gpu_hour``: a price factor such as ``costs.water_per_m3`` moves only this one),
+    without repeating one."""
     first = "goodput" if "goodput" in columns else "node_availability"
     out = [first]
     if "node_availability" in columns and "node_availability" not in out:
         out.append("node_availability")
+    if "cost.per_useful_gpu_hour" in columns:
+        out.append("cost.per_useful_gpu_hour")
     return [m for m in out if m in columns]
 
 
@@ -267,7 +271,8 @@ def run_sensitivity(scenario: str, sets: Sequence[str], param_exprs: Sequence[st
          f"common random numbers (seed {base.scenario.seed})")
     results = {"baseline": _run_point(base, reps, opts, wiped)}
     ref = results["baseline"].replications
-    metrics = sensitivity_metrics(list(ref.columns))
+    # a metric the baseline never reports a number for (the cost per useful GPU-hour without a workload) is left out
+    metrics = [m for m in sensitivity_metrics(list(ref.columns)) if ref[m].notna().any()]
     rows = []
     variants = []
     for k, fa in enumerate(factors):

@@ -34,6 +34,9 @@ Lines, all in ``costs.currency`` over the horizon of T = horizon_days / 365 year
 * **spares holding**: ``holding_rate_per_year`` × part price × mean units on hand × T, the mean
   on hand time-weighted from the inventory's recorder level ``spares_on_hand.<part>`` (it falls
   with every spare taken and rises with every delivery).
+* **water**: site water of the evaporative air units (``water.site_l`` of the cooling component:
+  evaporated plus blowdown, over the horizon) in m³ × ``costs.water_per_m3``; zero for a hall
+  without evaporative cooling (no ``water.site_l``: no row in the ``costs`` table).
 
 ``cost.total`` is their sum; ``cost.per_useful_gpu_hour`` = total / ``useful_gpu_hours`` (NaN
 without a workload).
@@ -56,10 +59,12 @@ from twin.observe.recorder import time_weighted_mean
 from twin.scenario.costs import Costs as CostsSpec
 from twin.units import DAYS_PER_YEAR
 
+LITRES_PER_M3 = 1000.0
+
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
 
-CATEGORIES = ("capital", "energy", "repair_parts", "labour", "spares_holding")
+CATEGORIES = ("capital", "energy", "repair_parts", "labour", "spares_holding", "water")
 """Cost categories; ``cost.total`` is their sum."""
 CAPITAL_GROUPS = ("compute", "cooling", "power", "network", "storage", "spares")
 LINE_COLUMNS = ["category", "group", "item", "quantity", "unit", "unit_price", "purchase", "amortisation_years",
@@ -289,6 +294,13 @@ class Costs(Component):
             rows.append({"category": "spares_holding", "group": "spares_holding", "item": part,
                          "quantity": mean_on_hand * T, "unit": "unit-year", "unit_price": unit, "purchase": math.nan,
                          "amortisation_years": math.nan, "amount": mean_on_hand * T * unit})
+        # water: the site water the evaporative room reported (L), priced per m³
+        site_l = metrics.get("water.site_l")
+        if site_l is not None:
+            m3 = float(site_l) / LITRES_PER_M3
+            rows.append({"category": "water", "group": "water", "item": "site water (evaporated + blowdown)",
+                         "quantity": m3, "unit": "m3", "unit_price": c.water_per_m3, "purchase": math.nan,
+                         "amortisation_years": math.nan, "amount": m3 * c.water_per_m3})
         return rows
 
     def results(self, so_far: ResultsSoFar) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:

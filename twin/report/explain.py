@@ -272,7 +272,7 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('network.trunk_flaps', 'drawn at trunk_flaps_per_link_per_year per uplink'),
     _H('network.cut_node_hours', 'Σ of network.cut_node_hours.<cause>'),
     _H('network.cut_node_hours.<cause>', "integrated over each node's cut periods"),
-    _H('cost.total', 'capital + energy + repair parts + labour + spares holding'),
+    _H('cost.total', 'capital + energy + repair parts + labour + spares holding + water'),
     _H('cost.per_useful_gpu_hour', 'cost.total / useful_gpu_hours'),
     _H('cost.capital',
        'each purchase P amortised as an annuity and prorated: P·CRF·T, CRF = r/(1 − (1+r)^−n), T = days/365'),
@@ -283,6 +283,7 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('cost.repair_parts', 'repairs × part price (costs.parts)'),
     _H('cost.labour', 'technicians × on-shift hours × rate'),
     _H('cost.spares_holding', 'holding rate (25 %/yr) × part price × mean units on hand × T'),
+    _H('cost.water', 'water.site_l / 1000 (m³) × costs.water_per_m3; 0 without evaporative cooling'),
     _H('forecast.days', "each replication runs until the job completes; its completion time is work + Σ losses "
        "(the identity of twin forecast, exact per replication), from the job's submission"),
     _H('forecast.days_lost.<cause>', "an interruption cause's lost work (progress since the last checkpoint), "

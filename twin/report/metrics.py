@@ -402,6 +402,8 @@ CATALOGUE: tuple[Metric, ...] = (
     M("cost.labour", "labour cost", "currency", -1, "cost", "money", "technician labour over the horizon"),
     M("cost.repair_parts", "repair parts cost", "currency", -1, "cost", "money", "parts used in repairs"),
     M("cost.spares_holding", "spares holding cost", "currency", -1, "cost", "money", "cost of holding spares"),
+    M("cost.water", "water cost", "currency", -1, "cost", "money",
+      "site water of evaporative cooling over the horizon (zero without it)"),
     # ---- twin forecast: the time to train a job (its tables, not summary.json)
     M("forecast.days", "time to train", "days", -1, "throughput", "days",
       "days from the job's submission to its completion (twin forecast)"),

@@ -13,6 +13,7 @@ Written in a scenario as::
       spares: {holding_rate_per_year: 0.25}
       labour: {rate_per_hour: 100, pools: {electrical: 150}}
       energy: {price_per_kwh: 0.10, time_of_use: {file: data/tou.csv}, pue: 1.55}
+      water_per_m3: 3.0                # site water of evaporative cooling (cost.water)
 
 Every price is in ``currency`` and must be ≥ 0 and ≤ :data:`MAX_COST_INPUT`; every default is an assumption (no price is in
 ``shared/design/sources.md``) except where a source is named. The time-of-use CSV is read when the
@@ -236,6 +237,12 @@ class Costs(_Strict):
     spares: SparesCost = Field(default_factory=SparesCost)
     labour: Labour = Field(default_factory=Labour)
     energy: EnergyCost = Field(default_factory=EnergyCost)
+    water_per_m3: NonNeg = Field(
+        3.0, description="Price of one m³ of site water drawn by evaporative cooling (cooling.air.evaporative: "
+                         "evaporated plus blowdown, metric water.site_l), priced as cost.water (assumption: no "
+                         "sourced price; a utility water-plus-sewer tariff is a few USD per m³, and blowdown pays "
+                         "sewer charges, so 3.0 is a round middle value; a `twin sensitivity` factor: --param "
+                         "costs.water_per_m3=1,6). Halls without evaporative cooling use no water.")
 
     @property
     def plant_years(self) -> float:
