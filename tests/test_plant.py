@@ -13,7 +13,7 @@ from twin.errors import InputError
 from twin.scenario import load_dict
 from twin.model.cooling.component import Thermal
 from twin.sim import Model, run_replication
-from twin.validation.framework import Settings
+from twin.validation.framework import Settings, identical_gpus
 from twin.validation.physical import NEVER, _psu_part, quiet_power_section
 from twin.validation.plant import ats_transfer, cdu_maintenance, plant_transfer, transfer_doc
 
@@ -51,13 +51,14 @@ def _coupling_doc(on_ups: bool) -> dict[str, Any]:
             "maintenance": {"detection": {"dist": "fixed", "value_h": 0}, "crews": {"crew": {"count": 1}}},
             "workload": {"jobs": [{"name": "train", "gpus": 32, "work_h": 1000.0, "submit_h": 0.0}]},
             "power": quiet_power_section(inject=[{"feed": "A", "at_h": 2.0, "duration_h": 1.0}]),
-            "cooling": {"type": "air", "air": {"zones": 1, "supply_c": 22.0, "fan_part": None,
-                                               "crah": {"count": 2, "required": 1, "capacity_kw": 100.0,
-                                                        "failure": NEVER}},
-                        "gpu": {"r_air_c_per_w": 0.092},
-                        "plant": {"chillers": {"count": 2, "required": 1, "failure": NEVER,
-                                               "power": {"on_ups": on_ups, "restart_s": 300}},
-                                  "crah_power": {"on_ups": True}}}}
+            # identical GPUs (issue 23's spread off): any throttling comes from the outage alone
+            "cooling": identical_gpus({"type": "air", "air": {"zones": 1, "supply_c": 22.0, "fan_part": None,
+                                                              "crah": {"count": 2, "required": 1, "capacity_kw": 100.0,
+                                                                       "failure": NEVER}},
+                                       "gpu": {"r_air_c_per_w": 0.092},
+                                       "plant": {"chillers": {"count": 2, "required": 1, "failure": NEVER,
+                                                              "power": {"on_ups": on_ups, "restart_s": 300}},
+                                                 "crah_power": {"on_ups": True}}})}
 
 
 def test_coupling_outage_restarts_chillers_heats_gpus_throttles_and_costs_goodput() -> None:

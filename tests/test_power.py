@@ -411,8 +411,11 @@ def test_node_down_hours_by_part_include_power_shortfalls_and_repair_drains() ->
     from twin.scenario.loader import load_scenario
 
     path = Path(__file__).resolve().parents[1] / "scenarios" / "power-n.yaml"
+    from twin.validation.framework import IDENTICAL_GPU_SETS
+
     sc = load_scenario(path, ["horizon_days=120", "power.pdu.failure={mtbf_h: 5000}",
-                              "cluster.node.parts.nic.failure={mtbf_h: 300000}"]).scenario  # NIC repairs happen
+                              "cluster.node.parts.nic.failure={mtbf_h: 300000}",  # NIC repairs happen
+                              *IDENTICAL_GPU_SETS]).scenario  # (accounting, not GPU temperatures)
     res = run_replication(sc, 0)
     m = res.metrics
     iv = res.tables["node_intervals"]
@@ -437,12 +440,14 @@ def test_power_chain_cap_cools_the_gpus() -> None:
     the thermal model heated the GPUs at their demanded 700 W and reported them throttled nearly all
     the time (and hotter than they were)."""
     from twin.scenario.loader import load_scenario
+    from twin.validation.framework import IDENTICAL_GPU_SETS
 
     base = Path(__file__).resolve().parents[1] / "scenarios" / "air.yaml"
     sets = ["horizon_days=2", "cooling.gpu.r_air_c_per_w=0.1",  # GPUs demand 700 W, non-GPU a constant 4.6 kW:
             "cluster.node.gpu.train_w=700", "cluster.node.non_gpu_w=4600", "cluster.node.non_gpu_idle_w=4600",
             "workload={jobs: [{name: all, gpus: 1024, work_h: 1000000}]}",
-            f"power={{topology: n+1, utility: {{outages_per_year: 0}}, site_cap_w: {128 * (4600 + 8 * 613)}}}"]
+            f"power={{topology: n+1, utility: {{outages_per_year: 0}}, site_cap_w: {128 * (4600 + 8 * 613)}}}",
+            *IDENTICAL_GPU_SETS]  # identical GPUs at the supply: one temperature to predict
     res = run_replication(load_scenario(base, sets).scenario)
     m = res.metrics
     busy_gpu_h = 1024 * 48.0
@@ -576,7 +581,9 @@ def test_site_cap_with_heterogeneous_gpus_settles() -> None:
     cap_w = 128 * (3200 + 8 * 560)
     sets = ["horizon_days=2", "cooling.gpu.r_air_c_per_w=0.1", "cooling.gpu.r_sigma=0.05",
             "workload={jobs: [{name: all, gpus: 1024, work_h: 1000000}]}",
-            f"power={{topology: n+1, utility: {{outages_per_year: 0}}, site_cap_w: {cap_w}}}"]
+            f"power={{topology: n+1, utility: {{outages_per_year: 0}}, site_cap_w: {cap_w}}}",
+            # the R spread alone (no inlet offsets: hotter inlets would hold more GPUs at their thermal cap)
+            "cooling.air.slot_preheat_c=0", "cooling.air.rack_rise_c=0", "cooling.air.recirculation_c=0"]
     model = Model(load_scenario(base, sets).scenario)
     th = model.by_section["cooling"]
     assert th.u == 8  # one thermal unit per GPU

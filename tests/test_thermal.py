@@ -23,6 +23,7 @@ from twin.cli import main as cli_main
 from twin.physics import thermal as phys
 from twin.scenario.loader import load_dict, load_scenario
 from twin.sim import ReplicationResult, run_replication
+from twin.validation.framework import IDENTICAL_GPU_SETS, identical_gpus
 
 SCEN = Path(__file__).resolve().parent.parent / "scenarios"
 NEVER = {"dist": "fixed", "value_h": 1.0e9}
@@ -42,7 +43,7 @@ def make_doc(name: str, hours: float, cooling: dict[str, Any], racks: int = 1, n
         "maintenance": {"detection": {"dist": "fixed", "value_h": 0.25},
                         "crews": {"crew": {"count": crews, "shift": "24x7"}}},
         "workload": wl,
-        "cooling": cooling,
+        "cooling": identical_gpus(cooling),  # the closed forms here are one GPU's at a known inlet
     }
 
 
@@ -415,7 +416,7 @@ def test_thermal_on_off_invariance_with_ample_cooling() -> None:
     sets = ["horizon_days=45", "cooling.type=air",
             "cooling.air={zones: 2, crah: {count: 3, required: 2, capacity_kw: 2000, failure: {mtbf_h: 300}},"
             " supply_c: 20}",
-            "cooling.gpu.r_air_c_per_w=0.05"]
+            "cooling.gpu.r_air_c_per_w=0.05"] + IDENTICAL_GPU_SETS  # (offsets would age the nodes differently)
     on = run_replication(load_scenario(SCEN / "baseline.yaml", sets).scenario)
     off = run_replication(load_scenario(SCEN / "baseline.yaml", sets + ["cooling.thermal=false"]).scenario)
     assert on.metrics["thermal.throttled_gpu_hours"] == 0.0 and on.metrics["thermal.trips"] == 0.0

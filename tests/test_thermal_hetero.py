@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from twin.validation.framework import IDENTICAL_GPU_SETS
 from twin.model.cooling.component import Thermal
 from twin.model.workload import RUNNING
 from twin.scenario.loader import load_scenario
@@ -129,23 +130,30 @@ def test_inlet_offsets_by_slot_rack_and_recirculation() -> None:
     """The downstream half of a node's GPUs sees the chassis preheat; the top node of a rack the full rack
     rise; recirculation is a non-negative per-node offset."""
     model = Model(load_scenario(SCEN / "air.yaml", ["horizon_days=1", "cooling.air.slot_preheat_c=2",
-                                                    "cooling.air.rack_rise_c=1.5"]).scenario)
+                                                    "cooling.air.rack_rise_c=1.5",
+                                                    "cooling.air.recirculation_c=0"]).scenario)
     th = _thermal(model)
     g, npr = th.g, model.cluster.nodes_per_rack
     off = th.toff.reshape(th.N, g)
     assert th.u == g
     np.testing.assert_allclose(off[0], [0.0] * (g // 2) + [2.0] * (g - g // 2))
     np.testing.assert_allclose(off[npr - 1], [1.5] * (g // 2) + [3.5] * (g - g // 2))
-    rec = Model(load_scenario(SCEN / "air.yaml", ["horizon_days=1", "cooling.air.recirculation_c=1"]).scenario)
+    rec = Model(load_scenario(SCEN / "air.yaml", ["horizon_days=1", "cooling.air.recirculation_c=1",
+                                                  "cooling.air.slot_preheat_c=0", "cooling.air.rack_rise_c=0"]).scenario)
     o = _thermal(rec).toff.reshape(-1, g)
     assert (o >= 0).all() and np.ptp(o[:, 0]) > 0 and (o == o[:, :1]).all()  # per node, the same for its GPUs
     assert o[:, 0].mean() == pytest.approx(1.0, rel=0.25)
 
 
 def test_identical_gpus_keep_one_unit_per_node() -> None:
-    """Without a spread or offsets (and offsets in a liquid hall do nothing) a node is one thermal unit."""
-    th = _thermal(Model(load_scenario(SCEN / "air.yaml", ["horizon_days=1"]).scenario))
+    """Without a spread or offsets (and offsets in a liquid hall do nothing) a node is one thermal unit; the
+    bundled air hall has them by default (issue 23), one unit per GPU."""
+    th = _thermal(Model(load_scenario(SCEN / "air.yaml", ["horizon_days=1", *IDENTICAL_GPU_SETS]).scenario))
     assert th.u == 1 and th.toff is None
+    th = _thermal(Model(load_scenario(SCEN / "liquid.yaml", ["horizon_days=1", "cooling.gpu.r_sigma=0"]).scenario))
+    assert th.u == 1 and th.toff is None
+    th = _thermal(Model(load_scenario(SCEN / "air.yaml", ["horizon_days=1"]).scenario))
+    assert th.u == th.g and th.toff is not None and th.rspread.std() > 0.0
 
 
 def test_silent_crossings_equal_the_eager_path_with_offsets() -> None:

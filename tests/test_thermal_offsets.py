@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from twin.validation.framework import identical_gpus
 from twin.model.cooling.component import Thermal
 from twin.scenario.loader import load_dict
 from twin.sim import Model, run_replication
@@ -38,9 +39,10 @@ def _hall(air: dict[str, Any], cooling: dict[str, Any] | None = None, jobs: list
             "psu": {"count": 2, "required": 1, "effect": "redundant", "failure": {"mtbf_h": 1.0e6}}}}},
         "maintenance": {"crews": {"crew": {"count": 8, "shift": "24x7"}}},
         "workload": {"scheduler": {"policy": "fifo", "hot_spares": 0}, "jobs": jobs or []},
-        "cooling": {"type": "air",
-                    "ambient": {"mean_c": 10.0, "seasonal_amplitude_c": 0.0, "diurnal_amplitude_c": 0.0},
-                    "air": {"fan_part": None, **air}, **(cooling or {})},
+        # identical GPUs and only the offsets a test sets (the defaults' spread and offsets off)
+        "cooling": identical_gpus({"type": "air",
+                                   "ambient": {"mean_c": 10.0, "seasonal_amplitude_c": 0.0, "diurnal_amplitude_c": 0.0},
+                                   "air": {"fan_part": None, **air}, **(cooling or {})}),
     }
 
 

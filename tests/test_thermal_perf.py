@@ -18,6 +18,7 @@ import pytest
 import pandas as pd
 import yaml
 
+from twin.validation.framework import IDENTICAL_GPU_SETS
 from twin.scenario.loader import load_scenario
 from twin.model.cooling.component import Thermal
 from twin.sim import Model, run_replication
@@ -51,7 +52,7 @@ def _power_air(tmp_path: Path) -> tuple[Path, list[str]]:
     path = tmp_path / "power-air.yaml"
     path.write_text(yaml.safe_dump(doc))
     # and node 0 loses one of its four PSUs at 50 h: capped (power speed < 1) while still thermally cool
-    return path, [*HOT_HALL, "horizon_days=20",
+    return path, [*HOT_HALL, "horizon_days=20", *IDENTICAL_GPU_SETS,  # the replay of one unit per node
                   CRAH_LOSS.replace("at_h: 30", "at_h: 100").replace("]", ", {part: psu, index: 1, at_h: 50}]")]
 
 
@@ -107,7 +108,7 @@ def test_restart_checks_skip_a_closed_zone_without_changing_anything(monkeypatch
     """A hall of 256 nodes in two zones sized for 64 each: most nodes trip and wait for headroom. The
     restart scan skips the rest of a zone once a zone-wide condition fails (issue 10: it made a
     131K-GPU hall with two zones take minutes); the run must equal the plain scan's exactly."""
-    sets = [*HOT_HALL, "cluster.racks=32", "horizon_days=4"]
+    sets = [*HOT_HALL, "cluster.racks=32", "horizon_days=4", *IDENTICAL_GPU_SETS]  # one unit per node
     fast = run_replication(load_scenario(SCEN / "air.yaml", sets).scenario)
     assert fast.metrics["thermal.trips"] > 100
     with monkeypatch.context() as mp:
@@ -193,7 +194,8 @@ def test_replay_per_cell_equals_replay_per_pair_on_random_logs(monkeypatch, seed
     of the replay per pair (up to rounding), peak temperature included."""
     rng = np.random.default_rng(seed)
     tau_s = float(rng.choice([16.0, 600.0, 3600.0]))
-    sc = load_scenario(SCEN / "liquid.yaml", [f"cooling.gpu.c_j_per_c={tau_s / 0.04}"]).scenario
+    sc = load_scenario(SCEN / "liquid.yaml", [f"cooling.gpu.c_j_per_c={tau_s / 0.04}",
+                                              "cooling.gpu.r_sigma=0"]).scenario  # one unit per node
     n = sc.cluster.racks * sc.cluster.nodes_per_rack
     g = sc.cluster.node.gpus
     only_jobs = seed % 2 == 1  # then every node is in a cell: their peak alone counts

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from twin.validation.framework import CaseResult, Doc, Ratio, Settings, Share, result, run_doc
+from twin.validation.framework import CaseResult, Doc, Ratio, Settings, Share, identical_gpus, result, run_doc
 
 PARTS_PER_NODE = 64
 K_EV_PER_K = 8.617e-5  # Boltzmann, NIST/SEMATECH e-Handbook §8.1.5.1
@@ -38,8 +38,8 @@ def _ageing_doc(name: str, hours: float, nodes: int, part: dict[str, Any], cooli
         "maintenance": {"detection": {"dist": "fixed", "value_h": 0.0},
                         "crews": {"crew": {"count": 64, "shift": "24x7"}}},
         "workload": {"scheduler": {"policy": "fifo", "hot_spares": 0}, "jobs": jobs or []},
-        "cooling": {"ambient": {"mean_c": 10.0, "seasonal_amplitude_c": 0.0, "diurnal_amplitude_c": 0.0},
-                    **cooling},
+        "cooling": identical_gpus({"ambient": {"mean_c": 10.0, "seasonal_amplitude_c": 0.0,
+                                               "diurnal_amplitude_c": 0.0}, **cooling}),
     }
 
 

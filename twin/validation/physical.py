@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from twin.sim import run_replication
-from twin.validation.framework import CaseResult, Doc, Exact, Settings, load_case_doc, result
+from twin.validation.framework import CaseResult, Doc, Exact, Settings, identical_gpus, load_case_doc, result
 
 NEVER = {"dist": "fixed", "value_h": 1.0e9}
 """A failure time beyond any horizon: the unit never fails."""
@@ -39,13 +39,13 @@ def thermal_doc(r_c_per_w: float, c_j_per_c: float, supply_c: float, short_s: fl
         "cluster": {"racks": 1, "nodes_per_rack": 1, "node": {"gpus": 8, "parts": {}}},
         "workload": {"jobs": [{"name": "short", "gpus": 8, "work_h": short_s / 3600.0, "submit_h": 1.0},
                               {"name": "long", "gpus": 8, "work_h": 100.0, "submit_h": 2.0}]},
-        "cooling": {
+        "cooling": identical_gpus({
             "type": "air",
             "air": {"zones": 1, "crah": {"count": 2, "required": 1, "capacity_kw": 100.0, "failure": NEVER},
                     "supply_c": supply_c, "fan_part": None, "design_ambient_c": 60.0},
             "gpu": {"r_air_c_per_w": r_c_per_w, "c_j_per_c": c_j_per_c},
             "trace": {"nodes": [0], "from_h": 0.0, "to_h": 100.0},
-        },
+        }),
     }
 
 
