@@ -155,3 +155,30 @@ def test_inlet_hours_above_27c_count_each_nodes_own_inlet() -> None:
     res = run_replication(load_dict(_hall({"supply_c": 24.0, "rack_rise_c": 6.0})).scenario)
     assert res.metrics["thermal.inlet_above_27c_node_hours"] == pytest.approx(4 * 48.0, rel=1e-12)
     assert len(_trips(res)) == 0
+
+
+def test_one_gpu_nodes_take_their_rack_and_recirculation_offsets() -> None:
+    """Nodes of one GPU (one thermal unit each, u = g = 1) heat their GPU from their own inlet: supply + rack
+    rise × height + recirculation (before 0.8.0 their GPUs ignored the offsets). Steady state at full load
+    T = T_in + P·R, read from the trace at the end of the run."""
+    supply, rise, r = 22.0, 6.0, 0.075
+    doc = _hall({"supply_c": supply, "rack_rise_c": rise, "recirculation_c": 0.4},
+                {"gpu": {"r_air_c_per_w": r}, "trace": {"nodes": list(range(2 * NPR)), "from_h": 0, "to_h": 100}},
+                jobs=[{"name": "all", "gpus": 2 * NPR, "work_h": 1000.0}], hours=6.0)
+    doc["cluster"]["node"]["gpus"] = 1
+    del doc["cluster"]["node"]["parts"]["hbm"]
+    model = Model(load_dict(doc).scenario)
+    th = _thermal(model)
+    assert th.u == 1 and th.toff is not None
+    model.run()
+    tr = model.result().tables["thermal_trace"]
+    last = tr.groupby("node").tail(1).sort_values("node")  # each node's last row: its GPU at full load
+    assert len(last) == 2 * NPR
+    rack_c = rise * (np.arange(2 * NPR) % NPR) / (NPR - 1)
+    recirc_c = th.noff - rack_c  # each node's own exponential draw
+    assert (recirc_c >= 0).all() and np.ptp(recirc_c) > 0
+    node_in = supply + rack_c + recirc_c
+    np.testing.assert_allclose(last["inlet_c"], node_in, rtol=1e-12)
+    p_w = float(model.sc.cluster.node.gpu.demand_w)
+    np.testing.assert_allclose(last["tss_c"], node_in + p_w * r, rtol=1e-12)
+    assert (last["tss_c"] > supply + p_w * r + 1e-9).all()  # every GPU above what the bare supply would give
