@@ -20,11 +20,13 @@ from twin.report.numbers import fmt as _fmt
 
 PARTS = [("cost.capital.compute", "capital: compute"), ("cost.capital.cooling", "capital: cooling"),
          ("cost.capital.power", "capital: power"), ("cost.capital.network", "capital: network"),
-         ("cost.capital.spares", "capital: spares"), ("cost.energy", "energy"),
-         ("cost.repair_parts", "repair parts"), ("cost.labour", "labour"), ("cost.spares_holding", "spares holding"),
+         ("cost.capital.storage", "capital: storage"), ("cost.capital.spares", "capital: spares"),
+         ("cost.energy", "energy"), ("cost.repair_parts", "repair parts"), ("cost.labour", "labour"), ("cost.spares_holding", "spares holding"),
          ("cost.water", "water")]
 """Stacked segments of a cost breakdown, in drawing order (they add up to cost.total)."""
-COLOURS = ["#4c72b0", "#64b5cd", "#8172b2", "#55a868", "#8c8c8c", "#dd8452", "#c44e52", "#937860", "#da8bc3", "#17becf"]
+COLOURS = ["#4c72b0", "#64b5cd", "#8172b2", "#55a868", "#bcbd22", "#8c8c8c", "#dd8452", "#c44e52", "#937860",
+           "#da8bc3", "#17becf"]
+assert len(COLOURS) == len(PARTS)  # (zip would drop a segment)
 
 
 def _save(fig: "plt.Figure", path: Path) -> None:
