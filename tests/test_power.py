@@ -575,6 +575,7 @@ def test_site_cap_with_heterogeneous_gpus_settles() -> None:
     at or below the cap whenever the GPUs are not at their floor."""
     from twin.scenario.loader import load_scenario
     from twin.sim import Model
+    from twin.validation.framework import IDENTICAL_GPU_SETS
 
     base = Path(__file__).resolve().parents[1] / "scenarios" / "air.yaml"
     # baseline's node: 3,200 W non-GPU at full load + 8 GPUs at 650 W in training; the cap allows 560 W a GPU
@@ -583,7 +584,7 @@ def test_site_cap_with_heterogeneous_gpus_settles() -> None:
             "workload={jobs: [{name: all, gpus: 1024, work_h: 1000000}]}",
             f"power={{topology: n+1, utility: {{outages_per_year: 0}}, site_cap_w: {cap_w}}}",
             # the R spread alone (no inlet offsets: hotter inlets would hold more GPUs at their thermal cap)
-            "cooling.air.slot_preheat_c=0", "cooling.air.rack_rise_c=0", "cooling.air.recirculation_c=0"]
+            *IDENTICAL_GPU_SETS[1:]]
     model = Model(load_scenario(base, sets).scenario)
     th = model.by_section["cooling"]
     assert th.u == 8  # one thermal unit per GPU

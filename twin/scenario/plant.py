@@ -80,7 +80,9 @@ class UnitMaintenance(Strict):
                                  "(a CRAH unit's air zone, a CDU's loop, every node for a chiller) are drained as "
                                  "planned maintenance (down cause planned:<kind>_maintenance, a planned "
                                  "interruption) and return cooling.node.reboot_h after the visit. A group with a "
-                                 "working spare stays up, exposed, either way.")
+                                 "working spare stays up, exposed, either way. Default run_short (assumption: "
+                                 "no source says how operators schedule a visit without a spare; drain is the "
+                                 "cautious policy, compare both).")
 
 
 class Chillers(Strict):

@@ -60,8 +60,8 @@ class Settings:
 
 IDENTICAL_GPU_SETS = ["cooling.gpu.r_sigma=0", "cooling.air.slot_preheat_c=0", "cooling.air.rack_rise_c=0",
                       "cooling.air.recirculation_c=0"]
-"""``--set`` overrides for identical GPUs at their zone's supply in a scenario with an air section (see
-:func:`identical_gpus`)."""
+"""``--set`` overrides for identical GPUs at their zone's supply in an air hall (see :func:`identical_gpus`;
+in a liquid hall only the first, ``r_sigma``, applies: the others would add an air section)."""
 
 
 def identical_gpus(cooling: dict[str, Any]) -> dict[str, Any]:
