@@ -130,6 +130,8 @@ class ITPower(Component):
         self._t = engine.now
         self._before: list[Callable[[], None]] = []
         self._after: list[Callable[[NDArray[np.int64]], None]] = []
+        self._exact: set[str] = set()  # readers that need every node's power exact at every event
+        self._exact_watchers: list[Callable[[bool], None]] = []
         self._all = np.arange(n)
         self._env = engine.env
         self._uncapped = True  # no source has a finite cap: refresh takes its two-operation path
@@ -213,6 +215,32 @@ class ITPower(Component):
     def watch(self, before: Callable[[], None], after: Callable[[NDArray[np.int64]], None]) -> None:
         self._before.append(before)
         self._after.append(after)
+
+    @property
+    def exact(self) -> bool:
+        """True while some reader needs every node's power exact at every event (``need_exact``)."""
+        return bool(self._exact)
+
+    def need_exact(self, reader: str, on: bool) -> None:
+        """``reader`` reads node power at events other than its own from now (``on``), or no longer.
+
+        A source that defers power changes between events (thermal's silent crossings,
+        ``twin.model.cooling.lazy``: their power is settled exactly, in closed form, at the node's next update)
+        settles what it deferred when the first reader comes and defers nothing while any reader is there.
+        The power chain is one: its feed loads while a feed is on battery or a UPS is out (UPS losses, battery
+        drain), and its site cap (a water-fill over every GPU's caps at every load change)."""
+        was = bool(self._exact)
+        if on:
+            self._exact.add(reader)
+        else:
+            self._exact.discard(reader)
+        if bool(self._exact) != was:
+            for fn in self._exact_watchers:
+                fn(not was)
+
+    def watch_exact(self, fn: Callable[[bool], None]) -> None:
+        """Call ``fn(on)`` when exact node power becomes needed (True) or no longer (False)."""
+        self._exact_watchers.append(fn)
 
     def _integrate(self) -> None:
         now = self.engine.env.now
@@ -415,6 +443,8 @@ class PowerChain(Component):
         self.it = it = ctx.service(IT_POWER)
         self.cap_w = it.cap_of("power")
         self.site_cap_w = it.cap_of("power_site") if spec.site_cap_w is not None else None
+        if self.site_cap_w is not None:  # the site cap water-fills over every GPU's caps at every load change
+            it.need_exact("power.site_cap", True)
         self.speed = eng.speed_cap("power")
         it.watch(self._settle, self._after_load)
         # ---- site-level units
@@ -783,6 +813,8 @@ class PowerChain(Component):
     def _update(self) -> None:
         """Recompute feeds, every node's live PSUs, budget, cap, speed and power-down state."""
         self._feed_states()
+        # feed loads are read at every load change while a feed is on battery or a UPS is out (UPS losses, drain)
+        self.it.need_exact("power.feeds", self.has_ups and ("ups" in self.mode or not all(self.ups_ok)))
         live = np.array([m != "dead" for m in self.mode])
         pdu_nf = self.pdu_ok[:, self.node_pdu].T  # (n, F): the node's PDU on feed f works
         reach_nf = pdu_nf & live[None, :]

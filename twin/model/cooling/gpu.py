@@ -308,7 +308,7 @@ class GpuState(CoolingState):
             kind[hot] = 2
         t_next = now + t_cross / 3600.0
         if self._silent_on:
-            self._stash(gsl, t_next, free_up, draw, tin, R, P, xP, xsp)
+            self._stash(gsl, t_next, free_up, draw, tin, R, P, xP, xsp, pcap)
         self.tss[gsl] = tss
         self.engaged[gsl] = engage
         self.speed[gsl] = speed
@@ -420,6 +420,15 @@ class GpuState(CoolingState):
             if len(moved):
                 self._update(moved)
                 self._set_cool(moved)
+        if self._silent_on and self._oth_caps:
+            # another source's speed may have changed: due silent crossings settled at the speeds they held under
+            # (lazy._settle reads _oth_n), then the nodes' other speeds from now
+            if self._n_silent:
+                self._settle_in(self._gpus(nodes), self.engine.now)
+            oth = self._oth_caps[0][nodes]
+            for a in self._oth_caps[1:]:
+                oth = np.minimum(oth, a[nodes])
+            self._oth_n[nodes] = oth
         self._refresh_tp(nodes)
 
     # =================================================================================== accounting

@@ -19,10 +19,17 @@ the ``site_power_w`` level at the end, so energy, PUE and cost read the exact pi
 So events are due where a job's pace, a unit's state (a cooling unit, a load, an inlet step) or a trip
 changes, and the cost of a load change grows with the pace changes it causes, not with its GPUs.
 
-Taken only where nothing else reads a node's power or speed between events: no second speed source (a
-power chain), no ageing, and not for traced nodes inside their trace window (their rows are the eager
-path's there); otherwise every crossing is an event, as with identical GPUs. ``tests/test_thermal_perf.py``
-and ``tests/test_thermal_hetero.py`` check the two paths agree (every node traced against untraced).
+Taken only where nothing else reads a node's power or a GPU's temperature between events: not with
+ageing on the GPU's temperature, not while a reader needs exact node power (``ITPower.need_exact``: the power
+chain's site cap, and its feed loads while a feed is on battery or a UPS is out; when the first such reader
+comes, every due silent crossing is settled and the pending ones become events again, ``_on_exact``), and
+not for traced nodes inside their trace window (their rows are the eager path's there); otherwise every
+crossing is an event, as with identical GPUs. A second speed source (the power chain's PSU and site caps)
+leaves the walk as it is (a crossing at or above the group's slowest thermal speed cannot lower the job's
+pace, whatever the other source's speeds); the effective-GPU series then counts each node at the lower of
+its thermal and other speeds, and a node whose other speed changes has its due crossings settled first
+(``GpuState._on_speed``). ``tests/test_thermal_perf.py``, ``tests/test_thermal_hetero.py`` and
+``tests/test_thermal_lazy_power.py`` check the two paths agree (every node traced against untraced).
 """
 
 from __future__ import annotations
@@ -58,10 +65,17 @@ class LazyCrossings(CoolingState):
 
     def _start_lazy(self) -> None:
         """Silent crossings with one unit per GPU, a single speed source and no ageing (module docstring)."""
-        self._silent_on = self.u > 1 and not self._multi_speed and not self.aged
+        self._silent_on = self.u > 1 and not self.aged
         if not self._silent_on:
             return
         G = self.G
+        # the other speed sources' arrays (the power chain's): effective GPUs count a node at its lowest speed
+        self._oth_caps = [a for a in self.engine.speed_caps.values() if a is not self.speed_caps]
+        self._oth_n = np.ones(self.N)  # per node, the lowest of those speeds, as of its last NODE_SPEED (_on_speed)
+        for a in self._oth_caps:  # (a source that started first may have published already)
+            np.minimum(self._oth_n, a, out=self._oth_n)
+        self.x_cap = np.full(G, INF) if self._ucap is not None else None  # thermal cap after the crossing, W
+        self.it.watch_exact(self._on_exact)
         self.t_due = self.t_next.copy()
         self.x_P = np.zeros(G)  # W per GPU after the unit's slowdown crossing
         self.x_sp = np.ones(G)  # speed after it
@@ -98,11 +112,13 @@ class LazyCrossings(CoolingState):
     # ------------------------------------------------------------------------------------ planning
     def _stash(self, gsl: Any, t_next: NDArray[np.float64], free_up: NDArray[np.bool_], draw: NDArray[np.float64],
                tin: NDArray[np.float64], R: NDArray[np.float64], P: NDArray[np.float64], xP: NDArray[np.float64],
-               xsp: NDArray[np.float64]) -> None:
+               xsp: NDArray[np.float64], pcap: NDArray[np.float64]) -> None:
         """From ``_throttle``: what each free unit of ``gsl`` heading above the slowdown will be after its
-        crossing (power ``xP`` and speed ``xsp`` where xP < draw, as ``_throttle`` computes them for engaged
-        units: power, inlet and R hold until the next update), its power now, and its crossing as a
-        wake-up time until ``_plan`` finds it silent."""
+        crossing (power ``xP`` and speed ``xsp`` where xP < draw, its thermal cap ``pcap``, as ``_throttle``
+        computes them for engaged units: power, inlet and R hold until the next update), its power now, and
+        its crossing as a wake-up time until ``_plan`` finds it silent."""
+        if self.x_cap is not None:
+            self.x_cap[gsl] = pcap
         xsp = np.where(xP < draw, xsp, 1.0)
         xtss = fast.steady_c(tin, xP, R)
         ok = free_up & (xtss <= self.shut_c)
@@ -119,6 +135,11 @@ class LazyCrossings(CoolingState):
         """After an update of ``nodes``: settle the due silent crossings of their groups, decide which pending
         crossings of those groups are silent, and schedule the wake-up at the first that is not."""
         now = self.engine.now
+        if self.it.exact:  # a reader needs exact node power: every crossing stays an event
+            m = float(self.t_due.min())
+            if m < self._wake_t:
+                self._schedule_wake(m)
+            return
         gids = self._gid[nodes]
         g0 = int(gids[0])
         gl = [g0] if not np.count_nonzero(gids != g0) else np.unique(gids).tolist()
@@ -199,6 +220,9 @@ class LazyCrossings(CoolingState):
         self.t0[idx] = ts
         self.tss[idx] = self.x_tss[idx]
         self.engaged[idx] = True
+        if self.x_cap is not None:
+            assert self._ucap is not None
+            self._ucap[idx] = self.x_cap[idx]
         xs = self.x_sp[idx]
         self.speed[idx] = xs
         xP = self.x_P[idx]
@@ -248,11 +272,18 @@ class LazyCrossings(CoolingState):
         if len(after) > 1:
             before[1:] = np.where(last[:-1], old[1:], after[:-1])
         new_caps = after[last]
-        d = nb * (after - before)  # effective GPUs, changed at t_x
+        if self._oth_caps:  # a node computes at the lower of its thermal and other speeds (those held over
+            # [t_x, now): a change of them settles the node's due crossings before it is taken, GpuState._on_speed)
+            oth = self._oth_n[nd_o]
+            d = nb * (np.minimum(after, oth) - np.minimum(before, oth))
+            new_sp = np.minimum(new_caps, oth[last])
+        else:
+            d = nb * (after - before)  # effective GPUs, changed at t_x
+            new_sp = new_caps
         nz = d != 0.0
         if np.count_nonzero(nz):
             acc[3] += float((d[nz] * held_o[nz]).sum())
-            tp = self.n_busy[nodes] * new_caps
+            tp = self.n_busy[nodes] * new_sp
             tot[3] += float((tp - self.n_tp[nodes]).sum())
             self.n_tp[nodes] = tp
             self._tp_t.extend(ts_o[nz].tolist())
@@ -277,6 +308,24 @@ class LazyCrossings(CoolingState):
                 self._settled_sp.append(changed)
             else:
                 self.engine.bus.publish(Topic.NODE_SPEED, changed)
+
+    def _on_exact(self, on: bool) -> None:
+        """A reader needs exact node power from now (``on``; ``ITPower.need_exact``): settle every due silent
+        crossing and make the pending ones events again. (Off: the next plans find silent crossings again.)"""
+        if not on or not self._n_silent:
+            return
+        now = self.engine.now
+        idx = np.flatnonzero(self.silent & (self.t_next <= now + _EPS_H))
+        if len(idx):
+            self._settle(idx, now)
+        rest = np.flatnonzero(self.silent)
+        if len(rest):
+            self.silent[rest] = False
+            self._n_silent -= len(rest)
+            self.t_due[rest] = self.t_next[rest]
+        m = float(self.t_due.min())
+        if m < self._wake_t:
+            self._schedule_wake(m)
 
     def _finish_lazy(self, H: float) -> None:
         """At the horizon: settle every silent crossing due by ``H`` and merge the site power corrections into

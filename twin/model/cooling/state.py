@@ -141,6 +141,9 @@ class CoolingState:
     x_sp: NDArray[np.float64]
     x_tss: NDArray[np.float64]
     x_ok: NDArray[np.bool_]
+    x_cap: NDArray[np.float64] | None
+    _oth_caps: list[NDArray[np.float64]]
+    _oth_n: NDArray[np.float64]
     pw: NDArray[np.float64]
     _traced_u: NDArray[np.bool_] | None
     _settled_sp: list[NDArray[np.int64]]
