@@ -517,14 +517,15 @@ class DeferredReplay(CoolingState):
             cnt_u, start_u, last_u, g0 = cnt, start, lastpos, nodes_g
             R_g = (self.rbase * self.rfactor)[g0]
             tin_g = self.inlet[g0]
-        else:  # each node's pairs repeated for its units, grouped by unit (stable: in time order)
-            gx = (nd[o].astype(np.int64)[:, None] * u + self._ar).ravel()
-            ou = np.argsort(gx, kind="stable")
-            t_u, u_u = np.repeat(t_s, u)[ou], np.repeat(u_s, u)[ou]
-            up_u = np.repeat(up_s, u)[ou] if up_s is not None else None
+        else:  # each node's pairs repeated for its units, grouped by unit (in time order): the k-th pair of a unit
+            # of the node whose group starts at pair s is pair s + k
             cnt_u = np.repeat(cnt, u)
             last_u = cnt_u.cumsum() - 1
             start_u = last_u + 1 - cnt_u
+            src = np.repeat(np.repeat(start, u) - start_u, cnt_u)
+            src += np.arange(len(src))
+            t_u, u_u = t_s[src], u_s[src]
+            up_u = up_s[src] if up_s is not None else None
             g0 = (nodes_g[:, None] * u + self._ar).ravel()
             R_g = (self.rbase * np.repeat(self.rfactor, u))[g0]
             tin_g = np.repeat(self.inlet, u)[g0]
