@@ -11,10 +11,12 @@ interleaved in one process, so machine drift hits every variant alike.
 Heterogeneous GPUs (issue 23, on by default since twin 0.8.0: R spread 0.05 and, in air, chassis preheat
 2 °C, rack rise 1 °C, recirculation 0.5 °C): ``air_on`` and ``liquid_on`` are the halls as bundled;
 ``air_identical`` and ``liquid_identical`` the same halls with identical GPUs (the spread and offsets 0),
-``air_rsigma`` air with the R spread alone. ``on_off_ratio`` (gated: the cost of the thermal core,
+``air_rsigma`` air with the R spread alone; ``power_on`` / ``power_off`` the bundled air hall behind N+1
+power (``scenarios/power-n1.yaml``: a second speed source, PSU caps) with thermal on and off. ``on_off_ratio`` (gated: the cost of the thermal core,
 issue 10) is the identical-GPU halls against thermal off, as it always was; ``ratio_air_hetero`` (the
 bundled air hall against thermal off, target 1.6), ``ratio_liquid_hetero`` (1.2) and ``ratio_rsigma``
-(the R spread against identical GPUs, 2) are gated at twice their recorded values (``benchmarks/README.md``:
+(the R spread against identical GPUs, 2) and ``ratio_power_hetero`` (the power hall against its thermal off,
+1.6, like air: silent crossings under a power chain since twin 0.8.1) are gated at twice their recorded values (``benchmarks/README.md``:
 not met).
 
     python benchmarks/bench_thermal.py [--quick]
@@ -63,6 +65,8 @@ def run(quick: bool = True) -> dict[str, Any]:
         # (the air offsets are for air halls: set in liquid.yaml they would make its derived air plant explicit)
         "liquid_identical": (ROOT / "scenarios" / "liquid.yaml", horizon + IDENTICAL_GPU_SETS[:1]),
         "air_rsigma": (ROOT / "scenarios" / "air.yaml", horizon + IDENTICAL_GPU_SETS[1:]),
+        "power_off": (ROOT / "scenarios" / "power-n1.yaml", horizon + ["cooling.thermal=false"]),
+        "power_on": (ROOT / "scenarios" / "power-n1.yaml", horizon),
     }
     times: dict[str, list[float]] = {k: [] for k in variants}
     events: dict[str, int] = {}
@@ -87,6 +91,7 @@ def run(quick: bool = True) -> dict[str, Any]:
         "ratio_air_hetero": med["air_on"] / med["air_off"],
         "ratio_liquid_hetero": med["liquid_on"] / med["liquid_off"],
         "ratio_rsigma": med["air_rsigma"] / med["air_identical"],
+        "ratio_power_hetero": med["power_on"] / med["power_off"],
         "target_ratio": TARGET_RATIO,
     }
 

@@ -41,6 +41,7 @@ TARGETS = [
     ("thermal.ratio_air_hetero", 1.6, "le"),
     ("thermal.ratio_liquid_hetero", 1.2, "le"),
     ("thermal.ratio_rsigma", 2.0, "le"),
+    ("thermal.ratio_power_hetero", 1.6, "le"),
     ("montecarlo.speedup_2_workers", 1.8, "ge"),
     ("montecarlo.fixed_rep_in_simpy_events", 300.0, "le"),
     ("queue.ops_ratio_100k_1k", 3.0, "le"),
