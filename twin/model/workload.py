@@ -1129,6 +1129,11 @@ class Workload(Component):
         self._release(job)
         self._shrunk.pop(job.jid, None)
         del self._by_id[job.jid]  # looked up only while it holds nodes (a trace brings millions of jobs)
+        # a finished job keeps only its record for the jobs table: its timers (each with a closure over the job)
+        # go, unless an async write's end is still due (it ends the write's storage transfer)
+        job.timer = None
+        if job.saver is not None and not job.saver.pending:
+            job.saver = None
         if job.repeat:
             nxt = self._new_job(job.name, job.gpus, job.work_h, self._env._now, job.priority, job.ckpt, job.step,
                                 True)
@@ -1146,7 +1151,7 @@ class Workload(Component):
         if top:
             self.spares.add_many(up[:top])
         self.free.add_many(up[top:])
-        job.nodes = np.zeros(0, dtype=np.int64)
+        job.nodes = _NO_NODES  # (shared: a trace keeps a million finished jobs for the jobs table)
 
     # ---- interruptions --------------------------------------------------------------------
     def _interrupt(self, job: Job, cause: str, planned: bool, lost_nodes: list[int]) -> None:
