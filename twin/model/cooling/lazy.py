@@ -64,7 +64,8 @@ class LazyCrossings(CoolingState):
         self._pw_dv: list[NDArray[np.float64]] = []
 
     def _start_lazy(self) -> None:
-        """Silent crossings with one unit per GPU, a single speed source and no ageing (module docstring)."""
+        """Silent crossings with one unit per GPU and no ageing on GPU temperature, any speed sources (module
+        docstring); while a reader needs exact node power they stay events (``_on_exact``, ``_plan``)."""
         self._silent_on = self.u > 1 and not self.aged
         if not self._silent_on:
             return
