@@ -12,12 +12,12 @@ Heterogeneous GPUs (issue 23, on by default since twin 0.8.0: R spread 0.05 and,
 2 °C, rack rise 1 °C, recirculation 0.5 °C): ``air_on`` and ``liquid_on`` are the halls as bundled;
 ``air_identical`` and ``liquid_identical`` the same halls with identical GPUs (the spread and offsets 0),
 ``air_rsigma`` air with the R spread alone; ``power_on`` / ``power_off`` the bundled air hall behind N+1
-power (``scenarios/power-n1.yaml``: a second speed source, PSU caps) with thermal on and off. ``on_off_ratio`` (gated: the cost of the thermal core,
-issue 10) is the identical-GPU halls against thermal off, as it always was; ``ratio_air_hetero`` (the
-bundled air hall against thermal off, target 1.6), ``ratio_liquid_hetero`` (1.2) and ``ratio_rsigma``
-(the R spread against identical GPUs, 2) and ``ratio_power_hetero`` (the power hall against its thermal off,
-1.6, like air: silent crossings under a power chain since twin 0.8.1) are gated at twice their recorded values (``benchmarks/README.md``:
-not met).
+power (``scenarios/power-n1.yaml``: a second speed source, PSU caps) with thermal on and off.
+``on_off_ratio`` (gated: the cost of the thermal core, issue 10) is the identical-GPU halls against thermal
+off, as it always was; ``ratio_air_hetero`` (the bundled air hall against thermal off, target 1.6),
+``ratio_liquid_hetero`` (1.2), ``ratio_rsigma`` (the R spread against identical GPUs, 2) and
+``ratio_power_hetero`` (the power hall against its thermal off, 1.6 like air: silent crossings under a power
+chain since twin 0.8.1) are gated at twice their recorded values (``benchmarks/README.md``: not met).
 
     python benchmarks/bench_thermal.py [--quick]
 """
@@ -39,6 +39,8 @@ from twin.sim import Model  # noqa: E402
 from twin.validation.framework import IDENTICAL_GPU_SETS  # noqa: E402
 
 TARGET_RATIO = 1.2  # issue 10: thermal on / off loop time
+
+
 def _loop_s(path: Path, sets: list[str]) -> tuple[float, int]:
     sc = load_scenario(path, sets).scenario
     model = Model(sc)

@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from twin.model.cooling.component import Thermal
 from twin.scenario.loader import load_scenario
 from twin.sim import run_replication
+
+from test_thermal import assert_same_results  # noqa: E402  (tests/ is on sys.path)
 
 SCEN = Path(__file__).resolve().parents[1] / "scenarios"
 EVERY = "cooling.trace={nodes: [" + ",".join(str(i) for i in range(128)) + "], from_h: 0, to_h: 100000}"
@@ -25,11 +26,12 @@ PSU_CAP = ["power.capacity_w=2500", "cooling.inject=[{part: psu, index: 10, at_h
 
 
 def _same(lazy: Any, eager: Any) -> None:
+    """``test_thermal.assert_same_results`` (thermal, energy, cooling metrics and tables), and the power chain's
+    metrics and ETTR."""
+    assert_same_results(lazy, eager)
     for k, v in eager.metrics.items():
-        if k.startswith(("thermal.", "energy.", "cooling.", "power.")) or k in ("pue", "goodput", "ettr"):
+        if k.startswith("power.") or k == "ettr":
             assert lazy.metrics[k] == pytest.approx(v, rel=1e-9, abs=1e-9), k
-    for name in ("gpu_temperature", "throughput_hourly", "thermal_trips", "cooling_timeline", "jobs", "events"):
-        pd.testing.assert_frame_equal(lazy.tables[name], eager.tables[name], check_exact=False, rtol=1e-9, atol=1e-9)
 
 
 def _pair(path: Path, sets: list[str]) -> tuple[Any, Any]:

@@ -373,9 +373,7 @@ class GpuState(CoolingState):
             for node in shut_nodes.tolist():
                 if self.cluster.is_up(node):
                     self._trip(node, "gpu_shutdown")
-        m = float(self.t_due.min())
-        if m < self._wake_t:
-            self._schedule_wake(m)
+        self._wake_at_due()
 
     def _flush_histogram(self, t_h: float) -> None:
         dt_h = t_h - self.t0
@@ -425,10 +423,7 @@ class GpuState(CoolingState):
             # (lazy._settle reads _oth_n), then the nodes' other speeds from now
             if self._n_silent:
                 self._settle_in(self._gpus(nodes), self.engine.now)
-            oth = self._oth_caps[0][nodes]
-            for a in self._oth_caps[1:]:
-                oth = np.minimum(oth, a[nodes])
-            self._oth_n[nodes] = oth
+            self._oth_n[nodes] = self._other_speeds(nodes)
         self._refresh_tp(nodes)
 
     # =================================================================================== accounting

@@ -72,9 +72,9 @@ class LazyCrossings(CoolingState):
         G = self.G
         # the other speed sources' arrays (the power chain's): effective GPUs count a node at its lowest speed
         self._oth_caps = [a for a in self.engine.speed_caps.values() if a is not self.speed_caps]
-        self._oth_n = np.ones(self.N)  # per node, the lowest of those speeds, as of its last NODE_SPEED (_on_speed)
-        for a in self._oth_caps:  # (a source that started first may have published already)
-            np.minimum(self._oth_n, a, out=self._oth_n)
+        # per node, the lowest of those speeds as of its last NODE_SPEED (_on_speed; a source that started
+        # first may have published already)
+        self._oth_n = self._other_speeds(self._all)
         self.x_cap = np.full(G, INF) if self._ucap is not None else None  # thermal cap after the crossing, W
         self.it.watch_exact(self._on_exact)
         self.t_due = self.t_next.copy()
@@ -137,9 +137,7 @@ class LazyCrossings(CoolingState):
         crossings of those groups are silent, and schedule the wake-up at the first that is not."""
         now = self.engine.now
         if self.it.exact:  # a reader needs exact node power: every crossing stays an event
-            m = float(self.t_due.min())
-            if m < self._wake_t:
-                self._schedule_wake(m)
+            self._wake_at_due()
             return
         gids = self._gid[nodes]
         g0 = int(gids[0])
@@ -180,9 +178,20 @@ class LazyCrossings(CoolingState):
             self._n_silent += int(np.count_nonzero(sil)) - int(np.count_nonzero(self.silent[ui]))
             self.silent[ui] = sil
             self.t_due[ui] = np.where(sil, INF, self.t_next[ui])
+        self._wake_at_due()
+
+    def _wake_at_due(self) -> None:
+        """Schedule the wake-up at the earliest crossing that is an event, if earlier than the one pending."""
         m = float(self.t_due.min())
         if m < self._wake_t:
             self._schedule_wake(m)
+
+    def _other_speeds(self, nodes: Any) -> NDArray[np.float64]:
+        """The lowest speed of ``nodes`` over the speed sources other than thermal (1 with none)."""
+        out = np.ones(len(nodes))
+        for a in self._oth_caps:
+            np.minimum(out, a[nodes], out=out)
+        return out
 
     # ------------------------------------------------------------------------------------ settling
     def _settle_in(self, gsl: Any, now: float) -> None:
@@ -324,9 +333,7 @@ class LazyCrossings(CoolingState):
             self.silent[rest] = False
             self._n_silent -= len(rest)
             self.t_due[rest] = self.t_next[rest]
-        m = float(self.t_due.min())
-        if m < self._wake_t:
-            self._schedule_wake(m)
+        self._wake_at_due()
 
     def _finish_lazy(self, H: float) -> None:
         """At the horizon: settle every silent crossing due by ``H`` and merge the site power corrections into

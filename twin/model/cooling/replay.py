@@ -501,15 +501,15 @@ class DeferredReplay(CoolingState):
             self.n_tp[nodes_g] = busy_last
         self.n_busy[nodes_g] = busy_last
         self.n_spsum[nodes_g] = busy_last
-        self._replay_units(nd, o, nodes_g, cnt, start, lastpos, t_s, u_s, up_s)
+        self._replay_units(nodes_g, cnt, start, lastpos, t_s, u_s, up_s)
         return out
 
-    def _replay_units(self, nd: NDArray[Any], o: NDArray[np.intp], nodes_g: NDArray[np.int64],
-                      cnt: NDArray[np.int64], start: NDArray[np.int64], lastpos: NDArray[np.int64],
+    def _replay_units(self, nodes_g: NDArray[np.int64], cnt: NDArray[np.int64], start: NDArray[np.int64],
+                      lastpos: NDArray[np.int64],
                       t_s: NDArray[np.float64], u_s: NDArray[np.float64], up_s: NDArray[np.bool_] | None) -> None:
         """Per thermal unit, the second half of ``_replay_pairs``: the histogram, the closed-form temperature
-        after each unit's last pair, and the peak. The pairs come grouped by node (``nd[o]``, ``t_s``,
-        ``u_s``, ``up_s``: node, time, utilisation and service after each pair; ``nodes_g`` the nodes,
+        after each unit's last pair, and the peak. The pairs come grouped by node (``t_s``, ``u_s``,
+        ``up_s``: time, utilisation and service after each pair; ``nodes_g`` the nodes,
         ``cnt``, ``start``, ``lastpos`` their groups' sizes, first and last pairs)."""
         u = self.u
         if u == 1:

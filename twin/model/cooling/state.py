@@ -287,6 +287,12 @@ class CoolingState:
         def _settle_in(self, gsl: Any, now: float) -> None:  # lazy
             raise NotImplementedError
 
+        def _other_speeds(self, nodes: Any) -> NDArray[np.float64]:  # lazy
+            raise NotImplementedError
+
+        def _wake_at_due(self) -> None:  # lazy
+            raise NotImplementedError
+
         def _settle(self, idx: NDArray[np.int64], now: float) -> None:  # lazy
             raise NotImplementedError
 
