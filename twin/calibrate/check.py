@@ -59,8 +59,8 @@ def logged_quantities(cal: Calibration) -> Quantities:
         q["job interruptions per 1,000 node-days: all"] = 1000.0 * j.interruptions.value
         for cause, n in sorted(j.by_cause.items()):
             q[f"job interruptions per 1,000 node-days: {cause}"] = 1000.0 * n / j.interruptions.exposure
-        for size, (r, _n) in j.by_size.items():
-            q[f"job interruptions per 1,000 job-hours: {size} nodes"] = 1000.0 * r.value
+        for size, (rate, _n) in j.by_size.items():
+            q[f"job interruptions per 1,000 job-hours: {size} nodes"] = 1000.0 * rate.value
     for p, rr in sorted(cal.repairs.items()):
         if rr.closed:
             q[f"repair outage mean (h): {p}"] = rr.outage_mean_h

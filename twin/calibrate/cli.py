@@ -33,7 +33,7 @@ def _share(text: str) -> float:
     return v
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Register ``calibrate`` on the ``twin`` subparsers."""
     p = subparsers.add_parser(
         "calibrate", help="a scenario of your cluster from its logs (sacct, kernel-log XIDs, repair tickets)",
@@ -82,7 +82,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="the check's joint error rate: Bonferroni intervals at 1 - alpha/rows (default 0.05)")
     p.add_argument("--fdr", type=_share, default=0.05, help="false-discovery rate of the lemon nodes (default 0.05)")
     p.set_defaults(func=run)
-    return p
+    return p  # type: ignore[no-any-return]
 
 
 def _split(arg: str) -> tuple[str | None, str]:

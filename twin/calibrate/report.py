@@ -89,11 +89,11 @@ def markdown(cal: Calibration, scenario_file: str, checks: list[tuple[str, Check
                 " only NODE_FAIL taken as hardware): " + ", ".join(f"{k} {v}" for k, v in sorted(j.states.items()))
                 + ".", "", "| job size (nodes) | attempts | job-hours | interruptions | job MTTF (h) |",
                 "|---|---:|---:|---:|---|"]
-        for size, (r, n) in j.by_size.items():
-            rlo, rhi = r.ci
-            mttf = f"{fmt(1 / r.value)} [{fmt(1 / rhi)}, {fmt(1 / rlo) if rlo else 'inf'}]" if r.count else \
+        for size, (rate, n) in j.by_size.items():
+            rlo, rhi = rate.ci
+            mttf = f"{fmt(1 / rate.value)} [{fmt(1 / rhi)}, {fmt(1 / rlo) if rlo else 'inf'}]" if rate.count else \
                 f"> {fmt(1 / rhi)} (none)"
-            out.append(f"| {size} | {n} | {fmt(r.exposure)} | {r.count} | {mttf} |")
+            out.append(f"| {size} | {n} | {fmt(rate.exposure)} | {rate.count} | {mttf} |")
     if cal.repairs:
         out += ["", "## Repair times", "", "| part or cause | tickets | closed | mean outage (h) | fitted | model |",
                 "|---|---:|---:|---:|---|---|"]

@@ -30,6 +30,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import tzinfo
+from typing import Any
 
 import hostlist
 import numpy as np
@@ -119,7 +120,7 @@ def read_sacct(path: str | os.PathLike[str], tz: tzinfo) -> SacctLog:
     source = str(path)
     header: list[str] | None = None
     idx: dict[str, int] = {}
-    cols: dict[str, list] = {k: [] for k in ("job", "name", "submit_s", "start_s", "end_s", "state", "nodes",
+    cols: dict[str, list[Any]] = {k: [] for k in ("job", "name", "submit_s", "start_s", "end_s", "state", "nodes",
                                              "gpus", "nodelist", "line")}
     log = SacctLog(source=source, attempts=pd.DataFrame())
     last_key: tuple[str, float] | None = None
@@ -207,7 +208,7 @@ def read_sacct(path: str | os.PathLike[str], tz: tzinfo) -> SacctLog:
     return log
 
 
-def _frame(cols: dict[str, list]) -> pd.DataFrame:
+def _frame(cols: dict[str, list[Any]]) -> pd.DataFrame:
     """The rows gathered so far as a frame; empties the lists (bounded memory)."""
     out = pd.DataFrame({
         "job": pd.Series(cols["job"], dtype=str),

@@ -75,11 +75,11 @@ def scenario_yaml(cal: Calibration, base_name: str, base_parts: set[str], base_p
         out.append(f"#   job interruptions (NODE_FAIL) per 1,000 node-days: {fmt(1000 * j.value)} "
                    f"[{fmt(1000 * lo)}, {fmt(1000 * hi)}] ({_names(cal.job_source)}: {j.count} over "
                    f"{fmt(j.exposure)} node-days)")
-        for size, (r, n) in cal.jobs.by_size.items():
-            lo, hi = r.ci
-            mttf = fmt(1 / r.value) if r.count else "n/a (no interruption)"
+        for size, (rate, n) in cal.jobs.by_size.items():
+            lo, hi = rate.ci
+            mttf = fmt(1 / rate.value) if rate.count else "n/a (no interruption)"
             out.append(f"#   job MTTF, {size} nodes: {mttf} h [{fmt(1 / hi) if hi else 'n/a'}, "
-                       f"{fmt(1 / lo) if lo else 'inf'}] ({r.count} interruptions in {fmt(r.exposure)} job-hours, "
+                       f"{fmt(1 / lo) if lo else 'inf'}] ({rate.count} interruptions in {fmt(rate.exposure)} job-hours, "
                        f"{n} attempts)")
     if cal.frailty is not None:
         lem = cal.frailty.lemons

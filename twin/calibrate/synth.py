@@ -146,7 +146,7 @@ def write_history(tables: dict[str, pd.DataFrame], n_nodes: int, horizon_h: floa
         chosen = [(first + k) % n_nodes for k in range(min(nodes, n_nodes))]
         if must is not None and must not in chosen:
             chosen[-1] = must
-        return hostlist.collect_hostlist([host(i) for i in chosen])
+        return str(hostlist.collect_hostlist([host(i) for i in chosen]))
 
     def elapsed(a: float, b: float) -> str:
         s = int(round((b - a) * 3600))

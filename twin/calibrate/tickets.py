@@ -18,8 +18,10 @@ import csv
 import math
 import os
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import tzinfo
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -70,7 +72,7 @@ def read_tickets(path: str | os.PathLike[str], tz: tzinfo, columns: dict[str, st
     """Read a ticket CSV (see the module doc), streamed row by row."""
     source = str(path)
     names = columns or {k: k for k in KEYS}
-    cols: dict[str, list] = {k: [] for k in ("node", "start_s", "end_s", "work_start_s", "cause", "part", "line")}
+    cols: dict[str, list[Any]] = {k: [] for k in ("node", "start_s", "end_s", "work_start_s", "cause", "part", "line")}
     log = TicketLog(source=source, tickets=pd.DataFrame())
     with open_text(path) as fh:
         numbered = ((n, line) for n, line in enumerate(fh, 1) if line.strip() and not line.lstrip().startswith("#"))
@@ -78,7 +80,7 @@ def read_tickets(path: str | os.PathLike[str], tz: tzinfo, columns: dict[str, st
         idx: dict[str, int] = {}
         line_no = 0
 
-        def rows():
+        def rows() -> Iterator[str]:
             nonlocal line_no
             for n, line in numbered:
                 line_no = n

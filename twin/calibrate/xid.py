@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from twin.calibrate.common import lines, parse_iso
+from twin.calibrate.common import lines, open_text, parse_iso
 from twin.errors import InputError
 
 CATEGORIES = ("failure", "remediation", "reset", "warning", "contained", "application")
@@ -94,9 +94,10 @@ def load_table(path: str | os.PathLike[str] | None) -> XidTable:
     table = XidTable()
     if path is None:
         return table
-    from twin.scenario.loader import read_yaml
+    from twin.scenario.loader import safe_load_text
 
-    doc = read_yaml(Path(path))
+    with open_text(path) as fh:
+        doc = safe_load_text(fh.read(), str(path))
     if not isinstance(doc, dict):
         raise InputError(str(path), "", "expected a mapping XID: {part: ..., category: ...}")
     for key, val in doc.items():
