@@ -5,7 +5,9 @@ Each quantity is computed the same way from the logs and from every replication'
 
 * part failures per 1,000 node-days, by part (kernel logs and tickets; the ``parts`` table);
 * job interruptions per 1,000 node-days of jobs, in all and by cause (``NODE_FAIL`` attempts with the
-  cause of the failure found on their nodes; the ``jobs`` table's unplanned interruptions);
+  cause of the failure found on their nodes; the ``jobs`` table's unplanned interruptions but those of
+  transient faults and silent data corruption, which Slurm reports as ``FAILED``; a simulated cause the
+  logs name no failure of, such as a fabric switch, counts as unattributed);
 * job interruptions per 1,000 job-hours by job size (shown as the job MTTF, its inverse);
 * the mean outage of a repair ticket, by part (end − start; the ``tickets`` table's back − fail).
 
@@ -68,8 +70,9 @@ def logged_quantities(cal: Calibration) -> Quantities:
 
 
 def simulated_quantities(tables: dict[str, pd.DataFrame], n_nodes: int, horizon_h: float,
-                         keys: list[str]) -> Quantities:
-    """The same quantities from one replication's tables (``parts``, ``jobs``, ``tickets``)."""
+                         keys: list[str], not_hardware: frozenset[str] = frozenset()) -> Quantities:
+    """The same quantities from one replication's tables (``parts``, ``jobs``, ``tickets``);
+    interruptions with a cause in ``not_hardware`` (Slurm: FAILED, not NODE_FAIL) are left out."""
     q: Quantities = {}
     nd = n_nodes * horizon_h / 24.0
     parts = tables["parts"].set_index("part")["failures"] if "parts" in tables else pd.Series(dtype=float)
@@ -81,11 +84,15 @@ def simulated_quantities(tables: dict[str, pd.DataFrame], n_nodes: int, horizon_
         hours = np.clip(end - jr["first_start_h"].to_numpy(dtype=float), 0.0, None)
         nodes = jr["nodes"].to_numpy(dtype=float)
         jn = float(np.sum(hours * nodes) / 24.0)
-        ints = jobs[(jobs["record"] == "interruption") & ~jobs["planned"].astype(bool)]
+        ints = jobs[(jobs["record"] == "interruption") & ~jobs["planned"].astype(bool)
+                    & ~jobs["cause"].astype(str).isin(list(not_hardware))]
         size_of = dict(zip(jr["job"].astype(int), size_class(jr["nodes"].to_numpy(dtype=int))))
         hours_by = pd.Series(hours).groupby(size_class(jr["nodes"].to_numpy(dtype=int))).sum()
         int_size = pd.Series([size_of.get(int(j), "") for j in ints["job"]], dtype=object)
-        int_cause = ints["cause"].astype(str).to_numpy()
+        named = {k.partition(": ")[2] for k in keys if k.startswith("job interruptions per 1,000 node-days")}
+        named -= {"all", "unattributed"}
+        # a cause the logs cannot name (no part failure on the job's nodes at its end) is unattributed
+        int_cause = np.array([c if c in named else "unattributed" for c in ints["cause"].astype(str)], dtype=object)
     tk = tables.get("tickets")
     for key in keys:
         group, _, label = key.partition(": ")
@@ -147,6 +154,7 @@ def compare(logged: Quantities, sims: list[Quantities], alpha: float = 0.05, sce
 def run_check(scenario_path: str, cal: Calibration, reps: int, alpha: float = 0.05,
               progress: Callable[[int], None] | None = None) -> CheckResult:
     """Simulate ``scenario_path`` over the logged period ``reps`` times and compare (see the module doc)."""
+    from twin.calibrate.synth import not_hardware
     from twin.scenario.loader import load_scenario
     from twin.sim import run_replication
 
@@ -156,7 +164,8 @@ def run_check(scenario_path: str, cal: Calibration, reps: int, alpha: float = 0.
     sims = []
     for r in range(reps):
         res = run_replication(sc, r)
-        sims.append(simulated_quantities(dict(res.tables), sc.cluster.n_nodes, sc.horizon_h, keys))
+        sims.append(simulated_quantities(dict(res.tables), sc.cluster.n_nodes, sc.horizon_h, keys,
+                                         not_hardware(sc)))
         if progress is not None:
             progress(r + 1)
     return compare(logged, sims, alpha, scenario_path)

@@ -218,20 +218,22 @@ def attribute_causes(attempts: pd.DataFrame, events: pd.DataFrame, tolerance_s: 
 
 
 def repair_fit(part: str, tickets: pd.DataFrame, end_s: float, level: float = 0.95) -> tuple[PartFit | None, str]:
-    """Repair times of ``part``'s tickets: hands-on (``end - work_start``) of the tickets with a work
-    start when any has one (tickets closed without hands-on work, such as a reset, are then left out:
-    the twin's ``repair.time`` is the replacement's), else the outage (``end - start``); open tickets
-    censored at ``end_s``. Returns the fit (None without a closed ticket) and which duration it is
-    (``repair`` or ``outage``)."""
+    """Repair times of ``part``'s tickets: hands-on (``work_end - work_start``, or ``end - work_start``
+    without a work end) of the tickets with a work start when any has one (tickets closed without
+    hands-on work, such as a reset, are then left out: the twin's ``repair.time`` is the replacement's),
+    else the outage (``end - start``); open ones censored at ``end_s``. Returns the fit (None without
+    a closed one) and which duration it is (``repair`` or ``outage``)."""
     t = tickets
     hands_on = bool(t["work_start_s"].notna().any())
     if hands_on:
         t = t[t["work_start_s"].notna() | t["end_s"].isna()]
         begin = t["work_start_s"].fillna(t["start_s"]).to_numpy()
+        stop = t["work_end_s"].fillna(t["end_s"]) if "work_end_s" in t else t["end_s"]
     else:
         begin = t["start_s"].to_numpy()
-    closed = t["end_s"].notna().to_numpy()
-    dur = (t["end_s"].fillna(end_s).to_numpy() - begin) / 3600.0
+        stop = t["end_s"]
+    closed = stop.notna().to_numpy()
+    dur = (stop.fillna(end_s).to_numpy() - begin) / 3600.0
     ok = dur > 0
     kind = "repair" if hands_on else "outage"
     if not closed[ok].any():

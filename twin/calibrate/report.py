@@ -8,6 +8,7 @@ from pathlib import Path
 from twin.calibrate.check import CheckResult
 from twin.calibrate.common import iso_utc
 from twin.calibrate.gather import Calibration
+from twin.calibrate.scenario_out import usable
 from twin.fit import distributions as D
 from twin.fit.report import fmt, fmt_ci
 
@@ -65,7 +66,8 @@ def markdown(cal: Calibration, scenario_file: str, checks: list[tuple[str, Check
         if r.fit is None:
             out.append(f"| {p} | {_name(r.source)} | {r.units} | 0 | — | — | — | no |")
             continue
-        m = r.fit.chosen
+        _spec, chosen = usable(r.fit)
+        m = chosen if chosen is not None else r.fit.chosen
         params = "; ".join(f"{k} {fmt(m.params[k])} {fmt_ci(m.ci[k])}" for k in D.PARAMS[m.dist])
         out.append(f"| {p} | {', '.join(_name(s) for s in r.source.split(', '))} | {r.units} | {r.failures} | "
                    f"{m.dist} | {params} | {fmt(m.mean_h)} {fmt_ci(m.mean_ci)} | {'yes' if r.in_base else 'no'} |")
@@ -100,8 +102,9 @@ def markdown(cal: Calibration, scenario_file: str, checks: list[tuple[str, Check
         for p, rr in sorted(cal.repairs.items()):
             model = "—"
             if rr.fit is not None:
-                m = rr.fit.chosen
-                model = f"{m.dist} " + "; ".join(f"{k} {fmt(m.params[k])} {fmt_ci(m.ci[k])}" for k in D.PARAMS[m.dist])
+                spec, rm = usable(rr.fit, allow_fixed=True)
+                model = f"fixed {spec['value_h']} h (every one the same)" if rm is None else f"{rm.dist} " + "; ".join(
+                    f"{k} {fmt(rm.params[k])} {fmt_ci(rm.ci[k])}" for k in D.PARAMS[rm.dist])
             out.append(f"| {p} | {rr.tickets} | {rr.closed} | {fmt(rr.outage_mean_h)} | {rr.kind} | {model} |")
     for title, res in checks:
         out += _check_table(res, title)

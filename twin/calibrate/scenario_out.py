@@ -4,14 +4,37 @@ that are not parameters (job interruption rates, lemon nodes) follow as comments
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
+
+import numpy as np
 
 from twin.calibrate.common import iso_utc
 from twin.calibrate.gather import Calibration
 from twin.fit import distributions as D
-from twin.fit.mle import ModelFit
+from twin.fit.mle import ModelFit, PartFit
 from twin.fit.report import fmt, fmt_ci, relative_base
+
+
+_BOUNDS = {"shape": (0.1, 100.0), "sigma": (1e-9, 10.0)}
+"""The scenario schema's bounds of the shape parameters (twin/scenario/distributions.py)."""
+
+
+def usable(pf: PartFit, allow_fixed: bool = False) -> tuple[dict[str, object], ModelFit | None]:
+    """The scenario spec of a fit: with ``allow_fixed`` (repair times), ``{dist: fixed, value_h}`` when
+    two or more closed durations are all the same (no spread to fit: the MLE of a shape runs off to
+    infinity); else the lowest-AIC model whose parameters the schema accepts, with that model."""
+    done = pf.durations_h[pf.failed]
+    if allow_fixed and done.size >= 2 and float(np.ptp(done)) <= 1e-6 * float(np.mean(done)):
+        return {"dist": "fixed", "value_h": float(D.round_sig(float(np.mean(done)), 4))}, None
+    for dist in sorted(pf.models, key=lambda d: pf.models[d].aic):
+        m = pf.models[dist]
+        if all(_BOUNDS.get(k, (0.0, math.inf))[0] <= v <= _BOUNDS.get(k, (0.0, math.inf))[1]
+               for k, v in m.params.items()):
+            return m.spec(), m
+    m = pf.models.get("exponential") or next(iter(pf.models.values()))
+    return m.spec(), m
 
 
 def _flow(spec: dict[str, object]) -> str:
@@ -49,19 +72,22 @@ def scenario_yaml(cal: Calibration, base_name: str, base_parts: set[str], base_p
             out.append(f"      {p}:")
             if p in parts:
                 r = cal.parts[p]
-                m = r.fit.chosen  # type: ignore[union-attr]
-                out.append(f"        failure: {_flow(m.spec())}   # {_names(r.source)}: {r.failures} failures in "
-                           f"{r.units} units over {cal.days:.1f} days; {_cis(m, lv)}"
-                           + ("" if m.dist == "exponential" else f"; mean_h {fmt(m.mean_h)} {fmt_ci(m.mean_ci)}")
-                           + "; chosen by AIC")
+                assert r.fit is not None
+                spec, m = usable(r.fit)
+                what = "" if m is None else f"; {_cis(m, lv)}" + (
+                    "" if m.dist == "exponential" else f"; mean_h {fmt(m.mean_h)} {fmt_ci(m.mean_ci)}") + \
+                    "; chosen by AIC"
+                out.append(f"        failure: {_flow(spec)}   # {_names(r.source)}: {r.failures} failures in "
+                           f"{r.units} units over {cal.days:.1f} days{what}")
             if p in repairs:
                 rr = cal.repairs[p]
-                m = rr.fit.chosen  # type: ignore[union-attr]
-                what = ("hands-on repair (end - work_start)" if rr.kind == "repair" else
+                assert rr.fit is not None
+                spec, m = usable(rr.fit, allow_fixed=True)
+                what = ("hands-on repair (work_end - work_start)" if rr.kind == "repair" else
                         "whole outage (end - start: includes detection and waits, an overestimate)")
+                ci = f"; {_cis(m, lv)}" if m is not None else "; every one the same length"
                 out += ["        repair:",
-                        f"          time: {_flow(m.spec())}   # {_names(rr.source)}: {rr.fit.n} tickets, "  # type: ignore[union-attr]
-                        f"{what}; {_cis(m, lv)}"]
+                        f"          time: {_flow(spec)}   # {_names(rr.source)}: {rr.fit.n} tickets, {what}{ci}"]
     if cal.frailty is not None:
         f = cal.frailty
         out += ["health:",

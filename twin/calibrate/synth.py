@@ -17,7 +17,7 @@ What is written, from the replication's tables:
   nodes are chosen by position); a few finished jobs are marked ``FAILED``, ``TIMEOUT`` or
   ``CANCELLED by 1000`` (not hardware);
 * every repair ticket is a row ``node, start (failure), end (back in service), cause, part,
-  work_start (hands-on start)``.
+  work_start, work_end (hands-on work of a replacement; empty for a remediation by reset)``.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import sys
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -79,9 +80,10 @@ class History:
 
 
 def write_history(tables: dict[str, pd.DataFrame], n_nodes: int, horizon_h: float, out: Path, seed: int = 0,
-                  noise_per_node_day: float = 0.05) -> History:
+                  noise_per_node_day: float = 0.05, not_hardware: frozenset[str] = frozenset({"sdc"})) -> History:
     """Write ``sacct.txt``, ``kernel.log`` and ``tickets.csv`` under ``out`` from one replication's
-    tables (``events``, ``jobs``, ``tickets``)."""
+    tables (``events``, ``jobs``, ``tickets``). Interruptions whose cause is in ``not_hardware`` (the
+    transient parts, silent data corruption) end their attempt ``FAILED``, the others ``NODE_FAIL``."""
     import hostlist
 
     rng = np.random.default_rng(seed)
@@ -91,7 +93,8 @@ def write_history(tables: dict[str, pd.DataFrame], n_nodes: int, horizon_h: floa
     paths = fails["path"].astype(str)
     part = paths.str.extract(r"\.node\d+\.([A-Za-z_]+?)(\d+)$")
     fails = fails.assign(part=part[0], slot=pd.to_numeric(part[1]))
-    fails = fails[fails["part"].notna()]
+    fails = fails[fails["part"].notna() & fails["node"].notna()]
+    fails = fails[fails["node"].astype(int) >= 0]
 
     # ---- kernel log -------------------------------------------------------------------------
     lines: list[tuple[float, str]] = [(0.0, f"{ORIGIN.strftime('%b')} {ORIGIN.day:2d} 00:00:00 {host(0)} kernel: "
@@ -135,9 +138,10 @@ def write_history(tables: dict[str, pd.DataFrame], n_nodes: int, horizon_h: floa
     jrows = jobs[jobs["record"] == "job"]
     ints = jobs[(jobs["record"] == "interruption") & ~jobs["planned"].astype(bool)]
     fail_node = {(round(float(t), 6), str(p)): int(n) for t, p, n in zip(fails["time_h"], fails["part"], fails["node"])}
-    by_job: dict[int, list[tuple[float, int | None]]] = {}
+    by_job: dict[int, list[tuple[float, int | None, str]]] = {}
     for jid, t, cause in zip(ints["job"], ints["time_h"], ints["cause"]):
-        by_job.setdefault(int(jid), []).append((float(t), fail_node.get((round(float(t), 6), str(cause)))))
+        state = "FAILED" if str(cause) in not_hardware else "NODE_FAIL"
+        by_job.setdefault(int(jid), []).append((float(t), fail_node.get((round(float(t), 6), str(cause))), state))
     head = "JobID|JobName|Partition|Account|Submit|Start|End|Elapsed|State|NNodes|NodeList|AllocTRES|ExitCode"
     rows = [head]
 
@@ -163,8 +167,8 @@ def write_history(tables: dict[str, pd.DataFrame], n_nodes: int, horizon_h: floa
             continue
         attempts: list[tuple[float, float | None, str, int | None]] = []
         a = float(start)
-        for t, node in sorted(by_job.get(jid, []), key=lambda x: x[0]):
-            attempts.append((a, t, "NODE_FAIL", node))
+        for t, node, st in sorted(by_job.get(jid, []), key=lambda x: x[0]):
+            attempts.append((a, t, st, node))
             a = t
         if bool(done):
             u = rng.random()
@@ -192,13 +196,14 @@ def write_history(tables: dict[str, pd.DataFrame], n_nodes: int, horizon_h: floa
 
     # ---- tickets ----------------------------------------------------------------------------
     tk = tables["tickets"]
-    trows = ["node,start,end,cause,part,work_start"]
-    for node, p, fail_h, back_h, start_h, rung, done in zip(tk["node"], tk["part"], tk["fail_h"], tk["back_h"],
-                                                            tk["start_h"], tk["rung"], tk["done"]):
-        if node is None or (isinstance(node, float) and math.isnan(node)) or pd.isna(node):
+    trows = ["node,start,end,cause,part,work_start,work_end"]
+    for node, p, fail_h, back_h, start_h, end_h, rung, done in zip(tk["node"], tk["part"], tk["fail_h"], tk["back_h"],
+                                                                   tk["start_h"], tk["end_h"], tk["rung"], tk["done"]):
+        if node is None or pd.isna(node) or int(node) < 0:  # a fabric or site unit: no node
             continue
         end_txt = stamp(back_h) if bool(done) and not pd.isna(back_h) else ""
-        work = stamp(start_h) if int(rung) >= 2 and not pd.isna(start_h) and bool(done) else ""
+        hands = int(rung) >= 2 and not pd.isna(start_h) and not pd.isna(end_h) and bool(done)
+        work = f"{stamp(start_h)},{stamp(end_h)}" if hands else ","
         trows.append(f"{host(int(node))},{stamp(fail_h)},{end_txt},hardware,{p},{work}")
     tickets = out / "tickets.csv"
     tickets.write_text("\n".join(trows) + "\n", encoding="utf-8")
@@ -214,7 +219,14 @@ def simulate_history(scenario: str | Path, out: Path, replication: int = 0, over
 
     sc = load_scenario(str(scenario), overrides or []).scenario
     res = run_replication(sc, replication)
-    return write_history(dict(res.tables), sc.cluster.n_nodes, sc.horizon_h, out, seed=sc.seed + replication)
+    return write_history(dict(res.tables), sc.cluster.n_nodes, sc.horizon_h, out, seed=sc.seed + replication,
+                         not_hardware=not_hardware(sc))
+
+
+def not_hardware(sc: Any) -> frozenset[str]:
+    """Interruption causes Slurm would not call NODE_FAIL: the scenario's transient node parts (a
+    software fault crashes the job, the node stays up) and silent data corruption."""
+    return frozenset({p for p, spec in sc.cluster.node.parts.items() if spec.effect == "transient"} | {"sdc"})
 
 
 def main(argv: list[str] | None = None) -> int:

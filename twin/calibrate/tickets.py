@@ -7,8 +7,9 @@ names are given by options (``--ticket-column KEY=NAME``; the default name of ea
 
 ``node`` (a host name), ``start`` (the outage began) and ``end`` (the repair ended; empty: still open,
 censored at the end of the observation) are required; ``cause`` (a category such as ``hardware``,
-``software``, ``maintenance``), ``part`` (the part type replaced) and ``work_start`` (hands-on work
-began; then ``end - work_start`` is the repair time proper) are read when their columns exist. Times
+``software``, ``maintenance``), ``part`` (the part type replaced), ``work_start`` and ``work_end``
+(hands-on work began and ended; then ``work_end - work_start``, or ``end - work_start`` without a
+work end, is the repair time proper) are read when their columns exist. Times
 are ISO 8601, in ``--tz`` without an offset. ``#`` lines and blank lines are skipped.
 """
 
@@ -29,7 +30,7 @@ import pandas as pd
 from twin.calibrate.common import open_text, parse_iso
 from twin.errors import InputError
 
-KEYS = ("node", "start", "end", "cause", "part", "work_start")
+KEYS = ("node", "start", "end", "cause", "part", "work_start", "work_end")
 REQUIRED = ("node", "start", "end")
 
 
@@ -39,7 +40,7 @@ class TicketLog:
 
     source: str
     tickets: pd.DataFrame
-    """``node``, ``start_s``, ``end_s`` (NaN: open), ``work_start_s`` (NaN: not given), ``cause``, ``part``
+    """``node``, ``start_s``, ``end_s`` (NaN: open), ``work_start_s``, ``work_end_s`` (NaN: not given), ``cause``, ``part``
     (empty: not given), ``line``."""
     causes: Counter[str] = field(default_factory=Counter)
 
@@ -72,7 +73,8 @@ def read_tickets(path: str | os.PathLike[str], tz: tzinfo, columns: dict[str, st
     """Read a ticket CSV (see the module doc), streamed row by row."""
     source = str(path)
     names = columns or {k: k for k in KEYS}
-    cols: dict[str, list[Any]] = {k: [] for k in ("node", "start_s", "end_s", "work_start_s", "cause", "part", "line")}
+    cols: dict[str, list[Any]] = {k: [] for k in ("node", "start_s", "end_s", "work_start_s", "work_end_s", "cause",
+                                                  "part", "line")}
     log = TicketLog(source=source, tickets=pd.DataFrame())
     with open_text(path) as fh:
         numbered = ((n, line) for n, line in enumerate(fh, 1) if line.strip() and not line.lstrip().startswith("#"))
@@ -105,7 +107,7 @@ def read_tickets(path: str | os.PathLike[str], tz: tzinfo, columns: dict[str, st
                 if not node:
                     raise InputError(source, f"line {n}, field {names['node']}", "empty node name")
                 vals = {}
-                for k in ("start", "end", "work_start"):
+                for k in ("start", "end", "work_start", "work_end"):
                     text = cells[idx[k]].strip() if k in idx else ""
                     if text == "":
                         if k == "start":
@@ -120,12 +122,17 @@ def read_tickets(path: str | os.PathLike[str], tz: tzinfo, columns: dict[str, st
                                          f"{text!r} is not an ISO 8601 time (YYYY-MM-DDThh:mm:ss)") from None
                 if not math.isnan(vals["end"]) and vals["end"] < vals["start"]:
                     raise InputError(source, f"line {n}, field {names['end']}", "before the start")
-                ws = vals["work_start"]
-                if not math.isnan(ws) and (ws < vals["start"] or (not math.isnan(vals["end"]) and ws > vals["end"])):
-                    raise InputError(source, f"line {n}, field {names['work_start']}", "outside start..end")
+                for k in ("work_start", "work_end"):
+                    w = vals[k]
+                    if not math.isnan(w) and (w < vals["start"] or (not math.isnan(vals["end"]) and w > vals["end"])):
+                        raise InputError(source, f"line {n}, field {names[k]}", "outside start..end")
+                ws, we = vals["work_start"], vals["work_end"]
+                if not math.isnan(we) and (math.isnan(ws) or we < ws):
+                    raise InputError(source, f"line {n}, field {names['work_end']}", "without a work start or "
+                                     "before it")
                 cause = cells[idx["cause"]].strip() if "cause" in idx else ""
                 part = cells[idx["part"]].strip() if "part" in idx else ""
-                for k, v in zip(cols, (node, vals["start"], vals["end"], ws, cause, part, n)):
+                for k, v in zip(cols, (node, vals["start"], vals["end"], ws, we, cause, part, n)):
                     cols[k].append(v)
                 log.causes[cause or "(none)"] += 1
         except csv.Error as exc:
@@ -138,6 +145,7 @@ def read_tickets(path: str | os.PathLike[str], tz: tzinfo, columns: dict[str, st
         "start_s": np.asarray(cols["start_s"], dtype=float),
         "end_s": np.asarray(cols["end_s"], dtype=float),
         "work_start_s": np.asarray(cols["work_start_s"], dtype=float),
+        "work_end_s": np.asarray(cols["work_end_s"], dtype=float),
         "cause": pd.Series(cols["cause"], dtype=str),
         "part": pd.Series(cols["part"], dtype=str),
         "line": np.asarray(cols["line"], dtype=np.int64),
