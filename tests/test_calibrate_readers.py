@@ -20,6 +20,8 @@ from twin.calibrate.xid import XID_TABLE, load_table, read_xids, xid_line
 from twin.errors import InputError
 
 UTC = timezone.utc
+SAMPLES = Path(__file__).resolve().parents[1] / "scenarios" / "examples" / "calibrate" / "samples"
+"""The documentation samples bundled with the example logs (docs/guide/calibrate.md)."""
 
 
 def ts(text: str, tz: Any = UTC) -> float:
@@ -34,33 +36,12 @@ def write(tmp: Path, name: str, text: str) -> Path:
 
 # ------------------------------------------------------------------ sacct
 
-# The sacct(1) man page's example jobs (2 FAILED, 3 COMPLETED, 4 with its step 4.0), printed as
+# samples/sacct-man-page.txt: the sacct(1) man page's example jobs (2 FAILED, 3 COMPLETED, 4 with its step 4.0), printed as
 # `sacct --parsable2 --format=JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode,Start,End,NNodes,NodeList`
 # would print them (times and nodes added: the man page's example shows neither).
-MAN_PAGE = """\
-JobID|JobName|Partition|Account|AllocCPUS|State|ExitCode|Start|End|NNodes|NodeList
-2|script01|srun|acct1|1|FAILED|2:0|2024-01-15T09:00:00|2024-01-15T09:00:02|1|n01
-3|script02|srun|acct1|1|COMPLETED|0:0|2024-01-15T09:01:00|2024-01-15T09:05:00|1|n02
-4|endscript|srun|acct1|1|COMPLETED|0:0|2024-01-15T09:06:00|2024-01-15T09:06:30|1|n01
-4.0||srun|acct1|1|COMPLETED|0:0|2024-01-15T09:06:00|2024-01-15T09:06:30|1|n01
-"""
+MAN_PAGE = (SAMPLES / "sacct-man-page.txt").read_text(encoding="utf-8")
 
-GPU_JOBS = """\
-JobID|JobName|Submit|Start|End|State|NNodes|NodeList|AllocTRES|ExitCode
-1234|train|2024-01-15T09:00:00|2024-01-15T09:00:05|2024-01-15T11:13:20|NODE_FAIL|4|gpu[001-004]|billing=32,cpu=32,gres/gpu=32,mem=1T,node=4|0:0
-1234.batch|batch|2024-01-15T09:00:05|2024-01-15T09:00:05|2024-01-15T11:13:20|CANCELLED|1|gpu001|cpu=8,gres/gpu=8,mem=250G,node=1|0:15
-1234.extern|extern|2024-01-15T09:00:05|2024-01-15T09:00:05|2024-01-15T11:13:20|CANCELLED|4|gpu[001-004]|billing=32,cpu=32,gres/gpu=32,mem=1T,node=4|0:0
-1234.0|python|2024-01-15T09:00:06|2024-01-15T09:00:06|2024-01-15T11:13:20|CANCELLED|4|gpu[001-004]|cpu=32,gres/gpu=32,mem=1T,node=4|0:9
-1234|train|2024-01-15T09:00:00|2024-01-15T11:20:00|2024-01-15T15:00:00|COMPLETED|4|gpu[005-007,010]|billing=32,gres/gpu=32,node=4|0:0
-1235_7|arr|2024-01-15T09:00:00|2024-01-15T10:00:00|Unknown|RUNNING|1|gpu011|gres/gpu:h100=8|0:0
-1235_[8-20]|arr|2024-01-15T09:00:00|None|None|PENDING|1|None assigned||0:0
-1236+0|het|2024-01-15T09:00:00|2024-01-15T10:00:00|2024-01-15T12:00:00|COMPLETED|2|gpu[012-013]|gres/gpu=16|0:0
-1236+1|het|2024-01-15T09:00:00|2024-01-15T10:00:00|2024-01-15T12:00:00|COMPLETED|1|cpu001|cpu=4|0:0
-1236+0.0|het|2024-01-15T10:00:00|2024-01-15T10:00:00|2024-01-15T12:00:00|COMPLETED|2|gpu[012-013]|gres/gpu=16|0:0
-1237|x|2024-01-15T09:00:00|2024-01-15T10:00:00|2024-01-15T12:00:00|CANCELLED by 1000|1|gpu014|gres/gpu=8|0:0
-1238|x|2024-01-15T09:00:00|2024-01-15T10:00:00|2024-01-15T10:30:00|TIMEOUT|1|gpu015|gres/gpu=8|0:0
-1239|x|2024-01-15T09:00:00|2024-01-15T10:00:00|2024-01-15T10:30:00|PREEMPTED|1|gpu015|gres/gpu=8|0:0
-"""
+GPU_JOBS = (SAMPLES / "sacct-gpu-jobs.txt").read_text(encoding="utf-8")
 
 
 def test_sacct_man_page_sample(tmp_path: Path) -> None:
@@ -143,22 +124,10 @@ def test_sacct_short_line_and_missing_header_fields(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ kernel logs
 
-# NVIDIA's XID catalogue prints its examples as "NVRM: Xid (PCI:0000:03:00): 79, ..." lines; older
+# samples/xid-syslog.txt. NVIDIA's XID catalogue prints its examples as "NVRM: Xid (PCI:0000:03:00): 79, ..." lines; older
 # drivers print no pid (as in NVIDIA/NVSentinel issue 155: "NVRM: Xid (PCI:0000:44:00): 79, GPU has
 # fallen off the bus").
-SYSLOG = """\
-Dec 31 23:58:01 gpu001 kernel: [  100.000001] mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link ACTIVE
-Dec 31 23:59:59 gpu001 kernel: [  101.123456] NVRM: Xid (PCI:0000:3b:00): 79, pid=2513, name=python, GPU has fallen off the bus.
-Dec 31 23:59:59 gpu001 kernel: [  101.123460] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.
-Jan  1 00:00:04 gpu001 kernel: [  106.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=2513, name=python, GPU has fallen off the bus.
-Jan  1 00:00:09 gpu001 kernel: [  111.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=2513, name=python, GPU has fallen off the bus.
-Jan  1 03:00:00 gpu002 kernel: NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus
-Jan  1 04:00:00 gpu002 kernel: NVRM: Xid (PCI:0000:18:00): 48, pid=77, name=python, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 0, subpartition 0.
-Jan  1 05:00:00 gpu002 kernel: NVRM: Xid (PCI:0000:18:00): 13, pid=77, name=python, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range Address
-Jan  1 06:00:00 gpu003 kernel: NVRM: Xid (PCI:0000:18:00): 154, pid='<unknown>', name=<unknown>, GPU recovery action changed from 0x0 (None) to 0x1 (Reset)
-Jan  1 06:10:00 gpu003 kernel: NVRM: Xid (PCI:0000:18:00): 63, pid=0, name=python, Row Remapper: New row (0x0000000ab3e00000) marked for remapping, reset gpu to activate.
-Jan  1 07:00:00 gpu003 kernel: systemd-journald[812]: Received client request to flush runtime journal.
-"""
+SYSLOG = (SAMPLES / "xid-syslog.txt").read_text(encoding="utf-8")
 
 
 def test_syslog_sample_storms_year_rollover_unknown(tmp_path: Path) -> None:
@@ -201,8 +170,7 @@ def test_iso_journald_and_dmesg_lines(tmp_path: Path) -> None:
     assert ev.iloc[0]["host"] == "gpu008" and ev.iloc[0]["part"] == "nvlink"
     assert ev.iloc[0]["time_s"] == pytest.approx(ts("2024-03-02T04:11:00.654321"))
     # dmesg -T: no host in the line, taken from the file name
-    dm = write(tmp_path, "gpu009.dmesg.txt", "[Sat Mar  2 04:11:00 2024] NVRM: Xid (PCI:0000:18:00): 64, pid=1, "
-               "name=python, Row Remapper Error\n")
+    dm = SAMPLES / "gpu009.dmesg.txt"
     ev = read_xids([dm], UTC).events
     assert ev.iloc[0]["host"] == "gpu009" and ev.iloc[0]["time_s"] == ts("2024-03-02T04:11:00")
     assert sniff(dm) == "kernel"
@@ -254,13 +222,7 @@ def test_xid_table_covers_the_issue_and_overrides(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ tickets
 
-TICKETS = """\
-# exported from the ticket system
-host,opened,closed,category,component,hands_on
-gpu017,2024-03-02T04:11:00,2024-03-02T09:40:00,hardware,gpu,2024-03-02T06:05:00
-gpu033,2024-03-05T22:00:00,,hardware,host,
-gpu034,2024-03-06T22:00:00,2024-03-07T01:00:00,maintenance,,
-"""
+TICKETS = (SAMPLES / "tickets-named-columns.csv").read_text(encoding="utf-8")
 
 
 def test_tickets_with_named_columns(tmp_path: Path) -> None:
@@ -319,3 +281,17 @@ def test_command_exits_2_naming_the_line_and_writes_nothing(tmp_path: Path, caps
     assert code == 2
     assert err.strip() == err.strip().splitlines()[0] and f"{log}: {where}:" in err
     assert not out.exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_tickets_work_end_and_the_synthetic_writers_columns(tmp_path: Path) -> None:
+    p = write(tmp_path, "t.csv", "node,start,end,cause,part,work_start,work_end\n"
+              "node001,2026-01-06T18:30:33,2026-01-06T22:43:25,hardware,gpu,2026-01-06T18:45:33,2026-01-06T20:43:25\n"
+              "node002,2026-01-07T00:00:00,2026-01-07T00:15:00,hardware,gpu,,\n")
+    t = read_tickets(p, UTC).tickets
+    assert t["work_end_s"].iloc[0] - t["work_start_s"].iloc[0] == pytest.approx(7072.0)
+    assert math.isnan(t["work_start_s"].iloc[1]) and math.isnan(t["work_end_s"].iloc[1])
+    bad = write(tmp_path, "b.csv", "node,start,end,work_start,work_end\n"
+                "n1,2026-01-06T18:00:00,2026-01-06T22:00:00,2026-01-06T20:00:00,2026-01-06T19:00:00\n")
+    with pytest.raises(InputError) as exc:
+        read_tickets(bad, UTC)
+    assert exc.value.field == "line 2, field work_end"
