@@ -295,3 +295,16 @@ def test_tickets_work_end_and_the_synthetic_writers_columns(tmp_path: Path) -> N
     with pytest.raises(InputError) as exc:
         read_tickets(bad, UTC)
     assert exc.value.field == "line 2, field work_end"
+
+
+def test_sacct_in_chunks_reads_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import twin.calibrate.sacct as sacct
+
+    p = write(tmp_path, "s.txt", GPU_JOBS)
+    whole = read_sacct(p, UTC).attempts
+    monkeypatch.setattr(sacct, "CHUNK_ROWS", 2)
+    chunked = read_sacct(p, UTC).attempts
+    assert list(chunked.columns) == list(whole.columns)
+    for c in whole.columns:
+        assert [str(x) for x in chunked[c]] == [str(x) for x in whole[c]], c
+    assert chunked["nodelist"].dtype == "category"

@@ -50,6 +50,8 @@ HARDWARE_STATES = ("NODE_FAIL",)
 UNSET = ("", "unknown", "none")
 """Time values of a time not (yet) reached."""
 
+_CATEGORIES = ("name", "state", "nodelist")
+"""Columns kept as categories: few distinct values among many jobs."""
 CHUNK_ROWS = 100_000
 """Attempts gathered in Python lists before they become a frame."""
 _JOBID = re.compile(r"^(?P<job>\d+)(?:_(?P<task>\d+|\[[^\]]*\]))?(?:\+(?P<het>\d+))?"
@@ -203,8 +205,16 @@ def read_sacct(path: str | os.PathLike[str], tz: tzinfo) -> SacctLog:
         raise InputError(source, "", "empty file; expected a sacct --parsable2 header line (JobID|...)")
     log.lines = n
     chunks.append(_frame(cols))
-    log.attempts = pd.concat(chunks, ignore_index=True) if len(chunks) > 1 else chunks[0]
-    log.attempts["state"] = log.attempts["state"].astype("category")
+    if len(chunks) == 1:
+        log.attempts = chunks[0]
+    else:  # keep the repeated strings (names, node lists, states) as categories across chunks
+        from pandas.api.types import union_categoricals
+
+        shared = {c: union_categoricals([ch[c] for ch in chunks]) for c in _CATEGORIES}
+        log.attempts = pd.concat([ch.drop(columns=list(_CATEGORIES)) for ch in chunks], ignore_index=True)
+        for c in _CATEGORIES:
+            log.attempts[c] = shared[c]
+        log.attempts = log.attempts[list(cols)]
     return log
 
 
@@ -212,14 +222,14 @@ def _frame(cols: dict[str, list[Any]]) -> pd.DataFrame:
     """The rows gathered so far as a frame; empties the lists (bounded memory)."""
     out = pd.DataFrame({
         "job": pd.Series(cols["job"], dtype=str),
-        "name": pd.Series(cols["name"], dtype=str),
+        "name": pd.Categorical(cols["name"]),
         "submit_s": np.asarray(cols["submit_s"], dtype=float),
         "start_s": np.asarray(cols["start_s"], dtype=float),
         "end_s": np.asarray(cols["end_s"], dtype=float),
-        "state": pd.Series(cols["state"], dtype=str),
+        "state": pd.Categorical(cols["state"]),
         "nodes": np.asarray(cols["nodes"], dtype=np.int64),
         "gpus": np.asarray(cols["gpus"], dtype=np.int64),
-        "nodelist": pd.Series(cols["nodelist"], dtype=str),
+        "nodelist": pd.Categorical(cols["nodelist"]),
         "line": np.asarray(cols["line"], dtype=np.int64),
     })
     for v in cols.values():
