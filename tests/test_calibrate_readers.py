@@ -308,3 +308,16 @@ def test_sacct_in_chunks_reads_the_same(tmp_path: Path, monkeypatch: pytest.Monk
     for c in whole.columns:
         assert [str(x) for x in chunked[c]] == [str(x) for x in whole[c]], c
     assert chunked["nodelist"].dtype == "category"
+
+
+def test_job_trace_from_accounting(tmp_path: Path) -> None:
+    from twin.calibrate.sacct import job_trace
+
+    a = read_sacct(write(tmp_path, "s.txt", GPU_JOBS), UTC).attempts
+    t0, t1 = ts("2024-01-15T09:00:00"), ts("2024-01-15T13:00:00")
+    tr = job_trace(a, t0, t1, gpus_per_node=8).set_index("name")
+    # 1234: two attempts (2 h 13 min 15 s, then 3 h 40 min, to the window's end at 13:00: 1 h 40 min)
+    assert tr.loc["job1234", "duration_h"] == pytest.approx((2 * 3600 + 13 * 60 + 15 + 100 * 60) / 3600, abs=1e-5)
+    assert tr.loc["job1234", "gpus"] == 32 and tr.loc["job1234", "submit_h"] == 0.0
+    assert tr.loc["job1235_7", "duration_h"] == pytest.approx(3.0)  # running: censored at the window's end
+    assert tr.loc["job1239", "gpus"] == 8 and "job1235_[8-20]" not in tr.index

@@ -93,8 +93,10 @@ def _split(arg: str) -> tuple[str | None, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``twin calibrate``; returns the exit code."""
+    """Run ``twin calibrate``; returns the exit code. Writes ``calibrated.yaml``, ``report.md`` and,
+    with accounting, ``trace.csv`` (the logged jobs in the twin's trace format)."""
     import hostlist
+    import pandas as pd
 
     from twin import atomic
     from twin.calibrate.common import parse_iso, sniff, zone
@@ -166,6 +168,12 @@ def run(args: argparse.Namespace) -> int:
                 if label == args.check or (args.check == "both" and label == "calibrated"):
                     failed = failed or bool(res.inconsistent)
         (tmp / "report.md").write_text(markdown(cal, str(out / "calibrated.yaml"), checks), encoding="utf-8")
+        if sacct:
+            from twin.calibrate.sacct import job_trace
+
+            trace = job_trace(pd.concat([s.attempts for s in sacct], ignore_index=True), cal.t0_s, cal.t1_s,
+                              int(base.cluster.node.gpus))
+            (tmp / "trace.csv").write_text(trace.to_csv(index=False), encoding="utf-8")
     for p, r in sorted(cal.parts.items()):
         if r.fit is not None:
             m = r.fit.chosen
@@ -183,4 +191,6 @@ def run(args: argparse.Namespace) -> int:
                  + ")"))
     print(f"scenario: {out / 'calibrated.yaml'}")
     print(f"report: {out / 'report.md'}")
+    if sacct:
+        print(f"job trace: {out / 'trace.csv'} (workload.trace of the logged jobs)")
     return EXIT_CHECK_FAILED if failed else EXIT_OK

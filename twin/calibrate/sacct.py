@@ -242,3 +242,21 @@ def node_days(attempts: pd.DataFrame, end_s: float) -> float:
     end = attempts["end_s"].fillna(end_s).clip(upper=end_s).to_numpy()
     dur = np.clip(end - attempts["start_s"].to_numpy(), 0.0, None)
     return float(np.sum(dur * attempts["nodes"].to_numpy()) / 86400.0)
+
+
+def job_trace(attempts: pd.DataFrame, t0_s: float, t1_s: float, gpus_per_node: int) -> pd.DataFrame:
+    """The logged jobs as a twin trace (``name, submit_h, gpus, duration_h``; ``workload.trace``): one
+    row per job submitted in the window, hours from ``t0_s``, its attempts' run time added (an upper
+    bound of its ideal work when it was interrupted; a running job's time so far, to ``t1_s``), GPUs from
+    AllocTRES, else its nodes × ``gpus_per_node``. Jobs that ran no time are left out."""
+    a = attempts[(attempts["submit_s"] >= t0_s) & (attempts["submit_s"] < t1_s)]
+    end = a["end_s"].fillna(t1_s).clip(upper=t1_s)
+    run_h = np.clip(end.to_numpy() - a["start_s"].to_numpy(), 0.0, None) / 3600.0
+    gpus = np.where(a["gpus"].to_numpy() > 0, a["gpus"].to_numpy(), a["nodes"].to_numpy() * gpus_per_node)
+    df = pd.DataFrame({"job": a["job"].astype(str).to_numpy(), "submit_h": (a["submit_s"].to_numpy() - t0_s) / 3600.0,
+                       "gpus": gpus, "duration_h": run_h})
+    out = df.groupby("job", sort=False).agg(submit_h=("submit_h", "min"), gpus=("gpus", "max"),
+                                            duration_h=("duration_h", "sum")).reset_index()
+    out = out[out["duration_h"] > 0].sort_values("submit_h", kind="stable")
+    return pd.DataFrame({"name": "job" + out["job"], "submit_h": out["submit_h"].round(6),
+                         "gpus": out["gpus"].astype(np.int64), "duration_h": out["duration_h"].round(6)})
