@@ -321,3 +321,21 @@ def test_job_trace_from_accounting(tmp_path: Path) -> None:
     assert tr.loc["job1234", "gpus"] == 32 and tr.loc["job1234", "submit_h"] == 0.0
     assert tr.loc["job1235_7", "duration_h"] == pytest.approx(3.0)  # running: censored at the window's end
     assert tr.loc["job1239", "gpus"] == 8 and "job1235_[8-20]" not in tr.index
+
+
+def test_command_on_accounting_alone_with_an_explicit_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                              ) -> None:
+    base = write(tmp_path, "base.yaml", yaml.safe_dump(BASE))
+    log = write(tmp_path, "jobs.export", GPU_JOBS)
+    out = tmp_path / "out"
+    code = cli.main(["calibrate", f"sacct:{log}", "--base", str(base), "--out", str(out), "--reps", "0",
+                     "--tz", "Europe/Berlin"])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "job interruptions: " in printed and "(1 NODE_FAIL)" in printed
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "By cause: unattributed 1" in report and "PREEMPTED 1" in report and "TIMEOUT 1" in report
+    assert "the base scenario 2" in report  # the inventory differs from the base: said, not refused
+    assert (out / "trace.csv").read_text(encoding="utf-8").startswith("name,submit_h,gpus,duration_h\n")
+    assert cli.main(["calibrate", f"sacct:{log}", "--base", str(base), "--out", str(out), "--reps", "0"]) == 2
+    assert "exists" in capsys.readouterr().err
