@@ -163,6 +163,13 @@ def test_iso_journald_and_dmesg_lines(tmp_path: Path) -> None:
     log = read_xids([iso], zone("Europe/Berlin"))
     assert list(log.events["time_s"]) == [ts("2024-03-02T03:11:00.123456"), ts("2024-03-02T04:00:00")]
     assert list(log.events["category"]) == ["failure", "reset"]
+    # journalctl -o short-iso (+0000 offsets) and RFC 5424 lines from a network syslog (priority, version)
+    net = write(tmp_path, "net.log", "2024-03-02T04:11:00+0000 gpu010 kernel: NVRM: Xid (PCI:0000:18:00): 79, "
+                "pid=1, name=python, GPU has fallen off the bus.\n<4>1 2024-03-02T05:11:00Z gpu011 kernel: NVRM: "
+                "Xid (PCI:0000:18:00): 79, GPU has fallen off the bus.\n")
+    ev = read_xids([net], UTC).events
+    assert list(ev["host"]) == ["gpu010", "gpu011"]
+    assert list(ev["time_s"]) == [ts("2024-03-02T04:11:00"), ts("2024-03-02T05:11:00")]
     # journalctl -k -o short-precise: fractional seconds after the syslog stamp
     jp = write(tmp_path, "journal.txt", "Mar 02 04:11:00.654321 gpu008 kernel: NVRM: Xid (PCI:0000:18:00): 74, "
                "pid=1, name=python, NVLink: fatal error detected on link 3(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)\n")

@@ -5,7 +5,7 @@
     [Mon Jan 15 10:23:45 2024] NVRM: Xid (PCI:0000:3b:00): 79, pid=2513, name=python, GPU has fallen off the bus.
 
 The host is the word after the time stamp (syslog, ``journalctl -o short``/``short-iso``/
-``short-precise``); ``dmesg -T`` lines carry none, so their host is the file name up to its first dot
+``short-precise``; a network syslog's ``<PRI>`` and RFC 5424 version in front are skipped); ``dmesg -T`` lines carry none, so their host is the file name up to its first dot
 (``gpu001.dmesg.txt`` → ``gpu001``). Syslog lines carry no year: ``--year`` gives the year of the
 first line, and a month earlier than the line before starts the next year. Time stamps without an
 offset are in ``--tz``. Lines without ``NVRM: Xid`` are skipped (a kernel log holds everything the
@@ -179,8 +179,14 @@ class _Clock:
         return self._at(n, int(year), month, day, hms)
 
 
+_PRI = re.compile(r"^<\d{1,3}>(?:1 )?")
+"""An RFC 3164/5424 priority (and version) in front of the time stamp, as a network syslog sends it."""
+
+
 def _stamp(clock: _Clock, n: int, text: str, file_host: str) -> tuple[float, str] | None:
     """(POSIX seconds, host) of a line's prefix, or None when the prefix is not one we know."""
+    if text.startswith("<"):
+        text = _PRI.sub("", text, count=1)
     m = _SYSLOG.match(text)
     if m:
         return clock.syslog(n, m["mon"], m["day"], m["hms"]), m["host"]
