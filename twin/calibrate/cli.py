@@ -49,7 +49,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "tickets; else kernel log) or given as FORMAT:PATH with FORMAT sacct, kernel or tickets; "
                         ".gz files are read as they are")
     p.add_argument("--base", required=True, metavar="SCENARIO", help="the scenario the calibrated one extends")
-    p.add_argument("--out", required=True, metavar="DIR", help="folder for calibrated.yaml and report.md")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="folder for calibrated.yaml, report.md and trace.csv (the logged jobs as a twin trace)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
     p.add_argument("--tz", default="UTC", metavar="ZONE",
                    help="time zone of time stamps without an offset (sacct, syslog, dmesg -T, tickets): an IANA "
