@@ -36,7 +36,8 @@ def write(tmp: Path, name: str, text: str) -> Path:
 
 # ------------------------------------------------------------------ sacct
 
-# samples/sacct-man-page.txt: the sacct(1) man page's example jobs (2 FAILED, 3 COMPLETED, 4 with its step 4.0), printed as
+# samples/sacct-man-page.txt: the sacct(1) man page's example jobs (2 FAILED, 3 COMPLETED, 4 with its
+# step 4.0), as
 # `sacct --parsable2 --format=JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode,Start,End,NNodes,NodeList`
 # would print them (times and nodes added: the man page's example shows neither).
 MAN_PAGE = (SAMPLES / "sacct-man-page.txt").read_text(encoding="utf-8")
@@ -124,9 +125,9 @@ def test_sacct_short_line_and_missing_header_fields(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ kernel logs
 
-# samples/xid-syslog.txt. NVIDIA's XID catalogue prints its examples as "NVRM: Xid (PCI:0000:03:00): 79, ..." lines; older
-# drivers print no pid (as in NVIDIA/NVSentinel issue 155: "NVRM: Xid (PCI:0000:44:00): 79, GPU has
-# fallen off the bus").
+# samples/xid-syslog.txt. NVIDIA's XID catalogue prints its examples as "NVRM: Xid (PCI:0000:03:00):
+# 79, ..." lines; older drivers print no pid (as in NVIDIA/NVSentinel issue 155: "NVRM: Xid
+# (PCI:0000:44:00): 79, GPU has fallen off the bus").
 SYSLOG = (SAMPLES / "xid-syslog.txt").read_text(encoding="utf-8")
 
 

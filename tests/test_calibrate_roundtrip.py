@@ -101,7 +101,8 @@ def covered(cal: Calibration, doc: dict[str, Any], job_truth: float) -> dict[str
     for p in ("hbm", "host"):
         fit = cal.parts[p].fit
         ex = fit.models["exponential"] if fit is not None else None
-        out[f"{p} mtbf_h"] = ex is not None and ex.ci["mean_h"][0] <= parts[p]["failure"]["mtbf_h"] <= ex.ci["mean_h"][1]
+        truth = parts[p]["failure"]["mtbf_h"]
+        out[f"{p} mtbf_h"] = ex is not None and ex.ci["mean_h"][0] <= truth <= ex.ci["mean_h"][1]
     assert cal.frailty is not None and cal.jobs is not None
     lo, hi = cal.frailty.ci
     out["frailty variance"] = lo <= doc["health"]["frailty"]["variance"] <= hi
@@ -167,7 +168,8 @@ def test_check_flags_a_base_with_twice_the_gpu_failure_rate(tmp_path: Path, caps
     right_md = (tmp_path / "right" / "report.md").read_text()
     wrong_md = (tmp_path / "wrong" / "report.md").read_text()
     assert "**inconsistent**" not in right_md
-    gpu_row = next(line for line in wrong_md.splitlines() if line.startswith("| part failures per 1,000 node-days: gpu"))
+    gpu_row = next(line for line in wrong_md.splitlines()
+                   if line.startswith("| part failures per 1,000 node-days: gpu"))
     assert gpu_row.endswith("**inconsistent** |")
     # the calibrated scenario extends the base and carries the fitted GPU MTBF with its comment
     text = (tmp_path / "wrong" / "calibrated.yaml").read_text()

@@ -91,7 +91,8 @@ def scenario_yaml(cal: Calibration, base_name: str, base_parts: set[str], base_p
     if cal.frailty is not None:
         f = cal.frailty
         out += ["health:",
-                f"  frailty: {{variance: {fmt(f.variance)}}}   # {_names(', '.join(sorted(set(cal.failures['source']))))}:"
+                f"  frailty: {{variance: {fmt(f.variance)}}}   "
+                f"# {_names(', '.join(sorted(set(cal.failures['source']))))}:"
                 f" {f.failures} part failures on {f.nodes} nodes; profile-likelihood {lv:.0%} interval "
                 f"{fmt_ci(f.ci)}"]
     out += ["", "# Logged, not parameters (the calibration report compares the simulation with them):"]
@@ -105,7 +106,8 @@ def scenario_yaml(cal: Calibration, base_name: str, base_parts: set[str], base_p
             lo, hi = rate.ci
             mttf = fmt(1 / rate.value) if rate.count else "n/a (no interruption)"
             out.append(f"#   job MTTF, {size} nodes: {mttf} h [{fmt(1 / hi) if hi else 'n/a'}, "
-                       f"{fmt(1 / lo) if lo else 'inf'}] ({rate.count} interruptions in {fmt(rate.exposure)} job-hours, "
+                       f"{fmt(1 / lo) if lo else 'inf'}] ({rate.count} interruptions in {fmt(rate.exposure)} "
+                       "job-hours, "
                        f"{n} attempts)")
     if cal.frailty is not None:
         lem = cal.frailty.lemons

@@ -40,7 +40,8 @@ class TicketLog:
 
     source: str
     tickets: pd.DataFrame
-    """``node``, ``start_s``, ``end_s`` (NaN: open), ``work_start_s``, ``work_end_s`` (NaN: not given), ``cause``, ``part``
+    """``node``, ``start_s``, ``end_s`` (NaN: open), ``work_start_s``, ``work_end_s`` (NaN: not given), ``cause``,
+    ``part``
     (empty: not given), ``line``."""
     causes: Counter[str] = field(default_factory=Counter)
 
