@@ -10,6 +10,7 @@ Each quantity is computed the same way from the logs and from every replication'
   logs name no failure of, such as a fabric switch, counts as unattributed);
 * job interruptions per 1,000 job-hours by job size (shown as the job MTTF, its inverse);
 * the mean outage of a repair ticket, by part (end − start; the ``tickets`` table's back − fail).
+  Tickets without a part (a cause such as ``maintenance``) are reported, not compared.
 
 Over R replications the simulated values have mean m and standard deviation s; a logged value y is
 consistent when it lies in the prediction interval m ± t(R−1, 1 − α/(2K))·s·√(1 + 1/R) — a new
@@ -64,7 +65,7 @@ def logged_quantities(cal: Calibration) -> Quantities:
         for size, (rate, _n) in j.by_size.items():
             q[f"job interruptions per 1,000 job-hours: {size} nodes"] = 1000.0 * rate.value
     for p, rr in sorted(cal.repairs.items()):
-        if rr.closed:
+        if rr.closed and p in cal.parts:  # a part's tickets; a cause without a part has no simulated twin
             q[f"repair outage mean (h): {p}"] = rr.outage_mean_h
     return q
 
