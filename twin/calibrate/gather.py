@@ -121,6 +121,9 @@ def calibrate(base: Any, sacct: list[SacctLog], xid: XidLog | None, xid_table: X
     inventory = sorted(set(nodes)) if nodes else _inventory(sacct, xid, tickets)
     if not inventory:
         raise InputError("logs", "", "no node named in any log: give --nodes HOSTLIST")
+    if not nodes:
+        notes.append(f"the inventory is the {len(inventory)} hosts the logs name (no --nodes): a node that never "
+                     "appears in a log is missing from every rate's denominator")
     n_nodes = len(inventory)
     if n_nodes != base.cluster.n_nodes:
         notes.append(f"the logs' inventory has {n_nodes} nodes, the base scenario {base.cluster.n_nodes}: rates are "
