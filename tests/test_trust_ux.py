@@ -4,12 +4,15 @@ order and its temperature differences, and a CSV export of result tables."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
+from twin.cli import main
 from twin.scenario import load_scenario
 from twin.scenario.advice import advise
 from twin.scenario.loader import load_dict
@@ -52,3 +55,61 @@ def test_guide_excerpt_matches_baseline() -> None:
     sc = load_dict(excerpt, "docs/guide/scenarios.md").scenario
     assert [a for a in advise(sc) if a.field.startswith("cluster.")] == []
     assert sc.cluster.n_nodes == load_scenario(ROOT / "scenarios" / "baseline.yaml").scenario.cluster.n_nodes
+
+
+# --- item 7: a horizon shorter than a scheduled mechanism's period ------------------------------------------
+
+SMALL_POWER = ["--set", "horizon_days=90", "--set", "cluster.racks=2", "--set", "workload.jobs.0.gpus=32"]
+
+
+def test_short_compare_of_power_scenarios_warns_that_the_horizon_hides_maintenance(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A 90-day compare of two power scenarios whose UPS, generator and switchboard are maintained
+    yearly (first visit at 4,380 h) holds no maintenance window: the summary warns, and never claims
+    that more replications would not separate the options."""
+    sc = [str(ROOT / "scenarios" / f"power-{x}.yaml") for x in ("n", "n1")]
+    code = main(["compare", *sc, *SMALL_POWER, "--reps", "3", "--results", str(tmp_path), "--quiet", "--no-report",
+                 "--objective", "node_availability"])
+    out = capsys.readouterr().out
+    assert code == 0
+    flat = " ".join(out.split())
+    assert "Warning: the 90-day horizon is shorter than the period of the UPS maintenance windows" in flat
+    assert "more replications are not expected" not in flat
+    (folder,) = (tmp_path / "compare").iterdir()
+    d = json.loads((folder / "decision-summary.json").read_text())
+    fields = {h["field"] for h in d["horizon_hides"]}
+    assert {"power.ups.maintenance.interval_h", "power.generator.maintenance.interval_h",
+            "power.switchboard.maintenance.interval_h"} <= fields
+    # the dry run of either scenario says so too, as an advisory naming the field
+    assert main(["run", sc[0], *SMALL_POWER, "--dry-run"]) == 0
+    adv = [x for x in capsys.readouterr().out.splitlines() if x.startswith("advice: power.ups.maintenance")]
+    assert len(adv) == 1 and "none falls within it (the first at 4,380 h" in adv[0]
+
+
+def test_a_zero_difference_over_a_hiding_horizon_is_not_called_final() -> None:
+    """The sentence for a zero mean difference that is not identical in every replication: with a
+    hidden mechanism it says a longer horizon may separate the options, not that nothing will."""
+    from twin.report.summary import objective_paragraph
+
+    e = {"metric": "node_availability", "direction": 1, "means": {"a": 0.99, "b": 0.99}, "replications": 5,
+         "pairs_tested": 1, "level": 0.95, "lead": "a", "recommended": None, "all_identical": False,
+         "replications_needed": None, "runner_up": "b",
+         "pairs": [{"other": "b", "resolved": False, "diff": 0.0, "ci_low": -1e-4, "ci_high": 1e-4, "sd": 1e-4}]}
+    hides = [{"field": "power.ups.maintenance.interval_h", "what": "UPS maintenance windows", "horizon_days": 90,
+              "needed_days": 365, "text": "..."}]
+    assert any("not expected to separate" in s for s in objective_paragraph(e, "USD"))
+    text = " ".join(objective_paragraph(e, "USD", None, hides))
+    assert "not expected to separate" not in text and "a longer horizon may" in text
+
+
+def test_horizon_advice_only_when_the_horizon_is_shorter_than_the_period() -> None:
+    from twin.scenario.horizon import hidden
+
+    full = load_scenario(ROOT / "scenarios" / "power-n.yaml").scenario
+    assert hidden(full) == []  # a year holds the yearly windows (the first at half a year)
+    short = load_scenario(ROOT / "scenarios" / "power-n.yaml", ["horizon_days=200"]).scenario
+    ups = [h for h in hidden(short) if h.field == "power.ups.maintenance.interval_h"]
+    assert len(ups) == 1 and not ups[0].none_seen and ups[0].needed_days == 365  # the first (4,380 h) is inside
+    late = load_scenario(ROOT / "scenarios" / "power-n.yaml", ["horizon_days=400", "power.ups.maintenance.offset_h=9700"])
+    ups = [h for h in hidden(late.scenario) if h.field == "power.ups.maintenance.interval_h"]
+    assert len(ups) == 1 and ups[0].none_seen  # longer than the interval, but the first visit is beyond it
