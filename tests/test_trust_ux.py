@@ -113,3 +113,55 @@ def test_horizon_advice_only_when_the_horizon_is_shorter_than_the_period() -> No
     late = load_scenario(ROOT / "scenarios" / "power-n.yaml", ["horizon_days=400", "power.ups.maintenance.offset_h=9700"])
     ups = [h for h in hidden(late.scenario) if h.field == "power.ups.maintenance.interval_h"]
     assert len(ups) == 1 and ups[0].none_seen  # longer than the interval, but the first visit is beyond it
+
+
+# --- item 10: units and labels --------------------------------------------------------------------------------
+
+SMALL = ["--set", "cluster.racks=2", "--set", "workload.jobs.0.gpus=32"]
+
+
+def test_run_prints_costs_in_the_currency_and_the_pue_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = str(ROOT / "scenarios" / "baseline.yaml")
+    assert main(["run", base, *SMALL, "--set", "horizon_days=3", "--results", str(tmp_path), "--quiet"]) == 0
+    rows = {line[:38].strip(): line[38:].strip() for line in capsys.readouterr().out.splitlines()
+            if line.startswith("  ")}
+    assert rows["total cost over the horizon"].endswith(" USD")
+    assert rows["cost per useful GPU-hour"].endswith(" USD")
+    pue = [k for k in rows if k.startswith("PUE")]
+    assert pue == ["PUE"] and rows["PUE"].count("flat") == 1 and rows["PUE"].count("no cooling section") == 1
+    assert main(["run", base, *SMALL, "--set", "horizon_days=3", "--set", "costs.currency=EUR",
+                 "--results", str(tmp_path), "--quiet"]) == 0
+    assert "total cost over the horizon         " in (out := capsys.readouterr().out) and " EUR\n" in out
+
+
+def test_energy_columns_name_no_unit_their_values_do_not_carry(capsys: pytest.CaptureFixture[str]) -> None:
+    """The compare/montecarlo table printed 'IT energy (kWh)' over values of 17.29 GWh."""
+    import pandas as pd
+
+    from twin.experiment.cli import summary_table
+    from twin.report.metrics import label_with_unit
+
+    summ = pd.DataFrame({"metric": ["energy.it_kwh"], "mean": [1.729e7], "ci_low": [1.7e7], "ci_high": [1.75e7],
+                         "p5": [1.7e7], "p50": [1.73e7], "p95": [1.75e7]})
+    lines: list[str] = []
+    summary_table(summ, ["energy.it_kwh"], lines.append, "USD")
+    row = lines[1]
+    assert "GWh" in row and "kWh" not in row, row
+    assert label_with_unit("energy.it_kwh") == "IT energy (kWh)"  # an axis of raw values keeps its unit
+
+
+def test_sweep_numbers_points_from_zero_everywhere_and_whole_numbers_print_whole(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from twin.experiment.summary import value_text
+
+    base = str(ROOT / "scenarios" / "baseline.yaml")
+    assert main(["sweep", base, *SMALL, "--set", "horizon_days=2", "--param", "maintenance.crews.technicians.count=1,2",
+                 "--reps", "2", "--results", str(tmp_path), "--quiet", "--no-report"]) == 0
+    cap = capsys.readouterr()
+    progress = [x for x in (cap.out + cap.err).splitlines() if x.startswith("point ") and "of 2)" in x]
+    assert [x.split(":")[0] for x in progress] == ["point 0 (1 of 2)", "point 1 (2 of 2)"]
+    (folder,) = (tmp_path / "baseline").glob("sweep-*")
+    d = json.loads((folder / "decision-summary.json").read_text())
+    assert d["options"] == ["point 0 (maintenance.crews.technicians.count=1)",
+                            "point 1 (maintenance.crews.technicians.count=2)"]
+    assert value_text(4.0) == "4" and value_text(0.25) == "0.25" and value_text("x") == "x"

@@ -76,6 +76,13 @@ def resolve_objectives(requested: Sequence[str] | None, columns: Sequence[str]) 
     return [], notes
 
 
+def value_text(v: Any) -> str:
+    """A swept parameter's value as a person reads it: a whole number without ``.0`` (4, not 4.0)."""
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return str(v)
+
+
 def _finite(x: float) -> float | None:
     return float(x) if x is not None and math.isfinite(float(x)) else None
 
@@ -318,7 +325,7 @@ def build(folder: Path | str, objectives: Sequence[str] | None = None) -> dict[s
             be = _read_table(p) if p.is_file() else None
         else:
             params = [p["path"] for p in meta["params"]]
-            labels = ["point " + str(pt["point"]) + " (" + ", ".join(f"{p}={pt[p]}" for p in params) + ")"
+            labels = ["point " + str(pt["point"]) + " (" + ", ".join(f"{p}={value_text(pt[p])}" for p in params) + ")"
                       for pt in meta["points"]]
             subs = [folder / pt["folder"] for pt in meta["points"]]
             reference, be = labels[0], None

@@ -211,7 +211,7 @@ def grouped_tables(doc: "Doc", summaries: dict[str, pd.DataFrame], paired: pd.Da
     for g, ms in groups:
         rows = []
         for m in ms:
-            row: dict[str, str] = {"metric": catalogue.label_with_unit(m, currency)}
+            row: dict[str, str] = {"metric": catalogue.label_with_unit(m, currency, table=True)}
             for k, i in idx.items():
                 if m in i.index:
                     r = i.loc[m]
@@ -482,7 +482,7 @@ def _compare(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
           "(clear when its 95 % CI excludes zero).")
     wk = win[win.metric.isin(keys)]
     doc.table(pd.DataFrame({
-        "metric": [catalogue.label_with_unit(m, cur) for m in wk.metric], "better": wk.better, "winner": wk.winner,
+        "metric": [catalogue.label_with_unit(m, cur, table=True) for m in wk.metric], "better": wk.better, "winner": wk.winner,
         "winner mean": [catalogue.format_value(m, x, cur) for m, x in zip(wk.metric, wk.winner_mean)],
         "runner-up": wk.runner_up,
         "margin": [catalogue.format_value(m, x, cur, True) for m, x in zip(wk.metric, wk.margin)],
@@ -503,7 +503,7 @@ def _compare(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
     order = {m: i for i, (_, ms) in enumerate(catalogue.by_group(list(paired.metric.unique()))) for m in ms}
     pt = paired.assign(_o=paired.metric.map(order)).sort_values(["_o", "metric"], kind="stable")
     doc.table(pd.DataFrame({
-        "metric": [catalogue.label_with_unit(m, cur) for m in pt.metric], "variant": pt.variant,
+        "metric": [catalogue.label_with_unit(m, cur, table=True) for m in pt.metric], "variant": pt.variant,
         "Δ mean": [catalogue.format_value(m, x, cur, True) for m, x in zip(pt.metric, pt["diff"])],
         "95 % CI": [catalogue.format_interval(m, a, b, cur, True) for m, a, b in zip(pt.metric, pt.ci_low, pt.ci_high)],
         "variance reduction": pt.variance_reduction,
@@ -549,7 +549,7 @@ def _sweep(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
     doc.h2("Table")
     t = tidy[tidy.metric.isin(ms)]
     out = t[["point", *params]].copy()
-    out["metric"] = [catalogue.label_with_unit(m, cur) for m in t.metric]
+    out["metric"] = [catalogue.label_with_unit(m, cur, table=True) for m in t.metric]
     for c in ("mean", "p5", "p50", "p95"):
         out[c] = [catalogue.format_value(m, x, cur) for m, x in zip(t.metric, t[c])]
     out.insert(out.columns.get_loc("p5"), "95 % CI",
