@@ -165,3 +165,58 @@ def test_sweep_numbers_points_from_zero_everywhere_and_whole_numbers_print_whole
     assert d["options"] == ["point 0 (maintenance.crews.technicians.count=1)",
                             "point 1 (maintenance.crews.technicians.count=2)"]
     assert value_text(4.0) == "4" and value_text(0.25) == "0.25" and value_text("x") == "x"
+
+
+# --- item 12: CSV export of result tables ---------------------------------------------------------------------
+
+
+def test_export_writes_every_table_as_csv_with_the_parquet_values(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import pandas as pd
+
+    import twin.experiment.export as export
+
+    base = str(ROOT / "scenarios" / "baseline.yaml")
+    assert main(["run", base, *SMALL, "--set", "horizon_days=2", "--results",
+                 str(tmp_path / "r"), "--quiet"]) == 0
+    (run,) = [p for p in (tmp_path / "r").glob("*/*") if (p / "summary.json").is_file()]
+    capsys.readouterr()
+    assert main(["export", str(run)]) == 0
+    out = capsys.readouterr().out
+    tables = sorted(run.glob("*.parquet"))
+    assert len(tables) >= 5 and out.count("csv: ") == len(tables)
+    for t in tables:
+        pq, csv = pd.read_parquet(t), pd.read_csv(run / "csv" / f"{t.stem}.csv")
+        assert list(csv.columns) == list(pq.columns) and len(csv) == len(pq), t.stem
+        for c in pq.columns:
+            if pd.api.types.is_float_dtype(pq[c]):  # full precision: the same floats back
+                assert ((csv[c] == pq[c]) | (csv[c].isna() & pq[c].isna())).all(), (t.stem, c)
+    # only the tables asked for, elsewhere; a failure half-way leaves the earlier file whole and no temporary
+    dest = tmp_path / "sheets"
+    assert main(["export", str(run), "--table", "parts", "--out", str(dest)]) == 0
+    assert sorted(p.name for p in dest.iterdir()) == ["parts.csv"]
+    before = (dest / "parts.csv").read_bytes()
+    real = pd.DataFrame.to_csv
+
+    def broken(self: pd.DataFrame, path: Any, **kw: Any) -> None:
+        real(self.head(1), path, **kw)  # half a file on disk, then the disk fills
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", broken)
+    assert main(["export", str(run), "--table", "parts", "--out", str(dest)]) == 2
+    assert (dest / "parts.csv").read_bytes() == before and sorted(p.name for p in dest.iterdir()) == ["parts.csv"]
+    monkeypatch.undo()
+    assert main(["export", str(tmp_path / "r")]) == 2  # not a results folder
+    assert "not a twin results folder" in capsys.readouterr().err
+    assert export.SPREADSHEET_ROWS == 1_048_576
+
+
+def test_export_keeps_a_formula_like_name_as_text() -> None:
+    import pandas as pd
+
+    from twin.experiment.export import _text_safe
+
+    df = pd.DataFrame({"variant": ["=HYPERLINK(\"x\")", "air", "+1", "-2", "@a"], "x": [1.0, 2.0, 3.0, 4.0, 5.0]})
+    safe = _text_safe(df)
+    assert list(safe.variant) == ["'=HYPERLINK(\"x\")", "air", "'+1", "-2", "'@a"]
+    assert list(safe.x) == [1.0, 2.0, 3.0, 4.0, 5.0]
