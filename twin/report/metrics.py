@@ -469,10 +469,19 @@ def unit_label(key: str, currency: str = "USD") -> str:
     return "" if m.unit == "ratio" else m.unit
 
 
-def label_with_unit(key: str, currency: str = "USD") -> str:
-    """"node-hours down (node-h)"; a count keeps its bare label (its values carry the noun)."""
+SELF_SCALED = frozenset({"energy_kwh", "power_w", "power_kw", "ramp_w_per_h"})
+"""Formats whose printed values carry a unit scaled to their size (kWh, MWh, GWh …): a table column of
+them names no unit (it would be wrong for most rows), an axis of raw values does."""
+
+
+def label_with_unit(key: str, currency: str = "USD", table: bool = False) -> str:
+    """"node-hours down (node-h)"; a count keeps its bare label (its values carry the noun), and so
+    does, with ``table`` (a column of values printed by :func:`format_value`), a metric whose values
+    carry their own scaled unit (``IT energy``, its values 228.1 MWh or 17.29 GWh; an axis of raw
+    values keeps ``(kWh)``)."""
     m = find(key)
-    u = unit_label(key, currency) if m is None or m.fmt != "count" else ""
+    bare = m is not None and (m.fmt == "count" or (table and m.fmt in SELF_SCALED))
+    u = unit_label(key, currency) if not bare else ""
     return f"{label(key)} ({u})" if u else label(key)
 
 
@@ -629,4 +638,5 @@ def catalogue_markdown() -> str:
 
 __all__ = ["CATALOGUE", "FORMATS", "GROUPS", "Metric", "UnknownMetric", "by_group", "catalogue_markdown",
            "direction", "find", "format_interval", "format_value", "group", "label", "label_with_unit", "lookup",
+           "SELF_SCALED",
            "missing", "plain", "unit_label"]

@@ -2,10 +2,12 @@
 
 A scenario can be valid and still describe a regime its author did not mean: spare parts reordered
 too close to (or below) the demand of their lead time (replenishment cycles run out, nodes wait weeks
-for parts), a crew so loaded that failed units wait longer for a technician than their repair takes, a checkpoint
-interval far from the Young/Daly optimum of the job's own failure rate. The simulator runs such
-scenarios faithfully; these checks say, in one line each, what to expect and why, so that a number
-such as a low ETTR is not mistaken for a property of the cluster. They never change a result.
+for parts), a crew so loaded that failed units wait longer for a technician than their repair takes, a
+checkpoint interval far from the Young/Daly optimum of the job's own failure rate, a horizon shorter than
+the period of a scheduled mechanism (yearly maintenance windows on a 90-day horizon:
+:mod:`twin.scenario.horizon`). The simulator runs such scenarios faithfully; these checks say, in one
+line each, what to expect and why, so that a number such as a low ETTR is not mistaken for a property
+of the cluster. They never change a result.
 
 Rates are long-run renewal rates, units / mean time to failure, of the node parts, rack parts and
 fabric units (facility units, a few per site, are left out: their share of the demand is negligible). Burn-in does
@@ -326,7 +328,16 @@ def advice_lines(sc: "Scenario") -> list[str]:
 
 def advise(sc: "Scenario") -> list[Advice]:
     """Every advisory of ``sc`` (see the module docstring); empty when its numbers raise no flag."""
-    return spares_advice(sc) + crew_advice(sc) + checkpoint_advice(sc) + unit_slip_advice(sc) + rack_advice(sc)
+    return (spares_advice(sc) + crew_advice(sc) + checkpoint_advice(sc) + unit_slip_advice(sc) + rack_advice(sc)
+            + horizon_advice(sc))
+
+
+def horizon_advice(sc: "Scenario") -> list[Advice]:
+    """A scheduled mechanism (a maintenance window, a periodic test, planned drains, the outdoor seasons)
+    whose period the horizon does not hold (:mod:`twin.scenario.horizon`)."""
+    from twin.scenario.horizon import hidden_lines
+
+    return [Advice(field, text) for field, text in hidden_lines(sc)]
 
 
 def rack_advice(sc: "Scenario") -> list[Advice]:
