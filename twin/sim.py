@@ -29,7 +29,8 @@ from twin.model.engine import Engine
 from twin.model.health import NodeHealth
 from twin.model.network import Network
 from twin.model.parts import FacilityParts, PartPopulation
-from twin.model.power import ITPower, PowerChain
+from twin.model.it_power import ITPower
+from twin.model.power import PowerChain
 from twin.model.racks import RackParts
 from twin.model.storage import Storage
 from twin.model.repair import TICKET_COLUMNS, RepairShop, bind_scopes, repair_metrics
