@@ -46,6 +46,7 @@ from numpy.typing import NDArray
 from twin import rng
 from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
 from twin.model.engine import Topic
+from twin.model.facility_units import Load, MaintenanceAccount, MaintenanceRota
 from twin.model.it_power import ITPower as ITPower  # re-exported: cooling/state.py still names it here
 from twin.model.parts import FacilityParts
 from twin.observe.recorder import time_weighted_mean
@@ -138,15 +139,12 @@ class PowerChain(Component):
         self.transfer_failures = 0
         self.cool_w = [0.0] * F  # load of the cooling units on the feed's UPS output (Topic.COOLING_LOAD), W
         # ---- scheduled maintenance (issue 24): per unit type, per feed, in the window now
-        self.maint_specs = {name: el.maintenance for name, el in spec.elements().items()
-                            if el.maintenance is not None}
-        self.in_maint: dict[str, list[bool]] = {name: [False] * F for name in self.maint_specs}
+        self.maint = MaintenanceAccount()
+        self.rotas = {name: MaintenanceRota(eng, name, el.maintenance, F, self.maint, self._unit_path,
+                                            self._maint_out, self._maint_back, self._maint_after)
+                      for name, el in spec.elements().items() if el.maintenance is not None}
         self.unit_up = {"ups": [self.has_ups] * F, "generator": [self.has_gen] * F}  # not failed (repairs)
         self.isolated = [0] * F  # maintenance windows that de-energise the feed now
-        self.maint_since: dict[tuple[str, int], float] = {}
-        self.maint_windows = 0
-        self.maint_unit_h = 0.0
-        self.maint_exposure_h = 0.0
         self.pdu_ok = np.ones((F, self.K), dtype=bool)
         self.input_live = [True] * F
         self.mode = ["utility"] * F
@@ -240,7 +238,8 @@ class PowerChain(Component):
         if self.spec.utility.outages_per_year > 0:
             for s in range(len(self.sources)):
                 self._next_outage(s, 0.0)
-        self._start_maintenance()
+        for rota in self.rotas.values():
+            rota.start()
         for inj in self.spec.inject:
             f = self.feeds.index(inj.feed)
             if inj.at_h < self.H:
@@ -250,8 +249,7 @@ class PowerChain(Component):
     def finish(self) -> None:
         self._settle()
         now = self.engine.now
-        for name, f in list(self.maint_since):
-            self._close_maint(name, f, now)
+        self.maint.close_all(now)
         for f in range(self.F):
             self._close_feed_row(f, now)
             row = self.open_outage[f]
@@ -443,8 +441,8 @@ class PowerChain(Component):
 
     def _bypassed(self, name: str, f: int) -> bool:
         """Unit ``name`` of feed ``f`` is out of service for a bypass-mode maintenance now."""
-        on = self.in_maint.get(name)
-        return on is not None and on[f] and self.spec.maintenance_mode(name) == "bypass"
+        rota = self.rotas.get(name)
+        return rota is not None and rota.on[f] and self.spec.maintenance_mode(name) == "bypass"
 
     def _set_gen(self, f: int, ok: bool) -> None:
         """The generator of feed ``f`` becomes able (``ok``) or unable to run (failure, repair, maintenance)."""
@@ -457,26 +455,11 @@ class PowerChain(Component):
             self.restarts[f] += 1
             self._start_generator(f, f"power.feed{self.feeds[f]}.generator#restart", k)
 
-    # ---- scheduled maintenance (concurrent maintenance, one feed at a time) -------------------
-    def _start_maintenance(self) -> None:
-        for name, mt in self.maint_specs.items():
-            assert mt is not None
-            first = mt.offset_h if mt.offset_h is not None else mt.interval_h / 2.0
-            for f in range(self.F):
-                t = first + f * mt.interval_h / self.F
-                if t < self.H:
-                    self.engine.call_at(t, lambda nm=name, f=f: self._maint_begin(nm, f))
-
-    def _maint_begin(self, name: str, f: int) -> None:
-        mt = self.maint_specs[name]
-        assert mt is not None
+    # ---- scheduled maintenance (concurrent maintenance, one feed at a time: facility_units.MaintenanceRota)
+    def _maint_out(self, name: str, f: int) -> Load:
+        """A visit takes unit ``name`` of feed ``f`` out: the feed isolated, or the unit bypassed."""
         self._settle()
-        eng = self.engine
-        self.in_maint[name][f] = True
-        self.maint_windows += 1
-        self.maint_since[(name, f)] = eng.now
         mode = self.spec.maintenance_mode(name)
-        eng.recorder.event(eng.now, "maintenance_start", f"power.feed{self.feeds[f]}.{name}", -1, mt.duration_h)
         if mode == "isolate":
             self.isolated[f] += 1
         elif name == "ups":
@@ -484,15 +467,17 @@ class PowerChain(Component):
         elif name == "generator":
             self._set_gen(f, False)
         self._feeds_active = True
-        eng.call_at(eng.now + mt.duration_h, lambda: self._maint_end(name, f))
-        if eng.now + mt.interval_h < self.H:
-            eng.call_at(eng.now + mt.interval_h, lambda: self._maint_begin(name, f))
+        # the load stays up with a unit or a feed less (exposed), or an isolated single feed drains it
+        return "exposed" if mode == "bypass" or self.F > 1 else "drained"
+
+    def _unit_path(self, name: str, f: int) -> str:
+        return f"power.feed{self.feeds[f]}.{name}"
+
+    def _maint_after(self, name: str, f: int, out: bool) -> None:
         self._update()
 
-    def _maint_end(self, name: str, f: int) -> None:
+    def _maint_back(self, name: str, f: int) -> None:
         self._settle()
-        self._close_maint(name, f, self.engine.now)
-        self.in_maint[name][f] = False
         mode = self.spec.maintenance_mode(name)
         if mode == "isolate":
             self.isolated[f] -= 1
@@ -500,18 +485,7 @@ class PowerChain(Component):
             self.ups_ok[f] = self.unit_up["ups"][f]
         elif name == "generator":
             self._set_gen(f, self.unit_up["generator"][f])
-        self.engine.recorder.event(self.engine.now, "maintenance_end", f"power.feed{self.feeds[f]}.{name}")
         self._feeds_active = True
-        self._update()
-
-    def _close_maint(self, name: str, f: int, now: float) -> None:
-        t0 = self.maint_since.pop((name, f), None)
-        if t0 is None:
-            return
-        d = now - t0
-        self.maint_unit_h += d
-        if self.spec.maintenance_mode(name) == "bypass" or self.F > 1:
-            self.maint_exposure_h += d  # the load stays up with a unit or a feed less: exposed
 
     def _on_group(self, node: int, part: str, healthy: int) -> None:
         if part == self.spec.psu_part:
@@ -582,7 +556,7 @@ class PowerChain(Component):
         down = E < self.min_run
         hp_cnt = np.stack([hp[:, m].sum(axis=1) for m in self.slot_masks], axis=1)
         dead_code = np.where(live, 0, np.array(self.feed_code))
-        if self.maint_specs:  # rank a planned maintenance below every unplanned cause
+        if self.rotas:  # rank a planned maintenance below every unplanned cause
             cand = (hp_cnt > 0) * dead_code[None, :]
             feed_cause = np.take_along_axis(cand, _RANK[cand].argmax(axis=1)[:, None], axis=1)[:, 0]
         else:
@@ -738,14 +712,14 @@ class PowerChain(Component):
         m: dict[str, float] = {}
         m["power.down_node_hours"] = float(self.down_node_h.sum())
         codes = [k for k in range(1, len(CAUSES) + 1)  # maintenance: when scheduled; transfer: with a switch
-                 if (k != _MAINT or self.maint_specs) and (k != _ATS or self.spec.ats is not None)]
+                 if (k != _MAINT or self.rotas) and (k != _ATS or self.spec.ats is not None)]
         causes = [CAUSES[k - 1] for k in codes]
         for k, c in zip(codes, causes):
             m[f"power.down_node_hours.{c}"] = float(self.down_node_h[k])
-        if self.maint_specs:
-            m["power.maintenance_windows"] = float(self.maint_windows)
-            m["power.maintenance_hours"] = self.maint_unit_h
-            m["power.maintenance_exposure_hours"] = self.maint_exposure_h
+        if self.rotas:
+            m["power.maintenance_windows"] = float(self.maint.windows)
+            m["power.maintenance_hours"] = self.maint.hours
+            m["power.maintenance_exposure_hours"] = self.maint.exposure_h
         m["power.capped_gpu_hours"] = self.capped_gpu_h
         m["power.capped_node_hours"] = self.capped_node_h
         if self.site_cap_w is not None:
