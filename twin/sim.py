@@ -192,7 +192,7 @@ class Model:
         for pop in self.parts.values():
             pop.start()
         for fpop in self.facility.values():
-            fpop.start()  # type: ignore[misc]  # FacilityParts borrows PartPopulation.start (parts.py)
+            fpop.start()
         if sc.maintenance.planned is not None:
             from twin.model.maintenance import PlannedMaintenance
 
