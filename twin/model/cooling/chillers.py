@@ -150,14 +150,10 @@ class Plant(Component):
                                       fac["chiller"], self._on_chiller, ctx.shop.on_failure)
         self._facility["chiller"] = self.chillers
         sh = p.shared
-        if sh.facility_water is not None:
-            self._facility["facility_water"] = FacilityParts(
-                eng, "facility_water", ["cooling.plant.facility_water"], fac["facility_water"],
-                lambda i, ok: self._shared("chiller", range(ch.count), ok), ctx.shop.on_failure)
-        if sh.controls is not None:
-            self._facility["controls"] = FacilityParts(
-                eng, "controls", ["cooling.plant.controls"], fac["controls"],
-                lambda i, ok: self._shared("chiller", range(ch.count), ok), ctx.shop.on_failure)
+        for name in ("facility_water", "controls"):  # a failure of either stops every chiller
+            if getattr(sh, name) is not None:
+                self._facility[name] = FacilityParts(eng, name, [f"cooling.plant.{name}"], fac[name],
+                                                     self._every_chiller, ctx.shop.on_failure)
         if sh.row_branch is not None:
             paths = [f"cooling.plant.branch.zone{z}" for z in range(self.zones)]
             paths += [f"cooling.plant.branch.loop{lp}" for lp in range(self.loops)]
@@ -320,6 +316,9 @@ class Plant(Component):
         for i in idx:
             u.shared[i] += -1 if ok else 1
             self._changed(u, i)
+
+    def _every_chiller(self, idx: int, ok: bool) -> None:
+        self._shared("chiller", range(self.units["chiller"].n), ok)
 
     def _on_branch(self, idx: int, ok: bool) -> None:
         if idx < self.zones:
