@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from twin.model.cluster import Cluster
     from twin.model.engine import Engine
     from twin.model.parts import FacilityParts, PartPopulation
-    from twin.model.power import ITPower
+    from twin.model.it_power import ITPower
     from twin.model.repair import RepairShop
     from twin.observe.recorder import Recorder
     from twin.scenario.schema import Scenario
@@ -132,7 +132,7 @@ class StorageService(Protocol):
 
 
 IT_POWER: Service[ITPower] = Service(
-    "it_power", "per-node IT power (W), GPU caps by source and its exact energy (twin.model.power.ITPower)")
+    "it_power", "per-node IT power (W), GPU caps by source and its exact energy (twin.model.it_power.ITPower)")
 FABRIC: Service[Fabric] = Service(
     "fabric", "the compute fabric: bandwidth, leaf groups and placement (twin.model.network.Network)")
 
