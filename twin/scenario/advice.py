@@ -364,9 +364,12 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
             lat = sum(opt.latency_h) / len(opt.latency_h)
             kept = (f"one every {ret.persistent_every_h:g} h persistent" if ret.persistent_every_h is not None
                     else "no persistent ones")
+            daly = opt.daly_h()
+            vs = ("which counts them as crashes, does not apply" if abs(tau_o / daly - 1.0) > 0.02 else
+                  "which counts them as crashes, is as good here: the rolling set spans the latency")
             what = (f"the optimum {tau_o:.3g} h with SDC rollbacks to the newest kept checkpoint captured before "
                     f"the corruption (detected {lat:.3g} h later; the last {ret.keep_last} checkpoints kept, {kept}; "
-                    f"Daly's {opt.daly_h():.3g} h, which counts them as crashes, does not apply)")
+                    f"Daly's {daly:.3g} h, {vs})")
             name = "ETTR"
         else:
             what, name = f"Daly's optimum {tau_o:.3g} h", "Daly's ETTR"
