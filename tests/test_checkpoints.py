@@ -182,7 +182,7 @@ def test_optimum_matches_a_brute_force_minimisation(over: dict[str, Any]) -> Non
     a = {**OPT_ARGS, **over}
     tau = pcf.optimal_interval_h(**a)
     lo, hi = pcf.search_bounds_h(a["pause_h"], a["crash_rate_per_h"], a["sdc_rate_per_h"], a["latency_h"])
-    grid = np.geomspace(lo, hi, 200_000)
+    grid = np.geomspace(lo, hi, 100_000)
     rest = {k: v for k, v in a.items()}
     costs = np.array([pcf.wall_per_work(t, **rest) for t in grid])
     best = float(costs.min())
@@ -287,3 +287,30 @@ def test_fail_slow_is_its_own_mechanism() -> None:
     assert m["goodput.slowdown.fail_slow"] == m["goodput.mechanism.fail_slow"]
     mech = sum(v for k, v in m.items() if k.startswith("goodput.mechanism."))
     assert m["goodput"] + mech == pytest.approx(1.0, abs=1e-9)
+
+
+def test_forecast_lever_takes_the_sdc_aware_optimum() -> None:
+    """The forecast's checkpoint lever, given baseline rows with SDC rollbacks, sets the interval to the
+    optimum of twin.physics.checkpoints for the observed rates (not Daly's); without rollbacks, Daly's."""
+    import pandas as pd
+
+    from twin.forecast.levers import daly_lever
+    from twin.forecast.target import target_of
+    from twin.physics import closed_forms as cf
+
+    base = load_scenario("scenarios/forecast-405b.yaml")
+    target = target_of(base.scenario, 0)
+    rows = pd.DataFrame({"interruptions.unplanned": [30.0, 34.0], "interruptions.sdc": [1.0, 0.0],
+                         "exposure_h": [100.0, 100.0]})
+    lever = daly_lever(base, target, rows, 10.0)
+    ck = base.scenario.workload.jobs[0].checkpoint
+    wl = base.scenario.workload
+    R = wl.restart.detection_h + wl.restart.reschedule_h + ck.size_gb / wl.storage.read_gb_per_s / 3600 \
+        + wl.restart.warmup_h
+    want = pcf.optimal_interval_h(target.write_h, R, 63.0 / 200.0, 1.0 / 200.0, [1.0], 10, 1.0)
+    assert lever.loaded is not None and lever.label == "checkpoint at the optimum"
+    assert lever.loaded.scenario.workload.jobs[0].checkpoint.interval_h == want
+    daly = float(cf.daly_interval_h(target.write_h, 200.0 / 64.0))
+    assert want > 1.2 * daly and "Daly's" in lever.change and "does not apply" in lever.change
+    plain = daly_lever(base, target, rows.assign(**{"interruptions.sdc": [0.0, 0.0]}), 10.0)
+    assert plain.loaded is not None and plain.loaded.scenario.workload.jobs[0].checkpoint.interval_h == daly
