@@ -14,6 +14,10 @@ Definitions (all work in *ideal hours*: wall hours at full speed on all the job'
 - an interruption (allocated node down or cut, transient fault, planned drain) loses the progress
   since the last completed checkpoint, then pays detection + reschedule + checkpoint read +
   warm-up before progress resumes; an interruption during a restart starts the restart over.
+- a job keeps its completed checkpoints by its retention policy (``checkpoint.retention``: the rolling
+  set and persistent ones, twin.model.checkpoints.History); a silent-data-corruption rollback
+  (:meth:`Workload.rollback`) returns to the newest kept one captured before the corruption, unless a
+  restart since already discarded the corrupt state (:meth:`Workload.discarded`, the job's Lineage).
 - an elastic job (``elastic``) holds whole replicas of ``replica_nodes`` nodes; with r of its R
   replicas it progresses at r/R of its rate on those nodes; losing nodes it swaps in free ones or
   shrinks to the whole replicas left (≥ ``min_replicas``, else it is interrupted as a rigid job),
@@ -41,8 +45,8 @@ import pandas as pd
 
 from twin import rng
 from twin.model.component import FABRIC, JOBS, STORAGE, BuildContext, Component, Fabric, ResultsSoFar, StorageService
-from twin.model.domains import Domains
 from twin.model.checkpoints import History, Lineage
+from twin.model.domains import Domains
 from twin.model.engine import Timer, Topic
 from twin.model.jobqueue import ANY, JobQueue
 from twin.physics import parallel as par
