@@ -48,8 +48,9 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('goodput.mechanism.failure.<part>', 'down and lost GPU-hours whose cause is the part (or repair:<part>) '
        '/ installed GPU-hours'),
     _H('goodput.slowdown.<source>', 'Σ over jobs of GPUs × the slowdown hours charged to the source: thermal '
-       '1 − r_thermal, fail_slow r_thermal − r_failslow (parts with effect degraded), power r_failslow − r_speed, fabric r_speed − r_fabric, data (or storage_outage, in an '
-       'outage) r_fabric − r with r = min(r_fabric, share / demand) (without data reads r_fabric = r); with '
+       '1 − r_thermal, fail_slow r_thermal − r_failslow (parts with effect degraded), power r_failslow − '
+       'r_speed, fabric r_speed − r_fabric, data (or storage_outage, in an outage) r_fabric − r with '
+       'r = min(r_fabric, share / demand) (without data reads r_fabric = r); with '
        'NVLink domains (cluster.nvlink) placement 1 − r_place (the job\'s NVLink blocks, gcd of its GPUs per '
        'domain, smaller than its layout\'s domain), thermal r_place − r_thermal, nvlink r_speed − r_nvlink '
        '(switch trays down: h/n of the NVLink bandwidth), fabric r_nvlink − r_fabric; / installed GPU-hours'),

@@ -139,16 +139,16 @@ CATALOGUE: tuple[Metric, ...] = (
       "share of installed GPU-hours lost to one mechanism (the shares add up to 1 with useful work)"),
     M("goodput.mechanism.*", "goodput lost to (mechanism): {}", "fraction", -1, "throughput", "percent",
       "share of installed GPU-hours lost to one mechanism, from its own events (thermal slowdown, fail-slow "
-      "parts (effect degraded), power cap, "
-      "fabric slowdown, data stall, storage outage, thermal trips, power outages, maintenance, checkpoints, "
-      "restarts, reconfiguration, idle; with NVLink domains also NVLink slowdown and placement); with goodput "
-      "they sum to 1"),
+      "parts (effect degraded), power cap, fabric slowdown, data stall, storage outage, thermal trips, power "
+      "outages, maintenance, checkpoints, restarts, reconfiguration, idle; with NVLink domains also NVLink "
+      "slowdown and placement); with goodput they sum to 1"),
     M("goodput.mechanism.failure.*", "goodput lost to failures of: {}", "fraction", -1, "throughput", "percent",
       "share of installed GPU-hours lost to failures of one node part type (down time and lost work)"),
     M("goodput.slowdown.*", "goodput lost to slowdown: {}", "fraction", -1, "throughput", "percent",
       "the running slowdown split by the sequential rule: (with NVLink domains: placement first), thermal "
-      "speed, then fail-slow parts (fail_slow: parts with effect degraded), then power caps, (then NVLink switch trays down), then the fabric, then the training-data reads "
-      "(data: a share below the demand; storage_outage: stalled in an outage)"),
+      "speed, then fail-slow parts (fail_slow: parts with effect degraded), then power caps, (then NVLink "
+      "switch trays down), then the fabric, then the training-data reads (data: a share below the demand; "
+      "storage_outage: stalled in an outage)"),
     M("step.share.compute", "step share: compute", "fraction", +1, "throughput", "percent",
       "share of the layout jobs' step time spent computing at full speed, over their running hours "
       "(GPU-weighted)"),
