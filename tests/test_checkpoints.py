@@ -263,6 +263,12 @@ def test_retention_shorter_than_the_latency_is_advised() -> None:
     assert "to the start of the job" in b.text
     ok = load_scenario(PRETRAIN, ["workload.jobs.0.checkpoint.interval_h=0.12"]).scenario
     assert not [x for x in advise(ok) if x.field.endswith("retention.keep_last")]
+    # the synthetic jobs' shared checkpoint spec (baseline.yaml: every 2 h, async) is checked too
+    base = "scenarios/baseline.yaml"
+    assert not [x for x in advise(load_scenario(base).scenario) if x.field.endswith("retention.keep_last")]
+    syn = load_scenario(base, ["workload.synthetic.checkpoint.interval_h=0.05"]).scenario
+    (c,) = [x for x in advise(syn) if x.field == "workload.synthetic.checkpoint.retention.keep_last"]
+    assert c.text.startswith("every synthetic job keeps its last 10 checkpoints"), c.text
 
 
 # ---- item 3: fail-slow is not the power cap ------------------------------------------------------------

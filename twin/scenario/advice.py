@@ -317,7 +317,8 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
     the optimum interval (the job writing and reading alone; δ = the job's pause: the write time, or
     ``async_fraction`` of it for an asynchronous checkpoint, as the model pauses it; exponential
     interruptions at the long-run rate); and, with silent data corruption, a rolling set of kept
-    checkpoints that spans less than the detection latency (:func:`retention_advice`).
+    checkpoints that spans less than the detection latency (:func:`retention_advice`: the listed jobs'
+    checkpoint specs, the synthetic jobs' and the trace's).
 
     The rate is the sum of :func:`job_interruption_rates_per_h`: hardware, straggler swaps and
     drains, and SDC rollbacks. Without SDC the optimum and the ETTRs are Daly's (exact formula). An SDC
@@ -350,7 +351,8 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
         read = wl.restart.read_h if wl.restart.read_h is not None else ck.size_gb / wl.storage.read_gb_per_s / 3600.0
         R = wl.restart.detection_h + wl.restart.reschedule_h + read + wl.restart.warmup_h
         opt = checkpoint_optimum(ck, delta, R, rate - sdc_rate, sdc_rate, sdc.detection if sdc is not None else None)
-        out.extend(retention_advice(f"workload.jobs.{i}.checkpoint", job.name, ck, delta, opt))
+        if opt.sdc_rate_per_h > 0:
+            out.extend(retention_advice(f"workload.jobs.{i}.checkpoint", f"job {job.name!r}", ck, delta, opt.latency_h))
         tau_o = opt.interval_h
         if not tau_o > 0 or opt.ettr(tau_o) - opt.ettr(ck.interval_h) < ETTR_LOSS:
             continue
@@ -379,19 +381,28 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
             f"{job.name!r} ({nodes} nodes: interruptions every {M:.3g} h{health}, checkpoint pause "
             f"{delta * 3600:.3g} s, restart {R:.3g} h): {name} {opt.ettr(ck.interval_h):.3f} here, "
             f"{opt.ettr(tau_o):.3f} at the optimum"))
+    if sdc is not None and sdc.defective_share > 0:  # the synthetic and trace jobs' shared checkpoint specs
+        for key, src in (("synthetic", wl.synthetic), ("trace", wl.trace)):
+            if src is not None:
+                ck = src.checkpoint
+                write = ck.write_time_h(wl.storage.write_gb_per_s)
+                pause = write if ck.mode == "sync" else ck.async_fraction * write
+                out.extend(retention_advice(f"workload.{key}.checkpoint", f"every {key} job", ck, pause,
+                                            latency_samples_h(sdc.detection)))
     return out
 
 
-def retention_advice(where: str, job_name: str, ck: Any, pause_h: float, opt: CheckpointOptimum) -> list[Advice]:
-    """With SDC: the job's rolling set of kept checkpoints (``keep_last`` × (interval + pause)) spans less
-    than the mean detection latency, so a rollback cannot return to the checkpoint before the corruption
-    from the rolling set: it returns to a persistent checkpoint (losing half their spacing more on
-    average) or, without persistent ones, to the job's start."""
-    if opt.sdc_rate_per_h <= 0 or ck.interval_h is None:
+def retention_advice(where: str, who: str, ck: Any, pause_h: float, latency_h: list[float]) -> list[Advice]:
+    """With SDC (detection latencies ``latency_h``, hours): a job's rolling set of kept checkpoints
+    (``keep_last`` × (interval + pause)) spans less than the mean detection latency, so a rollback cannot
+    return to the checkpoint before the corruption from the rolling set: it returns to a persistent
+    checkpoint (losing half their spacing more on average) or, without persistent ones, to the job's
+    start. ``where``: the checkpoint spec's field path; ``who``: the job(s) it names."""
+    if ck.interval_h is None or not latency_h:
         return []
     ret = ck.retention
     period = ck.interval_h + pause_h
-    lat = sum(opt.latency_h) / len(opt.latency_h)
+    lat = sum(latency_h) / len(latency_h)
     span = ret.keep_last * period
     if span >= lat:
         return []
@@ -399,7 +410,7 @@ def retention_advice(where: str, job_name: str, ck: Any, pause_h: float, opt: Ch
     back = (f"to a persistent checkpoint (one every {ret.persistent_every_h:g} h kept)" if ret.persistent_every_h
             is not None else "to the start of the job (no persistent checkpoints: retention.persistent_every_h null)")
     return [Advice(f"{where}.retention.keep_last",
-                   f"job {job_name!r} keeps its last {ret.keep_last} checkpoints, one every {period:.3g} h: they span "
+                   f"{who} keeps its last {ret.keep_last} checkpoints, one every {period:.3g} h: they span "
                    f"{span:.3g} h, less than the {lat:.3g} h SDC detection latency, so a rollback for a corruption "
                    f"returns {back}; keep_last {need} keeps the checkpoint before it")]
 
