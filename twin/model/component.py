@@ -96,6 +96,11 @@ class Jobs(Protocol):
         hours, the job's GPUs), None when the job is done or gone."""
         ...
 
+    def discarded(self, jid: int, at_h: float) -> bool:
+        """Whether job ``jid`` no longer holds the state it computed at ``at_h`` (it restarted since from
+        a checkpoint captured before then): a corruption then is gone with that state."""
+        ...
+
 
 class StorageService(Protocol):
     """What the shared storage offers the workload (twin.model.storage.Storage): its bandwidths now, its
