@@ -452,16 +452,16 @@ def test_zero_spines_allowed_under_one_leaf_group() -> None:
 
 def test_16k_gpu_fabric_builds_and_runs_a_year_quickly() -> None:
     """2,048 nodes x 8 rails: 16,384 node links, 65,536 optics; a year of fabric failures and
-    flaps (10x the baseline rates so plenty happen). Generous bound: the issue asks for well
-    under a minute; this takes a few seconds."""
+    flaps (10x the baseline rates so plenty happen). Generous bound, in CPU seconds (a loaded
+    machine cannot fail it): the issue asks for well under a minute; this takes a few seconds."""
     d = doc(racks=512, nodes_per_rack=4, rails=8, nodes_per_leaf=32, spines=16, days=365, network={
         "optic": {"failure": {"mtbf_h": 256316}}, "leaf": {"failure": {"mtbf_h": 143235}},
         "spine": {"failure": {"mtbf_h": 143235}}, "link_flaps_per_link_per_year": 0.074})
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     m = model(d)
     m.run()
     res = m.result()
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - t0
     assert res.metrics["network.optics"] == 2 * (2048 * 8 + 64 * 8 * 32)
     assert res.metrics["failures.optic"] > 1000 and res.metrics["network.link_flaps"] > 500
     assert res.metrics["network.cut_node_hours"] > 0
