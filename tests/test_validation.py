@@ -200,8 +200,8 @@ def test_poisson_prediction_interval_covers() -> None:
         _, lo, hi = PoissonPI(g.poisson(mu, reps).astype(float)).interval(conf)
         y = g.poisson(mu)
         miss += not (lo <= y <= hi)
-    # binomial bound on the miss rate at the nominal 10 %: far below 10 % + 3 sd
-    assert miss / trials < 0.1 + 3 * math.sqrt(0.1 * 0.9 / trials)
+    # binomial bound on the miss rate at the nominal 10 %: below 10 % + 4 sd (one-sided 3e-5: the suite's budget)
+    assert miss / trials < 0.1 + 4 * math.sqrt(0.1 * 0.9 / trials)
 
 
 def test_meta_reference_is_the_calibrated_scaling_law() -> None:
