@@ -466,8 +466,8 @@ TEST_INTERVALS = 100
 """The pytest suite's statistical budget (issue 51): an upper bound on the statistical intervals its
 quick (non-slow) tests judge on distinct random draws. Tests that call a case with the quick settings
 and the suite's root seed judge the same draws as the ``twin validate --quick`` rows (one interval each);
-the others are listed in ``tests/judging.py`` (``OTHER_DRAWS``), and a test checks that the two together
-stay within this bound."""
+the others are listed in ``tests/judging.py`` (``OTHER_DRAWS``), and a test checks that the union bound
+over both stays below :data:`FAMILY_ALPHA`."""
 
 TEST_CONFIDENCE = 1.0 - FAMILY_ALPHA / TEST_INTERVALS
 """Confidence of each statistical interval the tests judge (Bonferroni over :data:`TEST_INTERVALS`):
