@@ -775,6 +775,32 @@ def test_interrupt_raised_inside_a_callback_is_not_lost() -> None:
         interrupt.clear()
 
 
+def test_a_loop_in_another_thread_leaves_the_interrupt_to_the_main_thread() -> None:
+    """Signal handlers run in the main thread: a Model.run in a worker thread (a threaded backend) does not
+    consume the record, so the main thread's driver raises it."""
+    import threading
+
+    from twin import interrupt
+
+    seen: list[object] = []
+
+    def worker() -> None:
+        with interrupt.loop() as pending:
+            seen.append(pending is interrupt.PENDING)
+
+    interrupt.PENDING.append(signal.SIGINT)
+    try:
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        assert seen == [False] and interrupt.PENDING == [signal.SIGINT]
+        with pytest.raises(KeyboardInterrupt, match="SIGINT"):
+            interrupt.check()
+        assert not interrupt.PENDING
+    finally:
+        interrupt.clear()
+
+
 def test_interrupt_while_writing_leaves_no_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C while the results are written: the temporary folder is removed, nothing under the
     final name, exit 130 with how to resume."""

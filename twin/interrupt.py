@@ -21,6 +21,7 @@ interrupt, so nothing stale reaches a later run in the same process.
 from __future__ import annotations
 
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -62,7 +63,12 @@ def clear() -> None:
 @contextmanager
 def loop() -> Iterator[list[int]]:
     """A loop that checks :data:`PENDING` itself (``if pending: check()`` per step, cheap: the
-    truth of a list). Yields that list. On leaving, a record not yet delivered is raised."""
+    truth of a list). Yields that list. On leaving, a record not yet delivered is raised. Outside the
+    main thread (a thread-pool worker) it yields an empty list of its own: Python runs signal handlers
+    in the main thread only, so the interrupt is the main thread's to raise, not a worker task's."""
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
     _loops[0] += 1
     try:
         yield PENDING
