@@ -238,3 +238,74 @@ def test_evaporative_chain_check_fails_when_the_water_failure_has_no_effect() ->
     pads' 24.35 °C, hardly any GPU throttles, and the dry hall's closed-form check rejects the model."""
     share, p, half = check_evaporative_chain(False)
     assert share < 0.01 and abs(share - p) > half
+
+
+# ---- chiller outage → loop → inlet → node trips → lost GPU-hours (deterministic) ----------------------
+
+def chiller_outage_doc(chillers_on_ups: bool) -> dict[str, Any]:
+    """plant_transfer's hall (`twin validate`): four nodes in one slack air zone, two chillers off (or on)
+    the UPS of the feed that loses utility at 2 h, the generator taking it 10 s later and the chillers
+    restarting 30 min after that; a 32-GPU job without checkpoints from t = 0, identical GPUs with a low
+    resistance (no throttling: the chain ends at the 35 °C inlet trip)."""
+    from twin.validation.framework import identical_gpus
+    from twin.validation.plant import transfer_doc
+
+    d = transfer_doc(chillers_on_ups, 2.0, 1.0, 1800.0, 10.0, 0.5, 30.0, 0.5)
+    d["seed"] = 1
+    d["cooling"] = identical_gpus(d["cooling"])
+    d["cooling"]["gpu"]["r_air_c_per_w"] = 0.03
+    d["workload"] = {"scheduler": {"policy": "fifo", "hot_spares": 0},
+                     "jobs": [{"name": "train", "gpus": 32, "work_h": 1000.0}]}
+    return d
+
+
+def chiller_outage_lost_gpu_h() -> tuple[float, float]:
+    """(trip time h, GPU-hours the trip costs the job) by hand: the loop's offset rises as
+    x(t) = x_ss·(1 − e^(−t/τ)) from the utility loss, x_ss = Q·τ/(ρc_p·V) with Q the four nodes at their
+    training draw; the zone's supply steps to 22 + j·0.5 °C when x crosses (j − ½)·0.5, and the nodes
+    trip at the first step reaching the 35 °C inlet limit (j = 26). Without IT heat the loop falls at once,
+    so the nodes are back after the reboot (0.25 h). The job loses its progress since t = 0 (no
+    checkpoint) and the GPUs the reboot: 32 × (t_trip + reboot)."""
+    from twin.validation.plant import WATER_KJ_PER_M3_C
+
+    sc = load_dict(chiller_outage_doc(False)).scenario
+    node = sc.cluster.node
+    q_kw = 4 * (node.non_gpu_w + node.gpus * node.gpu.train_w) / 1000.0
+    tau_s = 30.0 * 60.0
+    x_ss = q_kw * tau_s / (WATER_KJ_PER_M3_C * 0.5)
+    step = 0.5
+    j = math.ceil((sc.cooling.node.max_inlet_c - 22.0) / step)
+    t_trip = 2.0 + tau_s * math.log(x_ss / (x_ss - (j - 0.5) * step)) / 3600.0
+    assert t_trip < 2.0 + (10.0 + 1800.0) / 3600.0  # before the chillers deliver again
+    return t_trip, 32 * (t_trip + sc.cooling.node.reboot_h)
+
+
+def chiller_outage_run(chillers_on_ups: bool) -> tuple[float, float]:
+    """(first trip's start h or inf, GPU-hours the job lost to thermal trips: down + progress)."""
+    sc = load_dict(chiller_outage_doc(chillers_on_ups)).scenario
+    res = run_replication(sc, 0)
+    m = res.metrics
+    gpu_h = 32 * sc.horizon_h
+    trips = res.tables["thermal_trips"]
+    first = float(trips.start_h.min()) if len(trips) else math.inf
+    return first, (m.get("goodput.down.thermal_trip", 0.0) + m.get("goodput.lost.thermal_trip", 0.0)) * gpu_h
+
+
+def test_chiller_outage_chain_costs_the_hand_computed_gpu_hours() -> None:
+    """The trip at 2.2258 h (the loop's closed form) and 32 × (2.2258 + 0.25) = 79.2 GPU-hours lost, to
+    1e-6; a chain that forgot the progress lost (only the downtime, 8 GPU-hours) is far off."""
+    t_trip, lost = chiller_outage_lost_gpu_h()
+    assert t_trip == pytest.approx(2.2258, abs=1e-4)
+    first, got = chiller_outage_run(False)
+    assert first == pytest.approx(t_trip, rel=1e-9)
+    assert got == pytest.approx(lost, rel=1e-6), (got, lost)
+    assert abs(got - 32 * 0.25) > 10.0
+
+
+def test_chiller_outage_check_fails_when_the_chillers_ride_through() -> None:
+    """Mutation: the chillers on the UPS (the outage's effect on the plant set to zero): no rise, no trip,
+    nothing lost, and the hand-computed check rejects the model."""
+    _, lost = chiller_outage_lost_gpu_h()
+    first, got = chiller_outage_run(True)
+    assert first == math.inf and got == 0.0
+    assert got != pytest.approx(lost, rel=1e-6)
