@@ -6,7 +6,7 @@ A module may import modules of its own floor and of the floors below it, never a
 
  0. base        ``twin`` (the package: its version), ``twin.errors``, ``twin.console``, ``twin.rng``,
                 ``twin.units`` (units, calendar constants, the crews' working calendar), ``twin.atomic``
-                (atomic file writes)
+                (atomic file writes), ``twin.interrupt`` (the interrupt flag the loops check)
  1. physics     ``twin.physics``: pure equations, no SimPy, no scenario
  2. scenario    ``twin.scenario``, ``twin.limits``: the schema, loading, bounds and advisories on a
                 validated scenario
@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent / "twin"
 
 FLOORS: list[tuple[str, list[str]]] = [  # lowest first
-    ("base", ["twin", "twin.errors", "twin.console", "twin.rng", "twin.units", "twin.atomic"]),
+    ("base", ["twin", "twin.errors", "twin.console", "twin.rng", "twin.units", "twin.atomic", "twin.interrupt"]),
     ("physics", ["twin.physics", "twin.physics.*"]),
     ("scenario", ["twin.scenario", "twin.scenario.*", "twin.limits"]),
     ("observe", ["twin.observe", "twin.observe.*"]),

@@ -11,6 +11,7 @@ import yaml
 from twin.cli import main
 from twin.fit.data import read_lifetimes_csv
 from twin.fit.api import fit_lifetimes
+from twin.validation.framework import TEST_CONFIDENCE
 
 
 def test_run_writes_lifetimes_that_fit_recovers(tmp_path: Path) -> None:
@@ -32,7 +33,7 @@ def test_run_writes_lifetimes_that_fit_recovers(tmp_path: Path) -> None:
     assert int(df.failed.sum()) == int((events.kind == "fail").sum())
     assert (df.end_h > df.start_h).all() and df.end_h.max() <= 3 * 365 * 24
     lives = read_lifetimes_csv(csv)
-    fits, _notes = fit_lifetimes(lives, ["gpu"], level=0.99)  # one run: judge at 99 %
+    fits, _notes = fit_lifetimes(lives, ["gpu"], level=TEST_CONFIDENCE)  # the suite's level (tests/judging.py)
     (gpu,) = fits
     assert gpu.best == "weibull"  # shape 2 with hundreds of failures
     wb = gpu.models["weibull"]

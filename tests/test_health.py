@@ -14,9 +14,9 @@ from twin.scenario import load_dict
 from twin.scenario.distributions import Exponential, Lognormal, Weibull
 from twin.sim import run_replication
 from twin.validation.cases import CASES
-from twin.validation.framework import Settings
+from twin.validation.framework import TEST_CONFIDENCE, Settings
 
-QUICK = Settings(quick=True, confidence=0.99)
+QUICK = Settings(quick=True, confidence=TEST_CONFIDENCE)  # the suite's error budget (tests/judging.py)
 
 
 @pytest.mark.parametrize("case", ["frailty_negbin", "sdc_rollback", "straggler_policy"])

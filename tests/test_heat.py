@@ -11,7 +11,7 @@ import pytest
 from twin.physics import heat_ageing as hx
 from twin.scenario.loader import load_dict
 from twin.validation import heat
-from twin.validation.framework import Settings
+from twin.validation.framework import TEST_CONFIDENCE, Settings
 
 
 def test_xfactor_points_interpolation_and_ends() -> None:
@@ -34,13 +34,13 @@ def test_arrhenius_factor() -> None:
 
 
 def test_heat_ageing_mtbf_case_passes_and_excludes_wrong_models() -> None:
-    for r in heat.heat_ageing_mtbf(Settings(quick=True, confidence=0.99)):
+    for r in heat.heat_ageing_mtbf(Settings(quick=True, confidence=TEST_CONFIDENCE)):
         assert r.passed, r
         assert r.wrong and all(r.excludes(v) for v in r.wrong.values()), r
 
 
 def test_heat_ageing_step_carries_the_effective_age() -> None:
-    rs = heat.heat_ageing_step(Settings(quick=True, confidence=0.99))
+    rs = heat.heat_ageing_step(Settings(quick=True, confidence=TEST_CONFIDENCE))
     for r in rs:
         assert r.passed, r
         assert all(r.excludes(v) for v in r.wrong.values()), r
@@ -128,7 +128,7 @@ def test_paired_goodput_difference_is_the_sum_of_bucket_differences(air_liquid: 
 
 
 def test_heat_capture_air_load_and_cooling_energy() -> None:
-    for r in heat.heat_capture(Settings(quick=True, confidence=0.99)):
+    for r in heat.heat_capture(Settings(quick=True, confidence=TEST_CONFIDENCE)):
         assert r.passed, r
         assert all(r.excludes(v) for v in r.wrong.values()), r
 

@@ -315,13 +315,13 @@ def test_link_flap_count_agrees_with_poisson_rate() -> None:
     flaps = int(m.result().metrics["network.link_flaps"])
     links = 32 * 2
     mu = links * rate_per_year * days / DAYS_PER_YEAR
-    lo, hi = stats.poisson.ppf(0.0005, mu), stats.poisson.ppf(0.9995, mu)  # 99.9 % interval
+    lo, hi = stats.poisson.ppf(0.00005, mu), stats.poisson.ppf(0.99995, mu)  # 99.99 %: the suite's budget (tests/judging.py)
     assert lo <= flaps <= hi, (flaps, mu)
     assert len(per_link) == flaps
     # flaps per node (2 links each) are independent Poisson(2·mu/links): index of dispersion ~ chi2(31)
     counts = np.bincount(per_link, minlength=32)
     disp = float(((counts - counts.mean()) ** 2).sum() / counts.mean())
-    assert stats.chi2.ppf(0.0005, 31) <= disp <= stats.chi2.ppf(0.9995, 31), disp
+    assert stats.chi2.ppf(0.00005, 31) <= disp <= stats.chi2.ppf(0.99995, 31), disp
 
 
 def test_link_flaps_interrupt_the_job_on_the_node() -> None:
@@ -357,11 +357,11 @@ def test_trunk_flap_count_agrees_with_poisson_rate() -> None:
     assert links == 4 * 2 * 8  # 4 groups x 2 rails = 8 leaves, 8 uplinks each
     mu = links * rate_per_year * days / DAYS_PER_YEAR
     flaps = int(res["network.trunk_flaps"])
-    assert stats.poisson.ppf(0.0005, mu) <= flaps <= stats.poisson.ppf(0.9995, mu), (flaps, mu)
+    assert stats.poisson.ppf(0.00005, mu) <= flaps <= stats.poisson.ppf(0.99995, mu), (flaps, mu)  # 99.99 %
     assert len(groups) == flaps and res["network.link_flaps"] == 0
     counts = np.bincount(groups, minlength=4)  # 16 links per group: multinomial, equal shares
     chi2 = float(((counts - flaps / 4) ** 2 / (flaps / 4)).sum())
-    assert chi2 <= stats.chi2.ppf(0.9995, 3), counts
+    assert chi2 <= stats.chi2.ppf(0.9999, 3), counts
 
 
 def test_trunk_flap_crashes_only_the_jobs_that_cross_the_spines_there() -> None:
@@ -452,16 +452,16 @@ def test_zero_spines_allowed_under_one_leaf_group() -> None:
 
 def test_16k_gpu_fabric_builds_and_runs_a_year_quickly() -> None:
     """2,048 nodes x 8 rails: 16,384 node links, 65,536 optics; a year of fabric failures and
-    flaps (10x the baseline rates so plenty happen). Generous bound: the issue asks for well
-    under a minute; this takes a few seconds."""
+    flaps (10x the baseline rates so plenty happen). Generous bound, in CPU seconds (a loaded
+    machine cannot fail it): the issue asks for well under a minute; this takes a few seconds."""
     d = doc(racks=512, nodes_per_rack=4, rails=8, nodes_per_leaf=32, spines=16, days=365, network={
         "optic": {"failure": {"mtbf_h": 256316}}, "leaf": {"failure": {"mtbf_h": 143235}},
         "spine": {"failure": {"mtbf_h": 143235}}, "link_flaps_per_link_per_year": 0.074})
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     m = model(d)
     m.run()
     res = m.result()
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - t0
     assert res.metrics["network.optics"] == 2 * (2048 * 8 + 64 * 8 * 32)
     assert res.metrics["failures.optic"] > 1000 and res.metrics["network.link_flaps"] > 500
     assert res.metrics["network.cut_node_hours"] > 0

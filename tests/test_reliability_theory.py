@@ -16,23 +16,30 @@ import copy
 import pytest
 
 from twin.physics import closed_forms as cf
-from twin.validation.framework import CaseResult, Settings
+from twin.validation.framework import TEST_CONFIDENCE, CaseResult, Settings
+
+from judging import assert_judged
 from twin.validation.reliability import common_cause, k_of_n, one_of_two, palm_spares, single_part, standby_test
 
-CONF = 0.99
+CONF = TEST_CONFIDENCE  # the suite's error budget (tests/judging.py)
 QUICK = Settings(quick=True, confidence=CONF)
 FULL = Settings(quick=False, confidence=CONF)
+BROKEN_CONF = 0.99
+"""Level of the intervals that must reject a broken model (power, not a correct model's false failure)."""
 MODES = [pytest.param(QUICK, id="quick"), pytest.param(FULL, id="full", marks=pytest.mark.slow)]
 
 
-def assert_strong_pass(r: CaseResult) -> None:
-    """The reference lies in the interval, every invariant held, and every wrong model is excluded."""
+def assert_strong_pass(r: CaseResult, s: Settings, max_rel_half_width: float = 0.35,
+                       within_noise: tuple[str, ...] = (), resolves: bool = True) -> None:
+    """The reference lies in the interval (at most ``max_rel_half_width`` × the reference on each side),
+    every invariant held, and the wrong models are excluded: in the quick mode those two half-widths or
+    more away (tests/judging.py), in the full mode every one but those named ``within_noise`` (as
+    docs/validation.md records them)."""
     print(f"{r.quantity}: {r.mean:.5f} in [{r.ci_low:.5f}, {r.ci_high:.5f}], reference {r.reference:.5f}")
-    assert not r.failed_invariants(), r.failed_invariants()
-    assert r.passed, r
-    assert r.wrong, "a statistical check must name at least one wrong model it can tell apart"
-    for name, value in r.wrong.items():
-        assert r.excludes(value), (name, value, r)
+    assert_judged(r, max_rel_half_width, resolves or not s.quick)
+    if not s.quick:
+        for name, value in r.wrong.items():
+            assert r.excludes(value) or name in within_noise, (name, value, r)
 
 
 # ---- one repairable part: A = MTBF / (MTBF + MTTR) ---------------------------------------------
@@ -43,7 +50,7 @@ def test_single_repairable_part(s: Settings) -> None:
     assert r.reference == pytest.approx(10.0 / 12.0, rel=1e-15)
     # a model that forgot the repair time would claim A = 1; one that doubled it, M/(M+2R)
     assert sorted(r.wrong.values()) == pytest.approx([10.0 / 14.0, 1.0], rel=1e-15)
-    assert_strong_pass(r)
+    assert_strong_pass(r, s)
 
 
 def test_single_part_fails_when_repairs_take_twice_as_long() -> None:
@@ -52,7 +59,7 @@ def test_single_part_fails_when_repairs_take_twice_as_long() -> None:
         d["cluster"]["node"]["parts"]["board"]["repair"]["time"]["mean_h"] *= 2
         return d
 
-    (r,) = single_part(Settings(quick=True, confidence=CONF, mutate=double_repairs))
+    (r,) = single_part(Settings(quick=True, confidence=BROKEN_CONF, mutate=double_repairs))
     assert not r.passed and r.excludes(r.reference)
 
 
@@ -68,7 +75,7 @@ def test_k_out_of_n_with_r_crews(s: Settings) -> None:
     for r, crews, lam in zip(res, (1, 2), (0.1, 0.2)):
         assert r.reference == pytest.approx(1 - cf.k_of_n_availability(6, 4, lam, 1.0, crews), rel=1e-15)
         assert 0.01 < r.reference < 0.5  # measurable
-        assert_strong_pass(r)
+        assert_strong_pass(r, s)
 
 
 @pytest.mark.parametrize("s", MODES)
@@ -78,8 +85,8 @@ def test_one_of_two_one_and_two_crews(s: Settings) -> None:
     assert one.reference == pytest.approx(1 - cf.one_of_two_one_crew(lam, mu), rel=1e-12)
     assert two.reference == pytest.approx(1 - cf.k_of_n_availability(2, 1, lam, mu, 2), rel=1e-12)
     # two crews would halve the time with both down (and one crew double it): well outside
-    assert_strong_pass(one)
-    assert_strong_pass(two)
+    assert_strong_pass(one, s)
+    assert_strong_pass(two, s)
 
 
 # ---- spares: Palm's theorem ----------------------------------------------------------------------
@@ -92,7 +99,7 @@ def test_palm_stockout_share(s: Settings) -> None:
     assert r.ref_low is not None and r.ref_low < r.reference
     assert r.reference == pytest.approx(cf.palm_stockout_share(0.5, 4.0, 3), rel=1e-12)
     assert 0.2 < r.reference < 0.5
-    assert_strong_pass(r)
+    assert_strong_pass(r, s)
 
 
 # ---- common-cause failures: 1-of-2 with a β-factor (issue 24) ------------------------------------
@@ -104,7 +111,7 @@ def test_one_of_two_with_common_cause_failures(s: Settings) -> None:
     (r,) = common_cause(s)
     assert r.reference == pytest.approx(0.0650406504, rel=1e-9)
     assert r.wrong["independent failures (β = 0)"] == pytest.approx(0.0540540541, rel=1e-9)
-    assert_strong_pass(r)
+    assert_strong_pass(r, s)
 
 
 def test_common_cause_case_fails_without_common_events() -> None:
@@ -113,7 +120,7 @@ def test_common_cause_case_fails_without_common_events() -> None:
         d["cluster"]["node"]["parts"]["psu"]["common_cause_beta"] = 0.0
         return d
 
-    (r,) = common_cause(Settings(quick=True, confidence=CONF, mutate=no_beta))
+    (r,) = common_cause(Settings(quick=True, confidence=BROKEN_CONF, mutate=no_beta))
     assert not r.passed and r.excludes(r.reference)
 
 
@@ -128,12 +135,10 @@ def test_periodically_tested_standby_unit(s: Settings) -> None:
     assert zero.reference == pytest.approx(0.0483741804, rel=1e-9)
     assert rep.reference > zero.reference + 0.5 * 0.001 * 20  # about λD more
     for r in (zero, rep):
-        if s.quick:
-            assert r.passed and not r.failed_invariants(), r
-            far = [v for k, v in r.wrong.items() if "approximation" not in k]
-            assert far and all(r.excludes(v) for v in far)
-        else:
-            assert_strong_pass(r)
+        # the λT/2 + λD approximation with D = 0 lies within the noise even in the full run (recorded)
+        # (the quick run resolves no wrong model of the D = 20 h unit at the suite's level: the full run does)
+        assert_strong_pass(r, s, 0.35, within_noise=("λT/2 + λD (the rare-event approximation)",) if r is zero else (),
+                           resolves=r is zero)
 
 
 def test_standby_case_fails_when_tests_are_half_as_frequent() -> None:
@@ -142,5 +147,5 @@ def test_standby_case_fails_when_tests_are_half_as_frequent() -> None:
         d["power"]["generator"]["latent_test_interval_h"] *= 2
         return d
 
-    for r in standby_test(Settings(quick=True, confidence=CONF, mutate=rarer_tests)):
+    for r in standby_test(Settings(quick=True, confidence=BROKEN_CONF, mutate=rarer_tests)):
         assert not r.passed and r.excludes(r.reference)

@@ -15,10 +15,10 @@ from twin.errors import InputError
 from twin.physics import closed_forms as cf
 from twin.scenario import load_dict, load_scenario
 from twin.sim import Model, run_replication
-from twin.validation.framework import Settings
+from twin.validation.framework import TEST_CONFIDENCE, Settings
 from twin.validation.reliability import dispatch_impact, ladder_doc, repair_ladder, rma_palm
 
-CONF = 0.99
+CONF = TEST_CONFIDENCE  # the suite's error budget (tests/judging.py)
 QUICK = Settings(quick=True, confidence=CONF)
 
 
@@ -45,7 +45,7 @@ def test_repair_ladder_fails_when_the_remediation_share_is_wrong() -> None:
         d["cluster"]["node"]["parts"]["board"]["repair"]["ladder"]["remediate_success"] = 0.2
         return d
 
-    res = repair_ladder(Settings(quick=True, confidence=CONF, mutate=no_remediation))
+    res = repair_ladder(Settings(quick=True, confidence=0.99, mutate=no_remediation))  # power: a broken model
     assert not any(r.passed for r in res)
 
 

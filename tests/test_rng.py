@@ -127,12 +127,12 @@ def test_uniforms_open_interval_and_ks() -> None:
     assert u.dtype == np.float64
     assert np.all(u > 0.0) and np.all(u < 1.0)
     res = stats.kstest(u, "uniform")
-    assert res.pvalue > 1e-3, res  # fixed key: deterministic, not flaky
-    # the mean of 10^5 uniforms: 99.9 % normal bound (sd = 1/sqrt(12 n))
-    assert abs(u.mean() - 0.5) < 3.3 / np.sqrt(12 * u.size)
+    assert res.pvalue > 1e-4, res  # fixed key: deterministic, not flaky; 1e-4: the suite's budget
+    # the mean of 10^5 uniforms: 99.99 % normal bound (sd = 1/sqrt(12 n))
+    assert abs(u.mean() - 0.5) < 3.9 / np.sqrt(12 * u.size)
     # along k within one stream as well
     one = rng.uniforms(key, digests[:1], np.arange(20_000))
-    assert stats.kstest(one, "uniform").pvalue > 1e-3
+    assert stats.kstest(one, "uniform").pvalue > 1e-4
 
 
 @pytest.mark.parametrize("word", [0x00000000, 0xFFFFFFFF])

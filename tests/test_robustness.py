@@ -10,7 +10,7 @@ results folder records.
 - limits (:mod:`twin.limits`) refuse before any work and ``--force`` overrides them; a 100 MB
   file and an alias bomb are refused in well under 2 s;
 - paths in scenarios stay in the scenario's folder or the project unless allowed on the command line;
-- Ctrl-C during ``twin run`` exits 130 within a second or two and leaves no results folder.
+- Ctrl-C during ``twin run`` exits 130 after less than a second of CPU and leaves no results folder.
 
 Covered elsewhere, not repeated here: Ctrl-C, SIGKILL and resume of ``twin montecarlo`` and a
 killed pool worker (tests/test_experiment.py: test_sigint_exits_130_promptly_and_resumes,
@@ -443,9 +443,9 @@ def test_limits_refuse_before_work_and_force_overrides(tmp_path: Path, monkeypat
     monkeypatch.setattr("twin.experiment.single.run_replication", no_simulation)
     path = write_yaml(tmp_path / "s.yaml", tiny())
     big = ["--set", "cluster.racks=2000", "--set", "cluster.nodes_per_rack=64"]  # 128,000 nodes
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU seconds: a loaded machine cannot fail the bound
     code, lines, _ = run_cli(["run", str(path), "--results", str(tmp_path / "r"), *big])
-    assert time.perf_counter() - t0 < 2
+    assert time.process_time() - t0 < 2
     assert code == 2 and len(lines) == 1, lines
     assert f"{MAX_NODES:,} nodes" in lines[0] and "--force" in lines[0] and ": cluster:" in lines[0]
     assert not (tmp_path / "r").exists()
@@ -471,9 +471,9 @@ def test_limits_refuse_before_work_and_force_overrides(tmp_path: Path, monkeypat
 def test_experiment_commands_check_limits_first(tmp_path: Path, argv: list[str], words: list[str]) -> None:
     s = write_yaml(tmp_path / "s.yaml", tiny())
     args = [a.replace("{s}", str(s)) for a in argv] + ["--results", str(tmp_path / "r"), "--quiet"]
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU seconds: a loaded machine cannot fail the bound
     code, lines, _ = run_cli(args)
-    assert time.perf_counter() - t0 < 5
+    assert time.process_time() - t0 < 5
     assert code == 2 and len(lines) == 1, lines
     for w in words:
         assert w in lines[0], lines[0]
@@ -524,9 +524,9 @@ def test_100_mb_file_and_alias_bomb_refused_quickly(tmp_path: Path) -> None:
         for _ in range(100):
             fh.write(chunk)
     assert big.stat().st_size > 100_000_000
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU seconds: a loaded machine cannot fail the bound
     code, lines, _ = run_cli(["run", str(big), "--results", str(tmp_path / "r")])
-    assert time.perf_counter() - t0 < 2
+    assert time.process_time() - t0 < 2
     assert code == 2 and len(lines) == 1, lines
     assert str(big) in lines[0] and f"limited to {MAX_FILE_BYTES} bytes" in lines[0]
 
@@ -536,9 +536,9 @@ def test_100_mb_file_and_alias_bomb_refused_quickly(tmp_path: Path) -> None:
         p, c = chr(ord("a") + i - 1), chr(ord("a") + i)
         rows.append(f"{c}: &{c} [" + ",".join([f"*{p}"] * 10) + "]")
     bomb.write_text("\n".join(rows) + "\n")
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU seconds: a loaded machine cannot fail the bound
     code, lines, _ = run_cli(["run", str(bomb), "--results", str(tmp_path / "r")])
-    assert time.perf_counter() - t0 < 2
+    assert time.process_time() - t0 < 2
     assert code == 2 and len(lines) == 1 and str(bomb) in lines[0] and "alias bomb" in lines[0], lines
 
 
@@ -680,46 +680,125 @@ def test_run_never_overwrites_a_folder_without_overwrite(tmp_path: Path) -> None
 
 # ================================================================== signals
 
-class _Stop(BaseException):
-    pass
-
-
 LONG = tiny(name="long", horizon_days=36500, cluster={"racks": 8, "nodes_per_rack": 8, "node": {"parts": {
     "gpu": {"count": 8, "failure": {"mtbf_h": 500}, "repair": {"time": {"dist": "fixed", "value_h": 2}}}}}})
 """About a minute of event loop and a negligible build (no workload: its jobs are built up front)."""
 
 
-def test_model_run_is_interruptible_promptly() -> None:
-    """An interrupt (here a timer signal, as SIGINT raises KeyboardInterrupt) lands between SimPy
-    steps: Model.run of 100 years of a failure-heavy cluster (about 6 million events) stops within
-    a fraction of a second."""
+def test_model_run_is_interruptible_promptly_every_time() -> None:
+    """Issue 51, item 6: an interrupt is never lost. The command line's handler
+    (:func:`twin.interrupt.handler`, here on a timer signal) lands at 30 random moments of Model.run
+    of 100 years of a failure-heavy cluster (about 6 million events): every one stops the run part
+    way, with little CPU spent after the signal. No gc callbacks are removed (a raise inside one, or
+    inside a finalizer or a WeakKeyDictionary callback, used to be ignored by the interpreter: the
+    handler only records while the event loop runs, and the loop raises at the next event)."""
+    import random
+
+    from twin import interrupt
     from twin.sim import Model
 
     sc = load_dict(LONG).scenario
-    model = Model(sc, 0, "x")
+    rng = random.Random(51)
+    cpu_at_signal: list[float] = []
 
-    def stop(signum: int, frame: Any) -> None:
-        raise _Stop
+    def on_alarm(signum: int, frame: Any) -> None:
+        cpu_at_signal.append(time.process_time())
+        interrupt.handler(signum, frame)
 
-    # Hypothesis (imported by other test modules) hooks gc.callbacks; a signal landing while such a
-    # callback runs raises inside it and the interpreter ignores it ("Exception ignored in
-    # gc_callback"): not the model's doing, so the test runs without foreign gc callbacks.
-    import gc
-
-    callbacks = gc.callbacks[:]
-    gc.callbacks.clear()
-    old = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, 0.3)
-    t0 = time.perf_counter()
+    old = signal.signal(signal.SIGALRM, on_alarm)
     try:
-        with pytest.raises(_Stop):
-            model.run()
+        for trial in range(30):
+            model = Model(sc, 0, "x")
+            cpu_at_signal.clear()
+            with pytest.raises(KeyboardInterrupt, match="SIGALRM"):  # armed inside: an early signal counts too
+                signal.setitimer(signal.ITIMER_REAL, rng.uniform(0.001, 0.05))
+                model.run()
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            assert len(cpu_at_signal) == 1, trial
+            assert time.process_time() - cpu_at_signal[0] < 0.5, trial  # CPU, not wall: a loaded machine cannot fail it
+            assert model.engine.env.now < sc.horizon_h / 10, trial  # stopped part way, not at the end
+            assert not interrupt.PENDING, trial  # delivered once, nothing left for the next run
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
-        gc.callbacks[:] = callbacks
-    assert time.perf_counter() - t0 < 0.6
-    assert model.engine.env.now < sc.horizon_h / 10  # stopped part way, not at the end
+        interrupt.clear()
+
+
+def test_interrupt_raised_inside_a_callback_is_not_lost() -> None:
+    """The failure of CI (issue 51): a signal whose handler runs inside a weakref callback or a
+    finalizer, where the interpreter ignores exceptions. Inside a checked loop the handler only
+    records and the loop raises at its next step; outside one the handler's own raise is swallowed
+    but the record stays, and the next check raises it. With Python's default handler the same
+    interrupt is lost (shown first, so the test shows what it guards)."""
+    import gc
+    import weakref
+
+    from twin import interrupt
+
+    class Obj:
+        pass
+
+    def signal_in_callback() -> None:
+        o = Obj()
+        weakref.finalize(o, signal.raise_signal, signal.SIGALRM)  # the handler runs inside the callback
+        del o
+        gc.collect()
+
+    ignored: list[type[BaseException] | None] = []
+    old_hook = sys.unraisablehook
+    sys.unraisablehook = lambda u: ignored.append(u.exc_type)  # the interpreter's "Exception ignored in"
+    old = signal.signal(signal.SIGALRM, signal.default_int_handler)
+    try:
+        signal_in_callback()  # Python's own handler: the KeyboardInterrupt is ignored, the code goes on
+        assert ignored == [KeyboardInterrupt]
+        signal.signal(signal.SIGALRM, interrupt.handler)
+        for inside_loop in (True, False):
+            steps = 0
+            with pytest.raises(KeyboardInterrupt, match="SIGALRM"):
+                if inside_loop:
+                    with interrupt.loop() as pending:
+                        for steps in range(1, 1000):
+                            if steps == 3:
+                                signal_in_callback()
+                            if pending:
+                                interrupt.check()
+                else:
+                    signal_in_callback()  # the handler's raise is swallowed here ...
+                    steps = 3
+                    interrupt.check()  # ... and the record raises it at the next check
+            assert steps == 3
+            assert not interrupt.PENDING
+        assert ignored == [KeyboardInterrupt, KeyboardInterrupt]  # the second: the swallowed raise outside a loop
+    finally:
+        sys.unraisablehook = old_hook
+        signal.signal(signal.SIGALRM, old)
+        interrupt.clear()
+
+
+def test_a_loop_in_another_thread_leaves_the_interrupt_to_the_main_thread() -> None:
+    """Signal handlers run in the main thread: a Model.run in a worker thread (a threaded backend) does not
+    consume the record, so the main thread's driver raises it."""
+    import threading
+
+    from twin import interrupt
+
+    seen: list[object] = []
+
+    def worker() -> None:
+        with interrupt.loop() as pending:
+            seen.append(pending is interrupt.PENDING)
+
+    interrupt.PENDING.append(signal.SIGINT)
+    try:
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        assert seen == [False] and interrupt.PENDING == [signal.SIGINT]
+        with pytest.raises(KeyboardInterrupt, match="SIGINT"):
+            interrupt.check()
+        assert not interrupt.PENDING
+    finally:
+        interrupt.clear()
 
 
 def test_interrupt_while_writing_leaves_no_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -769,12 +848,10 @@ def test_sigint_to_twin_run_exits_130_promptly(tmp_path: Path) -> None:
             time.sleep(0.1)
         assert proc.poll() is None, proc.communicate()
         cpu_before = _cpu_s(proc.pid)
-        t0 = time.monotonic()
         proc.send_signal(signal.SIGINT)
         # the child's own CPU time from the signal to its exit (wait4's rusage): "promptly" measured in
         # work done, not in wall time a loaded machine stretches
         _, status, usage = os.wait4(proc.pid, 0)
-        elapsed = time.monotonic() - t0
         cpu_after = usage.ru_utime + usage.ru_stime - cpu_before
         proc.returncode = os.waitstatus_to_exitcode(status)
         err = proc.stderr.read()  # type: ignore[union-attr]
@@ -783,7 +860,6 @@ def test_sigint_to_twin_run_exits_130_promptly(tmp_path: Path) -> None:
             proc.kill()
     assert proc.returncode == 130, err
     assert cpu_after < 1.0, cpu_after  # the event loop stops at once (the run has ~a minute of work left)
-    assert elapsed < 30.0, elapsed
     assert "interrupted" in err and "run the same command again" in err, err
     assert "Traceback" not in err
     leftovers = list(res.rglob("*")) if res.exists() else []

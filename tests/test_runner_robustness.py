@@ -46,7 +46,8 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _wait_until(cond, bound_s: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
+def _wait_until(cond, bound_s: float = 60.0) -> bool:  # type: ignore[no-untyped-def]
+    """Poll ``cond`` until true (a generous bound: it returns as soon as ``cond`` holds)."""
     t0 = time.monotonic()
     while not cond():
         if time.monotonic() - t0 > bound_s:

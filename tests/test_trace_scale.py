@@ -195,7 +195,7 @@ def test_job_records_are_slotted() -> None:
 def test_signal_stops_a_long_trace_run(tmp_path: Path, sig: int) -> None:
     """SIGINT or SIGTERM to `twin run` of a long trace (100,000 rows over ten years on 16 nodes, a
     queue of tens of thousands: minutes of work) stops it with exit 130 and nothing written. (The
-    bound is generous for a loaded machine; it stops within about a second when idle.)"""
+    bound is on the child's CPU after the signal, generous: it stops within about a second.)"""
     r = np.random.default_rng(3)
     n = 100_000
     rows = pd.DataFrame({"submit_h": np.sort(r.uniform(0, 87_600, n)).round(3), "gpus": r.choice([8, 16, 64], n),
@@ -211,14 +211,18 @@ def test_signal_stops_a_long_trace_run(tmp_path: Path, sig: int) -> None:
         while _cpu_s(proc.pid) < 4.0 and proc.poll() is None and time.monotonic() - t0 < 120:
             time.sleep(0.1)
         assert proc.poll() is None, proc.communicate()
-        t0 = time.monotonic()
+        cpu_before = _cpu_s(proc.pid)
         proc.send_signal(sig)
-        _, err = proc.communicate(timeout=60)
-        elapsed = time.monotonic() - t0
+        # the child's own CPU from the signal to its exit (wait4's rusage): "promptly" in work done,
+        # not in wall time a loaded machine stretches (the run has minutes of work left)
+        _, status, usage = os.wait4(proc.pid, 0)
+        cpu_after = usage.ru_utime + usage.ru_stime - cpu_before
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err = proc.stderr.read()  # type: ignore[union-attr]
     finally:
-        if proc.poll() is None:
+        if proc.returncode is None:
             proc.kill()
     assert proc.returncode == 130, err
-    assert elapsed < 20.0, elapsed
+    assert cpu_after < 5.0, cpu_after
     assert "interrupted" in err and "Traceback" not in err, err
     assert not res.exists() or not [p for p in res.rglob("*") if p.is_file()]

@@ -18,10 +18,28 @@ from twin.validation import physical, reliability
 from twin.validation.cases import CASES, interruption_rate
 from twin.validation.cli import validate
 from twin.validation.field import PROVENANCE, published_group_counts, read_llama_table, tuned_mtbf_h
-from twin.validation.framework import PoissonPI, Settings, bonferroni_confidence, judge_family
-from twin.validation.suite import sweep, sweep_points
+from twin.validation.framework import (
+    FAMILY_ALPHA,
+    TEST_CONFIDENCE,
+    TEST_INTERVALS,
+    PoissonPI,
+    Settings,
+    bonferroni_confidence,
+    judge_family,
+)
+from twin.validation.suite import run_suite, sweep, sweep_points
 
-QUICK = Settings(quick=True, confidence=0.99)
+from judging import QUICK, assert_judged, budget
+
+QUICK_EXCLUDED_FLOOR = 113
+"""Wrong models the ``twin validate --quick`` run excludes, as recorded in docs/validation.md (of
+QUICK_NAMED): the CI floor of the suite's power. A change that lowers it fails CI; one that raises it
+updates this number and the page."""
+QUICK_NAMED = 117
+FULL_WITHIN_NOISE = {("standby_test", "unavailability, standby unit, λT = 0.1, repair D = 0 h",
+                      "λT/2 + λD (the rare-event approximation)")}
+"""The named wrong models the full run does not exclude, as docs/validation.md records them (its rare-event
+approximation differs from the exact value by less than the full run resolves)."""
 
 
 def double_repair_times(doc: dict[str, Any]) -> dict[str, Any]:
@@ -83,6 +101,11 @@ def test_quick_suite_passes_and_writes_reports(tmp_path: Path, capsys: pytest.Ca
     named = [(r, v) for r in data["results"] if r["check"] for v in r["wrong_models_excluded"].values()]
     excluded = sum(1 for _, v in named if v)
     assert f"wrong models excluded: {excluded} of {len(named)}" in out and len(named) >= 20
+    # the CI floor of the suite's power (issue 51): as many exclusions as recorded, of as many named
+    assert excluded >= QUICK_EXCLUDED_FLOOR and len(named) >= QUICK_NAMED, (excluded, len(named))
+    # the suite's error budget: these rows plus the tests' other draws stay below 1 % (tests/judging.py)
+    stat_rows = sum(1 for r in data["results"] if r["check"] and r["interval"] != "exact")
+    assert budget(stat_rows, data["interval_confidence"]) < FAMILY_ALPHA, budget(stat_rows, data["interval_confidence"])
 
 
 @pytest.mark.slow
@@ -93,7 +116,9 @@ def test_full_suite_excludes_every_wrong_model(tmp_path: Path, capsys: pytest.Ca
     data = json.loads((tmp_path / "full" / "results.json").read_text())
     named = {(r["case"], r["quantity"], k): ok for r in data["results"] if r["check"]
              for k, ok in r["wrong_models_excluded"].items()}
-    assert len(named) >= 30 and all(named.values()), [k for k, ok in named.items() if not ok]
+    # exactly what docs/validation.md records: every wrong model excluded but FULL_WITHIN_NOISE
+    assert len(named) >= QUICK_NAMED
+    assert {k for k, ok in named.items() if not ok} == FULL_WITHIN_NOISE, [k for k, ok in named.items() if not ok]
 
 
 def test_unknown_case_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -160,7 +185,9 @@ def test_broken_model_fails_the_case_and_the_command(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "quick-single_part+one_of_two" / "results.json").read_text())
     assert data["passed"] is False and all(r["verdict"] == "FAIL" for r in data["results"])
     # the same cases unbroken pass
-    assert validate(["single_part", "one_of_two"], quick=True, out=tmp_path, echo=lambda _m: None) == 0
+    # the same cases unbroken pass, judged at the suite's level (tests/judging.py: 3 intervals within its budget)
+    unbroken = run_suite(["single_part", "one_of_two"], Settings(quick=True), alpha=3 * FAMILY_ALPHA / TEST_INTERVALS)
+    assert unbroken.passed and unbroken.confidence == pytest.approx(TEST_CONFIDENCE)
 
 
 # ---- sweep ------------------------------------------------------------------------------------------------
@@ -175,8 +202,8 @@ def test_sweep_interval_shrinks_around_the_reference(tmp_path: Path, capsys: pyt
     rows = sweep([r])
     assert [x.replications for x in rows] == sweep_points(40) == [3, 5, 10, 20, 40]
     assert rows[-1].half_width < rows[0].half_width / 3  # about 1/sqrt(k)
-    # one run: judge coverage at the suite's 99 % level (a 95 % interval misses 1 run in 20 by design)
-    (last,) = [x for x in sweep([r], confidence=0.99) if x.replications == 40]
+    # one run: judge coverage at the suite's level (a 95 % interval misses 1 run in 20 by design)
+    (last,) = [x for x in sweep([r], confidence=TEST_CONFIDENCE) if x.replications == 40]
     assert last.covers
 
 
@@ -184,7 +211,7 @@ def test_sweep_interval_shrinks_around_the_reference(tmp_path: Path, capsys: pyt
 
 def test_bonferroni_level() -> None:
     assert bonferroni_confidence(25) == pytest.approx(0.9996)
-    (r,) = reliability.single_part(QUICK)
+    (r,) = reliability.single_part(Settings(quick=True, confidence=0.99))  # the mechanics: 0.99 widens to 0.9975
     judged, conf = judge_family([r, r, r, r])
     assert conf == pytest.approx(1 - 0.01 / 4)
     assert judged[0].ci_high - judged[0].ci_low > r.ci_high - r.ci_low
@@ -200,15 +227,15 @@ def test_poisson_prediction_interval_covers() -> None:
         _, lo, hi = PoissonPI(g.poisson(mu, reps).astype(float)).interval(conf)
         y = g.poisson(mu)
         miss += not (lo <= y <= hi)
-    # binomial bound on the miss rate at the nominal 10 %: far below 10 % + 3 sd
-    assert miss / trials < 0.1 + 3 * math.sqrt(0.1 * 0.9 / trials)
+    # binomial bound on the miss rate at the nominal 10 %: below 10 % + 4 sd (one-sided 3e-5: the suite's budget)
+    assert miss / trials < 0.1 + 4 * math.sqrt(0.1 * 0.9 / trials)
 
 
 def test_meta_reference_is_the_calibrated_scaling_law() -> None:
     res = CASES["meta_rsc"](QUICK)
     cal = {r.quantity.split(":")[0]: r for r in res if "per-node" in r.quantity}
     for r in res:
-        if "MTTF" not in r.quantity:
+        if "MTTF" not in r.quantity or r.sample == "out-of-sample":
             continue
         cluster = r.quantity.split(":")[0]
         n = int(r.quantity.split("MTTF, ")[1].split(" nodes")[0])
@@ -219,11 +246,39 @@ def test_meta_reference_is_the_calibrated_scaling_law() -> None:
     assert cf.job_interruption_rate_per_h(512, 6.5 / 24_000) == pytest.approx(512 * 6.5 / 24_000)
 
 
+def test_meta_job_size_is_judged_out_of_sample_against_the_published_mttf() -> None:
+    """meta_rsc out of sample (issue 51, item 1): the node rate from the published 8-GPU MTTF (about 47
+    days), the simulated 1,024-GPU job's MTTF against the published about 8 h within ±25 % plus the
+    simulation's interval; the naive predictors (size-independent 1,128 h, the paper's own 1/(N·r_f) =
+    28.8 h) are excluded. A model whose interruptions did not grow with the job (the 8-GPU rate for the
+    whole job) fails it."""
+    from twin.validation.field import META_BAND, meta_job_size
+
+    r = meta_job_size(QUICK)
+    assert r.sample == "out-of-sample" and r.check and r.reference == 8.0
+    assert r.passed and not r.failed_invariants(), r
+    assert r.wrong["size-independent: the 8-GPU MTTF"] == pytest.approx(47 * 24.0)
+    assert r.wrong["1/(N·r_f), the paper's RSC-1 rate"] == pytest.approx(24_000 / (128 * 6.5))
+    assert all(r.excludes(v) for v in r.wrong.values())
+    assert r.ci_high / r.ci_low < (1 + META_BAND) ** 2 * 2.0  # a stated interval: the band and the noise
+
+    def per_job_rate(doc: dict[str, Any]) -> dict[str, Any]:  # every part's rate divided by the job's nodes
+        d = copy.deepcopy(doc)
+        n = d["cluster"]["nodes_per_rack"]
+        for part in d["cluster"]["node"]["parts"].values():
+            part["failure"]["mtbf_h"] *= n
+        d["horizon_days"] *= n
+        return d
+
+    broken = meta_job_size(Settings(quick=True, confidence=0.99, mutate=per_job_rate))
+    assert not broken.passed and broken.ci_low > broken.reference * (1 + META_BAND)
+
+
 def test_rack_series_is_independent_units_in_series() -> None:
     """Rack parts in series: the reference is A_u^n, the simulation passes and excludes the wrong
     models (one unit per rack, detection forgotten, units that stop ageing while the rack is down)."""
     (r,) = reliability.rack_series(QUICK)
     a_u = 300.0 / (300.0 + 0.5 + 4.0)
     assert r.reference == pytest.approx(a_u ** 9, rel=1e-12)
-    assert r.passed and all(r.invariants.values())
-    assert len(r.wrong) == 3 and all(r.excludes(v) for v in r.wrong.values())
+    assert len(r.wrong) == 3
+    assert_judged(r, 0.02)  # ±0.9 % of the reference in the quick run; the far wrong models excluded

@@ -22,3 +22,22 @@ def test_validation_page_table_has_every_registered_case() -> None:
     assert not missing, f"docs/validation.md: cases missing from the recorded table: {missing}"
     assert not unknown, f"docs/validation.md: table rows for unknown cases: {unknown}"
 
+
+
+def test_validation_page_states_the_ci_floor_and_the_error_budget() -> None:
+    """The page records the CI floor of wrong-model exclusions the quick suite test enforces, the full
+    run's not-excluded wrong model the slow test expects, and the suite's error budget (issue 51)."""
+    import re
+
+    from judging import budget
+    from test_validation import FULL_WITHIN_NOISE, QUICK_EXCLUDED_FLOOR, QUICK_NAMED
+
+    text = " ".join(PAGE.read_text(encoding="utf-8").split())
+    assert f"fewer than **{QUICK_EXCLUDED_FLOOR}** wrong models are excluded or fewer than **{QUICK_NAMED}** are named" in text
+    assert f"**{QUICK_EXCLUDED_FLOOR} of {QUICK_NAMED}** in the quick run" in text
+    ((case, _, wrong),) = FULL_WITHIN_NOISE
+    assert case == "standby_test" and "λT/2 + λD" in wrong and "λT/2 + λD for the tested standby unit with D = 0 h" in text
+    m = re.search(r"Union bound: \*\*([\d.]+) %\*\*", text)
+    assert m and float(m.group(1)) / 100 == round(budget(41, 1 - 0.01 / 89), 4) and float(m.group(1)) < 1.0
+    for heading in ("### Judged cases against published figures", "### Comparisons shown for information"):
+        assert heading in PAGE.read_text(encoding="utf-8")

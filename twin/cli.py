@@ -378,6 +378,9 @@ def _main(args_list: list[str], state: dict[str, Any]) -> int:
             print(f"hint: {line}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
+        from twin import interrupt
+
+        interrupt.clear()  # reported: nothing stale for a later command in the same process
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # the reader of our output went away (`twin schema | head`): stop quietly
@@ -414,15 +417,20 @@ def entry() -> None:
     scheduler's time limit) stops it the same way: completed replications stay stored, exit 130."""
     import signal
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    from twin import interrupt
+
+    # the handler records the interrupt for the event loop and the drivers to raise between events
+    # (twin.interrupt: a raise inside a finalizer or a weakref callback would be lost) and raises at
+    # once outside them
+    interrupt.install((signal.SIGINT,))
     main_pid = os.getpid()
 
-    def on_term(signum: int, frame: object) -> None:
+    def on_term(signum: int, frame: Any) -> None:
         if os.getpid() != main_pid:  # a forked worker inherited this handler: end as SIGTERM would
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
             return
-        raise KeyboardInterrupt("SIGTERM")
+        interrupt.handler(signum, frame)
 
     signal.signal(signal.SIGTERM, on_term)
     sys.exit(main())

@@ -16,6 +16,7 @@ from typing import Any, Callable, TypeVar, cast
 import numpy as np
 import pandas as pd
 
+from twin import interrupt
 from twin.model.cluster import Cluster
 from twin.model.component import (
     BuildContext,
@@ -225,24 +226,31 @@ class Model:
         env = self.engine.env
         H = self.sc.horizon_h
         t0 = time.perf_counter()
-        # count processed events through SimPy's public step() loop
+        # count processed events through SimPy's public step() loop; an interrupt recorded by the
+        # command line's signal handler (twin.interrupt) is raised here, between events, never lost
         n = 0
         step = env.step
-        if progress is None:
-            while env.peek() < H:
-                step()
-                n += 1
-        else:
-            marks = [H * i / 100 for i in range(1, 101)]
-            mi = 0
-            while env.peek() < H:
-                t = env.peek()
-                while mi < len(marks) and t >= marks[mi]:
-                    progress(marks[mi])
-                    mi += 1
-                step()
-                n += 1
-            progress(H)
+        check = interrupt.check
+        with interrupt.loop() as pending:
+            if progress is None:
+                while env.peek() < H:
+                    step()
+                    n += 1
+                    if pending:
+                        check()
+            else:
+                marks = [H * i / 100 for i in range(1, 101)]
+                mi = 0
+                while env.peek() < H:
+                    t = env.peek()
+                    while mi < len(marks) and t >= marks[mi]:
+                        progress(marks[mi])
+                        mi += 1
+                    step()
+                    n += 1
+                    if pending:
+                        check()
+                progress(H)
         env.run(until=H)
         self.loop_s = time.perf_counter() - t0
         self.events = n

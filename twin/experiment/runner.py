@@ -63,6 +63,7 @@ import yaml
 
 import twin
 from twin.errors import EnvironmentProblem, InputError
+from twin import interrupt
 from twin.experiment import stats
 from twin.atomic import atomic_path, atomic_write_parquet, atomic_write_text
 from twin.experiment.rows import ID_DTYPES, RowStore
@@ -518,6 +519,7 @@ def drive(backend: Any, payload: Mapping[str, Any], todo: list[int], on_row: Cal
                 timed[0] += wall
                 timed[1] += 1
                 on_row(row)
+                interrupt.check()  # between replications: an interrupt a callback swallowed stops here
             pos += k
         return
     queue = deque(todo)
@@ -534,6 +536,7 @@ def drive(backend: Any, payload: Mapping[str, Any], todo: list[int], on_row: Cal
 
     check_workers = getattr(backend, "check_workers", None)
     while queue or pending:
+        interrupt.check()  # every wait (0.5 s at most): an interrupt a callback swallowed stops here
         if check_workers is not None:
             check_workers()
         pool_gone = False

@@ -247,8 +247,12 @@ def interruption_rate(s: Settings, node_mtbf_h: float = 500.0) -> list[CaseResul
             j = res.tables["jobs"]
             rates.append(float((j.record == "interruption").sum()) / H)
         ref = float(cf.job_interruption_rate_per_h(n, 1.0 / node_mtbf_h))
+        wrong = {f"the {spares} hot spares' failures counted too: (N + spares)·r_node":
+                 float(cf.job_interruption_rate_per_h(n + spares, 1.0 / node_mtbf_h))}
+        if n > 1:
+            wrong["one node's rate (not scaled by N)"] = 1.0 / node_mtbf_h
         out.append(result("job_interruptions", f"interruptions per hour, {n}-node job", ref,
-                          TMean(np.array(rates)), s, "N × r_node"))
+                          TMean(np.array(rates)), s, "N × r_node", wrong=wrong))
     return out
 
 

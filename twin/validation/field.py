@@ -11,7 +11,8 @@ predictions). :data:`PROVENANCE` holds these statements; the report prints them.
   ``twin/validation/scenarios/``: byte copies of the repository's files, kept identical by a test,
   so that ``twin validate`` runs from an installed wheel).
 * ``meta_rsc``: Meta's research clusters (Kokolis et al., arXiv 2410.21680: 6.50 and 2.34
-  failures per 1,000 node-days on RSC-1 and RSC-2; job MTTF = 1/(N_nodes·r_f)).
+  failures per 1,000 node-days on RSC-1 and RSC-2; job MTTF = 1/(N_nodes·r_f)); judged out of sample
+  on the published MTTF by job size (the 1,024-GPU job's from the 8-GPU job's).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from twin.errors import InputError
 from twin.scenario.loader import load_scenario
 from twin.sim import run_replication
 from twin.validation.framework import (
+    Banded,
     Calibrated,
     CaseResult,
     Doc,
@@ -105,6 +107,18 @@ TUNED_PARTS: dict[str, tuple[tuple[str, ...], bool]] = {
 META_RATES_PER_1000_NODE_DAYS = {"RSC-1": 6.50, "RSC-2": 2.34}
 """Kokolis et al. (arXiv 2410.21680), sources.md."""
 
+META_PUBLISHED_MTTF_H = {1: 47 * 24.0, 128: 8.0}
+"""Published job MTTF by job size (nodes of 8 GPUs → hours): about 47 days at 8 GPUs and about 8 h at
+1,024 GPUs (Kokolis et al., as summarised by Crusoe, a secondary source: /work/shared/design/
+sources-realism.md §5). The 8-GPU figure sets the per-node rate; the 1,024-GPU one is predicted."""
+META_PROJECTED_16K_H = 1.8
+"""The paper's projected MTTF at 16,384 GPUs (about 1.8 h): a projection with its own rate, 1/(N·r_f),
+not an observation, so it is not judged (docs/validation.md, information only)."""
+META_BAND = 0.25
+"""Relative band within which the predicted 1,024-GPU MTTF counts as agreeing with the published
+"about 8 h" (assumption: the figures are rounded and come from a secondary summary of a plot; the naive
+predictors are off by factors of 3.6 and 140)."""
+
 PROVENANCE: dict[str, dict[str, str]] = {
     "llama3_54day": {
         "from the source": "16,384 GPUs (2,048 nodes of 8) for 54 days; the per-category interruption counts of "
@@ -128,16 +142,24 @@ PROVENANCE: dict[str, dict[str, str]] = {
                          "stated checkpoint and restart assumptions, not a pass/fail.",
     },
     "meta_rsc": {
-        "from the source": "per-node failure rate r_f = 6.50 (RSC-1) and 2.34 (RSC-2) per 1,000 node-days, and "
-                           "the claim job MTTF = 1/(N_nodes·r_f) (Kokolis et al., arXiv 2410.21680).",
-        "tuned to this data": "the node's failure mix is scaled so its total rate is r_f; the per-node "
-                              "interruption rate is then calibrated from a simulated 8-node job (in-sample "
-                              "row: it must reproduce r_f).",
+        "from the source": "per-node failure rate r_f = 6.50 (RSC-1) and 2.34 (RSC-2) per 1,000 node-days, the "
+                           "claim job MTTF = 1/(N_nodes·r_f) (Kokolis et al., arXiv 2410.21680), and the job MTTF "
+                           "by size: about 47 days at 8 GPUs and about 8 h at 1,024 GPUs (a secondary summary, "
+                           "Crusoe).",
+        "tuned to this data": "RSC-1 and RSC-2 rows: the node's failure mix is scaled so its total rate is r_f; "
+                              "the per-node interruption rate of a simulated 8-node job must reproduce r_f "
+                              "(in-sample row), and the MTTF at 64 and 512 nodes must follow 1/(N·r̂) (theory "
+                              "rows: the scaling law in the simulator, not a field prediction). Job-size row: the "
+                              "node's total rate is set from the published 8-GPU MTTF only.",
         "assumptions": "failure mix (Llama 3 groups: 321/419 node_down hardware, 35/419 link_down NIC, 63/419 "
                        "transient software), exponential lives, 0.25 h detection, 4 h node and 2 h NIC "
-                       "repairs, ample hot spares and crews, default restart times.",
-        "out-of-sample": "job MTTF at 64 and 512 nodes predicted as 1/(N·r̂) from the 8-node calibration, "
-                         "against the simulated jobs' MTTF (interval includes the calibration's error).",
+                       "repairs, ample hot spares and crews, default restart times; agreement with the "
+                       f"published 1,024-GPU MTTF within ±{META_BAND:.0%} (rounded, secondary figures).",
+        "out-of-sample": "the MTTF of a 1,024-GPU (128-node) job, simulated with the rate set from the 8-GPU "
+                         "MTTF, against the published about 8 h; the naive predictors it must beat: the "
+                         "8-GPU MTTF itself (size-independent) and the paper's own projection 1/(N·r_f) "
+                         "with the RSC-1 rate. The projected 1.8 h at 16,384 GPUs is a projection, not an "
+                         "observation: information only.",
     },
 }
 
@@ -327,5 +349,26 @@ def meta_rsc(s: Settings, calibration_nodes: int = 8, sizes: tuple[int, ...] = (
                               est, s, f"predicted 1/(N·r̂), r̂ from the {n0}-node job",
                               wrong={f"size-independent (the {n0}-node MTTF)": 1.0 / (n0 * r_hat),
                                      "√N scaling": 1.0 / (math.sqrt(n * n0) * r_hat)},
-                              invariants={"the job never waited for nodes": w}, sample="out-of-sample"))
+                              invariants={"the job never waited for nodes": w}, sample="theory"))
+    out.append(meta_job_size(s, per_rep))
     return out
+
+
+def meta_job_size(s: Settings, per_rep: int = 50) -> CaseResult:
+    """Out of sample against the paper's MTTF by job size: the node's total failure rate set from the
+    published 8-GPU (one-node) MTTF, about 47 days; a 1,024-GPU (128-node) job simulated; its MTTF
+    against the published about 8 h, within ±:data:`META_BAND` plus the simulation's interval. The
+    naive predictors (named wrong models, excluded): the 8-GPU MTTF itself and 1/(N·r_f) with the
+    paper's RSC-1 rate."""
+    n0, n = min(META_PUBLISHED_MTTF_H), max(META_PUBLISHED_MTTF_H)
+    r = 1.0 / (n0 * META_PUBLISHED_MTTF_H[n0])  # per node-hour
+    reps = s.reps(30, 60)  # cheap (about 0.02 s each): enough for a t quantile near the normal one
+    e, c, w = _exposure_and_count(meta_doc(n, r, per_rep / (n * r), "job-size"), reps, s)
+    r_f = META_RATES_PER_1000_NODE_DAYS["RSC-1"] / 1000.0 / 24.0
+    return result("meta_rsc", f"job MTTF, {n} nodes = {8 * n:,} GPUs, node rate from the published "
+                              f"{8 * n0}-GPU MTTF (h)", META_PUBLISHED_MTTF_H[n], Banded(e, c, META_BAND), s,
+                  f"published about {META_PUBLISHED_MTTF_H[n]:g} h (Kokolis et al., secondary summary); "
+                  f"interval widened by ±{META_BAND:.0%}",
+                  wrong={f"size-independent: the {8 * n0}-GPU MTTF": META_PUBLISHED_MTTF_H[n0],
+                         "1/(N·r_f), the paper's RSC-1 rate": 1.0 / (n * r_f)},
+                  invariants={"the job never waited for nodes": w}, sample="out-of-sample")

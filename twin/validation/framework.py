@@ -298,6 +298,29 @@ class Calibrated(Estimate):
 
 
 @dataclass
+class Banded(Estimate):
+    """A mean time between events Σexposure/Σcount (delta-method t interval, as :class:`Ratio`), its
+    interval widened by a stated relative ``band`` on each side, [low/(1 + band), high·(1 + band)]: for
+    a published figure known only roughly (rounded, read off a plot), so agreement within the band counts
+    as a pass and the band is part of what the verdict states."""
+
+    exposure: np.ndarray
+    count: np.ndarray
+    band: float
+
+    def interval(self, confidence: float) -> tuple[float, float, float]:
+        m, lo, hi = ratio_interval(self.exposure, self.count, confidence)
+        return m, lo / (1.0 + self.band), hi * (1.0 + self.band)
+
+    def head(self, k: int) -> "Banded":
+        return Banded(self.exposure[:k], self.count[:k], self.band)
+
+    @property
+    def n(self) -> int:
+        return len(self.count)
+
+
+@dataclass
 class Exact(Estimate):
     """A deterministic simulated value, judged within a numerical tolerance ``tol`` (same units)."""
 
@@ -437,6 +460,18 @@ def run_doc(doc: Doc, reps: int, s: Settings, first_rep: int = 0) -> list[Replic
 def bonferroni_confidence(m: int, alpha: float = FAMILY_ALPHA) -> float:
     """Per-interval confidence so that m intervals all cover with probability ≥ 1 − alpha."""
     return 1.0 - alpha / max(1, int(m))
+
+
+TEST_INTERVALS = 100
+"""The pytest suite's statistical budget (issue 51): an upper bound on the statistical intervals its
+quick (non-slow) tests judge on distinct random draws. Tests that call a case with the quick settings
+and the suite's root seed judge the same draws as the ``twin validate --quick`` rows (one interval each);
+the others are listed in ``tests/judging.py`` (``OTHER_DRAWS``), and a test checks that the union bound
+over both stays below :data:`FAMILY_ALPHA`."""
+
+TEST_CONFIDENCE = 1.0 - FAMILY_ALPHA / TEST_INTERVALS
+"""Confidence of each statistical interval the tests judge (Bonferroni over :data:`TEST_INTERVALS`):
+re-rolling every seed fails a correct model somewhere in the suite with probability at most 1 %."""
 
 
 def judge_family(results: list[CaseResult], alpha: float = FAMILY_ALPHA) -> tuple[list[CaseResult], float]:
