@@ -37,8 +37,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="a node part whose exponential failure rate is biased (default: every node part with an "
                         "exponential life); repeatable")
     p.add_argument("--bias", default="auto", metavar="THETA",
-                   help=f"failure-rate multiplier of the biased parts, or 'auto' (default): the biased parts fail "
-                        f"--aim-failures times on average over the horizon")
+                   help="failure-rate multiplier of the biased parts, or 'auto' (default): the biased parts fail "
+                        "--aim-failures times on average over the horizon")
     p.add_argument("--aim-failures", dest="aim_failures", type=float, default=AIM_FAILURES, metavar="M",
                    help=f"for --bias auto: expected failures of the biased parts over the horizon (default {AIM_FAILURES:g})")
     p.add_argument("--reps", type=int, default=1000, metavar="N", help="biased replications (default 1000)")
