@@ -292,6 +292,10 @@ def _run(args: argparse.Namespace) -> int:
             from twin.scenario.loader import allowed_paths
 
             scopes.enter_context(allowed_paths(args.allow_paths))
+        if getattr(args, "max_events", None) is not None:
+            from twin.limits import max_events_scope
+
+            scopes.enter_context(max_events_scope(args.max_events))
         if getattr(args, "dask", None):
             from twin.experiment.runner import worker_wait
 

@@ -67,6 +67,7 @@ from twin.experiment import stats
 from twin.atomic import atomic_path, atomic_write_parquet, atomic_write_text
 from twin.experiment.rows import ID_DTYPES, RowStore
 from twin.experiment.store import check_label, folder_lock, versions, write_json
+from twin.limits import max_events_override, max_events_scope
 from twin.scenario.advice import advise
 from twin.scenario.loader import Loaded, _file_values, data_file_digests, load_dict
 
@@ -109,7 +110,7 @@ def payload_of(loaded: Loaded) -> dict[str, Any]:
     files' digests and the twin version, so a worker that validates to another hash can say why)."""
     return {"resolved": loaded.resolved, "hash": loaded.hash, "source": str(loaded.source),
             "base_dir": str(Path(loaded.source).parent.resolve()), "data_files": dict(loaded.data_files),
-            "twin_version": twin.__version__}
+            "twin_version": twin.__version__, "max_events": max_events_override()}
 
 
 # ---------------------------------------------------------------- worker side
@@ -160,7 +161,8 @@ def run_batch(payload: Mapping[str, Any], indices: list[int],
         for i in indices:
             _test_kill_hook(i, kill)
             t0 = time.perf_counter()
-            res = run_replication(loaded.scenario, i, loaded.hash, tables=False)
+            with max_events_scope(payload.get("max_events")):
+                res = run_replication(loaded.scenario, i, loaded.hash, tables=False, source=str(loaded.source))
             row = replication_row(res)
             del res
             out.append((row, time.perf_counter() - t0))

@@ -36,6 +36,20 @@ class _Dist(BaseModel):
         """Mean, hours."""
         raise NotImplementedError
 
+    def cdf(self, t_h: float) -> float:  # pragma: no cover - abstract
+        """P(X <= t_h)."""
+        raise NotImplementedError
+
+    def mean_below(self, c_h: float) -> float:  # pragma: no cover - abstract
+        """E[min(X, c_h)], hours: the mean truncated at ``c_h`` (the integral of the survival function
+        from 0 to ``c_h``); finite however heavy the tail."""
+        raise NotImplementedError
+
+    def nbue(self) -> bool:
+        """New better than used in expectation (exponential, Weibull of shape >= 1, fixed): the renewal
+        function is then at most t / mean (Barlow and Proschan), so t / mean bounds the renewals."""
+        return False
+
 
 class Exponential(_Dist):
     dist: Literal["exponential"] = "exponential"
@@ -46,6 +60,17 @@ class Exponential(_Dist):
 
     def mean(self) -> float:
         return self.mean_h
+
+    def cdf(self, t_h: float) -> float:
+        from scipy import stats
+
+        return float(stats.expon.cdf(t_h, scale=self.mean_h))
+
+    def mean_below(self, c_h: float) -> float:
+        return self.mean_h * self.cdf(c_h)  # m (1 - exp(-c/m))
+
+    def nbue(self) -> bool:
+        return True
 
 
 class Weibull(_Dist):
@@ -61,6 +86,23 @@ class Weibull(_Dist):
     def mean(self) -> float:
         return self.scale_h * math.gamma(1.0 + 1.0 / self.shape)
 
+    def cdf(self, t_h: float) -> float:
+        from scipy import stats
+
+        return float(stats.weibull_min.cdf(t_h, self.shape, scale=self.scale_h))
+
+    def mean_below(self, c_h: float) -> float:
+        from scipy import special, stats
+
+        # E[X; X < c] = scale Γ(1 + 1/k) P(1 + 1/k, (c/scale)^k), plus c P(X >= c)
+        a = 1.0 + 1.0 / self.shape
+        x = (c_h / self.scale_h) ** self.shape
+        below = self.scale_h * math.exp(special.gammaln(a)) * float(special.gammainc(a, x))
+        return below + c_h * float(stats.weibull_min.sf(c_h, self.shape, scale=self.scale_h))
+
+    def nbue(self) -> bool:
+        return self.shape >= 1.0
+
 
 class Lognormal(_Dist):
     dist: Literal["lognormal"] = "lognormal"
@@ -73,6 +115,24 @@ class Lognormal(_Dist):
     def mean(self) -> float:
         return self.mean_h
 
+    def _mu(self) -> float:
+        return math.log(self.mean_h) - self.sigma * self.sigma / 2.0
+
+    def cdf(self, t_h: float) -> float:
+        from scipy import stats
+
+        return float(stats.lognorm.cdf(t_h, self.sigma, scale=math.exp(self._mu()))) if t_h > 0 else 0.0
+
+    def mean_below(self, c_h: float) -> float:
+        from scipy import stats
+
+        if c_h <= 0:
+            return 0.0
+        # E[X; X < c] = mean Φ((ln c − μ − σ²) / σ), plus c P(X >= c)
+        z = (math.log(c_h) - self._mu() - self.sigma * self.sigma) / self.sigma
+        below = self.mean_h * float(stats.norm.cdf(z))
+        return below + c_h * float(stats.lognorm.sf(c_h, self.sigma, scale=math.exp(self._mu())))
+
 
 class Fixed(_Dist):
     dist: Literal["fixed"] = "fixed"
@@ -83,6 +143,15 @@ class Fixed(_Dist):
 
     def mean(self) -> float:
         return self.value_h
+
+    def cdf(self, t_h: float) -> float:
+        return 1.0 if self.value_h <= t_h else 0.0
+
+    def mean_below(self, c_h: float) -> float:
+        return min(self.value_h, c_h)
+
+    def nbue(self) -> bool:
+        return True
 
 
 class Empirical(_Dist):
@@ -102,6 +171,14 @@ class Empirical(_Dist):
     def mean(self) -> float:
         assert self._values is not None
         return float(self._values.mean())
+
+    def cdf(self, t_h: float) -> float:
+        assert self._values is not None
+        return float(np.searchsorted(self._values, t_h, side="right")) / len(self._values)
+
+    def mean_below(self, c_h: float) -> float:
+        assert self._values is not None
+        return float(np.minimum(self._values, c_h).mean())
 
 
 def _shorthand(value: Any) -> Any:
