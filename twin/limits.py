@@ -48,6 +48,9 @@ MAX_REPLICATIONS = 100_000
 """Replications one command runs (all variants, points and --max-reps included)."""
 MAX_EVENTS = 5e8
 """Estimated events of one replication (hours of CPU at 30–60k events/s)."""
+MAX_WORKERS_PER_CPU = 4
+"""Local worker processes (``--workers``, and ``--dask local``) per CPU core this process may use: each
+worker is a process with its own copy of the model, and more than the cores only share them."""
 MAX_TOTAL_EVENTS = 1e11
 """Estimated events of the whole command: replications × events of one replication."""
 
@@ -292,10 +295,12 @@ def events_exceeded(sc: Scenario, source: str, events: int, now_h: float, failur
                                         f"{sc.horizon_h:g} h: the hard bound of {bound:,} events per replication ({how}); {cause}")
 
 
-def check_limits(scenario: Scenario | Loaded, reps: int | None = None, force: bool = False) -> None:
+def check_limits(scenario: Scenario | Loaded, reps: int | None = None, force: bool = False,
+                 reps_option: str = "--reps") -> None:
     """Refuse, before any work, a scenario (and ``reps`` replications of it) beyond the bounds of
     this module, unless ``force``. ``scenario`` may be a Scenario or a loaded scenario (then the
-    error names its file). ``reps`` is the total number of replications the command may run."""
+    error names its file). ``reps`` is the total number of replications the command may run, set by
+    ``reps_option`` (named by the error: ``--max-reps`` with ``--target-ci``)."""
     if force:
         return
     sc = getattr(scenario, "scenario", scenario)
@@ -317,7 +322,8 @@ def check_limits(scenario: Scenario | Loaded, reps: int | None = None, force: bo
     if units > MAX_UNITS:
         refuse("cluster.node", f"{_count(units)} GPUs and part instances exceed the limit of {MAX_UNITS:,}")
     if reps is not None and reps > MAX_REPLICATIONS:
-        refuse("--reps", f"{_count(reps)} replications exceed the limit of {MAX_REPLICATIONS:,}")
+        refuse(reps_option, f"{_count(reps)} replications (all variants and points) exceed the limit of "
+                            f"{MAX_REPLICATIONS:,} replications per command")
     jobs = _job_counts(sc, sc.horizon_h)[0]
     if jobs > MAX_JOBS:
         refuse("workload", f"about {_count(int(jobs))} jobs are submitted over the horizon (listed, synthetic "
@@ -327,8 +333,34 @@ def check_limits(scenario: Scenario | Loaded, reps: int | None = None, force: bo
         refuse("estimated events", f"about {ev:.3g} events per replication are estimated, above the limit of "
                                    f"{MAX_EVENTS:.0e} (most from {_top_population(sc)})")
     if reps is not None and not reps * ev <= MAX_TOTAL_EVENTS:
-        refuse("--reps", f"{_count(reps)} replications × about {ev:.3g} events are estimated, above the limit of "
+        refuse(reps_option, f"{_count(reps)} replications × about {ev:.3g} events are estimated, above the limit of "
                          f"{MAX_TOTAL_EVENTS:.0e} events for one command")
+
+
+def usable_cpus() -> int:
+    """CPU cores this process may run on (its affinity where the system says, else the machine's)."""
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def check_workers(workers: int, dask: str | None = None, force: bool = False, source: str = "--workers") -> None:
+    """Refuse ``--workers`` below 1, or above :data:`MAX_WORKERS_PER_CPU` × the usable cores for local
+    processes (a pool, or ``--dask local``; a remote Dask cluster brings its own), unless ``force``."""
+    if workers < 1:
+        raise InputError(source, str(workers), "must be >= 1")
+    if force or (dask is not None and dask != "local"):
+        return
+    cpus = usable_cpus()
+    cap = MAX_WORKERS_PER_CPU * cpus
+    if workers > cap:
+        raise InputError(source, str(workers), f"more than {MAX_WORKERS_PER_CPU} × the {cpus} CPU cores this process "
+                                               f"may use ({cap} worker processes): beyond the cores, workers only "
+                                               f"share them and each holds its own model in memory (--dask ADDRESS "
+                                               f"runs on other machines); {FORCE_HINT}")
 
 
 def _positive_int(text: str) -> int:

@@ -164,7 +164,11 @@ def _flag(source: str, row: int, values: dict[str, str], column: str) -> bool:
 
 
 def _part(source: str, row: int, values: dict[str, str], parts: Sequence[str] | None) -> str:
+    from twin.scenario.base import PART_NAME_RULE, valid_part_name
+
     part = _text(source, row, values, "part")
+    if not valid_part_name(part):  # the fitted part goes into a scenario: the schema's rule
+        raise InputError(source, _where(row, "part"), f"{part!r} is not a part name of a scenario: {PART_NAME_RULE}")
     if parts is not None and part not in parts:
         raise InputError(source, _where(row, "part"),
                          f"unknown part type {part!r}; --parts allows {', '.join(parts)}")
@@ -175,9 +179,14 @@ def parse_parts(text: str | None) -> list[str] | None:
     """Parse ``--parts gpu,psu`` into a list (None when not given)."""
     if text is None:
         return None
+    from twin.scenario.base import PART_NAME_RULE, valid_part_name
+
     parts = [p.strip() for p in text.split(",")]
     if not parts or any(p == "" for p in parts):
         raise InputError("--parts", "", f"{text!r}: expected a comma-separated list of part types, e.g. gpu,psu")
+    bad = [p for p in parts if not valid_part_name(p)]
+    if bad:
+        raise InputError("--parts", "", f"{', '.join(map(repr, bad))}: not a part name of a scenario: {PART_NAME_RULE}")
     dupes = sorted({p for p in parts if parts.count(p) > 1})
     if dupes:
         raise InputError("--parts", "", f"duplicate part type(s) {', '.join(dupes)}")

@@ -409,7 +409,9 @@ def _prepare(folder: Path, loaded: Loaded, overwrite: bool) -> None:
         if meta.get("kind") != "forecast" or meta.get("scenario_hash") != loaded.hash:
             raise InputError(str(folder), "--label", "folder holds other results (not a forecast of this scenario); "
                              "choose another --label or use --overwrite")
-    folder.mkdir(parents=True, exist_ok=True)
+    from twin.atomic import make_dirs
+
+    make_dirs(folder)
 
 
 def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: Sequence[str] | None = None,
