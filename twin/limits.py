@@ -17,11 +17,19 @@ scenarios: within a factor of three of the events actually processed)::
                    + link and trunk flaps + planned drains)
            + Σ_jobs (10 + e × checkpoints)       # listed jobs, trace rows, synthetic arrivals
 
-with expected failures = units × horizon / mean time to failure, and e = 3 events per asynchronous
+with expected failures = units × a renewal bound per unit from the part's distributions
+(:func:`renewals_per_unit`: a heavy-tailed life renews at the pace of its repairs, whatever its
+mean), and e = 3 events per asynchronous
 checkpoint (due, stall over, saved), 2 per synchronous one. A trace counts its rows submitted
 before the horizon, and checkpoints over their work scaled down to what the cluster's node-hours
 over the horizon can run (the rest waits in the queue). Jobs are bounded too (:data:`MAX_JOBS`):
 each job submitted is a record in memory to the end of the run, whatever its events.
+
+Whatever the estimate, a replication stops at a hard bound on the events it processes
+(:func:`event_bound`: ``--max-events``, default :data:`EVENT_BOUND_FACTOR` × the estimate, at least
+:data:`EVENT_BOUND_MIN`) with exit 2 naming the population that failed most
+(:func:`events_exceeded`). Local worker processes are at most :data:`MAX_WORKERS_PER_CPU` per usable
+core (:func:`check_workers`).
 """
 
 from __future__ import annotations
