@@ -462,7 +462,7 @@ def test_limits_refuse_before_work_and_force_overrides(tmp_path: Path, monkeypat
     (["montecarlo", "{s}", "--reps", str(MAX_REPLICATIONS + 1), "--max-reps", str(MAX_REPLICATIONS + 1)],
      ["--reps", f"{MAX_REPLICATIONS:,}", "--force"]),
     (["montecarlo", "{s}", "--reps", "5", "--target-ci", "node_availability=0.001", "--max-reps",
-      str(MAX_REPLICATIONS + 1)], ["--reps", "--force"]),
+      str(MAX_REPLICATIONS + 1)], [": --max-reps: ", "--force"]),  # the option that set the count (issue 39)
     (["compare", "{s}", "{s}", "--reps", "5", "--set", "cluster.racks=200000"], ["cluster", "--force"]),
     (["sweep", "{s}", "--param", "cluster.racks=1,200000", "--reps", "5"], ["cluster", "--force"]),
     (["sensitivity", "{s}", "--param", "cluster.nodes_per_rack=2,200000", "--reps", "5"], ["cluster", "--force"]),

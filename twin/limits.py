@@ -103,7 +103,8 @@ def renewals_per_unit(part: Any, horizon_h: float, detection: Any) -> float:
     its life distribution ``L`` and the least time a failure keeps it out ``D`` (``detection``, unless
     its failures are latent, then the automated remediation when the ladder has one, and the hands-on
     repair of the failures it does not clear; a transient part renews at once, D = 0), each computed
-    from the distribution (:meth:`twin.scenario.distributions._Dist.cdf` and ``mean_below``, scipy).
+    from the distribution (:meth:`twin.scenario.distributions._Dist.cdf` and ``mean_below``: closed forms
+    with scipy.special, which scipy.stats uses too, without importing scipy.optimize at startup).
     The least of three bounds, each valid for any distribution:
 
     - Wald: with cycles X = L + D truncated at the horizon, E[N] ≤ 2 H / E[min(X, H)], and

@@ -26,6 +26,14 @@ from twin import rng
 Hours = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
+def _pow(base: float, exponent: float) -> float:
+    """``base ** exponent``, +inf where it overflows (a tiny Weibull scale at a long horizon)."""
+    try:
+        return base ** exponent
+    except OverflowError:
+        return math.inf
+
+
 class _Dist(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -62,9 +70,7 @@ class Exponential(_Dist):
         return self.mean_h
 
     def cdf(self, t_h: float) -> float:
-        from scipy import stats
-
-        return float(stats.expon.cdf(t_h, scale=self.mean_h))
+        return -math.expm1(-max(t_h, 0.0) / self.mean_h)
 
     def mean_below(self, c_h: float) -> float:
         return self.mean_h * self.cdf(c_h)  # m (1 - exp(-c/m))
@@ -87,18 +93,16 @@ class Weibull(_Dist):
         return self.scale_h * math.gamma(1.0 + 1.0 / self.shape)
 
     def cdf(self, t_h: float) -> float:
-        from scipy import stats
-
-        return float(stats.weibull_min.cdf(t_h, self.shape, scale=self.scale_h))
+        return -math.expm1(-_pow(max(t_h, 0.0) / self.scale_h, self.shape))
 
     def mean_below(self, c_h: float) -> float:
-        from scipy import special, stats
+        from scipy import special
 
         # E[X; X < c] = scale Γ(1 + 1/k) P(1 + 1/k, (c/scale)^k), plus c P(X >= c)
         a = 1.0 + 1.0 / self.shape
-        x = (c_h / self.scale_h) ** self.shape
-        below = self.scale_h * math.exp(special.gammaln(a)) * float(special.gammainc(a, x))
-        return below + c_h * float(stats.weibull_min.sf(c_h, self.shape, scale=self.scale_h))
+        x = _pow(max(c_h, 0.0) / self.scale_h, self.shape)
+        below = self.scale_h * math.exp(float(special.gammaln(a))) * float(special.gammainc(a, x))
+        return below + c_h * math.exp(-x)
 
     def nbue(self) -> bool:
         return self.shape >= 1.0
@@ -119,19 +123,19 @@ class Lognormal(_Dist):
         return math.log(self.mean_h) - self.sigma * self.sigma / 2.0
 
     def cdf(self, t_h: float) -> float:
-        from scipy import stats
+        from scipy import special  # Φ (scipy.special.ndtr; scipy.stats would import scipy.optimize)
 
-        return float(stats.lognorm.cdf(t_h, self.sigma, scale=math.exp(self._mu()))) if t_h > 0 else 0.0
+        return float(special.ndtr((math.log(t_h) - self._mu()) / self.sigma)) if t_h > 0 else 0.0
 
     def mean_below(self, c_h: float) -> float:
-        from scipy import stats
+        from scipy import special
 
         if c_h <= 0:
             return 0.0
-        # E[X; X < c] = mean Φ((ln c − μ − σ²) / σ), plus c P(X >= c)
-        z = (math.log(c_h) - self._mu() - self.sigma * self.sigma) / self.sigma
-        below = self.mean_h * float(stats.norm.cdf(z))
-        return below + c_h * float(stats.lognorm.sf(c_h, self.sigma, scale=math.exp(self._mu())))
+        # E[X; X < c] = mean Φ((ln c − μ − σ²) / σ), plus c P(X >= c) = c Φ(−(ln c − μ) / σ)
+        z = (math.log(c_h) - self._mu()) / self.sigma
+        below = self.mean_h * float(special.ndtr(z - self.sigma))
+        return below + c_h * float(special.ndtr(-z))
 
 
 class Fixed(_Dist):
