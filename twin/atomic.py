@@ -18,10 +18,26 @@ import secrets
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+def make_dirs(path: str | os.PathLike[str]) -> None:
+    """``mkdir -p``; a file where the folder or one of its parents should be is bad input (exit 2) naming
+    that file, not a FileExistsError (exit 3)."""
+    p = Path(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next((q for q in (p, *p.parents) if q.exists() and not q.is_dir()), None)
+        if blocker is None:
+            raise
+        from twin.errors import InputError
+
+        raise InputError(str(blocker), "", f"is a file, where the folder {p} should be: move it away, or choose "
+                                           "another --results folder (or --label, --out)") from None
 
 
 def name_path(exc: OSError, path: str | os.PathLike[str]) -> None:
@@ -77,7 +93,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     target = Path(path)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(target.parent)
         tmp_path = create_temp_file(target.parent, target.name)
     except OSError as exc:
         name_path(exc, target)
@@ -101,6 +117,14 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         os.fsync(fh.fileno())
 
 
+def save_figure(fig: Any, path: str | os.PathLike[str], **kwargs: Any) -> None:
+    """``fig.savefig`` atomically (the format from the file's suffix), so a full disk names the figure
+    (:func:`name_path`) and never leaves half a PNG under its name."""
+    target = Path(path)
+    with atomic_path(target) as tmp:
+        fig.savefig(tmp, format=target.suffix.lstrip(".") or "png", **kwargs)
+
+
 def atomic_write_parquet(path: str | os.PathLike[str], df: "pd.DataFrame") -> None:
     """Atomically replace ``path`` with ``df`` as Parquet (without the index)."""
     with atomic_path(path) as tmp:
@@ -117,7 +141,7 @@ def atomic_write_text_new(path: str | os.PathLike[str], text: str) -> bool:
     target = Path(path)
     if target.exists():
         return False
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(target.parent)
     tmp_path = create_temp_file(target.parent, target.name)
     try:
         with open(tmp_path, "w", encoding="utf-8") as fh:
@@ -141,7 +165,7 @@ def atomic_write_text_new(path: str | os.PathLike[str], text: str) -> bool:
 def atomic_folder(final: Path, overwrite: bool) -> Iterator[Path]:
     """Yield a temporary folder; on success it replaces ``final`` (only if ``overwrite`` when it
     exists). On any exception or interrupt the temporary folder is removed."""
-    final.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(final.parent)
     tmp = create_temp_folder(final.parent, final.name)
     try:
         yield tmp

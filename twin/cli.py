@@ -63,6 +63,12 @@ def check_results_root(root: str) -> None:
     """Refuse a ``--results`` folder that is a file or cannot be written or created, leaving nothing
     behind (a run that then refuses its scenario, or a dry run, writes nothing): a missing folder is
     probed by creating and removing its first missing component."""
+    if not root.strip():
+        raise InputError("--results", repr(root), "an empty folder name: give a folder (--results . for the current "
+                                                  "one)")
+    from twin.experiment.store import check_utf8
+
+    check_utf8("--results", root)
     p = Path(root).absolute()
     if p.exists():
         if not p.is_dir():
@@ -294,6 +300,10 @@ def _run(args: argparse.Namespace) -> int:
             from twin.scenario.loader import allowed_paths
 
             scopes.enter_context(allowed_paths(args.allow_paths))
+        if getattr(args, "max_events", None) is not None:
+            from twin.limits import max_events_scope
+
+            scopes.enter_context(max_events_scope(args.max_events))
         if getattr(args, "dask", None):
             from twin.experiment.runner import worker_wait
 
@@ -393,6 +403,8 @@ def _main(args_list: list[str], state: dict[str, Any]) -> int:
     except SystemExit as exc:  # --help / --version
         return int(exc.code or 0) if isinstance(exc.code, int) else 0
     except OSError as exc:  # the environment (full disk, permissions: ENVIRONMENT_ERRNOS) or a bug
+        if exc.filename is None and results_root is not None:  # a write deep in a library named no file
+            exc.filename = f"a file under --results {results_root}"
         env = environment_problem(exc)
         if env is None:
             return _internal_error(exc, results_root, verbose)

@@ -39,6 +39,7 @@ from twin.model.cooling.chillers import Plant
 from twin.model.cooling.component import Thermal
 from twin.model.workload import Workload
 from twin.observe.recorder import Recorder, time_weighted_mean
+from twin.limits import event_bound, events_exceeded
 from twin.scenario.schema import Scenario
 
 T = TypeVar("T")
@@ -155,7 +156,7 @@ class Model:
     """One replication's component tree."""
 
     def __init__(self, sc: Scenario, replication: int = 0, scenario_hash: str = "",
-                 components: Sequence[type[Component]] | None = None) -> None:
+                 components: Sequence[type[Component]] | None = None, source: str = "") -> None:
         t0 = time.perf_counter()
         # the registry (default COMPONENTS); the services are checked here, before anything is built
         order = build_order(COMPONENTS if components is None else components, sc)
@@ -203,6 +204,15 @@ class Model:
             comp.start()
         self.build_s = time.perf_counter() - t0
         self.events = 0
+        self.max_events = event_bound(sc)
+        """Events after which the run stops with exit 2 (:func:`twin.limits.event_bound`)."""
+        self.source = source or f"scenario {sc.name}"
+        """The scenario's file, for the message of a stopped run."""
+
+    def stop_at_bound(self, events: int) -> None:
+        """Raise the exit-2 error of a run stopped at :attr:`max_events` events, naming the cause."""
+        failures = {name: int(pop.failures) for name, pop in list(self.parts.items()) + list(self.facility.items())}
+        raise events_exceeded(self.sc, self.source, events, self.engine.now, failures)
 
     def service(self, key: Service[T]) -> T | None:
         """The provider of service ``key`` in this replication, or None when no component provides it."""
@@ -226,9 +236,11 @@ class Model:
         env = self.engine.env
         H = self.sc.horizon_h
         t0 = time.perf_counter()
-        # count processed events through SimPy's public step() loop; an interrupt recorded by the
-        # command line's signal handler (twin.interrupt) is raised here, between events, never lost
+        # count processed events through SimPy's public step() loop, up to the hard bound; an interrupt
+        # recorded by the command line's signal handler (twin.interrupt) is raised here, between events,
+        # never lost
         n = 0
+        bound = self.max_events
         step = env.step
         check = interrupt.check
         with interrupt.loop() as pending:
@@ -238,6 +250,8 @@ class Model:
                     n += 1
                     if pending:
                         check()
+                    if n >= bound:
+                        self.stop_at_bound(n)
             else:
                 marks = [H * i / 100 for i in range(1, 101)]
                 mi = 0
@@ -250,6 +264,8 @@ class Model:
                     n += 1
                     if pending:
                         check()
+                    if n >= bound:
+                        self.stop_at_bound(n)
                 progress(H)
         env.run(until=H)
         self.loop_s = time.perf_counter() - t0
@@ -419,7 +435,7 @@ class Model:
 
 def run_replication(sc: Scenario, replication: int = 0, scenario_hash: str = "",
                     progress: Callable[[float], None] | None = None,
-                    lifetimes: bool = False, tables: bool = True) -> ReplicationResult:
+                    lifetimes: bool = False, tables: bool = True, source: str = "") -> ReplicationResult:
     """Build, run and summarise one replication. Pure function of (scenario, replication).
 
     ``tables=False`` leaves the tables to be built when read (:meth:`Model.result`): a caller that
@@ -427,8 +443,11 @@ def run_replication(sc: Scenario, replication: int = 0, scenario_hash: str = "",
 
     ``lifetimes`` adds the table ``lifetimes``: every node part's lives (failed or censored at the
     horizon) in the column format ``twin fit`` reads, so fits can be checked against a known truth.
+
+    The run stops (:class:`~twin.errors.InputError`, exit 2, naming ``source`` and the cause) after
+    :func:`twin.limits.event_bound` events.
     """
-    model = Model(sc, replication, scenario_hash)
+    model = Model(sc, replication, scenario_hash, source=source)
     model.run(progress)
     res = model.result(tables)
     if lifetimes:

@@ -36,7 +36,8 @@ def _common(p: argparse.ArgumentParser, reps_default: int = 20) -> None:
     p.add_argument("--reps", type=int, default=reps_default, metavar="N",
                    help=f"replications (per variant / point; default {reps_default})")
     p.add_argument("--workers", type=int, default=1, metavar="K",
-                   help="local worker processes (default 1: serial, in this process)")
+                   help="local worker processes (default 1: serial, in this process; at most 4 per CPU core "
+                        "without --force)")
     p.add_argument("--dask", metavar="ADDRESS",
                    help="run on a Dask cluster: scheduler address (tcp://host:8786) or 'local' for a "
                         "LocalCluster of --workers processes")
@@ -46,8 +47,9 @@ def _common(p: argparse.ArgumentParser, reps_default: int = 20) -> None:
     p.add_argument("--target-ci", dest="target_ci", action="append", default=[], metavar="METRIC=HALFWIDTH",
                    help="add replications until the 95%% CI half-width of METRIC is at most HALFWIDTH "
                         "(compare: of the paired difference); repeatable")
-    p.add_argument("--max-reps", dest="max_reps", type=int, default=DEFAULT_MAX_REPS, metavar="N",
-                   help=f"cap for --target-ci (default {DEFAULT_MAX_REPS})")
+    p.add_argument("--max-reps", dest="max_reps", type=int, default=None, metavar="N",
+                   help=f"cap for --target-ci (default {DEFAULT_MAX_REPS:,}, or --reps when larger; at most "
+                        "100,000 replications per command, twin.limits)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                    help="override a scenario field (applied to every scenario), e.g. "
                         "--set maintenance.crews.technicians.count=4")
@@ -143,9 +145,12 @@ def parse_targets(exprs: Sequence[str]) -> dict[str, float]:
 def _check(args: argparse.Namespace) -> None:
     if args.reps < 2:
         raise InputError("--reps", str(args.reps), "must be >= 2")
-    if args.workers < 1:
-        raise InputError("--workers", str(args.workers), "must be >= 1")
-    if args.max_reps < args.reps:
+    from twin.limits import check_workers
+
+    check_workers(args.workers, args.dask, args.force)
+    if args.max_reps is None:  # not given: it cannot refuse the --reps given
+        args.max_reps = max(DEFAULT_MAX_REPS, args.reps)
+    elif args.max_reps < args.reps:
         raise InputError("--max-reps", str(args.max_reps), f"must be >= --reps ({args.reps})")
 
 
@@ -185,7 +190,8 @@ def _check_limits(args: argparse.Namespace, kind: str) -> None:
         points = [load_scenario(args.scenario, sets)]
     per_point = args.max_reps if args.target_ci else args.reps
     for ld in points:
-        check_limits(ld, reps=per_point * len(points), force=False)
+        check_limits(ld, reps=per_point * len(points), force=False, reps_option="--max-reps" if args.target_ci
+                     else "--reps")
 
 
 def _progress(args: argparse.Namespace) -> bool:
@@ -284,7 +290,8 @@ def cmd_montecarlo(args: argparse.Namespace) -> int:
     if not args.force:
         from twin.limits import check_limits
 
-        check_limits(loaded, reps=args.max_reps if targets else args.reps)
+        check_limits(loaded, reps=args.max_reps if targets else args.reps,
+                     reps_option="--max-reps" if targets else "--reps")
     folder = experiment_folder(Path(args.results), loaded, args.label)
     res = run_experiment(loaded, args.reps, args.workers, args.dask, folder, args.overwrite, targets or None,
                          _progress(args), max_reps=args.max_reps, echo=_note)

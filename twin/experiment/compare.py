@@ -25,7 +25,7 @@ from twin.errors import InputError
 from twin.experiment import stats
 from twin.experiment.runner import (DEFAULT_MAX_REPS, ExperimentResult, check_label, experiment_folder,
                                     run_experiment, with_seed)
-from twin.atomic import atomic_write_parquet
+from twin.atomic import atomic_write_parquet, make_dirs
 from twin.experiment.store import versions, write_json
 from twin.scenario.loader import Loaded, load_scenario
 
@@ -147,7 +147,7 @@ def run_compare(paths: Sequence[str], sets: Sequence[str], reps: int, workers: i
         if target_met is not None:
             break
     summ, paired, win = compute(labels, [r.replications for r in results], [r.summary for r in results])
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dirs(folder)
     atomic_write_parquet(folder / "summaries.parquet", summ)
     atomic_write_parquet(folder / "paired.parquet", paired)
     atomic_write_parquet(folder / "winners.parquet", win)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from twin.atomic import atomic_path
 from twin.errors import InputError
@@ -57,9 +57,25 @@ def write_rows(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """The rows of a file written by :func:`write_rows` (or a replications table), each as it was
     made: null metrics (not reported) dropped."""
+    return [{k: v for k, v in r.items() if v is not None or k in ID_DTYPES} for r in read_stored(path).to_pylist()]
+
+
+def read_stored(path: Path, reader: Callable[[Path], Any] | None = None) -> Any:
+    """A stored Parquet file of a results folder read by ``reader`` (default a pyarrow Table); a damaged
+    one (truncated, not Parquet: a crash of the machine, a full disk while it was copied) is bad input,
+    exit 2, naming it."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    return [{k: v for k, v in r.items() if v is not None or k in ID_DTYPES} for r in pq.read_table(path).to_pylist()]
+    from twin.errors import environment_problem
+
+    try:
+        return (reader or pq.read_table)(path)
+    except (pa.ArrowException, OSError) as exc:
+        if isinstance(exc, OSError) and environment_problem(exc) is not None:
+            raise  # a permission or an I/O error: the environment's one-line error names it
+        raise InputError(str(path), "", f"damaged: not a readable Parquet table ({str(exc).splitlines()[0]}); "
+                                        f"delete it (what it held is then rebuilt or recomputed) or use --overwrite") from None
 
 
 def flush_reps() -> int:

@@ -65,9 +65,10 @@ import twin
 from twin.errors import EnvironmentProblem, InputError
 from twin import interrupt
 from twin.experiment import stats
-from twin.atomic import atomic_path, atomic_write_parquet, atomic_write_text
-from twin.experiment.rows import ID_DTYPES, RowStore
+from twin.atomic import atomic_path, atomic_write_parquet, atomic_write_text, make_dirs
+from twin.experiment.rows import ID_DTYPES, RowStore, read_stored
 from twin.experiment.store import check_label, folder_lock, versions, write_json
+from twin.limits import max_events_override, max_events_scope
 from twin.scenario.advice import advise
 from twin.scenario.loader import Loaded, _file_values, data_file_digests, load_dict
 
@@ -110,7 +111,7 @@ def payload_of(loaded: Loaded) -> dict[str, Any]:
     files' digests and the twin version, so a worker that validates to another hash can say why)."""
     return {"resolved": loaded.resolved, "hash": loaded.hash, "source": str(loaded.source),
             "base_dir": str(Path(loaded.source).parent.resolve()), "data_files": dict(loaded.data_files),
-            "twin_version": twin.__version__}
+            "twin_version": twin.__version__, "max_events": max_events_override()}
 
 
 # ---------------------------------------------------------------- worker side
@@ -161,7 +162,8 @@ def run_batch(payload: Mapping[str, Any], indices: list[int],
         for i in indices:
             _test_kill_hook(i, kill)
             t0 = time.perf_counter()
-            res = run_replication(loaded.scenario, i, loaded.hash, tables=False)
+            with max_events_scope(payload.get("max_events")):
+                res = run_replication(loaded.scenario, i, loaded.hash, tables=False, source=str(loaded.source))
             row = replication_row(res)
             del res
             out.append((row, time.perf_counter() - t0))
@@ -606,9 +608,7 @@ def write_row(path: Path, row: Mapping[str, Any]) -> None:
 
 
 def read_row(path: Path) -> dict[str, Any]:
-    import pyarrow.parquet as pq
-
-    rows = pq.read_table(path).to_pylist()
+    rows = read_stored(path).to_pylist()
     if len(rows) != 1:
         raise InputError(str(path), "", f"a replication file holds one row, found {len(rows)}; use --overwrite")
     return rows[0]
@@ -665,7 +665,7 @@ def prepare_folder(folder: Path, loaded: Loaded, overwrite: bool) -> str | None:
             shutil.rmtree(folder)
             note = (f"note: {folder} held replications made by twin {made_by}; recomputing them with twin "
                     f"{twin.__version__} (results of another version are never reused)")
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dirs(folder)
     sc = loaded.scenario
     if not meta.is_file():
         write_json(meta, {"kind": "montecarlo", "scenario": sc.name, "scenario_hash": loaded.hash,
@@ -677,10 +677,10 @@ def prepare_folder(folder: Path, loaded: Loaded, overwrite: bool) -> str | None:
 def load_complete(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]] | None:
     """(replications, summary, COMPLETE data) of a complete folder, else None."""
     done = _read_json(folder / "COMPLETE")
-    if done is None:
-        return None
-    reps = pd.read_parquet(folder / "replications.parquet")
-    summ = pd.read_parquet(folder / "summary.parquet")
+    if done is None or not all((folder / f).is_file() for f in ("replications.parquet", "summary.parquet")):
+        return None  # never completed, or a deleted table: rebuilt from the stored chunks
+    reps = read_stored(folder / "replications.parquet", pd.read_parquet)
+    summ = read_stored(folder / "summary.parquet", pd.read_parquet)
     return reps, summ, done
 
 

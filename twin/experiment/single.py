@@ -236,7 +236,8 @@ def _simulate(loaded: Loaded, replication: int, progress: bool, lifetimes: bool 
                       transient=True) as bar:
             task = bar.add_task(sc.name, total=sc.horizon_days)
             res = run_replication(sc, replication, loaded.hash,
-                                  progress=lambda t: bar.update(task, completed=t / 24.0), lifetimes=lifetimes)
+                                  progress=lambda t: bar.update(task, completed=t / 24.0), lifetimes=lifetimes,
+                                  source=str(loaded.source))
     else:
-        res = run_replication(sc, replication, loaded.hash, lifetimes=lifetimes)
+        res = run_replication(sc, replication, loaded.hash, lifetimes=lifetimes, source=str(loaded.source))
     return res

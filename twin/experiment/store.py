@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import twin
-from twin.atomic import atomic_folder, atomic_write_parquet, atomic_write_text, atomic_write_text_new, name_path
+from twin.atomic import atomic_folder, atomic_write_parquet, atomic_write_text, atomic_write_text_new, make_dirs, name_path
 from twin.errors import InputError
 
 __all__ = ["atomic_folder", "atomic_write_parquet", "atomic_write_text", "name_path", "folder_lock", "lock_path",
@@ -71,6 +71,16 @@ def check_label(label: str) -> None:
     """Refuse a ``--label`` that is not one plain folder name (it must not lead out of the results tree)."""
     if not label or label in (".", "..") or "/" in label or "\\" in label or label.startswith("."):
         raise InputError("--label", label, "a label is one folder name (no '/', not starting with '.')")
+    check_utf8("--label", label)
+
+
+def check_utf8(option: str, text: str) -> None:
+    """Refuse a name given on the command line that is not UTF-8 text (bytes the locale could not decode
+    reach Python as surrogates, which no file written through pyarrow or as UTF-8 can carry)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(option, text, "not UTF-8 text: give a name of UTF-8 characters") from None
 
 
 def run_folder(results_root: Path, scenario_name: str, scenario_hash: str, seed: int, label: str | None,
@@ -178,7 +188,7 @@ def folder_lock(folder: Path, echo: Callable[[str], None], stale_s: float = LOCK
     heartbeat for ``stale_s`` seconds: a killed run) is taken over with a note. Released on leaving
     the block, whatever ends it."""
     path = lock_path(folder)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)
     token = uuid.uuid4().hex
     started = time.time()
     said = False

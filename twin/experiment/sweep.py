@@ -23,7 +23,7 @@ import pandas as pd
 from twin.errors import InputError
 from twin.experiment import stats
 from twin.experiment.runner import DEFAULT_MAX_REPS, ExperimentResult, check_label, experiment_folder, run_experiment
-from twin.atomic import atomic_write_parquet
+from twin.atomic import atomic_write_parquet, make_dirs
 from twin.experiment.store import versions, write_json
 from twin.report import metrics as catalogue
 from twin.scenario.loader import Loaded, load_scenario, parse_set
@@ -159,7 +159,7 @@ def run_sweep(scenario: str, sets: Sequence[str], param_exprs: Sequence[str], re
     points_df = pd.DataFrame(prow)
     tidy_df = pd.concat(tidy, ignore_index=True)
     tidy_df = tidy_df[["point"] + paths + TIDY_COLUMNS]
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dirs(folder)
     atomic_write_parquet(folder / "points.parquet", points_df)
     atomic_write_parquet(folder / "sweep.parquet", tidy_df)
     decision, chosen, dmeta = None, None, None
@@ -293,7 +293,7 @@ def run_sensitivity(scenario: str, sets: Sequence[str], param_exprs: Sequence[st
     deltas = pd.DataFrame(rows, columns=["factor", "level", "value", "metric", "n", "baseline", "mean", "delta",
                                          "ci_low", "ci_high"])
     ranking = rank(deltas, metrics)
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dirs(folder)
     atomic_write_parquet(folder / "deltas.parquet", deltas)
     atomic_write_parquet(folder / "ranking.parquet", ranking)
     write_json(folder / "experiment.json", {

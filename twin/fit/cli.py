@@ -81,7 +81,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--out", "", f"{out_dir} exists and is not a folder")
 
     lives = read_lives(csv_path, fmt_name, parts=parts, observation_end_h=obs_end)
-    fits, skipped = fit_lifetimes(lives, parts=parts)
+    try:
+        fits, skipped = fit_lifetimes(lives, parts=parts)
+    except FloatingPointError as exc:  # every model of a part failed numerically (fit_part)
+        raise InputError(csv_path, "", f"{exc}: the lifetimes span too many orders of magnitude to fit; check "
+                                       "their unit (hours)") from None
     for note in skipped:
         print(f"twin fit: warning: {note}", file=sys.stderr)
     if not fits:

@@ -34,6 +34,13 @@ LIFETIME_OPTIONAL: tuple[str, ...] = ("category",)
 EVENT_COLUMNS: tuple[str, ...] = ("part", "component_id", "time_h", "event")
 EVENT_NAMES: tuple[str, ...] = ("install", "fail", "replace")
 
+MAX_TIME_H = 1e7
+"""Largest time a field-data CSV may hold, hours (~1,140 years: beyond any observation of hardware;
+a value like 1e300 is a unit or export error, and the fits overflow on it)."""
+MIN_LIFETIME_H = 1e-6
+"""Shortest failed life, hours (3.6 ms: below the resolution of any failure log; 1e-300 is an
+export error, and the fits overflow on it)."""
+
 _TRUE = {"1", "1.0", "true", "yes", "y", "t"}
 _FALSE = {"0", "0.0", "false", "no", "n", "f"}
 
@@ -131,7 +138,18 @@ def _hours(source: str, row: int, values: dict[str, str], column: str) -> float:
         raise InputError(source, _where(row, column), f"{raw!r} is not a finite number (hours)")
     if value < 0:
         raise InputError(source, _where(row, column), f"negative time {raw}; times are hours >= 0")
+    if value > MAX_TIME_H:
+        raise InputError(source, _where(row, column), f"{raw} hours is beyond the largest time allowed, "
+                                                      f"{MAX_TIME_H:.0e} h (~1,140 years); times are hours")
     return value
+
+
+def _check_life(source: str, row: int, column: str, start: float, end: float, label: str = "") -> None:
+    """A failed life must last at least :data:`MIN_LIFETIME_H`."""
+    if 0 < end - start < MIN_LIFETIME_H:
+        raise InputError(source, _where(row, column), f"{label}fails {end - start:.3g} h after its install, below the "
+                                                      f"shortest lifetime allowed, {MIN_LIFETIME_H:g} h (3.6 ms); "
+                                                      "times are hours")
 
 
 def _flag(source: str, row: int, values: dict[str, str], column: str) -> bool:
@@ -146,7 +164,11 @@ def _flag(source: str, row: int, values: dict[str, str], column: str) -> bool:
 
 
 def _part(source: str, row: int, values: dict[str, str], parts: Sequence[str] | None) -> str:
+    from twin.scenario.base import PART_NAME_RULE, valid_part_name
+
     part = _text(source, row, values, "part")
+    if not valid_part_name(part):  # the fitted part goes into a scenario: the schema's rule
+        raise InputError(source, _where(row, "part"), f"{part!r} is not a part name of a scenario: {PART_NAME_RULE}")
     if parts is not None and part not in parts:
         raise InputError(source, _where(row, "part"),
                          f"unknown part type {part!r}; --parts allows {', '.join(parts)}")
@@ -157,9 +179,14 @@ def parse_parts(text: str | None) -> list[str] | None:
     """Parse ``--parts gpu,psu`` into a list (None when not given)."""
     if text is None:
         return None
+    from twin.scenario.base import PART_NAME_RULE, valid_part_name
+
     parts = [p.strip() for p in text.split(",")]
     if not parts or any(p == "" for p in parts):
         raise InputError("--parts", "", f"{text!r}: expected a comma-separated list of part types, e.g. gpu,psu")
+    bad = [p for p in parts if not valid_part_name(p)]
+    if bad:
+        raise InputError("--parts", "", f"{', '.join(map(repr, bad))}: not a part name of a scenario: {PART_NAME_RULE}")
     dupes = sorted({p for p in parts if parts.count(p) > 1})
     if dupes:
         raise InputError("--parts", "", f"duplicate part type(s) {', '.join(dupes)}")
@@ -183,6 +210,8 @@ def read_lifetimes_csv(path: str | os.PathLike[str], parts: Sequence[str] | None
         if failed and end == start:
             raise InputError(source, _where(row, "end_h"),
                              f"failure at the install time (end_h = start_h = {end:g}); lifetimes must be > 0")
+        if failed:
+            _check_life(source, row, "end_h", start, end)
         category = values.get("category") or None
         out.append(Lifetime(part, component_id, start, end, failed, category, row))
     _check_parts_present(source, out, parts)
@@ -294,6 +323,7 @@ def lifetimes_from_events(
             if e.time_h == start:
                 raise InputError(source, _where(e.row, "time_h"),
                                  f"{label} fails at its install time {start:g}; lifetimes must be > 0")
+            _check_life(source, e.row, "time_h", start, e.time_h, f"{label} ")
             lives.append(Lifetime(e.part, e.component_id, start, e.time_h, True, None, e.row))
             start, provisional = e.time_h, True
         else:  # replace

@@ -190,7 +190,11 @@ def fit_model(dist: str, durations_h: Sequence[float] | np.ndarray, failed: Sequ
         warnings.simplefilter("ignore", RuntimeWarning)
         fitted = family.fit(data, floc=0, optimizer=optimizer)
     shape_args, fscale = tuple(fitted[:-2]), float(fitted[-1])
-    params_unit = D.from_scipy(dist, shape_args, fscale)
+    try:
+        params_unit = D.from_scipy(dist, shape_args, fscale)
+    except OverflowError:
+        raise FloatingPointError(f"{dist}: fit produced parameters beyond floating point ({shape_args}, "
+                                 f"scale {fscale:g})") from None
     if not optimizer.converged:
         notes.append(f"{dist}: optimiser hit its iteration limit; estimates may be inaccurate")
     if not all(math.isfinite(v) and v > 0 for v in params_unit.values()):
@@ -208,7 +212,10 @@ def fit_model(dist: str, durations_h: Sequence[float] | np.ndarray, failed: Sequ
 
     z = float(stats.norm.ppf(0.5 + level / 2.0))
     ci: dict[str, tuple[float, float]] = {}
-    mean = D.mean_h(dist, params)
+    try:
+        mean = D.mean_h(dist, params)
+    except OverflowError:
+        raise FloatingPointError(f"{dist}: the fitted mean overflows floating point ({params})") from None
     mean_ci = (math.nan, math.nan)
     with np.errstate(all="ignore"):
         H = _hessian(nll, theta_hat)

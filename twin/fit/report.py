@@ -125,8 +125,10 @@ def figure_names(part: str) -> tuple[str, str]:
 def markdown(fits: Sequence[PartFit], source: str | None, fmt_name: str, today: _dt.date | None = None,
              figures: bool = True) -> str:
     """The ``fit.md`` report: summary, per-part parameter tables, figures, warnings."""
-    out = [f"# twin fit: {source or 'field data'}", ""]
-    out.append(f"Fitted on {_today(today)} by `twin fit` from `{source}` (format `{fmt_name}`). "
+    # the user's text: never raw HTML in the report (a code span shows its text as is, without a backtick)
+    code = str(source).replace("`", "'")
+    out = [f"# twin fit: {_md(source) if source else 'field data'}", ""]
+    out.append(f"Fitted on {_today(today)} by `twin fit` from `{code}` (format `{fmt_name}`). "
                "Maximum likelihood with right censoring (`scipy.stats` `fit` on `CensoredData`, location 0). "
                f"Confidence intervals: {CI_METHOD}. Model chosen by the smallest AIC (2k − 2 ln L); "
                "BIC = k ln n − 2 ln L with n = lives.")
@@ -156,8 +158,16 @@ def markdown(fits: Sequence[PartFit], source: str | None, fmt_name: str, today: 
                     f"![Kaplan–Meier vs fitted survival of {pf.part}]({sv})"]
     notes = [w for pf in fits for w in pf.warnings]
     if notes:
-        out += ["", "## Warnings", ""] + [f"- {w}" for w in notes]
+        out += ["", "## Warnings", ""] + [f"- {_md(w)}" for w in notes]
     return "\n".join(out) + "\n"
+
+
+def _md(text: str) -> str:
+    """Text for the Markdown report with HTML's special characters escaped (a file name or a message
+    may hold ``<script>``; Markdown passes raw HTML through)."""
+    import html
+
+    return html.escape(str(text), quote=False)
 
 
 def text_table(fits: Sequence[PartFit]) -> str:
@@ -276,7 +286,7 @@ def write_report(fits: Sequence[PartFit], out_dir: str | os.PathLike[str], sourc
                  fmt_name: str = "lifetimes", today: _dt.date | None = None, figures: bool = True) -> dict[str, Path]:
     """Write ``fit.yaml``, ``fit.md`` and (optionally) the PNG figures into ``out_dir``."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    atomic.make_dirs(out)
     written: dict[str, Path] = {}
     if figures:
         for pf in fits:

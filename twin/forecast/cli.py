@@ -127,6 +127,9 @@ def cmd_forecast(args: argparse.Namespace) -> int:
     from twin.forecast.run import run_forecast
     from twin.scenario.loader import load_scenario
 
+    from twin.limits import check_workers
+
+    check_workers(args.workers, args.dask, args.force)
     levers = parse_levers(args.levers)
     scen = parse_lever_scenarios(args.lever_scenario)
     loaded = load_scenario(args.scenario, args.overrides)

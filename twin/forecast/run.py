@@ -172,20 +172,24 @@ class JobObserver:
 
 # ---------------------------------------------------------------- one replication
 
-def run_one(sc: Scenario, replication: int, job_name: str, scenario_hash: str = "") -> dict[str, Any]:
+def run_one(sc: Scenario, replication: int, job_name: str, scenario_hash: str = "",
+            source: str = "") -> dict[str, Any]:
     """Run replication ``replication`` of ``sc`` until job ``job_name`` completes (or the
     scenario's horizon, the bound); return one row: identity columns and metrics (hours)."""
     from twin.sim import GC_EVENTS, Model
 
-    model = Model(sc, replication, scenario_hash)
+    model = Model(sc, replication, scenario_hash, source=source)
     obs = JobObserver(model, job_name)
     env = model.engine.env
     H = sc.horizon_h
     step = env.step
     n = 0
+    bound = model.max_events
     while not obs.done and env.peek() < H:
         step()
         n += 1
+        if n >= bound:
+            model.stop_at_bound(n)
     job = obs.job
     row: dict[str, Any] = {
         "replication": int(replication), "seed": int(sc.seed), "scenario": sc.name,
@@ -241,6 +245,7 @@ def forecast_batch(payload: Mapping[str, Any], indices: list[int],
     payload's scenario and run replications ``indices`` of the job ``payload["job"]`` to completion;
     (row, wall seconds) each."""
     from twin.experiment.runner import check_same_scenario
+    from twin.limits import max_events_scope
 
     loaded = load_dict(payload["resolved"], payload["source"], Path(payload["base_dir"]))
     check_same_scenario(payload, loaded)  # a data file changed during the run is the user's environment
@@ -249,7 +254,9 @@ def forecast_batch(payload: Mapping[str, Any], indices: list[int],
     try:
         for i in indices:
             t0 = time.perf_counter()
-            out.append((run_one(loaded.scenario, i, payload["job"], loaded.hash), time.perf_counter() - t0))
+            with max_events_scope(payload.get("max_events")):
+                row = run_one(loaded.scenario, i, payload["job"], loaded.hash, str(loaded.source))
+            out.append((row, time.perf_counter() - t0))
     finally:
         gc.unfreeze()
     return out
@@ -402,7 +409,9 @@ def _prepare(folder: Path, loaded: Loaded, overwrite: bool) -> None:
         if meta.get("kind") != "forecast" or meta.get("scenario_hash") != loaded.hash:
             raise InputError(str(folder), "--label", "folder holds other results (not a forecast of this scenario); "
                              "choose another --label or use --overwrite")
-    folder.mkdir(parents=True, exist_ok=True)
+    from twin.atomic import make_dirs
+
+    make_dirs(folder)
 
 
 def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: Sequence[str] | None = None,

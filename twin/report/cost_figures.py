@@ -17,6 +17,7 @@ import pandas as pd  # noqa: E402
 
 from twin.report import metrics as catalogue
 from twin.report.numbers import fmt as _fmt
+from twin.atomic import save_figure  # noqa: E402
 
 PARTS = [("cost.capital.compute", "capital: compute"), ("cost.capital.cooling", "capital: cooling"),
          ("cost.capital.power", "capital: power"), ("cost.capital.network", "capital: network"),
@@ -31,7 +32,7 @@ assert len(COLOURS) == len(PARTS)  # (zip would drop a segment)
 
 def _save(fig: "plt.Figure", path: Path) -> None:
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 

@@ -20,6 +20,7 @@ from typing import Any, Mapping
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from twin.atomic import save_figure  # noqa: E402
 
 CLASSES = ("failure", "common cause", "power", "thermal", "maintenance", "repair drain")
 """Classes of node-down causes, in drawing order."""
@@ -53,7 +54,7 @@ def downtime_by_class(intervals: pd.DataFrame) -> pd.Series:
 
 def _save(fig: Any, path: Path) -> str:
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path.name
 

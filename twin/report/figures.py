@@ -8,11 +8,12 @@ from typing import Any
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from twin.atomic import save_figure  # noqa: E402
 
 
 def _save(fig: "plt.Figure", path: Path) -> None:
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 

@@ -29,6 +29,7 @@ from twin.report.figures import pareto_bars  # noqa: E402
 from twin.report import metrics as catalogue  # noqa: E402
 from twin.report.numbers import fmt  # noqa: E402
 from twin.report.stored import read_json as _read_json, read_table as _read_table  # noqa: E402
+from twin.atomic import save_figure  # noqa: E402
 
 HEADLINE = ("node_availability", "fleet_capacity_availability", "goodput", "useful_gpu_hours", "ettr.max_job",
             "failures", "node_down_hours", "interruptions", "stockouts", "energy.it_kwh", "pue", "pue.flat",
@@ -87,7 +88,7 @@ class Doc:
         if png is not None:
             self.figdir.mkdir(parents=True, exist_ok=True)
             png.tight_layout()
-            png.savefig(self.figdir / f"{name}.png", dpi=100)
+            save_figure(png, self.figdir / f"{name}.png", dpi=100)
             plt.close(png)
             self.md += [f"![{alt}](figures/{name}.png)", ""]
 
@@ -141,7 +142,7 @@ class Doc:
         self.figdir.mkdir(parents=True, exist_ok=True)
         path = self.figdir / name
         fig.tight_layout()
-        fig.savefig(path, dpi=100)
+        save_figure(fig, path, dpi=100)
         plt.close(fig)
         data = base64.b64encode(path.read_bytes()).decode("ascii")
         self.html.append(f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">')

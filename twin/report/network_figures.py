@@ -9,6 +9,7 @@ from typing import Any
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from twin.atomic import save_figure  # noqa: E402
 
 NETWORK_CAUSES = ("nic", "optic", "leaf", "link_flap")
 """Interruption causes that come from the fabric (``nic`` is the node part of that name)."""
@@ -42,7 +43,7 @@ def fabric_health(health: pd.DataFrame, horizon_h: float, path: Path) -> None:
     axes[2].set_xlim(0, horizon_h / 24.0)
     axes[0].set_title("Fabric health over time")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -57,7 +58,7 @@ def network_interruptions(jobs: pd.DataFrame, path: Path) -> None:
     ax.set_ylabel("job interruptions")
     ax.set_title("Job interruptions by network cause")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 

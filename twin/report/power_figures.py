@@ -9,6 +9,7 @@ from typing import Any
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from twin.atomic import save_figure  # noqa: E402
 
 STATE_COLOURS = {"utility": "tab:green", "ups": "gold", "generator": "tab:orange", "dead": "tab:red"}
 """Feed state colours, in drawing order (later states drawn over earlier ones at a year's scale)."""
@@ -16,7 +17,7 @@ STATE_COLOURS = {"utility": "tab:green", "ups": "gold", "generator": "tab:orange
 
 def _save(fig: "plt.Figure", path: Path) -> None:
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt  # noqa: E402
+from twin.atomic import save_figure  # noqa: E402
 
 BREAKDOWN = ["useful", "lost", "checkpoint", "restart", "slowdown", "idle", "down"]
 
@@ -35,7 +36,7 @@ def figures(res: Any, folder: Path) -> list[str]:
     if len(ints):
         ax.legend(loc="upper right", fontsize=7)
     fig.tight_layout()
-    fig.savefig(folder / "job_timeline.png", dpi=110)
+    save_figure(fig, folder / "job_timeline.png", dpi=110)
     plt.close(fig)
     out.append("job_timeline.png")
 
@@ -51,7 +52,7 @@ def figures(res: Any, folder: Path) -> list[str]:
     ax.set_title("Goodput breakdown")
     ax.legend(ncol=4, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.45))
     fig.tight_layout()
-    fig.savefig(folder / "goodput_breakdown.png", dpi=110)
+    save_figure(fig, folder / "goodput_breakdown.png", dpi=110)
     plt.close(fig)
     out.append("goodput_breakdown.png")
     return out

@@ -20,6 +20,15 @@ Beta = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
 PosHours = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
+def valid_part_name(name: str) -> bool:
+    """A part name of the scenario: letters, digits and ``_``, starting with a letter (it is a YAML key,
+    a metric suffix ``failures.<part>`` and a path component of the results)."""
+    return bool(name) and name.replace("_", "").isalnum() and name[0].isalpha()
+
+
+PART_NAME_RULE = "letters, digits and _ only, starting with a letter"
+
+
 class Strict(BaseModel):
     """Base of every scenario section: unknown keys are errors, and a validated scenario is frozen (a
     model reads it, never writes it). A value derived while validating is set once, by

@@ -26,6 +26,14 @@ from twin import rng
 Hours = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
+def _pow(base: float, exponent: float) -> float:
+    """``base ** exponent``, +inf where it overflows (a tiny Weibull scale at a long horizon)."""
+    try:
+        return base ** exponent
+    except OverflowError:
+        return math.inf
+
+
 class _Dist(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -35,6 +43,20 @@ class _Dist(BaseModel):
     def mean(self) -> float:  # pragma: no cover - abstract
         """Mean, hours."""
         raise NotImplementedError
+
+    def cdf(self, t_h: float) -> float:  # pragma: no cover - abstract
+        """P(X <= t_h)."""
+        raise NotImplementedError
+
+    def mean_below(self, c_h: float) -> float:  # pragma: no cover - abstract
+        """E[min(X, c_h)], hours: the mean truncated at ``c_h`` (the integral of the survival function
+        from 0 to ``c_h``); finite however heavy the tail."""
+        raise NotImplementedError
+
+    def nbue(self) -> bool:
+        """New better than used in expectation (exponential, Weibull of shape >= 1, fixed): the renewal
+        function is then at most t / mean (Barlow and Proschan), so t / mean bounds the renewals."""
+        return False
 
 
 class Exponential(_Dist):
@@ -46,6 +68,15 @@ class Exponential(_Dist):
 
     def mean(self) -> float:
         return self.mean_h
+
+    def cdf(self, t_h: float) -> float:
+        return -math.expm1(-max(t_h, 0.0) / self.mean_h)
+
+    def mean_below(self, c_h: float) -> float:
+        return self.mean_h * self.cdf(c_h)  # m (1 - exp(-c/m))
+
+    def nbue(self) -> bool:
+        return True
 
 
 class Weibull(_Dist):
@@ -61,6 +92,21 @@ class Weibull(_Dist):
     def mean(self) -> float:
         return self.scale_h * math.gamma(1.0 + 1.0 / self.shape)
 
+    def cdf(self, t_h: float) -> float:
+        return -math.expm1(-_pow(max(t_h, 0.0) / self.scale_h, self.shape))
+
+    def mean_below(self, c_h: float) -> float:
+        from scipy import special
+
+        # E[X; X < c] = scale Γ(1 + 1/k) P(1 + 1/k, (c/scale)^k), plus c P(X >= c)
+        a = 1.0 + 1.0 / self.shape
+        x = _pow(max(c_h, 0.0) / self.scale_h, self.shape)
+        below = self.scale_h * math.exp(float(special.gammaln(a))) * float(special.gammainc(a, x))
+        return below + c_h * math.exp(-x)
+
+    def nbue(self) -> bool:
+        return self.shape >= 1.0
+
 
 class Lognormal(_Dist):
     dist: Literal["lognormal"] = "lognormal"
@@ -73,6 +119,24 @@ class Lognormal(_Dist):
     def mean(self) -> float:
         return self.mean_h
 
+    def _mu(self) -> float:
+        return math.log(self.mean_h) - self.sigma * self.sigma / 2.0
+
+    def cdf(self, t_h: float) -> float:
+        from scipy import special  # Φ (scipy.special.ndtr; scipy.stats would import scipy.optimize)
+
+        return float(special.ndtr((math.log(t_h) - self._mu()) / self.sigma)) if t_h > 0 else 0.0
+
+    def mean_below(self, c_h: float) -> float:
+        from scipy import special
+
+        if c_h <= 0:
+            return 0.0
+        # E[X; X < c] = mean Φ((ln c − μ − σ²) / σ), plus c P(X >= c) = c Φ(−(ln c − μ) / σ)
+        z = (math.log(c_h) - self._mu()) / self.sigma
+        below = self.mean_h * float(special.ndtr(z - self.sigma))
+        return below + c_h * float(special.ndtr(-z))
+
 
 class Fixed(_Dist):
     dist: Literal["fixed"] = "fixed"
@@ -83,6 +147,15 @@ class Fixed(_Dist):
 
     def mean(self) -> float:
         return self.value_h
+
+    def cdf(self, t_h: float) -> float:
+        return 1.0 if self.value_h <= t_h else 0.0
+
+    def mean_below(self, c_h: float) -> float:
+        return min(self.value_h, c_h)
+
+    def nbue(self) -> bool:
+        return True
 
 
 class Empirical(_Dist):
@@ -102,6 +175,14 @@ class Empirical(_Dist):
     def mean(self) -> float:
         assert self._values is not None
         return float(self._values.mean())
+
+    def cdf(self, t_h: float) -> float:
+        assert self._values is not None
+        return float(np.searchsorted(self._values, t_h, side="right")) / len(self._values)
+
+    def mean_below(self, c_h: float) -> float:
+        assert self._values is not None
+        return float(np.minimum(self._values, c_h).mean())
 
 
 def _shorthand(value: Any) -> Any:

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Callable, Literal
 
 from pydantic import Field, model_validator
 
-from twin.scenario.base import Dist, NonNegInt, Part, PosInt, Probability, Strict
+from twin.scenario.base import Dist, NonNegInt, Part, PosInt, Probability, Strict, valid_part_name
 from twin.scenario.defaults import derive
 from twin.scenario.cooling import Cooling
 from twin.scenario.costs import CostsSection
@@ -101,7 +101,7 @@ class Node(Strict):
         elif self.non_gpu_idle_w > self.non_gpu_w:
             raise ValueError(f"@non_gpu_idle_w: must be <= non_gpu_w ({self.non_gpu_w:g}), got {self.non_gpu_idle_w:g}")
         for name in self.parts:
-            if not name.replace("_", "").isalnum() or not name[0].isalpha():
+            if not valid_part_name(name):
                 raise ValueError(f"@parts: part name {name!r} must be letters, digits and _ only")
         return self
 
@@ -139,7 +139,7 @@ class Cluster(Strict):
     @model_validator(mode="after")
     def _rack_parts(self) -> "Cluster":
         for name, part in self.rack_parts.items():
-            if not name.replace("_", "").isalnum() or not name[0].isalpha():
+            if not valid_part_name(name):
                 raise ValueError(f"@rack_parts: part name {name!r} must be letters, digits and _ only")
             if name in self.node.parts:
                 raise ValueError(f"@rack_parts.{name}: the name is taken by a node part (cluster.node.parts.{name})")

@@ -73,7 +73,16 @@ def _chunks(reader: Iterator[pd.DataFrame], src: str) -> Iterator[pd.DataFrame]:
     try:
         yield from reader
     except pd.errors.ParserError as exc:
-        raise InputError(src, "rows", f"not a CSV table: {str(exc).strip()}") from None
+        raise InputError(src, "rows", f"not a CSV table: {_parser_message(exc)}") from None
+
+
+def _parser_message(exc: Exception) -> str:
+    """pandas' parser error in words: a quote never closed says so (pandas says "EOF inside string")."""
+    text = str(exc).strip()
+    if "EOF inside string" in text:
+        return (f"a quoted cell is never closed ({text.split('C error: ')[-1]}); close the quote (\") or remove "
+                "it: cells with commas are quoted, a quote inside a cell is doubled")
+    return text
 
 
 def read_trace(path: Path, gpus_per_node: int, schedulable_nodes: int, chunk_rows: int = CHUNK_ROWS) -> TraceRows:
@@ -81,14 +90,19 @@ def read_trace(path: Path, gpus_per_node: int, schedulable_nodes: int, chunk_row
     1-based data row: a missing column, a cell that is not a number, a negative or infinite
     ``submit_h``, a ``duration_h`` not > 0, ``gpus`` < 1 or more GPUs than the schedulable nodes hold."""
     src = str(path)
-    if not path.is_file():
-        raise InputError(src, "workload.trace.file", "trace file not found")
+    from twin.scenario.files import file_problem
+
+    problem = file_problem(path, "trace file")  # a FIFO or a device is said to be one, not "not found"
+    if problem is not None:
+        raise InputError(src, "workload.trace.file", problem)
     cols: dict[str, list[np.ndarray]] = {"submit_h": [], "gpus": [], "duration_h": [], "priority": [], "name": []}
     has_name = False
-    try:
+    try:  # the reader parses the header (and, with an unterminated quote, the whole file) at once
         reader = pd.read_csv(path, chunksize=chunk_rows, dtype=str, keep_default_na=False, encoding="utf-8")
     except pd.errors.EmptyDataError:
         raise InputError(src, "header", f"missing columns {list(TRACE_COLUMNS)}; required: {list(TRACE_COLUMNS)}") from None
+    except pd.errors.ParserError as exc:
+        raise InputError(src, "rows", f"not a CSV table: {_parser_message(exc)}") from None
     first = 1
     with reader:
         for chunk in _chunks(reader, src):
@@ -130,7 +144,10 @@ def read_trace(path: Path, gpus_per_node: int, schedulable_nodes: int, chunk_row
                 cols["name"].append(chunk["name"].to_numpy(object))
             first += n
     if first == 1:  # a header and no rows: the columns are known only from the header line
-        head = pd.read_csv(path, nrows=0, encoding="utf-8")
+        try:
+            head = pd.read_csv(path, nrows=0, encoding="utf-8")
+        except pd.errors.ParserError as exc:
+            raise InputError(src, "header", f"not a CSV table: {_parser_message(exc)}") from None
         missing = [c for c in TRACE_COLUMNS if c not in head.columns]
         if missing:
             raise InputError(src, "header", f"missing columns {missing}; required: {list(TRACE_COLUMNS)}")

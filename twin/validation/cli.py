@@ -59,8 +59,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.reps is not None and args.reps > MAX_REPLICATIONS and not args.force:
         raise InputError("twin validate", "--reps", f"{args.reps:,} replications per quantity exceed the limit of "
                                                     f"{MAX_REPLICATIONS:,}; {FORCE_HINT}")
-    if args.workers is not None and args.workers < 1:
-        raise InputError("twin validate", "--workers", f"must be >= 1, got {args.workers}")
+    if args.workers is not None:
+        from twin.limits import check_workers
+
+        check_workers(args.workers, force=args.force, source="twin validate: --workers")
     if args.sweep and len(args.cases) != 1:
         raise InputError("twin validate", "--sweep", "needs exactly one --case NAME")
     return validate(args.cases, quick=args.quick, out=Path(args.out), reps=args.reps, seed=args.seed,
