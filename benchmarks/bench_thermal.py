@@ -1,9 +1,11 @@
 """Benchmark: simulation-loop time with thermal modelling on versus off (issue 4; target set by issue 10).
 
-The baseline cluster and workload (``scenarios/baseline.yaml``) with an air-cooled and a liquid-cooled
-plant (``scenarios/air.yaml``, ``scenarios/liquid.yaml``). "Off" is the same scenario with
-``cooling.thermal: false``: the cooling units, their failures, repairs and crews and the energy
-accounting stay, only temperatures (throttling, trips, fans, room) are not modelled; so the ratio is
+The baseline cluster and workload with an air-cooled and a liquid-cooled plant: frozen copies of
+``scenarios/baseline.yaml``, ``air.yaml``, ``liquid.yaml`` and ``power-n1.yaml`` as of twin 0.8.1 in
+``benchmarks/halls/`` (issue 41: the cooling issue changes the bundled halls; the targets keep their
+meaning). "Off" is the same scenario with ``cooling.thermal: false``: the cooling units, their
+failures, repairs and crews and the energy accounting stay, only temperatures (throttling, trips, fans,
+room) are not modelled; so the ratio is
 the cost of the thermal model alone. The baseline without any cooling section is timed as well.
 Loop time only (``Model.loop_s``: the event loop, not building or output), median of repetitions run
 interleaved in one process, so machine drift hits every variant alike.
@@ -12,7 +14,7 @@ Heterogeneous GPUs (issue 23, on by default since twin 0.8.0: R spread 0.05 and,
 2 °C, rack rise 1 °C, recirculation 0.5 °C): ``air_on`` and ``liquid_on`` are the halls as bundled;
 ``air_identical`` and ``liquid_identical`` the same halls with identical GPUs (the spread and offsets 0),
 ``air_rsigma`` air with the R spread alone; ``power_on`` / ``power_off`` the bundled air hall behind N+1
-power (``scenarios/power-n1.yaml``: a second speed source, PSU caps) with thermal on and off.
+power (``halls/power-n1.yaml``: a second speed source, PSU caps) with thermal on and off.
 ``on_off_ratio`` (gated: the cost of the thermal core, issue 10) is the identical-GPU halls against thermal
 off, as it always was; ``ratio_air_hetero`` (the bundled air hall against thermal off, target 1.6),
 ``ratio_liquid_hetero`` (1.2), ``ratio_rsigma`` (the R spread against identical GPUs, 2) and
@@ -38,6 +40,9 @@ from twin.scenario.loader import load_scenario  # noqa: E402
 from twin.sim import Model  # noqa: E402
 from twin.validation.framework import IDENTICAL_GPU_SETS  # noqa: E402
 
+HALLS = ROOT / "benchmarks" / "halls"
+"""Frozen copies of the bundled halls (issue 41)."""
+
 TARGET_RATIO = 1.2  # issue 10: thermal on / off loop time
 
 
@@ -58,17 +63,17 @@ def run(quick: bool = True) -> dict[str, Any]:
     reps = 5  # medians of 5 in both modes: the quick gate (2.4) must not flake on noise
     horizon = [f"horizon_days={days}"]
     variants = {
-        "none": (ROOT / "scenarios" / "baseline.yaml", horizon),
-        "air_off": (ROOT / "scenarios" / "air.yaml", horizon + ["cooling.thermal=false"]),
-        "air_on": (ROOT / "scenarios" / "air.yaml", horizon),
-        "liquid_off": (ROOT / "scenarios" / "liquid.yaml", horizon + ["cooling.thermal=false"]),
-        "liquid_on": (ROOT / "scenarios" / "liquid.yaml", horizon),
-        "air_identical": (ROOT / "scenarios" / "air.yaml", horizon + IDENTICAL_GPU_SETS),
+        "none": (HALLS / "baseline.yaml", horizon),
+        "air_off": (HALLS / "air.yaml", horizon + ["cooling.thermal=false"]),
+        "air_on": (HALLS / "air.yaml", horizon),
+        "liquid_off": (HALLS / "liquid.yaml", horizon + ["cooling.thermal=false"]),
+        "liquid_on": (HALLS / "liquid.yaml", horizon),
+        "air_identical": (HALLS / "air.yaml", horizon + IDENTICAL_GPU_SETS),
         # (the air offsets are for air halls: set in liquid.yaml they would make its derived air plant explicit)
-        "liquid_identical": (ROOT / "scenarios" / "liquid.yaml", horizon + IDENTICAL_GPU_SETS[:1]),
-        "air_rsigma": (ROOT / "scenarios" / "air.yaml", horizon + IDENTICAL_GPU_SETS[1:]),
-        "power_off": (ROOT / "scenarios" / "power-n1.yaml", horizon + ["cooling.thermal=false"]),
-        "power_on": (ROOT / "scenarios" / "power-n1.yaml", horizon),
+        "liquid_identical": (HALLS / "liquid.yaml", horizon + IDENTICAL_GPU_SETS[:1]),
+        "air_rsigma": (HALLS / "air.yaml", horizon + IDENTICAL_GPU_SETS[1:]),
+        "power_off": (HALLS / "power-n1.yaml", horizon + ["cooling.thermal=false"]),
+        "power_on": (HALLS / "power-n1.yaml", horizon),
     }
     times: dict[str, list[float]] = {k: [] for k in variants}
     events: dict[str, int] = {}
