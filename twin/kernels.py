@@ -539,3 +539,88 @@ def settle_units(idx: np.ndarray, now: float, u: int, w: float, T: np.ndarray, t
         a3[k] = dP[k] * held[k]
     return (tmax, n_sil, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, pairwise_sum(a3, 0, m),
             pairwise_sum(dP, 0, m))
+
+
+@njit(**_JIT)
+def silent_due(gi: np.ndarray, due_h: float, silent: np.ndarray, t_next: np.ndarray, clear_rest: bool
+               ) -> tuple[np.ndarray, int]:
+    """The units of ``gi`` whose silent crossing is due by ``due_h`` (h), in ``gi``'s order; with
+    ``clear_rest``, the silent flags of the others among ``gi`` are cleared (their node is being updated:
+    re-planned from its new state). Returns (the due units, the number of flags cleared)."""
+    nd = 0
+    for k in range(gi.shape[0]):
+        i = gi[k]
+        if silent[i] and t_next[i] <= due_h:
+            nd += 1
+    idx = np.empty(nd, dtype=np.int64)
+    z = 0
+    cleared = 0
+    for k in range(gi.shape[0]):
+        i = gi[k]
+        if silent[i]:
+            if t_next[i] <= due_h:
+                idx[z] = i
+                z += 1
+            elif clear_rest:
+                silent[i] = False
+                cleared += 1
+    return idx, cleared
+
+
+@njit(**_JIT)
+def plan_group(arr: np.ndarray, gid: int, gid_of: np.ndarray, u: int, keep_due_h: float, t_next: np.ndarray,
+               kind: np.ndarray, silent: np.ndarray, down: np.ndarray, caps: np.ndarray, x_sp: np.ndarray,
+               x_ok: np.ndarray, t_due: np.ndarray) -> int:
+    """Decide which pending slowdown crossings of a group are silent (``lazy._plan``): the members of
+    ``arr`` still in group ``gid``; their crossings walked in time order from the group's slowest published
+    speed (its nodes in service; 1 if none); a crossing is silent where it may be (``x_ok``) and its speed
+    after is at least every speed the group has by then. A due silent crossing (t ≤ ``keep_due_h``; −inf:
+    none kept) keeps its flag. Sets ``silent`` and ``t_due`` (inf where silent); returns the change in the
+    number of silent flags."""
+    floor0 = INF
+    n_up = 0
+    npend = 0
+    for a in range(arr.shape[0]):
+        nd = arr[a]
+        if gid_of[nd] != gid:
+            continue
+        if down[nd] == 0:
+            n_up += 1
+            if caps[nd] < floor0:
+                floor0 = caps[nd]
+        for k in range(u):
+            i = nd * u + k
+            t = t_next[i]
+            if t < INF and kind[i] == 1 and not (silent[i] and t <= keep_due_h):
+                npend += 1
+    if npend == 0:
+        return 0
+    if n_up == 0:
+        floor0 = 1.0
+    ui = np.empty(npend, dtype=np.int64)
+    tp = np.empty(npend)
+    z = 0
+    for a in range(arr.shape[0]):
+        nd = arr[a]
+        if gid_of[nd] != gid:
+            continue
+        for k in range(u):
+            i = nd * u + k
+            t = t_next[i]
+            if t < INF and kind[i] == 1 and not (silent[i] and t <= keep_due_h):
+                ui[z] = i
+                tp[z] = t
+                z += 1
+    o = np.argsort(tp, kind="mergesort")
+    delta = 0
+    low = floor0  # the group's slowest speed just before this crossing
+    for z in range(npend):
+        i = ui[o[z]]
+        xs = x_sp[i]
+        sil = x_ok[i] and xs >= low
+        if xs < low:
+            low = xs
+        delta += (1 if sil else 0) - (1 if silent[i] else 0)
+        silent[i] = sil
+        t_due[i] = INF if sil else t_next[i]
+    return delta

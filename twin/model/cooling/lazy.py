@@ -133,34 +133,14 @@ class LazyCrossings(CoolingState):
             if gid < 0:
                 continue  # not in a group: every crossing stays an event
             arr = self._groups[gid]
-            mem = arr[self._gid[arr] == gid]
-            gu = self._gpus(mem)
             # due silent crossings rest on the group's published speeds staying as low as they were: settled
-            # before one rose (or a node left service); while speeds only fell they may wait (the walk below
+            # before one rose (or a node left service); while speeds only fell they may wait (the walk
             # reads published speeds, which a due crossing would only lower: it finds fewer silent, never more)
             if self._n_silent and rose:
-                self._settle_in(gu, now)
-            t = self.t_next[gu]
-            pend = (t < INF) & (self.kind[gu] == 1)
-            if self._n_silent and not rose:  # due silent crossings not settled stay as they are
-                pend &= ~(self.silent[gu] & (t <= now + _EPS_H))
-            pend = np.flatnonzero(pend)
-            if not len(pend):
-                continue
-            up = mem[down[mem] == 0]
-            floor0 = float(caps[up].min()) if len(up) else 1.0
-            ui = gu[pend]
-            o = np.argsort(t[pend], kind="stable")
-            ui = ui[o]
-            xs = self.x_sp[ui]
-            before = np.empty(len(xs))  # the group's slowest speed just before each crossing
-            before[0] = floor0
-            if len(xs) > 1:
-                np.minimum.accumulate(np.minimum(xs[:-1], floor0), out=before[1:])
-            sil = self.x_ok[ui] & (xs >= before)
-            self._n_silent += int(np.count_nonzero(sil)) - int(np.count_nonzero(self.silent[ui]))
-            self.silent[ui] = sil
-            self.t_due[ui] = np.where(sil, INF, self.t_next[ui])
+                self._settle_in(self._gpus(arr[self._gid[arr] == gid]), now)
+            keep = now + _EPS_H if self._n_silent and not rose else -INF  # due silent ones not settled stay
+            self._n_silent += kernels.plan_group(arr, gid, self._gid, self.u, keep, self.t_next, self.kind,
+                                                 self.silent, down, caps, self.x_sp, self.x_ok, self.t_due)
         self._wake_at_due()
 
     def _wake_at_due(self) -> None:
@@ -180,21 +160,11 @@ class LazyCrossings(CoolingState):
     def _settle_in(self, gsl: Any, now: float) -> None:
         """Settle the silent crossings of units ``gsl`` (a slice or indices) due by ``now``; the others lose
         their silent flag only through the caller's update or plan."""
-        sub = self.silent[gsl]
-        if not np.count_nonzero(sub):
-            return
-        due = sub & (self.t_next[gsl] <= now + _EPS_H)
-        if isinstance(gsl, slice):
-            idx = np.flatnonzero(due) + gsl.start
-            rest = np.flatnonzero(sub & ~due) + gsl.start
-        else:
-            idx = gsl[due]
-            rest = gsl[sub & ~due]
+        gi = self._uidx[gsl] if isinstance(gsl, slice) else gsl
+        idx, cleared = kernels.silent_due(gi, now + _EPS_H, self.silent, self.t_next, bool(self._in_update))
+        self._n_silent -= cleared  # (being updated: re-planned from their new state)
         if len(idx):
             self._settle(idx, now)
-        if len(rest) and self._in_update:  # being updated: re-planned from their new state
-            self.silent[rest] = False
-            self._n_silent -= len(rest)
 
     def _settle(self, idx: NDArray[np.int64], now: float) -> None:
         """Units ``idx`` crossed their slowdown temperature silently at t_x = t_next ≤ ``now``: give them their
