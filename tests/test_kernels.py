@@ -360,3 +360,70 @@ def test_settle_units_is_the_numpy_path(seed: int, u: int, oth: bool) -> None:
     for k in ("acc", "tot", "n_capped", "n_spsum", "n_tp", "hist"):
         assert np.array_equal(s[k], ref[k]), k  # (no transcendental function in these)
     _assert_state_close(s, ref)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), u=st.sampled_from([1, 4, 8]), clear=st.booleans())
+def test_silent_due_is_the_numpy_split(seed: int, u: int, clear: bool) -> None:
+    rng = np.random.default_rng(seed)
+    G = 10 * u
+    silent = rng.random(G) < 0.5
+    t_next = np.where(rng.random(G) < 0.2, INF, rng.uniform(0.0, 2.0, G))
+    gi = rng.permutation(G)[: int(rng.integers(1, G + 1))].astype(np.int64)
+    due_h = 1.0
+    sub = silent[gi]
+    want_idx = gi[sub & (t_next[gi] <= due_h)]
+    want_rest = gi[sub & ~(t_next[gi] <= due_h)]
+    ref = silent.copy()
+    if clear:
+        ref[want_rest] = False
+    idx, cleared = K.silent_due(gi, due_h, silent, t_next, clear)
+    assert np.array_equal(idx, want_idx)
+    assert cleared == (len(want_rest) if clear else 0)
+    assert np.array_equal(silent, ref)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), u=st.sampled_from([1, 4, 8]), keep=st.booleans())
+def test_plan_group_is_the_numpy_walk(seed: int, u: int, keep: bool) -> None:
+    """twin 0.8.1's numpy walk of ``lazy._plan`` for one group."""
+    rng = np.random.default_rng(seed)
+    n_nodes = 12
+    G = n_nodes * u
+    arr = np.sort(rng.choice(n_nodes, size=int(rng.integers(1, n_nodes + 1)), replace=False)).astype(np.int64)
+    gid_of = np.where(rng.random(n_nodes) < 0.8, 3, 5).astype(np.int64)
+    t_next = np.where(rng.random(G) < 0.3, INF, np.round(rng.uniform(0.0, 2.0, G), 1))  # ties in time
+    kind = rng.integers(0, 3, G).astype(np.int8)
+    silent = rng.random(G) < 0.4
+    down = (rng.random(n_nodes) < 0.2).astype(np.int32)
+    caps = np.where(rng.random(n_nodes) < 0.5, 1.0, rng.uniform(0.3, 1.0, n_nodes))
+    x_sp = rng.uniform(0.2, 1.0, G)
+    x_ok = rng.random(G) < 0.8
+    t_due = rng.uniform(0.0, 2.0, G)
+    now = 1.0
+    keep_h = now + 1e-12 if keep else -INF
+    r_sil, r_due = silent.copy(), t_due.copy()
+    mem = arr[gid_of[arr] == 3]
+    gu = (mem[:, None] * u + np.arange(u)).ravel()
+    t = t_next[gu]
+    pend = (t < INF) & (kind[gu] == 1)
+    if keep:
+        pend &= ~(r_sil[gu] & (t <= now + 1e-12))
+    pend = np.flatnonzero(pend)
+    delta = 0
+    if len(pend):
+        up = mem[down[mem] == 0]
+        floor0 = float(caps[up].min()) if len(up) else 1.0
+        ui = gu[pend][np.argsort(t[pend], kind="stable")]
+        xs = x_sp[ui]
+        before = np.empty(len(xs))
+        before[0] = floor0
+        if len(xs) > 1:
+            np.minimum.accumulate(np.minimum(xs[:-1], floor0), out=before[1:])
+        sil = x_ok[ui] & (xs >= before)
+        delta = int(np.count_nonzero(sil)) - int(np.count_nonzero(r_sil[ui]))
+        r_sil[ui] = sil
+        r_due[ui] = np.where(sil, INF, t_next[ui])
+    got = K.plan_group(arr, 3, gid_of, u, keep_h, t_next, kind, silent, down, caps, x_sp, x_ok, t_due)
+    assert got == delta
+    assert np.array_equal(silent, r_sil) and np.array_equal(t_due, r_due)
