@@ -1,10 +1,10 @@
 """Benchmark: what the compiled kernels (twin/kernels.py, issue 41) add to a run's start-up.
 
-Each figure is a separate program in a fresh process, with numba's cache in a fresh temporary folder
+Each figure is the CPU time (user + system) of a separate program in a fresh process, with numba's cache in a fresh temporary folder
 (``NUMBA_CACHE_DIR``) for the "cold" runs and that folder again for the "cached" ones:
 
 - ``startup.baseline_cold_s`` / ``baseline_cached_s``: ``twin run scenarios/baseline.yaml --quiet``
-  (wall, start-up and the year included; the baseline has no thermal model, so no kernel is compiled:
+  (start-up and the year included; the baseline has no thermal model, so no kernel is compiled:
   what numba adds there is its import);
 - ``startup.air_cold_s`` / ``air_cached_s``: the same for 30 days of the frozen air hall, where every
   kernel is compiled (cold) or loaded from the cache (cached); ``startup.compile_s`` is their
@@ -16,11 +16,11 @@ Each figure is a separate program in a fresh process, with numba's cache in a fr
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,10 +28,13 @@ _CLI = "import sys; from twin.cli import main; sys.exit(main(sys.argv[1:]))"  # 
 
 
 def _run(args: list[str], cache: str) -> float:
+    """CPU seconds (user + system) of the program ``args``: robust on a shared machine, where wall time
+    is not."""
     env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-    t0 = time.perf_counter()
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(args, cwd=ROOT, env=env, check=True, capture_output=True)
-    return time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
 def _twin_run(scenario: str, cache: str, sets: list[str]) -> float:

@@ -206,9 +206,11 @@ def _assert_state_close(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> N
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), u=st.sampled_from([1, 4, 8]), hot=st.booleans(), silent=st.booleans(),
-       with_pc=st.booleans(), contiguous=st.booleans())
+       with_pc=st.booleans(), contiguous=st.booleans(), heat=st.sampled_from([0, 1, 2, 3]),
+       ng_idle=st.sampled_from([1600.0, 3200.0]))
 def test_update_units_is_the_numpy_path(seed: int, u: int, hot: bool, silent: bool, with_pc: bool,
-                                        contiguous: bool) -> None:
+                                        contiguous: bool, heat: int, ng_idle: float) -> None:
+    ng_w = 3200.0
     rng = np.random.default_rng(seed)
     n_nodes = 12
     s = _state(rng, n_nodes, u, silent)
@@ -227,17 +229,25 @@ def test_update_units_is_the_numpy_path(seed: int, u: int, hot: bool, silent: bo
     gi = (nodes[:, None] * u + np.arange(u)).ravel()
     tmax = K.advance_units(gi, np.array([now]), s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"], w)
     _close(tmax, ref["T"][gi].max(), ref["T"])
-    nout = np.empty((7, k))
+    nout = np.empty((8, k))
     uout = np.empty((5, k * u))
     e = np.empty(0)
     short, tmin = K.update_units(
         nodes, u, g, w, now, up_n, util, e if pc is None else pc, s["rfactor"], s["inlet"], s["rbase"], s["toff"],
         prm["idle"], prm["tdp"], prm["C"], prm["slow"], prm["shut"], prm["pmin"], prm["alpha"], s["T"], s["tss"],
         s["tau"], s["gon"], s["engaged"], s["speed"], s["t_next"], s["kind"], hot, s["ucap"], silent, s["x_cap"],
-        s["x_P"], s["x_sp"], s["x_tss"], s["x_ok"], s["pw"], s["t_due"], s["traced"], nout, uout)
+        s["x_P"], s["x_sp"], s["x_tss"], s["x_ok"], s["pw"], s["t_due"], s["traced"], heat, ng_w, ng_idle, 0.3, nout,
+        uout)
     assert short == r_short
     _close(tmin, r_tmin, r_tmin)
-    _close(nout, r_out, r_out)
+    _close(nout[:7], r_out, r_out)
+    if heat:  # Thermal._air_heat_w at the draw (air.py)
+        gw = r_out[1]
+        ng = ng_w
+        if ng_idle != ng_w:
+            ng = ng_idle + (ng_w - ng_idle) * np.clip((gw - prm["idle"]) / (prm["tdp"] - prm["idle"]), 0.0, 1.0)
+        want = (0.3 * (ng + gw * g) * up_n) if heat == 3 else ((ng + (gw * g if heat == 1 else 0.0)) * up_n)
+        assert np.array_equal(nout[7], want)
     _assert_state_close(s, ref)
 
 

@@ -243,7 +243,8 @@ def update_units(nodes: np.ndarray, u: int, g: float, w: float, now: float, up: 
                  engaged: np.ndarray, speed: np.ndarray, t_next: np.ndarray, kind: np.ndarray, hot: bool,
                  ucap: np.ndarray, silent_on: bool, x_cap: np.ndarray, x_P: np.ndarray, x_sp: np.ndarray,
                  x_tss: np.ndarray, x_ok: np.ndarray, pw: np.ndarray, t_due: np.ndarray, traced: np.ndarray,
-                 nout: np.ndarray, uout: np.ndarray) -> tuple[bool, float]:
+                 heat: int, ng_w: float, ng_idle_w: float, air_share: float, nout: np.ndarray, uout: np.ndarray
+                 ) -> tuple[bool, float]:
     """Apply the current power, inlet and R to the units of ``nodes`` (already brought to now by
     :func:`advance_units`), for ``GpuState._update_now``: steady states, time
     constants and, where some unit would settle above the slowdown temperature or is engaged, the caps,
@@ -253,8 +254,11 @@ def update_units(nodes: np.ndarray, u: int, g: float, w: float, now: float, up: 
     Per node ``up`` (in service), ``util``, ``pc`` (power-chain cap per GPU, W; empty: none),
     ``rfactor``, ``inlet``; per unit ``rbase`` and ``toff`` (inlet offsets, °C; empty: none); ``ucap``,
     ``x_cap`` and ``traced`` empty when the model has none. ``hot``: some unit anywhere may be engaged.
+    ``heat`` (0: no air zone) the heat the nodes give their air zone (``Thermal._air_heat_w`` at their draw):
+    1 GPUs in the air, 2 not, 3 a share ``air_share`` of the node's heat (heat capture); non-GPU load
+    ``ng_w`` at full utilisation, ``ng_idle_w`` idle.
     Writes per node into ``nout`` rows: demand per GPU, draw per GPU, busy GPUs, speed, capped busy
-    GPUs (× w), Σ speed of busy GPUs (× w), thermal cap per GPU (inf: none); per unit into ``uout``
+    GPUs (× w), Σ speed of busy GPUs (× w), thermal cap per GPU (inf: none), air heat (W); per unit into ``uout``
     rows: power, demand, inlet, R. Returns (short: no unit needs capping, the earliest next crossing, h).
     """
     n = nodes.shape[0]
@@ -273,6 +277,18 @@ def update_units(nodes: np.ndarray, u: int, g: float, w: float, now: float, up: 
         else:
             draw_n[j] = d
         busy_n[j] = g if (up[j] and util[j] > 0.0) else 0.0
+        if heat:
+            gw = draw_n[j]
+            ng = ng_w
+            if ng_idle_w != ng_w:
+                x = (gw - idle_w) / (tdp_w - idle_w)
+                x = 0.0 if x < 0.0 else (1.0 if x > 1.0 else x)
+                ng = ng_idle_w + (ng_w - ng_idle_w) * x
+            upf = 1.0 if up[j] else 0.0
+            if heat == 3:
+                nout[7, j] = air_share * (ng + gw * g) * upf
+            else:
+                nout[7, j] = (ng + (gw * g if heat == 1 else 0.0)) * upf
     Pu = uout[0]
     pdu = uout[1]
     tinu = uout[2]

@@ -78,6 +78,11 @@ class GpuState(CoolingState):
         self.speed = np.ones(G)
         self.gon = np.ones(G, dtype=bool)  # GPU powered during [t0, now]
         self.t_next = np.full(G, INF)
+        # the air heat the kernel computes (Thermal._air_heat_w): 0 none, 1 GPUs in the air, 2 not, 3 a share
+        self._heat_mode = 0 if self.air is None else (3 if self.air_share is not None else
+                                                      (1 if self.type == "air" else 2))
+        self._heat_share = float(self.air_share) if self._heat_mode == 3 else 1.0  # type: ignore[arg-type]
+        self._ng_w = float(self.non_gpu_w)
         self._uidx = np.arange(G)  # unit indices (a slice of them: the kernels' unit list of a run of nodes)
         self._now1 = np.zeros(1)  # the time a kernel brings units to, h
         self.kind = np.zeros(G, dtype=np.int8)  # 1 slowdown crossing, 2 shutdown crossing
@@ -193,7 +198,7 @@ class GpuState(CoolingState):
             pc = self.it.min_cap(nodes, exclude="thermal")
             self._n_pcap += int(np.isfinite(pc).sum()) - int(np.isfinite(self._pcap[nsl]).sum())
             self._pcap[nsl] = pc
-        nout = np.empty((7, n))
+        nout = np.empty((8, n))
         uout = np.empty((5, n * u))
         silent = self._silent_on
         short, t_min = kernels.update_units(
@@ -204,8 +209,9 @@ class GpuState(CoolingState):
             self.x_cap if silent and self.x_cap is not None else _EF, self.x_P if silent else _EF,
             self.x_sp if silent else _EF, self.x_tss if silent else _EF, self.x_ok if silent else _EB,
             self.pw if silent else _EF, self.t_due if silent else _EF,
-            self._traced_u if silent and self._traced_u is not None else _EB, nout, uout)
-        draw_n, busy_n = nout[1], nout[2]
+            self._traced_u if silent and self._traced_u is not None else _EB, self._heat_mode,
+            self._ng_w, self.non_gpu_idle_w, self._heat_share, nout, uout)
+        busy_n = nout[2]
         sp_n, capped_n, spsum_n, it_caps = nout[3], nout[4], nout[5], nout[6]
         caps = self.speed_caps
         if not short:
@@ -219,7 +225,7 @@ class GpuState(CoolingState):
             self.it.set_cap("thermal", nodes, it_caps)
         # air-zone heat: demanded power of the nodes in service
         if self.air is not None:
-            self._zone_heat(nsl, nodes, self._air_heat_w(draw_n, up_n))
+            self._zone_heat(nsl, nodes, nout[7])  # (the kernel's Thermal._air_heat_w(draw_n, up_n))
         self._account(nsl, nodes, busy_n, capped_n, spsum_n)
         if self.aged:
             self._age_update(nodes)

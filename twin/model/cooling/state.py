@@ -104,6 +104,9 @@ class CoolingState:
     gon: NDArray[np.bool_]
     t_next: NDArray[np.float64]
     _uidx: NDArray[np.int64]
+    _heat_mode: int
+    _heat_share: float
+    _ng_w: float
     _now1: NDArray[np.float64]
     kind: NDArray[np.int8]
     _wake_t: float
