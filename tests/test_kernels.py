@@ -437,3 +437,32 @@ def test_plan_group_is_the_numpy_walk(seed: int, u: int, keep: bool) -> None:
     got = K.plan_group(arr, 3, gid_of, u, keep_h, t_next, kind, silent, down, caps, x_sp, x_ok, t_due)
     assert got == delta
     assert np.array_equal(silent, r_sil) and np.array_equal(t_due, r_due)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), hot=st.booleans())
+def test_account_nodes_is_the_numpy_account(seed: int, hot: bool) -> None:
+    """twin 0.8.1's numpy ``GpuState._account`` totals (before the effective GPUs)."""
+    rng = np.random.default_rng(seed)
+    n_nodes = 40
+    nodes = np.sort(rng.choice(n_nodes, size=int(rng.integers(1, n_nodes + 1)), replace=False)).astype(np.int64)
+    k = len(nodes)
+    busy, capped, spsum = (rng.choice([0.0, 8.0], k), rng.uniform(0.0, 8.0, k), rng.uniform(0.0, 8.0, k))
+    st8 = [rng.uniform(0.0, 8.0, n_nodes) for _ in range(3)]
+    tot = rng.uniform(0.0, 1e4, 4)
+    r = [a.copy() for a in st8]
+    rt = tot.copy()
+    d_busy = float((busy - r[0][nodes]).sum())
+    rt[0] += d_busy
+    r[0][nodes] = busy
+    if hot:
+        rt[1] += float((capped - r[1][nodes]).sum())
+        rt[2] += float((spsum - r[2][nodes]).sum())
+        r[1][nodes] = capped
+    else:
+        rt[2] += d_busy
+    r[2][nodes] = spsum
+    got = K.account_nodes(nodes, busy, capped, spsum, st8[0], st8[1], st8[2], tot, hot)
+    assert got == d_busy and np.array_equal(tot, rt)
+    for a, b in zip(st8, r):
+        assert np.array_equal(a, b)

@@ -640,3 +640,34 @@ def plan_group(arr: np.ndarray, gid: int, gid_of: np.ndarray, u: int, keep_due_h
         silent[i] = sil
         t_due[i] = INF if sil else t_next[i]
     return delta
+
+
+@njit(**_JIT)
+def account_nodes(nodes: np.ndarray, busy: np.ndarray, capped: np.ndarray, spsum: np.ndarray, n_busy: np.ndarray,
+                  n_capped: np.ndarray, n_spsum: np.ndarray, tot: np.ndarray, hot: bool) -> float:
+    """``GpuState._account``'s totals for ``nodes`` (already integrated to now): their busy GPUs, and with
+    ``hot`` (some unit capped or engaged, now or at the last update) their capped GPUs and Σ speed, set per
+    node and the changes added to ``tot`` (busy, capped, Σ speed); without ``hot`` Σ speed moves with the
+    busy GPUs (every speed 1). Returns the change of busy GPUs. Sums in numpy's order."""
+    n = nodes.shape[0]
+    d = np.empty(n)
+    for j in range(n):
+        d[j] = busy[j] - n_busy[nodes[j]]
+    d_busy = pairwise_sum(d, 0, n)
+    tot[0] += d_busy
+    for j in range(n):
+        n_busy[nodes[j]] = busy[j]
+    if hot:
+        for j in range(n):
+            d[j] = capped[j] - n_capped[nodes[j]]
+        tot[1] += pairwise_sum(d, 0, n)
+        for j in range(n):
+            d[j] = spsum[j] - n_spsum[nodes[j]]
+        tot[2] += pairwise_sum(d, 0, n)
+        for j in range(n):
+            n_capped[nodes[j]] = capped[j]
+    else:
+        tot[2] += d_busy
+    for j in range(n):
+        n_spsum[nodes[j]] = spsum[j]
+    return d_busy

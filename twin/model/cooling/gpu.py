@@ -361,19 +361,11 @@ class GpuState(CoolingState):
 
     def _account(self, nsl: Any, nodes: NDArray[np.int64], busy: Any, capped: Any, spsum: Any) -> None:
         self._integrate(self.engine.now)
-        tot = self._tot
-        d_busy = float((busy - self.n_busy[nsl]).sum())
-        tot[0] += d_busy
-        self.n_busy[nsl] = busy
-        if self._n_hot or self._acc_hot:
+        hot = bool(self._n_hot) or self._acc_hot
+        if hot:
             self._acc_hot = bool(self._n_hot)
-            tot[1] += float((capped - self.n_capped[nsl]).sum())
-            tot[2] += float((spsum - self.n_spsum[nsl]).sum())
-            self.n_capped[nsl] = capped
-            self.n_spsum[nsl] = spsum
-        else:
-            tot[2] += d_busy
-            self.n_spsum[nsl] = spsum
+        d_busy = kernels.account_nodes(nodes, busy, capped, spsum, self.n_busy, self.n_capped, self.n_spsum,
+                                       self._tot, hot)
         if self._multi_speed or self._n_hot or self._tp_hot:
             self._tp_hot = bool(self._n_hot) or self._multi_speed
             self._refresh_tp(nodes)
