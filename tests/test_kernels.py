@@ -466,3 +466,12 @@ def test_account_nodes_is_the_numpy_account(seed: int, hot: bool) -> None:
     assert got == d_busy and np.array_equal(tot, rt)
     for a, b in zip(st8, r):
         assert np.array_equal(a, b)
+
+
+@settings(max_examples=100, deadline=None)
+@given(v=st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5, INF, -3.0]) | st.floats(-1e3, 1e3), max_size=80))
+def test_argsort_stable_is_numpys(v: list[float]) -> None:
+    a = np.array(v, dtype=float)
+    assert np.array_equal(K.argsort_stable(a), np.argsort(a, kind="stable"))
+    ints = np.floor(a[np.isfinite(a)]).astype(np.int64)
+    assert np.array_equal(K.argsort_stable(ints), np.argsort(ints, kind="stable"))

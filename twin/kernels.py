@@ -197,6 +197,45 @@ def pairwise_sum(a: np.ndarray, start: int, n: int) -> float:
 
 
 @njit(**_JIT)
+def argsort_stable(key: np.ndarray) -> np.ndarray:
+    """Indices that sort ``key`` (floats or integers) ascending, ties in their order (``np.argsort(key,
+    kind="stable")``): a bottom-up merge sort, written out (numba's own ``argsort`` costs seconds to
+    compile)."""
+    n = key.shape[0]
+    a = np.arange(n)
+    b = np.empty(n, dtype=np.int64)
+    width = 1
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i = lo
+            j = mid
+            k = lo
+            while i < mid and j < hi:
+                if key[a[j]] < key[a[i]]:
+                    b[k] = a[j]
+                    j += 1
+                else:
+                    b[k] = a[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                b[k] = a[i]
+                i += 1
+                k += 1
+            while j < hi:
+                b[k] = a[j]
+                j += 1
+                k += 1
+            lo = hi
+        a, b = b, a
+        width *= 2
+    return a
+
+
+@njit(**_JIT)
 def reduceat_sum(a: np.ndarray, start: int, n: int) -> float:
     """Σ a[start:start + n] in the order of ``np.add.reduceat`` (the first element, plus the pairwise sum
     of the rest)."""
@@ -450,10 +489,16 @@ def settle_units(idx: np.ndarray, now: float, u: int, w: float, T: np.ndarray, t
         silent[i] = False
         held[k] = now - ts[k]
     # in node order, each node's crossings in time order (np.lexsort((ts, node)))
-    nd = idx // u
-    o1 = np.argsort(ts, kind="mergesort")
-    o = o1[np.argsort(nd[o1], kind="mergesort")]
-    nd_o = nd[o]
+    o1 = argsort_stable(ts)
+    nd1 = np.empty(m, dtype=np.int64)
+    for k in range(m):
+        nd1[k] = idx[o1[k]] // u
+    o2 = argsort_stable(nd1)
+    o = np.empty(m, dtype=np.int64)
+    nd_o = np.empty(m, dtype=np.int64)
+    for k in range(m):
+        o[k] = o1[o2[k]]
+        nd_o[k] = nd1[o2[k]]
     last = np.ones(m, dtype=np.bool_)
     for k in range(m - 1):
         last[k] = nd_o[k + 1] != nd_o[k]
@@ -627,7 +672,7 @@ def plan_group(arr: np.ndarray, gid: int, gid_of: np.ndarray, u: int, keep_due_h
                 ui[z] = i
                 tp[z] = t
                 z += 1
-    o = np.argsort(tp, kind="mergesort")
+    o = argsort_stable(tp)
     delta = 0
     low = floor0  # the group's slowest speed just before this crossing
     for z in range(npend):
