@@ -10,8 +10,12 @@ of twin 0.8.1, restated below). CI also runs this file with ``NUMBA_DISABLE_JIT=
 from __future__ import annotations
 
 import math
+import os
+import pathlib
+from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -475,3 +479,14 @@ def test_argsort_stable_is_numpys(v: list[float]) -> None:
     assert np.array_equal(K.argsort_stable(a), np.argsort(a, kind="stable"))
     ints = np.floor(a[np.isfinite(a)]).astype(np.int64)
     assert np.array_equal(K.argsort_stable(ints), np.argsort(ints, kind="stable"))
+
+
+def test_jit_cache_goes_to_the_user_cache_keyed_by_version_when_the_package_is_read_only(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import twin
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert K._cache_dir() is None or not os.access(Path(K.__file__).parent, os.W_OK)  # editable: __pycache__
+    monkeypatch.setattr(K.os, "access", lambda *a, **k: False)  # a read-only install
+    d = K._cache_dir()
+    assert d == str(tmp_path / "twin" / f"numba-{twin.__version__}") and Path(d).is_dir()
