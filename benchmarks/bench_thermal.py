@@ -81,10 +81,10 @@ def hall_16k(reps: int = 5) -> dict[str, Any]:
             times[name].append(t)
             events[name] = n
     med = {k: statistics.median(v) for k, v in times.items()}
-    return {
-        "loop_s_median": med,
-        "events": events,
-        "utilisation": util,
+    return {  # (keys of their own: merged into run()'s result)
+        "loop_s_median_16k": med,
+        "events_16k": events,
+        "utilisation_16k": util,
         "ratio_air16k": med["air16k_on"] / med["air16k_off"],
         "exponent_16k": math.log(med["air16k_on"] / med["air1k_90d"]) / math.log(16.0),
     }
