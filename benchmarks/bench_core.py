@@ -86,20 +86,21 @@ print(json.dumps({"wall_s": wall, "loop_s": m.loop_s, "build_s": m.build_s, "eve
 
 @functools.cache
 def _air_nodes_per_rack() -> int:
-    """Nodes per rack of ``scenarios/air.yaml`` (4 DGX H100-class at twin 0.7.0's rack power limit)."""
+    """Nodes per rack of ``benchmarks/halls/air.yaml`` (the frozen copy of ``scenarios/air.yaml``: 4 DGX
+    H100-class at twin 0.7.0's rack power limit)."""
     from twin.scenario import load_scenario
 
-    return int(load_scenario(ROOT / "scenarios/air.yaml").scenario.cluster.nodes_per_rack)
+    return int(load_scenario(ROOT / "benchmarks/halls/air.yaml").scenario.cluster.nodes_per_rack)
 
 
 def one_size(gpus: int, days: float = 30.0) -> dict[str, float]:
-    """Run the air-cooled baseline (``scenarios/air.yaml``: every node part, fabric, power model of the
-    costs, thermal model of the hall) scaled to ``gpus`` GPUs (8 per node, 8 nodes per rack, one air
+    """Run the air-cooled baseline (``benchmarks/halls/air.yaml``, frozen at twin 0.8.1: every node part,
+    fabric, power model of the costs, thermal model of the hall) scaled to ``gpus`` GPUs (8 per node, 8 nodes per rack, one air
     zone per 64 nodes as in the scenario; its racks as many nodes as the scenario's) in a fresh process."""
     npr = _air_nodes_per_rack()
     racks = gpus // (8 * npr)
     zones = max(1, racks * npr // 64)
-    args = [sys.executable, "-c", _CHILD, str(ROOT / "scenarios/air.yaml"),
+    args = [sys.executable, "-c", _CHILD, str(ROOT / "benchmarks/halls/air.yaml"),
             f"cluster.racks={racks}", f"cooling.air.zones={zones}", f"horizon_days={days}"]
     out = subprocess.run(args, capture_output=True, text=True, check=True, cwd=ROOT)
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -125,3 +125,18 @@ def test_peer_runs_twin_from_compiled_bytecode(monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     env = peers.twin_environment(tmp_path)
     assert "PYTHONDONTWRITEBYTECODE" not in env and env["PYTHONPYCACHEPREFIX"] == str(tmp_path / "pycache")
+
+
+def test_frozen_benchmark_halls_are_valid_scenarios() -> None:
+    """The thermal benchmark times frozen copies of the bundled halls (issue 41): they must still load
+    under today's schema, and extend their own frozen baseline, not the bundled one."""
+    from benchmarks.bench_thermal import HALLS
+    from twin.scenario.loader import load_scenario
+
+    for name in ("baseline", "air", "liquid", "power-n1"):
+        path = HALLS / f"{name}.yaml"
+        assert "FROZEN COPY" in path.read_text().splitlines()[0]
+        load_scenario(path)
+    for name in ("air", "liquid"):
+        assert "extends: baseline.yaml" in (HALLS / f"{name}.yaml").read_text()
+    assert "extends: air.yaml" in (HALLS / "power-n1.yaml").read_text()

@@ -19,12 +19,15 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy.special import ndtri
 
-from twin import rng
+from twin import kernels, rng
 from twin.model.cooling import fast
-from twin.model.cooling.common import _EPS_C, _EPS_H, _HIST_MAX_C, INF
+from twin.model.cooling.common import _EPS_H, _HIST_MAX_C, INF
 from twin.model.cooling.state import CoolingState
 from twin.model.engine import Topic
-from twin.physics import thermal as phys
+
+
+_EF = np.empty(0)  # an empty float array: the kernels' "none" for an optional per-unit array
+_EB = np.empty(0, dtype=bool)
 
 
 class GpuState(CoolingState):
@@ -75,6 +78,13 @@ class GpuState(CoolingState):
         self.speed = np.ones(G)
         self.gon = np.ones(G, dtype=bool)  # GPU powered during [t0, now]
         self.t_next = np.full(G, INF)
+        # the air heat the kernel computes (Thermal._air_heat_w): 0 none, 1 GPUs in the air, 2 not, 3 a share
+        self._heat_mode = 0 if self.air is None else (3 if self.air_share is not None else
+                                                      (1 if self.type == "air" else 2))
+        self._heat_share = float(self.air_share) if self._heat_mode == 3 else 1.0  # type: ignore[arg-type]
+        self._ng_w = float(self.non_gpu_w)
+        self._uidx = np.arange(G)  # unit indices (a slice of them: the kernels' unit list of a run of nodes)
+        self._now1 = np.zeros(1)  # the time a kernel brings units to, h
         self.kind = np.zeros(G, dtype=np.int8)  # 1 slowdown crossing, 2 shutdown crossing
         self._wake_t = INF
         self._wake_timer = self.engine.timer(self._wake)
@@ -152,10 +162,9 @@ class GpuState(CoolingState):
         A contiguous run of nodes (a packed job, a zone, a loop) is addressed by slices; the common case
         where no GPU of the set is near its slowdown temperature takes a short path without caps.
         """
-        # One function of about 100 lines on purpose: this is the hot path (every load change of a warm
-        # node, every zone step, fan and loop change), and its steps share a dozen local arrays (the
-        # slices, R, inlet, demand, draw, busy GPUs) that smaller functions would pass in and out at every
-        # event. The throttling branch, taken only near the slowdown temperature, is ``_throttle``.
+        # The hot path (every load change of a warm node, every zone step, fan and loop change): the units'
+        # work is two compiled kernels (twin.kernels.advance_units, update_units: the throttling branch,
+        # taken only near the slowdown temperature, and the stash of lazy crossings are in the second).
         n = len(nodes)
         if not n:
             return
@@ -175,70 +184,40 @@ class GpuState(CoolingState):
         if self._n_silent:  # silent crossings of these units that are due: taken first; the others re-planned
             self._settle_in(gsl, now)
         # temperature now, from the last state; GPU-hours by steady-state temperature (τ ≪ intervals)
-        tss_old = self.tss[gsl]
-        dt_h = now - self.t0[gsl]
-        T = fast.step_c(self.T[gsl], tss_old, dt_h, self.tau[gsl])
-        bins = np.minimum(np.maximum(tss_old, 0.0), _HIST_MAX_C - 1).astype(np.intp)  # = np.clip (no NaN)
-        self.hist += np.bincount(bins, weights=dt_h * self.gon[gsl], minlength=_HIST_MAX_C) * self.w
-        # new conditions
+        gi = self._uidx[gsl] if isinstance(gsl, slice) else gsl
+        self._now1[0] = now
+        tmax = kernels.advance_units(gi, self._now1, self.T, self.tss, self.t0, self.tau, self.gon, self.hist, self.w)
+        # new conditions: demand, what the GPUs draw before any thermal cap (their demand, or less under a
+        # power-chain cap: a site cap, a lost PSU or feed; the thermal cap, if it binds, is below this, and
+        # speeds are relative to the demand, so the engine's lower of the thermal and power speeds is the
+        # node's speed), then steady states and, near the slowdown temperature, caps, speeds and crossings
         up_n = self.cluster.down_count[nsl] == 0
         util = self.engine.node_util[nsl]
-        pd_n = fast.demand_w(self.idle_w, self.tdp_w, util) * up_n
-        # what the GPUs draw before any thermal cap: their demand, or less under a power-chain cap (a site
-        # cap, a lost PSU or feed); the thermal cap, if it binds, is below this, and speeds are relative
-        # to the demand (so the engine's lower of the thermal and power speeds is the node's speed)
-        draw_n = pd_n
+        pc = _EF
         if self._n_pcap or self.it.others_capped("thermal"):
             pc = self.it.min_cap(nodes, exclude="thermal")
             self._n_pcap += int(np.isfinite(pc).sum()) - int(np.isfinite(self._pcap[nsl]).sum())
             self._pcap[nsl] = pc
-            draw_n = np.minimum(pd_n, pc)
-        if u == 1:
-            R = self.rbase[gsl] * self.rfactor[nsl]
-            tin = self.inlet[nsl]
-            if self.toff is not None:  # (one GPU per node: its node's rack and recirculation offsets)
-                tin = tin + self.toff[gsl]
-            pd, draw = pd_n, draw_n
-            self.gon[gsl] = up_n
-        else:
-            R = self.rbase[gsl] * np.repeat(self.rfactor[nsl], u)
-            tin = np.repeat(self.inlet[nsl], u)
-            if self.toff is not None:
-                tin += self.toff[gsl]
-            pd = np.repeat(pd_n, u)
-            draw = pd if draw_n is pd_n else np.repeat(draw_n, u)
-            self.gon[gsl] = np.repeat(up_n, u)
-        tss = fast.steady_c(tin, draw, R)
-        need = tss > self.slow_c
-        self.T[gsl] = T
-        self.t0[gsl] = now
-        self.tau[gsl] = fast.tau_s(R, self.C)
+        nout = np.empty((8, n))
+        uout = np.empty((5, n * u))
+        silent = self._silent_on
+        short, t_min = kernels.update_units(
+            nodes, u, float(g), self.w, now, up_n, util, pc, self.rfactor, self.inlet, self.rbase,
+            _EF if self.toff is None else self.toff, self.idle_w, self.tdp_w, self.C, self.slow_c, self.shut_c,
+            self.pmin_w, self.alpha, self.T, self.tss, self.tau, self.gon, self.engaged, self.speed, self.t_next,
+            self.kind, bool(self._n_hot), _EF if self._ucap is None else self._ucap, silent,
+            self.x_cap if silent and self.x_cap is not None else _EF, self.x_P if silent else _EF,
+            self.x_sp if silent else _EF, self.x_tss if silent else _EF, self.x_ok if silent else _EB,
+            self.pw if silent else _EF, self.t_due if silent else _EF,
+            self._traced_u if silent and self._traced_u is not None else _EB, self._heat_mode,
+            self._ng_w, self.non_gpu_idle_w, self._heat_share, nout, uout)
+        busy_n = nout[2]
+        sp_n, capped_n, spsum_n, it_caps = nout[3], nout[4], nout[5], nout[6]
         caps = self.speed_caps
-        busy_n = (up_n & (util > 0.0)) * float(g)
-        # (np.count_nonzero: the cheapest any() of a small boolean array)
-        short = not np.count_nonzero(need)
-        if short:
-            # short path: every GPU runs at its demand, speed 1, no crossing ahead (a GPU that was engaged is
-            # released: nothing would settle above the slowdown, as _throttle finds with every engage False)
-            self.tss[gsl] = tss
-            if self._ucap is not None:
-                self._ucap[gsl] = INF
-            if self._n_hot:
-                self.engaged[gsl] = False
-                self.t_next[gsl] = INF
-                self.speed[gsl] = 1.0
-                if self._silent_on:
-                    self.t_due[gsl] = INF
-            P = draw
-            sp_n: Any = 1.0
-            capped_n = 0.0
-            spsum_n = busy_n
-            it_caps: Any = INF
-            tmax = float(T.max())
-        else:
+        if not short:
             self._n_hot += 1
-            P, sp_n, capped_n, spsum_n, it_caps = self._throttle(gsl, now, T, pd, draw, tin, R, need, busy_n)
-            tmax = float(T.max())
+            if not silent and t_min < self._wake_t:  # (else _plan schedules it, once the silent ones are known)
+                self._schedule_wake(t_min)
         if tmax > self.tpeak_c:
             self.tpeak_c = tmax
         # IT power (the shared ITPower) when the thermal cap of these nodes changed
@@ -246,12 +225,12 @@ class GpuState(CoolingState):
             self.it.set_cap("thermal", nodes, it_caps)
         # air-zone heat: demanded power of the nodes in service
         if self.air is not None:
-            self._zone_heat(nsl, nodes, self._air_heat_w(draw_n, up_n))
+            self._zone_heat(nsl, nodes, nout[7])  # (the kernel's Thermal._air_heat_w(draw_n, up_n))
         self._account(nsl, nodes, busy_n, capped_n, spsum_n)
         if self.aged:
             self._age_update(nodes)
         if self.trace_from <= now <= self.trace_to and np.count_nonzero(self.trace_mask[nsl]):
-            self._trace(nodes, T, P, pd, tin, R)
+            self._trace(nodes, self.T[gsl], uout[0], uout[1], uout[2], uout[3])
         # the node's speed is its slowest GPU's (nodes in service only; a down node keeps its last cap)
         if self._silent_on and (self._n_silent or self._rose) and np.count_nonzero(~up_n):
             self._rose = True  # a node leaving service leaves its group's slowest speeds (see lazy._plan)
@@ -260,7 +239,7 @@ class GpuState(CoolingState):
             settled = self._settled_sp  # speeds the silent crossings settled above changed (not yet published)
             if np.count_nonzero(changed):
                 ch = nodes[changed]
-                new_sp = sp_n[changed] if not isinstance(sp_n, float) else sp_n
+                new_sp = sp_n[changed]
                 if self._silent_on and np.count_nonzero(caps[ch] < new_sp):
                     self._rose = True  # a published speed rose (see lazy._plan)
                 caps[ch] = new_sp
@@ -274,59 +253,6 @@ class GpuState(CoolingState):
                 self.engine.bus.publish(Topic.NODE_SPEED, ch)
             if short and self._n_hot_check():
                 self._n_hot = 0
-
-    def _throttle(self, gsl: Any, now: float, T: NDArray[np.float64], pd: NDArray[np.float64],
-                  draw: NDArray[np.float64], tin: NDArray[np.float64], R: NDArray[np.float64],
-                  need: NDArray[np.bool_], busy_n: NDArray[np.float64]) -> tuple[Any, Any, Any, Any, Any]:
-        """The long path of ``_update_now`` for units ``gsl`` of which some would settle above the slowdown
-        temperature or are engaged: caps, speeds, the next crossings (scheduling the wake-up); returns the
-        units' powers, and per node the speed, capped busy GPUs, Σ speed of busy GPUs and thermal cap."""
-        u = self.u
-        engage = need & (self.engaged[gsl] | (T >= self.slow_c - _EPS_C))
-        pcap = fast.power_cap_w(pd, tin, R, self.slow_c, self.pmin_w)
-        xP = np.minimum(pcap, draw)  # power once engaged
-        if self._ucap is not None:  # the thermal cap of each engaged GPU, whatever the power chain allows
-            self._ucap[gsl] = np.where(engage, pcap, INF)
-        P = np.where(engage, xP, draw)
-        capped = engage & (P < draw)
-        xsp = fast.capped_speed(xP, pd, self.idle_w, self.alpha)  # speed once engaged, where xP < draw
-        speed = np.where(capped, xsp, 1.0)
-        tss = fast.steady_c(tin, P, R)
-        tau = self.tau[gsl]  # (fast.tau_s(R, C): just set by _update_now)
-        # next crossing: slowdown for free GPUs heading above it, shutdown for capped ones settling above it
-        t_cross = np.full(len(tss), INF)
-        kind = np.zeros(len(tss), dtype=np.int8)
-        free_up = need & ~engage
-        if free_up.any():
-            # (free and heading above: T < slowdown < T_ss, so the crossing exists)
-            t_cross[free_up] = fast.rise_time_s(T[free_up], tss[free_up], self.slow_c, tau[free_up])
-            kind[free_up] = 1
-        hot = engage & (tss > self.shut_c)
-        if hot.any():
-            ts = np.asarray(phys.crossing_time_s(T[hot], tss[hot], self.shut_c, tau[hot]), dtype=np.float64)
-            t_cross[hot] = np.where(T[hot] >= self.shut_c - _EPS_C, 0.0, ts)
-            kind[hot] = 2
-        t_next = now + t_cross / 3600.0
-        if self._silent_on:
-            self._stash(gsl, t_next, free_up, draw, tin, R, P, xP, xsp, pcap)
-        self.tss[gsl] = tss
-        self.engaged[gsl] = engage
-        self.speed[gsl] = speed
-        self.t_next[gsl] = t_next
-        self.kind[gsl] = kind
-        sp_n = speed.reshape(-1, u).min(axis=1)
-        capped_g = capped.reshape(-1, u)
-        busy_g = (busy_n > 0)[:, None]
-        capped_n = (busy_g & capped_g).sum(axis=1) * self.w
-        spsum_n = np.where(busy_g, speed.reshape(-1, u), 0.0).sum(axis=1) * self.w
-        # the node's thermal cap as the per-GPU mean of its powers: exact for the node's total while the
-        # thermal cap is the tightest (a stated approximation when PSU caps bind on the same node)
-        it_caps = np.where(capped_g.any(axis=1), np.add.reduce(P.reshape(-1, u), axis=1) / u, INF)  # (= mean)
-        if not self._silent_on:  # (else _plan schedules the wake-up, once the silent crossings are known)
-            m = float(t_next.min())
-            if m < self._wake_t:
-                self._schedule_wake(m)
-        return P, sp_n, capped_n, spsum_n, it_caps
 
     def _n_hot_check(self) -> bool:
         """True when no unit anywhere is engaged, capped or heading for a crossing (short paths suffice)."""
@@ -435,19 +361,11 @@ class GpuState(CoolingState):
 
     def _account(self, nsl: Any, nodes: NDArray[np.int64], busy: Any, capped: Any, spsum: Any) -> None:
         self._integrate(self.engine.now)
-        tot = self._tot
-        d_busy = float((busy - self.n_busy[nsl]).sum())
-        tot[0] += d_busy
-        self.n_busy[nsl] = busy
-        if self._n_hot or self._acc_hot:
+        hot = bool(self._n_hot) or self._acc_hot
+        if hot:
             self._acc_hot = bool(self._n_hot)
-            tot[1] += float((capped - self.n_capped[nsl]).sum())
-            tot[2] += float((spsum - self.n_spsum[nsl]).sum())
-            self.n_capped[nsl] = capped
-            self.n_spsum[nsl] = spsum
-        else:
-            tot[2] += d_busy
-            self.n_spsum[nsl] = spsum
+        d_busy = kernels.account_nodes(nodes, busy, capped, spsum, self.n_busy, self.n_capped, self.n_spsum,
+                                       self._tot, hot)
         if self._multi_speed or self._n_hot or self._tp_hot:
             self._tp_hot = bool(self._n_hot) or self._multi_speed
             self._refresh_tp(nodes)

@@ -4,7 +4,8 @@ slowdown temperature is an event only where it can change a job's pace.
 A job's progress depends only on its slowest GPU (the engine's speed of a job is the minimum over its
 nodes, a node's thermal speed its slowest GPU's). When an update leaves some free GPUs heading above the
 slowdown temperature, each will, at its crossing time t_x, cap its power at P_x and slow to s_x; all of
-that is known at the update (``_stash``). The crossings of a *group* (the nodes a job's load change was
+that is known at the update (the stash: ``x_P``, ``x_sp``, ``x_tss``, ``x_ok``, written by
+``twin.kernels.update_units``). The crossings of a *group* (the nodes a job's load change was
 published for, ``Topic.NODE_LOAD``: the job's nodes) are walked in time order from the group's slowest
 published speed: a crossing whose s_x is below every speed the group has by then lowers the job's pace
 and stays an event (the wake-up; there the unit takes its stashed state in closed form, ``_settle`` with no
@@ -39,10 +40,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from twin.model.cooling import fast
-from twin.model.cooling.common import _EPS_H, _HIST_MAX_C, INF
+from twin import kernels
+from twin.model.cooling.common import _EPS_H, INF
 from twin.model.cooling.state import CoolingState
 from twin.model.engine import Topic
+
+
+_EF = np.empty(0)  # an empty float array: the kernels' "none" for an optional array
 
 
 class LazyCrossings(CoolingState):
@@ -111,27 +115,6 @@ class LazyCrossings(CoolingState):
         self._gid[nodes] = gid
 
     # ------------------------------------------------------------------------------------ planning
-    def _stash(self, gsl: Any, t_next: NDArray[np.float64], free_up: NDArray[np.bool_], draw: NDArray[np.float64],
-               tin: NDArray[np.float64], R: NDArray[np.float64], P: NDArray[np.float64], xP: NDArray[np.float64],
-               xsp: NDArray[np.float64], pcap: NDArray[np.float64]) -> None:
-        """From ``_throttle``: what each free unit of ``gsl`` heading above the slowdown will be after its
-        crossing (power ``xP`` and speed ``xsp`` where xP < draw, its thermal cap ``pcap``, as ``_throttle``
-        computes them for engaged units: power, inlet and R hold until the next update), its power now, and
-        its crossing as a wake-up time until ``_plan`` finds it silent."""
-        if self.x_cap is not None:
-            self.x_cap[gsl] = pcap
-        xsp = np.where(xP < draw, xsp, 1.0)
-        xtss = fast.steady_c(tin, xP, R)
-        ok = free_up & (xtss <= self.shut_c)
-        if self._traced_u is not None:
-            ok &= ~self._traced_u[gsl]
-        self.x_P[gsl] = xP
-        self.x_sp[gsl] = xsp
-        self.x_tss[gsl] = xtss
-        self.x_ok[gsl] = ok
-        self.pw[gsl] = P
-        self.t_due[gsl] = t_next
-
     def _plan(self, nodes: NDArray[np.int64]) -> None:
         """After an update of ``nodes``: settle the due silent crossings of their groups, decide which pending
         crossings of those groups are silent, and schedule the wake-up at the first that is not."""
@@ -150,34 +133,14 @@ class LazyCrossings(CoolingState):
             if gid < 0:
                 continue  # not in a group: every crossing stays an event
             arr = self._groups[gid]
-            mem = arr[self._gid[arr] == gid]
-            gu = self._gpus(mem)
             # due silent crossings rest on the group's published speeds staying as low as they were: settled
-            # before one rose (or a node left service); while speeds only fell they may wait (the walk below
+            # before one rose (or a node left service); while speeds only fell they may wait (the walk
             # reads published speeds, which a due crossing would only lower: it finds fewer silent, never more)
             if self._n_silent and rose:
-                self._settle_in(gu, now)
-            t = self.t_next[gu]
-            pend = (t < INF) & (self.kind[gu] == 1)
-            if self._n_silent and not rose:  # due silent crossings not settled stay as they are
-                pend &= ~(self.silent[gu] & (t <= now + _EPS_H))
-            pend = np.flatnonzero(pend)
-            if not len(pend):
-                continue
-            up = mem[down[mem] == 0]
-            floor0 = float(caps[up].min()) if len(up) else 1.0
-            ui = gu[pend]
-            o = np.argsort(t[pend], kind="stable")
-            ui = ui[o]
-            xs = self.x_sp[ui]
-            before = np.empty(len(xs))  # the group's slowest speed just before each crossing
-            before[0] = floor0
-            if len(xs) > 1:
-                np.minimum.accumulate(np.minimum(xs[:-1], floor0), out=before[1:])
-            sil = self.x_ok[ui] & (xs >= before)
-            self._n_silent += int(np.count_nonzero(sil)) - int(np.count_nonzero(self.silent[ui]))
-            self.silent[ui] = sil
-            self.t_due[ui] = np.where(sil, INF, self.t_next[ui])
+                self._settle_in(self._gpus(arr[self._gid[arr] == gid]), now)
+            keep = now + _EPS_H if self._n_silent and not rose else -INF  # due silent ones not settled stay
+            self._n_silent += kernels.plan_group(arr, gid, self._gid, self.u, keep, self.t_next, self.kind,
+                                                 self.silent, down, caps, self.x_sp, self.x_ok, self.t_due)
         self._wake_at_due()
 
     def _wake_at_due(self) -> None:
@@ -197,120 +160,39 @@ class LazyCrossings(CoolingState):
     def _settle_in(self, gsl: Any, now: float) -> None:
         """Settle the silent crossings of units ``gsl`` (a slice or indices) due by ``now``; the others lose
         their silent flag only through the caller's update or plan."""
-        sub = self.silent[gsl]
-        if not np.count_nonzero(sub):
-            return
-        due = sub & (self.t_next[gsl] <= now + _EPS_H)
-        if isinstance(gsl, slice):
-            idx = np.flatnonzero(due) + gsl.start
-            rest = np.flatnonzero(sub & ~due) + gsl.start
-        else:
-            idx = gsl[due]
-            rest = gsl[sub & ~due]
+        gi = self._uidx[gsl] if isinstance(gsl, slice) else gsl
+        idx, cleared = kernels.silent_due(gi, now + _EPS_H, self.silent, self.t_next, bool(self._in_update))
+        self._n_silent -= cleared  # (being updated: re-planned from their new state)
         if len(idx):
             self._settle(idx, now)
-        if len(rest) and self._in_update:  # being updated: re-planned from their new state
-            self.silent[rest] = False
-            self._n_silent -= len(rest)
 
     def _settle(self, idx: NDArray[np.int64], now: float) -> None:
         """Units ``idx`` crossed their slowdown temperature silently at t_x = t_next ≤ ``now``: give them their
-        capped state from t_x and add what the crossings changed over [t_x, now) (module docstring)."""
-        # One function of about 85 lines on purpose: each step corrects one of the integrals (temperature
-        # histogram, throttled and speed hours, throughput, IT energy, site power) over the same arrays
-        # of crossing times and capped states; split, each part would take and return them all.
-        u, w = self.u, self.w
-        ts = self.t_next[idx]
-        dt = ts - self.t0[idx]
-        tss0 = self.tss[idx]
-        self.hist += np.bincount(np.clip(tss0, 0.0, _HIST_MAX_C - 1).astype(np.intp), weights=dt * self.gon[idx],
-                                 minlength=_HIST_MAX_C) * w
-        T = fast.step_c(self.T[idx], tss0, dt, self.tau[idx])
-        self.T[idx] = T
-        self.t0[idx] = ts
-        self.tss[idx] = self.x_tss[idx]
-        self.engaged[idx] = True
-        if self.x_cap is not None:
-            assert self._ucap is not None
-            self._ucap[idx] = self.x_cap[idx]
-        xs = self.x_sp[idx]
-        self.speed[idx] = xs
-        xP = self.x_P[idx]
-        capped = xP < self.pw[idx]
-        dP = (xP - self.pw[idx]) * w
-        self.pw[idx] = xP
-        self.t_next[idx] = INF
-        self.t_due[idx] = INF
-        self.kind[idx] = 0
-        self._n_silent -= int(np.count_nonzero(self.silent[idx]))  # (a wake-up settles crossings that are not)
-        self.silent[idx] = False
-        tmax = float(T.max())
+        capped state from t_x and add what the crossings changed over [t_x, now) (module docstring; the
+        arithmetic is ``twin.kernels.settle_units``)."""
+        self._integrate(now)
+        tmax, n_sil, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum = kernels.settle_units(
+            idx, now, self.u, self.w, self.T, self.tss, self.t0, self.tau, self.gon, self.hist, self.t_next,
+            self.t_due, self.kind, self.silent, self.engaged, self.speed, self.x_tss, self.x_sp, self.x_P,
+            _EF if self.x_cap is None else self.x_cap, _EF if self._ucap is None else self._ucap, self.pw,
+            self.n_busy, self.n_capped, self.n_spsum, self.n_tp, self.speed_caps,
+            self._oth_n if self._oth_caps else _EF, self._acc, self._tot)
+        self._n_silent -= n_sil  # (a wake-up settles crossings that are not silent)
         if tmax > self.tpeak_c:
             self.tpeak_c = tmax
-        held = now - ts
-        nd = idx // u
-        # in node order, each node's crossings in time order (a node has at most u units)
-        o = np.lexsort((ts, nd))
-        nd_o, xs_o, ts_o, held_o = nd[o], xs[o], ts[o], held[o]
-        last = np.ones(len(nd_o), dtype=bool)  # last crossing of its node
-        if len(nd_o) > 1:
-            np.not_equal(nd_o[1:], nd_o[:-1], out=last[:-1])
-        nodes = nd_o[last]
-        first = np.flatnonzero(np.concatenate(([True], last[:-1])))
-        # throttled GPUs and Σ speed of busy GPUs: their changes at t_x, integrated to now
-        nb = self.n_busy[nd_o]
-        busy = nb > 0.0
-        dcap = (busy & capped[o]) * w
-        dsp = busy * (w * (xs_o - 1.0))
-        self._integrate(now)
-        acc, tot = self._acc, self._tot
-        acc[1] += float((dcap * held_o).sum())
-        acc[2] += float((dsp * held_o).sum())
-        tot[1] += float(dcap.sum())
-        tot[2] += float(dsp.sum())
-        self.n_capped[nodes] += np.add.reduceat(dcap, first)
-        self.n_spsum[nodes] += np.add.reduceat(dsp, first)
-        # node speeds (the slowest unit's) step down at the crossings that set a new low for their node
-        caps = self.speed_caps
-        old = caps[nd_o]
-        cm = xs_o.copy()  # running minimum within each node
-        for k in range(1, min(u, len(cm))):
-            same = nd_o[k:] == nd_o[:-k]
-            np.minimum(cm[k:], np.where(same, xs_o[:-k], INF), out=cm[k:])
-        after = np.minimum(old, cm)
-        before = old.copy()
-        if len(after) > 1:
-            before[1:] = np.where(last[:-1], old[1:], after[:-1])
-        new_caps = after[last]
-        if self._oth_caps:  # a node computes at the lower of its thermal and other speeds (those held over
-            # [t_x, now): a change of them settles the node's due crossings before it is taken, GpuState._on_speed)
-            oth = self._oth_n[nd_o]
-            d = nb * (np.minimum(after, oth) - np.minimum(before, oth))
-            new_sp = np.minimum(new_caps, oth[last])
-        else:
-            d = nb * (after - before)  # effective GPUs, changed at t_x
-            new_sp = new_caps
-        nz = d != 0.0
-        if np.count_nonzero(nz):
-            acc[3] += float((d[nz] * held_o[nz]).sum())
-            tp = self.n_busy[nodes] * new_sp
-            tot[3] += float((tp - self.n_tp[nodes]).sum())
-            self.n_tp[nodes] = tp
-            self._tp_t.extend(ts_o[nz].tolist())
-            self._tp_dv.extend(d[nz].tolist())
+        if len(tp_t):  # effective GPUs, changed at t_x (the node's speed steps down at a new low)
+            self._tp_t.extend(tp_t.tolist())
+            self._tp_dv.extend(tp_dv.tolist())
         # IT power: the nodes' thermal caps from now, and the crossings' changes over [t_x, now) in closed form
         if not self._in_update:  # (inside an update of these nodes, it sets their thermal caps from now)
-            gu = self._gpus(nodes)
-            pw_g = self.pw[gu].reshape(-1, u)
-            it_caps = np.where((self.speed[gu].reshape(-1, u) < 1.0).any(axis=1), np.add.reduce(pw_g, axis=1) / u,
-                               INF)
             self.it.set_cap("thermal", nodes, it_caps)
         if np.count_nonzero(dP):
-            self.it.energy_wh += float((dP * held).sum())
+            self.it.energy_wh += e_wh
             self._pw_t.append(ts)
             self._pw_dv.append(dP)
             self._pw_t.append(np.array([now]))
-            self._pw_dv.append(np.array([-float(dP.sum())]))
+            self._pw_dv.append(np.array([-dP_sum]))
+        caps = self.speed_caps
         changed = nodes[caps[nodes] != new_caps]
         if len(changed):
             caps[nodes] = new_caps

@@ -103,6 +103,11 @@ class CoolingState:
     speed: NDArray[np.float64]
     gon: NDArray[np.bool_]
     t_next: NDArray[np.float64]
+    _uidx: NDArray[np.int64]
+    _heat_mode: int
+    _heat_share: float
+    _ng_w: float
+    _now1: NDArray[np.float64]
     kind: NDArray[np.int8]
     _wake_t: float
     _wake_timer: Timer
@@ -297,11 +302,6 @@ class CoolingState:
             raise NotImplementedError
 
         def _trace_units(self, on: bool) -> None:  # lazy
-            raise NotImplementedError
-
-        def _stash(self, gsl: Any, t_next: NDArray[np.float64], free_up: NDArray[np.bool_], draw: NDArray[np.float64],
-                   tin: NDArray[np.float64], R: NDArray[np.float64], P: NDArray[np.float64], xP: NDArray[np.float64],
-                   xsp: NDArray[np.float64]) -> None:  # lazy
             raise NotImplementedError
 
         def _air_node_offsets_c(self) -> NDArray[np.float64] | None:  # air
