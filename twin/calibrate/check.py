@@ -10,7 +10,11 @@ Each quantity is computed the same way from the logs and from every replication'
   logs name no failure of, such as a fabric switch, counts as unattributed);
 * job interruptions per 1,000 job-hours by job size (shown as the job MTTF, its inverse);
 * the mean outage of a repair ticket, by part (end − start; the ``tickets`` table's back − fail).
-  Tickets without a part (a cause such as ``maintenance``) are reported, not compared.
+  Tickets without a part (a cause such as ``maintenance``) are reported, not compared;
+* with GPU telemetry: the share of GPU-time with a thermal clock event (%; the ``thermal.throttled_gpu_hours``
+  metric over the powered GPU-hours of the ``gpu_temperature`` table) and quantiles of the GPU temperature
+  (°C; every sample, against the ``gpu_temperature`` table's GPU-hours per 1 °C, both read linearly
+  within their bins).
 
 Over R replications the simulated values have mean m and standard deviation s; a logged value y is
 consistent when it lies in the prediction interval m ± t(R−1, 1 − α/(2K))·s·√(1 + 1/R) — a new
@@ -24,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -67,6 +72,35 @@ def logged_quantities(cal: Calibration) -> Quantities:
     for p, rr in sorted(cal.repairs.items()):
         if rr.closed and p in cal.parts:  # a part's tickets; a cause without a part has no simulated twin
             q[f"repair outage mean (h): {p}"] = rr.outage_mean_h
+    th = cal.thermal
+    if th is not None:
+        if not math.isnan(th.throttle_share):
+            q[THROTTLE_ROW] = 100.0 * th.throttle_share
+        for qq, v in th.temp_quantiles.items():
+            q[f"{TEMP_ROW} p{round(100 * qq)}"] = v
+    return q
+
+
+THROTTLE_ROW = "GPU-time with a thermal clock event (%)"
+TEMP_ROW = "GPU temperature (°C):"
+
+
+def thermal_quantities(metrics: dict[str, float], tables: Any, quantiles: tuple[float, ...]) -> Quantities:
+    """The telemetry's quantities from one replication: the throttled share of powered GPU-time and the
+    temperature quantiles of the ``gpu_temperature`` histogram (1 °C bins, linear within a bin)."""
+    from twin.calibrate.telemetry import hist_quantile
+
+    q: Quantities = {}
+    if "gpu_temperature" not in tables:
+        return q
+    hist = tables["gpu_temperature"]
+    tot = float(hist["gpu_hours"].sum())
+    if tot <= 0:
+        return q
+    q[THROTTLE_ROW] = 100.0 * float(metrics.get("thermal.throttled_gpu_hours", 0.0)) / tot
+    lo = float(hist["temp_c"].iloc[0])
+    for qq in quantiles:
+        q[f"{TEMP_ROW} p{round(100 * qq)}"] = hist_quantile(hist["gpu_hours"].to_numpy(), lo, 1.0, qq)
     return q
 
 
@@ -165,8 +199,11 @@ def run_check(scenario_path: str, cal: Calibration, reps: int, alpha: float = 0.
     sims = []
     for r in range(reps):
         res = run_replication(sc, r)
-        sims.append(simulated_quantities(dict(res.tables), sc.cluster.n_nodes, sc.horizon_h, keys,
-                                         not_hardware(sc)))
+        tables = dict(res.tables)
+        q = simulated_quantities(tables, sc.cluster.n_nodes, sc.horizon_h, keys, not_hardware(sc))
+        if cal.thermal is not None:
+            q.update(thermal_quantities(res.metrics, tables, tuple(cal.thermal.temp_quantiles)))
+        sims.append(q)
         if progress is not None:
             progress(r + 1)
     return compare(logged, sims, alpha, scenario_path)

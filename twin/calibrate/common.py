@@ -72,11 +72,20 @@ def iso_utc(seconds: float) -> str:
 
 
 def sniff(path: str | os.PathLike[str]) -> str:
-    """The format of a log by its first non-blank line: ``sacct`` (a ``JobID|...`` header),
-    ``tickets`` (a CSV header: a comma and no ``|``) or ``kernel`` (anything else: kernel-log lines)."""
+    """The format of a log by its first non-blank line: GPU telemetry (``nvidia-smi``, ``dcgm-json``,
+    ``dcgm-text``, ``inlet``: :func:`twin.calibrate.telemetry.sniff_telemetry`), ``sacct`` (a
+    ``JobID|...`` header), ``tickets`` (a CSV header: a comma and no ``|``) or ``kernel`` (anything
+    else: kernel-log lines)."""
+    from twin.calibrate.telemetry import sniff_telemetry
+
     for _n, text in lines(path):
         s = text.strip()
-        if not s or s.startswith("#"):
+        if not s:
+            continue
+        tel = sniff_telemetry(s)
+        if tel is not None:
+            return tel
+        if s.startswith("#"):
             continue
         if s.split("|", 1)[0].strip().lower() == "jobid":
             return "sacct"

@@ -12,6 +12,7 @@ import numpy as np
 
 from twin.calibrate.common import iso_utc
 from twin.calibrate.gather import Calibration
+from twin.calibrate.thermal_fit import thermal_logged, thermal_yaml
 from twin.fit import distributions as D
 from twin.fit.mle import ModelFit, PartFit
 from twin.fit.report import fmt, fmt_ci, relative_base
@@ -95,6 +96,8 @@ def scenario_yaml(cal: Calibration, base_name: str, base_parts: set[str], base_p
                 f"# {_names(', '.join(sorted(set(cal.failures['source']))))}:"
                 f" {f.failures} part failures on {f.nodes} nodes; profile-likelihood {lv:.0%} interval "
                 f"{fmt_ci(f.ci)}"]
+    if cal.thermal is not None:
+        out += thermal_yaml(cal.thermal, cal.thermal_target)
     out += ["", "# Logged, not parameters (the calibration report compares the simulation with them):"]
     if cal.jobs is not None:
         j = cal.jobs.interruptions
@@ -113,6 +116,8 @@ def scenario_yaml(cal: Calibration, base_name: str, base_parts: set[str], base_p
         lem = cal.frailty.lemons
         out.append(f"#   lemon nodes (Benjamini-Hochberg, FDR {cal.frailty.fdr:g}): "
                    + (", ".join(f"{h} ({k} failures, q {q:.2g})" for h, k, q in lem) if lem else "none"))
+    if cal.thermal is not None:
+        out += thermal_logged(cal.thermal)
     for note in cal.notes:
         out.append(f"#   note: {note}")
     return "\n".join(out) + "\n"
