@@ -169,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
 
         cal.thermal = fit_thermal(telemetry, args.level, slots=int(base.cluster.node.gpus))
         cal.thermal_target = target(base)
+        cal.telemetry = telemetry
         cal.notes += cal.thermal.notes
 
     from twin.calibrate.check import run_check

@@ -82,6 +82,8 @@ class Calibration:
     level: float = 0.95
     thermal: Any = None
     """The telemetry's fits (:class:`twin.calibrate.thermal_fit.ThermalFit`), when telemetry was read."""
+    telemetry: Any = None
+    """The telemetry read (:class:`twin.calibrate.telemetry.Telemetry`), for the check."""
     thermal_target: tuple[str, str, bool] = ("", "", False)
     """Where the fitted resistance goes: (cooling.type, the ``cooling.gpu`` field, whether the GPUs are in an
     air hall whose ``cooling.air.slot_preheat_c`` applies); type "" when the base has no thermal model."""

@@ -63,6 +63,11 @@ RESERVOIR = 400
 INLET_MAX_AGE_S = 900.0
 """A GPU sample uses its node's inlet reading at most this old (s)."""
 _HIST_LO, _HIST_HI, _HIST_STEP = -20.0, 130.0, 0.1
+POWER_STEP_W = 25.0
+_POWER_BINS = 80
+"""Samples are also counted by power in 25 W bins up to 2,000 W (the loaded samples' statistics)."""
+LOADED_SHARE = 0.5
+"""A sample is *loaded* when its power is at least this share of the fleet's 99th percentile of power."""
 
 NVSMI_FIELDS = ("timestamp", "index", "serial", "temperature.gpu", "power.draw", "clocks.sm",
                 "clocks_event_reasons.active")
@@ -110,6 +115,10 @@ class Telemetry:
         self.rng = random.Random(seed)
         self.k = reservoir
         self.hist = np.zeros(int(round((_HIST_HI - _HIST_LO) / _HIST_STEP)), dtype=np.float64)
+        self.by_power = np.zeros((_POWER_BINS, len(self.hist)), dtype=np.float64)
+        """Temperature histogram (0.1 °C) of the samples with a power, by power bin."""
+        self.events_by_power = np.zeros((_POWER_BINS, 2), dtype=np.int64)
+        """Per power bin: samples with a reasons mask, and those with a thermal event."""
         self.sources: list[tuple[str, str, int, int]] = []
         """(file, format, lines, samples) of every file read."""
         self.missing = 0
@@ -148,16 +157,23 @@ class Telemetry:
             return
         g.with_temp += 1
         if temp_c == int(temp_c):  # whole degrees as nvidia-smi and DCGM print them: [T - 0.5, T + 0.5)
-            b = int(round((temp_c - 0.5 - _HIST_LO) / _HIST_STEP))
             sub = int(round(1.0 / _HIST_STEP))
-            b = min(max(b, 0), len(self.hist) - sub)
-            self.hist[b:b + sub] += 1.0 / sub
+            b = min(max(int(round((temp_c - 0.5 - _HIST_LO) / _HIST_STEP)), 0), len(self.hist) - sub)
+            bins = slice(b, b + sub)
+            w = 1.0 / sub
         else:
-            b = int((temp_c - _HIST_LO) / _HIST_STEP + 1e-9)
-            self.hist[min(max(b, 0), len(self.hist) - 1)] += 1.0
+            b = min(max(int((temp_c - _HIST_LO) / _HIST_STEP + 1e-9), 0), len(self.hist) - 1)
+            bins = slice(b, b + 1)
+            w = 1.0
+        self.hist[bins] += w
         if math.isnan(power_w):
             self.missing += 1
             return
+        pb = min(max(int(power_w / POWER_STEP_W), 0), _POWER_BINS - 1)
+        self.by_power[pb, bins] += w
+        if reasons is not None:
+            self.events_by_power[pb, 0] += 1
+            self.events_by_power[pb, 1] += bool(reasons & THERMAL_MASK)
         pt = (power_w, temp_c, self.inlet_at(g.host, t_s))
         g.seen += 1
         if len(g.points) < self.k:
@@ -193,18 +209,36 @@ class Telemetry:
 
     def thermal_share(self) -> tuple[float, float]:
         """(GPU-time with a thermal clock event, GPU-time observed) in samples (mask) plus, for GPUs
-        without a mask, the violation counter's time converted to samples of the GPU's mean interval."""
+        without a mask, the violation counter's time in samples of the fleet's median sampling interval."""
         hot = 0.0
         tot = 0.0
+        steps = [(g.last_s - g.first_s) / (g.samples - 1) for g in self.gpus.values() if g.samples > 1]
+        dt = float(np.median(steps)) if steps and float(np.median(steps)) > 0 else 60.0
         for g in self.gpus.values():
             if g.with_reasons:
                 hot += g.thermal
                 tot += g.with_reasons
-            elif g.violation_span_s > 0 and g.samples > 1:
-                dt = (g.last_s - g.first_s) / (g.samples - 1)
+            elif g.violation_span_s > 0:
                 hot += g.violation_s / dt
                 tot += g.violation_span_s / dt
         return hot, tot
+
+    def power_quantile(self, q: float) -> float:
+        """The ``q`` quantile of the sampled power (W; 25 W bins, linear within a bin)."""
+        return hist_quantile(self.by_power.sum(axis=1), 0.0, POWER_STEP_W, q)
+
+    def loaded_threshold_w(self) -> float:
+        """The power above which a sample counts as loaded (``LOADED_SHARE`` of the 99th percentile)."""
+        return LOADED_SHARE * self.power_quantile(0.99)
+
+    def loaded(self, threshold_w: float, quantiles: tuple[float, ...]) -> tuple[float, dict[float, float]]:
+        """Of the samples at or above ``threshold_w`` (whole power bins from the one it falls in): the
+        share with a thermal clock event (NaN without masks) and quantiles of their temperature (°C)."""
+        k = min(max(int(threshold_w / POWER_STEP_W), 0), _POWER_BINS - 1)
+        ev = self.events_by_power[k:].sum(axis=0)
+        share = float(ev[1] / ev[0]) if ev[0] > 0 else math.nan
+        h = self.by_power[k:].sum(axis=0)
+        return share, {q: hist_quantile(h, _HIST_LO, _HIST_STEP, q) for q in quantiles}
 
     def temperature_quantile(self, q: float) -> float:
         """The ``q`` quantile of every sampled temperature (°C; a 0.1 °C histogram, linear within a bin)."""

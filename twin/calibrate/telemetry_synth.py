@@ -24,6 +24,7 @@ import json
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -90,22 +91,18 @@ def lognormal_samples(n_nodes: int = 16, gpus: int = 8, r_med: float = 0.075, r_
     return frame[COLUMNS], r
 
 
-def twin_samples(scenario: str | Path, replication: int = 0, interval_s: float = 300.0,
-                 overrides: list[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, object]:
-    """Samples of every GPU of one replication of ``scenario`` (see the module doc), the truth per GPU
-    (``host, index, r_c_per_w, offset_c``: the resistance the replication drew and its inlet above the
-    node's first GPU's) and the loaded scenario."""
-    from twin.scenario.loader import load_scenario
-    from twin.sim import run_replication
+def trace_overrides(n_nodes: int, horizon_h: float) -> list[str]:
+    """``--set`` overrides that trace every GPU over the whole horizon (``cooling.trace``: an output,
+    the model's behaviour is the same)."""
+    return [f"cooling.trace.nodes={list(range(n_nodes))}", "cooling.trace.from_h=0", f"cooling.trace.to_h={horizon_h}"]
 
-    sc0 = load_scenario(str(scenario), overrides or []).scenario
-    n = sc0.cluster.n_nodes
-    extra = [f"cooling.trace.nodes={list(range(n))}", "cooling.trace.from_h=0", f"cooling.trace.to_h={sc0.horizon_h}"]
-    sc = load_scenario(str(scenario), (overrides or []) + extra).scenario
-    res = run_replication(sc, replication)
-    tr = res.tables["thermal_trace"].sort_values(["node", "gpu", "time_h"], kind="stable")
-    idle_w = float(sc.cluster.node.gpu.idle_w)
-    times_h = np.arange(0.0, sc.horizon_h, interval_s / 3600.0)
+
+def sample_trace(trace: pd.DataFrame, horizon_h: float, interval_s: float, idle_w: float,
+                 origin_s: float = ORIGIN.timestamp()) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Telemetry samples of every traced GPU every ``interval_s`` (see the module doc) and the truth per
+    GPU (``host, index, r_c_per_w, inlet_c``: its median resistance and inlet over the trace)."""
+    tr = trace.sort_values(["node", "gpu", "time_h"], kind="stable")
+    times_h = np.arange(0.0, horizon_h, interval_s / 3600.0)
     parts = []
     truth = []
     for (node, gpu), grp in tr.groupby(["node", "gpu"], sort=True):
@@ -122,20 +119,43 @@ def twin_samples(scenario: str | Path, replication: int = 0, interval_s: float =
         idle = P <= idle_w + 0.5
         h = host(int(node))
         parts.append(pd.DataFrame({
-            "time_s": ORIGIN.timestamp() + times_h[ok] * 3600.0, "host": h, "index": int(gpu),
+            "time_s": origin_s + times_h[ok] * 3600.0, "host": h, "index": int(gpu),
             "temp_c": T, "power_w": P,
             "sm_mhz": np.where(idle, 345.0, BOOST_MHZ * grp["speed"].to_numpy()[i]),
             "reasons": np.where(capped, 0x20, np.where(idle, 0x1, 0x0)),
             "inlet_c": grp["inlet_c"].to_numpy()[i], "uuid": _uuid(h, int(gpu)), "serial": _serial(h, int(gpu))}))
         truth.append((h, int(gpu), float(np.median(grp["r_c_per_w"])), float(np.median(grp["inlet_c"]))))
     frame = pd.concat(parts, ignore_index=True).sort_values(["time_s", "host", "index"], kind="stable")
-    tru = pd.DataFrame(truth, columns=["host", "index", "r_c_per_w", "inlet_c"])
-    first = tru.groupby("host")["inlet_c"].transform("first")
-    tru["offset_c"] = tru["inlet_c"] - first
     # the node's inlet reading: its first (upstream) GPU's inlet
     node_in = frame[frame["index"] == 0].set_index(["time_s", "host"])["inlet_c"]
     frame["inlet_c"] = node_in.reindex(pd.MultiIndex.from_arrays([frame["time_s"], frame["host"]])).to_numpy()
-    return frame[COLUMNS].reset_index(drop=True), tru, sc
+    return frame[COLUMNS].reset_index(drop=True), pd.DataFrame(truth, columns=["host", "index", "r_c_per_w",
+                                                                                "inlet_c"])
+
+
+def twin_samples(scenario: str | Path, replication: int = 0, interval_s: float = 300.0,
+                 overrides: list[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, Any]:
+    """Samples of every GPU of one replication of ``scenario`` (see the module doc), the truth per GPU
+    (``host, index, r_c_per_w, inlet_c, offset_c``: the resistance the replication drew, its inlet and
+    that inlet above its node's first GPU's) and the loaded scenario."""
+    from twin.scenario.loader import load_scenario
+    from twin.sim import run_replication
+
+    sc0 = load_scenario(str(scenario), overrides or []).scenario
+    sc = load_scenario(str(scenario), (overrides or []) + trace_overrides(sc0.cluster.n_nodes, sc0.horizon_h)
+                       ).scenario
+    res = run_replication(sc, replication)
+    frame, tru = sample_trace(res.tables["thermal_trace"], sc.horizon_h, interval_s, float(sc.cluster.node.gpu.idle_w))
+    tru["offset_c"] = tru["inlet_c"] - tru.groupby("host")["inlet_c"].transform("first")
+    return frame, tru, sc
+
+
+def feed(frame: pd.DataFrame, tel: Any) -> None:
+    """Add samples to a :class:`~twin.calibrate.telemetry.Telemetry` as the readers would from the
+    written files (temperatures in whole degrees, power to 0.01 W)."""
+    for h, i, u, t, T, P, r in zip(frame["host"], frame["index"], frame["uuid"], frame["time_s"],
+                                   frame["temp_c"], frame["power_w"], frame["reasons"]):
+        tel.add(tel.gpu(str(h), str(int(i)), str(u)), float(t), float(round(float(T))), round(float(P), 2), int(r))
 
 
 def _nvsmi_time(t_s: float) -> str:
@@ -226,14 +246,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--replication", type=int, default=0)
     p.add_argument("--interval-s", dest="interval_s", type=float, default=300.0)
     p.add_argument("--set", dest="overrides", action="append", default=[])
+    p.add_argument("--all-formats", action="store_true",
+                   help="every node in every format (default: nvidia-smi for the first half of the nodes, a "
+                        "Prometheus range query of DCGM metrics for the rest, as a mixed fleet keeps them)")
     a = p.parse_args(argv)
     out = Path(a.out)
     frame, truth, _sc = twin_samples(a.scenario, a.replication, a.interval_s, a.overrides)
-    write_nvidia_smi(frame, out / "nvidia-smi")
-    write_exposition(frame, out / "dcgm-scrapes.prom")
+    hosts = sorted(set(frame["host"]))
+    half = set(hosts[: (len(hosts) + 1) // 2])
+    if a.all_formats:
+        smi, dcgm = frame, frame
+        write_exposition(frame, out / "dcgm-scrapes.prom")
+    else:
+        smi, dcgm = frame[frame["host"].isin(half)], frame[~frame["host"].isin(half)]
+    write_nvidia_smi(smi, out / "nvidia-smi")
+    if len(dcgm):
+        write_prometheus_json(dcgm, out / "dcgm-query-range.json")
     write_inlet(frame, out / "inlet.csv")
     truth.to_csv(out / "truth.csv", index=False)
-    print(f"wrote {out}/nvidia-smi/*.csv, {out}/dcgm-scrapes.prom, {out}/inlet.csv and {out}/truth.csv")
+    print(f"wrote under {out}: nvidia-smi/<host>.csv, dcgm-query-range.json"
+          + (", dcgm-scrapes.prom" if a.all_formats else "") + ", inlet.csv and truth.csv (the resistance each GPU "
+          "drew)")
     return 0
 
 

@@ -4,15 +4,15 @@ T = T_in + R·P, R its junction-to-inlet resistance, T_in the air or coolant at 
 * **Per GPU**: the Theil–Sen line (``scipy.stats.theilslopes``, robust to transients after a load change,
   integer temperatures and throttled samples) of y on power P, y the temperature less the node's inlet
   reading when an inlet series is given, else the temperature: the slope is the GPU's R (°C/W), the
-  intercept its offset (°C: its inlet above the node's reading, or its inlet itself), the slope's
-  interval its measurement error. A GPU needs ``MIN_POINTS`` points spanning ``MIN_SPAN_W`` of power.
+  intercept its offset (°C: its inlet above the node's reading, or its inlet itself); the slope's
+  standard error (the residuals' spread over the spread of power) is its measurement error. A GPU needs ``MIN_POINTS`` points spanning ``MIN_SPAN_W`` of power.
 * **Outliers**: GPUs whose log R lies more than ``Z_OUTLIER`` robust z-scores (median and 1.4826·MAD of
   log R) from the fleet's: listed (a failing fan, a dried thermal interface: a maintenance finding in
   itself) and left out of the spread, which describes healthy GPUs of one model.
 * **Across GPUs** (the scenario's lognormal ``R_i = R_med·exp(σ·z_i)``): R_med = exp(mean log R_i);
   σ² = var(log R_i) − mean(se_i²), the spread less the measurement error of each GPU's slope (se_i of
-  log R_i from its Theil–Sen interval), 0 when negative. Intervals by a percentile bootstrap over GPUs
-  (``BOOTSTRAP`` resamples, seeded).
+  log R_i), 0 when negative. Intervals by a bootstrap over GPUs (``BOOTSTRAP`` resamples, seeded):
+  percentile for R_med, BCa (``scipy.stats.bootstrap``) for σ.
 * **Chassis preheat** (``cooling.air.slot_preheat_c``): per node, the mean offset of its downstream
   GPUs (the second half of its indices, as the twin numbers slots along the airflow) less that of its
   upstream ones; the median over nodes, bootstrap over nodes.
@@ -34,6 +34,8 @@ MIN_POINTS = 20
 MIN_SPAN_W = 100.0
 Z_OUTLIER = 3.5
 BOOTSTRAP = 2000
+QUANT_SD_C = 1.0 / math.sqrt(12.0)
+"""Floor of a GPU's residual spread, °C: the rounding of whole-degree readings."""
 
 
 @dataclass
@@ -73,6 +75,14 @@ class ThermalFit:
     throttle_ci: tuple[float, float]
     throttle_gpu_samples: float
     temp_quantiles: dict[float, float]
+    """Quantiles of every sampled temperature (°C)."""
+    loaded_w: float
+    """Power at or above which a sample is *loaded* (W: half the fleet's 99th percentile of power)."""
+    loaded_throttle_share: float
+    loaded_quantiles: dict[float, float]
+    """Quantiles of the loaded samples' temperature (°C): where the spread between GPUs shows."""
+    interval_s: float
+    """Median sampling interval of a GPU (s)."""
     first_s: float
     last_s: float
     samples: int
@@ -85,13 +95,33 @@ class ThermalFit:
 
 
 QUANTILES = (0.5, 0.9, 0.99)
-"""Temperature quantiles compared by the predictive check."""
+"""Quantiles of every sampled temperature (reported)."""
+LOADED_QUANTILES = (0.1, 0.5, 0.9)
+"""Quantiles of the loaded samples' temperature (compared by the predictive check)."""
+
+
+def sampling_interval_s(tel: Telemetry) -> float:
+    """Median over GPUs of their mean time between samples (s; 60 without a GPU sampled twice)."""
+    steps = [(g.last_s - g.first_s) / (g.samples - 1) for g in tel.gpus.values() if g.samples > 1]
+    return float(np.median(steps)) if steps else 60.0
 
 
 def fit_gpu(power_w: np.ndarray, y_c: np.ndarray, level: float = 0.95) -> tuple[float, float, float, float]:
-    """Theil–Sen slope, its interval and the intercept of ``y_c`` on ``power_w``."""
-    res = stats.theilslopes(y_c, power_w, alpha=level)
-    return float(res.slope), float(res.low_slope), float(res.high_slope), float(res.intercept)
+    """Theil–Sen slope of ``y_c`` on ``power_w``, its interval (slope ± z·se, se from the residuals' spread
+    within their central 90 % over the spread of power: Theil–Sen's own interval is undefined with the
+    many ties of whole-degree readings at a few power levels) and the intercept."""
+    with np.errstate(invalid="ignore"):  # (its own interval, unused, is NaN with many ties)
+        res = stats.theilslopes(y_c, power_w)
+    slope, icpt = float(res.slope), float(res.intercept)
+    resid = y_c - (icpt + slope * power_w)
+    lo_q, hi_q = np.quantile(resid, [0.05, 0.95])
+    core = resid[(resid >= lo_q) & (resid <= hi_q)]
+    s = float(np.std(core, ddof=1)) if core.size > 2 else 0.0
+    s = max(s, QUANT_SD_C)
+    sxx = float(np.sum((power_w - power_w.mean()) ** 2))
+    se = s / math.sqrt(sxx) if sxx > 0 else math.inf
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    return slope, slope - z * se, slope + z * se, icpt
 
 
 def spread(log_r: np.ndarray, se: np.ndarray) -> tuple[float, float]:
@@ -142,18 +172,27 @@ def fit_thermal(tel: Telemetry, level: float = 0.95, seed: int = 0, slots: int |
     keep = [f for f in fits if abs(f.z) <= Z_OUTLIER]
     outliers = sorted((f for f in fits if abs(f.z) > Z_OUTLIER), key=lambda f: -abs(f.z))
     lr = np.log([f.r_c_per_w for f in keep])
-    se = np.array([(math.log(max(f.r_hi, f.r_lo * 1.000001)) - math.log(max(f.r_lo, 1e-12))) / (2 * z_level)
-                   for f in keep])
+    se = np.array([(f.r_hi - f.r_lo) / (2 * z_level) / f.r_c_per_w for f in keep])
     r_med, sigma = spread(lr, se)
     rng = np.random.default_rng(seed)
     n = len(keep)
     idx = rng.integers(0, n, size=(BOOTSTRAP, n))
     blr, bse = lr[idx], se[idx]
     b_med = np.exp(blr.mean(axis=1))
-    b_sig = np.sqrt(np.clip(blr.var(axis=1, ddof=1) - (bse ** 2).mean(axis=1), 0.0, None))
     a = (1 - level) / 2
     med_ci = (float(np.quantile(b_med, a)), float(np.quantile(b_med, 1 - a)))
-    sig_ci = (float(np.quantile(b_sig, a)), float(np.quantile(b_sig, 1 - a)))
+
+    def sig(x: np.ndarray, e: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.sqrt(np.clip(x.var(axis=axis, ddof=1) - (e ** 2).mean(axis=axis), 0.0, None))
+
+    # the spread's interval: BCa (a percentile interval of a standard deviation is too narrow)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bs = stats.bootstrap((lr, se), sig, paired=True, vectorized=True, n_resamples=BOOTSTRAP,
+                             confidence_level=level, method="BCa", random_state=rng)
+    sig_ci = (float(bs.confidence_interval.low), float(bs.confidence_interval.high))
+    if not all(math.isfinite(x) for x in sig_ci):  # degenerate (every resample 0): the percentile interval
+        b_sig = sig(blr, bse, axis=1)
+        sig_ci = (float(np.quantile(b_sig, a)), float(np.quantile(b_sig, 1 - a)))
 
     # ---- chassis preheat: downstream less upstream offsets within a node ------------------------
     by_host: dict[str, list[GpuFit]] = {}
@@ -192,10 +231,13 @@ def fit_thermal(tel: Telemetry, level: float = 0.95, seed: int = 0, slots: int |
     if outliers:
         notes.append(f"{len(outliers)} GPUs with an outlying thermal resistance (|robust z| > {Z_OUTLIER}) are left "
                      "out of the spread: check their fans and thermal interface")
+    loaded_w = tel.loaded_threshold_w()
+    l_share, l_q = tel.loaded(loaded_w, LOADED_QUANTILES)
     return ThermalFit(keep, outliers, unfitted, r_med, med_ci, sigma, sig_ci,
                       float(math.sqrt(np.mean(se ** 2))) if len(se) else math.nan, use_inlet, pre, pre_ci,
                       len(diffs), share, thr_ci, tot,
-                      {q: tel.temperature_quantile(q) for q in QUANTILES}, tel.first_s, tel.last_s,
+                      {q: tel.temperature_quantile(q) for q in QUANTILES}, loaded_w, l_share, l_q,
+                      sampling_interval_s(tel), tel.first_s, tel.last_s,
                       sum(g.samples for g in tel.gpus.values()), level, notes)
 
 
@@ -243,7 +285,11 @@ def thermal_logged(th: ThermalFit) -> list[str]:
                    f"{_ci(tuple(100 * x for x in th.throttle_ci))} (bootstrap over GPUs; "  # type: ignore[arg-type]
                    f"{th.throttle_gpu_samples:.0f} GPU samples)")
     out.append("#   GPU temperature quantiles: " + ", ".join(f"p{round(100 * q)} {v:.1f} °C"
-                                                          for q, v in th.temp_quantiles.items()))
+                                                          for q, v in th.temp_quantiles.items())
+               + f"; of the samples at >= {th.loaded_w:.0f} W: " + ", ".join(
+                   f"p{round(100 * q)} {v:.1f} °C" for q, v in th.loaded_quantiles.items())
+               + ("" if math.isnan(th.loaded_throttle_share) else
+                  f", {100 * th.loaded_throttle_share:.3g} % with a thermal clock event"))
     if th.outliers:
         out.append("#   GPUs with an outlying thermal resistance (check fans and thermal interface): "
                    + ", ".join(f"{f.key} ({f.r_c_per_w:.3g} °C/W, z {f.z:+.1f})" for f in th.outliers[:20]))
@@ -270,7 +316,12 @@ def thermal_markdown(th: ThermalFit, where: tuple[str, str, bool]) -> list[str]:
         out.append(f"| GPU-time with a thermal clock event (%) | {100 * th.throttle_share:.3g} | "
                    f"{_ci(tuple(100 * x for x in th.throttle_ci))} | (compared by the check) |")  # type: ignore[arg-type]
     for q, v in th.temp_quantiles.items():
-        out.append(f"| GPU temperature p{round(100 * q)} (°C) | {v:.1f} | | (compared by the check) |")
+        out.append(f"| GPU temperature p{round(100 * q)} (°C) | {v:.1f} | | |")
+    if not math.isnan(th.loaded_throttle_share):
+        out.append(f"| loaded samples (≥ {th.loaded_w:.0f} W) with a thermal clock event (%) | "
+                   f"{100 * th.loaded_throttle_share:.3g} | | (compared by the check) |")
+    for q, v in th.loaded_quantiles.items():
+        out.append(f"| temperature of the loaded samples p{round(100 * q)} (°C) | {v:.1f} | | (compared by the check) |")
     if th.outliers:
         out += ["", f"GPUs with an outlying resistance (|robust z| > {Z_OUTLIER}, left out of the spread; check "
                 "their fans and thermal interface):", "", "| GPU | serial | R (°C/W) | interval | robust z |",
