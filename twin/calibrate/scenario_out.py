@@ -51,6 +51,15 @@ def _cis(m: ModelFit, level: float) -> str:
         f" ({level:.0%} intervals)"
 
 
+def _fitted(cal: Calibration) -> str:
+    what = []
+    if cal.parts or cal.repairs or cal.frailty is not None:
+        what.append("the part lifetimes, repair times and node frailty")
+    if cal.thermal is not None:
+        what.append("the GPUs' thermal resistance and its spread")
+    return " and ".join(what) or "nothing"
+
+
 def scenario_yaml(cal: Calibration, base_name: str, base_parts: set[str], base_path: str | os.PathLike[str],
                   into: str | os.PathLike[str]) -> str:
     """The text of the calibrated scenario written at ``into`` (``base_parts``: the base's node parts;
@@ -63,7 +72,7 @@ def scenario_yaml(cal: Calibration, base_name: str, base_parts: set[str], base_p
            f"extends: {relative_base(base_path, into)}",
            f"name: {base_name}-calibrated",
            "description: >-",
-           f"  {base_name} with the part lifetimes, repair times and node frailty fitted to the logs of "
+           f"  {base_name} with {_fitted(cal)} fitted to the logs of "
            f"{iso_utc(cal.t0_s)[:10]} .. {iso_utc(cal.t1_s)[:10]} (twin calibrate)."]
     parts = sorted(p for p, r in cal.parts.items() if r.in_base and r.fit is not None)
     repairs = sorted(p for p, r in cal.repairs.items() if r.fit is not None and p in base_parts)
