@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 from collections.abc import Iterator
 from datetime import datetime, timezone, tzinfo
 from pathlib import Path
@@ -73,11 +74,9 @@ def iso_utc(seconds: float) -> str:
 
 def sniff(path: str | os.PathLike[str]) -> str:
     """The format of a log by its first non-blank line: GPU telemetry (``nvidia-smi``, ``dcgm-json``,
-    ``dcgm-text``, ``inlet``: :func:`twin.calibrate.telemetry.sniff_telemetry`), ``sacct`` (a
+    ``dcgm-text``, ``inlet``: :func:`sniff_telemetry`), ``sacct`` (a
     ``JobID|...`` header), ``tickets`` (a CSV header: a comma and no ``|``) or ``kernel`` (anything
     else: kernel-log lines)."""
-    from twin.calibrate.telemetry import sniff_telemetry
-
     for _n, text in lines(path):
         s = text.strip()
         if not s:
@@ -93,3 +92,26 @@ def sniff(path: str | os.PathLike[str]) -> str:
             return "tickets"
         return "kernel"
     raise InputError(str(path), "", "empty file")
+
+
+HOST_PREFIX = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*): (?=\S)")
+"""The ``host: `` that ``pdsh`` and ``clush`` put before each line of a command's output."""
+
+
+def sniff_telemetry(first: str) -> str | None:
+    """The telemetry format of a file by its first non-blank line, or None: ``nvidia-smi``, ``dcgm-json``,
+    ``dcgm-text`` or ``inlet``."""
+    s = HOST_PREFIX.sub("", first.strip(), count=1) if not re.match(r"^\d{4}/", first.strip()) else first.strip()
+    low = s.lower()
+    if low.startswith("{"):
+        return "dcgm-json"
+    if low.startswith(("# help dcgm", "# type dcgm", "dcgm_fi_", "# time ")):
+        return "dcgm-text"
+    if low.startswith("timestamp") and "temperature.gpu" in low:
+        return "nvidia-smi"
+    if re.match(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d", s):
+        return "nvidia-smi"
+    cells = [c.strip() for c in low.split(",")]
+    if "node" in cells and "inlet_c" in cells:
+        return "inlet"
+    return None

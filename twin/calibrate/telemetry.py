@@ -50,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
+from twin.calibrate.common import HOST_PREFIX as _PREFIX
 from twin.calibrate.common import lines, open_text, parse_iso
 from twin.errors import InputError
 
@@ -75,7 +76,6 @@ NVSMI_FIELDS = ("timestamp", "index", "serial", "temperature.gpu", "power.draw",
 _NVSMI_ALIASES = {"clocks_throttle_reasons.active": "clocks_event_reasons.active",
                   "clocks.current.sm": "clocks.sm", "temperature.gpu.tlimit": "temperature.gpu.tlimit"}
 _UNITS = {"power.draw": "W", "clocks.sm": "MHz"}
-_PREFIX = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*): (?=\S)")
 DCGM = {"DCGM_FI_DEV_GPU_TEMP": "temp_c", "DCGM_FI_DEV_POWER_USAGE": "power_w", "DCGM_FI_DEV_SM_CLOCK": "sm_mhz",
         "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": "reasons", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": "reasons",
         "DCGM_FI_DEV_THERMAL_VIOLATION": "violation_us"}
@@ -527,22 +527,3 @@ def read_inlet(paths: list[str], tz: tzinfo) -> dict[str, tuple[list[float], lis
         pts.sort()
         out[node] = ([p[0] for p in pts], [p[1] for p in pts])
     return out
-
-
-def sniff_telemetry(first: str) -> str | None:
-    """The telemetry format of a file by its first non-blank line, or None: ``nvidia-smi``, ``dcgm-json``,
-    ``dcgm-text`` or ``inlet``."""
-    s = _PREFIX.sub("", first.strip(), count=1) if not re.match(r"^\d{4}/", first.strip()) else first.strip()
-    low = s.lower()
-    if low.startswith("{"):
-        return "dcgm-json"
-    if low.startswith(("# help dcgm", "# type dcgm", "dcgm_fi_", "# time ")):
-        return "dcgm-text"
-    if low.startswith("timestamp") and "temperature.gpu" in low:
-        return "nvidia-smi"
-    if re.match(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d", s):
-        return "nvidia-smi"
-    cells = [c.strip() for c in low.split(",")]
-    if "node" in cells and "inlet_c" in cells:
-        return "inlet"
-    return None
