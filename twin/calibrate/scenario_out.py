@@ -55,7 +55,7 @@ def _fitted(cal: Calibration) -> str:
     what = []
     if cal.parts or cal.repairs or cal.frailty is not None:
         what.append("the part lifetimes, repair times and node frailty")
-    if cal.thermal is not None:
+    if cal.thermal is not None and cal.thermal_target[0]:
         what.append("the GPUs' thermal resistance and its spread")
     return " and ".join(what) or "nothing"
 
