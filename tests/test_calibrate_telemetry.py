@@ -184,3 +184,20 @@ def test_round_trip_coverage_40_seeds(tmp_path: Path) -> None:
         sig_ok += th.r_sigma_ci[0] <= 0.05 <= th.r_sigma_ci[1]
     assert med_ok >= 34 and sig_ok >= 34, (med_ok, sig_ok)
     assert np.isfinite(med_ok)
+
+
+def test_memory_is_bounded_by_the_gpus_not_the_samples() -> None:
+    """A long series keeps RESERVOIR points per GPU (a uniform sample) and exact counts."""
+    from twin.calibrate.telemetry import RESERVOIR
+
+    tel = Telemetry()
+    g = tel.gpu("n1", "0")
+    rng = np.random.default_rng(0)
+    n = 20 * RESERVOIR
+    for k in range(n):
+        p = 100.0 + 600.0 * k / n  # power rising over the series
+        tel.add(g, T0 + 60.0 * k, float(round(25 + 0.08 * p + rng.normal(0, 0.5))), p, 0x20 if k % 4 == 0 else 0)
+    assert len(g.points) == RESERVOIR and g.samples == n and g.thermal == n // 4
+    powers_kept = np.array([pt[0] for pt in g.points])
+    assert 350 < powers_kept.mean() < 450  # a uniform sample over the series (its first points average 115 W)
+    assert tel.hist.sum() == pytest.approx(n)
