@@ -201,3 +201,12 @@ def test_memory_is_bounded_by_the_gpus_not_the_samples() -> None:
     powers_kept = np.array([pt[0] for pt in g.points])
     assert 350 < powers_kept.mean() < 450  # a uniform sample over the series (its first points average 115 W)
     assert tel.hist.sum() == pytest.approx(n)
+
+
+def test_too_little_telemetry_to_fit_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = shutil.copy(SAMPLES / "nvidia-smi-query.csv", tmp_path / "gpu017.csv")
+    code = cli.main(["calibrate", str(p), "--base", str(ROOT / "scenarios" / "examples" / "telemetry" / "cluster.yaml"),
+                     "--out", str(tmp_path / "out"), "--reps", "0"])
+    err = capsys.readouterr().err
+    assert code == 2 and "0 GPUs with a fit (needs 3)" in err and "gpu017:0: 2 points" in err, err
+    assert not (tmp_path / "out").exists()

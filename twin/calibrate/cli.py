@@ -217,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"GPU thermal resistance: median {th.r_median_c_per_w:.4g} °C/W [{th.r_median_ci[0]:.4g}, "
               f"{th.r_median_ci[1]:.4g}], r_sigma {th.r_sigma:.3g} [{th.r_sigma_ci[0]:.3g}, {th.r_sigma_ci[1]:.3g}] "
               f"from {len(th.gpus)} GPUs; outliers: {len(th.outliers)}; thermal clock events "
-              f"{100 * th.throttle_share:.3g} % of GPU-time")
+              + ("not reported" if math.isnan(th.throttle_share) else f"{100 * th.throttle_share:.3g} % of GPU-time"))
     if cal.jobs is not None:
         j = cal.jobs.interruptions
         print(f"job interruptions: {1000 * j.value:.3g} per 1,000 node-days ({j.count} NODE_FAIL)")

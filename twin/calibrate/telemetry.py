@@ -73,8 +73,8 @@ LOADED_SHARE = 0.5
 NVSMI_FIELDS = ("timestamp", "index", "serial", "temperature.gpu", "power.draw", "clocks.sm",
                 "clocks_event_reasons.active")
 """The query's fields, in the order ``--format=csv,noheader`` prints them."""
-_NVSMI_ALIASES = {"clocks_throttle_reasons.active": "clocks_event_reasons.active",
-                  "clocks.current.sm": "clocks.sm", "temperature.gpu.tlimit": "temperature.gpu.tlimit"}
+_NVSMI_ALIASES = {"clocks_throttle_reasons.active": "clocks_event_reasons.active", "clocks.current.sm": "clocks.sm"}
+"""Older drivers' names of the query's fields."""
 _UNITS = {"power.draw": "W", "clocks.sm": "MHz"}
 DCGM = {"DCGM_FI_DEV_GPU_TEMP": "temp_c", "DCGM_FI_DEV_POWER_USAGE": "power_w", "DCGM_FI_DEV_SM_CLOCK": "sm_mhz",
         "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": "reasons", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": "reasons",

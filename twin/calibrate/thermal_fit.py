@@ -29,6 +29,7 @@ import numpy as np
 from scipy import stats
 
 from twin.calibrate.telemetry import Telemetry
+from twin.errors import InputError
 
 MIN_POINTS = 20
 MIN_SPAN_W = 100.0
@@ -159,11 +160,8 @@ def fit_thermal(tel: Telemetry, level: float = 0.95, seed: int = 0, slots: int |
         fits.append(GpuFit(key, g.host, g.index, g.serial, r, lo, hi, off, len(pts)))
     notes: list[str] = []
     if len(fits) < 3:
-        raise_few = f"{len(fits)} GPUs with a fit (needs 3)"
-        from twin.errors import InputError
-
-        raise InputError("telemetry", "", raise_few + (": " + "; ".join(f"{k}: {w}" for k, w in unfitted[:3])
-                                                       if unfitted else ""))
+        raise InputError("telemetry", "", f"{len(fits)} GPUs with a fit (needs 3)" + (
+            ": " + "; ".join(f"{k}: {w}" for k, w in unfitted[:3]) if unfitted else ""))
     logr = np.log([f.r_c_per_w for f in fits])
     med = float(np.median(logr))
     mad = float(np.median(np.abs(logr - med))) * 1.4826
