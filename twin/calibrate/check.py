@@ -10,7 +10,12 @@ Each quantity is computed the same way from the logs and from every replication'
   logs name no failure of, such as a fabric switch, counts as unattributed);
 * job interruptions per 1,000 job-hours by job size (shown as the job MTTF, its inverse);
 * the mean outage of a repair ticket, by part (end − start; the ``tickets`` table's back − fail).
-  Tickets without a part (a cause such as ``maintenance``) are reported, not compared.
+  Tickets without a part (a cause such as ``maintenance``) are reported, not compared;
+* with GPU telemetry: the share of GPU-time with a thermal clock event, that share among the *loaded*
+  samples (power at least half the logged fleet's 99th percentile) and the loaded samples' temperature
+  quantiles (p10, p50, p90: where the spread between GPUs shows). The simulated side is telemetry too:
+  each replication traces every GPU (``cooling.trace``, an output) and is sampled at the logged
+  interval, in whole degrees, through the same accumulator as the logs.
 
 Over R replications the simulated values have mean m and standard deviation s; a logged value y is
 consistent when it lies in the prediction interval m ± t(R−1, 1 − α/(2K))·s·√(1 + 1/R) — a new
@@ -24,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -67,7 +73,43 @@ def logged_quantities(cal: Calibration) -> Quantities:
     for p, rr in sorted(cal.repairs.items()):
         if rr.closed and p in cal.parts:  # a part's tickets; a cause without a part has no simulated twin
             q[f"repair outage mean (h): {p}"] = rr.outage_mean_h
+    if cal.thermal is not None and cal.telemetry is not None:
+        q.update(telemetry_quantities(cal.telemetry, cal.thermal.loaded_w, tuple(cal.thermal.loaded_quantiles)))
     return q
+
+
+THROTTLE_ROW = "GPU-time with a thermal clock event (%)"
+LOADED_THROTTLE_ROW = "loaded GPU-time with a thermal clock event (%)"
+LOADED_TEMP_ROW = "temperature of the loaded samples (°C):"
+
+
+def telemetry_quantities(tel: Any, loaded_w: float, quantiles: tuple[float, ...]) -> Quantities:
+    """The telemetry's compared quantities from a :class:`~twin.calibrate.telemetry.Telemetry` (the logged
+    one, or one fed with a replication's simulated samples): the share of GPU-time with a thermal clock
+    event, that share among the loaded samples (power ≥ ``loaded_w``) and their temperature quantiles."""
+    q: Quantities = {}
+    hot, tot = tel.thermal_share()
+    if tot > 0:
+        q[THROTTLE_ROW] = 100.0 * hot / tot
+    share, temps = tel.loaded(loaded_w, quantiles)
+    if not math.isnan(share):
+        q[LOADED_THROTTLE_ROW] = 100.0 * share
+    for qq, v in temps.items():
+        q[f"{LOADED_TEMP_ROW} p{round(100 * qq)}"] = v
+    return q
+
+
+def simulated_telemetry(res: Any, sc: Any, interval_s: float) -> Any:
+    """A :class:`~twin.calibrate.telemetry.Telemetry` of one replication traced on every GPU, sampled every
+    ``interval_s`` as the logged telemetry was (:func:`twin.calibrate.telemetry_synth.sample_trace`)."""
+    from twin.calibrate.telemetry import Telemetry
+    from twin.calibrate.telemetry_synth import feed, sample_trace
+
+    tel = Telemetry()
+    frame, _truth = sample_trace(res.tables["thermal_trace"], sc.horizon_h, interval_s,
+                                 float(sc.cluster.node.gpu.idle_w))
+    feed(frame, tel)
+    return tel
 
 
 def simulated_quantities(tables: dict[str, pd.DataFrame], n_nodes: int, horizon_h: float,
@@ -159,14 +201,32 @@ def run_check(scenario_path: str, cal: Calibration, reps: int, alpha: float = 0.
     from twin.scenario.loader import load_scenario
     from twin.sim import run_replication
 
-    sc = load_scenario(scenario_path, [f"horizon_days={cal.days!r}"]).scenario
+    sets = [f"horizon_days={cal.days!r}"]
+    thermal = cal.thermal is not None and cal.telemetry is not None
+    if thermal:  # every GPU traced, to sample its telemetry as the logged one was
+        from twin.calibrate.telemetry_synth import trace_overrides
+
+        sc0 = load_scenario(scenario_path, sets).scenario
+        if sc0.cooling is None or not sc0.cooling.thermal:
+            thermal = False
+        else:
+            sets += trace_overrides(sc0.cluster.n_nodes, sc0.horizon_h)
+    sc = load_scenario(scenario_path, sets).scenario
     logged = logged_quantities(cal)
+    if not thermal:  # a scenario without a thermal model simulates no telemetry: its rows are not compared
+        logged = {k: v for k, v in logged.items()
+                  if k not in (THROTTLE_ROW, LOADED_THROTTLE_ROW) and not k.startswith(LOADED_TEMP_ROW)}
     keys = list(logged)
     sims = []
     for r in range(reps):
         res = run_replication(sc, r)
-        sims.append(simulated_quantities(dict(res.tables), sc.cluster.n_nodes, sc.horizon_h, keys,
-                                         not_hardware(sc)))
+        tables = dict(res.tables)
+        q = simulated_quantities(tables, sc.cluster.n_nodes, sc.horizon_h, keys, not_hardware(sc))
+        if thermal:
+            assert cal.thermal is not None
+            q.update(telemetry_quantities(simulated_telemetry(res, sc, cal.thermal.interval_s), cal.thermal.loaded_w,
+                                          tuple(cal.thermal.loaded_quantiles)))
+        sims.append(q)
         if progress is not None:
             progress(r + 1)
     return compare(logged, sims, alpha, scenario_path)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from twin.errors import EXIT_CHECK_FAILED, EXIT_OK, InputError
 
-FORMATS = ("sacct", "kernel", "tickets")
+FORMATS = ("sacct", "kernel", "tickets", "nvidia-smi", "dcgm-json", "dcgm-text", "inlet")
+TELEMETRY = ("nvidia-smi", "dcgm-json", "dcgm-text")
 
 
 def _positive(text: str) -> float:
@@ -36,18 +37,21 @@ def _share(text: str) -> float:
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Register ``calibrate`` on the ``twin`` subparsers."""
     p = subparsers.add_parser(
-        "calibrate", help="a scenario of your cluster from its logs (sacct, kernel-log XIDs, repair tickets)",
+        "calibrate", help="a scenario of your cluster from its logs (sacct, kernel-log XIDs, repair tickets, "
+                          "GPU telemetry)",
         description="Read Slurm accounting (sacct --parsable2), NVIDIA XID kernel-log lines (syslog, journald, "
                     "dmesg -T) and repair tickets (CSV); fit part lifetimes (censored), node frailty with lemon "
                     "nodes (Benjamini-Hochberg), job interruptions per 1,000 node-days and repair times, each with "
-                    "its interval; write DIR/calibrated.yaml (extends --base with every fitted value, each "
+                    "its interval; from GPU telemetry (nvidia-smi CSV, DCGM through Prometheus, node inlet CSV) "
+                    "the GPUs' thermal resistance, its spread and the thermal throttle rate; write DIR/calibrated.yaml (extends --base with every fitted value, each "
                     "commented with its source, sample size and interval) and DIR/report.md, whose "
                     "posterior-predictive check simulates the calibrated scenario over the logged period. "
                     "Exit 1 when a row of the check is inconsistent.")
     p.add_argument("logs", nargs="+", metavar="LOG",
-                   help="log files, format sniffed from the first line (a JobID|... header: sacct; a CSV header: "
-                        "tickets; else kernel log) or given as FORMAT:PATH with FORMAT sacct, kernel or tickets; "
-                        ".gz files are read as they are")
+                   help="log files, format sniffed from the first line (a JobID|... header: sacct; an nvidia-smi "
+                        "--query-gpu CSV: nvidia-smi; JSON: dcgm-json; DCGM_FI_ metrics: dcgm-text; a node,time,inlet_c "
+                        "header: inlet; another CSV header: tickets; else kernel log) or given as FORMAT:PATH with "
+                        "FORMAT one of " + ", ".join(FORMATS) + "; .gz files are read as they are")
     p.add_argument("--base", required=True, metavar="SCENARIO", help="the scenario the calibrated one extends")
     p.add_argument("--out", required=True, metavar="DIR",
                    help="folder for calibrated.yaml, report.md and trace.csv (the logged jobs as a twin trace)")
@@ -135,13 +139,38 @@ def run(args: argparse.Namespace) -> int:
     for arg in args.logs:
         fmt, path = _split(arg)
         by_format[fmt or sniff(path)].append(path)
+    telemetry = None
+    if any(by_format[f] for f in TELEMETRY):
+        from twin.calibrate.telemetry import Telemetry, read_exposition, read_inlet, read_nvidia_smi, \
+            read_prometheus_json
+
+        telemetry = Telemetry(read_inlet(by_format["inlet"], tz))
+        for path in by_format["nvidia-smi"]:
+            read_nvidia_smi(path, tz, telemetry)
+        for path in by_format["dcgm-json"]:
+            read_prometheus_json(path, telemetry)
+        for path in by_format["dcgm-text"]:
+            read_exposition(path, tz, telemetry)
+        if not telemetry.gpus:
+            raise InputError("telemetry", "", "no GPU sample in " + ", ".join(
+                p for f in TELEMETRY for p in by_format[f]))
+    elif by_format["inlet"]:
+        raise InputError(by_format["inlet"][0], "", "an inlet series needs GPU telemetry (nvidia-smi or DCGM) too")
     table = load_table(args.xid_table) if by_format["kernel"] or args.xid_table else None
     sacct = [read_sacct(p, tz) for p in by_format["sacct"]]
     xid = read_xids(list(by_format["kernel"]), tz, args.year, table, args.storm_window_s) if by_format["kernel"] \
         else None
     tickets = [read_tickets(p, tz, columns) for p in by_format["tickets"]]
     cal = calibrate(base, sacct, xid, table, tickets, nodes, times.get("start"), times.get("end"),
-                    args.match_window_s, args.level, args.fdr)
+                    args.match_window_s, args.level, args.fdr,
+                    None if telemetry is None else (telemetry.first_s, telemetry.last_s, telemetry.hosts))
+    if telemetry is not None:
+        from twin.calibrate.thermal_fit import fit_thermal, target
+
+        cal.thermal = fit_thermal(telemetry, args.level, slots=int(base.cluster.node.gpus))
+        cal.thermal_target = target(base)
+        cal.telemetry = telemetry
+        cal.notes += cal.thermal.notes
 
     from twin.calibrate.check import run_check
     from twin.calibrate.report import markdown
@@ -183,6 +212,12 @@ def run(args: argparse.Namespace) -> int:
     if cal.frailty is not None:
         f = cal.frailty
         print(f"frailty variance {f.variance:.3g} [{f.ci[0]:.3g}, {f.ci[1]:.3g}], lemon nodes: {len(f.lemons)}")
+    if cal.thermal is not None:
+        th = cal.thermal
+        print(f"GPU thermal resistance: median {th.r_median_c_per_w:.4g} °C/W [{th.r_median_ci[0]:.4g}, "
+              f"{th.r_median_ci[1]:.4g}], r_sigma {th.r_sigma:.3g} [{th.r_sigma_ci[0]:.3g}, {th.r_sigma_ci[1]:.3g}] "
+              f"from {len(th.gpus)} GPUs; outliers: {len(th.outliers)}; thermal clock events "
+              + ("not reported" if math.isnan(th.throttle_share) else f"{100 * th.throttle_share:.3g} % of GPU-time"))
     if cal.jobs is not None:
         j = cal.jobs.interruptions
         print(f"job interruptions: {1000 * j.value:.3g} per 1,000 node-days ({j.count} NODE_FAIL)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 from collections.abc import Iterator
 from datetime import datetime, timezone, tzinfo
 from pathlib import Path
@@ -72,11 +73,18 @@ def iso_utc(seconds: float) -> str:
 
 
 def sniff(path: str | os.PathLike[str]) -> str:
-    """The format of a log by its first non-blank line: ``sacct`` (a ``JobID|...`` header),
-    ``tickets`` (a CSV header: a comma and no ``|``) or ``kernel`` (anything else: kernel-log lines)."""
+    """The format of a log by its first non-blank line: GPU telemetry (``nvidia-smi``, ``dcgm-json``,
+    ``dcgm-text``, ``inlet``: :func:`sniff_telemetry`), ``sacct`` (a
+    ``JobID|...`` header), ``tickets`` (a CSV header: a comma and no ``|``) or ``kernel`` (anything
+    else: kernel-log lines)."""
     for _n, text in lines(path):
         s = text.strip()
-        if not s or s.startswith("#"):
+        if not s:
+            continue
+        tel = sniff_telemetry(s)
+        if tel is not None:
+            return tel
+        if s.startswith("#"):
             continue
         if s.split("|", 1)[0].strip().lower() == "jobid":
             return "sacct"
@@ -84,3 +92,26 @@ def sniff(path: str | os.PathLike[str]) -> str:
             return "tickets"
         return "kernel"
     raise InputError(str(path), "", "empty file")
+
+
+HOST_PREFIX = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*): (?=\S)")
+"""The ``host: `` that ``pdsh`` and ``clush`` put before each line of a command's output."""
+
+
+def sniff_telemetry(first: str) -> str | None:
+    """The telemetry format of a file by its first non-blank line, or None: ``nvidia-smi``, ``dcgm-json``,
+    ``dcgm-text`` or ``inlet``."""
+    s = HOST_PREFIX.sub("", first.strip(), count=1) if not re.match(r"^\d{4}/", first.strip()) else first.strip()
+    low = s.lower()
+    if low.startswith("{"):
+        return "dcgm-json"
+    if low.startswith(("# help dcgm", "# type dcgm", "dcgm_fi_", "# time ")):
+        return "dcgm-text"
+    if low.startswith("timestamp") and "temperature.gpu" in low:
+        return "nvidia-smi"
+    if re.match(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d", s):
+        return "nvidia-smi"
+    cells = [c.strip() for c in low.split(",")]
+    if "node" in cells and "inlet_c" in cells:
+        return "inlet"
+    return None

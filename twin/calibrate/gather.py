@@ -80,6 +80,13 @@ class Calibration:
     tickets: list[TicketLog]
     notes: list[str] = field(default_factory=list)
     level: float = 0.95
+    thermal: Any = None
+    """The telemetry's fits (:class:`twin.calibrate.thermal_fit.ThermalFit`), when telemetry was read."""
+    telemetry: Any = None
+    """The telemetry read (:class:`twin.calibrate.telemetry.Telemetry`), for the check."""
+    thermal_target: tuple[str, str, bool] = ("", "", False)
+    """Where the fitted resistance goes: (cooling.type, the ``cooling.gpu`` field, whether the GPUs are in an
+    air hall whose ``cooling.air.slot_preheat_c`` applies); type "" when the base has no thermal model."""
 
     @property
     def days(self) -> float:
@@ -107,18 +114,23 @@ def _inventory(sacct: list[SacctLog], xid: XidLog | None, tickets: list[TicketLo
 def calibrate(base: Any, sacct: list[SacctLog], xid: XidLog | None, xid_table: XidTable | None,
               tickets: list[TicketLog], nodes: list[str] | None = None, start_s: float | None = None,
               end_s: float | None = None, match_window_s: float = 900.0, level: float = 0.95,
-              fdr: float = 0.05) -> Calibration:
-    """Every fit the logs allow against the ``base`` scenario (a :class:`~twin.scenario.schema.Scenario`)."""
+              fdr: float = 0.05, telemetry: tuple[float, float, set[str]] | None = None) -> Calibration:
+    """Every fit the logs allow against the ``base`` scenario (a :class:`~twin.scenario.schema.Scenario`).
+    ``telemetry``: the first and last time stamp and the hosts of the GPU telemetry read (they widen the
+    window and the inventory like any log)."""
     notes: list[str] = []
+    tel_span = [telemetry[0]] if telemetry is not None else []
     firsts = [x for x in [s.first_s for s in sacct] + [t.first_s for t in tickets]
-              + ([xid.first_s] if xid is not None else []) if not math.isnan(x)]
+              + ([xid.first_s] if xid is not None else []) + tel_span if not math.isnan(x)]
+    tel_span = [telemetry[1]] if telemetry is not None else []
     lasts = [x for x in [s.last_s for s in sacct] + [t.last_s for t in tickets]
-             + ([xid.last_s] if xid is not None else []) if not math.isnan(x)]
+             + ([xid.last_s] if xid is not None else []) + tel_span if not math.isnan(x)]
     t0 = start_s if start_s is not None else (min(firsts) if firsts else math.nan)
     t1 = end_s if end_s is not None else (max(lasts) if lasts else math.nan)
     if not (math.isfinite(t0) and math.isfinite(t1) and t1 > t0):
         raise InputError("logs", "", "no dated record: cannot tell the observed period (give --start and --end)")
-    inventory = sorted(set(nodes)) if nodes else _inventory(sacct, xid, tickets)
+    inventory = sorted(set(nodes)) if nodes else sorted(set(_inventory(sacct, xid, tickets))
+                                                        | (telemetry[2] if telemetry is not None else set()))
     if not inventory:
         raise InputError("logs", "", "no node named in any log: give --nodes HOSTLIST")
     if not nodes:

@@ -106,6 +106,10 @@ def markdown(cal: Calibration, scenario_file: str, checks: list[tuple[str, Check
                 model = f"fixed {spec['value_h']} h (every one the same)" if rm is None else f"{rm.dist} " + "; ".join(
                     f"{k} {fmt(rm.params[k])} {fmt_ci(rm.ci[k])}" for k in D.PARAMS[rm.dist])
             out.append(f"| {p} | {rr.tickets} | {rr.closed} | {fmt(rr.outage_mean_h)} | {rr.kind} | {model} |")
+    if cal.thermal is not None:
+        from twin.calibrate.thermal_fit import thermal_markdown
+
+        out += thermal_markdown(cal.thermal, cal.thermal_target)
     for title, res in checks:
         out += _check_table(res, title)
     if cal.notes:

@@ -12,6 +12,7 @@ import numpy as np
 
 from twin.calibrate.common import iso_utc
 from twin.calibrate.gather import Calibration
+from twin.calibrate.thermal_fit import thermal_logged, thermal_yaml
 from twin.fit import distributions as D
 from twin.fit.mle import ModelFit, PartFit
 from twin.fit.report import fmt, fmt_ci, relative_base
@@ -50,6 +51,15 @@ def _cis(m: ModelFit, level: float) -> str:
         f" ({level:.0%} intervals)"
 
 
+def _fitted(cal: Calibration) -> str:
+    what = []
+    if cal.parts or cal.repairs or cal.frailty is not None:
+        what.append("the part lifetimes, repair times and node frailty")
+    if cal.thermal is not None and cal.thermal_target[0]:
+        what.append("the GPUs' thermal resistance and its spread")
+    return " and ".join(what) or "nothing"
+
+
 def scenario_yaml(cal: Calibration, base_name: str, base_parts: set[str], base_path: str | os.PathLike[str],
                   into: str | os.PathLike[str]) -> str:
     """The text of the calibrated scenario written at ``into`` (``base_parts``: the base's node parts;
@@ -62,7 +72,7 @@ def scenario_yaml(cal: Calibration, base_name: str, base_parts: set[str], base_p
            f"extends: {relative_base(base_path, into)}",
            f"name: {base_name}-calibrated",
            "description: >-",
-           f"  {base_name} with the part lifetimes, repair times and node frailty fitted to the logs of "
+           f"  {base_name} with {_fitted(cal)} fitted to the logs of "
            f"{iso_utc(cal.t0_s)[:10]} .. {iso_utc(cal.t1_s)[:10]} (twin calibrate)."]
     parts = sorted(p for p, r in cal.parts.items() if r.in_base and r.fit is not None)
     repairs = sorted(p for p, r in cal.repairs.items() if r.fit is not None and p in base_parts)
@@ -95,6 +105,8 @@ def scenario_yaml(cal: Calibration, base_name: str, base_parts: set[str], base_p
                 f"# {_names(', '.join(sorted(set(cal.failures['source']))))}:"
                 f" {f.failures} part failures on {f.nodes} nodes; profile-likelihood {lv:.0%} interval "
                 f"{fmt_ci(f.ci)}"]
+    if cal.thermal is not None:
+        out += thermal_yaml(cal.thermal, cal.thermal_target)
     out += ["", "# Logged, not parameters (the calibration report compares the simulation with them):"]
     if cal.jobs is not None:
         j = cal.jobs.interruptions
@@ -113,6 +125,8 @@ def scenario_yaml(cal: Calibration, base_name: str, base_parts: set[str], base_p
         lem = cal.frailty.lemons
         out.append(f"#   lemon nodes (Benjamini-Hochberg, FDR {cal.frailty.fdr:g}): "
                    + (", ".join(f"{h} ({k} failures, q {q:.2g})" for h, k, q in lem) if lem else "none"))
+    if cal.thermal is not None:
+        out += thermal_logged(cal.thermal)
     for note in cal.notes:
         out.append(f"#   note: {note}")
     return "\n".join(out) + "\n"
