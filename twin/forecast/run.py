@@ -90,7 +90,7 @@ class JobObserver:
     def _find(self) -> Job | None:
         if self.job is None:
             for j in self.wl.jobs:
-                if j.name == self.name:
+                if j.spec.name == self.name:
                     self.job = j
                     break
         return self.job
@@ -100,7 +100,7 @@ class JobObserver:
 
     def _on_speed(self, nodes: np.ndarray) -> None:
         job = self._find()
-        if job is not None and len(job.nodes) and bool((self.wl.owner[nodes] == job.jid).any()):
+        if job is not None and len(job.nodes) and bool((self.wl.owner[nodes] == job.spec.jid).any()):
             self._update(True)
 
     def _on_fabric(self) -> None:
@@ -114,7 +114,7 @@ class JobObserver:
         if n == 0:
             return 0.0, 0.0
         speed = self.engine.min_speed(nodes)
-        st = job.step
+        st = job.spec.step
         fabric = self.fabric
         if fabric is None or n <= 1 or st.grad_gb <= 0:
             return max(0.0, 1.0 - float(progress_rate(st.t_compute_s, 0.0, 0.0, st.overlap, speed))), 0.0
@@ -130,7 +130,7 @@ class JobObserver:
         job = self._find()
         if job is None or self.done:
             return
-        now = np.array([job.run_h, job.made_h, job.ckpt_h, job.restart_h, job.wait_h])
+        now = np.array([job.acct.run_h, job.acct.made_h, job.acct.ckpt_h, job.acct.restart_h, job.acct.wait_h])
         d = now - self._prev
         self._prev = now
         slow = d[0] - d[1]
@@ -151,7 +151,7 @@ class JobObserver:
         while self._seen < len(ints):
             rec = ints[self._seen]
             self._seen += 1
-            if rec.jid == job.jid:
+            if rec.jid == job.spec.jid:
                 self._cause = rec.cause
         if refactor or job.nodes is not self._nodes:
             self._nodes = job.nodes
@@ -166,7 +166,7 @@ class JobObserver:
         if self.job is None:
             return lost, count
         for rec in self.wl.interruptions:
-            if rec.jid == self.job.jid:
+            if rec.jid == self.job.spec.jid:
                 c = rec.cause
                 lost[c] = lost.get(c, 0.0) + rec.lost_h
                 count[c] = count.get(c, 0) + 1
@@ -197,11 +197,11 @@ def run_one(sc: Scenario, replication: int, job_name: str, scenario_hash: str = 
     m: dict[str, float] = {"horizon_bound_h": H}
     if job is None:
         raise InputError(sc.name, "workload.jobs", f"job {job_name!r} was never submitted before the horizon")
-    m["work_h"] = float(job.work_h)
-    m["submit_h"] = float(job.submit_h)
+    m["work_h"] = float(job.spec.work_h)
+    m["submit_h"] = float(job.spec.submit_h)
     m["completed"] = 1.0 if obs.done else 0.0
-    m["end_h"] = float(job.end_h) if obs.done else math.nan
-    T = float(job.end_h - job.submit_h) if obs.done else math.nan
+    m["end_h"] = float(job.acct.end_h) if obs.done else math.nan
+    T = float(job.acct.end_h - job.spec.submit_h) if obs.done else math.nan
     m["time_to_train_h"] = T
     lost, count = obs.lost_by()
     causes = sorted(set(lost) | set(obs.restart_by) | set(obs.requeue_by))
@@ -224,10 +224,10 @@ def run_one(sc: Scenario, replication: int, job_name: str, scenario_hash: str = 
     m["throttling_h"] = obs.throttle_h
     m["network_h"] = obs.network_h
     m["queueing_h"] = obs.queue_h
-    m["checkpoints"] = float(job.checkpoints)
+    m["checkpoints"] = float(job.acct.checkpoints)
     # time the job held nodes: the exposure for its MTBF estimate
-    m["exposure_h"] = float(job.run_h + job.ckpt_h + job.restart_h)
-    parts = job.work_h + total_cause + obs.checkpoint_h + obs.throttle_h + obs.network_h + obs.queue_h
+    m["exposure_h"] = float(job.acct.run_h + job.acct.ckpt_h + job.acct.restart_h)
+    parts = job.spec.work_h + total_cause + obs.checkpoint_h + obs.throttle_h + obs.network_h + obs.queue_h
     m["residual_h"] = T - parts if obs.done else math.nan
     row.update({k: float(v) for k, v in m.items()})
     del model, obs

@@ -31,10 +31,18 @@ class QueuedJob(Protocol):
     its order (priority, submission, id), its size, whether it was ever started, and the queue's own index
     fields (its slot in its bucket, its work left when queued, queued or not)."""
 
-    jid: int
-    priority: int
-    submit_h: float
-    nodes_needed: int
+    @property
+    def jid(self) -> int: ...
+
+    @property
+    def priority(self) -> int: ...
+
+    @property
+    def submit_h(self) -> float: ...
+
+    @property
+    def nodes_needed(self) -> int: ...
+
     started_once: bool
     qslot: int
     qlb: float

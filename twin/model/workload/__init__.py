@@ -41,31 +41,16 @@ Definitions (all work in *ideal hours*: wall hours at full speed on all the job'
 """
 
 from twin.model.workload.component import Workload
-from twin.model.workload.jobs import (
-                                         CKPT,
-                                         DONE,
-                                         QUEUED,
-                                         RECONF,
-                                         RESTARTING,
-                                         RUNNING,
-                                         STEP_COLUMNS,
-                                         STEP_COMPONENTS,
-                                         SUBMIT_PRIORITY,
-                                         Job,
-                                         job_has_no_checkpoint,
-)
+from twin.model.workload.jobs import (CKPT, DONE, QUEUED, RECONF, RESTARTING, RUNNING, STEP_COLUMNS, STEP_COMPONENTS,
+                                      SUBMIT_PRIORITY, Interruption, Job, JobAccount, JobSpec, job_has_no_checkpoint)
 from twin.model.workload.pools import NodePool
-from twin.model.workload.results import (
-                                         ADVISORY_COLUMNS,
-                                         ELASTIC_COLUMNS,
-                                         JOB_COLUMNS,
-                                         QUEUE_BY_SIZE_COLUMNS,
-                                         STORAGE_JOB_COLUMNS,
-)
+from twin.model.workload.results import (ADVISORY_COLUMNS, ELASTIC_COLUMNS, JOB_COLUMNS, QUEUE_BY_SIZE_COLUMNS,
+                                         STORAGE_JOB_COLUMNS)
 from twin.physics.jobrate import job_rate, parallel_breakdown, parallel_rate
 
 __all__ = [
     "ADVISORY_COLUMNS", "CKPT", "DONE", "ELASTIC_COLUMNS", "JOB_COLUMNS", "QUEUED", "QUEUE_BY_SIZE_COLUMNS", "RECONF",
-    "RESTARTING", "RUNNING", "STEP_COLUMNS", "STEP_COMPONENTS", "STORAGE_JOB_COLUMNS", "SUBMIT_PRIORITY", "Job",
-    "NodePool", "Workload", "job_has_no_checkpoint", "job_rate", "parallel_breakdown", "parallel_rate",
+    "RESTARTING", "RUNNING", "STEP_COLUMNS", "STEP_COMPONENTS", "STORAGE_JOB_COLUMNS", "SUBMIT_PRIORITY",
+    "Interruption", "Job", "JobAccount", "JobSpec", "NodePool", "Workload", "job_has_no_checkpoint", "job_rate",
+    "parallel_breakdown", "parallel_rate",
 ]

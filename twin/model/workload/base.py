@@ -90,6 +90,7 @@ class WorkloadBase:
 
     def _new_job(self, name: str, gpus: int, work_h: float, submit_h: float, priority: int,
                  ckpt: Checkpoint, step: StepModel | None = None, repeat: bool = False,
-                 elastic: Elastic | None = None, data: DataLoading | None = None) -> Job:
+                 elastic: Elastic | None = None, data: DataLoading | None = None,
+                 data_gbs: float | None = None) -> Job:
         """A new job record (:mod:`twin.model.workload.sources`)."""
         raise NotImplementedError

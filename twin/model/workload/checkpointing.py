@@ -21,8 +21,8 @@ class Checkpointing(Progress):
         if job.state != RUNNING or job.rate <= 0:
             timer.cancel()
             return
-        to_done = job.work_h - job.progress_h
-        iv = job.ckpt.interval_h
+        to_done = job.spec.work_h - job.progress_h
+        iv = job.spec.ckpt.interval_h
         to_ckpt = (iv - job.since_restart_h) if iv is not None and not job.ckpt_waiting else math.inf
         # a checkpointing job also writes a final checkpoint at completion
         target = min(to_done, to_ckpt)
@@ -44,11 +44,11 @@ class Checkpointing(Progress):
         if job.state != RUNNING:
             return
         self._advance(job)
-        eps = 1e-9 * max(1.0, job.work_h)
-        final = job.progress_h >= job.work_h - eps
+        eps = 1e-9 * max(1.0, job.spec.work_h)
+        final = job.progress_h >= job.spec.work_h - eps
         if final:
-            job.progress_h = job.work_h
-        if job.ckpt.interval_h is not None and (final or job.since_restart_h >= job.ckpt.interval_h - eps):
+            job.progress_h = job.spec.work_h
+        if job.spec.ckpt.interval_h is not None and (final or job.since_restart_h >= job.spec.ckpt.interval_h - eps):
             if not final and not math.isnan(job.pending_save_h):
                 # the previous async write is still in flight (storage shared by several writers): the
                 # checkpoint starts when it completes (_async_saved), the job running on meanwhile
@@ -75,13 +75,13 @@ class Checkpointing(Progress):
         if job.timer is not None:
             job.timer.cancel()
         if not job.io_blocked:
-            job.storage_stops += 1
+            job.acct.storage_stops += 1
         job.io_blocked = True
         job.blocked_final = final
         self._set_util(job, 0.0)
 
     def _start_checkpoint(self, job: Job, final: bool, retry: bool = False) -> None:
-        ck = job.ckpt
+        ck = job.spec.ckpt
         job.ckpt_waiting = False
         if self._storage_down():  # the write cannot start: the job waits for the storage, then writes
             self._advance(job)
@@ -89,7 +89,7 @@ class Checkpointing(Progress):
             if not final:
                 job.pending_save_h = math.nan  # (an async write in flight failed too: _on_storage)
             if not retry:
-                job.checkpoints += 1
+                job.acct.checkpoints += 1
             self._block(job, final)
             return
         self._end_io(job)
@@ -100,7 +100,7 @@ class Checkpointing(Progress):
         save = job.progress_h
         job.capture_h = self._env._now
         if not retry:
-            job.checkpoints += 1
+            job.acct.checkpoints += 1
         if ck.mode == "sync" or final:
             job.pending_save_h = math.nan  # (the final write supersedes an async write still in flight)
             job.state = CKPT
@@ -122,7 +122,7 @@ class Checkpointing(Progress):
                 saver = job.saver = self.engine.timer()
             saver.set(self._env._now + w, lambda: self._async_saved(job))
         if self.storage is not None:  # (after the job stopped reading data: its demand is gone first)
-            self.storage.transfer_begins(job.jid, True, ck.size_gb / (w * 3600.0) if w > 0 else 0.0)
+            self.storage.transfer_begins(job.spec.jid, True, ck.size_gb / (w * 3600.0) if w > 0 else 0.0)
 
     def _end_io(self, job: Job) -> None:
         """Release the job's share of storage bandwidth (write finished or aborted)."""
@@ -130,12 +130,12 @@ class Checkpointing(Progress):
             self.writers -= 1
             job.writing = False
             if self.storage is not None:
-                self.storage.transfer_ends(job.jid, True)
+                self.storage.transfer_ends(job.spec.jid, True)
         if job.reading:
             self.readers -= 1
             job.reading = False
             if self.storage is not None:
-                self.storage.transfer_ends(job.jid, False)
+                self.storage.transfer_ends(job.spec.jid, False)
 
     def _ckpt_done(self, job: Job, save: float, final: bool) -> None:
         if job.state != CKPT:
@@ -150,7 +150,7 @@ class Checkpointing(Progress):
         job.state = RUNNING
         self._set_util(job, 1.0)
         self._arm(job)
-        if job.jid in self._shrunk:
+        if job.spec.jid in self._shrunk:
             self._schedule()  # it may grow now
 
     def _async_resume(self, job: Job) -> None:
@@ -160,7 +160,7 @@ class Checkpointing(Progress):
         job.state = RUNNING
         self._set_util(job, 1.0)
         self._arm(job)
-        if job.jid in self._shrunk:
+        if job.spec.jid in self._shrunk:
             self._schedule()  # it may grow now
 
     def _async_saved(self, job: Job) -> None:
@@ -186,9 +186,9 @@ class Checkpointing(Progress):
         self._end_io(job)
         self.writers += 1
         job.writing = True
-        w = self._write_time_h(job.ckpt)
+        w = self._write_time_h(job.spec.ckpt)
         if self.storage is not None:
-            self.storage.transfer_begins(job.jid, True, job.ckpt.size_gb / (w * 3600.0) if w > 0 else 0.0)
+            self.storage.transfer_begins(job.spec.jid, True, job.spec.ckpt.size_gb / (w * 3600.0) if w > 0 else 0.0)
         saver = job.saver
         if saver is None:
             saver = job.saver = self.engine.timer()
@@ -214,7 +214,7 @@ class Checkpointing(Progress):
         job.state = RESTARTING
         timer = self._timer_of(job)
         timer.cancel()
-        if self._storage_down() and not job_has_no_checkpoint(job.ckpt):
+        if self._storage_down() and not job_has_no_checkpoint(job.spec.ckpt):
             self._block(job, False)  # its checkpoint cannot be read now: the restart starts when the storage returns
             return
         self._end_io(job)
@@ -223,14 +223,14 @@ class Checkpointing(Progress):
         dur = self._restart_h(job)
         job.restart_until = self._env._now + dur
         rs = self.spec.restart
-        job.read_until = self._env._now + rs.detection_h + rs.reschedule_h + self._read_time_h(job.ckpt)
-        if self.storage is not None and rs.read_h is None and not job_has_no_checkpoint(job.ckpt):
+        job.read_until = self._env._now + rs.detection_h + rs.reschedule_h + self._read_time_h(job.spec.ckpt)
+        if self.storage is not None and rs.read_h is None and not job_has_no_checkpoint(job.spec.ckpt):
             # the read itself (after detection and rescheduling) is the storage's transfer
-            read_h = self._read_time_h(job.ckpt)
+            read_h = self._read_time_h(job.spec.ckpt)
             if read_h > 0:
                 until = job.restart_until
                 t0 = self._env._now + rs.detection_h + rs.reschedule_h
-                gbs = job.ckpt.size_gb / (read_h * 3600.0)
+                gbs = job.spec.ckpt.size_gb / (read_h * 3600.0)
                 self._call_at(t0, lambda: self._read_window(job, until, gbs))
                 self._call_at(t0 + read_h, lambda: self._read_window(job, until, 0.0))
         self._set_util(job, 0.0)
@@ -243,14 +243,14 @@ class Checkpointing(Progress):
         if st is None or job.state != RESTARTING or job.restart_until != until or not job.reading:
             return
         if gb_per_s > 0:
-            st.transfer_begins(job.jid, False, gb_per_s)
+            st.transfer_begins(job.spec.jid, False, gb_per_s)
         else:
-            st.transfer_ends(job.jid, False)
+            st.transfer_ends(job.spec.jid, False)
 
     def _restart_h(self, job: Job) -> float:
         """Hours a restart takes: detection, rescheduling, reading the checkpoint, warm-up."""
         rs = self.spec.restart
-        return rs.detection_h + rs.reschedule_h + self._read_time_h(job.ckpt) + rs.warmup_h
+        return rs.detection_h + rs.reschedule_h + self._read_time_h(job.spec.ckpt) + rs.warmup_h
 
     def _restart_done(self, job: Job) -> None:
         if job.state != RESTARTING:

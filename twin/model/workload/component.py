@@ -59,7 +59,7 @@ class Workload(Sources, Component):
             if job.state != DONE:
                 self._advance(job)
                 if job.state == QUEUED:
-                    job.wait_h += self._env._now - job.queued_at
+                    job.acct.wait_h += self._env._now - job.queued_at
                     job.queued_at = self._env._now
 
     def results(self, so_far: ResultsSoFar) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:

@@ -37,13 +37,13 @@ class ElasticJobs(Scheduler):
         want = len(nodes) - len(keep)
         if not want:
             return False
-        multi = job.nodes_needed > 1
+        multi = job.spec.nodes_needed > 1
         avail = self._take_from_pools(want, multi)
         if len(avail) < want:  # no replacement for them all: the whole replicas it can make
-            r = (len(keep) + len(avail)) // job.rn
-            if r < job.min_rep:
+            r = (len(keep) + len(avail)) // job.spec.rn
+            if r < job.spec.min_rep:
                 return False
-            size = r * job.rn
+            size = r * job.spec.rn
             if size <= len(keep):
                 self._return_nodes(keep[size:])  # the rest of the broken replicas (highest ids)
                 keep, avail = keep[:size], avail[:0]
@@ -52,7 +52,7 @@ class ElasticJobs(Scheduler):
         self._advance(job)
         self._set_util(job, 0.0)
         for n in lost_nodes:
-            if self.owner[n] == job.jid:
+            if self.owner[n] == job.spec.jid:
                 self.owner[n] = -1
         self._end_io(job)  # a write under way is aborted; progress is kept
         job.pending_save_h = math.nan
@@ -60,12 +60,12 @@ class ElasticJobs(Scheduler):
         job.ckpt_waiting = False
         for n in avail.tolist():
             self._remove_from_pools(n)
-        self.owner[avail] = job.jid
-        before = len(nodes) // job.rn
+        self.owner[avail] = job.spec.jid
+        before = len(nodes) // job.spec.rn
         job.nodes = np.sort(np.concatenate((keep, avail)))
         self._elastic_event(job, "swap" if len(job.nodes) == len(nodes) else "shrink", cause, before)
-        if len(job.nodes) < job.nodes_needed:
-            self._shrunk[job.jid] = job
+        if len(job.nodes) < job.spec.nodes_needed:
+            self._shrunk[job.spec.jid] = job
         if job.state == RESTARTING:
             self._begin_restart(job)
         else:
@@ -87,9 +87,9 @@ class ElasticJobs(Scheduler):
             if job.state != RUNNING:
                 continue
             self.queue.ops += 1
-            want = job.nodes_needed - len(job.nodes)
-            avail = self._take_from_pools(want, job.nodes_needed > 1)
-            k = len(avail) // job.rn * job.rn
+            want = job.spec.nodes_needed - len(job.nodes)
+            avail = self._take_from_pools(want, job.spec.nodes_needed > 1)
+            k = len(avail) // job.spec.rn * job.spec.rn
             if not k:
                 continue
             avail = avail[:k]
@@ -97,39 +97,39 @@ class ElasticJobs(Scheduler):
             self._set_util(job, 0.0)
             for n in avail.tolist():
                 self._remove_from_pools(n)
-            self.owner[avail] = job.jid
-            before = len(job.nodes) // job.rn
+            self.owner[avail] = job.spec.jid
+            before = len(job.nodes) // job.spec.rn
             job.nodes = np.sort(np.concatenate((job.nodes, avail)))
             self._elastic_event(job, "grow", "", before)
-            if len(job.nodes) == job.nodes_needed:
+            if len(job.nodes) == job.spec.nodes_needed:
                 del self._shrunk[jid]
             self._begin_reconfigure(job)
 
     def _elastic_event(self, job: Job, kind: str, cause: str, before: int) -> None:
         """A row of the ``elastic`` table; changes of one job at one instant are one row (one pause)."""
         now = self._env._now
-        after = len(job.nodes) // job.rn
+        after = len(job.nodes) // job.spec.rn
         ev = self.elastic_events
-        if job.last_reshape_h == now and ev and ev[-1][1] == job.jid and ev[-1][0] == now:
+        if job.last_reshape_h == now and ev and ev[-1][1] == job.spec.jid and ev[-1][0] == now:
             row = ev[-1]
             row[6] = after
             if row[3] != "start":
                 row[3] = "shrink" if after < row[5] else "grow" if after > row[5] else "swap"
             return
         job.last_reshape_h = now
-        ev.append([now, job.jid, job.name, kind, cause, before, after, job.nodes_needed // job.rn,
-                   job.reconf_pause_h if kind != "start" else 0.0])
+        ev.append([now, job.spec.jid, job.spec.name, kind, cause, before, after, job.spec.nodes_needed // job.spec.rn,
+                   job.spec.reconf_pause_h if kind != "start" else 0.0])
 
     def _begin_reconfigure(self, job: Job) -> None:
         """Pause the job for its reconfiguration (from now: changes at one instant pay one pause)."""
         job.state = RECONF
         job.last_t = self._env._now
-        self._timer_of(job).set(self._env._now + job.reconf_pause_h, lambda: self._reconfigured(job))
+        self._timer_of(job).set(self._env._now + job.spec.reconf_pause_h, lambda: self._reconfigured(job))
 
     def _reconfigured(self, job: Job) -> None:
         if job.state != RECONF:
             return
         self._advance(job)
         self._begin_running(job)
-        if job.jid in self._shrunk:
+        if job.spec.jid in self._shrunk:
             self._schedule()  # it may grow now

@@ -24,13 +24,13 @@ class Interruptions(ElasticJobs):
         one, a rack losing power) are one interruption: the later ones only swap nodes. An elastic
         job that loses nodes swaps or shrinks instead (:meth:`_reshape`) while it keeps enough
         replicas."""
-        if job.rn and lost_nodes and self._reshape(job, cause, lost_nodes):
+        if job.spec.rn and lost_nodes and self._reshape(job, cause, lost_nodes):
             return
         self._advance(job)
         now = self._env._now
         same_instant = job.last_interrupt_h == now
         lost = job.progress_h - job.saved_h
-        job.lost_h += lost
+        job.acct.lost_h += lost
         job.progress_h = job.saved_h
         restored(job, now)
         job.since_restart_h = 0.0
@@ -39,9 +39,9 @@ class Interruptions(ElasticJobs):
         job.io_blocked = job.async_retry = False
         self._end_io(job)
         if not same_instant:
-            job.interruptions += 1
-            job.planned_interruptions += int(planned)
-            self.interruptions.append(Interruption(job.jid, job.name, now, cause, planned, lost, len(job.nodes)))
+            job.acct.interruptions += 1
+            job.acct.planned_interruptions += int(planned)
+            self.interruptions.append(Interruption(job.spec.jid, job.spec.name, now, cause, planned, lost, len(job.nodes)))
         job.last_interrupt_h = now
         if job.timer is not None:
             job.timer.cancel()
@@ -55,12 +55,12 @@ class Interruptions(ElasticJobs):
         else:
             keep = nodes[~np.isin(nodes, lost_nodes)]
         for n in lost_nodes:
-            if self.owner[n] == job.jid:
+            if self.owner[n] == job.spec.jid:
                 self.owner[n] = -1
-        need = (len(nodes) if job.rn else job.nodes_needed) - len(keep)  # an elastic job: its replicas now
+        need = (len(nodes) if job.spec.rn else job.spec.nodes_needed) - len(keep)  # an elastic job: its replicas now
         job.nodes = keep
-        multi = job.nodes_needed > 1
-        if job.unit > 1 and need:  # tp groups stay in whole units per NVLink domain
+        multi = job.spec.nodes_needed > 1
+        if job.spec.unit > 1 and need:  # tp groups stay in whole units per NVLink domain
             keep, parts, ok = self._domain_replacement(job, keep, need)
             repl = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
             got = need if ok else -1
@@ -70,7 +70,7 @@ class Interruptions(ElasticJobs):
         if got == need:
             for n in repl.tolist():
                 self._remove_from_pools(n)
-            self.owner[repl] = job.jid
+            self.owner[repl] = job.spec.jid
             if len(repl) == 1:  # slot the replacement into the sorted kept nodes (no full sort)
                 at = int(keep.searchsorted(repl[0]))
                 job.nodes = np.concatenate((keep[:at], repl, keep[at:]))
@@ -82,7 +82,7 @@ class Interruptions(ElasticJobs):
             self._begin_restart(job)
         else:
             job.state = QUEUED
-            self._shrunk.pop(job.jid, None)
+            self._shrunk.pop(job.spec.jid, None)
             self._release(job)
             job.queued_at = self._env._now
             self._enqueue(job)
@@ -96,7 +96,7 @@ class Interruptions(ElasticJobs):
         no free node to complete it); found is False when there are not enough (the job is requeued)."""
         assert self.domains is not None
         cut = self._cut_mask(True)
-        got = self.domains.complete(keep, need, [self.spares.nodes(cut), self.free.nodes(cut)], job.unit)
+        got = self.domains.complete(keep, need, [self.spares.nodes(cut), self.free.nodes(cut)], job.spec.unit)
         if got is None:
             return keep, [], False
         add, drop = got
@@ -125,7 +125,7 @@ class Interruptions(ElasticJobs):
         jid = int(self.owner[node])
         if jid >= 0:
             job = self._job(jid)
-            if job.nodes_needed > 1:
+            if job.spec.nodes_needed > 1:
                 self._interrupt(job, cause, False, [node])
 
     def _on_node_up(self, node: int, cause: str) -> None:
@@ -180,10 +180,10 @@ class Interruptions(ElasticJobs):
                         if job.saver is not None:
                             job.saver.cancel()
                         job.async_retry = True
-                        job.storage_stops += 1
+                        job.acct.storage_stops += 1
                     else:  # a sync (or final) write fails: the job waits, then writes again
-                        self._block(job, job.progress_h >= job.work_h)
-                elif (job.reading and job.state == RESTARTING and not job_has_no_checkpoint(job.ckpt)
+                        self._block(job, job.progress_h >= job.spec.work_h)
+                elif (job.reading and job.state == RESTARTING and not job_has_no_checkpoint(job.spec.ckpt)
                       and self._env._now < job.read_until):  # (still to read: in its warm-up it reads nothing)
                     self._advance(job)
                     self._block(job, False)
@@ -201,10 +201,10 @@ class Interruptions(ElasticJobs):
                     self._retry_async(job)
         st = self.storage
         assert st is not None  # (the topic's publisher)
-        for job in [j for j in self.allocated.values() if j.data_gbs and j.state == RUNNING]:
+        for job in [j for j in self.allocated.values() if j.spec.data_gbs and j.state == RUNNING]:
             # re-rate only the jobs whose rate moves: a job that still gets its demand keeps its timer as armed
-            share = st.data_share(job.jid, job.data_gbs * job.rate_fabric)
-            if (data_limited_rate(job.rate_fabric, job.data_gbs, share) != job.rate
+            share = st.data_share(job.spec.jid, job.spec.data_gbs * job.rate_fabric)
+            if (data_limited_rate(job.rate_fabric, job.spec.data_gbs, share) != job.rate
                     or job.rate_in_outage != (not st.available)):
                 self._rerate(job)
 
@@ -212,7 +212,7 @@ class Interruptions(ElasticJobs):
         """An NVLink domain's bandwidth share changed: re-rate the jobs with nodes in it (in job order)."""
         assert self.domains is not None
         dn = self.domains.domain_nodes
-        for job in sorted(self.allocated.values(), key=lambda j: j.jid):
+        for job in sorted(self.allocated.values(), key=lambda j: j.spec.jid):
             if len(job.nodes) and bool((job.nodes // dn == domain).any()):
                 self._rerate(job)
 
@@ -241,18 +241,18 @@ class Interruptions(ElasticJobs):
             return None
         newest = job.history.drop_from(before_h) if job.history is not None else None
         target = newest[1] if newest is not None else 0.0
-        before = job.lost_h
+        before = job.acct.lost_h
         job.saved_h = target
         if job.state == QUEUED:  # holds no nodes: its restart is still to come, from the older checkpoint
             lost = job.progress_h - target
-            job.lost_h += lost
+            job.acct.lost_h += lost
             job.progress_h = target
             restored(job, self._env._now)
-            job.interruptions += 1
-            self.interruptions.append(Interruption(job.jid, job.name, self._env._now, cause, False, lost, 0))
-            return lost, job.gpus
+            job.acct.interruptions += 1
+            self.interruptions.append(Interruption(job.spec.jid, job.spec.name, self._env._now, cause, False, lost, 0))
+            return lost, job.spec.gpus
         self._interrupt(job, cause, False, [node] if self.owner[node] == jid else [])
-        return job.lost_h - before, job.gpus
+        return job.acct.lost_h - before, job.spec.gpus
 
     def discarded(self, jid: int, at_h: float) -> bool:
         """Whether job ``jid`` (running, restarting or queued) no longer holds the state it computed at

@@ -1,10 +1,11 @@
-"""A training job's record: its specification, state and account in one slotted record (the
-scheduler's, progress's, checkpointing's and the result tables' common currency), and the job states."""
+"""A training job's records: its frozen specification (:class:`JobSpec`), its account of hours
+(:class:`JobAccount`) and its state (:class:`Job`, holding both), the job states, and the interruption record."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np
@@ -40,8 +41,12 @@ class Interruption(NamedTuple):
     nodes: int
 
 
-@dataclass(slots=True)
-class Job:
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """What a job is, fixed when it is submitted: its id and name, its size (GPUs, and nodes), its work
+    (ideal hours: wall hours at full speed on all its GPUs), submission time (h) and priority, its
+    checkpoint and step models, and what the workload derives from them at submission."""
+
     jid: int
     name: str
     gpus: int
@@ -51,7 +56,64 @@ class Job:
     priority: int
     ckpt: Checkpoint
     step: StepModel
-    repeat: bool = False
+    repeat: bool = False  # resubmitted when it completes
+    # training-data reads (twin.model.storage): demand at full speed after the node caches, GB/s (0: none)
+    data_gbs: float = 0.0
+    unit: int = 1  # NVLink domains (twin.model.domains): nodes per placement unit of its tp groups
+    # elastic data parallelism (rn = 0: a rigid job): replica nodes, fewest replicas, pause per change (h)
+    rn: int = 0
+    min_rep: int = 0
+    reconf_pause_h: float = 0.0
+
+
+@dataclass(slots=True)
+class JobAccount:
+    """Where a job's hours went (hours; multiply by its GPUs for GPU-hours), read by the result tables and
+    the forecast's observer; the state changes of :class:`Job` add to it."""
+
+    first_start_h: float = math.nan
+    end_h: float = math.nan
+    run_h: float = 0.0
+    ckpt_h: float = 0.0
+    restart_h: float = 0.0
+    lost_h: float = 0.0
+    made_h: float = 0.0  # all progress ever made (kept + lost)
+    # the running time lost to a rate below 1, split by the sequential rule (progress.Progress._rate_on_nodes):
+    # placement, thermal speed, fail-slow parts' (health's degraded parts), the power chain's, NVLink, the
+    # fabric, then the data stall
+    slow_place_h: float = 0.0  # a placement whose NVLink blocks are smaller than the layout's domain
+    slow_thermal_h: float = 0.0
+    slow_failslow_h: float = 0.0
+    slow_power_h: float = 0.0
+    slow_nvlink_h: float = 0.0  # degraded NVLink (switch trays down)
+    slow_fabric_h: float = 0.0
+    slow_data_h: float = 0.0  # running time lost to a data share below the demand
+    slow_outage_h: float = 0.0  # running time lost to a storage outage (a data-reading job stalled)
+    blocked_h: float = 0.0  # hours stopped by storage outages while checkpointing or restarting
+    storage_stops: int = 0  # storage outages that stopped the job
+    # a layout job's step components' shares integrated over its running hours (the run-time limiter),
+    # with the step time so integrated (s·h)
+    bd_acc: np.ndarray | None = None
+    step_acc: float = 0.0
+    wait_h: float = 0.0
+    interruptions: int = 0
+    planned_interruptions: int = 0
+    checkpoints: int = 0
+    unreserved_h: float = 0.0  # hours as the head of the queue with no bound on its start
+    reconfig_h: float = 0.0  # elastic: hours paused for reconfiguration (share of its nodes held)
+    reduced_h: float = 0.0  # elastic: wall hours running below full size
+    kept_h: float = 0.0  # elastic: progress made while below full size (ideal hours)
+
+
+@dataclass(slots=True)
+class Job:
+    """A job's state in the workload: its specification (``spec``), its account (``acct``) and what changes
+    as it runs. Reading a field of the specification or the account on the job itself (``job.gpus``,
+    ``job.run_h``) works too (read-only views, for tests and observers; the model reads ``job.spec`` and
+    ``job.acct``)."""
+
+    spec: JobSpec
+    acct: JobAccount = field(default_factory=JobAccount)
     state: str = QUEUED
     nodes: np.ndarray = field(default_factory=lambda: NO_NODES)
     progress_h: float = 0.0
@@ -60,8 +122,6 @@ class Job:
     rate: float = 0.0
     last_t: float = 0.0
     timer: Timer | None = None  # its one pending call (made at its first start: _timer_of)
-    first_start_h: float = math.nan
-    end_h: float = math.nan
     started_once: bool = False
     pending_save_h: float = math.nan  # async: progress that the in-flight write will save
     ckpt_waiting: bool = False  # a checkpoint fell due while the previous async write was in flight
@@ -71,72 +131,63 @@ class Job:
     last_interrupt_h: float = math.nan
     writing: bool = False  # holds a share of the storage write bandwidth
     reading: bool = False  # holds a share of the storage read bandwidth
-    # accounting (hours; multiply by gpus for GPU-hours)
-    run_h: float = 0.0
-    ckpt_h: float = 0.0
-    restart_h: float = 0.0
-    lost_h: float = 0.0
-    made_h: float = 0.0  # all progress ever made (kept + lost)
-    # the running time lost to a rate below 1, split by the sequential rule (see Workload._rates):
-    # thermal speed first, then fail-slow parts' (health's degraded parts), then the power chain's, then the fabric
-    slow_thermal_h: float = 0.0
-    slow_failslow_h: float = 0.0
-    slow_power_h: float = 0.0
-    slow_fabric_h: float = 0.0
-    rate_thermal: float = 1.0  # rate at the thermal speed alone, healthy fabric
-    rate_failslow: float = 1.0  # rate at the thermal and fail-slow speeds, healthy fabric
-    rate_speed: float = 1.0  # rate at the node speed (thermal and power), healthy fabric
-    # training-data reads (twin.model.storage): demand at full speed after the node caches, GB/s (0: none)
-    data_gbs: float = 0.0
+    # its rate by the sequential rule (progress.Progress._rate_on_nodes), each with a healthy fabric
+    rate_thermal: float = 1.0  # rate at the thermal speed alone
+    rate_failslow: float = 1.0  # rate at the thermal and fail-slow speeds
+    rate_speed: float = 1.0  # rate at the node speed (thermal and power)
+    rate_nvlink: float = 1.0  # rate at the node speed and the NVLink share
+    rate_place: float = 1.0  # rate on its placement, full speed, healthy NVLink
     rate_fabric: float = 1.0  # rate before the data stall (with data_gbs only)
-    slow_data_h: float = 0.0  # running time lost to a data share below the demand
-    slow_outage_h: float = 0.0  # running time lost to a storage outage (a data-reading job stalled)
     rate_in_outage: bool = False  # its rate was set during a storage outage (its stall is the outage's)
     io_blocked: bool = False  # stopped by a storage outage (a checkpoint write or a restart's read waits)
     blocked_final: bool = False  # the blocked checkpoint is the job's final one
-    blocked_h: float = 0.0  # hours stopped by storage outages while checkpointing or restarting
     async_retry: bool = False  # an async write failed in an outage: written again when the storage returns
-    storage_stops: int = 0  # storage outages that stopped the job
-    # NVLink domains (twin.model.domains): nodes per placement unit of its tp groups; the running time lost
-    # to degraded NVLink (switch trays down; split after the power chain's, before the fabric's)
-    unit: int = 1
-    slow_nvlink_h: float = 0.0
-    slow_place_h: float = 0.0  # lost to a placement whose NVLink blocks are smaller than the layout's domain
-    rate_nvlink: float = 1.0  # rate at the node speed and the NVLink share, healthy fabric
-    rate_place: float = 1.0  # rate on its placement, full speed, healthy fabric and NVLink
-    # a layout job's step (twin.physics.parallel) now, and its components' shares integrated over its
-    # running hours (the run-time limiter), with the step time so integrated (s·h)
+    # a layout job's step (twin.physics.parallel) now
     bd: par.StepBreakdown | None = None
     bd_vec: np.ndarray | None = None  # its components' shares of the step (STEP_COMPONENTS), None if infinite
     bd_nic: float = 0.0  # the NIC Gbit/s per GPU of its ideal step
-    bd_acc: np.ndarray | None = None
-    step_acc: float = 0.0
-    wait_h: float = 0.0
     queued_at: float = 0.0
-    interruptions: int = 0
-    planned_interruptions: int = 0
-    checkpoints: int = 0
     # the queue index (twin.model.jobqueue): slot in its bucket, work left when queued, queued or not
     qslot: int = -1
     qlb: float = 0.0
     queued: bool = False
-    # starvation: hours as the head of the queue with no bound on its start; advisory issued
-    unreserved_h: float = 0.0
-    advised: bool = False
-    # elastic data parallelism (rn = 0: a rigid job): replica nodes, fewest replicas, pause per change
-    rn: int = 0
-    min_rep: int = 0
-    reconf_pause_h: float = 0.0
-    reconfig_h: float = 0.0  # hours paused for reconfiguration (share of its nodes held)
-    reduced_h: float = 0.0  # wall hours running below full size
-    kept_h: float = 0.0  # progress made while below full size (ideal hours)
-    last_reshape_h: float = math.nan
+    advised: bool = False  # starvation advisory issued
+    last_reshape_h: float = math.nan  # elastic: its last change of replicas
     # for rollbacks (silent data corruption, twin.model.health; twin.model.checkpoints): the completed
     # checkpoints kept by the retention policy (made at the first), and the spans of wall time its running
     # state carries (None: one span since time 0, until its first restart)
     capture_h: float = 0.0  # capture time of the checkpoint being written
     history: History | None = None
     lineage: Lineage | None = None
+
+    # the fields the queue reads (twin.model.jobqueue.QueuedJob), as plain properties
+    @property
+    def jid(self) -> int:
+        return self.spec.jid
+
+    @property
+    def priority(self) -> int:
+        return self.spec.priority
+
+    @property
+    def submit_h(self) -> float:
+        return self.spec.submit_h
+
+    @property
+    def nodes_needed(self) -> int:
+        return self.spec.nodes_needed
+
+
+def _view(part: str, name: str) -> property:
+    get = attrgetter(f"{part}.{name}")
+    return property(lambda job: get(job), doc=f"``job.{part}.{name}`` (read-only)")
+
+
+for _part, _cls in (("spec", JobSpec), ("acct", JobAccount)):
+    for _f in fields(_cls):
+        if not hasattr(Job, _f.name):
+            setattr(Job, _f.name, _view(_part, _f.name))
+del _part, _cls, _f
 
 
 STEP_COMPONENTS = ("compute", "tp", "pp", "bubble", "dp", "compress", "throttle")
@@ -164,7 +215,7 @@ def remember(job: Job, saved_h: float) -> None:
     """Keep a completed checkpoint in the job's history (by its retention policy, twin.model.checkpoints)."""
     hist = job.history
     if hist is None:
-        ret = job.ckpt.retention
+        ret = job.spec.ckpt.retention
         hist = job.history = History(ret.keep_last, ret.persistent_every_h)
     hist.add(job.capture_h, saved_h)
 

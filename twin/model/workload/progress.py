@@ -20,99 +20,99 @@ class Progress(WorkloadBase):
         now = self._env._now
         dt = now - job.last_t
         if dt > 0:
-            if job.rn:
+            if job.spec.rn:
                 self._advance_elastic(job, dt)
             elif job.state == RUNNING:
                 r = job.rate
                 p = r * dt
                 job.progress_h += p
-                job.made_h += p
+                job.acct.made_h += p
                 job.since_restart_h += p
-                job.run_h += dt
+                job.acct.run_h += dt
                 if r != 1.0:
-                    job.slow_place_h += (1.0 - job.rate_place) * dt
-                    job.slow_thermal_h += (job.rate_place - job.rate_thermal) * dt
-                    job.slow_failslow_h += (job.rate_thermal - job.rate_failslow) * dt
-                    job.slow_power_h += (job.rate_failslow - job.rate_speed) * dt
-                    job.slow_nvlink_h += (job.rate_speed - job.rate_nvlink) * dt
-                    if job.data_gbs:  # the data stall comes last in the sequential rule
-                        job.slow_fabric_h += (job.rate_nvlink - job.rate_fabric) * dt
+                    job.acct.slow_place_h += (1.0 - job.rate_place) * dt
+                    job.acct.slow_thermal_h += (job.rate_place - job.rate_thermal) * dt
+                    job.acct.slow_failslow_h += (job.rate_thermal - job.rate_failslow) * dt
+                    job.acct.slow_power_h += (job.rate_failslow - job.rate_speed) * dt
+                    job.acct.slow_nvlink_h += (job.rate_speed - job.rate_nvlink) * dt
+                    if job.spec.data_gbs:  # the data stall comes last in the sequential rule
+                        job.acct.slow_fabric_h += (job.rate_nvlink - job.rate_fabric) * dt
                         self._slow_data(job, (job.rate_fabric - r) * dt)
                     else:
-                        job.slow_fabric_h += (job.rate_nvlink - r) * dt
+                        job.acct.slow_fabric_h += (job.rate_nvlink - r) * dt
                 bd = job.bd
                 if bd is not None:
                     self._integrate_step(job, bd, dt)
             elif job.io_blocked:
-                job.blocked_h += dt
+                job.acct.blocked_h += dt
             elif job.state == CKPT:
-                job.ckpt_h += dt
+                job.acct.ckpt_h += dt
             elif job.state == RESTARTING:
-                job.restart_h += dt
+                job.acct.restart_h += dt
         job.last_t = now
 
     def _slow_data(self, job: Job, lost_h: float) -> None:
         """Running hours ``lost_h`` below the rate before the data stall: a storage outage's, or a data stall."""
         if job.rate_in_outage:
-            job.slow_outage_h += lost_h
+            job.acct.slow_outage_h += lost_h
         else:
-            job.slow_data_h += lost_h
+            job.acct.slow_data_h += lost_h
 
     def _advance_elastic(self, job: Job, dt: float) -> None:
         """:meth:`_advance` of an elastic job: its hours count the share of its nodes it holds."""
-        held = len(job.nodes) / job.nodes_needed
+        held = len(job.nodes) / job.spec.nodes_needed
         if job.state == RUNNING:
             p = job.rate * dt
             job.progress_h += p
-            job.made_h += p
+            job.acct.made_h += p
             job.since_restart_h += p
-            job.run_h += dt * held
+            job.acct.run_h += dt * held
             r = job.rate / held if held > 0 else 1.0  # the rate on the nodes it holds (whole replicas)
             if r != 1.0:  # the slowdown split of _advance, on the share of its nodes it holds
-                job.slow_place_h += held * (1.0 - job.rate_place) * dt
-                job.slow_thermal_h += held * (job.rate_place - job.rate_thermal) * dt
-                job.slow_failslow_h += held * (job.rate_thermal - job.rate_failslow) * dt
-                job.slow_power_h += held * (job.rate_failslow - job.rate_speed) * dt
-                job.slow_nvlink_h += held * (job.rate_speed - job.rate_nvlink) * dt
-                if job.data_gbs:
+                job.acct.slow_place_h += held * (1.0 - job.rate_place) * dt
+                job.acct.slow_thermal_h += held * (job.rate_place - job.rate_thermal) * dt
+                job.acct.slow_failslow_h += held * (job.rate_thermal - job.rate_failslow) * dt
+                job.acct.slow_power_h += held * (job.rate_failslow - job.rate_speed) * dt
+                job.acct.slow_nvlink_h += held * (job.rate_speed - job.rate_nvlink) * dt
+                if job.spec.data_gbs:
                     rf = job.rate_fabric / held if held > 0 else 1.0
-                    job.slow_fabric_h += held * (job.rate_nvlink - rf) * dt
+                    job.acct.slow_fabric_h += held * (job.rate_nvlink - rf) * dt
                     self._slow_data(job, held * (rf - r) * dt)
                 else:
-                    job.slow_fabric_h += held * (job.rate_nvlink - r) * dt
+                    job.acct.slow_fabric_h += held * (job.rate_nvlink - r) * dt
             if job.bd is not None:
                 self._integrate_step(job, job.bd, dt * held)
             if held < 1.0:
-                job.reduced_h += dt
-                job.kept_h += p
+                job.acct.reduced_h += dt
+                job.acct.kept_h += p
         elif job.io_blocked:
-            job.blocked_h += dt * held
+            job.acct.blocked_h += dt * held
         elif job.state == CKPT:
-            job.ckpt_h += dt * held
+            job.acct.ckpt_h += dt * held
         elif job.state == RESTARTING:
-            job.restart_h += dt * held
+            job.acct.restart_h += dt * held
         elif job.state == RECONF:
-            job.reconfig_h += dt * held
+            job.acct.reconfig_h += dt * held
 
     @staticmethod
     def _integrate_step(job: Job, bd: par.StepBreakdown, dt: float) -> None:
         """Add ``dt`` running hours of the step ``bd`` to the job's run-time limiter: each component's
         share of the step and the step time, integrated over its running hours (a step that cannot
         complete, at speed 0 or on a cut fabric, adds nothing)."""
-        acc = job.bd_acc
+        acc = job.acct.bd_acc
         if acc is None:
-            acc = job.bd_acc = np.zeros(len(STEP_COMPONENTS))
+            acc = job.acct.bd_acc = np.zeros(len(STEP_COMPONENTS))
         vec = job.bd_vec
         if vec is not None:
             acc += dt * vec
-            job.step_acc += dt * bd.total_s
+            job.acct.step_acc += dt * bd.total_s
 
     def _compute_rate(self, job: Job) -> float:
         """Progress rate of the job on its nodes; an elastic job's times its replicas' share."""
         rate = self._rate_on_nodes(job)
-        if job.rn and len(job.nodes) < job.nodes_needed:
-            rate *= (len(job.nodes) // job.rn) / (job.nodes_needed // job.rn)
-        if job.data_gbs:
+        if job.spec.rn and len(job.nodes) < job.spec.nodes_needed:
+            rate *= (len(job.nodes) // job.spec.rn) / (job.spec.nodes_needed // job.spec.rn)
+        if job.spec.data_gbs:
             job.rate_fabric = rate
             if job.state == RUNNING:
                 return self._data_rate(job)
@@ -122,12 +122,12 @@ class Progress(WorkloadBase):
         """The running job's rate with its data share: its demand at its rate before the stall
         (``rate_fabric``) registered with the storage, ``min(rate, share / demand)``."""
         assert self.storage is not None  # data_gbs is set only with the storage service
-        d = job.data_gbs
+        d = job.spec.data_gbs
         down = not self.storage.available
         if down and not job.rate_in_outage:  # an outage stops it (running, or starting to run, in one)
-            job.storage_stops += 1
+            job.acct.storage_stops += 1
         job.rate_in_outage = down
-        share = self.storage.data_share(job.jid, d * job.rate_fabric)
+        share = self.storage.data_share(job.spec.jid, d * job.rate_fabric)
         return data_limited_rate(job.rate_fabric, d, share)
 
     def _rate_on_nodes(self, job: Job) -> float:
@@ -148,7 +148,7 @@ class Progress(WorkloadBase):
             sp_t = float(th[nodes].min()) if th is not None else 1.0
             dg = caps.get("degraded")
             sp_f = min(sp_t, float(dg[nodes].min())) if dg is not None else sp_t
-        st = job.step
+        st = job.spec.step
         fabric = self.fabric
         if st.layout is not None:
             if fabric is None or n <= 1:
@@ -195,12 +195,12 @@ class Progress(WorkloadBase):
         accounting) in any case. A publication that would change no node's load is not made: no
         subscriber's state depends on it (the IT power and GPU temperatures follow the same load)."""
         nodes = job.nodes
-        if job.data_gbs:  # a running job reads its data (its share may have changed), any other does not
+        if job.spec.data_gbs:  # a running job reads its data (its share may have changed), any other does not
             assert self.storage is not None
             if util > 0.0 and job.state == RUNNING:
                 job.rate = self._data_rate(job)
             else:
-                self.storage.data_share(job.jid, 0.0)
+                self.storage.data_share(job.spec.jid, 0.0)
         if len(nodes):
             nu = self._node_util
             if np.count_nonzero(nu[nodes] != util):

@@ -27,8 +27,8 @@ def jobs_table(wl: WorkloadBase, H: float) -> pd.DataFrame:
         return np.fromiter((get(j) for j in jl), dtype=dtype, count=n)
 
     def ettr(j: Job) -> float:
-        end = j.end_h if j.state == DONE else H
-        wall = end - j.first_start_h if not math.isnan(j.first_start_h) else 0.0
+        end = j.acct.end_h if j.state == DONE else H
+        wall = end - j.acct.first_start_h if not math.isnan(j.acct.first_start_h) else 0.0
         return j.progress_h / wall if wall > 0 else math.nan
 
     nan_k = np.full(k, math.nan)
@@ -47,7 +47,7 @@ def jobs_table(wl: WorkloadBase, H: float) -> pd.DataFrame:
         return pd.arrays.IntegerArray(vals, mask)
 
     names = np.empty(n + k, dtype=object)
-    names[:n] = [j.name for j in jl]
+    names[:n] = [j.spec.name for j in jl]
     names[n:] = i_col[1]
     cause = np.empty(n + k, dtype=object)
     cause[:n] = ""
@@ -55,25 +55,25 @@ def jobs_table(wl: WorkloadBase, H: float) -> pd.DataFrame:
     data: dict[str, Any] = {
         "record": pd.Categorical.from_codes(np.r_[np.zeros(n, np.int8), np.ones(k, np.int8)],
                                             categories=["job", "interruption"]),
-        "job": integers(lambda j: j.jid, i_col[0]),
+        "job": integers(lambda j: j.spec.jid, i_col[0]),
         "name": names,
-        "gpus": integers(lambda j: j.gpus),
-        "nodes": integers(lambda j: j.nodes_needed, i_col[6]),
-        "work_h": floats(lambda j: j.work_h),
-        "submit_h": floats(lambda j: j.submit_h),
-        "first_start_h": floats(lambda j: j.first_start_h),
-        "end_h": floats(lambda j: j.end_h),
+        "gpus": integers(lambda j: j.spec.gpus),
+        "nodes": integers(lambda j: j.spec.nodes_needed, i_col[6]),
+        "work_h": floats(lambda j: j.spec.work_h),
+        "submit_h": floats(lambda j: j.spec.submit_h),
+        "first_start_h": floats(lambda j: j.acct.first_start_h),
+        "end_h": floats(lambda j: j.acct.end_h),
         "done": np.concatenate((col(lambda j: j.state == DONE, bool), np.zeros(k, dtype=bool))),
         "kept_h": floats(lambda j: j.progress_h),
-        "lost_h": floats(lambda j: j.lost_h, i_col[5]),
-        "made_h": floats(lambda j: j.made_h),
-        "run_h": floats(lambda j: j.run_h),
-        "checkpoint_h": floats(lambda j: j.ckpt_h),
-        "restart_h": floats(lambda j: j.restart_h),
-        "queue_wait_h": floats(lambda j: j.wait_h),
-        "interruptions": integers(lambda j: j.interruptions),
-        "planned_interruptions": integers(lambda j: j.planned_interruptions),
-        "checkpoints": integers(lambda j: j.checkpoints),
+        "lost_h": floats(lambda j: j.acct.lost_h, i_col[5]),
+        "made_h": floats(lambda j: j.acct.made_h),
+        "run_h": floats(lambda j: j.acct.run_h),
+        "checkpoint_h": floats(lambda j: j.acct.ckpt_h),
+        "restart_h": floats(lambda j: j.acct.restart_h),
+        "queue_wait_h": floats(lambda j: j.acct.wait_h),
+        "interruptions": integers(lambda j: j.acct.interruptions),
+        "planned_interruptions": integers(lambda j: j.acct.planned_interruptions),
+        "checkpoints": integers(lambda j: j.acct.checkpoints),
         "ettr": floats(ettr),
         "time_h": np.concatenate((np.full(n, math.nan), np.asarray(i_col[2], dtype=float))),
         "cause": cause,
@@ -86,14 +86,14 @@ def results(wl: WorkloadBase, so_far: ResultsSoFar) -> tuple[dict[str, float], d
     installed = wl.cluster.n_nodes * wl.gpn * H
     jobs = jobs_table(wl, H)
     jr = [j for j in wl.jobs]
-    useful = sum(j.progress_h * j.gpus for j in jr)
-    lost = sum(j.lost_h * j.gpus for j in jr)
-    made = sum(j.made_h * j.gpus for j in jr)
-    run = sum(j.run_h * j.gpus for j in jr)
-    ck = sum(j.ckpt_h * j.gpus for j in jr)
-    rs = sum(j.restart_h * j.gpus for j in jr)
-    rc = sum(j.reconfig_h * j.gpus for j in jr) if wl._has_elastic else 0.0
-    blocked = sum(j.blocked_h * j.gpus for j in jr) if wl.storage is not None else 0.0
+    useful = sum(j.progress_h * j.spec.gpus for j in jr)
+    lost = sum(j.acct.lost_h * j.spec.gpus for j in jr)
+    made = sum(j.acct.made_h * j.spec.gpus for j in jr)
+    run = sum(j.acct.run_h * j.spec.gpus for j in jr)
+    ck = sum(j.acct.ckpt_h * j.spec.gpus for j in jr)
+    rs = sum(j.acct.restart_h * j.spec.gpus for j in jr)
+    rc = sum(j.acct.reconfig_h * j.spec.gpus for j in jr) if wl._has_elastic else 0.0
+    blocked = sum(j.acct.blocked_h * j.spec.gpus for j in jr) if wl.storage is not None else 0.0
     down = wl.model.recorder.state_hours("down") * wl.gpn
     slow = run - made
     idle = installed - down - run - ck - rs - rc - blocked
@@ -124,20 +124,20 @@ def results(wl: WorkloadBase, so_far: ResultsSoFar) -> tuple[dict[str, float], d
         m[f"interruptions.{c}"] = float(k)
     m.update(goodput_by_mechanism(wl, jr, installed, idle, ck, rs, rc, blocked))
     warm = wl.spec.warmup_h
-    waits = [j.wait_h for j in jr if j.submit_h >= warm and not math.isnan(j.first_start_h)]
+    waits = [j.acct.wait_h for j in jr if j.spec.submit_h >= warm and not math.isnan(j.acct.first_start_h)]
     m["queue_wait_h.mean"] = float(np.mean(waits)) if waits else math.nan
     m["queue_wait_h.jobs"] = float(len(waits))
     if jr:
-        big = max(jr, key=lambda j: (j.gpus, -j.jid))
-        row = jobs[(jobs.record == "job") & (jobs.job == big.jid)].iloc[0]
+        big = max(jr, key=lambda j: (j.spec.gpus, -j.spec.jid))
+        row = jobs[(jobs.record == "job") & (jobs.job == big.spec.jid)].iloc[0]
         m["ettr.max_job"] = float(row.ettr)
         m["max_job.kept_h"] = big.progress_h
-        m["max_job.interruptions"] = float(big.interruptions)
+        m["max_job.interruptions"] = float(big.acct.interruptions)
     by_size = queue_by_size(jr, warm)
     for row in by_size.itertuples():
         m[f"queue_wait_h.mean.nodes_le_{row.nodes_max}"] = float(row.mean_wait_h)
     m["starvation.advisories"] = float(len(wl.advisories))
-    m["starvation.unreserved_h"] = max((j.unreserved_h for j in jr), default=0.0)
+    m["starvation.unreserved_h"] = max((j.acct.unreserved_h for j in jr), default=0.0)
     adv = pd.DataFrame(wl.advisories, columns=ADVISORY_COLUMNS).astype(
         {"time_h": float, "job": "int64", "name": object, "nodes": "int64", "usable_nodes": "int64",
          "waited_h": float, "unreserved_h": float, "text": object})
@@ -160,9 +160,9 @@ def results(wl: WorkloadBase, so_far: ResultsSoFar) -> tuple[dict[str, float], d
         m["reconfigure_gpu_hours"] = rc
         for kind in ("start", "shrink", "swap", "grow"):
             m[f"elastic.{kind}s"] = float((el.event == kind).sum())
-        m["elastic.reduced_hours"] = sum(j.reduced_h for j in jr)
-        m["elastic.kept_gpu_hours"] = sum(j.kept_h * j.gpus for j in jr)
-    laid = [j for j in jr if j.bd_acc is not None and j.bd_acc.sum() > 0]
+        m["elastic.reduced_hours"] = sum(j.acct.reduced_h for j in jr)
+        m["elastic.kept_gpu_hours"] = sum(j.acct.kept_h * j.spec.gpus for j in jr)
+    laid = [j for j in jr if j.acct.bd_acc is not None and j.acct.bd_acc.sum() > 0]
     if laid:
         steps = step_table(laid)
         tables["step_breakdown"] = steps
@@ -180,17 +180,17 @@ def step_table(laid: list[Job]) -> pd.DataFrame:
     non-compute component (``compute`` when there is none)."""
     rows = []
     for j in laid:
-        acc = j.bd_acc
+        acc = j.acct.bd_acc
         assert acc is not None
         hours = float(acc.sum())
         shares = acc / hours
-        lay = j.step.layout
+        lay = j.spec.step.layout
         assert lay is not None
         other = {c: float(v) for c, v in zip(STEP_COMPONENTS, shares) if c != "compute"}
         best = max(other, key=lambda c: other[c])
         limiter = best if other[best] > 0.0 else "compute"
-        ideal = parallel_breakdown(j.step, 1.0, j.bd_nic, 1.0).total_s
-        rows.append([j.jid, j.name, j.gpus, lay.tp, lay.pp, lay.dp, ideal, j.step_acc / hours, hours,
+        ideal = parallel_breakdown(j.spec.step, 1.0, j.bd_nic, 1.0).total_s
+        rows.append([j.spec.jid, j.spec.name, j.spec.gpus, lay.tp, lay.pp, lay.dp, ideal, j.acct.step_acc / hours, hours,
                      *shares.tolist(), limiter])
     return pd.DataFrame(rows, columns=STEP_COLUMNS).astype(
         {"job": "int64", "name": object, "gpus": "int64", "tp": "int64", "pp": "int64", "dp": "int64",
@@ -200,10 +200,10 @@ def queue_by_size(jr: list[Job], warm: float) -> pd.DataFrame:
     """Queue wait by job size (nodes in power-of-two classes 1, 2, 3-4, 5-8, ...), of jobs submitted
     after the warm-up: the mean, 95th percentile and largest wait of those that started, and the
     jobs still queued at the horizon with the longest wait so far (a starved job shows there)."""
-    sizes = np.fromiter((j.nodes_needed for j in jr if j.submit_h >= warm), dtype=np.int64)
-    waits = np.fromiter((j.wait_h for j in jr if j.submit_h >= warm), dtype=float)
-    started = np.fromiter((not math.isnan(j.first_start_h) for j in jr if j.submit_h >= warm), dtype=bool)
-    queued = np.fromiter((j.state == QUEUED and not j.started_once for j in jr if j.submit_h >= warm), dtype=bool)
+    sizes = np.fromiter((j.spec.nodes_needed for j in jr if j.spec.submit_h >= warm), dtype=np.int64)
+    waits = np.fromiter((j.acct.wait_h for j in jr if j.spec.submit_h >= warm), dtype=float)
+    started = np.fromiter((not math.isnan(j.acct.first_start_h) for j in jr if j.spec.submit_h >= warm), dtype=bool)
+    queued = np.fromiter((j.state == QUEUED and not j.started_once for j in jr if j.spec.submit_h >= warm), dtype=bool)
     cls = np.ceil(np.log2(np.maximum(sizes, 1))).astype(np.int64) if len(sizes) else sizes
     rows = []
     for k in np.unique(cls).tolist():
@@ -220,9 +220,9 @@ def queue_by_size(jr: list[Job], warm: float) -> pd.DataFrame:
 def storage_jobs(jr: list[Job]) -> pd.DataFrame:
     """Per job that reads training data or was stopped by a storage outage: its demand, its data-stall
     and outage hours and GPU-hours, and the outages that stopped it."""
-    rows = [(j.jid, j.name, j.gpus, j.data_gbs, j.slow_data_h, j.slow_data_h * j.gpus,
-             j.slow_outage_h + j.blocked_h, (j.slow_outage_h + j.blocked_h) * j.gpus, j.storage_stops)
-            for j in jr if j.data_gbs or j.storage_stops or j.blocked_h or j.slow_outage_h]
+    rows = [(j.spec.jid, j.spec.name, j.spec.gpus, j.spec.data_gbs, j.acct.slow_data_h, j.acct.slow_data_h * j.spec.gpus,
+             j.acct.slow_outage_h + j.acct.blocked_h, (j.acct.slow_outage_h + j.acct.blocked_h) * j.spec.gpus, j.acct.storage_stops)
+            for j in jr if j.spec.data_gbs or j.acct.storage_stops or j.acct.blocked_h or j.acct.slow_outage_h]
     return pd.DataFrame(rows, columns=STORAGE_JOB_COLUMNS).astype(
         {"job": "int64", "name": object, "gpus": "int64", "read_gb_per_s": float, "data_stall_h": float,
          "data_stall_gpu_hours": float, "outage_h": float, "outage_gpu_hours": float, "storage_stops": "int64"})
@@ -266,16 +266,16 @@ def goodput_by_mechanism(wl: WorkloadBase, jr: list[Job], installed: float, idle
                                 "power_outage", "maintenance", *(f"failure.{p}" for p in node_parts),
                                 "failure.other")}
     if wl.domains is not None:  # NVLink domains: switch trays down, placements in small blocks
-        sn = sum(j.slow_nvlink_h * j.gpus for j in jr)
-        sl = sum(j.slow_place_h * j.gpus for j in jr)
+        sn = sum(j.acct.slow_nvlink_h * j.spec.gpus for j in jr)
+        sl = sum(j.acct.slow_place_h * j.spec.gpus for j in jr)
         out["goodput.slowdown.nvlink"] = sn / installed
         out["goodput.slowdown.placement"] = sl / installed
         buckets["nvlink_slowdown"] = sn
         buckets["placement"] = sl
-    st = sum(j.slow_thermal_h * j.gpus for j in jr)
-    sfs = sum(j.slow_failslow_h * j.gpus for j in jr)
-    sp = sum(j.slow_power_h * j.gpus for j in jr)
-    sf = sum(j.slow_fabric_h * j.gpus for j in jr)
+    st = sum(j.acct.slow_thermal_h * j.spec.gpus for j in jr)
+    sfs = sum(j.acct.slow_failslow_h * j.spec.gpus for j in jr)
+    sp = sum(j.acct.slow_power_h * j.spec.gpus for j in jr)
+    sf = sum(j.acct.slow_fabric_h * j.spec.gpus for j in jr)
     out["goodput.slowdown.thermal"] = st / installed
     out["goodput.slowdown.fail_slow"] = sfs / installed
     out["goodput.slowdown.power"] = sp / installed
@@ -285,8 +285,8 @@ def goodput_by_mechanism(wl: WorkloadBase, jr: list[Job], installed: float, idle
     buckets["power_cap"] += sp
     buckets["fabric_slowdown"] += sf
     if wl.storage is not None:
-        sd = sum(j.slow_data_h * j.gpus for j in jr)
-        so = sum(j.slow_outage_h * j.gpus for j in jr)
+        sd = sum(j.acct.slow_data_h * j.spec.gpus for j in jr)
+        so = sum(j.acct.slow_outage_h * j.spec.gpus for j in jr)
         out["goodput.slowdown.data"] = sd / installed
         out["goodput.slowdown.storage_outage"] = so / installed
         buckets["data_stall"] = sd
@@ -295,7 +295,7 @@ def goodput_by_mechanism(wl: WorkloadBase, jr: list[Job], installed: float, idle
         g = h * wl.gpn
         out[f"goodput.down.{cause}"] = g / installed
         buckets[mech(cause)] += g
-    gpus = {j.jid: j.gpus for j in jr}
+    gpus = {j.spec.jid: j.spec.gpus for j in jr}
     lost: dict[str, float] = {}
     for jid, _name, _t, cause, _planned, lost_h, _n in wl.interruptions:
         lost[cause] = lost.get(cause, 0.0) + lost_h * gpus[jid]

@@ -42,7 +42,7 @@ class Scheduler(Checkpointing):
         pool is full again, later returns top it up); a new job may not."""
         if not job.started_once or not len(self.spares):
             return np.zeros(0, dtype=np.int64)
-        return self.spares.nodes(self._cut_mask(job.nodes_needed > 1))
+        return self.spares.nodes(self._cut_mask(job.spec.nodes_needed > 1))
 
     def _cut_mask(self, multi_node: bool) -> np.ndarray | None:
         """Nodes a job may not use because they are cut off a rail (multi-node jobs only; None while
@@ -53,12 +53,12 @@ class Scheduler(Checkpointing):
     def _submit(self, job: Job) -> None:
         job.queued_at = self._env._now
         self.jobs.append(job)
-        self._by_id[job.jid] = job
+        self._by_id[job.spec.jid] = job
         self._enqueue(job)
         self._schedule()
 
     def _enqueue(self, job: Job) -> None:
-        self.queue.add(job, max(0.0, job.work_h - job.progress_h))
+        self.queue.add(job, max(0.0, job.spec.work_h - job.progress_h))
 
     def _pick_nodes(self, job: Job, k: int, pool: np.ndarray) -> list[int]:
         """Choose ``k`` nodes from the sorted array ``pool``. ``pack``: under the fewest leaves when
@@ -115,15 +115,15 @@ class Scheduler(Checkpointing):
                 if shadow is None:
                     job = q.first((big, big), (0, 0), big, ANY)  # the head
                     assert job is not None
-                    i = 1 if job.nodes_needed > 1 else 0
+                    i = 1 if job.spec.nodes_needed > 1 else 0
                     fits = (f1, fm)[i] + ((s1, sm)[i] if job.started_once else 0)
-                    if job.unit > 1 and job.nodes_needed <= fits:  # tp groups in whole units per domain
+                    if job.spec.unit > 1 and job.spec.nodes_needed <= fits:  # tp groups in whole units per domain
                         fits = self._domain_fit(job)
-                    if job.nodes_needed <= fits:
+                    if job.spec.nodes_needed <= fits:
                         self._start_from_pools(job)
                         continue
-                    if job.rn and fits // job.rn >= job.min_rep:  # elastic: start on the whole replicas that fit
-                        self._start_from_pools(job, fits // job.rn * job.rn)
+                    if job.spec.rn and fits // job.spec.rn >= job.spec.min_rep:  # elastic: start on the whole replicas that fit
+                        self._start_from_pools(job, fits // job.spec.rn * job.spec.rn)
                         continue
                     if fifo:
                         self._note_unreserved(job if self._unbounded(job) else None)
@@ -140,18 +140,18 @@ class Scheduler(Checkpointing):
                 job = q.first((f1, fm), (s1, sm), extra, limit_h)
                 if job is None:
                     return
-                if job.unit > 1 and self._domain_fit(job) < job.nodes_needed:  # fits by count, not by domain
+                if job.spec.unit > 1 and self._domain_fit(job) < job.spec.nodes_needed:  # fits by count, not by domain
                     q.hide(job)
                     hidden.append(job)
                     continue
                 # EASY backfill: must not delay the head's reservation
                 est_end = now + self._remaining_h(job, 1.0)
-                if est_end > shadow and job.nodes_needed > extra:
+                if est_end > shadow and job.spec.nodes_needed > extra:
                     q.hide(job)
                     hidden.append(job)
                     continue
                 if est_end > shadow:
-                    extra -= job.nodes_needed
+                    extra -= job.spec.nodes_needed
                 self._start_from_pools(job)
         finally:
             for job in hidden:
@@ -161,8 +161,8 @@ class Scheduler(Checkpointing):
         """True when the running jobs' ends cannot free enough nodes for ``head`` (as
         :meth:`_reservation` returning None): the nodes it may use now plus all allocated nodes are
         fewer than it needs."""
-        avail = len(self._free_count(head.nodes_needed > 1)) + len(self._spares_for(head))
-        return avail + int(np.count_nonzero(self.owner >= 0)) < head.nodes_needed
+        avail = len(self._free_count(head.spec.nodes_needed > 1)) + len(self._spares_for(head))
+        return avail + int(np.count_nonzero(self.owner >= 0)) < head.spec.nodes_needed
 
     def _note_unreserved(self, job: Job | None) -> None:
         """``job`` is now the head of the queue with no bound on its start (None: no such head): end
@@ -173,13 +173,13 @@ class Scheduler(Checkpointing):
             return
         now = self._env._now
         if cur is not None:
-            cur.unreserved_h += now - self._unreserved_since
+            cur.acct.unreserved_h += now - self._unreserved_since
             self._starve_timer.cancel()
         self._unreserved = job
         if job is not None:
             self._unreserved_since = now
             if not job.advised:
-                self._starve_timer.set(now + max(0.0, self.spec.scheduler.starvation_advisory_h - job.unreserved_h))
+                self._starve_timer.set(now + max(0.0, self.spec.scheduler.starvation_advisory_h - job.acct.unreserved_h))
 
     def _starving(self) -> None:
         """The advisory: the head job has had no bound on its start for the stated hours."""
@@ -187,42 +187,42 @@ class Scheduler(Checkpointing):
         assert job is not None
         job.advised = True
         now = self._env._now
-        hours = job.unreserved_h + now - self._unreserved_since
-        usable = len(self._free_count(job.nodes_needed > 1)) + int(np.count_nonzero(self.owner >= 0))
-        text = (f"job {job.name!r} (id {job.jid}, {job.nodes_needed} nodes) has waited {now - job.submit_h:.1f} h, "
+        hours = job.acct.unreserved_h + now - self._unreserved_since
+        usable = len(self._free_count(job.spec.nodes_needed > 1)) + int(np.count_nonzero(self.owner >= 0))
+        text = (f"job {job.spec.name!r} (id {job.spec.jid}, {job.spec.nodes_needed} nodes) has waited {now - job.spec.submit_h:.1f} h, "
                 f"{hours:.1f} h of them with no reservation: only {usable} nodes are up and schedulable for it "
                 f"(later jobs backfill meanwhile)")
-        self.advisories.append((now, job.jid, job.name, job.nodes_needed, usable, now - job.submit_h, hours, text))
+        self.advisories.append((now, job.spec.jid, job.spec.name, job.spec.nodes_needed, usable, now - job.spec.submit_h, hours, text))
 
     def _start_from_pools(self, job: Job, k: int = 0) -> None:
         """Start ``job`` on nodes picked from the free pool, with the hot spares if it needs them and
         may use them (a requeued job); on ``k`` nodes when given (an elastic job's whole replicas that
         fit), else all it needs."""
-        k = k or job.nodes_needed
-        if job.unit > 1:  # in whole units per NVLink domain (checked by _schedule)
+        k = k or job.spec.nodes_needed
+        if job.spec.unit > 1:  # in whole units per NVLink domain (checked by _schedule)
             assert self.domains is not None
-            self._start(job, self.domains.pick(self._domain_pool(job), k, job.unit))
+            self._start(job, self.domains.pick(self._domain_pool(job), k, job.spec.unit))
             return
-        pool = self._free_count(job.nodes_needed > 1)
+        pool = self._free_count(job.spec.nodes_needed > 1)
         if k > len(pool):
             spares = self._spares_for(job)
             if len(spares):
                 pool = np.concatenate((pool, spares))
         self._start(job, self._pick_nodes(job, k, pool))
-        if k < job.nodes_needed:
-            self._shrunk[job.jid] = job
-            self._elastic_event(job, "start", "", job.nodes_needed // job.rn)
+        if k < job.spec.nodes_needed:
+            self._shrunk[job.spec.jid] = job
+            self._elastic_event(job, "start", "", job.spec.nodes_needed // job.spec.rn)
 
     def _domain_pool(self, job: Job) -> np.ndarray:
         """The sorted nodes ``job`` may start on: free, and the hot spares when it may use them."""
-        pool = self._free_count(job.nodes_needed > 1)
+        pool = self._free_count(job.spec.nodes_needed > 1)
         spares = self._spares_for(job)
         return np.sort(np.concatenate((pool, spares))) if len(spares) else pool
 
     def _domain_fit(self, job: Job) -> int:
         """Nodes ``job`` (tp groups spanning nodes) could start on now in whole units per NVLink domain."""
         assert self.domains is not None
-        return self.domains.usable(self._domain_pool(job), job.unit)
+        return self.domains.usable(self._domain_pool(job), job.spec.unit)
 
     def _remaining_h(self, job: Job, rate: float) -> float:
         """Expected hours to the job's end without failures: its remaining work at ``rate`` plus the pauses
@@ -230,13 +230,13 @@ class Scheduler(Checkpointing):
         the write time of now, and a restart still to come or under way. (The backfill estimate: leaving
         these out let a backfilled job run past the head job's reservation with no failure at all.)"""
         ran = job.rate * (self._env._now - job.last_t) if job.state == RUNNING else 0.0  # (not yet advanced)
-        left = max(0.0, job.work_h - job.progress_h - ran)
+        left = max(0.0, job.spec.work_h - job.progress_h - ran)
         hours = left / rate
         if job.state == RESTARTING:  # the rest of its restart
             hours += max(0.0, job.restart_until - self._env._now)
         elif job.started_once and job.state == QUEUED:  # a requeued job starts with a restart
             hours += self._restart_h(job)
-        ck = job.ckpt
+        ck = job.spec.ckpt
         if ck.interval_h is not None and left > 0:
             n = math.ceil((left + job.since_restart_h + ran) / ck.interval_h - 1e-9)  # to come, the final one
             w = self._write_time_h(ck)  # (the final checkpoint is a sync write)
@@ -246,7 +246,7 @@ class Scheduler(Checkpointing):
     def _reservation(self, head: Job) -> tuple[float | None, int]:
         """EASY: the time the head job can start (from running jobs' expected ends) and how many
         nodes are spare at that time."""
-        avail = len(self._free_count(head.nodes_needed > 1)) + len(self._spares_for(head))
+        avail = len(self._free_count(head.spec.nodes_needed > 1)) + len(self._spares_for(head))
         ends = []
         for j in self.allocated.values():
             self.queue.ops += 1
@@ -255,8 +255,8 @@ class Scheduler(Checkpointing):
         ends.sort()
         for t, k in ends:
             avail += k
-            if avail >= head.nodes_needed:
-                return t, avail - head.nodes_needed
+            if avail >= head.spec.nodes_needed:
+                return t, avail - head.spec.nodes_needed
         return None, 0
 
     def _start(self, job: Job, nodes: list[int]) -> None:
@@ -267,16 +267,16 @@ class Scheduler(Checkpointing):
         arr.sort()
         self.spares.discard_many(arr)
         self.free.discard_many(arr)
-        self.owner[arr] = job.jid
+        self.owner[arr] = job.spec.jid
         job.nodes = arr
-        self.allocated[job.jid] = job
-        job.wait_h += self._env._now - job.queued_at
+        self.allocated[job.spec.jid] = job
+        job.acct.wait_h += self._env._now - job.queued_at
         job.last_t = self._env._now
         if job.started_once:
             self._begin_restart(job)
         else:
             job.started_once = True
-            job.first_start_h = self._env._now
+            job.acct.first_start_h = self._env._now
             self._begin_running(job)
 
     def _complete(self, job: Job) -> None:
@@ -284,27 +284,26 @@ class Scheduler(Checkpointing):
         job.state = DONE
         if job.timer is not None:
             job.timer.cancel()
-        job.end_h = self._env._now
+        job.acct.end_h = self._env._now
         job.saved_h = job.progress_h
         job.history = job.lineage = None  # (no rollback of a finished job)
         self._set_util(job, 0.0)
         self._release(job)
-        self._shrunk.pop(job.jid, None)
-        del self._by_id[job.jid]  # looked up only while it holds nodes (a trace brings millions of jobs)
+        self._shrunk.pop(job.spec.jid, None)
+        del self._by_id[job.spec.jid]  # looked up only while it holds nodes (a trace brings millions of jobs)
         # a finished job keeps only its record for the jobs table: its timers (each with a closure over the job)
         # go, unless an async write's end is still due (it ends the write's storage transfer)
         job.timer = None
         if job.saver is not None and not job.saver.pending:
             job.saver = None
-        if job.repeat:
-            nxt = self._new_job(job.name, job.gpus, job.work_h, self._env._now, job.priority, job.ckpt, job.step,
-                                True)
-            nxt.data_gbs = job.data_gbs
-            self._submit(nxt)
+        if job.spec.repeat:
+            sp = job.spec  # (a repeat is rigid: no elastic replicas)
+            self._submit(self._new_job(sp.name, sp.gpus, sp.work_h, self._env._now, sp.priority, sp.ckpt, sp.step, True,
+                                       data_gbs=sp.data_gbs))
         self._schedule()
 
     def _release(self, job: Job) -> None:
-        self.allocated.pop(job.jid, None)
+        self.allocated.pop(job.spec.jid, None)
         nodes = job.nodes
         self.owner[nodes] = -1
         up = nodes[self.cluster.down_count[nodes] == 0]

@@ -3,11 +3,13 @@ created one at a time as they are submitted)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from twin import rng
 from twin.model.workload.interruptions import Interruptions
-from twin.model.workload.jobs import SUBMIT_PRIORITY, Job
+from twin.model.workload.jobs import SUBMIT_PRIORITY, Job, JobSpec
 from twin.scenario.storage import DataLoading
 from twin.scenario.workload import Checkpoint, Elastic, StepModel
 
@@ -17,22 +19,30 @@ class Sources(Interruptions):
 
     def _new_job(self, name: str, gpus: int, work_h: float, submit_h: float, priority: int,
                  ckpt: Checkpoint, step: StepModel | None = None, repeat: bool = False,
-                 elastic: Elastic | None = None, data: DataLoading | None = None) -> Job:
+                 elastic: Elastic | None = None, data: DataLoading | None = None,
+                 data_gbs: float | None = None) -> Job:
+        """A new job (the next id), with what the workload derives from its sections: its training-data
+        demand after the node caches (GB/s; ``data_gbs``: the given one instead, for a repeat), its
+        elastic replicas (when its nodes make at least two whole replicas) and its NVLink placement unit."""
         self._jid += 1
-        job = Job(self._jid, name, gpus, -(-gpus // self.gpn), work_h, submit_h, priority, ckpt,
-                  step or StepModel(), repeat)
-        if data is not None and data.demand_mb_per_s_per_gpu > 0 and self.storage is not None:
-            hit = self.storage.data_cache_hit(job.nodes_needed, data.dataset_gb)
-            job.data_gbs = data.demand_mb_per_s_per_gpu * gpus / 1000.0 * (1.0 - hit)
+        nodes_needed = -(-gpus // self.gpn)
+        step = step or StepModel()
+        extra: dict[str, Any] = {}
+        if data_gbs is not None:
+            extra["data_gbs"] = data_gbs
+        elif data is not None and data.demand_mb_per_s_per_gpu > 0 and self.storage is not None:
+            hit = self.storage.data_cache_hit(nodes_needed, data.dataset_gb)
+            extra["data_gbs"] = data.demand_mb_per_s_per_gpu * gpus / 1000.0 * (1.0 - hit)
         if elastic is not None:
             rn = elastic.replica_nodes
             assert rn is not None  # derived by the schema
-            if job.nodes_needed % rn == 0 and job.nodes_needed // rn >= max(2, elastic.min_replicas):
-                job.rn, job.min_rep, job.reconf_pause_h = rn, elastic.min_replicas, elastic.reconfigure_h
+            if nodes_needed % rn == 0 and nodes_needed // rn >= max(2, elastic.min_replicas):
+                extra.update(rn=rn, min_rep=elastic.min_replicas, reconf_pause_h=elastic.reconfigure_h)
                 self._has_elastic = True
-        if self.domains is not None and job.step.layout is not None:
-            job.unit = self.domains.unit(job.step.layout.tp)
-        return job
+        if self.domains is not None and step.layout is not None:
+            extra["unit"] = self.domains.unit(step.layout.tp)
+        return Job(JobSpec(self._jid, name, gpus, nodes_needed, work_h, submit_h, priority, ckpt, step, repeat,
+                           **extra))
 
     def _build_sources(self) -> None:
         spec = self.spec
@@ -44,8 +54,8 @@ class Sources(Interruptions):
         if spec.synthetic is not None:
             pending.extend(self._synthetic_jobs(H))
         for job in pending:
-            if job.submit_h < H:
-                self._call_at(job.submit_h, lambda j=job: self._submit(j))
+            if job.spec.submit_h < H:
+                self._call_at(job.spec.submit_h, lambda j=job: self._submit(j))
         if spec.trace is not None:
             self._start_trace(H)
 
@@ -106,8 +116,8 @@ class Sources(Interruptions):
 
         def submit(i: int) -> None:
             g = int(gpus[i])
-            self._submit(Job(base + i + 1, rows.name(i), g, -(-g // gpn), float(dur[i]), float(sub[i]),
-                             int(prio[i]), ck, step))
+            self._submit(Job(JobSpec(base + i + 1, rows.name(i), g, -(-g // gpn), float(dur[i]), float(sub[i]),
+                                     int(prio[i]), ck, step)))
             nxt = next(it, None)
             if nxt is not None:
                 call(float(sub[nxt]), lambda: submit(nxt), SUBMIT_PRIORITY)
