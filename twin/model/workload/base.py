@@ -27,7 +27,6 @@ class WorkloadBase:
         self.fabric: Fabric | None = model.optional(FABRIC)
         self.storage: StorageService | None = model.optional(STORAGE)
         self._env = model.engine.env  # _env._now: the clock, read directly on the hot path (Engine.now)
-        self._call_at = model.engine.call_at
         self._node_util = model.engine.node_util
         self._on_load_subs = model.engine.bus.handlers(Topic.NODE_LOAD)  # live lists (subscribers may come later)
         self._on_job_subs = model.engine.bus.handlers(Topic.JOB)

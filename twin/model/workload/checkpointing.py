@@ -231,10 +231,17 @@ class Checkpointing(Progress):
                 until = job.restart_until
                 t0 = self._env._now + rs.detection_h + rs.reschedule_h
                 gbs = job.spec.ckpt.size_gb / (read_h * 3600.0)
-                self._call_at(t0, lambda: self._read_window(job, until, gbs))
-                self._call_at(t0 + read_h, lambda: self._read_window(job, until, 0.0))
+                begin, end = job.read_timers or self._read_timers_of(job)
+                begin.set(t0, lambda: self._read_window(job, until, gbs))
+                end.set(t0 + read_h, lambda: self._read_window(job, until, 0.0))
         self._set_util(job, 0.0)
         timer.set(self._env._now + dur, lambda: self._restart_done(job))
+
+    def _read_timers_of(self, job: Job) -> tuple[Timer, Timer]:
+        """The job's timers of the beginning and end of its restart's checkpoint read on the storage (made
+        at its first such restart; a restart started over re-arms them)."""
+        timers = job.read_timers = (self.engine.timer(), self.engine.timer())
+        return timers
 
     def _read_window(self, job: Job, until: float, gb_per_s: float) -> None:
         """The checkpoint read of the restart ending at ``until`` begins (at ``gb_per_s``) or ends (0) on the

@@ -128,6 +128,7 @@ class Job:
     saver: Timer | None = None  # the end of its latest async write (a new write supersedes it)
     restart_until: float = 0.0  # end of the restart under way (h)
     read_until: float = 0.0  # end of the checkpoint read of the restart under way (h)
+    read_timers: tuple[Timer, Timer] | None = None  # the read's beginning and end on the storage
     last_interrupt_h: float = math.nan
     writing: bool = False  # holds a share of the storage write bandwidth
     reading: bool = False  # holds a share of the storage read bandwidth

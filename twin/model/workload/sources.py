@@ -55,7 +55,7 @@ class Sources(Interruptions):
             pending.extend(self._synthetic_jobs(H))
         for job in pending:
             if job.spec.submit_h < H:
-                self._call_at(job.spec.submit_h, lambda j=job: self._submit(j))
+                self._timer_of(job).set(job.spec.submit_h, lambda j=job: self._submit(j))  # (its timer's first use)
         if spec.trace is not None:
             self._start_trace(H)
 
@@ -112,7 +112,9 @@ class Sources(Interruptions):
         gpn = self.gpn
         step = StepModel()
         it = iter(order.tolist())
-        call = self.engine.call_at
+        first = next(it)
+        first_row = self.engine.timer(lambda: submit(first))  # scheduled now, as the other jobs' submissions
+        next_row = self.engine.timer(priority=SUBMIT_PRIORITY)
 
         def submit(i: int) -> None:
             g = int(gpus[i])
@@ -120,7 +122,6 @@ class Sources(Interruptions):
                                      int(prio[i]), ck, step)))
             nxt = next(it, None)
             if nxt is not None:
-                call(float(sub[nxt]), lambda: submit(nxt), SUBMIT_PRIORITY)
+                next_row.set(float(sub[nxt]), lambda: submit(nxt))
 
-        first = next(it)
-        self._call_at(float(sub[first]), lambda: submit(first))
+        first_row.set(float(sub[first]))
