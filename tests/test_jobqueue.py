@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 from twin.model.jobqueue import ANY, SMALL_MAX, SMALL_MIN, JobQueue
-from twin.model.workload import Job
+from twin.model.workload import Job, JobSpec
 
 
 def _jobs(r: np.random.Generator, n: int) -> list[Job]:
     """``n`` jobs with ties of priority and submit time (queue order falls back to the id)."""
-    return [Job(i + 1, f"j{i}", 8, int(r.choice([1, 2, 4, 8])), 1.0, float(r.integers(0, 5)),
-                int(r.choice([0, 0, 1, 3])), None, None)  # type: ignore[arg-type]
+    return [Job(JobSpec(i + 1, f"j{i}", 8, int(r.choice([1, 2, 4, 8])), 1.0, float(r.integers(0, 5)),
+                        int(r.choice([0, 0, 1, 3])), None, None))  # type: ignore[arg-type]
             for i in range(n)]
 
 

@@ -93,3 +93,18 @@ def test_batch_timer_calls_once_per_batch_with_the_items_still_armed() -> None:
     bt.cancel(np.array([3, 4]))  # the second batch is empty: no call
     eng.env.run(until=10.0)
     assert calls == [(1.0, [0]), (3.0, [2])]
+
+
+def test_a_timer_with_a_priority_comes_first_among_its_instant_s_ordinary_calls() -> None:
+    """Timers at the default priority run in the order they were set, as ``call_at``; a timer with a
+    lower priority (the trace's submissions, 0.5) runs before the ordinary calls of its instant even
+    when set after them."""
+    eng = engine()
+    seen: list[str] = []
+    eng.call_at(4.0, lambda: seen.append("call"))
+    ordinary = eng.timer(lambda: seen.append("ordinary"))
+    ordinary.set(4.0)
+    early = eng.timer(lambda: seen.append("early"), priority=0.5)
+    early.set(4.0)
+    eng.env.run(until=100.0)
+    assert seen == ["early", "call", "ordinary"]

@@ -18,7 +18,7 @@ import yaml
 
 from twin.errors import InputError
 from twin.limits import MAX_JOBS, check_limits
-from twin.model.workload import QUEUED, Job, Workload
+from twin.model.workload import QUEUED, Job, JobSpec, Workload
 from twin.scenario.loader import load_scenario
 from twin.scenario.trace import read_trace
 from twin.sim import Model, run_replication
@@ -186,7 +186,8 @@ def test_limits_count_trace_jobs_and_their_checkpoints(tmp_path: Path, monkeypat
 
 
 def test_job_records_are_slotted() -> None:
-    assert not hasattr(Job(1, "a", 8, 1, 1.0, 0.0, 0, None, None), "__dict__")  # type: ignore[arg-type]
+    spec = JobSpec(1, "a", 8, 1, 1.0, 0.0, 0, None, None)  # type: ignore[arg-type]
+    assert not any(hasattr(r, "__dict__") for r in (spec, Job(spec), Job(spec).acct))
     assert QUEUED == "queued"
 
 

@@ -130,7 +130,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def step_lines(sc: Any) -> list[str]:
     """'step: JOB ...' for each job with a parallel layout: its step time at full health, by
     component, and what limits it (twin/physics/parallel.py)."""
-    from twin.model.workload import parallel_breakdown
+    from twin.physics.jobrate import parallel_breakdown
 
     out: list[str] = []
     if sc.workload is None:

@@ -47,6 +47,7 @@ from twin.errors import InputError
 from twin.forecast.target import DEFAULT_BOUND_FACTOR, Target, bound_h, select_job, target_of, with_horizon
 from twin.model.component import FABRIC
 from twin.model.engine import Topic
+from twin.model.workload import DONE, Job, Workload
 from twin.physics.steptime import progress_rate, ring_allreduce_s
 from twin.scenario.loader import Loaded, load_dict
 from twin.scenario.schema import Scenario
@@ -56,21 +57,23 @@ from twin.scenario.schema import Scenario
 
 class JobObserver:
     """Follows one job through the bus and charges every hour of its wall time to a cause
-    (see the module docstring). Reads the workload's public state; changes nothing."""
+    (see the module docstring). Reads the workload's typed job records (:class:`twin.model.workload.Job`,
+    :class:`twin.model.workload.jobs.Interruption`); changes nothing."""
 
     def __init__(self, model: Any, name: str) -> None:
         self.engine = model.engine
         self.fabric = model.service(FABRIC)
-        self.wl = model.by_section.get("workload")
-        if self.wl is None:
+        wl = model.by_section.get("workload")
+        if not isinstance(wl, Workload):
             raise InputError(model.sc.name, "workload", "a forecast needs a workload section")
+        self.wl = wl
         self.name = name
-        self.job: Any = None
+        self.job: Job | None = None
         self.done = False
         self._prev = np.zeros(5)  # run, made, checkpoint, restart, wait (hours)
         self._cause = ""
         self._seen = 0  # interruption records scanned
-        self._nodes: Any = None
+        self._nodes: np.ndarray | None = None
         self._ls = 0.0  # single-factor losses in force since the last event
         self._ln = 0.0
         self.restart_by: dict[str, float] = {}
@@ -84,26 +87,26 @@ class JobObserver:
         bus.subscribe(Topic.NODE_SPEED, self._on_speed)
         bus.subscribe(Topic.FABRIC, self._on_fabric)
 
-    def _find(self) -> Any:
+    def _find(self) -> Job | None:
         if self.job is None:
             for j in self.wl.jobs:
-                if j.name == self.name:
+                if j.spec.name == self.name:
                     self.job = j
                     break
         return self.job
 
-    def _on_job(self, job: Any) -> None:
+    def _on_job(self, job: Job) -> None:
         self._update(False)
 
-    def _on_speed(self, nodes: Any) -> None:
+    def _on_speed(self, nodes: np.ndarray) -> None:
         job = self._find()
-        if job is not None and len(job.nodes) and bool((self.wl.owner[nodes] == job.jid).any()):
+        if job is not None and len(job.nodes) and bool((self.wl.owner[nodes] == job.spec.jid).any()):
             self._update(True)
 
     def _on_fabric(self) -> None:
         self._update(True)
 
-    def _factors(self, job: Any) -> tuple[float, float]:
+    def _factors(self, job: Job) -> tuple[float, float]:
         """(1 − rate at the current speed and ideal bandwidth, 1 − rate at full speed and the
         current bandwidth): the same step-time model as the workload's progress rate."""
         nodes = job.nodes
@@ -111,7 +114,7 @@ class JobObserver:
         if n == 0:
             return 0.0, 0.0
         speed = self.engine.min_speed(nodes)
-        st = job.step
+        st = job.spec.step
         fabric = self.fabric
         if fabric is None or n <= 1 or st.grad_gb <= 0:
             return max(0.0, 1.0 - float(progress_rate(st.t_compute_s, 0.0, 0.0, st.overlap, speed))), 0.0
@@ -127,7 +130,7 @@ class JobObserver:
         job = self._find()
         if job is None or self.done:
             return
-        now = np.array([job.run_h, job.made_h, job.ckpt_h, job.restart_h, job.wait_h])
+        now = np.array([job.acct.run_h, job.acct.made_h, job.acct.ckpt_h, job.acct.restart_h, job.acct.wait_h])
         d = now - self._prev
         self._prev = now
         slow = d[0] - d[1]
@@ -148,12 +151,12 @@ class JobObserver:
         while self._seen < len(ints):
             rec = ints[self._seen]
             self._seen += 1
-            if rec[0] == job.jid:
-                self._cause = str(rec[3])
+            if rec.jid == job.spec.jid:
+                self._cause = rec.cause
         if refactor or job.nodes is not self._nodes:
             self._nodes = job.nodes
             self._ls, self._ln = self._factors(job)
-        if job.state == "done":
+        if job.state == DONE:
             self.done = True
 
     def lost_by(self) -> tuple[dict[str, float], dict[str, int]]:
@@ -163,9 +166,9 @@ class JobObserver:
         if self.job is None:
             return lost, count
         for rec in self.wl.interruptions:
-            if rec[0] == self.job.jid:
-                c = str(rec[3])
-                lost[c] = lost.get(c, 0.0) + float(rec[5])
+            if rec.jid == self.job.spec.jid:
+                c = rec.cause
+                lost[c] = lost.get(c, 0.0) + rec.lost_h
                 count[c] = count.get(c, 0) + 1
         return lost, count
 
@@ -198,11 +201,11 @@ def run_one(sc: Scenario, replication: int, job_name: str, scenario_hash: str = 
     m: dict[str, float] = {"horizon_bound_h": H}
     if job is None:
         raise InputError(sc.name, "workload.jobs", f"job {job_name!r} was never submitted before the horizon")
-    m["work_h"] = float(job.work_h)
-    m["submit_h"] = float(job.submit_h)
+    m["work_h"] = float(job.spec.work_h)
+    m["submit_h"] = float(job.spec.submit_h)
     m["completed"] = 1.0 if obs.done else 0.0
-    m["end_h"] = float(job.end_h) if obs.done else math.nan
-    T = float(job.end_h - job.submit_h) if obs.done else math.nan
+    m["end_h"] = float(job.acct.end_h) if obs.done else math.nan
+    T = float(job.acct.end_h - job.spec.submit_h) if obs.done else math.nan
     m["time_to_train_h"] = T
     lost, count = obs.lost_by()
     causes = sorted(set(lost) | set(obs.restart_by) | set(obs.requeue_by))
@@ -225,10 +228,10 @@ def run_one(sc: Scenario, replication: int, job_name: str, scenario_hash: str = 
     m["throttling_h"] = obs.throttle_h
     m["network_h"] = obs.network_h
     m["queueing_h"] = obs.queue_h
-    m["checkpoints"] = float(job.checkpoints)
+    m["checkpoints"] = float(job.acct.checkpoints)
     # time the job held nodes: the exposure for its MTBF estimate
-    m["exposure_h"] = float(job.run_h + job.ckpt_h + job.restart_h)
-    parts = job.work_h + total_cause + obs.checkpoint_h + obs.throttle_h + obs.network_h + obs.queue_h
+    m["exposure_h"] = float(job.acct.run_h + job.acct.ckpt_h + job.acct.restart_h)
+    parts = job.spec.work_h + total_cause + obs.checkpoint_h + obs.throttle_h + obs.network_h + obs.queue_h
     m["residual_h"] = T - parts if obs.done else math.nan
     row.update({k: float(v) for k, v in m.items()})
     del model, obs

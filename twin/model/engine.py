@@ -148,9 +148,10 @@ class Engine:
         """Simulated time, hours (a float: the clock starts at 0.0)."""
         return self.env._now
 
-    def timer(self, fn: Callable[[], None] | None = None) -> Timer:
-        """A new :class:`Timer` on this engine (unarmed) calling ``fn``."""
-        return Timer(self, fn)
+    def timer(self, fn: Callable[[], None] | None = None, priority: float = simpy.events.NORMAL) -> Timer:
+        """A new :class:`Timer` on this engine (unarmed) calling ``fn``, its calls at ``priority`` among the
+        events of their instant (:meth:`call_at`)."""
+        return Timer(self, fn, priority)
 
     def batch_timer(self, n: int, fn: Callable[[NDArray[np.int64]], None]) -> BatchTimer:
         """A new :class:`BatchTimer` over items 0 … n−1 calling ``fn(items)``."""
@@ -174,11 +175,13 @@ class Timer:
     event at its time, with nothing to call), so the event order is that of the calls made.
     """
 
-    __slots__ = ("_cb", "_env", "_ev", "_fn", "due_h")
+    __slots__ = ("_cb", "_env", "_ev", "_fn", "_priority", "due_h")
 
-    def __init__(self, engine: Engine, fn: Callable[[], None] | None = None) -> None:
+    def __init__(self, engine: Engine, fn: Callable[[], None] | None = None,
+                 priority: float = simpy.events.NORMAL) -> None:
         self._env = engine.env
         self._fn = fn
+        self._priority = priority
         self._cb = self._fire  # the bound method made once, not at every set
         self._ev: _TimerCall | None = None
         self.due_h = math.nan
@@ -199,7 +202,7 @@ class Timer:
             self._fn = fn
         env = self._env
         d = t_h - env._now
-        self._ev = _TimerCall(env, d if d > 0.0 else 0.0, self._cb)
+        self._ev = _TimerCall(env, d if d > 0.0 else 0.0, self._cb, self._priority)
         self.due_h = t_h
 
     def reschedule(self, t_h: float) -> None:
@@ -258,13 +261,14 @@ class BatchTimer:
 class _TimerCall(simpy.events.Timeout):
     """A timeout whose one callback is ``cb(event)``: Timeout.__init__ inlined as in :class:`_Call`."""
 
-    def __init__(self, env: simpy.Environment, delay: float, cb: Callable[[simpy.events.Event], None]) -> None:
+    def __init__(self, env: simpy.Environment, delay: float, cb: Callable[[simpy.events.Event], None],
+                 priority: float = simpy.events.NORMAL) -> None:
         self.env = env
         self.callbacks: list[Any] = [cb]
         self._value = None
         self._delay = delay
         self._ok = True
-        env.schedule(self, simpy.events.NORMAL, delay)
+        env.schedule(self, priority, delay)  # type: ignore[arg-type]
 
 
 class _Call(simpy.events.Timeout):

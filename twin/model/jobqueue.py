@@ -23,10 +23,34 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Generic, Protocol, TypeVar
 
-if TYPE_CHECKING:  # pragma: no cover
-    from twin.model.workload import Job
+
+class QueuedJob(Protocol):
+    """What the queue reads and keeps of a job (:class:`twin.model.workload.jobs.Job` has these fields):
+    its order (priority, submission, id), its size, whether it was ever started, and the queue's own index
+    fields (its slot in its bucket, its work left when queued, queued or not)."""
+
+    @property
+    def jid(self) -> int: ...
+
+    @property
+    def priority(self) -> int: ...
+
+    @property
+    def submit_h(self) -> float: ...
+
+    @property
+    def nodes_needed(self) -> int: ...
+
+    started_once: bool
+    qslot: int
+    qlb: float
+    queued: bool
+
+
+Job = TypeVar("Job", bound=QueuedJob)
+"""The job record a queue holds (the queue returns the records it was given)."""
 
 INF = float("inf")
 ANY = 1.7976931348623157e308
@@ -97,7 +121,7 @@ class MinTree:
         return p - cap, steps
 
 
-class _Bucket:
+class _Bucket(Generic[Job]):
     """Queued jobs of one (priority, nodes needed): slots in queue order, two trees over them."""
 
     __slots__ = ("jobs", "keys", "new", "queued", "req")
@@ -115,15 +139,15 @@ def queue_key(job: Job) -> tuple[int, float, int]:
     return (-job.priority, job.submit_h, job.jid)
 
 
-class JobQueue:
+class JobQueue(Generic[Job]):
     """The queued jobs, indexed by priority and size (see the module)."""
 
     def __init__(self, small_max: int = SMALL_MAX, small_min: int = SMALL_MIN) -> None:
         self.small_max = small_max
         self.small_min = small_min
         """The plain list's bounds (``SMALL_MAX``, ``SMALL_MIN``; 0, 0: always the index)."""
-        self.buckets: dict[tuple[int, int], _Bucket] = {}
-        self.live: dict[tuple[int, int], _Bucket] = {}  # buckets with a queued job
+        self.buckets: dict[tuple[int, int], _Bucket[Job]] = {}
+        self.live: dict[tuple[int, int], _Bucket[Job]] = {}  # buckets with a queued job
         self.small: list[Job] | None = [] if small_max > 0 else None
         """The queued jobs in queue order while the queue is short; None while the index holds them."""
         self.hidden: set[int] = set()  # ids of the jobs hidden for the pass (both modes)
@@ -159,7 +183,7 @@ class JobQueue:
         self.live = {}
         self.small = queued
 
-    def _rebuild(self, b: _Bucket, extra: Job | None) -> None:
+    def _rebuild(self, b: _Bucket[Job], extra: Job | None) -> None:
         """Slots anew for the bucket's queued jobs (and ``extra``) in queue order; others lose theirs."""
         keep = [j for j in b.jobs if j.qslot >= 0 and j.queued]
         for j in b.jobs:
@@ -191,7 +215,7 @@ class JobQueue:
         key = (job.priority, job.nodes_needed)
         b = self.buckets.get(key)
         if b is None:
-            b = self.buckets[key] = _Bucket()
+            b = self.buckets[key] = _Bucket[Job]()
         job.qlb = work_left_h
         job.queued = True
         if job.qslot < 0:

@@ -1,0 +1,51 @@
+"""Node pools of the scheduler: the free nodes and the hot spares, as boolean masks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class NodePool:
+    """A set of node indices held as a boolean mask: O(1) add/remove, vectorised listing."""
+
+    def __init__(self, n: int, members: range | None = None) -> None:
+        self.mask = np.zeros(n, dtype=bool)
+        self.count = 0
+        if members is not None:
+            self.mask[list(members)] = True
+            self.count = int(self.mask.sum())
+
+    def add(self, node: int) -> None:
+        if not self.mask[node]:
+            self.mask[node] = True
+            self.count += 1
+
+    def discard(self, node: int) -> None:
+        if self.mask[node]:
+            self.mask[node] = False
+            self.count -= 1
+
+    def discard_many(self, nodes: np.ndarray) -> None:
+        """Remove every node of ``nodes`` (an index array without repeats) that is a member."""
+        if not self.count:
+            return
+        m = self.mask
+        self.count -= int(np.count_nonzero(m[nodes]))
+        m[nodes] = False
+
+    def add_many(self, nodes: np.ndarray) -> None:
+        """Add every node of ``nodes`` (an index array without repeats)."""
+        m = self.mask
+        self.count += len(nodes) - int(np.count_nonzero(m[nodes]))
+        m[nodes] = True
+
+    def __contains__(self, node: int) -> bool:
+        return bool(self.mask[node])
+
+    def __len__(self) -> int:
+        return self.count
+
+    def nodes(self, exclude: np.ndarray | None = None) -> np.ndarray:
+        """Members in index order, without those where ``exclude`` is true."""
+        m = self.mask if exclude is None else self.mask & ~exclude
+        return np.flatnonzero(m)
