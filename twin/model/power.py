@@ -49,7 +49,9 @@ from twin.model.engine import Topic
 from twin.model.facility_units import Load, MaintenanceAccount, MaintenanceRota
 from twin.model.it_power import ITPower as ITPower  # re-exported: cooling/state.py still names it here
 from twin.model.parts import FacilityParts
+from twin.model.ups_modules import UPSModules
 from twin.observe.recorder import time_weighted_mean
+from twin.physics.power import power_ramps as power_ramps  # re-exported (tests, reports)
 from twin.physics.power import site_gpu_cap_w
 from twin.physics.thermal import speed_fraction
 from twin.units import HOURS_PER_YEAR
@@ -57,12 +59,13 @@ from twin.units import HOURS_PER_YEAR
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
 
-CAUSES = ("psu", "pdu", "utility", "generator_start", "feed", "maintenance", "transfer")
+CAUSES = ("psu", "pdu", "utility", "generator_start", "feed", "maintenance", "transfer", "ups")
 """Power down causes; code = index + 1 (0: not down). For a node's dead feeds the highest rank wins
 (the code, except that a planned maintenance ranks below every unplanned cause and a failed transfer
-ranks with a failed generator start)."""
-_PSU, _PDU, _UTILITY, _GEN_START, _FEED, _MAINT, _ATS = 1, 2, 3, 4, 5, 6, 7
-_RANK = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 0.5, 3.5])
+ranks with a failed generator start); ``ups``: a UPS that dropped its load (a fault or a failed transfer
+to bypass, ``twin.model.ups_modules``)."""
+_PSU, _PDU, _UTILITY, _GEN_START, _FEED, _MAINT, _ATS, _UPS = 1, 2, 3, 4, 5, 6, 7, 8
+_RANK = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 0.5, 3.5, 4.5])
 """Rank of each code (index = code) among a node's dead feeds."""
 
 
@@ -223,6 +226,15 @@ class PowerChain(Component):
         else:
             self.sources = [(f"power.feed{x}.utility", [f]) for f, x in enumerate(self.feeds)]
         self.src_k = [0] * len(self.sources)
+        # ---- the modular UPS and UPS faults (issue 43)
+        self.mods: UPSModules | None = None
+        if ups is not None and (ups.modules is not None or ups.fault is not None):
+            self.mods = UPSModules(eng, spec, ctx.shop.on_failure, self._settle, self._ups_changed)
+            self.mods.in_service = lambda f: self.unit_up["ups"][f] and not self._bypassed("ups", f)
+            if self.mods.parts is not None:
+                self.mods.parts.scope = lambda i: range(n)
+                self.mods.parts.causes = frozenset(f"power:{c}" for c in CAUSES[2:])
+                self.units["ups_module"] = self.mods.parts
         eng.bus.subscribe(Topic.GROUP, self._on_group)
         eng.bus.subscribe(Topic.COOLING_LOAD, self._on_cooling_load)
 
@@ -240,6 +252,8 @@ class PowerChain(Component):
                 self._next_outage(s, 0.0)
         for rota in self.rotas.values():
             rota.start()
+        if self.mods is not None:
+            self.mods.start()
         for inj in self.spec.inject:
             f = self.feeds.index(inj.feed)
             if inj.at_h < self.H:
@@ -250,6 +264,8 @@ class PowerChain(Component):
         self._settle()
         now = self.engine.now
         self.maint.close_all(now)
+        if self.mods is not None:
+            self.mods.finish(now)
         for f in range(self.F):
             self._close_feed_row(f, now)
             row = self.open_outage[f]
@@ -432,10 +448,22 @@ class PowerChain(Component):
             self.sb_ok[idx] = ok
         elif name == "ups":
             self.unit_up["ups"][idx] = ok
-            self.ups_ok[idx] = ok and not self._bypassed("ups", idx)
+            self._set_ups(idx)
         elif name == "generator":
             self.unit_up["generator"][idx] = ok
             self._set_gen(idx, ok and not self._bypassed("generator", idx))
+        self._feeds_active = True
+        self._update()
+
+    def _set_ups(self, f: int) -> None:
+        """The UPS of feed ``f`` carries its load (battery, conditioning) unless failed, bypassed for a
+        maintenance, or on its static bypass (a module shortfall or a fault)."""
+        self.ups_ok[f] = (self.unit_up["ups"][f] and not self._bypassed("ups", f)
+                          and (self.mods is None or self.mods.online(f)))
+
+    def _ups_changed(self, f: int) -> None:
+        """The modular UPS of feed ``f`` changed state (after ``_settle``)."""
+        self._set_ups(f)
         self._feeds_active = True
         self._update()
 
@@ -482,7 +510,7 @@ class PowerChain(Component):
         if mode == "isolate":
             self.isolated[f] -= 1
         elif name == "ups":
-            self.ups_ok[f] = self.unit_up["ups"][f]
+            self._set_ups(f)
         elif name == "generator":
             self._set_gen(f, self.unit_up["generator"][f])
         self._feeds_active = True
@@ -501,6 +529,8 @@ class PowerChain(Component):
             code = 0
             if not self.sb_ok[f]:
                 mode, code = "dead", _FEED
+            elif self.mods is not None and self.mods.dropped[f]:
+                mode, code = "dead", _UPS
             elif self.isolated[f]:
                 mode, code = "dead", _MAINT
             elif inp:
@@ -712,7 +742,8 @@ class PowerChain(Component):
         m: dict[str, float] = {}
         m["power.down_node_hours"] = float(self.down_node_h.sum())
         codes = [k for k in range(1, len(CAUSES) + 1)  # maintenance: when scheduled; transfer: with a switch
-                 if (k != _MAINT or self.rotas) and (k != _ATS or self.spec.ats is not None)]
+                 if (k != _MAINT or self.rotas) and (k != _ATS or self.spec.ats is not None)
+                 and (k != _UPS or self.mods is not None)]
         causes = [CAUSES[k - 1] for k in codes]
         for k, c in zip(codes, causes):
             m[f"power.down_node_hours.{c}"] = float(self.down_node_h[k])
@@ -744,6 +775,12 @@ class PowerChain(Component):
         m["power.generator_start_failures"] = float(self.gen_start_failures)
         if self.spec.ats is not None:
             m["power.transfer_failures"] = float(self.transfer_failures)
+        if self.mods is not None:
+            md = self.mods
+            m["power.ups_shortfalls"] = float(md.shortfalls)
+            m["power.ups_short_hours"] = md.short_h
+            m["power.ups_bypass_failures"] = float(md.transfer_failures)
+            m["power.ups_faults"] = float(md.faults)
         m["power.feed_dead_hours"] = float(sum(e - s for _, s, e, st, _ in self.feed_rows if st == "dead"))
         feeds = pd.DataFrame(self.feed_rows, columns=["feed", "start_h", "end_h", "state", "cause"])
         feeds["state"] = pd.Categorical(feeds["state"], categories=["utility", "ups", "generator", "dead"])
@@ -758,26 +795,3 @@ class PowerChain(Component):
 
 
 OUTAGE_COLUMNS = ["feed", "outage", "start_h", "end_h", "injected", "soc_start", "generator", "dead_h"]
-
-
-def power_ramps(ts: NDArray[np.float64], vs: NDArray[np.float64], horizon_h: float,
-                window_h: float) -> tuple[float, float]:
-    """Largest instantaneous step (W) and largest change over any ``window_h`` (W per window) of a
-    right-continuous step function given by breakpoints ``ts`` and values ``vs`` on [0, horizon_h].
-
-    The change P(t + w) − P(t) of a step function is itself piecewise constant and changes only
-    where t or t + w is a breakpoint, so it is evaluated at those points exactly.
-    """
-    if len(ts) == 0:
-        return math.nan, math.nan
-    step = float(np.abs(np.diff(vs)).max()) if len(vs) > 1 else 0.0
-
-    def at(t: NDArray[np.float64]) -> NDArray[np.float64]:
-        return vs[np.clip(np.searchsorted(ts, t, side="right") - 1, 0, len(vs) - 1)]
-
-    cand = np.concatenate((ts, ts - window_h))
-    cand = cand[(cand >= 0.0) & (cand + window_h <= horizon_h)]
-    if len(cand) == 0:
-        return step, math.nan
-    ramp = float(np.abs(at(cand + window_h) - at(cand)).max())
-    return step, ramp

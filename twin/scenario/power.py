@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from twin.scenario.base import Dist, Part, PosHours, Repair, Strict
+from twin.scenario.base import Dist, Part, PosHours, PosInt, Repair, Strict
 from twin.scenario.defaults import moved, over_default
 from twin.scenario.distributions import Exponential, Fixed, Lognormal
 from twin.scenario.units import FacilityUnit, Visits
@@ -133,6 +133,60 @@ class Standby(Element):
                           "addition to start_failure_prob (a unit that is up may still fail to start).")
 
 
+def _module_repair() -> ElementRepair:
+    return ElementRepair(time=Fixed(value_h=4.0))
+
+
+class UPSModules(FacilityUnit):
+    """A modular UPS: ``count`` power modules in parallel, of which ``required`` carry the feed's load
+    (``twin.model.ups_modules``). N is count = required, N+1 count = required + 1; 2N is two feeds
+    (topology 2n) each with its own UPS of ``required`` modules, 2(N+1) the same with a spare module each.
+    Its modules are one common-cause group per UPS."""
+
+    count: PosInt = Field(description="Power modules in the UPS (n).")
+    required: PosInt = Field(description="Modules that carry the design load (k); fewer working modules is a "
+                                         "shortfall: the UPS transfers its load to the static bypass.")
+    failure: Dist = Field(
+        default_factory=lambda: Exponential(mean_h=100000.0),
+        description="Time to failure of one module, hours (assumption: MTBF 100,000 h, range 50,000–250,000 h; "
+                    "the module MTBF of the Powerkinetics N+1 example, sources-next §12: no vendor figure found).")
+    repair: Annotated[ElementRepair, over_default(_module_repair)] = Field(
+        default_factory=_module_repair,
+        description="Repair of a module: a hot-swap from spares (assumption: 4 h fixed, range 1–24 h).")
+    dispatch_priority: int | None = Field(None, description="Crew dispatch priority (lower first). Default 2.")
+
+    @model_validator(mode="after")
+    def _check_k(self) -> "UPSModules":
+        if self.required > self.count:
+            raise ValueError(f"@required: must be <= count ({self.count}), got {self.required}")
+        return self
+
+
+class StaticBypass(Strict):
+    """The UPS's static bypass: on a module shortfall it transfers the load to the UPS input (utility or
+    generator), where it runs without conditioning or battery (an outage then reaches it at once)."""
+
+    failure_to_transfer_prob: Prob = Field(
+        0.0, description="Probability that the transfer to bypass fails and the load drops (assumption: no "
+                         "published rate, sources-next §6 'static bypass transfer failure: —'; range 0–0.05; UPS "
+                         "are in 42 % of impactful power outages, Uptime 2025). Drawn at each module shortfall.")
+    manual_bypass_min: NonNeg = Field(
+        15.0, description="Minutes from a dropped load to an operator closing the bypass by hand, the load back on "
+                          "the UPS input (assumption: 15 min, range 5–60 min).")
+
+
+class UPSFault(Strict):
+    """UPS faults that drop the load (an inverter, control or output fault that does not transfer cleanly)."""
+
+    per_year: NonNeg = Field(
+        0.02, description="Faults per UPS per year that drop the load it feeds (assumption: 0.02, range 0.005–0.1; "
+                          "no published per-UPS rate was found: UPS are in 42 % of impactful power outages, Uptime "
+                          "2025, sources-next §6). The load returns after bypass.manual_bypass_min on the bypass.")
+    repair_h: Pos = Field(
+        8.0, description="Hours from the fault to the UPS back online; meanwhile the load runs on bypass, exposed "
+                         "(assumption: 8 h, range 2–48 h).")
+
+
 class UPS(Standby):
     ride_through_min: NonNeg = Field(
         10.0, description="Minutes the full battery carries its rated (full) load (assumption: a 10-minute UPS)."
@@ -152,6 +206,11 @@ class UPS(Standby):
         description="Time to failure, hours (assumption: MTBF 250,000 h). A failed UPS is bypassed: "
                     "the feed stays live on utility, but an outage reaches the load at once.",
     )
+    modules: UPSModules | None = Field(
+        None, description="The UPS as n power modules of which k carry the load (N, N+1: count vs required); "
+                          "null: one block that fails as a whole (``failure``).")
+    bypass: StaticBypass = Field(default_factory=StaticBypass, description="The static bypass (module shortfalls).")
+    fault: UPSFault | None = Field(None, description="UPS faults that drop the load; null: none.")
 
 
 class Generator(Standby):
@@ -346,6 +405,9 @@ class Power(Strict):
         for name, el in self.elements().items():
             if el.repair.crew is not None and el.repair.crew not in pools:
                 raise ValueError(f"@power.{name}.repair.crew: unknown crew pool {el.repair.crew!r}; allowed: {pools}")
+        mods = self.ups.modules if self.ups is not None else None
+        if mods is not None and mods.repair.crew is not None and mods.repair.crew not in pools:
+            raise ValueError(f"@power.ups.modules.repair.crew: unknown crew pool {mods.repair.crew!r}; allowed: {pools}")
         if self.site_cap_w is not None:
             floor = sc.cluster.n_nodes * least
             if self.site_cap_w < floor:
@@ -389,4 +451,15 @@ class Power(Strict):
             if el.failure is None:
                 continue
             out[name] = self.element_part(name, n_feeds)
+        if self.ups is not None and self.ups.modules is not None:
+            out["ups_module"] = self.module_part(n_feeds * self.ups.modules.count)
         return out
+
+    def module_part(self, count: int) -> "Part":
+        """The Part spec of the UPS power modules (``count`` on the site)."""
+        assert self.ups is not None and self.ups.modules is not None
+        m = self.ups.modules
+        return Part(count=count, effect="redundant", failure=m.failure,
+                    repair=Repair(hot_swap=True, time=m.repair.time, burn_in_h=0.0, crew=m.repair.crew),
+                    dispatch_priority=2 if m.dispatch_priority is None else m.dispatch_priority,
+                    common_cause_beta=m.common_cause_beta)
