@@ -95,3 +95,90 @@ def test_ups_fault_drops_the_load_for_the_manual_bypass_time() -> None:
     assert m["power.down_node_hours.ups"] == pytest.approx(m["power.ups_faults"] * 4 * 0.35)
     lam = 50.0 * 100 / 365
     assert stats.poisson.ppf(0.0005, lam) <= m["power.ups_faults"] <= stats.poisson.ppf(0.9995, lam)
+
+
+# ---- common causes across equipment (issue 43 item 2) -----------------------------------------------
+
+NEVER_FAILS = {"dist": "fixed", "value_h": 1e9}
+
+
+def _hazard_doc(hazards: dict[str, Any], days: float = 400.0, **units: Any) -> dict[str, Any]:
+    over = {"ups": {"failure": NEVER_FAILS, "repair": {"time": {"dist": "fixed", "value_h": 3.0}}},
+            "generator": {"failure": NEVER_FAILS, "repair": {"time": {"dist": "fixed", "value_h": 5.0}}},
+            "switchboard": {"failure": NEVER_FAILS}}
+    for k, v in units.items():
+        over[k] = {**over[k], **v}
+    doc = scenario("2n", days=days, crews=4, **over)
+    doc["hazards"] = hazards
+    return doc
+
+
+def _fails(res: Any) -> Any:
+    ev = res.tables["events"]
+    return ev[ev["kind"].astype(str) == "fail"]
+
+
+def test_hazard_zone_takes_down_exactly_its_units_for_the_repair_time() -> None:
+    """An arc flash in electrical room A (feed A's UPS and generator) at 20 a year: every event fails
+    exactly those two units at its time, and both come back exactly repair_h later (no ticket)."""
+    doc = _hazard_doc({"zones": {"room_a": {"units": ["power.feedA.ups", "power.feedA.generator"],
+                                            "events": {"arc_flash": {"per_year": 20.0, "repair_h": 48.0}}}}}, days=100)
+    res = run(doc)
+    ev = res.tables["events"]
+    hz = ev[ev["kind"].astype(str) == "hazard"]
+    fails = _fails(res)
+    assert len(hz) >= 2
+    assert set(fails["path"].astype(str)) == {"power.feedA.ups", "power.feedA.generator"}
+    ends = ev[ev["kind"].astype(str) == "common_repair_end"]
+    for t in hz[hz["value"] > 0]["time_h"]:
+        at = fails[np.isclose(fails["time_h"], t)]
+        assert sorted(at["path"].astype(str)) == ["power.feedA.generator", "power.feedA.ups"]
+        back = ends[np.isclose(ends["time_h"], t + 48.0)]
+        assert sorted(back["path"].astype(str)) == ["power.feedA.generator", "power.feedA.ups"]
+    assert res.tables["tickets"].empty or not set(res.tables["tickets"]["part"]) & {"ups", "generator"}
+    m = res.metrics
+    assert m["hazards.events.room_a.arc_flash"] == len(hz[hz["value"] > 0])
+    assert m["hazards.units_failed"] == 2 * m["hazards.events"]
+
+
+@pytest.mark.parametrize("repair", ["own", "common"])
+@pytest.mark.parametrize("rate", ["per_year", "beta"])
+def test_common_group_across_two_types_fails_both_together_at_its_rate(repair: str, rate: str) -> None:
+    """A group of feed A's UPS and feed B's generator (two unit types): its common events fail both at the
+    same instant, their number within the Poisson interval of the common rate, given directly (8 a year)
+    or as β × the smallest member rate (UPS MTBF 1,000 h, generator 2,000 h, β = 0.5: a mean of 4,000 h),
+    under both repair semantics (one repair for the event, or a ticket each)."""
+    grp: dict[str, Any] = {"units": ["power.feedA.ups", "power.feedB.generator"], "repair": repair}
+    days = 400.0
+    if rate == "per_year":
+        grp["per_year"] = 8.0
+        mean_h = 8760 / 8.0
+        units: dict[str, Any] = {}
+    else:
+        grp["beta"] = 0.5
+        mean_h = 1.0 / (0.5 * (1 / 2000.0))  # β × the smallest rate (MTBF 2,000 h): 4,000 h
+        units = {"ups": {"failure": {"dist": "exponential", "mean_h": 1000.0}},
+                 "generator": {"failure": {"dist": "exponential", "mean_h": 2000.0}}}
+    if repair == "common":
+        grp["repair_h"] = 6.0
+    res = run(_hazard_doc({"groups": {"ab": grp}}, days=days, **units))
+    m = res.metrics
+    lam = days * 24 / mean_h
+    assert stats.poisson.ppf(0.0005, lam) <= m["hazards.events.ab"] <= stats.poisson.ppf(0.9995, lam)
+    ev = res.tables["events"]
+    hz = ev[(ev["kind"].astype(str) == "hazard") & (ev["value"] == 2)]
+    assert len(hz) >= 1
+    fails = _fails(res)
+    for t in hz["time_h"]:
+        at = fails[np.isclose(fails["time_h"], t)]
+        assert sorted(at["path"].astype(str)) == ["power.feedA.ups", "power.feedB.generator"]
+    ends = ev[ev["kind"].astype(str) == "common_repair_end"]
+    t = res.tables["tickets"]
+    if repair == "common":  # one repair: both back repair_h after the event, no ticket for it
+        for t0 in hz["time_h"]:
+            assert len(ends[np.isclose(ends["time_h"], t0 + 6.0)]) == 2
+        assert len(t[t["part"].isin(["ups", "generator"])]) == m["failures.ups"] + m["failures.generator"] - \
+            m["hazards.units_failed"]
+    else:  # each its own ticket, repaired by the crews (UPS 3 h, generator 5 h after the event)
+        assert ends.empty
+        assert len(t[t["part"].isin(["ups", "generator"])]) == m["failures.ups"] + m["failures.generator"]

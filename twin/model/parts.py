@@ -458,3 +458,22 @@ class FacilityParts(Population):
     def fail_now(self, idx: int) -> None:
         """Inject a failure at the current time (stress scenarios and tests)."""
         self._fire(idx, int(self.gen[idx]))
+
+    def knock_out(self, idx: int, repair_h: float) -> bool:
+        """Unit ``idx`` fails now by a common event whose one repair brings it back ``repair_h``
+        later, with no crew ticket of its own (a hazard zone's event, a common group's repair ``common``).
+        False when the unit is not working (it stays as it is, its own repair under way)."""
+        if not self.healthy[idx]:
+            return False
+        self.failures += 1
+        now = self.engine.now
+        self.engine.recorder.event(now, "fail", self.path(idx), -1, now - self.install_h[idx])
+        self.healthy[idx] = False
+        self.gen[idx] += 1
+        self._on_change(idx, False)
+        self.engine.call_at(now + repair_h, lambda: self._back(idx))
+        return True
+
+    def _back(self, idx: int) -> None:
+        self.engine.recorder.event(self.engine.now, "common_repair_end", self.path(idx), -1, 0.0)
+        self.restore(idx)
