@@ -49,8 +49,8 @@ from twin.model.engine import Topic
 from twin.model.facility_units import Load, MaintenanceAccount, MaintenanceRota
 from twin.model.it_power import ITPower as ITPower  # re-exported: cooling/state.py still names it here
 from twin.model.parts import FacilityParts
+from twin.model.power_results import power_results
 from twin.model.ups_modules import UPSModules
-from twin.observe.recorder import time_weighted_mean
 from twin.physics.power import power_ramps as power_ramps  # re-exported (tests, reports)
 from twin.physics.power import site_gpu_cap_w
 from twin.physics.thermal import speed_fraction
@@ -735,63 +735,4 @@ class PowerChain(Component):
 
     # ---- results ------------------------------------------------------------------------------
     def results(self, so_far: ResultsSoFar) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
-        H = self.H
-        rec = self.engine.recorder
-        energy_kwh = self.it.energy_kwh()
-        ts, vs = rec.level_series("site_power_w")
-        m: dict[str, float] = {}
-        m["power.down_node_hours"] = float(self.down_node_h.sum())
-        codes = [k for k in range(1, len(CAUSES) + 1)  # maintenance: when scheduled; transfer: with a switch
-                 if (k != _MAINT or self.rotas) and (k != _ATS or self.spec.ats is not None)
-                 and (k != _UPS or self.mods is not None)]
-        causes = [CAUSES[k - 1] for k in codes]
-        for k, c in zip(codes, causes):
-            m[f"power.down_node_hours.{c}"] = float(self.down_node_h[k])
-        if self.rotas:
-            m["power.maintenance_windows"] = float(self.maint.windows)
-            m["power.maintenance_hours"] = self.maint.hours
-            m["power.maintenance_exposure_hours"] = self.maint.exposure_h
-        m["power.capped_gpu_hours"] = self.capped_gpu_h
-        m["power.capped_node_hours"] = self.capped_node_h
-        if self.site_cap_w is not None:
-            m["power.site_capped_gpu_hours"] = self.site_capped_gpu_h
-            m["power.site_cap_exceeded_hours"] = self.site_cap_short_h
-        m["power.it_energy_kwh"] = energy_kwh
-        normal_wh = self.it.energy_wh - self.feeds_loss_energy_wh  # every UPS healthy and on its input
-        m["power.ups_loss_kwh"] = (self.ups_loss_wh + (self.loss_k * normal_wh if self.has_ups else 0.0)) / 1000.0
-        m["power.peak_w"] = float(vs.max()) if len(vs) else math.nan
-        m["power.mean_w"] = time_weighted_mean(ts, vs, H)
-        step, ramp = power_ramps(ts, vs, H, 1.0)
-        m["power.max_step_w"] = step
-        m["power.max_ramp_w_per_h"] = ramp
-        outages = pd.DataFrame(self.outage_rows, columns=OUTAGE_COLUMNS).astype(
-            {"feed": "str", "outage": "int64", "start_h": "float64", "end_h": "float64", "injected": "bool",
-             "soc_start": "float64", "generator": "str", "dead_h": "float64"})  # typed even when empty
-        outages["reached_load"] = outages["dead_h"].astype(float) > 0
-        m["power.utility_outages"] = float(self.utility_outages)  # a site-wide outage once, not once per feed
-        m["power.feed_outages"] = float(len(outages))  # one per feed an outage took off utility
-        m["power.outages_reaching_load"] = float(outages["reached_load"].sum())
-        m["power.generator_starts"] = float(self.gen_starts)
-        m["power.generator_start_failures"] = float(self.gen_start_failures)
-        if self.spec.ats is not None:
-            m["power.transfer_failures"] = float(self.transfer_failures)
-        if self.mods is not None:
-            md = self.mods
-            m["power.ups_shortfalls"] = float(md.shortfalls)
-            m["power.ups_short_hours"] = md.short_h
-            m["power.ups_bypass_failures"] = float(md.transfer_failures)
-            m["power.ups_faults"] = float(md.faults)
-        m["power.feed_dead_hours"] = float(sum(e - s for _, s, e, st, _ in self.feed_rows if st == "dead"))
-        feeds = pd.DataFrame(self.feed_rows, columns=["feed", "start_h", "end_h", "state", "cause"])
-        feeds["state"] = pd.Categorical(feeds["state"], categories=["utility", "ups", "generator", "dead"])
-        tables = {
-            "power_feeds": feeds,
-            "power_outages": outages,
-            "power_site": pd.DataFrame({"time_h": ts, "it_power_w": vs}),
-            "power_downtime": pd.DataFrame({"cause": causes,
-                                            "node_hours": [float(self.down_node_h[k]) for k in codes]}),
-        }
-        return m, tables
-
-
-OUTAGE_COLUMNS = ["feed", "outage", "start_h", "end_h", "injected", "soc_start", "generator", "dead_h"]
+        return power_results(self)
