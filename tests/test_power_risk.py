@@ -3,6 +3,7 @@ UPS faults that drop the load), against the birth–death chain and hand-compute
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ def _modules(count: int, required: int, **over: Any) -> dict[str, Any]:
                         "repair": {"time": {"dist": "exponential", "mean_h": MOD_REPAIR_H}}}, **over}
 
 
-def birth_death_availability(n: int, k: int, lam: float, mu: float, crews: int) -> float:
+def availability_birth_death(n: int, k: int, lam: float, mu: float, crews: int) -> float:
     """Steady-state probability that at least ``k`` of ``n`` modules work: the birth–death chain on the
     number failed j, failing at (n − j)λ and repaired at min(j, crews)·μ."""
     p = [1.0]
@@ -42,13 +43,13 @@ def test_k_of_n_ups_with_repair_matches_the_birth_death_chain() -> None:
     a = np.array(avail)
     half = stats.t.ppf(0.9995, reps - 1) * a.std(ddof=1) / np.sqrt(reps)
     lo, hi = a.mean() - half, a.mean() + half
-    exact = birth_death_availability(n, k, lam, mu, crews=1)
+    exact = availability_birth_death(n, k, lam, mu, crews=1)
     assert lo <= exact <= hi, (exact, lo, hi)
     wrong = {
         "no repair": 0.0,
-        "independent of k (k = n)": birth_death_availability(n, n, lam, mu, 1),
-        "independent of k (k = 1)": birth_death_availability(n, 1, lam, mu, 1),
-        "a crew per module (binomial)": birth_death_availability(n, k, lam, mu, crews=n),
+        "independent of k (k = n)": availability_birth_death(n, n, lam, mu, 1),
+        "independent of k (k = 1)": availability_birth_death(n, 1, lam, mu, 1),
+        "a crew per module (binomial)": availability_birth_death(n, k, lam, mu, crews=n),
     }
     for name, v in wrong.items():
         assert not lo <= v <= hi, (name, v, lo, hi)
@@ -182,3 +183,62 @@ def test_common_group_across_two_types_fails_both_together_at_its_rate(repair: s
     else:  # each its own ticket, repaired by the crews (UPS 3 h, generator 5 h after the event)
         assert ends.empty
         assert len(t[t["part"].isin(["ups", "generator"])]) == m["failures.ups"] + m["failures.generator"]
+
+
+# ---- maintenance that can go wrong (issue 43 item 3) ------------------------------------------------
+
+def _visit(mode: str, p: float) -> dict[str, Any]:
+    return {"maintenance": {"interval_h": 1000.0, "duration_h": 8.0, "offset_h": 100.0, "mode": mode,
+                            "switching_error_prob": p, "switching_restore_min": 30.0}}
+
+
+@pytest.mark.parametrize("topology,mode", [("n", "bypass"), ("n", "live"), ("2n", "isolate")])
+def test_switching_error_with_probability_one_drops_the_feed_at_the_first_window(topology: str, mode: str) -> None:
+    """At the first UPS visit (100 h) the switching goes wrong: the load it touches drops for 30 min. With N
+    (bypass or live work) that is feed A; with 2N isolating feed A it is feed B, which carries the load, so
+    every node is down from 100 h to 100.5 h + reboot_h either way, cause ``power:switching``."""
+    res = run(scenario(topology, days=20.0, ups=_visit(mode, 1.0)))
+    iv = res.tables["node_intervals"]
+    down = iv[iv["state"] == "down"]
+    assert sorted(down["node"].tolist()) == [0, 1, 2, 3]
+    assert set(down["cause"].astype(str)) == {"power:switching"}
+    assert np.allclose(down["start_h"], 100.0) and np.allclose(down["end_h"], 100.5 + 0.1)
+    assert res.metrics["power.switching_errors"] == 1  # the next visit (2N: feed B at 600 h) is past the horizon
+    ok = run(scenario(topology, days=20.0, ups=_visit(mode, 0.0)))
+    assert ok.metrics["power.down_node_hours"] == 0.0
+
+
+def unavailability_tested(lam: float, T: float, tau: float) -> float:
+    """Mean unavailability of a unit whose failures are silent, found by a test every ``T`` hours that takes
+    a working unit out for ``tau`` (repair instant): per test cycle, the unit found failed (probability
+    1 − e^(−λT)) is renewed and down from its failure to the next test; the unit found working is out for
+    tau and then down from its failure (not before tau) to the next test. Without tau this is the textbook
+    1 − (1 − e^(−λT))/(λT)."""
+    from scipy.integrate import quad
+
+    pa = math.exp(-lam * T)
+    latent = T - (1 - math.exp(-lam * T)) / lam  # E[time failed in a cycle], renewed at its start
+    tested = (tau + (1 - math.exp(-lam * tau)) * (T - tau)
+              + quad(lambda s: lam * math.exp(-lam * s) * (T - s), tau, T)[0])
+    return (pa * tested + (1 - pa) * latent) / T
+
+
+def test_tested_standby_switchboard_matches_the_test_interval_formula_with_test_duration() -> None:
+    """Switchboards (a non-UPS unit) failing silently (MTBF 1,000 h), tested every 500 h, each test taking a
+    working switchboard out for 100 h (feed A's, then feed B's): the fraction of time a feed is dead, over
+    4 × 2,000 days and both feeds, within a 99.9 % t-interval of the formula with the test duration; the
+    textbook formula without it and the test time alone are outside."""
+    lam, T, tau, days, reps = 1 / 1000.0, 500.0, 100.0, 2000.0, 4
+    sb = {"failure": {"dist": "exponential", "mean_h": 1000.0}, "latent_test_interval_h": T,
+          "test_duration_h": tau, "repair": {"time": {"dist": "fixed", "value_h": 0.001}}}
+    u = []
+    for r in range(reps):
+        res = run(scenario("2n", days=days, crews=4, switchboard=sb), r)
+        u.append(res.metrics["power.feed_dead_hours"] / (2 * days * 24))
+    a = np.array(u)
+    half = stats.t.ppf(0.9995, reps - 1) * a.std(ddof=1) / np.sqrt(reps)
+    lo, hi = a.mean() - half, a.mean() + half
+    assert lo <= unavailability_tested(lam, T, tau) <= hi, (unavailability_tested(lam, T, tau), lo, hi)
+    textbook = 1 - (1 - math.exp(-lam * T)) / (lam * T)
+    for wrong in (textbook, tau / T):
+        assert not lo <= wrong <= hi, (wrong, lo, hi)

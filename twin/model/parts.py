@@ -403,6 +403,10 @@ class FacilityParts(Population):
         """Common-cause groups (default: every unit of the population in one group)."""
         self._ccf_since: dict[int, float] = {}  # units failed by a common event: since when, h
         self._ccf_unit_h = 0.0
+        self.test_duration_h = 0.0
+        """Hours each periodic test takes a working unit out of service (set by the owner; 0: no time)."""
+        self.test_unit_h = 0.0  # unit-hours out of service for tests
+        self._in_test: set[int] = set()  # working units out of service for their test now
 
     def ccf_unit_hours(self, horizon_h: float) -> float:
         """Unit-hours the population's units spent failed by common-cause events, from the event to their
@@ -441,7 +445,10 @@ class FacilityParts(Population):
         if self._in_ccf:
             self._ccf_since[idx] = now
         self._hide(idx)
-        self._on_change(idx, False)
+        if idx in self._in_test:  # out for its test already: the owner has it out
+            self._in_test.discard(idx)
+        else:
+            self._on_change(idx, False)
         self._on_failure(self, idx)
 
     def restore(self, idx: int) -> None:
@@ -454,6 +461,34 @@ class FacilityParts(Population):
         self.repairs[idx] += 1
         self._renew(idx)
         self._on_change(idx, True)
+
+    def _periodic_test(self) -> None:
+        """With a test duration, the units are tested one after the other, unit i at now + i·duration: a latent
+        failure is found at its test; a working unit is out of service for the duration."""
+        if not self.test_duration_h:
+            super()._periodic_test()
+            return
+        eng = self.engine
+        for i in range(self.n):
+            eng.call_at(eng.now + i * self.test_duration_h, functools.partial(self._test_unit, i))
+        assert self.test_h is not None
+        if eng.now + self.test_h < eng.horizon_h:
+            eng.call_at(eng.now + self.test_h, self._periodic_test)
+
+    def _test_unit(self, idx: int) -> None:
+        if idx in self._hidden:
+            self.found(idx, "test")
+        elif self.healthy[idx]:
+            self.engine.recorder.event(self.engine.now, "test_start", self.path(idx), -1, self.test_duration_h)
+            self._in_test.add(idx)
+            self._on_change(idx, False)
+            self.engine.call_at(self.engine.now + self.test_duration_h, functools.partial(self._test_end, idx))
+
+    def _test_end(self, idx: int) -> None:
+        self.test_unit_h += self.test_duration_h
+        if idx in self._in_test:  # (a unit that failed during its test left the test for its repair)
+            self._in_test.discard(idx)
+            self._on_change(idx, True)
 
     def fail_now(self, idx: int) -> None:
         """Inject a failure at the current time (stress scenarios and tests)."""
@@ -470,7 +505,10 @@ class FacilityParts(Population):
         self.engine.recorder.event(now, "fail", self.path(idx), -1, now - self.install_h[idx])
         self.healthy[idx] = False
         self.gen[idx] += 1
-        self._on_change(idx, False)
+        if idx in self._in_test:
+            self._in_test.discard(idx)
+        else:
+            self._on_change(idx, False)
         self.engine.call_at(now + repair_h, lambda: self._back(idx))
         return True
 

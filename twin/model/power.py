@@ -59,13 +59,13 @@ from twin.units import HOURS_PER_YEAR
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
 
-CAUSES = ("psu", "pdu", "utility", "generator_start", "feed", "maintenance", "transfer", "ups")
+CAUSES = ("psu", "pdu", "utility", "generator_start", "feed", "maintenance", "transfer", "ups", "switching")
 """Power down causes; code = index + 1 (0: not down). For a node's dead feeds the highest rank wins
 (the code, except that a planned maintenance ranks below every unplanned cause and a failed transfer
 ranks with a failed generator start); ``ups``: a UPS that dropped its load (a fault or a failed transfer
-to bypass, ``twin.model.ups_modules``)."""
-_PSU, _PDU, _UTILITY, _GEN_START, _FEED, _MAINT, _ATS, _UPS = 1, 2, 3, 4, 5, 6, 7, 8
-_RANK = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 0.5, 3.5, 4.5])
+to bypass, ``twin.model.ups_modules``); ``switching``: a switching error of a maintenance visit."""
+_PSU, _PDU, _UTILITY, _GEN_START, _FEED, _MAINT, _ATS, _UPS, _SWITCH = 1, 2, 3, 4, 5, 6, 7, 8, 9
+_RANK = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 0.5, 3.5, 4.5, 4.6])
 """Rank of each code (index = code) among a node's dead feeds."""
 
 
@@ -148,6 +148,9 @@ class PowerChain(Component):
                       for name, el in spec.elements().items() if el.maintenance is not None}
         self.unit_up = {"ups": [self.has_ups] * F, "generator": [self.has_gen] * F}  # not failed (repairs)
         self.isolated = [0] * F  # maintenance windows that de-energise the feed now
+        self.switch_drop = [0] * F  # switching errors holding the feed's load down now
+        self.switching_errors = 0
+        self.switch_k: dict[tuple[str, int], int] = {}  # draws per (unit type, feed): stream ...<type>#switching
         self.pdu_ok = np.ones((F, self.K), dtype=bool)
         self.input_live = [True] * F
         self.mode = ["utility"] * F
@@ -212,6 +215,7 @@ class PowerChain(Component):
             fp = FacilityParts(eng, name, paths, spec.element_part(name, len(paths)),
                                (lambda i, ok, nm=name: self._on_unit(nm, i, ok)), ctx.shop.on_failure,
                                groups=groups)
+            fp.test_duration_h = el.test_duration_h
             # dispatch by impact: a PDU's nodes, or every node of a feed-level unit, out for a power cause
             if name == "pdu":
                 fp.scope = lambda i: np.flatnonzero(self.node_pdu == i % self.K)
@@ -490,13 +494,42 @@ class PowerChain(Component):
         mode = self.spec.maintenance_mode(name)
         if mode == "isolate":
             self.isolated[f] += 1
+        elif mode == "live":
+            pass  # energised work: the unit stays in service
         elif name == "ups":
             self.ups_ok[f] = False
         elif name == "generator":
             self._set_gen(f, False)
         self._feeds_active = True
+        self._switching(name, f, mode)
         # the load stays up with a unit or a feed less (exposed), or an isolated single feed drains it
-        return "exposed" if mode == "bypass" or self.F > 1 else "drained"
+        return "exposed" if mode != "isolate" or self.F > 1 else "drained"
+
+    def _switching(self, name: str, f: int, mode: str) -> None:
+        """The switching of a visit to unit ``name`` of feed ``f`` may go wrong (one draw of stream
+        ``power.feed<X>.<name>#switching``): it drops the load it touches, the feed worked on (bypass, live) or
+        the feeds that carry it while it is isolated, for ``switching_restore_min``."""
+        mt = self.spec.elements()[name].maintenance
+        assert mt is not None
+        if mt.switching_error_prob <= 0.0:
+            return
+        k = self.switch_k.get((name, f), 0)
+        self.switch_k[(name, f)] = k + 1
+        if self.engine.streams.scalar(f"{self._unit_path(name, f)}#switching", k) >= mt.switching_error_prob:
+            return
+        self.switching_errors += 1
+        self.engine.recorder.event(self.engine.now, "switching_error", self._unit_path(name, f))
+        hit = [g for g in range(self.F) if g != f] if mode == "isolate" else [f]
+        for g in hit:
+            self.switch_drop[g] += 1
+        self.engine.call_at(self.engine.now + mt.switching_restore_min / 60.0, lambda: self._switch_back(hit))
+
+    def _switch_back(self, feeds: list[int]) -> None:
+        self._settle()
+        for g in feeds:
+            self.switch_drop[g] -= 1
+        self._feeds_active = True
+        self._update()
 
     def _unit_path(self, name: str, f: int) -> str:
         return f"power.feed{self.feeds[f]}.{name}"
@@ -509,6 +542,8 @@ class PowerChain(Component):
         mode = self.spec.maintenance_mode(name)
         if mode == "isolate":
             self.isolated[f] -= 1
+        elif mode == "live":
+            pass
         elif name == "ups":
             self._set_ups(f)
         elif name == "generator":
@@ -531,6 +566,8 @@ class PowerChain(Component):
                 mode, code = "dead", _FEED
             elif self.mods is not None and self.mods.dropped[f]:
                 mode, code = "dead", _UPS
+            elif self.switch_drop[f]:
+                mode, code = "dead", _SWITCH
             elif self.isolated[f]:
                 mode, code = "dead", _MAINT
             elif inp:

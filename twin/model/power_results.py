@@ -19,7 +19,10 @@ OUTAGE_COLUMNS = ["feed", "outage", "start_h", "end_h", "injected", "soc_start",
 
 def power_results(ch: "PowerChain") -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
     """Metrics and tables of the power chain ``ch`` at the horizon."""
-    from twin.model.power import _ATS, _MAINT, _UPS, CAUSES
+    from twin.model.power import _ATS, _MAINT, _SWITCH, _UPS, CAUSES
+
+    switching = any(el.maintenance is not None and el.maintenance.switching_error_prob > 0
+                    for el in ch.spec.elements().values())
 
     H = ch.H
     rec = ch.engine.recorder
@@ -29,7 +32,7 @@ def power_results(ch: "PowerChain") -> tuple[dict[str, float], dict[str, pd.Data
     m["power.down_node_hours"] = float(ch.down_node_h.sum())
     codes = [k for k in range(1, len(CAUSES) + 1)  # maintenance: when scheduled; transfer: with a switch
              if (k != _MAINT or ch.rotas) and (k != _ATS or ch.spec.ats is not None)
-             and (k != _UPS or ch.mods is not None)]
+             and (k != _UPS or ch.mods is not None) and (k != _SWITCH or switching)]
     causes = [CAUSES[k - 1] for k in codes]
     for k, c in zip(codes, causes):
         m[f"power.down_node_hours.{c}"] = float(ch.down_node_h[k])
@@ -37,6 +40,10 @@ def power_results(ch: "PowerChain") -> tuple[dict[str, float], dict[str, pd.Data
         m["power.maintenance_windows"] = float(ch.maint.windows)
         m["power.maintenance_hours"] = ch.maint.hours
         m["power.maintenance_exposure_hours"] = ch.maint.exposure_h
+    if switching:
+        m["power.switching_errors"] = float(ch.switching_errors)
+    if any(p.test_duration_h for p in ch.units.values()):
+        m["power.test_unit_hours"] = float(sum(p.test_unit_h for p in ch.units.values()))
     m["power.capped_gpu_hours"] = ch.capped_gpu_h
     m["power.capped_node_hours"] = ch.capped_node_h
     if ch.site_cap_w is not None:

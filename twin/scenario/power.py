@@ -83,12 +83,23 @@ def _pdu_repair() -> ElementRepair:
 class ElementMaintenance(Visits):
     """Scheduled maintenance of one unit type, one feed at a time (concurrent maintenance)."""
 
-    mode: Literal["isolate", "bypass"] | None = Field(
+    mode: Literal["isolate", "bypass", "live"] | None = Field(
         None, description="isolate: the feed below the unit is de-energised for the work (with N the load under it "
                           "is drained, a planned interruption, and returns reboot_h after; with 2N the other feed "
                           "carries it); bypass: the unit is out of service and the feed stays on utility, exposed "
                           "(a UPS on maintenance bypass: an outage reaches the load at once; a generator cannot "
-                          "start). Default: bypass for the generator (its only mode), isolate otherwise.")
+                          "start); live: energised work (thermography, live inspection), the unit stays in service "
+                          "(only a switching error can drop the load). Default: bypass for the generator, isolate "
+                          "otherwise.")
+    switching_error_prob: Prob = Field(
+        0.0, description="Probability that the switching of a visit goes wrong and drops the load the switching "
+                         "touches: the feed worked on (bypass, live), or the feed that carries its load while it is "
+                         "isolated (2N: the other feed; with one feed the load is drained anyway). Assumption: no "
+                         "published rate per operation (human error plays a role in about two-thirds of outages, "
+                         "Uptime UII 140, sources-next §6); range 0.001–0.02. One draw per visit.")
+    switching_restore_min: NonNeg = Field(
+        30.0, description="Minutes from a switching error to the load back on its feed (assumption: 30 min, range "
+                          "10–120 min).")
 
 
 class Element(FacilityUnit):
@@ -104,6 +115,13 @@ class Element(FacilityUnit):
     )
     maintenance: ElementMaintenance | None = Field(
         None, description="Scheduled maintenance of this unit on every feed, one feed at a time; null: none.")
+    latent_test_interval_h: PosHours | None = Field(
+        None, description="Failures are silent (unmonitored): found at the next periodic test (every this many hours "
+                          "from time 0) or when a demand finds it, and only then repaired. null: detected as usual.")
+    test_duration_h: NonNeg = Field(
+        0.0, description="Hours a periodic test takes each unit out of service, the units of the type tested one "
+                         "after the other (a unit found failed goes to repair instead). 0: tests take no time "
+                         "(assumption when set: 0.5–4 h, e.g. a generator load test 1–2 h, NFPA 110 monthly 30 min).")
 
 
 class Utility(Strict):
@@ -394,11 +412,19 @@ class Power(Strict):
                                  "(bypass); isolate de-energises a feed (UPS, switchboard)")
             if name == "switchboard" and mt.mode == "bypass":
                 raise ValueError("@power.switchboard.maintenance.mode: a switchboard has no bypass; use isolate")
+            if name == "generator" and mt.mode == "live":
+                raise ValueError("@power.generator.maintenance.mode: a generator is maintained out of service (bypass)")
             if mt.duration_h >= mt.interval_h / len(self.feeds):
                 raise ValueError(f"@power.{name}.maintenance.duration_h: must be < interval_h / feeds "
                                  f"({mt.interval_h / len(self.feeds):g}) so one feed is maintained at a time, "
                                  f"got {mt.duration_h:g}")
         racks = sc.cluster.racks
+        for name, el in self.elements().items():
+            units = len(self.feeds) * (self.pdu_count(racks) if name == "pdu" else 1)
+            if el.test_duration_h and (el.latent_test_interval_h is None
+                                       or units * el.test_duration_h >= el.latent_test_interval_h):
+                raise ValueError(f"@power.{name}.test_duration_h: needs latent_test_interval_h, longer than its "
+                                 f"{units} units tested one after the other ({units} × {el.test_duration_h:g} h)")
         if self.pdu_count(racks) > racks:
             raise ValueError(f"@power.pdu.count: must be <= racks ({racks}), got {self.pdu_count(racks)}")
         pools = list(sc.maintenance.crews)
@@ -438,7 +464,7 @@ class Power(Strict):
             repair=Repair(hot_swap=True, time=el.repair.time, burn_in_h=0.0, crew=el.repair.crew),
             dispatch_priority=prio,
             common_cause_beta=el.common_cause_beta,
-            latent_test_interval_h=el.latent_test_interval_h if isinstance(el, Standby) else None,
+            latent_test_interval_h=el.latent_test_interval_h,
         )
 
     def facility_parts(self) -> dict[str, "Part"]:
