@@ -772,4 +772,9 @@ class PowerChain(Component):
 
     # ---- results ------------------------------------------------------------------------------
     def results(self, so_far: ResultsSoFar) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
-        return power_results(self)
+        switching = any(el.maintenance is not None and el.maintenance.switching_error_prob > 0
+                        for el in self.spec.elements().values())
+        codes = [k for k in range(1, len(CAUSES) + 1)  # maintenance: when scheduled; transfer: with a switch
+                 if (k != _MAINT or self.rotas) and (k != _ATS or self.spec.ats is not None)
+                 and (k != _UPS or self.mods is not None) and (k != _SWITCH or switching)]
+        return power_results(self, CAUSES, codes, switching)

@@ -4,36 +4,28 @@ the chain's accounts at the horizon. A function of the chain, kept apart so the 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Any
 
 import pandas as pd
 
 from twin.observe.recorder import time_weighted_mean
 from twin.physics.power import power_ramps
 
-if TYPE_CHECKING:  # pragma: no cover
-    from twin.model.power import PowerChain
-
 OUTAGE_COLUMNS = ["feed", "outage", "start_h", "end_h", "injected", "soc_start", "generator", "dead_h"]
 
 
-def power_results(ch: "PowerChain") -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
-    """Metrics and tables of the power chain ``ch`` at the horizon."""
-    from twin.model.power import _ATS, _MAINT, _SWITCH, _UPS, CAUSES
-
-    switching = any(el.maintenance is not None and el.maintenance.switching_error_prob > 0
-                    for el in ch.spec.elements().values())
-
+def power_results(ch: Any, causes_all: tuple[str, ...], codes: list[int],
+                  switching: bool) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
+    """Metrics and tables of the power chain ``ch`` (a ``twin.model.power.PowerChain``) at the horizon: the
+    down hours of the cause codes ``codes`` (1-based into ``causes_all``); ``switching``: switching errors
+    can happen."""
     H = ch.H
     rec = ch.engine.recorder
     energy_kwh = ch.it.energy_kwh()
     ts, vs = rec.level_series("site_power_w")
     m: dict[str, float] = {}
     m["power.down_node_hours"] = float(ch.down_node_h.sum())
-    codes = [k for k in range(1, len(CAUSES) + 1)  # maintenance: when scheduled; transfer: with a switch
-             if (k != _MAINT or ch.rotas) and (k != _ATS or ch.spec.ats is not None)
-             and (k != _UPS or ch.mods is not None) and (k != _SWITCH or switching)]
-    causes = [CAUSES[k - 1] for k in codes]
+    causes = [causes_all[k - 1] for k in codes]
     for k, c in zip(codes, causes):
         m[f"power.down_node_hours.{c}"] = float(ch.down_node_h[k])
     if ch.rotas:
