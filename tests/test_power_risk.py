@@ -138,7 +138,7 @@ def test_hazard_zone_takes_down_exactly_its_units_for_the_repair_time() -> None:
         assert sorted(back["path"].astype(str)) == ["power.feedA.generator", "power.feedA.ups"]
     assert res.tables["tickets"].empty or not set(res.tables["tickets"]["part"]) & {"ups", "generator"}
     m = res.metrics
-    assert m["hazards.events.room_a.arc_flash"] == len(hz[hz["value"] > 0])
+    assert m["hazards.events.room_a/arc_flash"] == len(hz[hz["value"] > 0])
     assert m["hazards.units_failed"] == 2 * m["hazards.events"]
 
 

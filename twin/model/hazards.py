@@ -3,7 +3,7 @@ types, over the site's facility part populations (the scenario's ``hazards`` sec
 ``twin.scenario.hazards``).
 
 Each zone event kind and each group is a Poisson process of its own (exponential gaps, stream
-``hazards.<zone>.<event>`` or ``hazards.<group>``, draw k = the event's index). An event fails every
+``hazards.<zone>/<event>`` or ``hazards.<group>``, draw k = the event's index). An event fails every
 working unit it covers: a zone's units, or a group's members, for one repair of ``repair_h``
 (:meth:`twin.model.parts.FacilityParts.knock_out`); a group with repair ``own`` fails them through the
 populations' own failure path instead (a ticket each, repaired by the crews). Units already failed are
@@ -76,7 +76,7 @@ class Hazards(Component):
         self.procs: list[HazardProcess] = []
         for z, zone in spec.zones.items():
             for e, ev in zone.events.items():
-                self.procs.append(HazardProcess(f"{z}.{e}", f"hazards.zones.{z}.units", list(zone.units),
+                self.procs.append(HazardProcess(f"{z}/{e}", f"hazards.zones.{z}.units", list(zone.units),
                                                 ev.per_year, None, ev.repair_h))
         for g, grp in spec.groups.items():
             self.procs.append(HazardProcess(g, f"hazards.groups.{g}.units", list(grp.units), grp.per_year, grp.beta,
