@@ -242,3 +242,25 @@ def test_tested_standby_switchboard_matches_the_test_interval_formula_with_test_
     textbook = 1 - (1 - math.exp(-lam * T)) / (lam * T)
     for wrong in (textbook, tau / T):
         assert not lo <= wrong <= hi, (wrong, lo, hi)
+
+
+@pytest.mark.parametrize("hazards,field", [
+    ({"zones": {"room": {"units": ["power.feedC"], "events": {"fire": {"per_year": 1, "repair_h": 10}}}}},
+     "hazards.zones.room.units.0"),
+    ({"groups": {"g": {"units": ["power.feedA.ups", "power.feedB.ups"], "per_year": 1, "beta": 0.1}}},
+     "hazards.groups.g.per_year"),
+    ({"groups": {"g": {"units": ["power.feedA.ups", "power.feedB.ups"], "per_year": 1, "repair": "common"}}},
+     "hazards.groups.g.repair_h"),
+])
+def test_bad_hazards_are_one_line_with_their_path(hazards: dict[str, Any], field: str, tmp_path: Any,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    from twin import cli
+
+    doc = _hazard_doc(hazards, days=1.0)
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    code = cli.main(["run", str(path), "--results", str(tmp_path / "out")])
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert code == 2 and len(err) == 1 and field in err[0], err
