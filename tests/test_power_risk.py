@@ -264,3 +264,12 @@ def test_bad_hazards_are_one_line_with_their_path(hazards: dict[str, Any], field
     code = cli.main(["run", str(path), "--results", str(tmp_path / "out")])
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert code == 2 and len(err) == 1 and field in err[0], err
+
+
+def test_module_population_is_started_once() -> None:
+    """Each module's first lifetime is one draw (a population started twice would race two lifetimes)."""
+    from twin.scenario.loader import load_dict
+    from twin.sim import Model
+
+    m = Model(load_dict(scenario("n", days=10.0, ups=_modules(3, 2))).scenario, 0)
+    assert m.facility["ups_module"].draws.tolist() == [1, 1, 1]

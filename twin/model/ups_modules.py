@@ -77,8 +77,7 @@ class UPSModules:
         return not self.short[f] and not self.faulted[f]
 
     def start(self) -> None:
-        if self.parts is not None:
-            self.parts.start()
+        """Start the fault processes (the modules' population is started with every facility population)."""
         if self.ups.fault is not None and self.ups.fault.per_year > 0:
             for f in range(self.F):
                 self._next_fault(f, 0.0)
