@@ -14,16 +14,19 @@ plant), reacting to the population's change as to any failure: nothing here call
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
 from twin import rng
 from twin.errors import InputError
-from twin.model.component import BuildContext, Component, ResultsSoFar
+from twin.model.component import BuildContext, Component, Metrics, ResultsSoFar, Tables
 from twin.model.parts import FacilityParts
 from twin.scenario.hazards import Hazards as HazardsSpec
 from twin.units import HOURS_PER_YEAR
+
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.scenario.schema import Scenario
 
 Unit = tuple[FacilityParts, int]
 
@@ -62,7 +65,7 @@ class Hazards(Component):
     name = "hazards"
 
     @classmethod
-    def wanted(cls, sc) -> bool:  # noqa: ANN001 - Scenario
+    def wanted(cls, sc: "Scenario") -> bool:
         return sc.hazards is not None and sc.hazards.active
 
     @classmethod
@@ -72,7 +75,8 @@ class Hazards(Component):
     def __init__(self, ctx: BuildContext) -> None:
         self.engine = ctx.engine
         self.facility = ctx.facility  # a live view: every population is registered by start()
-        spec: HazardsSpec = ctx.sc.hazards
+        spec = ctx.sc.hazards
+        assert isinstance(spec, HazardsSpec)
         self.procs: list[HazardProcess] = []
         for z, zone in spec.zones.items():
             for e, ev in zone.events.items():
@@ -127,7 +131,7 @@ class Hazards(Component):
             p.units_failed += hit
         self._next(p, k + 1, eng.now)
 
-    def results(self, so_far: ResultsSoFar) -> tuple[dict[str, float], dict]:  # type: ignore[type-arg]
+    def results(self, so_far: ResultsSoFar) -> tuple[Metrics, Tables]:
         m: dict[str, float] = {"hazards.events": float(sum(p.events for p in self.procs)),
                                "hazards.units_failed": float(sum(p.units_failed for p in self.procs))}
         for p in self.procs:
