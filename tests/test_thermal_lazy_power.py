@@ -21,8 +21,10 @@ SCEN = Path(__file__).resolve().parents[1] / "scenarios"
 EVERY = "cooling.trace={nodes: [" + ",".join(str(i) for i in range(128)) + "], from_h: 0, to_h: 100000}"
 # the bundled heterogeneity (issue 23 defaults) in a hotter hall (r_air 0.1: most GPUs can throttle)
 HOT = ["horizon_days=4", "cooling.gpu.r_air_c_per_w=0.1"]
-# PSUs of 2,500 W: a node runs capped on 3 of its 5 (node 2 loses two at 20 h)
-PSU_CAP = ["power.capacity_w=2500", "cooling.inject=[{part: psu, index: 10, at_h: 20}, {part: psu, index: 11, at_h: 20}]"]
+# PSUs of 2,500 W: a node runs capped on 3 of its 5 (node 2 loses two at 20 h); power-n1.yaml's N+1 is its UPS
+# modules (issue 43), so the fifth PSU is set here
+PSU_CAP = ["power.topology=n+1", "cluster.node.parts.psu.count=5", "power.capacity_w=2500",
+           "cooling.inject=[{part: psu, index: 10, at_h: 20}, {part: psu, index: 11, at_h: 20}]"]
 
 
 def _same(lazy: Any, eager: Any) -> None:

@@ -155,8 +155,10 @@ def capital_items(sc: "Scenario") -> list[CapitalItem]:
         else:  # pragma: no cover (the power section requires its PSU part)
             per_feed = [full_kw] * len(feeds)
         ups_kw = sum(pw.ups.capacity_kw if pw.ups is not None and pw.ups.capacity_kw else kw for kw in per_feed)
-        if pw.ups is not None:
-            out.append(CapitalItem("power", "ups", ups_kw, "kW", cap.ups_per_kw, plant_y))
+        if pw.ups is not None:  # a modular UPS is bought for count/required times its rating (N+1: a spare module)
+            mods = pw.ups.modules
+            bought_kw = ups_kw * (mods.count / mods.required if mods is not None else 1.0)
+            out.append(CapitalItem("power", "ups", bought_kw, "kW", cap.ups_per_kw, plant_y))
         if pw.generator is not None:
             out.append(CapitalItem("power", "generator", ups_kw, "kW", cap.generator_per_kw, plant_y))
         out.append(CapitalItem("power", "switchboard", len(feeds), "unit", cap.switchboard, plant_y))

@@ -80,6 +80,10 @@ class Population(abc.ABC):
         self._hidden: dict[int, simpy.Event] = {}
         self.latent_found_test = 0
         self.latent_found_demand = 0
+        self.test_duration_h = 0.0
+        """Hours each periodic test takes a working unit out of service (set by the owner; 0: no time)."""
+        self.test_unit_h = 0.0  # unit-hours out of service for tests
+        self._in_test: set[int] = set()  # working units out of service for their test now
 
     # ---- where the units sit and what a failure does (each kind) --------------------------------
     @abc.abstractmethod
@@ -205,12 +209,40 @@ class Population(abc.ABC):
         ev.succeed()
 
     def _periodic_test(self) -> None:
-        for idx in sorted(self._hidden):
-            self.found(idx, "test")
+        """Every unit is tested: a latent failure is found. With a test duration (an owner that sets
+        ``test_duration_h`` and implements ``_out_for_test``) the units are tested one after the other, unit
+        i at now + i·duration, a working unit out of service for the duration."""
+        eng = self.engine
+        if self.test_duration_h:
+            for i in range(self.n):
+                eng.call_at(eng.now + i * self.test_duration_h, functools.partial(self._test_unit, i))
+        else:
+            for idx in sorted(self._hidden):
+                self.found(idx, "test")
         assert self.test_h is not None
-        t = self.engine.now + self.test_h
-        if t < self.engine.horizon_h:
-            self.engine.call_at(t, self._periodic_test)
+        t = eng.now + self.test_h
+        if t < eng.horizon_h:
+            eng.call_at(t, self._periodic_test)
+
+    def _test_unit(self, idx: int) -> None:
+        if idx in self._hidden:
+            self.found(idx, "test")
+        elif self.healthy[idx]:
+            self.engine.recorder.event(self.engine.now, "test_start", self.path(idx), -1, self.test_duration_h)
+            self._in_test.add(idx)
+            self._out_for_test(idx, True)
+            self.engine.call_at(self.engine.now + self.test_duration_h, functools.partial(self._test_end, idx))
+
+    def _test_end(self, idx: int) -> None:
+        self.test_unit_h += self.test_duration_h
+        if idx in self._in_test:  # (a unit that failed during its test left the test for its repair)
+            self._in_test.discard(idx)
+            self._out_for_test(idx, False)
+
+    def _out_for_test(self, idx: int, out: bool) -> None:
+        """Working unit ``idx`` goes out of service for its periodic test (``out``) or returns (a kind
+        whose owner sets ``test_duration_h`` implements it)."""
+        raise NotImplementedError(f"{type(self).__name__}: periodic tests with a duration")
 
     def _schedule(self, idx: int, t_h: float) -> None:
         if t_h >= self.engine.horizon_h:
@@ -441,7 +473,10 @@ class FacilityParts(Population):
         if self._in_ccf:
             self._ccf_since[idx] = now
         self._hide(idx)
-        self._on_change(idx, False)
+        if idx in self._in_test:  # out for its test already: the owner has it out
+            self._in_test.discard(idx)
+        else:
+            self._on_change(idx, False)
         self._on_failure(self, idx)
 
     def restore(self, idx: int) -> None:
@@ -455,6 +490,32 @@ class FacilityParts(Population):
         self._renew(idx)
         self._on_change(idx, True)
 
+    def _out_for_test(self, idx: int, out: bool) -> None:
+        """Working unit ``idx`` goes out of service for its periodic test (``out``) or returns."""
+        self._on_change(idx, not out)
+
     def fail_now(self, idx: int) -> None:
         """Inject a failure at the current time (stress scenarios and tests)."""
         self._fire(idx, int(self.gen[idx]))
+
+    def knock_out(self, idx: int, repair_h: float) -> bool:
+        """Unit ``idx`` fails now by a common event whose one repair brings it back ``repair_h``
+        later, with no crew ticket of its own (a hazard zone's event, a common group's repair ``common``).
+        False when the unit is not working (it stays as it is, its own repair under way)."""
+        if not self.healthy[idx]:
+            return False
+        self.failures += 1
+        now = self.engine.now
+        self.engine.recorder.event(now, "fail", self.path(idx), -1, now - self.install_h[idx])
+        self.healthy[idx] = False
+        self.gen[idx] += 1
+        if idx in self._in_test:
+            self._in_test.discard(idx)
+        else:
+            self._on_change(idx, False)
+        self.engine.call_at(now + repair_h, lambda: self._back(idx))
+        return True
+
+    def _back(self, idx: int) -> None:
+        self.engine.recorder.event(self.engine.now, "common_repair_end", self.path(idx), -1, 0.0)
+        self.restore(idx)

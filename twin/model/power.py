@@ -49,7 +49,9 @@ from twin.model.engine import Topic
 from twin.model.facility_units import Load, MaintenanceAccount, MaintenanceRota
 from twin.model.it_power import ITPower as ITPower  # re-exported: cooling/state.py still names it here
 from twin.model.parts import FacilityParts
-from twin.observe.recorder import time_weighted_mean
+from twin.model.power_results import power_results
+from twin.model.ups_modules import UPSModules
+from twin.physics.power import power_ramps as power_ramps  # re-exported (tests, reports)
 from twin.physics.power import site_gpu_cap_w
 from twin.physics.thermal import speed_fraction
 from twin.units import HOURS_PER_YEAR
@@ -57,12 +59,13 @@ from twin.units import HOURS_PER_YEAR
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
 
-CAUSES = ("psu", "pdu", "utility", "generator_start", "feed", "maintenance", "transfer")
+CAUSES = ("psu", "pdu", "utility", "generator_start", "feed", "maintenance", "transfer", "ups", "switching")
 """Power down causes; code = index + 1 (0: not down). For a node's dead feeds the highest rank wins
 (the code, except that a planned maintenance ranks below every unplanned cause and a failed transfer
-ranks with a failed generator start)."""
-_PSU, _PDU, _UTILITY, _GEN_START, _FEED, _MAINT, _ATS = 1, 2, 3, 4, 5, 6, 7
-_RANK = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 0.5, 3.5])
+ranks with a failed generator start); ``ups``: a UPS that dropped its load (a fault or a failed transfer
+to bypass, ``twin.model.ups_modules``); ``switching``: a switching error of a maintenance visit."""
+_PSU, _PDU, _UTILITY, _GEN_START, _FEED, _MAINT, _ATS, _UPS, _SWITCH = 1, 2, 3, 4, 5, 6, 7, 8, 9
+_RANK = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 0.5, 3.5, 4.5, 4.6])
 """Rank of each code (index = code) among a node's dead feeds."""
 
 
@@ -145,6 +148,9 @@ class PowerChain(Component):
                       for name, el in spec.elements().items() if el.maintenance is not None}
         self.unit_up = {"ups": [self.has_ups] * F, "generator": [self.has_gen] * F}  # not failed (repairs)
         self.isolated = [0] * F  # maintenance windows that de-energise the feed now
+        self.switch_drop = [0] * F  # switching errors holding the feed's load down now
+        self.switching_errors = 0
+        self.switch_k: dict[tuple[str, int], int] = {}  # draws per (unit type, feed): stream ...<type>#switching
         self.pdu_ok = np.ones((F, self.K), dtype=bool)
         self.input_live = [True] * F
         self.mode = ["utility"] * F
@@ -209,6 +215,7 @@ class PowerChain(Component):
             fp = FacilityParts(eng, name, paths, spec.element_part(name, len(paths)),
                                (lambda i, ok, nm=name: self._on_unit(nm, i, ok)), ctx.shop.on_failure,
                                groups=groups)
+            fp.test_duration_h = el.test_duration_h
             # dispatch by impact: a PDU's nodes, or every node of a feed-level unit, out for a power cause
             if name == "pdu":
                 fp.scope = lambda i: np.flatnonzero(self.node_pdu == i % self.K)
@@ -223,6 +230,15 @@ class PowerChain(Component):
         else:
             self.sources = [(f"power.feed{x}.utility", [f]) for f, x in enumerate(self.feeds)]
         self.src_k = [0] * len(self.sources)
+        # ---- the modular UPS and UPS faults (issue 43)
+        self.mods: UPSModules | None = None
+        if ups is not None and (ups.modules is not None or ups.fault is not None):
+            self.mods = UPSModules(eng, spec, ctx.shop.on_failure, self._settle, self._ups_changed)
+            self.mods.in_service = lambda f: self.unit_up["ups"][f] and not self._bypassed("ups", f)
+            if self.mods.parts is not None:
+                self.mods.parts.scope = lambda i: range(n)
+                self.mods.parts.causes = frozenset(f"power:{c}" for c in CAUSES[2:])
+                self.units["ups_module"] = self.mods.parts
         eng.bus.subscribe(Topic.GROUP, self._on_group)
         eng.bus.subscribe(Topic.COOLING_LOAD, self._on_cooling_load)
 
@@ -240,6 +256,8 @@ class PowerChain(Component):
                 self._next_outage(s, 0.0)
         for rota in self.rotas.values():
             rota.start()
+        if self.mods is not None:
+            self.mods.start()
         for inj in self.spec.inject:
             f = self.feeds.index(inj.feed)
             if inj.at_h < self.H:
@@ -250,6 +268,8 @@ class PowerChain(Component):
         self._settle()
         now = self.engine.now
         self.maint.close_all(now)
+        if self.mods is not None:
+            self.mods.finish(now)
         for f in range(self.F):
             self._close_feed_row(f, now)
             row = self.open_outage[f]
@@ -432,10 +452,22 @@ class PowerChain(Component):
             self.sb_ok[idx] = ok
         elif name == "ups":
             self.unit_up["ups"][idx] = ok
-            self.ups_ok[idx] = ok and not self._bypassed("ups", idx)
+            self._set_ups(idx)
         elif name == "generator":
             self.unit_up["generator"][idx] = ok
             self._set_gen(idx, ok and not self._bypassed("generator", idx))
+        self._feeds_active = True
+        self._update()
+
+    def _set_ups(self, f: int) -> None:
+        """The UPS of feed ``f`` carries its load (battery, conditioning) unless failed, bypassed for a
+        maintenance, or on its static bypass (a module shortfall or a fault)."""
+        self.ups_ok[f] = (self.unit_up["ups"][f] and not self._bypassed("ups", f)
+                          and (self.mods is None or self.mods.online(f)))
+
+    def _ups_changed(self, f: int) -> None:
+        """The modular UPS of feed ``f`` changed state (after ``_settle``)."""
+        self._set_ups(f)
         self._feeds_active = True
         self._update()
 
@@ -462,13 +494,42 @@ class PowerChain(Component):
         mode = self.spec.maintenance_mode(name)
         if mode == "isolate":
             self.isolated[f] += 1
+        elif mode == "live":
+            pass  # energised work: the unit stays in service
         elif name == "ups":
             self.ups_ok[f] = False
         elif name == "generator":
             self._set_gen(f, False)
         self._feeds_active = True
+        self._switching(name, f, mode)
         # the load stays up with a unit or a feed less (exposed), or an isolated single feed drains it
-        return "exposed" if mode == "bypass" or self.F > 1 else "drained"
+        return "exposed" if mode != "isolate" or self.F > 1 else "drained"
+
+    def _switching(self, name: str, f: int, mode: str) -> None:
+        """The switching of a visit to unit ``name`` of feed ``f`` may go wrong (one draw of stream
+        ``power.feed<X>.<name>#switching``): it drops the load it touches, the feed worked on (bypass, live) or
+        the feeds that carry it while it is isolated, for ``switching_restore_min``."""
+        mt = self.spec.elements()[name].maintenance
+        assert mt is not None
+        if mt.switching_error_prob <= 0.0:
+            return
+        k = self.switch_k.get((name, f), 0)
+        self.switch_k[(name, f)] = k + 1
+        if self.engine.streams.scalar(f"{self._unit_path(name, f)}#switching", k) >= mt.switching_error_prob:
+            return
+        self.switching_errors += 1
+        self.engine.recorder.event(self.engine.now, "switching_error", self._unit_path(name, f))
+        hit = [g for g in range(self.F) if g != f] if mode == "isolate" else [f]
+        for g in hit:
+            self.switch_drop[g] += 1
+        self.engine.call_at(self.engine.now + mt.switching_restore_min / 60.0, lambda: self._switch_back(hit))
+
+    def _switch_back(self, feeds: list[int]) -> None:
+        self._settle()
+        for g in feeds:
+            self.switch_drop[g] -= 1
+        self._feeds_active = True
+        self._update()
 
     def _unit_path(self, name: str, f: int) -> str:
         return f"power.feed{self.feeds[f]}.{name}"
@@ -481,8 +542,10 @@ class PowerChain(Component):
         mode = self.spec.maintenance_mode(name)
         if mode == "isolate":
             self.isolated[f] -= 1
+        elif mode == "live":
+            pass
         elif name == "ups":
-            self.ups_ok[f] = self.unit_up["ups"][f]
+            self._set_ups(f)
         elif name == "generator":
             self._set_gen(f, self.unit_up["generator"][f])
         self._feeds_active = True
@@ -501,6 +564,10 @@ class PowerChain(Component):
             code = 0
             if not self.sb_ok[f]:
                 mode, code = "dead", _FEED
+            elif self.mods is not None and self.mods.dropped[f]:
+                mode, code = "dead", _UPS
+            elif self.switch_drop[f]:
+                mode, code = "dead", _SWITCH
             elif self.isolated[f]:
                 mode, code = "dead", _MAINT
             elif inp:
@@ -705,79 +772,9 @@ class PowerChain(Component):
 
     # ---- results ------------------------------------------------------------------------------
     def results(self, so_far: ResultsSoFar) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
-        H = self.H
-        rec = self.engine.recorder
-        energy_kwh = self.it.energy_kwh()
-        ts, vs = rec.level_series("site_power_w")
-        m: dict[str, float] = {}
-        m["power.down_node_hours"] = float(self.down_node_h.sum())
+        switching = any(el.maintenance is not None and el.maintenance.switching_error_prob > 0
+                        for el in self.spec.elements().values())
         codes = [k for k in range(1, len(CAUSES) + 1)  # maintenance: when scheduled; transfer: with a switch
-                 if (k != _MAINT or self.rotas) and (k != _ATS or self.spec.ats is not None)]
-        causes = [CAUSES[k - 1] for k in codes]
-        for k, c in zip(codes, causes):
-            m[f"power.down_node_hours.{c}"] = float(self.down_node_h[k])
-        if self.rotas:
-            m["power.maintenance_windows"] = float(self.maint.windows)
-            m["power.maintenance_hours"] = self.maint.hours
-            m["power.maintenance_exposure_hours"] = self.maint.exposure_h
-        m["power.capped_gpu_hours"] = self.capped_gpu_h
-        m["power.capped_node_hours"] = self.capped_node_h
-        if self.site_cap_w is not None:
-            m["power.site_capped_gpu_hours"] = self.site_capped_gpu_h
-            m["power.site_cap_exceeded_hours"] = self.site_cap_short_h
-        m["power.it_energy_kwh"] = energy_kwh
-        normal_wh = self.it.energy_wh - self.feeds_loss_energy_wh  # every UPS healthy and on its input
-        m["power.ups_loss_kwh"] = (self.ups_loss_wh + (self.loss_k * normal_wh if self.has_ups else 0.0)) / 1000.0
-        m["power.peak_w"] = float(vs.max()) if len(vs) else math.nan
-        m["power.mean_w"] = time_weighted_mean(ts, vs, H)
-        step, ramp = power_ramps(ts, vs, H, 1.0)
-        m["power.max_step_w"] = step
-        m["power.max_ramp_w_per_h"] = ramp
-        outages = pd.DataFrame(self.outage_rows, columns=OUTAGE_COLUMNS).astype(
-            {"feed": "str", "outage": "int64", "start_h": "float64", "end_h": "float64", "injected": "bool",
-             "soc_start": "float64", "generator": "str", "dead_h": "float64"})  # typed even when empty
-        outages["reached_load"] = outages["dead_h"].astype(float) > 0
-        m["power.utility_outages"] = float(self.utility_outages)  # a site-wide outage once, not once per feed
-        m["power.feed_outages"] = float(len(outages))  # one per feed an outage took off utility
-        m["power.outages_reaching_load"] = float(outages["reached_load"].sum())
-        m["power.generator_starts"] = float(self.gen_starts)
-        m["power.generator_start_failures"] = float(self.gen_start_failures)
-        if self.spec.ats is not None:
-            m["power.transfer_failures"] = float(self.transfer_failures)
-        m["power.feed_dead_hours"] = float(sum(e - s for _, s, e, st, _ in self.feed_rows if st == "dead"))
-        feeds = pd.DataFrame(self.feed_rows, columns=["feed", "start_h", "end_h", "state", "cause"])
-        feeds["state"] = pd.Categorical(feeds["state"], categories=["utility", "ups", "generator", "dead"])
-        tables = {
-            "power_feeds": feeds,
-            "power_outages": outages,
-            "power_site": pd.DataFrame({"time_h": ts, "it_power_w": vs}),
-            "power_downtime": pd.DataFrame({"cause": causes,
-                                            "node_hours": [float(self.down_node_h[k]) for k in codes]}),
-        }
-        return m, tables
-
-
-OUTAGE_COLUMNS = ["feed", "outage", "start_h", "end_h", "injected", "soc_start", "generator", "dead_h"]
-
-
-def power_ramps(ts: NDArray[np.float64], vs: NDArray[np.float64], horizon_h: float,
-                window_h: float) -> tuple[float, float]:
-    """Largest instantaneous step (W) and largest change over any ``window_h`` (W per window) of a
-    right-continuous step function given by breakpoints ``ts`` and values ``vs`` on [0, horizon_h].
-
-    The change P(t + w) − P(t) of a step function is itself piecewise constant and changes only
-    where t or t + w is a breakpoint, so it is evaluated at those points exactly.
-    """
-    if len(ts) == 0:
-        return math.nan, math.nan
-    step = float(np.abs(np.diff(vs)).max()) if len(vs) > 1 else 0.0
-
-    def at(t: NDArray[np.float64]) -> NDArray[np.float64]:
-        return vs[np.clip(np.searchsorted(ts, t, side="right") - 1, 0, len(vs) - 1)]
-
-    cand = np.concatenate((ts, ts - window_h))
-    cand = cand[(cand >= 0.0) & (cand + window_h <= horizon_h)]
-    if len(cand) == 0:
-        return step, math.nan
-    ramp = float(np.abs(at(cand + window_h) - at(cand)).max())
-    return step, ramp
+                 if (k != _MAINT or self.rotas) and (k != _ATS or self.spec.ats is not None)
+                 and (k != _UPS or self.mods is not None) and (k != _SWITCH or switching)]
+        return power_results(self, CAUSES, codes, switching)

@@ -11,9 +11,10 @@ and inversely proportional to the load fraction. Recharge is linear in time, emp
 
 from __future__ import annotations
 
+import math
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from twin.physics.arrays import FloatOrArray, as_f64 as _f, float_or_array as _out
 
@@ -27,6 +28,7 @@ __all__ = [
     "ups_ride_through_min",
     "ups_soc_after",
     "ups_recharge_soc",
+    "power_ramps",
 ]
 
 
@@ -141,3 +143,26 @@ def ups_recharge_soc(soc0: ArrayLike, hours: ArrayLike, recharge_h: ArrayLike) -
     Linear recharge, empty to full in ``recharge_h`` hours (stated assumption).
     """
     return _out(np.clip(_f(soc0) + _f(hours) / _f(recharge_h), 0.0, 1.0))
+
+
+def power_ramps(ts: NDArray[np.float64], vs: NDArray[np.float64], horizon_h: float,
+                window_h: float) -> tuple[float, float]:
+    """Largest instantaneous step (W) and largest change over any ``window_h`` (W per window) of a
+    right-continuous step function given by breakpoints ``ts`` and values ``vs`` on [0, horizon_h].
+
+    The change P(t + w) − P(t) of a step function is itself piecewise constant and changes only
+    where t or t + w is a breakpoint, so it is evaluated at those points exactly.
+    """
+    if len(ts) == 0:
+        return math.nan, math.nan
+    step = float(np.abs(np.diff(vs)).max()) if len(vs) > 1 else 0.0
+
+    def at(t: NDArray[np.float64]) -> NDArray[np.float64]:
+        return vs[np.clip(np.searchsorted(ts, t, side="right") - 1, 0, len(vs) - 1)]
+
+    cand = np.concatenate((ts, ts - window_h))
+    cand = cand[(cand >= 0.0) & (cand + window_h <= horizon_h)]
+    if len(cand) == 0:
+        return step, math.nan
+    ramp = float(np.abs(at(cand + window_h) - at(cand)).max())
+    return step, ramp

@@ -245,6 +245,17 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('power.transfer_failures', 'drawn per generator start with ats.failure_to_transfer_prob on the stream '
        'power.feed<X>.ats#transfer'),
     _H('power.feed_dead_hours', 'Σ over power_feeds rows in state dead of (end_h − start_h)'),
+    _H('power.ups_shortfalls', 'a modular UPS falling below ups.modules.required working modules'),
+    _H('power.ups_short_hours', 'Σ over feeds of the hours below ups.modules.required working modules'),
+    _H('power.ups_bypass_failures', 'drawn per shortfall with ups.bypass.failure_to_transfer_prob on the stream '
+       'power.feed<X>.ups#bypass'),
+    _H('power.ups_faults', 'faults at ups.fault.per_year (stream power.feed<X>.ups#fault) that hit a UPS in service'),
+    _H('power.switching_errors', 'drawn per maintenance visit with switching_error_prob on the stream '
+       'power.feed<X>.<unit>#switching'),
+    _H('power.test_unit_hours', 'Σ of test_duration_h over the periodic tests of working units'),
+    _H('hazards.events', 'Σ of hazards.events.<name>'),
+    _H('hazards.events.<name>', 'events of the zone event or group (streams hazards.<name>) that failed a unit'),
+    _H('hazards.units_failed', 'units those events failed (working units only)'),
     _H('network.access_links', 'from the topology (nodes, rails, nodes_per_leaf, uplinks, optics_per_link)'),
     _H('network.links', 'from the topology (nodes, rails, nodes_per_leaf, uplinks, optics_per_link)'),
     _H('network.optics', 'from the topology (nodes, rails, nodes_per_leaf, uplinks, optics_per_link)'),

@@ -68,6 +68,7 @@ def _default_parts() -> dict[str, float]:
         "leak": 1000.0,       # fittings and hose (assumption)
         "water_supply": 2000.0,  # evaporative units' water supply: pump, valve, treatment part (assumption)
         "ups": 5000.0,        # UPS module or battery string (assumption)
+        "ups_module": 8000.0,  # one UPS power module, ~100-250 kW class (assumption, range 4,000-20,000)
         "generator": 5000.0,  # starter, controller (assumption)
         "switchboard": 10000.0,  # breaker (assumption)
         "pdu": 1000.0,        # rack PDU (assumption)
@@ -101,11 +102,18 @@ class Capital(_Strict):
                            "water rejects most heat without a chiller).")
     liquid_per_node: NonNeg = Field(
         10000.0, description="Cold plates, manifolds and hoses per node with liquid-cooled GPUs (assumption).")
-    ups_per_kw: NonNeg = Field(300.0, description="UPS per kW of rated output (assumption).")
+    ups_per_kw: NonNeg = Field(
+        300.0, description="UPS per kW of rated output, batteries included (assumption: USD 300/kW, range 200–600). "
+                           "A modular UPS (power.ups.modules) is bought for count/required times its rating: N+1 "
+                           "modules of k cost (k + 1)/k; 2N buys a UPS per feed. For scale, a whole data centre "
+                           "costs USD 10.7 M per MW in 2025 (JLL, sources-next §4).")
     generator_per_kw: NonNeg = Field(
-        400.0, description="Standby generator per kW, sized like its feed's UPS (assumption).")
-    switchboard: NonNeg = Field(150000.0, description="One feed's switchboard and transformer (assumption).")
-    pdu: NonNeg = Field(5000.0, description="One PDU (assumption).")
+        400.0, description="Standby generator per kW, sized like its feed's UPS (assumption: USD 400/kW, range "
+                           "250–800; one generator per feed, so 2N buys two).")
+    switchboard: NonNeg = Field(
+        150000.0, description="One feed's switchboard and transformer (assumption: USD 150,000, range 75,000–300,000 "
+                              "for about 1–2 MW; 2N buys one per feed).")
+    pdu: NonNeg = Field(5000.0, description="One PDU (assumption: USD 5,000, range 2,000–10,000).")
     optic: NonNeg = Field(800.0, description="One 400G optical transceiver (assumption).")
     leaf: NonNeg = Field(35000.0, description="One leaf switch, 64-port NDR class (assumption).")
     spine: NonNeg = Field(35000.0, description="One spine switch (assumption: same model as a leaf).")

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from twin.scenario.base import Dist, Part, PosHours, Repair, Strict
+from twin.scenario.base import Dist, Part, PosHours, PosInt, Repair, Strict
 from twin.scenario.defaults import moved, over_default
 from twin.scenario.distributions import Exponential, Fixed, Lognormal
 from twin.scenario.units import FacilityUnit, Visits
@@ -83,12 +83,23 @@ def _pdu_repair() -> ElementRepair:
 class ElementMaintenance(Visits):
     """Scheduled maintenance of one unit type, one feed at a time (concurrent maintenance)."""
 
-    mode: Literal["isolate", "bypass"] | None = Field(
+    mode: Literal["isolate", "bypass", "live"] | None = Field(
         None, description="isolate: the feed below the unit is de-energised for the work (with N the load under it "
                           "is drained, a planned interruption, and returns reboot_h after; with 2N the other feed "
                           "carries it); bypass: the unit is out of service and the feed stays on utility, exposed "
                           "(a UPS on maintenance bypass: an outage reaches the load at once; a generator cannot "
-                          "start). Default: bypass for the generator (its only mode), isolate otherwise.")
+                          "start); live: energised work (thermography, live inspection), the unit stays in service "
+                          "(only a switching error can drop the load). Default: bypass for the generator, isolate "
+                          "otherwise.")
+    switching_error_prob: Prob = Field(
+        0.0, description="Probability that the switching of a visit goes wrong and drops the load the switching "
+                         "touches: the feed worked on (bypass, live), or the feed that carries its load while it is "
+                         "isolated (2N: the other feed; with one feed the load is drained anyway). Assumption: no "
+                         "published rate per operation (human error plays a role in about two-thirds of outages, "
+                         "Uptime UII 140, sources-next §6); range 0.001–0.02. One draw per visit.")
+    switching_restore_min: NonNeg = Field(
+        30.0, description="Minutes from a switching error to the load back on its feed (assumption: 30 min, range "
+                          "10–120 min).")
 
 
 class Element(FacilityUnit):
@@ -104,6 +115,13 @@ class Element(FacilityUnit):
     )
     maintenance: ElementMaintenance | None = Field(
         None, description="Scheduled maintenance of this unit on every feed, one feed at a time; null: none.")
+    latent_test_interval_h: PosHours | None = Field(
+        None, description="Failures are silent (unmonitored): found at the next periodic test (every this many hours "
+                          "from time 0) or when a demand finds it, and only then repaired. null: detected as usual.")
+    test_duration_h: NonNeg = Field(
+        0.0, description="Hours a periodic test takes each unit out of service, the units of the type tested one "
+                         "after the other (a unit found failed goes to repair instead). 0: tests take no time "
+                         "(assumption when set: 0.5–4 h, e.g. a generator load test 1–2 h, NFPA 110 monthly 30 min).")
 
 
 class Utility(Strict):
@@ -133,6 +151,60 @@ class Standby(Element):
                           "addition to start_failure_prob (a unit that is up may still fail to start).")
 
 
+def _module_repair() -> ElementRepair:
+    return ElementRepair(time=Fixed(value_h=4.0))
+
+
+class UPSModules(FacilityUnit):
+    """A modular UPS: ``count`` power modules in parallel, of which ``required`` carry the feed's load
+    (``twin.model.ups_modules``). N is count = required, N+1 count = required + 1; 2N is two feeds
+    (topology 2n) each with its own UPS of ``required`` modules, 2(N+1) the same with a spare module each.
+    Its modules are one common-cause group per UPS."""
+
+    count: PosInt = Field(description="Power modules in the UPS (n).")
+    required: PosInt = Field(description="Modules that carry the design load (k); fewer working modules is a "
+                                         "shortfall: the UPS transfers its load to the static bypass.")
+    failure: Dist = Field(
+        default_factory=lambda: Exponential(mean_h=100000.0),
+        description="Time to failure of one module, hours (assumption: MTBF 100,000 h, range 50,000–250,000 h; "
+                    "the module MTBF of the Powerkinetics N+1 example, sources-next §12: no vendor figure found).")
+    repair: Annotated[ElementRepair, over_default(_module_repair)] = Field(
+        default_factory=_module_repair,
+        description="Repair of a module: a hot-swap from spares (assumption: 4 h fixed, range 1–24 h).")
+    dispatch_priority: int | None = Field(None, description="Crew dispatch priority (lower first). Default 2.")
+
+    @model_validator(mode="after")
+    def _check_k(self) -> "UPSModules":
+        if self.required > self.count:
+            raise ValueError(f"@required: must be <= count ({self.count}), got {self.required}")
+        return self
+
+
+class StaticBypass(Strict):
+    """The UPS's static bypass: on a module shortfall it transfers the load to the UPS input (utility or
+    generator), where it runs without conditioning or battery (an outage then reaches it at once)."""
+
+    failure_to_transfer_prob: Prob = Field(
+        0.0, description="Probability that the transfer to bypass fails and the load drops (assumption: no "
+                         "published rate, sources-next §6 'static bypass transfer failure: —'; range 0–0.05; UPS "
+                         "are in 42 % of impactful power outages, Uptime 2025). Drawn at each module shortfall.")
+    manual_bypass_min: NonNeg = Field(
+        15.0, description="Minutes from a dropped load to an operator closing the bypass by hand, the load back on "
+                          "the UPS input (assumption: 15 min, range 5–60 min).")
+
+
+class UPSFault(Strict):
+    """UPS faults that drop the load (an inverter, control or output fault that does not transfer cleanly)."""
+
+    per_year: NonNeg = Field(
+        0.02, description="Faults per UPS per year that drop the load it feeds (assumption: 0.02, range 0.005–0.1; "
+                          "no published per-UPS rate was found: UPS are in 42 % of impactful power outages, Uptime "
+                          "2025, sources-next §6). The load returns after bypass.manual_bypass_min on the bypass.")
+    repair_h: Pos = Field(
+        8.0, description="Hours from the fault to the UPS back online; meanwhile the load runs on bypass, exposed "
+                         "(assumption: 8 h, range 2–48 h).")
+
+
 class UPS(Standby):
     ride_through_min: NonNeg = Field(
         10.0, description="Minutes the full battery carries its rated (full) load (assumption: a 10-minute UPS)."
@@ -152,6 +224,11 @@ class UPS(Standby):
         description="Time to failure, hours (assumption: MTBF 250,000 h). A failed UPS is bypassed: "
                     "the feed stays live on utility, but an outage reaches the load at once.",
     )
+    modules: UPSModules | None = Field(
+        None, description="The UPS as n power modules of which k carry the load (N, N+1: count vs required); "
+                          "null: one block that fails as a whole (``failure``).")
+    bypass: StaticBypass = Field(default_factory=StaticBypass, description="The static bypass (module shortfalls).")
+    fault: UPSFault | None = Field(None, description="UPS faults that drop the load; null: none.")
 
 
 class Generator(Standby):
@@ -335,17 +412,28 @@ class Power(Strict):
                                  "(bypass); isolate de-energises a feed (UPS, switchboard)")
             if name == "switchboard" and mt.mode == "bypass":
                 raise ValueError("@power.switchboard.maintenance.mode: a switchboard has no bypass; use isolate")
+            if name == "generator" and mt.mode == "live":
+                raise ValueError("@power.generator.maintenance.mode: a generator is maintained out of service (bypass)")
             if mt.duration_h >= mt.interval_h / len(self.feeds):
                 raise ValueError(f"@power.{name}.maintenance.duration_h: must be < interval_h / feeds "
                                  f"({mt.interval_h / len(self.feeds):g}) so one feed is maintained at a time, "
                                  f"got {mt.duration_h:g}")
         racks = sc.cluster.racks
+        for name, el in self.elements().items():
+            units = len(self.feeds) * (self.pdu_count(racks) if name == "pdu" else 1)
+            if el.test_duration_h and (el.latent_test_interval_h is None
+                                       or units * el.test_duration_h >= el.latent_test_interval_h):
+                raise ValueError(f"@power.{name}.test_duration_h: needs latent_test_interval_h, longer than its "
+                                 f"{units} units tested one after the other ({units} × {el.test_duration_h:g} h)")
         if self.pdu_count(racks) > racks:
             raise ValueError(f"@power.pdu.count: must be <= racks ({racks}), got {self.pdu_count(racks)}")
         pools = list(sc.maintenance.crews)
         for name, el in self.elements().items():
             if el.repair.crew is not None and el.repair.crew not in pools:
                 raise ValueError(f"@power.{name}.repair.crew: unknown crew pool {el.repair.crew!r}; allowed: {pools}")
+        mods = self.ups.modules if self.ups is not None else None
+        if mods is not None and mods.repair.crew is not None and mods.repair.crew not in pools:
+            raise ValueError(f"@power.ups.modules.repair.crew: unknown crew pool {mods.repair.crew!r}; allowed: {pools}")
         if self.site_cap_w is not None:
             floor = sc.cluster.n_nodes * least
             if self.site_cap_w < floor:
@@ -376,7 +464,7 @@ class Power(Strict):
             repair=Repair(hot_swap=True, time=el.repair.time, burn_in_h=0.0, crew=el.repair.crew),
             dispatch_priority=prio,
             common_cause_beta=el.common_cause_beta,
-            latent_test_interval_h=el.latent_test_interval_h if isinstance(el, Standby) else None,
+            latent_test_interval_h=el.latent_test_interval_h,
         )
 
     def facility_parts(self) -> dict[str, "Part"]:
@@ -389,4 +477,15 @@ class Power(Strict):
             if el.failure is None:
                 continue
             out[name] = self.element_part(name, n_feeds)
+        if self.ups is not None and self.ups.modules is not None:
+            out["ups_module"] = self.module_part(n_feeds * self.ups.modules.count)
         return out
+
+    def module_part(self, count: int) -> "Part":
+        """The Part spec of the UPS power modules (``count`` on the site)."""
+        assert self.ups is not None and self.ups.modules is not None
+        m = self.ups.modules
+        return Part(count=count, effect="redundant", failure=m.failure,
+                    repair=Repair(hot_swap=True, time=m.repair.time, burn_in_h=0.0, crew=m.repair.crew),
+                    dispatch_priority=2 if m.dispatch_priority is None else m.dispatch_priority,
+                    common_cause_beta=m.common_cause_beta)

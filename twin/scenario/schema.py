@@ -15,6 +15,7 @@ from twin.scenario.defaults import derive
 from twin.scenario.cooling import Cooling
 from twin.scenario.costs import CostsSection
 from twin.scenario.distributions import Fixed
+from twin.scenario.hazards import Hazards
 from twin.scenario.health import Health
 from twin.scenario.network import NetworkSection
 from twin.scenario.nvlink import NVLinkDomains
@@ -261,6 +262,9 @@ class Scenario(Strict):
     costs: CostsSection = None
     health: Health | None = Field(None, description="Lemon nodes, stragglers, silent data corruption, infant "
                                                     "mortality (twin/scenario/health.py; none: nodes alike).")
+    hazards: Hazards | None = Field(None, description="Common causes across equipment: hazard zones and common-cause "
+                                                      "groups spanning unit types (twin/scenario/hazards.py; none: "
+                                                      "none).")
 
     @model_validator(mode="before")
     @classmethod
