@@ -20,6 +20,7 @@ from twin.scenario.network import NetworkSection
 from twin.scenario.nvlink import NVLinkDomains
 from twin.scenario.power import Power
 from twin.scenario.storage import StorageSection
+from twin.scenario.uncertainty import Uncertainty
 from twin.scenario.workload import Workload
 from twin.units import HOURS_PER_DAY
 
@@ -261,6 +262,10 @@ class Scenario(Strict):
     costs: CostsSection = None
     health: Health | None = Field(None, description="Lemon nodes, stragglers, silent data corruption, infant "
                                                     "mortality (twin/scenario/health.py; none: nodes alike).")
+    uncertainty: Uncertainty | None = Field(
+        None, exclude=True, description="Inputs that are not known: field paths -> distributions with their source "
+                                        "(twin/scenario/uncertainty.py; read by twin decide only, not part of the "
+                                        "resolved scenario or its hash).")
 
     @model_validator(mode="before")
     @classmethod
@@ -342,6 +347,10 @@ class Scenario(Strict):
             self.cooling.check_against(self)
         if self.workload is not None:
             self.workload.check_against(self)
+        if self.uncertainty is not None:  # every path that leads nowhere, all at once (issue 46)
+            from twin.scenario.uncertainty import check_against
+
+            check_against(self.uncertainty, self.model_dump(mode="json"))
         return self
 
     @property
