@@ -244,7 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list every metric (and family) with what it means")
     p.set_defaults(func=cmd_explain)
 
-    for mod in ("twin.fit.cli", "twin.experiment.cli", "twin.validation.cli", "twin.forecast.cli"):
+    for mod in ("twin.fit.cli", "twin.experiment.cli", "twin.experiment.decide_cli", "twin.validation.cli",
+                "twin.forecast.cli"):
         try:
             m = __import__(mod, fromlist=["add_parser"])
         except ModuleNotFoundError as exc:

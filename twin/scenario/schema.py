@@ -347,11 +347,19 @@ class Scenario(Strict):
             self.cooling.check_against(self)
         if self.workload is not None:
             self.workload.check_against(self)
-        if self.uncertainty is not None:  # every path that leads nowhere, all at once (issue 46)
+        return self
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _uncertain_paths(cls, data: Any, handler: Any) -> "Scenario":
+        """Every ``uncertainty:`` path that leads nowhere, all at once (issue 46), looked up in the
+        document as written (``data``) and in the validated scenario."""
+        sc = handler(data)
+        if sc.uncertainty is not None:
             from twin.scenario.uncertainty import check_against
 
-            check_against(self.uncertainty, self.model_dump(mode="json"))
-        return self
+            check_against(sc.uncertainty, sc.model_dump(mode="json"), data)
+        return sc
 
     @property
     def horizon_h(self) -> float:

@@ -25,8 +25,11 @@ its draws rounded to the nearest integer.
 The section describes the scenario, it does not change it: it is left out of the resolved scenario
 and of its hash (a scenario with and without ``uncertainty:`` runs the same), and only ``twin
 decide`` reads it. Its paths are checked against the validated scenario: every path must lead to an
-existing number (``choice``: an existing value), and the distribution's ends must validate (both
-are errors listed all at once, with their paths).
+existing number (``choice``: an existing value) in the document as written or, for a default it
+does not write, in the resolved scenario (errors listed all at once, with their paths); ``twin
+decide`` also checks that the distributions' ends make valid scenarios. A draw is applied to the
+document as written, exactly as ``--set`` is (so ``failure.mtbf_h`` of a shorthand
+``failure: {mtbf_h: ...}`` is a valid path, and so is ``failure.mean_h`` of the resolved form).
 
 **Draws** (:func:`design`): every uncertain input (a path, or a group's name) is one dimension of
 a scrambled Sobol' sequence (or a Latin hypercube), the dimensions in the sorted order of the keys
@@ -250,13 +253,22 @@ def _lookup(doc: Any, path: str) -> tuple[bool, Any, str]:
     return True, cur, ""
 
 
-def problems(unc: Uncertainty, resolved: dict[str, Any]) -> list[tuple[str, str]]:
+def fixed_value(path: str, raw: Any, resolved: Any) -> tuple[bool, Any, str]:
+    """(found, value, why not) of a path in the scenario document as written (``raw``: where a draw is
+    applied, as ``--set`` is) or else in the resolved scenario (a default the file does not write)."""
+    found, value, _ = _lookup(raw, path) if isinstance(raw, dict) else (False, None, "")
+    if found:
+        return found, value, ""
+    return _lookup(resolved, path)
+
+
+def problems(unc: Uncertainty, resolved: dict[str, Any], raw: Any = None) -> list[tuple[str, str]]:
     """Every path that does not lead to a value of its kind, as (uncertainty field path, message)."""
     out = []
     for key, members in unc.keys().items():
         for path, d in members.items():
             where = f"uncertainty.inputs.{path}" if key == path and path in unc.inputs else f"uncertainty.groups.{key}.{path}"
-            found, value, why = _lookup(resolved, path)
+            found, value, why = fixed_value(path, raw, resolved)
             if not found:
                 out.append((where, f"not a field of this scenario: {why}"))
             elif not isinstance(d, Choice) and (isinstance(value, bool) or not isinstance(value, (int, float))):
@@ -264,13 +276,13 @@ def problems(unc: Uncertainty, resolved: dict[str, Any]) -> list[tuple[str, str]
     return out
 
 
-def check_against(unc: Uncertainty, resolved: dict[str, Any], title: str = "Scenario") -> None:
+def check_against(unc: Uncertainty, resolved: dict[str, Any], raw: Any = None, title: str = "Scenario") -> None:
     """Raise a pydantic ValidationError listing every bad path at once (called by the scenario's
     root validator, so every command refuses them, with the scenario's other errors)."""
     from pydantic import ValidationError
     from pydantic_core import InitErrorDetails, PydanticCustomError
 
-    bad = problems(unc, resolved)
+    bad = problems(unc, resolved, raw)
     if bad:
         errs = [InitErrorDetails(type=PydanticCustomError("uncertainty_path", msg), loc=(where,), input={"path": where})
                 for where, msg in bad]
@@ -317,16 +329,18 @@ def union_keys(sections: list[Uncertainty | None]) -> list[str]:
     return sorted({k for s in sections if s is not None for k in s.keys()})
 
 
-def overrides(unc: Uncertainty | None, keys: list[str], u_row: np.ndarray, resolved: dict[str, Any]) -> list[str]:
+def overrides(unc: Uncertainty | None, keys: list[str], u_row: np.ndarray, resolved: dict[str, Any],
+              raw: Any = None) -> list[str]:
     """The ``--set`` expressions of one draw for one option (``u_row``: the draw's uniforms in the order
-    of ``keys``); keys this option does not declare are left at its fixed values."""
+    of ``keys``; ``raw`` and ``resolved`` the option's document and resolved scenario, for the fixed
+    values' types); keys this option does not declare are left at its fixed values."""
     if unc is None:
         return []
     out = []
     mine = unc.keys()
     for j, key in enumerate(keys):
         for path, d in mine.get(key, {}).items():
-            fixed = _lookup(resolved, path)[1]
+            fixed = fixed_value(path, raw, resolved)[1]
             out.append(f"{path}={json.dumps(value_at(d, float(u_row[j]), fixed))}")
     return out
 
