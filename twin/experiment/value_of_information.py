@@ -64,6 +64,8 @@ from scipy.linalg import cho_factor, cho_solve
 LEVEL = 0.95
 SAMPLES = 400
 """Joint posterior × bootstrap samples of the intervals."""
+MIN_DRAWS_SHARES = 32
+"""Fewer draws give no variance shares (SALib's binning needs about 10 draws a bin)."""
 CONSTANT_VAR = 1.0
 """Prior variance of the constant term of the GP (standardised units)."""
 
@@ -323,8 +325,8 @@ def _problem(P: int) -> dict[str, Any]:
 
 def _shares(U: np.ndarray, y: np.ndarray, seed: int) -> dict[str, np.ndarray] | None:
     """First-order variance shares S1 (given-data estimator) and Borgonovo's delta (balanced) of each
-    input, with their bootstrap half-widths, by SALib's ``delta`` analysis; None with fewer than 16
-    draws or no spread."""
+    input, with their bootstrap half-widths, by SALib's ``delta`` analysis; None with fewer than
+    :data:`MIN_DRAWS_SHARES` draws or no spread."""
     import contextlib
     import io
     import warnings
@@ -332,7 +334,7 @@ def _shares(U: np.ndarray, y: np.ndarray, seed: int) -> dict[str, np.ndarray] | 
     from SALib.analyze import delta
 
     D, P = U.shape
-    if D < 16 or not np.std(y) > 0:
+    if D < MIN_DRAWS_SHARES or not np.std(y) > 0:
         return None
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         warnings.simplefilter("ignore")

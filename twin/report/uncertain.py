@@ -30,7 +30,7 @@ def _read(folder: Path) -> tuple[dict[str, Any], dict[str, Any], pd.DataFrame, p
 
 
 def _pct(x: float) -> str:
-    return f"{100 * x:.0f} %"
+    return f"{100 * x:.0f} %" if x == x else "n/a"
 
 
 def _v(meta: dict[str, Any], x: float, delta: bool = True) -> str:
@@ -38,7 +38,7 @@ def _v(meta: dict[str, Any], x: float, delta: bool = True) -> str:
 
 
 def _ranked(inputs: pd.DataFrame) -> pd.DataFrame:
-    if "s1" in inputs:
+    if "s1" in inputs and inputs.s1.notna().any():
         return inputs.sort_values(["s1", "input"], ascending=[False, True], kind="stable")
     return inputs
 
@@ -56,7 +56,7 @@ def summary_sentences(folder: Path | str) -> list[str]:
            f"replications each, {meta['runs']} runs); expected {obj} {_v(meta, r.expected, False)} against "
            f"{_v(meta, o.loc[ru].expected, False)} for {ru}. Recommended by the rule: {dec['rule']}."]
     rk = _ranked(inputs)
-    if "s1" in rk and len(rk):
+    if "s1" in rk and len(rk) and rk.s1.notna().any():
         lead = rk.iloc[0]
         second = f" and {rk.iloc[1].input} ({_pct(rk.iloc[1].s1)})" if len(rk) > 1 else ""
         out.append(f"The answer rests on {lead.input} ({_pct(lead.s1)} of the variance of the paired difference "
@@ -91,7 +91,7 @@ def options_frame(meta: dict[str, Any], opts: pd.DataFrame) -> pd.DataFrame:
 def inputs_frame(meta: dict[str, Any], inputs: pd.DataFrame) -> pd.DataFrame:
     rk = _ranked(inputs)
     cols: dict[str, Any] = {"input": rk.input, "source": rk.source}
-    if "s1" in rk:
+    if "s1" in rk and rk.s1.notna().any():
         cols["variance share S1"] = [f"{_pct(s)} [{_pct(max(0.0, a))}, {_pct(min(1.0, b))}]"
                                      for s, a, b in zip(rk.s1, rk.s1_low, rk.s1_high)]
         cols["delta"] = [f"{d:.3f}" for d in rk.delta]
@@ -178,7 +178,7 @@ def build_decide_report(folder: Path) -> tuple[Path, Path]:
           f"knowing it before deciding (EVPPI) and the values where the recommendation flips. Replication noise: "
           f"{_pct(dec['noise_share'])} of the variance.")
     doc.table(inputs_frame(meta, inputs))
-    if "s1" in inputs and len(inputs):
+    if "s1" in inputs and inputs.s1.notna().any():
         doc.chart(_tornado(inputs), "tornado", "variance shares of the paired difference per input")
     sc = _scatter(folder, meta, dec, inputs)
     if sc is not None:
