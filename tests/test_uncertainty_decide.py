@@ -13,7 +13,7 @@ import yaml
 
 from twin.cli import main
 from twin.errors import InputError, InputErrors
-from twin.scenario import load_dict
+from twin.scenario import load_dict, load_scenario
 from twin.scenario.uncertainty import Uncertainty, design, overrides, union_keys
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -199,3 +199,51 @@ def test_a_key_declared_differently_in_two_options_is_bad_input(tmp_path: Path, 
     a, b = write(tmp_path / "a.yaml", tiny()), write(tmp_path / "b.yaml", other)
     assert main(["decide", str(a), str(b), "--results", str(tmp_path / "r")]) == 2
     assert "declared differently" in capsys.readouterr().err
+
+
+def test_report_opens_with_the_decision_summary(serial: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(serial)]) == 0
+    html = (serial / "report.html").read_text()
+    md = (serial / "report.md").read_text()
+    assert html.index("Decision summary") < html.index("<h2>Options</h2>")
+    assert "plotly" in html and "cdn.plot.ly" not in html  # interactive, offline
+    assert md.split("\n")[2] == "## Decision summary"
+    assert "of the plausible worlds" in md and "| option | P(best) |" in md
+
+
+DECISIONS = {
+    "cooling": ["air", "liquid", "evaporative"],
+    "spares": ["baseline"],
+    "power": ["power-dgx-split", "power-n", "power-n1", "power-2n"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(DECISIONS))
+def test_bundled_decision_scenarios_declare_valid_uncertainty(name: str) -> None:
+    """Every option of each bundled decision declares inputs with sources, a key shared by options has
+    one distribution, and the ends of every range make a valid scenario (load_options checks both)."""
+    from twin.experiment.uncertain import Option, check_ends, load_options
+    from twin.scenario.loader import merged_document
+
+    paths = [str(ROOT / "scenarios" / f"{s}.yaml") for s in DECISIONS[name]]
+    if len(paths) > 1:
+        options, _ = load_options(paths, [])
+    else:
+        ld = load_scenario(paths[0])
+        doc = merged_document(paths[0])
+        doc.pop("uncertainty")
+        options = [Option("baseline", paths[0], ld, doc, ld.scenario.uncertainty)]
+        check_ends(options[0])
+    for o in options:
+        assert o.unc is not None and len(o.unc.keys()) >= 4
+        for d in o.unc.fields().values():
+            assert d.source.strip()
+
+
+def test_decision_1_declares_the_gpu_spread_and_the_energy_price() -> None:
+    """The assumptions the cooling decision's page says it turns on have ranges (issue 46)."""
+    for s in ("air", "liquid", "evaporative"):
+        unc = load_scenario(ROOT / "scenarios" / f"{s}.yaml").scenario.uncertainty
+        assert unc is not None
+        assert {"cooling.gpu.r_sigma", "costs.energy.price_per_kwh"} <= set(unc.fields())
+    assert "cooling.air.slot_preheat_c" in load_scenario(ROOT / "scenarios" / "air.yaml").scenario.uncertainty.fields()

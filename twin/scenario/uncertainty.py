@@ -19,8 +19,8 @@ Distributions (``dist``): ``uniform`` (low, high), ``triangular`` (low, mode, hi
 (mean, sd, truncated to [low, high]), ``lognormal`` (median, sigma of the log, truncated to [low,
 high]), ``beta`` (alpha, beta on [low, high], default [0, 1]) and ``choice`` (values, optional
 weights). ``source`` is required: a citation, ``assumption``, or ``fit: <file or command>`` for a
-value fitted by ``twin calibrate`` / ``twin fit``. A field whose fixed value is an integer gets
-its draws rounded to the nearest integer.
+value fitted by ``twin calibrate`` / ``twin fit``. A field whose value is an integer (in the
+resolved scenario) gets its draws rounded to the nearest integer.
 
 The section describes the scenario, it does not change it: it is left out of the resolved scenario
 and of its hash (a scenario with and without ``uncertainty:`` runs the same), and only ``twin
@@ -53,6 +53,8 @@ from twin.scenario.base import Strict
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+LOW = "Lowest value, in the field's unit."
+HIGH = "Highest value, in the field's unit."
 SOURCE_DESCRIPTION = ("Where the range comes from: a citation, 'assumption', or 'fit: <file or command>' "
                       "(a calibration fit).")
 SPAWN_KEY = 0x46
@@ -73,9 +75,9 @@ class _Input(Strict):
 
 
 class Uniform(_Input):
-    dist: Literal["uniform"]
-    low: Finite
-    high: Finite
+    dist: Literal["uniform"] = Field(description="Every value in [low, high] alike.")
+    low: Finite = Field(description=LOW)
+    high: Finite = Field(description=HIGH)
 
     @model_validator(mode="after")
     def _check(self) -> "Uniform":
@@ -88,10 +90,10 @@ class Uniform(_Input):
 
 
 class Triangular(_Input):
-    dist: Literal["triangular"]
-    low: Finite
-    mode: Finite
-    high: Finite
+    dist: Literal["triangular"] = Field(description="Triangular on [low, high], most likely at mode.")
+    low: Finite = Field(description=LOW)
+    mode: Finite = Field(description="Most likely value.")
+    high: Finite = Field(description=HIGH)
 
     @model_validator(mode="after")
     def _check(self) -> "Triangular":
@@ -108,9 +110,9 @@ class Triangular(_Input):
 
 
 class Normal(_Input):
-    dist: Literal["normal"]
-    mean: Finite
-    sd: Positive
+    dist: Literal["normal"] = Field(description="Normal truncated to [low, high].")
+    mean: Finite = Field(description="Mean before truncation, in the field's unit.")
+    sd: Positive = Field(description="Standard deviation before truncation, in the field's unit.")
     low: Finite = Field(description="Lower bound (the normal is truncated to [low, high]).")
     high: Finite = Field(description="Upper bound.")
 
@@ -128,8 +130,8 @@ class Normal(_Input):
 
 
 class LogNormal(_Input):
-    dist: Literal["lognormal"]
-    median: Positive
+    dist: Literal["lognormal"] = Field(description="Lognormal truncated to [low, high].")
+    median: Positive = Field(description="Median before truncation, in the field's unit.")
     sigma: Positive = Field(description="Standard deviation of the natural log.")
     low: Positive = Field(description="Lower bound (truncated to [low, high]).")
     high: Positive = Field(description="Upper bound.")
@@ -149,11 +151,11 @@ class LogNormal(_Input):
 
 
 class Beta(_Input):
-    dist: Literal["beta"]
-    alpha: Positive
-    beta: Positive
-    low: Finite = 0.0
-    high: Finite = 1.0
+    dist: Literal["beta"] = Field(description="Beta(alpha, beta) scaled to [low, high].")
+    alpha: Positive = Field(description="Shape α.")
+    beta: Positive = Field(description="Shape β.")
+    low: Finite = Field(0.0, description=LOW)
+    high: Finite = Field(1.0, description=HIGH)
 
     @model_validator(mode="after")
     def _check(self) -> "Beta":
@@ -168,7 +170,7 @@ class Beta(_Input):
 
 
 class Choice(_Input):
-    dist: Literal["choice"]
+    dist: Literal["choice"] = Field(description="One of the listed values.")
     values: list[Any] = Field(min_length=2, description="The values it can take (any YAML value of the field).")
     weights: list[Positive] | None = Field(None, description="Relative weights (default: equal).")
 
@@ -198,9 +200,31 @@ class Uncertainty(Strict):
     """Uncertain inputs of a scenario (issue 46; module docstring): ``inputs`` one draw each,
     ``groups`` one draw for all of a group's fields."""
 
-    inputs: dict[str, Dist] = Field(default_factory=dict, description="Field path -> its distribution.")
+    inputs: dict[str, Dist] = Field(default_factory=dict, description="Field path -> its distribution (null: not "
+                                    "uncertain here, removing an input inherited through `extends`).")
     groups: dict[str, dict[str, Dist]] = Field(
         default_factory=dict, description="Group name -> {field path: distribution}: one draw sets them all.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed(cls, data: Any) -> Any:
+        """``path: null`` (in ``inputs`` or a group) removes what ``extends`` brought; an empty group goes."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if isinstance(data.get("inputs"), dict):
+            data["inputs"] = {k: v for k, v in data["inputs"].items() if v is not None}
+        if isinstance(data.get("groups"), dict):
+            groups = {}
+            for g, m in data["groups"].items():
+                if isinstance(m, dict):
+                    m = {k: v for k, v in m.items() if v is not None}
+                    if not m:
+                        continue
+                if m is not None:
+                    groups[g] = m
+            data["groups"] = groups
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> "Uncertainty":
@@ -254,12 +278,15 @@ def _lookup(doc: Any, path: str) -> tuple[bool, Any, str]:
 
 
 def fixed_value(path: str, raw: Any, resolved: Any) -> tuple[bool, Any, str]:
-    """(found, value, why not) of a path in the scenario document as written (``raw``: where a draw is
-    applied, as ``--set`` is) or else in the resolved scenario (a default the file does not write)."""
-    found, value, _ = _lookup(raw, path) if isinstance(raw, dict) else (False, None, "")
-    if found:
-        return found, value, ""
-    return _lookup(resolved, path)
+    """(found, value, why not) of a path in the resolved scenario or else in the scenario document as
+    written (``raw``: a shorthand such as ``failure: {mtbf_h: ...}`` that the resolved form renames).
+    A draw is applied to the document as written, as ``--set`` is; its type follows the value found
+    here (an integer field gets integers)."""
+    found, value, why = _lookup(resolved, path)
+    if found or not isinstance(raw, dict):
+        return found, value, why
+    found2, value2, _ = _lookup(raw, path)
+    return (True, value2, "") if found2 else (False, None, why)
 
 
 def problems(unc: Uncertainty, resolved: dict[str, Any], raw: Any = None) -> list[tuple[str, str]]:
