@@ -206,7 +206,7 @@ def test_report_opens_with_the_decision_summary(serial: Path, capsys: pytest.Cap
     html = (serial / "report.html").read_text()
     md = (serial / "report.md").read_text()
     assert html.index("Decision summary") < html.index("<h2>Options</h2>")
-    assert "plotly" in html and "cdn.plot.ly" not in html  # interactive, offline
+    assert "Plotly.newPlot" in html and "<script src=" not in html  # interactive, plotly.js inline: offline
     assert md.split("\n")[2] == "## Decision summary"
     assert "of the plausible worlds" in md and "| option | P(best) |" in md
 

@@ -630,9 +630,8 @@ def build_report(folder: Path | str) -> tuple[Path, Path, list[str]]:
     meta = _checked(folder)
     kind = meta["kind"]
     if kind == "decide":
-        from twin.report.uncertain import build_decide_report
-
-        return (*build_decide_report(folder), [])
+        raise InputError(str(folder), "", "a twin decide folder's report is built by twin.report.uncertain "
+                         "(twin report FOLDER does it)")
     if kind == "compare":
         title = "Comparison: " + " vs ".join(v["label"] for v in meta.get("variants", []))
     else:

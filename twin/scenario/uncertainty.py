@@ -193,16 +193,16 @@ class Choice(_Input):
         return self.values[0], self.values[-1]
 
 
-Dist = Annotated[Union[Uniform, Triangular, Normal, LogNormal, Beta, Choice], Field(discriminator="dist")]
+InputDist = Annotated[Union[Uniform, Triangular, Normal, LogNormal, Beta, Choice], Field(discriminator="dist")]
 
 
 class Uncertainty(Strict):
     """Uncertain inputs of a scenario (issue 46; module docstring): ``inputs`` one draw each,
     ``groups`` one draw for all of a group's fields."""
 
-    inputs: dict[str, Dist] = Field(default_factory=dict, description="Field path -> its distribution (null: not "
+    inputs: dict[str, InputDist] = Field(default_factory=dict, description="Field path -> its distribution (null: not "
                                     "uncertain here, removing an input inherited through `extends`).")
-    groups: dict[str, dict[str, Dist]] = Field(
+    groups: dict[str, dict[str, InputDist]] = Field(
         default_factory=dict, description="Group name -> {field path: distribution}: one draw sets them all.")
 
     @model_validator(mode="before")
