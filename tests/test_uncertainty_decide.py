@@ -247,3 +247,27 @@ def test_decision_1_declares_the_gpu_spread_and_the_energy_price() -> None:
         assert unc is not None
         assert {"cooling.gpu.r_sigma", "costs.energy.price_per_kwh"} <= set(unc.fields())
     assert "cooling.air.slot_preheat_c" in load_scenario(ROOT / "scenarios" / "air.yaml").scenario.uncertainty.fields()
+
+
+def test_target_ci_doubles_the_draws_and_reuses_the_finished_ones(serial: Path, tmp_path: Path) -> None:
+    """A target the cap cannot reach: 16 draws, then 32, then exit 1; the first 16 draws are those of
+    the 16-draw study (a Sobol' sequence grows without changing its points) and its runs are reused."""
+    import json
+
+    import pandas as pd
+
+    folder = _run(tmp_path, "grow", "--target-ci", "0.001", "--max-draws", "32", code=1)
+    meta = json.loads((folder / "experiment.json").read_text())
+    assert meta["draws"] == 32 and meta["target_met"] is False
+    big = pd.read_parquet(folder / "objective.parquet")
+    small = pd.read_parquet(serial / "objective.parquet")
+    got = big[big.draw < 16].reset_index(drop=True)
+    assert got.equals(small)
+    assert pd.read_parquet(folder / "draws.parquet").iloc[:16].reset_index(drop=True).equals(
+        pd.read_parquet(serial / "draws.parquet"))
+
+
+def test_decide_on_dask_gives_identical_tables(serial: Path, tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    folder = _run(tmp_path, "dask", "--dask", "local", "--workers", "2")
+    _same(serial, folder)
