@@ -131,6 +131,41 @@ def _tornado(inputs: pd.DataFrame) -> Any:
     return fig
 
 
+def _tornado_png(inputs: pd.DataFrame) -> Any:
+    import matplotlib.pyplot as plt
+
+    rk = _ranked(inputs).iloc[::-1]
+    fig, ax = plt.subplots(figsize=(7, 1.2 + 0.35 * len(rk)))
+    ax.barh(rk.input, rk.s1, xerr=[rk.s1 - rk.s1_low, rk.s1_high - rk.s1], color="#4a7ab0")
+    ax.set_xlabel("first-order share of the variance of the paired difference")
+    return fig
+
+
+def _scatter_points(folder: Path, meta: dict[str, Any], inputs: pd.DataFrame) -> list[tuple[str, pd.Series, pd.Series]]:
+    """(x label, x, paired difference) for the two leading inputs."""
+    draws = pd.read_parquet(folder / "draws.parquet")
+    diff = pd.read_parquet(folder / "difference.parquet")
+    sign = 1.0 if meta["sense"] == "max" else -1.0
+    out = []
+    for key in list(_ranked(inputs).input[:2]):
+        f = meta["inputs"][key]["fields"][0]
+        out.append((f, draws[f] if f in draws and draws[f].dtype != object else draws[f"u:{key}"],
+                    sign * diff.difference))
+    return out
+
+
+def _scatter_png(points: list[tuple[str, pd.Series, pd.Series]], title: str) -> Any:
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(points), figsize=(4.5 * len(points), 3.6), sharey=True, squeeze=False)
+    for ax, (name, x, y) in zip(axes[0], points):
+        ax.scatter(x, y, s=12)
+        ax.axhline(0, ls=":", color="grey")
+        ax.set_xlabel(name, fontsize=8)
+    axes[0][0].set_ylabel(title, fontsize=8)
+    return fig
+
+
 def _scatter(folder: Path, meta: dict[str, Any], dec: dict[str, Any], inputs: pd.DataFrame) -> Any | None:
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
@@ -179,10 +214,13 @@ def build_decide_report(folder: Path) -> tuple[Path, Path]:
           f"{_pct(dec['noise_share'])} of the variance.")
     doc.table(inputs_frame(meta, inputs))
     if "s1" in inputs and inputs.s1.notna().any():
-        doc.chart(_tornado(inputs), "tornado", "variance shares of the paired difference per input")
+        doc.chart(_tornado(inputs), "tornado", "variance shares of the paired difference per input",
+                  png=_tornado_png(inputs))
     sc = _scatter(folder, meta, dec, inputs)
     if sc is not None:
-        doc.chart(sc, "scatter", "paired difference per draw against the leading inputs")
+        doc.chart(sc, "scatter", "paired difference per draw against the leading inputs",
+                  png=_scatter_png(_scatter_points(folder, meta, inputs),
+                                   f"{dec['recommended']} − {dec['runner_up']}"))
     doc.h2("Inputs and their sources")
     doc.bullets([f"{k}: {', '.join(v['fields'])} ~ {json.dumps(v['dist'])}; source: {'; '.join(v['sources'])}; "
                  f"declared by {', '.join(v['declared_by'])}" for k, v in meta["inputs"].items()])
