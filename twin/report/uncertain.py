@@ -88,9 +88,11 @@ def options_frame(meta: dict[str, Any], opts: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-def inputs_frame(meta: dict[str, Any], inputs: pd.DataFrame) -> pd.DataFrame:
+def inputs_frame(meta: dict[str, Any], inputs: pd.DataFrame, short: bool = False) -> pd.DataFrame:
+    """The inputs' table (``short``: sources cut to 40 characters, for the terminal)."""
     rk = _ranked(inputs)
-    cols: dict[str, Any] = {"input": rk.input, "source": rk.source}
+    src = [s if not short or len(s) <= 40 else s[:39] + "…" for s in rk.source]
+    cols: dict[str, Any] = {"input": rk.input, "source": src}
     if "s1" in rk and rk.s1.notna().any():
         cols["variance share S1"] = [f"{_pct(s)} [{_pct(max(0.0, a))}, {_pct(min(1.0, b))}]"
                                      for s, a, b in zip(rk.s1, rk.s1_low, rk.s1_high)]
@@ -108,7 +110,7 @@ def tables_text(folder: Path | str) -> list[str]:
     meta, dec, opts, inputs = _read(Path(folder))
     out = []
     for title, df in (("options", options_frame(meta, opts)), ("inputs (ranked by variance share)",
-                                                               inputs_frame(meta, inputs))):
+                                                               inputs_frame(meta, inputs, short=True))):
         out.append(title)
         w = [max(len(str(c)), *(len(str(v)) for v in df[c])) for c in df.columns]
         out.append("  " + "  ".join(str(c).ljust(x) for c, x in zip(df.columns, w)))
