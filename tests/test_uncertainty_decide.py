@@ -160,7 +160,8 @@ def test_decide_serial_and_parallel_give_identical_tables(serial: Path, tmp_path
     _same(serial, par)
 
 
-def test_decide_resumes_byte_identical(serial: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_decide_resumes_byte_identical(serial: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
     from twin.experiment.rows import RowStore
 
     real_add = RowStore.add
@@ -175,6 +176,7 @@ def test_decide_resumes_byte_identical(serial: Path, tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(RowStore, "add", add)
     folder = _run(tmp_path, "resume", code=130)  # interrupted: the finished runs are kept
+    assert "run the same command again to resume" in capsys.readouterr().err
     from twin.experiment.rows import stored_replications
 
     kept = [len(stored_replications(folder / "options" / str(k))) for k in (0, 1)]
@@ -265,6 +267,17 @@ def test_target_ci_doubles_the_draws_and_reuses_the_finished_ones(serial: Path, 
     assert got.equals(small)
     assert pd.read_parquet(folder / "draws.parquet").iloc[:16].reset_index(drop=True).equals(
         pd.read_parquet(serial / "draws.parquet"))
+
+
+def test_latin_hypercube_design(tmp_path: Path) -> None:
+    import json
+
+    import pandas as pd
+
+    folder = _run(tmp_path, "lhs", "--design", "lhs")
+    assert json.loads((folder / "experiment.json").read_text())["design"] == "lhs"
+    u = pd.read_parquet(folder / "draws.parquet")["u:cluster.node.parts.gpu.failure.mtbf_h"].to_numpy()
+    assert sorted((u * 16).astype(int).tolist()) == list(range(16))  # one draw in each sixteenth
 
 
 def test_decide_on_dask_gives_identical_tables(serial: Path, tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -330,7 +331,7 @@ def run_decide(paths: Sequence[str], sets: Sequence[str] = (), objective: str | 
                     break
                 echo(f"decide: P(best) of {dec.recommended} ±{h:.3f} > {target_ci:g}: doubling the draws to {D * 2}")
                 D *= 2
-        except BaseException:
+        except BaseException as exc:
             shut(backend, error=True)
             backend = None
             for s in stores:
@@ -338,6 +339,10 @@ def run_decide(paths: Sequence[str], sets: Sequence[str] = (), objective: str | 
                     s.flush()
                 except OSError:
                     pass
+            if isinstance(exc, KeyboardInterrupt):
+                kept = sum(len(s.stored) for s in stores)
+                print(f"\ninterrupted: {kept} finished runs are kept in {folder / 'options'}; run the same command "
+                      "again to resume (only the missing ones are computed)", file=sys.stderr, flush=True)
             raise
         finally:
             shut(backend, error=False)
