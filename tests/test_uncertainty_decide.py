@@ -269,6 +269,15 @@ def test_target_ci_doubles_the_draws_and_reuses_the_finished_ones(serial: Path, 
         pd.read_parquet(serial / "draws.parquet"))
 
 
+def test_a_set_fixes_an_uncertain_input(tmp_path: Path) -> None:
+    from twin.experiment.uncertain import load_options
+
+    a, b = write(tmp_path / "a.yaml", tiny()), write(tmp_path / "b.yaml", tiny("two_crews", 2))
+    opts, _ = load_options([str(a), str(b)], ["cluster.node.parts.gpu.failure.mtbf_h=300"])
+    for o in opts:
+        assert o.unc is not None and list(o.unc.fields()) == ["cluster.node.parts.gpu.repair.time.mean_h"]
+
+
 def test_latin_hypercube_design(tmp_path: Path) -> None:
     import json
 

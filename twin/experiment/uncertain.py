@@ -90,6 +90,7 @@ def load_options(paths: Sequence[str], sets: Sequence[str]) -> tuple[list[Option
     out = []
     notes = [f"common random numbers: draw d, replication r of every option is replication d·R + r of seed {seed} "
              f"(the first option's)"]
+    fixed = {e.partition("=")[0].strip() for e in sets}
     for lab, p, ld in zip(labels, paths, loadeds):
         doc = merged_document(p)
         for s in sets:
@@ -98,7 +99,7 @@ def load_options(paths: Sequence[str], sets: Sequence[str]) -> tuple[list[Option
         if ld.scenario.seed != seed:
             notes.append(f"  {p}: its seed {ld.scenario.seed} is replaced by {seed}")
         doc["seed"] = seed
-        out.append(Option(lab, str(p), ld, doc, ld.scenario.uncertainty))
+        out.append(Option(lab, str(p), ld, doc, _without(ld.scenario.uncertainty, fixed)))
     if all(o.unc is None or not o.unc.keys() for o in out):
         raise InputError(str(paths[0]), "uncertainty", "no option declares an uncertainty: section: nothing to draw "
                          "(twin compare compares options with every input known)")
@@ -113,6 +114,16 @@ def load_options(paths: Sequence[str], sets: Sequence[str]) -> tuple[list[Option
     for o in out:  # the ends of every distribution must make a valid scenario (the schema's ranges)
         check_ends(o)
     return out, notes
+
+
+def _without(unc: Uncertainty | None, fixed: set[str]) -> Uncertainty | None:
+    """The section less the fields a ``--set`` fixes (a ``--set`` of an uncertain path takes it as known)."""
+    if unc is None or not fixed & set(unc.fields()):
+        return unc
+    doc = unc.model_dump(mode="json")
+    doc["inputs"] = {k: v for k, v in doc["inputs"].items() if k not in fixed}
+    doc["groups"] = {g: {k: v for k, v in m.items() if k not in fixed} for g, m in doc["groups"].items()}
+    return Uncertainty.model_validate(doc)
 
 
 def check_ends(opt: Option) -> None:
