@@ -14,6 +14,7 @@ from scipy.stats import poisson
 from scipy.stats import t as t_dist
 
 from twin import cli
+from twin.physics import checkpoints as pcf
 from twin.physics import closed_forms as cf
 from twin.scenario.advice import (
     CYCLE_SERVICE_LEVEL,
@@ -164,72 +165,73 @@ def test_crew_flag_follows_the_chain_for_a_large_cluster() -> None:
     assert big.mean_wait_h == pytest.approx(cf.erlang_c_mean_wait_h(3.0, 1.0, 4), rel=1e-4)
 
 
-def test_checkpoint_flag_follows_daly() -> None:
-    sc = load_scenario(PRETRAIN).scenario
+def _parts(sc: Any, extra_crash_rate_per_h: float = 0.0) -> tuple[float, Any, str, str, str]:
+    """(the optimum interval for job 0 of ``sc`` at its hardware rate plus ``extra_crash_rate_per_h``
+    as crashes and its SDC rate as rollbacks, the ETTR function, and the advice's optimum, job and tail
+    texts built by hand): Daly's without SDC, else twin.physics.checkpoints' with the retention and the latency."""
     wl = sc.workload
     job = wl.jobs[0]
+    ck = job.checkpoint
     nodes = job.gpus // sc.cluster.node.gpus
     rows = job_interruption_rates_per_h(sc, nodes)
-    M = 1.0 / sum(r for _, _, r in rows)
-    delta = job.checkpoint.size_gb / wl.storage.write_gb_per_s / 3600
-    R = (wl.restart.detection_h + wl.restart.reschedule_h + job.checkpoint.size_gb / wl.storage.read_gb_per_s / 3600
+    hw = sum(r for _, effect, r in rows if effect not in ("rollback", "straggler"))
+    sdc = sum(r for _, effect, r in rows if effect == "rollback")
+    crash = hw + extra_crash_rate_per_h
+    M = 1.0 / (crash + sdc)
+    delta = ck.size_gb / wl.storage.write_gb_per_s / 3600
+    R = (wl.restart.detection_h + wl.restart.reschedule_h + ck.size_gb / wl.storage.read_gb_per_s / 3600
          + wl.restart.warmup_h)
-    (sdc_rate,) = [r for src, _, r in rows if src == "sdc"]  # the SDC share also loses the detection latency
-    R += sdc_rate * M * sc.health.sdc.detection.value_h
-    tau_d = float(cf.daly_interval_h(delta, M))
+    lat = [sc.health.sdc.detection.value_h] if sdc > 0 else [0.0]
+    ret = ck.retention
+    tau = pcf.optimal_interval_h(delta, R, crash, sdc, lat, ret.keep_last, ret.persistent_every_h)
 
-    def ettr(tau: float) -> float:
-        return tau / float(cf.daly_expected_wall_time_h(tau, tau, delta, R, M))
+    def ettr(t: float) -> float:
+        return pcf.ettr(t, delta, R, crash, sdc, lat, ret.keep_last, ret.persistent_every_h)
 
+    name = "ETTR" if sdc > 0 else "Daly's ETTR"
+    opt = f"the optimum {tau:.3g} h with SDC rollbacks" if sdc > 0 else f"Daly's optimum {tau:.3g} h"
+    head = f"for job {job.name!r} ({nodes} nodes: interruptions every {M:.3g} h"
+    tail = f"): {name} {ettr(ck.interval_h):.3f} here, {ettr(tau):.3f} at the optimum"
+    return tau, ettr, opt, head, tail
+
+
+def test_checkpoint_flag_follows_the_optimum() -> None:
+    """pretrain-16k (SDC on): the advised interval is the numeric optimum of twin.physics.checkpoints
+    with its retention and 1 h latency, longer than Daly's (the rolling set must span the latency); at
+    that interval or 1.5 × it nothing is flagged."""
+    sc = load_scenario(PRETRAIN).scenario
+    tau, ettr, opt, head, tail = _parts(sc)
     (flag,) = [a for a in advise(sc) if a.field == "workload.jobs.0.checkpoint.interval_h"]
-    assert f"{ettr(0.5):.3f} here, {ettr(tau_d):.3f} at the optimum" in flag.text
-    assert ettr(tau_d) - ettr(0.5) >= ETTR_LOSS
-    # at Daly's interval, or near enough that the loss is below a point, nothing is flagged
-    for tau in (tau_d, 1.5 * tau_d):
-        near = load_scenario(PRETRAIN, [f"workload.jobs.0.checkpoint.interval_h={tau!r}"]).scenario
+    assert flag.text.startswith(f"0.5 h is {0.5 / tau:.2g} × {opt}") and head in flag.text, flag.text
+    assert flag.text.endswith(tail), flag.text
+    assert ettr(tau) - ettr(0.5) >= ETTR_LOSS
+    rows = job_interruption_rates_per_h(sc, 2048)
+    daly = float(cf.daly_interval_h(5.0 / 3600, 1.0 / sum(r for _, _, r in rows)))
+    assert tau > daly and f"Daly's {daly:.3g} h" in flag.text and "does not apply" in flag.text
+    assert 10 * (tau + 5.0 / 3600) >= 1.0  # the 10 kept checkpoints span the 1 h latency
+    for t in (tau, 1.5 * tau):
+        near = load_scenario(PRETRAIN, [f"workload.jobs.0.checkpoint.interval_h={t!r}"]).scenario
         assert not [a for a in advise(near) if "checkpoint" in a.field]
 
 
-def _daly_flag(sc: Any, extra_rate_per_h: float, latency_h: float) -> tuple[float, str, str]:
-    """(Daly's optimum for job 0 of ``sc`` at its hardware rate plus ``extra_rate_per_h``, with
-    ``latency_h`` × M added to R (the SDC share's lost latency); the head and the tail of the advice's
-    text built by hand)."""
-    wl = sc.workload
-    job = wl.jobs[0]
-    nodes = job.gpus // sc.cluster.node.gpus
-    hw = sum(r for _, effect, r in job_interruption_rates_per_h(sc, nodes) if effect not in ("rollback", "straggler"))
-    M = 1.0 / (hw + extra_rate_per_h)
-    delta = job.checkpoint.size_gb / wl.storage.write_gb_per_s / 3600
-    R = (wl.restart.detection_h + wl.restart.reschedule_h + job.checkpoint.size_gb / wl.storage.read_gb_per_s / 3600
-         + wl.restart.warmup_h) + latency_h * M
-    tau_d = float(cf.daly_interval_h(delta, M))
-
-    def ettr(tau: float) -> float:
-        return tau / float(cf.daly_expected_wall_time_h(tau, tau, delta, R, M))
-
-    return tau_d, (f"Daly's optimum {tau_d:.3g} h for job {job.name!r} ({nodes} nodes: interruptions every {M:.3g} h"), (
-        f"): Daly's ETTR {ettr(job.checkpoint.interval_h):.3f} here, {ettr(tau_d):.3f} at the optimum")
-
-
 def test_checkpoint_advice_counts_sdc_rollbacks_at_their_closed_form_rate() -> None:
-    """A scenario whose SDC rate dominates: the advised interval is Daly's for hardware + n·p/gap, the
-    detection latency added to R for the SDC share (the advice's docstring)."""
+    """A scenario whose SDC rate dominates: the SDC rollbacks are counted at n·p/gap and the advised
+    interval is the SDC-aware optimum (its expected cost with the 0.1 h latency and the retention)."""
     sets = ["health.sdc.defective_share=0.05", "health.sdc.corruption.mean_h=100.0", "health.sdc.detection.value_h=0.1"]
     sc = load_scenario(PRETRAIN, sets).scenario
     nodes = sc.workload.jobs[0].gpus // sc.cluster.node.gpus
     rows = {src: (effect, r) for src, effect, r in job_interruption_rates_per_h(sc, nodes)}
     sdc = nodes * 0.05 / 100.0  # about 3 × the hardware's rate
     assert rows["sdc"] == ("rollback", pytest.approx(sdc))
-    tau_d, text, tail = _daly_flag(sc, sdc, sdc * 0.1)
-    hw_tau = _daly_flag(sc, 0.0, 0.0)[0]
-    assert tau_d < 0.6 * hw_tau  # the SDC rate moves the optimum (τ ∝ √M: half)
+    tau, _, opt, head, tail = _parts(sc)
+    hw_tau = _parts(load_scenario(PRETRAIN, ["health.sdc.defective_share=0.0"]).scenario)[0]
+    assert tau < 0.6 * hw_tau  # the SDC rate moves the optimum
     (flag,) = [a for a in advise(sc) if a.field == "workload.jobs.0.checkpoint.interval_h"]
-    assert text in flag.text and flag.text.endswith(tail), flag.text
-    assert "SDC rollbacks 76 % of them" in flag.text and "0.1 h detection latency" in flag.text
-    # the latency moves R (hence the ETTRs) but not the interval: Daly's τ does not depend on R
+    assert opt in flag.text and head in flag.text and flag.text.endswith(tail), flag.text
+    assert "SDC rollbacks 76 % of them" in flag.text and "detected 0.1 h later" in flag.text
     slow = load_scenario(PRETRAIN, [*sets, "health.sdc.detection.value_h=0.3"]).scenario
     (slow_flag,) = [a for a in advise(slow) if a.field == "workload.jobs.0.checkpoint.interval_h"]
-    assert f"optimum {tau_d:.3g} h" in slow_flag.text and slow_flag.text != flag.text
+    assert slow_flag.text != flag.text and "detected 0.3 h later" in slow_flag.text
 
 
 def test_checkpoint_advice_counts_straggler_swaps_and_drains() -> None:
@@ -242,12 +244,11 @@ def test_checkpoint_advice_counts_straggler_swaps_and_drains() -> None:
     swap = load_scenario(PRETRAIN, [*fast, "health.stragglers.policy=swap"]).scenario
     rows = {src: (effect, r) for src, effect, r in job_interruption_rates_per_h(swap, nodes)}
     assert rows["slow"] == ("straggler", pytest.approx(nodes / 500.0))
-    sdc = swap.health.sdc
-    sdc_rate = nodes * sdc.defective_share / sdc.corruption.mean_h
-    tau_d, text, tail = _daly_flag(swap, nodes / 500.0 + sdc_rate, sdc_rate * sdc.detection.value_h)
-    assert tau_d < 0.5 * _daly_flag(sc, sdc_rate, sdc_rate * sdc.detection.value_h)[0]
+    tau, _, opt, head, tail = _parts(swap, nodes / 500.0)
+    assert tau < 0.5 * _parts(sc)[0]
     (flag,) = [a for a in advise(swap) if a.field == "workload.jobs.0.checkpoint.interval_h"]
-    assert text in flag.text and flag.text.endswith(tail) and "straggler restarts" in flag.text, flag.text
+    assert opt in flag.text and head in flag.text and flag.text.endswith(tail), flag.text
+    assert "straggler restarts" in flag.text
     drain = load_scenario(PRETRAIN, [*fast, "cluster.node.parts.slow.repair.hot_swap=false",
                                      "cluster.node.parts.slow.repair.ladder.remediate_success=0.25"]).scenario
     rows = {src: (effect, r) for src, effect, r in job_interruption_rates_per_h(drain, nodes)}
@@ -255,13 +256,16 @@ def test_checkpoint_advice_counts_straggler_swaps_and_drains() -> None:
 
 
 def test_checkpoint_advice_without_health_rates_is_hardware_only() -> None:
-    """No SDC and no degraded parts: the rates, interval and text are those of the hardware alone."""
+    """No SDC and no degraded parts: the rates, interval and text are Daly's for the hardware alone."""
     sc = load_scenario(PRETRAIN, ["health.sdc.defective_share=0.0"]).scenario
     nodes = sc.workload.jobs[0].gpus // sc.cluster.node.gpus
     assert not [e for _, e, _ in job_interruption_rates_per_h(sc, nodes) if e in ("rollback", "straggler")]
-    _, text, tail = _daly_flag(sc, 0.0, 0.0)
+    tau, _, opt, head, tail = _parts(sc)
+    rows = job_interruption_rates_per_h(sc, nodes)
+    assert tau == float(cf.daly_interval_h(5.0 / 3600, 1.0 / sum(r for _, _, r in rows)))
     (flag,) = [a for a in advise(sc) if a.field == "workload.jobs.0.checkpoint.interval_h"]
-    assert text + ", checkpoint pause" in flag.text and flag.text.endswith(tail) and "SDC" not in flag.text and "latency" not in flag.text
+    assert opt in flag.text and head + ", checkpoint pause" in flag.text and flag.text.endswith(tail)
+    assert "SDC" not in flag.text and "latency" not in flag.text
 
 
 def test_job_interruption_rates_count_node_parts_and_fabric() -> None:

@@ -17,7 +17,7 @@ A module may import modules of its own floor and of the floors below it, never a
                 report imports only the base floor and other report modules (it reads recorded tables,
                 never the scenario, the model or an experiment)
  7. experiment  ``twin.experiment``: replications, sweeps, comparisons, the results store
- 8. studies     ``twin.forecast``, ``twin.fit``, ``twin.validation``: built on experiments
+ 8. studies     ``twin.forecast``, ``twin.fit``, ``twin.calibrate``, ``twin.validation``: built on experiments
  9. cli         ``twin.cli``, every ``twin.<package>.cli``, ``twin.docs``, ``twin.notebooks``: commands
 
 What counts as an import: every ``import`` and ``from ... import`` statement anywhere in a module
@@ -48,8 +48,8 @@ FLOORS: list[tuple[str, list[str]]] = [  # lowest first
     ("sim", ["twin.sim"]),
     ("report", ["twin.report", "twin.report.*"]),
     ("experiment", ["twin.experiment", "twin.experiment.*"]),
-    ("studies", ["twin.forecast", "twin.forecast.*", "twin.fit", "twin.fit.*", "twin.validation",
-                 "twin.validation.*"]),
+    ("studies", ["twin.forecast", "twin.forecast.*", "twin.fit", "twin.fit.*", "twin.calibrate",
+                 "twin.calibrate.*", "twin.validation", "twin.validation.*"]),
     ("cli", ["twin.cli", "twin.*.cli", "twin.docs", "twin.notebooks"]),
 ]
 """Floor of each module: the first pattern that matches, searched from the top floor down (so

@@ -21,7 +21,7 @@ from twin.model.component import (
     Service,
     Tables,
 )
-from twin.model.power import ITPower
+from twin.model.it_power import ITPower
 from twin.scenario import load_dict, load_scenario
 from twin.sim import COMPONENTS, Model, build_order
 

@@ -231,5 +231,5 @@ def test_a_tie_at_the_top_does_not_call_the_options_it_beats_the_same() -> None:
     e["replications"] = 4
     text = " ".join(sum(sentences({"kind": "compare", "objectives": [e]}), []))
     assert e["recommended"] is None and e["all_identical"]
-    assert "the same for A, B in every one of the 4 replications" in text, text
+    assert "identical for A, B in every one of the 4 replications" in text, text
     assert "C, D" not in text and "Both are better than C" in text and "; D (" in text, text

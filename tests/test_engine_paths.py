@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from twin.model import power as power_mod
+from twin.model import it_power as it_power_mod
 from twin.model.component import IT_POWER
 from twin.model.engine import Topic
 from twin.physics.power import node_it_power_w, non_gpu_power_w
@@ -53,7 +53,7 @@ def test_down_nodes_follow_add_and_remove() -> None:
 def test_scalar_load_path_gives_the_per_node_power_and_zero_for_down_nodes(monkeypatch, few_down: int) -> None:
     """Both ways of zeroing down nodes (the cluster's list while few are down, a mask of the refreshed
     nodes when many are) give the per-node formula."""
-    monkeypatch.setattr(power_mod, "_FEW_DOWN", few_down)
+    monkeypatch.setattr(it_power_mod, "_FEW_DOWN", few_down)
     m = _model()
     it = m.services[IT_POWER]
     cl = m.cluster

@@ -186,6 +186,7 @@ examples:
   twin compare scenarios/air.yaml scenarios/liquid.yaml --reps 100 --workers 2
   twin sweep scenarios/baseline.yaml --param maintenance.crews.technicians.count=1,2,4 --reps 20
   twin forecast scenarios/forecast-405b.yaml --reps 50 --workers 2
+  twin export results/compare/cmp-<hash>-s<seed>      the result tables as CSV files (for spreadsheets)
   twin explain goodput                                what a metric means and how it is computed
   twin COMMAND --help                                 the options of one command
 
@@ -244,8 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list every metric (and family) with what it means")
     p.set_defaults(func=cmd_explain)
 
-    for mod in ("twin.fit.cli", "twin.experiment.cli", "twin.experiment.decide_cli", "twin.validation.cli",
-                "twin.forecast.cli"):
+    for mod in ("twin.fit.cli", "twin.calibrate.cli", "twin.experiment.cli", "twin.experiment.export",
+                "twin.experiment.decide_cli", "twin.validation.cli", "twin.forecast.cli"):
         try:
             m = __import__(mod, fromlist=["add_parser"])
         except ModuleNotFoundError as exc:

@@ -29,7 +29,8 @@ from twin.model.engine import Engine
 from twin.model.health import NodeHealth
 from twin.model.network import Network
 from twin.model.parts import FacilityParts, PartPopulation
-from twin.model.power import ITPower, PowerChain
+from twin.model.it_power import ITPower
+from twin.model.power import PowerChain
 from twin.model.racks import RackParts
 from twin.model.storage import Storage
 from twin.model.repair import TICKET_COLUMNS, RepairShop, bind_scopes, repair_metrics
@@ -191,7 +192,7 @@ class Model:
         for pop in self.parts.values():
             pop.start()
         for fpop in self.facility.values():
-            fpop.start()  # type: ignore[misc]  # FacilityParts borrows PartPopulation.start (parts.py)
+            fpop.start()
         if sc.maintenance.planned is not None:
             from twin.model.maintenance import PlannedMaintenance
 

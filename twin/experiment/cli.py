@@ -215,7 +215,7 @@ def _ci(m: str, lo: float, hi: float, delta: bool = False, cur: str = "") -> str
 def _lab(m: str, cur: str = "") -> str:
     from twin.report.metrics import label_with_unit
 
-    return label_with_unit(m, cur)
+    return label_with_unit(m, cur, table=True)
 
 
 def shown_metrics(metrics: Sequence[str], all_metrics: bool, extra: Sequence[str] = ()) -> list[str]:
@@ -295,8 +295,10 @@ def cmd_montecarlo(args: argparse.Namespace) -> int:
     _echo(f"{sc.name}  (hash {loaded.hash}, seed {sc.seed}, {n} replications: {how})")
     from twin.experiment import summary
 
-    print_summary(summary.write(res.folder, args.objectives or None))
-    summary_table(res.summary, shown_metrics(list(res.summary.metric), args.all_metrics, list(targets)))
+    dsum = summary.write(res.folder, args.objectives or None)
+    print_summary(dsum)
+    summary_table(res.summary, shown_metrics(list(res.summary.metric), args.all_metrics, list(targets)),
+                  cur=str(dsum.get("currency") or ""))
     from twin.scenario.advice import advice_lines
 
     for line in advice_lines(sc):

@@ -30,31 +30,42 @@ HEADLINE = [
     ("useful_gpu_hours", "useful GPU-hours", "{:,.0f}"),
     ("ettr.max_job", "ETTR of the largest job", "{:.4f}"),
     ("interruptions", "job interruptions", "{:.0f}"),
-    ("energy.it_kwh", "IT energy (kWh)", "{:,.0f}"),
+    ("energy.it_kwh", "IT energy", "energy"),
     ("pue", "PUE", "{:.3f}"),
-    ("pue.flat", "PUE flat (no cooling section)", "{:.3f} flat (no cooling section: costs.energy.pue)"),
+    ("pue.flat", "PUE", "{:.3f} (flat: no cooling section, costs.energy.pue)"),
     ("thermal.throttled_gpu_hours", "throttled GPU-hours", "{:,.0f}"),
     ("power.capped_gpu_hours", "power-capped GPU-hours", "{:,.0f}"),
     ("storage.data_stall_gpu_hours", "data-stall GPU-hours", "{:,.0f}"),
     ("storage.downtime_h", "storage downtime (h)", "{:.2f}"),
     ("storage.jobs_stopped", "jobs stopped by storage outages", "{:.0f}"),
-    ("cost.total", "total cost over the horizon", "{:,.0f}"),
-    ("cost.per_useful_gpu_hour", "cost per useful GPU-hour", "{:.3f}"),
+    ("cost.total", "total cost over the horizon", "{:,.0f} {cur}"),
+    ("cost.per_useful_gpu_hour", "cost per useful GPU-hour", "{:.3f} {cur}"),
 ]
+"""(metric, label, format): ``{cur}`` stands for the scenario's currency; ``energy`` scales kWh to MWh or
+GWh (:func:`twin.report.metrics.format_value`)."""
 
 
 IF_NONZERO = frozenset({"storage.data_stall_gpu_hours", "storage.downtime_h", "storage.jobs_stopped"})
 """Headline keys shown only when not zero (every workload reports them; most never stall on storage)."""
 
 
-def headline_rows(metrics: dict[str, float]) -> list[tuple[str, str]]:
+def headline_rows(metrics: dict[str, float], currency: str = "USD") -> list[tuple[str, str]]:
+    """(label, value) of the headline metrics a run reports, money in ``currency``."""
+    from twin.report.metrics import format_value
+
     rows = []
     for key, label, fmt in HEADLINE:
         if key in IF_NONZERO and not metrics.get(key):
             continue
         if key in metrics and metrics[key] == metrics[key]:
-            rows.append((label, fmt.format(metrics[key])))
+            x = metrics[key]
+            rows.append((label, format_value(key, x) if fmt == "energy" else fmt.format(x, cur=currency).strip()))
     return rows
+
+
+def currency_of(sc: Any) -> str:
+    """The scenario's currency (``costs.currency``), empty without costs."""
+    return sc.costs.currency if getattr(sc, "costs", None) is not None else ""
 
 
 def _summary(folder: Path) -> dict[str, Any] | None:
@@ -95,7 +106,7 @@ def summary_markdown(loaded: Loaded, res: ReplicationResult, extra_figures: list
         "| metric | value |",
         "|---|---|",
     ]
-    lines += [f"| {a} | {b} |" for a, b in headline_rows(res.metrics)]
+    lines += [f"| {a} | {b} |" for a, b in headline_rows(res.metrics, currency_of(sc))]
     warnings = run_warnings(res)
     if warnings:
         lines += ["", "## Warnings", "", "What this run found (the scheduler's starvation advisories):", ""] + [
@@ -201,8 +212,9 @@ def run_command(loaded: Loaded, results_root: Path, label: str | None, overwrite
         raise
     echo(f"{sc.name}  (hash {loaded.hash}, seed {sc.seed}, {sc.horizon_days:g} days, "
          f"{sc.cluster.n_nodes} nodes, {res.events_processed} events, {sum(res.timings_s.values()):.2f} s)")
-    width = max(len(a) for a, _ in headline_rows(res.metrics))
-    for a, b in headline_rows(res.metrics):
+    rows = headline_rows(res.metrics, currency_of(sc))
+    width = max(len(a) for a, _ in rows)
+    for a, b in rows:
         echo(f"  {a:<{width}}  {b}")
     for line in limiter_lines(res.tables):
         echo(line)

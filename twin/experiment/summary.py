@@ -19,6 +19,11 @@ bucket the tables hold (so finer breakdowns added by the model appear without a 
 for a cost objective, the cost lines. **Payback and flip**: from the break-even table of a
 comparison (:mod:`twin.experiment.decide`), for L against the reference (or, when L is the
 reference, the runner-up against it).
+
+**What the horizon hides.** ``horizon_hides`` lists the scheduled mechanisms (maintenance windows,
+periodic tests, planned drains, the outdoor seasons) whose period an option's horizon does not hold
+(:mod:`twin.scenario.horizon`): no replication sees them, so a zero difference is never read as one
+that more replications would not change.
 """
 
 from __future__ import annotations
@@ -69,6 +74,13 @@ def resolve_objectives(requested: Sequence[str] | None, columns: Sequence[str]) 
             notes.append(f"no_costs:{m}")
             return [m], notes
     return [], notes
+
+
+def value_text(v: Any) -> str:
+    """A swept parameter's value as a person reads it: a whole number without ``.0`` (4, not 4.0)."""
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return str(v)
 
 
 def _finite(x: float) -> float | None:
@@ -240,16 +252,56 @@ def _read_table(path: Path) -> pd.DataFrame:
     return read_table(path)
 
 
-def _currency(mc_folder: Path) -> str:
+def _resolved(mc_folder: Path) -> Any:
+    """The stored ``scenario.resolved.yaml`` of a Monte-Carlo folder, None when there is none."""
     import yaml
 
     p = mc_folder / "scenario.resolved.yaml"
     if not p.is_file():
-        return ""
+        return None
     # a file twin wrote: libyaml's parser when present (the same document; ~30 ms less per summary)
-    doc = yaml.load(p.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return yaml.load(p.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def _currency(mc_folder: Path) -> str:
+    doc = _resolved(mc_folder)
     c = doc.get("costs") if isinstance(doc, dict) else None
     return str(c.get("currency", "")) if isinstance(c, dict) else ""
+
+
+def _leaf_diff(a: Any, b: Any, path: str = "", depth: int = 4) -> list[str]:
+    """Scenario fields (dotted, at most ``depth`` deep) whose values differ between documents a and b."""
+    if isinstance(a, dict) and isinstance(b, dict) and depth > 0:
+        out: list[str] = []
+        for k in sorted(set(a) | set(b), key=str):
+            if a.get(k) != b.get(k):
+                sub = f"{path}.{k}" if path else str(k)
+                out += _leaf_diff(a.get(k), b.get(k), sub, depth - 1) or [sub]
+        return out
+    return [] if a == b else [path]
+
+
+def differences(labels: Sequence[str], folders: Sequence[Path]) -> dict[str, list[str]]:
+    """Per option, the fields of its resolved scenario unlike the first option's (name and description
+    left out), so that a summary can say what two tied options differ in."""
+    docs = [_resolved(f) for f in folders]
+    if not docs or not isinstance(docs[0], dict):
+        return {}
+    skip = {"name", "description"}
+    return {lab: [f for f in _leaf_diff(docs[0], d) if f.split(".")[0] not in skip]
+            for lab, d in zip(labels, docs) if isinstance(d, dict)}
+
+
+def horizon_hides(folders: Sequence[Path]) -> list[dict[str, Any]]:
+    """The scheduled mechanisms the horizon of any of these options hides (:mod:`twin.scenario.horizon`),
+    once per field: a difference they would make cannot show at any number of replications."""
+    from twin.scenario.horizon import hidden_from_resolved
+
+    out: dict[str, dict[str, Any]] = {}
+    for f in folders:
+        for h in hidden_from_resolved(_resolved(f)):
+            out.setdefault(h["field"], h)
+    return list(out.values())
 
 
 def build(folder: Path | str, objectives: Sequence[str] | None = None) -> dict[str, Any]:
@@ -263,7 +315,7 @@ def build(folder: Path | str, objectives: Sequence[str] | None = None) -> dict[s
         t = _read_table(folder / "replications.parquet")
         objs, notes = resolve_objectives(objectives, list(t.columns))
         out.update(option=meta.get("scenario"), currency=_currency(folder), notes=notes,
-                   objectives=single_summary(t, objs))
+                   objectives=single_summary(t, objs), horizon_hides=horizon_hides([folder]))
     elif kind in ("compare", "sweep"):
         if kind == "compare":
             labels = [v["label"] for v in meta["variants"]]
@@ -273,7 +325,7 @@ def build(folder: Path | str, objectives: Sequence[str] | None = None) -> dict[s
             be = _read_table(p) if p.is_file() else None
         else:
             params = [p["path"] for p in meta["params"]]
-            labels = ["point " + str(pt["point"]) + " (" + ", ".join(f"{p}={pt[p]}" for p in params) + ")"
+            labels = ["point " + str(pt["point"]) + " (" + ", ".join(f"{p}={value_text(pt[p])}" for p in params) + ")"
                       for pt in meta["points"]]
             subs = [folder / pt["folder"] for pt in meta["points"]]
             reference, be = labels[0], None
@@ -293,7 +345,8 @@ def build(folder: Path | str, objectives: Sequence[str] | None = None) -> dict[s
             objs, notes = resolve_objectives(objectives, cols)
         else:  # no sweep point meets the constraints: nothing competes, nothing to resolve the objective on
             objs, notes = [], ["no_feasible"]
-        out.update(options=labels, reference=reference, currency=_currency(subs[0]) if subs else "", notes=notes)
+        out.update(options=labels, reference=reference, currency=_currency(subs[0]) if subs else "", notes=notes,
+                   horizon_hides=horizon_hides(subs), differs=differences(labels, subs))
         if len(tables) >= 2:
             out["objectives"] = options_summary(tables, objs, reference, be)
         elif len(tables) == 1:
@@ -317,7 +370,8 @@ def build(folder: Path | str, objectives: Sequence[str] | None = None) -> dict[s
                              "runner_up": str(d.iloc[1].factor) if len(d) > 1 else None,
                              "runner_up_swing": float(d.iloc[1].swing) if len(d) > 1 else None})
         out.update(scenario=meta.get("scenario"), factors=rows,
-                   currency=_currency(folder / meta["baseline_folder"]))
+                   currency=_currency(folder / meta["baseline_folder"]),
+                   horizon_hides=horizon_hides([folder / meta["baseline_folder"]]))
     else:
         raise InputError(str(folder / "experiment.json"), "kind", f"no decision summary for kind {kind!r}")
     return out
@@ -332,5 +386,6 @@ def write(folder: Path | str, objectives: Sequence[str] | None = None) -> dict[s
     return d
 
 
-__all__ = ["ALPHA", "DEFAULT_OBJECTIVE", "FILE", "build", "drivers", "options_summary", "payback", "rank_options",
+__all__ = ["ALPHA", "DEFAULT_OBJECTIVE", "FILE", "build", "drivers", "horizon_hides", "options_summary", "payback",
+           "rank_options",
            "resolve_objectives", "single_summary", "write"]

@@ -148,7 +148,7 @@ def run_sweep(scenario: str, sets: Sequence[str], param_exprs: Sequence[str], re
     results = []
     prow, tidy = [], []
     for k, (combo, ld) in enumerate(points):
-        echo(f"point {k + 1}/{len(points)}: " + ", ".join(f"{p.path}={p.raw[c]}" for p, c in zip(params, combo)))
+        echo(f"point {k} ({k + 1} of {len(points)}): " + ", ".join(f"{p.path}={p.raw[c]}" for p, c in zip(params, combo)))
         res = _run_point(ld, reps, opts, wiped)
         results.append(res)
         vals = {p.path: _column_values(p.values)[c] for p, c in zip(params, combo)}

@@ -10,6 +10,10 @@ Levers (``--levers``, comma-separated; default ``daly,spares,halve-top``):
 - ``daly``: checkpoint interval at the Daly (2006) optimum τ = √(2δM)·[1 + ⅓(δ/2M)^½ + (1/9)(δ/2M)] − δ
   (twin.physics.closed_forms.daly_interval_h), δ the job's checkpoint pause and M its MTBF
   estimated from the baseline replications: M̂ = Σ time holding nodes / Σ unplanned interruptions.
+  When the baseline had SDC rollbacks, Daly does not apply (a rollback returns to the newest kept
+  checkpoint captured before the corruption, a detection latency earlier): the interval is the optimum
+  of twin.physics.checkpoints for the observed crash and rollback rates, the scenario's detection
+  latency and the job's checkpoint retention (labelled "checkpoint at the optimum").
 - ``spares``: +N hot-spare nodes (``--lever-spares N``, default: as many as the scenario has, at
   least one rack), added as whole racks at the end of the hall (existing nodes keep their paths,
   hence their draws).
@@ -113,17 +117,42 @@ def _variant(base: Loaded, target: Target, factor: float, edit: Any) -> Loaded:
 
 
 def daly_lever(base: Loaded, target: Target, rows: pd.DataFrame, factor: float) -> Lever:
-    M, n, _ = mtbf_estimate(rows)
+    """The checkpoint interval at the optimum for the baseline's observed interruption rates: Daly's
+    without silent data corruption; with it, the optimum of :mod:`twin.physics.checkpoints` (SDC
+    rollbacks to the newest kept checkpoint captured before the corruption, the scenario's detection
+    latency and the job's retention), where Daly's interval does not apply."""
+    from twin.scenario.advice import checkpoint_optimum
+
+    M, n, exp_h = mtbf_estimate(rows)
     delta = checkpoint_pause_h(base, target)
     old = "none" if target.interval_h is None else f"{target.interval_h:.4g} h"
+    sc = base.scenario
+    sdc = sc.health.sdc if sc.health is not None else None
+    n_sdc = float(_col(rows, "interruptions.sdc").sum()) if sdc is not None else 0.0
+    label = "checkpoint at the optimum" if n_sdc > 0 else "checkpoint at Daly optimum"
     if not math.isfinite(M):
-        return Lever("daly", "checkpoint at Daly optimum", "", None,
-                     "no unplanned interruption in the baseline: no MTBF to optimise for")
+        return Lever("daly", label, "", None, "no unplanned interruption in the baseline: no MTBF to optimise for")
     if delta <= 0:
-        return Lever("daly", "checkpoint at Daly optimum", "", None, "checkpoints cost no time: nothing to optimise")
-    tau = float(cf.daly_interval_h(delta, M))
-    change = (f"checkpoint interval {old} → {tau:.4g} h (Daly; δ = {delta * 3600:.3g} s, "
-              f"M̂ = {M:.3g} h from {n:.0f} interruptions)")
+        return Lever("daly", label, "", None, "checkpoints cost no time: nothing to optimise")
+    if n_sdc > 0:
+        assert sc.workload is not None and sdc is not None
+        wl = sc.workload
+        ck = wl.jobs[target.index].checkpoint
+        rs = wl.restart
+        read = rs.read_h if rs.read_h is not None else ck.size_gb / wl.storage.read_gb_per_s / 3600.0
+        R = rs.detection_h + rs.reschedule_h + read + rs.warmup_h
+        opt = checkpoint_optimum(ck, delta, R, (n - n_sdc) / exp_h, n_sdc / exp_h, sdc.detection)
+        tau = opt.interval_h
+        ret = ck.retention
+        kept = f"one every {ret.persistent_every_h:g} h" if ret.persistent_every_h is not None else "no persistent"
+        change = (f"checkpoint interval {old} → {tau:.4g} h (optimum with SDC rollbacks: δ = {delta * 3600:.3g} s, "
+                  f"M̂ = {M:.3g} h from {n:.0f} interruptions, {n_sdc:.0f} of them SDC rollbacks detected "
+                  f"{sum(opt.latency_h) / len(opt.latency_h):.3g} h later, the last {ret.keep_last} checkpoints "
+                  f"kept and {kept}; Daly's {opt.daly_h():.4g} h does not apply)")
+    else:
+        tau = float(cf.daly_interval_h(delta, M))
+        change = (f"checkpoint interval {old} → {tau:.4g} h (Daly; δ = {delta * 3600:.3g} s, "
+                  f"M̂ = {M:.3g} h from {n:.0f} interruptions)")
 
     def edit(doc: dict[str, Any]) -> None:
         doc["workload"]["jobs"][target.index]["checkpoint"]["interval_h"] = tau
@@ -131,8 +160,8 @@ def daly_lever(base: Loaded, target: Target, rows: pd.DataFrame, factor: float) 
     try:
         ld = _variant(base, target, factor, edit)
     except InputError as exc:
-        return Lever("daly", "checkpoint at Daly optimum", change, None, f"not applicable: {exc.message}")
-    return Lever("daly", "checkpoint at Daly optimum", change, ld)
+        return Lever("daly", label, change, None, f"not applicable: {exc.message}")
+    return Lever("daly", label, change, ld)
 
 
 def default_spares(base: Loaded) -> int:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from twin.model.cluster import Cluster
     from twin.model.engine import Engine
     from twin.model.parts import FacilityParts, PartPopulation
-    from twin.model.power import ITPower
+    from twin.model.it_power import ITPower
     from twin.model.repair import RepairShop
     from twin.observe.recorder import Recorder
     from twin.scenario.schema import Scenario
@@ -96,6 +96,11 @@ class Jobs(Protocol):
         hours, the job's GPUs), None when the job is done or gone."""
         ...
 
+    def discarded(self, jid: int, at_h: float) -> bool:
+        """Whether job ``jid`` no longer holds the state it computed at ``at_h`` (it restarted since from
+        a checkpoint captured before then): a corruption then is gone with that state."""
+        ...
+
 
 class StorageService(Protocol):
     """What the shared storage offers the workload (twin.model.storage.Storage): its bandwidths now, its
@@ -132,7 +137,7 @@ class StorageService(Protocol):
 
 
 IT_POWER: Service[ITPower] = Service(
-    "it_power", "per-node IT power (W), GPU caps by source and its exact energy (twin.model.power.ITPower)")
+    "it_power", "per-node IT power (W), GPU caps by source and its exact energy (twin.model.it_power.ITPower)")
 FABRIC: Service[Fabric] = Service(
     "fabric", "the compute fabric: bandwidth, leaf groups and placement (twin.model.network.Network)")
 

@@ -21,7 +21,7 @@ Lines, all in ``costs.currency`` over the horizon of T = horizon_days / 365 year
   A section the scenario does not have adds no capital.
 * **energy**: facility energy priced hour by hour: ``Σ_segments P_IT · PUE · price · Δt``, exact
   for the piecewise-constant site IT power (recorder level ``site_power_w`` of the shared
-  :class:`~twin.model.power.ITPower`, the ``it_power`` service), the hourly price (flat or
+  :class:`~twin.model.it_power.ITPower`, the ``it_power`` service), the hourly price (flat or
   time-of-use; hour 0 = Monday 00:00) and the PUE. With a
   cooling model the PUE of each simulated day is that day's facility/IT energy from its
   ``pue_daily`` table (so Σ = ``energy.facility_kwh`` exactly; within a day the cooling overhead is

@@ -12,7 +12,9 @@ corruption and infant mortality of replaced parts (the scenario's ``health`` sec
   ``straggler:<part>``) until the part is restored.
 * Silent data corruption: defective nodes corrupt at the times of a renewal process; a corruption on a
   node of a running job is detected a latency later, when the job rolls back (the JOBS service) and
-  the node is tested (down reason ``sdc_test``).
+  the node is tested (down reason ``sdc_test``), unless the job restarted meanwhile from a checkpoint
+  captured before the corruption (any interruption or an earlier rollback): its state no longer holds the
+  corruption, whose detection then costs nothing (counted in ``sdc.discarded``).
 * Infant mortality: a part replaced by a technician is defective with probability q and then fails
   after its early life, if that is shorter than its drawn life.
 """
@@ -128,6 +130,7 @@ class NodeHealth(Component):
         # silent data corruption
         self.sdc_corruptions = 0
         self.sdc_harmless = 0
+        self.sdc_discarded = 0
         self.sdc_rollbacks = 0
         self.sdc_lost_gpu_h = 0.0
         self.sdc_lost_h: list[float] = []
@@ -289,6 +292,10 @@ class NodeHealth(Component):
         sdc = self.spec.sdc
         assert sdc is not None and self.jobs is not None
         now = self.engine.now
+        if self.jobs.discarded(jid, corrupt_h):  # a restart since discarded the corrupt state: nothing to do
+            self.sdc_discarded += 1
+            self.engine.recorder.event(now, "discarded", self.cluster.node_path(node), node, float(jid))
+            return
         back = self.jobs.rollback(jid, corrupt_h, node, SDC_CAUSE)
         if back is None:
             return
@@ -352,6 +359,7 @@ class NodeHealth(Component):
             m["sdc.defective_nodes"] = float(np.count_nonzero(self.defective) + self.sdc_found)
             m["sdc.corruptions"] = float(self.sdc_corruptions)
             m["sdc.harmless"] = float(self.sdc_harmless)
+            m["sdc.discarded"] = float(self.sdc_discarded)
             m["sdc.rollbacks"] = float(self.sdc_rollbacks)
             m["sdc.lost_gpu_hours"] = self.sdc_lost_gpu_h
             m["sdc.found_by_test"] = float(self.sdc_found)

@@ -3,10 +3,16 @@
 No generator process per part: first lifetimes of a whole population are drawn in one
 vectorised call, and only failures that fall inside the horizon are scheduled (one callback
 each). A replaced part renews (as good as new) with its next draw ``k + 1``.
+
+Two kinds share one base, :class:`Population` (lifetimes, renewal, common-cause groups, latent
+failures): :class:`PartPopulation`, a node part (``count`` per node, its effect on the node), and
+:class:`FacilityParts`, site units outside any node (CRAH units, CDUs, chillers, feed units, optics,
+switches, storage servers...), whose owner reacts to ``on_change``.
 """
 
 from __future__ import annotations
 
+import abc
 import functools
 from typing import Any, Callable, Iterable, Sequence
 
@@ -39,71 +45,76 @@ def _node_part_digests(racks: int, nodes_per_rack: int, name: str, per_node: int
     return out
 
 
-class _SharedFailureState:
-    """The common-cause and latent-failure state both population kinds carry (set by ``_init_shared``):
-    declarations only."""
+class Population(abc.ABC):
+    """What every part population shares, node parts (:class:`PartPopulation`) and site units
+    (:class:`FacilityParts`) alike: lifetimes from each unit's stream (renewal with draw ``k + 1``), their
+    scheduling with a generation that invalidates stale failures, common-cause groups (β-factor: each
+    unit alone at (1 − β)λ, a common event of its group at βλ), latent failures found by a periodic
+    test or a demand, and the counters the results read. A kind says where its units sit (``path``,
+    ``node_of``, its common-cause groups) and what a failure or a repair does (``_fire``, ``restore``).
+    """
 
-    beta: float
-    _ccf_mean_h: float
-    _ccf_digests: np.ndarray
-    _in_ccf: bool
-    _down_cause: dict[int, str]
-    ccf_events: int
-    ccf_failures: int
-    test_h: float | None
-    _hidden: dict[int, simpy.Event]
-    latent_found_test: int
-    latent_found_demand: int
-
-
-class PartPopulation(_SharedFailureState):
-    """All instances of part type ``name`` (``count`` per node)."""
-
-    def __init__(self, engine: Engine, cluster: Cluster, name: str, spec: Part,
-                 on_failure: Callable[["PartPopulation", int], None]) -> None:
+    def __init__(self, engine: Engine, name: str, spec: Part, n: int, digest: np.ndarray, priority: int) -> None:
         self.engine = engine
-        self.cluster = cluster
         self.name = name
         self.spec = spec
-        self.per_node = spec.count
-        self.n = cluster.n_nodes * spec.count
-        self.fail_below = spec.fail_below
-        self.required = int(spec.required or spec.count)
-        self.priority = spec.dispatch_priority if spec.dispatch_priority is not None else DEFAULT_PRIORITY[spec.effect]
-        self._on_failure = on_failure
-        self.digest = _node_part_digests(cluster.racks, cluster.nodes_per_rack, name, self.per_node)
-        self.draws = np.zeros(self.n, dtype=np.int64)  # draws made so far per part
-        self.gen = np.zeros(self.n, dtype=np.int64)  # generation: invalidates stale scheduled failures
-        self.healthy = np.ones(self.n, dtype=bool)
-        self.install_h = np.zeros(self.n, dtype=np.float64)
-        self.life_h = np.zeros(self.n, dtype=np.float64)
-        self.healthy_per_node = np.full(cluster.n_nodes, spec.count, dtype=np.int32)
+        self.n = n
+        self.priority = priority
+        self.digest = digest  # stream digest of each unit's path
+        self.draws = np.zeros(n, dtype=np.int64)  # draws made so far per part
+        self.gen = np.zeros(n, dtype=np.int64)  # generation: invalidates stale scheduled failures
+        self.healthy = np.ones(n, dtype=bool)
+        self.install_h = np.zeros(n, dtype=np.float64)
+        self.life_h = np.zeros(n, dtype=np.float64)
         self.failures = 0
-        self.repairs = np.zeros(self.n, dtype=np.int64)
-        _init_shared(self, spec)
-        self.frailty: np.ndarray | None = None
-        """Per node, the multiplier Z of this part's failure rate (proportional hazards: survival S(t)^Z),
-        set by the health component before the first draws (twin.model.health); None: 1 for every node."""
+        self.repairs = np.zeros(n, dtype=np.int64)
+        # the common-cause process and the latent failures
+        self.beta = float(spec.common_cause_beta)
+        self._ccf_mean_h = spec.failure.mean() / self.beta if self.beta else float("inf")  # 1/(βλ), hours
+        self._ccf_digests = np.zeros(0, dtype=np.uint64)
+        self._in_ccf = False
+        self._down_cause: dict[int, str] = {}
+        self.ccf_events = 0  # common events that failed at least one unit
+        self.ccf_failures = 0  # units they failed
+        self.test_h: float | None = spec.latent_test_interval_h
+        self._hidden: dict[int, simpy.Event] = {}
+        self.latent_found_test = 0
+        self.latent_found_demand = 0
 
+    # ---- where the units sit and what a failure does (each kind) --------------------------------
+    @abc.abstractmethod
     def path(self, idx: int) -> str:
-        node, slot = divmod(idx, self.per_node)
-        return f"{self.cluster.node_path(node)}.{self.name}{slot}"
+        """Component path of unit ``idx`` (its random streams and events)."""
 
+    @abc.abstractmethod
     def node_of(self, idx: int) -> int:
-        return idx // self.per_node
+        """Node of unit ``idx`` (-1: a site unit, in no node)."""
 
     @property
+    @abc.abstractmethod
     def n_groups(self) -> int:
-        """Common-cause groups: the units of one node."""
-        return self.cluster.n_nodes
+        """Common-cause groups."""
 
+    @abc.abstractmethod
     def members(self, g: int) -> Sequence[int]:
-        """Units of common-cause group ``g`` (node ``g``)."""
-        return range(g * self.per_node, (g + 1) * self.per_node)
+        """Units of common-cause group ``g``."""
 
+    @abc.abstractmethod
     def group_digests(self) -> np.ndarray:
         """One stream digest per group (its first unit's: the group's events use their own stream number)."""
-        return self.digest[:: self.per_node]
+
+    @abc.abstractmethod
+    def _fire(self, idx: int, gen: int) -> None:
+        """Unit ``idx`` fails now, unless its failure of generation ``gen`` was superseded or it is failed."""
+
+    @abc.abstractmethod
+    def restore(self, idx: int) -> None:
+        """The unit was replaced: healthy again, with a fresh lifetime from now."""
+
+    def node_failed_by_group(self, node: int) -> bool:
+        """True while ``node`` is down because too few of its units of this part work (site units: never)."""
+        return False
+
 
     # ---- lifetimes ----------------------------------------------------------------------
     def uniform(self, idx: int, purpose: str, k: int) -> float:
@@ -114,41 +125,24 @@ class PartPopulation(_SharedFailureState):
         return rng.uniform1(self.engine.streams.key, int(self.digest[idx]), k, rng.STREAMS[purpose])
 
     def draw_lifetimes(self, idx: np.ndarray) -> np.ndarray:
-        """Next lifetime (hours) of each part in ``idx``; advances their draw counters. With a frailty Z
-        of the part's node, the uniform u of the inverse CDF becomes 1 − (1 − u)^(1/Z): the same draw
-        under a hazard Z times the part's (an exponential mean divided by Z)."""
-        fr = getattr(self, "frailty", None)  # (FacilityParts borrows this method and has none)
+        """Next lifetime (hours) of each part in ``idx``; advances their draw counters."""
         if len(idx) == 1:
             i = int(idx[0])
             k = int(self.draws[i])
             self.draws[i] = k + 1
-            u1 = np.array([self.uniform(i, "fail", k)])
-            if fr is not None:
-                out = frail_sample(self.spec.failure, u1, fr[i // self.per_node : i // self.per_node + 1])
-            else:
-                out = self.spec.failure.sample(u1)
+            out = self._sample(np.array([self.uniform(i, "fail", k)]), idx)
         else:
             u = self.engine.streams.uniforms(self.digest[idx], self.draws[idx], rng.STREAMS["fail"])
             self.draws[idx] += 1
-            out = frail_sample(self.spec.failure, u, fr[idx // self.per_node]) if fr is not None else \
-                self.spec.failure.sample(u)
+            out = self._sample(u, idx)
         if self.beta:  # the unit's own failures at (1 − β)λ (exponential: the time scales by 1/(1 − β))
             out = out / (1.0 - self.beta)
         return out
 
-    def redraw(self, idx: int) -> None:
-        """A healthy part's life drawn afresh from now (after a deep repair of its node): the pending
-        failure is cancelled and the part counts as installed now."""
-        assert self.healthy[idx]
-        self.gen[idx] += 1
-        self._renew(idx)
-
-    def shorten(self, idx: int, life_h: float) -> None:
-        """The part just installed fails after ``life_h`` if that comes before its drawn life (an
-        early failure of a defective replacement: infant mortality, twin.model.health)."""
-        if life_h < self.life_h[idx]:
-            self.life_h[idx] = life_h
-            self.reschedule(idx, self.install_h[idx] + life_h)
+    def _sample(self, u: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """Lifetimes (hours) of units ``idx`` at the uniforms ``u`` of their failure distribution's inverse
+        CDF (node parts apply their node's frailty)."""
+        return self.spec.failure.sample(u)
 
     def start(self) -> None:
         """Draw every part's first lifetime at once and schedule those inside the horizon; start the
@@ -163,7 +157,7 @@ class PartPopulation(_SharedFailureState):
             u = self.engine.streams.uniforms(self._ccf_digests, 0, rng.STREAMS["ccf"])
             first = rng.exponential_from_u(u, self._ccf_mean_h)
             for g in np.flatnonzero(first < self.engine.horizon_h):
-                self.engine.call_at(float(first[g]), lambda g=int(g): self._common_event(g, 0))
+                self.engine.call_at(float(first[g]), functools.partial(self._common_event, int(g), 0))
         if self.test_h is not None and self.test_h < self.engine.horizon_h:
             self.engine.call_at(self.test_h, self._periodic_test)
 
@@ -229,6 +223,75 @@ class PartPopulation(_SharedFailureState):
         self.gen[idx] += 1
         self._schedule(idx, t_h)
 
+    def _renew(self, idx: int) -> None:
+        now = self.engine.now
+        self.install_h[idx] = now
+        life = float(self.draw_lifetimes(np.array([idx]))[0])
+        self.life_h[idx] = life
+        self._schedule(idx, now + life)
+
+
+
+class PartPopulation(Population):
+    """All instances of part type ``name`` (``count`` per node)."""
+
+    def __init__(self, engine: Engine, cluster: Cluster, name: str, spec: Part,
+                 on_failure: Callable[["PartPopulation", int], None]) -> None:
+        self.cluster = cluster
+        self.per_node = spec.count
+        priority = spec.dispatch_priority if spec.dispatch_priority is not None else DEFAULT_PRIORITY[spec.effect]
+        super().__init__(engine, name, spec, cluster.n_nodes * spec.count,
+                         _node_part_digests(cluster.racks, cluster.nodes_per_rack, name, spec.count), priority)
+        self.fail_below = spec.fail_below
+        self.required = int(spec.required or spec.count)
+        self._on_failure = on_failure
+        self.healthy_per_node = np.full(cluster.n_nodes, spec.count, dtype=np.int32)
+        self.frailty: np.ndarray | None = None
+        """Per node, the multiplier Z of this part's failure rate (proportional hazards: survival S(t)^Z),
+        set by the health component before the first draws (twin.model.health); None: 1 for every node."""
+
+    def path(self, idx: int) -> str:
+        node, slot = divmod(idx, self.per_node)
+        return f"{self.cluster.node_path(node)}.{self.name}{slot}"
+
+    def node_of(self, idx: int) -> int:
+        return idx // self.per_node
+
+    @property
+    def n_groups(self) -> int:
+        """Common-cause groups: the units of one node."""
+        return self.cluster.n_nodes
+
+    def members(self, g: int) -> Sequence[int]:
+        """Units of common-cause group ``g`` (node ``g``)."""
+        return range(g * self.per_node, (g + 1) * self.per_node)
+
+    def group_digests(self) -> np.ndarray:
+        """One stream digest per group (its first unit's: the group's events use their own stream number)."""
+        return self.digest[:: self.per_node]
+
+    def _sample(self, u: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """With a frailty Z of the part's node, the uniform u of the inverse CDF becomes 1 − (1 − u)^(1/Z):
+        the same draw under a hazard Z times the part's (an exponential mean divided by Z)."""
+        fr = self.frailty
+        if fr is None:
+            return self.spec.failure.sample(u)
+        return frail_sample(self.spec.failure, u, fr[idx // self.per_node])
+
+    def redraw(self, idx: int) -> None:
+        """A healthy part's life drawn afresh from now (after a deep repair of its node): the pending
+        failure is cancelled and the part counts as installed now."""
+        assert self.healthy[idx]
+        self.gen[idx] += 1
+        self._renew(idx)
+
+    def shorten(self, idx: int, life_h: float) -> None:
+        """The part just installed fails after ``life_h`` if that comes before its drawn life (an
+        early failure of a defective replacement: infant mortality, twin.model.health)."""
+        if life_h < self.life_h[idx]:
+            self.life_h[idx] = life_h
+            self.reschedule(idx, self.install_h[idx] + life_h)
+
     def _fire(self, idx: int, gen: int) -> None:
         if gen != self.gen[idx] or not self.healthy[idx]:
             return
@@ -248,13 +311,6 @@ class PartPopulation(_SharedFailureState):
         self._apply_effect(node, before, before - 1)
         self.engine.bus.publish(Topic.PART_FAILED, self, idx)
         self._on_failure(self, idx)
-
-    def _renew(self, idx: int) -> None:
-        now = self.engine.now
-        self.install_h[idx] = now
-        life = float(self.draw_lifetimes(np.array([idx]))[0])
-        self.life_h[idx] = life
-        self._schedule(idx, now + life)
 
     def restore(self, idx: int) -> None:
         """The part was replaced: healthy again, with a fresh lifetime from now."""
@@ -303,24 +359,11 @@ class PartPopulation(_SharedFailureState):
         return bool(self.healthy_per_node[node] < self.fail_below)
 
 
-def _init_shared(pop: "PartPopulation | FacilityParts", spec: Part) -> None:
-    """State of the common-cause process and the latent failures (both population kinds)."""
-    pop.beta = float(spec.common_cause_beta)
-    pop._ccf_mean_h = spec.failure.mean() / pop.beta if pop.beta else float("inf")  # 1/(βλ), hours
-    pop._ccf_digests = np.zeros(0, dtype=np.uint64)
-    pop._in_ccf = False
-    pop._down_cause = {}
-    pop.ccf_events = 0  # common events that failed at least one unit
-    pop.ccf_failures = 0  # units they failed
-    pop.test_h = spec.latent_test_interval_h
-    pop._hidden = {}
-    pop.latent_found_test = 0
-    pop.latent_found_demand = 0
-
-
 def contiguous_groups(n: int, size: int) -> list[range]:
     """Common-cause groups of ``size`` consecutive units (a zone's CRAH units, a loop's CDUs)."""
     return [range(s, min(s + size, n)) for s in range(0, n, size)]
+
+
 def frail_sample(dist: Any, u: np.ndarray, z: np.ndarray) -> np.ndarray:
     """Lifetimes at uniforms ``u`` under a hazard ``z`` times the distribution's (proportional hazards:
     survival S(t)^z, i.e. the inverse CDF at 1 − (1 − u)^(1/z)). Exact in closed form for the
@@ -335,7 +378,7 @@ def frail_sample(dist: Any, u: np.ndarray, z: np.ndarray) -> np.ndarray:
     return dist.sample(np.minimum(-np.expm1(np.log1p(-u) / z), ONE_BELOW))
 
 
-class FacilityParts(_SharedFailureState):
+class FacilityParts(Population):
     """Site-level units (CRAH, CDU, pump, PDU, UPS, switch...) that fail and are repaired through
     the same engine, streams, crews and spares as node parts.
 
@@ -346,29 +389,18 @@ class FacilityParts(_SharedFailureState):
     def __init__(self, engine: Engine, name: str, paths: list[str], spec: Part,
                  on_change: Callable[[int, bool], None], on_failure: Callable[["FacilityParts", int], None],
                  digests: np.ndarray | None = None, groups: Sequence[Sequence[int]] | None = None) -> None:
-        self.engine = engine
-        self.name = name
-        self.spec = spec
+        super().__init__(engine, name, spec, len(paths),
+                         rng.path_digests(paths) if digests is None else digests,  # digests: of paths, precomputed
+                         spec.dispatch_priority if spec.dispatch_priority is not None else 0)
         self._paths = paths
-        self.n = len(paths)
-        self.priority = spec.dispatch_priority if spec.dispatch_priority is not None else 0
         self._on_change = on_change
         self._on_failure = on_failure
-        self.digest = rng.path_digests(paths) if digests is None else digests  # digests: of paths, precomputed
-        self.draws = np.zeros(self.n, dtype=np.int64)
-        self.gen = np.zeros(self.n, dtype=np.int64)
-        self.healthy = np.ones(self.n, dtype=bool)
-        self.install_h = np.zeros(self.n, dtype=np.float64)
-        self.life_h = np.zeros(self.n, dtype=np.float64)
-        self.failures = 0
-        self.repairs = np.zeros(self.n, dtype=np.int64)
         self.scope: Callable[[int], Iterable[int]] | None = None
         """Nodes whose service unit ``idx``'s failure can take away (set by the owning model; none: no
         node). Dispatch by impact counts the GPUs of those out of service, or cut, for one of ``causes``."""
         self.causes: frozenset[str] = frozenset({name})
         self._groups: list[Sequence[int]] = [range(self.n)] if groups is None else list(groups)
         """Common-cause groups (default: every unit of the population in one group)."""
-        _init_shared(self, spec)
         self._ccf_since: dict[int, float] = {}  # units failed by a common event: since when, h
         self._ccf_unit_h = 0.0
 
@@ -393,21 +425,6 @@ class FacilityParts(_SharedFailureState):
 
     def node_of(self, idx: int) -> int:
         return -1
-
-    def node_failed_by_group(self, node: int) -> bool:
-        return False
-
-    uniform = PartPopulation.uniform
-    draw_lifetimes = PartPopulation.draw_lifetimes
-    start = PartPopulation.start
-    _schedule = PartPopulation._schedule
-    reschedule = PartPopulation.reschedule
-    _renew = PartPopulation._renew
-    _common_event = PartPopulation._common_event
-    _hide = PartPopulation._hide
-    found_event = PartPopulation.found_event
-    found = PartPopulation.found
-    _periodic_test = PartPopulation._periodic_test
 
     def _fire(self, idx: int, gen: int) -> None:
         if gen != self.gen[idx] or not self.healthy[idx]:

@@ -37,7 +37,7 @@ lost power returns ``reboot_h`` after power is back.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -45,15 +45,16 @@ from numpy.typing import NDArray
 
 from twin import rng
 from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
-from twin.model.engine import Engine, Topic
+from twin.model.engine import Topic
+from twin.model.facility_units import Load, MaintenanceAccount, MaintenanceRota
+from twin.model.it_power import ITPower as ITPower  # re-exported: cooling/state.py still names it here
 from twin.model.parts import FacilityParts
 from twin.observe.recorder import time_weighted_mean
-from twin.physics.power import node_it_power_w, non_gpu_power_w, site_gpu_cap_w
+from twin.physics.power import site_gpu_cap_w
 from twin.physics.thermal import speed_fraction
 from twin.units import HOURS_PER_YEAR
 
 if TYPE_CHECKING:  # pragma: no cover
-    from twin.model.cluster import Cluster
     from twin.scenario.schema import Scenario
 
 CAUSES = ("psu", "pdu", "utility", "generator_start", "feed", "maintenance", "transfer")
@@ -69,256 +70,6 @@ def cause_name(code: int) -> str:
     """The node-down reason of power cause ``code``: ``power:<cause>``, and for a planned maintenance
     that drained the load ``planned:power_maintenance`` (a planned interruption for the workload)."""
     return "planned:power_maintenance" if code == _MAINT else f"power:{CAUSES[code - 1]}"
-
-
-_add_reduce = np.add.reduce
-_FEW_DOWN = 256
-"""Up to this many nodes out of service, ITPower zeroes them from the cluster's sorted list."""
-
-
-class ITPower(Component):
-    """One source of truth for IT power: per-node power (W) and its exact energy integral.
-
-    node power = node_it_power_w(util, tightest GPU cap, ...) while the node is up, 0 while it is
-    down (assumption: a node out of service is powered off). A model that caps GPUs either calls
-    ``set_cap(source, nodes, cap_w)`` (W per GPU, ``inf`` = no cap; refreshes those nodes), or
-    writes the array from ``gpu_cap(source)`` and calls ``refresh(nodes)``. The object itself
-    listens to NODE_LOAD / NODE_DOWN / NODE_UP. ``watch(before, after)`` registers callbacks run
-    before a change (to integrate up to now) and after it (with the nodes). The recorder level
-    ``site_power_w`` is this object's total (the recorder keeps one point per event time).
-    The provider of the ``it_power`` service, built on demand (before the first component that
-    requires it: power, cooling, costs) from ``cluster.node``'s power figures: one object shared by
-    all of them.
-    """
-
-    name = "it_power"
-    provides = (IT_POWER,)
-    on_demand = True
-
-    @classmethod
-    def wanted(cls, sc: Scenario) -> bool:
-        return False  # built only when a component requires it
-
-    @classmethod
-    def build(cls, ctx: BuildContext) -> ITPower:
-        node = ctx.sc.cluster.node  # the GPU and node power figures, declared once
-        return cls(ctx.engine, ctx.cluster, node.gpus, node.gpu.idle_w, node.gpu.demand_w, node.non_gpu_w,
-                   node.non_gpu_idle_w)
-
-    def __init__(self, engine: Engine, cluster: "Cluster", gpus: int, idle_w: float, tdp_w: float,
-                 non_gpu_w: float, non_gpu_idle_w: float | None = None) -> None:
-        self.engine = engine
-        self.cluster = cluster
-        self.gpus = gpus
-        self.idle_w = idle_w
-        self.tdp_w = tdp_w
-        self.non_gpu_w = non_gpu_w
-        """Non-GPU load at full utilisation, W (``cluster.node.non_gpu_w``)."""
-        self.non_gpu_idle_w = non_gpu_w if non_gpu_idle_w is None else non_gpu_idle_w
-        """Non-GPU load at zero utilisation, W; it follows utilisation linearly up to ``non_gpu_w``."""
-        self._ng_slope_w = non_gpu_w - self.non_gpu_idle_w
-        n = cluster.n_nodes
-        self.node_power_w = np.zeros(n)
-        """IT power of each node, W."""
-        self.caps: dict[str, NDArray[np.float64]] = {}
-        self._n_finite: dict[str, int] = {}  # per source written through set_cap: nodes with a finite cap
-        self._direct: set[str] = set()  # sources written directly (always taken into account)
-        self.unit_caps: dict[str, NDArray[np.float64]] = {}
-        """Per-GPU caps (W, shape nodes × GPUs) of sources whose GPUs in one node differ (``unit_cap``)."""
-        self.energy_wh = 0.0
-        self._total = 0.0
-        self._t = engine.now
-        self._before: list[Callable[[], None]] = []
-        self._after: list[Callable[[NDArray[np.int64]], None]] = []
-        self._exact: set[str] = set()  # readers that need every node's power exact at every event
-        self._exact_watchers: list[Callable[[bool], None]] = []
-        self._all = np.arange(n)
-        self._env = engine.env
-        self._uncapped = True  # no source has a finite cap: refresh takes its two-operation path
-        self._a_w = gpus * (tdp_w - idle_w)  # node power = util·a + b without caps (node_it_power_w)
-        self._b_w = non_gpu_w + gpus * idle_w
-        self._g_idle_w = gpus * idle_w  # with a non-GPU load that follows utilisation: util·a + (ng(util) + this)
-        self._level = engine.recorder.levels.setdefault("site_power_w", ([], []))
-        bus = engine.bus
-        bus.subscribe(Topic.NODE_LOAD, self.refresh)
-        bus.subscribe(Topic.NODE_DOWN, self._on_node)
-        bus.subscribe(Topic.NODE_UP, self._on_node)
-        self.refresh()
-
-    def _array(self, source: str) -> NDArray[np.float64]:
-        arr = self.caps.get(source)
-        if arr is None:
-            arr = self.caps[source] = np.full(self.cluster.n_nodes, np.inf)
-            self._n_finite[source] = 0
-        return arr
-
-    def gpu_cap(self, source: str) -> NDArray[np.float64]:
-        """Writable per-node GPU power cap (W) of ``source``, created at inf; call ``refresh(nodes)``
-        after writing. (``set_cap`` does both and is cheaper: it lets ``refresh`` skip sources
-        without a finite cap.)"""
-        self._direct.add(source)
-        self._uncapped = False
-        return self._array(source)
-
-    def unit_cap(self, source: str) -> NDArray[np.float64]:
-        """Writable per-GPU cap (W, nodes × GPUs, created at inf) of ``source``, for a source whose GPUs in one
-        node have different caps (per-GPU thermal units). The source still sets its node cap (``set_cap``: the
-        per-GPU mean of its GPUs' powers, which fixes the node's power); this array is what a site cap
-        water-fills against (``PowerChain``), since that node cap depends on the site cap itself."""
-        arr = self.unit_caps.get(source)
-        if arr is None:
-            arr = self.unit_caps[source] = np.full((self.cluster.n_nodes, self.gpus), np.inf)
-        return arr
-
-    def cap_of(self, source: str) -> NDArray[np.float64]:
-        """The GPU cap array (W) of ``source`` for reading (write it with ``set_cap``)."""
-        return self._array(source)
-
-    def set_cap(self, source: str, nodes: NDArray[np.int64] | None, cap_w: NDArray[np.float64] | float) -> None:
-        """Set the GPU cap (W) of ``nodes`` (all when None) for ``source`` and refresh their power."""
-        arr = self._array(source)
-        idx = self._all if nodes is None else nodes
-        before = int(np.isfinite(arr[idx]).sum())
-        arr[idx] = cap_w
-        self._n_finite[source] += int(np.isfinite(arr[idx]).sum()) - before
-        self._uncapped = not self._direct and not any(self._n_finite.values())
-        self.refresh(nodes)
-
-    def n_capped(self, source: str) -> int:
-        """Nodes with a finite cap from ``source``."""
-        if source in self._direct:
-            return int(np.isfinite(self._array(source)).sum())
-        return self._n_finite.get(source, 0)
-
-    def others_capped(self, exclude: str) -> bool:
-        """True when some source other than ``exclude`` may hold a finite cap (cheap: counters)."""
-        return any(s != exclude for s in self._direct) or any(
-            k for s, k in self._n_finite.items() if s != exclude)
-
-    def min_cap(self, nodes: NDArray[np.int64], exclude: str | None = None) -> NDArray[np.float64]:
-        """Tightest GPU cap (W) of ``nodes`` over all sources except ``exclude``."""
-        out = np.full(len(nodes), np.inf)
-        for name, arr in self.caps.items():
-            if name != exclude:
-                np.minimum(out, arr[nodes], out=out)
-        return out
-
-    def non_gpu_w_of(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:
-        """Non-GPU load (W) of ``nodes`` at their utilisation, were they up."""
-        return np.asarray(non_gpu_power_w(self.engine.node_util[nodes], self.non_gpu_idle_w, self.non_gpu_w),
-                          dtype=np.float64)
-
-    def gpu_demand_w(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:
-        """Uncapped GPU power demand (W) of ``nodes`` at their utilisation."""
-        return self.idle_w + (self.tdp_w - self.idle_w) * self.engine.node_util[nodes]
-
-    def watch(self, before: Callable[[], None], after: Callable[[NDArray[np.int64]], None]) -> None:
-        self._before.append(before)
-        self._after.append(after)
-
-    @property
-    def exact(self) -> bool:
-        """True while some reader needs every node's power exact at every event (``need_exact``)."""
-        return bool(self._exact)
-
-    def need_exact(self, reader: str, on: bool) -> None:
-        """``reader`` reads node power at events other than its own from now (``on``), or no longer.
-
-        A source that defers power changes between events (thermal's silent crossings,
-        ``twin.model.cooling.lazy``: their power is settled exactly, in closed form, at the node's next update)
-        settles what it deferred when the first reader comes and defers nothing while any reader is there.
-        The power chain is one: its feed loads while a feed is on battery or a UPS is out (UPS losses, battery
-        drain), and its site cap (a water-fill over every GPU's caps at every load change)."""
-        was = bool(self._exact)
-        if on:
-            self._exact.add(reader)
-        else:
-            self._exact.discard(reader)
-        if bool(self._exact) != was:
-            for fn in self._exact_watchers:
-                fn(not was)
-
-    def watch_exact(self, fn: Callable[[bool], None]) -> None:
-        """Call ``fn(on)`` when exact node power becomes needed (True) or no longer (False)."""
-        self._exact_watchers.append(fn)
-
-    def _integrate(self) -> None:
-        now = self.engine.env.now
-        if now > self._t:
-            self.energy_wh += self._total * (now - self._t)
-            self._t = now
-
-    def _on_node(self, node: int, cause: str) -> None:
-        self.refresh(np.array([node]))
-
-    def refresh(self, nodes: NDArray[np.int64] | None = None, util: float | None = None) -> None:
-        """Recompute the power of ``nodes`` (all when None) after a load, cap or state change;
-        ``util``: the nodes' common utilisation when the caller knows it (a job's load change).
-
-        The hot path of the event loop (every job's load change). Without any finite cap the node
-        power is ``util·a + b`` with a = GPUs·(TDP − idle) and b = non-GPU + GPUs·idle, the same
-        floating-point operations as :func:`node_it_power_w` (for a common ``util`` done once, in
-        Python floats: the same IEEE multiply and add); the site total is the numpy sum of the node
-        array (the same sum in the same order at every refresh, so it never drifts)."""
-        if self._before:
-            for fn in self._before:
-                fn()
-        now = self._env._now
-        t = self._t
-        if now > t:
-            self.energy_wh += self._total * (now - t)
-            self._t = now
-        idx = self._all if nodes is None else nodes
-        npw = self.node_power_w
-        if self._uncapped and self._ng_slope_w:  # the same operations as node_it_power_w with non_gpu_power_w
-            if util is not None:
-                npw[idx] = util * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * util) + self._g_idle_w)
-                p = None
-            else:
-                u = self.engine.node_util[idx]
-                p = u * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * u) + self._g_idle_w)
-        elif self._uncapped:
-            if util is not None:
-                npw[idx] = util * self._a_w + self._b_w
-                p = None
-            else:
-                p = self.engine.node_util[idx] * self._a_w
-                p += self._b_w
-        else:
-            u = self.engine.node_util[idx]
-            p = node_it_power_w(u, self.min_cap(idx), self.gpus, self.idle_w, self.tdp_w,
-                                non_gpu_power_w(u, self.non_gpu_idle_w, self.non_gpu_w) if self._ng_slope_w
-                                else self.non_gpu_w)
-        if p is not None:
-            npw[idx] = p
-        cl = self.cluster
-        n_down = cl.n_nodes - cl.n_up
-        if n_down:  # a node out of service draws nothing
-            if n_down <= _FEW_DOWN:  # zero every down node: a no-op outside idx, cheaper than finding them
-                npw[cl.down_nodes()] = 0.0
-            else:  # many down (a tripped hall): the cluster's list would be rebuilt at each transition
-                d = cl.down_count[idx] != 0
-                npw[idx[d]] = 0.0
-        self._total = total = float(_add_reduce(npw))  # = npw.sum(), without the method's wrapper
-        ts, vs = self._level  # recorder level site_power_w: one point per event time
-        now = self._t
-        if ts and ts[-1] == now:
-            vs[-1] = total
-        else:
-            ts.append(now)
-            vs.append(total)
-        if self._after:
-            for fn in self._after:
-                fn(idx)
-
-    def total_w(self) -> float:
-        """Site IT power now, W."""
-        return self._total
-
-    def energy_kwh(self) -> float:
-        """IT energy from time 0 to now, kWh (exact: power is piecewise constant)."""
-        self._integrate()
-        return self.energy_wh / 1000.0
 
 
 class PowerChain(Component):
@@ -388,15 +139,12 @@ class PowerChain(Component):
         self.transfer_failures = 0
         self.cool_w = [0.0] * F  # load of the cooling units on the feed's UPS output (Topic.COOLING_LOAD), W
         # ---- scheduled maintenance (issue 24): per unit type, per feed, in the window now
-        self.maint_specs = {name: el.maintenance for name, el in spec.elements().items()
-                            if el.maintenance is not None}
-        self.in_maint: dict[str, list[bool]] = {name: [False] * F for name in self.maint_specs}
+        self.maint = MaintenanceAccount()
+        self.rotas = {name: MaintenanceRota(eng, name, el.maintenance, F, self.maint, self._unit_path,
+                                            self._maint_out, self._maint_back, self._maint_after)
+                      for name, el in spec.elements().items() if el.maintenance is not None}
         self.unit_up = {"ups": [self.has_ups] * F, "generator": [self.has_gen] * F}  # not failed (repairs)
         self.isolated = [0] * F  # maintenance windows that de-energise the feed now
-        self.maint_since: dict[tuple[str, int], float] = {}
-        self.maint_windows = 0
-        self.maint_unit_h = 0.0
-        self.maint_exposure_h = 0.0
         self.pdu_ok = np.ones((F, self.K), dtype=bool)
         self.input_live = [True] * F
         self.mode = ["utility"] * F
@@ -490,7 +238,8 @@ class PowerChain(Component):
         if self.spec.utility.outages_per_year > 0:
             for s in range(len(self.sources)):
                 self._next_outage(s, 0.0)
-        self._start_maintenance()
+        for rota in self.rotas.values():
+            rota.start()
         for inj in self.spec.inject:
             f = self.feeds.index(inj.feed)
             if inj.at_h < self.H:
@@ -500,8 +249,7 @@ class PowerChain(Component):
     def finish(self) -> None:
         self._settle()
         now = self.engine.now
-        for name, f in list(self.maint_since):
-            self._close_maint(name, f, now)
+        self.maint.close_all(now)
         for f in range(self.F):
             self._close_feed_row(f, now)
             row = self.open_outage[f]
@@ -693,8 +441,8 @@ class PowerChain(Component):
 
     def _bypassed(self, name: str, f: int) -> bool:
         """Unit ``name`` of feed ``f`` is out of service for a bypass-mode maintenance now."""
-        on = self.in_maint.get(name)
-        return on is not None and on[f] and self.spec.maintenance_mode(name) == "bypass"
+        rota = self.rotas.get(name)
+        return rota is not None and rota.on[f] and self.spec.maintenance_mode(name) == "bypass"
 
     def _set_gen(self, f: int, ok: bool) -> None:
         """The generator of feed ``f`` becomes able (``ok``) or unable to run (failure, repair, maintenance)."""
@@ -707,26 +455,11 @@ class PowerChain(Component):
             self.restarts[f] += 1
             self._start_generator(f, f"power.feed{self.feeds[f]}.generator#restart", k)
 
-    # ---- scheduled maintenance (concurrent maintenance, one feed at a time) -------------------
-    def _start_maintenance(self) -> None:
-        for name, mt in self.maint_specs.items():
-            assert mt is not None
-            first = mt.offset_h if mt.offset_h is not None else mt.interval_h / 2.0
-            for f in range(self.F):
-                t = first + f * mt.interval_h / self.F
-                if t < self.H:
-                    self.engine.call_at(t, lambda nm=name, f=f: self._maint_begin(nm, f))
-
-    def _maint_begin(self, name: str, f: int) -> None:
-        mt = self.maint_specs[name]
-        assert mt is not None
+    # ---- scheduled maintenance (concurrent maintenance, one feed at a time: facility_units.MaintenanceRota)
+    def _maint_out(self, name: str, f: int) -> Load:
+        """A visit takes unit ``name`` of feed ``f`` out: the feed isolated, or the unit bypassed."""
         self._settle()
-        eng = self.engine
-        self.in_maint[name][f] = True
-        self.maint_windows += 1
-        self.maint_since[(name, f)] = eng.now
         mode = self.spec.maintenance_mode(name)
-        eng.recorder.event(eng.now, "maintenance_start", f"power.feed{self.feeds[f]}.{name}", -1, mt.duration_h)
         if mode == "isolate":
             self.isolated[f] += 1
         elif name == "ups":
@@ -734,15 +467,17 @@ class PowerChain(Component):
         elif name == "generator":
             self._set_gen(f, False)
         self._feeds_active = True
-        eng.call_at(eng.now + mt.duration_h, lambda: self._maint_end(name, f))
-        if eng.now + mt.interval_h < self.H:
-            eng.call_at(eng.now + mt.interval_h, lambda: self._maint_begin(name, f))
+        # the load stays up with a unit or a feed less (exposed), or an isolated single feed drains it
+        return "exposed" if mode == "bypass" or self.F > 1 else "drained"
+
+    def _unit_path(self, name: str, f: int) -> str:
+        return f"power.feed{self.feeds[f]}.{name}"
+
+    def _maint_after(self, name: str, f: int, out: bool) -> None:
         self._update()
 
-    def _maint_end(self, name: str, f: int) -> None:
+    def _maint_back(self, name: str, f: int) -> None:
         self._settle()
-        self._close_maint(name, f, self.engine.now)
-        self.in_maint[name][f] = False
         mode = self.spec.maintenance_mode(name)
         if mode == "isolate":
             self.isolated[f] -= 1
@@ -750,18 +485,7 @@ class PowerChain(Component):
             self.ups_ok[f] = self.unit_up["ups"][f]
         elif name == "generator":
             self._set_gen(f, self.unit_up["generator"][f])
-        self.engine.recorder.event(self.engine.now, "maintenance_end", f"power.feed{self.feeds[f]}.{name}")
         self._feeds_active = True
-        self._update()
-
-    def _close_maint(self, name: str, f: int, now: float) -> None:
-        t0 = self.maint_since.pop((name, f), None)
-        if t0 is None:
-            return
-        d = now - t0
-        self.maint_unit_h += d
-        if self.spec.maintenance_mode(name) == "bypass" or self.F > 1:
-            self.maint_exposure_h += d  # the load stays up with a unit or a feed less: exposed
 
     def _on_group(self, node: int, part: str, healthy: int) -> None:
         if part == self.spec.psu_part:
@@ -832,7 +556,7 @@ class PowerChain(Component):
         down = E < self.min_run
         hp_cnt = np.stack([hp[:, m].sum(axis=1) for m in self.slot_masks], axis=1)
         dead_code = np.where(live, 0, np.array(self.feed_code))
-        if self.maint_specs:  # rank a planned maintenance below every unplanned cause
+        if self.rotas:  # rank a planned maintenance below every unplanned cause
             cand = (hp_cnt > 0) * dead_code[None, :]
             feed_cause = np.take_along_axis(cand, _RANK[cand].argmax(axis=1)[:, None], axis=1)[:, 0]
         else:
@@ -988,14 +712,14 @@ class PowerChain(Component):
         m: dict[str, float] = {}
         m["power.down_node_hours"] = float(self.down_node_h.sum())
         codes = [k for k in range(1, len(CAUSES) + 1)  # maintenance: when scheduled; transfer: with a switch
-                 if (k != _MAINT or self.maint_specs) and (k != _ATS or self.spec.ats is not None)]
+                 if (k != _MAINT or self.rotas) and (k != _ATS or self.spec.ats is not None)]
         causes = [CAUSES[k - 1] for k in codes]
         for k, c in zip(codes, causes):
             m[f"power.down_node_hours.{c}"] = float(self.down_node_h[k])
-        if self.maint_specs:
-            m["power.maintenance_windows"] = float(self.maint_windows)
-            m["power.maintenance_hours"] = self.maint_unit_h
-            m["power.maintenance_exposure_hours"] = self.maint_exposure_h
+        if self.rotas:
+            m["power.maintenance_windows"] = float(self.maint.windows)
+            m["power.maintenance_hours"] = self.maint.hours
+            m["power.maintenance_exposure_hours"] = self.maint.exposure_h
         m["power.capped_gpu_hours"] = self.capped_gpu_h
         m["power.capped_node_hours"] = self.capped_node_h
         if self.site_cap_w is not None:

@@ -14,6 +14,10 @@ Definitions (all work in *ideal hours*: wall hours at full speed on all the job'
 - an interruption (allocated node down or cut, transient fault, planned drain) loses the progress
   since the last completed checkpoint, then pays detection + reschedule + checkpoint read +
   warm-up before progress resumes; an interruption during a restart starts the restart over.
+- a job keeps its completed checkpoints by its retention policy (``checkpoint.retention``: the rolling
+  set and persistent ones, twin.model.checkpoints.History); a silent-data-corruption rollback
+  (:meth:`Workload.rollback`) returns to the newest kept one captured before the corruption, unless a
+  restart since already discarded the corrupt state (:meth:`Workload.discarded`, the job's Lineage).
 - an elastic job (``elastic``) holds whole replicas of ``replica_nodes`` nodes; with r of its R
   replicas it progresses at r/R of its rate on those nodes; losing nodes it swaps in free ones or
   shrinks to the whole replicas left (≥ ``min_replicas``, else it is interrupted as a rigid job),
@@ -41,6 +45,7 @@ import pandas as pd
 
 from twin import rng
 from twin.model.component import FABRIC, JOBS, STORAGE, BuildContext, Component, Fabric, ResultsSoFar, StorageService
+from twin.model.checkpoints import History, Lineage
 from twin.model.domains import Domains
 from twin.model.engine import Timer, Topic
 from twin.model.jobqueue import ANY, JobQueue
@@ -188,11 +193,13 @@ class Job:
     lost_h: float = 0.0
     made_h: float = 0.0  # all progress ever made (kept + lost)
     # the running time lost to a rate below 1, split by the sequential rule (see Workload._rates):
-    # thermal speed first, then the power chain's, then the fabric
+    # thermal speed first, then fail-slow parts' (health's degraded parts), then the power chain's, then the fabric
     slow_thermal_h: float = 0.0
+    slow_failslow_h: float = 0.0
     slow_power_h: float = 0.0
     slow_fabric_h: float = 0.0
     rate_thermal: float = 1.0  # rate at the thermal speed alone, healthy fabric
+    rate_failslow: float = 1.0  # rate at the thermal and fail-slow speeds, healthy fabric
     rate_speed: float = 1.0  # rate at the node speed (thermal and power), healthy fabric
     # training-data reads (twin.model.storage): demand at full speed after the node caches, GB/s (0: none)
     data_gbs: float = 0.0
@@ -239,20 +246,18 @@ class Job:
     reduced_h: float = 0.0  # wall hours running below full size
     kept_h: float = 0.0  # progress made while below full size (ideal hours)
     last_reshape_h: float = math.nan
-    # checkpoint history for rollbacks (silent data corruption, twin.model.health): the last completed
-    # checkpoints as (time their state was captured h, progress saved h), oldest first
+    # for rollbacks (silent data corruption, twin.model.health; twin.model.checkpoints): the completed
+    # checkpoints kept by the retention policy (made at the first), and the spans of wall time its running
+    # state carries (None: one span since time 0, until its first restart)
     capture_h: float = 0.0  # capture time of the checkpoint being written
-    history: list[tuple[float, float]] = field(default_factory=list)
+    history: History | None = None
+    lineage: Lineage | None = None
 
 
 STEP_COMPONENTS = ("compute", "tp", "pp", "bubble", "dp", "compress", "throttle")
 """The components of a layout job's step (twin.physics.parallel.StepBreakdown, without ``_s``)."""
 STEP_COLUMNS = ["job", "name", "gpus", "tp", "pp", "dp", "ideal_step_s", "mean_step_s", "run_h",
                 *(f"share_{c}" for c in STEP_COMPONENTS), "limiter"]
-
-CKPT_HISTORY = 8
-"""Completed checkpoints a job keeps for rollbacks (older ones are deleted: assumption)."""
-
 
 class Workload(Component):
     """The job queue and scheduler, subscribed to the engine's bus."""
@@ -482,7 +487,8 @@ class Workload(Component):
                 if r != 1.0:
                     job.slow_place_h += (1.0 - job.rate_place) * dt
                     job.slow_thermal_h += (job.rate_place - job.rate_thermal) * dt
-                    job.slow_power_h += (job.rate_thermal - job.rate_speed) * dt
+                    job.slow_failslow_h += (job.rate_thermal - job.rate_failslow) * dt
+                    job.slow_power_h += (job.rate_failslow - job.rate_speed) * dt
                     job.slow_nvlink_h += (job.rate_speed - job.rate_nvlink) * dt
                     if job.data_gbs:  # the data stall comes last in the sequential rule
                         job.slow_fabric_h += (job.rate_nvlink - job.rate_fabric) * dt
@@ -520,7 +526,8 @@ class Workload(Component):
             if r != 1.0:  # the slowdown split of _advance, on the share of its nodes it holds
                 job.slow_place_h += held * (1.0 - job.rate_place) * dt
                 job.slow_thermal_h += held * (job.rate_place - job.rate_thermal) * dt
-                job.slow_power_h += held * (job.rate_thermal - job.rate_speed) * dt
+                job.slow_failslow_h += held * (job.rate_thermal - job.rate_failslow) * dt
+                job.slow_power_h += held * (job.rate_failslow - job.rate_speed) * dt
                 job.slow_nvlink_h += held * (job.rate_speed - job.rate_nvlink) * dt
                 if job.data_gbs:
                     rf = job.rate_fabric / held if held > 0 else 1.0
@@ -580,18 +587,22 @@ class Workload(Component):
 
     def _rate_on_nodes(self, job: Job) -> float:
         """The job's progress rate on its nodes now (ideal step time / actual), also setting
-        ``job.rate_thermal`` and ``job.rate_speed``: the same step-time model at the thermal speed alone
-        and at the node speed, both with a healthy fabric. The slowdown is split in that order (the
-        sequential rule): thermal 1 − r_thermal, power r_thermal − r_speed, fabric r_speed − r; the three
-        add up to 1 − r."""
+        ``job.rate_thermal``, ``job.rate_failslow`` and ``job.rate_speed``: the same step-time model at the
+        thermal speed alone, at the thermal and fail-slow (``degraded`` parts, twin.model.health) speeds, and
+        at the node speed, all with a healthy fabric. The slowdown is split in that order (the sequential
+        rule): thermal 1 − r_thermal, fail-slow r_thermal − r_failslow, power r_failslow − r_speed, fabric
+        r_speed − r; they add up to 1 − r."""
         nodes = job.nodes
         n = len(nodes)
         eng = self.engine
         speed = eng.min_speed(nodes) if n else 1.0
-        sp_t = 1.0
+        sp_t = sp_f = 1.0
         if speed < 1.0:
-            th = eng.speed_caps.get("thermal")
+            caps = eng.speed_caps
+            th = caps.get("thermal")
             sp_t = float(th[nodes].min()) if th is not None else 1.0
+            dg = caps.get("degraded")
+            sp_f = min(sp_t, float(dg[nodes].min())) if dg is not None else sp_t
         st = job.step
         fabric = self.fabric
         if st.layout is not None:
@@ -610,11 +621,13 @@ class Workload(Component):
             r_nv = r if share == 1.0 else parallel_rate(st, speed, nic, 1.0, blk, nvs)
             r_sp = r_nv if nvs == 1.0 else parallel_rate(st, speed, nic, 1.0, blk, 1.0)
             r_t = r_sp if sp_t == speed else parallel_rate(st, sp_t, nic, 1.0, blk, 1.0)
+            r_f = r_sp if sp_f == speed else r_t if sp_f == sp_t else parallel_rate(st, sp_f, nic, 1.0, blk, 1.0)
             job.rate_nvlink = r_nv
             job.rate_place = r_t if sp_t == 1.0 else parallel_rate(st, 1.0, nic, 1.0, blk, 1.0)
         elif fabric is None or n <= 1 or st.grad_gb <= 0:
             r = r_sp = job_rate(st.t_compute_s, st.overlap, speed)
             r_t = r_sp if sp_t == speed else job_rate(st.t_compute_s, st.overlap, sp_t)
+            r_f = r_sp if sp_f == speed else r_t if sp_f == sp_t else job_rate(st.t_compute_s, st.overlap, sp_f)
             job.rate_nvlink = r_sp
         else:
             bw_ideal, bw_now = fabric.job_bandwidth_gbps(nodes)
@@ -623,8 +636,11 @@ class Workload(Component):
                                                          st.hop_latency_s, n, bw_ideal, bw_ideal)
             r_t = r_sp if sp_t == speed else job_rate(st.t_compute_s, st.overlap, sp_t, st.grad_gb, st.hop_latency_s,
                                                       n, bw_ideal, bw_ideal)
+            r_f = r_sp if sp_f == speed else r_t if sp_f == sp_t else job_rate(
+                st.t_compute_s, st.overlap, sp_f, st.grad_gb, st.hop_latency_s, n, bw_ideal, bw_ideal)
             job.rate_nvlink = r_sp
         job.rate_thermal = r_t
+        job.rate_failslow = r_f
         job.rate_speed = r_sp
         return r
 
@@ -1125,6 +1141,7 @@ class Workload(Component):
             job.timer.cancel()
         job.end_h = self._env._now
         job.saved_h = job.progress_h
+        job.history = job.lineage = None  # (no rollback of a finished job)
         self._set_util(job, 0.0)
         self._release(job)
         self._shrunk.pop(job.jid, None)
@@ -1170,6 +1187,7 @@ class Workload(Component):
         lost = job.progress_h - job.saved_h
         job.lost_h += lost
         job.progress_h = job.saved_h
+        _restored(job, now)
         job.since_restart_h = 0.0
         job.pending_save_h = math.nan
         job.ckpt_waiting = False
@@ -1514,21 +1532,29 @@ class Workload(Component):
         job = self._by_id.get(jid)
         if job is None or job.state == DONE:
             return None
-        hist = job.history
-        while hist and hist[-1][0] >= before_h:
-            hist.pop()
-        target = hist[-1][1] if hist else 0.0
+        newest = job.history.drop_from(before_h) if job.history is not None else None
+        target = newest[1] if newest is not None else 0.0
         before = job.lost_h
         job.saved_h = target
         if job.state == QUEUED:  # holds no nodes: its restart is still to come, from the older checkpoint
             lost = job.progress_h - target
             job.lost_h += lost
             job.progress_h = target
+            _restored(job, self._env._now)
             job.interruptions += 1
             self.interruptions.append((job.jid, job.name, self._env._now, cause, False, lost, 0))
             return lost, job.gpus
         self._interrupt(job, cause, False, [node] if self.owner[node] == jid else [])
         return job.lost_h - before, job.gpus
+
+    def discarded(self, jid: int, at_h: float) -> bool:
+        """Whether job ``jid`` (running, restarting or queued) no longer holds the state it computed at
+        ``at_h``: it restarted since from a checkpoint captured before then (its lineage,
+        twin.model.checkpoints). False for a job done or gone (:meth:`rollback` says so)."""
+        job = self._by_id.get(jid)
+        if job is None or job.state == DONE or job.lineage is None:
+            return False
+        return not job.lineage.holds(at_h)
 
     # ---- component protocol ---------------------------------------------------------------
     def start(self) -> None:
@@ -1763,7 +1789,8 @@ class Workload(Component):
         buckets = 1, no residual):
 
         * slowdown (running time at a rate below 1): split by the sequential rule of ``_compute_rate``
-          into ``thermal_slowdown``, ``power_cap`` and ``fabric_slowdown``;
+          into ``thermal_slowdown``, ``fail_slow`` (parts with effect ``degraded``), ``power_cap`` and
+          ``fabric_slowdown``;
         * node-down time (the recorder's down intervals, by the cause that took the node down) and work
           lost at interruptions (by the interruption's cause), by cause: ``thermal_trip``,
           ``power_outage`` (``power:*``), ``maintenance`` (``planned*``), ``failure.<part>`` for each node
@@ -1775,7 +1802,7 @@ class Workload(Component):
           ``storage_outage`` (running time of data-reading jobs stalled, and checkpoint writes and restarts
           waiting, during storage outages).
 
-        ``goodput.slowdown.{thermal,power,fabric}``, ``goodput.down.<cause>`` and ``goodput.lost.<cause>``
+        ``goodput.slowdown.{thermal,fail_slow,power,fabric}``, ``goodput.down.<cause>`` and ``goodput.lost.<cause>``
         give the raw parts."""
         node_parts = list(self.sc.cluster.node.parts)
 
@@ -1790,7 +1817,7 @@ class Workload(Component):
             return f"failure.{part}" if part in node_parts else "failure.other"
 
         out: dict[str, float] = {}
-        buckets = {k: 0.0 for k in ("thermal_slowdown", "power_cap", "fabric_slowdown", "thermal_trip",
+        buckets = {k: 0.0 for k in ("thermal_slowdown", "fail_slow", "power_cap", "fabric_slowdown", "thermal_trip",
                                     "power_outage", "maintenance", *(f"failure.{p}" for p in node_parts),
                                     "failure.other")}
         if self.domains is not None:  # NVLink domains: switch trays down, placements in small blocks
@@ -1801,12 +1828,15 @@ class Workload(Component):
             buckets["nvlink_slowdown"] = sn
             buckets["placement"] = sl
         st = sum(j.slow_thermal_h * j.gpus for j in jr)
+        sfs = sum(j.slow_failslow_h * j.gpus for j in jr)
         sp = sum(j.slow_power_h * j.gpus for j in jr)
         sf = sum(j.slow_fabric_h * j.gpus for j in jr)
         out["goodput.slowdown.thermal"] = st / installed
+        out["goodput.slowdown.fail_slow"] = sfs / installed
         out["goodput.slowdown.power"] = sp / installed
         out["goodput.slowdown.fabric"] = sf / installed
         buckets["thermal_slowdown"] += st
+        buckets["fail_slow"] += sfs
         buckets["power_cap"] += sp
         buckets["fabric_slowdown"] += sf
         if self.storage is not None:
@@ -1863,11 +1893,21 @@ def _step_shares(bd: par.StepBreakdown) -> np.ndarray | None:
 
 
 def _remember(job: Job, saved_h: float) -> None:
-    """Keep a completed checkpoint in the job's history (the last :data:`CKPT_HISTORY`)."""
+    """Keep a completed checkpoint in the job's history (by its retention policy, twin.model.checkpoints)."""
     hist = job.history
-    hist.append((job.capture_h, saved_h))
-    if len(hist) > CKPT_HISTORY:
-        del hist[0]
+    if hist is None:
+        ret = job.ckpt.retention
+        hist = job.history = History(ret.keep_last, ret.persistent_every_h)
+    hist.add(job.capture_h, saved_h)
+
+
+def _restored(job: Job, now_h: float) -> None:
+    """The job's running state is its newest kept checkpoint's (or none) again from ``now_h``: an
+    interruption or a rollback lost what it computed since (twin.model.checkpoints.Lineage)."""
+    newest = job.history.newest() if job.history is not None else None
+    if job.lineage is None:
+        job.lineage = Lineage()
+    job.lineage.restore(newest[0] if newest is not None else None, now_h)
 
 
 def job_has_no_checkpoint(ck: Checkpoint) -> bool:

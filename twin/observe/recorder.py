@@ -26,6 +26,7 @@ EVENT_VALUES = {
     "degraded": "value = speed fraction of the node while the degraded part is failed",
     "corrupt": "value = id of the job whose state the node corrupted (-1: none, harmless)",
     "rollback": "value = progress the job lost rolling back to a checkpoint before the corruption, ideal hours",
+    "discarded": "value = id of the job whose corrupt state a restart had discarded before the detection (no cost)",
 }
 
 

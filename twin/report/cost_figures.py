@@ -260,7 +260,7 @@ def decision_rows(dec: pd.DataFrame, params: Sequence[str], currency: str = "") 
     for p in params:
         if p in dec.columns:
             out[p] = [_fmt(v) if isinstance(v, float) else str(v) for v in dec[p]]
-    out[f"mean {catalogue.label_with_unit(obj, currency)}"] = [
+    out[f"mean {catalogue.label_with_unit(obj, currency, table=True)}"] = [
         catalogue.format_value(obj, x, currency) for x in dec.objective_mean]
     out["95 % CI"] = [catalogue.format_interval(obj, a, b, currency)
                       for a, b in zip(dec.objective_ci_low, dec.objective_ci_high)]
@@ -268,7 +268,7 @@ def decision_rows(dec: pd.DataFrame, params: Sequence[str], currency: str = "") 
         for side in ("lower", "upper"):
             if c.endswith(f"_{side}_bound"):
                 m = c[: -len(f"_{side}_bound")]
-                out[f"{catalogue.label_with_unit(m, currency)}: {side} bound"] = [
+                out[f"{catalogue.label_with_unit(m, currency, table=True)}: {side} bound"] = [
                     catalogue.format_value(m, x, currency) for x in dec[c]]
     out["feasible"] = ["yes" if f else "no" for f in dec.feasible]
     out["chosen"] = ["<==" if c else "" for c in dec.chosen]

@@ -38,7 +38,7 @@ class MetricDoc:
 
 _H = MetricDoc
 METRICS: tuple[MetricDoc, ...] = (
-    _H('goodput.mechanism.<mechanism>', 'slowdown GPU-hours by the sequential rule (thermal, power, fabric, '
+    _H('goodput.mechanism.<mechanism>', 'slowdown GPU-hours by the sequential rule (thermal, fail_slow, power, fabric, '
        'data; with NVLink domains placement first and nvlink_slowdown before the fabric); down GPU-hours by the '
        'cause that took each node down; lost work by interruption cause; checkpoint, restart, reconfigure and idle '
        'GPU-hours; data_stall: running GPU-hours lost to a data share below the demand (r_fabric − r); '
@@ -48,8 +48,9 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('goodput.mechanism.failure.<part>', 'down and lost GPU-hours whose cause is the part (or repair:<part>) '
        '/ installed GPU-hours'),
     _H('goodput.slowdown.<source>', 'Σ over jobs of GPUs × the slowdown hours charged to the source: thermal '
-       '1 − r_thermal, power r_thermal − r_speed, fabric r_speed − r_fabric, data (or storage_outage, in an '
-       'outage) r_fabric − r with r = min(r_fabric, share / demand) (without data reads r_fabric = r); with '
+       '1 − r_thermal, fail_slow r_thermal − r_failslow (parts with effect degraded), power r_failslow − '
+       'r_speed, fabric r_speed − r_fabric, data (or storage_outage, in an outage) r_fabric − r with '
+       'r = min(r_fabric, share / demand) (without data reads r_fabric = r); with '
        'NVLink domains (cluster.nvlink) placement 1 − r_place (the job\'s NVLink blocks, gcd of its GPUs per '
        'domain, smaller than its layout\'s domain), thermal r_place − r_thermal, nvlink r_speed − r_nvlink '
        '(switch trays down: h/n of the NVLink bandwidth), fabric r_nvlink − r_fabric; / installed GPU-hours'),
@@ -107,6 +108,8 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('sdc.defective_nodes', 'nodes drawn defective with probability health.sdc.probability'),
     _H('sdc.corruptions', 'corruption events of defective nodes'),
     _H('sdc.harmless', 'corruptions on a node that ran no job'),
+    _H('sdc.discarded', 'detections of a corruption whose job had restarted since from a checkpoint captured '
+       'before it (its running state no longer held the corruption): no rollback, no test'),
     _H('sdc.rollbacks', 'jobs rolled back to the last checkpoint captured before the corruption'),
     _H('sdc.lost_gpu_hours', 'Σ over rollbacks of progress lost × the job\'s GPUs'),
     _H('sdc.found_by_test', 'defective nodes the post-detection test found'),

@@ -14,10 +14,11 @@ replications were made by different twin versions.
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -48,6 +49,8 @@ code{background:#f4f4f4;padding:0 3px}
 #decision-summary{background:#eef5ee;border:1px solid #6a6;border-radius:4px;padding:.4em 1em;margin:.8em 0}
 #decision-summary h2{margin-top:.3em;border:none}#decision-summary p{margin:.45em 0}
 .chart{width:100%;margin:.4em 0}
+details{margin:.8em 0}details>summary{font-size:1.25em;font-weight:bold;cursor:pointer;margin-top:1.2em;
+border-bottom:1px solid #bbb}details>summary .muted{font-weight:normal}
 """
 
 
@@ -87,6 +90,18 @@ class Doc:
             png.savefig(self.figdir / f"{name}.png", dpi=100)
             plt.close(png)
             self.md += [f"![{alt}](figures/{name}.png)", ""]
+
+    @contextlib.contextmanager
+    def details(self, title: str, note: str = "") -> Iterator[None]:
+        """A collapsed section (HTML ``<details>``, opened by a click) for long tables; in the Markdown
+        an ordinary section. ``note``: a short word on what it holds, shown beside the title."""
+        extra = f' <span class="muted">{html.escape(note)}</span>' if note else ""
+        self.html.append(f"<details><summary>{html.escape(title)}{extra}</summary>")
+        self.md += [f"## {title}", ""]
+        try:
+            yield
+        finally:
+            self.html.append("</details>")
 
     def h2(self, text: str) -> None:
         self.html.append(f"<h2>{html.escape(text)}</h2>")
@@ -201,17 +216,23 @@ def main_metrics(keys: Sequence[str]) -> list[str]:
     return out
 
 
+def metric_groups(summaries: dict[str, pd.DataFrame], keys: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """The catalogue groups of the ``keys`` some option reports a mean of, each with its metrics."""
+    idx = {k: s.set_index("metric") for k, s in summaries.items()}
+    return catalogue.by_group([k for k in keys if any(k in i.index and i.loc[k, "mean"] == i.loc[k, "mean"]
+                                                      for i in idx.values())])
+
+
 def grouped_tables(doc: "Doc", summaries: dict[str, pd.DataFrame], paired: pd.DataFrame | None, reference: str,
                    currency: str, keys: Sequence[str]) -> list[tuple[str, list[str]]]:
     """One table per catalogue group: each option's mean with its 95 % CI and, with ``paired``, each
     option's paired difference to the reference. Returns the groups and their metrics."""
     idx = {k: s.set_index("metric") for k, s in summaries.items()}
-    groups = catalogue.by_group([k for k in keys if any(k in i.index and i.loc[k, "mean"] == i.loc[k, "mean"]
-                                                        for i in idx.values())])
+    groups = metric_groups(summaries, keys)
     for g, ms in groups:
         rows = []
         for m in ms:
-            row: dict[str, str] = {"metric": catalogue.label_with_unit(m, currency)}
+            row: dict[str, str] = {"metric": catalogue.label_with_unit(m, currency, table=True)}
             for k, i in idx.items():
                 if m in i.index:
                     r = i.loc[m]
@@ -299,11 +320,13 @@ def fig_goodput_breakdown(summ: pd.DataFrame) -> "plt.Figure | None":
     return fig
 
 
-def fig_forest(paired: pd.DataFrame, metrics: Sequence[str], group: str = "", currency: str = "") -> "plt.Figure | None":
-    """Static forest plot of one group (for the Markdown report): Δ as % of the reference's mean, 95 % CI."""
+def fig_forest(paired: pd.DataFrame, metrics: Sequence[str], group: str = "", currency: str = "",
+               unit: str | None = None) -> "plt.Figure | None":
+    """Static forest plot of one group (for the Markdown report): Δ as % of the reference's mean, 95 % CI
+    (``unit``: Δ in that unit, for temperatures)."""
     from twin.report.interactive import forest_rows
 
-    d = forest_rows(paired, metrics, currency)
+    d = forest_rows(paired, metrics, currency, absolute=unit is not None)
     d = d[np.isfinite(d.rel.to_numpy(dtype=float))]
     if not len(d):
         return None
@@ -321,7 +344,7 @@ def fig_forest(paired: pd.DataFrame, metrics: Sequence[str], group: str = "", cu
     ax.set_yticklabels(labels, fontsize=8)
     ax.set_ylim(len(labels) - 0.5, -0.5)
     ref = str(paired.reference.iloc[0]) if len(paired) else ""
-    ax.set_xlabel(f"Δ as % of {ref}'s mean (paired, 95 % CI)")
+    ax.set_xlabel(f"Δ, {unit} (paired, 95 % CI)" if unit is not None else f"Δ as % of {ref}'s mean (paired, 95 % CI)")
     ax.set_title(f"{group}: paired difference vs {ref}", fontsize=10)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, title="variant")
     return fig
@@ -437,8 +460,9 @@ def _montecarlo(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
     from twin.report import cost_figures  # cost section (issue 9): only when the scenario has costs
 
     cost_figures.montecarlo_section(doc, meta["scenario"], summ, folder)
-    doc.h2("All metrics")
-    doc.table(_summary_rows(summ, [m for _, ms in catalogue.by_group(list(summ.metric)) for m in ms], cur))
+    rows = _summary_rows(summ, [m for _, ms in catalogue.by_group(list(summ.metric)) for m in ms], cur)
+    with doc.details("All metrics", f"({len(rows)} rows; click to open)"):
+        doc.table(rows)
 
 
 def _compare(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
@@ -457,60 +481,65 @@ def _compare(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
     w = version_warning(tables)
     if w:
         doc.warn(w)
+    ref = meta["reference"]
+    keys = main_metrics(list(summ.metric.unique()))
+    per_option = {k: summ[summ.variant == k] for k in labels}
+    groups = metric_groups(per_option, keys)
+    from twin.report.forest_section import forest_section
+
+    dec = folder / "decision-summary.json"
+    forest_section(doc, paired, groups, ref, cur, fig_forest, _read_json(dec) if dec.is_file() else None)
+    from twin.report import cost_figures  # cost breakdown and break-even (issue 9), when present
+
+    cost_figures.compare_section(doc, folder, summ, labels)
+    from twin.report.interactive import ecdf
+
+    shown = False
+    for m in DIST_METRICS:
+        if tables and all(m in t.columns for t in tables.values()):
+            if not shown:
+                doc.h2("Distributions over replications")
+                shown = True
+            v = {k: t[m].to_numpy(dtype=float) for k, t in tables.items()}
+            doc.chart(ecdf(v, m, cur), f"dist_{m}", f"histogram and ECDF of {catalogue.label(m)}",
+                      fig_hist_ecdf(v, m, cur))
     doc.h2("Variants")
     doc.p(meta.get("crn", ""))
     for n in meta.get("notes", [])[1:]:
         doc.p(n.strip())
     doc.table(pd.DataFrame([{"variant": v["label"], "scenario": v["scenario"], "hash": v["scenario_hash"],
                              "file": v["source"]} for v in meta["variants"]]))
-    ref = meta["reference"]
-    keys = main_metrics(list(summ.metric.unique()))
-    doc.h2(f"Metrics by group: mean (95 % CI) and paired difference vs {ref}")
-    doc.p("Paired per replication under common random numbers; a fraction's difference is in percentage points "
-          "(pp). Each group's forest plot shows the differences on one relative scale (% of "
-          f"{ref}'s mean); hover for absolute values, drag to zoom.")
-    from twin.report.interactive import forest
-
-    groups = grouped_tables(doc, {k: summ[summ.variant == k] for k in labels}, paired, ref, cur, keys)
-    doc.h2("Forest plots by group")
-    for g, ms in groups:
-        fig = forest(paired, ms, g, ref, cur)
-        if fig is not None:
-            doc.chart(fig, f"forest_{g}", f"forest plot of the {g} metrics", fig_forest(paired, ms, g, cur))
-    doc.h2("Winners")
-    doc.p("Best mean per metric with a preferred direction; margin is the paired difference to the runner-up "
-          "(clear when its 95 % CI excludes zero).")
     wk = win[win.metric.isin(keys)]
-    doc.table(pd.DataFrame({
-        "metric": [catalogue.label_with_unit(m, cur) for m in wk.metric], "better": wk.better, "winner": wk.winner,
-        "winner mean": [catalogue.format_value(m, x, cur) for m, x in zip(wk.metric, wk.winner_mean)],
-        "runner-up": wk.runner_up,
-        "margin": [catalogue.format_value(m, x, cur, True) for m, x in zip(wk.metric, wk.margin)],
-        "95 % CI": [catalogue.format_interval(m, a, b, cur, True)
-                    for m, a, b in zip(wk.metric, wk.margin_ci_low, wk.margin_ci_high)],
-        "clear": wk.clear}))
-    from twin.report import cost_figures  # cost breakdown and break-even (issue 9), when present
-
-    cost_figures.compare_section(doc, folder, summ, labels)
-    from twin.report.interactive import ecdf
-
-    for m in DIST_METRICS:
-        if tables and all(m in t.columns for t in tables.values()):
-            v = {k: t[m].to_numpy(dtype=float) for k, t in tables.items()}
-            doc.chart(ecdf(v, m, cur), f"dist_{m}", f"histogram and ECDF of {catalogue.label(m)}",
-                      fig_hist_ecdf(v, m, cur))
-    doc.h2(f"All paired differences vs {ref}")
+    with doc.details("Winners", f"({len(wk)} metrics; click to open)"):
+        doc.p("Best mean per metric with a preferred direction; margin is the paired difference to the runner-up "
+              "(clear when its 95 % CI excludes zero).")
+        doc.table(pd.DataFrame({
+            "metric": [catalogue.label_with_unit(m, cur, table=True) for m in wk.metric], "better": wk.better,
+            "winner": wk.winner,
+            "winner mean": [catalogue.format_value(m, x, cur) for m, x in zip(wk.metric, wk.winner_mean)],
+            "runner-up": wk.runner_up,
+            "margin": [catalogue.format_value(m, x, cur, True) for m, x in zip(wk.metric, wk.margin)],
+            "95 % CI": [catalogue.format_interval(m, a, b, cur, True)
+                        for m, a, b in zip(wk.metric, wk.margin_ci_low, wk.margin_ci_high)],
+            "clear": wk.clear}))
+    with doc.details(f"Metrics by group: mean (95 % CI) and paired difference vs {ref}",
+                     f"({sum(len(ms) for _, ms in groups)} metrics in {len(groups)} tables; click to open)"):
+        doc.p("Paired per replication under common random numbers; a fraction's difference is in percentage "
+              "points (pp).")
+        grouped_tables(doc, per_option, paired, ref, cur, keys)
     order = {m: i for i, (_, ms) in enumerate(catalogue.by_group(list(paired.metric.unique()))) for m in ms}
     pt = paired.assign(_o=paired.metric.map(order)).sort_values(["_o", "metric"], kind="stable")
-    doc.table(pd.DataFrame({
-        "metric": [catalogue.label_with_unit(m, cur) for m in pt.metric], "variant": pt.variant,
-        "Δ mean": [catalogue.format_value(m, x, cur, True) for m, x in zip(pt.metric, pt["diff"])],
-        "95 % CI": [catalogue.format_interval(m, a, b, cur, True) for m, a, b in zip(pt.metric, pt.ci_low, pt.ci_high)],
-        "variance reduction": pt.variance_reduction,
-        "half-width CRN": [catalogue.format_value(m, (b - a) / 2, cur, True).lstrip("+")
-                           for m, a, b in zip(pt.metric, pt.ci_low, pt.ci_high)],
-        "half-width independent": [catalogue.format_value(m, x, cur, True).lstrip("+")
-                                   for m, x in zip(pt.metric, pt.independent_half_width)]}))
+    with doc.details(f"All paired differences vs {ref}", f"({len(pt)} rows; click to open)"):
+        doc.table(pd.DataFrame({
+            "metric": [catalogue.label_with_unit(m, cur, table=True) for m in pt.metric], "variant": pt.variant,
+            "Δ mean": [catalogue.format_value(m, x, cur, True) for m, x in zip(pt.metric, pt["diff"])],
+            "95 % CI": [catalogue.format_interval(m, a, b, cur, True)
+                        for m, a, b in zip(pt.metric, pt.ci_low, pt.ci_high)],
+            "variance reduction": pt.variance_reduction,
+            "half-width CRN": [catalogue.format_value(m, (b - a) / 2, cur, True).lstrip("+")
+                               for m, a, b in zip(pt.metric, pt.ci_low, pt.ci_high)],
+            "half-width independent": [catalogue.format_value(m, x, cur, True).lstrip("+")
+                                       for m, x in zip(pt.metric, pt.independent_half_width)]}))
 
 
 def _warn_mixed_versions(doc: Doc, folder: Path, subfolders: dict[str, str]) -> None:
@@ -546,15 +575,15 @@ def _sweep(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:
     from twin.report import cost_figures  # decision, frontier, cost breakdown (issue 9), when present
 
     cost_figures.sweep_section(doc, folder, meta, tidy)
-    doc.h2("Table")
     t = tidy[tidy.metric.isin(ms)]
     out = t[["point", *params]].copy()
-    out["metric"] = [catalogue.label_with_unit(m, cur) for m in t.metric]
+    out["metric"] = [catalogue.label_with_unit(m, cur, table=True) for m in t.metric]
     for c in ("mean", "p5", "p50", "p95"):
         out[c] = [catalogue.format_value(m, x, cur) for m, x in zip(t.metric, t[c])]
     out.insert(out.columns.get_loc("p5"), "95 % CI",
                [catalogue.format_interval(m, a, b, cur) for m, a, b in zip(t.metric, t.ci_low, t.ci_high)])
-    doc.table(out)
+    with doc.details("Table", f"({len(out)} rows; click to open)"):
+        doc.table(out)
 
 
 def _sensitivity(doc: Doc, folder: Path, meta: dict[str, Any]) -> None:

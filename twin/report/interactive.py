@@ -4,7 +4,8 @@ report stays one file that opens offline. Markdown reports keep static PNGs (mat
 
 Forest plots put every metric of a group on one relative scale: the paired difference as a percent
 of the reference option's mean, with the absolute difference, its interval and both means in the
-hover; timelines are step lines over days.
+hover; temperatures get a panel of their own in °C (a percent of a Celsius value means nothing);
+timelines are step lines over days.
 """
 
 from __future__ import annotations
@@ -31,31 +32,37 @@ def _relative(diff: float, ref: float) -> float:
     return 100.0 * diff / abs(ref) if ref and math.isfinite(ref) and math.isfinite(diff) else math.nan
 
 
-def forest_rows(paired: pd.DataFrame, metrics: Sequence[str], currency: str) -> pd.DataFrame:
-    """One row per (metric, variant): Δ and its interval as % of the reference mean, and the hover
-    text with absolute values."""
+def forest_rows(paired: pd.DataFrame, metrics: Sequence[str], currency: str, absolute: bool = False) -> pd.DataFrame:
+    """One row per (metric, variant): Δ and its interval as % of the reference mean (``absolute``:
+    in the metric's own unit, for a temperature, whose percent of a °C value means nothing), and the
+    hover text with absolute values."""
     rows = []
     for m in metrics:
         for r in paired[paired.metric == m].itertuples(index=False):
-            rel = _relative(r.diff, r.mean_a)
+            if absolute:
+                rel, lo, hi = float(r.diff), float(r.ci_low), float(r.ci_high)
+                tail = ""
+            else:
+                rel, lo, hi = _relative(r.diff, r.mean_a), _relative(r.ci_low, r.mean_a), _relative(r.ci_high, r.mean_a)
+                tail = "<br>relative: " + (f"{plain(rel, 3, True)} %" if math.isfinite(rel) else "– (reference mean 0)")
             rows.append({
-                "metric": m, "label": label(m), "variant": r.variant, "rel": rel,
-                "rel_low": _relative(r.ci_low, r.mean_a), "rel_high": _relative(r.ci_high, r.mean_a),
+                "metric": m, "label": label(m), "variant": r.variant, "rel": rel, "rel_low": lo, "rel_high": hi,
                 "hover": (f"<b>{label(m)}</b><br>{r.variant} − {r.reference}: "
                           f"{format_value(m, r.diff, currency, delta=True)} "
                           f"{format_interval(m, r.ci_low, r.ci_high, currency, True)}<br>"
                           f"{r.reference}: {format_value(m, r.mean_a, currency)}; {r.variant}: "
-                          f"{format_value(m, r.mean_b, currency)}<br>relative: "
-                          + (f"{plain(rel, 3, True)} %" if math.isfinite(rel) else "– (reference mean 0)")),
+                          f"{format_value(m, r.mean_b, currency)}" + tail),
             })
     return pd.DataFrame(rows, columns=["metric", "label", "variant", "rel", "rel_low", "rel_high", "hover"])
 
 
-def forest(paired: pd.DataFrame, metrics: Sequence[str], group: str, reference: str, currency: str) -> Any | None:
-    """Forest plot of one group: Δ as % of the reference mean (95 % CI), one colour per variant."""
+def forest(paired: pd.DataFrame, metrics: Sequence[str], group: str, reference: str, currency: str,
+           unit: str | None = None) -> Any | None:
+    """Forest plot of one group: Δ as % of the reference mean (95 % CI), one colour per variant; with
+    ``unit`` (``°C``) Δ in that unit instead (temperatures: a percent of a Celsius value means nothing)."""
     import plotly.graph_objects as go
 
-    d = forest_rows(paired, metrics, currency)
+    d = forest_rows(paired, metrics, currency, absolute=unit is not None)
     d = d[np.isfinite(d.rel.to_numpy(dtype=float))]
     if not len(d):
         return None
@@ -68,9 +75,11 @@ def forest(paired: pd.DataFrame, metrics: Sequence[str], group: str, reference: 
                          arrayminus=(g.rel - g.rel_low).fillna(0), thickness=1.5, width=5),
             hovertext=g.hover, hoverinfo="text"))
     fig.add_vline(x=0, line_width=1, line_color="black")
+    scale = f"{unit}" if unit is not None else f"% of {reference}'s mean"
     fig.update_layout(
-        title=dict(text=f"{group}: paired difference vs {reference} (% of {reference}'s mean, 95 % CI)", x=0),
-        xaxis_title=f"Δ as % of {reference}'s mean (hover: absolute values)", font=FONT,
+        title=dict(text=f"{group}: paired difference vs {reference} ({scale}, 95 % CI)", x=0),
+        xaxis_title=(f"Δ, {unit}" if unit is not None else f"Δ as % of {reference}'s mean")
+        + " (hover: absolute values)", font=FONT,
         yaxis=dict(categoryorder="array", categoryarray=labels[::-1], automargin=True),
         height=140 + 34 * len(labels), margin=dict(l=10, r=10, t=50, b=45), hovermode="closest",
         legend=dict(title="variant", orientation="v", x=1.02, y=1), template="plotly_white")

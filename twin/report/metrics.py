@@ -138,16 +138,17 @@ CATALOGUE: tuple[Metric, ...] = (
     M("goodput.*", "goodput lost to: {}", "fraction", -1, "throughput", "percent",
       "share of installed GPU-hours lost to one mechanism (the shares add up to 1 with useful work)"),
     M("goodput.mechanism.*", "goodput lost to (mechanism): {}", "fraction", -1, "throughput", "percent",
-      "share of installed GPU-hours lost to one mechanism, from its own events (thermal slowdown, power cap, "
-      "fabric slowdown, data stall, storage outage, thermal trips, power outages, maintenance, checkpoints, "
-      "restarts, reconfiguration, idle; with NVLink domains also NVLink slowdown and placement); with goodput "
-      "they sum to 1"),
+      "share of installed GPU-hours lost to one mechanism, from its own events (thermal slowdown, fail-slow "
+      "parts (effect degraded), power cap, fabric slowdown, data stall, storage outage, thermal trips, power "
+      "outages, maintenance, checkpoints, restarts, reconfiguration, idle; with NVLink domains also NVLink "
+      "slowdown and placement); with goodput they sum to 1"),
     M("goodput.mechanism.failure.*", "goodput lost to failures of: {}", "fraction", -1, "throughput", "percent",
       "share of installed GPU-hours lost to failures of one node part type (down time and lost work)"),
     M("goodput.slowdown.*", "goodput lost to slowdown: {}", "fraction", -1, "throughput", "percent",
       "the running slowdown split by the sequential rule: (with NVLink domains: placement first), thermal "
-      "speed, then power caps, (then NVLink switch trays down), then the fabric, then the training-data reads "
-      "(data: a share below the demand; storage_outage: stalled in an outage)"),
+      "speed, then fail-slow parts (fail_slow: parts with effect degraded), then power caps, (then NVLink "
+      "switch trays down), then the fabric, then the training-data reads (data: a share below the demand; "
+      "storage_outage: stalled in an outage)"),
     M("step.share.compute", "step share: compute", "fraction", +1, "throughput", "percent",
       "share of the layout jobs' step time spent computing at full speed, over their running hours "
       "(GPU-weighted)"),
@@ -220,6 +221,8 @@ CATALOGUE: tuple[Metric, ...] = (
       "corruptions of a job's state by defective nodes"),
     M("sdc.harmless", "harmless corruptions", "corruptions", 0, "throughput", "count",
       "corruptions on a node that ran no job"),
+    M("sdc.discarded", "corruptions already discarded", "corruptions", 0, "throughput", "count",
+      "corruptions detected after the job had restarted from a checkpoint captured before them: no cost"),
     M("sdc.rollbacks", "rollbacks for corruption", "rollbacks", -1, "throughput", "count",
       "jobs rolled back to a checkpoint captured before a corruption"),
     M("sdc.lost_gpu_hours", "GPU-hours lost to corruption", "GPU-h", -1, "throughput", "hours",
@@ -469,10 +472,19 @@ def unit_label(key: str, currency: str = "USD") -> str:
     return "" if m.unit == "ratio" else m.unit
 
 
-def label_with_unit(key: str, currency: str = "USD") -> str:
-    """"node-hours down (node-h)"; a count keeps its bare label (its values carry the noun)."""
+SELF_SCALED = frozenset({"energy_kwh", "power_w", "power_kw", "ramp_w_per_h"})
+"""Formats whose printed values carry a unit scaled to their size (kWh, MWh, GWh …): a table column of
+them names no unit (it would be wrong for most rows), an axis of raw values does."""
+
+
+def label_with_unit(key: str, currency: str = "USD", table: bool = False) -> str:
+    """"node-hours down (node-h)"; a count keeps its bare label (its values carry the noun), and so
+    does, with ``table`` (a column of values printed by :func:`format_value`), a metric whose values
+    carry their own scaled unit (``IT energy``, its values 228.1 MWh or 17.29 GWh; an axis of raw
+    values keeps ``(kWh)``)."""
     m = find(key)
-    u = unit_label(key, currency) if m is None or m.fmt != "count" else ""
+    bare = m is not None and (m.fmt == "count" or (table and m.fmt in SELF_SCALED))
+    u = unit_label(key, currency) if not bare else ""
     return f"{label(key)} ({u})" if u else label(key)
 
 
@@ -629,4 +641,5 @@ def catalogue_markdown() -> str:
 
 __all__ = ["CATALOGUE", "FORMATS", "GROUPS", "Metric", "UnknownMetric", "by_group", "catalogue_markdown",
            "direction", "find", "format_interval", "format_value", "group", "label", "label_with_unit", "lookup",
+           "SELF_SCALED",
            "missing", "plain", "unit_label"]

@@ -35,8 +35,40 @@ def _better(direction: int) -> str:
     return "higher is better" if direction > 0 else "lower is better"
 
 
-def objective_paragraph(e: dict[str, Any], cur: str, reference: str | None = None) -> list[str]:
-    """Sentences for one objective over several options."""
+def _hides_what(hides: list[dict[str, Any]]) -> str:
+    """"the UPS maintenance windows and the chiller maintenance windows (horizon_days ≥ 365)"."""
+    whats = [h["what"] for h in hides]
+    listed = whats[0] if len(whats) == 1 else ", ".join(whats[:-1]) + " and " + whats[-1]
+    need = max(int(h["needed_days"]) for h in hides)
+    return f"the {listed} (horizon_days of at least {need:,} holds them)"
+
+
+def horizon_paragraph(hides: list[dict[str, Any]]) -> list[str]:
+    """What the horizon hides (:func:`twin.experiment.summary.horizon_hides`), before the objectives."""
+    if not hides:
+        return []
+    days = plain(float(hides[0]["horizon_days"]), 4)
+    return [f"Warning: the {days}-day horizon is shorter than the period of {_hides_what(hides)}: no replication "
+            "sees all of them, so what they would change is missing from every number below, and more "
+            "replications cannot show it."]
+
+
+def _why_identical(lab: str, tied: list[str], differs: dict[str, list[str]]) -> str:
+    """Why options can tie in every replication: common random numbers give them the same draws, and
+    what differs between their scenarios (``differs``: option → fields unlike the reference's) never
+    reached the metric."""
+    fields = sorted({f for o in tied for f in differs.get(o, [])})
+    what = (f"what differs between them ({', '.join(fields[:4])}{f' and {len(fields) - 4} more' if len(fields) > 4 else ''})"
+            if fields else "what differs between them")
+    return (f"Why: under common random numbers every option draws the same failures, repairs and outages in a "
+            f"replication, and {what} never changed {lab} in any of them.")
+
+
+def objective_paragraph(e: dict[str, Any], cur: str, reference: str | None = None,
+                        hides: list[dict[str, Any]] | None = None,
+                        differs: dict[str, list[str]] | None = None) -> list[str]:
+    """Sentences for one objective over several options (``hides``: what the horizon hides;
+    ``differs``: each option's scenario fields unlike the reference's)."""
     m = e["metric"]
     lab = label(m)
     means = e["means"]
@@ -53,7 +85,9 @@ def objective_paragraph(e: dict[str, Any], cur: str, reference: str | None = Non
                    + "; ".join(parts) + f", over {n} replications.")
     elif e.get("all_identical"):
         tied = [lead] + [p["other"] for p in e["pairs"] if not p["resolved"]]
-        out.append(f"No difference: {lab} is the same for {', '.join(tied)} in every one of the {n} replications.")
+        out.append(f"No difference: {lab} is identical for {', '.join(tied)} in every one of the {n} replications"
+                   + (" (within a horizon that hides the scheduled mechanisms named above)." if hides else ".")
+                   + " " + _why_identical(lab, tied, differs or {}))
         beaten = [p for p in e["pairs"] if p["resolved"]]
         if beaten:  # the tie is at the top: say which options it beats, and by how much
             out.append(f"{'Both' if len(tied) == 2 else 'Each'} {'is' if len(tied) > 2 else 'are'} better than "
@@ -72,6 +106,9 @@ def objective_paragraph(e: dict[str, Any], cur: str, reference: str | None = Non
         if need is not None and n is not None:
             out.append(f"About {need:,} replications ({need - n:,} more) would resolve a difference of this size "
                        f"(from the observed paired SD {format_value(m, p['sd'], cur)}).")
+        elif hides:  # zero within the horizon: the mechanisms it hides may yet separate them
+            out.append("The observed mean difference is zero within a horizon that hides the scheduled mechanisms "
+                       "named above: more replications of this horizon cannot separate them; a longer horizon may.")
         else:
             out.append("The observed mean difference is zero: more replications are not expected to separate them.")
     drv = e.get("drivers") or []
@@ -141,6 +178,8 @@ def sentences(d: dict[str, Any]) -> list[list[str]]:
             m = note.split(":", 1)[1]
             paras.append([f"No costs in the scenario: the objective is {label(m)} instead of the cost per useful "
                           "GPU-hour (give a costs section, or --objective METRIC)."])
+    hides = d.get("horizon_hides") or []
+    paras += [p for p in [horizon_paragraph(hides)] if p]
     kind = d.get("kind")
     if kind == "sensitivity":
         for f in d.get("factors", []):
@@ -164,10 +203,10 @@ def sentences(d: dict[str, Any]) -> list[list[str]]:
                       + (f"; left out: {', '.join(ex)}." if ex else ".")])
     for e in d.get("objectives", []):
         if "pairs" in e:
-            paras.append(objective_paragraph(e, cur, d.get("reference")))
+            paras.append(objective_paragraph(e, cur, d.get("reference"), hides, d.get("differs")))
         else:
             paras.append(single_paragraph(e, cur, d.get("single_option") or d.get("option")))
     return paras
 
 
-__all__ = ["objective_paragraph", "payback_sentences", "sentences", "single_paragraph"]
+__all__ = ["horizon_paragraph", "objective_paragraph", "payback_sentences", "sentences", "single_paragraph"]

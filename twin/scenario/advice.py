@@ -3,7 +3,10 @@
 A scenario can be valid and still describe a regime its author did not mean: spare parts reordered
 too close to (or below) the demand of their lead time (replenishment cycles run out, nodes wait weeks
 for parts), a crew so loaded that failed units wait longer for a technician than their repair takes, a checkpoint
-interval far from the Young/Daly optimum of the job's own failure rate. The simulator runs such
+interval far from the optimum of the job's own failure rate (Daly's, or with silent data corruption the
+optimum with the detection latency and the checkpoint retention), a rolling set of kept checkpoints shorter
+than the SDC detection latency, a horizon shorter than the period of a scheduled mechanism (yearly
+maintenance windows on a 90-day horizon: :mod:`twin.scenario.horizon`). The simulator runs such
 scenarios faithfully; these checks say, in one line each, what to expect and why, so that a number
 such as a low ETTR is not mistaken for a property of the cluster. They never change a result.
 
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from twin.limits import mean_time_h
+from twin.physics import checkpoints as pcf
 from twin.physics import closed_forms as cf
 from twin.scenario.health import Stragglers
 from twin.units import DAYS_PER_WEEK, HOURS_PER_DAY, HOURS_PER_YEAR, Calendar
@@ -254,30 +258,83 @@ def health_interruption_rates_per_h(sc: "Scenario", n_nodes: int) -> list[tuple[
     return rows
 
 
+LATENCY_SAMPLES = 32
+"""Quantiles (midpoints) of a random SDC detection latency the checkpoint optimum averages over."""
+
+
+def latency_samples_h(dist: Any, n: int = LATENCY_SAMPLES) -> list[float]:
+    """The SDC detection latency as equally likely values, hours: a fixed latency itself, else the
+    distribution's ``n`` quantile midpoints."""
+    from twin.scenario.distributions import Fixed
+
+    if isinstance(dist, Fixed):
+        return [dist.value_h]
+    import numpy as np
+
+    return [float(x) for x in dist.sample((np.arange(n) + 0.5) / n)]
+
+
+@dataclass(frozen=True)
+class CheckpointOptimum:
+    """What :func:`checkpoint_optimum` finds for a job: the interruption rates (per hour), the pause δ and
+    restart R (hours), the SDC latency's values, the retention, the optimum interval and the ETTR function."""
+
+    crash_rate_per_h: float
+    sdc_rate_per_h: float
+    pause_h: float
+    restart_h: float
+    latency_h: list[float]
+    keep_last: int
+    persistent_every_h: float | None
+    interval_h: float
+
+    def ettr(self, interval_h: float) -> float:
+        """Expected ETTR at ``interval_h`` (twin.physics.checkpoints.ettr; Daly's without SDC)."""
+        return pcf.ettr(interval_h, self.pause_h, self.restart_h, self.crash_rate_per_h, self.sdc_rate_per_h,
+                        self.latency_h, self.keep_last, self.persistent_every_h)
+
+    def daly_h(self) -> float:
+        """Daly's interval for all interruptions taken as crashes, hours."""
+        return float(cf.daly_interval_h(self.pause_h, 1.0 / (self.crash_rate_per_h + self.sdc_rate_per_h)))
+
+
+def checkpoint_optimum(ck: Any, pause_h: float, restart_h: float, crash_rate_per_h: float, sdc_rate_per_h: float,
+                       detection: Any) -> CheckpointOptimum:
+    """The optimum checkpoint interval of a job with checkpoint spec ``ck`` (its retention), pause δ, restart
+    R, crash and SDC rates and the SDC ``detection`` latency distribution (None: no SDC), by
+    :func:`twin.physics.checkpoints.optimal_interval_h`: Daly's without SDC, else the numeric optimum of the
+    expected wall time with rollbacks to the newest kept checkpoint captured before the corruption."""
+    lat = latency_samples_h(detection) if detection is not None and sdc_rate_per_h > 0 else [0.0]
+    sdc = sdc_rate_per_h if detection is not None else 0.0
+    ret = ck.retention
+    tau = pcf.optimal_interval_h(pause_h, restart_h, crash_rate_per_h, sdc, lat, ret.keep_last,
+                                 ret.persistent_every_h)
+    return CheckpointOptimum(crash_rate_per_h, sdc, pause_h, restart_h, lat, ret.keep_last, ret.persistent_every_h,
+                             tau)
+
+
 def checkpoint_advice(sc: "Scenario") -> list[Advice]:
-    """A listed job's checkpoint interval whose ETTR, by Daly's exact formula for the job's own
-    interruption rate, is at least ``ETTR_LOSS`` below Daly's ETTR at his optimum interval (the job
-    writing and reading alone; δ = the job's pause: the write time, or ``async_fraction`` of it for an
-    asynchronous checkpoint, as the model pauses it; exponential interruptions at the long-run
-    rate).
+    """A listed job's checkpoint interval whose expected ETTR is at least ``ETTR_LOSS`` below the ETTR at
+    the optimum interval (the job writing and reading alone; δ = the job's pause: the write time, or
+    ``async_fraction`` of it for an asynchronous checkpoint, as the model pauses it; exponential
+    interruptions at the long-run rate); and, with silent data corruption, a rolling set of kept
+    checkpoints that spans less than the detection latency (:func:`retention_advice`: the listed jobs'
+    checkpoint specs, the synthetic jobs' and the trace's).
 
     The rate is the sum of :func:`job_interruption_rates_per_h`: hardware, straggler swaps and
-    drains, and SDC rollbacks. An SDC rollback loses more than a crash: the model rolls the job back to
-    its last checkpoint captured *before* the corruption and drops the ones written during the
-    detection latency L, so it loses the work since the last clean checkpoint at the corruption (as a
-    crash at that time would) plus the L hours run on corrupt state — more than one interval when
-    L > τ (and everything when the latency outlasts the checkpoints the model keeps,
-    twin.model.workload.CKPT_HISTORY, not modelled here). Approximation: L's mean is added to the restart
-    time of the SDC share of interruptions, R + (λ_sdc / λ)·L. Daly's optimum interval does not depend
-    on R, so the latency moves the ETTRs the advice reports (and whether it flags), not the interval it
-    advises."""
+    drains, and SDC rollbacks. Without SDC the optimum and the ETTRs are Daly's (exact formula). An SDC
+    rollback is not a crash: the model rolls the job back to its newest kept checkpoint captured *before*
+    the corruption, so it loses the detection latency's work plus the time back to that checkpoint, and
+    when the rolling set (``checkpoint.retention.keep_last``) spans less than the latency, back to a
+    persistent checkpoint (or the start). Daly's interval does not apply then: the optimum is that of the
+    expected wall time of :mod:`twin.physics.checkpoints` (Daly's exact form for the crashes, the SDC
+    rollbacks' expected loss with the job's retention), found numerically."""
     wl = sc.workload
     if wl is None:
         return []
     out = []
     gpn = sc.cluster.node.gpus
     sdc = sc.health.sdc if sc.health is not None else None
-    latency_h = mean_time_h(sdc.detection) if sdc is not None else 0.0
     for i, job in enumerate(wl.jobs):
         ck = job.checkpoint
         if ck.interval_h is None:
@@ -294,29 +351,69 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
         delta = write if ck.mode == "sync" else ck.async_fraction * write  # the job's pause (as the model)
         read = wl.restart.read_h if wl.restart.read_h is not None else ck.size_gb / wl.storage.read_gb_per_s / 3600.0
         R = wl.restart.detection_h + wl.restart.reschedule_h + read + wl.restart.warmup_h
-        R += sdc_rate / rate * latency_h  # an SDC rollback also loses the detection latency's work
-        tau_d = float(cf.daly_interval_h(delta, M))
-
-        def ettr(tau: float) -> float:
-            return tau / float(cf.daly_expected_wall_time_h(tau, tau, delta, R, M))
-
-        if not tau_d > 0 or ettr(tau_d) - ettr(ck.interval_h) < ETTR_LOSS:
+        opt = checkpoint_optimum(ck, delta, R, rate - sdc_rate, sdc_rate, sdc.detection if sdc is not None else None)
+        if opt.sdc_rate_per_h > 0:
+            out.extend(retention_advice(f"workload.jobs.{i}.checkpoint", f"job {job.name!r}", ck, delta, opt.latency_h))
+        tau_o = opt.interval_h
+        if not tau_o > 0 or opt.ettr(tau_o) - opt.ettr(ck.interval_h) < ETTR_LOSS:
             continue
         health = ""
         if sdc_rate > 0 or strag_rate > 0:
             shares = ([f"SDC rollbacks {100 * sdc_rate / rate:.2g} %"] if sdc_rate > 0 else []) + (
                 [f"straggler restarts {100 * strag_rate / rate:.2g} %"] if strag_rate > 0 else [])
             health = f" ({', '.join(shares)} of them)"
-        lat = (f"; an SDC rollback also loses the {latency_h:.3g} h detection latency's work"
-               + (f", {latency_h / ck.interval_h:.2g} intervals" if latency_h > ck.interval_h else "")
-               if sdc_rate > 0 and latency_h > 0 else "")
+        if opt.sdc_rate_per_h > 0:
+            ret = ck.retention
+            lat = sum(opt.latency_h) / len(opt.latency_h)
+            kept = (f"one every {ret.persistent_every_h:g} h persistent" if ret.persistent_every_h is not None
+                    else "no persistent ones")
+            daly = opt.daly_h()
+            vs = ("which counts them as crashes, does not apply" if abs(tau_o / daly - 1.0) > 0.02 else
+                  "which counts them as crashes, is as good here: the rolling set spans the latency")
+            what = (f"the optimum {tau_o:.3g} h with SDC rollbacks to the newest kept checkpoint captured before "
+                    f"the corruption (detected {lat:.3g} h later; the last {ret.keep_last} checkpoints kept, {kept}; "
+                    f"Daly's {daly:.3g} h, {vs})")
+            name = "ETTR"
+        else:
+            what, name = f"Daly's optimum {tau_o:.3g} h", "Daly's ETTR"
         out.append(Advice(
             f"workload.jobs.{i}.checkpoint.interval_h",
-            f"{ck.interval_h:g} h is {ck.interval_h / tau_d:.2g} × Daly's optimum {tau_d:.3g} h for job "
+            f"{ck.interval_h:g} h is {ck.interval_h / tau_o:.2g} × {what} for job "
             f"{job.name!r} ({nodes} nodes: interruptions every {M:.3g} h{health}, checkpoint pause "
-            f"{delta * 3600:.3g} s, restart {R:.3g} h{lat}): Daly's ETTR {ettr(ck.interval_h):.3f} here, "
-            f"{ettr(tau_d):.3f} at the optimum"))
+            f"{delta * 3600:.3g} s, restart {R:.3g} h): {name} {opt.ettr(ck.interval_h):.3f} here, "
+            f"{opt.ettr(tau_o):.3f} at the optimum"))
+    if sdc is not None and sdc.defective_share > 0:  # the synthetic and trace jobs' shared checkpoint specs
+        for key, src in (("synthetic", wl.synthetic), ("trace", wl.trace)):
+            if src is not None:
+                ck = src.checkpoint
+                write = ck.write_time_h(wl.storage.write_gb_per_s)
+                pause = write if ck.mode == "sync" else ck.async_fraction * write
+                out.extend(retention_advice(f"workload.{key}.checkpoint", f"every {key} job", ck, pause,
+                                            latency_samples_h(sdc.detection)))
     return out
+
+
+def retention_advice(where: str, who: str, ck: Any, pause_h: float, latency_h: list[float]) -> list[Advice]:
+    """With SDC (detection latencies ``latency_h``, hours): a job's rolling set of kept checkpoints
+    (``keep_last`` × (interval + pause)) spans less than the mean detection latency, so a rollback cannot
+    return to the checkpoint before the corruption from the rolling set: it returns to a persistent
+    checkpoint (losing half their spacing more on average) or, without persistent ones, to the job's
+    start. ``where``: the checkpoint spec's field path; ``who``: the job(s) it names."""
+    if ck.interval_h is None or not latency_h:
+        return []
+    ret = ck.retention
+    period = ck.interval_h + pause_h
+    lat = sum(latency_h) / len(latency_h)
+    span = ret.keep_last * period
+    if span >= lat:
+        return []
+    need = math.floor(lat / period) + 2
+    back = (f"to a persistent checkpoint (one every {ret.persistent_every_h:g} h kept)" if ret.persistent_every_h
+            is not None else "to the start of the job (no persistent checkpoints: retention.persistent_every_h null)")
+    return [Advice(f"{where}.retention.keep_last",
+                   f"{who} keeps its last {ret.keep_last} checkpoints, one every {period:.3g} h: they span "
+                   f"{span:.3g} h, less than the {lat:.3g} h SDC detection latency, so a rollback for a corruption "
+                   f"returns {back}; keep_last {need} keeps the checkpoint before it")]
 
 
 def advice_lines(sc: "Scenario") -> list[str]:
@@ -326,7 +423,16 @@ def advice_lines(sc: "Scenario") -> list[str]:
 
 def advise(sc: "Scenario") -> list[Advice]:
     """Every advisory of ``sc`` (see the module docstring); empty when its numbers raise no flag."""
-    return spares_advice(sc) + crew_advice(sc) + checkpoint_advice(sc) + unit_slip_advice(sc) + rack_advice(sc)
+    return (spares_advice(sc) + crew_advice(sc) + checkpoint_advice(sc) + unit_slip_advice(sc) + rack_advice(sc)
+            + horizon_advice(sc))
+
+
+def horizon_advice(sc: "Scenario") -> list[Advice]:
+    """A scheduled mechanism (a maintenance window, a periodic test, planned drains, the outdoor seasons)
+    whose period the horizon does not hold (:mod:`twin.scenario.horizon`)."""
+    from twin.scenario.horizon import hidden_lines
+
+    return [Advice(field, text) for field, text in hidden_lines(sc)]
 
 
 def rack_advice(sc: "Scenario") -> list[Advice]:

@@ -19,8 +19,9 @@ from pydantic import Field, PrivateAttr, model_validator
 
 from twin.scenario.distributions import Exponential, Fixed
 from twin.scenario.defaults import derive, moved, over_default
-from twin.scenario.base import Beta, Dist, Part, Repair, Strict, hot_swap_repair
+from twin.scenario.base import Dist, Part, Repair, Strict, hot_swap_repair
 from twin.scenario.plant import Plant
+from twin.scenario.units import UnitGroup
 from twin.units import DAYS_PER_YEAR
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,14 +32,6 @@ NonNegF = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 TempC = Annotated[float, Field(ge=-60, le=200, allow_inf_nan=False)]
 PosInt = Annotated[int, Field(ge=1)]
 Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
-
-
-def _k_of_n(obj: "Crah | Cdu | Pumps") -> None:
-    if obj.required > obj.count:
-        raise ValueError(f"@required: must be <= count ({obj.count}), got {obj.required}")
-    if obj.common_cause_beta > 0 and not isinstance(obj.failure, Exponential):
-        raise ValueError(f"@common_cause_beta: needs an exponential failure distribution (the β-factor splits a "
-                         f"constant rate λ), got {obj.failure.dist!r}")
 
 
 # --------------------------------------------------------------------------- GPU and node
@@ -104,8 +97,8 @@ def _leak_repair() -> Repair:
     return Repair(time=Fixed(value_h=8.0))
 
 
-class Crah(Strict):
-    """CRAH units of one air zone (k of n)."""
+class Crah(UnitGroup):
+    """CRAH units of one air zone (k of n; a zone's units are a common-cause group)."""
 
     count: PosInt = Field(4, description="CRAH units per zone (assumption).")
     required: PosInt = Field(3, description="Units needed for the zone's design load (N+1 with 4: assumption).")
@@ -115,15 +108,6 @@ class Crah(Strict):
                           description="Time to failure of one unit (assumption: MTBF 50,000 h).")
     repair: Annotated[Repair, over_default(hot_swap_repair)] = Field(
         default_factory=hot_swap_repair, description="Repair of one unit (default: 4 h hands-on, assumption).")
-    common_cause_beta: Beta = Field(
-        0.0, description="β-factor of common-cause failures of the zone's units: each unit fails alone at (1 − β)λ, a common "
-                         "event at βλ fails every working one (exponential failure only). 0: independent "
-                         "(assumption when set: 1–10 % commonly quoted, IEC 62061 ≤ 2 %).")
-
-    @model_validator(mode="after")
-    def _check(self) -> "Crah":
-        _k_of_n(self)
-        return self
 
 
 def _water_repair() -> Repair:
@@ -206,8 +190,8 @@ class Air(Strict):
 # --------------------------------------------------------------------------- liquid
 
 
-class Pumps(Strict):
-    """Pumps of one CDU (N+1)."""
+class Pumps(UnitGroup):
+    """Pumps of one CDU (N+1; a common-cause group)."""
 
     count: PosInt = Field(2, description="Pumps per CDU (N+1 with N = 1: assumption).")
     required: PosInt = Field(1, description="Pumps needed for full flow (assumption).")
@@ -215,20 +199,11 @@ class Pumps(Strict):
                           description="Time to failure of one pump (assumption: MTBF 40,000 h).")
     repair: Annotated[Repair, over_default(hot_swap_repair)] = Field(
         default_factory=hot_swap_repair, description="Repair of one pump (default 4 h, assumption).")
-    common_cause_beta: Beta = Field(
-        0.0, description="β-factor of common-cause failures of the pumps of one CDU: each unit fails alone at (1 − β)λ, a common "
-                         "event at βλ fails every working one (exponential failure only). 0: independent "
-                         "(assumption when set: 1–10 % commonly quoted, IEC 62061 ≤ 2 %).")
-
-    @model_validator(mode="after")
-    def _check(self) -> "Pumps":
-        _k_of_n(self)
-        return self
 
 
-class Cdu(Strict):
-    """Coolant distribution units of one loop (k of n); a CDU delivers flow while `pumps.required` of its
-    pumps work."""
+class Cdu(UnitGroup):
+    """Coolant distribution units of one loop (k of n; a loop's CDUs are a common-cause group); a CDU
+    delivers flow while `pumps.required` of its pumps work."""
 
     count: PosInt = Field(2, description="CDUs per loop (assumption).")
     required: PosInt = Field(1, description="CDUs needed for full flow to the loop (N+1: assumption).")
@@ -236,16 +211,7 @@ class Cdu(Strict):
                           description="Time to failure of one CDU (assumption: MTBF 50,000 h).")
     repair: Annotated[Repair, over_default(hot_swap_repair)] = Field(
         default_factory=hot_swap_repair, description="Repair of one CDU (default 4 h, assumption).")
-    common_cause_beta: Beta = Field(
-        0.0, description="β-factor of common-cause failures of the CDUs of one loop: each unit fails alone at (1 − β)λ, a common "
-                         "event at βλ fails every working one (exponential failure only). 0: independent "
-                         "(assumption when set: 1–10 % commonly quoted, IEC 62061 ≤ 2 %).")
     pumps: Pumps = Field(default_factory=Pumps, description="The pumps of each CDU.")
-
-    @model_validator(mode="after")
-    def _check(self) -> "Cdu":
-        _k_of_n(self)
-        return self
 
 
 class Leak(Strict):

@@ -31,6 +31,7 @@ from twin.console import detail, verbosity
 from twin.errors import InputError, InputErrors
 from twin.scenario.distributions import Empirical, load_empirical
 from twin.scenario.files import file_problem, require_file
+from twin.scenario.rounds import later_errors, split_errors, with_more
 from twin.scenario.schema import Scenario
 from twin.scenario.slips import slip, unit_slips
 
@@ -541,7 +542,7 @@ def format_validation_errors(exc: ValidationError) -> list[tuple[str, str]]:
     """Every error of a pydantic ValidationError as (field path, message), in the order pydantic
     found them, one per field path (a union reports each alternative's failure at the same place)."""
     out: dict[str, str] = {}
-    for err in exc.errors(include_url=False):
+    for err in split_errors(exc.errors(include_url=False)):  # several checks across fields: one line each
         field, msg = format_error(err)
         out.setdefault(field, msg)
     return list(out.items())
@@ -579,9 +580,14 @@ def validate_doc(doc: dict[str, Any], source: str) -> Scenario:
         return Scenario.model_validate(doc, strict=True)
     except ValidationError as exc:
         errors = [InputError(source, field, msg) for field, msg in format_validation_errors(exc)]
+        later, left_out = later_errors(doc, split_errors(exc.errors(include_url=False)),  # twin/scenario/rounds.py
+                                       lambda d: Scenario.model_validate(d, strict=True), format_error)
+        errors += [InputError(source, field, msg) for field, msg in later]
         named = {e.field for e in errors}  # a slip already named on its own error line needs no hint
         hints = [f"{source}: {field}: {text}"
-                 for field, text in unit_slips(doc) if field not in named]
+                 for field, text in unit_slips(doc) if field not in named] + [
+            f"{source}: {', '.join(f for f, _ in later)}: found by checks across fields run with "
+            f"{', '.join(left_out)} left out (defaults in their place); fixing those may change them" for _ in left_out[:1]]
         raise (errors[0] if len(errors) == 1 and not hints else InputErrors(errors, hints)) from None
     except RecursionError:
         raise InputError(source, "", "document is nested too deeply") from None
@@ -750,7 +756,11 @@ def load_scenario(path: str | os.PathLike[str], overrides: list[str] | None = No
         except InputError as exc:  # name the scenario file as well as the --set expression
             raise InputError(str(p), f"--set {expr}", exc.message) from None
     src = str(p) + (" (with --set)" if overrides else "")
-    sc = validate_doc(doc, src)
+    try:
+        sc = validate_doc(doc, src)
+    except InputError as exc:  # a data file's problem in the same report (twin/scenario/rounds.py)
+        raise with_more(exc, lambda: _check_files(doc, p.parent, src, roots, trusted), _file_values(doc), p.parent,
+                        src) from None
     _check_files(doc, p.parent, src, roots, trusted)
     _bind_files(sc, p.parent, str(p))
     resolved = _resolved(sc, src)

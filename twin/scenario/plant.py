@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from twin.scenario.base import Beta, Dist, Part, Repair, Strict
+from twin.scenario.base import Dist, Part, Repair, Strict
 from twin.scenario.defaults import derive
+from twin.scenario.units import UnitGroup, Visits
 from twin.scenario.distributions import Exponential, Fixed
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,18 +62,9 @@ class UnitPower(Strict):
                           "sensitivity` factor).")
 
 
-class UnitMaintenance(Strict):
+class UnitMaintenance(Visits):
     """Scheduled maintenance of one kind of cooling unit, one unit at a time (staggered)."""
 
-    interval_h: Pos = Field(
-        8760.0, description="Hours between visits to one unit (assumption: yearly, as NFPA 70B asks of electrical "
-                            "equipment; sources-realism §10).")
-    duration_h: Pos = Field(
-        8.0, description="Hours each visit takes the unit out (assumption: 8 h, range 4–24 h; no published "
-                         "durations, sources-realism §10).")
-    offset_h: NonNeg | None = Field(
-        None, description="Time of the first visit (unit 0), hours; unit i follows i·interval/units later. "
-                          "Default: half an interval.")
     when_short: Literal["run_short", "drain"] = Field(
         "run_short", description="What a visit does when the unit's group has no working spare at its start "
                                  "(decided then, for the whole visit): run_short, the group runs short for the "
@@ -85,8 +77,9 @@ class UnitMaintenance(Strict):
                                  "cautious policy, compare both).")
 
 
-class Chillers(Strict):
-    """Chillers or dry coolers of the plant (k of n), cooling the chilled-water loop."""
+class Chillers(UnitGroup):
+    """Chillers or dry coolers of the plant (k of n, all of them one common-cause group), cooling the
+    chilled-water loop."""
 
     count: PosInt = Field(3, description="Chillers (assumption: N+1 with N = 2).")
     required: PosInt = Field(2, description="Chillers needed for the design load (assumption).")
@@ -96,23 +89,11 @@ class Chillers(Strict):
                           description="Time to failure of one chiller (assumption: MTBF 20,000 h).")
     repair: Repair = Field(default_factory=_chiller_repair,
                            description="Repair of one chiller (assumption: 24 h hands-on).")
-    common_cause_beta: Beta = Field(
-        0.0, description="β-factor of common-cause failures of the chillers: each fails alone at (1 − β)λ, a "
-                         "common event at βλ fails every working one (exponential failure only). 0: independent "
-                         "(assumption when set: 1–10 % commonly quoted, IEC 62061 ≤ 2 %).")
     power: UnitPower = Field(
         default_factory=lambda: UnitPower(restart_s=300.0),
         description="Power path of the chillers (default: off UPS, restart 300 s: assumption within the 45 s – "
                     "30 min of the sources (Trane RTAE ≥ 45 s to first compressor, Opengate 2–3 min, Rackspace "
                     "2007 about 30 min; sources-realism §4); a `twin sensitivity` factor).")
-
-    @model_validator(mode="after")
-    def _check(self) -> "Chillers":
-        if self.required > self.count:
-            raise ValueError(f"@required: must be <= count ({self.count}), got {self.required}")
-        if self.common_cause_beta > 0 and not isinstance(self.failure, Exponential):
-            raise ValueError("@common_cause_beta: needs an exponential failure distribution")
-        return self
 
 
 class Loop(Strict):

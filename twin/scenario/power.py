@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from twin.scenario.base import Beta, Dist, Part, PosHours, Repair, Strict
+from twin.scenario.base import Dist, Part, PosHours, Repair, Strict
 from twin.scenario.defaults import moved, over_default
 from twin.scenario.distributions import Exponential, Fixed, Lognormal
+from twin.scenario.units import FacilityUnit, Visits
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
@@ -79,18 +80,9 @@ def _pdu_repair() -> ElementRepair:
     return ElementRepair(time=Fixed(value_h=2.0))
 
 
-class ElementMaintenance(Strict):
+class ElementMaintenance(Visits):
     """Scheduled maintenance of one unit type, one feed at a time (concurrent maintenance)."""
 
-    interval_h: Pos = Field(
-        8760.0, description="Hours between visits to the unit of one feed (NFPA 70B: electrical equipment at least "
-                            "every 12 months; UPS contracts 1–2 visits a year: 8760 or 4380).")
-    duration_h: Pos = Field(
-        8.0, description="Hours each visit takes the unit out (assumption: 8 h, range 4–24 h; no published "
-                         "window durations were found, sources-realism §10).")
-    offset_h: NonNeg | None = Field(
-        None, description="Time of the first visit (feed A), hours; feed i follows i·interval/feeds later. "
-                          "Default: half an interval.")
     mode: Literal["isolate", "bypass"] | None = Field(
         None, description="isolate: the feed below the unit is de-energised for the work (with N the load under it "
                           "is drained, a planned interruption, and returns reboot_h after; with 2N the other feed "
@@ -99,8 +91,9 @@ class ElementMaintenance(Strict):
                           "start). Default: bypass for the generator (its only mode), isolate otherwise.")
 
 
-class Element(Strict):
-    """A unit of the feed chain that fails and is repaired."""
+class Element(FacilityUnit):
+    """A unit of the feed chain that fails and is repaired (its units on feeds A and B are a common-cause
+    group; for PDUs, the two PDUs of the same racks)."""
 
     failure: Dist | None = Field(
         None, description="Time to failure, hours; null: the unit never fails."
@@ -111,11 +104,6 @@ class Element(Strict):
     )
     maintenance: ElementMaintenance | None = Field(
         None, description="Scheduled maintenance of this unit on every feed, one feed at a time; null: none.")
-    common_cause_beta: Beta = Field(
-        0.0, description="β-factor of common-cause failures across the feeds: the units of this type on feeds A "
-                         "and B (for PDUs, the two PDUs of the same racks) form a group; each fails alone at "
-                         "(1 − β)λ and a common event at βλ fails every working one. Needs an exponential failure. "
-                         "0: independent (assumption when set: 1–10 % commonly quoted, IEC 62061 ≤ 2 %).")
 
 
 class Utility(Strict):
@@ -135,7 +123,17 @@ class Utility(Strict):
     )
 
 
-class UPS(Element):
+class Standby(Element):
+    """A standby unit of the feed chain (UPS, generator), whose failures may be silent."""
+
+    latent_test_interval_h: PosHours | None = Field(
+        None, description="Failures are silent (standby, unmonitored): found at the next periodic test (every this "
+                          "many hours from time 0, e.g. a monthly load test: 730) or when an outage calls on the "
+                          "unit, and only then repaired. null: detected as usual. For the generator this is in "
+                          "addition to start_failure_prob (a unit that is up may still fail to start).")
+
+
+class UPS(Standby):
     ride_through_min: NonNeg = Field(
         10.0, description="Minutes the full battery carries its rated (full) load (assumption: a 10-minute UPS)."
     )
@@ -143,11 +141,6 @@ class UPS(Element):
     efficiency: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = Field(
         0.95, description="Output/input power in double conversion (assumption); losses = load·(1/eff − 1)."
     )
-    latent_test_interval_h: PosHours | None = Field(
-        None, description="Failures are silent (standby, unmonitored): found at the next periodic test (every this "
-                          "many hours from time 0, e.g. a monthly load test: 730) or when an outage calls on the "
-                          "unit, and only then repaired. null: detected as usual. For the generator this is in "
-                          "addition to start_failure_prob (a unit that is up may still fail to start).")
     capacity_kw: Pos | None = Field(
         None,
         description="Rated output, kW; ride-through scales as rated/actual load. Default: the full demand "
@@ -161,12 +154,7 @@ class UPS(Element):
     )
 
 
-class Generator(Element):
-    latent_test_interval_h: PosHours | None = Field(
-        None, description="Failures are silent (standby, unmonitored): found at the next periodic test (every this "
-                          "many hours from time 0, e.g. a monthly load test: 730) or when an outage calls on the "
-                          "unit, and only then repaired. null: detected as usual. For the generator this is in "
-                          "addition to start_failure_prob (a unit that is up may still fail to start).")
+class Generator(Standby):
     start_delay_s: NonNeg = Field(
         10.0, description="Seconds from utility loss to the generator carrying the load (assumption).",
     )
@@ -388,7 +376,7 @@ class Power(Strict):
             repair=Repair(hot_swap=True, time=el.repair.time, burn_in_h=0.0, crew=el.repair.crew),
             dispatch_priority=prio,
             common_cause_beta=el.common_cause_beta,
-            latent_test_interval_h=el.latent_test_interval_h if isinstance(el, (UPS, Generator)) else None,
+            latent_test_interval_h=el.latent_test_interval_h if isinstance(el, Standby) else None,
         )
 
     def facility_parts(self) -> dict[str, "Part"]:

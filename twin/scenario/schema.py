@@ -6,7 +6,7 @@ Units are in field names: ``_h`` hours, ``_days`` days, ``_w`` watts, ``_c`` deg
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Callable, Literal
 
 from pydantic import Field, model_validator
 
@@ -305,48 +305,59 @@ class Scenario(Strict):
 
     @model_validator(mode="after")
     def _cross(self) -> "Scenario":
+        """Checks across sections, every one of them (each a ValueError ``@field: message``): one report
+        names them all (:func:`twin.scenario.rounds.run_all`), not the first of them per round."""
+        from twin.scenario.rounds import run_all
+
         pools = list(self.maintenance.crews)
-        if not pools:
-            raise ValueError("@maintenance.crews: at least one crew pool is needed")
-        for name, part in self.cluster.node.parts.items():
-            if part.repair.crew is not None and part.repair.crew not in pools:
-                raise ValueError(
-                    f"@cluster.node.parts.{name}.repair.crew: unknown crew pool {part.repair.crew!r}; allowed: {pools}"
-                )
-        for name, part in self.cluster.rack_parts.items():
-            if part.repair.crew is not None and part.repair.crew not in pools:
-                raise ValueError(
-                    f"@cluster.rack_parts.{name}.repair.crew: unknown crew pool {part.repair.crew!r}; allowed: {pools}"
-                )
-        allowed = set(self.cluster.node.parts) | set(self.cluster.rack_parts)
         facility: dict[str, Any] = {}
-        for section in ("cooling", "power", "network", "storage"):
-            sub = getattr(self, section, None)
-            if sub is not None and hasattr(sub, "facility_parts"):
-                for fname, fpart in sub.facility_parts().items():  # {name: Part}
-                    facility[fname] = (section, fpart)
-        for name in self.cluster.rack_parts:
-            if name in facility:
-                raise ValueError(f"@cluster.rack_parts.{name}: the name is taken by a unit of the "
-                                 f"{facility[name][0]} section")
-        allowed |= set(facility)
-        for name in self.maintenance.spares:
-            if name not in allowed:
-                raise ValueError(f"@maintenance.spares.{name}: no such part; allowed: {sorted(allowed)}")
-        for name, (section, part) in facility.items():
-            if part.repair.crew is not None and part.repair.crew not in pools:
-                raise ValueError(f"@{section}: part {name!r} names unknown crew pool {part.repair.crew!r}; allowed: {pools}")
-        if self.health is not None and self.health.frailty is not None and self.health.frailty.parts is not None:
-            node_parts = list(self.cluster.node.parts)
-            for name in self.health.frailty.parts:
-                if name not in node_parts:
-                    raise ValueError(f"@health.frailty.parts: no node part {name!r}; allowed: {node_parts}")
-        if self.power is not None:
-            self.power.check_against(self)
-        if self.cooling is not None:
-            self.cooling.check_against(self)
-        if self.workload is not None:
-            self.workload.check_against(self)
+
+        def crews() -> None:
+            if not pools:
+                raise ValueError("@maintenance.crews: at least one crew pool is needed")
+
+        def part_crews(kind: str, parts: dict[str, Part]) -> Callable[[], None]:
+            def check() -> None:
+                for name, part in parts.items():
+                    if pools and part.repair.crew is not None and part.repair.crew not in pools:
+                        raise ValueError(f"@cluster.{kind}.{name}.repair.crew: unknown crew pool "
+                                         f"{part.repair.crew!r}; allowed: {pools}")
+            return check
+
+        def facility_names() -> None:
+            for section in ("cooling", "power", "network", "storage"):
+                sub = getattr(self, section, None)
+                if sub is not None and hasattr(sub, "facility_parts"):
+                    for fname, fpart in sub.facility_parts().items():  # {name: Part}
+                        facility[fname] = (section, fpart)
+            for name in self.cluster.rack_parts:
+                if name in facility:
+                    raise ValueError(f"@cluster.rack_parts.{name}: the name is taken by a unit of the "
+                                     f"{facility[name][0]} section")
+
+        def spares() -> None:
+            allowed = set(self.cluster.node.parts) | set(self.cluster.rack_parts) | set(facility)
+            for name in self.maintenance.spares:
+                if name not in allowed:
+                    raise ValueError(f"@maintenance.spares.{name}: no such part; allowed: {sorted(allowed)}")
+
+        def facility_crews() -> None:
+            for name, (section, part) in facility.items():
+                if pools and part.repair.crew is not None and part.repair.crew not in pools:
+                    raise ValueError(f"@{section}: part {name!r} names unknown crew pool {part.repair.crew!r}; "
+                                     f"allowed: {pools}")
+
+        def frailty() -> None:
+            if self.health is not None and self.health.frailty is not None and self.health.frailty.parts is not None:
+                node_parts = list(self.cluster.node.parts)
+                for name in self.health.frailty.parts:
+                    if name not in node_parts:
+                        raise ValueError(f"@health.frailty.parts: no node part {name!r}; allowed: {node_parts}")
+
+        sections = [getattr(s, "check_against") for s in (self.power, self.cooling, self.workload) if s is not None]
+        run_all([crews, part_crews("node.parts", self.cluster.node.parts),
+                 part_crews("rack_parts", self.cluster.rack_parts), facility_names, spares, facility_crews, frailty,
+                 *[lambda check=check: check(self) for check in sections]])
         return self
 
     @model_validator(mode="wrap")

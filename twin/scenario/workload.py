@@ -21,6 +21,25 @@ NonNegH = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 PosF = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
+class Retention(Strict):
+    """Which completed checkpoints a job keeps for rollbacks to a state before a silent data corruption
+    (twin.model.checkpoints): its last ``keep_last`` (the rolling set) and, of those that leave the rolling
+    set, the first one and then one whose state was captured at least ``persistent_every_h`` hours after
+    the last one kept (persistent, kept to the job's end: TensorFlow CheckpointManager's ``max_to_keep`` and
+    ``keep_checkpoint_every_n_hours``). An SDC rollback returns to the newest kept checkpoint captured before
+    the corruption; when ``keep_last`` × the interval is shorter than the detection latency, that is a
+    persistent one (`twin run` advises)."""
+
+    keep_last: Annotated[int, Field(ge=1, le=1000)] = Field(
+        10, description="K: the rolling set, the newest completed checkpoints kept, 1-1000 (default 10: NeMo's "
+                        "example `save_top_k: 10`, sources-next.md section 10; common practice 2-20, assumption).")
+    persistent_every_h: PosF | None = Field(
+        1.0, description="P: hours between persistent checkpoints kept to the job's end, of those leaving the "
+                         "rolling set (default 1 h: the hourly checkpoints of Huawei MindCluster's documentation, "
+                         "sources-next.md section 10; range 0.25-24 h, assumption); null: none (a rollback past "
+                         "the rolling set restarts the job from the beginning).")
+
+
 class Checkpoint(Strict):
     interval_h: PosF | None = Field(
         None, description="Progress hours between checkpoints (reset by a restart); null: never checkpoint."
@@ -33,6 +52,8 @@ class Checkpoint(Strict):
     write_h: NonNegH | None = Field(
         None, description="Fixed write time, hours; overrides size_gb / storage bandwidth (used by validation)."
     )
+    retention: Retention = Field(default_factory=lambda: Retention(),
+                                 description="Checkpoints kept for rollbacks (silent data corruption).")
 
     def write_time_h(self, write_gb_per_s: float, writers: int = 1) -> float:
         """Hours to write this checkpoint: ``write_h`` when given, else ``size_gb`` at the storage's write

@@ -178,7 +178,7 @@ def goodput_bucket_errors(res: Any, gpus_per_node: int, node_parts: list[str]) -
            "thermal_trip": abs(mech["thermal_trip"] - from_log(["thermal_trip"])),
            "checkpoint": abs(mech["checkpoint"] - float((jobs["checkpoint_h"] * jobs["gpus"]).sum()) / installed),
            "restart": abs(mech["restart"] - float((jobs["restart_h"] * jobs["gpus"]).sum()) / installed),
-           "slowdown": abs(mech["thermal_slowdown"] + mech["power_cap"] + mech["fabric_slowdown"]
+           "slowdown": abs(mech["thermal_slowdown"] + mech["fail_slow"] + mech["power_cap"] + mech["fabric_slowdown"]
                            - float(((jobs["run_h"] - jobs["made_h"]) * jobs["gpus"]).sum()) / installed)}
     err["failures by part"] = max(abs(mech[f"failure.{p}"] - from_log([p, f"repair:{p}"])) for p in node_parts)
     return err

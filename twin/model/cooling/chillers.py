@@ -38,6 +38,7 @@ import pandas as pd
 from twin.model.cluster import node_blocks
 from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
 from twin.model.engine import Timer, Topic
+from twin.model.facility_units import Load, MaintenanceAccount, MaintenanceRota, spare_without
 from twin.model.parts import FacilityParts
 from twin.physics import chilled_water as cw
 from twin.scenario.plant import UnitPower
@@ -149,14 +150,10 @@ class Plant(Component):
                                       fac["chiller"], self._on_chiller, ctx.shop.on_failure)
         self._facility["chiller"] = self.chillers
         sh = p.shared
-        if sh.facility_water is not None:
-            self._facility["facility_water"] = FacilityParts(
-                eng, "facility_water", ["cooling.plant.facility_water"], fac["facility_water"],
-                lambda i, ok: self._shared("chiller", range(ch.count), ok), ctx.shop.on_failure)
-        if sh.controls is not None:
-            self._facility["controls"] = FacilityParts(
-                eng, "controls", ["cooling.plant.controls"], fac["controls"],
-                lambda i, ok: self._shared("chiller", range(ch.count), ok), ctx.shop.on_failure)
+        for name in ("facility_water", "controls"):  # a failure of either stops every chiller
+            if getattr(sh, name) is not None:
+                self._facility[name] = FacilityParts(eng, name, [f"cooling.plant.{name}"], fac[name],
+                                                     self._every_chiller, ctx.shop.on_failure)
         if sh.row_branch is not None:
             paths = [f"cooling.plant.branch.zone{z}" for z in range(self.zones)]
             paths += [f"cooling.plant.branch.loop{lp}" for lp in range(self.loops)]
@@ -178,15 +175,12 @@ class Plant(Component):
         self._step_timer: Timer = eng.timer()
         self._heat_timer: Timer = eng.timer(self._retarget)  # re-read the heat after a node change
         self.full_kw = full_w / 1000.0
-        # ---- maintenance accounting
-        self.maint_windows = 0
-        self.maint_h = 0.0
-        self.maint_exposure_h = 0.0
-        self.maint_short_h = 0.0
-        self.maint_drained_h = 0.0
-        self.maint_drains = 0
-        self.maint_drained_node_h = 0.0
-        self._maint_open: dict[tuple[str, int], tuple[float, bool]] = {}  # (kind, unit): window start (h), drained
+        # ---- scheduled maintenance, one unit of a kind at a time (twin.model.facility_units)
+        self.maint = MaintenanceAccount()
+        self.rotas: dict[str, MaintenanceRota] = {
+            kind: MaintenanceRota(eng, kind, mt, self.units[kind].n, self.maint, self._unit_path, self._maint_out,
+                                  self._maint_back, self._maint_after)
+            for kind, mt in p.maintenance.items()}
         self._load_w: dict[str, float] = {x: 0.0 for x in feeds}
         eng.bus.subscribe(Topic.FEED, self._on_feed)
         eng.bus.subscribe(Topic.NODE_DOWN, self._on_node)
@@ -197,13 +191,8 @@ class Plant(Component):
         return dict(self._facility)
 
     def start(self) -> None:
-        for kind, mt in self.spec.maintenance.items():
-            u = self.units[kind]
-            first = mt.offset_h if mt.offset_h is not None else mt.interval_h / 2.0
-            for i in range(u.n):
-                t = first + i * mt.interval_h / u.n
-                if t < self.H:
-                    self.engine.call_at(t, lambda kind=kind, i=i: self._maint_begin(kind, i))
+        for rota in self.rotas.values():
+            rota.start()
         self._publish_loads()
 
     def finish(self) -> None:
@@ -212,9 +201,7 @@ class Plant(Component):
         if not math.isnan(self.short_since):
             self.short_h += now - self.short_since
             self.short_since = math.nan
-        for (kind, _), (t0, drained) in self._maint_open.items():
-            self._close_maint(self.units[kind], now - t0, drained)
-        self._maint_open.clear()
+        self.maint.close_all(now)
         for u in self.units.values():
             for i in range(u.n):
                 if not math.isnan(u.off_since[i]):
@@ -330,6 +317,9 @@ class Plant(Component):
             u.shared[i] += -1 if ok else 1
             self._changed(u, i)
 
+    def _every_chiller(self, idx: int, ok: bool) -> None:
+        self._shared("chiller", range(self.units["chiller"].n), ok)
+
     def _on_branch(self, idx: int, ok: bool) -> None:
         if idx < self.zones:
             k = self.units["crah"].n // self.zones
@@ -339,41 +329,44 @@ class Plant(Component):
             k = self.units["cdu"].n // self.loops
             self._shared("cdu", range(lp * k, (lp + 1) * k), ok)
 
-    # ---- maintenance (one unit at a time) ------------------------------------------------------------
-    def _maint_begin(self, kind: str, i: int) -> None:
+    # ---- maintenance (one unit at a time: facility_units.MaintenanceRota) ---------------------------
+    def _maint_out(self, kind: str, i: int) -> Load:
+        """A visit takes unit ``i`` of ``kind`` out; with ``when_short: drain`` and no working spare in its
+        group, the nodes it cools go first (the rooms never see it short)."""
         mt = self.spec.maintenance[kind]  # type: ignore[index]
         u = self.units[kind]
         eng = self.engine
-        self.maint_windows += 1
-        eng.recorder.event(eng.now, "maintenance_start", f"cooling.plant.{kind}{i}", -1, mt.duration_h)
         drained = mt.when_short == "drain" and not self._spare_now(u, i)
         if drained:  # the load goes first, then the unit: the rooms never see it short
             s, e = u.nodes[i // u.group_size]
-            self.maint_drains += 1
-            self.maint_drained_node_h += (e - s) * (min(eng.now + mt.duration_h + self.reboot_h, self.H) - eng.now)
+            self.maint.drains += 1
+            self.maint.drained_node_h += (e - s) * (min(eng.now + mt.duration_h + self.reboot_h, self.H) - eng.now)
             cause = f"planned:{kind}_maintenance"
             for node in range(s, e):
                 self.cluster.add_down(node, cause)
         u.maint[i] = True
-        self._maint_open[(kind, i)] = (eng.now, drained)
         self._changed(u, i)
-        eng.call_at(eng.now + mt.duration_h, lambda: self._maint_end(kind, i))
-        if eng.now + mt.interval_h < self.H:
-            eng.call_at(eng.now + mt.interval_h, lambda: self._maint_begin(kind, i))
+        # drained: the load under the unit is down; a spare: the group stays up without its margin; N: short
+        return "drained" if drained else "exposed" if u.spare else "short"
 
-    def _maint_end(self, kind: str, i: int) -> None:
+    def _maint_back(self, kind: str, i: int) -> None:
+        self.units[kind].maint[i] = False
+
+    def _unit_path(self, kind: str, i: int) -> str:
+        return f"cooling.plant.{kind}{i}"
+
+    def _maint_after(self, kind: str, i: int, out: bool) -> None:
+        """After a visit's end is recorded (``out`` False): the unit delivers again; drained nodes return
+        reboot_h later. (Its start needs nothing more: ``_maint_out`` did it all.)"""
+        if out:
+            return
         u = self.units[kind]
-        eng = self.engine
-        t0, drained = self._maint_open.pop((kind, i))
-        self._close_maint(u, eng.now - t0, drained)
-        u.maint[i] = False
-        eng.recorder.event(eng.now, "maintenance_end", f"cooling.plant.{kind}{i}")
         self._changed(u, i)
-        if drained:  # the unit delivers again; its nodes return reboot_h later
+        if self.rotas[kind].load[i] == "drained":
             s, e = u.nodes[i // u.group_size]
             cause = f"planned:{kind}_maintenance"
             if self.reboot_h > 0.0:
-                eng.call_at(eng.now + self.reboot_h, lambda: self._undrain(s, e, cause))
+                self.engine.call_at(self.engine.now + self.reboot_h, lambda: self._undrain(s, e, cause))
             else:
                 self._undrain(s, e, cause)
 
@@ -394,18 +387,8 @@ class Plant(Component):
                 pumps = self.facility["cdu_pump"].healthy
                 k = self.pumps_per_cdu
                 ok = [ok[j] and int(pumps[j * k:(j + 1) * k].sum()) >= self.pumps_required for j in range(u.n)]
-        others = sum(1 for j in range(g * u.group_size, (g + 1) * u.group_size)
-                     if j != i and ok[j] and not u.off[j])
-        return others >= u.required
-
-    def _close_maint(self, u: _Units, d_h: float, drained: bool) -> None:
-        self.maint_h += d_h
-        if drained:
-            self.maint_drained_h += d_h  # the load under the unit is down for the window
-        elif u.spare:
-            self.maint_exposure_h += d_h  # the group stays up without its margin: exposed
-        else:
-            self.maint_short_h += d_h  # N: the group lacks a unit for the window
+        serving = [ok[j] and not u.off[j] for j in range(u.n)]
+        return spare_without(serving, range(g * u.group_size, (g + 1) * u.group_size), i, u.required)
 
     # ---- the loop -------------------------------------------------------------------------------------
     def offset_now_c(self) -> float:
@@ -477,14 +460,15 @@ class Plant(Component):
                 m[f"plant.transfers.{kind}"] = float(u.transfers)
                 m[f"plant.transfer_failures.{kind}"] = float(u.transfer_failures)
         if self.spec.maintenance:
-            m["plant.maintenance_windows"] = float(self.maint_windows)
-            m["plant.maintenance_hours"] = self.maint_h
-            m["plant.maintenance_exposure_hours"] = self.maint_exposure_h
-            m["plant.maintenance_short_hours"] = self.maint_short_h
-            if any(mt.when_short == "drain" for mt in self.spec.maintenance.values()):
-                m["plant.maintenance_drains"] = float(self.maint_drains)
-                m["plant.maintenance_drained_hours"] = self.maint_drained_h
-                m["plant.maintenance_drained_node_hours"] = self.maint_drained_node_h
+            mt = self.maint
+            m["plant.maintenance_windows"] = float(mt.windows)
+            m["plant.maintenance_hours"] = mt.hours
+            m["plant.maintenance_exposure_hours"] = mt.exposure_h
+            m["plant.maintenance_short_hours"] = mt.short_h
+            if any(w.when_short == "drain" for w in self.spec.maintenance.values()):
+                m["plant.maintenance_drains"] = float(mt.drains)
+                m["plant.maintenance_drained_hours"] = mt.drained_h
+                m["plant.maintenance_drained_node_hours"] = mt.drained_node_h
         tl = pd.DataFrame(self.rows, columns=["time_h", "offset_c", "target_c", "heat_kw", "capacity_kw",
                                               "chillers_running"]).astype("float64").astype({"chillers_running": "int64"})
         tl["tau_min"] = self.spec.loop.tau_min  # x(t) = target + (offset − target)·e^(−(t − time)/τ) to the next row

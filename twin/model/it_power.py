@@ -1,0 +1,274 @@
+"""IT power (model.md §5): one source of truth for each node's power (W), its GPU caps by source and
+the exact energy integral; the provider of the ``it_power`` service that the power chain, the cooling
+rooms and the costs require (:class:`ITPower`). Its own module: it knows no reader (the power chain,
+``twin.model.power``, is one of them), so no type refers back.
+
+IT power is piecewise constant between events, so the energy is an exact sum.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from twin.model.component import IT_POWER, BuildContext, Component
+from twin.model.engine import Engine, Topic
+from twin.physics.power import node_it_power_w, non_gpu_power_w
+
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.model.cluster import Cluster
+    from twin.scenario.schema import Scenario
+
+_add_reduce = np.add.reduce
+_FEW_DOWN = 256
+"""Up to this many nodes out of service, ITPower zeroes them from the cluster's sorted list."""
+
+
+class ITPower(Component):
+    """One source of truth for IT power: per-node power (W) and its exact energy integral.
+
+    node power = node_it_power_w(util, tightest GPU cap, ...) while the node is up, 0 while it is
+    down (assumption: a node out of service is powered off). A model that caps GPUs either calls
+    ``set_cap(source, nodes, cap_w)`` (W per GPU, ``inf`` = no cap; refreshes those nodes), or
+    writes the array from ``gpu_cap(source)`` and calls ``refresh(nodes)``. The object itself
+    listens to NODE_LOAD / NODE_DOWN / NODE_UP. ``watch(before, after)`` registers callbacks run
+    before a change (to integrate up to now) and after it (with the nodes). The recorder level
+    ``site_power_w`` is this object's total (the recorder keeps one point per event time).
+    The provider of the ``it_power`` service, built on demand (before the first component that
+    requires it: power, cooling, costs) from ``cluster.node``'s power figures: one object shared by
+    all of them.
+    """
+
+    name = "it_power"
+    provides = (IT_POWER,)
+    on_demand = True
+
+    @classmethod
+    def wanted(cls, sc: Scenario) -> bool:
+        return False  # built only when a component requires it
+
+    @classmethod
+    def build(cls, ctx: BuildContext) -> ITPower:
+        node = ctx.sc.cluster.node  # the GPU and node power figures, declared once
+        return cls(ctx.engine, ctx.cluster, node.gpus, node.gpu.idle_w, node.gpu.demand_w, node.non_gpu_w,
+                   node.non_gpu_idle_w)
+
+    def __init__(self, engine: Engine, cluster: "Cluster", gpus: int, idle_w: float, tdp_w: float,
+                 non_gpu_w: float, non_gpu_idle_w: float | None = None) -> None:
+        self.engine = engine
+        self.cluster = cluster
+        self.gpus = gpus
+        self.idle_w = idle_w
+        self.tdp_w = tdp_w
+        self.non_gpu_w = non_gpu_w
+        """Non-GPU load at full utilisation, W (``cluster.node.non_gpu_w``)."""
+        self.non_gpu_idle_w = non_gpu_w if non_gpu_idle_w is None else non_gpu_idle_w
+        """Non-GPU load at zero utilisation, W; it follows utilisation linearly up to ``non_gpu_w``."""
+        self._ng_slope_w = non_gpu_w - self.non_gpu_idle_w
+        n = cluster.n_nodes
+        self.node_power_w = np.zeros(n)
+        """IT power of each node, W."""
+        self.caps: dict[str, NDArray[np.float64]] = {}
+        self._n_finite: dict[str, int] = {}  # per source written through set_cap: nodes with a finite cap
+        self._direct: set[str] = set()  # sources written directly (always taken into account)
+        self.unit_caps: dict[str, NDArray[np.float64]] = {}
+        """Per-GPU caps (W, shape nodes × GPUs) of sources whose GPUs in one node differ (``unit_cap``)."""
+        self.energy_wh = 0.0
+        self._total = 0.0
+        self._t = engine.now
+        self._before: list[Callable[[], None]] = []
+        self._after: list[Callable[[NDArray[np.int64]], None]] = []
+        self._exact: set[str] = set()  # readers that need every node's power exact at every event
+        self._exact_watchers: list[Callable[[bool], None]] = []
+        self._all = np.arange(n)
+        self._env = engine.env
+        self._uncapped = True  # no source has a finite cap: refresh takes its two-operation path
+        self._a_w = gpus * (tdp_w - idle_w)  # node power = util·a + b without caps (node_it_power_w)
+        self._b_w = non_gpu_w + gpus * idle_w
+        self._g_idle_w = gpus * idle_w  # with a non-GPU load that follows utilisation: util·a + (ng(util) + this)
+        self._level = engine.recorder.levels.setdefault("site_power_w", ([], []))
+        bus = engine.bus
+        bus.subscribe(Topic.NODE_LOAD, self.refresh)
+        bus.subscribe(Topic.NODE_DOWN, self._on_node)
+        bus.subscribe(Topic.NODE_UP, self._on_node)
+        self.refresh()
+
+    def _array(self, source: str) -> NDArray[np.float64]:
+        arr = self.caps.get(source)
+        if arr is None:
+            arr = self.caps[source] = np.full(self.cluster.n_nodes, np.inf)
+            self._n_finite[source] = 0
+        return arr
+
+    def gpu_cap(self, source: str) -> NDArray[np.float64]:
+        """Writable per-node GPU power cap (W) of ``source``, created at inf; call ``refresh(nodes)``
+        after writing. (``set_cap`` does both and is cheaper: it lets ``refresh`` skip sources
+        without a finite cap.)"""
+        self._direct.add(source)
+        self._uncapped = False
+        return self._array(source)
+
+    def unit_cap(self, source: str) -> NDArray[np.float64]:
+        """Writable per-GPU cap (W, nodes × GPUs, created at inf) of ``source``, for a source whose GPUs in one
+        node have different caps (per-GPU thermal units). The source still sets its node cap (``set_cap``: the
+        per-GPU mean of its GPUs' powers, which fixes the node's power); this array is what a site cap
+        water-fills against (``PowerChain``), since that node cap depends on the site cap itself."""
+        arr = self.unit_caps.get(source)
+        if arr is None:
+            arr = self.unit_caps[source] = np.full((self.cluster.n_nodes, self.gpus), np.inf)
+        return arr
+
+    def cap_of(self, source: str) -> NDArray[np.float64]:
+        """The GPU cap array (W) of ``source`` for reading (write it with ``set_cap``)."""
+        return self._array(source)
+
+    def set_cap(self, source: str, nodes: NDArray[np.int64] | None, cap_w: NDArray[np.float64] | float) -> None:
+        """Set the GPU cap (W) of ``nodes`` (all when None) for ``source`` and refresh their power."""
+        arr = self._array(source)
+        idx = self._all if nodes is None else nodes
+        before = int(np.isfinite(arr[idx]).sum())
+        arr[idx] = cap_w
+        self._n_finite[source] += int(np.isfinite(arr[idx]).sum()) - before
+        self._uncapped = not self._direct and not any(self._n_finite.values())
+        self.refresh(nodes)
+
+    def n_capped(self, source: str) -> int:
+        """Nodes with a finite cap from ``source``."""
+        if source in self._direct:
+            return int(np.isfinite(self._array(source)).sum())
+        return self._n_finite.get(source, 0)
+
+    def others_capped(self, exclude: str) -> bool:
+        """True when some source other than ``exclude`` may hold a finite cap (cheap: counters)."""
+        return any(s != exclude for s in self._direct) or any(
+            k for s, k in self._n_finite.items() if s != exclude)
+
+    def min_cap(self, nodes: NDArray[np.int64], exclude: str | None = None) -> NDArray[np.float64]:
+        """Tightest GPU cap (W) of ``nodes`` over all sources except ``exclude``."""
+        out = np.full(len(nodes), np.inf)
+        for name, arr in self.caps.items():
+            if name != exclude:
+                np.minimum(out, arr[nodes], out=out)
+        return out
+
+    def non_gpu_w_of(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Non-GPU load (W) of ``nodes`` at their utilisation, were they up."""
+        return np.asarray(non_gpu_power_w(self.engine.node_util[nodes], self.non_gpu_idle_w, self.non_gpu_w),
+                          dtype=np.float64)
+
+    def gpu_demand_w(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Uncapped GPU power demand (W) of ``nodes`` at their utilisation."""
+        return self.idle_w + (self.tdp_w - self.idle_w) * self.engine.node_util[nodes]
+
+    def watch(self, before: Callable[[], None], after: Callable[[NDArray[np.int64]], None]) -> None:
+        self._before.append(before)
+        self._after.append(after)
+
+    @property
+    def exact(self) -> bool:
+        """True while some reader needs every node's power exact at every event (``need_exact``)."""
+        return bool(self._exact)
+
+    def need_exact(self, reader: str, on: bool) -> None:
+        """``reader`` reads node power at events other than its own from now (``on``), or no longer.
+
+        A source that defers power changes between events (thermal's silent crossings,
+        ``twin.model.cooling.lazy``: their power is settled exactly, in closed form, at the node's next update)
+        settles what it deferred when the first reader comes and defers nothing while any reader is there.
+        The power chain is one: its feed loads while a feed is on battery or a UPS is out (UPS losses, battery
+        drain), and its site cap (a water-fill over every GPU's caps at every load change)."""
+        was = bool(self._exact)
+        if on:
+            self._exact.add(reader)
+        else:
+            self._exact.discard(reader)
+        if bool(self._exact) != was:
+            for fn in self._exact_watchers:
+                fn(not was)
+
+    def watch_exact(self, fn: Callable[[bool], None]) -> None:
+        """Call ``fn(on)`` when exact node power becomes needed (True) or no longer (False)."""
+        self._exact_watchers.append(fn)
+
+    def _integrate(self) -> None:
+        now = self.engine.env.now
+        if now > self._t:
+            self.energy_wh += self._total * (now - self._t)
+            self._t = now
+
+    def _on_node(self, node: int, cause: str) -> None:
+        self.refresh(np.array([node]))
+
+    def refresh(self, nodes: NDArray[np.int64] | None = None, util: float | None = None) -> None:
+        """Recompute the power of ``nodes`` (all when None) after a load, cap or state change;
+        ``util``: the nodes' common utilisation when the caller knows it (a job's load change).
+
+        The hot path of the event loop (every job's load change). Without any finite cap the node
+        power is ``util·a + b`` with a = GPUs·(TDP − idle) and b = non-GPU + GPUs·idle, the same
+        floating-point operations as :func:`node_it_power_w` (for a common ``util`` done once, in
+        Python floats: the same IEEE multiply and add); the site total is the numpy sum of the node
+        array (the same sum in the same order at every refresh, so it never drifts)."""
+        if self._before:
+            for fn in self._before:
+                fn()
+        now = self._env._now
+        t = self._t
+        if now > t:
+            self.energy_wh += self._total * (now - t)
+            self._t = now
+        idx = self._all if nodes is None else nodes
+        npw = self.node_power_w
+        if self._uncapped and self._ng_slope_w:  # the same operations as node_it_power_w with non_gpu_power_w
+            if util is not None:
+                npw[idx] = util * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * util) + self._g_idle_w)
+                p = None
+            else:
+                u = self.engine.node_util[idx]
+                p = u * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * u) + self._g_idle_w)
+        elif self._uncapped:
+            if util is not None:
+                npw[idx] = util * self._a_w + self._b_w
+                p = None
+            else:
+                p = self.engine.node_util[idx] * self._a_w
+                p += self._b_w
+        else:
+            u = self.engine.node_util[idx]
+            p = node_it_power_w(u, self.min_cap(idx), self.gpus, self.idle_w, self.tdp_w,
+                                non_gpu_power_w(u, self.non_gpu_idle_w, self.non_gpu_w) if self._ng_slope_w
+                                else self.non_gpu_w)
+        if p is not None:
+            npw[idx] = p
+        cl = self.cluster
+        n_down = cl.n_nodes - cl.n_up
+        if n_down:  # a node out of service draws nothing
+            if n_down <= _FEW_DOWN:  # zero every down node: a no-op outside idx, cheaper than finding them
+                npw[cl.down_nodes()] = 0.0
+            else:  # many down (a tripped hall): the cluster's list would be rebuilt at each transition
+                d = cl.down_count[idx] != 0
+                npw[idx[d]] = 0.0
+        self._total = total = float(_add_reduce(npw))  # = npw.sum(), without the method's wrapper
+        ts, vs = self._level  # recorder level site_power_w: one point per event time
+        now = self._t
+        if ts and ts[-1] == now:
+            vs[-1] = total
+        else:
+            ts.append(now)
+            vs.append(total)
+        if self._after:
+            for fn in self._after:
+                fn(idx)
+
+    def total_w(self) -> float:
+        """Site IT power now, W."""
+        return self._total
+
+    def energy_kwh(self) -> float:
+        """IT energy from time 0 to now, kWh (exact: power is piecewise constant)."""
+        self._integrate()
+        return self.energy_wh / 1000.0
+
+
+__all__ = ["ITPower"]

@@ -1,0 +1,80 @@
+"""Schema bases of facility units (issue 40 item 5), shared by the power and cooling sections: a unit type
+that fails and is repaired with a common-cause factor (:class:`FacilityUnit`: the power chain's UPS,
+generator, switchboard and PDUs), a k-of-n group of such units (:class:`UnitGroup`: CRAH units, CDUs,
+pumps, chillers), and the schedule of their maintenance visits (:class:`Visits`: the power units', the
+plant's chillers, CRAH units and CDUs). The model side is ``twin.model.facility_units``.
+
+Each section keeps its own defaults (with their sources) and what its group is; the field names, their
+paths in a scenario and the checks' messages are the ones each section had.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field, model_validator
+
+from twin.scenario.base import Beta, Dist, PosInt, Repair, Strict
+from twin.scenario.distributions import Exponential
+
+Pos = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+def check_beta(beta: float, failure: Any) -> None:
+    """A β-factor splits a constant rate λ: refused (at ``common_cause_beta``) unless the failure is exponential."""
+    if beta > 0 and failure is not None and not isinstance(failure, Exponential):
+        raise ValueError(f"@common_cause_beta: needs an exponential failure distribution (the β-factor splits a "
+                         f"constant rate λ), got {failure.dist!r}")
+
+
+class FacilityUnit(Strict):
+    """A facility unit type that fails and is repaired through the crews, its units in common-cause groups
+    (the section says which units form a group)."""
+
+    common_cause_beta: Beta = Field(
+        0.0, description="β-factor of common-cause failures of the units' group (the section says which units "
+                         "form one): each unit fails alone at (1 − β)λ, a common event at βλ fails every working "
+                         "one (exponential failure only). 0: independent (assumption when set: 1–10 % commonly "
+                         "quoted, IEC 62061 ≤ 2 %).")
+
+    @model_validator(mode="after")
+    def _check(self) -> "FacilityUnit":
+        check_beta(self.common_cause_beta, getattr(self, "failure", None))
+        return self
+
+
+class UnitGroup(FacilityUnit):
+    """A k-of-n group of facility units: ``count`` units, of which ``required`` carry the design load.
+    A section gives the defaults of its own units (count, required, failure, repair)."""
+
+    count: PosInt
+    required: PosInt
+    failure: Dist
+    repair: Repair
+
+    @model_validator(mode="after")
+    def _check(self) -> "UnitGroup":
+        if self.required > self.count:
+            raise ValueError(f"@required: must be <= count ({self.count}), got {self.required}")
+        check_beta(self.common_cause_beta, self.failure)
+        return self
+
+
+class Visits(Strict):
+    """Scheduled maintenance of one kind of facility unit, one unit at a time: unit i of n first visited
+    at offset + i·interval/n, then every interval (``twin.model.facility_units.MaintenanceRota``)."""
+
+    interval_h: Pos = Field(
+        8760.0, description="Hours between visits to one unit (a power unit: the unit of one feed). Default yearly: "
+                            "NFPA 70B asks it of electrical equipment at least every 12 months; UPS contracts have "
+                            "1–2 visits a year (8760 or 4380); for cooling units an assumption (sources-realism §10).")
+    duration_h: Pos = Field(
+        8.0, description="Hours each visit takes the unit out (assumption: 8 h, range 4–24 h; no published "
+                         "window durations were found, sources-realism §10).")
+    offset_h: NonNeg | None = Field(
+        None, description="Time of the first visit (unit 0; a power unit: feed A's), hours; unit i of n follows "
+                          "i·interval/n later. Default: half an interval.")
+
+
+__all__ = ["FacilityUnit", "UnitGroup", "Visits", "check_beta"]
