@@ -344,7 +344,8 @@ def _shares(U: np.ndarray, y: np.ndarray, seed: int) -> dict[str, np.ndarray] | 
     D, P = U.shape
     if D < MIN_DRAWS_SHARES or not np.std(y) > 0:
         return None
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    with warnings.catch_warnings(record=True), contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(io.StringIO()):  # SALib prints and warns bin notices: kept out of the output
         warnings.simplefilter("ignore")
         r = delta.analyze(_problem(P), U, y, num_resamples=100, conf_level=LEVEL, seed=seed, method="all")
     return {k: np.asarray(r[v], dtype=float) for k, v in (("s1", "S1"), ("s1_conf", "S1_conf"),
