@@ -347,7 +347,14 @@ def _shares(U: np.ndarray, y: np.ndarray, seed: int) -> dict[str, np.ndarray] | 
     with warnings.catch_warnings(record=True), contextlib.redirect_stdout(io.StringIO()), \
             contextlib.redirect_stderr(io.StringIO()):  # SALib prints and warns bin notices: kept out of the output
         warnings.simplefilter("ignore")
-        r = delta.analyze(_problem(P), U, y, num_resamples=100, conf_level=LEVEL, seed=seed, method="all")
+        # SALib draws from numpy's global generator, seeded only by a truthy seed (0 is not): seed it here
+        # for any seed, and put its state back afterwards
+        state = np.random.get_state()
+        np.random.seed(int(np.random.SeedSequence(seed, spawn_key=(0x46, 2)).generate_state(1)[0]))
+        try:
+            r = delta.analyze(_problem(P), U, y, num_resamples=100, conf_level=LEVEL, seed=None, method="all")
+        finally:
+            np.random.set_state(state)
     return {k: np.asarray(r[v], dtype=float) for k, v in (("s1", "S1"), ("s1_conf", "S1_conf"),
                                                             ("delta", "delta_balanced"),
                                                             ("delta_conf", "delta_balanced_conf"))}
