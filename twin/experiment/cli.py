@@ -476,6 +476,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     from twin.report.html import build_report, read_kind
 
     folder = Path(args.folder)
+    if read_kind(folder) == "decide":  # twin decide (issue 46)
+        from twin.report.uncertain import build_decide_report
+
+        h, m = build_decide_report(folder)
+        _echo(f"report: {h}\nmarkdown: {m}")
+        return EXIT_OK
     if read_kind(folder) in ("montecarlo", "compare", "sweep", "sensitivity"):
         from twin.experiment import summary  # the summary is recomputed from the stored tables
 

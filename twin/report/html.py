@@ -640,6 +640,8 @@ def _checked(folder: Path) -> dict[str, Any]:
     if kind == "forecast":
         raise InputError(str(folder), "", "a forecast's report is written by 'twin forecast': run the same command "
                          "again (its stored replications are reused)")
+    if kind == "decide":  # twin decide (issue 46): its own report, twin.report.uncertain
+        return meta
     if kind not in SECTIONS:
         raise InputError(str(folder / "experiment.json"), "kind", f"unknown experiment kind {kind!r}; "
                          f"allowed: {sorted(SECTIONS)}")
@@ -657,6 +659,9 @@ def build_report(folder: Path | str) -> tuple[Path, Path, list[str]]:
     folder = Path(folder)
     meta = _checked(folder)
     kind = meta["kind"]
+    if kind == "decide":
+        raise InputError(str(folder), "", "a twin decide folder's report is built by twin.report.uncertain "
+                         "(twin report FOLDER does it)")
     if kind == "compare":
         title = "Comparison: " + " vs ".join(v["label"] for v in meta.get("variants", []))
     else:

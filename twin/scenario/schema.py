@@ -21,6 +21,7 @@ from twin.scenario.network import NetworkSection
 from twin.scenario.nvlink import NVLinkDomains
 from twin.scenario.power import Power
 from twin.scenario.storage import StorageSection
+from twin.scenario.uncertainty import Uncertainty
 from twin.scenario.workload import Workload
 from twin.units import HOURS_PER_DAY
 
@@ -265,6 +266,10 @@ class Scenario(Strict):
     hazards: Hazards | None = Field(None, description="Common causes across equipment: hazard zones and common-cause "
                                                       "groups spanning unit types (twin/scenario/hazards.py; none: "
                                                       "none).")
+    uncertainty: Uncertainty | None = Field(
+        None, exclude=True, description="Inputs that are not known: field paths -> distributions with their source "
+                                        "(twin/scenario/uncertainty.py; read by twin decide only, not part of the "
+                                        "resolved scenario or its hash).")
 
     @model_validator(mode="before")
     @classmethod
@@ -358,6 +363,18 @@ class Scenario(Strict):
                  part_crews("rack_parts", self.cluster.rack_parts), facility_names, spares, facility_crews, frailty,
                  *[lambda check=check: check(self) for check in sections]])
         return self
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _uncertain_paths(cls, data: Any, handler: Any) -> "Scenario":
+        """Every ``uncertainty:`` path that leads nowhere, all at once (issue 46), looked up in the
+        document as written (``data``) and in the validated scenario."""
+        sc = handler(data)
+        if sc.uncertainty is not None:
+            from twin.scenario.uncertainty import check_against
+
+            check_against(sc.uncertainty, sc.model_dump(mode="json"), data)
+        return sc
 
     @property
     def horizon_h(self) -> float:
