@@ -292,3 +292,24 @@ def test_one_definition_of_each_thing() -> None:
     assert [n for n in ONE_DEFINITION if n not in defs] == []  # a renamed thing is renamed here too
     physics = {m for n in ("_f", "_out") for m in defs.get(n, []) if m.startswith("twin.physics")}
     assert physics == set()  # the array helpers live in twin.physics.arrays under their own names
+
+
+MAX_MODULE_LINES = 800
+"""Rooms stay small (the developers' standards; issue 40): no module in ``twin/`` over 800 lines."""
+
+
+def module_sizes(root: Path) -> dict[str, int]:
+    """Lines of every ``.py`` file under ``root``, by path relative to it."""
+    return {str(p.relative_to(root)): len(p.read_text().splitlines()) for p in sorted(root.rglob("*.py"))}
+
+
+def test_no_module_over_800_lines() -> None:
+    over = {name: n for name, n in module_sizes(ROOT).items() if n > MAX_MODULE_LINES}
+    assert over == {}, f"modules over {MAX_MODULE_LINES} lines: {over}"
+
+
+def test_module_size_check_finds_a_big_module(tmp_path: Path) -> None:
+    (tmp_path / "small.py").write_text("x = 1\n" * MAX_MODULE_LINES)
+    (tmp_path / "big.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+    over = {n: k for n, k in module_sizes(tmp_path).items() if k > MAX_MODULE_LINES}
+    assert over == {"big.py": MAX_MODULE_LINES + 1}

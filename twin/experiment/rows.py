@@ -10,7 +10,7 @@ requested ones, the chunk keeps every row as it was made, for a later request to
 
 Rows are read back exactly as they were made: a metric that a replication did not report is
 stored as null and dropped again on reading (a NaN metric stays NaN), so the final table
-(:func:`twin.experiment.runner.assemble`) is the same whether its rows come from the workers,
+(:func:`twin.experiment.mc_folder.assemble`) is the same whether its rows come from the workers,
 chunks, or the older one-file-per-replication ``reps/rep-00007.parquet`` (still read).
 """
 
