@@ -74,7 +74,7 @@ def print_forecast(res: object, echo: Callable[[str], None] = _echo) -> None:
          f"{d['replications']} replications, {res.wall_s:.1f} s")  # type: ignore[attr-defined]
     import textwrap
 
-    from twin.forecast.report import days, days_interval, summary_sentences
+    from twin.forecast.report import FLOP_CONVENTION, SIX_PD, days, days_interval, ideal_label, summary_sentences
 
     echo("decision summary")
     for para in summary_sentences(d, res.losses, res.lever_table):  # type: ignore[attr-defined]
@@ -83,20 +83,26 @@ def print_forecast(res: object, echo: Callable[[str], None] = _echo) -> None:
     if t.tokens_t is not None:
         echo(f"  {t.params_b:g} B parameters x {t.tokens_t:g} T tokens; tokens/day "
              f"{d['tokens_per_day_ideal'] / 1e9:.1f} B ideal, {d['tokens_per_day_expected'] / 1e9:.1f} B expected")
-    ideal = "ideal 6PD/(GPUs x peak x MFU)" if t.tokens_t is not None else "ideal (work_h, no failures)"
+    ideal = ideal_label(d)
     rows = [[ideal, days(d["ideal_days"], True), ""],
             ["failure-free (+ checkpoints)", days(d["failure_free_days"], True), ""],
             ["mean", days(d["mean_days"], True), days_interval(d["mean_ci_low"], d["mean_ci_high"])]]
     for k in ("p10", "p50", "p90"):
         if f"{k}_days" in d:
             rows.append([k.upper(), days(d[f"{k}_days"], True), days_interval(d[f"{k}_ci_low"], d[f"{k}_ci_high"])])
+    six_pd = d.get("ideal_basis") == "layout" and "six_pd_days" in d
+    if six_pd:
+        rows.insert(1, [SIX_PD, days(d["six_pd_days"], True), ""])
     header = ["time to train", "days", "95 % CI"]
     if "start_date" in d:
-        keys = ["ideal_date", "failure_free_date", "mean_date", "p10_date", "p50_date", "p90_date"]
+        keys = (["ideal_date"] + ([""] if six_pd else [])
+                + ["failure_free_date", "mean_date", "p10_date", "p50_date", "p90_date"])
         for r, k in zip(rows, keys):
             r.append(d.get(k, ""))
         header.append(f"date (t0 {d['start_date']})")
     _table(rows, header, echo)
+    if t.tokens_t is not None:
+        echo(textwrap.fill(FLOP_CONVENTION, width=110, initial_indent="  ", subsequent_indent="    "))
     if d["censored"]:
         echo(f"  warning: {d['censored']} replications censored at the horizon bound (quantiles are lower bounds)")
     echo("\ndays lost per run, by cause (mean, 95 % CI)")
