@@ -119,7 +119,7 @@ class LayoutSpec(Strict):
     compress_s_per_gb: NonNegH = Field(0.0, description="GPU seconds to compress one GB of gradients.")
     eta_k: Annotated[float, Field(gt=0, le=1)] = Field(
         0.5, description="Kernel efficiency: share of peak FLOP/s the GPUs reach (assumption; the Llama 3 "
-                         "calibration of twin validate gives 0.53 on H100).")
+                         "calibration of twin validate gives 0.57 on H100, 0.53 before issue 49's slowest stage).")
     peak_tflops: PosF = Field(989.0, description="Peak dense TFLOP/s per GPU (H100 SXM bf16: 989).")
     nvlink_domain_gpus: PosInt = Field(8, description="GPUs per NVLink domain (8: an HGX node).")
     nvlink_gbyte_s: PosF = Field(450.0, description="NVLink GB/s per GPU per direction (H100: 450).")
