@@ -201,3 +201,45 @@ def test_selective_recompute_fits_where_no_recompute_does_not() -> None:
     # full recomputation keeps the layer inputs (2·s·h bytes each) and one layer's selective set
     full = mem.memory_breakdown(shape, lay, "full", reserve_gb=0.0)
     assert full.activations_gb == pytest.approx((24 * 2 * 2048**2 + 32 * 2048**2) / 1e9, rel=1e-12)
+
+
+# ---------------------------------------------------------------- 4. layout search
+
+def test_layout_search_returns_the_published_405b_layout_or_a_faster_feasible_one() -> None:
+    from twin.physics.layouts import search_layouts
+
+    shape = par.ModelShape(global_batch=2048, **L405)
+    base = par.Layout(dp_collective="rs_ag", dp_overlap=1.0, pp_overlap=1.0)
+    ic = par.Interconnect()
+    cands = search_layouts(shape, 16384, base, ic, 989e12, 0.57, hbm_gb=85.9, reserve_gb=5.0)
+    published = par.Layout(tp=8, pp=16, dp=128, interleave=8, dp_collective="rs_ag", zero_stage=3, dp_overlap=1.0,
+                           pp_overlap=1.0)
+    t_pub = par.step_breakdown(shape, published, ic, 989e12, 0.57).total_s
+    assert any(c.layout == published and c.mode == "selective" for c in cands)   # the published one is feasible
+    best = cands[0]
+    assert best.step_s <= t_pub
+    assert [c.step_s for c in cands] == sorted(c.step_s for c in cands)
+    for c in cands:   # every candidate fits and is a whole split of the job
+        assert c.memory_gb <= 85.9 and c.layout.gpus == 16384
+        mem.check_fits(shape, c.layout, c.mode, 85.9, 5.0)   # type: ignore[arg-type]
+    # replicating the model (tp 1, pp 1) never fits
+    assert not any(c.layout.tp == 1 and c.layout.pp == 1 for c in cands)
+
+
+def test_forecast_search_layouts_prints_the_fastest_feasible(tmp_path: Path, capsys) -> None:
+    doc = yaml.safe_load((SCEN / "forecast-405b.yaml").read_text())
+    doc["extends"] = str(SCEN / "pretrain-16k.yaml")
+    doc["workload"]["jobs"][0]["step"]["layout"].update(zero_stage=3, hbm_gb=85.9)
+    path = tmp_path / "f.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    rc = main(["forecast", str(path), "--search-layouts", "3"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    lines = [ln for ln in out.splitlines() if ln.startswith("  tp ")]
+    assert len(lines) == 3
+    assert "tp 8, pp 16, dp 128, v 8, ZeRO-3, recompute selective" in out
+    # without hbm_gb: exit 2, naming the field
+    path.write_text((SCEN / "forecast-405b.yaml").read_text().replace("extends: pretrain-16k.yaml",
+                                                                      f"extends: {SCEN / 'pretrain-16k.yaml'}"))
+    assert main(["forecast", str(path), "--search-layouts"]) == 2
+    assert "step.layout.hbm_gb" in capsys.readouterr().err
