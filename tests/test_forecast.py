@@ -254,7 +254,7 @@ def test_forecast_405b_scenario_figures() -> None:
     shape = par.ModelShape(layers=126, hidden=16384, heads=128, kv_heads=8, ffn_hidden=53248, gated_mlp=True,
                            vocab=128256, tied_embeddings=False, seq_len=8192, global_batch=2048)
     layout = par.Layout(tp=8, pp=16, dp=128, interleave=8, dp_collective="rs_ag", dp_overlap=1.0, pp_overlap=1.0)
-    step_s = par.step_breakdown(shape, layout, par.Interconnect(), 989e12, 0.53).total_s
+    step_s = par.step_breakdown(shape, layout, par.Interconnect(), 989e12, 0.57).total_s
     steps = 15.6e12 / (2048 * 8192)
     assert job.work_h == pytest.approx(steps * step_s / 3600, rel=1e-12)
     assert target_of(sc, idx).work_h == job.work_h

@@ -131,8 +131,10 @@ def test_breakdown_sums_and_names_its_limiter() -> None:
     assert b.throttle_s == 0.0 and b.compress_s == 0.0
     assert b.limiter == max(("tp", b.tp_s), ("pp", b.pp_s), ("bubble", b.bubble_s), ("dp", b.dp_s),
                             key=lambda kv: kv[1])[0]
-    # the compute is the hardware FLOPs over the GPUs' delivered FLOP/s
-    assert b.compute_s == pytest.approx(par.hardware_flops_per_step(shape405(), False) / (8192 * 989e12 * 0.5))
+    # the compute is the last pipeline stage's hardware FLOPs (l/pp layers + the logits) over its GPUs'
+    # delivered FLOP/s (issue 49: the slowest stage sets the step)
+    layers, logits = par.forward_flops_per_sequence(shape405())
+    assert b.compute_s == pytest.approx(2048 * (3 * layers / 16 + 3 * logits) / (8 * 64) / (989e12 * 0.5))
     # bubble = (p − 1)/(v·m) of the pipelined time
     assert b.bubble_s == pytest.approx(15 / (8 * 32) * (b.compute_s + b.tp_s + b.pp_s))
 
@@ -156,8 +158,11 @@ def test_throttling_stretches_the_bubble_and_hides_more_dp() -> None:
     m = 8
     bubble2 = 3 / m * (c2 + full.tp_s + full.pp_s)
     t_dp = par.tiered_collective_s("all_reduce", par.params_count(shape) / 32 * 4.0, 1, 8, H100)
-    assert full.dp_s == pytest.approx(max(0.0, t_dp - 0.3 * full.compute_s), rel=1e-12)
-    dp2 = max(0.0, t_dp - 0.3 * c2)
+    # the all-reduce hides behind the last microbatch's backward (2/3 of its compute) and the drain
+    # (half the bubble) only (issue 49)
+    assert full.dp_s == pytest.approx(max(0.0, t_dp - 0.3 * (full.compute_s / m * 2 / 3 + full.bubble_s / 2)),
+                                      rel=1e-12)
+    dp2 = max(0.0, t_dp - 0.3 * (c2 / m * 2 / 3 + bubble2 / 2))
     assert dp2 < full.dp_s  # this layout exposes some dp communication, less when compute is slower
     assert slow.total_s == pytest.approx(c2 + full.tp_s + full.pp_s + bubble2 + dp2, rel=1e-12)
 

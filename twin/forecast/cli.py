@@ -47,6 +47,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                    help="override a scenario field (also applied to --lever-scenario files)")
     p.add_argument("--no-report", dest="no_report", action="store_true", help="skip report.html / report.md")
+    p.add_argument("--search-layouts", dest="search_layouts", type=int, nargs="?", const=5, default=None,
+                   metavar="K", help="print the K (default 5) fastest memory-feasible layouts of the job's size "
+                                     "(needs step.model and step.layout with hbm_gb) and stop")
     p.add_argument("--quiet", action="store_true", help="no per-variant progress lines")
     from twin.limits import add_guard_args
 
@@ -74,7 +77,7 @@ def print_forecast(res: object, echo: Callable[[str], None] = _echo) -> None:
          f"{d['replications']} replications, {res.wall_s:.1f} s")  # type: ignore[attr-defined]
     import textwrap
 
-    from twin.forecast.report import days, days_interval, summary_sentences
+    from twin.forecast.report import FLOP_CONVENTION, SIX_PD, days, days_interval, ideal_label, summary_sentences
 
     echo("decision summary")
     for para in summary_sentences(d, res.losses, res.lever_table):  # type: ignore[attr-defined]
@@ -83,20 +86,26 @@ def print_forecast(res: object, echo: Callable[[str], None] = _echo) -> None:
     if t.tokens_t is not None:
         echo(f"  {t.params_b:g} B parameters x {t.tokens_t:g} T tokens; tokens/day "
              f"{d['tokens_per_day_ideal'] / 1e9:.1f} B ideal, {d['tokens_per_day_expected'] / 1e9:.1f} B expected")
-    ideal = "ideal 6PD/(GPUs x peak x MFU)" if t.tokens_t is not None else "ideal (work_h, no failures)"
+    ideal = ideal_label(d)
     rows = [[ideal, days(d["ideal_days"], True), ""],
             ["failure-free (+ checkpoints)", days(d["failure_free_days"], True), ""],
             ["mean", days(d["mean_days"], True), days_interval(d["mean_ci_low"], d["mean_ci_high"])]]
     for k in ("p10", "p50", "p90"):
         if f"{k}_days" in d:
             rows.append([k.upper(), days(d[f"{k}_days"], True), days_interval(d[f"{k}_ci_low"], d[f"{k}_ci_high"])])
+    six_pd = d.get("ideal_basis") == "layout" and "six_pd_days" in d
+    if six_pd:
+        rows.insert(1, [SIX_PD, days(d["six_pd_days"], True), ""])
     header = ["time to train", "days", "95 % CI"]
     if "start_date" in d:
-        keys = ["ideal_date", "failure_free_date", "mean_date", "p10_date", "p50_date", "p90_date"]
+        keys = (["ideal_date"] + ([""] if six_pd else [])
+                + ["failure_free_date", "mean_date", "p10_date", "p50_date", "p90_date"])
         for r, k in zip(rows, keys):
             r.append(d.get(k, ""))
         header.append(f"date (t0 {d['start_date']})")
     _table(rows, header, echo)
+    if t.tokens_t is not None:
+        echo(textwrap.fill(FLOP_CONVENTION, width=110, initial_indent="  ", subsequent_indent="    "))
     if d["censored"]:
         echo(f"  warning: {d['censored']} replications censored at the horizon bound (quantiles are lower bounds)")
     echo("\ndays lost per run, by cause (mean, 95 % CI)")
@@ -133,6 +142,8 @@ def cmd_forecast(args: argparse.Namespace) -> int:
     levers = parse_levers(args.levers)
     scen = parse_lever_scenarios(args.lever_scenario)
     loaded = load_scenario(args.scenario, args.overrides)
+    if args.search_layouts is not None:
+        return print_layout_search(loaded.scenario, args.job, args.search_layouts, str(args.scenario))
     res = run_forecast(loaded, args.reps, job=args.job, levers=levers, spares=args.lever_spares,
                        lever_scenarios=scen, sets=args.overrides, results_root=args.results, label=args.label,
                        overwrite=args.overwrite, workers=args.workers, bound_factor=args.bound_factor,
@@ -142,4 +153,34 @@ def cmd_forecast(args: argparse.Namespace) -> int:
     _echo(f"results: {res.folder}")
     if res.report is not None:
         _echo(f"report: {res.report[0]}")
+    return EXIT_OK
+
+
+def print_layout_search(sc: object, job: str | None, k: int, source: str,
+                        echo: Callable[[str], None] = _echo) -> int:
+    """The ``k`` fastest memory-feasible layouts of the forecast job's size (twin/physics/layouts.py), with
+    the job's own layout marked; InputError (exit 2) when the job has no step layout with ``hbm_gb``."""
+    from twin.errors import InputError
+    from twin.forecast.target import select_job
+    from twin.physics.layouts import search_layouts
+
+    idx = select_job(sc, job, source)  # type: ignore[arg-type]
+    j = sc.workload.jobs[idx]  # type: ignore[attr-defined]
+    lay = j.step.layout
+    if j.step.model is None or lay is None or lay.hbm_gb is None:
+        raise InputError(source, f"workload.jobs.{idx}.step.layout.hbm_gb",
+                         "a layout search needs step.model and step.layout with hbm_gb (GPU memory, GB)")
+    if k < 1:
+        raise InputError(source, "--search-layouts", "must be >= 1")
+    base = lay.physics()
+    cands = search_layouts(j.step.model.physics(), j.gpus, base, lay.interconnect(), lay.peak_tflops * 1e12,
+                           lay.eta_k, lay.hbm_gb, lay.reserve_gb, lay.optimizer_bytes)
+    own = j.step.breakdown().total_s
+    echo(f"job {j.name}: {j.gpus:,} GPUs, its layout tp {lay.tp}, pp {lay.pp}, dp {lay.dp}, v {lay.interleave}: "
+         f"{own:.3f} s per step, {j.step.memory().total_gb:.1f} GB of {lay.hbm_gb:g} GB")
+    echo(f"fastest memory-feasible layouts ({len(cands)} feasible; step model of twin/physics/parallel.py):")
+    for c in cands[:k]:
+        mark = "  (the job's)" if (c.layout.tp, c.layout.pp, c.layout.interleave, c.layout.zero, c.mode) == (
+            lay.tp, lay.pp, lay.interleave, base.zero, lay.recompute_mode) else ""
+        echo(f"  {c.describe()}{mark}")
     return EXIT_OK

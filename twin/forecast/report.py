@@ -48,7 +48,8 @@ def distribution(rows: pd.DataFrame, target: Any, start_date: str | None = None)
     out: dict[str, Any] = {
         "job": target.name, "gpus": target.gpus, "nodes": target.nodes,
         "replications": int(len(t)), "censored": int(cens.sum()),
-        "ideal_days": target.work_h / 24.0, "failure_free_days": target.failure_free_h / 24.0,
+        "ideal_days": target.work_h / 24.0, "ideal_basis": getattr(target, "basis", "work_h"),
+        "failure_free_days": target.failure_free_h / 24.0,
         "checkpoint_overhead_failure_free_days": target.checkpoint_overhead_h / 24.0,
         "mean_days": mean, "mean_ci_low": lo, "mean_ci_high": hi,
         "std_days": float(fin.std(ddof=1)) if len(fin) > 1 else math.nan,
@@ -67,6 +68,8 @@ def distribution(rows: pd.DataFrame, target: Any, start_date: str | None = None)
     if target.tokens_t is not None:
         out["tokens_t"] = target.tokens_t
         out["params_b"] = target.params_b
+        if getattr(target, "six_pd_h", None) is not None:
+            out["six_pd_days"] = target.six_pd_h / 24.0
         out["tokens_per_day_ideal"] = target.tokens_t * 1e12 / out["ideal_days"]
         out["tokens_per_day_expected"] = target.tokens_t * 1e12 / mean if math.isfinite(mean) else math.nan
     if start_date:
@@ -116,7 +119,9 @@ def waterfall(rows: pd.DataFrame, target: Any, loss: pd.DataFrame) -> pd.DataFra
     each bucket's mean days, then the expected total (mean over completed replications; the
     buckets add up to it exactly, up to the per-replication residual)."""
     r = completed(rows)
-    steps = [("ideal (6PD / throughput)" if target.tokens_t is not None else "ideal (work_h)", target.work_h / 24.0,
+    basis = getattr(target, "basis", "6PD" if target.tokens_t is not None else "work_h")
+    steps = [({"layout": "ideal (steps × step time)", "6PD": "ideal (6PD / throughput)"}.get(basis, "ideal (work_h)"),
+              target.work_h / 24.0,
               "ideal")]
     fails = loss[loss.kind.isin(["failure", "planned"])]
     top, rest = fails.iloc[:TOP_CAUSES], fails.iloc[TOP_CAUSES:]
@@ -264,11 +269,23 @@ def summary_sentences(dist: dict[str, Any], loss: pd.DataFrame, table: pd.DataFr
 
 
 IDEAL_TRAINING = "ideal: 6PD / (GPUs × peak × MFU)"
+IDEAL_LAYOUT = "ideal: steps × step time of the layout"
 IDEAL_WORK = "ideal: work_h (no failures, no checkpoints)"
+SIX_PD = "for reference: 6PD / (GPUs × peak × MFU) at the layout's MFU"
+FLOP_CONVENTION = ("FLOP convention: MFU counts 6·N per token (N the matmul weights) plus the attention term "
+                   "12·l·h·s (PaLM App. B, Megatron-LM), non-causal unless the layout sets causal; the step "
+                   "time runs the hardware FLOPs (with recomputation) of the slowest pipeline stage.")
+
+
+def ideal_label(dist: dict[str, Any]) -> str:
+    """What the forecast's ideal is: steps × step time (a job with a layout), 6PD/(GPUs × peak × MFU)
+    (training terms without a layout) or the given work_h."""
+    basis = dist.get("ideal_basis", "6PD" if "tokens_t" in dist else "work_h")
+    return {"layout": IDEAL_LAYOUT, "6PD": IDEAL_TRAINING}.get(basis, IDEAL_WORK)
 
 
 def distribution_rows(dist: dict[str, Any]) -> pd.DataFrame:
-    ideal = IDEAL_TRAINING if "tokens_t" in dist else IDEAL_WORK
+    ideal = ideal_label(dist)
     rows = [{"quantity": ideal, "days": days(dist["ideal_days"], True), "95 % CI": ""},
             {"quantity": "failure-free (ideal + checkpoints)", "days": days(dist["failure_free_days"], True),
              "95 % CI": ""},
@@ -278,6 +295,8 @@ def distribution_rows(dist: dict[str, Any]) -> pd.DataFrame:
         if f"{k}_days" in dist:
             rows.append({"quantity": k.upper(), "days": days(dist[f"{k}_days"], True),
                          "95 % CI": days_interval(dist[f"{k}_ci_low"], dist[f"{k}_ci_high"])})
+    if ideal == IDEAL_LAYOUT and "six_pd_days" in dist:
+        rows.insert(1, {"quantity": SIX_PD, "days": days(dist["six_pd_days"], True), "95 % CI": ""})
     df = pd.DataFrame(rows)
     if "start_date" in dist:
         key = {ideal: "ideal_date", "failure-free (ideal + checkpoints)": "failure_free_date",
@@ -327,6 +346,7 @@ def write_report(folder: Path, meta: dict[str, Any], dist: dict[str, Any], loss:
     if "tokens_t" in dist:
         items.insert(1, f"{dist['params_b']:g} B parameters × {dist['tokens_t']:g} T tokens = "
                         f"{6 * dist['params_b'] * 1e9 * dist['tokens_t'] * 1e12:.3g} FLOPs (6·P·D)")
+        items.append(FLOP_CONVENTION)
     doc.bullets(items)
     doc.h2("Completion-time distribution (days from submission)")
     doc.table(distribution_rows(dist))

@@ -34,6 +34,11 @@ class Target:
     failure_free_h: float
     tokens_t: float | None
     params_b: float | None
+    basis: str = "work_h"
+    """How ``work_h`` was computed: 'layout' (steps × the step time of the job's parallel layout),
+    '6PD' (6·P·D / (GPUs × peak × MFU)) or 'work_h' (given in hours)."""
+    six_pd_h: float | None = None
+    """6·P·D / (GPUs × peak × MFU) in hours at the job's (given or derived) MFU, for training jobs."""
 
     @property
     def checkpoint_overhead_h(self) -> float:
@@ -67,8 +72,13 @@ def target_of(sc: Scenario, index: int) -> Target:
     w = ck.write_time_h(sc.workload.storage.write_gb_per_s)
     ff = tr.failure_free_h(job.work_h, ck.interval_h, w, ck.mode, ck.async_fraction)
     t = job.training
+    basis, six_pd = "work_h", None
+    if t is not None:
+        basis = "layout" if job.step.layout is not None else "6PD"
+        if t.peak_tflops is not None and t.mfu is not None:
+            six_pd = t.work_h(job.gpus)
     return Target(index, job.name, job.gpus, -(-job.gpus // sc.cluster.node.gpus), job.submit_h, job.work_h, w,
-                  ck.interval_h, ff, t.tokens_t if t else None, t.params_b if t else None)
+                  ck.interval_h, ff, t.tokens_t if t else None, t.params_b if t else None, basis, six_pd)
 
 
 def bound_h(target: Target, factor: float) -> float:

@@ -10,8 +10,10 @@ interconnect of NVLink domains joined by per-GPU NICs (:class:`Interconnect`). O
   accounting: 24·s·h² + 4·s²·h per layer and sequence forward, 2·s·h·V for the logits,
   backward twice the forward, one more forward of the layers with full activation
   recomputation; for a GPT layer this is exactly Narayanan et al.'s (SC21) eq. 3,
-  96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))) over n GPUs × peak × a kernel efficiency η_k
-  (an input: the share of peak the GEMMs reach; it is tuned, never derived);
+  96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)); the s² term halved with ``causal``) of the slowest
+  pipeline stage (the last: l/pp layers and the logits, :func:`stage_flops_per_step`) over its
+  tp·dp GPUs × peak × a kernel efficiency η_k (an input: the share of peak the GEMMs reach; it
+  is tuned, never derived);
 * **tensor parallelism**: per microbatch and layer, 4 all-reduces of the activations
   (b·s·h elements; 2 forward, 2 backward; 6 with recomputation) inside an NVLink domain
   (Megatron-LM §3.3; sequence parallelism's reduce-scatter + all-gather move the same bytes);
@@ -21,9 +23,11 @@ interconnect of NVLink domains joined by per-GPU NICs (:class:`Interconnect`). O
 * **bubble**: (p − 1)/(v·m) of the pipelined time (Megatron-LM §2.2; Llama 3 §3.3.2 states
   the same ratio for its schedule);
 * **data parallelism**: the gradients of the GPU's parameter shard (N/(tp·pp) parameters)
-  all-reduced, or reduce-scattered and the parameters all-gathered (ZeRO/FSDP), over the dp
-  group, with a share of the compute time able to hide it; optional gradient compression
-  scales the gradient bytes and costs GPU time;
+  all-reduced, or reduce-scattered and the parameters all-gathered (ZeRO-1/2; ZeRO-3/FSDP
+  gathers them again for the backward), over the dp group; the gradient collective hides only
+  behind the last microbatch's backward and the pipeline drain, the parameter gather behind the
+  first forward and the fill (:func:`dp_exposed_s`); optional gradient compression scales the
+  gradient bytes and costs GPU time;
 * **throttling**: the extra time when the slowest GPU runs at ``speed`` < 1 (thermal or power
   caps slow compute, and with it the bubble, which is other stages' compute).
 
@@ -50,9 +54,9 @@ and the pipeline sends hidden behind compute):
 ...              pp_overlap=1.0)
 >>> b = step_breakdown(shape, lay, Interconnect(), peak_flops=989e12, eta_k=0.5)
 >>> round(b.total_s, 2), b.limiter
-(13.38, 'tp')
+(14.21, 'tp')
 >>> {k: round(v, 3) for k, v in b.shares().items() if v}
-{'compute': 0.813, 'tp': 0.132, 'bubble': 0.055}
+{'compute': 0.82, 'tp': 0.124, 'bubble': 0.055}
 """
 
 from __future__ import annotations
@@ -64,7 +68,7 @@ from typing import Literal
 __all__ = [
     "BUS_FACTORS", "Interconnect", "Layout", "ModelShape", "StepBreakdown", "bubble_fraction", "bus_factor",
     "dp_peers_per_domain", "forward_flops_per_sequence", "hardware_flops_per_step", "mfu",
-    "model_flops_per_step", "p2p_s", "params_count", "step_breakdown", "tiered_collective_s",
+    "model_flops_per_step", "p2p_s", "params_count", "stage_flops_per_step", "step_breakdown", "tiered_collective_s",
     "tp_collectives_per_layer",
 ]
 
@@ -162,7 +166,12 @@ class Layout:
     ``grad_bytes`` per gradient element reduced (4: fp32), ``param_bytes`` per parameter
     gathered (2: bf16), ``act_bytes`` per activation element (2);
     ``compression`` a factor (0..1] on data-parallel gradient bytes, costing the GPU
-    ``compress_s_per_gb`` seconds per (uncompressed) gigabyte of its gradient shard."""
+    ``compress_s_per_gb`` seconds per (uncompressed) gigabyte of its gradient shard;
+    ``causal`` counts core attention (the s² terms) at half, as current Megatron-LM does for the
+    causal mask (False: the non-causal count of Narayanan et al. SC21, against which twin validate's
+    kernel efficiencies were tuned); ``zero_stage`` 0 (from ``dp_collective``), 1 or 2 (optimizer
+    state, and at 2 gradients, sharded: one reduce-scatter and one all-gather per step) or 3 (ZeRO-3 /
+    FSDP: parameters sharded too, gathered in forward and again in backward, one more all-gather)."""
 
     tp: int = 1
     pp: int = 1
@@ -180,8 +189,14 @@ class Layout:
     act_bytes: float = 2.0
     compression: float = 1.0
     compress_s_per_gb: float = 0.0
+    causal: bool = False
+    zero_stage: int = 0
 
     def __post_init__(self) -> None:
+        if self.zero_stage not in (0, 1, 2, 3):
+            raise ValueError("zero_stage must be 0, 1, 2 or 3")
+        if self.zero_stage and self.dp_collective != "rs_ag":
+            raise ValueError("zero_stage 1-3 shards over data parallelism: dp_collective must be 'rs_ag'")
         for f in ("tp", "pp", "dp", "microbatch", "interleave"):
             if getattr(self, f) < 1:
                 raise ValueError(f"{f} must be >= 1")
@@ -196,6 +211,12 @@ class Layout:
     @property
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp
+
+    @property
+    def zero(self) -> int:
+        """The ZeRO stage in effect: ``zero_stage``, else 1 with 'rs_ag' (gradients reduce-scattered,
+        parameters all-gathered after the optimizer step) and 0 (DDP) with 'all_reduce'."""
+        return self.zero_stage or (1 if self.dp_collective == "rs_ag" else 0)
 
     def microbatches(self, shape: ModelShape) -> int:
         """m = B/(dp·b); ValueError unless it is a whole number >= 1."""
@@ -294,25 +315,36 @@ def params_count(shape: ModelShape) -> float:
     return shape.layers * shape.layer_matmul_params + emb
 
 
-def forward_flops_per_sequence(shape: ModelShape) -> tuple[float, float]:
-    """(layers, logits) forward FLOPs of one sequence: l·(2·s·P_layer + 4·s²·h) and 2·s·h·V."""
+def forward_flops_per_sequence(shape: ModelShape, causal: bool = False) -> tuple[float, float]:
+    """(layers, logits) forward FLOPs of one sequence: l·(2·s·P_layer + 4·s²·h) and 2·s·h·V; with
+    ``causal`` the core attention term 4·s²·h is halved (the causal mask; current Megatron-LM's count)."""
     s, h = float(shape.seq_len), float(shape.hidden)
-    layers = shape.layers * (2.0 * s * shape.layer_matmul_params + 4.0 * s * s * h)
+    attn = 4.0 * s * s * h * (0.5 if causal else 1.0)
+    layers = shape.layers * (2.0 * s * shape.layer_matmul_params + attn)
     return layers, 2.0 * s * h * shape.vocab
 
 
-def hardware_flops_per_step(shape: ModelShape, recompute: bool) -> float:
+def hardware_flops_per_step(shape: ModelShape, recompute: bool, causal: bool = False) -> float:
     """FLOPs the GPUs execute per step (all GPUs): B × (3 or, with full recomputation, 4 passes of
-    the layers + 3 of the logits). For a GPT shape with recomputation this is Megatron-LM's
-    96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))."""
-    layers, logits = forward_flops_per_sequence(shape)
+    the layers + 3 of the logits). For a GPT shape with recomputation (non-causal) this is
+    Megatron-LM's 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))."""
+    layers, logits = forward_flops_per_sequence(shape, causal)
     return shape.global_batch * ((4.0 if recompute else 3.0) * layers + 3.0 * logits)
 
 
-def model_flops_per_step(shape: ModelShape) -> float:
+def model_flops_per_step(shape: ModelShape, causal: bool = False) -> float:
     """Model FLOPs per step (no recomputation): PaLM's (Chowdhery et al. 2023, App. B) 6·N + 12·l·h·s
-    per token with N the matmul weights; the MFU numerator."""
-    return hardware_flops_per_step(shape, recompute=False)
+    per token with N the matmul weights (6·N + 6·l·h·s with ``causal``); the MFU numerator."""
+    return hardware_flops_per_step(shape, recompute=False, causal=causal)
+
+
+def stage_flops_per_step(shape: ModelShape, layout: Layout) -> float:
+    """FLOPs one GPU of the slowest pipeline stage executes per step: the last stage, with l/pp of
+    the layers (an even split, assumption) and the logits: B·(passes·layers/pp + 3·logits)/(tp·dp).
+    With pp = 1 this is the whole step over tp·dp GPUs."""
+    layers, logits = forward_flops_per_sequence(shape, layout.causal)
+    passes = 4.0 if layout.recompute else 3.0
+    return shape.global_batch * (passes * layers / layout.pp + 3.0 * logits) / (layout.tp * layout.dp)
 
 
 def mfu(flops_per_step: float, step_s: float, gpus: int, peak_flops: float) -> float:
@@ -398,10 +430,9 @@ def step_breakdown(shape: ModelShape, layout: Layout, ic: Interconnect, peak_flo
     if not 0.0 < eta_k <= 1.0:
         raise ValueError("eta_k must be in (0, 1]")
     m = layout.microbatches(shape)
-    n = layout.gpus
     tp, pp, v = layout.tp, layout.pp, layout.interleave
-    # compute: balanced over all GPUs
-    compute = hardware_flops_per_step(shape, layout.recompute) / (n * peak_flops * eta_k)
+    # compute: the slowest pipeline stage (the last, which carries the logits) sets the step
+    compute = stage_flops_per_step(shape, layout) / (peak_flops * eta_k)
     # tensor parallelism, per microbatch
     act = float(layout.microbatch) * shape.seq_len * shape.hidden * layout.act_bytes
     tp_mb = 0.0
@@ -424,7 +455,7 @@ def step_breakdown(shape: ModelShape, layout: Layout, ic: Interconnect, peak_flo
     tp_s, pp_s = m * tp_mb, m * pp_mb
     bubble_full = bubble_fraction(pp, m, v) * m * (compute_mb + tp_mb + pp_mb)
     # data parallelism
-    dp_s = t_dp = 0.0
+    dp_s = t_back = t_front = 0.0
     compress = 0.0
     if layout.dp > 1:
         shard = params_count(shape) / (tp * pp)
@@ -432,13 +463,16 @@ def step_breakdown(shape: ModelShape, layout: Layout, ic: Interconnect, peak_flo
         g = dp_peers_per_domain(layout, ic.domain_gpus)
         nd = layout.dp // g
         if layout.dp_collective == "all_reduce":
-            t_dp = tiered_collective_s("all_reduce", grad * layout.compression, g, nd, ic, nic_share)
+            t_back = tiered_collective_s("all_reduce", grad * layout.compression, g, nd, ic, nic_share)
         else:
-            t_dp = (tiered_collective_s("reduce_scatter", grad * layout.compression, g, nd, ic, nic_share)
-                    + tiered_collective_s("all_gather", shard * layout.param_bytes, g, nd, ic, nic_share))
+            t_back = tiered_collective_s("reduce_scatter", grad * layout.compression, g, nd, ic, nic_share)
+            t_ag = tiered_collective_s("all_gather", shard * layout.param_bytes, g, nd, ic, nic_share)
+            t_front = t_ag
+            if layout.zero == 3:
+                t_back += t_ag          # ZeRO-3 gathers the parameters again for the backward
         if layout.compression < 1.0:
             compress = grad / 1e9 * layout.compress_s_per_gb
-        dp_s = _exposed(t_dp, layout.dp_overlap * compute)
+        dp_s = dp_exposed_s(t_back, t_front, compute, m, bubble_full, layout)
     full = StepBreakdown(compute, tp_s, pp_s, bubble_full, dp_s, compress, 0.0)
     if speed >= 1.0:
         return full
@@ -448,9 +482,27 @@ def step_breakdown(shape: ModelShape, layout: Layout, ic: Interconnect, peak_flo
         return StepBreakdown(compute, tp_s, pp_s, bubble_full, dp_s, compress, math.inf)
     c2 = compute / speed
     bubble2 = bubble_fraction(pp, m, v) * m * (c2 / m + tp_mb + pp_mb)
-    dp2 = _exposed(t_dp, layout.dp_overlap * c2)
+    dp2 = dp_exposed_s(t_back, t_front, c2, m, bubble2, layout) if layout.dp > 1 else 0.0
     slow_total = c2 + tp_s + pp_s + bubble2 + dp2 + compress / speed
     return StepBreakdown(compute, tp_s, pp_s, bubble_full, dp_s, compress, slow_total - full.total_s)
+
+
+def dp_exposed_s(t_back_s: float, t_front_s: float, compute_s: float, microbatches: int, bubble_s: float,
+                 layout: Layout) -> float:
+    """Exposed data-parallel seconds of a step with ``microbatches`` accumulated microbatches.
+
+    The gradients of a step are final only in the last microbatch's backward, so their
+    reduce-scatter (or all-reduce; ``t_back_s``, with ZeRO-3's backward parameter gather) can hide
+    only behind that backward and the pipeline drain: dp_overlap × (backward share of one
+    microbatch's compute + half the bubble). The parameter all-gather after the optimizer step
+    (``t_front_s``: ZeRO-1/2's, ZeRO-3's forward gather) hides behind the next step's first
+    microbatch forward and the pipeline fill: dp_overlap × (forward share + half the bubble). The
+    forward is 1 of the 3 passes (1 of 4 with full recomputation, the backward 3 of 4 then)."""
+    passes = 4.0 if layout.recompute else 3.0
+    mb = compute_s / microbatches
+    back = layout.dp_overlap * (mb * (passes - 1.0) / passes + 0.5 * bubble_s)
+    front = layout.dp_overlap * (mb / passes + 0.5 * bubble_s)
+    return _exposed(t_back_s, back) + _exposed(t_front_s, front)
 
 
 def _exposed(t_comm: float, hide: float) -> float:

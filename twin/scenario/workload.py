@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
 
+from twin.physics import memory as _mem
 from twin.physics import parallel as _par
 from twin.physics import training as _training
 from twin.scenario.base import Dist, Strict
@@ -118,13 +119,39 @@ class LayoutSpec(Strict):
     compress_s_per_gb: NonNegH = Field(0.0, description="GPU seconds to compress one GB of gradients.")
     eta_k: Annotated[float, Field(gt=0, le=1)] = Field(
         0.5, description="Kernel efficiency: share of peak FLOP/s the GPUs reach (assumption; the Llama 3 "
-                         "calibration of twin validate gives 0.53 on H100).")
+                         "calibration of twin validate gives 0.57 on H100, 0.53 before issue 49's slowest stage).")
     peak_tflops: PosF = Field(989.0, description="Peak dense TFLOP/s per GPU (H100 SXM bf16: 989).")
     nvlink_domain_gpus: PosInt = Field(8, description="GPUs per NVLink domain (8: an HGX node).")
     nvlink_gbyte_s: PosF = Field(450.0, description="NVLink GB/s per GPU per direction (H100: 450).")
     nvlink_eff: Annotated[float, Field(gt=0, le=1)] = Field(0.6, description="NVLink tier efficiency (Calculon H100).")
     nic_eff: Annotated[float, Field(gt=0, le=1)] = Field(0.9, description="NIC tier efficiency (Calculon H100).")
     nic_gbit_s: PosF = Field(400.0, description="NIC Gbit/s per GPU when the scenario has no fabric.")
+    causal: bool = Field(
+        False, description="Count core attention (the s² FLOPs) at half for the causal mask, as current Megatron-LM "
+                           "does. Default false: the non-causal count of Narayanan et al. (SC21), against which the "
+                           "kernel efficiencies of twin validate are tuned.")
+    zero_stage: Annotated[int, Field(ge=0, le=3)] = Field(
+        0, description="ZeRO stage with dp_collective rs_ag: 1/2 (optimizer state, and gradients, sharded: one "
+                       "reduce-scatter + one all-gather per step), 3 (FSDP: weights sharded too, gathered in forward "
+                       "and backward: one more all-gather); 0: 1 with rs_ag, none with all_reduce.")
+    selective_recompute: bool = Field(
+        True, description="Memory only: the attention scores (the s² activations) are not kept (Megatron-LM's "
+                          "selective recompute; FlashAttention never stores them). Default true: every current "
+                          "large-model stack uses FlashAttention-style kernels (assumption).")
+    hbm_gb: PosF | None = Field(
+        None, description="GPU memory, GB (10⁹ bytes), checked at load (twin/physics/memory.py): H100 SXM 80 GiB = "
+                          "85.9 GB (NVIDIA H100 datasheet). null: not checked.")
+    reserve_gb: NonNegH = Field(
+        5.0, description="Memory not available to the model: CUDA context, NCCL buffers, allocator fragmentation, "
+                         "GB (assumption, range 2-10).")
+    optimizer_bytes: NonNegH = Field(
+        12.0, description="Optimizer state bytes per parameter: fp32 master weights, Adam momentum and variance "
+                          "(Rajbhandari et al. 2020, ZeRO §3.1, K = 12).")
+
+    @property
+    def recompute_mode(self) -> _mem.Recompute:
+        """'full' (recompute), 'selective' or 'none': what the activations keep (twin/physics/memory.py)."""
+        return "full" if self.recompute else ("selective" if self.selective_recompute else "none")
 
     def physics(self) -> _par.Layout:
         """The layout as the step-time model takes it."""
@@ -132,7 +159,7 @@ class LayoutSpec(Strict):
                            interleave=self.interleave, recompute=self.recompute, dp_collective=self.dp_collective,
                            dp_overlap=self.dp_overlap, tp_overlap=self.tp_overlap, pp_overlap=self.pp_overlap,
                            grad_bytes=self.grad_bytes, compression=self.compression,
-                           compress_s_per_gb=self.compress_s_per_gb)
+                           compress_s_per_gb=self.compress_s_per_gb, causal=self.causal, zero_stage=self.zero_stage)
 
     def interconnect(self, nic_gbit_s: float | None = None, domain_gpus: int = 0,
                      nvlink_share: float = 1.0) -> _par.Interconnect:
@@ -172,7 +199,22 @@ class StepModel(Strict):
                                  f"({lay.dp * lay.microbatch})")
             if m.heads and m.kv_heads and m.heads % m.kv_heads:
                 raise ValueError("@model.kv_heads: must divide heads")
+            if lay.zero_stage and lay.dp_collective != "rs_ag":
+                raise ValueError("@layout.zero_stage: ZeRO stages 1-3 need dp_collective rs_ag")
+            if lay.hbm_gb is not None:
+                try:
+                    _mem.check_fits(m.physics(), lay.physics(), lay.recompute_mode, lay.hbm_gb,
+                                    lay.reserve_gb, lay.optimizer_bytes)
+                except ValueError as exc:
+                    raise ValueError(f"@layout.hbm_gb: {exc}") from None
         return self
+
+    def memory(self) -> _mem.MemoryBreakdown:
+        """What one GPU of the layout holds at its peak (twin/physics/memory.py), GB."""
+        assert self.model is not None and self.layout is not None
+        lay = self.layout
+        return _mem.memory_breakdown(self.model.physics(), lay.physics(), lay.recompute_mode,
+                                     lay.reserve_gb, lay.optimizer_bytes)
 
     def breakdown(self, nic_gbit_s: float | None = None, speed: float = 1.0, nic_share: float = 1.0,
                   domain_gpus: int = 0, nvlink_share: float = 1.0) -> _par.StepBreakdown:

@@ -1,0 +1,245 @@
+"""Issue 49: the forecast's label and FLOP convention, step-time fixes (causal attention, the slowest
+pipeline stage, the data-parallel overlap window, ZeRO stages) and memory feasibility, each against a
+hand computation."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from twin.cli import main
+from twin.forecast.target import select_job, target_of
+from twin.scenario import load_dict
+from twin.scenario.loader import load_scenario
+
+SCEN = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+def _small_layout_doc() -> dict[str, Any]:
+    from tests.test_forecast import small_training_doc
+
+    doc = copy.deepcopy(small_training_doc())
+    doc["workload"]["jobs"] = [{
+        "name": "j", "gpus": 64, "training": {"params_b": 1.0, "tokens_t": 0.02},
+        "step": {"model": {"layers": 8, "hidden": 1024, "seq_len": 1024, "vocab": 8000, "global_batch": 64},
+                 "layout": {"tp": 8, "pp": 1, "dp": 8}}}]
+    return doc
+
+
+# ---------------------------------------------------------------- 1. the forecast's label
+
+def test_forecast_405b_ideal_is_labelled_steps_times_step_time_with_6pd_beside() -> None:
+    """forecast-405b's work is steps × step time (its layout), not 6PD/(GPUs × peak × MFU): the target says
+    so, and carries the true 6PD figure at the derived MFU, computed here by hand."""
+    sc = load_scenario(SCEN / "forecast-405b.yaml").scenario
+    idx = select_job(sc, None)
+    t = target_of(sc, idx)
+    job = sc.workload.jobs[idx]
+    assert t.basis == "layout"
+    six_pd_h = 6 * 405e9 * 15.6e12 / (16384 * 989e12 * job.training.mfu) / 3600
+    assert t.six_pd_h == pytest.approx(six_pd_h, rel=1e-12)
+    # the two differ: the step model counts attention and the logits stage, 6PD does not
+    assert abs(t.six_pd_h - t.work_h) / t.work_h > 0.02
+
+
+def test_forecast_prints_what_the_ideal_is_and_the_flop_convention(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "fc.yaml"
+    path.write_text(yaml.safe_dump(_small_layout_doc()))
+    rc = main(["forecast", str(path), "--reps", "2", "--results", str(tmp_path / "r"), "--levers", "none",
+               "--quiet", "--no-report"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "ideal: steps × step time of the layout" in out
+    assert "6PD / (GPUs × peak × MFU) at the layout's MFU" in out
+    assert "FLOP convention" in out
+    assert "ideal 6PD/(GPUs x peak x MFU)" not in out
+
+
+def test_a_job_without_layout_keeps_the_6pd_label() -> None:
+    from tests.test_forecast import small_training_doc
+
+    sc = load_dict(small_training_doc()).scenario
+    t = target_of(sc, select_job(sc, None))
+    assert t.basis == "6PD" and t.six_pd_h == pytest.approx(t.work_h, rel=1e-12)
+
+
+# ---------------------------------------------------------------- 2. step-time formulas
+
+from twin.physics import memory as mem  # noqa: E402
+from twin.physics import parallel as par  # noqa: E402
+
+
+def tiny(layers: int = 4, batch: int = 4) -> par.ModelShape:
+    # h 4, s 8, V 10, GPT layer: 12h² = 192 matmul weights
+    return par.ModelShape(layers=layers, hidden=4, seq_len=8, vocab=10, global_batch=batch)
+
+
+def test_causal_attention_halves_the_core_attention_flops() -> None:
+    # per layer forward: 2·s·P = 2·8·192 = 3072; core attention 4·s²·h = 4·64·4 = 1024 (512 causal)
+    layers, logits = par.forward_flops_per_sequence(tiny(2))
+    assert layers == 2 * (3072 + 1024) and logits == 2 * 8 * 4 * 10
+    layers_c, _ = par.forward_flops_per_sequence(tiny(2), causal=True)
+    assert layers_c == 2 * (3072 + 512)
+    # the MFU numerator follows the flag: B·3·(layers + logits)
+    assert par.model_flops_per_step(tiny(2), causal=True) == 4 * 3 * (2 * 3584 + 640)
+
+
+def test_the_slowest_pipeline_stage_with_the_logits_sets_the_compute() -> None:
+    # 4 layers over pp 2: the last stage runs 2 layers and the logits; 4 sequences, 3 passes
+    shape = tiny(4)
+    lay = par.Layout(pp=2, microbatch=1)
+    b = par.step_breakdown(shape, lay, par.Interconnect(), peak_flops=1e6, eta_k=1.0)
+    stage = 4 * (3 * 2 * 4096 + 3 * 640)          # 105,984 FLOPs on the last stage's one GPU
+    assert b.compute_s == pytest.approx(stage / 1e6, rel=1e-12)
+    averaged = 4 * 3 * (4 * 4096 + 640) / 2        # the old figure, all compute over both GPUs
+    assert b.compute_s > averaged / 1e6
+    # the bubble is the slowest stage's: (p − 1)/m of its pipelined time (no tp, no sends exposed)
+    assert b.bubble_s == pytest.approx(1 / 4 * (b.compute_s + b.pp_s), rel=1e-12)
+
+
+def test_dp_overlap_window_is_the_last_microbatch_backward_and_the_drain() -> None:
+    lay = par.Layout(dp=2, dp_overlap=1.0)
+    # compute 3 s over 3 microbatches, bubble 0.4 s: the gradient collective hides behind
+    # 1 s × 2/3 + 0.2 = 0.8667 s, the parameter gather behind 1 s × 1/3 + 0.2 = 0.5333 s
+    assert par.dp_exposed_s(1.0, 0.5, 3.0, 3, 0.4, lay) == pytest.approx(1.0 - (2 / 3 + 0.2), rel=1e-12)
+    assert par.dp_exposed_s(1.0, 0.6, 3.0, 3, 0.4, lay) == pytest.approx(1.0 - (2 / 3 + 0.2)
+                                                                          + 0.6 - (1 / 3 + 0.2), rel=1e-12)
+    # full recomputation: the backward is 3 of 4 passes
+    rec = par.Layout(dp=2, dp_overlap=0.5, recompute=True)
+    assert par.dp_exposed_s(1.0, 0.0, 4.0, 2, 0.0, rec) == pytest.approx(1.0 - 0.5 * 2.0 * 3 / 4, rel=1e-12)
+    # end to end: a DDP step of m = 2 microbatches on a slow NIC, with dp_overlap 1
+    shape = tiny(4, batch=4)
+    ic = par.Interconnect(domain_gpus=1, nic_gbit_s=1e-4)
+    b = par.step_breakdown(shape, par.Layout(dp=2, dp_overlap=1.0), ic, 1e6, 1.0)
+    t_ar = par.tiered_collective_s("all_reduce", par.params_count(shape) * 4.0, 1, 2, ic)
+    assert t_ar > b.compute_s / 2 * 2 / 3 > 0   # partly hidden, for the test to bite
+    assert b.dp_s == pytest.approx(t_ar - b.compute_s / 2 * 2 / 3, rel=1e-12)
+
+
+def test_zero3_gathers_the_parameters_once_more() -> None:
+    shape = tiny(4, batch=4)
+    ic = par.Interconnect()
+    z1 = par.step_breakdown(shape, par.Layout(dp=2, dp_collective="rs_ag", zero_stage=1), ic, 1e6, 1.0)
+    z3 = par.step_breakdown(shape, par.Layout(dp=2, dp_collective="rs_ag", zero_stage=3), ic, 1e6, 1.0)
+    # one all-gather of the bf16 shard inside one NVLink domain of 2: (2 − 1)/2 · 2N / (450e9 · 0.6) + 1 µs
+    n = 4 * 192 + 10 * 4
+    ag = 0.5 * 2 * n / (450e9 * 0.6) + 1e-6
+    assert z3.dp_s - z1.dp_s == pytest.approx(ag, rel=1e-9)
+    assert par.Layout(dp=2, dp_collective="rs_ag").zero == 1 and par.Layout(dp=2).zero == 0
+    with pytest.raises(ValueError, match="rs_ag"):
+        par.Layout(dp=2, zero_stage=3)
+
+
+# ---------------------------------------------------------------- 3. memory feasibility
+
+L405 = dict(layers=126, hidden=16384, heads=128, kv_heads=8, ffn_hidden=53248, gated_mlp=True, vocab=128256,
+            tied_embeddings=False, seq_len=8192)
+
+
+def test_llama3_405b_published_layout_fits() -> None:
+    """tp 8, pp 16, dp 128 on 16K GPUs, 8K sequence, bf16, FSDP (ZeRO-3, as Llama 3 §3.3.2 shards), attention
+    scores not kept, on 80 GiB (85.9 GB) with a 5 GB reserve: computed by hand."""
+    shape = par.ModelShape(global_batch=2048, **L405)
+    lay = par.Layout(tp=8, pp=16, dp=128, interleave=8, dp_collective="rs_ag", zero_stage=3)
+    mb = mem.check_fits(shape, lay, "selective", hbm_gb=85.9, reserve_gb=5.0)
+    n = par.params_count(shape) / 128
+    layer = 2 * 16384**2 + 2 * 16384 * 1024 + 3 * 16384 * 53248
+    weights = 2 * n / 128 + 2 * layer / 8 * 2
+    grads, opt = 4 * n / 128, 12 * n / 128
+    sbh = 8192 * 16384
+    per_layer = sbh * (2 + 1 + 1 + 2 * 8 / 128 + 1 + 1 + 3 * 53248 / 16384) * 2 / 8
+    acts = 16 * (1 + 15 / (16 * 8)) * (126 / 16) * per_layer
+    assert mb.stage == "first"
+    assert mb.total_gb == pytest.approx((weights + grads + opt + acts) / 1e9 + 5.0, rel=1e-12)
+    assert mb.total_gb < 85.9
+
+
+def test_405b_replicated_on_every_gpu_is_refused_with_how_much(tmp_path: Path, capsys) -> None:
+    from tests.test_forecast import small_training_doc
+
+    doc = small_training_doc()
+    doc["workload"]["jobs"] = [{
+        "name": "j", "gpus": 64, "training": {"params_b": 405, "tokens_t": 0.02},
+        "step": {"model": {**L405, "global_batch": 64}, "layout": {"tp": 1, "pp": 1, "dp": 64, "hbm_gb": 85.9}}}]
+    path = tmp_path / "rep.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    rc = main(["forecast", str(path), "--reps", "1", "--results", str(tmp_path / "r"), "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    # by hand: 2 + 4 + 12 bytes per parameter of the whole model, one sequence's activations and logits,
+    # the 5 GB reserve
+    shape = par.ModelShape(global_batch=64, **L405)
+    n = par.params_count(shape)
+    per_layer = 8192 * 16384 * (2 + 1 + 1 + 2 * 8 / 128 + 1 + 1 + 3 * 53248 / 16384) * 2
+    total = (18 * n + 126 * per_layer + 8192 * 128256 * 4) / 1e9 + 5.0
+    assert "workload.jobs.0.step.layout.hbm_gb" in err and "does not fit in memory" in err
+    assert f"{total - 85.9:.1f} GB over" in err and "largest: optimizer" in err
+    assert "Traceback" not in err
+
+
+def test_selective_recompute_fits_where_no_recompute_does_not() -> None:
+    """A 1.3 B GPT (24 layers, h 2048, 16 heads, s 2048, V 51,200) on dp 8, DDP: model state 18 bytes per
+    parameter, 32·s·h bytes per layer kept with selective recompute, + 2·a·s² bytes of attention scores
+    without, the fp32 logits; 29 GB of memory, no reserve."""
+    shape = par.ModelShape(layers=24, hidden=2048, heads=16, seq_len=2048, vocab=51200, global_batch=8)
+    lay = par.Layout(dp=8)
+    n = 24 * 12 * 2048**2 + 51200 * 2048
+    state = 18 * n
+    sel = 24 * 32 * 2048 * 2048
+    scores = 24 * 2 * 16 * 2048**2
+    logits = 2048 * 51200 * 4
+    fit = mem.check_fits(shape, lay, "selective", hbm_gb=29.0, reserve_gb=0.0)
+    assert fit.total_gb == pytest.approx((state + sel + logits) / 1e9, rel=1e-12)
+    over = (state + sel + scores + logits) / 1e9 - 29.0
+    assert over > 0
+    with pytest.raises(ValueError, match=rf"{over:.1f} GB over"):
+        mem.check_fits(shape, lay, "none", hbm_gb=29.0, reserve_gb=0.0)
+    # full recomputation keeps the layer inputs (2·s·h bytes each) and one layer's selective set
+    full = mem.memory_breakdown(shape, lay, "full", reserve_gb=0.0)
+    assert full.activations_gb == pytest.approx((24 * 2 * 2048**2 + 32 * 2048**2) / 1e9, rel=1e-12)
+
+
+# ---------------------------------------------------------------- 4. layout search
+
+def test_layout_search_returns_the_published_405b_layout_or_a_faster_feasible_one() -> None:
+    from twin.physics.layouts import search_layouts
+
+    shape = par.ModelShape(global_batch=2048, **L405)
+    base = par.Layout(dp_collective="rs_ag", dp_overlap=1.0, pp_overlap=1.0)
+    ic = par.Interconnect()
+    cands = search_layouts(shape, 16384, base, ic, 989e12, 0.57, hbm_gb=85.9, reserve_gb=5.0)
+    published = par.Layout(tp=8, pp=16, dp=128, interleave=8, dp_collective="rs_ag", zero_stage=3, dp_overlap=1.0,
+                           pp_overlap=1.0)
+    t_pub = par.step_breakdown(shape, published, ic, 989e12, 0.57).total_s
+    assert any(c.layout == published and c.mode == "selective" for c in cands)   # the published one is feasible
+    best = cands[0]
+    assert best.step_s <= t_pub
+    assert [c.step_s for c in cands] == sorted(c.step_s for c in cands)
+    for c in cands:   # every candidate fits and is a whole split of the job
+        assert c.memory_gb <= 85.9 and c.layout.gpus == 16384
+        mem.check_fits(shape, c.layout, c.mode, 85.9, 5.0)   # type: ignore[arg-type]
+    # replicating the model (tp 1, pp 1) never fits
+    assert not any(c.layout.tp == 1 and c.layout.pp == 1 for c in cands)
+
+
+def test_forecast_search_layouts_prints_the_fastest_feasible(tmp_path: Path, capsys) -> None:
+    doc = yaml.safe_load((SCEN / "forecast-405b.yaml").read_text())
+    doc["extends"] = str(SCEN / "pretrain-16k.yaml")
+    assert doc["workload"]["jobs"][0]["step"]["layout"]["hbm_gb"] == 85.9   # memory-checked at load
+    path = tmp_path / "f.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    rc = main(["forecast", str(path), "--search-layouts", "3"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    lines = [ln for ln in out.splitlines() if ln.startswith("  tp ")]
+    assert len(lines) == 3
+    assert "tp 8, pp 16, dp 128, v 8, ZeRO-3, recompute selective" in out
+    # without hbm_gb: exit 2, naming the field
+    del doc["workload"]["jobs"][0]["step"]["layout"]["hbm_gb"]
+    path.write_text(yaml.safe_dump(doc))
+    assert main(["forecast", str(path), "--search-layouts"]) == 2
+    assert "step.layout.hbm_gb" in capsys.readouterr().err
