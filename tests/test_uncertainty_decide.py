@@ -14,7 +14,7 @@ import yaml
 from twin.cli import main
 from twin.errors import InputError, InputErrors
 from twin.scenario import load_dict, load_scenario
-from twin.scenario.uncertainty import Uncertainty, design, overrides, union_keys
+from twin.scenario.uncertainty import Uncertainty, check_against, design, overrides, union_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,9 +54,10 @@ def test_every_bad_path_is_named_at_once() -> None:
     doc["uncertainty"]["groups"] = {"g": {"maintenance.crews.technicians.count": {
         "dist": "choice", "values": [1, 2], "source": "assumption"}, "horizon_dayz": {
         "dist": "uniform", "low": 1, "high": 2, "source": "assumption"}}}
+    loaded = load_dict(doc, "s.yaml")  # other commands ignore the section; twin decide checks its paths
     with pytest.raises(InputErrors) as exc:
-        load_dict(doc, "s.yaml")
-    text = str(exc.value)
+        check_against(loaded.scenario.uncertainty, loaded.scenario.model_dump(mode="json"), doc, "s.yaml")
+    text = "\n".join(exc.value.lines())
     assert "uncertainty.inputs.cluster.node.partz.gpu.failure.mtbf_h: not a field of this scenario: no key 'partz'" in text
     assert "uncertainty.inputs.cluster.node.type: the field holds \"dgx-h100\", not a number" in text
     assert "uncertainty.groups.g.horizon_dayz: not a field" in text
@@ -293,3 +294,16 @@ def test_decide_on_dask_gives_identical_tables(serial: Path, tmp_path: Path) -> 
     pytest.importorskip("distributed")
     folder = _run(tmp_path, "dask", "--dask", "local", "--workers", "2")
     _same(serial, folder)
+
+
+def test_decide_refuses_a_path_its_set_removes_while_run_ignores_the_section(tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A ``--set`` that removes the field an ``uncertainty:`` path names: ``twin decide`` (the section's
+    only reader) refuses it with exit 2 naming the file and the path; ``twin run`` ignores the section."""
+    a, b = write(tmp_path / "a.yaml", tiny("a")), write(tmp_path / "b.yaml", tiny("b", crews=2))
+    cut = "cluster.node.parts={host: {failure: {mtbf_h: 500}}}"
+    assert main(["decide", str(a), str(b), "--set", cut, "--results", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert f"{a}: uncertainty.inputs.cluster.node.parts.gpu.failure.mtbf_h: not a field of this scenario" in err
+    assert main(["run", str(a), "--set", cut, "--set", "horizon_days=2", "--quiet",
+                 "--results", str(tmp_path / "run")]) == 0

@@ -43,7 +43,7 @@ from twin.atomic import atomic_write_parquet
 from twin.errors import InputError
 from twin.experiment.store import check_label, folder_lock, versions, write_json
 from twin.scenario.loader import Loaded, apply_set, load_dict, load_scenario, merged_document
-from twin.scenario.uncertainty import Uncertainty, design, overrides, union_keys, value_at
+from twin.scenario.uncertainty import Uncertainty, check_against, design, overrides, union_keys, value_at
 
 DEFAULT_DRAWS = 64
 """D: outer draws of the inputs (a power of 2 keeps a Sobol' design balanced)."""
@@ -95,6 +95,8 @@ def load_options(paths: Sequence[str], sets: Sequence[str]) -> tuple[list[Option
         doc = merged_document(p)
         for s in sets:
             doc = apply_set(doc, s)
+        if ld.scenario.uncertainty is not None:  # every path must lead to a field of this option as loaded
+            check_against(ld.scenario.uncertainty, ld.scenario.model_dump(mode="json"), doc, str(p))
         doc.pop("uncertainty", None)
         if ld.scenario.seed != seed:
             notes.append(f"  {p}: its seed {ld.scenario.seed} is replaced by {seed}")

@@ -25,9 +25,9 @@ class MetricDoc:
 
     @property
     def pattern(self) -> re.Pattern[str]:
-        """The metric names this entry explains (a placeholder matches one name segment)."""
+        """The metric names this entry explains (a placeholder matches one name segment: letters, digits, _ : / -)."""
         parts = re.split(r"(<[a-z_]+>)", self.name)
-        body = "".join(r"[A-Za-z0-9_:\-]+" if p.startswith("<") else re.escape(p) for p in parts)
+        body = "".join(r"[A-Za-z0-9_:/\-]+" if p.startswith("<") else re.escape(p) for p in parts)
         return re.compile(f"^{body}$")
 
     @property

@@ -7,7 +7,7 @@
   event fails every working member at once, at a rate given directly (``per_year``) or as β × the
   smallest member rate (``beta``: the members' own failures stay as they are; the common rate is in
   addition). Repair ``own``: each failed unit its own ticket, through the crews (today's β-factor
-  groups); ``common``: one repair for the event, every member back ``repair_h`` later (AvailSim4).
+  groups); ``common``: one repair for the event, every member back ``repair_h`` later (as CERN's reliability simulators model a common-cause event).
 
 Units are named by the paths of facility part populations (``power.feedA.ups``, ``power.feedA.ups.module00``,
 ``cooling.crah00``...; ``twin run -v`` lists the failure paths in the events table): a member matches
@@ -71,7 +71,7 @@ class CommonGroup(Strict):
                           "commonly quoted, IEC 62061 ≤ 2 %).")
     repair: Literal["own", "common"] = Field(
         "own", description="own: each failed member its own repair ticket through the crews; common: one repair for "
-                           "the event, every member it failed back repair_h later (AvailSim4).")
+                           "the event, every member it failed back repair_h later (one repair for the common-cause event).")
     repair_h: Pos | None = Field(None, description="Repair time of the common event, hours (repair: common only).")
 
     @model_validator(mode="after")

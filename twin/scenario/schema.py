@@ -268,8 +268,8 @@ class Scenario(Strict):
                                                       "none).")
     uncertainty: Uncertainty | None = Field(
         None, exclude=True, description="Inputs that are not known: field paths -> distributions with their source "
-                                        "(twin/scenario/uncertainty.py; read by twin decide only, not part of the "
-                                        "resolved scenario or its hash).")
+                                        "(twin/scenario/uncertainty.py; read by twin decide only, which checks that every path "
+                                        "leads to a field; not part of the resolved scenario or its hash).")
 
     @model_validator(mode="before")
     @classmethod
@@ -363,18 +363,6 @@ class Scenario(Strict):
                  part_crews("rack_parts", self.cluster.rack_parts), facility_names, spares, facility_crews, frailty,
                  *[lambda check=check: check(self) for check in sections]])
         return self
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _uncertain_paths(cls, data: Any, handler: Any) -> "Scenario":
-        """Every ``uncertainty:`` path that leads nowhere, all at once (issue 46), looked up in the
-        document as written (``data``) and in the validated scenario."""
-        sc = handler(data)
-        if sc.uncertainty is not None:
-            from twin.scenario.uncertainty import check_against
-
-            check_against(sc.uncertainty, sc.model_dump(mode="json"), data)
-        return sc
 
     @property
     def horizon_h(self) -> float:

@@ -303,17 +303,16 @@ def problems(unc: Uncertainty, resolved: dict[str, Any], raw: Any = None) -> lis
     return out
 
 
-def check_against(unc: Uncertainty, resolved: dict[str, Any], raw: Any = None, title: str = "Scenario") -> None:
-    """Raise a pydantic ValidationError listing every bad path at once (called by the scenario's
-    root validator, so every command refuses them, with the scenario's other errors)."""
-    from pydantic import ValidationError
-    from pydantic_core import InitErrorDetails, PydanticCustomError
+def check_against(unc: Uncertainty, resolved: dict[str, Any], raw: Any = None, source: str = "<scenario>") -> None:
+    """Raise :class:`~twin.errors.InputErrors` listing every path that leads nowhere, all at once, each
+    named ``source: uncertainty.…``. Called by ``twin decide`` on each option as loaded with its ``--set``
+    overrides; other commands ignore the section, so a ``--set`` that removes a field an inherited
+    ``uncertainty:`` path names (``cluster.node.parts={...}``) does not stop ``twin run``."""
+    from twin.errors import InputError, InputErrors
 
     bad = problems(unc, resolved, raw)
     if bad:
-        errs = [InitErrorDetails(type=PydanticCustomError("uncertainty_path", msg), loc=(where,), input={"path": where})
-                for where, msg in bad]
-        raise ValidationError.from_exception_data(title, errs)
+        raise InputErrors([InputError(source, where, msg) for where, msg in bad])
 
 
 # ---------------------------------------------------------------- draws
