@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from twin.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, InputError, environment_problem
+from twin.limits import int_at_least
 
 
 class _ArgParser(argparse.ArgumentParser):
@@ -26,15 +27,8 @@ class _ArgParser(argparse.ArgumentParser):
 from twin.console import echo as _echo  # noqa: E402
 
 
-def nonneg_int(text: str) -> int:
-    """argparse type: an integer ≥ 0."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"{v} must be >= 0")
-    return v
+nonneg_int = int_at_least(0)
+"""argparse type: an integer ≥ 0."""
 
 
 def positive_seconds(text: str) -> float:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from twin.errors import InputError
 from twin.units import HOURS_PER_DAY, HOURS_PER_YEAR
@@ -372,24 +372,28 @@ def check_workers(workers: int, dask: str | None = None, force: bool = False, so
                                                f"runs on other machines); {FORCE_HINT}")
 
 
-def _positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
+def int_at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= ``low`` (``--max-events`` here; ``twin.cli.nonneg_int``), with a
+    one-line message naming the value."""
     import argparse
 
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{v} must be >= 1")
-    return v
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"{v} must be >= {low}")
+        return v
+
+    return parse
 
 
 def add_guard_args(p: Any) -> None:
     """Add ``--force``, ``--max-events`` and ``--allow-path`` to a command's argparse parser."""
     p.add_argument("--force", action="store_true",
                    help="run even beyond the limits on nodes, replications and estimated events (twin.limits)")
-    p.add_argument("--max-events", dest="max_events", type=_positive_int, default=None, metavar="N",
+    p.add_argument("--max-events", dest="max_events", type=int_at_least(1), default=None, metavar="N",
                    help=f"stop a replication (exit 2, naming the cause) after N events (default "
                         f"{EVENT_BOUND_FACTOR:g} × the estimate of twin.limits, at least {EVENT_BOUND_MIN:,}); "
                         "--force does not lift it")
