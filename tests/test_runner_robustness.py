@@ -73,6 +73,40 @@ def test_pool_abort_terminates_running_workers() -> None:
     assert _wait_until(lambda: all(f.done() for f in futures))
 
 
+_HALF_SENT = """
+import struct, sys, time
+from twin.experiment.runner import _Pool
+POOL = None
+def half_sent():
+    # a result cut short: the header promises 1000 bytes, then the worker waits to be killed
+    POOL.ex._result_queue._writer._send(struct.pack("!i", 1000))
+    time.sleep(300)
+if __name__ == "__main__":
+    POOL = _Pool(1)
+    future = POOL.submit(half_sent)
+    while not future.running():
+        time.sleep(0.05)
+    time.sleep(0.5)
+    POOL.abort()
+    print("aborted", flush=True)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork pool")
+def test_pool_abort_with_a_result_half_sent_lets_the_interpreter_exit(tmp_path: Path) -> None:
+    """A worker killed while sending its result (CI, 0.11.0: SIGTERM during a run printed
+    'interrupted' and then hung at exit): the pool's manager thread waited in recv() for the rest of
+    the message. After abort() the interpreter must exit; the timeout only guards against that hang."""
+    import subprocess
+
+    script = tmp_path / "half_sent.py"
+    script.write_text(_HALF_SENT)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "aborted"
+
+
 def test_dask_local_cluster_abort_ends_its_worker_processes() -> None:
     """``--dask local``: the run's own LocalCluster; abort() ends its worker processes while they run
     60 s tasks (the default graceful close would wait for them)."""

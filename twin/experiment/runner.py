@@ -283,13 +283,15 @@ class _Pool:
         The worker processes are read before ``shutdown``, which forgets them (it sets
         ``_processes`` to None: reading them afterwards terminated nothing, and the interpreter
         then waited at exit for the running replications). Python >= 3.14's ``terminate_workers``
-        copies them itself and shuts down, so it is called instead of ``shutdown``, not after it."""
+        copies them itself and shuts down, so it is called instead of ``shutdown``, not after it. The
+        result pipe's write end is closed once the workers are gone (see the comment below)."""
         ex = self.ex
         terminate = getattr(ex, "terminate_workers", None)  # Python >= 3.14
         if terminate is not None:
             terminate()
             return
         procs = list((getattr(ex, "_processes", None) or {}).values())
+        results = getattr(ex, "_result_queue", None)
         ex.shutdown(wait=False, cancel_futures=True)
         for p in procs:
             if p.is_alive():
@@ -301,6 +303,16 @@ class _Pool:
             if p.is_alive():
                 p.kill()
                 p.join(timeout=5)
+        # A worker killed while sending its result leaves half a message in the result pipe, and the
+        # pool's manager thread then waits in recv() for the rest, which no one will send: the
+        # interpreter hung at exit joining that thread. With every worker gone, closing this process's
+        # own write end lets that recv() see end-of-file, and the manager thread ends.
+        writer = getattr(results, "_writer", None)
+        if writer is not None and not any(p.is_alive() for p in procs):
+            try:
+                writer.close()
+            except OSError:
+                pass
 
     def close(self) -> None:
         self.ex.shutdown(wait=True)
