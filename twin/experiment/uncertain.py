@@ -43,7 +43,8 @@ from twin.atomic import atomic_write_parquet
 from twin.errors import InputError
 from twin.experiment.store import check_label, folder_lock, versions, write_json
 from twin.scenario.loader import Loaded, apply_set, load_dict, load_scenario, merged_document
-from twin.scenario.uncertainty import Uncertainty, check_against, design, overrides, union_keys, value_at
+from twin.scenario.uncertainty import (Uncertainty, check_against, design, fixed_value, overrides, union_keys,
+                                      value_at)
 
 DEFAULT_DRAWS = 64
 """D: outer draws of the inputs (a power of 2 keeps a Sobol' design balanced)."""
@@ -77,9 +78,54 @@ class DecideResult:
     notes: list[str] = field(default_factory=list)
 
 
-def load_options(paths: Sequence[str], sets: Sequence[str]) -> tuple[list[Option], list[str]]:
+def measured_inputs(path: str) -> Uncertainty:
+    """The ``uncertainty:`` section written in ``path`` itself (``twin decide --inputs``: a calibrated
+    scenario from ``twin calibrate``, or any YAML file with that section), not what it inherits: the
+    inputs the file's data measured. Errors name the file."""
+    import yaml
+
+    from twin.scenario.loader import require_file
+
+    p = Path(path)
+    require_file(p, "--inputs file")
+    try:
+        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(str(p), f"line {mark.line + 1}" if mark else "", f"not valid YAML: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("uncertainty"), dict):
+        raise InputError(str(p), "uncertainty", "--inputs needs a file with an uncertainty: section (twin calibrate "
+                         "writes one in calibrated.yaml)")
+    try:
+        unc = Uncertainty.model_validate(doc["uncertainty"])
+    except ValueError as exc:
+        raise InputError(str(p), "uncertainty", str(exc).splitlines()[0]) from None
+    if unc.groups:
+        raise InputError(str(p), "uncertainty.groups", "--inputs takes measured inputs (uncertainty.inputs) only: a "
+                         "group is an assumption of a scenario, declare it there")
+    return unc
+
+
+def _numeric(found: bool, value: Any) -> bool:
+    return found and isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def with_measured(unc: Uncertainty | None, measured: Uncertainty, paths: set[str]) -> Uncertainty | None:
+    """``unc`` with the measured distributions of ``paths`` in place of what it declares for them (a path
+    it holds in a group leaves the group; the rest of the group keeps its draw)."""
+    if not paths:
+        return unc
+    doc = unc.model_dump(mode="json") if unc is not None else {"inputs": {}, "groups": {}}
+    doc["groups"] = {g: {k: v for k, v in m.items() if k not in paths} for g, m in doc["groups"].items()}
+    doc["inputs"] = {**doc["inputs"], **{k: measured.inputs[k].model_dump(mode="json") for k in sorted(paths)}}
+    return Uncertainty.model_validate(doc)
+
+
+def load_options(paths: Sequence[str], sets: Sequence[str], inputs: str | None = None) -> tuple[list[Option], list[str]]:
     """Load every option with the ``--set`` overrides and the first one's seed; check that a key
-    declared by several options has the same distribution in each."""
+    declared by several options has the same distribution in each. ``inputs``: a file whose
+    ``uncertainty.inputs`` (measured, e.g. by ``twin calibrate``) replace the distributions of the same
+    paths in every option where the path is a field (:func:`measured_inputs`)."""
     from twin.experiment.compare import variant_labels
 
     if len(paths) < 2:
@@ -91,6 +137,8 @@ def load_options(paths: Sequence[str], sets: Sequence[str]) -> tuple[list[Option
     notes = [f"common random numbers: draw d, replication r of every option is replication d·R + r of seed {seed} "
              f"(the first option's)"]
     fixed = {e.partition("=")[0].strip() for e in sets}
+    measured = measured_inputs(inputs) if inputs is not None else None
+    applied: dict[str, list[str]] = {}
     for lab, p, ld in zip(labels, paths, loadeds):
         doc = merged_document(p)
         for s in sets:
@@ -98,10 +146,23 @@ def load_options(paths: Sequence[str], sets: Sequence[str]) -> tuple[list[Option
         if ld.scenario.uncertainty is not None:  # every path must lead to a field of this option as loaded
             check_against(ld.scenario.uncertainty, ld.scenario.model_dump(mode="json"), doc, str(p))
         doc.pop("uncertainty", None)
+        unc = ld.scenario.uncertainty
+        if measured is not None:
+            resolved = ld.scenario.model_dump(mode="json")
+            here = {q for q in measured.inputs if q not in fixed and _numeric(*fixed_value(q, doc, resolved)[:2])}
+            applied.update({q: applied.get(q, []) + [lab] for q in here})
+            unc = with_measured(unc, measured, here)
         if ld.scenario.seed != seed:
             notes.append(f"  {p}: its seed {ld.scenario.seed} is replaced by {seed}")
         doc["seed"] = seed
-        out.append(Option(lab, str(p), ld, doc, _without(ld.scenario.uncertainty, fixed)))
+        out.append(Option(lab, str(p), ld, doc, _without(unc, fixed)))
+    if measured is not None:
+        unused = sorted(q for q in measured.inputs if q not in applied and q not in fixed)
+        if unused:
+            raise InputError(str(inputs), f"uncertainty.inputs.{unused[0]}",
+                             "not a field of any option: " + ", ".join(unused))
+        notes.append(f"measured inputs from {inputs}: " + "; ".join(f"{q} in {', '.join(v)}"
+                                                                     for q, v in sorted(applied.items())))
     if all(o.unc is None or not o.unc.keys() for o in out):
         raise InputError(str(paths[0]), "uncertainty", "no option declares an uncertainty: section: nothing to draw "
                          "(twin compare compares options with every input known)")
@@ -272,7 +333,8 @@ def run_decide(paths: Sequence[str], sets: Sequence[str] = (), objective: str | 
                draws: int = DEFAULT_DRAWS, reps: int = DEFAULT_REPS, kind: str = "sobol", workers: int = 1,
                dask_address: str | None = None, results_root: Path | str = "results", label: str | None = None,
                overwrite: bool = False, target_ci: float | None = None, max_draws: int = DEFAULT_MAX_DRAWS,
-               echo: Callable[[str], None] = print, analysis_samples: int | None = None) -> DecideResult:
+               echo: Callable[[str], None] = print, analysis_samples: int | None = None,
+               inputs: str | None = None) -> DecideResult:
     """Run (or resume) the study and write its folder (module docstring); returns the analysis."""
     from twin.experiment import decide as rule
     from twin.experiment.rows import RowStore
@@ -293,7 +355,7 @@ def run_decide(paths: Sequence[str], sets: Sequence[str] = (), objective: str | 
             raise InputError("--target-ci", str(target_ci), "needs --design sobol (a Latin hypercube cannot grow)")
         if max_draws < draws:
             raise InputError("--max-draws", str(max_draws), f"must be >= --draws ({draws})")
-    options, notes = load_options(paths, sets)
+    options, notes = load_options(paths, sets, inputs)
     objective = objective_of(options, objective)
     sense = rule.sense_of(objective)
     keys = union_keys([o.unc for o in options])
