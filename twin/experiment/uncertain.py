@@ -334,7 +334,8 @@ def run_decide(paths: Sequence[str], sets: Sequence[str] = (), objective: str | 
                dask_address: str | None = None, results_root: Path | str = "results", label: str | None = None,
                overwrite: bool = False, target_ci: float | None = None, max_draws: int = DEFAULT_MAX_DRAWS,
                echo: Callable[[str], None] = print, analysis_samples: int | None = None,
-               inputs: str | None = None) -> DecideResult:
+               inputs: str | None = None, constraints: Sequence[str] = (),
+               confidence: float = 0.95) -> DecideResult:
     """Run (or resume) the study and write its folder (module docstring); returns the analysis."""
     from twin.experiment import decide as rule
     from twin.experiment.rows import RowStore
@@ -355,6 +356,9 @@ def run_decide(paths: Sequence[str], sets: Sequence[str] = (), objective: str | 
             raise InputError("--target-ci", str(target_ci), "needs --design sobol (a Latin hypercube cannot grow)")
         if max_draws < draws:
             raise InputError("--max-draws", str(max_draws), f"must be >= --draws ({draws})")
+    cons = [rule.parse_constraint(c) for c in constraints]
+    if cons:
+        rule.check_confidence(confidence)
     options, notes = load_options(paths, sets, inputs)
     objective = objective_of(options, objective)
     sense = rule.sense_of(objective)
@@ -423,35 +427,92 @@ def run_decide(paths: Sequence[str], sets: Sequence[str] = (), objective: str | 
             shut(backend, error=False)
         for s in stores:
             s.flush()
-        dec = analyse(Y, U, [o.label for o in options], keys, sense, seed=int(options[0].doc["seed"]),
-                      samples=analysis_samples or SAMPLES)
+        dec = _decision(Y, U, options, keys, sense, tables, cons, confidence, D, reps, analysis_samples or SAMPLES)
         _write(folder, options, keys, U, Y, tables, dec, objective, kind, reps, notes, target_ci, target_met,
-               max_draws, study)
+               max_draws, study, cons, confidence)
         for s in stores:
             s.compact()
     return DecideResult(folder, options, keys, D, reps, objective, dec, target_met, computed, notes)
 
 
-def _objective_array(tables: Sequence[pd.DataFrame], objective: str, D: int, R: int, labels: Sequence[str]) -> np.ndarray:
+def _objective_array(tables: Sequence[pd.DataFrame], objective: str, D: int, R: int, labels: Sequence[str],
+                     flag: str = "--objective") -> np.ndarray:
     Y = np.empty((D, len(tables), R))
     for k, t in enumerate(tables):
         if objective not in t.columns:
             from twin.experiment import stats
 
-            raise InputError("--objective", objective, f"no such metric in {labels[k]}; available: "
+            raise InputError(flag, objective, f"no such metric in {labels[k]}; available: "
                              + ", ".join(stats.metric_columns(t)))
         v = t[objective].to_numpy(dtype=float)
         if not np.all(np.isfinite(v)):
             bad = int(np.flatnonzero(~np.isfinite(v))[0])
-            raise InputError("--objective", objective, f"not defined in {labels[k]}, draw {bad // R} replication "
+            raise InputError(flag, objective, f"not defined in {labels[k]}, draw {bad // R} replication "
                              f"{bad % R} (NaN); choose a metric every draw defines")
         Y[:, k, :] = v.reshape(D, R)
     return Y
 
 
+def _t_quantile(D: int) -> float:
+    from scipy.stats import t
+
+    from twin.experiment.value_of_information import LEVEL
+
+    return float(t.ppf(0.5 + LEVEL / 2, D - 1))
+
+
+def _decision(Y: np.ndarray, U: np.ndarray, options: Sequence[Option], keys: Sequence[str], sense: str,
+              tables: Sequence[pd.DataFrame], cons: Sequence[Any], confidence: float, D: int, reps: int,
+              samples: int) -> Any:
+    """The analysis (:func:`twin.experiment.value_of_information.analyse`); with constraints, among the
+    options that meet them in at least ``confidence`` of the draws (:mod:`twin.experiment.feasibility`),
+    its options table holding every option's P_feasible (NaN statistics for an option left out).
+    ``recommended`` is empty when no option is admissible."""
+    from twin.experiment.feasibility import admissible, feasibility
+    from twin.experiment.value_of_information import analyse
+
+    labels = [o.label for o in options]
+    seed = int(options[0].doc["seed"])
+    if not cons:
+        return analyse(Y, U, labels, keys, sense, seed=seed, samples=samples)
+    C = [_objective_array(tables, c.metric, D, reps, labels, "--constraint") for c in cons]
+    feas = feasibility(C, cons, U, labels, seed=seed, samples=samples)
+    adm = admissible(feas, confidence)
+    what = " and ".join(str(c) for c in cons)
+    if len(adm) >= 2:
+        dec = analyse(Y[:, adm, :], U, [labels[i] for i in adm], keys, sense, seed=seed, samples=samples)
+        dec.rule = (f"among the options that meet {what} in at least {confidence:.0%} of the plausible worlds, "
+                    "the one with the best expected objective (the Bayes decision among them)")
+    else:
+        dec = analyse(Y, U, labels, keys, sense, seed=seed, samples=samples)
+        if adm:
+            k = adm[0]
+            dec.recommended = labels[k]
+            if dec.runner_up == labels[k]:
+                means = dec.options_table.set_index("option")["expected"]
+                dec.runner_up = max((x for x in labels if x != labels[k]),
+                                    key=lambda x: means[x] if sense == "max" else -means[x])
+            dec.rule = (f"the only option that meets {what} in at least {confidence:.0%} of the plausible worlds "
+                        "(the other statistics compare every option, for information)")
+        else:
+            dec.recommended = ""
+            dec.rule = f"no option meets {what} in at least {confidence:.0%} of the plausible worlds"
+    tab = feas.merge(dec.options_table, on="option", how="left")
+    tab["admissible"] = [i in adm for i in range(len(labels))]
+    m = Y.mean(axis=2)  # every option's expected objective, left-out ones too (Student t over the draws)
+    half = float(_t_quantile(D)) * m.std(axis=0, ddof=1) / math.sqrt(D)
+    gap = tab["expected"].isna().to_numpy()
+    tab.loc[gap, "expected"] = m.mean(axis=0)[gap]
+    tab.loc[gap, "ci_low"] = (m.mean(axis=0) - half)[gap]
+    tab.loc[gap, "ci_high"] = (m.mean(axis=0) + half)[gap]
+    dec.options_table = tab
+    return dec
+
+
 def _write(folder: Path, options: Sequence[Option], keys: Sequence[str], U: np.ndarray, Y: np.ndarray,
            tables: Sequence[pd.DataFrame], dec: Any, objective: str, kind: str, reps: int, notes: Sequence[str],
-           target_ci: float | None, target_met: bool | None, max_draws: int, study: Sequence[str]) -> None:
+           target_ci: float | None, target_met: bool | None, max_draws: int, study: Sequence[str],
+           constraints: Sequence[Any] = (), confidence: float = 0.95) -> None:
     """The study's tables (deterministic: the same seed gives the same bytes, serially or not)."""
     D = len(U)
     dt = draws_table(options, keys, U)
@@ -494,6 +555,7 @@ def _write(folder: Path, options: Sequence[Option], keys: Sequence[str], U: np.n
                     for k, (o, s) in enumerate(zip(options, study))],
     })
     write_json(folder / "decision.json", {
+        "constraints": [str(c) for c in constraints], "confidence": confidence if constraints else None,
         "objective": objective, "sense": dec.sense, "recommended": dec.recommended, "runner_up": dec.runner_up,
         "rule": dec.rule, "evpi": dec.evpi, "evpi_low": dec.evpi_low, "evpi_high": dec.evpi_high,
         "evpi_naive": dec.evpi_naive, "noise_share": dec.noise_share, "draws": D, "replications": reps,
