@@ -318,9 +318,17 @@ def bind_ambient_csv(cooling: "Cooling", top_dir: Path) -> None:
     ``top_dir``; an evaporative plant needs the wet_bulb_c column (error naming the file)."""
     from twin.errors import InputError
 
+    from twin.scenario.files import require_file
+    from twin.scenario.weather import read_weather
+
     amb = cooling.ambient.csv
     assert amb is not None
     path = top_dir / amb.file
+    require_file(path, "ambient temperature file")
+    wx = read_weather(path, amb.format)  # EPW or TMY3 (issue 42): dry-bulb, dew point, pressure, wet-bulb
+    if wx is not None:
+        amb.bind(wx.dry_c, wx.wet_c, wx.dew_c, wx.pressure_pa)
+        return
     dry = load_ambient_csv(path)
     wet = load_wet_bulb_csv(path, dry)
     if wet is not None and len(wet) != len(dry):
@@ -333,16 +341,26 @@ def bind_ambient_csv(cooling: "Cooling", top_dir: Path) -> None:
 
 
 class AmbientCsv(Strict):
-    """Hourly outdoor temperature series; repeats cyclically past its end."""
+    """Hourly outdoor weather series; repeats cyclically past its end (docs/guide/weather.md)."""
 
-    file: str = Field(description="CSV path (relative to the scenario file): column temp_c (dry-bulb), one row "
-                      "per hour; optional column wet_bulb_c (for evaporative cooling).")
+    file: str = Field(description="Weather file path (relative to the scenario file), one row per hour from "
+                      "1 January 00:00: the project's CSV (column temp_c, dry-bulb; optional wet_bulb_c), an "
+                      "EnergyPlus EPW or an NSRDB TMY3 CSV (dry-bulb, dew point, station pressure; wet-bulb "
+                      "derived with PsychroLib at that pressure).")
+    format: Literal["auto", "twin", "epw", "tmy3"] = Field(
+        "auto", description="File format; auto: EPW if the first line starts with LOCATION, TMY3 if the second "
+        "starts with 'Date (MM/DD/YYYY)', else the project's CSV.")
     _values: NDArray[np.float64] | None = PrivateAttr(default=None)
     _wet_bulb: NDArray[np.float64] | None = PrivateAttr(default=None)
+    _dew: NDArray[np.float64] | None = PrivateAttr(default=None)
+    _pressure: NDArray[np.float64] | None = PrivateAttr(default=None)
 
-    def bind(self, values: NDArray[np.float64], wet_bulb: NDArray[np.float64] | None = None) -> None:
+    def bind(self, values: NDArray[np.float64], wet_bulb: NDArray[np.float64] | None = None,
+             dew_point: NDArray[np.float64] | None = None, pressure_pa: NDArray[np.float64] | None = None) -> None:
         self._values = np.asarray(values, dtype=np.float64)
         self._wet_bulb = None if wet_bulb is None else np.asarray(wet_bulb, dtype=np.float64)
+        self._dew = None if dew_point is None else np.asarray(dew_point, dtype=np.float64)
+        self._pressure = None if pressure_pa is None else np.asarray(pressure_pa, dtype=np.float64)
 
     def values(self) -> NDArray[np.float64]:
         assert self._values is not None, "ambient CSV used before its file was loaded"
@@ -386,7 +404,12 @@ class Ambient(Strict):
     diurnal_amplitude_c: NonNegF = Field(5.0, description="Daily half-swing, °C (assumption).")
     diurnal_peak_hour: Annotated[float, Field(ge=0, lt=24)] = Field(
         15.0, description="Hour of day of the daily peak (assumption: 15:00).")
-    csv: AmbientCsv | None = Field(None, description="Hourly series; replaces the sinusoid when given.")
+    csv: AmbientCsv | None = Field(None, description="Hourly series or weather file (EPW, TMY3); replaces the "
+                                   "sinusoid when given.")
+    elevation_m: Annotated[float, Field(ge=-500, le=5000, allow_inf_nan=False)] = Field(
+        0.0, description="Site elevation for the standard-atmosphere pressure of the psychrometrics when the "
+        "weather has no station pressure (sinusoid, the project's CSV), m (assumption: sea level; ASHRAE's "
+        "classes hold up to 3,050 m; an EPW or TMY3 file gives its own pressure).")
     wet_bulb: WetBulb = Field(default_factory=WetBulb, description="Outdoor wet-bulb (evaporative cooling only): "
                               "dry-bulb less a sinusoidal depression, or the CSV's wet_bulb_c column.")
 
@@ -421,6 +444,24 @@ class Ambient(Strict):
         dep = (w.depression_mean_c + w.depression_seasonal_amplitude_c * seasonal
                + w.depression_diurnal_amplitude_c * daily)
         return self.hourly_c(hours) - dep
+
+
+    def hourly_pressure_pa(self, hours: int) -> NDArray[np.float64]:
+        """Station pressure of each hour, Pa: the weather file's, else the standard atmosphere at elevation_m."""
+        p = self.csv._pressure if self.csv is not None else None
+        if p is not None:
+            return p[np.arange(hours) % len(p)]
+        from twin.physics.psychro import site_pressure_pa
+        return np.full(hours, float(site_pressure_pa(self.elevation_m)))
+
+    def hourly_dew_point_c(self, hours: int) -> NDArray[np.float64]:
+        """Outdoor dew point of each hour, °C: the weather file's, else from dry-bulb and wet-bulb."""
+        d = self.csv._dew if self.csv is not None else None
+        if d is not None:
+            return d[np.arange(hours) % len(d)]
+        from twin.physics.psychro import dew_point_from_wet_bulb_c
+        return dew_point_from_wet_bulb_c(self.hourly_c(hours), self.hourly_wet_bulb_c(hours),
+                                         self.hourly_pressure_pa(hours))
 
 
 class Energy(Strict):
