@@ -20,6 +20,7 @@ from pydantic import Field, PrivateAttr, model_validator
 from twin.scenario.distributions import Exponential, Fixed
 from twin.scenario.defaults import derive, moved, over_default
 from twin.scenario.base import Dist, Part, Repair, Strict, hot_swap_repair
+from twin.scenario.humidity import EvaporativeHumidity
 from twin.scenario.plant import Plant
 from twin.scenario.units import UnitGroup
 from twin.units import DAYS_PER_YEAR
@@ -137,6 +138,9 @@ class Evaporative(Strict):
     water_repair: Annotated[Repair, over_default(_water_repair)] = Field(
         default_factory=_water_repair, description="Repair of the water supply, through the repair crews "
         "(default 12 h, assumption); the units run dry meanwhile.")
+    humidity: EvaporativeHumidity = Field(
+        default_factory=EvaporativeHumidity, description="ASHRAE envelope of the supply air, trim chiller / "
+        "mechanical mode, yearly water cap, failures added outside the envelope (docs/guide/weather.md).")
 
 
 class Air(Strict):

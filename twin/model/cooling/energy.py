@@ -56,6 +56,11 @@ class EnergyPue(CoolingState):
                 free = np.ones_like(free)
             cool += plant.cooling_power_w(air_heat, self.air.fan_kw_per_kw, cop, free)
             hours_free["air"] = float(dur[free].sum())
+        evap_m: dict[str, float] = {}
+        if self.evap is not None:  # the trim chiller / mechanical mode (issue 42), water and the envelope
+            chill, evap_m = self._evap_energy(bp, dur, air_heat, cop, float((it_v * dur).sum()) / 1000.0)
+            cool += chill
+            hours_free["air"] = evap_m.pop("energy.free_cooling_hours.air", hours_free["air"])
         if self.liquid is not None:
             free = plant.free_cooling(amb, self.liquid.supply_c, self.liquid.free_cooling_approach_c)
             cool += plant.cooling_power_w(liq_heat, self.liquid.pump_kw_per_kw, cop, free)
@@ -71,8 +76,7 @@ class EnergyPue(CoolingState):
         m["energy.losses_kwh"] = loss_kwh
         m["energy.facility_kwh"] = fac_kwh
         m["pue"] = fac_kwh / it_kwh if it_kwh > 0 else math.nan
-        if self.evap is not None:
-            m.update(self._evap_metrics(bp, dur, air_heat, it_kwh))
+        m.update(evap_m)
         pos = dur > 0
         m["energy.peak_it_kw"] = float(it_v[pos].max()) / 1000.0 if pos.any() else 0.0
         m["energy.peak_facility_kw"] = float(facility[pos].max()) / 1000.0 if pos.any() else 0.0
