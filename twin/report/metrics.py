@@ -389,6 +389,8 @@ CATALOGUE: tuple[Metric, ...] = (
     M("energy.peak_facility_kw", "peak facility power", "kW", -1, "energy", "power_kw", "highest facility power"),
     M("energy.free_cooling_hours.*", "free-cooling hours: {}", "h", +1, "energy", "hours",
       "hours the cooling of this kind ran on outside air or water alone"),
+    M("energy.chiller_cop_seasonal", "chiller seasonal COP", "ratio", +1, "energy", "ratio",
+      "heat the chillers removed over their electrical energy, on the chiller curve (cooling.energy.chiller_curve)"),
     M("pue", "PUE", "ratio", -1, "energy", "ratio", "facility energy over IT energy"),
     M("pue.flat", "PUE flat (no cooling section)", "ratio", -1, "energy", "ratio",
       "the constant PUE the energy cost used because the scenario has no cooling section to model it"),

@@ -20,6 +20,7 @@ from pydantic import Field, PrivateAttr, model_validator
 from twin.scenario.distributions import Exponential, Fixed
 from twin.scenario.defaults import derive, moved, over_default
 from twin.scenario.base import Dist, Part, Repair, Strict, hot_swap_repair
+from twin.scenario.chiller_curve import ChillerCurve
 from twin.scenario.humidity import EvaporativeHumidity
 from twin.scenario.plant import Plant
 from twin.scenario.units import UnitGroup
@@ -338,9 +339,10 @@ def bind_ambient_csv(cooling: "Cooling", top_dir: Path) -> None:
     if wet is not None and len(wet) != len(dry):
         raise InputError(str(path), "wet_bulb_c", f"give a wet-bulb on every row: {len(wet)} values for {len(dry)} "
                          "temperatures")
-    if wet is None and cooling.air is not None and cooling.air.evaporative is not None:
-        raise InputError(str(path), "wet_bulb_c", "evaporative cooling (cooling.air.evaporative) needs a wet_bulb_c "
-                         "column, °C, one per hour")
+    if wet is None and ((cooling.air is not None and cooling.air.evaporative is not None)
+                        or cooling.energy.chiller_curve is not None):
+        raise InputError(str(path), "wet_bulb_c", "evaporative cooling (cooling.air.evaporative) and the chiller "
+                         "curve (cooling.energy.chiller_curve) need a wet_bulb_c column, °C, one per hour")
     amb.bind(dry, wet)
 
 
@@ -476,6 +478,9 @@ class Energy(Strict):
     cop_ref_c: TempC = Field(25.0, description="Outdoor temperature of the reference COP, °C (assumption).")
     cop_slope_per_c: NonNegF = Field(0.1, description="COP lost per °C warmer outdoors (assumption).")
     cop_min: PosF = Field(2.0, description="Lowest COP on the hottest hours (assumption).")
+    chiller_curve: ChillerCurve | None = Field(
+        None, description="COP by part load and condenser water (outdoor wet-bulb + approach) on EnergyPlus EIR "
+        "curves, replacing the linear COP above (docs/guide/weather.md). null: the linear COP.")
     ups_efficiency: Fraction = Field(0.95, description="UPS efficiency on the IT load (assumption: double "
                                      "conversion 94–97 %). With a power section: the power chain's UPS "
                                      "(power.ups.efficiency, 1 without a UPS).")

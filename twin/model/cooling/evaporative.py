@@ -162,10 +162,10 @@ class EvaporativeAir(CoolingState):
         return m
 
     def _evap_energy(self, bp: NDArray[np.float64], dur: NDArray[np.float64], air_heat_w: NDArray[np.float64],
-                     cop: NDArray[np.float64], it_kwh: float) -> tuple[NDArray[np.float64], dict[str, float]]:
-        """The trim chiller's power (W, per interval starting at ``bp`` h, ``dur`` h long, air heat
-        ``air_heat_w`` W, chiller ``cop``) and the evaporative metrics: water, WUE, the hours of each mode,
-        outside the envelope and under the water cap (issue 42)."""
+                     it_kwh: float) -> tuple[NDArray[np.float64] | None, dict[str, float]]:
+        """The share of the air heat the trim chiller removes (per interval starting at ``bp`` h, ``dur`` h
+        long, air heat ``air_heat_w`` W; None without a chiller) and the evaporative metrics: water, WUE,
+        the hours of each mode, outside the envelope and under the water cap (issue 42)."""
         e, a, md = self.evap, self.air, self.modes
         assert e is not None and a is not None
         hour = np.minimum(bp.astype(np.int64), self.n_hours - 1)
@@ -176,7 +176,7 @@ class EvaporativeAir(CoolingState):
             m = self._evap_metrics(bp, dur, air_heat_w, it_kwh)
             m.update(self._envelope_metrics(dur, md.outside[st, hour], md.humid_outside[st, hour], st, hour,
                                             np.ones(len(dur), dtype=bool)))
-            return np.zeros_like(air_heat_w), m
+            return None, m
         t_db = self.ambient_h[hour]
         q_wet = np.where(ok, ev.evaporated_heat_w(air_heat_w, t_db, md.pad_c[0, hour], e.it_rise_c), 0.0)
         theta = np.ones_like(dur)  # share of each interval before the year's water cap is reached
@@ -193,7 +193,6 @@ class EvaporativeAir(CoolingState):
         trim_w = (md.chiller_share[st, hour] > 0) & ~md.mechanical[st, hour]
         trim_d = (md.chiller_share[1, hour] > 0) & ~md.mechanical[1, hour]
         free = theta * (md.chiller_share[st, hour] == 0) + (1 - theta) * (md.chiller_share[1, hour] == 0)
-        chill_w = air_heat_w * share / cop
         evap_j = float((q_wet * theta * dur).sum()) * 3600.0
         water = float(ev.water_l(evap_j, e.blowdown_share))
         needs = t_db > a.supply_c
@@ -209,12 +208,11 @@ class EvaporativeAir(CoolingState):
             "cooling.evaporative.trim_hours": float((dur * (theta * trim_w + (1 - theta) * trim_d)).sum()),
             "cooling.evaporative.mechanical_hours": float((dur * mech).sum()),
             "cooling.evaporative.water_cap_hours": float((dur * (1 - theta)).sum()),
-            "cooling.evaporative.chiller_kwh": float((chill_w * dur).sum()) / 1000.0,
             "energy.free_cooling_hours.air": float((dur * free).sum()),
         }
         m.update(self._envelope_metrics(dur, md.outside[st, hour], md.humid_outside[st, hour], st, hour,
                                         ~md.mechanical[st, hour]))
-        return chill_w, m
+        return share, m
 
     def _envelope_metrics(self, dur: NDArray[np.float64], outside: NDArray[np.bool_], humid: NDArray[np.bool_],
                           st: NDArray[np.int64], hour: NDArray[np.int64], air: NDArray[np.bool_]) -> dict[str, float]:

@@ -278,7 +278,7 @@ class CoolingState:
             raise NotImplementedError
 
         def _evap_energy(self, bp: NDArray[np.float64], dur: NDArray[np.float64], air_heat_w: NDArray[np.float64],
-                         cop: NDArray[np.float64], it_kwh: float) -> tuple[NDArray[np.float64], dict[str, float]]:
+                         it_kwh: float) -> tuple[NDArray[np.float64] | None, dict[str, float]]:
             raise NotImplementedError  # evaporative
 
         def _humidity_hour(self) -> None:  # evaporative
