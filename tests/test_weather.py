@@ -107,3 +107,10 @@ def test_malformed_weather_file_exits_2_with_the_line(tmp_path: Path, capsys: py
     assert main(["run", str(sc), "--results", str(tmp_path / "out"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "site.epw: line 21: dry-bulb (field 7) is not a number: 'hot'" in err[0]
+
+
+def test_explicit_format_is_checked_and_the_project_csv_still_reads(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"line 1: an EPW file starts with LOCATION"):
+        read_weather(wf.TMY3, "epw")
+    own = _bad(tmp_path, "amb.csv", "temp_c,wet_bulb_c\n20,15\n25,18\n")
+    assert detect_format(own) == "twin" and read_weather(own, "auto") is None

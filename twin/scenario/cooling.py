@@ -414,8 +414,8 @@ class Ambient(Strict):
                                    "sinusoid when given.")
     elevation_m: Annotated[float, Field(ge=-500, le=5000, allow_inf_nan=False)] = Field(
         0.0, description="Site elevation for the standard-atmosphere pressure of the psychrometrics when the "
-        "weather has no station pressure (sinusoid, the project's CSV), m (assumption: sea level; ASHRAE's "
-        "classes hold up to 3,050 m; an EPW or TMY3 file gives its own pressure).")
+        "weather has no station pressure (sinusoid, the project's CSV), m (assumption: sea level; range 0-3,050 m, "
+        "the highest elevation of ASHRAE's classes; an EPW or TMY3 file gives its own pressure).")
     wet_bulb: WetBulb = Field(default_factory=WetBulb, description="Outdoor wet-bulb (evaporative cooling only): "
                               "dry-bulb less a sinusoidal depression, or the CSV's wet_bulb_c column.")
 

@@ -46,7 +46,8 @@ class EvaporativeHumidity(Strict):
         "relative humidity ranges of the Thermal Guidelines 5th ed. (2021) Table 2.1 (recommended 18-27 °C, "
         "-9 to 15 °C dew point, RH <= 70 %; A1 15-32 °C, -12 °C DP & 8 % RH to 17 °C DP & 80 % RH; A2 10-35 °C, "
         "up to 21 °C DP & 80 %; A3 5-40 °C, up to 24 °C DP & 85 %; A4 5-45 °C, up to 24 °C DP & 90 %). A1 is an "
-        "assumption (the class of enterprise servers; a DGX H100 allows 5-30 °C and 20-80 % RH).")
+        "assumption (the class of enterprise servers; a DGX H100 allows 5-30 °C and 20-80 % RH; range: "
+        "recommended to A3).")
     recommended_rh_max: Annotated[float, Field(ge=0.3, le=1.0, allow_inf_nan=False)] = Field(
         0.70, description="Upper RH limit of the recommended envelope, 0-1 (ASHRAE 2021: 0.70 where gaseous "
         "pollution is low, 0.50 where it is high).")

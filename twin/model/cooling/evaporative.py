@@ -223,6 +223,6 @@ class EvaporativeAir(CoolingState):
         return {
             "cooling.evaporative.outside_envelope_hours": float(dur[outside].sum()),
             "cooling.evaporative.humidity_outside_envelope_hours": float(dur[humid].sum()),
-            "cooling.evaporative.supply_dew_point_max_c": float(md.dew_c[st, hour][pos].max()) if pos.any() else 0.0,
-            "cooling.evaporative.supply_rh_max": float(md.rh[st, hour][pos].max()) if pos.any() else 0.0,
+            "cooling.evaporative.supply_dew_point_max_c": float(md.dew_c[st, hour][pos].max()) if pos.any() else math.nan,
+            "cooling.evaporative.supply_rh_max": float(md.rh[st, hour][pos].max()) if pos.any() else math.nan,
         }
