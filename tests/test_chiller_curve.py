@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests import weather_files as wf
+from twin.errors import InputError
 from twin.physics import chiller_curve as cc
 from twin.scenario import load_scenario
 from twin.scenario.chiller_curve import ChillerCurve
@@ -54,3 +55,13 @@ def test_chiller_curve_follows_the_climate_through_the_wet_bulb() -> None:
     linear = _air(wf.HOT_HUMID)
     assert "energy.chiller_cop_seasonal" not in linear
     assert linear["energy.cooling_kwh"] != pytest.approx(wet["energy.cooling_kwh"], rel=1e-3)
+
+
+def test_chiller_curve_needs_a_wet_bulb(tmp_path: Path) -> None:
+    (tmp_path / "amb.csv").write_text("temp_c\n20\n25\n", encoding="utf-8")
+    f = tmp_path / "s.yaml"
+    f.write_text(f"extends: {AIR}\ncooling:\n  ambient:\n    csv: {{file: amb.csv}}\n  energy:\n    chiller_curve: {{}}\n")
+    with pytest.raises(InputError, match=r"amb.csv: wet_bulb_c: .*chiller curve"):
+        load_scenario(f)
+    with pytest.raises(InputError, match=r"condenser_range_c: give \[low, high\]"):
+        load_scenario(AIR, ["cooling.energy.chiller_curve={condenser_range_c: [35, 24]}"])
