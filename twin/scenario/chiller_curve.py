@@ -32,8 +32,9 @@ class ChillerCurve(Strict):
         3.9, description="Condenser water entering the chiller above the outdoor wet-bulb (cooling-tower "
         "approach), °C (assumption: 3.9 °C = 7 °F, a typical design approach; range 3-6 °C).")
     capacity_kw: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
-        None, description="Reference capacity of the chiller plant (part load = load / capacity), kW. null: the "
-        "cluster's nameplate IT power (assumption: the plant is sized for all IT heat; range 1-1.5x).")
+        None, description="Reference capacity of the chiller plant (part load = load / capacity), kW. null: "
+        "cooling.plant's chillers (capacity_kw x required), without a plant the cluster's nameplate IT power "
+        "(assumption: the plant is sized for all IT heat; range 1-1.5x).")
     min_plr: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = Field(
         0.1, description="Minimum part-load ratio; below it the chiller cycles at this ratio's COP (Chillers.idf "
         "record: 0.1).")

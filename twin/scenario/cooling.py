@@ -460,15 +460,6 @@ class Ambient(Strict):
         from twin.physics.psychro import site_pressure_pa
         return np.full(hours, float(site_pressure_pa(self.elevation_m)))
 
-    def hourly_dew_point_c(self, hours: int) -> NDArray[np.float64]:
-        """Outdoor dew point of each hour, °C: the weather file's, else from dry-bulb and wet-bulb."""
-        d = self.csv._dew if self.csv is not None else None
-        if d is not None:
-            return d[np.arange(hours) % len(d)]
-        from twin.physics.psychro import dew_point_from_wet_bulb_c
-        return dew_point_from_wet_bulb_c(self.hourly_c(hours), self.hourly_wet_bulb_c(hours),
-                                         self.hourly_pressure_pa(hours))
-
 
 class Energy(Strict):
     """Facility energy: chiller COP, electrical losses (model.md §4)."""

@@ -122,8 +122,13 @@ class EnergyPue(CoolingState):
         if not hasattr(self, "_wet_bulb_all"):
             self._wet_bulb_all = self.spec.ambient.hourly_wet_bulb_c(self.n_hours)
         t_cond = self._wet_bulb_all[np.minimum(bp.astype(np.int64), self.n_hours - 1)] + cc.tower_approach_c
-        cap_w = (cc.capacity_kw * 1000.0 if cc.capacity_kw is not None
-                 else self.N * (self.g * self.tdp_w + self.non_gpu_w))  # the cluster's nameplate IT power
+        ch = self.spec.plant.chillers if self.spec.plant is not None else None
+        if cc.capacity_kw is not None:
+            cap_w = cc.capacity_kw * 1000.0
+        elif ch is not None and ch.capacity_kw is not None:  # the plant's chillers needed for the design load
+            cap_w = ch.capacity_kw * ch.required * 1000.0
+        else:  # the cluster's nameplate IT power
+            cap_w = self.sc.cluster.n_nodes * self.sc.cluster.node.full_power_w
         return np.asarray(chiller_curve.cop(load_w, t_cond, cc.chilled_water_c, cap_w, cc.cop_ref, cc.cap_ft,
                                             cc.eir_ft, cc.eir_fplr, cc.min_plr, tuple(cc.condenser_range_c),
                                             tuple(cc.chilled_water_range_c)), dtype=np.float64)
