@@ -72,6 +72,7 @@ def _bad(tmp_path: Path, name: str, text: str) -> Path:
     (9 + 7, lambda f: f[:7] + ["99.9"] + f[8:], "dew point (field 8) is missing"),
     (9 + 0, lambda f: f[:9] + ["500"] + f[10:], "station pressure must be in"),
     (9 + 3, lambda f: f[:8], "an EPW data row has 35 fields"),
+    (8, lambda f: f[:2] + ["4"] + f[3:], "only hourly EPW files are read (1 record per hour), got 4"),
 ])
 def test_malformed_epw_line_names_file_and_line(tmp_path: Path, line: int, edit, fragment: str) -> None:
     lines = wf.golden_48h_epw().splitlines()

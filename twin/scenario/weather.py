@@ -109,6 +109,11 @@ def read_epw(path: Path) -> Weather:
                 site = ", ".join(x.strip() for x in row[1:4] if x.strip())
                 elev = _num(src, 1, row[9], "elevation (LOCATION field 10)")
                 continue
+            if n == EPW_HEADER_LINES and row and row[0].strip().upper() == "DATA PERIODS":
+                per_hour = _num(src, n, row[2] if len(row) > 2 else "", "records per hour (DATA PERIODS field 3)")
+                if per_hour != 1:
+                    raise InputError(src, f"line {n}", f"only hourly EPW files are read (1 record per hour), got "
+                                     f"{per_hour:g} records per hour")
             if n <= EPW_HEADER_LINES or not "".join(row).strip():
                 continue
             if len(row) < 10:
