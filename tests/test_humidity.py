@@ -130,3 +130,24 @@ def test_water_cap_needs_a_chiller(tmp_path: Path, capsys: pytest.CaptureFixture
     assert code == 2
     err = capsys.readouterr().err
     assert "cooling.air.evaporative.humidity.envelope" in err
+
+
+def test_mode_choice_by_hand() -> None:
+    """35 °C / 20 °C wet-bulb at sea level, pads ε 0.85 (T_out 22.25 °C, dew point 18.96 °C: test_psychro), set
+    point 22 °C: in A3 (DP ≤ 24 °C, RH ≤ 85 %) the pads run and the chiller trims 0.25 °C of a 12 °C rise; in
+    A1 (DP ≤ 17 °C) the pads' air is too humid, and the outside air (DP 13.9 °C) is 13 °C above the set point:
+    pads off with the chiller taking 13/15 of the heat when the rise is 15 °C, mechanical mode when it is 12."""
+    from twin.model.cooling.humidity import hourly_modes
+
+    one = (np.array([35.0]), np.array([20.0]), np.array([101325.0]), 0.85, 22.0)
+    a3 = hourly_modes(*one, 12.0, ASHRAE_2021["A3"], chiller=True)
+    assert not a3.mechanical[0, 0] and a3.chiller_share[0, 0] == pytest.approx(0.25 / 12.0, abs=1e-9)
+    assert a3.pad_c[0, 0] == pytest.approx(22.25) and a3.dew_c[0, 0] == pytest.approx(18.96, abs=0.2)
+    a1 = hourly_modes(*one, 15.0, ASHRAE_2021["A1"], chiller=True)
+    assert not a1.mechanical[0, 0] and a1.pad_c[0, 0] == 35.0 and a1.chiller_share[0, 0] == pytest.approx(13 / 15)
+    a1_12 = hourly_modes(*one, 12.0, ASHRAE_2021["A1"], chiller=True)
+    assert a1_12.mechanical[0, 0] and a1_12.chiller_share[0, 0] == 1.0
+    # without a chiller the supply is the pads' air, outside A1 on humidity, inside A3
+    none = hourly_modes(*one, 12.0, ASHRAE_2021["A1"], chiller=False)
+    assert none.supply_c[0, 0] == pytest.approx(22.25) and none.humid_outside[0, 0] and not none.mechanical[0, 0]
+    assert not hourly_modes(*one, 12.0, ASHRAE_2021["A3"], chiller=False).outside[0, 0]
