@@ -4,7 +4,8 @@ A hall-wide loss is every feed dead at once (``Topic.FEED``: mode ``dead`` on ev
 beyond the ride-through without a generator, a tripped or isolated single feed, both feeds of 2N...).
 When power returns on a feed (time T after the loss began), every node is held down with cause
 ``power:restart`` and released in stages (``power.recovery``): the facility plant, the fabric and the
-storage one after the other, then the nodes in ``node_batches`` batches of whole racks, batch j back
+storage one after the other, then the nodes in ``node_batches`` batches of whole racks (at most one batch
+per rack; near-equal numbers of racks, in rack order), batch j back
 T + facility_h + fabric_h + storage_h + j × batch_h (j = 1, 2, ...). The power chain's own hold ends
 ``reboot_h`` after power, under this one, so a node returns at the later of the two. At its batch's
 power-up, each unit of a part in ``power_cycle_failure_prob`` fails with that probability (one uniform of
@@ -74,8 +75,9 @@ class Recovery(Component):
         self.lost = False  # every feed is dead now
         self.held = np.zeros(cl.n_nodes, dtype=bool)
         self.gen = 0  # bumped by each loss: releases of an older restart are void
-        self.batches = [np.arange(a, b) for a, b in node_blocks(ctx.sc.cluster.racks, self.spec.node_batches,
-                                                                 cl.nodes_per_rack) if b > a]
+        racks = ctx.sc.cluster.racks  # at most one batch per rack
+        self.batches = [np.arange(a, b) for a, b in node_blocks(racks, min(self.spec.node_batches, racks),
+                                                                 cl.nodes_per_rack)]
         self.cycle = [(name, ctx.parts[name], p) for name, p in sorted(self.spec.power_cycle_failure_prob.items())
                       if p > 0]
         self.losses = 0

@@ -54,9 +54,9 @@ class Recovery(Strict):
         0.5, description="Hours after the fabric stage for the storage: file-system servers up, journals replayed, "
                          "targets mounted (assumption: 0.5 h, range 0.25–4 h).")
     node_batches: PosInt = Field(
-        4, description="Nodes are powered on in this many batches of whole racks, in rack order, one batch after "
-                       "the other (limits the inrush current and the load step on a generator; assumption: 4, "
-                       "range 1–20).")
+        4, description="Nodes are powered on in this many batches of whole racks (near-equal numbers of racks, in "
+                       "rack order; at most one batch per rack), one batch after the other (limits the inrush current "
+                       "and the load step on a generator; assumption: 4, range 1–20).")
     batch_h: NonNeg = Field(
         0.25, description="Hours each node batch takes: power-on, boot and health checks (assumption: 0.25 h, "
                           "range 0.1–1 h). Batch j is back facility_h + fabric_h + storage_h + j × batch_h after "
