@@ -200,6 +200,18 @@ def test_demand_response_lowers_it_energy_by_x_times_t(tmp_path: Path) -> None:
     assert m["max_job.kept_h"] < ref.metrics["max_job.kept_h"]
 
 
+def test_demand_response_payment_is_a_credit_on_the_energy_bill(tmp_path: Path) -> None:
+    X, D, price = 12.0, 5.0, 0.5
+    doc, base = _grid_doc(tmp_path, f"demand_response,{T0},{D},{X}\n", dr_price_per_kwh=price)
+    doc["costs"] = {}
+    res = _run_file(doc, base)
+    costs = res.tables["costs"]
+    line = costs[costs["item"].astype(str).str.startswith("demand-response")]
+    assert len(line) == 1 and float(line["amount"].iloc[0]) == pytest.approx(-price * X * D)
+    energy = costs[costs["category"] == "energy"]["amount"].sum()
+    assert res.metrics["cost.energy"] == pytest.approx(float(energy))
+
+
 def test_grid_outage_from_a_file_takes_every_feed_off_utility(tmp_path: Path) -> None:
     doc, base = _grid_doc(tmp_path, f"outage,{T0},2,\n")
     res = _run_file(doc, base)
