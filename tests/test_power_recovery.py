@@ -47,6 +47,18 @@ def test_hall_wide_loss_costs_each_batch_t_plus_its_stages(topology: str, feeds:
     assert m["power.restart_node_hours"] == pytest.approx(float((base + batch * STAGES["batch_h"]).sum()))
 
 
+def test_default_restart_brings_the_last_batch_back_two_hours_after_power() -> None:
+    """The defaults (facility 0.25 h, fabric 0.25 h, storage 0.5 h, 4 batches of 0.25 h) on 8 racks: two racks a
+    batch, back 1.25, 1.5, 1.75 and 2 h after power returns; the scenario schema's default is this section."""
+    from twin.scenario.power import Power
+
+    assert Power().recovery is not None
+    doc = scenario("n", racks=8, nodes_per_rack=1, days=1.0, ups=None, generator=None, recovery={},
+                   inject=[{"feed": "A", "at_h": T0, "duration_h": T}])
+    d = _down(run(doc))
+    np.testing.assert_allclose(d["end_h"] - (T0 + T), np.repeat([1.25, 1.5, 1.75, 2.0], 2), rtol=0, atol=1e-12)
+
+
 def test_partial_loss_keeps_reboot_h_and_recovery_null_restores_it() -> None:
     """One of two feeds lost (2N) is not a hall-wide loss: no restart, nothing down; and with recovery null a
     hall-wide loss costs T + reboot_h as before issue 48."""
