@@ -50,7 +50,7 @@ from twin.model.facility_units import Load, MaintenanceAccount, MaintenanceRota
 from twin.model.it_power import ITPower as ITPower  # re-exported: cooling/state.py still names it here
 from twin.model.parts import FacilityParts
 from twin.model.power_results import power_results
-from twin.model.recovery import block_trip_min
+from twin.scenario.recovery import block_trip_min
 from twin.model.ups_modules import UPSModules
 from twin.physics.power import power_ramps as power_ramps  # re-exported (tests, reports)
 from twin.physics.power import site_gpu_cap_w

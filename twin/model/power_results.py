@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from twin.model.recovery import has_block_load
+from twin.scenario.recovery import has_block_load
 from twin.observe.recorder import time_weighted_mean
 from twin.physics.power import power_ramps
 

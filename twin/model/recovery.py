@@ -1,4 +1,4 @@
-"""Recovery from a hall-wide power loss (issue 48 item 1), and the generator's block-load check (item 4).
+"""Recovery from a hall-wide power loss (issue 48 item 1).
 
 A hall-wide loss is every feed dead at once (``Topic.FEED``: mode ``dead`` on every feed: utility lost
 beyond the ride-through without a generator, a tripped or isolated single feed, both feeds of 2N...).
@@ -20,7 +20,7 @@ it calls no other model component.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,23 +33,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 CAUSE = "power:restart"
 """The down reason of a node held for the staged restart."""
-
-
-def block_trip_min(spec: Any, load_w: float, ups_rating_w: float) -> float | None:
-    """Minutes until an operator restarts a generator that a transfer of ``load_w`` (W) trips, or None
-    when it does not trip (no block-load limit, or each of its ``steps`` equal steps within
-    ``max_step_frac`` × the rating, default ``ups_rating_w``). ``spec``: the scenario's ``power``."""
-    gen = spec.generator
-    bl = gen.block_load if gen is not None else None
-    if bl is None:
-        return None
-    rating_w = bl.rating_kw * 1000.0 if bl.rating_kw is not None else ups_rating_w
-    return bl.restart_min if load_w / bl.steps > bl.max_step_frac * rating_w else None
-
-
-def has_block_load(spec: Any) -> bool:
-    """The scenario's generators have a block-load limit (``power.generator.block_load``)."""
-    return spec.generator is not None and spec.generator.block_load is not None
 
 
 class Recovery(Component):
@@ -149,4 +132,4 @@ class Recovery(Component):
         return m, {}
 
 
-__all__ = ["CAUSE", "Recovery", "block_trip_min", "has_block_load"]
+__all__ = ["CAUSE", "Recovery"]

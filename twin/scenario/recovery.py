@@ -26,7 +26,7 @@ A node in batch j is back T + facility_h + fabric_h + storage_h + j × batch_h a
 from __future__ import annotations
 
 import math
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
@@ -151,4 +151,21 @@ class BlockLoad(Strict):
                           "UPS, then is dead.")
 
 
-__all__ = ["BlockLoad", "Oversubscription", "Recovery", "TripPoint"]
+def block_trip_min(spec: Any, load_w: float, ups_rating_w: float) -> float | None:
+    """Minutes until an operator restarts a generator that a transfer of ``load_w`` (W) trips, or None
+    when it does not trip (no block-load limit, or each of its ``steps`` equal steps within
+    ``max_step_frac`` × the rating, default ``ups_rating_w``). ``spec``: the scenario's ``power``."""
+    gen = spec.generator
+    bl = gen.block_load if gen is not None else None
+    if bl is None:
+        return None
+    rating_w = bl.rating_kw * 1000.0 if bl.rating_kw is not None else ups_rating_w
+    return bl.restart_min if load_w / bl.steps > bl.max_step_frac * rating_w else None
+
+
+def has_block_load(spec: Any) -> bool:
+    """The scenario's generators have a block-load limit (``power.generator.block_load``)."""
+    return spec.generator is not None and spec.generator.block_load is not None
+
+
+__all__ = ["BlockLoad", "Oversubscription", "Recovery", "TripPoint", "block_trip_min", "has_block_load"]
