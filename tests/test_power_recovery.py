@@ -313,3 +313,27 @@ def test_bad_grid_file_names_file_and_line(rows: str, where: str, tmp_path: Path
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1, err
     assert where in err[0], err[0]
+
+
+def test_oversubscription_settles_with_per_gpu_thermal_caps() -> None:
+    """The bundled 2N hall (air-cooled, GPUs that differ: per-GPU thermal caps) on 900 kW feeds, feed A lost (an
+    8 h outage, its generator fails to start, its UPS runs empty): the cap water-fills over GPUs against the thermal units' caps (against their node cap it moved the cap
+    that moved it without end: a RecursionError) and holds site IT power at the feed's capacity."""
+    from twin.scenario.loader import load_scenario
+    from twin.sim import run_replication
+
+    root = Path(__file__).resolve().parents[1]
+    sc = load_scenario(root / "scenarios" / "power-2n.yaml", [
+        "horizon_days=2", "power.oversubscription={feed_capacity_kw: 900}", "power.ups.capacity_kw=900",
+        "power.generator.start_failure_prob=1", "power.inject=[{feed: A, at_h: 20, duration_h: 8}]"]).scenario
+    res = run_replication(sc, 0)
+    m = res.metrics
+    assert m["power.oversub_feed_losses"] == 1 and m["power.oversub_trips"] == 0
+    feeds = res.tables["power_feeds"]
+    dead = feeds[(feeds.feed == "A") & (feeds.state == "dead")]
+    assert len(dead) == 1  # from the UPS running empty to utility back
+    t0, t1 = float(dead.start_h.iloc[0]), float(dead.end_h.iloc[0])
+    assert m["power.oversub_capped_hours"] == pytest.approx(t1 - t0 - 5 / 3600, rel=1e-9)
+    site = res.tables["power_site"]
+    during = site[(site.time_h >= t0 + 5 / 3600) & (site.time_h < t1)]
+    assert len(during) and (during.it_power_w <= 900e3 * (1 + 1e-9)).all()

@@ -5,8 +5,8 @@ demand-response request (``twin.model.grid``).
 One GPU cap source on the shared IT power (``twin.model.it_power.ITPower``) and one speed-cap source of
 the same name: while a limit is set, every load change re-solves the cap (the largest c with the powered
 nodes' non-GPU load + GPUs × Σ min(their draw under the other sources' caps, c) ≤ limit, floored at
-``cluster.node.gpu.min_w``), and the nodes' speed is model.md §3's law at that cap. Per-GPU caps of
-heterogeneous thermal units are taken at their node's cap (the node-level water-fill).
+``cluster.node.gpu.min_w``), and the nodes' speed is model.md §3's law at that cap. With per-GPU caps
+(heterogeneous thermal units) the fill runs over GPUs against those caps, as the power chain's site cap does.
 """
 
 from __future__ import annotations
@@ -80,9 +80,22 @@ class SiteLimit:
             it = self.it
             nodes = np.arange(len(it.node_power_w))
             on = it.cluster.down_count == 0
-            x = np.minimum(it.gpu_demand_w(nodes), it.min_cap(nodes, exclude=self.source))[on]
             fixed = float(it.non_gpu_w_of(nodes)[on].sum())
-            c = site_gpu_cap_w(x, self.g, fixed, self.limit_w)
+            if not it.unit_caps:
+                x = np.minimum(it.gpu_demand_w(nodes), it.min_cap(nodes, exclude=self.source))[on]
+                c = site_gpu_cap_w(x, self.g, fixed, self.limit_w)
+            else:
+                # per-GPU caps (heterogeneous thermal units): water-fill over GPUs against them, not against their
+                # source's node cap, which is the mean of its GPUs' powers and so moves with this cap (as the power
+                # chain's site cap does, issue 23): filling against it would never settle
+                xn = it.gpu_demand_w(nodes)
+                for name, arr in it.caps.items():
+                    if name != self.source and name not in it.unit_caps:
+                        np.minimum(xn, arr, out=xn)
+                xg = np.repeat(xn[:, None], self.g, axis=1)
+                for arr in it.unit_caps.values():
+                    np.minimum(xg, arr, out=xg)
+                c = site_gpu_cap_w(xg[on], 1.0, fixed, self.limit_w)
             self.short = bool(c < self.min_w)
             c = max(c, self.min_w)
             it.set_cap(self.source, None, c)
