@@ -337,3 +337,15 @@ def test_oversubscription_settles_with_per_gpu_thermal_caps() -> None:
     site = res.tables["power_site"]
     during = site[(site.time_h >= t0 + 5 / 3600) & (site.time_h < t1)]
     assert len(during) and (during.it_power_w <= 900e3 * (1 + 1e-9)).all()
+
+
+def test_missing_grid_file_is_one_line_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = scenario("n", grid={"file": "nowhere.csv"})
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    from twin import cli
+
+    rc = cli.main(["run", str(path), "--results", str(tmp_path / "r")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1, err
+    assert "nowhere.csv" in err[0] and "power.grid.file" in err[0], err[0]

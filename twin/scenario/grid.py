@@ -44,7 +44,7 @@ def load_grid_csv(path: Path) -> list[GridEvent]:
     from twin.scenario.files import require_file
 
     src = str(path)
-    require_file(path, "grid event file")
+    require_file(path, "grid event file", field="power.grid.file")
     with path.open(encoding="utf-8", newline="") as fh:
         rows = list(csv.reader(fh))
     lines = [(i, [c.strip() for c in r]) for i, r in enumerate(rows, start=1) if r and "".join(r).strip()]
