@@ -31,7 +31,7 @@ is the most local sufficient reason: ``psu`` if its healthy PSUs alone are too f
 if those on working PDUs are too few, else its dead feeds' cause (``feed``: switchboard, UPS or
 generator out of service; ``generator_start``: a failed start; ``utility``: an outage that
 outlasted the ride-through before the generator took over, or with no generator). A node that
-lost power returns ``reboot_h`` after power is back.
+lost power returns ``reboot_h`` after power is back (after a hall-wide loss ``twin.model.recovery`` holds it longer).
 """
 
 from __future__ import annotations
