@@ -349,3 +349,21 @@ def test_missing_grid_file_is_one_line_naming_it(tmp_path: Path, capsys: pytest.
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1, err
     assert "nowhere.csv" in err[0] and "power.grid.file" in err[0], err[0]
+
+
+def test_demand_response_during_an_oversubscribed_feed_loss_holds_the_tighter_limit(tmp_path: Path) -> None:
+    """Two site limits at once settle: feed A lost at T0 caps the hall at 30 kW; a 5 kW request an hour later
+    holds it at 30 − 5 = 25 kW (its start level less the request) for its hour, then the feed cap again. A request
+    below the floor (every GPU at min_w: 4 × 4.6 kW + 32 × 200 W = 24.8 kW) is held there and counted short."""
+    csv = tmp_path / "grid.csv"
+    csv.write_text(f"kind,start_h,duration_h,kw\ndemand_response,{T0 + 1},1,5\ndemand_response,{T0 + 2.25},0.5,12\n")
+    doc = scenario("2n", days=1.0, ups=None, generator=None, recovery=STAGES, job_gpus=4 * GPUS,
+                   oversubscription={"feed_capacity_kw": CAP_KW}, grid={"file": csv.name},
+                   inject=[{"feed": "A", "at_h": T0, "duration_h": T}])
+    res = _run_file(doc, tmp_path)
+    assert _level_at(res, T0 + 0.5) == pytest.approx(CAP_KW * 1000, rel=1e-9)
+    assert _level_at(res, T0 + 1.5) == pytest.approx((CAP_KW - 5) * 1000, rel=1e-9)
+    assert _level_at(res, T0 + 2.1) == pytest.approx(CAP_KW * 1000, rel=1e-9)
+    assert _level_at(res, T0 + 2.5) == pytest.approx(4 * 4600.0 + 32 * 200.0, rel=1e-9)
+    assert res.metrics["power.grid_dr_short_hours"] == pytest.approx(0.5)
+    assert _level_at(res, T0 + T + 0.5) == pytest.approx(4 * FULL_W)
