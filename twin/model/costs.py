@@ -269,6 +269,12 @@ class Costs(Component):
                      "quantity": fac_kwh, "unit": "kWh", "unit_price": e_cost / fac_kwh if fac_kwh > 0 else math.nan,
                      "purchase": math.nan, "amortisation_years": math.nan, "amount": e_cost})
         self._it_kwh, self._fac_kwh = it_kwh, fac_kwh
+        dr = metrics.get("power.grid_dr_earnings")
+        if dr:  # honoured demand-response requests are paid: a credit against the energy bill (twin.model.grid)
+            shed = float(metrics["power.grid_dr_shed_kwh"])
+            rows.append({"category": "energy", "group": "energy", "item": "demand-response payments (power.grid)",
+                         "quantity": shed, "unit": "kWh shed", "unit_price": -float(dr) / shed,
+                         "purchase": math.nan, "amortisation_years": math.nan, "amount": -float(dr)})
         # repair parts
         tk = tables.get("tickets")
         if tk is not None and len(tk):

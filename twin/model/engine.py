@@ -49,6 +49,9 @@ class Topic:
     # above its set point (the loop's offset held on a grid, issue 24)
     COOLING_LOAD = "cooling_load"  # (feed: str, load_w: float) electrical load of the cooling units running on
     # the feed's UPS output, W (the UPS carries it on battery)
+    FEED_TRIP = "feed_trip"  # (feed: str, restore_h: float) the feed's breaker tripped on an overload
+    # (twin.model.oversubscription): its load is dead until restore_h later
+    GRID_OUTAGE = "grid_outage"  # (duration_h: float) a scheduled grid event cuts every feed's utility (twin.model.grid)
 
 
 class Bus:

@@ -264,6 +264,24 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('power.switching_errors', 'drawn per maintenance visit with switching_error_prob on the stream '
        'power.feed<X>.<unit>#switching'),
     _H('power.test_unit_hours', 'Σ of test_duration_h over the periodic tests of working units'),
+    _H('power.generator_block_trips', 'transfers whose step (feed load / generator.block_load.steps) exceeded '
+       'max_step_frac × rating_kw'),
+    _H('power.hall_losses', 'times every feed was in state dead at once (power_feeds)'),
+    _H('power.restart_node_hours', 'Σ over nodes of the power:restart hold: facility_h + fabric_h + storage_h + '
+       'j × batch_h for batch j, per hall-wide loss'),
+    _H('power.power_cycle_failures', 'drawn per unit with recovery.power_cycle_failure_prob on the stream '
+       'power.recovery.<part>#cycle at its batch power-up'),
+    _H('power.oversub_feed_losses', 'a feed dead while another is live, with oversubscription set'),
+    _H('power.oversub_trips', 'feed losses where the trip curve at IT power / feed_capacity_kw was shorter than '
+       'capping_latency_s'),
+    _H('power.oversub_capped_hours', 'from capping_latency_s after a feed loss to every feed live again'),
+    _H('power.oversub_peak_overload', 'max over feed losses of IT power / feed_capacity_kw at the loss'),
+    _H('power.grid_dr_requests', 'requests from demand_response.per_year (stream power.grid#dr_arrival) and the file'),
+    _H('power.grid_dr_hours', 'hours with at least one request running (union)'),
+    _H('power.grid_dr_short_hours', 'hours the limit was below every up node at cluster.node.gpu.min_w'),
+    _H('power.grid_dr_shed_kwh', 'Σ of reduce_kw × duration over requests (the part before the horizon)'),
+    _H('power.grid_dr_earnings', 'power.grid_dr_shed_kwh × power.grid.dr_price_per_kwh'),
+    _H('power.grid_outages', 'outage rows of power.grid.file before the horizon'),
     _H('hazards.events', 'Σ of hazards.events.<name>'),
     _H('hazards.events.<name>', 'events of the zone event or group (streams hazards.<name>) that failed a unit'),
     _H('hazards.units_failed', 'units those events failed (working units only)'),

@@ -101,7 +101,9 @@ def thermal_step(s: Settings, r_c_per_w: float = 0.098, c_j_per_c: float = 400.0
 
 def quiet_power_section(topology: str = "n", **over: Any) -> dict[str, Any]:
     """A power chain (scenario ``power`` section) whose elements never fail, with no random outages:
-    only what a case injects happens. ``over`` replaces keys; a dict merges into a dict key."""
+    only what a case injects happens, and nodes return ``reboot_h`` after any power loss (no staged
+    restart: ``recovery`` null, so a case's times are the chain's own). ``over`` replaces keys; a dict
+    merges into a dict key."""
     sec: dict[str, Any] = {
         "topology": topology,
         "utility": {"outages_per_year": 0},
@@ -110,6 +112,7 @@ def quiet_power_section(topology: str = "n", **over: Any) -> dict[str, Any]:
         "switchboard": {"failure": None},
         "pdu": {"failure": None},
         "reboot_h": 0.1,
+        "recovery": None,
     }
     for k, v in over.items():
         if isinstance(v, dict) and isinstance(sec.get(k), dict):
