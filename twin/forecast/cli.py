@@ -173,7 +173,7 @@ def print_layout_search(sc: object, job: str | None, k: int, source: str,
     if k < 1:
         raise InputError(source, "--search-layouts", "must be >= 1")
     base = lay.physics()
-    cands = search_layouts(j.step.model.physics(), j.gpus, base, lay.interconnect(), lay.peak_tflops * 1e12,
+    cands = search_layouts(j.step.model.physics(), j.gpus, base, lay.interconnect(), lay.effective_peak_flops(),
                            lay.eta_k, lay.hbm_gb, lay.reserve_gb, lay.optimizer_bytes)
     own = j.step.breakdown().total_s
     echo(f"job {j.name}: {j.gpus:,} GPUs, its layout tp {lay.tp}, pp {lay.pp}, dp {lay.dp}, v {lay.interleave}: "

@@ -78,6 +78,34 @@ Share = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 PosInt = Annotated[int, Field(ge=1)]
 
 
+class MoESpec(Strict):
+    """Mixture-of-experts MLPs (twin/physics/moe.py): ``experts`` routed experts of width ``expert_ffn`` of
+    which ``top_k`` are active per token, plus ``shared_experts``, in the layers after the first
+    ``dense_layers``. DeepSeek-V3 (arXiv 2412.19437 §4.2): 256 routed experts of 2,048, top 8, 1 shared,
+    the first 3 layers dense."""
+
+    experts: PosInt = Field(description="Routed experts per MoE layer (DeepSeek-V3: 256).")
+    top_k: PosInt = Field(description="Routed experts active per token (DeepSeek-V3: 8).")
+    expert_ffn: PosInt = Field(description="MLP width of one expert (DeepSeek-V3: 2,048).")
+    shared_experts: Annotated[int, Field(ge=0)] = Field(0, description="Experts every token passes through "
+                                                                      "(DeepSeek-V3: 1).")
+    dense_layers: Annotated[int, Field(ge=0)] = Field(0, description="First layers with a dense MLP of width "
+                                                                    "ffn_hidden (DeepSeek-V3: 3).")
+    capacity_factor: Annotated[float, Field(ge=1, le=16, allow_inf_nan=False)] = Field(
+        1.0, description="Tokens an expert computes (padded) as a multiple of its average share, 1-16: the routed "
+                         "FLOPs and all-to-all bytes scale by it (1: dropless and balanced, DeepSeek-V3's auxiliary-"
+                         "loss-free balancing; Megatron-Core's moe_expert_capacity_factor, e.g. 1.0-2.0).")
+
+    @model_validator(mode="after")
+    def _k(self) -> "MoESpec":
+        if self.top_k > self.experts:
+            raise ValueError(f"@top_k: {self.top_k} is more than experts ({self.experts})")
+        return self
+
+    def physics(self) -> _par.MoE:
+        return _par.MoE(**self.model_dump())
+
+
 class ModelShapeSpec(Strict):
     """A decoder-only transformer and its global batch (twin/physics/parallel.py ``ModelShape``)."""
 
@@ -91,20 +119,47 @@ class ModelShapeSpec(Strict):
     ffn_hidden: Annotated[int, Field(ge=0)] = Field(0, description="MLP width; 0: 4 × hidden.")
     gated_mlp: bool = Field(False, description="Three MLP matrices (SwiGLU) instead of two.")
     tied_embeddings: bool = True
+    moe: MoESpec | None = Field(None, description="Mixture-of-experts MLPs (null: a dense model).")
+
+    @model_validator(mode="after")
+    def _moe(self) -> "ModelShapeSpec":
+        if self.moe is not None and self.moe.dense_layers > self.layers:
+            raise ValueError(f"@moe.dense_layers: {self.moe.dense_layers} is more than layers ({self.layers})")
+        return self
 
     def physics(self) -> _par.ModelShape:
         """The shape as the step-time model takes it."""
-        return _par.ModelShape(**self.model_dump())
+        d = self.model_dump(exclude={"moe"})
+        return _par.ModelShape(**d, moe=self.moe.physics() if self.moe is not None else None)
 
 
 class LayoutSpec(Strict):
     """A job's parallel layout and the kernel efficiency of its GPUs (twin/physics/parallel.py ``Layout``;
-    Megatron-LM accounting, sources-realism.md §7). tp × pp × dp must equal the job's GPUs; tp must
-    divide the NVLink domain."""
+    Megatron-LM accounting, sources-realism.md §7). tp × cp × pp × dp must equal the job's GPUs; tp must
+    divide the NVLink domain; ep must divide dp."""
 
     tp: PosInt = 1
     pp: PosInt = 1
     dp: PosInt = 1
+    cp: PosInt = Field(1, description="Context-parallel GPUs per sequence (twin/physics/context_parallel.py; Llama 3 "
+                                      "405B's long-context stage: 16, Table 4).")
+    cp_collective: Literal["ring", "all_gather"] = Field(
+        "ring", description="How the cp group exchanges keys and values: ring (ring attention, Megatron-Core: each "
+                            "step hidden behind a block's attention) or all_gather (Llama 3 §3.3.2: gathered, exposed).")
+    ep: PosInt = Field(1, description="Expert-parallel GPUs (a divisor of dp) over which a MoE model's routed experts "
+                                      "are split (twin/physics/moe.py; DeepSeek-V3: 64).")
+    ep_overlap: Share = Field(0.0, description="Share of the expert all-to-alls hidden behind compute (0: exposed, "
+                                               "Megatron-Core without overlap; DeepSeek-V3's DualPipe hides nearly "
+                                               "all: assumption, range 0-1).")
+    precision: Literal["bf16", "fp8"] = Field(
+        "bf16", description="Training precision: bf16, or fp8 (a share fp8_share of the FLOPs at the GPU's dense FP8 "
+                            "peak fp8_peak_tflops, the rest at peak_tflops).")
+    fp8_peak_tflops: PosF = Field(1979.0, description="Dense FP8 TFLOP/s per GPU (H100 SXM and H800: 1,979 without "
+                                                      "sparsity, NVIDIA H100 datasheet).")
+    fp8_share: Share = Field(
+        0.9, description="With precision fp8, the share of the step's FLOPs that run in FP8 (the GEMMs of the linear "
+                         "layers; attention, embeddings, norms and the logits stay in bf16 in DeepSeek-V3 §3.3.1): "
+                         "assumption, range 0.7-0.97.")
     microbatch: PosInt = Field(1, description="Sequences per microbatch.")
     interleave: PosInt = Field(1, description="Model chunks per pipeline GPU (v).")
     recompute: bool = Field(False, description="Full activation recomputation (one more forward pass).")
@@ -153,9 +208,21 @@ class LayoutSpec(Strict):
         """'full' (recompute), 'selective' or 'none': what the activations keep (twin/physics/memory.py)."""
         return "full" if self.recompute else ("selective" if self.selective_recompute else "none")
 
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.cp * self.pp * self.dp
+
+    def effective_peak_flops(self) -> float:
+        """Peak FLOP/s per GPU of the step at its precision: ``peak_tflops`` (bf16) or, with fp8, the harmonic
+        mean by FLOPs of the FP8 and bf16 peaks (twin/physics/parallel.py ``effective_peak_flops``)."""
+        if self.precision == "bf16":
+            return self.peak_tflops * 1e12
+        return _par.effective_peak_flops(self.peak_tflops * 1e12, self.fp8_peak_tflops * 1e12, self.fp8_share)
+
     def physics(self) -> _par.Layout:
         """The layout as the step-time model takes it."""
-        return _par.Layout(tp=self.tp, pp=self.pp, dp=self.dp, microbatch=self.microbatch,
+        return _par.Layout(tp=self.tp, pp=self.pp, dp=self.dp, cp=self.cp, cp_collective=self.cp_collective,
+                           ep=self.ep, ep_overlap=self.ep_overlap, microbatch=self.microbatch,
                            interleave=self.interleave, recompute=self.recompute, dp_collective=self.dp_collective,
                            dp_overlap=self.dp_overlap, tp_overlap=self.tp_overlap, pp_overlap=self.pp_overlap,
                            grad_bytes=self.grad_bytes, compression=self.compression,
@@ -194,6 +261,10 @@ class StepModel(Strict):
             if "nvlink_domain_gpus" in lay.model_fields_set and lay.nvlink_domain_gpus % lay.tp:
                 raise ValueError(f"@layout.tp: must divide nvlink_domain_gpus ({lay.nvlink_domain_gpus}): a "
                                  f"tensor-parallel group never spans NVLink domains")
+            if lay.dp % lay.ep:
+                raise ValueError(f"@layout.ep: {lay.ep} must divide dp ({lay.dp})")
+            if lay.ep > 1 and m.moe is None:
+                raise ValueError("@layout.ep: expert parallelism needs model.moe")
             if m.global_batch % (lay.dp * lay.microbatch):
                 raise ValueError(f"@model.global_batch: must be a multiple of dp × microbatch "
                                  f"({lay.dp * lay.microbatch})")
@@ -225,7 +296,7 @@ class StepModel(Strict):
         assert self.model is not None and self.layout is not None
         lay = self.layout
         ic = lay.interconnect(nic_gbit_s, domain_gpus, nvlink_share)
-        return _par.step_breakdown(self.model.physics(), lay.physics(), ic, lay.peak_tflops * 1e12, lay.eta_k,
+        return _par.step_breakdown(self.model.physics(), lay.physics(), ic, lay.effective_peak_flops(), lay.eta_k,
                                    speed, nic_share)
 
 
@@ -256,7 +327,8 @@ class Training(Strict):
 
     def layout_work_h(self, step: "StepModel", gpus: int) -> tuple[float, float]:
         """(ideal wall hours, MFU) from the step model: D/(B·s) steps of the failure-free step time (full
-        speed, the layout's NIC bandwidth, healthy NVLink), MFU = model FLOPs per step / (step × gpus × peak)."""
+        speed, the layout's NIC bandwidth, healthy NVLink), MFU = model FLOPs per step / (step × gpus × peak)
+        against the bf16 ``peak_tflops``, also with fp8."""
         assert step.model is not None and step.layout is not None
         t = step.breakdown().total_s
         steps = self.tokens_t * 1e12 / (step.model.global_batch * step.model.seq_len)
@@ -287,7 +359,7 @@ class Elastic(Strict):
         if rn is None:
             if layout is None:
                 raise ValueError(f"@{where}.replica_nodes: give it (or a step.layout to derive it from)")
-            per = layout.tp * layout.pp
+            per = layout.tp * layout.cp * layout.pp
             if per % gpus_per_node and gpus_per_node % per:
                 raise ValueError(f"@{where}.replica_nodes: a replica of tp × pp = {per} GPUs is not a whole number "
                                  f"of {gpus_per_node}-GPU nodes; give replica_nodes")
@@ -319,8 +391,8 @@ class Job(Strict):
     @model_validator(mode="after")
     def _work(self) -> "Job":
         lay = self.step.layout
-        if lay is not None and lay.tp * lay.pp * lay.dp != self.gpus:
-            raise ValueError(f"@step.layout: tp × pp × dp = {lay.tp * lay.pp * lay.dp} must equal gpus ({self.gpus})")
+        if lay is not None and lay.gpus != self.gpus:
+            raise ValueError(f"@step.layout: tp × cp × pp × dp = {lay.gpus} must equal gpus ({self.gpus})")
         if self.training is None:
             if self.work_h is None:
                 raise ValueError("@work_h: give either work_h (ideal hours) or a training block")
