@@ -13,6 +13,7 @@ from twin.scenario.base import Dist, Strict
 from twin.scenario.defaults import derive, moved
 from twin.scenario.storage import DataLoading
 from twin.scenario.nvlink import check_job_layout
+from twin.scenario.phases import Phase, segments
 from twin.scenario.trace import TraceRows
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -387,12 +388,18 @@ class Job(Strict):
     elastic: Elastic | None = Field(None, description="Elastic data parallelism (null: a rigid job).")
     data: DataLoading | None = Field(None, description="Training-data reads from the shared storage "
                                                        "(twin/scenario/storage.py; null: none).")
+    phases: list[Phase] | None = Field(
+        None, min_length=1, description="Stages of the training run (twin/scenario/phases.py: tokens, sequence "
+                                        "length, global batch or ramp, GPUs, layout and precision each); needs a "
+                                        "training block, step.model and step.layout. null: one phase.")
 
     @model_validator(mode="after")
     def _work(self) -> "Job":
         lay = self.step.layout
         if lay is not None and lay.gpus != self.gpus:
             raise ValueError(f"@step.layout: tp × cp × pp × dp = {lay.gpus} must equal gpus ({self.gpus})")
+        if self.phases is not None and (self.training is None or lay is None):
+            raise ValueError("@phases: phases need a training block and step.model with step.layout")
         if self.training is None:
             if self.work_h is None:
                 raise ValueError("@work_h: give either work_h (ideal hours) or a training block")
@@ -423,6 +430,8 @@ class Job(Strict):
             derived = t.work_h(self.gpus)
         else:
             derived, mfu = t.layout_work_h(self.step, self.gpus)
+            if self.phases is not None:
+                derived = self._phases_work_h(t.tokens_t)
             for f, v in (("peak_tflops", lay.peak_tflops), ("mfu", mfu)):
                 given = getattr(t, f)
                 if given is not None and abs(given - v) > 1e-9 * v:
@@ -434,6 +443,21 @@ class Job(Strict):
             raise ValueError(f"@work_h: give either work_h or training, not both (training gives {derived:.6g} h, "
                              f"work_h is {self.work_h:g})")
         derive(self, work_h=derived)
+
+    def _phases_work_h(self, tokens_t: float) -> float:
+        """Ideal hours of the phases (each segment's tokens at its own step time); ValueError naming the
+        phase's field when one does not hold or the phases' tokens do not sum to the training's."""
+        assert self.phases is not None
+        total = sum(p.tokens_t for p in self.phases)
+        if abs(total - tokens_t) > 1e-9 * tokens_t:
+            raise ValueError(f"@phases: the phases' tokens sum to {total:g} T, not training.tokens_t {tokens_t:g} T")
+        return sum(seg.work_h() for seg in segments(self.phases, self.step, self.gpus))
+
+    def phase_segments(self) -> list:  # type: ignore[type-arg]
+        """The job's phases as segments of constant step (twin/scenario/phases.py), [] without phases."""
+        if self.phases is None:
+            return []
+        return segments(self.phases, self.step, self.gpus)
 
 
 class Choice(Strict):
