@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
@@ -210,3 +211,65 @@ def test_ramp_splits_a_phase_into_segments(tmp_path: Path) -> None:
     assert [p["phase"] for p in res.phases] == ["a.0", "a.1", "b"]
     assert sum(p["failure_free_days"] for p in res.phases) * 24 == pytest.approx(res.target.failure_free_h)
     assert not math.isnan(res.rows["time_to_train_h"].iloc[0])
+
+
+# ---------------------------------------------------------------- checkpoints and restarts at scale
+
+def test_checkpoint_time_capped_by_front_end_plus_overhead(tmp_path: Path) -> None:
+    doc = phased_doc()
+    j = doc["workload"]["jobs"][0]
+    del j["phases"]
+    doc["workload"]["storage"] = {"write_gb_per_s": 2000.0, "read_gb_per_s": 2000.0, "node_write_gb_per_s": 0.5}
+    j["checkpoint"] = {"interval_h": 0.25, "overhead_s": 20.0}
+    loaded = load_dict(doc)
+    res = run_forecast(loaded, 2, levers=[], results_root=tmp_path, report=False)
+    size = 16.0                                   # 1 B parameters × 16 bytes
+    write_h = (size / min(2000.0, 8 * 0.5) + 20.0) / 3600.0   # 8 writer nodes × 0.5 GB/s, not 2,000 GB/s
+    assert res.target.write_h == pytest.approx(write_h, rel=1e-12)
+    n = math.ceil(res.target.work_h / 0.25)
+    assert res.rows["checkpoint_h"].iloc[0] == pytest.approx(n * write_h, rel=1e-9)
+    # without the per-node cap: the aggregate bandwidth and the overhead
+    doc["workload"]["storage"].pop("node_write_gb_per_s")
+    t = run_forecast(load_dict(doc), 2, levers=[], results_root=tmp_path / "nocap", report=False).target
+    assert t.write_h == pytest.approx((size / 2000.0 + 20.0) / 3600.0, rel=1e-12)
+
+
+def test_restart_grows_with_ranks() -> None:
+    from twin.scenario.workload import Restart
+
+    rs = Restart(detection_h=0.05, reschedule_h=0.1, warmup_h=0.1, init_s_per_rank=0.01)
+    assert rs.restart_h(0.02, 16384) == pytest.approx(0.05 + 0.1 + 0.02 + 16384 * 0.01 / 3600 + 0.1)
+    assert rs.restart_h(0.02, 16384) - rs.restart_h(0.02, 1024) == pytest.approx(15360 * 0.01 / 3600)
+
+
+def test_peer_checkpoint_lost_only_when_both_holders_fail() -> None:
+    import numpy as np
+
+    from twin.model.checkpoints import peer_copy_lost, peer_partner
+
+    holders = np.array([10, 11, 12, 13])
+    assert [peer_partner(i, 4) for i in range(4)] == [1, 0, 3, 2]
+    assert not peer_copy_lost(holders, [10])              # 11 still holds 10's shard
+    assert not peer_copy_lost(holders, [10, 12])          # different pairs
+    assert not peer_copy_lost(holders, [10, 14])          # 14 joined later: holds no shard
+    assert peer_copy_lost(holders, [10, 11])              # both holders of a shard
+    assert peer_copy_lost(holders, [13, 99, 12])
+    assert peer_copy_lost(np.array([1, 2, 3]), [3, 2])    # an odd last node copies to the one before
+    assert not peer_copy_lost(np.array([1, 2, 3]), [3, 1])
+    assert peer_copy_lost(np.array([7]), [7])             # one node: no copy
+
+
+def test_peer_checkpoint_in_the_workload(tmp_path: Path) -> None:
+    # every node fails every 5 h: the peer job restarts from its neighbour's memory (short reads) and falls
+    # back to the last drained checkpoint only when two partners fail between checkpoints
+    parts = {"gpu": {"count": 1, "failure": {"mtbf_h": 5.0}, "repair": {"hot_swap": True, "time": {"dist": "fixed", "value_h": 0.5}}}}
+    doc = phased_doc(parts)
+    j = doc["workload"]["jobs"][0]
+    del j["phases"]
+    j["checkpoint"] = {"interval_h": 0.1, "mode": "peer", "peer_gb_per_s": 1.0, "storage_every": 5}
+    loaded = load_dict(doc)
+    ck = loaded.scenario.workload.jobs[0].checkpoint
+    assert ck.write_time_h(1.0, 1, 8) == pytest.approx(16.0 / 8 / 1.0 / 3600)
+    res = run_forecast(loaded, 2, levers=[], results_root=tmp_path, report=False)
+    assert (res.rows["completed"] == 1).all() and (res.rows["interruptions"] > 0).all()
+    assert np.abs(res.rows["residual_h"]).max() < 1e-6

@@ -47,32 +47,73 @@ class Checkpoint(Strict):
         None, description="Progress hours between checkpoints (reset by a restart); null: never checkpoint."
     )
     size_gb: NonNegH = Field(0.0, description="Checkpoint size, gigabytes (whole job).")
-    mode: Literal["sync", "async"] = Field("sync", description="sync: the job pauses for the write.")
+    mode: Literal["sync", "async", "peer"] = Field(
+        "sync", description="sync: the job pauses for the write; async: it stalls async_fraction of it; peer: it pauses "
+                            "while each node copies its shard into a neighbour's host memory (peer_gb_per_s), every "
+                            "storage_every-th checkpoint drained to the storage in the background; an interruption that "
+                            "takes both holders of a shard falls back to the last drained one (twin/model/checkpoints.py).")
+    peer_gb_per_s: PosF = Field(
+        25.0, description="peer: GB/s at which a node copies its shard to its neighbour's host memory (a 400 Gb/s NIC is "
+                          "50 GB/s line rate; Gemini, SOSP'23, copies over the training network: assumption, range 5-50).")
+    storage_every: PosInt = Field(
+        10, description="peer: every this many peer checkpoints one is also drained to the storage, in the background "
+                        "(no pause; assumption: the drain ends before the next is due; range 1-100).")
     async_fraction: Annotated[float, Field(ge=0, le=1)] = Field(
         0.1, description="Share of the write time an async checkpoint still stalls the job (assumption)."
     )
     write_h: NonNegH | None = Field(
         None, description="Fixed write time, hours; overrides size_gb / storage bandwidth (used by validation)."
     )
+    overhead_s: NonNegH = Field(
+        0.0, description="Fixed seconds added to every checkpoint write (serialisation, metadata, the barrier of all "
+                         "ranks), whatever its size. Default 0; assumption where a scenario sets it (range 5-120 s).")
+    writer_nodes: PosInt | None = Field(
+        None, description="Nodes that write the checkpoint, each through its front-end link "
+                          "(workload.storage.node_write_gb_per_s); null: all the job's nodes (every rank writes its shard, "
+                          "as Megatron-LM's distributed checkpoint and PyTorch DCP do).")
     retention: Retention = Field(default_factory=lambda: Retention(),
                                  description="Checkpoints kept for rollbacks (silent data corruption).")
 
-    def write_time_h(self, write_gb_per_s: float, writers: int = 1) -> float:
-        """Hours to write this checkpoint: ``write_h`` when given, else ``size_gb`` at the storage's write
-        bandwidth ``write_gb_per_s`` (GB/s) shared by ``writers`` concurrent writers: the one definition,
-        used by the schema's check, the workload model, the forecast and the advisories."""
+    def write_time_h(self, write_gb_per_s: float, writers: int = 1, nodes: int = 0,
+                     node_gb_per_s: float | None = None) -> float:
+        """Hours to write this checkpoint: ``write_h`` when given, else ``size_gb`` at min(the storage's write
+        bandwidth ``write_gb_per_s`` (GB/s) shared by ``writers`` concurrent writers, the writer nodes (``writer_nodes``,
+        else the job's ``nodes``) × the per-node front-end ``node_gb_per_s``), plus ``overhead_s``: the one
+        definition, used by the schema's check, the workload model, the forecast and the advisories."""
         if self.write_h is not None:
             return self.write_h
-        return _training.checkpoint_write_h(self.size_gb, write_gb_per_s, writers)
+        if self.mode == "peer":   # each node copies its shard to its neighbour: size / nodes at peer_gb_per_s
+            return self.size_gb / max(1, self.writer_nodes or nodes) / self.peer_gb_per_s / 3600.0 + self.overhead_s / 3600.0
+        return _training.checkpoint_write_h(self.size_gb, write_gb_per_s, writers, self.writer_nodes or nodes,
+                                            node_gb_per_s, self.overhead_s)
+
+    def pause_h(self, write_h: float) -> float:
+        """Hours a (non-final) checkpoint of write time ``write_h`` pauses the job: all of it (sync, peer), or
+        async_fraction of it (async)."""
+        return self.async_fraction * write_h if self.mode == "async" else write_h
 
 
 class Restart(Strict):
+    """A job's restart after an interruption: detection, rescheduling, reading its checkpoint, initialising
+    its ranks and the warm-up (:meth:`restart_h`)."""
+
     detection_h: NonNegH = Field(0.05, description="Time to detect a crashed job, hours (assumption: 3 min).")
     reschedule_h: NonNegH = Field(0.1, description="Time to reallocate nodes and relaunch, hours (assumption).")
     warmup_h: NonNegH = Field(0.1, description="Warm-up after loading the checkpoint, hours (assumption).")
     read_h: NonNegH | None = Field(
         None, description="Fixed checkpoint read time, hours; overrides size_gb / read bandwidth."
     )
+    init_s_per_rank: NonNegH = Field(
+        0.0, description="Launch and communicator initialisation, seconds per rank (GPU) of the job: a restart "
+                         "term that grows with the job's size. Default 0; where a scenario sets it: NCCL "
+                         "initialisation ~2.5 min above some thousands of GPUs (NVIDIA/nccl issue 1156) is ~0.01 s "
+                         "per rank at 16K; MegaScale (NSDI'24) measured 1,047 s at >10K GPUs before its fixes "
+                         "(~0.1 s/rank) and <30 s after (~0.003 s/rank): range 0.002-0.1 (sources-next.md §10).")
+
+    def restart_h(self, read_h: float, ranks: int) -> float:
+        """Hours of one restart: detection + rescheduling + the checkpoint read ``read_h`` (hours) + ``ranks`` ×
+        init_s_per_rank + warm-up."""
+        return self.detection_h + self.reschedule_h + read_h + ranks * self.init_s_per_rank / 3600.0 + self.warmup_h
 
 
 Share = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
@@ -516,6 +557,20 @@ class Trace(Strict):
 class Storage(Strict):
     write_gb_per_s: PosF = Field(100.0, description="Aggregate checkpoint write bandwidth, GB/s (assumption).")
     read_gb_per_s: PosF = Field(200.0, description="Aggregate checkpoint read bandwidth, GB/s (assumption).")
+    node_write_gb_per_s: PosF | None = Field(
+        None, description="Per-node front-end bandwidth to the storage for writes, GB/s: a checkpoint writes at "
+                          "most at writer nodes × this (DGX H100: two 400 Gb/s storage ports = 100 GB/s line rate; "
+                          "assumption where a scenario sets it, range 10-100). null: no per-node limit.")
+    node_read_gb_per_s: PosF | None = Field(
+        None, description="Per-node front-end bandwidth for checkpoint reads, GB/s (null: no per-node limit).")
+
+    def read_time_h(self, size_gb: float, nodes: int, readers: int = 1) -> float:
+        """Hours to read ``size_gb``: size / min(read bandwidth shared by ``readers``, ``nodes`` × the per-node
+        read bandwidth)."""
+        bw = self.read_gb_per_s / max(1, readers)
+        if self.node_read_gb_per_s is not None and nodes > 0:
+            bw = min(bw, nodes * self.node_read_gb_per_s)
+        return size_gb / bw / 3600.0
 
 
 class Scheduler(Strict):
@@ -585,7 +640,7 @@ class Workload(Strict):
             ck = job.checkpoint
             if ck.interval_h is None:
                 continue
-            w = ck.write_time_h(self.storage.write_gb_per_s)
+            w = ck.write_time_h(self.storage.write_gb_per_s, 1, -(-job.gpus // gpn), self.storage.node_write_gb_per_s)
             if w >= ck.interval_h:
                 what = (f"write_h {w:g} h" if ck.write_h is not None else
                         f"a {ck.size_gb:g} GB checkpoint takes {w:.4g} h at {self.storage.write_gb_per_s:g} GB/s")

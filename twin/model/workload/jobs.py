@@ -158,6 +158,14 @@ class Job:
     # checkpoints kept by the retention policy (made at the first), and the spans of wall time its running
     # state carries (None: one span since time 0, until its first restart)
     capture_h: float = 0.0  # capture time of the checkpoint being written
+    # peer checkpoints (checkpoint.mode peer, twin.model.checkpoints.peer_copy_lost): the job's nodes when the
+    # last one completed, the nodes lost since, the progress last drained to the storage, how many completed,
+    # and whether the restart under way reads the storage (its peer copy lost)
+    peer_holders: np.ndarray | None = None
+    peer_gone: list[int] = field(default_factory=list)
+    stored_h: float = 0.0
+    peer_count: int = 0
+    from_storage: bool = False
     history: History | None = None
     lineage: Lineage | None = None
 
