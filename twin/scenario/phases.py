@@ -12,14 +12,11 @@ work.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any, Callable
 
 from pydantic import Field, ValidationError, model_validator
 
 from twin.scenario.base import Strict
-
-if TYPE_CHECKING:  # pragma: no cover
-    from twin.scenario.workload import StepModel
 
 PosF = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 PosInt = Annotated[int, Field(ge=1)]
@@ -63,11 +60,12 @@ class Phase(Strict):
 
 class Segment:
     """A run of constant step: phase ``phase`` (index ``index``), ``tokens_t`` trillion tokens on ``gpus``
-    GPUs with ``step`` (a validated StepModel), its ``label`` 'name' or 'name.k' (ramp segment k)."""
+    GPUs with ``step`` (a validated twin.scenario.workload.StepModel), its ``label`` 'name' or 'name.k' (ramp
+    segment k)."""
 
     __slots__ = ("index", "phase", "label", "tokens_t", "gpus", "step")
 
-    def __init__(self, index: int, phase: str, label: str, tokens_t: float, gpus: int, step: "StepModel") -> None:
+    def __init__(self, index: int, phase: str, label: str, tokens_t: float, gpus: int, step: Any) -> None:
         self.index, self.phase, self.label, self.tokens_t, self.gpus, self.step = index, phase, label, tokens_t, gpus, step
 
     def work_h(self) -> float:
@@ -94,11 +92,10 @@ def _first_error(exc: ValidationError, prefix: str) -> ValueError:
     return ValueError(f"@{prefix}{'.' + loc if loc else ''}: {msg}")
 
 
-def segments(phases: list[Phase], step: "StepModel", gpus: int) -> list[Segment]:
-    """The phases as segments of constant step, each with its validated StepModel; ValueError naming
-    ``@phases.N...`` when a phase's layout or batch does not hold."""
-    from twin.scenario.workload import StepModel
-
+def segments(phases: list[Phase], step: Any, gpus: int, step_model: Callable[..., Any]) -> list[Segment]:
+    """The phases as segments of constant step, each with its StepModel (``step_model``: the class
+    twin.scenario.workload.StepModel, which validates it) made from the job's ``step`` with the phase's
+    changes; ValueError naming ``@phases.N...`` when a phase's layout or batch does not hold."""
     assert step.model is not None and step.layout is not None
     out: list[Segment] = []
     names = [p.name for p in phases]
@@ -113,7 +110,7 @@ def segments(phases: list[Phase], step: "StepModel", gpus: int) -> list[Segment]
             model = {**step.model.model_dump(), "seq_len": ph.seq_len or step.model.seq_len,
                      "global_batch": batch or step.model.global_batch}
             try:
-                st = StepModel(**{**step.model_dump(exclude={"model", "layout"}), "model": model, "layout": lay})
+                st = step_model(**{**step.model_dump(exclude={"model", "layout"}), "model": model, "layout": lay})
             except ValidationError as exc:
                 raise _first_error(exc, f"phases.{i}") from None
             assert st.layout is not None

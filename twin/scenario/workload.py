@@ -492,13 +492,13 @@ class Job(Strict):
         total = sum(p.tokens_t for p in self.phases)
         if abs(total - tokens_t) > 1e-9 * tokens_t:
             raise ValueError(f"@phases: the phases' tokens sum to {total:g} T, not training.tokens_t {tokens_t:g} T")
-        return sum(seg.work_h() for seg in segments(self.phases, self.step, self.gpus))
+        return sum(seg.work_h() for seg in segments(self.phases, self.step, self.gpus, StepModel))
 
     def phase_segments(self) -> list:  # type: ignore[type-arg]
         """The job's phases as segments of constant step (twin/scenario/phases.py), [] without phases."""
         if self.phases is None:
             return []
-        return segments(self.phases, self.step, self.gpus)
+        return segments(self.phases, self.step, self.gpus, StepModel)
 
 
 class Choice(Strict):
