@@ -273,3 +273,14 @@ def test_peer_checkpoint_in_the_workload(tmp_path: Path) -> None:
     res = run_forecast(loaded, 2, levers=[], results_root=tmp_path, report=False)
     assert (res.rows["completed"] == 1).all() and (res.rows["interruptions"] > 0).all()
     assert np.abs(res.rows["residual_h"]).max() < 1e-6
+
+
+def test_levers_run_phase_by_phase(tmp_path: Path) -> None:
+    parts = {"gpu": {"count": 1, "failure": {"mtbf_h": 5.0}, "repair": {"hot_swap": True, "time": {"dist": "fixed", "value_h": 0.5}}}}
+    res = run_forecast(load_dict(phased_doc(parts)), 2, levers=["halve-top"], results_root=tmp_path, report=False)
+    (lever, rows), = res.levers
+    assert rows is not None and {"phase.a.time_to_train_h", "phase.b.time_to_train_h"} <= set(rows.columns)
+    assert rows["time_to_train_h"].to_numpy() == pytest.approx(
+        (rows["phase.a.time_to_train_h"] + rows["phase.b.time_to_train_h"]).to_numpy())
+    assert (tmp_path / "phased").exists() and any(p.name.startswith(f"{lever.key}-phase-")
+                                                  for p in next((tmp_path / "phased").iterdir()).glob("reps/*"))

@@ -101,10 +101,11 @@ def phased(loaded: Loaded, index: int, bound_factor: float) -> tuple[list[tuple[
     return segs, combined_target([t for _, _, t in segs])
 
 
-def run_phased(segs: list[tuple[str, Loaded, Target]],
-               variant: Callable[[str, Loaded], pd.DataFrame]) -> pd.DataFrame:
-    """Run every segment (``variant(key, loaded)``: its replications) and sum them per replication."""
-    parts = [(label, variant(f"phase-{label}", ld)) for label, ld, _ in segs]
+def run_phased(segs: list[tuple[str, Loaded, Target]], variant: Callable[[str, Loaded], pd.DataFrame],
+               key: str = "baseline") -> pd.DataFrame:
+    """Run every segment of variant ``key`` (``variant(key-phase-label, loaded)``: its replications) and sum
+    them per replication."""
+    parts = [(label, variant(f"{key}-phase-{label}", ld)) for label, ld, _ in segs]
     return sum_rows(parts)
 
 

@@ -465,9 +465,6 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
         from twin.forecast import phases as ph
 
         segs, target = ph.phased(loaded, index, bound_factor)
-        if lever_names or lever_scenarios:
-            notes.append("levers are not run for a phased job (each lever would be run phase by phase: not built)")
-        lever_names, lever_scenarios = [], ()
         notes.append(f"phased: {len(segs)} segments ({', '.join(lab for lab, _, _ in segs)}) run one after another, "
                      "each on its own GPUs with its own failures and a fresh cluster (parts under repair, spare stock "
                      "and the queue are not carried from one phase to the next)")
@@ -476,7 +473,7 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
     H = bound_h(target, bound_factor)
     base = with_horizon(loaded, H)
     cluster_levers = _cluster_levers(base, target, lever_names, spares, lever_scenarios, sets, bound_factor)
-    _check_limits(base, reps, 1 + len(lever_names) + len(lever_scenarios) + (len(segs) if segs else 0),
+    _check_limits(base, reps, (1 + len(lever_names) + len(lever_scenarios)) * (len(segs) if segs else 1),
                   cluster_levers, force)
     if start_date is not None:  # every date of the forecast lies within the horizon bound
         try:
@@ -517,10 +514,10 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
         say(f"forecast of {target.name} in {sc.name}: {reps} replications, horizon bound {H / 24:.1f} days")
 
         def run_variant(key: str, ld: Loaded) -> pd.DataFrame:
-            if key == "baseline" and segs:
-                from twin.forecast.phases import run_phased
+            if segs:   # the baseline and every lever, phase by phase (a lever's scenario keeps the phases)
+                from twin.forecast.phases import phased, run_phased
 
-                return run_phased(segs, variant)
+                return run_phased(segs if key == "baseline" else phased(ld, index, bound_factor)[0], variant, key)
             return variant(key, ld)
 
         try:
