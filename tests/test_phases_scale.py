@@ -189,11 +189,31 @@ def test_fp8_precision_runs_its_share_at_the_fp8_peak() -> None:
     (lambda j: j["step"]["layout"].update({"ep": 2}), "workload.jobs.0.step.layout.ep"),
     (lambda j: j["step"]["model"].update({"moe": {"experts": 4, "top_k": 8, "expert_ffn": 64}}),
      "workload.jobs.0.step.model.moe.top_k"),
+    (lambda j: j["step"]["model"].update({"moe": {"experts": 8, "top_k": 2, "expert_ffn": 64, "capacity_factor": 0.5}}),
+     "workload.jobs.0.step.model.moe.capacity_factor"),
+    (lambda j: j["checkpoint"].update({"overhead_s": -1}), "workload.jobs.0.checkpoint.overhead_s"),
+    (lambda j: j["checkpoint"].update({"mode": "nvme"}), "workload.jobs.0.checkpoint.mode"),
+    (lambda j: j["checkpoint"].update({"storage_every": 0}), "workload.jobs.0.checkpoint.storage_every"),
 ])
 def test_bad_new_fields_exit_2_naming_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: Any,
                                                 path: str) -> None:
     doc = phased_doc()
     edit(doc["workload"]["jobs"][0])
+    _check_exit_2(tmp_path, capsys, doc, path)
+
+
+@pytest.mark.parametrize("section, value, path", [
+    ("storage", {"write_gb_per_s": 1.0, "node_write_gb_per_s": 0}, "workload.storage.node_write_gb_per_s"),
+    ("restart", {"init_s_per_rank": -0.1}, "workload.restart.init_s_per_rank"),
+])
+def test_bad_scale_fields_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], section: str, value: Any,
+                                 path: str) -> None:
+    doc = phased_doc()
+    doc["workload"][section] = value
+    _check_exit_2(tmp_path, capsys, doc, path)
+
+
+def _check_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], doc: dict[str, Any], path: str) -> None:
     f = tmp_path / "bad.yaml"
     f.write_text(yaml.safe_dump(doc, sort_keys=False))
     assert main(["forecast", str(f), "--reps", "2", "--results", str(tmp_path)]) == 2
@@ -284,3 +304,32 @@ def test_levers_run_phase_by_phase(tmp_path: Path) -> None:
         (rows["phase.a.time_to_train_h"] + rows["phase.b.time_to_train_h"]).to_numpy())
     assert (tmp_path / "phased").exists() and any(p.name.startswith(f"{lever.key}-phase-")
                                                   for p in next((tmp_path / "phased").iterdir()).glob("reps/*"))
+
+
+def test_peer_checkpoint_falls_back_only_when_both_holders_fail() -> None:
+    """Deterministic: no part fails by itself; nodes are taken from the job by hand. A loss of one holder
+    (or of holders of different shards) restarts from the peer copy; the loss of both holders of a shard
+    falls back to the last checkpoint drained to the storage."""
+    from twin.sim import Model
+
+    doc = phased_doc()
+    j = doc["workload"]["jobs"][0]
+    del j["phases"]
+    j["checkpoint"] = {"interval_h": 0.1, "mode": "peer", "peer_gb_per_s": 1.0, "storage_every": 3}
+    model = Model(load_dict(doc).scenario, 0)
+    env = model.engine.env
+    wl = model.by_section["workload"]
+    while env.peek() < 0.75:
+        env.step()
+    job = wl.jobs[0]
+    assert job.peer_count == 7 and job.stored_h < job.saved_h   # 7 peer checkpoints, the 6th drained
+    saved, stored = job.saved_h, job.stored_h
+    holders = job.peer_holders.copy()
+    wl._on_node_lost(int(holders[0]), "gpu")
+    assert not job.from_storage and job.progress_h == saved
+    wl._on_node_lost(int(holders[2]), "gpu")                     # another pair: still one holder each
+    assert not job.from_storage and job.progress_h == saved
+    wl._on_node_lost(int(holders[1]), "gpu")                     # 0's partner: both holders of shard 0
+    assert job.from_storage and job.progress_h == stored
+    lost = [r.lost_h for r in wl.interruptions]
+    assert sum(lost) == pytest.approx(job.acct.lost_h)

@@ -48,6 +48,12 @@ class Interruptions(ElasticJobs):
             job.acct.interruptions += 1
             job.acct.planned_interruptions += int(planned)
             self.interruptions.append(Interruption(job.spec.jid, job.spec.name, now, cause, planned, lost, len(job.nodes)))
+        elif lost > 0.0:   # a peer copy lost by a later loss of the same instant: the same interruption loses more
+            for k in range(len(self.interruptions) - 1, -1, -1):
+                rec = self.interruptions[k]
+                if rec.jid == job.spec.jid:
+                    self.interruptions[k] = rec._replace(lost_h=rec.lost_h + lost)
+                    break
         job.last_interrupt_h = now
         if job.timer is not None:
             job.timer.cancel()
