@@ -199,7 +199,7 @@ for _part, _cls in (("spec", JobSpec), ("acct", JobAccount)):
 del _part, _cls, _f
 
 
-STEP_COMPONENTS = ("compute", "tp", "pp", "bubble", "dp", "compress", "throttle")
+STEP_COMPONENTS = ("compute", "tp", "pp", "bubble", "dp", "compress", "throttle", "cp", "ep")
 """The components of a layout job's step (twin.physics.parallel.StepBreakdown, without ``_s``)."""
 STEP_COLUMNS = ["job", "name", "gpus", "tp", "pp", "dp", "ideal_step_s", "mean_step_s", "run_h",
                 *(f"share_{c}" for c in STEP_COMPONENTS), "limiter"]
