@@ -59,7 +59,8 @@ def alone(doc: dict[str, Any], phase: int) -> dict[str, Any]:
 
 def test_phased_forecast_is_the_sum_of_its_phases_failure_free(tmp_path: Path) -> None:
     doc = phased_doc()
-    res = run_forecast(load_dict(doc), 2, levers=[], results_root=tmp_path, report=False)
+    res = run_forecast(load_dict(doc), 2, levers=[], results_root=tmp_path, report=True)
+    assert "Phases" in res.report[1].read_text() and "| b |" in res.report[1].read_text()
     got = res.rows["time_to_train_h"].to_numpy()
     sums = 0.0
     for k, label in enumerate(("a", "b")):

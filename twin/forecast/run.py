@@ -558,7 +558,7 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
             for lever, r in results:
                 if r is not None:
                     curves[lever.label] = r["time_to_train_h"].to_numpy(dtype=float) / 24.0
-            rep_paths = rp.write_report(folder, meta, dist, loss, wf, table, curves, notes)
+            rep_paths = rp.write_report(folder, meta, dist, loss, wf, table, curves, notes, phase_rows)
         wall = time.perf_counter() - t_start
         write_json(folder / "run.json", {"wall_s": wall, "computed": computed, "workers": workers,
                                          "backend": "dask" if dask is not None else ("local" if workers > 1 else "serial"),
