@@ -192,6 +192,7 @@ def test_fp8_precision_runs_its_share_at_the_fp8_peak() -> None:
      "workload.jobs.0.step.model.moe.top_k"),
     (lambda j: j["step"]["model"].update({"moe": {"experts": 8, "top_k": 2, "expert_ffn": 64, "capacity_factor": 0.5}}),
      "workload.jobs.0.step.model.moe.capacity_factor"),
+    (lambda j: j["phases"][1].update({"gpus": 128, "layout": {"dp": 16}}), "workload.jobs.0.phases.1.gpus"),
     (lambda j: j["checkpoint"].update({"overhead_s": -1}), "workload.jobs.0.checkpoint.overhead_s"),
     (lambda j: j["checkpoint"].update({"mode": "nvme"}), "workload.jobs.0.checkpoint.mode"),
     (lambda j: j["checkpoint"].update({"storage_every": 0}), "workload.jobs.0.checkpoint.storage_every"),

@@ -619,6 +619,11 @@ class Workload(Strict):
                     f"@workload.jobs.{i}.gpus: job {job.name!r} needs {need} nodes but only {schedulable} "
                     f"are schedulable ({sc.cluster.n_nodes} nodes minus {self.scheduler.hot_spares} hot spares)"
                 )
+        for i, job in enumerate(self.jobs):
+            for k, ph in enumerate(job.phases or []):
+                if ph.gpus is not None and -(-ph.gpus // gpn) > schedulable:
+                    raise ValueError(f"@workload.jobs.{i}.phases.{k}.gpus: phase {ph.name!r} needs {-(-ph.gpus // gpn)} "
+                                     f"nodes but only {schedulable} are schedulable")
         if self.synthetic is not None:
             for v in self.synthetic.gpus.values:
                 if -(-v // gpn) > schedulable:
