@@ -156,7 +156,7 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('checkpoint_gpu_hours',
        'Σ over jobs of checkpoint hours × GPUs (an asynchronous checkpoint counts its stall)'),
     _H('restart_gpu_hours',
-       'Σ over jobs of restart hours × GPUs (detection_h + reschedule_h + read time + warmup_h per restart)'),
+       'Σ over jobs of restart hours × GPUs (detection_h + reschedule_h + read time + GPUs × init_s_per_rank + warmup_h per restart)'),
     _H('jobs_submitted', 'listed jobs, synthetic arrivals and trace rows'),
     _H('jobs_completed', 'jobs in state done'),
     _H('interruptions',

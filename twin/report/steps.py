@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-COMPONENTS = ("compute", "tp", "pp", "bubble", "dp", "compress", "throttle")
+COMPONENTS = ("compute", "tp", "pp", "bubble", "dp", "compress", "throttle", "cp", "ep")
 """The step's components in the table's ``share_<component>`` columns (twin.physics.parallel)."""
 
 NAMES = {"compute": "compute", "tp": "tp", "pp": "pp sends", "bubble": "bubble", "dp": "exposed dp",
-         "compress": "compression", "throttle": "throttling"}
+         "compress": "compression", "throttle": "throttling", "cp": "context-parallel K/V", "ep": "expert all-to-all"}
 
 
 def limiter_lines(tables: dict[str, pd.DataFrame]) -> list[str]:

@@ -347,10 +347,10 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
         M = 1.0 / rate
         sdc_rate = sum(r for _, effect, r in rows if effect == "rollback")
         strag_rate = sum(r for _, effect, r in rows if effect == "straggler")
-        write = ck.write_time_h(wl.storage.write_gb_per_s)
-        delta = write if ck.mode == "sync" else ck.async_fraction * write  # the job's pause (as the model)
-        read = wl.restart.read_h if wl.restart.read_h is not None else ck.size_gb / wl.storage.read_gb_per_s / 3600.0
-        R = wl.restart.detection_h + wl.restart.reschedule_h + read + wl.restart.warmup_h
+        write = ck.write_time_h(wl.storage.write_gb_per_s, 1, nodes, wl.storage.node_write_gb_per_s)
+        delta = ck.pause_h(write)  # the job's pause (as the model)
+        read = wl.restart.read_h if wl.restart.read_h is not None else wl.storage.read_time_h(ck.size_gb, nodes)
+        R = wl.restart.restart_h(read, job.gpus)
         opt = checkpoint_optimum(ck, delta, R, rate - sdc_rate, sdc_rate, sdc.detection if sdc is not None else None)
         if opt.sdc_rate_per_h > 0:
             out.extend(retention_advice(f"workload.jobs.{i}.checkpoint", f"job {job.name!r}", ck, delta, opt.latency_h))
@@ -387,7 +387,7 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
             if src is not None:
                 ck = src.checkpoint
                 write = ck.write_time_h(wl.storage.write_gb_per_s)
-                pause = write if ck.mode == "sync" else ck.async_fraction * write
+                pause = ck.pause_h(write)
                 out.extend(retention_advice(f"workload.{key}.checkpoint", f"every {key} job", ck, pause,
                                             latency_samples_h(sdc.detection)))
     return out
