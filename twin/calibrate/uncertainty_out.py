@@ -31,7 +31,7 @@ from typing import Any
 from scipy.stats import norm
 
 from twin.calibrate.gather import Calibration
-from twin.calibrate.scenario_out import usable
+from twin.calibrate.model_choice import usable
 
 TAIL_SIGMAS = 4.0
 """Truncation of the lognormal at ±4σ of the log (tail mass 6e-5 each side)."""
