@@ -22,6 +22,7 @@ from twin.scenario.defaults import derive, moved, over_default
 from twin.scenario.base import Dist, Part, Repair, Strict, hot_swap_repair
 from twin.scenario.leaks import LeakDamage, LeakDetection, LoopLeak
 from twin.scenario.plant import Plant
+from twin.scenario.response import Response
 from twin.scenario.units import UnitGroup
 from twin.units import DAYS_PER_YEAR
 
@@ -561,6 +562,8 @@ class Cooling(Strict):
                                       "name; none by default.")
     heat_ageing: HeatAgeing = Field(default_factory=HeatAgeing, description="Failure rates that follow "
                                     "temperature: the X-factor on the inlet, Arrhenius on the junction.")
+    response: Response = Field(default_factory=Response, description="The operator's response to a cooling "
+                               "shortfall of an air zone: cap GPU power, drain nodes, or none.")
     inject: list[CoolingInject] = Field(default_factory=list, description="Scheduled failures (stress scenarios).")
     plant: Plant | None = Field(None, description="Chillers and the chilled-water loop fed by the power chain, the "
                                 "power paths of the cooling units, their maintenance and shared infrastructure "
