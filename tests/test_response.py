@@ -26,7 +26,7 @@ NON_GPU_W, GPUS, IDLE_W, TDP_W, ALPHA = 4600.0, 8, 100.0, 700.0, 0.5  # cluster.
 
 
 def probe(policy: str | None, hours: float = 200.0, failed: int = 2, response_h: float = 1.0,
-          margin_c: float = 2.0) -> dict[str, Any]:
+          margin_c: float = 2.0, r_air: float = 0.09) -> dict[str, Any]:
     """The starvation probe at small scale: 2 racks × 4 nodes in one zone of four 25 kW CRAH units, all
     nodes in one job; ``failed`` units fail at 10 h and are never repaired (no derating: the design
     ambient is above the site's)."""
@@ -37,7 +37,7 @@ def probe(policy: str | None, hours: float = 200.0, failed: int = 2, response_h:
                                      "repair": "none"},
                 "supply_c": SUPPLY, "room_tau_min": 15, "inlet_step_c": 0.05, "fan_part": None,
                 "design_ambient_c": 60},
-        "gpu": {"r_air_c_per_w": 0.09},
+        "gpu": {"r_air_c_per_w": r_air},
         "node": {"max_inlet_c": MAX_INLET},
         "inject": inject,
     }
@@ -123,6 +123,26 @@ def test_starvation_probe_cap_brings_tripped_nodes_back_capped() -> None:
     assert res.metrics["response.capped_node_hours"] == pytest.approx(N_NODES * (200.0 - T_FAIL - 1.0), rel=1e-9)
 
 
+def test_cap_keeps_the_hottest_gpu_below_slowdown() -> None:
+    """A warmer GPU design (R = 0.11 °C/W): the budget's cap (557.8 W) would leave the GPUs throttling in the
+    33 °C room it makes, so the operator caps lower, at the c where S(c) + c·R = 89 °C with
+    S(c) = 24 + (8·h(c) − 50 kW)·R_room: its GPUs settle at the slowdown temperature, not above it."""
+    r = 0.11
+    res = run(probe("cap", r_air=r))
+    rho = R_ROOM / 1000.0  # °C per W
+    c2 = (89.0 - SUPPLY - (N_NODES * NON_GPU_W - 2 * UNIT_KW * 1000.0) * rho) / (N_NODES * GPUS * rho + r)
+    c1 = (budget_w(2) / N_NODES - NON_GPU_W) / GPUS
+    assert c2 < c1
+    resp = res.tables["cooling_response"]
+    assert resp.action.astype(str).tolist() == ["cap"] and resp.cap_w.iloc[0] == pytest.approx(c2, rel=1e-12)
+    s_c = SUPPLY + (N_NODES * node_heat_w(c2) - 2 * UNIT_KW * 1000.0) * rho
+    assert s_c + c2 * r == pytest.approx(89.0, abs=1e-9)
+    # the room that cap makes, on the timeline: the zone's target supply once capped
+    tl = res.tables["cooling_timeline"]
+    after = tl[(tl.unit == "zone") & (tl.time_h >= T_FAIL + 1.0)]
+    assert after.target_c.iloc[-1] == pytest.approx(s_c, abs=1e-9)
+
+
 def test_margin_to_the_set_point_keeps_heat_within_capacity() -> None:
     """A margin of max_inlet_c − supply_c: the budget is the CRAH capacity left (50 kW), and the zone's
     heat stays within it after the response."""
@@ -135,21 +155,29 @@ def test_margin_to_the_set_point_keeps_heat_within_capacity() -> None:
 
 
 def test_drain_policy_drains_the_fewest_nodes() -> None:
-    """Policy drain: the operator keeps ⌊budget / h(P_d)⌋ nodes and drains the rest (tripped ones first)."""
+    """Policy drain: the operator keeps the most nodes whose full-load heat fits the budget (⌊72.5 / 10.2⌋ =
+    7) and whose room leaves the hottest GPU at full power below slowdown (24 + 700 × 0.09 = 87 °C: a 2 °C
+    rise, (50 + 2 / 0.4) kW / 10.2 kW: 5), and drains the rest, tripped nodes first."""
     res = run(probe("drain"))
-    B = budget_w(2)
-    keep = int(B // node_heat_w(TDP_W))
+    full = node_heat_w(TDP_W)
+    rise_c = 89.0 - SUPPLY - TDP_W * 0.09
+    keep = min(int(budget_w(2) // full), int((2 * UNIT_KW + rise_c / R_ROOM) * 1000.0 // full))
+    assert keep == 5
     resp = res.tables["cooling_response"]
     assert resp.action.astype(str).tolist() == ["drain"] and int(resp.drained.iloc[0]) == N_NODES - keep
-    # the first tripped node in node order is the one drained: down to the horizon; the others came back
+    # rack 0 came back before the response (as with policy none); of rack 1, tripped at the response, the
+    # first three in node order are drained to the horizon, the last comes back
     trips = res.tables["thermal_trips"]
-    first = int(trips.sort_values("node").node.iloc[0])
     iv = res.tables["node_intervals"]
     down = iv[iv.state == "down"]
-    assert sorted(down[down.end_h >= 200.0].node.tolist()) == [first + 4]  # rack 0 came back before the response
+    assert sorted(down[down.end_h >= 200.0].node.tolist()) == [4, 5, 6]
     assert res.metrics["response.drained_node_hours"] == pytest.approx((N_NODES - keep) * (200.0 - T_FAIL - 1.0),
                                                                        rel=1e-9)
     assert int(trips.end_h.isna().sum()) == 0  # tripped, then drained: its trip ended, the drain holds it
+    # the room with the five nodes left: at most the 2 °C rise the hottest GPU allows
+    tl = res.tables["cooling_timeline"]
+    after = tl[(tl.unit == "zone") & (tl.time_h >= T_FAIL + 1.0)]
+    assert (after.target_c <= SUPPLY + rise_c + 1e-9).all()
 
 
 def test_cap_slows_the_job_between_uncapped_and_tripped() -> None:

@@ -20,10 +20,11 @@ class Response(Strict):
     its supply stays ``inlet_margin_c`` below the lowest trip supply of the zone's nodes. Then
 
     * ``cap``: every node of the zone gets the same GPU power cap (the highest whose full-load heat fits
-      the budget, at least the GPUs' minimum power), through the IT power's cap and a speed cap (source
-      ``operator``): jobs slow down instead of losing nodes, and tripped nodes come back capped;
+      the budget and, in an air-cooled hall, at which the zone's hottest GPU does not throttle in the room
+      that heat makes; at least the GPUs' minimum power), through the IT power's cap and a speed cap
+      (source ``operator``): jobs slow down instead of losing nodes, and tripped nodes come back capped;
     * ``drain``: the fewest nodes are taken out of service (cause ``cooling_drain``; tripped ones first,
-      then from the end of the zone) so that the rest fit the budget at full load;
+      then from the end of the zone) so that the rest fit the budget at full load, without throttling;
     * ``none``: nothing (a tripped node returns only once its zone could carry all its nodes at full load,
       which in a summer with units lost may be never).
 

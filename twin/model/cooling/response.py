@@ -8,9 +8,11 @@ node's inlet offset). ``response_h`` later the operator plans the zone's heat to
 
 (the CRAH capacity left, plus the uncovered heat at which the room settles ``inlet_margin_c`` below the
 lowest trip supply; S_base: the zone's supply set point and plant offset; R_room in °C/W here) and
-either caps every node's GPUs at the highest power c whose full-load air heat fits, n·h(c) ≤ Q_budget (at
-least the GPUs' minimum power; policy ``cap``), or drains the fewest nodes, n − ⌊Q_budget / h(P_d)⌋
-(policy ``drain``). h is the node's air heat (``_air_heat_w``), affine in the GPU power. The cap acts
+either caps every node's GPUs at the highest power c whose full-load air heat fits, n·h(c) ≤ Q_budget,
+and, in an air-cooled hall, at which the zone's hottest GPU (largest inlet offset and R) stays at or
+below ``slowdown_c`` in the room that heat makes (a GPU that throttles runs slower than the cap; at least
+the GPUs' minimum power; policy ``cap``), or drains the fewest nodes so that the rest fit both at full
+power (policy ``drain``). h is the node's air heat (``_air_heat_w``), affine in the GPU power. The cap acts
 through the shared IT power (source ``operator``) and a speed cap of the same name (published on
 ``NODE_SPEED``): the GPUs draw less, the room's heat falls, the jobs slow by ((c − P_idle)/(P_d −
 P_idle))^α, and the thermal model follows the capped draw as it follows a power-chain cap. Tripped nodes
@@ -78,16 +80,49 @@ class OperatorResponse(CoolingState):
     def _node_heat_w(self, gpu_w: float) -> float:
         return float(self._air_heat_w(gpu_w, 1.0))
 
-    def _cap_for(self, per_node_w: float) -> float | None:
-        """The highest GPU cap (W) whose full-load node air heat is at most ``per_node_w``: inf when the
-        uncapped node fits, at least the GPUs' minimum power; None when GPU power does not reach the air."""
+    def _cap_for(self, z: int, budget_w: float) -> float | None:
+        """The operator's even GPU cap (W) for zone ``z``: the highest c with (1) the zone's full-load air heat
+        within the budget, n·h(c) ≤ Q_budget, and (2) in an air-cooled hall, the zone's hottest GPU (its
+        largest inlet offset and R) at most at ``slowdown_c`` in the room that heat makes, S(c) + off + c·R ≤
+        T_slow with S(c) = S_base + max(0, n·h(c) − Q_cap)·R_room (a GPU that would throttle runs slower than
+        the cap: the operator caps below it instead). At least the GPUs' minimum power; inf when the
+        uncapped nodes fit (1) and (2); None when GPU power does not reach the air."""
+        s, e = self.zones[z]
+        n = e - s
         a, b = self._node_heat_w(self.idle_w), self._node_heat_w(self.tdp_w)
-        if per_node_w >= b:
-            return INF
         if b <= a:
-            return None
-        c = self.idle_w + (per_node_w - a) / (b - a) * (self.tdp_w - self.idle_w)  # h is affine in the GPU power
+            return None if n * b > budget_w else INF
+        k = (b - a) / (self.tdp_w - self.idle_w)  # h(c) = a0 + k·c (affine in the GPU power)
+        a0 = a - k * self.idle_w
+        c = (budget_w / n - a0) / k  # (1)
+        if not self.gpu_on_liquid:  # (2): the GPUs sit in the room's air
+            assert self.air is not None
+            base = self._base_supply_c(self.engine.now) + self.plant_c
+            off = float(self.toff_max_n[s:e].max())
+            r = float((self.rmax_n[s:e] * self.rfactor[s:e]).max())
+            cap, rho = self._zone_cap_w(z), self.r_room / 1000.0  # °C per W of uncovered heat
+            c2 = (self.slow_c - base - off) / r  # the room at its set point
+            if n * (a0 + k * c2) > cap:  # the room warms: S(c) rises with c
+                c2 = (self.slow_c - base - off - (n * a0 - cap) * rho) / (n * k * rho + r)
+            c = min(c, c2)
+        if c >= self.tdp_w:
+            return INF
         return max(c, float(self.pmin_w))
+
+    def _keep_for(self, z: int, budget_w: float) -> int:
+        """Nodes of zone ``z`` the operator keeps in service uncapped (policy drain): the most whose full-load
+        heat fits the budget and, in an air-cooled hall, whose room leaves the hottest GPU at full power at
+        most at ``slowdown_c`` (the room at its set point when no warmer room allows that)."""
+        s, e = self.zones[z]
+        full = self._node_heat_w(self.tdp_w)
+        keep = int(budget_w // full)
+        if not self.gpu_on_liquid:
+            base = self._base_supply_c(self.engine.now) + self.plant_c
+            off = float(self.toff_max_n[s:e].max())
+            r = float((self.rmax_n[s:e] * self.rfactor[s:e]).max())
+            room_c = max(0.0, self.slow_c - base - off - self.tdp_w * r)  # rise the hottest GPU allows, °C
+            keep = min(keep, int((self._zone_cap_w(z) + room_c * 1000.0 / self.r_room) // full))
+        return keep
 
     def _shortfall(self, z: int, tgt_c: float) -> None:
         """Zone ``z``'s room now heads for ``tgt_c`` (°C): at a trip supply, the operator responds later."""
@@ -122,13 +157,13 @@ class OperatorResponse(CoolingState):
                 self.resp_rows.append((now, z, "end", math.inf, 0, budget / 1000.0, self._zone_cap_w(z) / 1000.0))
             return
         if policy == "cap":
-            c = self._cap_for(budget / n)
+            c = self._cap_for(z, budget)
             if c is None:  # the GPUs' heat goes to the liquid: a cap would not cool this air zone
                 return
             self._resp_apply(z, c, [])
             self.resp_rows.append((now, z, "cap", c, 0, budget / 1000.0, self._zone_cap_w(z) / 1000.0))
         else:
-            k = n - int(budget // self._node_heat_w(self.tdp_w))
+            k = n - self._keep_for(z, budget)
             tripped = [i for i in range(s, e) if i in self.tripped]
             rest = [i for i in range(e - 1, s - 1, -1) if i not in self.tripped]
             drain = sorted((tripped + rest)[:k])
