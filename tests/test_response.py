@@ -174,6 +174,9 @@ def test_drain_policy_drains_the_fewest_nodes() -> None:
     assert res.metrics["response.drained_node_hours"] == pytest.approx((N_NODES - keep) * (200.0 - T_FAIL - 1.0),
                                                                        rel=1e-9)
     assert int(trips.end_h.isna().sum()) == 0  # tripped, then drained: its trip ended, the drain holds it
+    # drained node-hours are a cooling loss in the goodput buckets, not a failure
+    assert res.metrics["goodput.mechanism.failure.other"] == 0.0
+    assert res.metrics["goodput.mechanism.thermal_trip"] > 0.0
     # the room with the five nodes left: at most the 2 °C rise the hottest GPU allows
     tl = res.tables["cooling_timeline"]
     after = tl[(tl.unit == "zone") & (tl.time_h >= T_FAIL + 1.0)]
