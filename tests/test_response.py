@@ -226,3 +226,19 @@ def test_capped_hall_equals_the_direct_path() -> None:
     assert lazy.metrics["response.capped_node_hours"] > 0
     assert_same_results(lazy, direct)
     pd.testing.assert_frame_equal(resp, direct.tables["cooling_response"], check_exact=False, rtol=1e-9, atol=1e-9)
+
+
+def test_bad_policy_is_a_one_line_error_exit_2(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    from twin.cli import main
+
+    f = tmp_path / "probe.yaml"
+    f.write_text(yaml.safe_dump(probe("cap", hours=24.0)))
+    rc = main(["run", str(f), "--results", str(tmp_path / "out"), "--quiet", "--set", "cooling.response.policy=shed"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "cooling.response.policy" in err and "Traceback" not in err
+    rc = main(["run", str(f), "--results", str(tmp_path / "out2"), "--quiet", "--set",
+               "cooling.liquid.leak.damage.probability=0.5"])  # an air hall has no liquid plant
+    assert rc == 2 and "Traceback" not in capsys.readouterr().err
