@@ -19,7 +19,8 @@ P_idle))^α, and the thermal model follows the capped draw as it follows a power
 are admitted back against the budget at their capped full-load heat (``trips``), so they return capped.
 
 While a response is in force, every change of the zone's capacity (a CRAH unit failed or back, the
-hourly derating) re-plans it at once; it ends when all the zone's nodes fit the budget uncapped.
+hourly derating) or of its supply (the evaporative base, the chilled-water offset) re-plans it at once; it
+ends when all the zone's nodes fit the budget uncapped.
 """
 
 from __future__ import annotations
