@@ -185,8 +185,8 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('thermal.gpu_temp_max_c', 'maximum over the replication'),
     _H('cooling.zone_over_capacity_hours', 'Σ over zones of the hours with Q > Q_cap'),
     _H('cooling.loop_no_flow_hours', 'Σ over loops of the hours without flow'),
-    _H('response.actions', "cooling_response rows with action cap or drain: at response_h after a zone's target "
-       'supply reaches its lowest trip supply, and at every capacity change while in force'),
+    _H('response.actions', "cooling_response rows with action cap or drain: a zone's plan set or changed, "
+       "response_h after its target supply reaches its lowest trip supply, then at capacity or supply changes"),
     _H('response.capped_node_hours', 'Σ over zones of the nodes × hours with a finite operator cap'),
     _H('response.drained_node_hours', 'Σ over zones of the drained nodes × hours'),
     _H('leak.events', 'failures of the node leak units (cooling.liquid.leak.failure)'),

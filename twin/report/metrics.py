@@ -253,7 +253,7 @@ CATALOGUE: tuple[Metric, ...] = (
     M("cooling.loop_no_flow_hours", "hours with a loop without flow", "h", -1, "thermal", "hours",
       "hours some liquid loop had no coolant flow"),
     M("response.actions", "operator responses to a cooling shortfall", "plans", 0, "thermal", "count",
-      "caps or drains the operator planned for short air zones (cooling.response)"),
+      "caps or drains the operator set or changed for short air zones (cooling.response)"),
     M("response.capped_node_hours", "node-hours under the operator's cap", "node-h", -1, "thermal", "hours",
       "node-hours whose GPUs the operator capped to fit a zone's cooling"),
     M("response.drained_node_hours", "node-hours drained for cooling", "node-h", -1, "thermal", "hours",

@@ -161,16 +161,20 @@ class OperatorResponse(CoolingState):
             c = self._cap_for(z, budget)
             if c is None:  # the GPUs' heat goes to the liquid: a cap would not cool this air zone
                 return
+            if c != self.op_cap_w[s]:  # a row per change of the plan
+                self.resp_rows.append((now, z, "cap", c, 0, budget / 1000.0, self._zone_cap_w(z) / 1000.0))
             self._resp_apply(z, c, [])
-            self.resp_rows.append((now, z, "cap", c, 0, budget / 1000.0, self._zone_cap_w(z) / 1000.0))
         else:
+            # the nodes drained already stay drained first (no churn of jobs), then tripped ones, then from the end
             k = n - self._keep_for(z, budget)
-            tripped = [i for i in range(s, e) if i in self.tripped]
-            rest = [i for i in range(e - 1, s - 1, -1) if i not in self.tripped]
-            drain = sorted((tripped + rest)[:k])
+            old = self._drained[z]
+            tripped = [i for i in range(s, e) if i in self.tripped and i not in old]
+            rest = [i for i in range(e - 1, s - 1, -1) if i not in self.tripped and i not in old]
+            drain = sorted((old + tripped + rest)[:k])
+            if drain != old:
+                self.resp_rows.append((now, z, "drain", math.inf, len(drain), budget / 1000.0,
+                                       self._zone_cap_w(z) / 1000.0))
             self._resp_apply(z, INF, drain)
-            self.resp_rows.append((now, z, "drain", math.inf, len(drain), budget / 1000.0,
-                                   self._zone_cap_w(z) / 1000.0))
         self._resp_active[z] = True
 
     def _resp_apply(self, z: int, cap_w: float, drain: list[int]) -> None:
@@ -217,7 +221,7 @@ class OperatorResponse(CoolingState):
         self._resp_t[z] = now
 
     def _response_results(self) -> tuple[dict[str, float], dict[str, object]]:
-        """Metrics ``response.*`` and the ``cooling_response`` table (one row per plan)."""
+        """Metrics ``response.*`` and the ``cooling_response`` table (one row per change of a zone's plan)."""
         import pandas as pd
 
         if self._resp_on:
