@@ -242,3 +242,29 @@ def test_bad_policy_is_a_one_line_error_exit_2(tmp_path: Any, capsys: pytest.Cap
     rc = main(["run", str(f), "--results", str(tmp_path / "out2"), "--quiet", "--set",
                "cooling.liquid.leak.damage.probability=0.5"])  # an air hall has no liquid plant
     assert rc == 2 and "Traceback" not in capsys.readouterr().err
+
+
+def test_cap_follows_the_hourly_derating() -> None:
+    """A hot site (30 ± 6 °C daily, design ambient 25 °C, 3 %/°C derating): the zone's capacity changes hour
+    by hour, and the operator's cap with it; after the first response the zone's heat never exceeds the
+    budget of the hour (capacity of that hour + the room's allowance), and the cap is lower on afternoons."""
+    doc = probe("cap", hours=72.0)
+    air = doc["cooling"]["air"]
+    air["design_ambient_c"], air["derate_per_c"] = 25.0, 0.03
+    doc["cooling"]["ambient"] = {"mean_c": 30.0, "seasonal_amplitude_c": 0.0, "diurnal_amplitude_c": 6.0}
+    res = run(doc)
+    resp = res.tables["cooling_response"]
+    caps = resp[resp.action.astype(str) == "cap"]
+    assert len(caps) > 24 and caps.cap_w.nunique() > 5  # re-planned as the derating moved
+    allowance_kw = (MAX_INLET - 2.0 - SUPPLY) / R_ROOM
+    assert np.allclose(caps.budget_kw, caps.capacity_kw + allowance_kw, rtol=1e-12)
+    # the cap solves n·h(c) = budget (or the hottest-GPU rule binds below it)
+    assert (N_NODES * (NON_GPU_W + GPUS * caps.cap_w) <= caps.budget_kw * 1000.0 * (1 + 1e-9)).all()
+    hot = caps[(caps.time_h % 24 >= 13) & (caps.time_h % 24 <= 17)]
+    cool = caps[(caps.time_h % 24 <= 5)]
+    assert len(hot) and len(cool) and hot.cap_w.mean() < cool.cap_w.mean()
+    tl = res.tables["cooling_timeline"]
+    z = tl[(tl.unit == "zone") & (tl.time_h >= float(caps.time_h.iloc[0]))].copy()
+    # the budget in force at each timeline row: the last plan's, at or before it
+    i = np.searchsorted(caps.time_h.to_numpy(), z.time_h.to_numpy(), side="right") - 1
+    assert (z.load_kw.to_numpy() <= caps.budget_kw.to_numpy()[i] * (1 + 1e-9)).all()
