@@ -328,7 +328,9 @@ def test_lost_capacity_throttles_at_predicted_time() -> None:
 
 def test_lost_all_cooling_trips_on_inlet_at_predicted_time() -> None:
     t0 = 10.0
-    res = run_doc(_hall([{"part": "crah", "index": i, "at_h": t0} for i in range(4)]))
+    doc = _hall([{"part": "crah", "index": i, "at_h": t0} for i in range(4)])
+    doc["cooling"]["response"] = {"policy": "none"}  # trips and restarts alone (tests/test_response.py: with one)
+    res = run_doc(doc)
     r_room = 2.0 * 15 / 90.0
     s_inf = 24 + 81.6 * r_room  # no capacity left: the room heats toward this
     t_trip = t0 + 15.0 * math.log((s_inf - 24.0) / (s_inf - 35.0)) / 60.0  # supply reaches 35 °C

@@ -39,7 +39,7 @@ def feasibility(C: Sequence[np.ndarray], constraints: Sequence[Constraint], U: n
     constraint, ``p:<constraint>`` (the share of worlds meeting that one alone)."""
     D, K, R = C[0].shape
     U = np.asarray(U, dtype=float).reshape(D, -1)
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x46, 2)))
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x46, 3)))
     means: list[list[np.ndarray]] = []
     samplers: list[list[object]] = []
     for Cj in C:

@@ -30,6 +30,8 @@ Lines, all in ``costs.currency`` over the horizon of T = horizon_days / 365 year
 * **repair parts**: completed replacements of each part type (tickets done at rung 2 or 3 of the repair
   ladder, less those whose swapped-out part returns through vendor RMA: under warranty, assumption) ×
   part price.
+  A node destroyed by a leak (``leak.nodes_destroyed`` of the cooling component) is bought again:
+  node price by type plus its PSUs, a line ``node destroyed by a leak`` (``cost.leak_damage``).
 * **labour**: Σ pools technicians × on-shift hours in the horizon × rate.
 * **spares holding**: ``holding_rate_per_year`` × part price × mean units on hand × T, the mean
   on hand time-weighted from the inventory's recorder level ``spares_on_hand.<part>`` (it falls
@@ -177,6 +179,18 @@ def capital_items(sc: "Scenario") -> list[CapitalItem]:
     return out
 
 
+LEAK_DAMAGE_ITEM = "node destroyed by a leak (node and PSUs)"
+
+
+def node_replacement_price(sc: "Scenario") -> float:
+    """Price of one node bought again (a leak destroyed it): ``capital.node`` of its type plus its PSUs."""
+    c = sc.costs
+    assert c is not None
+    psu = psu_part(sc)
+    n_psu = sc.cluster.node.parts[psu].count if psu is not None else 0
+    return float(c.capital.node[sc.cluster.node.type] + n_psu * c.capital.psu)
+
+
 def capital_purchase(sc: "Scenario") -> float:
     """Total purchase price of everything installed (not amortised), in the scenario's currency."""
     return float(sum(i.purchase for i in capital_items(sc)))
@@ -287,6 +301,13 @@ class Costs(Component):
                 rows.append({"category": "repair_parts", "group": "repair_parts", "item": part, "quantity": float(k),
                              "unit": "repair", "unit_price": p, "purchase": math.nan, "amortisation_years": math.nan,
                              "amount": float(k) * p})
+        # nodes destroyed by leaks: bought again (node and its PSUs), at the full price like a part
+        destroyed = metrics.get("leak.nodes_destroyed")
+        if destroyed:
+            p = node_replacement_price(sc)
+            rows.append({"category": "repair_parts", "group": "repair_parts", "item": LEAK_DAMAGE_ITEM,
+                         "quantity": float(destroyed), "unit": "node", "unit_price": p, "purchase": math.nan,
+                         "amortisation_years": math.nan, "amount": float(destroyed) * p})
         # labour
         for name, pool in model.shop.crews.items():
             hours_on = pool.calendar.on_shift_hours(H) * pool.count
@@ -322,6 +343,8 @@ class Costs(Component):
             if (cap.group == g).any():
                 m[f"cost.capital.{g}"] = float(cap.loc[cap.group == g, "amount"].sum())
         m["cost.capital_purchase"] = float(cap["purchase"].sum())
+        if "leak.nodes_destroyed" in so_far.metrics:  # a hall whose leaks can destroy nodes
+            m["cost.leak_damage"] = float(df.loc[df.item == LEAK_DAMAGE_ITEM, "amount"].sum())
         m["cost.energy_kwh"] = self._fac_kwh
         if self.ctx.sc.cooling is None:  # no cooling model: the energy cost used a flat PUE, and outputs say so
             m["pue.flat"] = float(self.spec.energy.pue)
@@ -331,4 +354,5 @@ class Costs(Component):
         return m, {"costs": df}
 
 
-__all__ = ["Costs", "annuity_factor", "capital_items", "capital_purchase", "energy_cost", "horizon_years"]
+__all__ = ["LEAK_DAMAGE_ITEM", "Costs", "annuity_factor", "capital_items", "capital_purchase", "energy_cost",
+           "horizon_years", "node_replacement_price"]

@@ -185,6 +185,15 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('thermal.gpu_temp_max_c', 'maximum over the replication'),
     _H('cooling.zone_over_capacity_hours', 'Σ over zones of the hours with Q > Q_cap'),
     _H('cooling.loop_no_flow_hours', 'Σ over loops of the hours without flow'),
+    _H('response.actions', "cooling_response rows with action cap or drain: a zone's plan set or changed, "
+       "response_h after its target supply reaches its lowest trip supply, then at capacity or supply changes"),
+    _H('response.capped_node_hours', 'Σ over zones of the nodes × hours with a finite operator cap'),
+    _H('response.drained_node_hours', 'Σ over zones of the drained nodes × hours'),
+    _H('leak.events', 'failures of the node leak units (cooling.liquid.leak.failure)'),
+    _H('leak.detected', 'leaks whose detection draw (stream leak_detect) fell below leak.detection.probability'),
+    _H('leak.nodes_destroyed', 'rows of the leak_damage table: nodes of undetected leaks whose damage draw (stream '
+       'leak_damage) fell below leak.damage.probability'),
+    _H('leak.loop_events', 'failures of the loop_leak units (cooling.liquid.leak.loop)'),
     _H('plant.loop_offset_max_c', 'largest x at the plant\'s events, x(t) = x_ss + (x0 − x_ss)·e^(−t/τ) with '
        'x_ss = max(0, Q − Q_cap)·R, R = τ/(4186·V) (x is monotone between events)'),
     _H('plant.capacity_short_hours', 'Σ of the time with the running chillers\' capacity below the IT heat of the '
@@ -323,7 +332,8 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('cost.capital_purchase', "Σ of the costs table's purchase column"),
     _H('cost.energy', 'Σ P_IT·PUE·price·Δt over the piecewise-constant site IT power (flat or time-of-use price)'),
     _H('cost.energy_kwh', 'IT energy × PUE'),
-    _H('cost.repair_parts', 'repairs × part price (costs.parts)'),
+    _H('cost.repair_parts', 'repairs × part price (costs.parts), plus cost.leak_damage'),
+    _H('cost.leak_damage', 'leak.nodes_destroyed × (capital.node of the type + PSUs per node × capital.psu)'),
     _H('cost.labour', 'technicians × on-shift hours × rate'),
     _H('cost.spares_holding', 'holding rate (25 %/yr) × part price × mean units on hand × T'),
     _H('cost.water', 'water.site_l / 1000 (m³) × costs.water_per_m3; 0 without evaporative cooling'),

@@ -22,7 +22,9 @@ from twin.scenario.defaults import derive, moved, over_default
 from twin.scenario.base import Dist, Part, Repair, Strict, hot_swap_repair
 from twin.scenario.chiller_curve import ChillerCurve
 from twin.scenario.humidity import EvaporativeHumidity
+from twin.scenario.leaks import LeakDamage, LeakDetection, LoopLeak
 from twin.scenario.plant import Plant
+from twin.scenario.response import Response
 from twin.scenario.units import UnitGroup
 from twin.units import DAYS_PER_YEAR
 
@@ -220,7 +222,8 @@ class Cdu(UnitGroup):
 
 
 class Leak(Strict):
-    """Coolant leak at a node (cold plate, manifold, quick disconnect): the node goes down until repaired."""
+    """Coolant leaks: at a node (cold plate, quick disconnect: the node and ``neighbours`` go down until
+    repaired, with ``damage`` unless ``detection`` isolates the rack first) and loop-wide (``loop``)."""
 
     failure: Dist = Field(default_factory=lambda: Exponential(mean_h=2.0e6),
                           description="Time to a leak per node (assumption: MTBF 2,000,000 node-hours).")
@@ -228,6 +231,12 @@ class Leak(Strict):
         default_factory=_leak_repair, description="Leak repair (default 8 h, assumption).")
     neighbours: Annotated[int, Field(ge=0, le=64)] = Field(
         0, description="Nodes below the leaking one in the same rack that also go down (assumption: 0).")
+    damage: LeakDamage | None = Field(default_factory=LeakDamage, description="What an undetected leak destroys; "
+                                      "null: nothing (the node is down for the repair only).")
+    detection: LeakDetection | None = Field(None, description="Detection that isolates the rack before damage; "
+                                            "null: none fitted (assumption: automatic rack valves are an option).")
+    loop: LoopLeak | None = Field(default_factory=LoopLeak, description="CDU or manifold leaks that take a whole "
+                                  "loop down; null: none.")
 
 
 class Liquid(Strict):
@@ -594,6 +603,8 @@ class Cooling(Strict):
                                       "name; none by default.")
     heat_ageing: HeatAgeing = Field(default_factory=HeatAgeing, description="Failure rates that follow "
                                     "temperature: the X-factor on the inlet, Arrhenius on the junction.")
+    response: Response = Field(default_factory=Response, description="The operator's response to a cooling "
+                               "shortfall of an air zone: cap GPU power, drain nodes, or none.")
     inject: list[CoolingInject] = Field(default_factory=list, description="Scheduled failures (stress scenarios).")
     plant: Plant | None = Field(None, description="Chillers and the chilled-water loop fed by the power chain, the "
                                 "power paths of the cooling units, their maintenance and shared infrastructure "
@@ -729,6 +740,8 @@ class Cooling(Strict):
             return self.liquid.loops * self.liquid.cdu.count
         if name == "cdu_pump" and self.liquid is not None:
             return self.liquid.loops * self.liquid.cdu.count * self.liquid.cdu.pumps.count
+        if name == "loop_leak" and self.liquid is not None:
+            return self.liquid.loops
         if name == "water_supply" and self.air is not None and self.air.evaporative is not None:
             return 1
         return None
@@ -754,6 +767,8 @@ class Cooling(Strict):
             if self.liquid.leak is not None:
                 lk = self.liquid.leak
                 out["leak"] = Part(count=1, effect="node_down", failure=lk.failure, repair=lk.repair)
+                if lk.loop is not None:  # one per loop: the nodes are taken down by the cooling model
+                    out["loop_leak"] = Part(count=1, required=1, effect="redundant", failure=lk.loop.failure, repair=lk.loop.repair)
         if self.plant is not None:
             out.update(self.plant.part_specs())
         return out

@@ -66,6 +66,7 @@ def _default_parts() -> dict[str, float]:
         "cdu": 5000.0,        # CDU repair kit (assumption)
         "cdu_pump": 3000.0,   # one pump (assumption)
         "leak": 1000.0,       # fittings and hose (assumption)
+        "loop_leak": 5000.0,  # CDU or manifold leak: seals, hose, coolant refill and treatment (assumption, range 2,000-20,000)
         "water_supply": 2000.0,  # evaporative units' water supply: pump, valve, treatment part (assumption)
         "ups": 5000.0,        # UPS module or battery string (assumption)
         "ups_module": 8000.0,  # one UPS power module, ~100-250 kW class (assumption, range 4,000-20,000)

@@ -219,6 +219,8 @@ class AirRooms(CoolingState):
         tgt = plant.room_target_c(self._base_supply_c(now) + self.plant_c, q, cap, self.r_room)  # plant_c: cooling.powered
         if tgt == self.z_tgt[z]:
             return
+        if self._resp_on:  # heading for an inlet trip: the operator responds (cooling.response)
+            self._shortfall(z, tgt)
         self.z_S0[z] = self._supply_now(z)
         self.z_ta[z] = now
         self.z_tgt[z] = tgt
@@ -322,6 +324,8 @@ class AirRooms(CoolingState):
         self._crah_w = self.crah_healthy * self.air.crah.capacity_kw * 1000.0
         self._set_caps()
         if self.on:
+            if self._resp_on:
+                self._resp_replan()
             self._retarget(z)
             self._try_restarts()
             self._schedule_hour(bisect.bisect_left(self._hours, self.engine.now))  # (quiet may have ended)
@@ -353,6 +357,8 @@ class AirRooms(CoolingState):
         """Ambient change at an hour where the capacity derating of the air zones changes."""
         self._set_caps()
         self._humidity_hour()  # evaporative units: humidity entered or left the envelope (issue 42)
+        if self._resp_on:
+            self._resp_replan()
         base = self._base_supply_c(self.engine.now)  # supply_c, or the evaporative units' base of this hour
         for z in range(len(self.zones)):
             if not self.z_slack[z] or self.z_tgt[z] != base + self.plant_c:

@@ -164,6 +164,12 @@ class CoolingState:
     trip_inlet_n: NDArray[np.float64] | None  # per node: the zone supply at which its inlet reaches max_inlet_c, °C
     z_trip_levels: list[NDArray[np.float64]]  # per air zone: its nodes' distinct trip supplies, increasing, °C
 
+    _reserved_w: dict[int, float]
+
+    # ---- response (OperatorResponse._init_response): the operator's caps and drains (cooling.response)
+    op_cap_w: NDArray[np.float64]  # per node: the operator's GPU cap, W (inf: none)
+    _resp_on: bool
+
     # ---- air (AirRooms._init_air, _init_fans, _start_air)
     zones: list[tuple[int, int]]
     zone_of: NDArray[np.int64]
@@ -262,6 +268,15 @@ class CoolingState:
             raise NotImplementedError
 
         def _schedule_hour(self, i: int) -> None:  # air
+            raise NotImplementedError
+
+        def _shortfall(self, z: int, tgt_c: float) -> None:  # response
+            raise NotImplementedError
+
+        def _resp_replan(self) -> None:  # response
+            raise NotImplementedError
+
+        def _admit_budget_w(self, z: int) -> float:  # response
             raise NotImplementedError
 
         def _base_supply_c(self, t_h: float) -> float:  # evaporative
