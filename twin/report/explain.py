@@ -214,6 +214,9 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('energy.peak_it_kw', 'maximum of the site IT power level'),
     _H('energy.peak_facility_kw', 'maximum of the facility power'),
     _H('energy.free_cooling_hours.<plant>', 'hours with the outdoor temperature ≤ supply − approach'),
+    _H('energy.server_fans_kwh', 'Σ over nodes up of (healthy/count)·P_max·s³ × duration, s = min(1, demand·count/'
+       'healthy), demand = max(min_speed, load·(T_exh − T_design)/(T_exh − T_inlet)) (twin.physics.fans)'),
+    _H('fans.peak_speed', 'max over events and working fans of s = min(1, demand·count/healthy)'),
     _H('pue', 'energy.facility_kwh / energy.it_kwh (daily in pue_daily)'),
     _H('pue.flat', 'costs.energy.pue, reported only without a cooling section (the energy cost is IT energy × it)'),
     _H('water.evaporated_l', 'Σ over intervals of Q_air × max(0, T_db − T_supply)/ΔT_IT × duration / h_fg '
