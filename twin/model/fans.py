@@ -68,8 +68,9 @@ class FanLaw:
         g = node.gpus
         self._a_w = g * (node.gpu.demand_w - node.gpu.idle_w)  # demanded node power = util·a + b(util)
         self._g_idle_w = g * node.gpu.idle_w
-        self._ng_idle_w, self._ng_busy_w = node.non_gpu_idle_w, node.non_gpu_w  # fans at full speed included
-        assert self._ng_idle_w is not None
+        assert node.non_gpu_idle_w is not None
+        self._ng_idle_w: float = node.non_gpu_idle_w  # the non-GPU load as stated (its fans included)
+        self._ng_busy_w: float = node.non_gpu_w
         self.node_w = np.zeros(n)
         """Fans' power of each node, W (0 while it is down)."""
         self.total_w = 0.0
@@ -79,8 +80,8 @@ class FanLaw:
 
     def _share(self, util: float | NDArray[np.float64]) -> float | NDArray[np.float64]:
         """The node's demanded power at utilisation ``util`` (its non-GPU load as stated) over its nameplate."""
-        ng = self._ng_idle_w + (self._ng_busy_w - self._ng_idle_w) * util  # type: ignore[operator]
-        return (util * self._a_w + self._g_idle_w + ng) / self.rated_w  # type: ignore[no-any-return]
+        ng = self._ng_idle_w + (self._ng_busy_w - self._ng_idle_w) * util
+        return (util * self._a_w + self._g_idle_w + ng) / self.rated_w
 
     def _demand(self, idx: NDArray[np.int64], util: float | NDArray[np.float64]) -> NDArray[np.float64]:
         """Flow the fans of ``idx`` need (:func:`~twin.physics.fans.fan_demand`) at utilisation ``util``, at

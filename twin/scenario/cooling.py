@@ -20,6 +20,7 @@ from pydantic import Field, PrivateAttr, model_validator
 from twin.scenario.distributions import Exponential, Fixed
 from twin.scenario.defaults import derive, moved, over_default
 from twin.scenario.base import Dist, Part, Repair, Strict, hot_swap_repair
+from twin.scenario.density import Density
 from twin.scenario.plant import Plant
 from twin.scenario.units import UnitGroup
 from twin.units import DAYS_PER_YEAR
@@ -554,6 +555,8 @@ class Cooling(Strict):
     heat_ageing: HeatAgeing = Field(default_factory=HeatAgeing, description="Failure rates that follow "
                                     "temperature: the X-factor on the inlet, Arrhenius on the junction.")
     inject: list[CoolingInject] = Field(default_factory=list, description="Scheduled failures (stress scenarios).")
+    density: Density = Field(default_factory=Density, description="Power per rack each cooling option supports (the "
+                             "rack limit when cluster.rack gives none) and white space per rack and unit (issue 42).")
     plant: Plant | None = Field(None, description="Chillers and the chilled-water loop fed by the power chain, the "
                                 "power paths of the cooling units, their maintenance and shared infrastructure "
                                 "(issue 24); null: the plant never fails and never loses power.")
@@ -613,6 +616,8 @@ class Cooling(Strict):
                 if parts[fp].effect != "redundant":
                     raise ValueError(f"@cooling.air.fan_part: part {fp!r} must have effect 'redundant', "
                                      f"got {parts[fp].effect!r}")
+        if sc.cluster.rack.power_limit_kw is None:  # the option's supported density (an advisory when exceeded)
+            derive(sc.cluster.rack, power_limit_kw=self.density.rack_kw(self.type))
         if self.plant is not None:
             self.plant.check_against(sc)
         if self.liquid is not None and self.liquid.loops > racks:
