@@ -47,10 +47,10 @@ class FanLaw:
         node = sc.cluster.node
         f = node.fans
         cool = sc.cooling
-        assert cool is not None and f.max_w is not None
+        assert cool is not None and node.non_gpu_idle_w is not None
         self.engine = engine
         self.cluster = cluster
-        self.full_w = float(f.max_w)
+        self.full_w = f.full_w(node.non_gpu_idle_w, node.rated_w)
         """Fans' power at full speed of the node type as rated (taken out of the non-GPU load), W."""
         self.liquid = cool.type in ("liquid", "hybrid")
         self.max_w = self.full_w * (f.residual_share if self.liquid else 1.0)

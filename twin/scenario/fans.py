@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from twin.scenario.base import Strict
 
@@ -57,6 +57,13 @@ class NodeFans(Strict):
         "fan", description="Node part (effect redundant) whose healthy count carries the flow: the remaining "
         "fans speed up by count/healthy (their power by (count/healthy)²) before the GPUs warm. null, or a "
         "node without the part: failures not tracked.")
+
+    @model_validator(mode="after")
+    def _check(self) -> "NodeFans":
+        if self.exhaust_c <= self.design_inlet_c + 1.0:
+            raise ValueError(f"@exhaust_c: must be > design_inlet_c + 1 ({self.design_inlet_c + 1.0:g}) °C, "
+                             f"got {self.exhaust_c:g}")
+        return self
 
     def full_w(self, non_gpu_idle_w: float, rated_w: float) -> float:
         """Fans' power at full speed, W (``max_w``, else ``share`` × ``rated_w``, at most ``non_gpu_idle_w``)."""

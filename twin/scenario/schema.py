@@ -107,9 +107,7 @@ class Node(Strict):
             raise ValueError(f"@non_gpu_idle_w: must be <= non_gpu_w ({self.non_gpu_w:g}), got {self.non_gpu_idle_w:g}")
         assert self.non_gpu_idle_w is not None
         fm = self.fans.max_w
-        if fm is None:
-            derive(self.fans, max_w=self.fans.full_w(self.non_gpu_idle_w, self.rated_w))
-        elif fm > self.non_gpu_idle_w:
+        if fm is not None and fm > self.non_gpu_idle_w:
             raise ValueError(f"@fans.max_w: the fans are part of the non-GPU load; must be <= non_gpu_idle_w "
                              f"({self.non_gpu_idle_w:g}), got {fm:g}")
         for name in self.parts:
