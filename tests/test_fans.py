@@ -136,3 +136,22 @@ def test_fans_larger_than_the_non_gpu_load_are_refused() -> None:
     d["cluster"]["node"]["fans"] = {"max_w": 5000}
     with pytest.raises(InputError, match=r"cluster\.node\.fans\.max_w: .* must be <= non_gpu_idle_w \(4600\)"):
         load_dict(d)
+
+
+def test_a_warming_room_speeds_the_fans_up_through_the_bus() -> None:
+    """Every CRAH unit lost at 2 h: the zone's held inlet steps up (0.5 °C steps, Topic.ZONE_INLET) toward
+    24 + 10.2 kW × R_room (R_room = 2 °C/min × 15 min / 90 kW) = 27.4 °C, and the node's fans follow the fan
+    curve at each step. The GPUs stay far below their slowdown, so the site power's rise is the fans'."""
+    crah = [{"part": "crah", "index": i, "at_h": 2.0} for i in range(4)]
+    m = run(doc(inject=crah))
+    res = m.result()
+    assert res.metrics["thermal.trips"] == 0 and res.metrics["thermal.throttled_gpu_hours"] == 0
+    top_c = SUPPLY_C + 10.2 * (2.0 * 15.0 / (3 * 30.0))
+    before = power_at(m, 1.9)
+    ts, vs = m.recorder.level_series("site_power_w")
+    warm = [float(v) for t, v in zip(ts, vs) if t >= 2.0]
+    assert len(warm) >= 7 and all(b > a for a, b in zip(warm, warm[1:]))  # faster at every step of the room
+    fan = lambda t_c: FULL_W * (15.0 / (45.0 - t_c)) ** 3  # noqa: E731
+    assert before == pytest.approx(10200.0 - FULL_W + fan(SUPPLY_C), rel=1e-12)
+    assert warm[-1] == pytest.approx(10200.0 - FULL_W + fan(top_c), rel=1e-9)
+    assert res.metrics["fans.peak_speed"] == pytest.approx(15.0 / (45.0 - top_c), rel=1e-9)
