@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
 from twin.model.engine import Topic
-from twin.physics.fans import fan_demand, fan_speed, node_fan_power_w
+from twin.physics.fans import MIN_RISE_C, fan_demand, fan_speed, node_fan_power_w
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.model.cluster import Cluster
@@ -62,6 +62,8 @@ class FanLaw:
         self.part = f.part if f.part is not None and f.part in node.parts else None
         self.count = int(node.parts[self.part].count) if self.part is not None else 1
         self.healthy = np.full(n, self.count, dtype=np.float64)
+        self.n_short = 0
+        """Nodes with fewer than all their fans (kept by the component)."""
         start_c = cool.air.supply_c if cool.air is not None else f.design_inlet_c
         self.inlet_c = np.full(n, float(start_c))
         """Inlet air of each node's fans, °C: its air zone's held supply (the design inlet without air)."""
@@ -77,6 +79,8 @@ class FanLaw:
         self.energy_wh = 0.0
         self.peak_speed = 0.0
         self._t = engine.now
+        self._k_c = self.exhaust_c - self.design_inlet_c
+        self._stated: dict[float, float] = {}
 
     def _share(self, util: float | NDArray[np.float64]) -> float | NDArray[np.float64]:
         """The node's demanded power at utilisation ``util`` (its non-GPU load as stated) over its nameplate."""
@@ -104,23 +108,46 @@ class FanLaw:
 
     def power_w(self, idx: NDArray[np.int64], util: float | NDArray[np.float64]) -> NDArray[np.float64]:
         """Simulated fans less the stated ones (W) of nodes ``idx`` at utilisation ``util`` (what the fans add to
-        the stated node power; 0 for a down node); records the fans' power (energy up to now first)."""
-        now = self.engine.env.now
+        the stated node power; 0 for a down node); records the fans' power (energy up to now first).
+
+        On the hot path (every refresh of the IT power): the fan curve and the cube law of
+        :mod:`twin.physics.fans` written out for nodes with all their fans (the same floating-point
+        operations), the general functions for the others; the stated fans of a common utilisation cached."""
+        now = self.engine.env._now
         if now > self._t:
             self.energy_wh += self.total_w * (now - self._t)
             self._t = now
-        demand = self._demand(idx, util)
-        h = self.healthy[idx]
-        s = np.asarray(fan_speed(demand, self.count, h))
+        rise = self.exhaust_c - self.inlet_c[idx]
+        np.maximum(rise, MIN_RISE_C, out=rise)
+        demand = self._share(util) * (self._k_c / rise)
+        np.maximum(demand, self.min_speed, out=demand)
+        if self.n_short:  # some node has lost fans: the general law
+            h = self.healthy[idx]
+            s = np.asarray(fan_speed(demand, self.count, h))
+            w = np.asarray(node_fan_power_w(demand, self.count, h, self.max_w), dtype=np.float64)
+        else:
+            s = np.minimum(demand, 1.0)
+            w = self.max_w * s * s * s
         if len(s):
             top = float(s.max())
             if top > self.peak_speed:
                 self.peak_speed = top
-        w = np.asarray(node_fan_power_w(demand, self.count, h, self.max_w), dtype=np.float64)
-        up = self.cluster.down_count[idx] == 0
-        self.node_w[idx] = np.where(up, w, 0.0)
+        if isinstance(util, float):
+            stated = self._stated.get(util)
+            if stated is None:
+                stated = self._stated[util] = float(self.stated_w(util))
+        else:
+            stated = self.stated_w(util)  # type: ignore[assignment]
+        cl = self.cluster
+        if cl.n_up == cl.n_nodes:
+            self.node_w[idx] = w
+            out = w - stated
+        else:
+            up = cl.down_count[idx] == 0
+            self.node_w[idx] = np.where(up, w, 0.0)
+            out = np.where(up, w - stated, 0.0)
         self.total_w = float(self.node_w.sum())
-        return np.where(up, w - self.stated_w(util), 0.0)
+        return out
 
     def energy_kwh(self) -> float:
         """Fans' energy from time 0 to now, kWh (exact: their power is piecewise constant)."""
@@ -165,7 +192,9 @@ class Fans(Component):
     def _on_group(self, node: int, part: str, healthy: int) -> None:
         if part != self.law.part:
             return
-        self.law.healthy[node] = healthy
+        law = self.law
+        law.n_short += int(healthy < law.count) - int(law.healthy[node] < law.count)
+        law.healthy[node] = healthy
         self.it.refresh(np.array([node], dtype=np.int64))
 
     def _on_inlet(self, start: int, stop: int, held_c: float) -> None:
