@@ -132,12 +132,14 @@ class FanLaw:
             top = float(s.max())
             if top > self.peak_speed:
                 self.peak_speed = top
+        stated: float | NDArray[np.float64]
         if isinstance(util, float):
-            stated = self._stated.get(util)
-            if stated is None:
-                stated = self._stated[util] = float(self.stated_w(util))
+            got = self._stated.get(util)
+            if got is None:
+                got = self._stated[util] = float(self.stated_w(util))
+            stated = got
         else:
-            stated = self.stated_w(util)  # type: ignore[assignment]
+            stated = self.stated_w(util)
         cl = self.cluster
         if cl.n_up == cl.n_nodes:
             self.node_w[idx] = w
