@@ -107,6 +107,9 @@ def scenario_yaml(cal: Calibration, base_name: str, base_parts: set[str], base_p
                 f"{fmt_ci(f.ci)}"]
     if cal.thermal is not None:
         out += thermal_yaml(cal.thermal, cal.thermal_target)
+    from twin.calibrate.uncertainty_out import uncertainty_yaml  # it builds on usable() above
+
+    out += uncertainty_yaml(cal, base_parts)
     out += ["", "# Logged, not parameters (the calibration report compares the simulation with them):"]
     if cal.jobs is not None:
         j = cal.jobs.interruptions

@@ -221,6 +221,8 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('energy.server_fans_kwh', 'Σ over nodes up of (healthy/count)·P_max·s³ × duration, s = min(1, demand·count/'
        'healthy), demand = max(min_speed, load·(T_exh − T_design)/(T_exh − T_inlet)) (twin.physics.fans)'),
     _H('fans.peak_speed', 'max over events and working fans of s = min(1, demand·count/healthy)'),
+    _H('energy.chiller_cop_seasonal', 'Σ chilled load × duration / Σ chilled load / COP(PLR, T_wb + approach) × '
+       'duration'),
     _H('pue', 'energy.facility_kwh / energy.it_kwh (daily in pue_daily)'),
     _H('pue.flat', 'costs.energy.pue, reported only without a cooling section (the energy cost is IT energy × it)'),
     _H('water.evaporated_l', 'Σ over intervals of Q_air × max(0, T_db − T_supply)/ΔT_IT × duration / h_fg '
@@ -232,6 +234,15 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('cooling.evaporative.dry_hours', 'the horizon less cooling.evaporative.wet_hours'),
     _H('cooling.evaporative.fallback_hours', 'hours with T_db > set point while the water supply part was failed'),
     _H('cooling.evaporative.above_setpoint_hours', "hours the hour's base supply (wet or dry) exceeded the set point"),
+    _H('cooling.evaporative.outside_envelope_hours', 'hours whose supply (T, dew point, RH by PsychroLib at the '
+       "site's pressure) is outside cooling.air.evaporative.humidity.envelope"),
+    _H('cooling.evaporative.humidity_outside_envelope_hours', 'as outside_envelope_hours, dew point or RH only'),
+    _H('cooling.evaporative.supply_dew_point_max_c', 'maximum over intervals not in mechanical mode'),
+    _H('cooling.evaporative.supply_rh_max', 'maximum over intervals not in mechanical mode'),
+    _H('cooling.evaporative.trim_hours', 'hours with 0 < chiller share < 1 (share = (T_pad − set point)/ΔT_IT)'),
+    _H('cooling.evaporative.mechanical_hours', 'hours with chiller share 1 (no feasible pads-on or pads-off mode)'),
+    _H('cooling.evaporative.water_cap_hours', 'Σ duration × (1 − share of the interval before the cap is reached)'),
+    _H('cooling.evaporative.chiller_kwh', 'Σ Q_air × chiller share / COP × duration'),
     _H('power.down_node_hours', 'Σ of power.down_node_hours.<cause>'),
     _H('power.down_node_hours.<cause>', "integrated over each node's power state"),
     _H('power.capped_gpu_hours', 'integrated between events'),

@@ -354,6 +354,7 @@ class AirRooms(CoolingState):
     def _hour(self) -> None:
         """Ambient change at an hour where the capacity derating of the air zones changes."""
         self._set_caps()
+        self._humidity_hour()  # evaporative units: humidity entered or left the envelope (issue 42)
         base = self._base_supply_c(self.engine.now)  # supply_c, or the evaporative units' base of this hour
         for z in range(len(self.zones)):
             if not self.z_slack[z] or self.z_tgt[z] != base + self.plant_c:

@@ -86,6 +86,9 @@ class CoolingState:
     _dry_base_h: NDArray[np.float64]
     water_ok: bool
     water: FacilityParts
+    modes: Any  # twin.model.cooling.humidity.Modes: hourly supply state and mode with and without water
+    _hum_af_cur: float  # humidity factor on the X-factor now (1 outside the envelope's humidity excursions)
+    _hum_out: list[NDArray[np.bool_]] | None
 
     # ---- gpu (GpuState._init_gpu, _init_trace): unit state, accounting, trace
     rspread: NDArray[np.float64]
@@ -272,6 +275,13 @@ class CoolingState:
 
         def _evap_metrics(self, bp: NDArray[np.float64], dur: NDArray[np.float64], air_heat_w: NDArray[np.float64],
                           it_kwh: float) -> dict[str, float]:  # evaporative
+            raise NotImplementedError
+
+        def _evap_energy(self, bp: NDArray[np.float64], dur: NDArray[np.float64], air_heat_w: NDArray[np.float64],
+                         it_kwh: float) -> tuple[NDArray[np.float64] | None, dict[str, float]]:
+            raise NotImplementedError  # evaporative
+
+        def _humidity_hour(self) -> None:  # evaporative
             raise NotImplementedError
 
         def _schedule_wake(self, t: float) -> None:  # gpu
