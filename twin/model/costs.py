@@ -13,7 +13,9 @@ Lines, all in ``costs.currency`` over the horizon of T = horizon_days / 365 year
   type; PSUs (node part ``power.psu_part`` or ``psu``) × count per node; cooling: CRAH units
   (zones × count), CDUs (loops × count, pumps included), chiller per kW of air-cooled IT capacity,
   dry coolers per kW of liquid-cooled IT capacity, cold-plate kit per liquid-cooled node (hybrid:
-  GPU heat is liquid-cooled, the rest air-cooled); power: UPS kW and generator kW per feed (the
+  GPU heat is liquid-cooled, the rest air-cooled); building (with a cooling section): white space (racks and
+  cooling units on the floor, ``cooling.density``, :func:`twin.scenario.density.floor_plan`) per m² and
+  electrical distribution per kW of IT nameplate; power: UPS kW and generator kW per feed (the
   UPS's ``capacity_kw``, else the full demand of every node, as the power model sizes it),
   switchboards (one per feed), PDUs; network: optics, leaves, spines (``Network.counts``);
   spares: the initial stock of every inventory × part price. IT capacity per node =
@@ -59,6 +61,7 @@ from twin.errors import InputError
 from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
 from twin.observe.recorder import time_weighted_mean
 from twin.scenario.costs import Costs as CostsSpec
+from twin.scenario.density import floor_plan
 from twin.units import DAYS_PER_YEAR
 
 LITRES_PER_M3 = 1000.0
@@ -68,7 +71,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 CATEGORIES = ("capital", "energy", "repair_parts", "labour", "spares_holding", "water")
 """Cost categories; ``cost.total`` is their sum."""
-CAPITAL_GROUPS = ("compute", "cooling", "power", "network", "storage", "spares")
+CAPITAL_GROUPS = ("compute", "cooling", "building", "power", "network", "storage", "spares")
 LINE_COLUMNS = ["category", "group", "item", "quantity", "unit", "unit_price", "purchase", "amortisation_years",
                 "amount", "currency"]
 
@@ -147,6 +150,10 @@ def capital_items(sc: "Scenario") -> list[CapitalItem]:
             out.append(CapitalItem("cooling", "chiller", air_kw, "kW IT", cap.chiller_per_kw, plant_y))
         if liq_kw > 0:
             out.append(CapitalItem("cooling", "dry cooler", liq_kw, "kW IT", cap.dry_cooler_per_kw, plant_y))
+        fp = floor_plan(sc)  # the white space of racks and cooling units, the distribution per kW of nameplate
+        out.append(CapitalItem("building", "white space", fp["white_space_m2"], "m2", cap.white_space_per_m2, plant_y))
+        out.append(CapitalItem("building", "electrical distribution", fp["it_kw"], "kW IT", cap.distribution_per_kw,
+                               plant_y))
     if sc.power is not None:
         pw = sc.power
         feeds = pw.feeds
@@ -345,6 +352,10 @@ class Costs(Component):
         m["cost.capital_purchase"] = float(cap["purchase"].sum())
         if "leak.nodes_destroyed" in so_far.metrics:  # a hall whose leaks can destroy nodes
             m["cost.leak_damage"] = float(df.loc[df.item == LEAK_DAMAGE_ITEM, "amount"].sum())
+        if self.ctx.sc.cooling is not None:  # density and floor space of the cooling option (issue 42)
+            fp = floor_plan(self.ctx.sc)
+            for k in ("rack_kw", "rack_limit_kw", "racks_at_limit", "white_space_m2"):
+                m[f"density.{k}"] = fp[k]
         m["cost.energy_kwh"] = self._fac_kwh
         if self.ctx.sc.cooling is None:  # no cooling model: the energy cost used a flat PUE, and outputs say so
             m["pue.flat"] = float(self.spec.energy.pue)

@@ -47,6 +47,8 @@ class Topic:
     # CDU ('cdu') out of service (power lost or restarting, maintenance, a shared part failed) or gave it back
     PLANT_SUPPLY = "plant_supply"  # (offset_c: float) the chilled-water supply the rooms see is now offset_c
     # above its set point (the loop's offset held on a grid, issue 24)
+    ZONE_INLET = "zone_inlet"  # (start: int, stop: int, held_c: float) nodes start..stop-1 (an air zone) now
+    # take in air at held_c, °C (the zone's held supply: server fans speed up in warmer air)
     COOLING_LOAD = "cooling_load"  # (feed: str, load_w: float) electrical load of the cooling units running on
     # the feed's UPS output, W (the UPS carries it on battery)
     FEED_TRIP = "feed_trip"  # (feed: str, restore_h: float) the feed's breaker tripped on an overload

@@ -223,6 +223,13 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('energy.peak_it_kw', 'maximum of the site IT power level'),
     _H('energy.peak_facility_kw', 'maximum of the facility power'),
     _H('energy.free_cooling_hours.<plant>', 'hours with the outdoor temperature ≤ supply − approach'),
+    _H('density.rack_kw', 'cluster.nodes_per_rack × cluster.node.nameplate_w / 1000'),
+    _H('density.rack_limit_kw', 'cluster.rack.power_limit_kw, else cooling.density.<type>_rack_kw'),
+    _H('density.racks_at_limit', 'ceil(nodes / min(floor(limit / nameplate), floor(u_space / u_height)))'),
+    _H('density.white_space_m2', 'racks × rack_m2 + CRAH units × crah_m2 + CDUs × cdu_m2 (cooling.density)'),
+    _H('energy.server_fans_kwh', 'Σ over nodes up of (healthy/count)·P_max·s³ × duration, s = min(1, demand·count/'
+       'healthy), demand = max(min_speed, load·(T_exh − T_design)/(T_exh − T_inlet)) (twin.physics.fans)'),
+    _H('fans.peak_speed', 'max over events and working fans of s = min(1, demand·count/healthy)'),
     _H('energy.chiller_cop_seasonal', 'Σ chilled load × duration / Σ chilled load / COP(PLR, T_wb + approach) × '
        'duration'),
     _H('pue', 'energy.facility_kwh / energy.it_kwh (daily in pue_daily)'),

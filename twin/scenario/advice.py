@@ -437,16 +437,19 @@ def horizon_advice(sc: "Scenario") -> list[Advice]:
 
 def rack_advice(sc: "Scenario") -> list[Advice]:
     """A rack whose nodes' nameplate power (``cluster.node.nameplate_w``, else the node's full demand)
-    exceeds ``cluster.rack.power_limit_kw``, or whose nodes' U heights exceed ``cluster.rack.u_space``."""
+    exceeds ``cluster.rack.power_limit_kw`` (given, else the cooling option's, ``cooling.density``), or whose nodes' U heights exceed ``cluster.rack.u_space``."""
     cl = sc.cluster
     node, rack = cl.node, cl.rack
     out = []
     kw = cl.nodes_per_rack * node.rated_w / 1000.0
     if rack.power_limit_kw is not None and kw > rack.power_limit_kw:
         fit = int(rack.power_limit_kw * 1000.0 // node.rated_w)
+        where = "cluster.rack.power_limit_kw"
+        if "power_limit_kw" not in rack.model_fields_set and sc.cooling is not None:  # the option's density
+            where = f"the {sc.cooling.type} option's density, cooling.density.{sc.cooling.type}_rack_kw"
         out.append(Advice("cluster.nodes_per_rack",
                           f"{cl.nodes_per_rack} nodes of {node.rated_w / 1000.0:g} kW nameplate draw {kw:g} kW per "
-                          f"rack, above its power limit of {rack.power_limit_kw:g} kW (cluster.rack.power_limit_kw): "
+                          f"rack, above its power limit of {rack.power_limit_kw:g} kW ({where}): "
                           f"{fit} fit; the model powers and cools the racks as given"))
     u = cl.nodes_per_rack * node.u_height
     if rack.u_space is not None and u > rack.u_space:

@@ -23,6 +23,7 @@ from twin.scenario.base import Dist, Part, Repair, Strict, hot_swap_repair
 from twin.scenario.chiller_curve import ChillerCurve
 from twin.scenario.humidity import EvaporativeHumidity
 from twin.scenario.leaks import LeakDamage, LeakDetection, LoopLeak
+from twin.scenario.density import Density
 from twin.scenario.plant import Plant
 from twin.scenario.response import Response
 from twin.scenario.units import UnitGroup
@@ -606,6 +607,8 @@ class Cooling(Strict):
     response: Response = Field(default_factory=Response, description="The operator's response to a cooling "
                                "shortfall of an air zone: cap GPU power, drain nodes, or none.")
     inject: list[CoolingInject] = Field(default_factory=list, description="Scheduled failures (stress scenarios).")
+    density: Density = Field(default_factory=Density, description="Power per rack each cooling option supports (the "
+                             "rack limit when cluster.rack gives none) and white space per rack and unit (issue 42).")
     plant: Plant | None = Field(None, description="Chillers and the chilled-water loop fed by the power chain, the "
                                 "power paths of the cooling units, their maintenance and shared infrastructure "
                                 "(issue 24); null: the plant never fails and never loses power.")
@@ -665,6 +668,8 @@ class Cooling(Strict):
                 if parts[fp].effect != "redundant":
                     raise ValueError(f"@cooling.air.fan_part: part {fp!r} must have effect 'redundant', "
                                      f"got {parts[fp].effect!r}")
+        if sc.cluster.rack.power_limit_kw is None:  # the option's supported density (an advisory when exceeded)
+            derive(sc.cluster.rack, power_limit_kw=self.density.rack_kw(self.type))
         if self.plant is not None:
             self.plant.check_against(sc)
         if self.liquid is not None and self.liquid.loops > racks:

@@ -115,6 +115,16 @@ class Capital(_Strict):
         150000.0, description="One feed's switchboard and transformer (assumption: USD 150,000, range 75,000–300,000 "
                               "for about 1–2 MW; 2N buys one per feed).")
     pdu: NonNeg = Field(5000.0, description="One PDU (assumption: USD 5,000, range 2,000–10,000).")
+    white_space_per_m2: NonNeg = Field(
+        5000.0, description="Building per m² of white space the racks and cooling units take (cooling.density): "
+                            "shell, raised floor or slab, fire suppression, lighting; the plant is priced apart "
+                            "(assumption: no price per m² of white space was found, sources-next §4; USD 5,000/m² "
+                            "is about a third of a whole data centre's USD 10.7 M per MW, JLL 2025, at 1 kW/m²; "
+                            "range 2,500–10,000).")
+    distribution_per_kw: NonNeg = Field(
+        250.0, description="Electrical distribution per kW of IT nameplate, from the switchboards to the racks: "
+                           "busways, panels, cabling (assumption: USD 250/kW, range 150–600; switchboards, UPS and "
+                           "PDUs are priced apart).")
     optic: NonNeg = Field(800.0, description="One 400G optical transceiver (assumption).")
     leaf: NonNeg = Field(35000.0, description="One leaf switch, 64-port NDR class (assumption).")
     spine: NonNeg = Field(35000.0, description="One spine switch (assumption: same model as a leaf).")

@@ -16,6 +16,7 @@ import numpy as np
 
 from twin.sim import run_replication
 from twin.validation.framework import CaseResult, Doc, Exact, Settings, identical_gpus, load_case_doc, result
+from twin.validation.framework import NO_FANS
 
 NEVER = {"dist": "fixed", "value_h": 1.0e9}
 """A failure time beyond any horizon: the unit never fails."""
@@ -135,7 +136,7 @@ def energy_constant_load(s: Settings, nodes: int = 2, hours: float = 240.0) -> l
     doc: Doc = {
         "name": "validation-energy",
         "horizon_days": hours / 24.0,
-        "cluster": {"racks": 1, "nodes_per_rack": nodes, "node": {"gpus": gpus, "parts": {"psu": _psu_part()}}},
+        "cluster": {"racks": 1, "nodes_per_rack": nodes, "node": {"gpus": gpus, "parts": {"psu": _psu_part()}, "fans": NO_FANS}},
         "maintenance": {"detection": {"dist": "fixed", "value_h": 0}, "crews": {"crew": {"count": 1}}},
         "workload": {"jobs": [{"name": "all", "gpus": gpus * nodes, "work_h": 1e6, "submit_h": 0.0}]},
         "power": quiet_power_section(),

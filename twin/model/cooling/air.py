@@ -24,6 +24,7 @@ from twin import rng
 from twin.model.cooling import fast
 from twin.model.cooling.common import ASHRAE_RECOMMENDED_MAX_C, _blocks
 from twin.model.cooling.state import CoolingState
+from twin.model.engine import Topic
 from twin.model.parts import FacilityParts, contiguous_groups
 from twin.physics import plant
 
@@ -293,6 +294,7 @@ class AirRooms(CoolingState):
             self._set_cool(slice(s, e))
         self._plan_step(z)
         self._try_restarts()
+        self.engine.bus.publish(Topic.ZONE_INLET, s, e, new_h)  # server fans (twin.model.fans)
 
     def _zone_account(self, z: int, now: float) -> None:
         """Node-hours with the (held) inlet above the ASHRAE recommended maximum: a node's inlet is the held
