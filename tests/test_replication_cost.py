@@ -63,7 +63,7 @@ def test_metrics_without_tables_are_those_of_a_full_replication(name: str, path:
         sc = load_dict(k_of_n(horizon_days=30, repair={"time": {"dist": "exponential", "mean_h": 5}})).scenario
     else:
         ld = load_scenario(path)
-        sc = load_dict({**ld.resolved, **override}, str(ld.source)).scenario
+        sc = load_dict({**ld.resolved, **override}, str(ld.source), Path(ld.source).parent).scenario  # its files
     for rep in (0, 1):
         full = run_replication(sc, rep)
         lean = run_replication(sc, rep, tables=False)

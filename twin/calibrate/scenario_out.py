@@ -11,7 +11,7 @@ from pathlib import Path
 from twin.calibrate.common import iso_utc
 from twin.calibrate.gather import Calibration
 from twin.calibrate.thermal_fit import thermal_logged, thermal_yaml
-from twin.calibrate.uncertainty_out import uncertainty_yaml
+from twin.calibrate.uncertainty_out import base_groups, uncertainty_yaml
 from twin.fit import distributions as D
 from twin.fit.mle import ModelFit
 from twin.calibrate.model_choice import usable
@@ -87,7 +87,7 @@ def scenario_yaml(cal: Calibration, base_name: str, base_parts: set[str], base_p
                 f"{fmt_ci(f.ci)}"]
     if cal.thermal is not None:
         out += thermal_yaml(cal.thermal, cal.thermal_target)
-    out += uncertainty_yaml(cal, base_parts)
+    out += uncertainty_yaml(cal, base_parts, base_groups(base_path))
     out += ["", "# Logged, not parameters (the calibration report compares the simulation with them):"]
     if cal.jobs is not None:
         j = cal.jobs.interruptions

@@ -26,7 +26,8 @@ ignored, which widens the joint range (conservative for the decision, stated in 
 from __future__ import annotations
 
 import math
-from typing import Any
+import os
+from typing import Any, Mapping
 
 from scipy.stats import norm
 
@@ -116,11 +117,33 @@ def entries(cal: Calibration, base_parts: set[str]) -> dict[str, dict[str, Any]]
     return out
 
 
-def uncertainty_yaml(cal: Calibration, base_parts: set[str]) -> list[str]:
-    """The ``uncertainty:`` lines of the calibrated scenario (none when nothing has an interval)."""
+def base_groups(base_path: str | os.PathLike[str]) -> dict[str, str]:
+    """{field path: group} of the fields the base scenario (its ``extends`` chain merged) declares in an
+    ``uncertainty.groups`` group."""
+    from twin.scenario.loader import merged_document
+
+    groups = (merged_document(base_path).get("uncertainty") or {}).get("groups") or {}
+    return {p: g for g, members in groups.items() if isinstance(members, dict) for p, d in members.items()
+            if d is not None}
+
+
+def uncertainty_yaml(cal: Calibration, base_parts: set[str], in_groups: Mapping[str, str] | None = None) -> list[str]:
+    """The ``uncertainty:`` lines of the calibrated scenario (none when nothing has an interval). A fitted
+    field the base holds in a group (``in_groups``: path -> group) leaves that group (``path: null``): it
+    is measured now, drawn on its own; the group's other fields keep their common draw."""
     found = entries(cal, base_parts)
     if not found:
         return []
-    return ["# What the logs leave unknown: each fitted value as a distribution of its interval, for twin decide",
-            "# (lognormal of the interval on the log scale; a fit's parameters drawn independently).",
-            "uncertainty:", "  inputs:"] + [f"    {path}: {_flow(d)}" for path, d in found.items()]
+    out = ["# What the logs leave unknown: each fitted value as a distribution of its interval, for twin decide",
+           "# (lognormal of the interval on the log scale; a fit's parameters drawn independently).",
+           "uncertainty:", "  inputs:"] + [f"    {path}: {_flow(d)}" for path, d in found.items()]
+    leave: dict[str, list[str]] = {}
+    for path in found:
+        if in_groups and path in in_groups:
+            leave.setdefault(in_groups[path], []).append(path)
+    if leave:
+        out.append("  groups:                       # measured fields leave the base's groups")
+        for g in sorted(leave):
+            out.append(f"    {g}:")
+            out += [f"      {path}: null" for path in leave[g]]
+    return out
