@@ -313,3 +313,67 @@ def test_module_size_check_finds_a_big_module(tmp_path: Path) -> None:
     (tmp_path / "big.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
     over = {n: k for n, k in module_sizes(tmp_path).items() if k > MAX_MODULE_LINES}
     assert over == {"big.py": MAX_MODULE_LINES + 1}
+
+
+# ---- the bus: typed topics only (issue 40 item 3) ------------------------------------------------------
+
+BUS_VERBS = ("publish", "subscribe", "handlers")
+
+
+def channel_names(root: Path) -> set[str]:
+    """Names bound to a ``Channel(...)`` anywhere under ``root``: module constants (``JOB``), the attributes
+    of ``Topic`` (``NODE_DOWN``) and instance attributes (``self.changed = Channel(...)``)."""
+    out: set[str] = set()
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
+                f = node.value.func
+                if (f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else "") != "Channel":
+                    continue
+                for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    if isinstance(t, ast.Name):
+                        out.add(t.id)
+                    elif isinstance(t, ast.Attribute):
+                        out.add(t.attr)
+    return out
+
+
+def untyped_bus_calls(root: Path) -> list[str]:
+    """Every ``.publish``/``.subscribe``/``.handlers`` call under ``root`` whose topic (first argument) is not a
+    typed channel: a string, an f-string, or a name no ``Channel(...)`` is bound to."""
+    names = channel_names(root)
+    bad = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in BUS_VERBS):
+                continue
+            arg = node.args[0] if node.args else None
+            name = arg.id if isinstance(arg, ast.Name) else arg.attr if isinstance(arg, ast.Attribute) else None
+            if name not in names:
+                bad.append(f"{path.relative_to(root)}:{node.lineno}: {node.func.attr}({ast.unparse(arg) if arg else ''})")
+    return bad
+
+
+def test_every_bus_call_names_a_typed_channel() -> None:
+    """The bus carries typed messages only: each topic is a ``Channel[payload]`` (mypy checks publishers and
+    subscribers against it), never a bare string."""
+    assert untyped_bus_calls(ROOT) == []
+
+
+def test_bus_is_typed() -> None:
+    """``Bus.publish`` and ``Bus.subscribe`` take a ``Channel`` and its payload, not ``str, *Any``."""
+    from twin.model.engine import Bus
+
+    ann = Bus.publish.__annotations__
+    assert ann["topic"] == "Channel[Unpack[Ts]]" and ann["args"] == "Unpack[Ts]"
+    assert Bus.subscribe.__annotations__["fn"] == "Callable[[Unpack[Ts]], None]"
+
+
+def test_the_bus_check_finds_an_untyped_publish(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text(
+        "X: Channel[int] = Channel('x', '')\nclass C:\n    def __init__(self):\n        self.changed = Channel('c', '')\n"
+        "def f(bus, c):\n    bus.publish(X, 1)\n    bus.subscribe(c.changed, print)\n"
+        "    bus.publish('node_down', 1)\n    bus.publish(f'{c}', 1)\n    bus.handlers(Y)\n")
+    assert [b.split(": ", 1)[1] for b in untyped_bus_calls(tmp_path)] == [
+        "publish('node_down')", "publish(f'{c}')", "handlers(Y)"]

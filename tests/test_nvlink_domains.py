@@ -16,8 +16,8 @@ from hypothesis import strategies as hs
 
 from twin import cli
 from twin.errors import InputError
-from twin.model.engine import Topic
 from twin.model.workload import Workload, parallel_rate
+from twin.model.workload.jobs import JOB
 from twin.scenario.loader import load_dict, load_scenario
 from twin.sim import Model
 
@@ -101,7 +101,7 @@ def test_a_tp_group_never_spans_a_domain(mix: tuple[int, int, int, int, list[dic
             assert len(set(job.nodes.tolist())) == len(job.nodes) and (wl.owner[job.nodes] == job.jid).all()
             checked[0] += 1
 
-    m.engine.bus.subscribe(Topic.JOB, check)
+    m.engine.bus.subscribe(JOB, check)
     m.run()
     assert m.result().metrics["goodput"] >= 0.0
 

@@ -362,6 +362,7 @@ def test_a_requeued_job_restarts_on_idle_hot_spares() -> None:
     waited for the spare pool to fill and one node more (3.8 h and 5.9 h too long in this run)."""
     from twin.model.engine import Topic
     from twin.model.workload import QUEUED
+    from twin.model.workload.jobs import JOB
     from twin.sim import Model
 
     doc = {"name": "spare-hoard", "seed": 1, "horizon_days": 2.5,
@@ -382,7 +383,7 @@ def test_a_requeued_job_restarts_on_idle_hot_spares() -> None:
             if len(wl.free) + len(wl.spares) >= job.nodes_needed:
                 held_back.append(m.engine.now)
 
-    for topic in (Topic.NODE_UP, Topic.NODE_DOWN, Topic.JOB):
+    for topic in (Topic.NODE_UP, Topic.NODE_DOWN, JOB):
         m.engine.bus.subscribe(topic, check)
     m.run()
     assert queued, "the case must requeue the job for the test to bite"

@@ -48,6 +48,7 @@ from twin.forecast.target import DEFAULT_BOUND_FACTOR, Target, bound_h, select_j
 from twin.model.component import FABRIC
 from twin.model.engine import Topic
 from twin.model.workload import DONE, Job, Workload
+from twin.model.workload.jobs import JOB
 from twin.physics.steptime import progress_rate, ring_allreduce_s
 from twin.scenario.loader import Loaded, load_dict
 from twin.scenario.schema import Scenario
@@ -83,7 +84,7 @@ class JobObserver:
         self.throttle_h = 0.0
         self.network_h = 0.0
         bus = self.engine.bus
-        bus.subscribe(Topic.JOB, self._on_job)
+        bus.subscribe(JOB, self._on_job)
         bus.subscribe(Topic.NODE_SPEED, self._on_speed)
         bus.subscribe(Topic.FABRIC, self._on_fabric)
 

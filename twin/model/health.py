@@ -32,7 +32,7 @@ from scipy.special import gammaincinv
 from twin import rng
 from twin.model.component import JOBS, BuildContext, Component, Jobs, ResultsSoFar
 from twin.model.engine import Timer, Topic
-from twin.model.parts import PartPopulation
+from twin.model.parts import PART_FAILED, PART_RESTORED, PartPopulation
 from twin.scenario.distributions import Fixed
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -112,7 +112,7 @@ class NodeHealth(Component):
         self._quarantined = np.zeros(n, dtype=bool)
         self._q_count = np.zeros(n, dtype=np.int64)
         if q is not None:
-            bus.subscribe(Topic.PART_FAILED, self._count_failure)
+            bus.subscribe(PART_FAILED, self._count_failure)
         # degraded parts and stragglers
         self.degraded = {name: pop for name, pop in self.parts.items() if pop.spec.effect == "degraded"}
         self._speeds: dict[int, dict[tuple[str, int], float]] = {}
@@ -125,8 +125,8 @@ class NodeHealth(Component):
         self.speed_lost_node_h = 0.0
         if self.degraded:
             self._cap = self.engine.speed_cap(SPEED_SOURCE)
-            bus.subscribe(Topic.PART_FAILED, self._on_failed)
-            bus.subscribe(Topic.PART_RESTORED, self._on_restored)
+            bus.subscribe(PART_FAILED, self._on_failed)
+            bus.subscribe(PART_RESTORED, self._on_restored)
         # silent data corruption
         self.sdc_corruptions = 0
         self.sdc_harmless = 0

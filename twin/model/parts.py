@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import abc
 import functools
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Final, Iterable, Sequence
 
 import numpy as np
 import simpy
 
 from twin import rng
 from twin.model.cluster import Cluster, node_path
-from twin.model.engine import Engine, Topic
+from twin.model.engine import Channel, Engine, Topic
 from twin.scenario.base import Part
 from twin.scenario.distributions import Exponential, Fixed, Weibull
 
@@ -341,7 +341,7 @@ class PartPopulation(Population):
         before = int(self.healthy_per_node[node])
         self.healthy_per_node[node] = before - 1
         self._apply_effect(node, before, before - 1)
-        self.engine.bus.publish(Topic.PART_FAILED, self, idx)
+        self.engine.bus.publish(PART_FAILED, self, idx)
         self._on_failure(self, idx)
 
     def restore(self, idx: int) -> None:
@@ -355,7 +355,7 @@ class PartPopulation(Population):
         self.healthy_per_node[node] = before + 1
         self._renew(idx)
         self._apply_effect(node, before, before + 1)
-        self.engine.bus.publish(Topic.PART_RESTORED, self, idx)
+        self.engine.bus.publish(PART_RESTORED, self, idx)
 
     # ---- effect on the node ---------------------------------------------------------------
     def _apply_effect(self, node: int, before: int, after: int) -> None:
@@ -389,6 +389,13 @@ class PartPopulation(Population):
 
     def node_failed_by_group(self, node: int) -> bool:
         return bool(self.healthy_per_node[node] < self.fail_below)
+
+
+PART_FAILED: Final[Channel[PartPopulation, int]] = Channel(
+    "part_failed", "(population, idx) unit idx of a node part failed (after its effect on the node); the repair "
+                   "shop, subscribed last, opens its ticket")
+PART_RESTORED: Final[Channel[PartPopulation, int]] = Channel(
+    "part_restored", "(population, idx) unit idx of a node part works again (replaced or repaired)")
 
 
 def contiguous_groups(n: int, size: int) -> list[range]:

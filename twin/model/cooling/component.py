@@ -32,7 +32,7 @@ from twin.model.cooling.replay import DeferredReplay
 from twin.model.cooling.trips import Trips
 from twin.model.engine import Topic
 from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
-from twin.model.parts import FacilityParts
+from twin.model.parts import PART_FAILED, PART_RESTORED, FacilityParts
 
 from twin.scenario.schema import Scenario
 
@@ -141,8 +141,8 @@ class Thermal(Component, GpuState, LazyCrossings, Trips, AirRooms, EvaporativeAi
         if self.fan_part is not None:
             bus.subscribe(Topic.GROUP, self._on_group)
         if self.aged or self.aged_air:
-            bus.subscribe(Topic.PART_FAILED, self._on_part_failed)
-            bus.subscribe(Topic.PART_RESTORED, self._on_part_restored)
+            bus.subscribe(PART_FAILED, self._on_part_failed)
+            bus.subscribe(PART_RESTORED, self._on_part_restored)
 
     # =================================================================================== lifecycle
     def start(self) -> None:

@@ -12,7 +12,7 @@ from twin.model.component import FABRIC, STORAGE, BuildContext, Fabric, StorageS
 from twin.model.domains import Domains
 from twin.model.engine import Topic
 from twin.model.jobqueue import JobQueue
-from twin.model.workload.jobs import Interruption, Job
+from twin.model.workload.jobs import JOB, Interruption, Job
 from twin.model.workload.pools import NodePool
 from twin.scenario.storage import DataLoading
 from twin.scenario.workload import Checkpoint, Elastic, StepModel
@@ -29,7 +29,7 @@ class WorkloadBase:
         self._env = model.engine.env  # _env._now: the clock, read directly on the hot path (Engine.now)
         self._node_util = model.engine.node_util
         self._on_load_subs = model.engine.bus.handlers(Topic.NODE_LOAD)  # live lists (subscribers may come later)
-        self._on_job_subs = model.engine.bus.handlers(Topic.JOB)
+        self._on_job_subs = model.engine.bus.handlers(JOB)
         self.cluster = model.cluster
         sc = model.sc
         self.sc = sc

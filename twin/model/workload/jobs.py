@@ -6,12 +6,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 import numpy as np
 
 from twin.model.checkpoints import History, Lineage
-from twin.model.engine import Timer
+from twin.model.engine import Channel, Timer
 from twin.physics import parallel as par
 from twin.scenario.workload import Checkpoint, StepModel
 
@@ -190,6 +190,11 @@ for _part, _cls in (("spec", JobSpec), ("acct", JobAccount)):
             setattr(Job, _f.name, _view(_part, _f.name))
 del _part, _cls, _f
 
+
+JOB: Final[Channel[Job]] = Channel(
+    "job", "(job) the workload moved a job: start, checkpoint, interruption, restart, end (the workload)")
+"""The bus topic of a job's state changes (published by the workload; observers such as the forecast's read
+the job's typed records: ``job.spec``, ``job.acct``, ``job.state``, ``job.nodes``)."""
 
 STEP_COMPONENTS = ("compute", "tp", "pp", "bubble", "dp", "compress", "throttle")
 """The components of a layout job's step (twin.physics.parallel.StepBreakdown, without ``_s``)."""

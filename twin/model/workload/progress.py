@@ -207,7 +207,7 @@ class Progress(WorkloadBase):
                 nu[nodes] = util
                 for fn in self._on_load_subs:  # = bus.publish(Topic.NODE_LOAD, nodes, util)
                     fn(nodes, util)
-            for fn in self._on_job_subs:  # = bus.publish(Topic.JOB, job)
+            for fn in self._on_job_subs:  # = bus.publish(JOB, job)
                 fn(job)
 
     def _pause(self, job: Job, pause_h: float) -> None:
