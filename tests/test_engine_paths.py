@@ -10,7 +10,6 @@ import pytest
 
 from twin.model import it_power as it_power_mod
 from twin.model.component import IT_POWER
-from twin.model.engine import Topic
 from twin.physics.power import node_it_power_w, non_gpu_power_w
 from twin.scenario import load_scenario
 from twin.sim import Model
@@ -59,11 +58,9 @@ def test_scalar_load_path_gives_the_per_node_power_and_zero_for_down_nodes(monke
     cl = m.cluster
     cl.add_down(3, "test")
     nodes = np.arange(0, 8)
-    m.engine.node_util[nodes] = 0.75
-    m.engine.bus.publish(Topic.NODE_LOAD, nodes, 0.75)
+    cl.set_load(nodes, 0.75)  # writes the load and publishes NODE_LOAD
     u = np.full(8, 0.7513)  # the non-GPU load follows utilisation (baseline.yaml, issue 23): the same operations
-    m.engine.node_util[nodes] = u
-    m.engine.bus.publish(Topic.NODE_LOAD, nodes, 0.7513)
+    cl.set_load(nodes, 0.7513)
     want = node_it_power_w(u, np.inf, it.gpus, it.idle_w, it.tdp_w, non_gpu_power_w(u, it.non_gpu_idle_w, it.non_gpu_w))
     want[3] = 0.0
     assert np.array_equal(it.node_power_w[nodes], want)

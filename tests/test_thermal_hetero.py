@@ -64,7 +64,7 @@ def test_job_speed_is_the_minimum_over_its_gpus(r_sigma: float, preheat: float, 
             if job.state != RUNNING or not len(job.nodes):
                 continue
             gpu_min = float(sp[th._gpus(np.asarray(job.nodes, dtype=np.int64))].min())
-            assert eng.min_speed(job.nodes) == gpu_min
+            assert model.cluster.min_speed(job.nodes) == gpu_min
             assert job.rate == pytest.approx(wl._compute_rate(job), rel=1e-12)
             checked.append(1)
 
@@ -87,7 +87,7 @@ def test_slowest_gpu_paces_the_job() -> None:
         for job in wl.allocated.values():
             if job.state == RUNNING and len(job.nodes) >= 64:
                 g = sp[th._gpus(np.asarray(job.nodes, dtype=np.int64))]
-                seen.append((model.engine.min_speed(job.nodes), float(g.mean())))
+                seen.append((model.cluster.min_speed(job.nodes), float(g.mean())))
 
     model.engine.call_at(12.3, probe)
     model.run()

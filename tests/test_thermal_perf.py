@@ -59,7 +59,7 @@ def _power_air(tmp_path: Path) -> tuple[Path, list[str]]:
 def test_power_air_caps_speeds_from_two_sources(tmp_path: Path) -> None:
     """The premise of the next test: node speeds are the minimum of a power and a thermal cap."""
     path, sets = _power_air(tmp_path)
-    assert sorted(Model(load_scenario(path, sets).scenario).engine.speed_caps) == ["power", "thermal"]
+    assert sorted(Model(load_scenario(path, sets).scenario).cluster.speed_caps) == ["power", "thermal"]
 
 
 def test_deferred_replay_with_a_second_speed_source(tmp_path: Path) -> None:

@@ -212,7 +212,6 @@ def test_same_seed_identical_jobs_table() -> None:
 
 def test_speed_cap_slows_progress_exactly() -> None:
     """A speed cap published on the bus changes the job's progress rate (step-time model)."""
-    from twin.model.engine import Topic
     from twin.sim import Model
 
     doc = small_doc()
@@ -222,9 +221,11 @@ def test_speed_cap_slows_progress_exactly() -> None:
     model = Model(load_dict(doc).scenario, 0)
     eng = model.engine
 
+    src = model.cluster.speed_source("test")
+
     def cap() -> None:
-        eng.speed_cap("test")[[0]] = 0.5
-        eng.bus.publish(Topic.NODE_SPEED, np.array([0]))
+        src.caps[[0]] = 0.5
+        src.changed(np.array([0]))
 
     eng.call_at(100.0, cap)
     model.run()

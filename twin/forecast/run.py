@@ -63,6 +63,7 @@ class JobObserver:
 
     def __init__(self, model: Any, name: str) -> None:
         self.engine = model.engine
+        self.cluster = model.cluster
         self.fabric = model.service(FABRIC)
         wl = model.by_section.get("workload")
         if not isinstance(wl, Workload):
@@ -114,7 +115,7 @@ class JobObserver:
         n = len(nodes)
         if n == 0:
             return 0.0, 0.0
-        speed = self.engine.min_speed(nodes)
+        speed = self.cluster.min_speed(nodes)
         st = job.spec.step
         fabric = self.fabric
         if fabric is None or n <= 1 or st.grad_gb <= 0:

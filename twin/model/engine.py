@@ -140,48 +140,8 @@ class Engine:
         self.horizon_h = horizon_h
         self.n_nodes = 0
         self.node_util: NDArray[np.float64] = np.zeros(0)
-        """GPU utilisation of each node in [0, 1], set by the workload (1 = computing at full power
-        demand, 0 = idle or paused for a synchronous checkpoint)."""
-        self.speed_caps: dict[str, NDArray[np.float64]] = {}
-        """Per source ('thermal', 'power', ...) the speed fraction of each node's slowest GPU.
-        A node's speed is the minimum over sources (the tighter cap applies)."""
-        self._slow = False  # some source caps some node below 1 (kept by _on_speed: writers publish NODE_SPEED)
-        self.bus.subscribe(Topic.NODE_SPEED, self._on_speed)  # first subscriber: updated before the others read
-
-    def init_nodes(self, n_nodes: int) -> None:
-        self.n_nodes = n_nodes
-        self.node_util = np.zeros(n_nodes)
-
-    def speed_cap(self, source: str) -> NDArray[np.float64]:
-        """The writable speed-cap array of ``source`` (created at 1.0 on first use). A writer publishes
-        ``Topic.NODE_SPEED`` with the nodes it changed (the engine's fast paths rely on it)."""
-        arr = self.speed_caps.get(source)
-        if arr is None:
-            arr = self.speed_caps[source] = np.ones(self.n_nodes)
-        return arr
-
-    def _on_speed(self, nodes: NDArray[np.int64]) -> None:
-        # while nothing was slowed, only the changed nodes can have become slow; once some node was,
-        # whether any still is needs every node
-        arrs = self.speed_caps.values()
-        if self._slow:
-            self._slow = any(bool((arr < 1.0).any()) for arr in arrs)
-        else:
-            self._slow = any(bool((arr[nodes] < 1.0).any()) for arr in arrs)
-
-    def node_speed(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:
-        """Speed of each node in ``nodes``: the minimum over all speed-cap sources."""
-        out = np.ones(len(nodes))
-        if self._slow:
-            for arr in self.speed_caps.values():
-                np.minimum(out, arr[nodes], out=out)
-        return out
-
-    def min_speed(self, nodes: NDArray[np.int64]) -> float:
-        """Speed of the slowest node of ``nodes`` (1.0 while no source caps any node)."""
-        if not self._slow:
-            return 1.0
-        return float(self.node_speed(nodes).min())
+        """GPU utilisation of each node in [0, 1] (1 = computing at full power demand, 0 = idle or paused for a
+        synchronous checkpoint): a read-only view of the cluster's array (written by ``Cluster.set_load``)."""
 
     @property
     def now(self) -> float:

@@ -6,7 +6,7 @@ corruption and infant mortality of replaced parts (the scenario's ``health`` sec
   the hazard of its parts (:func:`twin.model.parts.frail_u`), set before the first lives are drawn.
 * Quarantine: ``k`` part failures of a node within the window take it out (down reason
   ``quarantine``) for a deep repair; then its frailty is 1 and its healthy parts' lives are redrawn.
-* Degraded parts: while failed, the node's speed cap ``degraded`` (engine.speed_cap) is the lowest
+* Degraded parts: while failed, the node's speed cap ``degraded`` (``cluster.speed_source``) is the lowest
   speed drawn for its failed degraded parts; the job runs at its slowest node's pace (the workload's
   rate). ``detection_h`` later the straggler is flagged; policy ``swap`` drains it (down reason
   ``straggler:<part>``) until the part is restored.
@@ -31,7 +31,7 @@ from scipy.special import gammaincinv
 
 from twin import rng
 from twin.model.component import JOBS, BuildContext, Component, Jobs, ResultsSoFar
-from twin.model.engine import Timer, Topic
+from twin.model.engine import Timer
 from twin.model.parts import PART_FAILED, PART_RESTORED, PartPopulation
 from twin.scenario.distributions import Fixed
 
@@ -124,7 +124,8 @@ class NodeHealth(Component):
         self.straggler_node_h = 0.0
         self.speed_lost_node_h = 0.0
         if self.degraded:
-            self._cap = self.engine.speed_cap(SPEED_SOURCE)
+            self._speed = ctx.cluster.speed_source(SPEED_SOURCE)
+            self._cap = self._speed.caps
             bus.subscribe(PART_FAILED, self._on_failed)
             bus.subscribe(PART_RESTORED, self._on_restored)
         # silent data corruption
@@ -264,7 +265,7 @@ class NodeHealth(Component):
             self._slow_since[node] = (now, s)
         if self._cap[node] != s:
             self._cap[node] = s
-            self.engine.bus.publish(Topic.NODE_SPEED, np.array([node], dtype=np.int64))
+            self._speed.changed(np.array([node], dtype=np.int64))
 
     # ---- silent data corruption -------------------------------------------------------------------
     def _next_corruption(self, node: int, timer: Timer) -> None:

@@ -199,7 +199,8 @@ class PowerChain(Component):
         self.site_cap_w = it.cap_of("power_site") if spec.site_cap_w is not None else None
         if self.site_cap_w is not None:  # the site cap water-fills over every GPU's caps at every load change
             it.need_exact("power.site_cap", True)
-        self.speed = eng.speed_cap("power")
+        self.speed_src = ctx.cluster.speed_source("power")
+        self.speed = self.speed_src.caps
         it.watch(self._settle, self._after_load)
         # ---- site-level units
         self.units: dict[str, FacilityParts] = {}
@@ -687,7 +688,7 @@ class PowerChain(Component):
         changed = np.flatnonzero(s != self.speed)
         if len(changed):
             self.speed[changed] = s[changed]
-            self.engine.bus.publish(Topic.NODE_SPEED, changed)
+            self.speed_src.changed(changed)
 
     # ---- the load side ------------------------------------------------------------------------
     def _after_load(self, idx: NDArray[np.int64]) -> None:

@@ -32,6 +32,7 @@ from twin.model.cooling.replay import DeferredReplay
 from twin.model.cooling.trips import Trips
 from twin.model.engine import Topic
 from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
+from twin.model.cluster import SpeedSource
 from twin.model.parts import PART_FAILED, PART_RESTORED, FacilityParts
 
 from twin.scenario.schema import Scenario
@@ -81,7 +82,9 @@ class Thermal(Component, GpuState, LazyCrossings, Trips, AirRooms, EvaporativeAi
         self.G = n * u
         self._ar = np.arange(u)
         self._all = np.arange(n, dtype=np.int64)
-        self.speed_caps = eng.speed_cap("thermal") if self.on else np.ones(n)
+        # the 'thermal' speed cap (an unregistered source while the thermal model is off: nobody reads it)
+        self.speed_src = ctx.cluster.speed_source("thermal") if self.on else SpeedSource("thermal", np.ones(n), [])
+        self.speed_caps = self.speed_src.caps
         gp, gpw = c.gpu, sc.cluster.node.gpu  # thermal figures, power figures (declared once, cluster.node)
         self.idle_w = float(gpw.idle_w)
         self.tdp_w = gpw.demand_w  # the demand at full load (train_w, tdp_w unless set)
@@ -157,7 +160,7 @@ class Thermal(Component, GpuState, LazyCrossings, Trips, AirRooms, EvaporativeAi
         if not self.on:
             return
         # a second speed source (the power model's caps; sources are made while the models are built)
-        self._multi_speed = len(eng.speed_caps) > 1
+        self._multi_speed = len(self.cluster.speed_caps) > 1
         # per-GPU units under a power chain: their own caps for the site cap's water-filling (the node cap, the
         # mean of the GPUs' powers, holds site-capped GPUs' powers and would move with the site cap)
         self._ucap = self.it.unit_cap("thermal").reshape(-1) if self.u > 1 and self._multi_speed else None

@@ -10,7 +10,6 @@ import numpy as np
 
 from twin.model.component import FABRIC, STORAGE, BuildContext, Fabric, StorageService
 from twin.model.domains import Domains
-from twin.model.engine import Topic
 from twin.model.jobqueue import JobQueue
 from twin.model.workload.jobs import JOB, Interruption, Job
 from twin.model.workload.pools import NodePool
@@ -27,9 +26,8 @@ class WorkloadBase:
         self.fabric: Fabric | None = model.optional(FABRIC)
         self.storage: StorageService | None = model.optional(STORAGE)
         self._env = model.engine.env  # _env._now: the clock, read directly on the hot path (Engine.now)
-        self._node_util = model.engine.node_util
-        self._on_load_subs = model.engine.bus.handlers(Topic.NODE_LOAD)  # live lists (subscribers may come later)
-        self._on_job_subs = model.engine.bus.handlers(JOB)
+        self._set_load = model.cluster.set_load
+        self._on_job_subs = model.engine.bus.handlers(JOB)  # the workload owns JOB: a live list (subscribers may come later)
         self.cluster = model.cluster
         sc = model.sc
         self.sc = sc
