@@ -377,3 +377,88 @@ def test_the_bus_check_finds_an_untyped_publish(tmp_path: Path) -> None:
         "    bus.publish('node_down', 1)\n    bus.publish(f'{c}', 1)\n    bus.handlers(Y)\n")
     assert [b.split(": ", 1)[1] for b in untyped_bus_calls(tmp_path)] == [
         "publish('node_down')", "publish(f'{c}')", "handlers(Y)"]
+
+
+# ---- components meet through the bus, the cluster and declared services (issue 40 item 3) ---------------
+
+MODEL = "twin.model"
+
+
+def component_classes(root: Path, package: str) -> dict[str, str]:
+    """Class name -> module of every subclass (at any depth) of ``Component`` under ``root``."""
+    trees = {m: ast.parse(p.read_text(encoding="utf-8"), str(p)) for m, p in modules(root, package).items()}
+    found: dict[str, str] = {}
+    names = {"Component"}
+    grew = True
+    while grew:
+        grew = False
+        for mod, tree in trees.items():
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ClassDef) and node.name not in names and any(
+                        (b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "") in names
+                        for b in node.bases):
+                    names.add(node.name)
+                    found[node.name] = mod
+                    grew = True
+    return found
+
+
+def component_reaches(root: Path, package: str, model: str) -> list[str]:
+    """Runtime imports, in the model, of another module's component class (a component taking hold of
+    another to call it; its package's ``__init__`` exporting it is not one), and reads of the component
+    list (``by_section``, ``components``) in the model."""
+    comps = component_classes(root, package)
+    bad = []
+    for mod, path in modules(root, package).items():
+        if not (mod == model or mod.startswith(model + ".")):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in _import_nodes(tree):
+            if isinstance(node, ast.ImportFrom):
+                for a in node.names:
+                    owner = comps.get(a.name)
+                    if owner is not None and owner != mod and not owner.startswith(mod + "."):
+                        bad.append(f"{mod}:{node.lineno}: imports component {a.name} ({owner})")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in ("by_section", "components"):
+                bad.append(f"{mod}:{node.lineno}: reads .{node.attr}")
+    return bad
+
+
+def test_no_component_calls_another() -> None:
+    """A model component reaches another only through the bus, the cluster's methods and the services it
+    declares (``ctx.service``): it never imports another component's class nor walks the component list."""
+    assert component_reaches(ROOT, "twin", MODEL) == []
+
+
+def test_the_component_check_finds_a_direct_call(tmp_path: Path) -> None:
+    pkg = tmp_path / "pk"
+    (pkg / "model" / "cool").mkdir(parents=True)
+    for p in (pkg, pkg / "model", pkg / "model" / "cool"):
+        (p / "__init__.py").write_text("")
+    (pkg / "model" / "component.py").write_text("class Component: ...\n")
+    (pkg / "model" / "power.py").write_text("from pk.model.component import Component\nclass Power(Component): ...\n")
+    (pkg / "model" / "cool" / "__init__.py").write_text("from pk.model.cool.room import Room\n")
+    (pkg / "model" / "cool" / "room.py").write_text(
+        "from pk.model.component import Component\nclass Room(Component):\n"
+        "    def build(self, ctx):\n        from pk.model.power import Power\n        ctx.by_section['x']\n")
+    assert component_reaches(pkg, "pk", "pk.model") == [
+        "pk.model.cool.room:4: imports component Power (pk.model.power)", "pk.model.cool.room:5: reads .by_section"]
+
+
+def test_no_type_only_cycle_in_the_model() -> None:
+    """No cycle through the model's imports, those under ``if TYPE_CHECKING:`` counted too (issue 40: the
+    component contract and the IT power named each other for types only)."""
+    mods = modules(ROOT, "twin")
+    graph = {m: {t: 0 for t in ts} for m, ts in imports(ROOT, "twin").items()}
+    for mod, path in mods.items():  # add the annotation-only arrows
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    t = f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in mods else node.module
+                    while t and t not in mods:
+                        t = t.rpartition(".")[0]
+                    if t and t != mod:
+                        graph[mod].setdefault(t, node.lineno)
+    found = [c for c in cycles(graph) if any(m == MODEL or m.startswith(MODEL + ".") for m in c)]
+    assert found == [], "\n".join(_cycle_text(graph, c) for c in found)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from twin.model import it_power as it_power_mod
-from twin.model.component import IT_POWER
+from twin.model.it_power import IT_POWER
 from twin.physics.power import node_it_power_w, non_gpu_power_w
 from twin.scenario import load_scenario
 from twin.sim import Model

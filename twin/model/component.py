@@ -34,7 +34,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from twin.model.cluster import Cluster
     from twin.model.engine import Engine
     from twin.model.parts import FacilityParts, PartPopulation
-    from twin.model.it_power import ITPower
     from twin.model.repair import RepairShop
     from twin.observe.recorder import Recorder
     from twin.scenario.schema import Scenario
@@ -52,7 +51,7 @@ class ContractError(Exception):
 
 
 class Service(Generic[T]):
-    """A typed key for one service: ``ctx.service(IT_POWER)`` is an :class:`ITPower`."""
+    """A typed key for one service: ``ctx.service(FABRIC)`` is a :class:`Fabric`."""
 
     __slots__ = ("doc", "name")
 
@@ -136,8 +135,6 @@ class StorageService(Protocol):
         ...
 
 
-IT_POWER: Service[ITPower] = Service(
-    "it_power", "per-node IT power (W), GPU caps by source and its exact energy (twin.model.it_power.ITPower)")
 FABRIC: Service[Fabric] = Service(
     "fabric", "the compute fabric: bandwidth, leaf groups and placement (twin.model.network.Network)")
 
@@ -148,8 +145,9 @@ STORAGE: Service[StorageService] = Service(
     "storage", "the shared storage: bandwidths, availability, checkpoint transfers and data shares "
                "(twin.model.storage.Storage)")
 
-SERVICES: tuple[Service[Any], ...] = (IT_POWER, FABRIC, JOBS, STORAGE)
-"""Every service a component may provide or require (docs/architecture.md lists them)."""
+SERVICES: tuple[Service[Any], ...] = (FABRIC, JOBS, STORAGE)
+"""The services declared here, with their protocols; ``IT_POWER`` is declared with its provider
+(:mod:`twin.model.it_power`: no type-only cycle). docs/architecture.md lists them all."""
 
 
 @dataclass(frozen=True)
@@ -237,5 +235,5 @@ class Component:
         return {}, {}
 
 
-__all__ = ["FABRIC", "IT_POWER", "JOBS", "SERVICES", "STORAGE", "BuildContext", "Component", "ContractError", "Fabric", "Jobs",
+__all__ = ["FABRIC", "JOBS", "SERVICES", "STORAGE", "BuildContext", "Component", "ContractError", "Fabric", "Jobs",
            "Metrics", "ResultsSoFar", "Service", "StorageService", "Tables"]

@@ -54,7 +54,8 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from twin.errors import InputError
-from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
+from twin.model.component import BuildContext, Component, ResultsSoFar
+from twin.model.it_power import IT_POWER
 from twin.observe.recorder import time_weighted_mean
 from twin.scenario.costs import Costs as CostsSpec
 from twin.units import DAYS_PER_YEAR

@@ -32,7 +32,7 @@ from scipy.special import gammaincinv
 from twin import rng
 from twin.model.component import JOBS, BuildContext, Component, Jobs, ResultsSoFar
 from twin.model.engine import Timer
-from twin.model.parts import PART_FAILED, PART_RESTORED, PartPopulation
+from twin.model.parts import PART_FAILED, PART_REPLACED, PART_RESTORED, PartPopulation
 from twin.scenario.distributions import Fixed
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -146,7 +146,7 @@ class NodeHealth(Component):
         # infant mortality of replacements
         self.infant_defects = 0
         if self.spec.infant_mortality is not None:
-            self.shop.on_replaced = self._on_replaced
+            bus.subscribe(PART_REPLACED, self._on_replaced)
 
     # ---- draws ------------------------------------------------------------------------------------
     def _node_digests(self, purpose: str) -> np.ndarray:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from twin.model.component import IT_POWER, BuildContext, Component
+from twin.model.component import BuildContext, Component, Service
 from twin.model.engine import Engine, Topic
 from twin.physics.power import node_it_power_w, non_gpu_power_w
 
@@ -24,6 +24,11 @@ if TYPE_CHECKING:  # pragma: no cover
 _add_reduce = np.add.reduce
 _FEW_DOWN = 256
 """Up to this many nodes out of service, ITPower zeroes them from the cluster's sorted list."""
+
+
+IT_POWER: Service[ITPower] = Service(
+    "it_power", "per-node IT power (W), GPU caps by source and its exact energy (twin.model.it_power.ITPower)")
+"""The IT power service key, declared with its provider (no type-only cycle with twin.model.component)."""
 
 
 class ITPower(Component):
@@ -271,4 +276,5 @@ class ITPower(Component):
         return self.energy_wh / 1000.0
 
 
-__all__ = ["ITPower"]
+
+__all__ = ["IT_POWER", "ITPower"]

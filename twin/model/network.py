@@ -188,14 +188,13 @@ class Network(Component):
         self.n_cut = 0
         # failure populations (site-level units through the same crews and spares)
         parts = spec.facility_parts()
-        shop = ctx.shop
         opt_paths, opt_digests, flap_digests = _fabric_paths(N, R, opl, G, U, T)
-        self.optics = FacilityParts(eng, "optic", opt_paths, parts["optic"], self._on_optic, shop.on_failure,
-                                    digests=opt_digests)
-        self.leaves = FacilityParts(eng, "leaf", [leaf_path(r, g) for g in range(G) for r in range(R)],
-                                    parts["leaf"], self._on_leaf, shop.on_failure)
-        self.spines = FacilityParts(eng, "spine", [spine_path(s) for s in range(S)], parts["spine"],
-                                    self._on_spine, shop.on_failure)
+        self.optics = FacilityParts(eng, "optic", opt_paths, parts["optic"], digests=opt_digests)
+        self.leaves = FacilityParts(eng, "leaf", [leaf_path(r, g) for g in range(G) for r in range(R)], parts["leaf"])
+        self.spines = FacilityParts(eng, "spine", [spine_path(s) for s in range(S)], parts["spine"])
+        eng.bus.subscribe(self.optics.changed, self._on_optic)
+        eng.bus.subscribe(self.leaves.changed, self._on_leaf)
+        eng.bus.subscribe(self.spines.changed, self._on_spine)
         # dispatch by impact: an access optic cuts its node, a leaf its group's nodes (off one rail)
         self.optics.scope = lambda i: (((i // opl) // R,) if i // opl < A else ())
         self.leaves.scope = lambda i: self._group_nodes(i // R)

@@ -7,7 +7,11 @@ each). A replaced part renews (as good as new) with its next draw ``k + 1``.
 Two kinds share one base, :class:`Population` (lifetimes, renewal, common-cause groups, latent
 failures): :class:`PartPopulation`, a node part (``count`` per node, its effect on the node), and
 :class:`FacilityParts`, site units outside any node (CRAH units, CDUs, chillers, feed units, optics,
-switches, storage servers...), whose owner reacts to ``on_change``.
+switches, storage servers...), whose owners subscribe to its ``changed`` channel.
+
+A node part's failure is published as ``PART_FAILED``, a site unit's as ``UNIT_FAILED``: the repair shop
+subscribes to both (twin.model.repair) and publishes ``PART_REPLACED`` when a technician's replacement
+restores a unit.
 """
 
 from __future__ import annotations
@@ -267,8 +271,7 @@ class Population(abc.ABC):
 class PartPopulation(Population):
     """All instances of part type ``name`` (``count`` per node)."""
 
-    def __init__(self, engine: Engine, cluster: Cluster, name: str, spec: Part,
-                 on_failure: Callable[["PartPopulation", int], None]) -> None:
+    def __init__(self, engine: Engine, cluster: Cluster, name: str, spec: Part) -> None:
         self.cluster = cluster
         self.per_node = spec.count
         priority = spec.dispatch_priority if spec.dispatch_priority is not None else DEFAULT_PRIORITY[spec.effect]
@@ -276,7 +279,6 @@ class PartPopulation(Population):
                          _node_part_digests(cluster.racks, cluster.nodes_per_rack, name, spec.count), priority)
         self.fail_below = spec.fail_below
         self.required = int(spec.required or spec.count)
-        self._on_failure = on_failure
         self.healthy_per_node = np.full(cluster.n_nodes, spec.count, dtype=np.int32)
         self.frailty: np.ndarray | None = None
         """Per node, the multiplier Z of this part's failure rate (proportional hazards: survival S(t)^Z),
@@ -341,8 +343,7 @@ class PartPopulation(Population):
         before = int(self.healthy_per_node[node])
         self.healthy_per_node[node] = before - 1
         self._apply_effect(node, before, before - 1)
-        self.engine.bus.publish(PART_FAILED, self, idx)
-        self._on_failure(self, idx)
+        self.engine.bus.publish(PART_FAILED, self, idx)  # the models first, the repair shop (subscribed last)
 
     def restore(self, idx: int) -> None:
         """The part was replaced: healthy again, with a fresh lifetime from now."""
@@ -396,6 +397,12 @@ PART_FAILED: Final[Channel[PartPopulation, int]] = Channel(
                    "shop, subscribed last, opens its ticket")
 PART_RESTORED: Final[Channel[PartPopulation, int]] = Channel(
     "part_restored", "(population, idx) unit idx of a node part works again (replaced or repaired)")
+UNIT_FAILED: Final[Channel[FacilityParts, int]] = Channel(
+    "unit_failed", "(population, idx) site unit idx failed (after its owner heard of it on the population's "
+                   "changed channel); the repair shop opens its ticket")
+PART_REPLACED: Final[Channel[Population, int]] = Channel(
+    "part_replaced", "(population, idx) a technician's replacement restored unit idx (repair ladder rung 2 or 3; "
+                     "the repair shop): the node-health model's infant mortality")
 
 
 def contiguous_groups(n: int, size: int) -> list[range]:
@@ -421,19 +428,23 @@ class FacilityParts(Population):
     """Site-level units (CRAH, CDU, pump, PDU, UPS, switch...) that fail and are repaired through
     the same engine, streams, crews and spares as node parts.
 
-    The owning model passes ``on_change(idx, healthy)`` and reacts (recomputes capacity, cuts
-    nodes...). Units are not inside a node: repairs never drain a node (``node_of`` is -1).
+    The owning model subscribes to ``changed`` (``(idx, healthy)``: a unit failed, was restored, or went out
+    for its test and came back) and reacts (recomputes capacity, cuts nodes...); a failure is published as
+    ``UNIT_FAILED`` (the repair shop's). Units are not inside a node: repairs never drain a node (``node_of``
+    is -1).
     """
 
     def __init__(self, engine: Engine, name: str, paths: list[str], spec: Part,
-                 on_change: Callable[[int, bool], None], on_failure: Callable[["FacilityParts", int], None],
                  digests: np.ndarray | None = None, groups: Sequence[Sequence[int]] | None = None) -> None:
         super().__init__(engine, name, spec, len(paths),
                          rng.path_digests(paths) if digests is None else digests,  # digests: of paths, precomputed
                          spec.dispatch_priority if spec.dispatch_priority is not None else 0)
         self._paths = paths
-        self._on_change = on_change
-        self._on_failure = on_failure
+        self.changed: Channel[int, bool] = Channel(
+            f"{name}.changed", "(idx, healthy) a unit of this population failed or was restored, or went out for its "
+                               "test (healthy False) and came back (the population)")
+        """The population's own topic: its owner subscribes (``engine.bus.subscribe(pop.changed, fn)``)."""
+        self._changed_subs = engine.bus.handlers(self.changed)
         self.scope: Callable[[int], Iterable[int]] | None = None
         """Nodes whose service unit ``idx``'s failure can take away (set by the owning model; none: no
         node). Dispatch by impact counts the GPUs of those out of service, or cut, for one of ``causes``."""
@@ -484,7 +495,7 @@ class FacilityParts(Population):
             self._in_test.discard(idx)
         else:
             self._on_change(idx, False)
-        self._on_failure(self, idx)
+        self.engine.bus.publish(UNIT_FAILED, self, idx)
 
     def restore(self, idx: int) -> None:
         assert not self.healthy[idx]
@@ -496,6 +507,10 @@ class FacilityParts(Population):
         self.repairs[idx] += 1
         self._renew(idx)
         self._on_change(idx, True)
+
+    def _on_change(self, idx: int, healthy: bool) -> None:
+        for fn in self._changed_subs:  # = bus.publish(self.changed, idx, healthy): the population owns the topic
+            fn(idx, healthy)
 
     def _out_for_test(self, idx: int, out: bool) -> None:
         """Working unit ``idx`` goes out of service for its periodic test (``out``) or returns."""

@@ -44,10 +44,10 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from twin import rng
-from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
+from twin.model.component import BuildContext, Component, ResultsSoFar
 from twin.model.engine import Topic
 from twin.model.facility_units import Load, MaintenanceAccount, MaintenanceRota
-from twin.model.it_power import ITPower as ITPower  # re-exported: cooling/state.py still names it here
+from twin.model.it_power import IT_POWER
 from twin.model.parts import FacilityParts
 from twin.model.power_results import power_results
 from twin.model.ups_modules import UPSModules
@@ -213,9 +213,8 @@ class PowerChain(Component):
             else:
                 paths = [f"power.feed{x}.{name}" for x in self.feeds]
                 groups = [list(range(F))]  # the unit of every feed (generator A and B)
-            fp = FacilityParts(eng, name, paths, spec.element_part(name, len(paths)),
-                               (lambda i, ok, nm=name: self._on_unit(nm, i, ok)), ctx.shop.on_failure,
-                               groups=groups)
+            fp = FacilityParts(eng, name, paths, spec.element_part(name, len(paths)), groups=groups)
+            eng.bus.subscribe(fp.changed, lambda i, ok, nm=name: self._on_unit(nm, i, ok))
             fp.test_duration_h = el.test_duration_h
             # dispatch by impact: a PDU's nodes, or every node of a feed-level unit, out for a power cause
             if name == "pdu":
@@ -234,7 +233,7 @@ class PowerChain(Component):
         # ---- the modular UPS and UPS faults (issue 43)
         self.mods: UPSModules | None = None
         if ups is not None and (ups.modules is not None or ups.fault is not None):
-            self.mods = UPSModules(eng, spec, ctx.shop.on_failure, self._settle, self._ups_changed)
+            self.mods = UPSModules(eng, spec, self._settle, self._ups_changed)
             self.mods.in_service = lambda f: self.unit_up["ups"][f] and not self._bypassed("ups", f)
             if self.mods.parts is not None:
                 self.mods.parts.scope = lambda i: range(n)

@@ -56,8 +56,8 @@ class RackParts(Component):
             # node_down: any unit's failure takes the rack down (as for a node part); redundant: k-of-n
             self.fail_below[name] = spec.count if spec.effect == "node_down" else spec.fail_below
             self.count[name] = spec.count
-            pop = FacilityParts(ctx.engine, name, paths, spec,
-                                lambda idx, ok, name=name: self._on_change(name, idx, ok), ctx.shop.on_failure)
+            pop = FacilityParts(ctx.engine, name, paths, spec)
+            ctx.engine.bus.subscribe(pop.changed, lambda idx, ok, name=name: self._on_change(name, idx, ok))
             npr, cnt = cl.nodes_per_rack, spec.count
             pop.scope = lambda idx, npr=npr, cnt=cnt: range((idx // cnt) * npr, (idx // cnt + 1) * npr)  # its rack
             if spec.dispatch_priority is None:  # like node parts: node-down 0, lost redundancy 2

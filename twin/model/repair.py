@@ -27,6 +27,7 @@ import simpy
 
 from twin.model.cluster import Cluster, node_blocks
 from twin.model.engine import Engine
+from twin.model.parts import PART_FAILED, PART_REPLACED, UNIT_FAILED
 from twin.scenario.distributions import Fixed
 from twin.scenario.schema import Maintenance, Scenario, Shift, Spares
 from twin.units import HOURS_PER_DAY, Calendar
@@ -254,9 +255,6 @@ class RepairShop:
     crews: dict[str, CrewPool] = field(default_factory=dict)
     inventories: dict[str, Inventory] = field(default_factory=dict)
     _ticket_id: int = 0
-    on_replaced: Callable[[Any, int], None] | None = None
-    """Called with (population, index) when a technician's replacement restores a part (rung 2 or 3):
-    the node-health model's infant mortality (twin.model.health)."""
 
     def __post_init__(self) -> None:
         for name, shift in self.spec.crews.items():
@@ -267,7 +265,14 @@ class RepairShop:
         self.open: dict[int, _Ticket] = {}
         self._node_causes: dict[str, frozenset[str]] = {}
 
+    def attach(self) -> None:
+        """Subscribe to part and site-unit failures. Called once every component is built, so that the shop
+        comes last among the subscribers: a failure is seen by the models (health, ageing) before its ticket."""
+        self.engine.bus.subscribe(PART_FAILED, self.on_failure)
+        self.engine.bus.subscribe(UNIT_FAILED, self.on_failure)
+
     def on_failure(self, pop: Any, idx: int) -> None:
+        """Open the ticket of failed unit ``idx`` of ``pop`` (``PART_FAILED``, ``UNIT_FAILED``)."""
         if pop.spec.repair.policy == "none":  # never repaired: the unit stays failed to the horizon
             return
         self._ticket_id += 1
@@ -349,8 +354,7 @@ class RepairShop:
         if burn > 0 and affects_node:
             self.cluster.add_down(node, "burn_in")
         pop.restore(idx)
-        if self.on_replaced is not None:
-            self.on_replaced(pop, idx)
+        self.engine.bus.publish(PART_REPLACED, pop, idx)
         if t.drained:
             self.cluster.remove_down(node, f"repair:{pop.name}")
         if burn > 0 and affects_node:

@@ -74,8 +74,8 @@ class Storage(Component):
         for name, part in self.spec.facility_parts().items():
             paths = ([f"storage.server{i:02d}" for i in range(part.count)] if name == "storage_server"
                      else [f"storage.metadata{i}" for i in range(part.count)])
-            self._parts[name] = FacilityParts(ctx.engine, name, paths, part,
-                                              (lambda i, ok, nm=name: self._on_unit(nm, ok)), ctx.shop.on_failure)
+            fp = self._parts[name] = FacilityParts(ctx.engine, name, paths, part)
+            ctx.engine.bus.subscribe(fp.changed, lambda i, ok, nm=name: self._on_unit(nm, ok))
         # transfers and data streams in progress
         self._writes: dict[int, float] = {}
         # what the checkpoint transfers and the servers leave, recomputed only after they change (_io_dirty):

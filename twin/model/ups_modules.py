@@ -36,8 +36,8 @@ class UPSModules:
     """The modular UPS of every feed (see the module docstring). ``settle()`` is called before any state
     changes (the chain integrates to now), ``changed(f)`` after the state of feed ``f`` changed."""
 
-    def __init__(self, engine: Engine, spec: Power, on_failure: Callable[[FacilityParts, int], None],
-                 settle: Callable[[], None], changed: Callable[[int], None]) -> None:
+    def __init__(self, engine: Engine, spec: Power, settle: Callable[[], None],
+                 changed: Callable[[int], None]) -> None:
         ups = spec.ups
         assert ups is not None
         self.engine = engine
@@ -53,8 +53,8 @@ class UPSModules:
         if m is not None:
             paths = [f"power.feed{x}.ups.module{j:02d}" for x in self.feeds for j in range(self.n_mod)]
             groups = [list(range(f * self.n_mod, (f + 1) * self.n_mod)) for f in range(F)]
-            self.parts = FacilityParts(engine, "ups_module", paths, spec.module_part(len(paths)),
-                                       self._on_module, on_failure, groups=groups)
+            self.parts = FacilityParts(engine, "ups_module", paths, spec.module_part(len(paths)), groups=groups)
+            engine.bus.subscribe(self.parts.changed, self._on_module)
         self.working = [self.n_mod] * F
         self.short = [False] * F
         self.faulted = [False] * F

@@ -36,7 +36,8 @@ import math
 import pandas as pd
 
 from twin.model.cluster import node_blocks
-from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
+from twin.model.component import BuildContext, Component, ResultsSoFar
+from twin.model.it_power import IT_POWER
 from twin.model.engine import Timer, Topic
 from twin.model.facility_units import Load, MaintenanceAccount, MaintenanceRota, spare_without
 from twin.model.parts import FacilityParts
@@ -147,18 +148,20 @@ class Plant(Component):
         self._facility: dict[str, FacilityParts] = {}
         self.chiller_ok = [True] * ch.count
         self.chillers = FacilityParts(eng, "chiller", [f"cooling.plant.chiller{i}" for i in range(ch.count)],
-                                      fac["chiller"], self._on_chiller, ctx.shop.on_failure)
+                                      fac["chiller"])
+        eng.bus.subscribe(self.chillers.changed, self._on_chiller)
         self._facility["chiller"] = self.chillers
         sh = p.shared
         for name in ("facility_water", "controls"):  # a failure of either stops every chiller
             if getattr(sh, name) is not None:
-                self._facility[name] = FacilityParts(eng, name, [f"cooling.plant.{name}"], fac[name],
-                                                     self._every_chiller, ctx.shop.on_failure)
+                fp = self._facility[name] = FacilityParts(eng, name, [f"cooling.plant.{name}"], fac[name])
+                eng.bus.subscribe(fp.changed, self._every_chiller)
         if sh.row_branch is not None:
             paths = [f"cooling.plant.branch.zone{z}" for z in range(self.zones)]
             paths += [f"cooling.plant.branch.loop{lp}" for lp in range(self.loops)]
-            self._facility["row_branch"] = FacilityParts(eng, "row_branch", paths, fac["row_branch"], self._on_branch,
-                                                         ctx.shop.on_failure, groups=[[i] for i in range(len(paths))])
+            fp = self._facility["row_branch"] = FacilityParts(eng, "row_branch", paths, fac["row_branch"],
+                                                              groups=[[i] for i in range(len(paths))])
+            eng.bus.subscribe(fp.changed, self._on_branch)
         # ---- the loop
         self.tau_s = p.loop.tau_min * 60.0
         self.r_c_per_kw = cw.loop_r_c_per_kw(p.loop.tau_min, p.loop.volume_m3)

@@ -31,7 +31,8 @@ from twin.model.cooling.powered import PlantLink
 from twin.model.cooling.replay import DeferredReplay
 from twin.model.cooling.trips import Trips
 from twin.model.engine import Topic
-from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
+from twin.model.component import BuildContext, Component, ResultsSoFar
+from twin.model.it_power import IT_POWER
 from twin.model.cluster import SpeedSource
 from twin.model.parts import PART_FAILED, PART_RESTORED, FacilityParts
 

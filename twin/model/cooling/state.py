@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from twin.model.engine import Engine, Timer
     from twin.model.parts import FacilityParts, PartPopulation
     from twin.model.repair import RepairShop
-    from twin.model.power import ITPower
+    from twin.model.it_power import ITPower
     from twin.scenario.cooling import Air, Cooling, Liquid
     from twin.scenario.schema import Scenario
 
