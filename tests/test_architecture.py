@@ -462,3 +462,32 @@ def test_no_type_only_cycle_in_the_model() -> None:
                         graph[mod].setdefault(t, node.lineno)
     found = [c for c in cycles(graph) if any(m == MODEL or m.startswith(MODEL + ".") for m in c)]
     assert found == [], "\n".join(_cycle_text(graph, c) for c in found)
+
+
+# ---- named timers in the model (issue 40 item 4) ---------------------------------------------------------
+
+def raw_schedules(root: Path, package: str, model: str) -> list[str]:
+    """Calls of ``call_at`` (the engine's primitive) in the model outside the engine: the model schedules
+    through named timers (``Timer``, ``BatchTimer``, ``Calls``: a method and typed arguments, no lambda)."""
+    bad = []
+    for mod, path in modules(root, package).items():
+        if not (mod == model or mod.startswith(model + ".")) or mod == f"{model}.engine":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "call_at":
+                bad.append(f"{mod}:{node.lineno}")
+    return bad
+
+
+def test_no_raw_call_at_in_the_model() -> None:
+    assert raw_schedules(ROOT, "twin", MODEL) == []
+
+
+def test_the_timer_check_finds_a_raw_call_at(tmp_path: Path) -> None:
+    pkg = tmp_path / "pk"
+    (pkg / "model").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "model" / "__init__.py").write_text("")
+    (pkg / "model" / "engine.py").write_text("def call_at(t, fn): ...\ndef f(e): e.call_at(1.0, f)\n")
+    (pkg / "model" / "a.py").write_text("def f(eng):\n    eng.calls(f).at(1.0)\n    eng.call_at(2.0, lambda: f(eng))\n")
+    assert raw_schedules(pkg, "pk", "pk.model") == ["pk.model.a:3"]

@@ -157,10 +157,15 @@ class Engine:
         """A new :class:`BatchTimer` over items 0 … n−1 calling ``fn(items)``."""
         return BatchTimer(self, n, fn)
 
+    def calls(self, fn: Callable[[Unpack[Ts]], None], priority: float = simpy.events.NORMAL) -> Calls[Unpack[Ts]]:
+        """A new :class:`Calls` of ``fn`` on this engine, at ``priority`` among the events of their instant."""
+        return Calls(self, fn, priority)
+
     def call_at(self, t_h: float, fn: Callable[[], None], priority: float = simpy.events.NORMAL) -> simpy.events.Timeout:
         """Schedule ``fn()`` at absolute time ``t_h`` (no process: a callback on a timeout); among
         events of the same instant, lower ``priority`` first (SimPy's URGENT 0, NORMAL 1), then
-        the order of scheduling."""
+        the order of scheduling. The engine's own primitive: the model schedules through named timers
+        (:class:`Timer`, :class:`BatchTimer`, :class:`Calls`; tests/test_architecture.py)."""
         d = t_h - self.env._now
         return _Call(self.env, d if d > 0.0 else 0.0, fn, priority)
 
@@ -225,6 +230,28 @@ class Timer:
         fn()
 
 
+class Calls(Generic[Unpack[Ts]]):
+    """The named timer of independent one-shot calls of one callback: ``at(t_h, *args)`` schedules
+    ``fn(*args)`` at ``t_h`` (now if earlier), any number pending at once, each with its own arguments
+    (typed: ``Calls[int]`` takes one int), none cancelled: a call that may be cancelled or moved is a
+    :class:`Timer` (one pending) or a :class:`BatchTimer` (items). Replaces ``call_at`` with a lambda: the
+    same one event per call, in the same order."""
+
+    __slots__ = ("_env", "_fn", "_priority")
+
+    def __init__(self, engine: Engine, fn: Callable[[Unpack[Ts]], None],
+                 priority: float = simpy.events.NORMAL) -> None:
+        self._env = engine.env
+        self._fn = fn
+        self._priority = priority
+
+    def at(self, t_h: float, *args: Unpack[Ts]) -> None:
+        """Call ``fn(*args)`` at absolute time ``t_h`` (now if earlier)."""
+        env = self._env
+        d = t_h - env._now
+        _ArgsCall(env, d if d > 0.0 else 0.0, self._fn, args, self._priority)
+
+
 class BatchTimer:
     """The :class:`Timer` of indexed items that share calls: ``set(items, t_h)`` schedules one call for
     the batch (one event, however many items), ``cancel(items)`` withdraws those items from whatever
@@ -265,6 +292,19 @@ class _TimerCall(simpy.events.Timeout):
                  priority: float = simpy.events.NORMAL) -> None:
         self.env = env
         self.callbacks: list[Any] = [cb]
+        self._value = None
+        self._delay = delay
+        self._ok = True
+        env.schedule(self, priority, delay)  # type: ignore[arg-type]
+
+
+class _ArgsCall(simpy.events.Timeout):
+    """A timeout that calls ``fn(*args)`` (:class:`Calls`): :class:`_Call` with arguments."""
+
+    def __init__(self, env: simpy.Environment, delay: float, fn: Callable[..., None], args: tuple[Any, ...],
+                 priority: float = simpy.events.NORMAL) -> None:
+        self.env = env
+        self.callbacks: list[Any] = [lambda _e: fn(*args)]
         self._value = None
         self._delay = delay
         self._ok = True

@@ -199,7 +199,7 @@ class NodeHealth(Component):
         deep_h = self._draw(q.deep_repair, node, "deep_repair", k)
         self.engine.recorder.event(now, "quarantine", self.cluster.node_path(node), node, deep_h)
         self.cluster.add_down(node, QUARANTINE)
-        self.engine.call_at(now + deep_h, lambda: self._deep_repaired(node))
+        self.engine.calls(self._deep_repaired).at(now + deep_h, node)
 
     def _deep_repaired(self, node: int) -> None:
         self._quarantined[node] = False
@@ -286,7 +286,7 @@ class NodeHealth(Component):
             self.sdc_harmless += 1
         else:
             latency = self._draw(sdc.detection, node, "sdc_detect", int(self._sdc_k[node]) - 1)
-            self.engine.call_at(now + latency, lambda: self._sdc_detected(node, jid, now))
+            self.engine.calls(self._sdc_detected).at(now + latency, node, jid, now)
         self._next_corruption(node, self._sdc_timers[node])
 
     def _sdc_detected(self, node: int, jid: int, corrupt_h: float) -> None:
@@ -309,7 +309,7 @@ class NodeHealth(Component):
         k = int(self.sdc_rollbacks)
         found = self._u(node, "sdc_test", k) < sdc.test_finds
         self.cluster.add_down(node, SDC_TEST)
-        self.engine.call_at(now + sdc.test_h, lambda: self._tested(node, found))
+        self.engine.calls(self._tested).at(now + sdc.test_h, node, found)
 
     def _tested(self, node: int, found: bool) -> None:
         if found and self.defective[node]:

@@ -18,11 +18,13 @@ class PlannedMaintenance:
         self.spec = spec
         self.waves = 0
         self._next_node = 0
+        self._waves = engine.calls(self._wave)
+        self._wave_ends = engine.calls(self._wave_end)
 
     def start(self) -> None:
         t = self.spec.start_day * 24.0
         if t < self.engine.horizon_h:
-            self.engine.call_at(t, self._wave)
+            self._waves.at(t)
 
     def _wave(self) -> None:
         n = self.cluster.n_nodes
@@ -32,7 +34,11 @@ class PlannedMaintenance:
         for node in batch:
             self.cluster.add_down(node, "planned")
         end = self.engine.now + self.spec.duration_h
-        self.engine.call_at(end, lambda: [self.cluster.remove_down(x, "planned") for x in batch])
+        self._wave_ends.at(end, batch)
         nxt = self.engine.now + self.spec.every_days * 24.0
         if nxt < self.engine.horizon_h:
-            self.engine.call_at(nxt, self._wave)
+            self._waves.at(nxt)
+
+    def _wave_end(self, batch: list[int]) -> None:
+        for node in batch:
+            self.cluster.remove_down(node, "planned")

@@ -115,6 +115,7 @@ class _Flaps:
         self.digests = digests if rate_h > 0 else np.zeros(0, dtype=np.uint64)
         self.k = np.zeros(len(self.digests), dtype=np.int64)
         self.fire = fire
+        self._flaps = engine.calls(self._flap)
         self.fired = 0
         self.skipped = 0
 
@@ -125,7 +126,7 @@ class _Flaps:
 
     def _schedule(self, link: int, t_h: float) -> None:
         if t_h < self.engine.horizon_h:
-            self.engine.call_at(t_h, lambda: self._flap(link))
+            self._flaps.at(t_h, link)
 
     def _flap(self, link: int) -> None:
         if self.fire(link):

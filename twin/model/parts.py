@@ -88,6 +88,11 @@ class Population(abc.ABC):
         """Hours each periodic test takes a working unit out of service (set by the owner; 0: no time)."""
         self.test_unit_h = 0.0  # unit-hours out of service for tests
         self._in_test: set[int] = set()  # working units out of service for their test now
+        self._fires = engine.calls(self._fire)  # a unit's failure (generation gen: invalidated by a later one)
+        self._common = engine.calls(self._common_event)
+        self._tests = engine.calls(self._periodic_test)
+        self._unit_tests = engine.calls(self._test_unit)
+        self._test_ends = engine.calls(self._test_end)
 
     # ---- where the units sit and what a failure does (each kind) --------------------------------
     @abc.abstractmethod
@@ -165,9 +170,9 @@ class Population(abc.ABC):
             u = self.engine.streams.uniforms(self._ccf_digests, 0, rng.STREAMS["ccf"])
             first = rng.exponential_from_u(u, self._ccf_mean_h)
             for g in np.flatnonzero(first < self.engine.horizon_h):
-                self.engine.call_at(float(first[g]), functools.partial(self._common_event, int(g), 0))
+                self._common.at(float(first[g]), int(g), 0)
         if self.test_h is not None and self.test_h < self.engine.horizon_h:
-            self.engine.call_at(self.test_h, self._periodic_test)
+            self._tests.at(self.test_h)
 
     # ---- common-cause failures (β-factor) ---------------------------------------------------
     def _common_event(self, g: int, k: int) -> None:
@@ -185,7 +190,7 @@ class Population(abc.ABC):
         u = rng.uniform1(self.engine.streams.key, int(self._ccf_digests[g]), k + 1, rng.STREAMS["ccf"])
         t = self.engine.now + float(rng.exponential_from_u(np.array([u]), self._ccf_mean_h)[0])
         if t < self.engine.horizon_h:
-            self.engine.call_at(t, lambda: self._common_event(g, k + 1))
+            self._common.at(t, g, k + 1)
 
     # ---- latent failures ------------------------------------------------------------------------
     def _hide(self, idx: int) -> None:
@@ -219,14 +224,14 @@ class Population(abc.ABC):
         eng = self.engine
         if self.test_duration_h:
             for i in range(self.n):
-                eng.call_at(eng.now + i * self.test_duration_h, functools.partial(self._test_unit, i))
+                self._unit_tests.at(eng.now + i * self.test_duration_h, i)
         else:
             for idx in sorted(self._hidden):
                 self.found(idx, "test")
         assert self.test_h is not None
         t = eng.now + self.test_h
         if t < eng.horizon_h:
-            eng.call_at(t, self._periodic_test)
+            self._tests.at(t)
 
     def _test_unit(self, idx: int) -> None:
         if idx in self._hidden:
@@ -235,7 +240,7 @@ class Population(abc.ABC):
             self.engine.recorder.event(self.engine.now, "test_start", self.path(idx), -1, self.test_duration_h)
             self._in_test.add(idx)
             self._out_for_test(idx, True)
-            self.engine.call_at(self.engine.now + self.test_duration_h, functools.partial(self._test_end, idx))
+            self._test_ends.at(self.engine.now + self.test_duration_h, idx)
 
     def _test_end(self, idx: int) -> None:
         self.test_unit_h += self.test_duration_h
@@ -252,12 +257,16 @@ class Population(abc.ABC):
         if t_h >= self.engine.horizon_h:
             return
         gen = int(self.gen[idx])
-        self.engine.call_at(t_h, lambda: self._fire(idx, gen))
+        self._fires.at(t_h, idx, gen)
 
     def reschedule(self, idx: int, t_h: float) -> None:
         """Move a healthy part's failure to absolute time ``t_h`` (e.g. accelerated ageing)."""
         self.gen[idx] += 1
         self._schedule(idx, t_h)
+
+    def reschedule_now(self, idx: int) -> None:
+        """Move a healthy part's failure to now (an injected failure)."""
+        self.reschedule(idx, self.engine.now)
 
     def _renew(self, idx: int) -> None:
         now = self.engine.now
@@ -453,6 +462,7 @@ class FacilityParts(Population):
         """Common-cause groups (default: every unit of the population in one group)."""
         self._ccf_since: dict[int, float] = {}  # units failed by a common event: since when, h
         self._ccf_unit_h = 0.0
+        self._backs = engine.calls(self._back)  # a knocked-out unit's common repair ends
 
     def ccf_unit_hours(self, horizon_h: float) -> float:
         """Unit-hours the population's units spent failed by common-cause events, from the event to their
@@ -535,7 +545,7 @@ class FacilityParts(Population):
             self._in_test.discard(idx)
         else:
             self._on_change(idx, False)
-        self.engine.call_at(now + repair_h, lambda: self._back(idx))
+        self._backs.at(now + repair_h, idx)
         return True
 
     def _back(self, idx: int) -> None:

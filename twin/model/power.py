@@ -261,7 +261,7 @@ class PowerChain(Component):
         for inj in self.spec.inject:
             f = self.feeds.index(inj.feed)
             if inj.at_h < self.H:
-                self.engine.call_at(inj.at_h, lambda f=f, d=inj.duration_h: self._outage_begin([f], d, True))
+                self.engine.calls(self._outage_begin).at(inj.at_h, [f], inj.duration_h, True)
         self._update()
 
     def finish(self) -> None:
@@ -331,7 +331,7 @@ class PowerChain(Component):
         u = self.engine.streams.scalar(path + "#arrival", k)
         t = after_h + float(rng.exponential_from_u(np.array([u]), HOURS_PER_YEAR / self.spec.utility.outages_per_year)[0])
         if t < self.H:
-            self.engine.call_at(t, lambda: self._source_outage(s))
+            self.engine.calls(self._source_outage).at(t, s)
 
     def _source_outage(self, s: int) -> None:
         path, feeds = self.sources[s]
@@ -364,7 +364,7 @@ class PowerChain(Component):
                 row["generator"] = self._start_generator(f, f"power.feed{self.feeds[f]}.generator#start", k)
             eng.recorder.event(eng.now, "utility_lost", f"power.feed{self.feeds[f]}", -1, duration_h)
         self._feeds_active = True
-        eng.call_at(eng.now + duration_h, lambda: self._outage_end(feeds))
+        eng.calls(self._outage_end).at(eng.now + duration_h, feeds)
         self._update()
 
     def _start_generator(self, f: int, stream: str, k: int) -> str:
@@ -522,7 +522,7 @@ class PowerChain(Component):
         hit = [g for g in range(self.F) if g != f] if mode == "isolate" else [f]
         for g in hit:
             self.switch_drop[g] += 1
-        self.engine.call_at(self.engine.now + mt.switching_restore_min / 60.0, lambda: self._switch_back(hit))
+        self.engine.calls(self._switch_back).at(self.engine.now + mt.switching_restore_min / 60.0, hit)
 
     def _switch_back(self, feeds: list[int]) -> None:
         self._settle()

@@ -97,7 +97,7 @@ class CrewPool:
         if not self.calendar.on_shift(now):
             if not self._wake:
                 self._wake = True
-                eng.call_at(now + self.calendar.wait_h(now), self._on_wake)
+                eng.calls(self._on_wake).at(now + self.calendar.wait_h(now))
             return
         while self.free and self.queue:
             q = self.queue
@@ -169,7 +169,7 @@ class Inventory:
             self.rma_sent += 1
             self.at_vendor += 1
             self.engine.recorder.level(self._rma_level, self.engine.now, self.at_vendor)
-            self.engine.call_at(self.engine.now + self.rma_h, self._rma_back)
+            self.engine.calls(self._rma_back).at(self.engine.now + self.rma_h)
         else:
             self.scrapped += 1
 
@@ -187,7 +187,7 @@ class Inventory:
             self.on_order += self.reorder_qty
             self.orders += 1
             qty = self.reorder_qty
-            self.engine.call_at(self.engine.now + self.lead_h, lambda q=qty: self._deliver(q))
+            self.engine.calls(self._deliver).at(self.engine.now + self.lead_h, qty)
 
     def _deliver(self, qty: int) -> None:
         self.on_order -= qty

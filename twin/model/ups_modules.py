@@ -144,7 +144,7 @@ class UPSModules:
         u = self.engine.streams.scalar(self._path(f) + "#fault", k)
         t = after_h + float(rng.exponential_from_u(np.array([u]), HOURS_PER_YEAR / self.ups.fault.per_year)[0])
         if t < self.engine.horizon_h:
-            self.engine.call_at(t, lambda: self._fault(f))
+            self.engine.calls(self._fault).at(t, f)
 
     def _fault(self, f: int) -> None:
         """A fault of feed ``f``'s UPS (its arrival process continues), unless it is out of service (on
@@ -158,7 +158,7 @@ class UPSModules:
         self.faulted[f] = True
         self.faults += 1
         self._drop(f, "ups_fault")
-        self.engine.call_at(now + self.ups.fault.repair_h, lambda: self._fault_repaired(f))
+        self.engine.calls(self._fault_repaired).at(now + self.ups.fault.repair_h, f)
         self._changed(f)
 
     def _fault_repaired(self, f: int) -> None:

@@ -369,7 +369,7 @@ class Plant(Component):
             s, e = u.nodes[i // u.group_size]
             cause = f"planned:{kind}_maintenance"
             if self.reboot_h > 0.0:
-                self.engine.call_at(self.engine.now + self.reboot_h, lambda: self._undrain(s, e, cause))
+                self.engine.calls(self._undrain).at(self.engine.now + self.reboot_h, s, e, cause)
             else:
                 self._undrain(s, e, cause)
 

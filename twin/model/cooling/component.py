@@ -154,10 +154,10 @@ class Thermal(Component, GpuState, LazyCrossings, Trips, AirRooms, EvaporativeAi
         for inj in self.spec.inject:
             pop = self.ctx.facility.get(inj.part)
             if pop is not None:
-                eng.call_at(inj.at_h, lambda p=pop, i=inj.index: p.fail_now(i))
+                eng.calls(pop.fail_now).at(inj.at_h, inj.index)
             else:
                 npop = self.parts[inj.part]
-                eng.call_at(inj.at_h, lambda p=npop, i=inj.index: p.reschedule(i, self.engine.now))
+                eng.calls(npop.reschedule_now).at(inj.at_h, inj.index)
         if not self.on:
             return
         # a second speed source (the power model's caps; sources are made while the models are built)

@@ -128,9 +128,9 @@ class GpuState(CoolingState):
         traced = np.flatnonzero(self.trace_mask)
         if len(traced):  # traced nodes take the full path (one row per update) inside the window only
             if 0.0 < self.trace_from < self.H:
-                eng.call_at(self.trace_from, lambda: self._set_tracing(True, traced))
+                eng.calls(self._set_tracing).at(self.trace_from, True, traced)
             if 0.0 < self.trace_to < self.H:
-                eng.call_at(self.trace_to, lambda: self._set_tracing(False, traced))
+                eng.calls(self._set_tracing).at(self.trace_to, False, traced)
 
     def _gpus(self, nodes: NDArray[np.int64]) -> NDArray[np.int64]:
         return (nodes[:, None] * self.u + self._ar).ravel()
