@@ -1,6 +1,6 @@
 """Arrows one way (issue 21, item 3): the imports of ``twin/`` form no cycle and never go up a floor.
 
-The floors, lowest first (the blueprint /work/shared/design/style.md: cli → experiment → sim → model
+The floors, lowest first (docs/architecture.md: cli → experiment → sim → model
 → physics; the scenario below the model; observe fed by the model; reports read recorded tables only).
 A module may import modules of its own floor and of the floors below it, never above:
 

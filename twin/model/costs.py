@@ -79,7 +79,8 @@ def annuity_factor(rate: float, years: float) -> float:
         raise ValueError("years must be > 0")
     if rate == 0:
         return 1.0 / years
-    return rate / (1.0 - (1.0 + rate) ** (-years))
+    factor: float = rate / (1.0 - (1.0 + rate) ** (-years))
+    return factor
 
 
 def horizon_years(sc: "Scenario") -> float:

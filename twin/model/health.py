@@ -21,6 +21,7 @@ corruption and infant mortality of replaced parts (the scenario's ``health`` sec
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -58,7 +59,8 @@ def gamma_frailty(u: np.ndarray, variance: float) -> np.ndarray:
     """Gamma(shape 1/v, scale v) by its inverse CDF at ``u`` (mean 1, variance v); 1 when v = 0."""
     if variance <= 0:
         return np.ones_like(u)
-    return np.maximum(gammaincinv(1.0 / variance, u) * variance, 1e-300)
+    out: np.ndarray = np.maximum(gammaincinv(1.0 / variance, u) * variance, 1e-300)
+    return out
 
 
 class NodeHealth(Component):
@@ -170,7 +172,7 @@ class NodeHealth(Component):
     # ---- start --------------------------------------------------------------------------------------
     def start(self) -> None:
         for node in np.flatnonzero(self.defective).tolist():
-            timer = self._sdc_timers[node] = self.engine.timer(lambda nd=node: self._corrupt(nd))
+            timer = self._sdc_timers[node] = self.engine.timer(functools.partial(self._corrupt, node))
             self._next_corruption(node, timer)
 
     # ---- quarantine ---------------------------------------------------------------------------------

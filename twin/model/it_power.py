@@ -225,6 +225,7 @@ class ITPower(Component):
             self._t = now
         idx = self._all if nodes is None else nodes
         npw = self.node_power_w
+        p: NDArray[np.float64] | float | None
         if self._uncapped and self._ng_slope_w:  # the same operations as node_it_power_w with non_gpu_power_w
             if util is not None:
                 npw[idx] = util * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * util) + self._g_idle_w)
@@ -263,8 +264,8 @@ class ITPower(Component):
             ts.append(now)
             vs.append(total)
         if self._after:
-            for fn in self._after:
-                fn(idx)
+            for after in self._after:
+                after(idx)
 
     def total_w(self) -> float:
         """Site IT power now, W."""

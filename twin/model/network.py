@@ -249,7 +249,8 @@ class Network(Component):
             i = int(np.where(cnt >= k, cnt, len(arr) + 1).argmin())
         if cnt[i] >= k:  # one group holds the job: the smallest such, lowest group id on ties
             lo = int(g.searchsorted(i))
-            return arr[lo:lo + k].tolist()
+            packed: list[int] = arr[lo:lo + k].tolist()
+            return packed
         start = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
         counts = np.diff(np.append(start, len(arr)))
         uniq = g[start].tolist()

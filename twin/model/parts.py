@@ -424,13 +424,16 @@ def frail_sample(dist: Any, u: np.ndarray, z: np.ndarray) -> np.ndarray:
     survival S(t)^z, i.e. the inverse CDF at 1 − (1 − u)^(1/z)). Exact in closed form for the
     exponential (mean / z) and the Weibull (scale · z^(−1/shape)); otherwise the uniform is transformed
     (−expm1(log1p(−u)/z), kept below 1). A fixed time is unchanged (no hazard to scale)."""
+    out: np.ndarray
     if isinstance(dist, Exponential):
-        return -dist.mean_h * np.log1p(-u) / z
-    if isinstance(dist, Weibull):
-        return dist.scale_h * np.power(z, -1.0 / dist.shape) * np.power(-np.log1p(-u), 1.0 / dist.shape)
-    if isinstance(dist, Fixed):
-        return dist.sample(u)
-    return dist.sample(np.minimum(-np.expm1(np.log1p(-u) / z), ONE_BELOW))
+        out = -dist.mean_h * np.log1p(-u) / z
+    elif isinstance(dist, Weibull):
+        out = dist.scale_h * np.power(z, -1.0 / dist.shape) * np.power(-np.log1p(-u), 1.0 / dist.shape)
+    elif isinstance(dist, Fixed):
+        out = dist.sample(u)
+    else:
+        out = dist.sample(np.minimum(-np.expm1(np.log1p(-u) / z), ONE_BELOW))
+    return out
 
 
 class FacilityParts(Population):

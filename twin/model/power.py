@@ -36,6 +36,7 @@ lost power returns ``reboot_h`` after power is back.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING
 
@@ -135,7 +136,7 @@ class PowerChain(Component):
         self.ups_ok = [self.has_ups] * F
         self.gen_ok = [self.has_gen] * F
         self.gen_state = ["off"] * F
-        self.gen_timer = [eng.timer(lambda f=f: self._gen_running(f)) for f in range(F)]  # start delay over
+        self.gen_timer = [eng.timer(functools.partial(self._gen_running, f)) for f in range(F)]  # start delay over
         self.sb_ok = [True] * F
         self.ats_k = [0] * F  # transfers drawn per feed (stream power.feed<X>.ats#transfer)
         self.ats_fail = [False] * F  # the pending transfer of the feed fails
@@ -155,7 +156,7 @@ class PowerChain(Component):
         self.input_live = [True] * F
         self.mode = ["utility"] * F
         self.feed_code = [0] * F
-        self.empty_timer = [eng.timer(lambda f=f: self._ups_empty(f)) for f in range(F)]  # battery runs empty
+        self.empty_timer = [eng.timer(functools.partial(self._ups_empty, f)) for f in range(F)]  # battery runs empty
         self.feed_load_w = [0.0] * F
         self.feed_since = [0.0] * F
         self.feed_rows: list[tuple[str, float, float, str, str]] = []
@@ -214,7 +215,7 @@ class PowerChain(Component):
                 paths = [f"power.feed{x}.{name}" for x in self.feeds]
                 groups = [list(range(F))]  # the unit of every feed (generator A and B)
             fp = FacilityParts(eng, name, paths, spec.element_part(name, len(paths)), groups=groups)
-            eng.bus.subscribe(fp.changed, lambda i, ok, nm=name: self._on_unit(nm, i, ok))
+            eng.bus.subscribe(fp.changed, functools.partial(self._on_unit, name))
             fp.test_duration_h = el.test_duration_h
             # dispatch by impact: a PDU's nodes, or every node of a feed-level unit, out for a power cause
             if name == "pdu":

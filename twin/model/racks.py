@@ -16,6 +16,7 @@ published as ``Topic.RACK_PART`` (the NVLink domains' switch trays: ``twin.model
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -57,7 +58,7 @@ class RackParts(Component):
             self.fail_below[name] = spec.count if spec.effect == "node_down" else spec.fail_below
             self.count[name] = spec.count
             pop = FacilityParts(ctx.engine, name, paths, spec)
-            ctx.engine.bus.subscribe(pop.changed, lambda idx, ok, name=name: self._on_change(name, idx, ok))
+            ctx.engine.bus.subscribe(pop.changed, functools.partial(self._on_change, name))
             npr, cnt = cl.nodes_per_rack, spec.count
             pop.scope = lambda idx, npr=npr, cnt=cnt: range((idx // cnt) * npr, (idx // cnt + 1) * npr)  # its rack
             if spec.dispatch_priority is None:  # like node parts: node-down 0, lost redundancy 2

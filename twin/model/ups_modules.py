@@ -21,6 +21,7 @@ States per feed: ``short`` (modules < k), ``faulted`` (between a fault and its r
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
@@ -59,7 +60,7 @@ class UPSModules:
         self.short = [False] * F
         self.faulted = [False] * F
         self.dropped = [False] * F
-        self._manual = [engine.timer(lambda f=f: self._manual_bypass(f)) for f in range(F)]
+        self._manual = [engine.timer(functools.partial(self._manual_bypass, f)) for f in range(F)]
         self._fault_k = [0] * F
         self._bypass_k = [0] * F
         self._short_since = [0.0] * F

@@ -31,8 +31,9 @@ class WorkloadBase:
         self.cluster = model.cluster
         sc = model.sc
         self.sc = sc
-        self.spec = sc.workload
-        assert self.spec is not None
+        spec = sc.workload
+        assert spec is not None
+        self.spec = spec
         self.min_pause_s = self.spec.min_load_pause_s
         self.gpn = sc.cluster.node.gpus
         n = self.cluster.n_nodes

@@ -70,8 +70,10 @@ class Scheduler(Checkpointing):
             racks = pool // self.cluster.nodes_per_rack
             per_rack = np.bincount(racks)
             order = np.lexsort((pool, racks, -per_rack[racks]))
-            return pool[order[:k]].tolist()
-        return pool[:k].tolist()
+            chosen: list[int] = pool[order[:k]].tolist()
+            return chosen
+        first: list[int] = pool[:k].tolist()
+        return first
 
     def _schedule(self) -> None:
         """Start queued jobs in queue order while they fit; ``fifo`` stops at the first that does not
