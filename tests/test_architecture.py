@@ -491,3 +491,35 @@ def test_the_timer_check_finds_a_raw_call_at(tmp_path: Path) -> None:
     (pkg / "model" / "engine.py").write_text("def call_at(t, fn): ...\ndef f(e): e.call_at(1.0, f)\n")
     (pkg / "model" / "a.py").write_text("def f(eng):\n    eng.calls(f).at(1.0)\n    eng.call_at(2.0, lambda: f(eng))\n")
     assert raw_schedules(pkg, "pk", "pk.model") == ["pk.model.a:3"]
+
+
+CLUSTER_REASONS = ("add_down", "remove_down", "add_cut", "remove_cut")
+
+
+def string_causes(root: Path, package: str, model: str) -> list[str]:
+    """Down or cut reasons given to the cluster as strings (a literal or an f-string) in the model: a reason
+    is a typed ``DownCause`` (its kind, part and planned or not), never a string to parse later."""
+    bad = []
+    for mod, path in modules(root, package).items():
+        if not (mod == model or mod.startswith(model + ".")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in CLUSTER_REASONS and len(node.args) == 2
+                    and isinstance(node.args[1], (ast.Constant, ast.JoinedStr))):
+                bad.append(f"{mod}:{node.lineno}")
+    return bad
+
+
+def test_no_string_cause_in_the_model() -> None:
+    assert string_causes(ROOT, "twin", MODEL) == []
+
+
+def test_the_cause_check_finds_a_string(tmp_path: Path) -> None:
+    pkg = tmp_path / "pk"
+    (pkg / "model").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "model" / "__init__.py").write_text("")
+    (pkg / "model" / "a.py").write_text("def f(cl, c, p):\n    cl.add_down(1, c)\n    cl.add_down(1, 'planned')\n"
+                                        "    cl.remove_cut(1, f'repair:{p}')\n")
+    assert string_causes(pkg, "pk", "pk.model") == ["pk.model.a:3", "pk.model.a:4"]

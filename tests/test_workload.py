@@ -9,6 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from twin.model.causes import DownCause
 from twin.cli import main
 from twin.scenario import load_dict
 from twin.sim import run_replication
@@ -408,12 +409,12 @@ def test_an_aborted_async_write_does_not_complete_the_next_one() -> None:
     wl = m.by_section["workload"]
     def crash(cause: str) -> None:
         job = [j for j in wl.jobs if j.name == "J"][0]
-        m.engine.bus.publish(Topic.TRANSIENT, int(job.nodes[0]), cause)
+        m.engine.bus.publish(Topic.TRANSIENT, int(job.nodes[0]), DownCause.part_failed(cause))
 
     for t, cause in ((1.2, "crash1"), (3.5, "crash2")):
         m.engine.call_at(t, lambda c=cause: crash(c))
     m.run()
-    lost = {r[3]: r[5] for r in wl.interruptions if r[1] == "J"}
+    lost = {r[3].label: r[5] for r in wl.interruptions if r[1] == "J"}
     # crash2 at 3.5 h: the write of progress 1.0 restarted at ~2.25 h ends at ~4.15 h, so nothing newer
     # than the restart point is saved: ~2 h lost (it was ~1 h)
     assert lost["crash2"] > 1.8, lost
@@ -434,7 +435,7 @@ def test_backfill_counts_a_requeued_jobs_restart_and_running_jobs_progress() -> 
                                  {"name": "X", "gpus": 8, "work_h": 3, "submit_h": 0},
                                  {"name": "H", "gpus": 24, "work_h": 2, "submit_h": 1, "priority": 1}]}}
     m = Model(load_dict(doc).scenario, 0)
-    m.engine.call_at(2.0, lambda: m.cluster.add_down(2, "inj"))  # R's node, never back
+    m.engine.call_at(2.0, lambda: m.cluster.add_down(2, DownCause.part_failed("inj")))  # R's node, never back
     m.run()
     start = {j.name: j.first_start_h for j in m.by_section["workload"].jobs}
     end = {j.name: j.end_h for j in m.by_section["workload"].jobs}

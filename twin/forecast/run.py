@@ -154,7 +154,7 @@ class JobObserver:
             rec = ints[self._seen]
             self._seen += 1
             if rec.jid == job.spec.jid:
-                self._cause = rec.cause
+                self._cause = rec.cause.label
         if refactor or job.nodes is not self._nodes:
             self._nodes = job.nodes
             self._ls, self._ln = self._factors(job)
@@ -169,7 +169,7 @@ class JobObserver:
             return lost, count
         for rec in self.wl.interruptions:
             if rec.jid == self.job.spec.jid:
-                c = rec.cause
+                c = rec.cause.label
                 lost[c] = lost.get(c, 0.0) + rec.lost_h
                 count[c] = count.get(c, 0) + 1
         return lost, count

@@ -14,6 +14,7 @@ from typing import Callable, Iterable
 import numpy as np
 from numpy.typing import NDArray
 
+from twin.model.causes import DownCause
 from twin.model.engine import Engine, Topic
 
 
@@ -83,10 +84,10 @@ class Cluster:
         engine.bus.subscribe(Topic.NODE_SPEED, self._on_speed)  # first subscriber: updated before the others read
         self.down_count = np.zeros(self.n_nodes, dtype=np.int32)
         self.cut_count = np.zeros(self.n_nodes, dtype=np.int32)
-        self._down_reasons: dict[int, Counter[str]] = {}
-        self._cut_reasons: dict[int, Counter[str]] = {}
-        self._down_since: dict[int, tuple[float, str]] = {}
-        self._cut_since: dict[int, tuple[float, str]] = {}
+        self._down_reasons: dict[int, Counter[DownCause]] = {}
+        self._cut_reasons: dict[int, Counter[DownCause]] = {}
+        self._down_since: dict[int, tuple[float, DownCause]] = {}
+        self._cut_since: dict[int, tuple[float, DownCause]] = {}
         self.n_up = self.n_nodes
         self.n_cut = 0  # nodes with at least one cut reason
         self._down_arr: np.ndarray | None = np.zeros(0, dtype=np.int64)
@@ -112,13 +113,13 @@ class Cluster:
             arr = self._down_arr = np.fromiter(sorted(self._down_since), dtype=np.int64, count=len(self._down_since))
         return arr
 
-    def down_reasons(self, node: int) -> Counter[str]:
+    def down_reasons(self, node: int) -> Counter[DownCause]:
         return self._down_reasons.get(node, Counter())
 
-    def cut_reasons(self, node: int) -> Counter[str]:
+    def cut_reasons(self, node: int) -> Counter[DownCause]:
         return self._cut_reasons.get(node, Counter())
 
-    def out_for(self, nodes: Iterable[int], causes: frozenset[str]) -> int:
+    def out_for(self, nodes: Iterable[int], causes: frozenset[DownCause]) -> int:
         """How many of ``nodes`` are out of service (down) or cut off the fabric for one of ``causes``."""
         k = 0
         for node in nodes:
@@ -170,7 +171,7 @@ class Cluster:
         return float(self.node_speed(nodes).min())
 
     # ---- down / up ----------------------------------------------------------------------
-    def add_down(self, node: int, cause: str) -> None:
+    def add_down(self, node: int, cause: DownCause) -> None:
         self.down_count[node] += 1
         self._down_reasons.setdefault(node, Counter())[cause] += 1
         if self.down_count[node] == 1:
@@ -179,10 +180,10 @@ class Cluster:
             self._down_arr = None
             self.n_up -= 1
             self.engine.recorder.level("nodes_up", now, self.n_up)
-            self.engine.recorder.event(now, "node_down", cause, node)
+            self.engine.recorder.event(now, "node_down", cause.label, node)
             self.engine.bus.publish(Topic.NODE_DOWN, node, cause)
 
-    def remove_down(self, node: int, cause: str) -> None:
+    def remove_down(self, node: int, cause: DownCause) -> None:
         reasons = self._down_reasons[node]
         assert reasons[cause] > 0, f"node {node} is not down for {cause}"
         reasons[cause] -= 1
@@ -194,14 +195,14 @@ class Cluster:
             now = self.engine.now
             start, first = self._down_since.pop(node)
             self._down_arr = None
-            self.engine.recorder.interval(node, start, now, "down", first)
+            self.engine.recorder.interval(node, start, now, "down", first.label)
             self.n_up += 1
             self.engine.recorder.level("nodes_up", now, self.n_up)
-            self.engine.recorder.event(now, "node_up", first, node, now - start)
+            self.engine.recorder.event(now, "node_up", first.label, node, now - start)
             self.engine.bus.publish(Topic.NODE_UP, node, first)
 
     # ---- rail cut -----------------------------------------------------------------------
-    def add_cut(self, node: int, cause: str) -> None:
+    def add_cut(self, node: int, cause: DownCause) -> None:
         self.cut_count[node] += 1
         self._cut_reasons.setdefault(node, Counter())[cause] += 1
         if self.cut_count[node] == 1:
@@ -209,7 +210,7 @@ class Cluster:
             self._cut_since[node] = (self.engine.now, cause)
             self.engine.bus.publish(Topic.NODE_CUT, node, cause)
 
-    def remove_cut(self, node: int, cause: str) -> None:
+    def remove_cut(self, node: int, cause: DownCause) -> None:
         reasons = self._cut_reasons[node]
         assert reasons[cause] > 0
         reasons[cause] -= 1
@@ -220,13 +221,13 @@ class Cluster:
             self.n_cut -= 1
             del self._cut_reasons[node]
             start, first = self._cut_since.pop(node)
-            self.engine.recorder.interval(node, start, self.engine.now, "cut", first)
+            self.engine.recorder.interval(node, start, self.engine.now, "cut", first.label)
             self.engine.bus.publish(Topic.NODE_UNCUT, node, first)
 
     def finish(self) -> None:
         """Close open intervals at the horizon."""
         end = self.engine.horizon_h
         for node, (start, cause) in sorted(self._down_since.items()):
-            self.engine.recorder.interval(node, start, end, "down", cause)
+            self.engine.recorder.interval(node, start, end, "down", cause.label)
         for node, (start, cause) in sorted(self._cut_since.items()):
-            self.engine.recorder.interval(node, start, end, "cut", cause)
+            self.engine.recorder.interval(node, start, end, "cut", cause.label)

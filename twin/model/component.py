@@ -31,6 +31,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:  # pragma: no cover
+    from twin.model.causes import DownCause
     from twin.model.cluster import Cluster
     from twin.model.engine import Engine
     from twin.model.parts import FacilityParts, PartPopulation
@@ -89,7 +90,7 @@ class Jobs(Protocol):
         """Id of the job holding ``node`` now, or -1."""
         ...
 
-    def rollback(self, jid: int, before_h: float, node: int, cause: str) -> tuple[float, int] | None:
+    def rollback(self, jid: int, before_h: float, node: int, cause: DownCause) -> tuple[float, int] | None:
         """Roll job ``jid`` back to its last checkpoint captured before ``before_h`` (its state since is
         corrupt) and restart it without ``node`` if it holds it; returns (the progress lost in ideal
         hours, the job's GPUs), None when the job is done or gone."""
@@ -219,7 +220,7 @@ class Component:
         return {}
 
     def down_causes(self) -> Mapping[str, str]:
-        """Causes of node-down intervals this component attributes to a part: cause → part name (a
+        """Causes of node-down intervals this component attributes to a part: cause label → part name (a
         part's own name and ``repair:<part>`` belong to it without being listed)."""
         return {}
 

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any, Callable, Final, Generic, TypeVarTuple, Unpack
+from typing import TYPE_CHECKING, Any, Callable, Final, Generic, TypeVarTuple, Unpack
 
 import numpy as np
 import simpy
 from numpy.typing import NDArray
 
 from twin import rng
+
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.model.causes import DownCause
 
 Ts = TypeVarTuple("Ts")
 
@@ -43,19 +46,19 @@ class Topic:
     :mod:`twin.model.workload.jobs`; ``PART_FAILED``, ``PART_RESTORED``, ``UNIT_FAILED`` and
     ``PART_REPLACED`` in :mod:`twin.model.parts`; a site population's own ``FacilityParts.changed``."""
 
-    NODE_DOWN: Final[Channel[int, str]] = Channel(
+    NODE_DOWN: Final[Channel[int, DownCause]] = Channel(
         "node_down", "(node, cause) node leaves service (the cluster: Cluster.add_down)")
-    NODE_UP: Final[Channel[int, str]] = Channel(
+    NODE_UP: Final[Channel[int, DownCause]] = Channel(
         "node_up", "(node, cause) node returns to service; cause: the reason that took it down (the cluster)")
-    NODE_CUT: Final[Channel[int, str]] = Channel(
+    NODE_CUT: Final[Channel[int, DownCause]] = Channel(
         "node_cut", "(node, cause) node cut off a rail: multi-node jobs impossible (the cluster: Cluster.add_cut)")
-    NODE_UNCUT: Final[Channel[int, str]] = Channel("node_uncut", "(node, cause) the node's rail is back (the cluster)")
-    TRANSIENT: Final[Channel[int, str]] = Channel(
+    NODE_UNCUT: Final[Channel[int, DownCause]] = Channel("node_uncut", "(node, cause) the node's rail is back (the cluster)")
+    TRANSIENT: Final[Channel[int, DownCause]] = Channel(
         "transient", "(node, cause) transient fault: jobs on the node crash (node parts)")
-    LINK_FLAP: Final[Channel[int, str]] = Channel(
+    LINK_FLAP: Final[Channel[int, DownCause]] = Channel(
         "link_flap", "(node, cause) a compute-fabric link of the node flapped: its multi-node job crashes (a job "
                      "on one node does not use the fabric) (the network)")
-    FABRIC_FLAP: Final[Channel[int, str]] = Channel(
+    FABRIC_FLAP: Final[Channel[int, DownCause]] = Channel(
         "fabric_flap", "(group, cause) an uplink of a leaf of this leaf group flapped: jobs spanning several leaf "
                        "groups with nodes in this one crash (the network)")
     GROUP: Final[Channel[int, str, int]] = Channel(

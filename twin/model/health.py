@@ -32,6 +32,7 @@ from scipy.special import gammaincinv
 
 from twin import rng
 from twin.model.component import JOBS, BuildContext, Component, Jobs, ResultsSoFar
+from twin.model.causes import QUARANTINE, SDC, SDC_TEST, DownCause
 from twin.model.engine import Timer
 from twin.model.parts import PART_FAILED, PART_REPLACED, PART_RESTORED, PartPopulation
 from twin.scenario.distributions import Fixed
@@ -42,9 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
 SPEED_SOURCE = "degraded"
 """The engine's speed-cap source of degraded parts."""
 
-QUARANTINE = "quarantine"
-SDC_TEST = "sdc_test"
-SDC_CAUSE = "sdc"
+SDC_CAUSE = SDC
 """Interruption cause of an SDC rollback (the jobs table)."""
 
 
@@ -167,7 +166,7 @@ class NodeHealth(Component):
         return float(dist.sample(np.array([self._u(node, purpose, k)]))[0])
 
     def down_causes(self) -> dict[str, str]:
-        return {f"straggler:{name}": name for name in self.degraded}
+        return {DownCause.straggler(name).label: name for name in self.degraded}
 
     # ---- start --------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -238,7 +237,7 @@ class NodeHealth(Component):
         if self.spec.stragglers.policy == "swap":
             self.straggler_swaps += 1
             self._drained.add((pop.name, idx))
-            self.cluster.add_down(node, f"straggler:{pop.name}")
+            self.cluster.add_down(node, DownCause.straggler(pop.name))
 
     def _on_restored(self, pop: Any, idx: int) -> None:
         if pop.name not in self.degraded:
@@ -252,7 +251,7 @@ class NodeHealth(Component):
         self._set_speed(node)
         if key in self._drained:
             self._drained.discard(key)
-            self.cluster.remove_down(node, f"straggler:{pop.name}")
+            self.cluster.remove_down(node, DownCause.straggler(pop.name))
 
     def _set_speed(self, node: int) -> None:
         speeds = self._speeds.get(node)

@@ -18,6 +18,7 @@ from twin.model.engine import Engine, Topic
 from twin.physics.power import node_it_power_w, non_gpu_power_w
 
 if TYPE_CHECKING:  # pragma: no cover
+    from twin.model.causes import DownCause
     from twin.model.cluster import Cluster
     from twin.scenario.schema import Scenario
 
@@ -203,7 +204,7 @@ class ITPower(Component):
             self.energy_wh += self._total * (now - self._t)
             self._t = now
 
-    def _on_node(self, node: int, cause: str) -> None:
+    def _on_node(self, node: int, cause: DownCause) -> None:
         self.refresh(np.array([node]))
 
     def refresh(self, nodes: NDArray[np.int64] | None = None, util: float | None = None) -> None:

@@ -7,6 +7,7 @@ that returns them; jobs on drained nodes see a planned interruption through the 
 from __future__ import annotations
 
 from twin.model.cluster import Cluster
+from twin.model.causes import PLANNED
 from twin.model.engine import Engine
 from twin.scenario.schema import Planned
 
@@ -32,7 +33,7 @@ class PlannedMaintenance:
         self._next_node = (self._next_node + len(batch)) % n
         self.waves += 1
         for node in batch:
-            self.cluster.add_down(node, "planned")
+            self.cluster.add_down(node, PLANNED)
         end = self.engine.now + self.spec.duration_h
         self._wave_ends.at(end, batch)
         nxt = self.engine.now + self.spec.every_days * 24.0
@@ -41,4 +42,4 @@ class PlannedMaintenance:
 
     def _wave_end(self, batch: list[int]) -> None:
         for node in batch:
-            self.cluster.remove_down(node, "planned")
+            self.cluster.remove_down(node, PLANNED)

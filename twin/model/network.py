@@ -44,6 +44,7 @@ from numpy.typing import NDArray
 
 from twin import rng
 from twin.model.component import FABRIC, BuildContext, Component, ResultsSoFar
+from twin.model.causes import LINK_FLAP, TRUNK_FLAP, DownCause
 from twin.model.engine import Topic
 from twin.model.parts import FacilityParts
 from twin.observe.recorder import time_weighted_mean
@@ -101,6 +102,10 @@ def _trunk_flap_digests(R: int, G: int, U: int) -> NDArray[np.uint64]:
     out = rng.path_digests(trunk_link_path(r, g, j) + "#flap" for g in range(G) for r in range(R) for j in range(U))
     out.flags.writeable = False
     return out
+
+
+_LEAF = DownCause.part_failed("leaf")
+_OPTIC = DownCause.part_failed("optic")
 
 
 class _Flaps:
@@ -280,9 +285,9 @@ class Network(Component):
         self.leaf_ok[idx] = healthy
         for node in self._group_nodes(group):
             if healthy:
-                self.cluster.remove_cut(node, "leaf")
+                self.cluster.remove_cut(node, _LEAF)
             else:
-                self.cluster.add_cut(node, "leaf")
+                self.cluster.add_cut(node, _LEAF)
         self._record_levels()
 
     def _on_spine(self, idx: int, healthy: bool) -> None:
@@ -300,9 +305,9 @@ class Network(Component):
             node = link // self.R
             self.access_bad[link] += step
             if healthy:
-                self.cluster.remove_cut(node, "optic")
+                self.cluster.remove_cut(node, _OPTIC)
             else:
-                self.cluster.add_cut(node, "optic")
+                self.cluster.add_cut(node, _OPTIC)
             return
         t = link - self.A
         before = self.trunk_bad[t]
@@ -318,11 +323,11 @@ class Network(Component):
         self._record_levels()
         self.engine.bus.publish(Topic.FABRIC)
 
-    def _on_cut(self, node: int, cause: str) -> None:
+    def _on_cut(self, node: int, cause: DownCause) -> None:
         self.n_cut += 1
         self.engine.recorder.level("network.cut_nodes", self.engine.now, self.n_cut)
 
-    def _on_uncut(self, node: int, cause: str) -> None:
+    def _on_uncut(self, node: int, cause: DownCause) -> None:
         self.n_cut -= 1
         self.engine.recorder.level("network.cut_nodes", self.engine.now, self.n_cut)
 
@@ -334,7 +339,7 @@ class Network(Component):
         if self.access_bad[link] != 0 or not self.leaf_ok[self.node_group[node] * self.R + rail]:
             return False
         self.engine.recorder.event(self.engine.now, "transient", access_link_path(node, rail), node)
-        self.engine.bus.publish(Topic.LINK_FLAP, node, "link_flap")
+        self.engine.bus.publish(Topic.LINK_FLAP, node, LINK_FLAP)
         return True
 
     def _trunk_flap(self, link: int) -> bool:
@@ -345,7 +350,7 @@ class Network(Component):
             return False
         group, rail = divmod(leaf, self.R)
         self.engine.recorder.event(self.engine.now, "transient", trunk_link_path(rail, group, j), -1)
-        self.engine.bus.publish(Topic.FABRIC_FLAP, group, "trunk_flap")
+        self.engine.bus.publish(Topic.FABRIC_FLAP, group, TRUNK_FLAP)
         return True
 
     def spans_groups(self, nodes: NDArray[np.int64]) -> bool:

@@ -24,6 +24,7 @@ import numpy as np
 import simpy
 
 from twin import rng
+from twin.model.causes import DownCause
 from twin.model.cluster import Cluster, node_path
 from twin.model.engine import Channel, Engine, Topic
 from twin.scenario.base import Part
@@ -77,7 +78,10 @@ class Population(abc.ABC):
         self._ccf_mean_h = spec.failure.mean() / self.beta if self.beta else float("inf")  # 1/(βλ), hours
         self._ccf_digests = np.zeros(0, dtype=np.uint64)
         self._in_ccf = False
-        self._down_cause: dict[int, str] = {}
+        self._down_cause: dict[int, DownCause] = {}
+        self.cause = DownCause.part_failed(name)
+        """The down (or cut) reason of a failed unit: the part's name."""
+        self._ccf_cause = DownCause.common(name)
         self.ccf_events = 0  # common events that failed at least one unit
         self.ccf_failures = 0  # units they failed
         self.test_h: float | None = spec.latent_test_interval_h
@@ -343,7 +347,7 @@ class PartPopulation(Population):
         now = self.engine.now
         self.engine.recorder.event(now, "fail", self.path(idx), node, now - self.install_h[idx])
         if self.spec.effect == "transient":
-            self.engine.bus.publish(Topic.TRANSIENT, node, self.name)
+            self.engine.bus.publish(Topic.TRANSIENT, node, self.cause)
             self._renew(idx)
             return
         self.healthy[idx] = False
@@ -373,24 +377,24 @@ class PartPopulation(Population):
         if eff == "node_down":
             # every failed part of the type is one down reason
             if after < before:
-                self.cluster.add_down(node, self.name)
+                self.cluster.add_down(node, self.cause)
             else:
-                self.cluster.remove_down(node, self.name)
+                self.cluster.remove_down(node, self.cause)
         elif eff == "link_down":
             if after < before:
-                self.cluster.add_cut(node, self.name)
+                self.cluster.add_cut(node, self.cause)
             else:
-                self.cluster.remove_cut(node, self.name)
+                self.cluster.remove_cut(node, self.cause)
         elif eff == "redundant":
             was_failed = before < self.fail_below
             now_failed = after < self.fail_below
             if now_failed and not was_failed:
                 # a common event that took the group down is its own cause (reported apart)
-                cause = f"ccf:{self.name}" if self._in_ccf else self.name
+                cause = self._ccf_cause if self._in_ccf else self.cause
                 self._down_cause[node] = cause
                 self.cluster.add_down(node, cause)
             elif was_failed and not now_failed:
-                self.cluster.remove_down(node, self._down_cause.pop(node, self.name))
+                self.cluster.remove_down(node, self._down_cause.pop(node, self.cause))
             if self._hidden and after < before and after < int(self.required):
                 # a demand: the group no longer meets `required`, every hidden failure in it is found
                 for i in self.members(node):
@@ -460,7 +464,7 @@ class FacilityParts(Population):
         self.scope: Callable[[int], Iterable[int]] | None = None
         """Nodes whose service unit ``idx``'s failure can take away (set by the owning model; none: no
         node). Dispatch by impact counts the GPUs of those out of service, or cut, for one of ``causes``."""
-        self.causes: frozenset[str] = frozenset({name})
+        self.causes: frozenset[DownCause] = frozenset({self.cause})
         self._groups: list[Sequence[int]] = [range(self.n)] if groups is None else list(groups)
         """Common-cause groups (default: every unit of the population in one group)."""
         self._ccf_since: dict[int, float] = {}  # units failed by a common event: since when, h

@@ -46,6 +46,7 @@ from numpy.typing import NDArray
 
 from twin import rng
 from twin.model.component import BuildContext, Component, ResultsSoFar
+from twin.model.causes import DownCause
 from twin.model.engine import Topic
 from twin.model.facility_units import Load, MaintenanceAccount, MaintenanceRota
 from twin.model.it_power import IT_POWER
@@ -70,10 +71,21 @@ _RANK = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 0.5, 3.5, 4.5, 4.6])
 """Rank of each code (index = code) among a node's dead feeds."""
 
 
-def cause_name(code: int) -> str:
-    """The node-down reason of power cause ``code``: ``power:<cause>``, and for a planned maintenance
-    that drained the load ``planned:power_maintenance`` (a planned interruption for the workload)."""
-    return "planned:power_maintenance" if code == _MAINT else f"power:{CAUSES[code - 1]}"
+DOWN_CAUSES: tuple[DownCause, ...] = (DownCause.power("none"), *(
+    DownCause.planned_drain("power") if code == _MAINT else DownCause.power(c) for code, c in enumerate(CAUSES, 1)))
+"""The node-down reason of each power cause code (index = code; code 0 is never a node's reason): a power
+cause (``power:<cause>``), and for a planned maintenance that drained the load a planned drain
+(``planned:power_maintenance``, a planned interruption for the workload)."""
+
+
+_FEED_CAUSES = frozenset(DownCause.power(c) for c in CAUSES[2:])
+"""The reasons a feed-level unit's failure can take nodes for (dispatch by impact): utility, generator_start,
+feed, ... (``power:maintenance`` is never a node's reason: a drain for maintenance is a planned drain)."""
+
+
+def cause_name(code: int) -> DownCause:
+    """The node-down reason of power cause ``code`` (:data:`DOWN_CAUSES`)."""
+    return DOWN_CAUSES[code]
 
 
 class PowerChain(Component):
@@ -220,10 +232,10 @@ class PowerChain(Component):
             # dispatch by impact: a PDU's nodes, or every node of a feed-level unit, out for a power cause
             if name == "pdu":
                 fp.scope = lambda i: np.flatnonzero(self.node_pdu == i % self.K)
-                fp.causes = frozenset({f"power:{CAUSES[_PDU - 1]}"})
+                fp.causes = frozenset({DOWN_CAUSES[_PDU]})
             else:
                 fp.scope = lambda i: range(n)
-                fp.causes = frozenset(f"power:{c}" for c in CAUSES[2:])  # utility, generator_start, feed
+                fp.causes = _FEED_CAUSES
             self.units[name] = fp
         # ---- utility sources: (stream path, feeds)
         if spec.utility.shared:
@@ -238,7 +250,7 @@ class PowerChain(Component):
             self.mods.in_service = lambda f: self.unit_up["ups"][f] and not self._bypassed("ups", f)
             if self.mods.parts is not None:
                 self.mods.parts.scope = lambda i: range(n)
-                self.mods.parts.causes = frozenset(f"power:{c}" for c in CAUSES[2:])
+                self.mods.parts.causes = _FEED_CAUSES
                 self.units["ups_module"] = self.mods.parts
         eng.bus.subscribe(Topic.GROUP, self._on_group)
         eng.bus.subscribe(Topic.COOLING_LOAD, self._on_cooling_load)
@@ -249,7 +261,7 @@ class PowerChain(Component):
 
     def down_causes(self) -> dict[str, str]:
         # a node down for too few PSUs counts against the PSU part, for a failed PDU against the PDUs
-        return {f"power:{CAUSES[_PSU - 1]}": self.spec.psu_part, f"power:{CAUSES[_PDU - 1]}": "pdu"}
+        return {DOWN_CAUSES[_PSU].label: self.spec.psu_part, DOWN_CAUSES[_PDU].label: "pdu"}
 
     def start(self) -> None:
         if self.spec.utility.outages_per_year > 0:

@@ -23,6 +23,7 @@ import numpy as np
 
 from twin.model.cluster import rack_path
 from twin.model.component import BuildContext, Component
+from twin.model.causes import DownCause
 from twin.model.engine import Topic
 from twin.model.parts import FacilityParts
 
@@ -85,7 +86,7 @@ class RackParts(Component):
         nodes = range(rack * cl.nodes_per_rack, (rack + 1) * cl.nodes_per_rack)
         if before >= k > after:  # the rack's group just failed
             for node in nodes:
-                cl.add_down(node, name)
+                cl.add_down(node, DownCause.part_failed(name))
         elif after >= k > before:  # and is back
             for node in nodes:
-                cl.remove_down(node, name)
+                cl.remove_down(node, DownCause.part_failed(name))

@@ -25,6 +25,7 @@ from typing import Any, Callable, Generator, Sequence
 import numpy as np
 import simpy
 
+from twin.model.causes import BURN_IN, THERMAL_TRIP, DownCause
 from twin.model.cluster import Cluster, node_blocks
 from twin.model.engine import Engine
 from twin.model.parts import PART_FAILED, PART_REPLACED, UNIT_FAILED
@@ -263,7 +264,7 @@ class RepairShop:
             self.inventories[part] = Inventory(self.engine, part, sp)
         self._default_pool = next(iter(self.crews))
         self.open: dict[int, _Ticket] = {}
-        self._node_causes: dict[str, frozenset[str]] = {}
+        self._node_causes: dict[str, frozenset[DownCause]] = {}
 
     def attach(self) -> None:
         """Subscribe to part and site-unit failures. Called once every component is built, so that the shop
@@ -293,7 +294,7 @@ class RepairShop:
         if node >= 0:
             causes = self._node_causes.get(pop.name)
             if causes is None:
-                causes = self._node_causes[pop.name] = frozenset({pop.name})
+                causes = self._node_causes[pop.name] = frozenset({pop.cause})
             return cl.out_for((node,), causes) * cl.gpus_per_node
         if pop.scope is None:
             return 0
@@ -337,7 +338,7 @@ class RepairShop:
         t.impact_gpus = float(impact)  # type: ignore[arg-type]
         t.crew_h = t.start_h = eng.now
         if node >= 0 and not rep.hot_swap and pop.spec.effect not in ("node_down", "transient"):
-            self.cluster.add_down(node, f"repair:{pop.name}")
+            self.cluster.add_down(node, DownCause.repair(pop.name))
             t.drained = True
         yield env.timeout(self._draw(pop, idx, "repair", k, rep.time))
         t.end_h = eng.now
@@ -352,14 +353,14 @@ class RepairShop:
         burn = rep.burn_in_h
         affects_node = node >= 0 and (t.drained or pop.spec.effect == "node_down" or pop.node_failed_by_group(node))
         if burn > 0 and affects_node:
-            self.cluster.add_down(node, "burn_in")
+            self.cluster.add_down(node, BURN_IN)
         pop.restore(idx)
         self.engine.bus.publish(PART_REPLACED, pop, idx)
         if t.drained:
-            self.cluster.remove_down(node, f"repair:{pop.name}")
+            self.cluster.remove_down(node, DownCause.repair(pop.name))
         if burn > 0 and affects_node:
             yield env.timeout(burn)
-            self.cluster.remove_down(node, "burn_in")
+            self.cluster.remove_down(node, BURN_IN)
         t.back_h = eng.now
         self._close(tid, pop, idx)
 
@@ -382,7 +383,7 @@ def bind_scopes(sc: Scenario, cluster: Cluster, facility: dict[str, Any]) -> Non
     if c is None:
         return
     racks, npr = sc.cluster.racks, sc.cluster.nodes_per_rack
-    trip = frozenset({"thermal_trip"})  # the thermal model's down reason for a trip (twin.model.thermal.TRIP)
+    trip = frozenset({THERMAL_TRIP})  # the thermal model's down reason for a trip
     if c.air is not None and "crah" in facility and facility["crah"].scope is None:
         zones = node_blocks(racks, c.air.zones, npr)
         per = c.air.crah.count

@@ -36,6 +36,7 @@ import math
 import pandas as pd
 
 from twin.model.cluster import node_blocks
+from twin.model.causes import DownCause
 from twin.model.component import BuildContext, Component, ResultsSoFar
 from twin.model.it_power import IT_POWER
 from twin.model.engine import Timer, Topic
@@ -344,7 +345,7 @@ class Plant(Component):
             s, e = u.nodes[i // u.group_size]
             self.maint.drains += 1
             self.maint.drained_node_h += (e - s) * (min(eng.now + mt.duration_h + self.reboot_h, self.H) - eng.now)
-            cause = f"planned:{kind}_maintenance"
+            cause = DownCause.planned_drain(kind)
             for node in range(s, e):
                 self.cluster.add_down(node, cause)
         u.maint[i] = True
@@ -367,13 +368,13 @@ class Plant(Component):
         self._changed(u, i)
         if self.rotas[kind].load[i] == "drained":
             s, e = u.nodes[i // u.group_size]
-            cause = f"planned:{kind}_maintenance"
+            cause = DownCause.planned_drain(kind)
             if self.reboot_h > 0.0:
                 self.engine.calls(self._undrain).at(self.engine.now + self.reboot_h, s, e, cause)
             else:
                 self._undrain(s, e, cause)
 
-    def _undrain(self, s: int, e: int, cause: str) -> None:
+    def _undrain(self, s: int, e: int, cause: DownCause) -> None:
         for node in range(s, e):
             self.cluster.remove_down(node, cause)
 
@@ -445,7 +446,7 @@ class Plant(Component):
         self.engine.bus.publish(Topic.PLANT_SUPPLY, new_h)
         self._retarget()  # the heat may have moved (nodes tripped or came back): plans the next step
 
-    def _on_node(self, node: int, cause: str) -> None:
+    def _on_node(self, node: int, cause: DownCause) -> None:
         """A node went down or up: while the plant could fall short (or the loop is warm) the heat matters;
         re-read it just after this instant's changes."""
         if self.run_kw < self.full_kw or self.tgt > 0.0 or self.x0 > 0.0:

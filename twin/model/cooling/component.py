@@ -33,6 +33,7 @@ from twin.model.cooling.trips import Trips
 from twin.model.engine import Topic
 from twin.model.component import BuildContext, Component, ResultsSoFar
 from twin.model.it_power import IT_POWER
+from twin.model.causes import DownCause
 from twin.model.cluster import SpeedSource
 from twin.model.parts import PART_FAILED, PART_RESTORED, FacilityParts
 
@@ -187,14 +188,14 @@ class Thermal(Component, GpuState, LazyCrossings, Trips, AirRooms, EvaporativeAi
             self._finish_liquid(H)
 
     # =================================================================================== node up / down
-    def _on_down(self, node: int, cause: str) -> None:
+    def _on_down(self, node: int, cause: DownCause) -> None:
         if self.cool[node] and not self.tripped:  # nothing to restart, nothing thermal can change now
             self._log_state(node)
             return
         self._update(np.array([node], dtype=np.int64))
         self._try_restarts()
 
-    def _on_up(self, node: int, cause: str) -> None:
+    def _on_up(self, node: int, cause: DownCause) -> None:
         reason = self._instant_trip_reason(node)
         if reason is not None:
             self._trip(node, reason)

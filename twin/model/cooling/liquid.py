@@ -12,9 +12,13 @@ from typing import Any
 
 import numpy as np
 
+from twin.model.causes import DownCause
 from twin.model.cooling.common import _blocks
 from twin.model.cooling.state import CoolingState
 from twin.model.parts import FacilityParts, contiguous_groups
+
+
+LEAK = DownCause.part_failed("leak")  # a leak's down reason for the nodes it takes
 
 
 class LiquidLoops(CoolingState):
@@ -109,6 +113,6 @@ class LiquidLoops(CoolingState):
         nodes = range(idx, min(idx + 1 + self.liquid.leak.neighbours, last))
         for node in nodes:
             if healthy:
-                self.cluster.remove_down(node, "leak")
+                self.cluster.remove_down(node, LEAK)
             else:
-                self.cluster.add_down(node, "leak")
+                self.cluster.add_down(node, LEAK)

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from twin.model.causes import DownCause
 from twin.model.component import FABRIC, STORAGE, BuildContext, Fabric, StorageService
 from twin.model.domains import Domains
 from twin.model.jobqueue import JobQueue
@@ -82,7 +83,7 @@ class WorkloadBase:
         """Elastic jobs below full size grow back (:mod:`twin.model.workload.elastic`)."""
         raise NotImplementedError
 
-    def _elastic_event(self, job: Job, kind: str, cause: str, before: int) -> None:
+    def _elastic_event(self, job: Job, kind: str, cause: DownCause | None, before: int) -> None:
         """A row of the ``elastic`` table (:mod:`twin.model.workload.elastic`)."""
         raise NotImplementedError
 

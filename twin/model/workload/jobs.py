@@ -10,6 +10,7 @@ from typing import Final, NamedTuple
 
 import numpy as np
 
+from twin.model.causes import DownCause
 from twin.model.checkpoints import History, Lineage
 from twin.model.engine import Channel, Timer
 from twin.physics import parallel as par
@@ -29,13 +30,13 @@ scheduled later for the same instant (the rows are created one at a time as they
 
 class Interruption(NamedTuple):
     """A row of the workload's interruption records (``Workload.interruptions``; the ``jobs`` table's
-    interruption rows): the job, when (h), the cause (a part name, ``planned``, ``power:<cause>`` ...),
-    planned or not, the progress lost (ideal hours) and the nodes the job held (0: a queued job's rollback)."""
+    interruption rows): the job, when (h), the cause (a :class:`twin.model.causes.DownCause`: its kind, the part,
+    planned or not; the tables write its label), planned or not (for the job: a planned drain), the progress lost (ideal hours) and the nodes the job held (0: a queued job's rollback)."""
 
     jid: int
     name: str
     time_h: float
-    cause: str
+    cause: DownCause
     planned: bool
     lost_h: float
     nodes: int

@@ -213,7 +213,7 @@ class Scheduler(Checkpointing):
         self._start(job, self._pick_nodes(job, k, pool))
         if k < job.spec.nodes_needed:
             self._shrunk[job.spec.jid] = job
-            self._elastic_event(job, "start", "", job.spec.nodes_needed // job.spec.rn)
+            self._elastic_event(job, "start", None, job.spec.nodes_needed // job.spec.rn)
 
     def _domain_pool(self, job: Job) -> np.ndarray:
         """The sorted nodes ``job`` may start on: free, and the hot spares when it may use them."""
