@@ -180,7 +180,7 @@ def _parts(sc: Any, extra_crash_rate_per_h: float = 0.0) -> tuple[float, Any, st
     M = 1.0 / (crash + sdc)
     delta = ck.size_gb / wl.storage.write_gb_per_s / 3600
     R = (wl.restart.detection_h + wl.restart.reschedule_h + ck.size_gb / wl.storage.read_gb_per_s / 3600
-         + wl.restart.warmup_h)
+         + job.gpus * wl.restart.init_s_per_rank / 3600 + wl.restart.warmup_h)
     lat = [sc.health.sdc.detection.value_h] if sdc > 0 else [0.0]
     ret = ck.retention
     tau = pcf.optimal_interval_h(delta, R, crash, sdc, lat, ret.keep_last, ret.persistent_every_h)

@@ -154,7 +154,7 @@ def test_gpu_training_draw_sets_node_power_and_is_checked() -> None:
     hours = 10.0
     doc = {"name": "train-draw", "horizon_days": hours / 24.0,
            "cluster": {"racks": 1, "nodes_per_rack": 1, "node": {"gpus": 8, "gpu": {"train_w": 475.0},
-                                                                  "parts": {}}},
+                                                                  "parts": {}, "fans": {"enabled": False}}},
            "workload": {"jobs": [{"name": "j", "gpus": 8, "work_h": 100.0}]},
            "cooling": {"type": "air", "air": {"fan_part": None}}}
     res = run_replication(load_dict(doc).scenario)

@@ -67,7 +67,7 @@ def test_the_run_time_limiter_integrates_the_step_the_job_had() -> None:
     m.run()
     res = m.result()
     row = res.tables["step_breakdown"].iloc[0]
-    shares = [row[f"share_{c}"] for c in ("compute", "tp", "pp", "bubble", "dp", "compress", "throttle")]
+    shares = [row[f"share_{c}"] for c in ("compute", "tp", "pp", "bubble", "dp", "compress", "throttle", "cp", "ep")]
     assert sum(shares) == pytest.approx(1.0, abs=1e-12)
     job = wl.jobs[0]
     want = job.step.breakdown(nic_gbit_s=job.bd_nic, speed=0.5)

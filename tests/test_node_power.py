@@ -129,7 +129,9 @@ def _hall_doc(jobs: list[dict[str, object]], node: dict[str, object]) -> dict[st
             "cooling": {"type": "liquid", "liquid": {"capture_fraction": None, "leak": None}}}
 
 
-LATIF = {"gpu": {"train_w": 650.0}, "non_gpu_w": 3200.0, "non_gpu_idle_w": 1600.0}
+LATIF = {"gpu": {"train_w": 650.0}, "non_gpu_w": 3200.0, "non_gpu_idle_w": 1600.0, "fans": {"enabled": False}}
+"""Latif et al. measured air-cooled nodes; with server fans modelled (issue 42) the liquid hall's nodes keep
+only residual fans and draw less (tests/test_fans.py), so these checks of the non-GPU load leave fans out."""
 
 
 def test_an_h100_node_in_training_draws_what_latif_measured_and_idles_far_below() -> None:
@@ -147,7 +149,8 @@ def test_an_h100_node_in_training_draws_what_latif_measured_and_idles_far_below(
     assert busy.metrics["energy.it_kwh"] == pytest.approx(2 * 8.4 * 240, rel=1e-12)
     assert idle.metrics["energy.it_kwh"] == pytest.approx(2 * 2.4 * 240, rel=1e-12)
     # without non_gpu_idle_w the non-GPU load stays constant (the former model): idle draws 3.2 + 0.8 kW
-    const = run_replication(load_dict(_hall_doc([], {"gpu": {"train_w": 650.0}, "non_gpu_w": 3200.0})).scenario)
+    const = run_replication(load_dict(_hall_doc([], {"gpu": {"train_w": 650.0}, "non_gpu_w": 3200.0,
+                                                               "fans": {"enabled": False}})).scenario)
     assert const.metrics["energy.it_kwh"] == pytest.approx(2 * 4.0 * 240, rel=1e-12)
 
 

@@ -47,7 +47,9 @@ def test_cdu_maintenance_n_loses_flow_for_the_window_and_n1_stays_up() -> None:
 
 def _coupling_doc(on_ups: bool) -> dict[str, Any]:
     return {"name": "coupling", "horizon_days": 0.5, "seed": 1,
-            "cluster": {"racks": 1, "nodes_per_rack": 4, "node": {"gpus": 8, "parts": {"psu": _psu_part()}}},
+            # server fans off: the plant's heat is the nodes' stated power (fans: tests/test_fans.py)
+            "cluster": {"racks": 1, "nodes_per_rack": 4, "node": {"gpus": 8, "parts": {"psu": _psu_part()},
+                                                                  "fans": {"enabled": False}}},
             "maintenance": {"detection": {"dist": "fixed", "value_h": 0}, "crews": {"crew": {"count": 1}}},
             "workload": {"jobs": [{"name": "train", "gpus": 32, "work_h": 1000.0, "submit_h": 0.0}]},
             "power": quiet_power_section(inject=[{"feed": "A", "at_h": 2.0, "duration_h": 1.0}]),

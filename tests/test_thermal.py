@@ -328,7 +328,9 @@ def test_lost_capacity_throttles_at_predicted_time() -> None:
 
 def test_lost_all_cooling_trips_on_inlet_at_predicted_time() -> None:
     t0 = 10.0
-    res = run_doc(_hall([{"part": "crah", "index": i, "at_h": t0} for i in range(4)]))
+    doc = _hall([{"part": "crah", "index": i, "at_h": t0} for i in range(4)])
+    doc["cooling"]["response"] = {"policy": "none"}  # trips and restarts alone (tests/test_response.py: with one)
+    res = run_doc(doc)
     r_room = 2.0 * 15 / 90.0
     s_inf = 24 + 81.6 * r_room  # no capacity left: the room heats toward this
     t_trip = t0 + 15.0 * math.log((s_inf - 24.0) / (s_inf - 35.0)) / 60.0  # supply reaches 35 °C
@@ -355,13 +357,17 @@ def test_energy_exact_for_constant_load(ctype: str) -> None:
     jobs = [{"name": "all", "gpus": 16, "work_h": 1e6, "submit_h": 0.0}]
     res = run_doc(make_doc("energy", hours, c, racks=1, npr=2, jobs=jobs))
     m = res.metrics
-    node_w = 4600 + 8 * 700.0
+    # server fans (issue 42): the 1,020 W inside the non-GPU load at full load replaced by the fans at 22 °C inlet
+    # (flow 15/23 of full); liquid and hybrid nodes keep a quarter of them (residual fans)
+    fans_w = (1.0 if ctype == "air" else 0.25) * 1020.0 * (15.0 / 23.0) ** 3
+    node_w = 4600 + 8 * 700.0 - 1020.0 + fans_w
     assert m["energy.it_kwh"] == pytest.approx(2 * node_w * hours / 1000.0, rel=1e-12)
+    assert m["energy.server_fans_kwh"] == pytest.approx(2 * fans_w * hours / 1000.0, rel=1e-12)
     # by hand: hourly ambient at the hour's midpoint; COP 5 at 25 °C, −0.1 per °C, at least 2
     k = np.arange(int(hours)) + 0.5
     amb = 18 + 9 * np.cos(2 * np.pi * (k / 24 - 196) / 365) + 6 * np.cos(2 * np.pi * ((k % 24) - 15) / 24)
     cop = np.maximum(2.0, 5.0 - 0.1 * (amb - 25.0))
-    gpu_w, rest_w = 2 * 8 * 700.0, 2 * 4600.0
+    gpu_w, rest_w = 2 * 8 * 700.0, 2 * (4600.0 - 1020.0 + fans_w)
     f = 0.7  # heat capture (liquid.capture_fraction default): liquid and hybrid put 30 % of node heat on air
     air_heat = {"air": gpu_w + rest_w, "liquid": (1 - f) * (gpu_w + rest_w), "hybrid": (1 - f) * (gpu_w + rest_w)}[ctype]
     liq_heat = {"air": 0.0, "liquid": f * (gpu_w + rest_w), "hybrid": f * (gpu_w + rest_w)}[ctype]

@@ -121,7 +121,8 @@ def test_only_the_nodes_whose_inlet_crosses_the_limit_trip_when_the_room_warms()
            "zones": 1,
            "crah": {"count": 2, "required": 1, "capacity_kw": 55.0, "failure": {"dist": "fixed", "value_h": 1.0e9},
                     "repair": {"time": {"dist": "fixed", "value_h": 1.0e4}}}}
-    doc = _hall(air, {"inject": [{"part": "crah", "index": 0, "at_h": 10.0}]},
+    # no operator response (cooling.response): it would cap the zone at 10.5 h, before the 10.7 h crossing
+    doc = _hall(air, {"inject": [{"part": "crah", "index": 0, "at_h": 10.0}], "response": {"policy": "none"}},
                 jobs=[{"name": "load", "gpus": 64, "work_h": 1.0e6}])
     res = run_replication(load_dict(doc).scenario)
     tl = res.tables["cooling_timeline"]

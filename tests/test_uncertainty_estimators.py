@@ -153,3 +153,29 @@ def test_variance_shares_of_ishigami() -> None:
     assert sh is not None
     for i, want in enumerate((0.3139, 0.4424, 0.0)):
         assert abs(sh["s1"][i] - want) < 0.05
+
+
+def test_flip_points_are_the_sign_changes_the_metamodel_resolves() -> None:
+    """A clean crossing is reported where it is; a dip below zero inside the curve's own uncertainty is
+    not a flip (the raw sign changes of the fitted curve reported it as two crossings 0.04 apart)."""
+    from twin.experiment.value_of_information import resolved_flips
+
+    x = np.linspace(0.0, 1.0, 201)
+    assert resolved_flips(x, x - 0.3, np.full_like(x, 0.01)) == pytest.approx([0.3], abs=1e-9)
+    dip = 0.05 - 0.06 * np.exp(-(((x - 0.5) / 0.02) ** 2))
+    raw = [j for j in range(200) if dip[j] * dip[j + 1] < 0]
+    assert len(raw) == 2
+    assert resolved_flips(x, dip, np.full_like(x, 0.1)) == []
+    # a wiggle around zero between two resolved sides counts once, at the crossing nearest the middle
+    wig = np.where(np.abs(x - 0.5) < 0.1, 0.001 * np.sin(200 * x), 2 * (x - 0.5))
+    assert len(resolved_flips(x, wig, np.full_like(x, 0.05))) == 1
+
+
+def test_gp_posterior_sd_at_the_training_points_matches_its_covariance() -> None:
+    from twin.experiment.value_of_information import fit_gp
+
+    rng = np.random.default_rng(4)
+    X = rng.random((40, 1))
+    gp = fit_gp(X, np.sin(6 * X[:, 0]) + rng.normal(0, 0.1, 40), 0.01)
+    _, cov = gp.posterior()
+    assert gp.sd_at(X) == pytest.approx(np.sqrt(np.diag(cov)), rel=1e-6, abs=1e-9)

@@ -83,11 +83,12 @@ def uniform1(key: tuple[int, int], digest: int, k: int, stream: int = 0) -> floa
 
 
 STREAMS = {"fail": 0, "repair": 1, "detect": 2, "remediate": 3, "remediate_ok": 4, "replace_ok": 5, "escalate": 6,
-           "rma": 7, "ccf": 8, "speed": 9, "infant": 10, "early": 11}
+           "rma": 7, "ccf": 8, "speed": 9, "infant": 10, "early": 11, "leak_detect": 12, "leak_damage": 13}
 """Stream numbers of a part's purposes (counter word 1): lifetimes, repair and detection times, the
 repair ladder's remediation time and outcome, replacement outcome, escalation time and RMA return, a
-common-cause group's events (the group's stream), and the node-health draws (twin.model.health): a
-degraded part's speed, whether a replacement is defective and its early life."""
+common-cause group's events (the group's stream), the node-health draws (twin.model.health): a
+degraded part's speed, whether a replacement is defective and its early life, and a leak's detection and
+the damage it does (twin.model.cooling.leaks)."""
 
 
 def path_digest(path: str) -> int:

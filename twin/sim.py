@@ -27,7 +27,11 @@ from twin.model.component import (
 )
 from twin.model.costs import Costs
 from twin.model.engine import Engine
+from twin.model.grid import Grid
 from twin.model.hazards import Hazards
+from twin.model.oversubscription import Oversubscription
+from twin.model.recovery import Recovery
+from twin.model.fans import Fans
 from twin.model.health import NodeHealth
 from twin.model.network import Network
 from twin.model.parts import FacilityParts, PartPopulation
@@ -47,7 +51,8 @@ T = TypeVar("T")
 
 
 COMPONENTS: tuple[type[Component], ...] = (
-    RackParts, Network, PowerChain, Thermal, Plant, Storage, Hazards, Workload, NodeHealth,
+    RackParts, Network, PowerChain, Recovery, Oversubscription, Grid, Thermal, Fans, Plant, Storage, Hazards,
+    Workload, NodeHealth,
     Costs,  # last of the wanted ones: prices what the others recorded (results run in build order)
     ITPower,  # on demand: built just before the first component that requires it
 )

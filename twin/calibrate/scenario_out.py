@@ -4,38 +4,18 @@ that are not parameters (job interruption rates, lemon nodes) follow as comments
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 
-import numpy as np
 
 from twin.calibrate.common import iso_utc
 from twin.calibrate.gather import Calibration
 from twin.calibrate.thermal_fit import thermal_logged, thermal_yaml
+from twin.calibrate.uncertainty_out import uncertainty_yaml
 from twin.fit import distributions as D
-from twin.fit.mle import ModelFit, PartFit
+from twin.fit.mle import ModelFit
+from twin.calibrate.model_choice import usable
 from twin.fit.report import fmt, fmt_ci, relative_base
-
-
-_BOUNDS = {"shape": (0.1, 100.0), "sigma": (1e-9, 10.0)}
-"""The scenario schema's bounds of the shape parameters (twin/scenario/distributions.py)."""
-
-
-def usable(pf: PartFit, allow_fixed: bool = False) -> tuple[dict[str, object], ModelFit | None]:
-    """The scenario spec of a fit: with ``allow_fixed`` (repair times), ``{dist: fixed, value_h}`` when
-    two or more closed durations are all the same (no spread to fit: the MLE of a shape runs off to
-    infinity); else the lowest-AIC model whose parameters the schema accepts, with that model."""
-    done = pf.durations_h[pf.failed]
-    if allow_fixed and done.size >= 2 and float(np.ptp(done)) <= 1e-6 * float(np.mean(done)):
-        return {"dist": "fixed", "value_h": float(D.round_sig(float(np.mean(done)), 4))}, None
-    for dist in sorted(pf.models, key=lambda d: pf.models[d].aic):
-        m = pf.models[dist]
-        if all(_BOUNDS.get(k, (0.0, math.inf))[0] <= v <= _BOUNDS.get(k, (0.0, math.inf))[1]
-               for k, v in m.params.items()):
-            return m.spec(), m
-    m = pf.models.get("exponential") or next(iter(pf.models.values()))
-    return m.spec(), m
 
 
 def _flow(spec: dict[str, object]) -> str:
@@ -107,6 +87,7 @@ def scenario_yaml(cal: Calibration, base_name: str, base_parts: set[str], base_p
                 f"{fmt_ci(f.ci)}"]
     if cal.thermal is not None:
         out += thermal_yaml(cal.thermal, cal.thermal_target)
+    out += uncertainty_yaml(cal, base_parts)
     out += ["", "# Logged, not parameters (the calibration report compares the simulation with them):"]
     if cal.jobs is not None:
         j = cal.jobs.interruptions

@@ -26,7 +26,7 @@ DEFAULT_MAX_REPS = 10_000
 
 HEADLINE = ("node_availability", "fleet_capacity_availability", "goodput", "useful_gpu_hours", "ettr.max_job",
             "failures", "node_down_hours", "interruptions", "stockouts", "energy.it_kwh", "pue",
-            "pue.flat", "cost.total", "cost.per_useful_gpu_hour")
+            "pue.flat", "energy.facility_kwh", "cost.total", "cost.per_useful_gpu_hour")
 
 
 from twin.console import echo as _echo, note as _note  # noqa: E402

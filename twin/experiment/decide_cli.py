@@ -37,6 +37,15 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                    help=f"outer draws of the inputs (default {DEFAULT_DRAWS}; a power of 2 for Sobol')")
     p.add_argument("--reps", type=int, default=DEFAULT_REPS, metavar="R",
                    help=f"inner replications per draw and option (default {DEFAULT_REPS})")
+    p.add_argument("--inputs", metavar="FILE",
+                   help="measured inputs: the uncertainty.inputs of FILE (twin calibrate's calibrated.yaml) replace "
+                        "the distributions of the same fields in every option where the field exists")
+    p.add_argument("--constraint", dest="constraints", action="append", default=[], metavar="EXPR",
+                   help="a target every chosen option must meet, METRIC>=VALUE or METRIC<=VALUE (repeatable): an option "
+                        "is admissible when its expected metric meets every one in at least --confidence of the "
+                        "plausible worlds, and the decision is made among the admissible options (exit 1 when none is)")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="share of the plausible worlds in which an admissible option meets the constraints (default 0.95)")
     p.add_argument("--design", choices=("sobol", "lhs"), default="sobol",
                    help="scrambled Sobol' (default; grows with --target-ci) or Latin hypercube")
     p.add_argument("--target-ci", dest="target_ci", type=float, metavar="H",
@@ -68,13 +77,14 @@ def cmd_decide(args: argparse.Namespace) -> int:
     if not args.force:
         from twin.limits import check_limits
 
-        opts, _ = load_options(args.scenarios, args.overrides)
+        opts, _ = load_options(args.scenarios, args.overrides, args.inputs)
         runs = (args.max_draws if args.target_ci else args.draws) * args.reps
         for o in opts:
             check_limits(o.loaded, reps=runs * len(opts), force=False)
     res = run_decide(args.scenarios, args.overrides, args.objective, args.draws, args.reps, args.design, args.workers,
                      args.dask, args.results, args.label, args.overwrite, args.target_ci, args.max_draws,
-                     echo=(lambda s: None) if args.quiet else note)
+                     echo=(lambda s: None) if args.quiet else note, inputs=args.inputs,
+                     constraints=args.constraints, confidence=args.confidence)
     from twin.report.uncertain import summary_sentences, tables_text
 
     echo("decision summary")
@@ -89,6 +99,9 @@ def cmd_decide(args: argparse.Namespace) -> int:
 
         h, m = build_decide_report(Path(res.folder))
         echo(f"report: {h}")
+    if not res.decision.recommended:
+        note(f"check failed: {res.decision.rule}")
+        return EXIT_CHECK_FAILED
     if args.target_ci is not None and res.target_met is False:
         note(f"check failed: P(best) half-width {args.target_ci:g} not reached within --max-draws {args.max_draws}")
         return EXIT_CHECK_FAILED

@@ -33,6 +33,7 @@ HEADLINE = [
     ("energy.it_kwh", "IT energy", "energy"),
     ("pue", "PUE", "{:.3f}"),
     ("pue.flat", "PUE", "{:.3f} (flat: no cooling section, costs.energy.pue)"),
+    ("energy.facility_kwh", "site energy (IT + cooling + losses)", "energy"),
     ("thermal.throttled_gpu_hours", "throttled GPU-hours", "{:,.0f}"),
     ("power.capped_gpu_hours", "power-capped GPU-hours", "{:,.0f}"),
     ("storage.data_stall_gpu_hours", "data-stall GPU-hours", "{:,.0f}"),

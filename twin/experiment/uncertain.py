@@ -43,7 +43,8 @@ from twin.atomic import atomic_write_parquet
 from twin.errors import InputError
 from twin.experiment.store import check_label, folder_lock, versions, write_json
 from twin.scenario.loader import Loaded, apply_set, load_dict, load_scenario, merged_document
-from twin.scenario.uncertainty import Uncertainty, check_against, design, overrides, union_keys, value_at
+from twin.scenario.uncertainty import (Uncertainty, check_against, design, fixed_value, overrides, union_keys,
+                                      value_at)
 
 DEFAULT_DRAWS = 64
 """D: outer draws of the inputs (a power of 2 keeps a Sobol' design balanced)."""
@@ -77,9 +78,54 @@ class DecideResult:
     notes: list[str] = field(default_factory=list)
 
 
-def load_options(paths: Sequence[str], sets: Sequence[str]) -> tuple[list[Option], list[str]]:
+def measured_inputs(path: str) -> Uncertainty:
+    """The ``uncertainty:`` section written in ``path`` itself (``twin decide --inputs``: a calibrated
+    scenario from ``twin calibrate``, or any YAML file with that section), not what it inherits: the
+    inputs the file's data measured. Errors name the file."""
+    import yaml
+
+    from twin.scenario.files import require_file
+
+    p = Path(path)
+    require_file(p, "--inputs file")
+    try:
+        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(str(p), f"line {mark.line + 1}" if mark else "", f"not valid YAML: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("uncertainty"), dict):
+        raise InputError(str(p), "uncertainty", "--inputs needs a file with an uncertainty: section (twin calibrate "
+                         "writes one in calibrated.yaml)")
+    try:
+        unc = Uncertainty.model_validate(doc["uncertainty"])
+    except ValueError as exc:
+        raise InputError(str(p), "uncertainty", str(exc).splitlines()[0]) from None
+    if unc.groups:
+        raise InputError(str(p), "uncertainty.groups", "--inputs takes measured inputs (uncertainty.inputs) only: a "
+                         "group is an assumption of a scenario, declare it there")
+    return unc
+
+
+def _numeric(found: bool, value: Any) -> bool:
+    return found and isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def with_measured(unc: Uncertainty | None, measured: Uncertainty, paths: set[str]) -> Uncertainty | None:
+    """``unc`` with the measured distributions of ``paths`` in place of what it declares for them (a path
+    it holds in a group leaves the group; the rest of the group keeps its draw)."""
+    if not paths:
+        return unc
+    doc = unc.model_dump(mode="json") if unc is not None else {"inputs": {}, "groups": {}}
+    doc["groups"] = {g: {k: v for k, v in m.items() if k not in paths} for g, m in doc["groups"].items()}
+    doc["inputs"] = {**doc["inputs"], **{k: measured.inputs[k].model_dump(mode="json") for k in sorted(paths)}}
+    return Uncertainty.model_validate(doc)
+
+
+def load_options(paths: Sequence[str], sets: Sequence[str], inputs: str | None = None) -> tuple[list[Option], list[str]]:
     """Load every option with the ``--set`` overrides and the first one's seed; check that a key
-    declared by several options has the same distribution in each."""
+    declared by several options has the same distribution in each. ``inputs``: a file whose
+    ``uncertainty.inputs`` (measured, e.g. by ``twin calibrate``) replace the distributions of the same
+    paths in every option where the path is a field (:func:`measured_inputs`)."""
     from twin.experiment.compare import variant_labels
 
     if len(paths) < 2:
@@ -91,6 +137,8 @@ def load_options(paths: Sequence[str], sets: Sequence[str]) -> tuple[list[Option
     notes = [f"common random numbers: draw d, replication r of every option is replication d·R + r of seed {seed} "
              f"(the first option's)"]
     fixed = {e.partition("=")[0].strip() for e in sets}
+    measured = measured_inputs(inputs) if inputs is not None else None
+    applied: dict[str, list[str]] = {}
     for lab, p, ld in zip(labels, paths, loadeds):
         doc = merged_document(p)
         for s in sets:
@@ -98,10 +146,23 @@ def load_options(paths: Sequence[str], sets: Sequence[str]) -> tuple[list[Option
         if ld.scenario.uncertainty is not None:  # every path must lead to a field of this option as loaded
             check_against(ld.scenario.uncertainty, ld.scenario.model_dump(mode="json"), doc, str(p))
         doc.pop("uncertainty", None)
+        unc = ld.scenario.uncertainty
+        if measured is not None:
+            resolved = ld.scenario.model_dump(mode="json")
+            here = {q for q in measured.inputs if q not in fixed and _numeric(*fixed_value(q, doc, resolved)[:2])}
+            applied.update({q: applied.get(q, []) + [lab] for q in here})
+            unc = with_measured(unc, measured, here)
         if ld.scenario.seed != seed:
             notes.append(f"  {p}: its seed {ld.scenario.seed} is replaced by {seed}")
         doc["seed"] = seed
-        out.append(Option(lab, str(p), ld, doc, _without(ld.scenario.uncertainty, fixed)))
+        out.append(Option(lab, str(p), ld, doc, _without(unc, fixed)))
+    if measured is not None:
+        unused = sorted(q for q in measured.inputs if q not in applied and q not in fixed)
+        if unused:
+            raise InputError(str(inputs), f"uncertainty.inputs.{unused[0]}",
+                             "not a field of any option: " + ", ".join(unused))
+        notes.append(f"measured inputs from {inputs}: " + "; ".join(f"{q} in {', '.join(v)}"
+                                                                     for q, v in sorted(applied.items())))
     if all(o.unc is None or not o.unc.keys() for o in out):
         raise InputError(str(paths[0]), "uncertainty", "no option declares an uncertainty: section: nothing to draw "
                          "(twin compare compares options with every input known)")
@@ -272,7 +333,9 @@ def run_decide(paths: Sequence[str], sets: Sequence[str] = (), objective: str | 
                draws: int = DEFAULT_DRAWS, reps: int = DEFAULT_REPS, kind: str = "sobol", workers: int = 1,
                dask_address: str | None = None, results_root: Path | str = "results", label: str | None = None,
                overwrite: bool = False, target_ci: float | None = None, max_draws: int = DEFAULT_MAX_DRAWS,
-               echo: Callable[[str], None] = print, analysis_samples: int | None = None) -> DecideResult:
+               echo: Callable[[str], None] = print, analysis_samples: int | None = None,
+               inputs: str | None = None, constraints: Sequence[str] = (),
+               confidence: float = 0.95) -> DecideResult:
     """Run (or resume) the study and write its folder (module docstring); returns the analysis."""
     from twin.experiment import decide as rule
     from twin.experiment.rows import RowStore
@@ -293,7 +356,10 @@ def run_decide(paths: Sequence[str], sets: Sequence[str] = (), objective: str | 
             raise InputError("--target-ci", str(target_ci), "needs --design sobol (a Latin hypercube cannot grow)")
         if max_draws < draws:
             raise InputError("--max-draws", str(max_draws), f"must be >= --draws ({draws})")
-    options, notes = load_options(paths, sets)
+    cons = [rule.parse_constraint(c) for c in constraints]
+    if cons:
+        rule.check_confidence(confidence)
+    options, notes = load_options(paths, sets, inputs)
     objective = objective_of(options, objective)
     sense = rule.sense_of(objective)
     keys = union_keys([o.unc for o in options])
@@ -361,35 +427,92 @@ def run_decide(paths: Sequence[str], sets: Sequence[str] = (), objective: str | 
             shut(backend, error=False)
         for s in stores:
             s.flush()
-        dec = analyse(Y, U, [o.label for o in options], keys, sense, seed=int(options[0].doc["seed"]),
-                      samples=analysis_samples or SAMPLES)
+        dec = _decision(Y, U, options, keys, sense, tables, cons, confidence, D, reps, analysis_samples or SAMPLES)
         _write(folder, options, keys, U, Y, tables, dec, objective, kind, reps, notes, target_ci, target_met,
-               max_draws, study)
+               max_draws, study, cons, confidence)
         for s in stores:
             s.compact()
     return DecideResult(folder, options, keys, D, reps, objective, dec, target_met, computed, notes)
 
 
-def _objective_array(tables: Sequence[pd.DataFrame], objective: str, D: int, R: int, labels: Sequence[str]) -> np.ndarray:
+def _objective_array(tables: Sequence[pd.DataFrame], objective: str, D: int, R: int, labels: Sequence[str],
+                     flag: str = "--objective") -> np.ndarray:
     Y = np.empty((D, len(tables), R))
     for k, t in enumerate(tables):
         if objective not in t.columns:
             from twin.experiment import stats
 
-            raise InputError("--objective", objective, f"no such metric in {labels[k]}; available: "
+            raise InputError(flag, objective, f"no such metric in {labels[k]}; available: "
                              + ", ".join(stats.metric_columns(t)))
         v = t[objective].to_numpy(dtype=float)
         if not np.all(np.isfinite(v)):
             bad = int(np.flatnonzero(~np.isfinite(v))[0])
-            raise InputError("--objective", objective, f"not defined in {labels[k]}, draw {bad // R} replication "
+            raise InputError(flag, objective, f"not defined in {labels[k]}, draw {bad // R} replication "
                              f"{bad % R} (NaN); choose a metric every draw defines")
         Y[:, k, :] = v.reshape(D, R)
     return Y
 
 
+def _t_quantile(D: int) -> float:
+    from scipy.stats import t
+
+    from twin.experiment.value_of_information import LEVEL
+
+    return float(t.ppf(0.5 + LEVEL / 2, D - 1))
+
+
+def _decision(Y: np.ndarray, U: np.ndarray, options: Sequence[Option], keys: Sequence[str], sense: str,
+              tables: Sequence[pd.DataFrame], cons: Sequence[Any], confidence: float, D: int, reps: int,
+              samples: int) -> Any:
+    """The analysis (:func:`twin.experiment.value_of_information.analyse`); with constraints, among the
+    options that meet them in at least ``confidence`` of the draws (:mod:`twin.experiment.feasibility`),
+    its options table holding every option's P_feasible (NaN statistics for an option left out).
+    ``recommended`` is empty when no option is admissible."""
+    from twin.experiment.feasibility import admissible, feasibility
+    from twin.experiment.value_of_information import analyse
+
+    labels = [o.label for o in options]
+    seed = int(options[0].doc["seed"])
+    if not cons:
+        return analyse(Y, U, labels, keys, sense, seed=seed, samples=samples)
+    C = [_objective_array(tables, c.metric, D, reps, labels, "--constraint") for c in cons]
+    feas = feasibility(C, cons, U, labels, seed=seed, samples=samples)
+    adm = admissible(feas, confidence)
+    what = " and ".join(str(c) for c in cons)
+    if len(adm) >= 2:
+        dec = analyse(Y[:, adm, :], U, [labels[i] for i in adm], keys, sense, seed=seed, samples=samples)
+        dec.rule = (f"among the options that meet {what} in at least {confidence:.0%} of the plausible worlds, "
+                    "the one with the best expected objective (the Bayes decision among them)")
+    else:
+        dec = analyse(Y, U, labels, keys, sense, seed=seed, samples=samples)
+        if adm:
+            k = adm[0]
+            dec.recommended = labels[k]
+            if dec.runner_up == labels[k]:
+                means = dec.options_table.set_index("option")["expected"]
+                dec.runner_up = max((x for x in labels if x != labels[k]),
+                                    key=lambda x: means[x] if sense == "max" else -means[x])
+            dec.rule = (f"the only option that meets {what} in at least {confidence:.0%} of the plausible worlds "
+                        "(the other statistics compare every option, for information)")
+        else:
+            dec.recommended = ""
+            dec.rule = f"no option meets {what} in at least {confidence:.0%} of the plausible worlds"
+    tab = feas.merge(dec.options_table, on="option", how="left")
+    tab["admissible"] = [i in adm for i in range(len(labels))]
+    m = Y.mean(axis=2)  # every option's expected objective, left-out ones too (Student t over the draws)
+    half = float(_t_quantile(D)) * m.std(axis=0, ddof=1) / math.sqrt(D)
+    gap = tab["expected"].isna().to_numpy()
+    tab.loc[gap, "expected"] = m.mean(axis=0)[gap]
+    tab.loc[gap, "ci_low"] = (m.mean(axis=0) - half)[gap]
+    tab.loc[gap, "ci_high"] = (m.mean(axis=0) + half)[gap]
+    dec.options_table = tab
+    return dec
+
+
 def _write(folder: Path, options: Sequence[Option], keys: Sequence[str], U: np.ndarray, Y: np.ndarray,
            tables: Sequence[pd.DataFrame], dec: Any, objective: str, kind: str, reps: int, notes: Sequence[str],
-           target_ci: float | None, target_met: bool | None, max_draws: int, study: Sequence[str]) -> None:
+           target_ci: float | None, target_met: bool | None, max_draws: int, study: Sequence[str],
+           constraints: Sequence[Any] = (), confidence: float = 0.95) -> None:
     """The study's tables (deterministic: the same seed gives the same bytes, serially or not)."""
     D = len(U)
     dt = draws_table(options, keys, U)
@@ -432,6 +555,7 @@ def _write(folder: Path, options: Sequence[Option], keys: Sequence[str], U: np.n
                     for k, (o, s) in enumerate(zip(options, study))],
     })
     write_json(folder / "decision.json", {
+        "constraints": [str(c) for c in constraints], "confidence": confidence if constraints else None,
         "objective": objective, "sense": dec.sense, "recommended": dec.recommended, "runner_up": dec.runner_up,
         "rule": dec.rule, "evpi": dec.evpi, "evpi_low": dec.evpi_low, "evpi_high": dec.evpi_high,
         "evpi_naive": dec.evpi_naive, "noise_share": dec.noise_share, "draws": D, "replications": reps,

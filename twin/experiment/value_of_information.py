@@ -46,7 +46,8 @@ serves), with SALib's bootstrap interval; the delta moment-independent measure (
 bias-balanced) beside it. (RBD-FAST, the other given-data method, was tried and rejected: on
 scrambled Sobol' draws it aliases, giving 0.66 for an input whose share is 0.2 at D = 128.) The share of replication noise in the same variance is the pooled inner-noise variance over the
 variance of the per-draw differences; the rest is the inputs'. Flip points: where the one-input
-metamodel of the difference (recommended − runner-up) changes sign along the input's range.
+metamodel of the difference (recommended − runner-up) changes sign along the input's range, counting
+only sign changes it resolves (|difference| ≥ its posterior SD on both sides: :func:`resolved_flips`).
 """
 
 from __future__ import annotations
@@ -99,6 +100,16 @@ class GP:
             return np.full(len(Xn), self.y0)
         mean: np.ndarray = self.y0 + self.scale * (self._k(np.atleast_2d(Xn), self.X) @ self.alpha)
         return mean
+
+    def sd_at(self, Xn: np.ndarray) -> np.ndarray:
+        """Posterior standard deviation of the regression function at the points ``Xn`` (n, P)."""
+        Xn = np.atleast_2d(Xn)
+        if self.scale == 0:
+            return np.zeros(len(Xn))
+        kx = self._k(Xn, self.X)
+        var = self.amp + CONSTANT_VAR - np.einsum("ij,ji->i", kx, cho_solve(self.chol, kx.T))
+        sd: np.ndarray = self.scale * np.sqrt(np.maximum(var, 0.0))
+        return sd
 
     def posterior(self) -> tuple[np.ndarray, np.ndarray]:
         """(mean, covariance) of the regression function at the training points."""
@@ -311,11 +322,13 @@ def _evppi(x: np.ndarray, m: np.ndarray, noise: np.ndarray, rng: np.random.Gener
     draws_of: list[Callable[[np.random.Generator], np.ndarray]] = [lambda r: np.zeros(D)]
     grid = np.linspace(0.0, 1.0, 201).reshape(-1, 1)
     curve = np.zeros((201, K))
+    var = np.zeros((201, K))
     for k in range(1, K):
         gp = fit_gp(X, m[:, k] - m[:, 0], float(noise[k]))
         mu, cov = gp.posterior()
         G[:, k] = mu
         curve[:, k] = gp.mean_at(grid)
+        var[:, k] = gp.sd_at(grid) ** 2
         draws_of.append(_sampler(mu, cov))
     _, val, _ = _stats(G)
     s = np.zeros(samples)
@@ -324,10 +337,30 @@ def _evppi(x: np.ndarray, m: np.ndarray, noise: np.ndarray, rng: np.random.Gener
         s[b] = _stats(np.column_stack([f(rng) for f in draws_of])[idx])[1]
     lo, hi = _interval(s, level)
     g = curve[:, rec] - curve[:, ru]
-    flips = [float(grid[j, 0] + (grid[j + 1, 0] - grid[j, 0]) * g[j] / (g[j] - g[j + 1]))
-             for j in range(len(g) - 1) if g[j] * g[j + 1] < 0]
+    flips = resolved_flips(grid[:, 0], g, np.sqrt(var[:, rec] + var[:, ru]))
     return {"evppi": max(0.0, val), "evppi_low": max(0.0, float(lo)), "evppi_high": max(0.0, float(hi)),
             "flip_u": flips}
+
+
+def resolved_flips(x: np.ndarray, g: np.ndarray, sd: np.ndarray) -> list[float]:
+    """Where the sign of the fitted difference ``g`` (on the grid ``x``) changes *as the metamodel resolves
+    it*: a point is resolved when |g| ≥ its posterior SD ``sd`` (the two fits' independent SDs combined);
+    a flip is reported between two resolved points of opposite signs, at the zero crossing of ``g``
+    between them (the one nearest the middle when ``g`` wiggles around zero in between). A dip of the
+    curve below zero that stays within its own uncertainty is not a flip (it used to be reported as two
+    crossings a few grid steps apart)."""
+    out: list[float] = []
+    last = -1  # index of the last resolved point
+    for j in range(len(g)):
+        if abs(g[j]) < sd[j] or g[j] == 0:
+            continue
+        if last >= 0 and np.sign(g[j]) != np.sign(g[last]):
+            cross = [i for i in range(last, j) if g[i] * g[i + 1] <= 0 and g[i] != g[i + 1]]
+            mid = 0.5 * (x[last] + x[j])
+            at = [float(x[i] + (x[i + 1] - x[i]) * g[i] / (g[i] - g[i + 1])) for i in cross] or [mid]
+            out.append(min(at, key=lambda v: abs(v - mid)))
+        last = j
+    return out
 
 
 def _problem(P: int) -> dict[str, Any]:

@@ -108,6 +108,12 @@ def print_forecast(res: object, echo: Callable[[str], None] = _echo) -> None:
         echo(textwrap.fill(FLOP_CONVENTION, width=110, initial_indent="  ", subsequent_indent="    "))
     if d["censored"]:
         echo(f"  warning: {d['censored']} replications censored at the horizon bound (quantiles are lower bounds)")
+    phases = getattr(res, "phases", None)
+    if phases:
+        echo("\nphases (each on its own GPUs; failure-free and mean days, interruptions per run)")
+        _table([[p["phase"], f"{p['gpus']:,}", _f(p["tokens_t"], 3), days(p["failure_free_days"], True),
+                 days(p["mean_days"], True), _f(p["interruptions"], 1)] for p in phases],
+               ["phase", "GPUs", "tokens T", "failure-free days", "mean days", "interruptions"], echo)
     echo("\ndays lost per run, by cause (mean, 95 % CI)")
     loss = res.losses  # type: ignore[attr-defined]
     lr = []
@@ -173,7 +179,7 @@ def print_layout_search(sc: object, job: str | None, k: int, source: str,
     if k < 1:
         raise InputError(source, "--search-layouts", "must be >= 1")
     base = lay.physics()
-    cands = search_layouts(j.step.model.physics(), j.gpus, base, lay.interconnect(), lay.peak_tflops * 1e12,
+    cands = search_layouts(j.step.model.physics(), j.gpus, base, lay.interconnect(), lay.effective_peak_flops(),
                            lay.eta_k, lay.hbm_gb, lay.reserve_gb, lay.optimizer_bytes)
     own = j.step.breakdown().total_s
     echo(f"job {j.name}: {j.gpus:,} GPUs, its layout tp {lay.tp}, pp {lay.pp}, dp {lay.dp}, v {lay.interleave}: "

@@ -105,7 +105,7 @@ def checkpoint_pause_h(base: Loaded, target: Target) -> float:
     """The pause δ one intermediate checkpoint costs the job (async: the stalled share), hours."""
     assert base.scenario.workload is not None
     ck = base.scenario.workload.jobs[target.index].checkpoint
-    return target.write_h if ck.mode == "sync" else ck.async_fraction * target.write_h
+    return ck.pause_h(target.write_h)
 
 
 def _variant(base: Loaded, target: Target, factor: float, edit: Any) -> Loaded:
@@ -139,8 +139,9 @@ def daly_lever(base: Loaded, target: Target, rows: pd.DataFrame, factor: float) 
         wl = sc.workload
         ck = wl.jobs[target.index].checkpoint
         rs = wl.restart
-        read = rs.read_h if rs.read_h is not None else ck.size_gb / wl.storage.read_gb_per_s / 3600.0
-        R = rs.detection_h + rs.reschedule_h + read + rs.warmup_h
+        job = wl.jobs[target.index]
+        read = rs.read_h if rs.read_h is not None else wl.storage.read_time_h(ck.size_gb, target.nodes)
+        R = rs.restart_h(read, job.gpus)
         opt = checkpoint_optimum(ck, delta, R, (n - n_sdc) / exp_h, n_sdc / exp_h, sdc.detection)
         tau = opt.interval_h
         ret = ck.retention

@@ -327,8 +327,9 @@ def lever_rows(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_report(folder: Path, meta: dict[str, Any], dist: dict[str, Any], loss: pd.DataFrame, wf: pd.DataFrame,
-                 table: pd.DataFrame, curves: dict[str, np.ndarray], notes: Sequence[str] = ()) -> tuple[Path, Path]:
-    """report.html and report.md (+ figures/) in ``folder``."""
+                 table: pd.DataFrame, curves: dict[str, np.ndarray], notes: Sequence[str] = (),
+                 phases: Sequence[dict[str, Any]] | None = None) -> tuple[Path, Path]:
+    """report.html and report.md (+ figures/) in ``folder``; ``phases``: a phased job's table per segment."""
     from twin import __version__
     from twin.atomic import atomic_write_text
     from twin.report.html import Doc
@@ -350,6 +351,9 @@ def write_report(folder: Path, meta: dict[str, Any], dist: dict[str, Any], loss:
     doc.bullets(items)
     doc.h2("Completion-time distribution (days from submission)")
     doc.table(distribution_rows(dist))
+    if phases:
+        doc.h2("Phases (each on its own GPUs, run one after another)")
+        doc.table(pd.DataFrame(list(phases)))
     extra = []
     if "tokens_per_day_ideal" in dist:
         extra.append(f"tokens per day: {dist['tokens_per_day_ideal'] / 1e9:.1f} B ideal, "

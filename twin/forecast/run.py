@@ -330,6 +330,8 @@ class ForecastResult:
     wall_s: float
     computed: int
     notes: list[str]
+    phases: list[dict[str, Any]] | None = None
+    """Per phase segment of a phased job (twin/forecast/phases.py): GPUs, tokens, failure-free and mean days."""
 
 
 def _variants(variant: Callable[[str, Loaded], pd.DataFrame], base: Loaded, target: Target, *,
@@ -458,11 +460,23 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
     lever_names = list(lv.LEVERS) if levers is None else list(levers)
     sc = loaded.scenario
     index = select_job(sc, job, str(loaded.source))
-    target = target_of(sc, index)
+    segs = None
+    notes: list[str] = []
+    assert sc.workload is not None
+    if sc.workload.jobs[index].phases is not None:
+        from twin.forecast import phases as ph
+
+        segs, target = ph.phased(loaded, index, bound_factor)
+        notes.append(f"phased: {len(segs)} segments ({', '.join(lab for lab, _, _ in segs)}) run one after another, "
+                     "each on its own GPUs with its own failures and a fresh cluster (parts under repair, spare stock "
+                     "and the queue are not carried from one phase to the next)")
+    else:
+        target = target_of(sc, index)
     H = bound_h(target, bound_factor)
     base = with_horizon(loaded, H)
     cluster_levers = _cluster_levers(base, target, lever_names, spares, lever_scenarios, sets, bound_factor)
-    _check_limits(base, reps, 1 + len(lever_names) + len(lever_scenarios), cluster_levers, force)
+    _check_limits(base, reps, (1 + len(lever_names) + len(lever_scenarios)) * (len(segs) if segs else 1),
+                  cluster_levers, force)
     if start_date is not None:  # every date of the forecast lies within the horizon bound
         try:
             dt.date.fromisoformat(start_date) + dt.timedelta(days=H / 24.0)
@@ -479,6 +493,8 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
                 "horizon_bound_days": H / 24.0, "levers": lever_names, "lever_spares": spares,
                 "lever_scenarios": [f"{a}={b}" for a, b in lever_scenarios], "set": list(sets),
                 "versions": versions()}
+        if segs:
+            meta["phases"] = [lab for lab, _, _ in segs]
         write_json(folder / "experiment.json", meta)
         computed = 0
 
@@ -498,8 +514,16 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
             return rows
 
         say(f"forecast of {target.name} in {sc.name}: {reps} replications, horizon bound {H / 24:.1f} days")
+
+        def run_variant(key: str, ld: Loaded) -> pd.DataFrame:
+            if segs:   # the baseline and every lever, phase by phase (a lever's scenario keeps the phases)
+                from twin.forecast.phases import phased, run_phased
+
+                return run_phased(segs if key == "baseline" else phased(ld, index, bound_factor)[0], variant, key)
+            return variant(key, ld)
+
         try:
-            rows, built, results = _variants(variant, base, target, lever_names=lever_names,
+            rows, built, results = _variants(run_variant, base, target, lever_names=lever_names,
                                              cluster_levers=cluster_levers, bound_factor=bound_factor)
         except BaseException:
             shut(backend, error=True)
@@ -509,7 +533,11 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
         loss = rp.losses(rows)
         wf = rp.waterfall(rows, target, loss)
         table = lv.lever_table(rows, results)
-        notes: list[str] = []
+        phase_rows = None
+        if segs:
+            from twin.forecast.phases import phase_table
+
+            phase_rows = phase_table(rows, segs)
         if dist["censored"]:
             notes.append(f"warning: {dist['censored']} of {reps} replications did not finish within the horizon bound "
                          f"({H / 24:.1f} days = {bound_factor:g} × failure-free): quantiles are lower bounds and the "
@@ -525,16 +553,17 @@ def run_forecast(loaded: Loaded, reps: int, *, job: str | None = None, levers: S
         atomic_write_parquet(folder / "levers.parquet", table)
         write_json(folder / "summary.json", {**meta, "distribution": dist, "losses": loss.to_dict("records"),
                                              "waterfall": wf.to_dict("records"), "levers_table": table.to_dict("records"),
-                                             "notes": notes})
+                                             "notes": notes, **({"phases_table": phase_rows} if phase_rows else {})})
         rep_paths = None
         if report:
             curves = {"baseline": rows["time_to_train_h"].to_numpy(dtype=float) / 24.0}
             for lever, r in results:
                 if r is not None:
                     curves[lever.label] = r["time_to_train_h"].to_numpy(dtype=float) / 24.0
-            rep_paths = rp.write_report(folder, meta, dist, loss, wf, table, curves, notes)
+            rep_paths = rp.write_report(folder, meta, dist, loss, wf, table, curves, notes, phase_rows)
         wall = time.perf_counter() - t_start
         write_json(folder / "run.json", {"wall_s": wall, "computed": computed, "workers": workers,
                                          "backend": "dask" if dask is not None else ("local" if workers > 1 else "serial"),
                                          "python": sys.executable})
-        return ForecastResult(folder, base, target, rows, results, dist, loss, wf, table, rep_paths, wall, computed, notes)
+        return ForecastResult(folder, base, target, rows, results, dist, loss, wf, table, rep_paths, wall, computed, notes,
+                              phase_rows)

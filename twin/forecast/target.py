@@ -69,7 +69,8 @@ def target_of(sc: Scenario, index: int) -> Target:
     job = sc.workload.jobs[index]
     assert job.work_h is not None
     ck = job.checkpoint
-    w = ck.write_time_h(sc.workload.storage.write_gb_per_s)
+    st = sc.workload.storage
+    w = ck.write_time_h(st.write_gb_per_s, 1, -(-job.gpus // sc.cluster.node.gpus), st.node_write_gb_per_s)
     ff = tr.failure_free_h(job.work_h, ck.interval_h, w, ck.mode, ck.async_fraction)
     t = job.training
     basis, six_pd = "work_h", None

@@ -35,6 +35,10 @@ class CauseKind(enum.Enum):
     kind, e.g. ``crah``, ``power``)."""
     THERMAL_TRIP = "thermal_trip"
     """A GPU of the node tripped on temperature."""
+    COOLING_DRAIN = "cooling_drain"
+    """The operator drained the node for a cooling shortfall."""
+    LEAK_DAMAGE = "leak_damage"
+    """A leak destroyed the node: out until its replacement is in service."""
     QUARANTINE = "quarantine"
     """The node-health model holds the node for a deep repair."""
     STRAGGLER = "straggler"
@@ -141,6 +145,8 @@ class DownCause:
 
 BURN_IN = DownCause.of(CauseKind.BURN_IN)
 THERMAL_TRIP = DownCause.of(CauseKind.THERMAL_TRIP)
+COOLING_DRAIN = DownCause.of(CauseKind.COOLING_DRAIN)
+LEAK_DAMAGE = DownCause.of(CauseKind.LEAK_DAMAGE)
 QUARANTINE = DownCause.of(CauseKind.QUARANTINE)
 SDC = DownCause.of(CauseKind.SDC)
 SDC_TEST = DownCause.of(CauseKind.SDC_TEST)
@@ -148,5 +154,5 @@ LINK_FLAP = DownCause.of(CauseKind.LINK_FLAP)
 TRUNK_FLAP = DownCause.of(CauseKind.TRUNK_FLAP)
 PLANNED = DownCause.planned_drain()
 
-__all__ = ["BURN_IN", "LINK_FLAP", "PLANNED", "QUARANTINE", "SDC", "SDC_TEST", "THERMAL_TRIP", "TRUNK_FLAP",
+__all__ = ["BURN_IN", "COOLING_DRAIN", "LEAK_DAMAGE", "LINK_FLAP", "PLANNED", "QUARANTINE", "SDC", "SDC_TEST", "THERMAL_TRIP", "TRUNK_FLAP",
            "CauseKind", "DownCause"]

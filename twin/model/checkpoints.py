@@ -14,6 +14,10 @@ a corruption struck.
   earlier rollback, a failure, a planned drain: any restart from a checkpoint captured before c) is gone,
   and its detection costs nothing.
 
+* :func:`peer_copy_lost`: whether an in-memory peer checkpoint (``checkpoint.mode: peer``) survives the nodes a
+  job lost since it completed: each node's shard is also in its partner's memory, so it is lost only when both
+  holders of some shard are gone.
+
 Hours throughout (the engine's clock).
 """
 
@@ -21,6 +25,8 @@ from __future__ import annotations
 
 import math
 from collections import deque
+
+import numpy as np
 
 Saved = tuple[float, float]
 """A kept checkpoint: (capture time h, progress saved h)."""
@@ -97,3 +103,33 @@ class Lineage:
             if start <= t_h:
                 return t_h <= end
         return False
+
+
+def peer_partner(index: int, count: int) -> int:
+    """Position of the node that holds a copy of the shard of the node at ``index`` among ``count`` holders:
+    pairs (0, 1), (2, 3), ... of the job's sorted nodes (neighbours in a rack; assumption); an odd last node
+    copies to the one before it. -1 for a single node (no peer)."""
+    if count < 2:
+        return -1
+    j = index ^ 1
+    return j if j < count else index - 1
+
+
+def peer_copy_lost(holders: np.ndarray, gone: list[int]) -> bool:
+    """Whether a peer checkpoint (each shard in its node's memory and its partner's, :func:`peer_partner`) is
+    lost: some node among ``holders`` (the job's nodes when it completed) and the partner holding its copy are
+    both in ``gone`` (nodes lost since). Nodes that joined later hold no shard of it; a single-node job keeps
+    no copy, so losing its node loses it."""
+    n = len(holders)
+    if n == 0 or not gone:
+        return False
+    lost = set(int(x) for x in gone)
+    pos = {int(node): i for i, node in enumerate(holders.tolist())}
+    for node in lost:
+        i = pos.get(node)
+        if i is None:
+            continue
+        j = peer_partner(i, n)
+        if j < 0 or int(holders[j]) in lost:
+            return True
+    return False

@@ -13,7 +13,9 @@ Lines, all in ``costs.currency`` over the horizon of T = horizon_days / 365 year
   type; PSUs (node part ``power.psu_part`` or ``psu``) × count per node; cooling: CRAH units
   (zones × count), CDUs (loops × count, pumps included), chiller per kW of air-cooled IT capacity,
   dry coolers per kW of liquid-cooled IT capacity, cold-plate kit per liquid-cooled node (hybrid:
-  GPU heat is liquid-cooled, the rest air-cooled); power: UPS kW and generator kW per feed (the
+  GPU heat is liquid-cooled, the rest air-cooled); building (with a cooling section): white space (racks and
+  cooling units on the floor, ``cooling.density``, :func:`twin.scenario.density.floor_plan`) per m² and
+  electrical distribution per kW of IT nameplate; power: UPS kW and generator kW per feed (the
   UPS's ``capacity_kw``, else the full demand of every node, as the power model sizes it),
   switchboards (one per feed), PDUs; network: optics, leaves, spines (``Network.counts``);
   spares: the initial stock of every inventory × part price. IT capacity per node =
@@ -30,6 +32,8 @@ Lines, all in ``costs.currency`` over the horizon of T = horizon_days / 365 year
 * **repair parts**: completed replacements of each part type (tickets done at rung 2 or 3 of the repair
   ladder, less those whose swapped-out part returns through vendor RMA: under warranty, assumption) ×
   part price.
+  A node destroyed by a leak (``leak.nodes_destroyed`` of the cooling component) is bought again:
+  node price by type plus its PSUs, a line ``node destroyed by a leak`` (``cost.leak_damage``).
 * **labour**: Σ pools technicians × on-shift hours in the horizon × rate.
 * **spares holding**: ``holding_rate_per_year`` × part price × mean units on hand × T, the mean
   on hand time-weighted from the inventory's recorder level ``spares_on_hand.<part>`` (it falls
@@ -58,6 +62,7 @@ from twin.model.component import BuildContext, Component, ResultsSoFar
 from twin.model.it_power import IT_POWER
 from twin.observe.recorder import time_weighted_mean
 from twin.scenario.costs import Costs as CostsSpec
+from twin.scenario.density import floor_plan
 from twin.units import DAYS_PER_YEAR
 
 LITRES_PER_M3 = 1000.0
@@ -67,7 +72,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 CATEGORIES = ("capital", "energy", "repair_parts", "labour", "spares_holding", "water")
 """Cost categories; ``cost.total`` is their sum."""
-CAPITAL_GROUPS = ("compute", "cooling", "power", "network", "storage", "spares")
+CAPITAL_GROUPS = ("compute", "cooling", "building", "power", "network", "storage", "spares")
 LINE_COLUMNS = ["category", "group", "item", "quantity", "unit", "unit_price", "purchase", "amortisation_years",
                 "amount", "currency"]
 
@@ -147,6 +152,10 @@ def capital_items(sc: "Scenario") -> list[CapitalItem]:
             out.append(CapitalItem("cooling", "chiller", air_kw, "kW IT", cap.chiller_per_kw, plant_y))
         if liq_kw > 0:
             out.append(CapitalItem("cooling", "dry cooler", liq_kw, "kW IT", cap.dry_cooler_per_kw, plant_y))
+        fp = floor_plan(sc)  # the white space of racks and cooling units, the distribution per kW of nameplate
+        out.append(CapitalItem("building", "white space", fp["white_space_m2"], "m2", cap.white_space_per_m2, plant_y))
+        out.append(CapitalItem("building", "electrical distribution", fp["it_kw"], "kW IT", cap.distribution_per_kw,
+                               plant_y))
     if sc.power is not None:
         pw = sc.power
         feeds = pw.feeds
@@ -177,6 +186,18 @@ def capital_items(sc: "Scenario") -> list[CapitalItem]:
     for part, sp in sc.maintenance.spares.items():
         out.append(CapitalItem("spares", f"initial stock {part}", sp.stock, "unit", c.parts[part], it_y))
     return out
+
+
+LEAK_DAMAGE_ITEM = "node destroyed by a leak (node and PSUs)"
+
+
+def node_replacement_price(sc: "Scenario") -> float:
+    """Price of one node bought again (a leak destroyed it): ``capital.node`` of its type plus its PSUs."""
+    c = sc.costs
+    assert c is not None
+    psu = psu_part(sc)
+    n_psu = sc.cluster.node.parts[psu].count if psu is not None else 0
+    return float(c.capital.node[sc.cluster.node.type] + n_psu * c.capital.psu)
 
 
 def capital_purchase(sc: "Scenario") -> float:
@@ -271,6 +292,12 @@ class Costs(Component):
                      "quantity": fac_kwh, "unit": "kWh", "unit_price": e_cost / fac_kwh if fac_kwh > 0 else math.nan,
                      "purchase": math.nan, "amortisation_years": math.nan, "amount": e_cost})
         self._it_kwh, self._fac_kwh = it_kwh, fac_kwh
+        dr = metrics.get("power.grid_dr_earnings")
+        if dr:  # honoured demand-response requests are paid: a credit against the energy bill (twin.model.grid)
+            shed = float(metrics["power.grid_dr_shed_kwh"])
+            rows.append({"category": "energy", "group": "energy", "item": "demand-response payments (power.grid)",
+                         "quantity": shed, "unit": "kWh shed", "unit_price": -float(dr) / shed,
+                         "purchase": math.nan, "amortisation_years": math.nan, "amount": -float(dr)})
         # repair parts
         tk = tables.get("tickets")
         if tk is not None and len(tk):
@@ -283,6 +310,13 @@ class Costs(Component):
                 rows.append({"category": "repair_parts", "group": "repair_parts", "item": part, "quantity": float(k),
                              "unit": "repair", "unit_price": p, "purchase": math.nan, "amortisation_years": math.nan,
                              "amount": float(k) * p})
+        # nodes destroyed by leaks: bought again (node and its PSUs), at the full price like a part
+        destroyed = metrics.get("leak.nodes_destroyed")
+        if destroyed:
+            p = node_replacement_price(sc)
+            rows.append({"category": "repair_parts", "group": "repair_parts", "item": LEAK_DAMAGE_ITEM,
+                         "quantity": float(destroyed), "unit": "node", "unit_price": p, "purchase": math.nan,
+                         "amortisation_years": math.nan, "amount": float(destroyed) * p})
         # labour
         for name, pool in model.shop.crews.items():
             hours_on = pool.calendar.on_shift_hours(H) * pool.count
@@ -318,6 +352,12 @@ class Costs(Component):
             if (cap.group == g).any():
                 m[f"cost.capital.{g}"] = float(cap.loc[cap.group == g, "amount"].sum())
         m["cost.capital_purchase"] = float(cap["purchase"].sum())
+        if "leak.nodes_destroyed" in so_far.metrics:  # a hall whose leaks can destroy nodes
+            m["cost.leak_damage"] = float(df.loc[df.item == LEAK_DAMAGE_ITEM, "amount"].sum())
+        if self.ctx.sc.cooling is not None:  # density and floor space of the cooling option (issue 42)
+            fp = floor_plan(self.ctx.sc)
+            for k in ("rack_kw", "rack_limit_kw", "racks_at_limit", "white_space_m2"):
+                m[f"density.{k}"] = fp[k]
         m["cost.energy_kwh"] = self._fac_kwh
         if self.ctx.sc.cooling is None:  # no cooling model: the energy cost used a flat PUE, and outputs say so
             m["pue.flat"] = float(self.spec.energy.pue)
@@ -327,4 +367,5 @@ class Costs(Component):
         return m, {"costs": df}
 
 
-__all__ = ["Costs", "annuity_factor", "capital_items", "capital_purchase", "energy_cost", "horizon_years"]
+__all__ = ["LEAK_DAMAGE_ITEM", "Costs", "annuity_factor", "capital_items", "capital_purchase", "energy_cost",
+           "horizon_years", "node_replacement_price"]

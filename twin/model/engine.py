@@ -85,9 +85,17 @@ class Topic:
     PLANT_SUPPLY: Final[Channel[float]] = Channel(
         "plant_supply", "(offset_c) the chilled-water supply the rooms see is now offset_c above its set point "
                         "(the loop's offset held on a grid, issue 24) (the plant)")
+    ZONE_INLET: Final[Channel[int, int, float]] = Channel(
+        "zone_inlet", "(start, stop, held_c) nodes start..stop-1 (an air zone) now take in air at held_c, °C (the "
+                      "zone's held supply: server fans speed up in warmer air) (the air rooms)")
     COOLING_LOAD: Final[Channel[str, float]] = Channel(
         "cooling_load", "(feed, load_w) electrical load of the cooling units running on the feed's UPS output, W "
                         "(the UPS carries it on battery) (the plant)")
+    FEED_TRIP: Final[Channel[str, float]] = Channel(
+        "feed_trip", "(feed, restore_h) the feed's breaker tripped on an overload: its load is dead until restore_h "
+                     "later (twin.model.oversubscription)")
+    GRID_OUTAGE: Final[Channel[float]] = Channel(
+        "grid_outage", "(duration_h) a scheduled grid event cuts every feed's utility (twin.model.grid)")
 
 
 class Bus:

@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 
 from twin.model.component import BuildContext, Component, Service
 from twin.model.engine import Engine, Topic
+from twin.model.fan_law import FanLaw, fan_law
 from twin.physics.power import node_it_power_w, non_gpu_power_w
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,12 +59,16 @@ class ITPower(Component):
     @classmethod
     def build(cls, ctx: BuildContext) -> ITPower:
         node = ctx.sc.cluster.node  # the GPU and node power figures, declared once
+        fans = fan_law(ctx.engine, ctx.cluster, ctx.sc)  # server fans in place of those in the non-GPU load
         return cls(ctx.engine, ctx.cluster, node.gpus, node.gpu.idle_w, node.gpu.demand_w, node.non_gpu_w,
-                   node.non_gpu_idle_w)
+                   node.non_gpu_idle_w, fans=fans)
 
     def __init__(self, engine: Engine, cluster: "Cluster", gpus: int, idle_w: float, tdp_w: float,
-                 non_gpu_w: float, non_gpu_idle_w: float | None = None) -> None:
+                 non_gpu_w: float, non_gpu_idle_w: float | None = None, fans: FanLaw | None = None) -> None:
         self.engine = engine
+        self.fans = fans
+        """The server fans (``twin.model.fans``): each node's power adds their simulated power less the fans'
+        power inside ``non_gpu_w`` as stated (``FanLaw.power_w``); None: not modelled (the stated load holds them)."""
         self.cluster = cluster
         self.gpus = gpus
         self.idle_w = idle_w
@@ -160,9 +165,12 @@ class ITPower(Component):
         return out
 
     def non_gpu_w_of(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:
-        """Non-GPU load (W) of ``nodes`` at their utilisation, were they up."""
-        return np.asarray(non_gpu_power_w(self.engine.node_util[nodes], self.non_gpu_idle_w, self.non_gpu_w),
-                          dtype=np.float64)
+        """Non-GPU load (W) of ``nodes`` at their utilisation, were they up (their fans included)."""
+        u = self.engine.node_util[nodes]
+        out = np.asarray(non_gpu_power_w(u, self.non_gpu_idle_w, self.non_gpu_w), dtype=np.float64)
+        if self.fans is not None:
+            out = out + self.fans.delta_w(nodes, u)
+        return out
 
     def gpu_demand_w(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:
         """Uncapped GPU power demand (W) of ``nodes`` at their utilisation."""
@@ -248,6 +256,8 @@ class ITPower(Component):
                                 else self.non_gpu_w)
         if p is not None:
             npw[idx] = p
+        if self.fans is not None:  # the fans at their speed in place of the stated ones (down nodes: 0)
+            npw[idx] += self.fans.power_w(idx, self.engine.node_util[idx] if util is None else util)
         cl = self.cluster
         n_down = cl.n_nodes - cl.n_up
         if n_down:  # a node out of service draws nothing

@@ -263,6 +263,11 @@ class Population(abc.ABC):
         gen = int(self.gen[idx])
         self._fires.at(t_h, idx, gen)
 
+    def fail_now(self, idx: int) -> None:
+        """Unit ``idx`` fails at the current time through its own failure path (a cold power cycle, a
+        hazard event, stress scenarios and tests); nothing happens if it is not working."""
+        self._fire(idx, int(self.gen[idx]))
+
     def reschedule(self, idx: int, t_h: float) -> None:
         """Move a healthy part's failure to absolute time ``t_h`` (e.g. accelerated ageing)."""
         self.gen[idx] += 1
@@ -532,10 +537,6 @@ class FacilityParts(Population):
     def _out_for_test(self, idx: int, out: bool) -> None:
         """Working unit ``idx`` goes out of service for its periodic test (``out``) or returns."""
         self._on_change(idx, not out)
-
-    def fail_now(self, idx: int) -> None:
-        """Inject a failure at the current time (stress scenarios and tests)."""
-        self._fire(idx, int(self.gen[idx]))
 
     def knock_out(self, idx: int, repair_h: float) -> bool:
         """Unit ``idx`` fails now by a common event whose one repair brings it back ``repair_h``

@@ -31,7 +31,7 @@ is the most local sufficient reason: ``psu`` if its healthy PSUs alone are too f
 if those on working PDUs are too few, else its dead feeds' cause (``feed``: switchboard, UPS or
 generator out of service; ``generator_start``: a failed start; ``utility``: an outage that
 outlasted the ride-through before the generator took over, or with no generator). A node that
-lost power returns ``reboot_h`` after power is back.
+lost power returns ``reboot_h`` after power is back (after a hall-wide loss ``twin.model.recovery`` holds it longer).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from twin.model.facility_units import Load, MaintenanceAccount, MaintenanceRota
 from twin.model.it_power import IT_POWER
 from twin.model.parts import FacilityParts
 from twin.model.power_results import power_results
+from twin.scenario.recovery import block_trip_min
 from twin.model.ups_modules import UPSModules
 from twin.physics.power import power_ramps as power_ramps  # re-exported (tests, reports)
 from twin.physics.power import site_gpu_cap_w
@@ -61,13 +62,14 @@ from twin.units import HOURS_PER_YEAR
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
 
-CAUSES = ("psu", "pdu", "utility", "generator_start", "feed", "maintenance", "transfer", "ups", "switching")
+CAUSES = ("psu", "pdu", "utility", "generator_start", "feed", "maintenance", "transfer", "ups", "switching", "overload")
 """Power down causes; code = index + 1 (0: not down). For a node's dead feeds the highest rank wins
 (the code, except that a planned maintenance ranks below every unplanned cause and a failed transfer
-ranks with a failed generator start); ``ups``: a UPS that dropped its load (a fault or a failed transfer
-to bypass, ``twin.model.ups_modules``); ``switching``: a switching error of a maintenance visit."""
-_PSU, _PDU, _UTILITY, _GEN_START, _FEED, _MAINT, _ATS, _UPS, _SWITCH = 1, 2, 3, 4, 5, 6, 7, 8, 9
-_RANK = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 0.5, 3.5, 4.5, 4.6])
+ranks with a failed generator start); ``transfer`` also a generator tripped by its block load until restarted;
+``ups``: a UPS that dropped its load (a fault or a failed transfer to bypass, ``twin.model.ups_modules``);
+``switching``: a switching error of a maintenance visit; ``overload``: a breaker tripped (Topic.FEED_TRIP)."""
+_PSU, _PDU, _UTILITY, _GEN_START, _FEED, _MAINT, _ATS, _UPS, _SWITCH, _TRIP = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+_RANK = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 0.5, 3.5, 4.5, 4.6, 4.7])
 """Rank of each code (index = code) among a node's dead feeds."""
 
 
@@ -162,6 +164,8 @@ class PowerChain(Component):
         self.unit_up = {"ups": [self.has_ups] * F, "generator": [self.has_gen] * F}  # not failed (repairs)
         self.isolated = [0] * F  # maintenance windows that de-energise the feed now
         self.switch_drop = [0] * F  # switching errors holding the feed's load down now
+        self.trip_drop = [0] * F  # overload trips holding the feed's load down now (Topic.FEED_TRIP)
+        self.block_trips = 0  # generators tripped by a block load (generator.block_load)
         self.switching_errors = 0
         self.switch_k: dict[tuple[str, int], int] = {}  # draws per (unit type, feed): stream ...<type>#switching
         self.pdu_ok = np.ones((F, self.K), dtype=bool)
@@ -254,6 +258,8 @@ class PowerChain(Component):
                 self.units["ups_module"] = self.mods.parts
         eng.bus.subscribe(Topic.GROUP, self._on_group)
         eng.bus.subscribe(Topic.COOLING_LOAD, self._on_cooling_load)
+        eng.bus.subscribe(Topic.FEED_TRIP, self._on_trip)
+        eng.bus.subscribe(Topic.GRID_OUTAGE, lambda d: self._outage_begin(list(range(F)), d, True))
 
     # ---- component contract -------------------------------------------------------------------
     def facility_parts(self) -> dict[str, FacilityParts]:
@@ -428,13 +434,19 @@ class PowerChain(Component):
     def _take_over(self, f: int) -> None:
         """The running generator of feed ``f`` takes the load through its transfer switch, unless the switch
         fails to transfer (then an operator transfers by hand ``manual_transfer_min`` later)."""
-        if not self.ats_fail[f]:
+        trip_min = block_trip_min(self.spec, self.it.node_power_w @ self.share[:, f] + self.cool_w[f], self.ups_rating_w)
+        if not self.ats_fail[f] and trip_min is None:
             self.gen_state[f] = "running"
+            return
+        self.gen_state[f] = "failed_transfer"
+        if trip_min is not None:  # the step is above the block-load limit: the generator trips, restarted by hand
+            self.block_trips += 1
+            self.engine.recorder.event(self.engine.now, "generator_block_trip", f"power.feed{self.feeds[f]}.generator")
+            self.gen_timer[f].set(self.engine.now + trip_min / 60.0)
             return
         ats = self.spec.ats
         assert ats is not None
         self.ats_fail[f] = False
-        self.gen_state[f] = "failed_transfer"
         self.transfer_failures += 1
         self.engine.recorder.event(self.engine.now, "transfer_failed", f"power.feed{self.feeds[f]}.ats")
         self.gen_timer[f].set(self.engine.now + ats.manual_transfer_min / 60.0)
@@ -535,12 +547,21 @@ class PowerChain(Component):
         hit = [g for g in range(self.F) if g != f] if mode == "isolate" else [f]
         for g in hit:
             self.switch_drop[g] += 1
-        self.engine.calls(self._switch_back).at(self.engine.now + mt.switching_restore_min / 60.0, hit)
+        self.engine.calls(self._switch_back).at(self.engine.now + mt.switching_restore_min / 60.0, hit, None)
 
-    def _switch_back(self, feeds: list[int]) -> None:
+    def _switch_back(self, feeds: list[int], drops: list[int] | None = None) -> None:
         self._settle()
         for g in feeds:
-            self.switch_drop[g] -= 1
+            (self.switch_drop if drops is None else drops)[g] -= 1
+        self._feeds_active = True
+        self._update()
+
+    def _on_trip(self, feed: str, restore_h: float) -> None:
+        """The feed's breaker tripped on an overload (Topic.FEED_TRIP): its load is dead for ``restore_h``."""
+        self._settle()
+        f = self.feeds.index(feed)
+        self.trip_drop[f] += 1
+        self.engine.calls(self._switch_back).at(self.engine.now + restore_h, [f], self.trip_drop)
         self._feeds_active = True
         self._update()
 
@@ -581,6 +602,8 @@ class PowerChain(Component):
                 mode, code = "dead", _UPS
             elif self.switch_drop[f]:
                 mode, code = "dead", _SWITCH
+            elif self.trip_drop[f]:
+                mode, code = "dead", _TRIP
             elif self.isolated[f]:
                 mode, code = "dead", _MAINT
             elif inp:
@@ -785,9 +808,4 @@ class PowerChain(Component):
 
     # ---- results ------------------------------------------------------------------------------
     def results(self, so_far: ResultsSoFar) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
-        switching = any(el.maintenance is not None and el.maintenance.switching_error_prob > 0
-                        for el in self.spec.elements().values())
-        codes = [k for k in range(1, len(CAUSES) + 1)  # maintenance: when scheduled; transfer: with a switch
-                 if (k != _MAINT or self.rotas) and (k != _ATS or self.spec.ats is not None)
-                 and (k != _UPS or self.mods is not None) and (k != _SWITCH or switching)]
-        return power_results(self, CAUSES, codes, switching)
+        return power_results(self, CAUSES)

@@ -8,17 +8,30 @@ from typing import Any
 
 import pandas as pd
 
+from twin.scenario.recovery import has_block_load
 from twin.observe.recorder import time_weighted_mean
 from twin.physics.power import power_ramps
 
 OUTAGE_COLUMNS = ["feed", "outage", "start_h", "end_h", "injected", "soc_start", "generator", "dead_h"]
 
 
-def power_results(ch: Any, causes_all: tuple[str, ...], codes: list[int],
-                  switching: bool) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
+def reported_causes(ch: Any, causes_all: tuple[str, ...]) -> tuple[list[str], bool]:
+    """The down causes of the chain ``ch`` that can happen in its scenario (maintenance: when scheduled;
+    transfer: with a transfer switch or a block-load limit; ups: with a modular UPS or faults; switching: with
+    a switching error probability; overload: when oversubscribed), and whether switching errors can happen."""
+    spec = ch.spec
+    switching = any(el.maintenance is not None and el.maintenance.switching_error_prob > 0
+                    for el in spec.elements().values())
+    when = {"maintenance": bool(ch.rotas), "transfer": spec.ats is not None or has_block_load(spec),
+            "ups": ch.mods is not None, "switching": switching, "overload": spec.oversubscription is not None}
+    return [c for c in causes_all if when.get(c, True)], switching
+
+
+def power_results(ch: Any, causes_all: tuple[str, ...]) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
     """Metrics and tables of the power chain ``ch`` (a ``twin.model.power.PowerChain``) at the horizon: the
-    down hours of the cause codes ``codes`` (1-based into ``causes_all``); ``switching``: switching errors
-    can happen."""
+    down hours of each cause that can happen (``reported_causes``; code = index in ``causes_all`` + 1)."""
+    names, switching = reported_causes(ch, causes_all)
+    codes = [causes_all.index(c) + 1 for c in names]
     H = ch.H
     rec = ch.engine.recorder
     energy_kwh = ch.it.energy_kwh()
@@ -60,6 +73,8 @@ def power_results(ch: Any, causes_all: tuple[str, ...], codes: list[int],
     m["power.generator_start_failures"] = float(ch.gen_start_failures)
     if ch.spec.ats is not None:
         m["power.transfer_failures"] = float(ch.transfer_failures)
+    if has_block_load(ch.spec):
+        m["power.generator_block_trips"] = float(ch.block_trips)
     if ch.mods is not None:
         md = ch.mods
         m["power.ups_shortfalls"] = float(md.shortfalls)

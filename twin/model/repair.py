@@ -402,6 +402,8 @@ def bind_scopes(sc: Scenario, cluster: Cluster, facility: dict[str, Any]) -> Non
         if lq.leak is not None and "leak" in facility and facility["leak"].scope is None:
             nb = lq.leak.neighbours
             facility["leak"].scope = lambda i, nb=nb, npr=npr: range(i, min(i + 1 + nb, (i // npr + 1) * npr))
+        if lq.leak is not None and "loop_leak" in facility and facility["loop_leak"].scope is None:
+            facility["loop_leak"].scope = lambda i, lp=loops: range(*lp[i])  # its loop (cause loop_leak)
 
 
 def impact_class(gpus: float, gpus_per_node: int) -> str:

@@ -1,7 +1,8 @@
 """Search the memory-feasible parallel layouts of a job size for the fastest step (issue 49).
 
 Pure functions. Candidates: tp a divisor of the NVLink domain, pp a power of two up to the layer count,
-dp = GPUs/(tp·pp) dividing the global batch (microbatch 1), interleave v in {1, 2, 4, 8} with pp > 1
+dp = GPUs/(tp·cp·pp) dividing the global batch (microbatch 1; cp and ep the base layout's, ep dividing dp),
+interleave v in {1, 2, 4, 8} with pp > 1
 (the step model splits layers evenly, so a chunk may be a fractional number of layers, as 126 layers
 over pp 16 × v 8 in the Llama 3 layout of forecast-405b.yaml),
 ZeRO stage 1 or 3 and recompute selective or full; every other field (overlaps, bytes, causal) is the
@@ -43,9 +44,11 @@ def search_layouts(shape: ModelShape, gpus: int, base: Layout, ic: Interconnect,
     pps = [p for p in (1, 2, 4, 8, 16, 32, 64, 128) if p <= shape.layers]
     for tp in tps:
         for pp in pps:
-            if gpus % (tp * pp):
+            if gpus % (tp * base.cp * pp):
                 continue
-            dp = gpus // (tp * pp)
+            dp = gpus // (tp * base.cp * pp)
+            if dp % base.ep:
+                continue
             if shape.global_batch % dp:
                 continue
             for v in ((1, 2, 4, 8) if pp > 1 else (1,)):

@@ -17,7 +17,12 @@ pipeline stage that holds the most (:func:`memory_breakdown` checks the first an
   output without recomputation (``none``); ``selective`` recomputes the attention core and keeps
   none of the s² term (Megatron-LM's default, and what FlashAttention does); ``full`` keeps only
   each layer's input (s·b·h) and rebuilds one layer at a time (that layer's selective set on top).
-  With tp > 1 all of it is divided by tp (sequence parallelism, Megatron-LM's default with tp);
+  With tp > 1 all of it is divided by tp (sequence parallelism, Megatron-LM's default with tp), and
+  by cp with context parallelism (each GPU holds s/cp tokens). A MoE layer (twin/physics/moe.py) keeps,
+  instead of the dense MLP's intermediates, (top_k × capacity factor + shared) copies of the token (the
+  dispatched input) and of the expert's intermediates;
+* **mixture-of-experts and context parallelism**: the routed experts' weights are split over ep, the rest
+  over tp·pp as before; ZeRO shards the dense state over dp·cp and the experts' state over dp·cp/ep;
 * **in flight**: the 1F1B schedule keeps min(pp, m) microbatches of its l/pp layers on the first
   stage, × (1 + (pp − 1)/(pp·v)) with v interleaved chunks (Korthikanti et al. §4.2); one
   microbatch on the last stage, which also holds its logits (s·b·V/tp in fp32, 4 bytes, for the
@@ -55,13 +60,20 @@ def activation_bytes_per_layer(shape: ModelShape, layout: Layout, mode: Recomput
         raise ValueError(f"recompute mode must be one of {', '.join(RECOMPUTE_MODES)}")
     s, b, h = float(shape.seq_len), float(layout.microbatch), float(shape.hidden)
     sbh = s * b * h
+    split = layout.tp * layout.cp
     if mode == "full":
-        return sbh * layout.act_bytes / layout.tp
+        return sbh * layout.act_bytes / split
     heads = shape.heads or 1
-    elems = sbh * (2 + 1 + 1 + 2 * shape.kv_width / h + 1 + 1 + (3 if shape.gated_mlp else 2) * shape.ffn / h)
+    mats = 3 if shape.gated_mlp else 2
+    mlp = mats * shape.ffn / h
+    mo = shape.moe
+    if mo is not None:   # the layers' average: dense MLPs in the first dense_layers, experts in the others
+        per_moe = (mo.top_k * mo.capacity_factor + mo.shared_experts) * (1.0 + mats * mo.expert_ffn / h)
+        mlp = (mo.dense_layers * mlp + shape.moe_layers * per_moe) / shape.layers
+    elems = sbh * (2 + 1 + 1 + 2 * shape.kv_width / h + 1 + 1 + mlp)
     if mode == "none":
         elems += heads * s * s * b
-    return elems * layout.act_bytes / layout.tp
+    return elems * layout.act_bytes / split
 
 
 @dataclass(frozen=True)
@@ -97,13 +109,24 @@ def memory_breakdown(shape: ModelShape, layout: Layout, mode: Recompute, reserve
     """What one GPU holds at its peak on the fuller of the first and the last pipeline stage (GB)."""
     if reserve_gb < 0 or optimizer_bytes < 0:
         raise ValueError("reserve_gb and optimizer_bytes must be >= 0")
-    n_gpu = params_count(shape) / (layout.tp * layout.pp)
-    z, dp = layout.zero, layout.dp
-    weights = n_gpu * layout.param_bytes / (dp if z >= 3 else 1)
+    split = layout.tp * layout.pp
+    experts = shape.expert_params() if shape.params <= 0 else 0.0
+    dense = (params_count(shape) - experts) / split
+    expert = experts / (split * layout.ep)
+    z, dp = layout.zero, layout.dp * layout.cp
+    dp_e = max(1, dp // layout.ep)
+
+    def state(per_param: float, stage: int) -> float:
+        return per_param * (dense / (dp if z >= stage else 1) + expert / (dp_e if z >= stage else 1))
+
+    weights = state(layout.param_bytes, 3)
     if z >= 3:   # two layers' gathered weights: the one computing and the one prefetched
-        weights += 2.0 * shape.layer_matmul_params / layout.tp * layout.param_bytes
-    grads = n_gpu * layout.grad_bytes / (dp if z >= 2 else 1)
-    opt = n_gpu * optimizer_bytes / (dp if z >= 1 else 1)
+        layer = shape.layer_matmul_params
+        if shape.moe is not None and shape.moe_layers:
+            layer = shape.attn_params + shape.moe.layer_total_params(shape.hidden, shape.gated_mlp) / layout.ep
+        weights += 2.0 * layer / layout.tp * layout.param_bytes
+    grads = state(layout.grad_bytes, 2)
+    opt = state(optimizer_bytes, 1)
     m = layout.microbatches(shape)
     per_layer = activation_bytes_per_layer(shape, layout, mode)
     layers_stage = shape.layers / layout.pp
@@ -115,7 +138,7 @@ def memory_breakdown(shape: ModelShape, layout: Layout, mode: Recompute, reserve
         factor = float(in_flight)
     first = factor * layers_stage * per_layer + work
     last = layers_stage * per_layer + work
-    logits = shape.seq_len * layout.microbatch * shape.vocab / layout.tp * LOGIT_BYTES
+    logits = shape.seq_len * layout.microbatch * shape.vocab / (layout.tp * layout.cp) * LOGIT_BYTES
     g = 1e9
     a = MemoryBreakdown("first", weights / g, grads / g, opt / g, first / g, 0.0 if layout.pp > 1 else logits / g,
                         reserve_gb)

@@ -65,8 +65,12 @@ import math
 from dataclasses import dataclass, fields
 from typing import Literal
 
+from twin.physics import context_parallel as _cp
+from twin.physics import moe as _moe
+from twin.physics.moe import MoE
+
 __all__ = [
-    "BUS_FACTORS", "Interconnect", "Layout", "ModelShape", "StepBreakdown", "bubble_fraction", "bus_factor",
+    "BUS_FACTORS", "Interconnect", "Layout", "MoE", "ModelShape", "active_params_count", "effective_peak_flops", "StepBreakdown", "bubble_fraction", "bus_factor",
     "dp_peers_per_domain", "forward_flops_per_sequence", "hardware_flops_per_step", "mfu",
     "model_flops_per_step", "p2p_s", "params_count", "stage_flops_per_step", "step_breakdown", "tiered_collective_s",
     "tp_collectives_per_layer",
@@ -111,7 +115,8 @@ class ModelShape:
     and V projections are kv_heads/heads of h wide); ``ffn_hidden`` the MLP width (default 4h),
     ``gated_mlp`` three MLP matrices (SwiGLU) instead of two; ``tied_embeddings`` one
     vocabulary matrix for input and output. ``params`` overrides the parameter count (used for
-    the data-parallel gradient size and 6N model FLOPs) when the published figure is wanted."""
+    the data-parallel gradient size and 6N model FLOPs) when the published figure is wanted; ``moe`` a
+    mixture-of-experts MLP in the layers after its ``dense_layers`` (twin/physics/moe.py)."""
 
     layers: int
     hidden: int
@@ -124,11 +129,14 @@ class ModelShape:
     gated_mlp: bool = False
     tied_embeddings: bool = True
     params: float = 0.0
+    moe: MoE | None = None
 
     def __post_init__(self) -> None:
         for f in ("layers", "hidden", "seq_len", "vocab", "global_batch"):
             if getattr(self, f) < 1:
                 raise ValueError(f"{f} must be >= 1")
+        if self.moe is not None and self.moe.dense_layers > self.layers:
+            raise ValueError("moe.dense_layers must not exceed layers")
         if self.kv_heads and self.heads and (self.kv_heads > self.heads or self.heads % self.kv_heads):
             raise ValueError("kv_heads must divide heads")
 
@@ -145,11 +153,36 @@ class ModelShape:
         return float(self.hidden)
 
     @property
-    def layer_matmul_params(self) -> float:
-        """Weights of one layer's matrix multiplications: Q and O (2h²), K and V (2·h·kv_width),
-        the MLP (2 or 3 matrices of h × ffn). 12h² for a GPT layer."""
+    def attn_params(self) -> float:
+        """Weights of one layer's attention projections: Q and O (2h²), K and V (2·h·kv_width)."""
         h = float(self.hidden)
-        return 2 * h * h + 2 * h * self.kv_width + (3 if self.gated_mlp else 2) * h * self.ffn
+        return 2 * h * h + 2 * h * self.kv_width
+
+    @property
+    def layer_matmul_params(self) -> float:
+        """Weights of one (dense) layer's matrix multiplications: the attention projections and the MLP
+        (2 or 3 matrices of h × ffn). 12h² for a GPT layer."""
+        return self.attn_params + (3 if self.gated_mlp else 2) * float(self.hidden) * self.ffn
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers with a mixture-of-experts MLP (0 without ``moe``)."""
+        return 0 if self.moe is None else self.layers - self.moe.dense_layers
+
+    def layer_params_sum(self, active: bool, capacity: bool = False) -> float:
+        """Matmul weights of all layers: total, or (``active``) those one token uses (with the capacity
+        factor's padding when ``capacity``)."""
+        if self.moe is None:
+            return self.layers * self.layer_matmul_params
+        mo, h, g = self.moe, self.hidden, self.gated_mlp
+        mlp = mo.layer_active_params(h, g, capacity) if active else mo.layer_total_params(h, g)
+        return mo.dense_layers * self.layer_matmul_params + self.moe_layers * (self.attn_params + mlp)
+
+    def expert_params(self) -> float:
+        """Weights of the routed experts (all layers): sharded by expert parallelism (0 without ``moe``)."""
+        if self.moe is None:
+            return 0.0
+        return self.moe_layers * self.moe.experts * self.moe.expert_params(self.hidden, self.gated_mlp)
 
 
 @dataclass(frozen=True)
@@ -171,7 +204,13 @@ class Layout:
     causal mask (False: the non-causal count of Narayanan et al. SC21, against which twin validate's
     kernel efficiencies were tuned); ``zero_stage`` 0 (from ``dp_collective``), 1 or 2 (optimizer
     state, and at 2 gradients, sharded: one reduce-scatter and one all-gather per step) or 3 (ZeRO-3 /
-    FSDP: parameters sharded too, gathered in forward and again in backward, one more all-gather)."""
+    FSDP: parameters sharded too, gathered in forward and again in backward, one more all-gather);
+    ``cp`` context-parallel GPUs per sequence (twin/physics/context_parallel.py; tp × cp × pp × dp GPUs,
+    ranks tp innermost, then cp) exchanging keys and values by ``cp_collective`` ('ring' or 'all_gather');
+    ``ep`` expert-parallel GPUs (a divisor of dp) over which a MoE model's experts are split, its
+    all-to-alls hidden for the share ``ep_overlap`` (twin/physics/moe.py). With cp > 1 the data-parallel
+    collectives and ZeRO shards span dp·cp GPUs (Megatron-Core's data-parallel group with context
+    parallelism); the routed experts' gradients are reduced over dp·cp/ep GPUs."""
 
     tp: int = 1
     pp: int = 1
@@ -191,8 +230,20 @@ class Layout:
     compress_s_per_gb: float = 0.0
     causal: bool = False
     zero_stage: int = 0
+    cp: int = 1
+    cp_collective: Literal["ring", "all_gather"] = "ring"
+    ep: int = 1
+    ep_overlap: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.cp < 1 or self.ep < 1:
+            raise ValueError("cp and ep must be >= 1")
+        if self.dp % self.ep:
+            raise ValueError("ep must divide dp (expert parallelism splits the data-parallel ranks)")
+        if self.cp_collective not in ("ring", "all_gather"):
+            raise ValueError("cp_collective must be 'ring' or 'all_gather'")
+        if not 0.0 <= self.ep_overlap <= 1.0:
+            raise ValueError("ep_overlap must be in [0, 1]")
         if self.zero_stage not in (0, 1, 2, 3):
             raise ValueError("zero_stage must be 0, 1, 2 or 3")
         if self.zero_stage and self.dp_collective != "rs_ag":
@@ -210,7 +261,7 @@ class Layout:
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.pp * self.dp
+        return self.tp * self.cp * self.pp * self.dp
 
     @property
     def zero(self) -> int:
@@ -312,15 +363,36 @@ def params_count(shape: ModelShape) -> float:
     if shape.params > 0:
         return float(shape.params)
     emb = shape.vocab * shape.hidden * (1 if shape.tied_embeddings else 2)
-    return shape.layers * shape.layer_matmul_params + emb
+    return shape.layer_params_sum(active=False) + emb
 
 
-def forward_flops_per_sequence(shape: ModelShape, causal: bool = False) -> tuple[float, float]:
+def active_params_count(shape: ModelShape) -> float:
+    """Parameters one token uses: :func:`params_count` for a dense model; for a MoE model the layers'
+    active weights (top_k and shared experts, the router) and the embeddings (DeepSeek-V3: 37 B of 671 B)."""
+    if shape.moe is None:
+        return params_count(shape)
+    emb = shape.vocab * shape.hidden * (1 if shape.tied_embeddings else 2)
+    return shape.layer_params_sum(active=True) + emb
+
+
+def effective_peak_flops(peak_flops: float, fp8_peak_flops: float, fp8_share: float) -> float:
+    """Peak FLOP/s of a step whose FLOPs run the share ``fp8_share`` at the FP8 peak and the rest at
+    ``peak_flops`` (bf16): 1 / (share/fp8 + (1 − share)/bf16), the harmonic mean by FLOPs."""
+    if not 0.0 <= fp8_share <= 1.0:
+        raise ValueError("fp8_share must be in [0, 1]")
+    if peak_flops <= 0 or fp8_peak_flops <= 0:
+        raise ValueError("peaks must be > 0")
+    return 1.0 / (fp8_share / fp8_peak_flops + (1.0 - fp8_share) / peak_flops)
+
+
+def forward_flops_per_sequence(shape: ModelShape, causal: bool = False,
+                               capacity: bool = False) -> tuple[float, float]:
     """(layers, logits) forward FLOPs of one sequence: l·(2·s·P_layer + 4·s²·h) and 2·s·h·V; with
-    ``causal`` the core attention term 4·s²·h is halved (the causal mask; current Megatron-LM's count)."""
+    ``causal`` the core attention term 4·s²·h is halved (the causal mask; current Megatron-LM's count).
+    A MoE layer counts its active weights (``capacity``: with the capacity factor's padding)."""
     s, h = float(shape.seq_len), float(shape.hidden)
     attn = 4.0 * s * s * h * (0.5 if causal else 1.0)
-    layers = shape.layers * (2.0 * s * shape.layer_matmul_params + attn)
+    layers = 2.0 * s * shape.layer_params_sum(active=True, capacity=capacity) + shape.layers * attn
     return layers, 2.0 * s * h * shape.vocab
 
 
@@ -328,23 +400,25 @@ def hardware_flops_per_step(shape: ModelShape, recompute: bool, causal: bool = F
     """FLOPs the GPUs execute per step (all GPUs): B × (3 or, with full recomputation, 4 passes of
     the layers + 3 of the logits). For a GPT shape with recomputation (non-causal) this is
     Megatron-LM's 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))."""
-    layers, logits = forward_flops_per_sequence(shape, causal)
+    layers, logits = forward_flops_per_sequence(shape, causal, capacity=True)
     return shape.global_batch * ((4.0 if recompute else 3.0) * layers + 3.0 * logits)
 
 
 def model_flops_per_step(shape: ModelShape, causal: bool = False) -> float:
     """Model FLOPs per step (no recomputation): PaLM's (Chowdhery et al. 2023, App. B) 6·N + 12·l·h·s
-    per token with N the matmul weights (6·N + 6·l·h·s with ``causal``); the MFU numerator."""
-    return hardware_flops_per_step(shape, recompute=False, causal=causal)
+    per token with N the matmul weights (6·N + 6·l·h·s with ``causal``; N the active weights of a MoE
+    model, without the capacity factor's padding); the MFU numerator."""
+    layers, logits = forward_flops_per_sequence(shape, causal)
+    return shape.global_batch * (3.0 * layers + 3.0 * logits)
 
 
 def stage_flops_per_step(shape: ModelShape, layout: Layout) -> float:
     """FLOPs one GPU of the slowest pipeline stage executes per step: the last stage, with l/pp of
-    the layers (an even split, assumption) and the logits: B·(passes·layers/pp + 3·logits)/(tp·dp).
+    the layers (an even split, assumption) and the logits: B·(passes·layers/pp + 3·logits)/(tp·cp·dp).
     With pp = 1 this is the whole step over tp·dp GPUs."""
-    layers, logits = forward_flops_per_sequence(shape, layout.causal)
+    layers, logits = forward_flops_per_sequence(shape, layout.causal, capacity=True)
     passes = 4.0 if layout.recompute else 3.0
-    return shape.global_batch * (passes * layers / layout.pp + 3.0 * logits) / (layout.tp * layout.dp)
+    return shape.global_batch * (passes * layers / layout.pp + 3.0 * logits) / (layout.tp * layout.cp * layout.dp)
 
 
 def mfu(flops_per_step: float, step_s: float, gpus: int, peak_flops: float) -> float:
@@ -361,7 +435,8 @@ class StepBreakdown:
     ``compute_s`` the GPUs' FLOPs at full speed; ``tp_s`` exposed tensor-parallel collectives;
     ``pp_s`` exposed pipeline sends; ``bubble_s`` the pipeline bubble; ``dp_s`` exposed
     data-parallel communication; ``compress_s`` gradient compression; ``throttle_s`` the extra
-    time of a slowed GPU (speed < 1), all components included."""
+    time of a slowed GPU (speed < 1), all components included; ``cp_s`` exposed context-parallel
+    key/value exchanges; ``ep_s`` exposed expert-parallel all-to-alls."""
 
     compute_s: float
     tp_s: float
@@ -370,11 +445,13 @@ class StepBreakdown:
     dp_s: float
     compress_s: float
     throttle_s: float
+    cp_s: float = 0.0
+    ep_s: float = 0.0
 
     @property
     def total_s(self) -> float:
         return (self.compute_s + self.tp_s + self.pp_s + self.bubble_s + self.dp_s + self.compress_s
-                + self.throttle_s)
+                + self.throttle_s + self.cp_s + self.ep_s)
 
     def shares(self) -> dict[str, float]:
         """Each component's share of the step (names without the ``_s``)."""
@@ -409,11 +486,63 @@ def tp_collectives_per_layer(recompute: bool) -> int:
 def dp_peers_per_domain(layout: Layout, domain_gpus: int) -> int:
     """Members of one data-parallel group inside one NVLink domain, with ranks placed tp innermost,
     then pp, then dp (Megatron-LM's and Llama 3's order): domain/(tp·pp) when that divides,
-    else 1, at most dp."""
+    else 1, at most dp. With cp > 1 (the group spans dp·cp GPUs, cp next to tp): the cp peers that share
+    a domain, domain/tp when that divides, at most cp."""
+    if layout.cp > 1:
+        if domain_gpus >= layout.tp and domain_gpus % layout.tp == 0:
+            return max(1, min(layout.cp, domain_gpus // layout.tp))
+        return 1
     inner = layout.tp * layout.pp
     if domain_gpus >= inner and domain_gpus % inner == 0:
         return max(1, min(layout.dp, domain_gpus // inner))
     return 1
+
+
+def ep_peers_per_domain(layout: Layout, domain_gpus: int) -> int:
+    """Members of one expert-parallel group inside one NVLink domain, the ep ranks next after tp·cp
+    (Megatron-Core's order tp-cp-ep-dp-pp): domain/(tp·cp) when that divides, at most ep."""
+    inner = layout.tp * layout.cp
+    if domain_gpus >= inner and domain_gpus % inner == 0:
+        return max(1, min(layout.ep, domain_gpus // inner))
+    return 1
+
+
+def cp_step_s(shape: ModelShape, layout: Layout, ic: Interconnect, flops_s: float,
+              nic_share: float = 1.0) -> _cp.CpComm:
+    """Context-parallel traffic of one layer and microbatch (twin/physics/context_parallel.py) on the link the
+    cp group uses: NVLink when tp·cp fits in the domain, else each GPU's NIC; ``flops_s`` the effective FLOP/s
+    that computes an attention block."""
+    if layout.cp <= 1:
+        return _cp.CpComm(0.0, 0.0, 0.0)
+    kv = _cp.kv_chunk_bytes(shape.seq_len, layout.microbatch, shape.kv_width, layout.tp, layout.cp, layout.act_bytes)
+    if layout.tp * layout.cp <= ic.domain_gpus:
+        bw, lat = ic.nvlink_bytes_s, ic.nvlink_latency_s
+    else:
+        bw, lat = ic.nic_bytes_s(nic_share), ic.nic_latency_s
+    block = _cp.block_attention_flops(shape.seq_len, layout.microbatch, shape.hidden, layout.tp, layout.cp,
+                                      layout.causal) / flops_s
+    return _cp.cp_comm(kv, layout.cp, layout.cp_collective, layout.recompute, bw, lat, block)
+
+
+def ep_a2a_bytes(shape: ModelShape, layout: Layout) -> float:
+    """Bytes of one GPU's all-to-all buffer per MoE layer and microbatch: its b·s/(cp·tp) tokens (sequence
+    parallelism splits them over tp) × top_k × the capacity factor × h × act_bytes (0 without MoE)."""
+    mo = shape.moe
+    if mo is None:
+        return 0.0
+    tokens = float(layout.microbatch) * shape.seq_len / (layout.cp * layout.tp)
+    return tokens * mo.top_k * mo.capacity_factor * shape.hidden * layout.act_bytes
+
+
+def ep_step_s(shape: ModelShape, layout: Layout, ic: Interconnect, nic_share: float = 1.0) -> float:
+    """All-to-all seconds of one microbatch on a stage (its MoE layers: moe_layers/pp), before overlap:
+    4 (6 with recomputation) all-to-alls per layer over the ep group (twin/physics/moe.py)."""
+    if shape.moe is None or layout.ep <= 1:
+        return 0.0
+    g = ep_peers_per_domain(layout, ic.domain_gpus)
+    one = _moe.all_to_all_s(ep_a2a_bytes(shape, layout), g, layout.ep // g, ic.nvlink_bytes_s,
+                            ic.nic_bytes_s(nic_share), ic.nvlink_latency_s, ic.nic_latency_s)
+    return _moe.a2a_per_layer(layout.recompute) * one * shape.moe_layers / layout.pp
 
 
 def step_breakdown(shape: ModelShape, layout: Layout, ic: Interconnect, peak_flops: float, eta_k: float,
@@ -433,8 +562,8 @@ def step_breakdown(shape: ModelShape, layout: Layout, ic: Interconnect, peak_flo
     tp, pp, v = layout.tp, layout.pp, layout.interleave
     # compute: the slowest pipeline stage (the last, which carries the logits) sets the step
     compute = stage_flops_per_step(shape, layout) / (peak_flops * eta_k)
-    # tensor parallelism, per microbatch
-    act = float(layout.microbatch) * shape.seq_len * shape.hidden * layout.act_bytes
+    # tensor parallelism, per microbatch (its s/cp tokens with context parallelism)
+    act = float(layout.microbatch) * shape.seq_len / layout.cp * shape.hidden * layout.act_bytes
     tp_mb = 0.0
     if tp > 1:
         per_layer = tp_collectives_per_layer(layout.recompute) * tiered_collective_s("all_reduce", act, tp, 1, ic)
@@ -452,39 +581,63 @@ def step_breakdown(shape: ModelShape, layout: Layout, ic: Interconnect, peak_flo
             one = p2p_s(act, ic.nic_bytes_s(nic_share), ic.nic_latency_s)
         pp_mb = 2.0 * v * one * (1.0 - layout.pp_overlap)
     compute_mb = compute / m
-    tp_s, pp_s = m * tp_mb, m * pp_mb
-    bubble_full = bubble_fraction(pp, m, v) * m * (compute_mb + tp_mb + pp_mb)
+    # context parallelism (per layer, the stage's l/pp layers) and expert parallelism, per microbatch
+    cp_mb = cp_step_s(shape, layout, ic, peak_flops * eta_k, nic_share).exposed_s * shape.layers / pp
+    ep_mb = ep_step_s(shape, layout, ic, nic_share) * (1.0 - layout.ep_overlap)
+    tp_s, pp_s, cp_s, ep_s = m * tp_mb, m * pp_mb, m * cp_mb, m * ep_mb
+    comm_mb = tp_mb + pp_mb + cp_mb + ep_mb
+    bubble_full = bubble_fraction(pp, m, v) * m * (compute_mb + comm_mb)
     # data parallelism
     dp_s = t_back = t_front = 0.0
     compress = 0.0
-    if layout.dp > 1:
-        shard = params_count(shape) / (tp * pp)
-        grad = shard * layout.grad_bytes
-        g = dp_peers_per_domain(layout, ic.domain_gpus)
-        nd = layout.dp // g
-        if layout.dp_collective == "all_reduce":
-            t_back = tiered_collective_s("all_reduce", grad * layout.compression, g, nd, ic, nic_share)
-        else:
-            t_back = tiered_collective_s("reduce_scatter", grad * layout.compression, g, nd, ic, nic_share)
-            t_ag = tiered_collective_s("all_gather", shard * layout.param_bytes, g, nd, ic, nic_share)
-            t_front = t_ag
-            if layout.zero == 3:
-                t_back += t_ag          # ZeRO-3 gathers the parameters again for the backward
+    if layout.dp > 1 or layout.cp > 1:
+        t_back, t_front, grad = _dp_collectives(shape, layout, ic, nic_share)
         if layout.compression < 1.0:
             compress = grad / 1e9 * layout.compress_s_per_gb
         dp_s = dp_exposed_s(t_back, t_front, compute, m, bubble_full, layout)
-    full = StepBreakdown(compute, tp_s, pp_s, bubble_full, dp_s, compress, 0.0)
+    full = StepBreakdown(compute, tp_s, pp_s, bubble_full, dp_s, compress, 0.0, cp_s, ep_s)
     if speed >= 1.0:
         return full
     # throttled: compute, the bubble (other stages' compute) and compression stretch by 1/speed;
     # more compute can hide more data-parallel communication
     if speed <= 0.0:
-        return StepBreakdown(compute, tp_s, pp_s, bubble_full, dp_s, compress, math.inf)
+        return StepBreakdown(compute, tp_s, pp_s, bubble_full, dp_s, compress, math.inf, cp_s, ep_s)
     c2 = compute / speed
-    bubble2 = bubble_fraction(pp, m, v) * m * (c2 / m + tp_mb + pp_mb)
-    dp2 = dp_exposed_s(t_back, t_front, c2, m, bubble2, layout) if layout.dp > 1 else 0.0
-    slow_total = c2 + tp_s + pp_s + bubble2 + dp2 + compress / speed
-    return StepBreakdown(compute, tp_s, pp_s, bubble_full, dp_s, compress, slow_total - full.total_s)
+    bubble2 = bubble_fraction(pp, m, v) * m * (c2 / m + comm_mb)
+    dp2 = dp_exposed_s(t_back, t_front, c2, m, bubble2, layout) if (layout.dp > 1 or layout.cp > 1) else 0.0
+    slow_total = c2 + tp_s + pp_s + cp_s + ep_s + bubble2 + dp2 + compress / speed
+    return StepBreakdown(compute, tp_s, pp_s, bubble_full, dp_s, compress, slow_total - full.total_s, cp_s, ep_s)
+
+
+def _dp_collectives(shape: ModelShape, layout: Layout, ic: Interconnect,
+                    nic_share: float) -> tuple[float, float, float]:
+    """(gradient-side seconds, parameter-gather seconds, gradient bytes) of the data-parallel collectives
+    of one GPU: its dense weights over the dp·cp group, a MoE model's routed experts (sharded over ep)
+    over the dp·cp/ep GPUs holding the same experts (step_breakdown's data-parallel term)."""
+    tp, pp = layout.tp, layout.pp
+    experts = shape.expert_params() if shape.params <= 0 else 0.0
+    groups = [(params_count(shape) - experts, layout.dp * layout.cp, dp_peers_per_domain(layout, ic.domain_gpus))]
+    if experts > 0:
+        n_e = layout.dp * layout.cp // layout.ep
+        groups.append((experts / layout.ep, n_e, 1))     # expert replicas sit in other domains (assumption)
+    t_back = t_front = grad_total = 0.0
+    for params, n, g in groups:
+        if n <= 1:
+            continue
+        g = max(1, min(g, n))
+        nd = n // g
+        shard = params / (tp * pp)
+        grad = shard * layout.grad_bytes
+        grad_total += grad
+        if layout.dp_collective == "all_reduce":
+            t_back += tiered_collective_s("all_reduce", grad * layout.compression, g, nd, ic, nic_share)
+        else:
+            t_back += tiered_collective_s("reduce_scatter", grad * layout.compression, g, nd, ic, nic_share)
+            t_ag = tiered_collective_s("all_gather", shard * layout.param_bytes, g, nd, ic, nic_share)
+            t_front += t_ag
+            if layout.zero == 3:
+                t_back += t_ag          # ZeRO-3 gathers the parameters again for the backward
+    return t_back, t_front, grad_total
 
 
 def dp_exposed_s(t_back_s: float, t_front_s: float, compute_s: float, microbatches: int, bubble_s: float,

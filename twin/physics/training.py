@@ -59,10 +59,20 @@ def checkpoint_size_gb(params_b: float, bytes_per_param: float = DEFAULT_CHECKPO
     return params_b * 1e9 * bytes_per_param / 1e9
 
 
-def checkpoint_write_h(size_gb: float, write_gb_per_s: float, writers: int = 1) -> float:
-    """Hours to write ``size_gb`` at ``write_gb_per_s`` shared equally by ``writers`` concurrent writers
-    (at least one): size / (bandwidth / writers) / 3600."""
-    return size_gb / (write_gb_per_s / max(1, writers)) / 3600.0
+def checkpoint_write_h(size_gb: float, write_gb_per_s: float, writers: int = 1, writer_nodes: int = 0,
+                       node_gb_per_s: float | None = None, overhead_s: float = 0.0) -> float:
+    """Hours to write ``size_gb``: size / min(aggregate bandwidth ``write_gb_per_s`` shared equally by ``writers``
+    concurrent writers, ``writer_nodes`` × the per-node front-end bandwidth ``node_gb_per_s``) + a fixed
+    ``overhead_s`` (seconds: serialisation, metadata, the barrier), / 3600. Without a per-node bandwidth (None)
+    or writer nodes (0) the front end is not a limit.
+
+    >>> round(checkpoint_write_h(6480, 2000, 1, 16, 25.0, 30.0) * 3600, 1)   # 16 nodes at 25 GB/s: 400 GB/s
+    46.2
+    """
+    bw = write_gb_per_s / max(1, writers)
+    if node_gb_per_s is not None and writer_nodes > 0:
+        bw = min(bw, writer_nodes * node_gb_per_s)
+    return size_gb / bw / 3600.0 + overhead_s / 3600.0
 
 
 def checkpoint_count(work_h: float, interval_h: float | None) -> int:
@@ -85,5 +95,5 @@ def failure_free_h(work_h: float, interval_h: float | None, write_h: float, mode
     n = checkpoint_count(work_h, interval_h)
     if n == 0:
         return work_h
-    per = write_h if mode == "sync" else async_fraction * write_h
+    per = async_fraction * write_h if mode == "async" else write_h
     return work_h + (n - 1) * per + write_h

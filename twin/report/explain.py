@@ -156,7 +156,7 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('checkpoint_gpu_hours',
        'Σ over jobs of checkpoint hours × GPUs (an asynchronous checkpoint counts its stall)'),
     _H('restart_gpu_hours',
-       'Σ over jobs of restart hours × GPUs (detection_h + reschedule_h + read time + warmup_h per restart)'),
+       'Σ over jobs of restart hours × GPUs (detection_h + reschedule_h + read time + GPUs × init_s_per_rank + warmup_h per restart)'),
     _H('jobs_submitted', 'listed jobs, synthetic arrivals and trace rows'),
     _H('jobs_completed', 'jobs in state done'),
     _H('interruptions',
@@ -185,6 +185,15 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('thermal.gpu_temp_max_c', 'maximum over the replication'),
     _H('cooling.zone_over_capacity_hours', 'Σ over zones of the hours with Q > Q_cap'),
     _H('cooling.loop_no_flow_hours', 'Σ over loops of the hours without flow'),
+    _H('response.actions', "cooling_response rows with action cap or drain: a zone's plan set or changed, "
+       "response_h after its target supply reaches its lowest trip supply, then at capacity or supply changes"),
+    _H('response.capped_node_hours', 'Σ over zones of the nodes × hours with a finite operator cap'),
+    _H('response.drained_node_hours', 'Σ over zones of the drained nodes × hours'),
+    _H('leak.events', 'failures of the node leak units (cooling.liquid.leak.failure)'),
+    _H('leak.detected', 'leaks whose detection draw (stream leak_detect) fell below leak.detection.probability'),
+    _H('leak.nodes_destroyed', 'rows of the leak_damage table: nodes of undetected leaks whose damage draw (stream '
+       'leak_damage) fell below leak.damage.probability'),
+    _H('leak.loop_events', 'failures of the loop_leak units (cooling.liquid.leak.loop)'),
     _H('plant.loop_offset_max_c', 'largest x at the plant\'s events, x(t) = x_ss + (x0 − x_ss)·e^(−t/τ) with '
        'x_ss = max(0, Q − Q_cap)·R, R = τ/(4186·V) (x is monotone between events)'),
     _H('plant.capacity_short_hours', 'Σ of the time with the running chillers\' capacity below the IT heat of the '
@@ -214,6 +223,15 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('energy.peak_it_kw', 'maximum of the site IT power level'),
     _H('energy.peak_facility_kw', 'maximum of the facility power'),
     _H('energy.free_cooling_hours.<plant>', 'hours with the outdoor temperature ≤ supply − approach'),
+    _H('density.rack_kw', 'cluster.nodes_per_rack × cluster.node.nameplate_w / 1000'),
+    _H('density.rack_limit_kw', 'cluster.rack.power_limit_kw, else cooling.density.<type>_rack_kw'),
+    _H('density.racks_at_limit', 'ceil(nodes / min(floor(limit / nameplate), floor(u_space / u_height)))'),
+    _H('density.white_space_m2', 'racks × rack_m2 + CRAH units × crah_m2 + CDUs × cdu_m2 (cooling.density)'),
+    _H('energy.server_fans_kwh', 'Σ over nodes up of (healthy/count)·P_max·s³ × duration, s = min(1, demand·count/'
+       'healthy), demand = max(min_speed, load·(T_exh − T_design)/(T_exh − T_inlet)) (twin.physics.fans)'),
+    _H('fans.peak_speed', 'max over events and working fans of s = min(1, demand·count/healthy)'),
+    _H('energy.chiller_cop_seasonal', 'Σ chilled load × duration / Σ chilled load / COP(PLR, T_wb + approach) × '
+       'duration'),
     _H('pue', 'energy.facility_kwh / energy.it_kwh (daily in pue_daily)'),
     _H('pue.flat', 'costs.energy.pue, reported only without a cooling section (the energy cost is IT energy × it)'),
     _H('water.evaporated_l', 'Σ over intervals of Q_air × max(0, T_db − T_supply)/ΔT_IT × duration / h_fg '
@@ -225,6 +243,15 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('cooling.evaporative.dry_hours', 'the horizon less cooling.evaporative.wet_hours'),
     _H('cooling.evaporative.fallback_hours', 'hours with T_db > set point while the water supply part was failed'),
     _H('cooling.evaporative.above_setpoint_hours', "hours the hour's base supply (wet or dry) exceeded the set point"),
+    _H('cooling.evaporative.outside_envelope_hours', 'hours whose supply (T, dew point, RH by PsychroLib at the '
+       "site's pressure) is outside cooling.air.evaporative.humidity.envelope"),
+    _H('cooling.evaporative.humidity_outside_envelope_hours', 'as outside_envelope_hours, dew point or RH only'),
+    _H('cooling.evaporative.supply_dew_point_max_c', 'maximum over intervals not in mechanical mode'),
+    _H('cooling.evaporative.supply_rh_max', 'maximum over intervals not in mechanical mode'),
+    _H('cooling.evaporative.trim_hours', 'hours with 0 < chiller share < 1 (share = (T_pad − set point)/ΔT_IT)'),
+    _H('cooling.evaporative.mechanical_hours', 'hours with chiller share 1 (no feasible pads-on or pads-off mode)'),
+    _H('cooling.evaporative.water_cap_hours', 'Σ duration × (1 − share of the interval before the cap is reached)'),
+    _H('cooling.evaporative.chiller_kwh', 'Σ Q_air × chiller share / COP × duration'),
     _H('power.down_node_hours', 'Σ of power.down_node_hours.<cause>'),
     _H('power.down_node_hours.<cause>', "integrated over each node's power state"),
     _H('power.capped_gpu_hours', 'integrated between events'),
@@ -253,6 +280,24 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('power.switching_errors', 'drawn per maintenance visit with switching_error_prob on the stream '
        'power.feed<X>.<unit>#switching'),
     _H('power.test_unit_hours', 'Σ of test_duration_h over the periodic tests of working units'),
+    _H('power.generator_block_trips', 'transfers whose step (feed load / generator.block_load.steps) exceeded '
+       'max_step_frac × rating_kw'),
+    _H('power.hall_losses', 'times every feed was in state dead at once (power_feeds)'),
+    _H('power.restart_node_hours', 'Σ over nodes of the power:restart hold: facility_h + fabric_h + storage_h + '
+       'j × batch_h for batch j, per hall-wide loss'),
+    _H('power.power_cycle_failures', 'drawn per unit with recovery.power_cycle_failure_prob on the stream '
+       'power.recovery.<part>#cycle at its batch power-up'),
+    _H('power.oversub_feed_losses', 'a feed dead while another is live, with oversubscription set'),
+    _H('power.oversub_trips', 'feed losses where the trip curve at IT power / feed_capacity_kw was shorter than '
+       'capping_latency_s'),
+    _H('power.oversub_capped_hours', 'from capping_latency_s after a feed loss to every feed live again'),
+    _H('power.oversub_peak_overload', 'max over feed losses of IT power / feed_capacity_kw at the loss'),
+    _H('power.grid_dr_requests', 'requests from demand_response.per_year (stream power.grid#dr_arrival) and the file'),
+    _H('power.grid_dr_hours', 'hours with at least one request running (union)'),
+    _H('power.grid_dr_short_hours', 'hours the limit was below every up node at cluster.node.gpu.min_w'),
+    _H('power.grid_dr_shed_kwh', 'Σ of reduce_kw × duration over requests (the part before the horizon)'),
+    _H('power.grid_dr_earnings', 'power.grid_dr_shed_kwh × power.grid.dr_price_per_kwh'),
+    _H('power.grid_outages', 'outage rows of power.grid.file before the horizon'),
     _H('hazards.events', 'Σ of hazards.events.<name>'),
     _H('hazards.events.<name>', 'events of the zone event or group (streams hazards.<name>) that failed a unit'),
     _H('hazards.units_failed', 'units those events failed (working units only)'),
@@ -294,7 +339,8 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('cost.capital_purchase', "Σ of the costs table's purchase column"),
     _H('cost.energy', 'Σ P_IT·PUE·price·Δt over the piecewise-constant site IT power (flat or time-of-use price)'),
     _H('cost.energy_kwh', 'IT energy × PUE'),
-    _H('cost.repair_parts', 'repairs × part price (costs.parts)'),
+    _H('cost.repair_parts', 'repairs × part price (costs.parts), plus cost.leak_damage'),
+    _H('cost.leak_damage', 'leak.nodes_destroyed × (capital.node of the type + PSUs per node × capital.psu)'),
     _H('cost.labour', 'technicians × on-shift hours × rate'),
     _H('cost.spares_holding', 'holding rate (25 %/yr) × part price × mean units on hand × T'),
     _H('cost.water', 'water.site_l / 1000 (m³) × costs.water_per_m3; 0 without evaporative cooling'),

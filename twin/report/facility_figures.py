@@ -30,13 +30,13 @@ _COLOURS = {"failure": "tab:gray", "common cause": "tab:purple", "power": "tab:r
 
 def cause_class(cause: str) -> str:
     """The class of a node-down cause: ``ccf:<part>`` common cause, ``power:*`` power, ``thermal_trip``
-    thermal, ``planned:*`` maintenance, ``repair:<part>`` a drain for a repair, anything else (a part's
-    own failure, a leak) failure."""
+    and ``cooling_drain`` (a node drained for a cooling shortfall) thermal, ``planned:*`` maintenance,
+    ``repair:<part>`` a drain for a repair, anything else (a part's own failure, a leak) failure."""
     if cause.startswith("ccf:"):
         return "common cause"
     if cause.startswith("power:"):
         return "power"
-    if cause == "thermal_trip":
+    if cause in ("thermal_trip", "cooling_drain"):
         return "thermal"
     if cause.startswith("planned:"):
         return "maintenance"

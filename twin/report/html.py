@@ -33,7 +33,7 @@ from twin.atomic import save_figure  # noqa: E402
 
 HEADLINE = ("node_availability", "fleet_capacity_availability", "goodput", "useful_gpu_hours", "ettr.max_job",
             "failures", "node_down_hours", "interruptions", "stockouts", "energy.it_kwh", "pue", "pue.flat",
-            "cost.total", "cost.per_useful_gpu_hour")
+            "energy.facility_kwh", "cost.total", "cost.per_useful_gpu_hour")
 """Metrics shown first (those a scenario reports)."""
 DIST_METRICS = ("node_availability", "goodput")
 

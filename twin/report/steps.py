@@ -7,11 +7,11 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-COMPONENTS = ("compute", "tp", "pp", "bubble", "dp", "compress", "throttle")
+COMPONENTS = ("compute", "tp", "pp", "bubble", "dp", "compress", "throttle", "cp", "ep")
 """The step's components in the table's ``share_<component>`` columns (twin.physics.parallel)."""
 
 NAMES = {"compute": "compute", "tp": "tp", "pp": "pp sends", "bubble": "bubble", "dp": "exposed dp",
-         "compress": "compression", "throttle": "throttling"}
+         "compress": "compression", "throttle": "throttling", "cp": "context-parallel K/V", "ep": "expert all-to-all"}
 
 
 def limiter_lines(tables: Mapping[str, pd.DataFrame]) -> list[str]:

@@ -48,10 +48,22 @@ def summary_sentences(folder: Path | str) -> list[str]:
     meta, dec, opts, inputs = _read(Path(folder))
     o = opts.set_index("option")
     rec, ru = dec["recommended"], dec["runner_up"]
-    r = o.loc[rec]
     word = "best" if meta["sense"] == "max" else "lowest"
     obj = catalogue.label(meta["objective"])
-    out = [f"{rec} has the {word} {obj} in {_pct(r.p_best)} [{_pct(r.p_best_low)}, {_pct(r.p_best_high)}] of the "
+    pre: list[str] = []
+    if dec.get("constraints"):
+        what = " and ".join(dec["constraints"])
+        pre.append(f"Meeting {what} (the expected value in a plausible world): " + "; ".join(
+            f"{x} in {_pct(row.p_feasible)} [{_pct(row.p_feasible_low)}, {_pct(row.p_feasible_high)}] of the worlds"
+            for x, row in o.iterrows()) + f". Admissible: at least {_pct(dec['confidence'])}.")
+        n_adm = int(opts["admissible"].sum())
+        if not rec:
+            return pre + [f"No option is admissible: {dec['rule']}. Widen the options or relax the targets."]
+        if n_adm == 1:
+            r = o.loc[rec]
+            return pre + [f"{rec} is recommended as {dec['rule']}: expected {obj} {_v(meta, r.expected, False)}."]
+    r = o.loc[rec]
+    out = pre + [f"{rec} has the {word} {obj} in {_pct(r.p_best)} [{_pct(r.p_best_low)}, {_pct(r.p_best_high)}] of the "
            f"plausible worlds ({meta['draws']} draws of {len(meta['keys'])} uncertain inputs, {meta['replications']} "
            f"replications each, {meta['runs']} runs); expected {obj} {_v(meta, r.expected, False)} against "
            f"{_v(meta, o.loc[ru].expected, False)} for {ru}. Recommended by the rule: {dec['rule']}."]
@@ -76,8 +88,12 @@ def summary_sentences(folder: Path | str) -> list[str]:
 
 
 def options_frame(meta: dict[str, Any], opts: pd.DataFrame) -> pd.DataFrame:
+    extra = {}
+    if "p_feasible" in opts:
+        extra["P(meets constraints)"] = [f"{_pct(p)} [{_pct(lo)}, {_pct(hi)}]" for p, lo, hi in
+                                         zip(opts.p_feasible, opts.p_feasible_low, opts.p_feasible_high)]
     return pd.DataFrame({
-        "option": opts.option,
+        "option": opts.option, **extra,
         "P(best)": [f"{_pct(p)} [{_pct(lo)}, {_pct(hi)}]" for p, lo, hi in zip(opts.p_best, opts.p_best_low,
                                                                                 opts.p_best_high)],
         "P(best), naive": [_pct(p) for p in opts.p_best_naive],

@@ -347,10 +347,10 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
         M = 1.0 / rate
         sdc_rate = sum(r for _, effect, r in rows if effect == "rollback")
         strag_rate = sum(r for _, effect, r in rows if effect == "straggler")
-        write = ck.write_time_h(wl.storage.write_gb_per_s)
-        delta = write if ck.mode == "sync" else ck.async_fraction * write  # the job's pause (as the model)
-        read = wl.restart.read_h if wl.restart.read_h is not None else ck.size_gb / wl.storage.read_gb_per_s / 3600.0
-        R = wl.restart.detection_h + wl.restart.reschedule_h + read + wl.restart.warmup_h
+        write = ck.write_time_h(wl.storage.write_gb_per_s, 1, nodes, wl.storage.node_write_gb_per_s)
+        delta = ck.pause_h(write)  # the job's pause (as the model)
+        read = wl.restart.read_h if wl.restart.read_h is not None else wl.storage.read_time_h(ck.size_gb, nodes)
+        R = wl.restart.restart_h(read, job.gpus)
         opt = checkpoint_optimum(ck, delta, R, rate - sdc_rate, sdc_rate, sdc.detection if sdc is not None else None)
         if opt.sdc_rate_per_h > 0:
             out.extend(retention_advice(f"workload.jobs.{i}.checkpoint", f"job {job.name!r}", ck, delta, opt.latency_h))
@@ -387,7 +387,7 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
             if src is not None:
                 ck = src.checkpoint
                 write = ck.write_time_h(wl.storage.write_gb_per_s)
-                pause = write if ck.mode == "sync" else ck.async_fraction * write
+                pause = ck.pause_h(write)
                 out.extend(retention_advice(f"workload.{key}.checkpoint", f"every {key} job", ck, pause,
                                             latency_samples_h(sdc.detection)))
     return out
@@ -437,16 +437,19 @@ def horizon_advice(sc: "Scenario") -> list[Advice]:
 
 def rack_advice(sc: "Scenario") -> list[Advice]:
     """A rack whose nodes' nameplate power (``cluster.node.nameplate_w``, else the node's full demand)
-    exceeds ``cluster.rack.power_limit_kw``, or whose nodes' U heights exceed ``cluster.rack.u_space``."""
+    exceeds ``cluster.rack.power_limit_kw`` (given, else the cooling option's, ``cooling.density``), or whose nodes' U heights exceed ``cluster.rack.u_space``."""
     cl = sc.cluster
     node, rack = cl.node, cl.rack
     out = []
     kw = cl.nodes_per_rack * node.rated_w / 1000.0
     if rack.power_limit_kw is not None and kw > rack.power_limit_kw:
         fit = int(rack.power_limit_kw * 1000.0 // node.rated_w)
+        where = "cluster.rack.power_limit_kw"
+        if "power_limit_kw" not in rack.model_fields_set and sc.cooling is not None:  # the option's density
+            where = f"the {sc.cooling.type} option's density, cooling.density.{sc.cooling.type}_rack_kw"
         out.append(Advice("cluster.nodes_per_rack",
                           f"{cl.nodes_per_rack} nodes of {node.rated_w / 1000.0:g} kW nameplate draw {kw:g} kW per "
-                          f"rack, above its power limit of {rack.power_limit_kw:g} kW (cluster.rack.power_limit_kw): "
+                          f"rack, above its power limit of {rack.power_limit_kw:g} kW ({where}): "
                           f"{fit} fit; the model powers and cools the racks as given"))
     u = cl.nodes_per_rack * node.u_height
     if rack.u_space is not None and u > rack.u_space:

@@ -20,7 +20,12 @@ from pydantic import Field, PrivateAttr, model_validator
 from twin.scenario.distributions import Exponential, Fixed
 from twin.scenario.defaults import derive, moved, over_default
 from twin.scenario.base import Dist, Part, Repair, Strict, hot_swap_repair
+from twin.scenario.chiller_curve import ChillerCurve
+from twin.scenario.humidity import EvaporativeHumidity
+from twin.scenario.leaks import LeakDamage, LeakDetection, LoopLeak
+from twin.scenario.density import Density
 from twin.scenario.plant import Plant
+from twin.scenario.response import Response
 from twin.scenario.units import UnitGroup
 from twin.units import DAYS_PER_YEAR
 
@@ -137,6 +142,9 @@ class Evaporative(Strict):
     water_repair: Annotated[Repair, over_default(_water_repair)] = Field(
         default_factory=_water_repair, description="Repair of the water supply, through the repair crews "
         "(default 12 h, assumption); the units run dry meanwhile.")
+    humidity: EvaporativeHumidity = Field(
+        default_factory=EvaporativeHumidity, description="ASHRAE envelope of the supply air, trim chiller / "
+        "mechanical mode, yearly water cap, failures added outside the envelope (docs/guide/weather.md).")
 
 
 class Air(Strict):
@@ -215,7 +223,8 @@ class Cdu(UnitGroup):
 
 
 class Leak(Strict):
-    """Coolant leak at a node (cold plate, manifold, quick disconnect): the node goes down until repaired."""
+    """Coolant leaks: at a node (cold plate, quick disconnect: the node and ``neighbours`` go down until
+    repaired, with ``damage`` unless ``detection`` isolates the rack first) and loop-wide (``loop``)."""
 
     failure: Dist = Field(default_factory=lambda: Exponential(mean_h=2.0e6),
                           description="Time to a leak per node (assumption: MTBF 2,000,000 node-hours).")
@@ -223,6 +232,12 @@ class Leak(Strict):
         default_factory=_leak_repair, description="Leak repair (default 8 h, assumption).")
     neighbours: Annotated[int, Field(ge=0, le=64)] = Field(
         0, description="Nodes below the leaking one in the same rack that also go down (assumption: 0).")
+    damage: LeakDamage | None = Field(default_factory=LeakDamage, description="What an undetected leak destroys; "
+                                      "null: nothing (the node is down for the repair only).")
+    detection: LeakDetection | None = Field(None, description="Detection that isolates the rack before damage; "
+                                            "null: none fitted (assumption: automatic rack valves are an option).")
+    loop: LoopLeak | None = Field(default_factory=LoopLeak, description="CDU or manifold leaks that take a whole "
+                                  "loop down; null: none.")
 
 
 class Liquid(Strict):
@@ -318,31 +333,50 @@ def bind_ambient_csv(cooling: "Cooling", top_dir: Path) -> None:
     ``top_dir``; an evaporative plant needs the wet_bulb_c column (error naming the file)."""
     from twin.errors import InputError
 
+    from twin.scenario.files import require_file
+    from twin.scenario.weather import read_weather
+
     amb = cooling.ambient.csv
     assert amb is not None
     path = top_dir / amb.file
+    require_file(path, "ambient temperature file")
+    wx = read_weather(path, amb.format)  # EPW or TMY3 (issue 42): dry-bulb, dew point, pressure, wet-bulb
+    if wx is not None:
+        amb.bind(wx.dry_c, wx.wet_c, wx.dew_c, wx.pressure_pa)
+        return
     dry = load_ambient_csv(path)
     wet = load_wet_bulb_csv(path, dry)
     if wet is not None and len(wet) != len(dry):
         raise InputError(str(path), "wet_bulb_c", f"give a wet-bulb on every row: {len(wet)} values for {len(dry)} "
                          "temperatures")
-    if wet is None and cooling.air is not None and cooling.air.evaporative is not None:
-        raise InputError(str(path), "wet_bulb_c", "evaporative cooling (cooling.air.evaporative) needs a wet_bulb_c "
-                         "column, °C, one per hour")
+    if wet is None and ((cooling.air is not None and cooling.air.evaporative is not None)
+                        or cooling.energy.chiller_curve is not None):
+        raise InputError(str(path), "wet_bulb_c", "evaporative cooling (cooling.air.evaporative) and the chiller "
+                         "curve (cooling.energy.chiller_curve) need a wet_bulb_c column, °C, one per hour")
     amb.bind(dry, wet)
 
 
 class AmbientCsv(Strict):
-    """Hourly outdoor temperature series; repeats cyclically past its end."""
+    """Hourly outdoor weather series; repeats cyclically past its end (docs/guide/weather.md)."""
 
-    file: str = Field(description="CSV path (relative to the scenario file): column temp_c (dry-bulb), one row "
-                      "per hour; optional column wet_bulb_c (for evaporative cooling).")
+    file: str = Field(description="Weather file path (relative to the scenario file), one row per hour from "
+                      "1 January 00:00: the project's CSV (column temp_c, dry-bulb; optional wet_bulb_c), an "
+                      "EnergyPlus EPW or an NSRDB TMY3 CSV (dry-bulb, dew point, station pressure; wet-bulb "
+                      "derived with PsychroLib at that pressure).")
+    format: Literal["auto", "twin", "epw", "tmy3"] = Field(
+        "auto", description="File format; auto: EPW if the first line starts with LOCATION, TMY3 if the second "
+        "starts with 'Date (MM/DD/YYYY)', else the project's CSV.")
     _values: NDArray[np.float64] | None = PrivateAttr(default=None)
     _wet_bulb: NDArray[np.float64] | None = PrivateAttr(default=None)
+    _dew: NDArray[np.float64] | None = PrivateAttr(default=None)
+    _pressure: NDArray[np.float64] | None = PrivateAttr(default=None)
 
-    def bind(self, values: NDArray[np.float64], wet_bulb: NDArray[np.float64] | None = None) -> None:
+    def bind(self, values: NDArray[np.float64], wet_bulb: NDArray[np.float64] | None = None,
+             dew_point: NDArray[np.float64] | None = None, pressure_pa: NDArray[np.float64] | None = None) -> None:
         self._values = np.asarray(values, dtype=np.float64)
         self._wet_bulb = None if wet_bulb is None else np.asarray(wet_bulb, dtype=np.float64)
+        self._dew = None if dew_point is None else np.asarray(dew_point, dtype=np.float64)
+        self._pressure = None if pressure_pa is None else np.asarray(pressure_pa, dtype=np.float64)
 
     def values(self) -> NDArray[np.float64]:
         assert self._values is not None, "ambient CSV used before its file was loaded"
@@ -386,7 +420,12 @@ class Ambient(Strict):
     diurnal_amplitude_c: NonNegF = Field(5.0, description="Daily half-swing, °C (assumption).")
     diurnal_peak_hour: Annotated[float, Field(ge=0, lt=24)] = Field(
         15.0, description="Hour of day of the daily peak (assumption: 15:00).")
-    csv: AmbientCsv | None = Field(None, description="Hourly series; replaces the sinusoid when given.")
+    csv: AmbientCsv | None = Field(None, description="Hourly series or weather file (EPW, TMY3); replaces the "
+                                   "sinusoid when given.")
+    elevation_m: Annotated[float, Field(ge=-500, le=5000, allow_inf_nan=False)] = Field(
+        0.0, description="Site elevation for the standard-atmosphere pressure of the psychrometrics when the "
+        "weather has no station pressure (sinusoid, the project's CSV), m (assumption: sea level; range 0-3,050 m, "
+        "the highest elevation of ASHRAE's classes; an EPW or TMY3 file gives its own pressure).")
     wet_bulb: WetBulb = Field(default_factory=WetBulb, description="Outdoor wet-bulb (evaporative cooling only): "
                               "dry-bulb less a sinusoidal depression, or the CSV's wet_bulb_c column.")
 
@@ -423,6 +462,15 @@ class Ambient(Strict):
         return self.hourly_c(hours) - dep
 
 
+    def hourly_pressure_pa(self, hours: int) -> NDArray[np.float64]:
+        """Station pressure of each hour, Pa: the weather file's, else the standard atmosphere at elevation_m."""
+        p = self.csv._pressure if self.csv is not None else None
+        if p is not None:
+            return p[np.arange(hours) % len(p)]
+        from twin.physics.psychro import site_pressure_pa
+        return np.full(hours, float(site_pressure_pa(self.elevation_m)))
+
+
 class Energy(Strict):
     """Facility energy: chiller COP, electrical losses (model.md §4)."""
 
@@ -431,6 +479,9 @@ class Energy(Strict):
     cop_ref_c: TempC = Field(25.0, description="Outdoor temperature of the reference COP, °C (assumption).")
     cop_slope_per_c: NonNegF = Field(0.1, description="COP lost per °C warmer outdoors (assumption).")
     cop_min: PosF = Field(2.0, description="Lowest COP on the hottest hours (assumption).")
+    chiller_curve: ChillerCurve | None = Field(
+        None, description="COP by part load and condenser water (outdoor wet-bulb + approach) on EnergyPlus EIR "
+        "curves, replacing the linear COP above (docs/guide/weather.md). null: the linear COP.")
     ups_efficiency: Fraction = Field(0.95, description="UPS efficiency on the IT load (assumption: double "
                                      "conversion 94–97 %). With a power section: the power chain's UPS "
                                      "(power.ups.efficiency, 1 without a UPS).")
@@ -553,7 +604,11 @@ class Cooling(Strict):
                                       "name; none by default.")
     heat_ageing: HeatAgeing = Field(default_factory=HeatAgeing, description="Failure rates that follow "
                                     "temperature: the X-factor on the inlet, Arrhenius on the junction.")
+    response: Response = Field(default_factory=Response, description="The operator's response to a cooling "
+                               "shortfall of an air zone: cap GPU power, drain nodes, or none.")
     inject: list[CoolingInject] = Field(default_factory=list, description="Scheduled failures (stress scenarios).")
+    density: Density = Field(default_factory=Density, description="Power per rack each cooling option supports (the "
+                             "rack limit when cluster.rack gives none) and white space per rack and unit (issue 42).")
     plant: Plant | None = Field(None, description="Chillers and the chilled-water loop fed by the power chain, the "
                                 "power paths of the cooling units, their maintenance and shared infrastructure "
                                 "(issue 24); null: the plant never fails and never loses power.")
@@ -613,6 +668,8 @@ class Cooling(Strict):
                 if parts[fp].effect != "redundant":
                     raise ValueError(f"@cooling.air.fan_part: part {fp!r} must have effect 'redundant', "
                                      f"got {parts[fp].effect!r}")
+        if sc.cluster.rack.power_limit_kw is None:  # the option's supported density (an advisory when exceeded)
+            derive(sc.cluster.rack, power_limit_kw=self.density.rack_kw(self.type))
         if self.plant is not None:
             self.plant.check_against(sc)
         if self.liquid is not None and self.liquid.loops > racks:
@@ -688,6 +745,8 @@ class Cooling(Strict):
             return self.liquid.loops * self.liquid.cdu.count
         if name == "cdu_pump" and self.liquid is not None:
             return self.liquid.loops * self.liquid.cdu.count * self.liquid.cdu.pumps.count
+        if name == "loop_leak" and self.liquid is not None:
+            return self.liquid.loops
         if name == "water_supply" and self.air is not None and self.air.evaporative is not None:
             return 1
         return None
@@ -713,6 +772,8 @@ class Cooling(Strict):
             if self.liquid.leak is not None:
                 lk = self.liquid.leak
                 out["leak"] = Part(count=1, effect="node_down", failure=lk.failure, repair=lk.repair)
+                if lk.loop is not None:  # one per loop: the nodes are taken down by the cooling model
+                    out["loop_leak"] = Part(count=1, required=1, effect="redundant", failure=lk.loop.failure, repair=lk.loop.repair)
         if self.plant is not None:
             out.update(self.plant.part_specs())
         return out

@@ -66,6 +66,7 @@ def _default_parts() -> dict[str, float]:
         "cdu": 5000.0,        # CDU repair kit (assumption)
         "cdu_pump": 3000.0,   # one pump (assumption)
         "leak": 1000.0,       # fittings and hose (assumption)
+        "loop_leak": 5000.0,  # CDU or manifold leak: seals, hose, coolant refill and treatment (assumption, range 2,000-20,000)
         "water_supply": 2000.0,  # evaporative units' water supply: pump, valve, treatment part (assumption)
         "ups": 5000.0,        # UPS module or battery string (assumption)
         "ups_module": 8000.0,  # one UPS power module, ~100-250 kW class (assumption, range 4,000-20,000)
@@ -114,6 +115,16 @@ class Capital(_Strict):
         150000.0, description="One feed's switchboard and transformer (assumption: USD 150,000, range 75,000–300,000 "
                               "for about 1–2 MW; 2N buys one per feed).")
     pdu: NonNeg = Field(5000.0, description="One PDU (assumption: USD 5,000, range 2,000–10,000).")
+    white_space_per_m2: NonNeg = Field(
+        5000.0, description="Building per m² of white space the racks and cooling units take (cooling.density): "
+                            "shell, raised floor or slab, fire suppression, lighting; the plant is priced apart "
+                            "(assumption: no price per m² of white space was found, sources-next §4; USD 5,000/m² "
+                            "is about a third of a whole data centre's USD 10.7 M per MW, JLL 2025, at 1 kW/m²; "
+                            "range 2,500–10,000).")
+    distribution_per_kw: NonNeg = Field(
+        250.0, description="Electrical distribution per kW of IT nameplate, from the switchboards to the racks: "
+                           "busways, panels, cabling (assumption: USD 250/kW, range 150–600; switchboards, UPS and "
+                           "PDUs are priced apart).")
     optic: NonNeg = Field(800.0, description="One 400G optical transceiver (assumption).")
     leaf: NonNeg = Field(35000.0, description="One leaf switch, 64-port NDR class (assumption).")
     spine: NonNeg = Field(35000.0, description="One spine switch (assumption: same model as a leaf).")

@@ -27,6 +27,8 @@ from pydantic import Field, model_validator
 from twin.scenario.base import Dist, Part, PosHours, PosInt, Repair, Strict
 from twin.scenario.defaults import moved, over_default
 from twin.scenario.distributions import Exponential, Fixed, Lognormal
+from twin.scenario.grid import Grid
+from twin.scenario.recovery import BlockLoad, Oversubscription, Recovery
 from twin.scenario.units import FacilityUnit, Visits
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -248,6 +250,9 @@ class Generator(Standby):
         default_factory=_generator_repair,
         description="Repair (assumption: 12 h fixed).",
     )
+    block_load: BlockLoad | None = Field(
+        None, description="Block-load acceptance: a transfer step above max_step_frac of the rating trips the "
+                          "generator; null: it picks up any step (today's model).")
 
 
 class ATS(Strict):
@@ -324,6 +329,16 @@ class Power(Strict):
     inject: list[Inject] = Field(
         default_factory=list, description="Scheduled utility outages per feed (stress-test feature)."
     )
+    recovery: Recovery | None = Field(
+        default_factory=Recovery,
+        description="Staged restart after a hall-wide power loss (every feed dead at once): facility, fabric, "
+                    "storage, then node batches. On by default (a hall does not return in reboot_h); null: nodes "
+                    "return reboot_h after power, as before issue 48.")
+    oversubscription: Oversubscription | None = Field(
+        None, description="IT load above one feed's capacity while both feeds are up, capped when one is lost "
+                          "(topologies with two feeds); null: not oversubscribed.")
+    grid: Grid | None = Field(None, description="Grid events: demand-response requests and scheduled outages; "
+                                                "null: none beyond utility.outages_per_year.")
 
     @model_validator(mode="before")
     @classmethod
@@ -341,6 +356,8 @@ class Power(Strict):
             for i, f in enumerate(self.psu_feeds):
                 if f not in feeds:
                     raise ValueError(f"@psu_feeds.{i}: unknown feed {f!r}; topology {self.topology!r} has {feeds}")
+        if self.oversubscription is not None and len(feeds) < 2:
+            raise ValueError(f"@oversubscription: needs two feeds (topology 2n or split), topology is {self.topology!r}")
         for i, inj in enumerate(self.inject):
             if inj.feed not in feeds:
                 raise ValueError(f"@inject.{i}.feed: unknown feed {inj.feed!r}; topology {self.topology!r} has {feeds}")
@@ -434,6 +451,11 @@ class Power(Strict):
         mods = self.ups.modules if self.ups is not None else None
         if mods is not None and mods.repair.crew is not None and mods.repair.crew not in pools:
             raise ValueError(f"@power.ups.modules.repair.crew: unknown crew pool {mods.repair.crew!r}; allowed: {pools}")
+        rec = self.recovery
+        for name in (rec.power_cycle_failure_prob if rec is not None else {}):
+            if name not in parts:
+                raise ValueError(f"@power.recovery.power_cycle_failure_prob.{name}: no node part {name!r}; parts: "
+                                 f"{sorted(parts)}")
         if self.site_cap_w is not None:
             floor = sc.cluster.n_nodes * least
             if self.site_cap_w < floor:

@@ -15,6 +15,7 @@ from twin.scenario.defaults import derive
 from twin.scenario.cooling import Cooling
 from twin.scenario.costs import CostsSection
 from twin.scenario.distributions import Fixed
+from twin.scenario.fans import NodeFans
 from twin.scenario.hazards import Hazards
 from twin.scenario.health import Health
 from twin.scenario.network import NetworkSection
@@ -85,6 +86,8 @@ class Node(Strict):
     u_height: Annotated[int, Field(ge=1, le=60)] = Field(
         8, description="Rack units the node takes (DGX H100: 8U, sources-realism §12).")
     parts: dict[str, Part] = Field(description="Part types of the node, keyed by name.")
+    fans: NodeFans = Field(default_factory=NodeFans, description="Server fans: power at full speed (inside "
+                           "non_gpu_w), fan curve, residual fans on liquid (docs/guide/fans.md).")
 
     @property
     def full_power_w(self) -> float:
@@ -102,6 +105,11 @@ class Node(Strict):
             derive(self, non_gpu_idle_w=self.non_gpu_w)
         elif self.non_gpu_idle_w > self.non_gpu_w:
             raise ValueError(f"@non_gpu_idle_w: must be <= non_gpu_w ({self.non_gpu_w:g}), got {self.non_gpu_idle_w:g}")
+        assert self.non_gpu_idle_w is not None
+        fm = self.fans.max_w
+        if fm is not None and fm > self.non_gpu_idle_w:
+            raise ValueError(f"@fans.max_w: the fans are part of the non-GPU load; must be <= non_gpu_idle_w "
+                             f"({self.non_gpu_idle_w:g}), got {fm:g}")
         for name in self.parts:
             if not valid_part_name(name):
                 raise ValueError(f"@parts: part name {name!r} must be letters, digits and _ only")

@@ -13,6 +13,7 @@ from twin.scenario.base import Dist, Strict
 from twin.scenario.defaults import derive, moved
 from twin.scenario.storage import DataLoading
 from twin.scenario.nvlink import check_job_layout
+from twin.scenario.phases import Phase, segments
 from twin.scenario.trace import TraceRows
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,36 +47,105 @@ class Checkpoint(Strict):
         None, description="Progress hours between checkpoints (reset by a restart); null: never checkpoint."
     )
     size_gb: NonNegH = Field(0.0, description="Checkpoint size, gigabytes (whole job).")
-    mode: Literal["sync", "async"] = Field("sync", description="sync: the job pauses for the write.")
+    mode: Literal["sync", "async", "peer"] = Field(
+        "sync", description="sync: the job pauses for the write; async: it stalls async_fraction of it; peer: it pauses "
+                            "while each node copies its shard into a neighbour's host memory (peer_gb_per_s), every "
+                            "storage_every-th checkpoint drained to the storage in the background; an interruption that "
+                            "takes both holders of a shard falls back to the last drained one (twin/model/checkpoints.py).")
+    peer_gb_per_s: PosF = Field(
+        25.0, description="peer: GB/s at which a node copies its shard to its neighbour's host memory (a 400 Gb/s NIC is "
+                          "50 GB/s line rate; Gemini, SOSP'23, copies over the training network: assumption, range 5-50).")
+    storage_every: PosInt = Field(
+        10, description="peer: every this many peer checkpoints one is also drained to the storage, in the background "
+                        "(no pause; assumption: the drain ends before the next is due; range 1-100).")
     async_fraction: Annotated[float, Field(ge=0, le=1)] = Field(
         0.1, description="Share of the write time an async checkpoint still stalls the job (assumption)."
     )
     write_h: NonNegH | None = Field(
         None, description="Fixed write time, hours; overrides size_gb / storage bandwidth (used by validation)."
     )
+    overhead_s: NonNegH = Field(
+        0.0, description="Fixed seconds added to every checkpoint write (serialisation, metadata, the barrier of all "
+                         "ranks), whatever its size. Default 0; assumption where a scenario sets it (range 5-120 s).")
+    writer_nodes: PosInt | None = Field(
+        None, description="Nodes that write the checkpoint, each through its front-end link "
+                          "(workload.storage.node_write_gb_per_s); null: all the job's nodes (every rank writes its shard, "
+                          "as Megatron-LM's distributed checkpoint and PyTorch DCP do).")
     retention: Retention = Field(default_factory=lambda: Retention(),
                                  description="Checkpoints kept for rollbacks (silent data corruption).")
 
-    def write_time_h(self, write_gb_per_s: float, writers: int = 1) -> float:
-        """Hours to write this checkpoint: ``write_h`` when given, else ``size_gb`` at the storage's write
-        bandwidth ``write_gb_per_s`` (GB/s) shared by ``writers`` concurrent writers: the one definition,
-        used by the schema's check, the workload model, the forecast and the advisories."""
+    def write_time_h(self, write_gb_per_s: float, writers: int = 1, nodes: int = 0,
+                     node_gb_per_s: float | None = None) -> float:
+        """Hours to write this checkpoint: ``write_h`` when given, else ``size_gb`` at min(the storage's write
+        bandwidth ``write_gb_per_s`` (GB/s) shared by ``writers`` concurrent writers, the writer nodes (``writer_nodes``,
+        else the job's ``nodes``) × the per-node front-end ``node_gb_per_s``), plus ``overhead_s``: the one
+        definition, used by the schema's check, the workload model, the forecast and the advisories."""
         if self.write_h is not None:
             return self.write_h
-        return _training.checkpoint_write_h(self.size_gb, write_gb_per_s, writers)
+        if self.mode == "peer":   # each node copies its shard to its neighbour: size / nodes at peer_gb_per_s
+            return self.size_gb / max(1, self.writer_nodes or nodes) / self.peer_gb_per_s / 3600.0 + self.overhead_s / 3600.0
+        return _training.checkpoint_write_h(self.size_gb, write_gb_per_s, writers, self.writer_nodes or nodes,
+                                            node_gb_per_s, self.overhead_s)
+
+    def pause_h(self, write_h: float) -> float:
+        """Hours a (non-final) checkpoint of write time ``write_h`` pauses the job: all of it (sync, peer), or
+        async_fraction of it (async)."""
+        return self.async_fraction * write_h if self.mode == "async" else write_h
 
 
 class Restart(Strict):
+    """A job's restart after an interruption: detection, rescheduling, reading its checkpoint, initialising
+    its ranks and the warm-up (:meth:`restart_h`)."""
+
     detection_h: NonNegH = Field(0.05, description="Time to detect a crashed job, hours (assumption: 3 min).")
     reschedule_h: NonNegH = Field(0.1, description="Time to reallocate nodes and relaunch, hours (assumption).")
     warmup_h: NonNegH = Field(0.1, description="Warm-up after loading the checkpoint, hours (assumption).")
     read_h: NonNegH | None = Field(
         None, description="Fixed checkpoint read time, hours; overrides size_gb / read bandwidth."
     )
+    init_s_per_rank: NonNegH = Field(
+        0.0, description="Launch and communicator initialisation, seconds per rank (GPU) of the job: a restart "
+                         "term that grows with the job's size. Default 0; where a scenario sets it: NCCL "
+                         "initialisation ~2.5 min above some thousands of GPUs (NVIDIA/nccl issue 1156) is ~0.01 s "
+                         "per rank at 16K; MegaScale (NSDI'24) measured 1,047 s at >10K GPUs before its fixes "
+                         "(~0.1 s/rank) and <30 s after (~0.003 s/rank): range 0.002-0.1 (sources-next.md §10).")
+
+    def restart_h(self, read_h: float, ranks: int) -> float:
+        """Hours of one restart: detection + rescheduling + the checkpoint read ``read_h`` (hours) + ``ranks`` ×
+        init_s_per_rank + warm-up."""
+        return self.detection_h + self.reschedule_h + read_h + ranks * self.init_s_per_rank / 3600.0 + self.warmup_h
 
 
 Share = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 PosInt = Annotated[int, Field(ge=1)]
+
+
+class MoESpec(Strict):
+    """Mixture-of-experts MLPs (twin/physics/moe.py): ``experts`` routed experts of width ``expert_ffn`` of
+    which ``top_k`` are active per token, plus ``shared_experts``, in the layers after the first
+    ``dense_layers``. DeepSeek-V3 (arXiv 2412.19437 §4.2): 256 routed experts of 2,048, top 8, 1 shared,
+    the first 3 layers dense."""
+
+    experts: PosInt = Field(description="Routed experts per MoE layer (DeepSeek-V3: 256).")
+    top_k: PosInt = Field(description="Routed experts active per token (DeepSeek-V3: 8).")
+    expert_ffn: PosInt = Field(description="MLP width of one expert (DeepSeek-V3: 2,048).")
+    shared_experts: Annotated[int, Field(ge=0)] = Field(0, description="Experts every token passes through "
+                                                                      "(DeepSeek-V3: 1).")
+    dense_layers: Annotated[int, Field(ge=0)] = Field(0, description="First layers with a dense MLP of width "
+                                                                    "ffn_hidden (DeepSeek-V3: 3).")
+    capacity_factor: Annotated[float, Field(ge=1, le=16, allow_inf_nan=False)] = Field(
+        1.0, description="Tokens an expert computes (padded) as a multiple of its average share, 1-16: the routed "
+                         "FLOPs and all-to-all bytes scale by it (1: dropless and balanced, DeepSeek-V3's auxiliary-"
+                         "loss-free balancing; Megatron-Core's moe_expert_capacity_factor, e.g. 1.0-2.0).")
+
+    @model_validator(mode="after")
+    def _k(self) -> "MoESpec":
+        if self.top_k > self.experts:
+            raise ValueError(f"@top_k: {self.top_k} is more than experts ({self.experts})")
+        return self
+
+    def physics(self) -> _par.MoE:
+        return _par.MoE(**self.model_dump())
 
 
 class ModelShapeSpec(Strict):
@@ -91,20 +161,47 @@ class ModelShapeSpec(Strict):
     ffn_hidden: Annotated[int, Field(ge=0)] = Field(0, description="MLP width; 0: 4 × hidden.")
     gated_mlp: bool = Field(False, description="Three MLP matrices (SwiGLU) instead of two.")
     tied_embeddings: bool = True
+    moe: MoESpec | None = Field(None, description="Mixture-of-experts MLPs (null: a dense model).")
+
+    @model_validator(mode="after")
+    def _moe(self) -> "ModelShapeSpec":
+        if self.moe is not None and self.moe.dense_layers > self.layers:
+            raise ValueError(f"@moe.dense_layers: {self.moe.dense_layers} is more than layers ({self.layers})")
+        return self
 
     def physics(self) -> _par.ModelShape:
         """The shape as the step-time model takes it."""
-        return _par.ModelShape(**self.model_dump())
+        d = self.model_dump(exclude={"moe"})
+        return _par.ModelShape(**d, moe=self.moe.physics() if self.moe is not None else None)
 
 
 class LayoutSpec(Strict):
     """A job's parallel layout and the kernel efficiency of its GPUs (twin/physics/parallel.py ``Layout``;
-    Megatron-LM accounting, sources-realism.md §7). tp × pp × dp must equal the job's GPUs; tp must
-    divide the NVLink domain."""
+    Megatron-LM accounting, sources-realism.md §7). tp × cp × pp × dp must equal the job's GPUs; tp must
+    divide the NVLink domain; ep must divide dp."""
 
     tp: PosInt = 1
     pp: PosInt = 1
     dp: PosInt = 1
+    cp: PosInt = Field(1, description="Context-parallel GPUs per sequence (twin/physics/context_parallel.py; Llama 3 "
+                                      "405B's long-context stage: 16, Table 4).")
+    cp_collective: Literal["ring", "all_gather"] = Field(
+        "ring", description="How the cp group exchanges keys and values: ring (ring attention, Megatron-Core: each "
+                            "step hidden behind a block's attention) or all_gather (Llama 3 §3.3.2: gathered, exposed).")
+    ep: PosInt = Field(1, description="Expert-parallel GPUs (a divisor of dp) over which a MoE model's routed experts "
+                                      "are split (twin/physics/moe.py; DeepSeek-V3: 64).")
+    ep_overlap: Share = Field(0.0, description="Share of the expert all-to-alls hidden behind compute (0: exposed, "
+                                               "Megatron-Core without overlap; DeepSeek-V3's DualPipe hides nearly "
+                                               "all: assumption, range 0-1).")
+    precision: Literal["bf16", "fp8"] = Field(
+        "bf16", description="Training precision: bf16, or fp8 (a share fp8_share of the FLOPs at the GPU's dense FP8 "
+                            "peak fp8_peak_tflops, the rest at peak_tflops).")
+    fp8_peak_tflops: PosF = Field(1979.0, description="Dense FP8 TFLOP/s per GPU (H100 SXM and H800: 1,979 without "
+                                                      "sparsity, NVIDIA H100 datasheet).")
+    fp8_share: Share = Field(
+        0.9, description="With precision fp8, the share of the step's FLOPs that run in FP8 (the GEMMs of the linear "
+                         "layers; attention, embeddings, norms and the logits stay in bf16 in DeepSeek-V3 §3.3.1): "
+                         "assumption, range 0.7-0.97.")
     microbatch: PosInt = Field(1, description="Sequences per microbatch.")
     interleave: PosInt = Field(1, description="Model chunks per pipeline GPU (v).")
     recompute: bool = Field(False, description="Full activation recomputation (one more forward pass).")
@@ -153,9 +250,21 @@ class LayoutSpec(Strict):
         """'full' (recompute), 'selective' or 'none': what the activations keep (twin/physics/memory.py)."""
         return "full" if self.recompute else ("selective" if self.selective_recompute else "none")
 
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.cp * self.pp * self.dp
+
+    def effective_peak_flops(self) -> float:
+        """Peak FLOP/s per GPU of the step at its precision: ``peak_tflops`` (bf16) or, with fp8, the harmonic
+        mean by FLOPs of the FP8 and bf16 peaks (twin/physics/parallel.py ``effective_peak_flops``)."""
+        if self.precision == "bf16":
+            return self.peak_tflops * 1e12
+        return _par.effective_peak_flops(self.peak_tflops * 1e12, self.fp8_peak_tflops * 1e12, self.fp8_share)
+
     def physics(self) -> _par.Layout:
         """The layout as the step-time model takes it."""
-        return _par.Layout(tp=self.tp, pp=self.pp, dp=self.dp, microbatch=self.microbatch,
+        return _par.Layout(tp=self.tp, pp=self.pp, dp=self.dp, cp=self.cp, cp_collective=self.cp_collective,
+                           ep=self.ep, ep_overlap=self.ep_overlap, microbatch=self.microbatch,
                            interleave=self.interleave, recompute=self.recompute, dp_collective=self.dp_collective,
                            dp_overlap=self.dp_overlap, tp_overlap=self.tp_overlap, pp_overlap=self.pp_overlap,
                            grad_bytes=self.grad_bytes, compression=self.compression,
@@ -194,6 +303,10 @@ class StepModel(Strict):
             if "nvlink_domain_gpus" in lay.model_fields_set and lay.nvlink_domain_gpus % lay.tp:
                 raise ValueError(f"@layout.tp: must divide nvlink_domain_gpus ({lay.nvlink_domain_gpus}): a "
                                  f"tensor-parallel group never spans NVLink domains")
+            if lay.dp % lay.ep:
+                raise ValueError(f"@layout.ep: {lay.ep} must divide dp ({lay.dp})")
+            if lay.ep > 1 and m.moe is None:
+                raise ValueError("@layout.ep: expert parallelism needs model.moe")
             if m.global_batch % (lay.dp * lay.microbatch):
                 raise ValueError(f"@model.global_batch: must be a multiple of dp × microbatch "
                                  f"({lay.dp * lay.microbatch})")
@@ -225,7 +338,7 @@ class StepModel(Strict):
         assert self.model is not None and self.layout is not None
         lay = self.layout
         ic = lay.interconnect(nic_gbit_s, domain_gpus, nvlink_share)
-        return _par.step_breakdown(self.model.physics(), lay.physics(), ic, lay.peak_tflops * 1e12, lay.eta_k,
+        return _par.step_breakdown(self.model.physics(), lay.physics(), ic, lay.effective_peak_flops(), lay.eta_k,
                                    speed, nic_share)
 
 
@@ -256,7 +369,8 @@ class Training(Strict):
 
     def layout_work_h(self, step: "StepModel", gpus: int) -> tuple[float, float]:
         """(ideal wall hours, MFU) from the step model: D/(B·s) steps of the failure-free step time (full
-        speed, the layout's NIC bandwidth, healthy NVLink), MFU = model FLOPs per step / (step × gpus × peak)."""
+        speed, the layout's NIC bandwidth, healthy NVLink), MFU = model FLOPs per step / (step × gpus × peak)
+        against the bf16 ``peak_tflops``, also with fp8."""
         assert step.model is not None and step.layout is not None
         t = step.breakdown().total_s
         steps = self.tokens_t * 1e12 / (step.model.global_batch * step.model.seq_len)
@@ -287,7 +401,7 @@ class Elastic(Strict):
         if rn is None:
             if layout is None:
                 raise ValueError(f"@{where}.replica_nodes: give it (or a step.layout to derive it from)")
-            per = layout.tp * layout.pp
+            per = layout.tp * layout.cp * layout.pp
             if per % gpus_per_node and gpus_per_node % per:
                 raise ValueError(f"@{where}.replica_nodes: a replica of tp × pp = {per} GPUs is not a whole number "
                                  f"of {gpus_per_node}-GPU nodes; give replica_nodes")
@@ -315,12 +429,18 @@ class Job(Strict):
     elastic: Elastic | None = Field(None, description="Elastic data parallelism (null: a rigid job).")
     data: DataLoading | None = Field(None, description="Training-data reads from the shared storage "
                                                        "(twin/scenario/storage.py; null: none).")
+    phases: list[Phase] | None = Field(
+        None, min_length=1, description="Stages of the training run (twin/scenario/phases.py: tokens, sequence "
+                                        "length, global batch or ramp, GPUs, layout and precision each); needs a "
+                                        "training block, step.model and step.layout. null: one phase.")
 
     @model_validator(mode="after")
     def _work(self) -> "Job":
         lay = self.step.layout
-        if lay is not None and lay.tp * lay.pp * lay.dp != self.gpus:
-            raise ValueError(f"@step.layout: tp × pp × dp = {lay.tp * lay.pp * lay.dp} must equal gpus ({self.gpus})")
+        if lay is not None and lay.gpus != self.gpus:
+            raise ValueError(f"@step.layout: tp × cp × pp × dp = {lay.gpus} must equal gpus ({self.gpus})")
+        if self.phases is not None and (self.training is None or lay is None):
+            raise ValueError("@phases: phases need a training block and step.model with step.layout")
         if self.training is None:
             if self.work_h is None:
                 raise ValueError("@work_h: give either work_h (ideal hours) or a training block")
@@ -351,6 +471,8 @@ class Job(Strict):
             derived = t.work_h(self.gpus)
         else:
             derived, mfu = t.layout_work_h(self.step, self.gpus)
+            if self.phases is not None:
+                derived = self._phases_work_h(t.tokens_t)
             for f, v in (("peak_tflops", lay.peak_tflops), ("mfu", mfu)):
                 given = getattr(t, f)
                 if given is not None and abs(given - v) > 1e-9 * v:
@@ -362,6 +484,21 @@ class Job(Strict):
             raise ValueError(f"@work_h: give either work_h or training, not both (training gives {derived:.6g} h, "
                              f"work_h is {self.work_h:g})")
         derive(self, work_h=derived)
+
+    def _phases_work_h(self, tokens_t: float) -> float:
+        """Ideal hours of the phases (each segment's tokens at its own step time); ValueError naming the
+        phase's field when one does not hold or the phases' tokens do not sum to the training's."""
+        assert self.phases is not None
+        total = sum(p.tokens_t for p in self.phases)
+        if abs(total - tokens_t) > 1e-9 * tokens_t:
+            raise ValueError(f"@phases: the phases' tokens sum to {total:g} T, not training.tokens_t {tokens_t:g} T")
+        return sum(seg.work_h() for seg in segments(self.phases, self.step, self.gpus, StepModel))
+
+    def phase_segments(self) -> list:  # type: ignore[type-arg]
+        """The job's phases as segments of constant step (twin/scenario/phases.py), [] without phases."""
+        if self.phases is None:
+            return []
+        return segments(self.phases, self.step, self.gpus, StepModel)
 
 
 class Choice(Strict):
@@ -420,6 +557,20 @@ class Trace(Strict):
 class Storage(Strict):
     write_gb_per_s: PosF = Field(100.0, description="Aggregate checkpoint write bandwidth, GB/s (assumption).")
     read_gb_per_s: PosF = Field(200.0, description="Aggregate checkpoint read bandwidth, GB/s (assumption).")
+    node_write_gb_per_s: PosF | None = Field(
+        None, description="Per-node front-end bandwidth to the storage for writes, GB/s: a checkpoint writes at "
+                          "most at writer nodes × this (DGX H100: two 400 Gb/s storage ports = 100 GB/s line rate; "
+                          "assumption where a scenario sets it, range 10-100). null: no per-node limit.")
+    node_read_gb_per_s: PosF | None = Field(
+        None, description="Per-node front-end bandwidth for checkpoint reads, GB/s (null: no per-node limit).")
+
+    def read_time_h(self, size_gb: float, nodes: int, readers: int = 1) -> float:
+        """Hours to read ``size_gb``: size / min(read bandwidth shared by ``readers``, ``nodes`` × the per-node
+        read bandwidth)."""
+        bw = self.read_gb_per_s / max(1, readers)
+        if self.node_read_gb_per_s is not None and nodes > 0:
+            bw = min(bw, nodes * self.node_read_gb_per_s)
+        return size_gb / bw / 3600.0
 
 
 class Scheduler(Strict):
@@ -468,6 +619,11 @@ class Workload(Strict):
                     f"@workload.jobs.{i}.gpus: job {job.name!r} needs {need} nodes but only {schedulable} "
                     f"are schedulable ({sc.cluster.n_nodes} nodes minus {self.scheduler.hot_spares} hot spares)"
                 )
+        for i, job in enumerate(self.jobs):
+            for k, ph in enumerate(job.phases or []):
+                if ph.gpus is not None and -(-ph.gpus // gpn) > schedulable:
+                    raise ValueError(f"@workload.jobs.{i}.phases.{k}.gpus: phase {ph.name!r} needs {-(-ph.gpus // gpn)} "
+                                     f"nodes but only {schedulable} are schedulable")
         if self.synthetic is not None:
             for v in self.synthetic.gpus.values:
                 if -(-v // gpn) > schedulable:
@@ -489,7 +645,7 @@ class Workload(Strict):
             ck = job.checkpoint
             if ck.interval_h is None:
                 continue
-            w = ck.write_time_h(self.storage.write_gb_per_s)
+            w = ck.write_time_h(self.storage.write_gb_per_s, 1, -(-job.gpus // gpn), self.storage.node_write_gb_per_s)
             if w >= ck.interval_h:
                 what = (f"write_h {w:g} h" if ck.write_h is not None else
                         f"a {ck.size_gb:g} GB checkpoint takes {w:.4g} h at {self.storage.write_gb_per_s:g} GB/s")

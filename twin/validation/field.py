@@ -131,7 +131,8 @@ PROVENANCE: dict[str, dict[str, str]] = {
                               "the simulator's bookkeeping (a job is exposed only while it holds nodes), not a "
                               "prediction.",
         "assumptions": "checkpoint every 0.5 h, 5,000 GB at 1,000 GB/s (sync); restart = detection 0.05 h + "
-                       "reschedule 0.1 h + checkpoint read at 2,000 GB/s + warm-up 0.1 h; 32 hot-spare nodes; "
+                       "reschedule 0.05 h + checkpoint read at 2,000 GB/s + launch and communicator initialisation "
+                       "0.01 s per rank (NCCL issue 1156: ~2.5 min at scale; range 0.002-0.1 s) + warm-up 0.1 h; 32 hot-spare nodes; "
                        "8 technicians 24x7; spare parts and lead times; repair-time distributions; PSU, fan, "
                        "optic and switch failure rates from other sources; node frailty (variance 0.5), fail-slow "
                        "parts repaired in service, the split of the SDC rate into a defective share and a "

@@ -58,6 +58,10 @@ class Settings:
 
 # ---- intervals --------------------------------------------------------------------------------
 
+NO_FANS = {"enabled": False}
+"""``cluster.node.fans`` of a case whose hand computation takes the node's stated power (the non-GPU load with
+its fans as stated): server fans are checked on their own (tests/test_fans.py, issue 42)."""
+
 IDENTICAL_GPU_SETS = ["cooling.gpu.r_sigma=0", "cooling.air.slot_preheat_c=0", "cooling.air.rack_rise_c=0",
                       "cooling.air.recirculation_c=0"]
 """``--set`` overrides for identical GPUs at their zone's supply in an air hall (see :func:`identical_gpus`;

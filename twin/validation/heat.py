@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from twin.validation.framework import CaseResult, Doc, Ratio, Settings, Share, identical_gpus, result, run_doc
+from twin.validation.framework import NO_FANS
 
 PARTS_PER_NODE = 64
 K_EV_PER_K = 8.617e-5  # Boltzmann, NIST/SEMATECH e-Handbook §8.1.5.1
@@ -198,7 +199,7 @@ def heat_capture(s: Settings, f: float = 0.7, hours: float = 48.0) -> list[CaseR
     fan, pump = 0.05, 0.02
     doc: Doc = {
         "name": "validation-heat-capture", "horizon_days": hours / 24.0,
-        "cluster": {"racks": 1, "nodes_per_rack": 1, "node": {"gpus": gpus, "parts": {}}},
+        "cluster": {"racks": 1, "nodes_per_rack": 1, "node": {"gpus": gpus, "parts": {}, "fans": NO_FANS}},
         "workload": {"scheduler": {"policy": "fifo", "hot_spares": 0},
                      "jobs": [{"name": "load", "gpus": gpus, "work_h": 10 * hours}]},
         "cooling": {"type": "liquid",
@@ -245,7 +246,7 @@ def evaporative_water(s: Settings, hours: float = 48.0) -> list[CaseResult]:
     t_db, t_wb, eps, sp, rise, blow = 30.0, 20.0, 0.85, 20.0, 12.0, 0.25
     doc: Doc = {
         "name": "validation-evaporative", "horizon_days": hours / 24.0,
-        "cluster": {"racks": 1, "nodes_per_rack": 1, "node": {"gpus": gpus, "parts": {}}},
+        "cluster": {"racks": 1, "nodes_per_rack": 1, "node": {"gpus": gpus, "parts": {}, "fans": NO_FANS}},
         "workload": {"scheduler": {"policy": "fifo", "hot_spares": 0},
                      "jobs": [{"name": "load", "gpus": gpus, "work_h": 10 * hours}]},
         "cooling": {"type": "air",

@@ -16,6 +16,7 @@ import numpy as np
 
 from twin.sim import run_replication
 from twin.validation.framework import CaseResult, Doc, Exact, Settings, identical_gpus, load_case_doc, result
+from twin.validation.framework import NO_FANS
 
 NEVER = {"dist": "fixed", "value_h": 1.0e9}
 """A failure time beyond any horizon: the unit never fails."""
@@ -101,7 +102,9 @@ def thermal_step(s: Settings, r_c_per_w: float = 0.098, c_j_per_c: float = 400.0
 
 def quiet_power_section(topology: str = "n", **over: Any) -> dict[str, Any]:
     """A power chain (scenario ``power`` section) whose elements never fail, with no random outages:
-    only what a case injects happens. ``over`` replaces keys; a dict merges into a dict key."""
+    only what a case injects happens, and nodes return ``reboot_h`` after any power loss (no staged
+    restart: ``recovery`` null, so a case's times are the chain's own). ``over`` replaces keys; a dict
+    merges into a dict key."""
     sec: dict[str, Any] = {
         "topology": topology,
         "utility": {"outages_per_year": 0},
@@ -110,6 +113,7 @@ def quiet_power_section(topology: str = "n", **over: Any) -> dict[str, Any]:
         "switchboard": {"failure": None},
         "pdu": {"failure": None},
         "reboot_h": 0.1,
+        "recovery": None,
     }
     for k, v in over.items():
         if isinstance(v, dict) and isinstance(sec.get(k), dict):
@@ -132,7 +136,7 @@ def energy_constant_load(s: Settings, nodes: int = 2, hours: float = 240.0) -> l
     doc: Doc = {
         "name": "validation-energy",
         "horizon_days": hours / 24.0,
-        "cluster": {"racks": 1, "nodes_per_rack": nodes, "node": {"gpus": gpus, "parts": {"psu": _psu_part()}}},
+        "cluster": {"racks": 1, "nodes_per_rack": nodes, "node": {"gpus": gpus, "parts": {"psu": _psu_part()}, "fans": NO_FANS}},
         "maintenance": {"detection": {"dist": "fixed", "value_h": 0}, "crews": {"crew": {"count": 1}}},
         "workload": {"jobs": [{"name": "all", "gpus": gpus * nodes, "work_h": 1e6, "submit_h": 0.0}]},
         "power": quiet_power_section(),

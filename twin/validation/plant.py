@@ -16,6 +16,7 @@ import numpy as np
 from twin.sim import run_replication
 from twin.validation.framework import CaseResult, Doc, Exact, Settings, load_case_doc, result
 from twin.validation.physical import NEVER, _psu_part, _tol, quiet_power_section
+from twin.validation.framework import NO_FANS
 
 WATER_KJ_PER_M3_C = 4186.0  # ρ·c_p of water, kJ/(m³·°C) (restated here: the reference does not import the model)
 
@@ -27,7 +28,7 @@ def transfer_doc(on_ups: bool, t1_h: float, outage_h: float, restart_s: float, s
     return {
         "name": f"validation-plant-transfer-{'ups' if on_ups else 'no-ups'}",
         "horizon_days": 1.0,
-        "cluster": {"racks": 1, "nodes_per_rack": 4, "node": {"gpus": 8, "parts": {"psu": _psu_part()}}},
+        "cluster": {"racks": 1, "nodes_per_rack": 4, "node": {"gpus": 8, "parts": {"psu": _psu_part()}, "fans": NO_FANS}},
         "maintenance": {"detection": {"dist": "fixed", "value_h": 0}, "crews": {"crew": {"count": 1}}},
         "power": quiet_power_section(generator={"start_delay_s": start_delay_s},
                                      inject=[{"feed": "A", "at_h": t1_h, "duration_h": outage_h}]),

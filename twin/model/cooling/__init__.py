@@ -18,7 +18,9 @@ module each; a new cooling mechanism goes into the room it belongs to, or a new 
   ``gpu_shutdown``, ``inlet`` or ``no_fan``): a node comes back ``reboot_h`` after its cooling is
   restored and its air zone could carry it at full load.
 * ``air``: air zones and CRAH units, the quantised held inlet, node fans (``AirRooms``).
-* ``liquid``: liquid loops, CDUs, pumps and leaks (``LiquidLoops``).
+* ``liquid``: liquid loops, CDUs and pumps (``LiquidLoops``).
+* ``leaks``: node leaks (detection that isolates the rack, damage that destroys nodes) and loop-wide CDU or
+  manifold leaks (``Leaks``).
 * ``replay``: the deferred-load replay of cool nodes' load changes (``DeferredReplay``).
 * ``ageing``: temperature-accelerated ageing of part populations (``Ageing``).
 * ``energy``: facility energy, cooling power and PUE (``EnergyPue``).

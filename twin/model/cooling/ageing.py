@@ -64,7 +64,8 @@ class Ageing(CoolingState):
             table = [tuple(p) for p in xf.table]
             for name in names:
                 self.aged_air.append(self._age_record(
-                    name, "air", lambda t, r=xf.reference_inlet_c, tb=table: hx.xfactor_af(t, r, tb)))
+                    name, "air",  # × the humidity factor of evaporative units outside the envelope (issue 42)
+                    lambda t, r=xf.reference_inlet_c, tb=table: hx.xfactor_af(t, r, tb) * self._hum_af_cur))
 
     def _age_record(self, name: str, temperature: str, af_of: Any) -> dict[str, Any]:
         u, g = self.u, self.g

@@ -24,6 +24,7 @@ from twin import rng
 from twin.model.cooling import fast
 from twin.model.cooling.common import ASHRAE_RECOMMENDED_MAX_C, _blocks
 from twin.model.cooling.state import CoolingState
+from twin.model.engine import Topic
 from twin.model.parts import FacilityParts, contiguous_groups
 from twin.physics import plant
 
@@ -219,6 +220,8 @@ class AirRooms(CoolingState):
         tgt = plant.room_target_c(self._base_supply_c(now) + self.plant_c, q, cap, self.r_room)  # plant_c: cooling.powered
         if tgt == self.z_tgt[z]:
             return
+        if self._resp_on:  # heading for an inlet trip: the operator responds (cooling.response)
+            self._shortfall(z, tgt)
         self.z_S0[z] = self._supply_now(z)
         self.z_ta[z] = now
         self.z_tgt[z] = tgt
@@ -291,6 +294,7 @@ class AirRooms(CoolingState):
             self._set_cool(slice(s, e))
         self._plan_step(z)
         self._try_restarts()
+        self.engine.bus.publish(Topic.ZONE_INLET, s, e, new_h)  # server fans (twin.model.fans)
 
     def _zone_account(self, z: int, now: float) -> None:
         """Node-hours with the (held) inlet above the ASHRAE recommended maximum: a node's inlet is the held
@@ -322,6 +326,8 @@ class AirRooms(CoolingState):
         self._crah_w = self.crah_healthy * self.air.crah.capacity_kw * 1000.0
         self._set_caps()
         if self.on:
+            if self._resp_on:
+                self._resp_replan()
             self._retarget(z)
             self._try_restarts()
             self._schedule_hour(bisect.bisect_left(self._hours, self.engine.now))  # (quiet may have ended)
@@ -352,6 +358,9 @@ class AirRooms(CoolingState):
     def _hour(self) -> None:
         """Ambient change at an hour where the capacity derating of the air zones changes."""
         self._set_caps()
+        self._humidity_hour()  # evaporative units: humidity entered or left the envelope (issue 42)
+        if self._resp_on:
+            self._resp_replan()
         base = self._base_supply_c(self.engine.now)  # supply_c, or the evaporative units' base of this hour
         for z in range(len(self.zones)):
             if not self.z_slack[z] or self.z_tgt[z] != base + self.plant_c:

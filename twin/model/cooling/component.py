@@ -26,9 +26,11 @@ from twin.model.cooling.energy import EnergyPue
 from twin.model.cooling.evaporative import EvaporativeAir
 from twin.model.cooling.gpu import GpuState
 from twin.model.cooling.lazy import LazyCrossings
+from twin.model.cooling.leaks import Leaks
 from twin.model.cooling.liquid import LiquidLoops
 from twin.model.cooling.powered import PlantLink
 from twin.model.cooling.replay import DeferredReplay
+from twin.model.cooling.response import OperatorResponse
 from twin.model.cooling.trips import Trips
 from twin.model.engine import Topic
 from twin.model.component import BuildContext, Component, ResultsSoFar
@@ -40,8 +42,8 @@ from twin.model.parts import PART_FAILED, PART_RESTORED, FacilityParts
 from twin.scenario.schema import Scenario
 
 
-class Thermal(Component, GpuState, LazyCrossings, Trips, AirRooms, EvaporativeAir, LiquidLoops, DeferredReplay, Ageing,
-              EnergyPue, PlantLink):
+class Thermal(Component, GpuState, LazyCrossings, Trips, OperatorResponse, AirRooms, EvaporativeAir, LiquidLoops, Leaks,
+              DeferredReplay, Ageing, EnergyPue, PlantLink):
     """Component for the ``cooling`` section (see the package docstring). Requires the shared IT power
     (it caps GPUs through it); owns the cooling units (CRAH, CDU, pumps, leaks) as site-level parts."""
 
@@ -127,10 +129,13 @@ class Thermal(Component, GpuState, LazyCrossings, Trips, AirRooms, EvaporativeAi
         self._init_evap(fac_specs)
         if self.liquid is not None:
             self._init_liquid(fac_specs)
+            if self.liquid.leak is not None:
+                self._init_leaks(fac_specs)
         self._init_fans()
         self._init_gpu()
         self._init_lazy()
         self._init_trips()
+        self._init_response()
         self._init_trace()
         self._init_ageing()
         self._init_replay()
@@ -221,6 +226,10 @@ class Thermal(Component, GpuState, LazyCrossings, Trips, AirRooms, EvaporativeAi
             m["cooling.zone_over_capacity_hours"] = float(self.z_over_h)
         if self.liquid is not None:
             m["cooling.loop_no_flow_hours"] = float(self.noflow_h)
+            if self.liquid.leak is not None:
+                lm, lt = self._leak_results()
+                m.update(lm)
+                tables.update(lt)
         tl = pd.DataFrame(self.timeline, columns=["time_h", "unit", "index", "supply_c", "target_c", "load_kw",
                                                   "capacity_kw"])
         tl = tl.astype({"time_h": "float64", "index": "int64", "supply_c": "float64", "target_c": "float64",
@@ -247,6 +256,9 @@ class Thermal(Component, GpuState, LazyCrossings, Trips, AirRooms, EvaporativeAi
         m["thermal.trip_node_hours"] = float((trips["end_h"].fillna(H) - trips["start_h"]).sum())
         if self.air is not None:
             m["thermal.inlet_above_27c_node_hours"] = float(self.z_hot_node_h)
+            rm, rt = self._response_results()
+            m.update(rm)
+            tables.update(rt)  # type: ignore[arg-type]
         hist = self.hist
         tot = hist.sum()
         tables["gpu_temperature"] = pd.DataFrame({"temp_c": np.arange(_HIST_MAX_C, dtype=np.int32),

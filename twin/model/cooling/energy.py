@@ -12,7 +12,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from twin.model.cooling.state import CoolingState
-from twin.physics import plant
+from twin.physics import chiller_curve, plant
 
 
 class EnergyPue(CoolingState):
@@ -50,16 +50,35 @@ class EnergyPue(CoolingState):
         cool = np.zeros_like(it_v)
         m: dict[str, float] = {}
         hours_free: dict[str, float] = {}
+        free_air = free_liq = None
         if self.air is not None:
-            free = plant.free_cooling(amb, self.air.supply_c, self.air.free_cooling_approach_c)
-            if self.evap is not None:  # evaporative units: no chiller, the supply floats instead
-                free = np.ones_like(free)
-            cool += plant.cooling_power_w(air_heat, self.air.fan_kw_per_kw, cop, free)
-            hours_free["air"] = float(dur[free].sum())
+            free_air = plant.free_cooling(amb, self.air.supply_c, self.air.free_cooling_approach_c)
+            if self.evap is not None:  # evaporative units: no chiller but a trim chiller's share (issue 42)
+                free_air = np.ones_like(free_air)
         if self.liquid is not None:
-            free = plant.free_cooling(amb, self.liquid.supply_c, self.liquid.free_cooling_approach_c)
-            cool += plant.cooling_power_w(liq_heat, self.liquid.pump_kw_per_kw, cop, free)
-            hours_free["liquid"] = float(dur[free].sum())
+            free_liq = plant.free_cooling(amb, self.liquid.supply_c, self.liquid.free_cooling_approach_c)
+        share, evap_m = (self._evap_energy(bp, dur, air_heat, float((it_v * dur).sum()) / 1000.0)
+                         if self.evap is not None else (None, {}))
+        load = np.zeros_like(it_v)  # heat the chillers remove, W (chiller curve only)
+        if e.chiller_curve is not None:  # COP by part load and condenser water (issue 42)
+            if free_air is not None:
+                load += np.where(free_air, 0.0, air_heat) + (0.0 if share is None else air_heat * share)
+            if free_liq is not None:
+                load += np.where(free_liq, 0.0, liq_heat)
+            cop = self._curve_cop(bp, load)
+        if self.air is not None:
+            assert free_air is not None
+            cool += plant.cooling_power_w(air_heat, self.air.fan_kw_per_kw, cop, free_air)
+            hours_free["air"] = float(dur[free_air].sum())
+            if share is not None:  # the evaporative units' trim chiller / mechanical mode
+                chill = air_heat * share / cop
+                cool += chill
+                evap_m["cooling.evaporative.chiller_kwh"] = float((chill * dur).sum()) / 1000.0
+                hours_free["air"] = evap_m.pop("energy.free_cooling_hours.air")
+        if self.liquid is not None:
+            assert free_liq is not None
+            cool += plant.cooling_power_w(liq_heat, self.liquid.pump_kw_per_kw, cop, free_liq)
+            hours_free["liquid"] = float(dur[free_liq].sum())
         facility = plant.facility_power_w(it_v, cool, e.ups_efficiency, e.transformer_efficiency)
         losses = facility - it_v - cool
         it_kwh = float((it_v * dur).sum()) / 1000.0
@@ -71,8 +90,10 @@ class EnergyPue(CoolingState):
         m["energy.losses_kwh"] = loss_kwh
         m["energy.facility_kwh"] = fac_kwh
         m["pue"] = fac_kwh / it_kwh if it_kwh > 0 else math.nan
-        if self.evap is not None:
-            m.update(self._evap_metrics(bp, dur, air_heat, it_kwh))
+        m.update(evap_m)
+        if e.chiller_curve is not None:  # seasonal COP: heat chilled over the chiller's electrical energy
+            elec = float((load / cop * dur).sum())
+            m["energy.chiller_cop_seasonal"] = float((load * dur).sum()) / elec if elec > 0 else math.nan
         pos = dur > 0
         m["energy.peak_it_kw"] = float(it_v[pos].max()) / 1000.0 if pos.any() else 0.0
         m["energy.peak_facility_kw"] = float(facility[pos].max()) / 1000.0 if pos.any() else 0.0
@@ -92,3 +113,22 @@ class EnergyPue(CoolingState):
         daily = pd.DataFrame({"day": np.arange(nd, dtype=np.int64), "ambient_mean_c": d_amb, "it_kwh": d_it,
                               "cooling_kwh": d_cool, "losses_kwh": d_loss, "facility_kwh": d_fac, "pue": d_pue})
         return m, {"pue_daily": daily}
+
+    def _curve_cop(self, bp: NDArray[np.float64], load_w: NDArray[np.float64]) -> NDArray[np.float64]:
+        """COP of the chiller on its EIR curves (``cooling.energy.chiller_curve``) for the chilled ``load_w``
+        (W) of intervals starting at ``bp`` (h): condenser water = the hour's outdoor wet-bulb + approach."""
+        cc = self.spec.energy.chiller_curve
+        assert cc is not None
+        if not hasattr(self, "_wet_bulb_all"):
+            self._wet_bulb_all = self.spec.ambient.hourly_wet_bulb_c(self.n_hours)
+        t_cond = self._wet_bulb_all[np.minimum(bp.astype(np.int64), self.n_hours - 1)] + cc.tower_approach_c
+        ch = self.spec.plant.chillers if self.spec.plant is not None else None
+        if cc.capacity_kw is not None:
+            cap_w = cc.capacity_kw * 1000.0
+        elif ch is not None and ch.capacity_kw is not None:  # the plant's chillers needed for the design load
+            cap_w = ch.capacity_kw * ch.required * 1000.0
+        else:  # the cluster's nameplate IT power
+            cap_w = self.sc.cluster.n_nodes * self.sc.cluster.node.full_power_w
+        return np.asarray(chiller_curve.cop(load_w, t_cond, cc.chilled_water_c, cap_w, cc.cop_ref, cc.cap_ft,
+                                            cc.eir_ft, cc.eir_fplr, cc.min_plr, tuple(cc.condenser_range_c),
+                                            tuple(cc.chilled_water_range_c)), dtype=np.float64)

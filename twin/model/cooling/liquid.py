@@ -1,8 +1,8 @@
-"""Liquid loops, CDUs, pumps and leaks (model.md §4).
+"""Liquid loops, CDUs and pumps (model.md §4).
 
 A loop has flow while ``cdu.required`` of its CDUs are healthy and each of those has ``pumps.required``
-healthy pumps; without flow its GPUs switch to ``r_no_flow_c_per_w``. A leak takes its node and
-``leak.neighbours`` nodes after it in the rack down until it is repaired.
+healthy pumps; without flow its GPUs switch to ``r_no_flow_c_per_w``. Leaks (node and loop-wide, with
+their detection and damage) are the ``leaks`` room's.
 """
 
 from __future__ import annotations
@@ -22,11 +22,10 @@ LEAK = DownCause.part_failed("leak")  # a leak's down reason for the nodes it ta
 
 
 class LiquidLoops(CoolingState):
-    """Room of the cooling component: liquid loops, their CDUs and pumps, and leaks (a mixin of
-    ``Thermal``)."""
+    """Room of the cooling component: liquid loops, their CDUs and pumps (a mixin of ``Thermal``)."""
 
     def _init_liquid(self, fac_specs: dict[str, Any]) -> None:
-        """Loops as near-equal blocks of racks, their CDUs, pumps and leak sensors (facility parts)."""
+        """Loops as near-equal blocks of racks, their CDUs and pumps (facility parts)."""
         lq = self.liquid
         assert lq is not None
         eng, cl = self.engine, self.cluster
@@ -52,11 +51,6 @@ class LiquidLoops(CoolingState):
         eng.bus.subscribe(self.pump.changed, self._on_pump)
         self._facility["cdu"] = self.cdu
         self._facility["cdu_pump"] = self.pump
-        if lq.leak is not None:
-            lpaths = [f"{cl.node_path(i)}.leak" for i in range(n)]
-            self.leak = FacilityParts(eng, "leak", lpaths, fac_specs["leak"])
-            eng.bus.subscribe(self.leak.changed, self._on_leak)
-            self._facility["leak"] = self.leak
 
     def _finish_liquid(self, H: float) -> None:
         """Close the loops' no-flow account at the horizon ``H`` (h)."""
@@ -105,14 +99,3 @@ class LiquidLoops(CoolingState):
         cdu = idx // self.liquid.cdu.pumps.count
         self.pumps_ok[cdu] += 1 if healthy else -1
         self._loop_changed(cdu // self.liquid.cdu.count)
-
-    def _on_leak(self, idx: int, healthy: bool) -> None:
-        assert self.liquid is not None and self.liquid.leak is not None
-        npr = self.cluster.nodes_per_rack
-        last = (idx // npr + 1) * npr
-        nodes = range(idx, min(idx + 1 + self.liquid.leak.neighbours, last))
-        for node in nodes:
-            if healthy:
-                self.cluster.remove_down(node, LEAK)
-            else:
-                self.cluster.add_down(node, LEAK)

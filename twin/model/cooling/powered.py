@@ -86,6 +86,10 @@ class PlantLink(CoolingState):
         if self.air is not None:
             for z in range(len(self.zones)):
                 self._shift_zone(z, delta)
+            if self._resp_on:  # the operator's budgets moved with the supply (cooling.response)
+                self._resp_replan()
+                for z in range(len(self.zones)):
+                    self._shortfall(z, float(self.z_tgt[z]))
         nodes = self._all
         if self.gpu_on_liquid:
             assert self.liquid is not None

@@ -87,6 +87,9 @@ class CoolingState:
     _dry_base_h: NDArray[np.float64]
     water_ok: bool
     water: FacilityParts
+    modes: Any  # twin.model.cooling.humidity.Modes: hourly supply state and mode with and without water
+    _hum_af_cur: float  # humidity factor on the X-factor now (1 outside the envelope's humidity excursions)
+    _hum_out: list[NDArray[np.bool_]] | None
 
     # ---- gpu (GpuState._init_gpu, _init_trace): unit state, accounting, trace
     rspread: NDArray[np.float64]
@@ -161,6 +164,12 @@ class CoolingState:
     trip_rows: list[tuple[int, float, float, str]]
     trip_inlet_n: NDArray[np.float64] | None  # per node: the zone supply at which its inlet reaches max_inlet_c, °C
     z_trip_levels: list[NDArray[np.float64]]  # per air zone: its nodes' distinct trip supplies, increasing, °C
+
+    _reserved_w: dict[int, float]
+
+    # ---- response (OperatorResponse._init_response): the operator's caps and drains (cooling.response)
+    op_cap_w: NDArray[np.float64]  # per node: the operator's GPU cap, W (inf: none)
+    _resp_on: bool
 
     # ---- air (AirRooms._init_air, _init_fans, _start_air)
     zones: list[tuple[int, int]]
@@ -262,6 +271,15 @@ class CoolingState:
         def _schedule_hour(self, i: int) -> None:  # air
             raise NotImplementedError
 
+        def _shortfall(self, z: int, tgt_c: float) -> None:  # response
+            raise NotImplementedError
+
+        def _resp_replan(self) -> None:  # response
+            raise NotImplementedError
+
+        def _admit_budget_w(self, z: int) -> float:  # response
+            raise NotImplementedError
+
         def _base_supply_c(self, t_h: float) -> float:  # evaporative
             raise NotImplementedError
 
@@ -273,6 +291,13 @@ class CoolingState:
 
         def _evap_metrics(self, bp: NDArray[np.float64], dur: NDArray[np.float64], air_heat_w: NDArray[np.float64],
                           it_kwh: float) -> dict[str, float]:  # evaporative
+            raise NotImplementedError
+
+        def _evap_energy(self, bp: NDArray[np.float64], dur: NDArray[np.float64], air_heat_w: NDArray[np.float64],
+                         it_kwh: float) -> tuple[NDArray[np.float64] | None, dict[str, float]]:
+            raise NotImplementedError  # evaporative
+
+        def _humidity_hour(self) -> None:  # evaporative
             raise NotImplementedError
 
         def _schedule_wake(self, t: float) -> None:  # gpu

@@ -24,6 +24,7 @@ class Trips(CoolingState):
         self.tripped: dict[int, tuple[float, str]] = {}
         self._tripped_order: list[int] = []  # the keys of tripped, kept sorted (restart checks go in node order)
         self.pending: dict[int, Timer] = {}  # tripped nodes admitted to reboot: their reboot timers
+        self._reserved_w: dict[int, float] = {}  # their full-load air heat reserved in their zone, W
         self.trip_rows: list[tuple[int, float, float, str]] = []
         # inlet trip (air): a node's inlet air is its zone's supply plus its offset (noff), so it reaches
         # max_inlet_c when the supply reaches max_inlet_c − noff (its trip supply)
@@ -53,7 +54,8 @@ class Trips(CoolingState):
         self.cluster.add_down(node, TRIP)
 
     def _node_full_air_w(self, node: int) -> float:
-        return float(self._air_heat_w(self.tdp_w, 1.0))
+        """Air heat (W) of ``node`` at full load, under the operator's cap if it has one (cooling.response)."""
+        return float(self._air_heat_w(min(self.tdp_w, float(self.op_cap_w[node])), 1.0))
 
     def _cooling_ok(self, node: int) -> bool:
         """Could ``node`` run again: flow, fans, room below the inlet limit, no trip at P_min, zone headroom."""
@@ -91,7 +93,7 @@ class Trips(CoolingState):
                 s, e = self.zones[z]
                 n_up = int(np.count_nonzero(self.cluster.down_count[s:e] == 0))
                 full = self._node_full_air_w(node)
-                if n_up * full + self.z_reserved[z] + full > self._zone_cap_w(z):
+                if n_up * full + self.z_reserved[z] + full > self._admit_budget_w(z):
                     return False, True
         return True, False
 
@@ -122,13 +124,14 @@ class Trips(CoolingState):
         """Schedule the reboot of tripped ``node`` in ``reboot_h``, reserving its full-load heat in its zone."""
         timer = self.pending[node] = self.engine.timer(lambda n=node: self._reboot_done(n))
         if self.air is not None:
-            self.z_reserved[self.zone_of[node]] += self._node_full_air_w(node)
+            w = self._reserved_w[node] = self._node_full_air_w(node)
+            self.z_reserved[self.zone_of[node]] += w
         timer.set(self.engine.now + self.reboot_h)
 
     def _reboot_done(self, node: int) -> None:
         del self.pending[node]
         if self.air is not None:
-            self.z_reserved[self.zone_of[node]] -= self._node_full_air_w(node)
+            self.z_reserved[self.zone_of[node]] -= self._reserved_w.pop(node)
         if not self._cooling_ok(node):
             self._try_restarts()
             return

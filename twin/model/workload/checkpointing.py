@@ -9,7 +9,6 @@ import math
 from twin.model.engine import Timer
 from twin.model.workload.jobs import CKPT, RESTARTING, RUNNING, Job, job_has_no_checkpoint, remember
 from twin.model.workload.progress import Progress
-from twin.scenario.workload import Checkpoint
 
 
 class Checkpointing(Progress):
@@ -61,9 +60,10 @@ class Checkpointing(Progress):
         else:  # numerical slack: re-arm
             self._arm(job)
 
-    def _write_time_h(self, ck: Checkpoint) -> float:
+    def _write_time_h(self, job: Job) -> float:
         st = self.storage
-        return ck.write_time_h(self.spec.storage.write_gb_per_s if st is None else st.write_gb_per_s, self.writers)
+        return job.spec.ckpt.write_time_h(self.spec.storage.write_gb_per_s if st is None else st.write_gb_per_s,
+                                          self.writers, job.spec.nodes_needed, self.spec.storage.node_write_gb_per_s)
 
     def _storage_down(self) -> bool:
         return self.storage is not None and not self.storage.available
@@ -83,7 +83,7 @@ class Checkpointing(Progress):
     def _start_checkpoint(self, job: Job, final: bool, retry: bool = False) -> None:
         ck = job.spec.ckpt
         job.ckpt_waiting = False
-        if self._storage_down():  # the write cannot start: the job waits for the storage, then writes
+        if ck.mode != "peer" and self._storage_down():  # the write cannot start: it waits for the storage, then writes
             self._advance(job)
             job.state = CKPT
             if not final:
@@ -93,15 +93,17 @@ class Checkpointing(Progress):
             self._block(job, final)
             return
         self._end_io(job)
-        self.writers += 1
-        job.writing = True
-        w = self._write_time_h(ck)
+        peer = ck.mode == "peer"
+        if not peer:   # (a peer copy goes to a neighbour's memory, not the storage)
+            self.writers += 1
+            job.writing = True
+        w = self._write_time_h(job)
         job.since_restart_h = 0.0
         save = job.progress_h
         job.capture_h = self._env._now
         if not retry:
             job.acct.checkpoints += 1
-        if ck.mode == "sync" or final:
+        if ck.mode != "async" or final:
             job.pending_save_h = math.nan  # (the final write supersedes an async write still in flight)
             job.state = CKPT
             timer = job.timer or self._timer_of(job)
@@ -121,7 +123,7 @@ class Checkpointing(Progress):
             if saver is None:
                 saver = job.saver = self.engine.timer()
             saver.set(self._env._now + w, lambda: self._async_saved(job))
-        if self.storage is not None:  # (after the job stopped reading data: its demand is gone first)
+        if self.storage is not None and not peer:  # (after the job stopped reading data: its demand is gone first)
             self.storage.transfer_begins(job.spec.jid, True, ck.size_gb / (w * 3600.0) if w > 0 else 0.0)
 
     def _end_io(self, job: Job) -> None:
@@ -144,6 +146,12 @@ class Checkpointing(Progress):
         self._advance(job)
         job.saved_h = save
         remember(job, save)
+        if job.spec.ckpt.mode == "peer":
+            job.peer_holders = job.nodes.copy()
+            job.peer_gone = []
+            job.peer_count += 1
+            if job.peer_count % job.spec.ckpt.storage_every == 0 or final:
+                job.stored_h = save
         if final:
             self._complete(job)
             return
@@ -186,7 +194,7 @@ class Checkpointing(Progress):
         self._end_io(job)
         self.writers += 1
         job.writing = True
-        w = self._write_time_h(job.spec.ckpt)
+        w = self._write_time_h(job)
         if self.storage is not None:
             self.storage.transfer_begins(job.spec.jid, True, job.spec.ckpt.size_gb / (w * 3600.0) if w > 0 else 0.0)
         saver = job.saver
@@ -200,21 +208,27 @@ class Checkpointing(Progress):
         self._set_util(job, 1.0)
         self._arm(job)
 
-    def _read_time_h(self, ck: Checkpoint) -> float:
+    def _read_time_h(self, job: Job) -> float:
         rs = self.spec.restart
         if rs.read_h is not None:
             return rs.read_h
+        ck = job.spec.ckpt
         if job_has_no_checkpoint(ck):
             return 0.0
+        if self._reads_peer(job):   # from the neighbour's memory: each node its shard at peer_gb_per_s
+            return ck.size_gb / max(1, job.spec.nodes_needed) / ck.peer_gb_per_s / 3600.0
         st = self.storage
         bw = (self.spec.storage.read_gb_per_s if st is None else st.read_gb_per_s) / max(1, self.readers)
+        node = self.spec.storage.node_read_gb_per_s
+        if node is not None:
+            bw = min(bw, job.spec.nodes_needed * node)
         return ck.size_gb / bw / 3600.0
 
     def _begin_restart(self, job: Job) -> None:
         job.state = RESTARTING
         timer = self._timer_of(job)
         timer.cancel()
-        if self._storage_down() and not job_has_no_checkpoint(job.spec.ckpt):
+        if self._storage_down() and not job_has_no_checkpoint(job.spec.ckpt) and not self._reads_peer(job):
             self._block(job, False)  # its checkpoint cannot be read now: the restart starts when the storage returns
             return
         self._end_io(job)
@@ -223,10 +237,11 @@ class Checkpointing(Progress):
         dur = self._restart_h(job)
         job.restart_until = self._env._now + dur
         rs = self.spec.restart
-        job.read_until = self._env._now + rs.detection_h + rs.reschedule_h + self._read_time_h(job.spec.ckpt)
-        if self.storage is not None and rs.read_h is None and not job_has_no_checkpoint(job.spec.ckpt):
+        job.read_until = self._env._now + rs.detection_h + rs.reschedule_h + self._read_time_h(job)
+        if (self.storage is not None and rs.read_h is None and not job_has_no_checkpoint(job.spec.ckpt)
+                and not self._reads_peer(job)):
             # the read itself (after detection and rescheduling) is the storage's transfer
-            read_h = self._read_time_h(job.spec.ckpt)
+            read_h = self._read_time_h(job)
             if read_h > 0:
                 until = job.restart_until
                 t0 = self._env._now + rs.detection_h + rs.reschedule_h
@@ -236,6 +251,11 @@ class Checkpointing(Progress):
                 end.set(t0 + read_h, lambda: self._read_window(job, until, 0.0))
         self._set_util(job, 0.0)
         timer.set(self._env._now + dur, lambda: self._restart_done(job))
+
+    @staticmethod
+    def _reads_peer(job: Job) -> bool:
+        """Whether the job's restart reads its peer checkpoint (a neighbour's memory), not the storage."""
+        return job.spec.ckpt.mode == "peer" and not job.from_storage and job.peer_holders is not None
 
     def _read_timers_of(self, job: Job) -> tuple[Timer, Timer]:
         """The job's timers of the beginning and end of its restart's checkpoint read on the storage (made
@@ -255,9 +275,9 @@ class Checkpointing(Progress):
             st.transfer_ends(job.spec.jid, False)
 
     def _restart_h(self, job: Job) -> float:
-        """Hours a restart takes: detection, rescheduling, reading the checkpoint, warm-up."""
-        rs = self.spec.restart
-        return rs.detection_h + rs.reschedule_h + self._read_time_h(job.spec.ckpt) + rs.warmup_h
+        """Hours a restart takes: detection, rescheduling, reading the checkpoint, initialising the ranks,
+        warm-up (:meth:`twin.scenario.workload.Restart.restart_h`)."""
+        return self.spec.restart.restart_h(self._read_time_h(job), job.spec.gpus)
 
     def _restart_done(self, job: Job) -> None:
         if job.state != RESTARTING:

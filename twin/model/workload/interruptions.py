@@ -11,6 +11,7 @@ from twin.model.causes import DownCause
 from twin.model.workload.elastic import ElasticJobs
 from twin.model.workload.jobs import (CKPT, DONE, QUEUED, RESTARTING, RUNNING, Interruption, Job, job_has_no_checkpoint,
                                       restored)
+from twin.model.checkpoints import peer_copy_lost
 from twin.physics.storage import data_limited_rate
 
 
@@ -30,6 +31,11 @@ class Interruptions(ElasticJobs):
         self._advance(job)
         now = self._env._now
         same_instant = job.last_interrupt_h == now
+        if job.spec.ckpt.mode == "peer" and job.peer_holders is not None:
+            job.peer_gone.extend(lost_nodes)
+            job.from_storage = peer_copy_lost(job.peer_holders, job.peer_gone)
+            if job.from_storage:   # both holders of a shard are gone: back to the last drained checkpoint
+                job.saved_h = min(job.saved_h, job.stored_h)
         lost = job.progress_h - job.saved_h
         job.acct.lost_h += lost
         job.progress_h = job.saved_h
@@ -43,6 +49,12 @@ class Interruptions(ElasticJobs):
             job.acct.interruptions += 1
             job.acct.planned_interruptions += int(planned)
             self.interruptions.append(Interruption(job.spec.jid, job.spec.name, now, cause, planned, lost, len(job.nodes)))
+        elif lost > 0.0:   # a peer copy lost by a later loss of the same instant: the same interruption loses more
+            for k in range(len(self.interruptions) - 1, -1, -1):
+                rec = self.interruptions[k]
+                if rec.jid == job.spec.jid:
+                    self.interruptions[k] = rec._replace(lost_h=rec.lost_h + lost)
+                    break
         job.last_interrupt_h = now
         if job.timer is not None:
             job.timer.cancel()

@@ -159,6 +159,14 @@ class Job:
     # checkpoints kept by the retention policy (made at the first), and the spans of wall time its running
     # state carries (None: one span since time 0, until its first restart)
     capture_h: float = 0.0  # capture time of the checkpoint being written
+    # peer checkpoints (checkpoint.mode peer, twin.model.checkpoints.peer_copy_lost): the job's nodes when the
+    # last one completed, the nodes lost since, the progress last drained to the storage, how many completed,
+    # and whether the restart under way reads the storage (its peer copy lost)
+    peer_holders: np.ndarray | None = None
+    peer_gone: list[int] = field(default_factory=list)
+    stored_h: float = 0.0
+    peer_count: int = 0
+    from_storage: bool = False
     history: History | None = None
     lineage: Lineage | None = None
 
@@ -197,7 +205,7 @@ JOB: Final[Channel[Job]] = Channel(
 """The bus topic of a job's state changes (published by the workload; observers such as the forecast's read
 the job's typed records: ``job.spec``, ``job.acct``, ``job.state``, ``job.nodes``)."""
 
-STEP_COMPONENTS = ("compute", "tp", "pp", "bubble", "dp", "compress", "throttle")
+STEP_COMPONENTS = ("compute", "tp", "pp", "bubble", "dp", "compress", "throttle", "cp", "ep")
 """The components of a layout job's step (twin.physics.parallel.StepBreakdown, without ``_s``)."""
 STEP_COLUMNS = ["job", "name", "gpus", "tp", "pp", "dp", "ideal_step_s", "mean_step_s", "run_h",
                 *(f"share_{c}" for c in STEP_COMPONENTS), "limiter"]

@@ -241,7 +241,8 @@ def goodput_by_mechanism(wl: WorkloadBase, jr: list[Job], installed: float, idle
       lost at interruptions (by the interruption's cause), by cause: ``thermal_trip``,
       ``power_outage`` (``power:*``), ``maintenance`` (``planned*``), ``failure.<part>`` for each node
       part (``repair:<part>`` drains included), ``failure.other`` for any other cause (rack, fabric,
-      leaks, link flaps, burn-in);
+      leaks, link flaps, burn-in); nodes drained for a cooling shortfall (``cooling_drain``) count under
+      ``thermal_trip``;
     * ``checkpoint``, ``restart`` (all restarts), ``reconfigure`` (elastic jobs' pauses to reshape; with
       elastic jobs only) and ``idle`` (installed, up and not in a job);
     * with the storage service: ``data_stall`` (running time lost to a data share below the demand) and
@@ -253,7 +254,7 @@ def goodput_by_mechanism(wl: WorkloadBase, jr: list[Job], installed: float, idle
     node_parts = list(wl.sc.cluster.node.parts)
 
     def mech(cause: DownCause) -> str:
-        if cause.kind is CauseKind.THERMAL_TRIP:
+        if cause.kind in (CauseKind.THERMAL_TRIP, CauseKind.COOLING_DRAIN):  # (the operator drained it for cooling)
             return "thermal_trip"
         if cause.kind is CauseKind.POWER:
             return "power_outage"

@@ -241,8 +241,8 @@ class Scheduler(Checkpointing):
         ck = job.spec.ckpt
         if ck.interval_h is not None and left > 0:
             n = math.ceil((left + job.since_restart_h + ran) / ck.interval_h - 1e-9)  # to come, the final one
-            w = self._write_time_h(ck)  # (the final checkpoint is a sync write)
-            hours += w + (n - 1) * (w if ck.mode == "sync" else ck.async_fraction * w)
+            w = self._write_time_h(job)  # (the final checkpoint is a sync write)
+            hours += w + (n - 1) * ck.pause_h(w)
         return hours
 
     def _reservation(self, head: Job) -> tuple[float | None, int]:
