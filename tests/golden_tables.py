@@ -48,6 +48,8 @@ CASES: list[tuple[str, list[str], int]] = [
     ("evaporative", ["horizon_days=120"], 0),
     ("nvl72", ["horizon_days=60"], 0),
     ("multimodal", [], 0),
+    ("evaporative-humid", ["horizon_days=60"], 0),  # weather file, humidity envelope, trim chiller (issue 42)
+    ("moe-deepseek-v3", [], 0),  # mixture-of-experts, context parallelism, FP8 (issue 50)
     # rack parts (node_down and k-of-n), oversubscribed leaves and trunk flaps (no bundled scenario has them)
     ("fabric-stress", ["horizon_days=120",
                        "cluster.rack_parts={tray: {count: 2, failure: {mtbf_h: 20000}}, shelf: {count: 3, required: 2, "
