@@ -12,13 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from twin.model.causes import DownCause
 from twin.model.cooling.common import _blocks
 from twin.model.cooling.state import CoolingState
 from twin.model.parts import FacilityParts, contiguous_groups
-
-
-LEAK = DownCause.part_failed("leak")  # a leak's down reason for the nodes it takes
 
 
 class LiquidLoops(CoolingState):
