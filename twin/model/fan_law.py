@@ -46,7 +46,7 @@ class FanLaw:
         self.count = int(node.parts[self.part].count) if self.part is not None else 1
         self.healthy = np.full(n, self.count, dtype=np.float64)
         self.n_short = 0
-        """Nodes with fewer than all their fans (kept by the component)."""
+        """Nodes with fewer than all their fans (:meth:`set_healthy`)."""
         start_c = cool.air.supply_c if cool.air is not None else f.design_inlet_c
         self.inlet_c = np.full(n, float(start_c))
         """Inlet air of each node's fans, °C: its air zone's held supply (the design inlet without air)."""
@@ -64,6 +64,19 @@ class FanLaw:
         self._t = engine.now
         self._k_c = self.exhaust_c - self.design_inlet_c
         self._stated: dict[float, float] = {}
+
+    def set_healthy(self, node: int, healthy: int) -> None:
+        """``node`` now has ``healthy`` working fans (the fan part's redundant group, ``Topic.GROUP``)."""
+        self.n_short += int(healthy < self.count) - int(self.healthy[node] < self.count)
+        self.healthy[node] = healthy
+
+    def set_inlet(self, start: int, stop: int, held_c: float) -> bool:
+        """Nodes ``start``..``stop``-1 (an air zone) take in air at ``held_c``, °C (``Topic.ZONE_INLET``);
+        False if they did already (nothing changed)."""
+        if self.inlet_c[start] == held_c and self.inlet_c[stop - 1] == held_c:
+            return False
+        self.inlet_c[start:stop] = held_c
+        return True
 
     def _share(self, util: float | NDArray[np.float64]) -> float | NDArray[np.float64]:
         """The node's demanded power at utilisation ``util`` (its non-GPU load as stated) over its nameplate."""

@@ -14,7 +14,8 @@ a fan control runs the fans hard when the GPUs are hot, so a thermal or power ca
 :class:`Fans` is the component (built with a cooling section and ``cluster.node.fans.enabled``): it listens
 on the bus to the fan part's redundant group (``Topic.GROUP``: a failed fan speeds the others up at once,
 before the thermal model's fan factor warms the GPUs, which acts only below ``required`` fans) and to the air
-zones' held inlet (``Topic.ZONE_INLET``), writes the fans' state and has the IT power refresh those nodes. It
+zones' held inlet (``Topic.ZONE_INLET``), sets the fans' state through the law's methods (``FanLaw.set_healthy``,
+``set_inlet``) and has the IT power refresh those nodes. It
 reports the fans' energy (``energy.server_fans_kwh``) and their fastest speed (``fans.peak_speed``).
 """
 
@@ -24,16 +25,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from twin.model.component import BuildContext, Component, ResultsSoFar
+from twin.model.component import BuildContext, Component, Metrics, ResultsSoFar, Tables
 from twin.model.engine import Topic
 from twin.model.fan_law import FanLaw, fan_law
 from twin.model.it_power import IT_POWER
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
-
-Metrics = dict[str, float]
-
 
 class Fans(Component):
     """Component of the server fans (see the module docstring)."""
@@ -62,22 +60,17 @@ class Fans(Component):
     def _on_group(self, node: int, part: str, healthy: int) -> None:
         if part != self.law.part:
             return
-        law = self.law
-        law.n_short += int(healthy < law.count) - int(law.healthy[node] < law.count)
-        law.healthy[node] = healthy
+        self.law.set_healthy(node, healthy)
         self.it.refresh(np.array([node], dtype=np.int64))
 
     def _on_inlet(self, start: int, stop: int, held_c: float) -> None:
-        law = self.law
-        if law.inlet_c[start] == held_c and law.inlet_c[stop - 1] == held_c:
-            return
-        law.inlet_c[start:stop] = held_c
-        self.it.refresh(np.arange(start, stop, dtype=np.int64))
+        if self.law.set_inlet(start, stop, held_c):
+            self.it.refresh(np.arange(start, stop, dtype=np.int64))
 
     def finish(self) -> None:
         self.law.energy_kwh()
 
-    def results(self, so_far: ResultsSoFar) -> tuple[Metrics, dict]:  # type: ignore[type-arg]
+    def results(self, so_far: ResultsSoFar) -> tuple[Metrics, Tables]:
         return {"energy.server_fans_kwh": self.law.energy_kwh(), "fans.peak_speed": self.law.peak_speed}, {}
 
 
