@@ -71,23 +71,11 @@ ranks with a failed generator start); ``transfer`` also a generator tripped by i
 _PSU, _PDU, _UTILITY, _GEN_START, _FEED, _MAINT, _ATS, _UPS, _SWITCH, _TRIP = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 _RANK = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 0.5, 3.5, 4.5, 4.6, 4.7])
 """Rank of each code (index = code) among a node's dead feeds."""
-
-
 DOWN_CAUSES: tuple[DownCause, ...] = (DownCause.power("none"), *(
     DownCause.planned_drain("power") if code == _MAINT else DownCause.power(c) for code, c in enumerate(CAUSES, 1)))
-"""The node-down reason of each power cause code (index = code; code 0 is never a node's reason): a power
-cause (``power:<cause>``), and for a planned maintenance that drained the load a planned drain
-(``planned:power_maintenance``, a planned interruption for the workload)."""
-
-
-_FEED_CAUSES = frozenset(DownCause.power(c) for c in CAUSES[2:])
-"""The reasons a feed-level unit's failure can take nodes for (dispatch by impact): utility, generator_start,
-feed, ... (``power:maintenance`` is never a node's reason: a drain for maintenance is a planned drain)."""
-
-
-def cause_name(code: int) -> DownCause:
-    """The node-down reason of power cause ``code`` (:data:`DOWN_CAUSES`)."""
-    return DOWN_CAUSES[code]
+"""The node-down reason of each cause code (index = code; 0 is never a reason): ``power:<cause>``, and for a
+planned maintenance that drained the load ``planned:power_maintenance`` (a planned interruption)."""
+_FEED_CAUSES = frozenset(DownCause.power(c) for c in CAUSES[2:])  # a feed unit's failure: dispatch by impact
 
 
 class PowerChain(Component):
@@ -681,13 +669,13 @@ class PowerChain(Component):
                 self.pheld[i] = True
                 self.pcode[i] = c
                 self._count_cause()
-                cl.add_down(i, cause_name(c))
+                cl.add_down(i, DOWN_CAUSES[c])
             elif self.pcode[i] != c:
                 old = int(self.pcode[i])
                 self.pcode[i] = c
                 self._count_cause()
-                cl.add_down(i, cause_name(c))  # new reason first: no spurious up
-                cl.remove_down(i, cause_name(old))
+                cl.add_down(i, DOWN_CAUSES[c])  # new reason first: no spurious up
+                cl.remove_down(i, DOWN_CAUSES[old])
         back = np.flatnonzero(~down & self.pheld & ~self.rebooting)
         if len(back):
             if self.spec.reboot_h > 0:
@@ -703,7 +691,7 @@ class PowerChain(Component):
             self.rebooting[i] = False
             self.pcode[i] = 0
             self._count_cause()
-            self.cluster.remove_down(i, cause_name(c))
+            self.cluster.remove_down(i, DOWN_CAUSES[c])
 
     def _reboot_done(self, nodes: NDArray[np.int64]) -> None:
         """The reboot of ``nodes`` (those of a batch still rebooting) is over: they are back."""
