@@ -46,15 +46,11 @@ from numpy.typing import NDArray
 
 from twin import rng
 from twin.model.component import BuildContext, Component, ResultsSoFar
+from twin.model.causes import DownCause
 from twin.model.engine import Topic
 from twin.model.facility_units import Load, MaintenanceAccount, MaintenanceRota
 from twin.model.it_power import IT_POWER
 from twin.model.parts import FacilityParts
-from twin.model.power_causes import (_ATS, _FEED, _FEED_CAUSES, _GEN_START, _MAINT, _PDU, _PSU, _RANK, _SWITCH,
-                                     _TRIP, _UPS, _UTILITY)
-from twin.model.power_causes import CAUSES as CAUSES  # re-exported (tests)
-from twin.model.power_causes import DOWN_CAUSES as DOWN_CAUSES  # re-exported (tests)
-from twin.model.power_causes import cause_name
 from twin.model.power_results import power_results
 from twin.scenario.recovery import block_trip_min
 from twin.model.ups_modules import UPSModules
@@ -65,6 +61,22 @@ from twin.units import HOURS_PER_YEAR
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
+
+CAUSES = ("psu", "pdu", "utility", "generator_start", "feed", "maintenance", "transfer", "ups", "switching", "overload")
+"""Power down causes; code = index + 1 (0: not down). For a node's dead feeds the highest rank wins
+(the code, except that a planned maintenance ranks below every unplanned cause and a failed transfer
+ranks with a failed generator start); ``transfer`` also a generator tripped by its block load until restarted;
+``ups``: a UPS that dropped its load (a fault or a failed transfer to bypass, ``twin.model.ups_modules``);
+``switching``: a switching error of a maintenance visit; ``overload``: a breaker tripped (Topic.FEED_TRIP)."""
+_PSU, _PDU, _UTILITY, _GEN_START, _FEED, _MAINT, _ATS, _UPS, _SWITCH, _TRIP = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+_RANK = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 0.5, 3.5, 4.5, 4.6, 4.7])
+"""Rank of each code (index = code) among a node's dead feeds."""
+DOWN_CAUSES: tuple[DownCause, ...] = (DownCause.power("none"), *(
+    DownCause.planned_drain("power") if code == _MAINT else DownCause.power(c) for code, c in enumerate(CAUSES, 1)))
+"""The node-down reason of each cause code (index = code; 0 is never a reason): ``power:<cause>``, and for a
+planned maintenance that drained the load ``planned:power_maintenance`` (a planned interruption)."""
+_FEED_CAUSES = frozenset(DownCause.power(c) for c in CAUSES[2:])  # a feed unit's failure: dispatch by impact
+
 
 class PowerChain(Component):
     """Feeds, their chains, node PSU budgets and power capping. Built from ``sc.power``."""
@@ -657,13 +669,13 @@ class PowerChain(Component):
                 self.pheld[i] = True
                 self.pcode[i] = c
                 self._count_cause()
-                cl.add_down(i, cause_name(c))
+                cl.add_down(i, DOWN_CAUSES[c])
             elif self.pcode[i] != c:
                 old = int(self.pcode[i])
                 self.pcode[i] = c
                 self._count_cause()
-                cl.add_down(i, cause_name(c))  # new reason first: no spurious up
-                cl.remove_down(i, cause_name(old))
+                cl.add_down(i, DOWN_CAUSES[c])  # new reason first: no spurious up
+                cl.remove_down(i, DOWN_CAUSES[old])
         back = np.flatnonzero(~down & self.pheld & ~self.rebooting)
         if len(back):
             if self.spec.reboot_h > 0:
@@ -679,7 +691,7 @@ class PowerChain(Component):
             self.rebooting[i] = False
             self.pcode[i] = 0
             self._count_cause()
-            self.cluster.remove_down(i, cause_name(c))
+            self.cluster.remove_down(i, DOWN_CAUSES[c])
 
     def _reboot_done(self, nodes: NDArray[np.int64]) -> None:
         """The reboot of ``nodes`` (those of a batch still rebooting) is over: they are back."""

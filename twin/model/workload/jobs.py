@@ -31,7 +31,8 @@ scheduled later for the same instant (the rows are created one at a time as they
 class Interruption(NamedTuple):
     """A row of the workload's interruption records (``Workload.interruptions``; the ``jobs`` table's
     interruption rows): the job, when (h), the cause (a :class:`twin.model.causes.DownCause`: its kind, the part,
-    planned or not; the tables write its label), planned or not (for the job: a planned drain), the progress lost (ideal hours) and the nodes the job held (0: a queued job's rollback)."""
+    planned or not; the tables write its label), planned or not (for the job: a planned drain), the progress
+    lost (ideal hours) and the nodes the job held (0: a queued job's rollback)."""
 
     jid: int
     name: str
