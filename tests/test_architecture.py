@@ -1,6 +1,6 @@
 """Arrows one way (issue 21, item 3): the imports of ``twin/`` form no cycle and never go up a floor.
 
-The floors, lowest first (the blueprint /work/shared/design/style.md: cli → experiment → sim → model
+The floors, lowest first (docs/architecture.md: cli → experiment → sim → model
 → physics; the scenario below the model; observe fed by the model; reports read recorded tables only).
 A module may import modules of its own floor and of the floors below it, never above:
 
@@ -313,3 +313,213 @@ def test_module_size_check_finds_a_big_module(tmp_path: Path) -> None:
     (tmp_path / "big.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
     over = {n: k for n, k in module_sizes(tmp_path).items() if k > MAX_MODULE_LINES}
     assert over == {"big.py": MAX_MODULE_LINES + 1}
+
+
+# ---- the bus: typed topics only (issue 40 item 3) ------------------------------------------------------
+
+BUS_VERBS = ("publish", "subscribe", "handlers")
+
+
+def channel_names(root: Path) -> set[str]:
+    """Names bound to a ``Channel(...)`` anywhere under ``root``: module constants (``JOB``), the attributes
+    of ``Topic`` (``NODE_DOWN``) and instance attributes (``self.changed = Channel(...)``)."""
+    out: set[str] = set()
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
+                f = node.value.func
+                if (f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else "") != "Channel":
+                    continue
+                for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    if isinstance(t, ast.Name):
+                        out.add(t.id)
+                    elif isinstance(t, ast.Attribute):
+                        out.add(t.attr)
+    return out
+
+
+def untyped_bus_calls(root: Path) -> list[str]:
+    """Every ``.publish``/``.subscribe``/``.handlers`` call under ``root`` whose topic (first argument) is not a
+    typed channel: a string, an f-string, or a name no ``Channel(...)`` is bound to."""
+    names = channel_names(root)
+    bad = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in BUS_VERBS):
+                continue
+            arg = node.args[0] if node.args else None
+            name = arg.id if isinstance(arg, ast.Name) else arg.attr if isinstance(arg, ast.Attribute) else None
+            if name not in names:
+                bad.append(f"{path.relative_to(root)}:{node.lineno}: {node.func.attr}({ast.unparse(arg) if arg else ''})")
+    return bad
+
+
+def test_every_bus_call_names_a_typed_channel() -> None:
+    """The bus carries typed messages only: each topic is a ``Channel[payload]`` (mypy checks publishers and
+    subscribers against it), never a bare string."""
+    assert untyped_bus_calls(ROOT) == []
+
+
+def test_bus_is_typed() -> None:
+    """``Bus.publish`` and ``Bus.subscribe`` take a ``Channel`` and its payload, not ``str, *Any``."""
+    from twin.model.engine import Bus
+
+    ann = Bus.publish.__annotations__
+    assert ann["topic"] == "Channel[Unpack[Ts]]" and ann["args"] == "Unpack[Ts]"
+    assert Bus.subscribe.__annotations__["fn"] == "Callable[[Unpack[Ts]], None]"
+
+
+def test_the_bus_check_finds_an_untyped_publish(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text(
+        "X: Channel[int] = Channel('x', '')\nclass C:\n    def __init__(self):\n        self.changed = Channel('c', '')\n"
+        "def f(bus, c):\n    bus.publish(X, 1)\n    bus.subscribe(c.changed, print)\n"
+        "    bus.publish('node_down', 1)\n    bus.publish(f'{c}', 1)\n    bus.handlers(Y)\n")
+    assert [b.split(": ", 1)[1] for b in untyped_bus_calls(tmp_path)] == [
+        "publish('node_down')", "publish(f'{c}')", "handlers(Y)"]
+
+
+# ---- components meet through the bus, the cluster and declared services (issue 40 item 3) ---------------
+
+MODEL = "twin.model"
+
+
+def component_classes(root: Path, package: str) -> dict[str, str]:
+    """Class name -> module of every subclass (at any depth) of ``Component`` under ``root``."""
+    trees = {m: ast.parse(p.read_text(encoding="utf-8"), str(p)) for m, p in modules(root, package).items()}
+    found: dict[str, str] = {}
+    names = {"Component"}
+    grew = True
+    while grew:
+        grew = False
+        for mod, tree in trees.items():
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ClassDef) and node.name not in names and any(
+                        (b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "") in names
+                        for b in node.bases):
+                    names.add(node.name)
+                    found[node.name] = mod
+                    grew = True
+    return found
+
+
+def component_reaches(root: Path, package: str, model: str) -> list[str]:
+    """Runtime imports, in the model, of another module's component class (a component taking hold of
+    another to call it; its package's ``__init__`` exporting it is not one), and reads of the component
+    list (``by_section``, ``components``) in the model."""
+    comps = component_classes(root, package)
+    bad = []
+    for mod, path in modules(root, package).items():
+        if not (mod == model or mod.startswith(model + ".")):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in _import_nodes(tree):
+            if isinstance(node, ast.ImportFrom):
+                for a in node.names:
+                    owner = comps.get(a.name)
+                    if owner is not None and owner != mod and not owner.startswith(mod + "."):
+                        bad.append(f"{mod}:{node.lineno}: imports component {a.name} ({owner})")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in ("by_section", "components"):
+                bad.append(f"{mod}:{node.lineno}: reads .{node.attr}")
+    return bad
+
+
+def test_no_component_calls_another() -> None:
+    """A model component reaches another only through the bus, the cluster's methods and the services it
+    declares (``ctx.service``): it never imports another component's class nor walks the component list."""
+    assert component_reaches(ROOT, "twin", MODEL) == []
+
+
+def test_the_component_check_finds_a_direct_call(tmp_path: Path) -> None:
+    pkg = tmp_path / "pk"
+    (pkg / "model" / "cool").mkdir(parents=True)
+    for p in (pkg, pkg / "model", pkg / "model" / "cool"):
+        (p / "__init__.py").write_text("")
+    (pkg / "model" / "component.py").write_text("class Component: ...\n")
+    (pkg / "model" / "power.py").write_text("from pk.model.component import Component\nclass Power(Component): ...\n")
+    (pkg / "model" / "cool" / "__init__.py").write_text("from pk.model.cool.room import Room\n")
+    (pkg / "model" / "cool" / "room.py").write_text(
+        "from pk.model.component import Component\nclass Room(Component):\n"
+        "    def build(self, ctx):\n        from pk.model.power import Power\n        ctx.by_section['x']\n")
+    assert component_reaches(pkg, "pk", "pk.model") == [
+        "pk.model.cool.room:4: imports component Power (pk.model.power)", "pk.model.cool.room:5: reads .by_section"]
+
+
+def test_no_type_only_cycle_in_the_model() -> None:
+    """No cycle through the model's imports, those under ``if TYPE_CHECKING:`` counted too (issue 40: the
+    component contract and the IT power named each other for types only)."""
+    mods = modules(ROOT, "twin")
+    graph = {m: {t: 0 for t in ts} for m, ts in imports(ROOT, "twin").items()}
+    for mod, path in mods.items():  # add the annotation-only arrows
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    t = f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in mods else node.module
+                    while t and t not in mods:
+                        t = t.rpartition(".")[0]
+                    if t and t != mod:
+                        graph[mod].setdefault(t, node.lineno)
+    found = [c for c in cycles(graph) if any(m == MODEL or m.startswith(MODEL + ".") for m in c)]
+    assert found == [], "\n".join(_cycle_text(graph, c) for c in found)
+
+
+# ---- named timers in the model (issue 40 item 4) ---------------------------------------------------------
+
+def raw_schedules(root: Path, package: str, model: str) -> list[str]:
+    """Calls of ``call_at`` (the engine's primitive) in the model outside the engine: the model schedules
+    through named timers (``Timer``, ``BatchTimer``, ``Calls``: a method and typed arguments, no lambda)."""
+    bad = []
+    for mod, path in modules(root, package).items():
+        if not (mod == model or mod.startswith(model + ".")) or mod == f"{model}.engine":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "call_at":
+                bad.append(f"{mod}:{node.lineno}")
+    return bad
+
+
+def test_no_raw_call_at_in_the_model() -> None:
+    assert raw_schedules(ROOT, "twin", MODEL) == []
+
+
+def test_the_timer_check_finds_a_raw_call_at(tmp_path: Path) -> None:
+    pkg = tmp_path / "pk"
+    (pkg / "model").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "model" / "__init__.py").write_text("")
+    (pkg / "model" / "engine.py").write_text("def call_at(t, fn): ...\ndef f(e): e.call_at(1.0, f)\n")
+    (pkg / "model" / "a.py").write_text("def f(eng):\n    eng.calls(f).at(1.0)\n    eng.call_at(2.0, lambda: f(eng))\n")
+    assert raw_schedules(pkg, "pk", "pk.model") == ["pk.model.a:3"]
+
+
+CLUSTER_REASONS = ("add_down", "remove_down", "add_cut", "remove_cut")
+
+
+def string_causes(root: Path, package: str, model: str) -> list[str]:
+    """Down or cut reasons given to the cluster as strings (a literal or an f-string) in the model: a reason
+    is a typed ``DownCause`` (its kind, part and planned or not), never a string to parse later."""
+    bad = []
+    for mod, path in modules(root, package).items():
+        if not (mod == model or mod.startswith(model + ".")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in CLUSTER_REASONS and len(node.args) == 2
+                    and isinstance(node.args[1], (ast.Constant, ast.JoinedStr))):
+                bad.append(f"{mod}:{node.lineno}")
+    return bad
+
+
+def test_no_string_cause_in_the_model() -> None:
+    assert string_causes(ROOT, "twin", MODEL) == []
+
+
+def test_the_cause_check_finds_a_string(tmp_path: Path) -> None:
+    pkg = tmp_path / "pk"
+    (pkg / "model").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "model" / "__init__.py").write_text("")
+    (pkg / "model" / "a.py").write_text("def f(cl, c, p):\n    cl.add_down(1, c)\n    cl.add_down(1, 'planned')\n"
+                                        "    cl.remove_cut(1, f'repair:{p}')\n")
+    assert string_causes(pkg, "pk", "pk.model") == ["pk.model.a:3", "pk.model.a:4"]

@@ -12,7 +12,6 @@ import yaml
 from twin import cli
 from twin.model.component import (
     FABRIC,
-    IT_POWER,
     BuildContext,
     Component,
     ContractError,
@@ -21,7 +20,7 @@ from twin.model.component import (
     Service,
     Tables,
 )
-from twin.model.it_power import ITPower
+from twin.model.it_power import IT_POWER, ITPower
 from twin.scenario import load_dict, load_scenario
 from twin.sim import COMPONENTS, Model, build_order
 

@@ -8,15 +8,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from twin.model.causes import DownCause
 from twin.model import it_power as it_power_mod
-from twin.model.component import IT_POWER
-from twin.model.engine import Topic
+from twin.model.it_power import IT_POWER
 from twin.physics.power import node_it_power_w, non_gpu_power_w
 from twin.scenario import load_scenario
 from twin.sim import Model
 
 ROOT = Path(__file__).resolve().parent.parent
 
+
+TEST, OTHER = DownCause.part_failed("test"), DownCause.part_failed("other")
 
 def _model() -> Model:
     return Model(load_scenario(ROOT / "scenarios" / "baseline.yaml", ["horizon_days=1"]).scenario, 0)
@@ -39,13 +41,13 @@ def test_down_nodes_follow_add_and_remove() -> None:
     m = _model()
     cl = m.cluster
     assert cl.down_nodes().tolist() == []
-    cl.add_down(5, "test")
-    cl.add_down(2, "test")
-    cl.add_down(5, "other")
+    cl.add_down(5, TEST)
+    cl.add_down(2, TEST)
+    cl.add_down(5, OTHER)
     assert cl.down_nodes().tolist() == [2, 5]
-    cl.remove_down(5, "test")
+    cl.remove_down(5, TEST)
     assert cl.down_nodes().tolist() == [2, 5]  # still down for "other"
-    cl.remove_down(5, "other")
+    cl.remove_down(5, OTHER)
     assert cl.down_nodes().tolist() == [2]
 
 
@@ -57,13 +59,11 @@ def test_scalar_load_path_gives_the_per_node_power_and_zero_for_down_nodes(monke
     m = _model()
     it = m.services[IT_POWER]
     cl = m.cluster
-    cl.add_down(3, "test")
+    cl.add_down(3, TEST)
     nodes = np.arange(0, 8)
-    m.engine.node_util[nodes] = 0.75
-    m.engine.bus.publish(Topic.NODE_LOAD, nodes, 0.75)
+    cl.set_load(nodes, 0.75)  # writes the load and publishes NODE_LOAD
     u = np.full(8, 0.7513)  # the non-GPU load follows utilisation (baseline.yaml, issue 23): the same operations
-    m.engine.node_util[nodes] = u
-    m.engine.bus.publish(Topic.NODE_LOAD, nodes, 0.7513)
+    cl.set_load(nodes, 0.7513)
     want = node_it_power_w(u, np.inf, it.gpus, it.idle_w, it.tdp_w, non_gpu_power_w(u, it.non_gpu_idle_w, it.non_gpu_w))
     want[3] = 0.0
     assert np.array_equal(it.node_power_w[nodes], want)

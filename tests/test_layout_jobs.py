@@ -46,7 +46,6 @@ def test_the_run_time_limiter_integrates_the_step_the_job_had() -> None:
     """The step_breakdown table: shares sum to 1; a job throttled to speed 0.5 for its whole run has
     the throttle share and mean step of the step-time model at speed 0.5 (the fabric made perfect: no
     NIC, optic, switch or flap failures, so its bandwidth share stays 1)."""
-    from twin.model.engine import Topic
     from twin.model.workload import Workload
     from twin.sim import Model
 
@@ -58,9 +57,11 @@ def test_the_run_time_limiter_integrates_the_step_the_job_had() -> None:
     wl = next(c for c in m.components if isinstance(c, Workload))
     nodes = np.arange(sc.cluster.n_nodes)
 
+    src = m.cluster.speed_source("test")
+
     def throttle() -> None:
-        m.engine.speed_cap("test")[:] = 0.5
-        m.engine.bus.publish(Topic.NODE_SPEED, nodes)
+        src.caps[:] = 0.5
+        src.changed(nodes)
 
     m.engine.call_at(0.0, throttle)
     m.run()

@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from twin.model.causes import LINK_FLAP, DownCause
 from twin import cli
 from twin.model.engine import Topic
 from twin.scenario.loader import load_dict
@@ -306,8 +307,8 @@ def test_link_flap_count_agrees_with_poisson_rate() -> None:
     per_link: list[int] = []
     counts = np.zeros(64, dtype=np.int64)
 
-    def on_flap(node: int, cause: str) -> None:
-        assert cause == "link_flap"
+    def on_flap(node: int, cause: DownCause) -> None:
+        assert cause is LINK_FLAP and cause.label == "link_flap"
         per_link.append(node)
 
     m.engine.bus.subscribe(Topic.LINK_FLAP, on_flap)

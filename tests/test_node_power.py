@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from twin.cli import main
 from twin.errors import InputError
-from twin.model.component import IT_POWER
+from twin.model.it_power import IT_POWER
 from twin.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent

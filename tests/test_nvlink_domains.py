@@ -14,10 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 
+from twin.model.causes import DownCause
 from twin import cli
 from twin.errors import InputError
-from twin.model.engine import Topic
 from twin.model.workload import Workload, parallel_rate
+from twin.model.workload.jobs import JOB
 from twin.scenario.loader import load_dict, load_scenario
 from twin.sim import Model
 
@@ -101,7 +102,7 @@ def test_a_tp_group_never_spans_a_domain(mix: tuple[int, int, int, int, list[dic
             assert len(set(job.nodes.tolist())) == len(job.nodes) and (wl.owner[job.nodes] == job.jid).all()
             checked[0] += 1
 
-    m.engine.bus.subscribe(Topic.JOB, check)
+    m.engine.bus.subscribe(JOB, check)
     m.run()
     assert m.result().metrics["goodput"] >= 0.0
 
@@ -119,7 +120,7 @@ def test_the_property_holds_in_a_mix_where_replacements_and_fragmentation_happen
     wl = next(c for c in m.components if isinstance(c, Workload))
     snaps: dict[str, list[int]] = {}
     m.engine.call_at(1.0, lambda: snaps.setdefault("before", wl._by_id[1].nodes.tolist()))
-    m.engine.call_at(2.0, lambda: m.cluster.add_down(int(wl._by_id[1].nodes[0]), "test"))
+    m.engine.call_at(2.0, lambda: m.cluster.add_down(int(wl._by_id[1].nodes[0]), DownCause.part_failed("test")))
     m.engine.call_at(3.0, lambda: snaps.setdefault("after", wl._by_id[1].nodes.tolist()))
     m.run()
     before, after = snaps["before"], snaps["after"]

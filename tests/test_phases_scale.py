@@ -14,6 +14,7 @@ import yaml
 
 from twin.cli import main
 from twin.forecast.run import run_forecast
+from twin.model.causes import DownCause
 from twin.physics import parallel as par
 from twin.physics.memory import memory_breakdown
 from twin.scenario import load_dict
@@ -327,11 +328,12 @@ def test_peer_checkpoint_falls_back_only_when_both_holders_fail() -> None:
     assert job.peer_count == 7 and job.stored_h < job.saved_h   # 7 peer checkpoints, the 6th drained
     saved, stored = job.saved_h, job.stored_h
     holders = job.peer_holders.copy()
-    wl._on_node_lost(int(holders[0]), "gpu")
+    gpu_lost = DownCause.part_failed("gpu")  # a node lost to a GPU failure
+    wl._on_node_lost(int(holders[0]), gpu_lost)
     assert not job.from_storage and job.progress_h == saved
-    wl._on_node_lost(int(holders[2]), "gpu")                     # another pair: still one holder each
+    wl._on_node_lost(int(holders[2]), gpu_lost)                     # another pair: still one holder each
     assert not job.from_storage and job.progress_h == saved
-    wl._on_node_lost(int(holders[1]), "gpu")                     # 0's partner: both holders of shard 0
+    wl._on_node_lost(int(holders[1]), gpu_lost)                     # 0's partner: both holders of shard 0
     assert job.from_storage and job.progress_h == stored
     lost = [r.lost_h for r in wl.interruptions]
     assert sum(lost) == pytest.approx(job.acct.lost_h)

@@ -20,7 +20,7 @@ import yaml
 from scipy import stats
 
 from twin import cli
-from twin.model.component import IT_POWER
+from twin.model.it_power import IT_POWER
 from twin.physics import closed_forms as cf
 from twin.physics.power import node_it_power_w, site_gpu_cap_w
 from twin.scenario.loader import load_dict

@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+from twin.model.causes import THERMAL_TRIP
 from twin.errors import InputError
 from twin.physics import closed_forms as cf
 from twin.scenario import load_dict, load_scenario
@@ -134,7 +135,7 @@ def test_cooling_unit_scopes_in_a_hybrid_hall() -> None:
     for i in range(8):
         assert tuple(fac["cdu_pump"].scope(i)) == tuple(range(*zones[i // 4]))
     assert tuple(fac["leak"].scope(5)) == (5,)
-    assert fac["crah"].causes == fac["cdu"].causes == frozenset({"thermal_trip"})
+    assert fac["crah"].causes == fac["cdu"].causes == frozenset({THERMAL_TRIP})
 
 
 def _two_boards() -> dict:

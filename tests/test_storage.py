@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from twin.model.causes import DownCause
 from twin.cli import main as twin_main
 from twin.errors import InputError
 from twin.physics import storage as phys
@@ -144,8 +145,8 @@ def test_a_restart_still_reading_waits_for_the_storage_one_in_warm_up_goes_on() 
     model = Model(load_dict(doc).scenario)
     wl = model.by_section["workload"]
     bus = model.engine.bus
-    model.engine.call_at(29.9, lambda: bus.publish(Topic.TRANSIENT, int(wl.jobs[0].nodes[0]), "test"))
-    model.engine.call_at(29.8, lambda: bus.publish(Topic.TRANSIENT, int(wl.jobs[1].nodes[0]), "test"))
+    model.engine.call_at(29.9, lambda: bus.publish(Topic.TRANSIENT, int(wl.jobs[0].nodes[0]), DownCause.part_failed("test")))
+    model.engine.call_at(29.8, lambda: bus.publish(Topic.TRANSIENT, int(wl.jobs[1].nodes[0]), DownCause.part_failed("test")))
     model.run()
     a, b = wl.jobs
     restart_h = 0.05 + 0.1 + 3600.0 / 100.0 / 3600.0 + 0.1

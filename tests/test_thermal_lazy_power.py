@@ -95,6 +95,6 @@ def test_effective_gpus_count_the_lower_of_thermal_and_power_speeds() -> None:
     model.run()
     th = model.by_section["cooling"]
     assert isinstance(th, Thermal) and th._silent_on and th._oth_caps
-    speed = model.engine.node_speed(np.arange(th.N))
+    speed = model.cluster.node_speed(np.arange(th.N))
     assert speed.min() < 1.0
     np.testing.assert_allclose(th.n_tp, th.n_busy * speed, rtol=1e-12, atol=1e-9)

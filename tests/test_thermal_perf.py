@@ -45,8 +45,11 @@ def test_deferred_replay_with_one_unit_per_gpu() -> None:
 
 
 def _power_air(tmp_path: Path) -> tuple[Path, list[str]]:
-    """The power-n plant with the air-cooled hall of air.yaml; zone 0 loses three CRAH units at 100 h."""
+    """The power-n plant with the air-cooled hall of air-marginal.yaml (air.yaml's hall with the marginal GPU air
+    design, which throttles when the room warms; the typical design does not); zone 0 loses three CRAH units at
+    100 h."""
     air = yaml.safe_load((SCEN / "air.yaml").read_text())
+    air["cooling"]["gpu"].update(yaml.safe_load((SCEN / "air-marginal.yaml").read_text())["cooling"]["gpu"])
     doc = {"extends": str(SCEN / "power-n.yaml"), "name": "power-air", "cooling": air["cooling"],
            "maintenance": {"crews": air["maintenance"]["crews"]}}  # the CRAH units' facilities pool
     path = tmp_path / "power-air.yaml"
@@ -59,7 +62,7 @@ def _power_air(tmp_path: Path) -> tuple[Path, list[str]]:
 def test_power_air_caps_speeds_from_two_sources(tmp_path: Path) -> None:
     """The premise of the next test: node speeds are the minimum of a power and a thermal cap."""
     path, sets = _power_air(tmp_path)
-    assert sorted(Model(load_scenario(path, sets).scenario).engine.speed_caps) == ["power", "thermal"]
+    assert sorted(Model(load_scenario(path, sets).scenario).cluster.speed_caps) == ["power", "thermal"]
 
 
 def test_deferred_replay_with_a_second_speed_source(tmp_path: Path) -> None:
@@ -89,7 +92,7 @@ def _plain_cooling_ok(self, node: int) -> bool:
             s, e = self.zones[z]
             n_up = int(np.count_nonzero(self.cluster.down_count[s:e] == 0))
             full = self._node_full_air_w(node)
-            if n_up * full + self.z_reserved[z] + full > self._zone_cap_w(z):
+            if n_up * full + self.z_reserved[z] + full > self._admit_budget_w(z):  # (the operator's budget, if any)
                 return False
     return True
 

@@ -175,7 +175,7 @@ class Model:
         self.cluster = Cluster(self.engine, sc.cluster.racks, sc.cluster.nodes_per_rack, node.gpus)
         self.shop = RepairShop(self.engine, self.cluster, sc.maintenance)
         self.parts: dict[str, PartPopulation] = {
-            name: PartPopulation(self.engine, self.cluster, name, spec, self.shop.on_failure)
+            name: PartPopulation(self.engine, self.cluster, name, spec)
             for name, spec in node.parts.items()
         }
         self.facility: dict[str, FacilityParts] = {}
@@ -196,6 +196,7 @@ class Model:
             self._register(comp)
             self.components.append(comp)
             self.by_section[cls.name] = comp
+        self.shop.attach()  # after the components: the shop is the last subscriber to a failure
         bind_scopes(sc, self.cluster, self.facility)  # the cooling units' nodes, for dispatch by impact
         for pop in self.parts.values():
             pop.start()

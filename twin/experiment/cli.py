@@ -14,7 +14,7 @@ import argparse
 import math
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from twin.errors import EXIT_CHECK_FAILED, EXIT_OK, InputError
 
@@ -62,7 +62,7 @@ def _common(p: argparse.ArgumentParser, reps_default: int = 20) -> None:
     add_guard_args(p)
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "montecarlo", help="run N replications of a scenario: means, 95 %% CIs, quantiles",
         description="Replications 0..N-1 (SeedSequence(seed) children), stored one file per replication as "
@@ -391,7 +391,7 @@ def _print_decision(res: object, cur: str = "") -> None:
     _echo("chosen: " + (f"point {chosen}" if chosen is not None else "none: no grid point meets the constraints"))
 
 
-def _points_met(results: Sequence[object]) -> bool:
+def _points_met(results: Iterable[object]) -> bool:
     return all(getattr(r, "target_met", None) is not False for r in results)
 
 

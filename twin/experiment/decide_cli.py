@@ -18,7 +18,7 @@ from pathlib import Path
 from twin.errors import EXIT_CHECK_FAILED, EXIT_OK
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from twin.experiment.uncertain import DEFAULT_DRAWS, DEFAULT_MAX_DRAWS, DEFAULT_REPS
 
     p = subparsers.add_parser(

@@ -98,7 +98,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "export", help="write the result tables of a results folder as CSV (for spreadsheets)",
         description="Convert the Parquet tables of a results folder (twin run, montecarlo, compare, sweep, "

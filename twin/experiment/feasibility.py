@@ -19,13 +19,21 @@ evaluated on one bootstrap resample of the draws; percentiles of P_feasible.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from twin.experiment.decide import Constraint
 from twin.experiment.value_of_information import LEVEL, SAMPLES, _interval, _sampler, fit_gp
+
+
+Sampler = Callable[[np.random.Generator], np.ndarray]
+"""One draw of an option's constraint metric at every world (a GP posterior, or the means themselves)."""
+
+
+def _constant(y: np.ndarray) -> Sampler:
+    return lambda r: y
 
 
 def _meets(c: np.ndarray, con: Constraint) -> np.ndarray:
@@ -41,16 +49,17 @@ def feasibility(C: Sequence[np.ndarray], constraints: Sequence[Constraint], U: n
     U = np.asarray(U, dtype=float).reshape(D, -1)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x46, 3)))
     means: list[list[np.ndarray]] = []
-    samplers: list[list[object]] = []
+    samplers: list[list[Sampler]] = []
     for Cj in C:
         m = Cj.mean(axis=2)
-        row_means, row_samplers = [], []
+        row_means: list[np.ndarray] = []
+        row_samplers: list[Sampler] = []
         for k in range(K):
             y = m[:, k]
             noise = float(Cj[:, k, :].var(axis=1, ddof=1).mean() / R) if R > 1 else 0.0
             if float(np.ptp(Cj[:, k, :])) <= 1e-12 * max(1.0, float(np.abs(y).max())) or U.shape[1] == 0:
                 row_means.append(y)
-                row_samplers.append(lambda r, y=y: y)
+                row_samplers.append(_constant(y))
                 continue
             gp = fit_gp(U, y, noise)
             mu, cov = gp.posterior()
@@ -73,8 +82,8 @@ def feasibility(C: Sequence[np.ndarray], constraints: Sequence[Constraint], U: n
     p, each = share(means, None)
     ps = np.zeros((samples, K))
     for b in range(samples):
-        idx = rng.integers(0, D, D)
-        drawn = [[f(rng) for f in row] for row in samplers]  # type: ignore[operator]
+        idx: np.ndarray = np.asarray(rng.integers(0, D, D))
+        drawn = [[f(rng) for f in row] for row in samplers]
         ps[b] = share(drawn, idx)[0]
     lo, hi = _interval(ps, level)
     out = pd.DataFrame({"option": list(options), "p_feasible": p, "p_feasible_low": lo, "p_feasible_high": hi})

@@ -45,7 +45,8 @@ def read_row(path: Path) -> dict[str, Any]:
     rows = read_stored(path).to_pylist()
     if len(rows) != 1:
         raise InputError(str(path), "", f"a replication file holds one row, found {len(rows)}; use --overwrite")
-    return rows[0]
+    row: dict[str, Any] = rows[0]
+    return row
 
 
 def assemble(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
@@ -65,7 +66,8 @@ def assemble(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
 
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
-        return json.loads(path.read_text())
+        doc: dict[str, Any] = json.loads(path.read_text())
+        return doc
     except (OSError, ValueError):
         return None
 

@@ -16,7 +16,7 @@ from twin.console import note as _note
 from twin.errors import InputError
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from twin.experiment import rare_events
     from twin.experiment.rare import AIM_FAILURES, PLAIN_REPS
 

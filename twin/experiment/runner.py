@@ -63,10 +63,15 @@ from twin.errors import EnvironmentProblem, InputError
 from twin import interrupt
 from twin.experiment import stats
 from twin.atomic import atomic_write_parquet
-from twin.experiment.mc_folder import (  # noqa: F401 (read_row, write_row, _read_json: re-exported for their users)
-    _read_json, _request, assemble, load_complete, prepare_folder, read_row, summary_json, write_row)
+from twin.experiment.mc_folder import _read_json as _read_json  # re-exported for its users (rare)
+from twin.experiment.mc_folder import assemble as assemble
+from twin.experiment.mc_folder import prepare_folder as prepare_folder
+from twin.experiment.mc_folder import read_row as read_row
+from twin.experiment.mc_folder import write_row as write_row
+from twin.experiment.mc_folder import _request, load_complete, summary_json
 from twin.experiment.rows import RowStore
-from twin.experiment.store import check_label, folder_lock, write_json
+from twin.experiment.store import check_label as check_label  # re-exported for compare and sweep
+from twin.experiment.store import folder_lock, write_json
 from twin.limits import max_events_override, max_events_scope
 from twin.scenario.loader import Loaded, _file_values, data_file_digests, load_dict
 
@@ -262,14 +267,14 @@ class _Pool:
         return ProcessPoolExecutor(self.workers, mp_context=self.ctx, initializer=_worker_init,
                                    initargs=(os.getpid(),))
 
-    def submit(self, task: Callable[..., Any], *args: Any) -> Future:
+    def submit(self, task: Callable[..., Any], *args: Any) -> Future[Any]:
         return self.ex.submit(task, *args)
 
-    def wait(self, futures: Iterable[Future], timeout: float) -> set[Future]:
+    def wait(self, futures: Iterable[Future[Any]], timeout: float) -> set[Future[Any]]:
         done, _ = futures_wait(list(futures), timeout=timeout, return_when=FIRST_COMPLETED)
         return set(done)
 
-    def result(self, f: Future) -> Any:
+    def result(self, f: Future[Any]) -> Any:
         return f.result()
 
     def restart(self) -> None:
@@ -544,7 +549,8 @@ def drive(backend: Any, payload: Mapping[str, Any], todo: list[int], on_row: Cal
         if per is None:
             return 1
         tail = max(1, math.ceil(len(queue) / (2 * backend.workers)))
-        return max(1, min(int(TASK_TARGET_S / max(per, 1e-6)), tail, MAX_BATCH))
+        k: int = max(1, min(int(TASK_TARGET_S / max(per, 1e-6)), tail, MAX_BATCH))
+        return k
 
     check_workers = getattr(backend, "check_workers", None)
     while queue or pending:

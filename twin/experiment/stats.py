@@ -298,8 +298,8 @@ def paired_table(tables: Mapping[str, pd.DataFrame], reference: str, metrics: It
         for m in ms:
             if m not in ref.columns or m not in other.columns:
                 continue
-            r = paired(ref.loc[idx, m].to_numpy(), other.loc[idx, m].to_numpy(), level)
-            r = {"variant": name, "reference": reference, "metric": m, **r}
+            pr = paired(ref.loc[idx, m].to_numpy(), other.loc[idx, m].to_numpy(), level)
+            r: dict[str, object] = {"variant": name, "reference": reference, "metric": m, **pr}
             r["independent_half_width"] = independent_diff_half_width(ref.loc[idx, m], other.loc[idx, m], level)
             rows.append(r)
     cols = ["variant", "reference", "metric", "n", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "std_diff",

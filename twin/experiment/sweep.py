@@ -71,8 +71,9 @@ def _study_folder(results_root: Path | str, base: Any, label: str | None, kind: 
     """``<results>/<scenario>/<label>``, or ``<kind>-<digest of the base hash and parts>-s<seed>``."""
     if label is not None:
         check_label(label)
-    return Path(results_root) / base.scenario.name / (
+    folder: Path = Path(results_root) / base.scenario.name / (
         label or f"{kind}-{_digest(base.hash, *parts)}-s{base.scenario.seed}")
+    return folder
 
 
 def _digest(*parts: str) -> str:

@@ -84,7 +84,7 @@ def measured_inputs(path: str) -> Uncertainty:
     inputs the file's data measured. Errors name the file."""
     import yaml
 
-    from twin.scenario.loader import require_file
+    from twin.scenario.files import require_file
 
     p = Path(path)
     require_file(p, "--inputs file")

@@ -91,13 +91,15 @@ class GP:
 
     def _k(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
         d2 = (((A[:, None, :] - B[None, :, :]) / self.length) ** 2).sum(axis=2)
-        return self.amp * np.exp(-0.5 * d2) + CONSTANT_VAR
+        k: np.ndarray = self.amp * np.exp(-0.5 * d2) + CONSTANT_VAR
+        return k
 
     def mean_at(self, Xn: np.ndarray) -> np.ndarray:
         """Posterior mean of the regression function at the points ``Xn`` (n, P)."""
         if self.scale == 0:
             return np.full(len(Xn), self.y0)
-        return self.y0 + self.scale * (self._k(np.atleast_2d(Xn), self.X) @ self.alpha)
+        mean: np.ndarray = self.y0 + self.scale * (self._k(np.atleast_2d(Xn), self.X) @ self.alpha)
+        return mean
 
     def sd_at(self, Xn: np.ndarray) -> np.ndarray:
         """Posterior standard deviation of the regression function at the points ``Xn`` (n, P)."""
@@ -106,7 +108,8 @@ class GP:
             return np.zeros(len(Xn))
         kx = self._k(Xn, self.X)
         var = self.amp + CONSTANT_VAR - np.einsum("ij,ji->i", kx, cho_solve(self.chol, kx.T))
-        return self.scale * np.sqrt(np.maximum(var, 0.0))
+        sd: np.ndarray = self.scale * np.sqrt(np.maximum(var, 0.0))
+        return sd
 
     def posterior(self) -> tuple[np.ndarray, np.ndarray]:
         """(mean, covariance) of the regression function at the training points."""
@@ -207,7 +210,8 @@ def inner_noise(NB: np.ndarray) -> np.ndarray:
     if R < 2:
         return np.zeros(K)
     d = NB - NB[:, :1, :]
-    return d.var(axis=2, ddof=1).mean(axis=0) / R
+    var: np.ndarray = d.var(axis=2, ddof=1).mean(axis=0) / R
+    return var
 
 
 @dataclass
@@ -259,7 +263,7 @@ def analyse(Y: np.ndarray, U: np.ndarray, options: Sequence[str], inputs: Sequen
     noise = inner_noise(NB)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x46, 1)))
     F = np.zeros((D, K))
-    draws_of = [lambda r: np.zeros(D)]
+    draws_of: list[Callable[[np.random.Generator], np.ndarray]] = [lambda r: np.zeros(D)]
     for k in range(1, K):
         gp = fit_gp(U, m[:, k] - m[:, 0], float(noise[k]))
         mu, cov = gp.posterior()
@@ -315,7 +319,7 @@ def _evppi(x: np.ndarray, m: np.ndarray, noise: np.ndarray, rng: np.random.Gener
     D, K = m.shape
     X = x.reshape(-1, 1)
     G = np.zeros((D, K))
-    draws_of = [lambda r: np.zeros(D)]
+    draws_of: list[Callable[[np.random.Generator], np.ndarray]] = [lambda r: np.zeros(D)]
     grid = np.linspace(0.0, 1.0, 201).reshape(-1, 1)
     curve = np.zeros((201, K))
     var = np.zeros((201, K))

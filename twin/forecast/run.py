@@ -48,6 +48,7 @@ from twin.forecast.target import DEFAULT_BOUND_FACTOR, Target, bound_h, select_j
 from twin.model.component import FABRIC
 from twin.model.engine import Topic
 from twin.model.workload import DONE, Job, Workload
+from twin.model.workload.jobs import JOB
 from twin.physics.steptime import progress_rate, ring_allreduce_s
 from twin.scenario.loader import Loaded, load_dict
 from twin.scenario.schema import Scenario
@@ -62,6 +63,7 @@ class JobObserver:
 
     def __init__(self, model: Any, name: str) -> None:
         self.engine = model.engine
+        self.cluster = model.cluster
         self.fabric = model.service(FABRIC)
         wl = model.by_section.get("workload")
         if not isinstance(wl, Workload):
@@ -83,7 +85,7 @@ class JobObserver:
         self.throttle_h = 0.0
         self.network_h = 0.0
         bus = self.engine.bus
-        bus.subscribe(Topic.JOB, self._on_job)
+        bus.subscribe(JOB, self._on_job)
         bus.subscribe(Topic.NODE_SPEED, self._on_speed)
         bus.subscribe(Topic.FABRIC, self._on_fabric)
 
@@ -113,7 +115,7 @@ class JobObserver:
         n = len(nodes)
         if n == 0:
             return 0.0, 0.0
-        speed = self.engine.min_speed(nodes)
+        speed = self.cluster.min_speed(nodes)
         st = job.spec.step
         fabric = self.fabric
         if fabric is None or n <= 1 or st.grad_gb <= 0:
@@ -152,7 +154,7 @@ class JobObserver:
             rec = ints[self._seen]
             self._seen += 1
             if rec.jid == job.spec.jid:
-                self._cause = rec.cause
+                self._cause = rec.cause.label
         if refactor or job.nodes is not self._nodes:
             self._nodes = job.nodes
             self._ls, self._ln = self._factors(job)
@@ -167,7 +169,7 @@ class JobObserver:
             return lost, count
         for rec in self.wl.interruptions:
             if rec.jid == self.job.spec.jid:
-                c = rec.cause
+                c = rec.cause.label
                 lost[c] = lost.get(c, 0.0) + rec.lost_h
                 count[c] = count.get(c, 0) + 1
         return lost, count

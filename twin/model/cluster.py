@@ -9,10 +9,12 @@ planned drain...). It is *cut* while at least one link reason holds (NIC, optic,
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable
+from typing import Callable, Iterable
 
 import numpy as np
+from numpy.typing import NDArray
 
+from twin.model.causes import DownCause
 from twin.model.engine import Engine, Topic
 
 
@@ -33,20 +35,59 @@ def node_blocks(racks: int, groups: int, nodes_per_rack: int) -> list[tuple[int,
             for z in range(groups)]
 
 
+class SpeedSource:
+    """The speed cap of one source ('thermal', 'power', 'degraded'...): the fraction of full speed of each
+    node's slowest GPU for that source. Its one writer holds this object (``Cluster.speed_source``), writes
+    ``caps`` (in place, compiled kernels included) and then calls ``changed(nodes)``, which publishes
+    ``Topic.NODE_SPEED`` (the cluster's own account first). Everyone else reads the cluster's
+    ``node_speed`` / ``min_speed`` / ``speed_caps``."""
+
+    __slots__ = ("_subs", "caps", "name")
+
+    def __init__(self, name: str, caps: NDArray[np.float64],
+                 subs: list[Callable[[NDArray[np.int64]], None]]) -> None:
+        self.name = name
+        self.caps = caps
+        """Speed fraction of each node for this source (1.0: no cap)."""
+        self._subs = subs
+
+    def changed(self, nodes: NDArray[np.int64]) -> None:
+        """The caps of ``nodes`` were written: publish ``Topic.NODE_SPEED``."""
+        for fn in self._subs:  # = bus.publish(Topic.NODE_SPEED, nodes): the cluster owns the topic
+            fn(nodes)
+
+
 class Cluster:
+    """The nodes: their service state (down and cut reasons), GPU load and speed caps. Load and speed are
+    written through the cluster's methods only (``set_load``, a ``SpeedSource``), which publish
+    ``Topic.NODE_LOAD`` / ``Topic.NODE_SPEED``; the arrays others read are read-only views."""
+
     def __init__(self, engine: Engine, racks: int, nodes_per_rack: int, gpus_per_node: int) -> None:
         self.engine = engine
         self.racks = racks
         self.nodes_per_rack = nodes_per_rack
         self.n_nodes = racks * nodes_per_rack
         self.gpus_per_node = gpus_per_node
-        engine.init_nodes(self.n_nodes)
+        engine.n_nodes = self.n_nodes
+        self._util = np.zeros(self.n_nodes)
+        self.node_util: NDArray[np.float64] = self._util.view()
+        """GPU utilisation of each node in [0, 1] (read-only; ``set_load`` writes it)."""
+        self.node_util.flags.writeable = False
+        engine.node_util = self.node_util
+        self._load_subs = engine.bus.handlers(Topic.NODE_LOAD)
+        self._speed_subs = engine.bus.handlers(Topic.NODE_SPEED)
+        self.speed_caps: dict[str, NDArray[np.float64]] = {}
+        """Per source the speed fraction of each node's slowest GPU (read it; a ``SpeedSource`` writes it).
+        A node's speed is the minimum over sources (the tighter cap applies)."""
+        self._sources: dict[str, SpeedSource] = {}
+        self._slow = False  # some source caps some node below 1 (kept by _on_speed)
+        engine.bus.subscribe(Topic.NODE_SPEED, self._on_speed)  # first subscriber: updated before the others read
         self.down_count = np.zeros(self.n_nodes, dtype=np.int32)
         self.cut_count = np.zeros(self.n_nodes, dtype=np.int32)
-        self._down_reasons: dict[int, Counter[str]] = {}
-        self._cut_reasons: dict[int, Counter[str]] = {}
-        self._down_since: dict[int, tuple[float, str]] = {}
-        self._cut_since: dict[int, tuple[float, str]] = {}
+        self._down_reasons: dict[int, Counter[DownCause]] = {}
+        self._cut_reasons: dict[int, Counter[DownCause]] = {}
+        self._down_since: dict[int, tuple[float, DownCause]] = {}
+        self._cut_since: dict[int, tuple[float, DownCause]] = {}
         self.n_up = self.n_nodes
         self.n_cut = 0  # nodes with at least one cut reason
         self._down_arr: np.ndarray | None = np.zeros(0, dtype=np.int64)
@@ -72,13 +113,13 @@ class Cluster:
             arr = self._down_arr = np.fromiter(sorted(self._down_since), dtype=np.int64, count=len(self._down_since))
         return arr
 
-    def down_reasons(self, node: int) -> Counter[str]:
+    def down_reasons(self, node: int) -> Counter[DownCause]:
         return self._down_reasons.get(node, Counter())
 
-    def cut_reasons(self, node: int) -> Counter[str]:
+    def cut_reasons(self, node: int) -> Counter[DownCause]:
         return self._cut_reasons.get(node, Counter())
 
-    def out_for(self, nodes: Iterable[int], causes: frozenset[str]) -> int:
+    def out_for(self, nodes: Iterable[int], causes: frozenset[DownCause]) -> int:
         """How many of ``nodes`` are out of service (down) or cut off the fabric for one of ``causes``."""
         k = 0
         for node in nodes:
@@ -88,8 +129,49 @@ class Cluster:
                 k += 1
         return k
 
+    # ---- load and speed -----------------------------------------------------------------
+    def set_load(self, nodes: NDArray[np.int64], util: float) -> None:
+        """The GPU utilisation of ``nodes`` is now ``util``: written and published (``Topic.NODE_LOAD``) when it
+        changes the load of any of them (no subscriber's state depends on a publication that changes none).
+        The caller never changes ``nodes`` afterwards (subscribers may keep it)."""
+        nu = self._util
+        if np.count_nonzero(nu[nodes] != util):
+            nu[nodes] = util
+            for fn in self._load_subs:  # = bus.publish(Topic.NODE_LOAD, nodes, util): the cluster owns the topic
+                fn(nodes, util)
+
+    def speed_source(self, source: str) -> SpeedSource:
+        """The writer's handle of speed-cap source ``source`` (its caps created at 1.0): one writer per source."""
+        assert source not in self._sources, f"speed source {source!r} has a writer already"
+        arr = self.speed_caps[source] = np.ones(self.n_nodes)
+        src = self._sources[source] = SpeedSource(source, arr, self._speed_subs)
+        return src
+
+    def _on_speed(self, nodes: NDArray[np.int64]) -> None:
+        # while nothing was slowed, only the changed nodes can have become slow; once some node was,
+        # whether any still is needs every node
+        arrs = self.speed_caps.values()
+        if self._slow:
+            self._slow = any(bool((arr < 1.0).any()) for arr in arrs)
+        else:
+            self._slow = any(bool((arr[nodes] < 1.0).any()) for arr in arrs)
+
+    def node_speed(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Speed of each node in ``nodes``: the minimum over all speed-cap sources."""
+        out = np.ones(len(nodes))
+        if self._slow:
+            for arr in self.speed_caps.values():
+                np.minimum(out, arr[nodes], out=out)
+        return out
+
+    def min_speed(self, nodes: NDArray[np.int64]) -> float:
+        """Speed of the slowest node of ``nodes`` (1.0 while no source caps any node)."""
+        if not self._slow:
+            return 1.0
+        return float(self.node_speed(nodes).min())
+
     # ---- down / up ----------------------------------------------------------------------
-    def add_down(self, node: int, cause: str) -> None:
+    def add_down(self, node: int, cause: DownCause) -> None:
         self.down_count[node] += 1
         self._down_reasons.setdefault(node, Counter())[cause] += 1
         if self.down_count[node] == 1:
@@ -98,10 +180,10 @@ class Cluster:
             self._down_arr = None
             self.n_up -= 1
             self.engine.recorder.level("nodes_up", now, self.n_up)
-            self.engine.recorder.event(now, "node_down", cause, node)
+            self.engine.recorder.event(now, "node_down", cause.label, node)
             self.engine.bus.publish(Topic.NODE_DOWN, node, cause)
 
-    def remove_down(self, node: int, cause: str) -> None:
+    def remove_down(self, node: int, cause: DownCause) -> None:
         reasons = self._down_reasons[node]
         assert reasons[cause] > 0, f"node {node} is not down for {cause}"
         reasons[cause] -= 1
@@ -113,14 +195,14 @@ class Cluster:
             now = self.engine.now
             start, first = self._down_since.pop(node)
             self._down_arr = None
-            self.engine.recorder.interval(node, start, now, "down", first)
+            self.engine.recorder.interval(node, start, now, "down", first.label)
             self.n_up += 1
             self.engine.recorder.level("nodes_up", now, self.n_up)
-            self.engine.recorder.event(now, "node_up", first, node, now - start)
+            self.engine.recorder.event(now, "node_up", first.label, node, now - start)
             self.engine.bus.publish(Topic.NODE_UP, node, first)
 
     # ---- rail cut -----------------------------------------------------------------------
-    def add_cut(self, node: int, cause: str) -> None:
+    def add_cut(self, node: int, cause: DownCause) -> None:
         self.cut_count[node] += 1
         self._cut_reasons.setdefault(node, Counter())[cause] += 1
         if self.cut_count[node] == 1:
@@ -128,7 +210,7 @@ class Cluster:
             self._cut_since[node] = (self.engine.now, cause)
             self.engine.bus.publish(Topic.NODE_CUT, node, cause)
 
-    def remove_cut(self, node: int, cause: str) -> None:
+    def remove_cut(self, node: int, cause: DownCause) -> None:
         reasons = self._cut_reasons[node]
         assert reasons[cause] > 0
         reasons[cause] -= 1
@@ -139,13 +221,13 @@ class Cluster:
             self.n_cut -= 1
             del self._cut_reasons[node]
             start, first = self._cut_since.pop(node)
-            self.engine.recorder.interval(node, start, self.engine.now, "cut", first)
+            self.engine.recorder.interval(node, start, self.engine.now, "cut", first.label)
             self.engine.bus.publish(Topic.NODE_UNCUT, node, first)
 
     def finish(self) -> None:
         """Close open intervals at the horizon."""
         end = self.engine.horizon_h
         for node, (start, cause) in sorted(self._down_since.items()):
-            self.engine.recorder.interval(node, start, end, "down", cause)
+            self.engine.recorder.interval(node, start, end, "down", cause.label)
         for node, (start, cause) in sorted(self._cut_since.items()):
-            self.engine.recorder.interval(node, start, end, "cut", cause)
+            self.engine.recorder.interval(node, start, end, "cut", cause.label)

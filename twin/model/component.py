@@ -31,10 +31,10 @@ import pandas as pd
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:  # pragma: no cover
+    from twin.model.causes import DownCause
     from twin.model.cluster import Cluster
     from twin.model.engine import Engine
     from twin.model.parts import FacilityParts, PartPopulation
-    from twin.model.it_power import ITPower
     from twin.model.repair import RepairShop
     from twin.observe.recorder import Recorder
     from twin.scenario.schema import Scenario
@@ -52,7 +52,7 @@ class ContractError(Exception):
 
 
 class Service(Generic[T]):
-    """A typed key for one service: ``ctx.service(IT_POWER)`` is an :class:`ITPower`."""
+    """A typed key for one service: ``ctx.service(FABRIC)`` is a :class:`Fabric`."""
 
     __slots__ = ("doc", "name")
 
@@ -90,7 +90,7 @@ class Jobs(Protocol):
         """Id of the job holding ``node`` now, or -1."""
         ...
 
-    def rollback(self, jid: int, before_h: float, node: int, cause: str) -> tuple[float, int] | None:
+    def rollback(self, jid: int, before_h: float, node: int, cause: DownCause) -> tuple[float, int] | None:
         """Roll job ``jid`` back to its last checkpoint captured before ``before_h`` (its state since is
         corrupt) and restart it without ``node`` if it holds it; returns (the progress lost in ideal
         hours, the job's GPUs), None when the job is done or gone."""
@@ -136,8 +136,6 @@ class StorageService(Protocol):
         ...
 
 
-IT_POWER: Service[ITPower] = Service(
-    "it_power", "per-node IT power (W), GPU caps by source and its exact energy (twin.model.it_power.ITPower)")
 FABRIC: Service[Fabric] = Service(
     "fabric", "the compute fabric: bandwidth, leaf groups and placement (twin.model.network.Network)")
 
@@ -148,8 +146,9 @@ STORAGE: Service[StorageService] = Service(
     "storage", "the shared storage: bandwidths, availability, checkpoint transfers and data shares "
                "(twin.model.storage.Storage)")
 
-SERVICES: tuple[Service[Any], ...] = (IT_POWER, FABRIC, JOBS, STORAGE)
-"""Every service a component may provide or require (docs/architecture.md lists them)."""
+SERVICES: tuple[Service[Any], ...] = (FABRIC, JOBS, STORAGE)
+"""The services declared here, with their protocols; ``IT_POWER`` is declared with its provider
+(:mod:`twin.model.it_power`: no type-only cycle). docs/architecture.md lists them all."""
 
 
 @dataclass(frozen=True)
@@ -221,7 +220,7 @@ class Component:
         return {}
 
     def down_causes(self) -> Mapping[str, str]:
-        """Causes of node-down intervals this component attributes to a part: cause → part name (a
+        """Causes of node-down intervals this component attributes to a part: cause label → part name (a
         part's own name and ``repair:<part>`` belong to it without being listed)."""
         return {}
 
@@ -237,5 +236,5 @@ class Component:
         return {}, {}
 
 
-__all__ = ["FABRIC", "IT_POWER", "JOBS", "SERVICES", "STORAGE", "BuildContext", "Component", "ContractError", "Fabric", "Jobs",
+__all__ = ["FABRIC", "JOBS", "SERVICES", "STORAGE", "BuildContext", "Component", "ContractError", "Fabric", "Jobs",
            "Metrics", "ResultsSoFar", "Service", "StorageService", "Tables"]

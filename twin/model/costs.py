@@ -58,7 +58,8 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from twin.errors import InputError
-from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
+from twin.model.component import BuildContext, Component, ResultsSoFar
+from twin.model.it_power import IT_POWER
 from twin.observe.recorder import time_weighted_mean
 from twin.scenario.costs import Costs as CostsSpec
 from twin.scenario.density import floor_plan
@@ -83,7 +84,8 @@ def annuity_factor(rate: float, years: float) -> float:
         raise ValueError("years must be > 0")
     if rate == 0:
         return 1.0 / years
-    return rate / (1.0 - (1.0 + rate) ** (-years))
+    factor: float = rate / (1.0 - (1.0 + rate) ** (-years))
+    return factor
 
 
 def horizon_years(sc: "Scenario") -> float:

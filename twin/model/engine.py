@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Final, Generic, TypeVarTuple, Unpack
 
 import numpy as np
 import simpy
@@ -17,62 +17,108 @@ from numpy.typing import NDArray
 
 from twin import rng
 
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.model.causes import DownCause
+
+Ts = TypeVarTuple("Ts")
+
+
+class Channel(Generic[Unpack[Ts]]):
+    """One bus topic and the payload its messages carry: ``Channel[int, DownCause]`` delivers
+    ``fn(node, cause)`` to each subscriber. mypy checks every ``publish`` against the payload and every
+    subscriber's signature against it (``Bus.publish``, ``Bus.subscribe``). A channel is a module-level
+    constant (declared in :class:`Topic`); the bus keys its subscriber lists on the object."""
+
+    __slots__ = ("doc", "name")
+
+    def __init__(self, name: str, doc: str) -> None:
+        self.name = name
+        self.doc = doc
+
+    def __repr__(self) -> str:
+        return f"Channel({self.name!r})"
+
 
 class Topic:
-    """Names of bus topics and the arguments their subscribers receive."""
+    """The bus topics, each a :class:`Channel` typed with its payload (the arguments its subscribers
+    receive). A topic is published by its owner, named in the doc; anyone may subscribe. Topics whose
+    payload is a model record are declared next to the record (no import cycle): ``JOB`` in
+    :mod:`twin.model.workload.jobs`; ``PART_FAILED``, ``PART_RESTORED``, ``UNIT_FAILED`` and
+    ``PART_REPLACED`` in :mod:`twin.model.parts`; a site population's own ``FacilityParts.changed``."""
 
-    NODE_DOWN = "node_down"  # (node: int, cause: str) node leaves service
-    NODE_UP = "node_up"  # (node: int, cause: str) node returns to service
-    NODE_CUT = "node_cut"  # (node: int, cause: str) node cut off a rail (multi-node jobs impossible)
-    NODE_UNCUT = "node_uncut"  # (node: int, cause: str)
-    TRANSIENT = "transient"  # (node: int, cause: str) transient fault: jobs on the node crash
-    LINK_FLAP = "link_flap"  # (node: int, cause: str) a compute-fabric link of the node flapped: its
-    # multi-node job crashes (a job on one node does not use the fabric)
-    FABRIC_FLAP = "fabric_flap"  # (group: int, cause: str) an uplink of a leaf of this leaf group flapped:
-    # jobs spanning several leaf groups with nodes in this one crash
-    GROUP = "group"  # (node: int, part: str, healthy: int) a redundant group's healthy count changed
-    NODE_SPEED = "node_speed"  # (nodes: ndarray[int]) engine.speed_caps[...] of these nodes changed
-    NODE_LOAD = "node_load"  # (nodes: ndarray[int], util: float) engine.node_util of these nodes is now util;
-    # the publisher never changes the array afterwards (subscribers may keep it: thermal's load log)
-    JOB = "job"  # (job) the workload moved a job (start, checkpoint, interruption, restart, end)
-    FABRIC = "fabric"  # () fabric bandwidth changed: ask the fabric service (twin.model.component.FABRIC) again
-    STORAGE = "storage"  # (available: bool) the storage's bandwidth, data shares or availability changed: ask the
-    # storage service (twin.model.component.STORAGE) again; available False: an outage (metadata or servers)
-    RACK_PART = "rack_part"  # (rack: int, part: str, healthy: int) a rack part type's working units in a rack
-    NVLINK = "nvlink"  # (domain: int) an NVLink domain's bandwidth share changed (twin.model.domains)
-    PART_FAILED = "part_failed"  # (pop: PartPopulation, idx: int)
-    PART_RESTORED = "part_restored"  # (pop: PartPopulation, idx: int)
-    FEED = "feed"  # (feed: str, mode: str) a power feed's mode changed: utility, ups, generator or dead
-    COOLING_UNIT = "cooling_unit"  # (kind: str, idx: int, off: bool) the plant took a CRAH unit ('crah') or a
-    # CDU ('cdu') out of service (power lost or restarting, maintenance, a shared part failed) or gave it back
-    PLANT_SUPPLY = "plant_supply"  # (offset_c: float) the chilled-water supply the rooms see is now offset_c
-    # above its set point (the loop's offset held on a grid, issue 24)
-    ZONE_INLET = "zone_inlet"  # (start: int, stop: int, held_c: float) nodes start..stop-1 (an air zone) now
-    # take in air at held_c, °C (the zone's held supply: server fans speed up in warmer air)
-    COOLING_LOAD = "cooling_load"  # (feed: str, load_w: float) electrical load of the cooling units running on
-    # the feed's UPS output, W (the UPS carries it on battery)
-    FEED_TRIP = "feed_trip"  # (feed: str, restore_h: float) the feed's breaker tripped on an overload
-    # (twin.model.oversubscription): its load is dead until restore_h later
-    GRID_OUTAGE = "grid_outage"  # (duration_h: float) a scheduled grid event cuts every feed's utility (twin.model.grid)
+    NODE_DOWN: Final[Channel[int, DownCause]] = Channel(
+        "node_down", "(node, cause) node leaves service (the cluster: Cluster.add_down)")
+    NODE_UP: Final[Channel[int, DownCause]] = Channel(
+        "node_up", "(node, cause) node returns to service; cause: the reason that took it down (the cluster)")
+    NODE_CUT: Final[Channel[int, DownCause]] = Channel(
+        "node_cut", "(node, cause) node cut off a rail: multi-node jobs impossible (the cluster: Cluster.add_cut)")
+    NODE_UNCUT: Final[Channel[int, DownCause]] = Channel("node_uncut", "(node, cause) the node's rail is back (the cluster)")
+    TRANSIENT: Final[Channel[int, DownCause]] = Channel(
+        "transient", "(node, cause) transient fault: jobs on the node crash (node parts)")
+    LINK_FLAP: Final[Channel[int, DownCause]] = Channel(
+        "link_flap", "(node, cause) a compute-fabric link of the node flapped: its multi-node job crashes (a job "
+                     "on one node does not use the fabric) (the network)")
+    FABRIC_FLAP: Final[Channel[int, DownCause]] = Channel(
+        "fabric_flap", "(group, cause) an uplink of a leaf of this leaf group flapped: jobs spanning several leaf "
+                       "groups with nodes in this one crash (the network)")
+    GROUP: Final[Channel[int, str, int]] = Channel(
+        "group", "(node, part, healthy) a redundant group's healthy count changed (node parts)")
+    NODE_SPEED: Final[Channel[NDArray[np.int64]]] = Channel(
+        "node_speed", "(nodes) the speed cap of these nodes changed (the cluster: SpeedSource.changed)")
+    NODE_LOAD: Final[Channel[NDArray[np.int64], float]] = Channel(
+        "node_load", "(nodes, util) the GPU utilisation of these nodes is now util (the cluster: Cluster.set_load); "
+                     "the publisher never changes the nodes array afterwards (subscribers may keep it)")
+    FABRIC: Final[Channel[()]] = Channel(
+        "fabric", "() fabric bandwidth changed: ask the fabric service (twin.model.component.FABRIC) again (the network)")
+    STORAGE: Final[Channel[bool]] = Channel(
+        "storage", "(available) the storage's bandwidth, data shares or availability changed: ask the storage "
+                   "service (twin.model.component.STORAGE) again; available False: an outage (the storage)")
+    RACK_PART: Final[Channel[int, str, int]] = Channel(
+        "rack_part", "(rack, part, healthy) a rack part type's working units in a rack (rack parts)")
+    NVLINK: Final[Channel[int]] = Channel(
+        "nvlink", "(domain) an NVLink domain's bandwidth share changed (twin.model.domains)")
+    FEED: Final[Channel[str, str]] = Channel(
+        "feed", "(feed, mode) a power feed's mode changed: utility, ups, generator or dead (the power chain)")
+    COOLING_UNIT: Final[Channel[str, int, bool]] = Channel(
+        "cooling_unit", "(kind, idx, off) the plant took a CRAH unit ('crah') or a CDU ('cdu') out of service "
+                        "(power lost or restarting, maintenance, a shared part failed) or gave it back (the plant)")
+    PLANT_SUPPLY: Final[Channel[float]] = Channel(
+        "plant_supply", "(offset_c) the chilled-water supply the rooms see is now offset_c above its set point "
+                        "(the loop's offset held on a grid, issue 24) (the plant)")
+    ZONE_INLET: Final[Channel[int, int, float]] = Channel(
+        "zone_inlet", "(start, stop, held_c) nodes start..stop-1 (an air zone) now take in air at held_c, °C (the "
+                      "zone's held supply: server fans speed up in warmer air) (the air rooms)")
+    COOLING_LOAD: Final[Channel[str, float]] = Channel(
+        "cooling_load", "(feed, load_w) electrical load of the cooling units running on the feed's UPS output, W "
+                        "(the UPS carries it on battery) (the plant)")
+    FEED_TRIP: Final[Channel[str, float]] = Channel(
+        "feed_trip", "(feed, restore_h) the feed's breaker tripped on an overload: its load is dead until restore_h "
+                     "later (twin.model.oversubscription)")
+    GRID_OUTAGE: Final[Channel[float]] = Channel(
+        "grid_outage", "(duration_h) a scheduled grid event cuts every feed's utility (twin.model.grid)")
 
 
 class Bus:
-    """Synchronous publish/subscribe: ``publish`` calls every subscriber of a topic in order."""
+    """Synchronous publish/subscribe on typed topics: ``publish`` calls every subscriber of a
+    :class:`Channel` in order of subscription, with the channel's payload."""
 
     def __init__(self) -> None:
-        self._subs: dict[str, list[Callable[..., None]]] = defaultdict(list)
+        self._subs: dict[Channel[Unpack[tuple[Any, ...]]], list[Callable[..., None]]] = defaultdict(list)
 
-    def subscribe(self, topic: str, fn: Callable[..., None]) -> None:
+    def subscribe(self, topic: Channel[Unpack[Ts]], fn: Callable[[Unpack[Ts]], None]) -> None:
+        """Call ``fn(*payload)`` at every publication of ``topic`` (after the earlier subscribers)."""
         self._subs[topic].append(fn)
 
-    def publish(self, topic: str, *args: Any) -> None:
+    def publish(self, topic: Channel[Unpack[Ts]], *args: Unpack[Ts]) -> None:
+        """Deliver the payload ``args`` to every subscriber of ``topic``, in order."""
         for fn in self._subs.get(topic, ()):
             fn(*args)
 
-    def handlers(self, topic: str) -> list[Callable[..., None]]:
-        """The live subscriber list of ``topic`` (later subscriptions appear in it), for a publisher on
-        the hot path to call in order itself: the same delivery as ``publish``, without its frame."""
-        return self._subs[topic]
+    def handlers(self, topic: Channel[Unpack[Ts]]) -> list[Callable[[Unpack[Ts]], None]]:
+        """The live subscriber list of ``topic`` (later subscriptions appear in it), for the topic's owner
+        on a hot path to call in order itself: the same delivery as ``publish``, without its frame.
+        Only the publisher the topic's doc names may use it (tests/test_architecture.py)."""
+        return self._subs[topic]  # type: ignore[return-value]  # the list of topic holds its payload's handlers
 
 
 class Streams:
@@ -105,48 +151,8 @@ class Engine:
         self.horizon_h = horizon_h
         self.n_nodes = 0
         self.node_util: NDArray[np.float64] = np.zeros(0)
-        """GPU utilisation of each node in [0, 1], set by the workload (1 = computing at full power
-        demand, 0 = idle or paused for a synchronous checkpoint)."""
-        self.speed_caps: dict[str, NDArray[np.float64]] = {}
-        """Per source ('thermal', 'power', ...) the speed fraction of each node's slowest GPU.
-        A node's speed is the minimum over sources (the tighter cap applies)."""
-        self._slow = False  # some source caps some node below 1 (kept by _on_speed: writers publish NODE_SPEED)
-        self.bus.subscribe(Topic.NODE_SPEED, self._on_speed)  # first subscriber: updated before the others read
-
-    def init_nodes(self, n_nodes: int) -> None:
-        self.n_nodes = n_nodes
-        self.node_util = np.zeros(n_nodes)
-
-    def speed_cap(self, source: str) -> NDArray[np.float64]:
-        """The writable speed-cap array of ``source`` (created at 1.0 on first use). A writer publishes
-        ``Topic.NODE_SPEED`` with the nodes it changed (the engine's fast paths rely on it)."""
-        arr = self.speed_caps.get(source)
-        if arr is None:
-            arr = self.speed_caps[source] = np.ones(self.n_nodes)
-        return arr
-
-    def _on_speed(self, nodes: NDArray[np.int64]) -> None:
-        # while nothing was slowed, only the changed nodes can have become slow; once some node was,
-        # whether any still is needs every node
-        arrs = self.speed_caps.values()
-        if self._slow:
-            self._slow = any(bool((arr < 1.0).any()) for arr in arrs)
-        else:
-            self._slow = any(bool((arr[nodes] < 1.0).any()) for arr in arrs)
-
-    def node_speed(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:
-        """Speed of each node in ``nodes``: the minimum over all speed-cap sources."""
-        out = np.ones(len(nodes))
-        if self._slow:
-            for arr in self.speed_caps.values():
-                np.minimum(out, arr[nodes], out=out)
-        return out
-
-    def min_speed(self, nodes: NDArray[np.int64]) -> float:
-        """Speed of the slowest node of ``nodes`` (1.0 while no source caps any node)."""
-        if not self._slow:
-            return 1.0
-        return float(self.node_speed(nodes).min())
+        """GPU utilisation of each node in [0, 1] (1 = computing at full power demand, 0 = idle or paused for a
+        synchronous checkpoint): a read-only view of the cluster's array (written by ``Cluster.set_load``)."""
 
     @property
     def now(self) -> float:
@@ -162,10 +168,15 @@ class Engine:
         """A new :class:`BatchTimer` over items 0 … n−1 calling ``fn(items)``."""
         return BatchTimer(self, n, fn)
 
+    def calls(self, fn: Callable[[Unpack[Ts]], None], priority: float = simpy.events.NORMAL) -> Calls[Unpack[Ts]]:
+        """A new :class:`Calls` of ``fn`` on this engine, at ``priority`` among the events of their instant."""
+        return Calls(self, fn, priority)
+
     def call_at(self, t_h: float, fn: Callable[[], None], priority: float = simpy.events.NORMAL) -> simpy.events.Timeout:
         """Schedule ``fn()`` at absolute time ``t_h`` (no process: a callback on a timeout); among
         events of the same instant, lower ``priority`` first (SimPy's URGENT 0, NORMAL 1), then
-        the order of scheduling."""
+        the order of scheduling. The engine's own primitive: the model schedules through named timers
+        (:class:`Timer`, :class:`BatchTimer`, :class:`Calls`; tests/test_architecture.py)."""
         d = t_h - self.env._now
         return _Call(self.env, d if d > 0.0 else 0.0, fn, priority)
 
@@ -230,6 +241,28 @@ class Timer:
         fn()
 
 
+class Calls(Generic[Unpack[Ts]]):
+    """The named timer of independent one-shot calls of one callback: ``at(t_h, *args)`` schedules
+    ``fn(*args)`` at ``t_h`` (now if earlier), any number pending at once, each with its own arguments
+    (typed: ``Calls[int]`` takes one int), none cancelled: a call that may be cancelled or moved is a
+    :class:`Timer` (one pending) or a :class:`BatchTimer` (items). Replaces ``call_at`` with a lambda: the
+    same one event per call, in the same order."""
+
+    __slots__ = ("_env", "_fn", "_priority")
+
+    def __init__(self, engine: Engine, fn: Callable[[Unpack[Ts]], None],
+                 priority: float = simpy.events.NORMAL) -> None:
+        self._env = engine.env
+        self._fn = fn
+        self._priority = priority
+
+    def at(self, t_h: float, *args: Unpack[Ts]) -> None:
+        """Call ``fn(*args)`` at absolute time ``t_h`` (now if earlier)."""
+        env = self._env
+        d = t_h - env._now
+        _ArgsCall(env, d if d > 0.0 else 0.0, self._fn, args, self._priority)
+
+
 class BatchTimer:
     """The :class:`Timer` of indexed items that share calls: ``set(items, t_h)`` schedules one call for
     the batch (one event, however many items), ``cancel(items)`` withdraws those items from whatever
@@ -270,6 +303,19 @@ class _TimerCall(simpy.events.Timeout):
                  priority: float = simpy.events.NORMAL) -> None:
         self.env = env
         self.callbacks: list[Any] = [cb]
+        self._value = None
+        self._delay = delay
+        self._ok = True
+        env.schedule(self, priority, delay)  # type: ignore[arg-type]
+
+
+class _ArgsCall(simpy.events.Timeout):
+    """A timeout that calls ``fn(*args)`` (:class:`Calls`): :class:`_Call` with arguments."""
+
+    def __init__(self, env: simpy.Environment, delay: float, fn: Callable[..., None], args: tuple[Any, ...],
+                 priority: float = simpy.events.NORMAL) -> None:
+        self.env = env
+        self.callbacks: list[Any] = [lambda _e: fn(*args)]
         self._value = None
         self._delay = delay
         self._ok = True

@@ -20,7 +20,6 @@ visit of the same unit). Times are hours.
 
 from __future__ import annotations
 
-import functools
 from typing import Callable, Literal, Protocol, Sequence
 
 from twin.model.engine import Engine
@@ -124,6 +123,8 @@ class MaintenanceRota:
         self._take_out = take_out
         self._put_back = put_back
         self._after = after
+        self._begins = engine.calls(self._begin)
+        self._ends = engine.calls(self._end)
 
     def start(self) -> None:
         """Schedule every unit's first visit inside the horizon (unit i at offset + i·interval/n)."""
@@ -133,7 +134,7 @@ class MaintenanceRota:
         for i in range(self.n):
             t = first + i * w.interval_h / self.n
             if t < horizon_h:
-                self.engine.call_at(t, functools.partial(self._begin, i))
+                self._begins.at(t, i)
 
     def _begin(self, i: int) -> None:
         eng = self.engine
@@ -143,9 +144,9 @@ class MaintenanceRota:
         self.on[i] = True
         load = self.load[i] = self._take_out(self.kind, i)
         self.account.open(self.kind, i, now, load)
-        eng.call_at(now + w.duration_h, lambda: self._end(i))
+        self._ends.at(now + w.duration_h, i)
         if now + w.interval_h < eng.horizon_h:
-            eng.call_at(now + w.interval_h, lambda: self._begin(i))
+            self._begins.at(now + w.interval_h, i)
         if self._after is not None:
             self._after(self.kind, i, True)
 

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from twin import rng
-from twin.model.component import IT_POWER, BuildContext, Component, Metrics, ResultsSoFar, Tables
+from twin.model.it_power import IT_POWER
+from twin.model.component import BuildContext, Component, Metrics, ResultsSoFar, Tables
 from twin.model.engine import Topic
 from twin.model.site_limit import SiteLimit
 from twin.units import HOURS_PER_YEAR
@@ -51,7 +52,7 @@ class Grid(Component):
         assert power is not None and power.grid is not None
         self.spec = power.grid
         self.it = ctx.service(IT_POWER)
-        self.limit = SiteLimit(ctx.engine, self.it, ctx.sc, "grid")
+        self.limit = SiteLimit(ctx.engine, ctx.cluster, self.it, ctx.sc, "grid")
         self.running: list[float] = []  # kW of the requests running now
         self.base_w = 0.0  # IT power when the first running request began
         self.requests = 0
@@ -64,9 +65,9 @@ class Grid(Component):
             if t >= eng.horizon_h:
                 continue
             if kind == "outage":
-                eng.call_at(t, lambda d=d: self._outage(d))
+                eng.calls(self._outage).at(t, d)
             else:
-                eng.call_at(t, lambda kw=kw, d=d: self._begin(kw, d))
+                eng.calls(self._begin).at(t, kw, d)
         dr = self.spec.demand_response
         if dr is not None and dr.per_year > 0:
             self._next(0, 0.0)
@@ -77,7 +78,7 @@ class Grid(Component):
         u = self.engine.streams.scalar("power.grid#dr_arrival", k)
         t = after_h + float(rng.exponential_from_u(np.array([u]), HOURS_PER_YEAR / dr.per_year)[0])
         if t < self.engine.horizon_h:
-            self.engine.call_at(t, lambda: self._arrive(k))
+            self.engine.calls(self._arrive).at(t, k)
 
     def _arrive(self, k: int) -> None:
         dr = self.spec.demand_response
@@ -100,7 +101,7 @@ class Grid(Component):
         self.shed_kwh += kw * max(0.0, min(duration_h, eng.horizon_h - eng.now))
         eng.recorder.event(eng.now, "demand_response", "power.grid", -1, kw)
         self.limit.set(self.base_w - 1000.0 * sum(self.running))
-        eng.call_at(eng.now + duration_h, lambda: self._end(kw))
+        eng.calls(self._end).at(eng.now + duration_h, kw)
 
     def _end(self, kw: float) -> None:
         self.running.remove(kw)

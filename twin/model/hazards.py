@@ -114,7 +114,7 @@ class Hazards(Component):
         u = self.engine.streams.scalar(f"hazards.{p.key}", k)
         t = after_h + float(rng.exponential_from_u(np.array([u]), p.mean_h)[0])
         if t < self.engine.horizon_h:
-            self.engine.call_at(t, lambda: self._event(p, k))
+            self.engine.calls(self._event).at(t, p, k)
 
     def _event(self, p: HazardProcess, k: int) -> None:
         eng = self.engine

@@ -6,7 +6,7 @@ corruption and infant mortality of replaced parts (the scenario's ``health`` sec
   the hazard of its parts (:func:`twin.model.parts.frail_u`), set before the first lives are drawn.
 * Quarantine: ``k`` part failures of a node within the window take it out (down reason
   ``quarantine``) for a deep repair; then its frailty is 1 and its healthy parts' lives are redrawn.
-* Degraded parts: while failed, the node's speed cap ``degraded`` (engine.speed_cap) is the lowest
+* Degraded parts: while failed, the node's speed cap ``degraded`` (``cluster.speed_source``) is the lowest
   speed drawn for its failed degraded parts; the job runs at its slowest node's pace (the workload's
   rate). ``detection_h`` later the straggler is flagged; policy ``swap`` drains it (down reason
   ``straggler:<part>``) until the part is restored.
@@ -21,6 +21,7 @@ corruption and infant mortality of replaced parts (the scenario's ``health`` sec
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -31,8 +32,9 @@ from scipy.special import gammaincinv
 
 from twin import rng
 from twin.model.component import JOBS, BuildContext, Component, Jobs, ResultsSoFar
-from twin.model.engine import Timer, Topic
-from twin.model.parts import PartPopulation
+from twin.model.causes import QUARANTINE, SDC, SDC_TEST, DownCause
+from twin.model.engine import Timer
+from twin.model.parts import PART_FAILED, PART_REPLACED, PART_RESTORED, PartPopulation
 from twin.scenario.distributions import Fixed
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,9 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
 SPEED_SOURCE = "degraded"
 """The engine's speed-cap source of degraded parts."""
 
-QUARANTINE = "quarantine"
-SDC_TEST = "sdc_test"
-SDC_CAUSE = "sdc"
+SDC_CAUSE = SDC
 """Interruption cause of an SDC rollback (the jobs table)."""
 
 
@@ -58,7 +58,8 @@ def gamma_frailty(u: np.ndarray, variance: float) -> np.ndarray:
     """Gamma(shape 1/v, scale v) by its inverse CDF at ``u`` (mean 1, variance v); 1 when v = 0."""
     if variance <= 0:
         return np.ones_like(u)
-    return np.maximum(gammaincinv(1.0 / variance, u) * variance, 1e-300)
+    out: np.ndarray = np.maximum(gammaincinv(1.0 / variance, u) * variance, 1e-300)
+    return out
 
 
 class NodeHealth(Component):
@@ -112,7 +113,7 @@ class NodeHealth(Component):
         self._quarantined = np.zeros(n, dtype=bool)
         self._q_count = np.zeros(n, dtype=np.int64)
         if q is not None:
-            bus.subscribe(Topic.PART_FAILED, self._count_failure)
+            bus.subscribe(PART_FAILED, self._count_failure)
         # degraded parts and stragglers
         self.degraded = {name: pop for name, pop in self.parts.items() if pop.spec.effect == "degraded"}
         self._speeds: dict[int, dict[tuple[str, int], float]] = {}
@@ -124,9 +125,10 @@ class NodeHealth(Component):
         self.straggler_node_h = 0.0
         self.speed_lost_node_h = 0.0
         if self.degraded:
-            self._cap = self.engine.speed_cap(SPEED_SOURCE)
-            bus.subscribe(Topic.PART_FAILED, self._on_failed)
-            bus.subscribe(Topic.PART_RESTORED, self._on_restored)
+            self._speed = ctx.cluster.speed_source(SPEED_SOURCE)
+            self._cap = self._speed.caps
+            bus.subscribe(PART_FAILED, self._on_failed)
+            bus.subscribe(PART_RESTORED, self._on_restored)
         # silent data corruption
         self.sdc_corruptions = 0
         self.sdc_harmless = 0
@@ -145,7 +147,7 @@ class NodeHealth(Component):
         # infant mortality of replacements
         self.infant_defects = 0
         if self.spec.infant_mortality is not None:
-            self.shop.on_replaced = self._on_replaced
+            bus.subscribe(PART_REPLACED, self._on_replaced)
 
     # ---- draws ------------------------------------------------------------------------------------
     def _node_digests(self, purpose: str) -> np.ndarray:
@@ -164,12 +166,12 @@ class NodeHealth(Component):
         return float(dist.sample(np.array([self._u(node, purpose, k)]))[0])
 
     def down_causes(self) -> dict[str, str]:
-        return {f"straggler:{name}": name for name in self.degraded}
+        return {DownCause.straggler(name).label: name for name in self.degraded}
 
     # ---- start --------------------------------------------------------------------------------------
     def start(self) -> None:
         for node in np.flatnonzero(self.defective).tolist():
-            timer = self._sdc_timers[node] = self.engine.timer(lambda nd=node: self._corrupt(nd))
+            timer = self._sdc_timers[node] = self.engine.timer(functools.partial(self._corrupt, node))
             self._next_corruption(node, timer)
 
     # ---- quarantine ---------------------------------------------------------------------------------
@@ -198,7 +200,7 @@ class NodeHealth(Component):
         deep_h = self._draw(q.deep_repair, node, "deep_repair", k)
         self.engine.recorder.event(now, "quarantine", self.cluster.node_path(node), node, deep_h)
         self.cluster.add_down(node, QUARANTINE)
-        self.engine.call_at(now + deep_h, lambda: self._deep_repaired(node))
+        self.engine.calls(self._deep_repaired).at(now + deep_h, node)
 
     def _deep_repaired(self, node: int) -> None:
         self._quarantined[node] = False
@@ -235,7 +237,7 @@ class NodeHealth(Component):
         if self.spec.stragglers.policy == "swap":
             self.straggler_swaps += 1
             self._drained.add((pop.name, idx))
-            self.cluster.add_down(node, f"straggler:{pop.name}")
+            self.cluster.add_down(node, DownCause.straggler(pop.name))
 
     def _on_restored(self, pop: Any, idx: int) -> None:
         if pop.name not in self.degraded:
@@ -249,7 +251,7 @@ class NodeHealth(Component):
         self._set_speed(node)
         if key in self._drained:
             self._drained.discard(key)
-            self.cluster.remove_down(node, f"straggler:{pop.name}")
+            self.cluster.remove_down(node, DownCause.straggler(pop.name))
 
     def _set_speed(self, node: int) -> None:
         speeds = self._speeds.get(node)
@@ -264,7 +266,7 @@ class NodeHealth(Component):
             self._slow_since[node] = (now, s)
         if self._cap[node] != s:
             self._cap[node] = s
-            self.engine.bus.publish(Topic.NODE_SPEED, np.array([node], dtype=np.int64))
+            self._speed.changed(np.array([node], dtype=np.int64))
 
     # ---- silent data corruption -------------------------------------------------------------------
     def _next_corruption(self, node: int, timer: Timer) -> None:
@@ -285,7 +287,7 @@ class NodeHealth(Component):
             self.sdc_harmless += 1
         else:
             latency = self._draw(sdc.detection, node, "sdc_detect", int(self._sdc_k[node]) - 1)
-            self.engine.call_at(now + latency, lambda: self._sdc_detected(node, jid, now))
+            self.engine.calls(self._sdc_detected).at(now + latency, node, jid, now)
         self._next_corruption(node, self._sdc_timers[node])
 
     def _sdc_detected(self, node: int, jid: int, corrupt_h: float) -> None:
@@ -308,7 +310,7 @@ class NodeHealth(Component):
         k = int(self.sdc_rollbacks)
         found = self._u(node, "sdc_test", k) < sdc.test_finds
         self.cluster.add_down(node, SDC_TEST)
-        self.engine.call_at(now + sdc.test_h, lambda: self._tested(node, found))
+        self.engine.calls(self._tested).at(now + sdc.test_h, node, found)
 
     def _tested(self, node: int, found: bool) -> None:
         if found and self.defective[node]:

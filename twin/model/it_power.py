@@ -13,18 +13,24 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from twin.model.component import IT_POWER, BuildContext, Component
+from twin.model.component import BuildContext, Component, Service
 from twin.model.engine import Engine, Topic
-from twin.model.fans import FanLaw, fan_law
+from twin.model.fan_law import FanLaw, fan_law
 from twin.physics.power import node_it_power_w, non_gpu_power_w
 
 if TYPE_CHECKING:  # pragma: no cover
+    from twin.model.causes import DownCause
     from twin.model.cluster import Cluster
     from twin.scenario.schema import Scenario
 
 _add_reduce = np.add.reduce
 _FEW_DOWN = 256
 """Up to this many nodes out of service, ITPower zeroes them from the cluster's sorted list."""
+
+
+IT_POWER: Service[ITPower] = Service(
+    "it_power", "per-node IT power (W), GPU caps by source and its exact energy (twin.model.it_power.ITPower)")
+"""The IT power service key, declared with its provider (no type-only cycle with twin.model.component)."""
 
 
 class ITPower(Component):
@@ -206,7 +212,7 @@ class ITPower(Component):
             self.energy_wh += self._total * (now - self._t)
             self._t = now
 
-    def _on_node(self, node: int, cause: str) -> None:
+    def _on_node(self, node: int, cause: DownCause) -> None:
         self.refresh(np.array([node]))
 
     def refresh(self, nodes: NDArray[np.int64] | None = None, util: float | None = None) -> None:
@@ -228,6 +234,7 @@ class ITPower(Component):
             self._t = now
         idx = self._all if nodes is None else nodes
         npw = self.node_power_w
+        p: NDArray[np.float64] | float | None
         if self._uncapped and self._ng_slope_w:  # the same operations as node_it_power_w with non_gpu_power_w
             if util is not None:
                 npw[idx] = util * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * util) + self._g_idle_w)
@@ -268,8 +275,8 @@ class ITPower(Component):
             ts.append(now)
             vs.append(total)
         if self._after:
-            for fn in self._after:
-                fn(idx)
+            for after in self._after:
+                after(idx)
 
     def total_w(self) -> float:
         """Site IT power now, W."""
@@ -281,4 +288,5 @@ class ITPower(Component):
         return self.energy_wh / 1000.0
 
 
-__all__ = ["ITPower"]
+
+__all__ = ["IT_POWER", "ITPower"]

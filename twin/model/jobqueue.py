@@ -308,9 +308,9 @@ class JobQueue(Generic[Job]):
             s = s_new if s_req < 0 or 0 <= s_new < s_req else s_req
             if s < 0:
                 continue
-            k = b.keys[s]
-            if best_key is None or k < best_key:
-                best, best_key = b.jobs[s], k
+            key = b.keys[s]
+            if best_key is None or key < best_key:
+                best, best_key = b.jobs[s], key
         return best
 
     def jobs(self) -> Iterator[Job]:

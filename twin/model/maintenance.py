@@ -7,6 +7,7 @@ that returns them; jobs on drained nodes see a planned interruption through the 
 from __future__ import annotations
 
 from twin.model.cluster import Cluster
+from twin.model.causes import PLANNED
 from twin.model.engine import Engine
 from twin.scenario.schema import Planned
 
@@ -18,11 +19,13 @@ class PlannedMaintenance:
         self.spec = spec
         self.waves = 0
         self._next_node = 0
+        self._waves = engine.calls(self._wave)
+        self._wave_ends = engine.calls(self._wave_end)
 
     def start(self) -> None:
         t = self.spec.start_day * 24.0
         if t < self.engine.horizon_h:
-            self.engine.call_at(t, self._wave)
+            self._waves.at(t)
 
     def _wave(self) -> None:
         n = self.cluster.n_nodes
@@ -30,9 +33,13 @@ class PlannedMaintenance:
         self._next_node = (self._next_node + len(batch)) % n
         self.waves += 1
         for node in batch:
-            self.cluster.add_down(node, "planned")
+            self.cluster.add_down(node, PLANNED)
         end = self.engine.now + self.spec.duration_h
-        self.engine.call_at(end, lambda: [self.cluster.remove_down(x, "planned") for x in batch])
+        self._wave_ends.at(end, batch)
         nxt = self.engine.now + self.spec.every_days * 24.0
         if nxt < self.engine.horizon_h:
-            self.engine.call_at(nxt, self._wave)
+            self._waves.at(nxt)
+
+    def _wave_end(self, batch: list[int]) -> None:
+        for node in batch:
+            self.cluster.remove_down(node, PLANNED)

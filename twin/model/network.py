@@ -44,6 +44,7 @@ from numpy.typing import NDArray
 
 from twin import rng
 from twin.model.component import FABRIC, BuildContext, Component, ResultsSoFar
+from twin.model.causes import LINK_FLAP, TRUNK_FLAP, DownCause
 from twin.model.engine import Topic
 from twin.model.parts import FacilityParts
 from twin.observe.recorder import time_weighted_mean
@@ -103,6 +104,10 @@ def _trunk_flap_digests(R: int, G: int, U: int) -> NDArray[np.uint64]:
     return out
 
 
+_LEAF = DownCause.part_failed("leaf")
+_OPTIC = DownCause.part_failed("optic")
+
+
 class _Flaps:
     """Poisson flaps of a set of links, one counter-based stream per link: every link's first flap is
     drawn at the start (vectorised), one renewal per flap; only flaps inside the horizon are
@@ -115,6 +120,7 @@ class _Flaps:
         self.digests = digests if rate_h > 0 else np.zeros(0, dtype=np.uint64)
         self.k = np.zeros(len(self.digests), dtype=np.int64)
         self.fire = fire
+        self._flaps = engine.calls(self._flap)
         self.fired = 0
         self.skipped = 0
 
@@ -125,7 +131,7 @@ class _Flaps:
 
     def _schedule(self, link: int, t_h: float) -> None:
         if t_h < self.engine.horizon_h:
-            self.engine.call_at(t_h, lambda: self._flap(link))
+            self._flaps.at(t_h, link)
 
     def _flap(self, link: int) -> None:
         if self.fire(link):
@@ -188,14 +194,13 @@ class Network(Component):
         self.n_cut = 0
         # failure populations (site-level units through the same crews and spares)
         parts = spec.facility_parts()
-        shop = ctx.shop
         opt_paths, opt_digests, flap_digests = _fabric_paths(N, R, opl, G, U, T)
-        self.optics = FacilityParts(eng, "optic", opt_paths, parts["optic"], self._on_optic, shop.on_failure,
-                                    digests=opt_digests)
-        self.leaves = FacilityParts(eng, "leaf", [leaf_path(r, g) for g in range(G) for r in range(R)],
-                                    parts["leaf"], self._on_leaf, shop.on_failure)
-        self.spines = FacilityParts(eng, "spine", [spine_path(s) for s in range(S)], parts["spine"],
-                                    self._on_spine, shop.on_failure)
+        self.optics = FacilityParts(eng, "optic", opt_paths, parts["optic"], digests=opt_digests)
+        self.leaves = FacilityParts(eng, "leaf", [leaf_path(r, g) for g in range(G) for r in range(R)], parts["leaf"])
+        self.spines = FacilityParts(eng, "spine", [spine_path(s) for s in range(S)], parts["spine"])
+        eng.bus.subscribe(self.optics.changed, self._on_optic)
+        eng.bus.subscribe(self.leaves.changed, self._on_leaf)
+        eng.bus.subscribe(self.spines.changed, self._on_spine)
         # dispatch by impact: an access optic cuts its node, a leaf its group's nodes (off one rail)
         self.optics.scope = lambda i: (((i // opl) // R,) if i // opl < A else ())
         self.leaves.scope = lambda i: self._group_nodes(i // R)
@@ -249,7 +254,8 @@ class Network(Component):
             i = int(np.where(cnt >= k, cnt, len(arr) + 1).argmin())
         if cnt[i] >= k:  # one group holds the job: the smallest such, lowest group id on ties
             lo = int(g.searchsorted(i))
-            return arr[lo:lo + k].tolist()
+            packed: list[int] = arr[lo:lo + k].tolist()
+            return packed
         start = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
         counts = np.diff(np.append(start, len(arr)))
         uniq = g[start].tolist()
@@ -279,9 +285,9 @@ class Network(Component):
         self.leaf_ok[idx] = healthy
         for node in self._group_nodes(group):
             if healthy:
-                self.cluster.remove_cut(node, "leaf")
+                self.cluster.remove_cut(node, _LEAF)
             else:
-                self.cluster.add_cut(node, "leaf")
+                self.cluster.add_cut(node, _LEAF)
         self._record_levels()
 
     def _on_spine(self, idx: int, healthy: bool) -> None:
@@ -299,9 +305,9 @@ class Network(Component):
             node = link // self.R
             self.access_bad[link] += step
             if healthy:
-                self.cluster.remove_cut(node, "optic")
+                self.cluster.remove_cut(node, _OPTIC)
             else:
-                self.cluster.add_cut(node, "optic")
+                self.cluster.add_cut(node, _OPTIC)
             return
         t = link - self.A
         before = self.trunk_bad[t]
@@ -317,11 +323,11 @@ class Network(Component):
         self._record_levels()
         self.engine.bus.publish(Topic.FABRIC)
 
-    def _on_cut(self, node: int, cause: str) -> None:
+    def _on_cut(self, node: int, cause: DownCause) -> None:
         self.n_cut += 1
         self.engine.recorder.level("network.cut_nodes", self.engine.now, self.n_cut)
 
-    def _on_uncut(self, node: int, cause: str) -> None:
+    def _on_uncut(self, node: int, cause: DownCause) -> None:
         self.n_cut -= 1
         self.engine.recorder.level("network.cut_nodes", self.engine.now, self.n_cut)
 
@@ -333,7 +339,7 @@ class Network(Component):
         if self.access_bad[link] != 0 or not self.leaf_ok[self.node_group[node] * self.R + rail]:
             return False
         self.engine.recorder.event(self.engine.now, "transient", access_link_path(node, rail), node)
-        self.engine.bus.publish(Topic.LINK_FLAP, node, "link_flap")
+        self.engine.bus.publish(Topic.LINK_FLAP, node, LINK_FLAP)
         return True
 
     def _trunk_flap(self, link: int) -> bool:
@@ -344,7 +350,7 @@ class Network(Component):
             return False
         group, rail = divmod(leaf, self.R)
         self.engine.recorder.event(self.engine.now, "transient", trunk_link_path(rail, group, j), -1)
-        self.engine.bus.publish(Topic.FABRIC_FLAP, group, "trunk_flap")
+        self.engine.bus.publish(Topic.FABRIC_FLAP, group, TRUNK_FLAP)
         return True
 
     def spans_groups(self, nodes: NDArray[np.int64]) -> bool:

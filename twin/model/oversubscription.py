@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from twin.model.component import IT_POWER, BuildContext, Component, Metrics, ResultsSoFar, Tables
+from twin.model.it_power import IT_POWER
+from twin.model.component import BuildContext, Component, Metrics, ResultsSoFar, Tables
 from twin.model.engine import Topic
 from twin.model.site_limit import SiteLimit
 
@@ -45,7 +46,7 @@ class Oversubscription(Component):
         self.spec = power.oversubscription
         self.capacity_w = self.spec.feed_capacity_kw * 1000.0
         self.it = ctx.service(IT_POWER)
-        self.limit = SiteLimit(ctx.engine, self.it, ctx.sc, "power_oversub")
+        self.limit = SiteLimit(ctx.engine, ctx.cluster, self.it, ctx.sc, "power_oversub")
         self.live = {f: True for f in power.feeds}
         self.one_feed = False  # a feed is lost: the survivors carry every load (capped after the latency)
         self.gen = 0  # bumped when every feed is back: pending caps and trips of that loss are void
@@ -75,8 +76,8 @@ class Oversubscription(Component):
         lat_s = self.spec.capping_latency_s
         eng.recorder.event(eng.now, "oversubscribed_feed_loss", f"power.feed{up[0]}", -1, r)
         if trip_s < lat_s:
-            eng.call_at(eng.now + trip_s / 3600.0, lambda: self._trip(up[0], gen))
-        eng.call_at(eng.now + lat_s / 3600.0, lambda: self._cap(gen))
+            eng.calls(self._trip).at(eng.now + trip_s / 3600.0, up[0], gen)
+        eng.calls(self._cap).at(eng.now + lat_s / 3600.0, gen)
 
     def _cap(self, gen: int) -> None:
         if gen == self.gen:

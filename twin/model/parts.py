@@ -7,21 +7,26 @@ each). A replaced part renews (as good as new) with its next draw ``k + 1``.
 Two kinds share one base, :class:`Population` (lifetimes, renewal, common-cause groups, latent
 failures): :class:`PartPopulation`, a node part (``count`` per node, its effect on the node), and
 :class:`FacilityParts`, site units outside any node (CRAH units, CDUs, chillers, feed units, optics,
-switches, storage servers...), whose owner reacts to ``on_change``.
+switches, storage servers...), whose owners subscribe to its ``changed`` channel.
+
+A node part's failure is published as ``PART_FAILED``, a site unit's as ``UNIT_FAILED``: the repair shop
+subscribes to both (twin.model.repair) and publishes ``PART_REPLACED`` when a technician's replacement
+restores a unit.
 """
 
 from __future__ import annotations
 
 import abc
 import functools
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Final, Iterable, Sequence
 
 import numpy as np
 import simpy
 
 from twin import rng
+from twin.model.causes import DownCause
 from twin.model.cluster import Cluster, node_path
-from twin.model.engine import Engine, Topic
+from twin.model.engine import Channel, Engine, Topic
 from twin.scenario.base import Part
 from twin.scenario.distributions import Exponential, Fixed, Weibull
 
@@ -73,7 +78,10 @@ class Population(abc.ABC):
         self._ccf_mean_h = spec.failure.mean() / self.beta if self.beta else float("inf")  # 1/(βλ), hours
         self._ccf_digests = np.zeros(0, dtype=np.uint64)
         self._in_ccf = False
-        self._down_cause: dict[int, str] = {}
+        self._down_cause: dict[int, DownCause] = {}
+        self.cause = DownCause.part_failed(name)
+        """The down (or cut) reason of a failed unit: the part's name."""
+        self._ccf_cause = DownCause.common(name)
         self.ccf_events = 0  # common events that failed at least one unit
         self.ccf_failures = 0  # units they failed
         self.test_h: float | None = spec.latent_test_interval_h
@@ -84,6 +92,11 @@ class Population(abc.ABC):
         """Hours each periodic test takes a working unit out of service (set by the owner; 0: no time)."""
         self.test_unit_h = 0.0  # unit-hours out of service for tests
         self._in_test: set[int] = set()  # working units out of service for their test now
+        self._fires = engine.calls(self._fire)  # a unit's failure (generation gen: invalidated by a later one)
+        self._common = engine.calls(self._common_event)
+        self._tests = engine.calls(self._periodic_test)
+        self._unit_tests = engine.calls(self._test_unit)
+        self._test_ends = engine.calls(self._test_end)
 
     # ---- where the units sit and what a failure does (each kind) --------------------------------
     @abc.abstractmethod
@@ -161,9 +174,9 @@ class Population(abc.ABC):
             u = self.engine.streams.uniforms(self._ccf_digests, 0, rng.STREAMS["ccf"])
             first = rng.exponential_from_u(u, self._ccf_mean_h)
             for g in np.flatnonzero(first < self.engine.horizon_h):
-                self.engine.call_at(float(first[g]), functools.partial(self._common_event, int(g), 0))
+                self._common.at(float(first[g]), int(g), 0)
         if self.test_h is not None and self.test_h < self.engine.horizon_h:
-            self.engine.call_at(self.test_h, self._periodic_test)
+            self._tests.at(self.test_h)
 
     # ---- common-cause failures (β-factor) ---------------------------------------------------
     def _common_event(self, g: int, k: int) -> None:
@@ -181,7 +194,7 @@ class Population(abc.ABC):
         u = rng.uniform1(self.engine.streams.key, int(self._ccf_digests[g]), k + 1, rng.STREAMS["ccf"])
         t = self.engine.now + float(rng.exponential_from_u(np.array([u]), self._ccf_mean_h)[0])
         if t < self.engine.horizon_h:
-            self.engine.call_at(t, lambda: self._common_event(g, k + 1))
+            self._common.at(t, g, k + 1)
 
     # ---- latent failures ------------------------------------------------------------------------
     def _hide(self, idx: int) -> None:
@@ -215,14 +228,14 @@ class Population(abc.ABC):
         eng = self.engine
         if self.test_duration_h:
             for i in range(self.n):
-                eng.call_at(eng.now + i * self.test_duration_h, functools.partial(self._test_unit, i))
+                self._unit_tests.at(eng.now + i * self.test_duration_h, i)
         else:
             for idx in sorted(self._hidden):
                 self.found(idx, "test")
         assert self.test_h is not None
         t = eng.now + self.test_h
         if t < eng.horizon_h:
-            eng.call_at(t, self._periodic_test)
+            self._tests.at(t)
 
     def _test_unit(self, idx: int) -> None:
         if idx in self._hidden:
@@ -231,7 +244,7 @@ class Population(abc.ABC):
             self.engine.recorder.event(self.engine.now, "test_start", self.path(idx), -1, self.test_duration_h)
             self._in_test.add(idx)
             self._out_for_test(idx, True)
-            self.engine.call_at(self.engine.now + self.test_duration_h, functools.partial(self._test_end, idx))
+            self._test_ends.at(self.engine.now + self.test_duration_h, idx)
 
     def _test_end(self, idx: int) -> None:
         self.test_unit_h += self.test_duration_h
@@ -248,7 +261,7 @@ class Population(abc.ABC):
         if t_h >= self.engine.horizon_h:
             return
         gen = int(self.gen[idx])
-        self.engine.call_at(t_h, lambda: self._fire(idx, gen))
+        self._fires.at(t_h, idx, gen)
 
     def fail_now(self, idx: int) -> None:
         """Unit ``idx`` fails at the current time through its own failure path (a cold power cycle, a
@@ -259,6 +272,10 @@ class Population(abc.ABC):
         """Move a healthy part's failure to absolute time ``t_h`` (e.g. accelerated ageing)."""
         self.gen[idx] += 1
         self._schedule(idx, t_h)
+
+    def reschedule_now(self, idx: int) -> None:
+        """Move a healthy part's failure to now (an injected failure)."""
+        self.reschedule(idx, self.engine.now)
 
     def _renew(self, idx: int) -> None:
         now = self.engine.now
@@ -272,8 +289,7 @@ class Population(abc.ABC):
 class PartPopulation(Population):
     """All instances of part type ``name`` (``count`` per node)."""
 
-    def __init__(self, engine: Engine, cluster: Cluster, name: str, spec: Part,
-                 on_failure: Callable[["PartPopulation", int], None]) -> None:
+    def __init__(self, engine: Engine, cluster: Cluster, name: str, spec: Part) -> None:
         self.cluster = cluster
         self.per_node = spec.count
         priority = spec.dispatch_priority if spec.dispatch_priority is not None else DEFAULT_PRIORITY[spec.effect]
@@ -281,7 +297,6 @@ class PartPopulation(Population):
                          _node_part_digests(cluster.racks, cluster.nodes_per_rack, name, spec.count), priority)
         self.fail_below = spec.fail_below
         self.required = int(spec.required or spec.count)
-        self._on_failure = on_failure
         self.healthy_per_node = np.full(cluster.n_nodes, spec.count, dtype=np.int32)
         self.frailty: np.ndarray | None = None
         """Per node, the multiplier Z of this part's failure rate (proportional hazards: survival S(t)^Z),
@@ -337,7 +352,7 @@ class PartPopulation(Population):
         now = self.engine.now
         self.engine.recorder.event(now, "fail", self.path(idx), node, now - self.install_h[idx])
         if self.spec.effect == "transient":
-            self.engine.bus.publish(Topic.TRANSIENT, node, self.name)
+            self.engine.bus.publish(Topic.TRANSIENT, node, self.cause)
             self._renew(idx)
             return
         self.healthy[idx] = False
@@ -346,8 +361,7 @@ class PartPopulation(Population):
         before = int(self.healthy_per_node[node])
         self.healthy_per_node[node] = before - 1
         self._apply_effect(node, before, before - 1)
-        self.engine.bus.publish(Topic.PART_FAILED, self, idx)
-        self._on_failure(self, idx)
+        self.engine.bus.publish(PART_FAILED, self, idx)  # the models first, the repair shop (subscribed last)
 
     def restore(self, idx: int) -> None:
         """The part was replaced: healthy again, with a fresh lifetime from now."""
@@ -360,7 +374,7 @@ class PartPopulation(Population):
         self.healthy_per_node[node] = before + 1
         self._renew(idx)
         self._apply_effect(node, before, before + 1)
-        self.engine.bus.publish(Topic.PART_RESTORED, self, idx)
+        self.engine.bus.publish(PART_RESTORED, self, idx)
 
     # ---- effect on the node ---------------------------------------------------------------
     def _apply_effect(self, node: int, before: int, after: int) -> None:
@@ -368,24 +382,24 @@ class PartPopulation(Population):
         if eff == "node_down":
             # every failed part of the type is one down reason
             if after < before:
-                self.cluster.add_down(node, self.name)
+                self.cluster.add_down(node, self.cause)
             else:
-                self.cluster.remove_down(node, self.name)
+                self.cluster.remove_down(node, self.cause)
         elif eff == "link_down":
             if after < before:
-                self.cluster.add_cut(node, self.name)
+                self.cluster.add_cut(node, self.cause)
             else:
-                self.cluster.remove_cut(node, self.name)
+                self.cluster.remove_cut(node, self.cause)
         elif eff == "redundant":
             was_failed = before < self.fail_below
             now_failed = after < self.fail_below
             if now_failed and not was_failed:
                 # a common event that took the group down is its own cause (reported apart)
-                cause = f"ccf:{self.name}" if self._in_ccf else self.name
+                cause = self._ccf_cause if self._in_ccf else self.cause
                 self._down_cause[node] = cause
                 self.cluster.add_down(node, cause)
             elif was_failed and not now_failed:
-                self.cluster.remove_down(node, self._down_cause.pop(node, self.name))
+                self.cluster.remove_down(node, self._down_cause.pop(node, self.cause))
             if self._hidden and after < before and after < int(self.required):
                 # a demand: the group no longer meets `required`, every hidden failure in it is found
                 for i in self.members(node):
@@ -394,6 +408,19 @@ class PartPopulation(Population):
 
     def node_failed_by_group(self, node: int) -> bool:
         return bool(self.healthy_per_node[node] < self.fail_below)
+
+
+PART_FAILED: Final[Channel[PartPopulation, int]] = Channel(
+    "part_failed", "(population, idx) unit idx of a node part failed (after its effect on the node); the repair "
+                   "shop, subscribed last, opens its ticket")
+PART_RESTORED: Final[Channel[PartPopulation, int]] = Channel(
+    "part_restored", "(population, idx) unit idx of a node part works again (replaced or repaired)")
+UNIT_FAILED: Final[Channel[FacilityParts, int]] = Channel(
+    "unit_failed", "(population, idx) site unit idx failed (after its owner heard of it on the population's "
+                   "changed channel); the repair shop opens its ticket")
+PART_REPLACED: Final[Channel[Population, int]] = Channel(
+    "part_replaced", "(population, idx) a technician's replacement restored unit idx (repair ladder rung 2 or 3; "
+                     "the repair shop): the node-health model's infant mortality")
 
 
 def contiguous_groups(n: int, size: int) -> list[range]:
@@ -406,40 +433,48 @@ def frail_sample(dist: Any, u: np.ndarray, z: np.ndarray) -> np.ndarray:
     survival S(t)^z, i.e. the inverse CDF at 1 − (1 − u)^(1/z)). Exact in closed form for the
     exponential (mean / z) and the Weibull (scale · z^(−1/shape)); otherwise the uniform is transformed
     (−expm1(log1p(−u)/z), kept below 1). A fixed time is unchanged (no hazard to scale)."""
+    out: np.ndarray
     if isinstance(dist, Exponential):
-        return -dist.mean_h * np.log1p(-u) / z
-    if isinstance(dist, Weibull):
-        return dist.scale_h * np.power(z, -1.0 / dist.shape) * np.power(-np.log1p(-u), 1.0 / dist.shape)
-    if isinstance(dist, Fixed):
-        return dist.sample(u)
-    return dist.sample(np.minimum(-np.expm1(np.log1p(-u) / z), ONE_BELOW))
+        out = -dist.mean_h * np.log1p(-u) / z
+    elif isinstance(dist, Weibull):
+        out = dist.scale_h * np.power(z, -1.0 / dist.shape) * np.power(-np.log1p(-u), 1.0 / dist.shape)
+    elif isinstance(dist, Fixed):
+        out = dist.sample(u)
+    else:
+        out = dist.sample(np.minimum(-np.expm1(np.log1p(-u) / z), ONE_BELOW))
+    return out
 
 
 class FacilityParts(Population):
     """Site-level units (CRAH, CDU, pump, PDU, UPS, switch...) that fail and are repaired through
     the same engine, streams, crews and spares as node parts.
 
-    The owning model passes ``on_change(idx, healthy)`` and reacts (recomputes capacity, cuts
-    nodes...). Units are not inside a node: repairs never drain a node (``node_of`` is -1).
+    The owning model subscribes to ``changed`` (``(idx, healthy)``: a unit failed, was restored, or went out
+    for its test and came back) and reacts (recomputes capacity, cuts nodes...); a failure is published as
+    ``UNIT_FAILED`` (the repair shop's). Units are not inside a node: repairs never drain a node (``node_of``
+    is -1).
     """
 
     def __init__(self, engine: Engine, name: str, paths: list[str], spec: Part,
-                 on_change: Callable[[int, bool], None], on_failure: Callable[["FacilityParts", int], None],
                  digests: np.ndarray | None = None, groups: Sequence[Sequence[int]] | None = None) -> None:
         super().__init__(engine, name, spec, len(paths),
                          rng.path_digests(paths) if digests is None else digests,  # digests: of paths, precomputed
                          spec.dispatch_priority if spec.dispatch_priority is not None else 0)
         self._paths = paths
-        self._on_change = on_change
-        self._on_failure = on_failure
+        self.changed: Channel[int, bool] = Channel(
+            f"{name}.changed", "(idx, healthy) a unit of this population failed or was restored, or went out for its "
+                               "test (healthy False) and came back (the population)")
+        """The population's own topic: its owner subscribes (``engine.bus.subscribe(pop.changed, fn)``)."""
+        self._changed_subs = engine.bus.handlers(self.changed)
         self.scope: Callable[[int], Iterable[int]] | None = None
         """Nodes whose service unit ``idx``'s failure can take away (set by the owning model; none: no
         node). Dispatch by impact counts the GPUs of those out of service, or cut, for one of ``causes``."""
-        self.causes: frozenset[str] = frozenset({name})
+        self.causes: frozenset[DownCause] = frozenset({self.cause})
         self._groups: list[Sequence[int]] = [range(self.n)] if groups is None else list(groups)
         """Common-cause groups (default: every unit of the population in one group)."""
         self._ccf_since: dict[int, float] = {}  # units failed by a common event: since when, h
         self._ccf_unit_h = 0.0
+        self._backs = engine.calls(self._back)  # a knocked-out unit's common repair ends
 
     def ccf_unit_hours(self, horizon_h: float) -> float:
         """Unit-hours the population's units spent failed by common-cause events, from the event to their
@@ -482,7 +517,7 @@ class FacilityParts(Population):
             self._in_test.discard(idx)
         else:
             self._on_change(idx, False)
-        self._on_failure(self, idx)
+        self.engine.bus.publish(UNIT_FAILED, self, idx)
 
     def restore(self, idx: int) -> None:
         assert not self.healthy[idx]
@@ -494,6 +529,10 @@ class FacilityParts(Population):
         self.repairs[idx] += 1
         self._renew(idx)
         self._on_change(idx, True)
+
+    def _on_change(self, idx: int, healthy: bool) -> None:
+        for fn in self._changed_subs:  # = bus.publish(self.changed, idx, healthy): the population owns the topic
+            fn(idx, healthy)
 
     def _out_for_test(self, idx: int, out: bool) -> None:
         """Working unit ``idx`` goes out of service for its periodic test (``out``) or returns."""
@@ -514,7 +553,7 @@ class FacilityParts(Population):
             self._in_test.discard(idx)
         else:
             self._on_change(idx, False)
-        self.engine.call_at(now + repair_h, lambda: self._back(idx))
+        self._backs.at(now + repair_h, idx)
         return True
 
     def _back(self, idx: int) -> None:

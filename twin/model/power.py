@@ -36,6 +36,7 @@ lost power returns ``reboot_h`` after power is back (after a hall-wide loss ``tw
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING
 
@@ -44,10 +45,11 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from twin import rng
-from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
+from twin.model.component import BuildContext, Component, ResultsSoFar
+from twin.model.causes import DownCause
 from twin.model.engine import Topic
 from twin.model.facility_units import Load, MaintenanceAccount, MaintenanceRota
-from twin.model.it_power import ITPower as ITPower  # re-exported: cooling/state.py still names it here
+from twin.model.it_power import IT_POWER
 from twin.model.parts import FacilityParts
 from twin.model.power_results import power_results
 from twin.scenario.recovery import block_trip_min
@@ -69,12 +71,11 @@ ranks with a failed generator start); ``transfer`` also a generator tripped by i
 _PSU, _PDU, _UTILITY, _GEN_START, _FEED, _MAINT, _ATS, _UPS, _SWITCH, _TRIP = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 _RANK = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 0.5, 3.5, 4.5, 4.6, 4.7])
 """Rank of each code (index = code) among a node's dead feeds."""
-
-
-def cause_name(code: int) -> str:
-    """The node-down reason of power cause ``code``: ``power:<cause>``, and for a planned maintenance
-    that drained the load ``planned:power_maintenance`` (a planned interruption for the workload)."""
-    return "planned:power_maintenance" if code == _MAINT else f"power:{CAUSES[code - 1]}"
+DOWN_CAUSES: tuple[DownCause, ...] = (DownCause.power("none"), *(
+    DownCause.planned_drain("power") if code == _MAINT else DownCause.power(c) for code, c in enumerate(CAUSES, 1)))
+"""The node-down reason of each cause code (index = code; 0 is never a reason): ``power:<cause>``, and for a
+planned maintenance that drained the load ``planned:power_maintenance`` (a planned interruption)."""
+_FEED_CAUSES = frozenset(DownCause.power(c) for c in CAUSES[2:])  # a feed unit's failure: dispatch by impact
 
 
 class PowerChain(Component):
@@ -137,7 +138,7 @@ class PowerChain(Component):
         self.ups_ok = [self.has_ups] * F
         self.gen_ok = [self.has_gen] * F
         self.gen_state = ["off"] * F
-        self.gen_timer = [eng.timer(lambda f=f: self._gen_running(f)) for f in range(F)]  # start delay over
+        self.gen_timer = [eng.timer(functools.partial(self._gen_running, f)) for f in range(F)]  # start delay over
         self.sb_ok = [True] * F
         self.ats_k = [0] * F  # transfers drawn per feed (stream power.feed<X>.ats#transfer)
         self.ats_fail = [False] * F  # the pending transfer of the feed fails
@@ -159,7 +160,7 @@ class PowerChain(Component):
         self.input_live = [True] * F
         self.mode = ["utility"] * F
         self.feed_code = [0] * F
-        self.empty_timer = [eng.timer(lambda f=f: self._ups_empty(f)) for f in range(F)]  # battery runs empty
+        self.empty_timer = [eng.timer(functools.partial(self._ups_empty, f)) for f in range(F)]  # battery runs empty
         self.feed_load_w = [0.0] * F
         self.feed_since = [0.0] * F
         self.feed_rows: list[tuple[str, float, float, str, str]] = []
@@ -203,7 +204,8 @@ class PowerChain(Component):
         self.site_cap_w = it.cap_of("power_site") if spec.site_cap_w is not None else None
         if self.site_cap_w is not None:  # the site cap water-fills over every GPU's caps at every load change
             it.need_exact("power.site_cap", True)
-        self.speed = eng.speed_cap("power")
+        self.speed_src = ctx.cluster.speed_source("power")
+        self.speed = self.speed_src.caps
         it.watch(self._settle, self._after_load)
         # ---- site-level units
         self.units: dict[str, FacilityParts] = {}
@@ -216,17 +218,16 @@ class PowerChain(Component):
             else:
                 paths = [f"power.feed{x}.{name}" for x in self.feeds]
                 groups = [list(range(F))]  # the unit of every feed (generator A and B)
-            fp = FacilityParts(eng, name, paths, spec.element_part(name, len(paths)),
-                               (lambda i, ok, nm=name: self._on_unit(nm, i, ok)), ctx.shop.on_failure,
-                               groups=groups)
+            fp = FacilityParts(eng, name, paths, spec.element_part(name, len(paths)), groups=groups)
+            eng.bus.subscribe(fp.changed, functools.partial(self._on_unit, name))
             fp.test_duration_h = el.test_duration_h
             # dispatch by impact: a PDU's nodes, or every node of a feed-level unit, out for a power cause
             if name == "pdu":
                 fp.scope = lambda i: np.flatnonzero(self.node_pdu == i % self.K)
-                fp.causes = frozenset({f"power:{CAUSES[_PDU - 1]}"})
+                fp.causes = frozenset({DOWN_CAUSES[_PDU]})
             else:
                 fp.scope = lambda i: range(n)
-                fp.causes = frozenset(f"power:{c}" for c in CAUSES[2:])  # utility, generator_start, feed
+                fp.causes = _FEED_CAUSES
             self.units[name] = fp
         # ---- utility sources: (stream path, feeds)
         if spec.utility.shared:
@@ -237,11 +238,11 @@ class PowerChain(Component):
         # ---- the modular UPS and UPS faults (issue 43)
         self.mods: UPSModules | None = None
         if ups is not None and (ups.modules is not None or ups.fault is not None):
-            self.mods = UPSModules(eng, spec, ctx.shop.on_failure, self._settle, self._ups_changed)
+            self.mods = UPSModules(eng, spec, self._settle, self._ups_changed)
             self.mods.in_service = lambda f: self.unit_up["ups"][f] and not self._bypassed("ups", f)
             if self.mods.parts is not None:
                 self.mods.parts.scope = lambda i: range(n)
-                self.mods.parts.causes = frozenset(f"power:{c}" for c in CAUSES[2:])
+                self.mods.parts.causes = _FEED_CAUSES
                 self.units["ups_module"] = self.mods.parts
         eng.bus.subscribe(Topic.GROUP, self._on_group)
         eng.bus.subscribe(Topic.COOLING_LOAD, self._on_cooling_load)
@@ -254,7 +255,7 @@ class PowerChain(Component):
 
     def down_causes(self) -> dict[str, str]:
         # a node down for too few PSUs counts against the PSU part, for a failed PDU against the PDUs
-        return {f"power:{CAUSES[_PSU - 1]}": self.spec.psu_part, f"power:{CAUSES[_PDU - 1]}": "pdu"}
+        return {DOWN_CAUSES[_PSU].label: self.spec.psu_part, DOWN_CAUSES[_PDU].label: "pdu"}
 
     def start(self) -> None:
         if self.spec.utility.outages_per_year > 0:
@@ -267,7 +268,7 @@ class PowerChain(Component):
         for inj in self.spec.inject:
             f = self.feeds.index(inj.feed)
             if inj.at_h < self.H:
-                self.engine.call_at(inj.at_h, lambda f=f, d=inj.duration_h: self._outage_begin([f], d, True))
+                self.engine.calls(self._outage_begin).at(inj.at_h, [f], inj.duration_h, True)
         self._update()
 
     def finish(self) -> None:
@@ -337,7 +338,7 @@ class PowerChain(Component):
         u = self.engine.streams.scalar(path + "#arrival", k)
         t = after_h + float(rng.exponential_from_u(np.array([u]), HOURS_PER_YEAR / self.spec.utility.outages_per_year)[0])
         if t < self.H:
-            self.engine.call_at(t, lambda: self._source_outage(s))
+            self.engine.calls(self._source_outage).at(t, s)
 
     def _source_outage(self, s: int) -> None:
         path, feeds = self.sources[s]
@@ -370,7 +371,7 @@ class PowerChain(Component):
                 row["generator"] = self._start_generator(f, f"power.feed{self.feeds[f]}.generator#start", k)
             eng.recorder.event(eng.now, "utility_lost", f"power.feed{self.feeds[f]}", -1, duration_h)
         self._feeds_active = True
-        eng.call_at(eng.now + duration_h, lambda: self._outage_end(feeds))
+        eng.calls(self._outage_end).at(eng.now + duration_h, feeds)
         self._update()
 
     def _start_generator(self, f: int, stream: str, k: int) -> str:
@@ -534,7 +535,7 @@ class PowerChain(Component):
         hit = [g for g in range(self.F) if g != f] if mode == "isolate" else [f]
         for g in hit:
             self.switch_drop[g] += 1
-        self.engine.call_at(self.engine.now + mt.switching_restore_min / 60.0, lambda: self._switch_back(hit))
+        self.engine.calls(self._switch_back).at(self.engine.now + mt.switching_restore_min / 60.0, hit, None)
 
     def _switch_back(self, feeds: list[int], drops: list[int] | None = None) -> None:
         self._settle()
@@ -548,7 +549,7 @@ class PowerChain(Component):
         self._settle()
         f = self.feeds.index(feed)
         self.trip_drop[f] += 1
-        self.engine.call_at(self.engine.now + restore_h, lambda: self._switch_back([f], self.trip_drop))
+        self.engine.calls(self._switch_back).at(self.engine.now + restore_h, [f], self.trip_drop)
         self._feeds_active = True
         self._update()
 
@@ -668,13 +669,13 @@ class PowerChain(Component):
                 self.pheld[i] = True
                 self.pcode[i] = c
                 self._count_cause()
-                cl.add_down(i, cause_name(c))
+                cl.add_down(i, DOWN_CAUSES[c])
             elif self.pcode[i] != c:
                 old = int(self.pcode[i])
                 self.pcode[i] = c
                 self._count_cause()
-                cl.add_down(i, cause_name(c))  # new reason first: no spurious up
-                cl.remove_down(i, cause_name(old))
+                cl.add_down(i, DOWN_CAUSES[c])  # new reason first: no spurious up
+                cl.remove_down(i, DOWN_CAUSES[old])
         back = np.flatnonzero(~down & self.pheld & ~self.rebooting)
         if len(back):
             if self.spec.reboot_h > 0:
@@ -690,7 +691,7 @@ class PowerChain(Component):
             self.rebooting[i] = False
             self.pcode[i] = 0
             self._count_cause()
-            self.cluster.remove_down(i, cause_name(c))
+            self.cluster.remove_down(i, DOWN_CAUSES[c])
 
     def _reboot_done(self, nodes: NDArray[np.int64]) -> None:
         """The reboot of ``nodes`` (those of a batch still rebooting) is over: they are back."""
@@ -710,7 +711,7 @@ class PowerChain(Component):
         changed = np.flatnonzero(s != self.speed)
         if len(changed):
             self.speed[changed] = s[changed]
-            self.engine.bus.publish(Topic.NODE_SPEED, changed)
+            self.speed_src.changed(changed)
 
     # ---- the load side ------------------------------------------------------------------------
     def _after_load(self, idx: NDArray[np.int64]) -> None:

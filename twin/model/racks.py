@@ -16,12 +16,14 @@ published as ``Topic.RACK_PART`` (the NVLink domains' switch trays: ``twin.model
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from twin.model.cluster import rack_path
 from twin.model.component import BuildContext, Component
+from twin.model.causes import DownCause
 from twin.model.engine import Topic
 from twin.model.parts import FacilityParts
 
@@ -56,8 +58,8 @@ class RackParts(Component):
             # node_down: any unit's failure takes the rack down (as for a node part); redundant: k-of-n
             self.fail_below[name] = spec.count if spec.effect == "node_down" else spec.fail_below
             self.count[name] = spec.count
-            pop = FacilityParts(ctx.engine, name, paths, spec,
-                                lambda idx, ok, name=name: self._on_change(name, idx, ok), ctx.shop.on_failure)
+            pop = FacilityParts(ctx.engine, name, paths, spec)
+            ctx.engine.bus.subscribe(pop.changed, functools.partial(self._on_change, name))
             npr, cnt = cl.nodes_per_rack, spec.count
             pop.scope = lambda idx, npr=npr, cnt=cnt: range((idx // cnt) * npr, (idx // cnt + 1) * npr)  # its rack
             if spec.dispatch_priority is None:  # like node parts: node-down 0, lost redundancy 2
@@ -84,7 +86,7 @@ class RackParts(Component):
         nodes = range(rack * cl.nodes_per_rack, (rack + 1) * cl.nodes_per_rack)
         if before >= k > after:  # the rack's group just failed
             for node in nodes:
-                cl.add_down(node, name)
+                cl.add_down(node, DownCause.part_failed(name))
         elif after >= k > before:  # and is back
             for node in nodes:
-                cl.remove_down(node, name)
+                cl.remove_down(node, DownCause.part_failed(name))

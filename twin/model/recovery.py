@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from twin.model.causes import DownCause
 from twin.model.cluster import node_blocks
 from twin.model.component import BuildContext, Component, Metrics, ResultsSoFar, Tables
 from twin.model.engine import Topic
@@ -31,7 +32,7 @@ from twin.model.engine import Topic
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
 
-CAUSE = "power:restart"
+CAUSE = DownCause.power("restart")
 """The down reason of a node held for the staged restart."""
 
 
@@ -100,7 +101,7 @@ class Recovery(Component):
         gen, k = self.gen, self.restarts - 1
         eng.recorder.event(eng.now, "hall_restart", "power.recovery")
         for j, off in enumerate(self.spec.batch_offsets_h()[: len(self.batches)]):
-            eng.call_at(eng.now + off, lambda j=j: self._release(j, gen, k))
+            eng.calls(self._release).at(eng.now + off, j, gen, k)
 
     def _release(self, j: int, gen: int, k: int) -> None:
         if gen != self.gen:

@@ -25,8 +25,10 @@ from typing import Any, Callable, Generator, Sequence
 import numpy as np
 import simpy
 
+from twin.model.causes import BURN_IN, THERMAL_TRIP, DownCause
 from twin.model.cluster import Cluster, node_blocks
 from twin.model.engine import Engine
+from twin.model.parts import PART_FAILED, PART_REPLACED, UNIT_FAILED
 from twin.scenario.distributions import Fixed
 from twin.scenario.schema import Maintenance, Scenario, Shift, Spares
 from twin.units import HOURS_PER_DAY, Calendar
@@ -96,7 +98,7 @@ class CrewPool:
         if not self.calendar.on_shift(now):
             if not self._wake:
                 self._wake = True
-                eng.call_at(now + self.calendar.wait_h(now), self._on_wake)
+                eng.calls(self._on_wake).at(now + self.calendar.wait_h(now))
             return
         while self.free and self.queue:
             q = self.queue
@@ -168,7 +170,7 @@ class Inventory:
             self.rma_sent += 1
             self.at_vendor += 1
             self.engine.recorder.level(self._rma_level, self.engine.now, self.at_vendor)
-            self.engine.call_at(self.engine.now + self.rma_h, self._rma_back)
+            self.engine.calls(self._rma_back).at(self.engine.now + self.rma_h)
         else:
             self.scrapped += 1
 
@@ -186,7 +188,7 @@ class Inventory:
             self.on_order += self.reorder_qty
             self.orders += 1
             qty = self.reorder_qty
-            self.engine.call_at(self.engine.now + self.lead_h, lambda q=qty: self._deliver(q))
+            self.engine.calls(self._deliver).at(self.engine.now + self.lead_h, qty)
 
     def _deliver(self, qty: int) -> None:
         self.on_order -= qty
@@ -254,9 +256,6 @@ class RepairShop:
     crews: dict[str, CrewPool] = field(default_factory=dict)
     inventories: dict[str, Inventory] = field(default_factory=dict)
     _ticket_id: int = 0
-    on_replaced: Callable[[Any, int], None] | None = None
-    """Called with (population, index) when a technician's replacement restores a part (rung 2 or 3):
-    the node-health model's infant mortality (twin.model.health)."""
 
     def __post_init__(self) -> None:
         for name, shift in self.spec.crews.items():
@@ -265,9 +264,16 @@ class RepairShop:
             self.inventories[part] = Inventory(self.engine, part, sp)
         self._default_pool = next(iter(self.crews))
         self.open: dict[int, _Ticket] = {}
-        self._node_causes: dict[str, frozenset[str]] = {}
+        self._node_causes: dict[str, frozenset[DownCause]] = {}
+
+    def attach(self) -> None:
+        """Subscribe to part and site-unit failures. Called once every component is built, so that the shop
+        comes last among the subscribers: a failure is seen by the models (health, ageing) before its ticket."""
+        self.engine.bus.subscribe(PART_FAILED, self.on_failure)
+        self.engine.bus.subscribe(UNIT_FAILED, self.on_failure)
 
     def on_failure(self, pop: Any, idx: int) -> None:
+        """Open the ticket of failed unit ``idx`` of ``pop`` (``PART_FAILED``, ``UNIT_FAILED``)."""
         if pop.spec.repair.policy == "none":  # never repaired: the unit stays failed to the horizon
             return
         self._ticket_id += 1
@@ -288,7 +294,7 @@ class RepairShop:
         if node >= 0:
             causes = self._node_causes.get(pop.name)
             if causes is None:
-                causes = self._node_causes[pop.name] = frozenset({pop.name})
+                causes = self._node_causes[pop.name] = frozenset({pop.cause})
             return cl.out_for((node,), causes) * cl.gpus_per_node
         if pop.scope is None:
             return 0
@@ -332,7 +338,7 @@ class RepairShop:
         t.impact_gpus = float(impact)  # type: ignore[arg-type]
         t.crew_h = t.start_h = eng.now
         if node >= 0 and not rep.hot_swap and pop.spec.effect not in ("node_down", "transient"):
-            self.cluster.add_down(node, f"repair:{pop.name}")
+            self.cluster.add_down(node, DownCause.repair(pop.name))
             t.drained = True
         yield env.timeout(self._draw(pop, idx, "repair", k, rep.time))
         t.end_h = eng.now
@@ -347,15 +353,14 @@ class RepairShop:
         burn = rep.burn_in_h
         affects_node = node >= 0 and (t.drained or pop.spec.effect == "node_down" or pop.node_failed_by_group(node))
         if burn > 0 and affects_node:
-            self.cluster.add_down(node, "burn_in")
+            self.cluster.add_down(node, BURN_IN)
         pop.restore(idx)
-        if self.on_replaced is not None:
-            self.on_replaced(pop, idx)
+        self.engine.bus.publish(PART_REPLACED, pop, idx)
         if t.drained:
-            self.cluster.remove_down(node, f"repair:{pop.name}")
+            self.cluster.remove_down(node, DownCause.repair(pop.name))
         if burn > 0 and affects_node:
             yield env.timeout(burn)
-            self.cluster.remove_down(node, "burn_in")
+            self.cluster.remove_down(node, BURN_IN)
         t.back_h = eng.now
         self._close(tid, pop, idx)
 
@@ -378,7 +383,7 @@ def bind_scopes(sc: Scenario, cluster: Cluster, facility: dict[str, Any]) -> Non
     if c is None:
         return
     racks, npr = sc.cluster.racks, sc.cluster.nodes_per_rack
-    trip = frozenset({"thermal_trip"})  # the thermal model's down reason for a trip (twin.model.thermal.TRIP)
+    trip = frozenset({THERMAL_TRIP})  # the thermal model's down reason for a trip
     if c.air is not None and "crah" in facility and facility["crah"].scope is None:
         zones = node_blocks(racks, c.air.zones, npr)
         per = c.air.crah.count

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from twin.model.engine import Engine, Topic
+from twin.model.engine import Engine
 from twin.physics.power import site_gpu_cap_w
 from twin.physics.thermal import speed_fraction
 
 if TYPE_CHECKING:  # pragma: no cover
+    from twin.model.cluster import Cluster
     from twin.model.it_power import ITPower
     from twin.scenario.schema import Scenario
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 class SiteLimit:
     """Holds site IT power at ``limit_w`` (W) while set (see the module docstring)."""
 
-    def __init__(self, engine: Engine, it: "ITPower", sc: "Scenario", source: str) -> None:
+    def __init__(self, engine: Engine, cluster: "Cluster", it: "ITPower", sc: "Scenario", source: str) -> None:
         self.engine = engine
         self.it = it
         self.source = source
@@ -44,7 +45,8 @@ class SiteLimit:
         self.short_h = 0.0  # hours the limit could not be met
         self._t = engine.now
         self._in = False
-        self.speed = engine.speed_cap(source)
+        self._speed_src = cluster.speed_source(source)
+        self.speed = self._speed_src.caps
         it.cap_of(source)
         it.watch(self.settle, self._after)
 
@@ -108,7 +110,7 @@ class SiteLimit:
         changed = np.flatnonzero(self.speed != s)
         if len(changed):
             self.speed[:] = s
-            self.engine.bus.publish(Topic.NODE_SPEED, changed)
+            self._speed_src.changed(changed)
 
 
 __all__ = ["SiteLimit"]

@@ -18,6 +18,7 @@ checkpoint transfers in progress and the training-data shares of the running job
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -74,8 +75,8 @@ class Storage(Component):
         for name, part in self.spec.facility_parts().items():
             paths = ([f"storage.server{i:02d}" for i in range(part.count)] if name == "storage_server"
                      else [f"storage.metadata{i}" for i in range(part.count)])
-            self._parts[name] = FacilityParts(ctx.engine, name, paths, part,
-                                              (lambda i, ok, nm=name: self._on_unit(nm, ok)), ctx.shop.on_failure)
+            fp = self._parts[name] = FacilityParts(ctx.engine, name, paths, part)
+            ctx.engine.bus.subscribe(fp.changed, functools.partial(self._on_unit, name))
         # transfers and data streams in progress
         self._writes: dict[int, float] = {}
         # what the checkpoint transfers and the servers leave, recomputed only after they change (_io_dirty):
@@ -210,7 +211,7 @@ class Storage(Component):
         for fn in self._publish_subs:  # = bus.publish(Topic.STORAGE, available)
             fn(avail)
 
-    def _on_unit(self, name: str, ok: bool) -> None:
+    def _on_unit(self, name: str, idx: int, ok: bool) -> None:
         """A server or metadata unit failed (ok False) or was repaired: new bandwidth share, availability."""
         self._account()
         if name == "storage_server":

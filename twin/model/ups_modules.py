@@ -21,6 +21,7 @@ States per feed: ``short`` (modules < k), ``faulted`` (between a fault and its r
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
@@ -36,8 +37,8 @@ class UPSModules:
     """The modular UPS of every feed (see the module docstring). ``settle()`` is called before any state
     changes (the chain integrates to now), ``changed(f)`` after the state of feed ``f`` changed."""
 
-    def __init__(self, engine: Engine, spec: Power, on_failure: Callable[[FacilityParts, int], None],
-                 settle: Callable[[], None], changed: Callable[[int], None]) -> None:
+    def __init__(self, engine: Engine, spec: Power, settle: Callable[[], None],
+                 changed: Callable[[int], None]) -> None:
         ups = spec.ups
         assert ups is not None
         self.engine = engine
@@ -53,13 +54,13 @@ class UPSModules:
         if m is not None:
             paths = [f"power.feed{x}.ups.module{j:02d}" for x in self.feeds for j in range(self.n_mod)]
             groups = [list(range(f * self.n_mod, (f + 1) * self.n_mod)) for f in range(F)]
-            self.parts = FacilityParts(engine, "ups_module", paths, spec.module_part(len(paths)),
-                                       self._on_module, on_failure, groups=groups)
+            self.parts = FacilityParts(engine, "ups_module", paths, spec.module_part(len(paths)), groups=groups)
+            engine.bus.subscribe(self.parts.changed, self._on_module)
         self.working = [self.n_mod] * F
         self.short = [False] * F
         self.faulted = [False] * F
         self.dropped = [False] * F
-        self._manual = [engine.timer(lambda f=f: self._manual_bypass(f)) for f in range(F)]
+        self._manual = [engine.timer(functools.partial(self._manual_bypass, f)) for f in range(F)]
         self._fault_k = [0] * F
         self._bypass_k = [0] * F
         self._short_since = [0.0] * F
@@ -144,7 +145,7 @@ class UPSModules:
         u = self.engine.streams.scalar(self._path(f) + "#fault", k)
         t = after_h + float(rng.exponential_from_u(np.array([u]), HOURS_PER_YEAR / self.ups.fault.per_year)[0])
         if t < self.engine.horizon_h:
-            self.engine.call_at(t, lambda: self._fault(f))
+            self.engine.calls(self._fault).at(t, f)
 
     def _fault(self, f: int) -> None:
         """A fault of feed ``f``'s UPS (its arrival process continues), unless it is out of service (on
@@ -158,7 +159,7 @@ class UPSModules:
         self.faulted[f] = True
         self.faults += 1
         self._drop(f, "ups_fault")
-        self.engine.call_at(now + self.ups.fault.repair_h, lambda: self._fault_repaired(f))
+        self.engine.calls(self._fault_repaired).at(now + self.ups.fault.repair_h, f)
         self._changed(f)
 
     def _fault_repaired(self, f: int) -> None:

@@ -3,6 +3,8 @@ running hours (the ``step_breakdown`` table of :mod:`twin.model.workload`), as l
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 
 COMPONENTS = ("compute", "tp", "pp", "bubble", "dp", "compress", "throttle", "cp", "ep")
@@ -12,7 +14,7 @@ NAMES = {"compute": "compute", "tp": "tp", "pp": "pp sends", "bubble": "bubble",
          "compress": "compression", "throttle": "throttling", "cp": "context-parallel K/V", "ep": "expert all-to-all"}
 
 
-def limiter_lines(tables: dict[str, pd.DataFrame]) -> list[str]:
+def limiter_lines(tables: Mapping[str, pd.DataFrame]) -> list[str]:
     """'step JOB: ideal X s, mean Y s over H h: compute a %, tp b %, ...; limited by L' per layout job
     ([] without the table): components below 0.05 % left out."""
     t = tables.get("step_breakdown")

@@ -68,9 +68,9 @@ class AirRooms(CoolingState):
         self.z_over_since = np.full(Z, np.nan)
         self.r_room = float(a.r_room_c_per_kw)  # type: ignore[arg-type]
         paths = [f"cooling.zone{z}.crah{k}" for z in range(Z) for k in range(a.crah.count)]
-        self.crah = FacilityParts(eng, "crah", paths, fac_specs["crah"], self._gated("crah", self._on_crah),
-                                  self.shop.on_failure,
+        self.crah = FacilityParts(eng, "crah", paths, fac_specs["crah"],
                                   groups=contiguous_groups(len(paths), a.crah.count))  # common cause: a zone's units
+        eng.bus.subscribe(self.crah.changed, self._gated("crah", self._on_crah))
         self._facility["crah"] = self.crah
         self.node_air_w = np.zeros(n)
 

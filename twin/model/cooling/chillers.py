@@ -36,7 +36,9 @@ import math
 import pandas as pd
 
 from twin.model.cluster import node_blocks
-from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
+from twin.model.causes import DownCause
+from twin.model.component import BuildContext, Component, ResultsSoFar
+from twin.model.it_power import IT_POWER
 from twin.model.engine import Timer, Topic
 from twin.model.facility_units import Load, MaintenanceAccount, MaintenanceRota, spare_without
 from twin.model.parts import FacilityParts
@@ -147,18 +149,20 @@ class Plant(Component):
         self._facility: dict[str, FacilityParts] = {}
         self.chiller_ok = [True] * ch.count
         self.chillers = FacilityParts(eng, "chiller", [f"cooling.plant.chiller{i}" for i in range(ch.count)],
-                                      fac["chiller"], self._on_chiller, ctx.shop.on_failure)
+                                      fac["chiller"])
+        eng.bus.subscribe(self.chillers.changed, self._on_chiller)
         self._facility["chiller"] = self.chillers
         sh = p.shared
         for name in ("facility_water", "controls"):  # a failure of either stops every chiller
             if getattr(sh, name) is not None:
-                self._facility[name] = FacilityParts(eng, name, [f"cooling.plant.{name}"], fac[name],
-                                                     self._every_chiller, ctx.shop.on_failure)
+                fp = self._facility[name] = FacilityParts(eng, name, [f"cooling.plant.{name}"], fac[name])
+                eng.bus.subscribe(fp.changed, self._every_chiller)
         if sh.row_branch is not None:
             paths = [f"cooling.plant.branch.zone{z}" for z in range(self.zones)]
             paths += [f"cooling.plant.branch.loop{lp}" for lp in range(self.loops)]
-            self._facility["row_branch"] = FacilityParts(eng, "row_branch", paths, fac["row_branch"], self._on_branch,
-                                                         ctx.shop.on_failure, groups=[[i] for i in range(len(paths))])
+            fp = self._facility["row_branch"] = FacilityParts(eng, "row_branch", paths, fac["row_branch"],
+                                                              groups=[[i] for i in range(len(paths))])
+            eng.bus.subscribe(fp.changed, self._on_branch)
         # ---- the loop
         self.tau_s = p.loop.tau_min * 60.0
         self.r_c_per_kw = cw.loop_r_c_per_kw(p.loop.tau_min, p.loop.volume_m3)
@@ -341,7 +345,7 @@ class Plant(Component):
             s, e = u.nodes[i // u.group_size]
             self.maint.drains += 1
             self.maint.drained_node_h += (e - s) * (min(eng.now + mt.duration_h + self.reboot_h, self.H) - eng.now)
-            cause = f"planned:{kind}_maintenance"
+            cause = DownCause.planned_drain(kind)
             for node in range(s, e):
                 self.cluster.add_down(node, cause)
         u.maint[i] = True
@@ -364,13 +368,13 @@ class Plant(Component):
         self._changed(u, i)
         if self.rotas[kind].load[i] == "drained":
             s, e = u.nodes[i // u.group_size]
-            cause = f"planned:{kind}_maintenance"
+            cause = DownCause.planned_drain(kind)
             if self.reboot_h > 0.0:
-                self.engine.call_at(self.engine.now + self.reboot_h, lambda: self._undrain(s, e, cause))
+                self.engine.calls(self._undrain).at(self.engine.now + self.reboot_h, s, e, cause)
             else:
                 self._undrain(s, e, cause)
 
-    def _undrain(self, s: int, e: int, cause: str) -> None:
+    def _undrain(self, s: int, e: int, cause: DownCause) -> None:
         for node in range(s, e):
             self.cluster.remove_down(node, cause)
 
@@ -442,7 +446,7 @@ class Plant(Component):
         self.engine.bus.publish(Topic.PLANT_SUPPLY, new_h)
         self._retarget()  # the heat may have moved (nodes tripped or came back): plans the next step
 
-    def _on_node(self, node: int, cause: str) -> None:
+    def _on_node(self, node: int, cause: DownCause) -> None:
         """A node went down or up: while the plant could fall short (or the loop is warm) the heat matters;
         re-read it just after this instant's changes."""
         if self.run_kw < self.full_kw or self.tgt > 0.0 or self.x0 > 0.0:

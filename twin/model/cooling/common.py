@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 
+from twin.model.causes import THERMAL_TRIP
+
 INF = math.inf
-TRIP = "thermal_trip"
+TRIP = THERMAL_TRIP  # a trip's down reason
 ASHRAE_RECOMMENDED_MAX_C = 27.0  # ASHRAE recommended inlet 18–27 °C (sources.md)
 _EPS_C = 1e-6  # temperature tolerance at a crossing, °C
 _EPS_H = 1e-12  # time tolerance for due crossings, hours

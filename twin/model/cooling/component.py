@@ -33,8 +33,11 @@ from twin.model.cooling.replay import DeferredReplay
 from twin.model.cooling.response import OperatorResponse
 from twin.model.cooling.trips import Trips
 from twin.model.engine import Topic
-from twin.model.component import IT_POWER, BuildContext, Component, ResultsSoFar
-from twin.model.parts import FacilityParts
+from twin.model.component import BuildContext, Component, ResultsSoFar
+from twin.model.it_power import IT_POWER
+from twin.model.causes import DownCause
+from twin.model.cluster import SpeedSource
+from twin.model.parts import PART_FAILED, PART_RESTORED, FacilityParts
 
 from twin.scenario.schema import Scenario
 
@@ -83,7 +86,9 @@ class Thermal(Component, GpuState, LazyCrossings, Trips, OperatorResponse, AirRo
         self.G = n * u
         self._ar = np.arange(u)
         self._all = np.arange(n, dtype=np.int64)
-        self.speed_caps = eng.speed_cap("thermal") if self.on else np.ones(n)
+        # the 'thermal' speed cap (an unregistered source while the thermal model is off: nobody reads it)
+        self.speed_src = ctx.cluster.speed_source("thermal") if self.on else SpeedSource("thermal", np.ones(n), [])
+        self.speed_caps = self.speed_src.caps
         gp, gpw = c.gpu, sc.cluster.node.gpu  # thermal figures, power figures (declared once, cluster.node)
         self.idle_w = float(gpw.idle_w)
         self.tdp_w = gpw.demand_w  # the demand at full load (train_w, tdp_w unless set)
@@ -146,8 +151,8 @@ class Thermal(Component, GpuState, LazyCrossings, Trips, OperatorResponse, AirRo
         if self.fan_part is not None:
             bus.subscribe(Topic.GROUP, self._on_group)
         if self.aged or self.aged_air:
-            bus.subscribe(Topic.PART_FAILED, self._on_part_failed)
-            bus.subscribe(Topic.PART_RESTORED, self._on_part_restored)
+            bus.subscribe(PART_FAILED, self._on_part_failed)
+            bus.subscribe(PART_RESTORED, self._on_part_restored)
 
     # =================================================================================== lifecycle
     def start(self) -> None:
@@ -155,14 +160,14 @@ class Thermal(Component, GpuState, LazyCrossings, Trips, OperatorResponse, AirRo
         for inj in self.spec.inject:
             pop = self.ctx.facility.get(inj.part)
             if pop is not None:
-                eng.call_at(inj.at_h, lambda p=pop, i=inj.index: p.fail_now(i))
+                eng.calls(pop.fail_now).at(inj.at_h, inj.index)
             else:
                 npop = self.parts[inj.part]
-                eng.call_at(inj.at_h, lambda p=npop, i=inj.index: p.reschedule(i, self.engine.now))
+                eng.calls(npop.reschedule_now).at(inj.at_h, inj.index)
         if not self.on:
             return
         # a second speed source (the power model's caps; sources are made while the models are built)
-        self._multi_speed = len(eng.speed_caps) > 1
+        self._multi_speed = len(self.cluster.speed_caps) > 1
         # per-GPU units under a power chain: their own caps for the site cap's water-filling (the node cap, the
         # mean of the GPUs' powers, holds site-capped GPUs' powers and would move with the site cap)
         self._ucap = self.it.unit_cap("thermal").reshape(-1) if self.u > 1 and self._multi_speed else None
@@ -188,14 +193,14 @@ class Thermal(Component, GpuState, LazyCrossings, Trips, OperatorResponse, AirRo
             self._finish_liquid(H)
 
     # =================================================================================== node up / down
-    def _on_down(self, node: int, cause: str) -> None:
+    def _on_down(self, node: int, cause: DownCause) -> None:
         if self.cool[node] and not self.tripped:  # nothing to restart, nothing thermal can change now
             self._log_state(node)
             return
         self._update(np.array([node], dtype=np.int64))
         self._try_restarts()
 
-    def _on_up(self, node: int, cause: str) -> None:
+    def _on_up(self, node: int, cause: DownCause) -> None:
         reason = self._instant_trip_reason(node)
         if reason is not None:
             self._trip(node, reason)

@@ -69,8 +69,8 @@ class EvaporativeAir(CoolingState):
         self._dry_base_l: list[float] = self._dry_base_h.tolist()
         self._base_h = self._wet_base_l
         self.water_ok = True
-        self.water = FacilityParts(self.engine, "water_supply", ["cooling.water_supply"], fac_specs["water_supply"],
-                                   self._on_water, self.shop.on_failure)
+        self.water = FacilityParts(self.engine, "water_supply", ["cooling.water_supply"], fac_specs["water_supply"])
+        self.engine.bus.subscribe(self.water.changed, self._on_water)
         self._facility["water_supply"] = self.water
 
     def _base_supply_c(self, t_h: float) -> float:

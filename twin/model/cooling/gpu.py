@@ -23,7 +23,6 @@ from twin import kernels, rng
 from twin.model.cooling import fast
 from twin.model.cooling.common import _EPS_H, _HIST_MAX_C, INF
 from twin.model.cooling.state import CoolingState
-from twin.model.engine import Topic
 
 
 _EF = np.empty(0)  # an empty float array: the kernels' "none" for an optional per-unit array
@@ -129,9 +128,9 @@ class GpuState(CoolingState):
         traced = np.flatnonzero(self.trace_mask)
         if len(traced):  # traced nodes take the full path (one row per update) inside the window only
             if 0.0 < self.trace_from < self.H:
-                eng.call_at(self.trace_from, lambda: self._set_tracing(True, traced))
+                eng.calls(self._set_tracing).at(self.trace_from, True, traced)
             if 0.0 < self.trace_to < self.H:
-                eng.call_at(self.trace_to, lambda: self._set_tracing(False, traced))
+                eng.calls(self._set_tracing).at(self.trace_to, False, traced)
 
     def _gpus(self, nodes: NDArray[np.int64]) -> NDArray[np.int64]:
         return (nodes[:, None] * self.u + self._ar).ravel()
@@ -246,11 +245,11 @@ class GpuState(CoolingState):
                 if settled:
                     ch = np.union1d(ch, np.concatenate(settled))
                     settled.clear()
-                self.engine.bus.publish(Topic.NODE_SPEED, ch)
+                self.speed_src.changed(ch)
             elif settled:
                 ch = np.unique(np.concatenate(settled))
                 settled.clear()
-                self.engine.bus.publish(Topic.NODE_SPEED, ch)
+                self.speed_src.changed(ch)
             if short and self._n_hot_check():
                 self._n_hot = 0
 
@@ -376,7 +375,7 @@ class GpuState(CoolingState):
 
     def _refresh_tp(self, nodes: NDArray[np.int64]) -> None:
         """Effective GPUs (GPUs computing × their node's speed over all sources) for the throughput series."""
-        tp = self.n_busy[nodes] * self.engine.node_speed(nodes)
+        tp = self.n_busy[nodes] * self.cluster.node_speed(nodes)
         delta = float((tp - self.n_tp[nodes]).sum())
         if delta != 0.0:
             self._integrate(self.engine.now)

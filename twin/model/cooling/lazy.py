@@ -43,7 +43,6 @@ from numpy.typing import NDArray
 from twin import kernels
 from twin.model.cooling.common import _EPS_H, INF
 from twin.model.cooling.state import CoolingState
-from twin.model.engine import Topic
 
 
 _EF = np.empty(0)  # an empty float array: the kernels' "none" for an optional array
@@ -75,7 +74,7 @@ class LazyCrossings(CoolingState):
             return
         G = self.G
         # the other speed sources' arrays (the power chain's): effective GPUs count a node at its lowest speed
-        self._oth_caps = [a for a in self.engine.speed_caps.values() if a is not self.speed_caps]
+        self._oth_caps = [a for a in self.cluster.speed_caps.values() if a is not self.speed_caps]
         # per node, the lowest of those speeds as of its last NODE_SPEED (_on_speed; a source that started
         # first may have published already)
         self._oth_n = self._other_speeds(self._all)
@@ -199,7 +198,7 @@ class LazyCrossings(CoolingState):
             if self._in_update:  # published once by the update, with its own changes (the same time)
                 self._settled_sp.append(changed)
             else:
-                self.engine.bus.publish(Topic.NODE_SPEED, changed)
+                self.speed_src.changed(changed)
 
     def _on_exact(self, on: bool) -> None:
         """A reader needs exact node power from now (``on``; ``ITPower.need_exact``): settle every due silent

@@ -21,10 +21,11 @@ from typing import Any
 import numpy as np
 
 from twin import rng
+from twin.model.causes import LEAK_DAMAGE, DownCause
 from twin.model.cooling.state import CoolingState
 from twin.model.parts import FacilityParts
 
-LEAK, DAMAGE, LOOP_LEAK = "leak", "leak_damage", "loop_leak"
+LEAK, DAMAGE, LOOP_LEAK = DownCause.part_failed("leak"), LEAK_DAMAGE, DownCause.part_failed("loop_leak")
 """Node-down causes of a node leak (or a detected leak's isolated rack), a destroyed node, a loop leak."""
 _MAX_SPAN = 65
 """Damage draws per leak: the leaking node and at most 64 neighbours (``leak.neighbours`` ≤ 64)."""
@@ -41,7 +42,8 @@ class Leaks(CoolingState):
         eng, cl = self.engine, self.cluster
         n = self.N
         lpaths = [f"{cl.node_path(i)}.leak" for i in range(n)]
-        self.leak = FacilityParts(eng, "leak", lpaths, fac_specs["leak"], self._on_leak, self.shop.on_failure)
+        self.leak = FacilityParts(eng, "leak", lpaths, fac_specs["leak"])
+        eng.bus.subscribe(self.leak.changed, self._on_leak)
         self._facility["leak"] = self.leak
         self._leak_k = np.zeros(n, dtype=np.int64)  # leaks of each node's unit so far (its draw number)
         self._leak_held: dict[int, list[int]] = {}  # a leaking unit: the nodes it holds down (cause leak)
@@ -51,8 +53,8 @@ class Leaks(CoolingState):
         self._destroyed_until = np.full(n, -np.inf)  # a destroyed node: when its replacement is in service
         if lq.leak.loop is not None:
             paths = [f"cooling.loop{lp}.leak" for lp in range(lq.loops)]
-            self.loop_leak = FacilityParts(eng, "loop_leak", paths, fac_specs["loop_leak"], self._on_loop_leak,
-                                           self.shop.on_failure)
+            self.loop_leak = FacilityParts(eng, "loop_leak", paths, fac_specs["loop_leak"])
+            eng.bus.subscribe(self.loop_leak.changed, self._on_loop_leak)
             self._facility["loop_leak"] = self.loop_leak
         self.loop_leak_events = 0
 
@@ -100,7 +102,11 @@ class Leaks(CoolingState):
             self._destroyed_until[node] = back
             self.damage_rows.append((now, node, back))
             self.cluster.add_down(node, DAMAGE)
-            self.engine.call_at(back, lambda n=node: self.cluster.remove_down(n, DAMAGE))
+            self.engine.calls(self._damage_repaired).at(back, node)
+
+    def _damage_repaired(self, node: int) -> None:
+        """The destroyed node's replacement is in service."""
+        self.cluster.remove_down(node, DAMAGE)
 
     def _on_loop_leak(self, lp: int, healthy: bool) -> None:
         """Loop ``lp``'s CDU or manifold leaked (its nodes go down) or was repaired (they come back)."""

@@ -39,11 +39,12 @@ class LiquidLoops(CoolingState):
         self.noflow_h = 0.0
         cpaths = [f"cooling.loop{lp}.cdu{k}" for lp in range(L) for k in range(cnt)]
         ppaths = [f"{p}.pump{j}" for p in cpaths for j in range(pc)]
-        self.cdu = FacilityParts(eng, "cdu", cpaths, fac_specs["cdu"], self._gated("cdu", self._on_cdu),
-                                 self.shop.on_failure,
+        self.cdu = FacilityParts(eng, "cdu", cpaths, fac_specs["cdu"],
                                  groups=contiguous_groups(len(cpaths), cnt))  # common cause: a loop's CDUs
-        self.pump = FacilityParts(eng, "cdu_pump", ppaths, fac_specs["cdu_pump"], self._on_pump,
-                                  self.shop.on_failure, groups=contiguous_groups(len(ppaths), pc))  # a CDU's pumps
+        self.pump = FacilityParts(eng, "cdu_pump", ppaths, fac_specs["cdu_pump"],
+                                  groups=contiguous_groups(len(ppaths), pc))  # a CDU's pumps
+        eng.bus.subscribe(self.cdu.changed, self._gated("cdu", self._on_cdu))
+        eng.bus.subscribe(self.pump.changed, self._on_pump)
         self._facility["cdu"] = self.cdu
         self._facility["cdu_pump"] = self.pump
 

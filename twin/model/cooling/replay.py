@@ -135,7 +135,7 @@ class DeferredReplay(CoolingState):
         self._log_nodes.append(nodes)
         self._log_util.append(util)  # = engine.node_util[nodes]: the publisher gave them all this value
         if self._multi_speed:  # speeds other than 1 possible: keep them as they are now
-            self._log_sp[len(log_t) - 1] = self.engine.node_speed(nodes)
+            self._log_sp[len(log_t) - 1] = self.cluster.node_speed(nodes)
         if self._n_short:  # some air zone cannot carry its full load: its heat moves its room now
             self._logged_heat(nodes, util)
 
@@ -148,7 +148,7 @@ class DeferredReplay(CoolingState):
         self._log_nodes.append(nodes)
         self._log_util.append(float(self.engine.node_util[node]))
         if self._multi_speed:
-            self._log_sp[len(self._log_t) - 1] = self.engine.node_speed(nodes)
+            self._log_sp[len(self._log_t) - 1] = self.cluster.node_speed(nodes)
         if self._n_short:
             self._logged_heat(nodes, float(self.engine.node_util[node]))
 

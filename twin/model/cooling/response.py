@@ -29,12 +29,12 @@ import math
 
 import numpy as np
 
+from twin.model.causes import COOLING_DRAIN
 from twin.model.cooling.common import INF
 from twin.model.cooling.state import CoolingState
-from twin.model.engine import Topic
 from twin.physics.thermal import speed_fraction
 
-DRAIN = "cooling_drain"
+DRAIN = COOLING_DRAIN  # the operator's drain: a down cause
 """Node-down cause of a node the operator drained for a cooling shortfall."""
 SOURCE = "operator"
 """The IT power cap and speed cap source of the operator's GPU caps."""
@@ -195,7 +195,7 @@ class OperatorResponse(CoolingState):
             self.op_cap_w[s:e] = cap_w
             self.it.set_cap(SOURCE, nodes, cap_w)
             speed[s:e] = 1.0 if math.isinf(cap_w) else float(speed_fraction(cap_w, self.tdp_w, self.idle_w, self.alpha))
-            self.engine.bus.publish(Topic.NODE_SPEED, nodes)
+            self._op_src.changed(nodes)
         self._try_restarts()
 
     def _op_speed_array(self) -> np.ndarray:
@@ -204,7 +204,8 @@ class OperatorResponse(CoolingState):
         paths). The log is replayed first: entries logged before a second source existed were at speed 1."""
         if self._op_speed is None:
             self._flush_log()
-            self._op_speed = self.engine.speed_cap(SOURCE)
+            self._op_src = self.cluster.speed_source(SOURCE)
+            self._op_speed = self._op_src.caps
             self._multi_speed = True
             if self._silent_on:
                 self._oth_caps.append(self._op_speed)

@@ -17,12 +17,12 @@ from numpy.typing import NDArray
 if TYPE_CHECKING:  # pragma: no cover
     import simpy
 
-    from twin.model.cluster import Cluster
+    from twin.model.cluster import Cluster, SpeedSource
     from twin.model.component import BuildContext
     from twin.model.engine import Engine, Timer
     from twin.model.parts import FacilityParts, PartPopulation
     from twin.model.repair import RepairShop
-    from twin.model.power import ITPower
+    from twin.model.it_power import ITPower
     from twin.scenario.cooling import Air, Cooling, Liquid
     from twin.scenario.schema import Scenario
 
@@ -49,7 +49,8 @@ class CoolingState:
     G: int  # units
     _ar: NDArray[np.int64]
     _all: NDArray[np.int64]
-    speed_caps: NDArray[np.float64]  # the engine's 'thermal' speed cap per node
+    speed_src: SpeedSource  # the 'thermal' speed-cap source (its writer's handle: caps, changed)
+    speed_caps: NDArray[np.float64]  # its caps per node (speed_src.caps)
     idle_w: float
     tdp_w: float
     pmin_w: float

@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 
+from twin.model.causes import DownCause
 from twin.model.component import FABRIC, STORAGE, BuildContext, Fabric, StorageService
 from twin.model.domains import Domains
-from twin.model.engine import Topic
 from twin.model.jobqueue import JobQueue
-from twin.model.workload.jobs import Interruption, Job
+from twin.model.workload.jobs import JOB, Interruption, Job
 from twin.model.workload.pools import NodePool
 from twin.scenario.storage import DataLoading
 from twin.scenario.workload import Checkpoint, Elastic, StepModel
@@ -27,14 +27,14 @@ class WorkloadBase:
         self.fabric: Fabric | None = model.optional(FABRIC)
         self.storage: StorageService | None = model.optional(STORAGE)
         self._env = model.engine.env  # _env._now: the clock, read directly on the hot path (Engine.now)
-        self._node_util = model.engine.node_util
-        self._on_load_subs = model.engine.bus.handlers(Topic.NODE_LOAD)  # live lists (subscribers may come later)
-        self._on_job_subs = model.engine.bus.handlers(Topic.JOB)
+        self._set_load = model.cluster.set_load
+        self._on_job_subs = model.engine.bus.handlers(JOB)  # the workload owns JOB: a live list (subscribers may come later)
         self.cluster = model.cluster
         sc = model.sc
         self.sc = sc
-        self.spec = sc.workload
-        assert self.spec is not None
+        spec = sc.workload
+        assert spec is not None
+        self.spec = spec
         self.min_pause_s = self.spec.min_load_pause_s
         self.gpn = sc.cluster.node.gpus
         n = self.cluster.n_nodes
@@ -83,7 +83,7 @@ class WorkloadBase:
         """Elastic jobs below full size grow back (:mod:`twin.model.workload.elastic`)."""
         raise NotImplementedError
 
-    def _elastic_event(self, job: Job, kind: str, cause: str, before: int) -> None:
+    def _elastic_event(self, job: Job, kind: str, cause: DownCause | None, before: int) -> None:
         """A row of the ``elastic`` table (:mod:`twin.model.workload.elastic`)."""
         raise NotImplementedError
 

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from twin.model.causes import DownCause
 from twin.model.workload.jobs import RECONF, RESTARTING, RUNNING, Job
 from twin.model.workload.scheduler import Scheduler
 
@@ -27,7 +28,7 @@ class ElasticJobs(Scheduler):
             got += len(take)
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
-    def _reshape(self, job: Job, cause: str, lost_nodes: list[int]) -> bool:
+    def _reshape(self, job: Job, cause: DownCause, lost_nodes: list[int]) -> bool:
         """An elastic job lost ``lost_nodes``: swap in free nodes for them, else go on with the whole
         replicas its kept nodes (and any free ones) make, keeping its progress; then a reconfiguration
         pause (a restart under way starts over instead). False, changing nothing, when it would keep
@@ -100,12 +101,12 @@ class ElasticJobs(Scheduler):
             self.owner[avail] = job.spec.jid
             before = len(job.nodes) // job.spec.rn
             job.nodes = np.sort(np.concatenate((job.nodes, avail)))
-            self._elastic_event(job, "grow", "", before)
+            self._elastic_event(job, "grow", None, before)
             if len(job.nodes) == job.spec.nodes_needed:
                 del self._shrunk[jid]
             self._begin_reconfigure(job)
 
-    def _elastic_event(self, job: Job, kind: str, cause: str, before: int) -> None:
+    def _elastic_event(self, job: Job, kind: str, cause: DownCause | None, before: int) -> None:
         """A row of the ``elastic`` table; changes of one job at one instant are one row (one pause)."""
         now = self._env._now
         after = len(job.nodes) // job.spec.rn
@@ -117,7 +118,7 @@ class ElasticJobs(Scheduler):
                 row[3] = "shrink" if after < row[5] else "grow" if after > row[5] else "swap"
             return
         job.last_reshape_h = now
-        ev.append([now, job.spec.jid, job.spec.name, kind, cause, before, after, job.spec.nodes_needed // job.spec.rn,
+        ev.append([now, job.spec.jid, job.spec.name, kind, "" if cause is None else cause.label, before, after, job.spec.nodes_needed // job.spec.rn,
                    job.spec.reconf_pause_h if kind != "start" else 0.0])
 
     def _begin_reconfigure(self, job: Job) -> None:

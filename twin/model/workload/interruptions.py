@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from twin.model.causes import DownCause
 from twin.model.workload.elastic import ElasticJobs
 from twin.model.workload.jobs import (CKPT, DONE, QUEUED, RESTARTING, RUNNING, Interruption, Job, job_has_no_checkpoint,
                                       restored)
@@ -17,7 +18,7 @@ from twin.physics.storage import data_limited_rate
 class Interruptions(ElasticJobs):
     """Interruptions of the workload's jobs (a layer of :class:`twin.model.workload.Workload`)."""
 
-    def _interrupt(self, job: Job, cause: str, planned: bool, lost_nodes: list[int]) -> None:
+    def _interrupt(self, job: Job, cause: DownCause, planned: bool, lost_nodes: list[int]) -> None:
         """Lose work since the last checkpoint; replace lost nodes from spares or free nodes, else
         requeue the job; then restart.
 
@@ -120,12 +121,12 @@ class Interruptions(ElasticJobs):
                 self._node_available(n)
         return keep, [add], True
 
-    def _on_node_lost(self, node: int, cause: str) -> None:
+    def _on_node_lost(self, node: int, cause: DownCause) -> None:
         self._remove_from_pools(node)
         jid = int(self.owner[node])
         if jid >= 0:
             job = self._job(jid)
-            planned = cause.startswith("planned")
+            planned = cause.planned
             self._interrupt(job, cause, planned, [node])
         # refill the spare pool from free nodes if it dropped below target
         while len(self.spares) < self.spare_target and len(self.free):
@@ -133,31 +134,31 @@ class Interruptions(ElasticJobs):
             self.free.discard(n)
             self.spares.add(n)
 
-    def _on_node_cut(self, node: int, cause: str) -> None:
+    def _on_node_cut(self, node: int, cause: DownCause) -> None:
         jid = int(self.owner[node])
         if jid >= 0:
             job = self._job(jid)
             if job.spec.nodes_needed > 1:
                 self._interrupt(job, cause, False, [node])
 
-    def _on_node_up(self, node: int, cause: str) -> None:
+    def _on_node_up(self, node: int, cause: DownCause) -> None:
         if self.cluster.is_up(node) and self.owner[node] < 0 and node not in self.spares and node not in self.free:
             self._node_available(node)
         self._schedule()
 
-    def _on_transient(self, node: int, cause: str) -> None:
+    def _on_transient(self, node: int, cause: DownCause) -> None:
         jid = int(self.owner[node])
         if jid >= 0:
             self._interrupt(self._job(jid), cause, False, [])
 
-    def _on_link_flap(self, node: int, cause: str) -> None:
+    def _on_link_flap(self, node: int, cause: DownCause) -> None:
         """A compute-fabric link of ``node`` flapped: its job crashes if it spans several nodes (a job on
         one node talks over NVLink only, as for a cut link: ``_on_node_cut``)."""
         jid = int(self.owner[node])
         if jid >= 0 and self._job(jid).nodes_needed > 1:
             self._interrupt(self._job(jid), cause, False, [])
 
-    def _on_fabric_flap(self, group: int, cause: str) -> None:
+    def _on_fabric_flap(self, group: int, cause: DownCause) -> None:
         """An uplink of a leaf of ``group`` flapped: every allocated job that spans several leaf groups
         and has a node in ``group`` crashes (in job order)."""
         fabric = self.fabric
@@ -243,7 +244,7 @@ class Interruptions(ElasticJobs):
         """Id of the job holding ``node`` now (running, checkpointing or restarting), or -1."""
         return int(self.owner[node])
 
-    def rollback(self, jid: int, before_h: float, node: int, cause: str) -> tuple[float, int] | None:
+    def rollback(self, jid: int, before_h: float, node: int, cause: DownCause) -> tuple[float, int] | None:
         """Roll job ``jid`` back to its last checkpoint whose state was captured before ``before_h`` (the
         checkpoints captured since hold corrupt state and are dropped; none left: progress 0) and
         restart it, swapping ``node`` out if the job holds it (an interruption with ``cause``). Returns

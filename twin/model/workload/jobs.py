@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 import numpy as np
 
+from twin.model.causes import DownCause
 from twin.model.checkpoints import History, Lineage
-from twin.model.engine import Timer
+from twin.model.engine import Channel, Timer
 from twin.physics import parallel as par
 from twin.scenario.workload import Checkpoint, StepModel
 
@@ -29,13 +30,14 @@ scheduled later for the same instant (the rows are created one at a time as they
 
 class Interruption(NamedTuple):
     """A row of the workload's interruption records (``Workload.interruptions``; the ``jobs`` table's
-    interruption rows): the job, when (h), the cause (a part name, ``planned``, ``power:<cause>`` ...),
-    planned or not, the progress lost (ideal hours) and the nodes the job held (0: a queued job's rollback)."""
+    interruption rows): the job, when (h), the cause (a :class:`twin.model.causes.DownCause`: its kind, the part,
+    planned or not; the tables write its label), planned or not (for the job: a planned drain), the progress
+    lost (ideal hours) and the nodes the job held (0: a queued job's rollback)."""
 
     jid: int
     name: str
     time_h: float
-    cause: str
+    cause: DownCause
     planned: bool
     lost_h: float
     nodes: int
@@ -198,6 +200,11 @@ for _part, _cls in (("spec", JobSpec), ("acct", JobAccount)):
             setattr(Job, _f.name, _view(_part, _f.name))
 del _part, _cls, _f
 
+
+JOB: Final[Channel[Job]] = Channel(
+    "job", "(job) the workload moved a job: start, checkpoint, interruption, restart, end (the workload)")
+"""The bus topic of a job's state changes (published by the workload; observers such as the forecast's read
+the job's typed records: ``job.spec``, ``job.acct``, ``job.state``, ``job.nodes``)."""
 
 STEP_COMPONENTS = ("compute", "tp", "pp", "bubble", "dp", "compress", "throttle", "cp", "ep")
 """The components of a layout job's step (twin.physics.parallel.StepBreakdown, without ``_s``)."""

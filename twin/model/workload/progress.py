@@ -139,11 +139,10 @@ class Progress(WorkloadBase):
         r_speed − r; they add up to 1 − r."""
         nodes = job.nodes
         n = len(nodes)
-        eng = self.engine
-        speed = eng.min_speed(nodes) if n else 1.0
+        speed = self.cluster.min_speed(nodes) if n else 1.0
         sp_t = sp_f = 1.0
         if speed < 1.0:
-            caps = eng.speed_caps
+            caps = self.cluster.speed_caps
             th = caps.get("thermal")
             sp_t = float(th[nodes].min()) if th is not None else 1.0
             dg = caps.get("degraded")
@@ -202,12 +201,8 @@ class Progress(WorkloadBase):
             else:
                 self.storage.data_share(job.spec.jid, 0.0)
         if len(nodes):
-            nu = self._node_util
-            if np.count_nonzero(nu[nodes] != util):
-                nu[nodes] = util
-                for fn in self._on_load_subs:  # = bus.publish(Topic.NODE_LOAD, nodes, util)
-                    fn(nodes, util)
-            for fn in self._on_job_subs:  # = bus.publish(Topic.JOB, job)
+            self._set_load(nodes, util)  # the cluster writes and publishes NODE_LOAD
+            for fn in self._on_job_subs:  # = bus.publish(JOB, job)
                 fn(job)
 
     def _pause(self, job: Job, pause_h: float) -> None:

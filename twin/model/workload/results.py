@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from twin.model.causes import CauseKind, DownCause
 from twin.model.component import ResultsSoFar
 from twin.model.workload.base import WorkloadBase
 from twin.model.workload.jobs import DONE, QUEUED, STEP_COLUMNS, STEP_COMPONENTS, Job
@@ -51,7 +52,7 @@ def jobs_table(wl: WorkloadBase, H: float) -> pd.DataFrame:
     names[n:] = i_col[1]
     cause = np.empty(n + k, dtype=object)
     cause[:n] = ""
-    cause[n:] = [str(c) for c in i_col[3]]
+    cause[n:] = [c.label for c in i_col[3]]
     data: dict[str, Any] = {
         "record": pd.Categorical.from_codes(np.r_[np.zeros(n, np.int8), np.ones(k, np.int8)],
                                             categories=["job", "interruption"]),
@@ -119,7 +120,7 @@ def results(wl: WorkloadBase, so_far: ResultsSoFar) -> tuple[dict[str, float], d
     }
     causes: dict[str, int] = {}
     for r in wl.interruptions:
-        causes[r.cause] = causes.get(r.cause, 0) + 1
+        causes[r.cause.label] = causes.get(r.cause.label, 0) + 1
     for c, k in sorted(causes.items()):
         m[f"interruptions.{c}"] = float(k)
     m.update(goodput_by_mechanism(wl, jr, installed, idle, ck, rs, rc, blocked))
@@ -252,15 +253,20 @@ def goodput_by_mechanism(wl: WorkloadBase, jr: list[Job], installed: float, idle
     give the raw parts."""
     node_parts = list(wl.sc.cluster.node.parts)
 
-    def mech(cause: str) -> str:
-        if cause in ("thermal_trip", "cooling_drain"):  # (a node the operator drained for a cooling shortfall)
+    def mech(cause: DownCause) -> str:
+        if cause.kind in (CauseKind.THERMAL_TRIP, CauseKind.COOLING_DRAIN):  # (the operator drained it for cooling)
             return "thermal_trip"
-        if cause.startswith("power:"):
+        if cause.kind is CauseKind.POWER:
             return "power_outage"
-        if cause.startswith("planned"):
+        if cause.planned:
             return "maintenance"
-        part = cause[len("repair:"):] if cause.startswith("repair:") else cause
+        part = cause.part if cause.kind is CauseKind.REPAIR else cause.label  # a part failed, or drained for it
         return f"failure.{part}" if part in node_parts else "failure.other"
+
+    def recorded(label: str) -> DownCause:
+        c = DownCause.from_label(label)  # every recorded cause was made in this process (a look-up, no parse)
+        assert c is not None, f"a recorded down cause no model made: {label!r}"
+        return c
 
     out: dict[str, float] = {}
     buckets = {k: 0.0 for k in ("thermal_slowdown", "fail_slow", "power_cap", "fabric_slowdown", "thermal_trip",
@@ -295,14 +301,14 @@ def goodput_by_mechanism(wl: WorkloadBase, jr: list[Job], installed: float, idle
     for cause, h in sorted(wl.model.recorder.state_hours_by_cause("down").items()):
         g = h * wl.gpn
         out[f"goodput.down.{cause}"] = g / installed
-        buckets[mech(cause)] += g
+        buckets[mech(recorded(cause))] += g
     gpus = {j.spec.jid: j.spec.gpus for j in jr}
-    lost: dict[str, float] = {}
-    for jid, _name, _t, cause, _planned, lost_h, _n in wl.interruptions:
-        lost[cause] = lost.get(cause, 0.0) + lost_h * gpus[jid]
-    for cause, g in sorted(lost.items()):
-        out[f"goodput.lost.{cause}"] = g / installed
-        buckets[mech(cause)] += g
+    lost: dict[DownCause, float] = {}
+    for jid, _name, _t, why, _planned, lost_h, _n in wl.interruptions:
+        lost[why] = lost.get(why, 0.0) + lost_h * gpus[jid]
+    for why, g in sorted(lost.items()):
+        out[f"goodput.lost.{why.label}"] = g / installed
+        buckets[mech(why)] += g
     buckets["checkpoint"] = ck
     buckets["restart"] = rs
     if wl._has_elastic:

@@ -70,8 +70,10 @@ class Scheduler(Checkpointing):
             racks = pool // self.cluster.nodes_per_rack
             per_rack = np.bincount(racks)
             order = np.lexsort((pool, racks, -per_rack[racks]))
-            return pool[order[:k]].tolist()
-        return pool[:k].tolist()
+            chosen: list[int] = pool[order[:k]].tolist()
+            return chosen
+        first: list[int] = pool[:k].tolist()
+        return first
 
     def _schedule(self) -> None:
         """Start queued jobs in queue order while they fit; ``fifo`` stops at the first that does not
@@ -211,7 +213,7 @@ class Scheduler(Checkpointing):
         self._start(job, self._pick_nodes(job, k, pool))
         if k < job.spec.nodes_needed:
             self._shrunk[job.spec.jid] = job
-            self._elastic_event(job, "start", "", job.spec.nodes_needed // job.spec.rn)
+            self._elastic_event(job, "start", None, job.spec.nodes_needed // job.spec.rn)
 
     def _domain_pool(self, job: Job) -> np.ndarray:
         """The sorted nodes ``job`` may start on: free, and the hot spares when it may use them."""

@@ -3,6 +3,7 @@ created one at a time as they are submitted)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -49,13 +50,14 @@ class Sources(Interruptions):
         H = self.engine.horizon_h
         pending: list[Job] = []
         for j in spec.jobs:
+            assert j.work_h is not None  # the schema sets it (from the training block when not given)
             pending.append(self._new_job(j.name, j.gpus, j.work_h, j.submit_h, j.priority, j.checkpoint, j.step,
                                          j.repeat, j.elastic, j.data))
         if spec.synthetic is not None:
             pending.extend(self._synthetic_jobs(H))
         for job in pending:
             if job.spec.submit_h < H:
-                self._timer_of(job).set(job.spec.submit_h, lambda j=job: self._submit(j))  # (its timer's first use)
+                self._timer_of(job).set(job.spec.submit_h, functools.partial(self._submit, job))  # (its timer's first use)
         if spec.trace is not None:
             self._start_trace(H)
 

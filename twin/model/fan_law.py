@@ -1,0 +1,166 @@
+"""The server fans' state (issue 42): each node's healthy fans and inlet air and the fan curve of
+:mod:`twin.physics.fans` (:class:`FanLaw`), owned by the shared IT power (:class:`twin.model.it_power.ITPower`)
+when fans are modelled; the component that moves it is :class:`twin.model.fans.Fans`. Its own module (issue 40):
+the IT power needs the state, the fans component needs the IT power's service key, and neither imports the
+other's module back.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from twin.physics.fans import MIN_RISE_C, fan_demand, fan_speed, node_fan_power_w
+
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.model.cluster import Cluster
+    from twin.model.engine import Engine
+    from twin.scenario.schema import Scenario
+
+
+class FanLaw:
+    """The fans of every node: healthy count, inlet air and power (W), with the fan curve's parameters.
+
+    ``power_w(idx, util)`` gives the fans' power of nodes ``idx`` at utilisation ``util`` (a float or one
+    per node) and records it (``node_w``, the site total and its energy); down nodes draw nothing."""
+
+    def __init__(self, engine: "Engine", cluster: "Cluster", sc: "Scenario") -> None:
+        node = sc.cluster.node
+        f = node.fans
+        cool = sc.cooling
+        assert cool is not None and node.non_gpu_idle_w is not None
+        self.engine = engine
+        self.cluster = cluster
+        self.full_w = f.full_w(node.non_gpu_idle_w, node.rated_w)
+        """Fans' power at full speed of the node type as rated (taken out of the non-GPU load), W."""
+        self.liquid = cool.type in ("liquid", "hybrid")
+        self.max_w = self.full_w * (f.residual_share if self.liquid else 1.0)
+        """Fans' power at full speed of the nodes in this hall (residual fans on liquid), W."""
+        self.rated_w = float(node.rated_w)
+        self.min_speed, self.design_inlet_c, self.exhaust_c = f.min_speed, f.design_inlet_c, f.exhaust_c
+        self.reference_inlet_c = f.reference_inlet_c if f.reference_inlet_c is not None else f.design_inlet_c
+        n = cluster.n_nodes
+        self.part = f.part if f.part is not None and f.part in node.parts else None
+        self.count = int(node.parts[self.part].count) if self.part is not None else 1
+        self.healthy = np.full(n, self.count, dtype=np.float64)
+        self.n_short = 0
+        """Nodes with fewer than all their fans (:meth:`set_healthy`)."""
+        start_c = cool.air.supply_c if cool.air is not None else f.design_inlet_c
+        self.inlet_c = np.full(n, float(start_c))
+        """Inlet air of each node's fans, °C: its air zone's held supply (the design inlet without air)."""
+        g = node.gpus
+        self._a_w = g * (node.gpu.demand_w - node.gpu.idle_w)  # demanded node power = util·a + b(util)
+        self._g_idle_w = g * node.gpu.idle_w
+        assert node.non_gpu_idle_w is not None
+        self._ng_idle_w: float = node.non_gpu_idle_w  # the non-GPU load as stated (its fans included)
+        self._ng_busy_w: float = node.non_gpu_w
+        self.node_w = np.zeros(n)
+        """Fans' power of each node, W (0 while it is down)."""
+        self.total_w = 0.0
+        self.energy_wh = 0.0
+        self.peak_speed = 0.0
+        self._t = engine.now
+        self._k_c = self.exhaust_c - self.design_inlet_c
+        self._stated: dict[float, float] = {}
+
+    def set_healthy(self, node: int, healthy: int) -> None:
+        """``node`` now has ``healthy`` working fans (the fan part's redundant group, ``Topic.GROUP``)."""
+        self.n_short += int(healthy < self.count) - int(self.healthy[node] < self.count)
+        self.healthy[node] = healthy
+
+    def set_inlet(self, start: int, stop: int, held_c: float) -> bool:
+        """Nodes ``start``..``stop``-1 (an air zone) take in air at ``held_c``, °C (``Topic.ZONE_INLET``);
+        False if they did already (nothing changed)."""
+        if self.inlet_c[start] == held_c and self.inlet_c[stop - 1] == held_c:
+            return False
+        self.inlet_c[start:stop] = held_c
+        return True
+
+    def _share(self, util: float | NDArray[np.float64]) -> float | NDArray[np.float64]:
+        """The node's demanded power at utilisation ``util`` (its non-GPU load as stated) over its nameplate."""
+        ng = self._ng_idle_w + (self._ng_busy_w - self._ng_idle_w) * util
+        return (util * self._a_w + self._g_idle_w + ng) / self.rated_w
+
+    def _demand(self, idx: NDArray[np.int64], util: float | NDArray[np.float64]) -> NDArray[np.float64]:
+        """Flow the fans of ``idx`` need (:func:`~twin.physics.fans.fan_demand`) at utilisation ``util``, at
+        their inlet."""
+        return np.asarray(fan_demand(self._share(util), self.inlet_c[idx], self.design_inlet_c, self.exhaust_c,
+                                     self.min_speed), dtype=np.float64)
+
+    def stated_w(self, util: float | NDArray[np.float64]) -> float | NDArray[np.float64]:
+        """Fans' power (W) inside the stated non-GPU load at utilisation ``util``: the rated node's fans, all
+        working, at the fan curve's speed for ``reference_inlet_c``."""
+        d = fan_demand(self._share(util), self.reference_inlet_c, self.design_inlet_c, self.exhaust_c,
+                       self.min_speed)
+        return node_fan_power_w(d, self.count, self.count, self.full_w)
+
+    def delta_w(self, idx: NDArray[np.int64], util: float | NDArray[np.float64]) -> NDArray[np.float64]:
+        """Simulated fans less the stated ones (W) of nodes ``idx`` at utilisation ``util``, were they up
+        (records nothing): what the fans add to the stated node power."""
+        w = node_fan_power_w(self._demand(idx, util), self.count, self.healthy[idx], self.max_w)
+        return np.asarray(w, dtype=np.float64) - self.stated_w(util)
+
+    def power_w(self, idx: NDArray[np.int64], util: float | NDArray[np.float64]) -> NDArray[np.float64]:
+        """Simulated fans less the stated ones (W) of nodes ``idx`` at utilisation ``util`` (what the fans add to
+        the stated node power; 0 for a down node); records the fans' power (energy up to now first).
+
+        On the hot path (every refresh of the IT power): the fan curve and the cube law of
+        :mod:`twin.physics.fans` written out for nodes with all their fans (the same floating-point
+        operations), the general functions for the others; the stated fans of a common utilisation cached."""
+        now = self.engine.env._now
+        if now > self._t:
+            self.energy_wh += self.total_w * (now - self._t)
+            self._t = now
+        rise = self.exhaust_c - self.inlet_c[idx]
+        np.maximum(rise, MIN_RISE_C, out=rise)
+        demand = self._share(util) * (self._k_c / rise)
+        np.maximum(demand, self.min_speed, out=demand)
+        if self.n_short:  # some node has lost fans: the general law
+            h = self.healthy[idx]
+            s = np.asarray(fan_speed(demand, self.count, h))
+            w = np.asarray(node_fan_power_w(demand, self.count, h, self.max_w), dtype=np.float64)
+        else:
+            s = np.minimum(demand, 1.0)
+            w = self.max_w * s * s * s
+        if len(s):
+            top = float(s.max())
+            if top > self.peak_speed:
+                self.peak_speed = top
+        stated: float | NDArray[np.float64]
+        if isinstance(util, float):
+            got = self._stated.get(util)
+            if got is None:
+                got = self._stated[util] = float(self.stated_w(util))
+            stated = got
+        else:
+            stated = self.stated_w(util)
+        cl = self.cluster
+        if cl.n_up == cl.n_nodes:
+            self.node_w[idx] = w
+            out = w - stated
+        else:
+            up = cl.down_count[idx] == 0
+            self.node_w[idx] = np.where(up, w, 0.0)
+            out = np.where(up, w - stated, 0.0)
+        self.total_w = float(self.node_w.sum())
+        return out
+
+    def energy_kwh(self) -> float:
+        """Fans' energy from time 0 to now, kWh (exact: their power is piecewise constant)."""
+        now = self.engine.env.now
+        if now > self._t:
+            self.energy_wh += self.total_w * (now - self._t)
+            self._t = now
+        return self.energy_wh / 1000.0
+
+
+def fan_law(engine: "Engine", cluster: "Cluster", sc: "Scenario") -> FanLaw | None:
+    """The fans' state for the IT power when fans are modelled (a cooling section, fans enabled), else None."""
+    if sc.cooling is None or not sc.cluster.node.fans.enabled:
+        return None
+    return FanLaw(engine, cluster, sc)
+
+
+__all__ = ["FanLaw", "fan_law"]
