@@ -348,6 +348,12 @@ def test_scenario_capital_lines_of_cooling_and_power_options() -> None:
     assert i2["psu"] == 128 * 8 * 1000 and i1["psu"] == 128 * 4 * 1000
     assert i2["ups"] == pytest.approx(2 * kw * 300) and i1["ups"] == pytest.approx(kw * 300)
     assert i2["pdu"] == 2 * 32 * 5000 and i2["switchboard"] == 2 * 150000
+    # evaporative units replace the chiller; with a trim chiller (mechanical mode carries the whole air
+    # load) the chiller plant is bought as well
+    ie = items(load_scenario(root / "evaporative.yaml").scenario)
+    it = items(load_scenario(root / "evaporative-trim.yaml").scenario)
+    assert ie["evaporative units"] == pytest.approx(kw * 150) and "chiller" not in ie and "trim chiller" not in ie
+    assert it["evaporative units"] == pytest.approx(kw * 150) and it["trim chiller"] == pytest.approx(kw * 500)
 
 
 def test_energy_with_a_cooling_model_prices_its_facility_energy_exactly() -> None:

@@ -11,7 +11,9 @@ Lines, all in ``costs.currency`` over the horizon of T = horizon_days / 365 year
   ``amortisation_years`` (IT: nodes, PSUs, fabric, initial spares) or
   ``facility_amortisation_years`` (cooling and power plant). Quantities: nodes × node price by
   type; PSUs (node part ``power.psu_part`` or ``psu``) × count per node; cooling: CRAH units
-  (zones × count), CDUs (loops × count, pumps included), chiller per kW of air-cooled IT capacity,
+  (zones × count), CDUs (loops × count, pumps included), chiller per kW of air-cooled IT capacity
+  (evaporative units instead, plus a full-size trim chiller when ``humidity.mechanical`` is ``chiller``:
+  mechanical mode carries the whole air load),
   dry coolers per kW of liquid-cooled IT capacity, cold-plate kit per liquid-cooled node (hybrid:
   GPU heat is liquid-cooled, the rest air-cooled); building (with a cooling section): white space (racks and
   cooling units on the floor, ``cooling.density``, :func:`twin.scenario.density.floor_plan`) per m² and
@@ -148,6 +150,9 @@ def capital_items(sc: "Scenario") -> list[CapitalItem]:
             air_kw, liq_kw = n * (gpu_w + other_w) * (1.0 - f) / 1000.0, n * (gpu_w + other_w) * f / 1000.0
         if air_kw > 0 and cool.air is not None and cool.air.evaporative is not None:  # no chiller
             out.append(CapitalItem("cooling", "evaporative units", air_kw, "kW IT", cap.evaporative_per_kw, plant_y))
+            hum = cool.air.evaporative.humidity
+            if hum is not None and hum.mechanical == "chiller":  # mechanical mode carries the whole air load
+                out.append(CapitalItem("cooling", "trim chiller", air_kw, "kW IT", cap.chiller_per_kw, plant_y))
         elif air_kw > 0:
             out.append(CapitalItem("cooling", "chiller", air_kw, "kW IT", cap.chiller_per_kw, plant_y))
         if liq_kw > 0:

@@ -57,7 +57,8 @@ class EvaporativeHumidity(Strict):
         "they cannot, and the units switch to mechanical mode (pads off, return air recirculated through the "
         "chiller coil, which holds the envelope: an assumption) when the supply would leave the envelope, the "
         "outside air after the pads is hotter than the return air, or the water cap is reached. The chiller's "
-        "COP is cooling.energy's; it does not fail (assumption: trim chillers are small and redundant).")
+        "COP is cooling.energy's; it does not fail (assumption: a redundant plant). Priced as a chiller plant for the "
+        "whole air load (costs.capital.chiller_per_kw): mechanical mode carries it all.")
     water_cap_l_per_year: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
         None, description="Site water the units may draw in a calendar year (from each 8,760 h of the horizon), "
         "L; once reached, the pads stay dry until the year ends (mechanical or dry trim). Needs mechanical: "
