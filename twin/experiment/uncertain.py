@@ -82,17 +82,10 @@ def measured_inputs(path: str) -> Uncertainty:
     """The ``uncertainty:`` section written in ``path`` itself (``twin decide --inputs``: a calibrated
     scenario from ``twin calibrate``, or any YAML file with that section), not what it inherits: the
     inputs the file's data measured. Errors name the file."""
-    import yaml
-
-    from twin.scenario.files import require_file
+    from twin.scenario.loader import read_yaml
 
     p = Path(path)
-    require_file(p, "--inputs file")
-    try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(str(p), f"line {mark.line + 1}" if mark else "", f"not valid YAML: {exc}") from None
+    doc = read_yaml(p)  # the scenario reader's guards: size, alias bombs, depth, duplicate keys
     if not isinstance(doc, dict) or not isinstance(doc.get("uncertainty"), dict):
         raise InputError(str(p), "uncertainty", "--inputs needs a file with an uncertainty: section (twin calibrate "
                          "writes one in calibrated.yaml)")
@@ -453,14 +446,6 @@ def _objective_array(tables: Sequence[pd.DataFrame], objective: str, D: int, R: 
     return Y
 
 
-def _t_quantile(D: int) -> float:
-    from scipy.stats import t
-
-    from twin.experiment.value_of_information import LEVEL
-
-    return float(t.ppf(0.5 + LEVEL / 2, D - 1))
-
-
 def _decision(Y: np.ndarray, U: np.ndarray, options: Sequence[Option], keys: Sequence[str], sense: str,
               tables: Sequence[pd.DataFrame], cons: Sequence[Any], confidence: float, D: int, reps: int,
               samples: int) -> Any:
@@ -469,7 +454,7 @@ def _decision(Y: np.ndarray, U: np.ndarray, options: Sequence[Option], keys: Seq
     its options table holding every option's P_feasible (NaN statistics for an option left out).
     ``recommended`` is empty when no option is admissible."""
     from twin.experiment.feasibility import admissible, feasibility
-    from twin.experiment.value_of_information import analyse
+    from twin.experiment.value_of_information import analyse, mean_interval
 
     labels = [o.label for o in options]
     seed = int(options[0].doc["seed"])
@@ -499,12 +484,11 @@ def _decision(Y: np.ndarray, U: np.ndarray, options: Sequence[Option], keys: Seq
             dec.rule = f"no option meets {what} in at least {confidence:.0%} of the plausible worlds"
     tab = feas.merge(dec.options_table, on="option", how="left")
     tab["admissible"] = [i in adm for i in range(len(labels))]
-    m = Y.mean(axis=2)  # every option's expected objective, left-out ones too (Student t over the draws)
-    half = float(_t_quantile(D)) * m.std(axis=0, ddof=1) / math.sqrt(D)
+    mean, lo, hi = mean_interval(Y.mean(axis=2))  # every option's expected objective, left-out ones too
     gap = tab["expected"].isna().to_numpy()
-    tab.loc[gap, "expected"] = m.mean(axis=0)[gap]
-    tab.loc[gap, "ci_low"] = (m.mean(axis=0) - half)[gap]
-    tab.loc[gap, "ci_high"] = (m.mean(axis=0) + half)[gap]
+    tab.loc[gap, "expected"] = mean[gap]
+    tab.loc[gap, "ci_low"] = lo[gap]
+    tab.loc[gap, "ci_high"] = hi[gap]
     dec.options_table = tab
     return dec
 

@@ -202,6 +202,15 @@ def _interval(samples: np.ndarray, level: float = LEVEL) -> tuple[np.ndarray, np
     return np.quantile(samples, a, axis=0), np.quantile(samples, 1 - a, axis=0)
 
 
+def mean_interval(m: np.ndarray, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean over the draws (axis 0) of per-draw inner means ``m`` (D, K) and its Student-t interval
+    (unbiased: the replication noise averages out): (mean, low, high), each (K,)."""
+    D = len(m)
+    mean = m.mean(axis=0)
+    half = float(_st.t.ppf(0.5 + level / 2, D - 1)) * m.std(axis=0, ddof=1) / math.sqrt(D)
+    return mean, mean - half, mean + half
+
+
 def inner_noise(NB: np.ndarray) -> np.ndarray:
     """Pooled variance of the inner mean of each option's paired difference to the first, per
     option (K,), from (D, K, R) net benefits: mean over draws of the within-draw variance of the
@@ -279,16 +288,13 @@ def analyse(Y: np.ndarray, U: np.ndarray, options: Sequence[str], inputs: Sequen
     l_lo, l_hi = _interval(loss_s, level)
     e_lo, e_hi = _interval(evpi_s, level)
     pb_naive, evpi_naive, _ = _stats(m)
-    means = m.mean(axis=0)
-    t = float(_st.t.ppf(0.5 + level / 2, D - 1))
-    half = t * m.std(axis=0, ddof=1) / math.sqrt(D)
+    means, m_lo, m_hi = mean_interval(m, level)
     rec = int(np.argmax(means))
     others = [k for k in range(K) if k != rec]
     ru = max(others, key=lambda k: (means[k], -k))
     opt = pd.DataFrame({
         "option": list(options), "expected": sign * means,
-        "ci_low": sign * np.where(sign > 0, means - half, means + half),
-        "ci_high": sign * np.where(sign > 0, means + half, means - half),
+        "ci_low": sign * (m_lo if sign > 0 else m_hi), "ci_high": sign * (m_hi if sign > 0 else m_lo),
         "p_best": pb, "p_best_low": pb_lo, "p_best_high": pb_hi, "p_best_naive": pb_naive,
         "expected_loss": loss, "expected_loss_low": l_lo, "expected_loss_high": l_hi})
     diff = m[:, rec] - m[:, ru]

@@ -26,8 +26,8 @@ class ChillerCurve(Strict):
         5.5, description="COP at the reference conditions and full load (EnergyPlus Chillers.idf, DOE-2 "
         "Centrifugal/5.50COP).")
     chilled_water_c: Annotated[float, Field(ge=0, le=25, allow_inf_nan=False)] = Field(
-        6.67, description="Leaving chilled-water temperature, °C (the curve's reference 6.67 °C; held in its "
-        "5-10 °C validity range when evaluated).")
+        6.67, description="Leaving chilled-water temperature, °C (EnergyPlus Chillers.idf, DOE-2 Centrifugal/5.50COP: the "
+        "curve's reference 6.67 °C; held in its 5-10 °C validity range when evaluated).")
     tower_approach_c: Annotated[float, Field(ge=0, le=15, allow_inf_nan=False)] = Field(
         3.9, description="Condenser water entering the chiller above the outdoor wet-bulb (cooling-tower "
         "approach), °C (assumption: 3.9 °C = 7 °F, a typical design approach; range 3-6 °C).")
