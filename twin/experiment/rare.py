@@ -39,7 +39,7 @@ import pandas as pd
 import twin
 from twin.atomic import atomic_write_parquet
 from twin.errors import InputError
-from twin.experiment import rare_events, rare_math
+from twin.experiment import rare_events, rare_math, rare_power
 from twin.experiment.rows import RowStore
 from twin.experiment.runner import (
     _read_json, assemble, drive, loaded_in_worker, make_backend, payload_of, prepare_folder, shut,
@@ -60,14 +60,20 @@ class Bias:
     parts: tuple[str, ...]
     theta: float
     rates_per_h: dict[str, float]
+    units: tuple[rare_power.UnitBias, ...] = ()
+    """Biased facility units of the power chain (:mod:`twin.experiment.rare_power`), each with its θ."""
 
 
 def choose_bias(loaded: Loaded, parts: Sequence[str] | None, theta: float | None,
-                aim_failures: float = AIM_FAILURES) -> Bias:
-    """The bias of ``parts`` (default: every node part with an exponential life) by ``theta`` (None:
-    :func:`twin.experiment.rare_math.auto_theta`). Bad input (a part that is not a node part, not
-    exponential, or has a common-cause β): InputError."""
+                aim_failures: float = AIM_FAILURES, units: Mapping[str, float | None] | None = None) -> Bias:
+    """The bias of ``parts`` (default: every node part with an exponential life, unless facility ``units``
+    are biased) by ``theta`` (None: :func:`twin.experiment.rare_math.auto_theta`), and of the power chain's
+    ``units`` (kind -> θ or None, :func:`twin.experiment.rare_power.choose`). Bad input (a part that is not
+    a node part, not exponential, or has a common-cause β; a unit that cannot be biased): InputError."""
     sc = loaded.scenario
+    unit_biases = tuple(rare_power.choose(loaded.resolved, sc.horizon_h, units, aim_failures)) if units else ()
+    if unit_biases and not parts:
+        return Bias((), 1.0, {}, unit_biases)
     node_parts = sc.cluster.node.parts
     names = list(parts) if parts else [n for n, s in node_parts.items() if s.failure.dist == "exponential"]
     if not names:
@@ -89,12 +95,13 @@ def choose_bias(loaded: Loaded, parts: Sequence[str] | None, theta: float | None
     th = rare_math.auto_theta(total, sc.horizon_h, aim_failures) if theta is None else float(theta)
     if not (math.isfinite(th) and th > 0):
         raise InputError("--bias", str(theta), "must be a positive number or 'auto'")
-    return Bias(tuple(names), th, rates)
+    return Bias(tuple(names), th, rates, unit_biases)
 
 
 def biased_scenario(loaded: Loaded, bias: Bias) -> Loaded:
-    """The scenario with each biased part's exponential mean divided by θ (validated again)."""
-    doc = copy.deepcopy(loaded.resolved)
+    """The scenario with each biased part's exponential mean divided by θ and each biased facility quantity
+    scaled by its θ (validated again)."""
+    doc = rare_power.biased_doc(loaded.resolved, list(bias.units)) if bias.units else copy.deepcopy(loaded.resolved)
     for name in bias.parts:
         fail = doc["cluster"]["node"]["parts"][name]["failure"]
         fail["mean_h"] = float(fail["mean_h"]) / bias.theta
@@ -144,6 +151,7 @@ def run_rare_batch(payload: Mapping[str, Any], indices: list[int],
             log_w += float(rare_math.log_likelihood_ratio(n, e, rate, theta))
             row[f"rare.failures.{name}"] = float(n)
             row[f"rare.exposure_h.{name}"] = e
+        log_w += rare_power.log_weight(model, cfg.get("units", []), row)
         del model
         row["rare.hit"] = float(hit)
         row["rare.log_w"] = log_w
@@ -167,8 +175,11 @@ class RareResult:
 
 
 def _config(loaded: Loaded, event: str, params: Mapping[str, Any], bias: Bias) -> dict[str, Any]:
-    return {"event": event, "params": dict(params), "parts": list(bias.parts), "theta": bias.theta,
-            "rates_per_h": dict(bias.rates_per_h), "scenario_hash": loaded.hash}
+    out = {"event": event, "params": dict(params), "parts": list(bias.parts), "theta": bias.theta,
+           "rates_per_h": dict(bias.rates_per_h), "scenario_hash": loaded.hash}
+    if bias.units:  # (absent without facility biasing: the folders of node-part estimates keep their names)
+        out["units"] = [b.as_dict() for b in bias.units]
+    return out
 
 
 def rare_folder(results_root: Path | str, loaded: Loaded, biased: Loaded, cfg: Mapping[str, Any],
@@ -185,8 +196,9 @@ def run_rare(loaded: Loaded, event: str, params: Mapping[str, str], reps: int, p
              theta: float | None = None, aim_failures: float = AIM_FAILURES, workers: int = 1,
              dask_address: str | None = None, folder: Path | str | None = None, overwrite: bool = False,
              plain_reps: int = PLAIN_REPS, echo: Callable[[str], None] | None = None,
-             results_root: Path | str = "results") -> RareResult:
-    """Estimate P(``event``) over ``reps`` biased replications (reused or resumed from ``folder``)."""
+             results_root: Path | str = "results", units: Mapping[str, float | None] | None = None) -> RareResult:
+    """Estimate P(``event``) over ``reps`` biased replications (reused or resumed from ``folder``); ``units``:
+    the power chain's biased quantities (kind -> θ, None: automatic; :mod:`twin.experiment.rare_power`)."""
     say = echo or (lambda s: print(s, file=sys.stderr, flush=True))
     if reps < 2:
         raise InputError("--reps", str(reps), "an estimate needs at least 2 replications")
@@ -195,7 +207,7 @@ def run_rare(loaded: Loaded, event: str, params: Mapping[str, str], reps: int, p
     if workers < 1:
         raise InputError("--workers", str(workers), "must be >= 1")
     resolved = rare_events.resolve(event, params)
-    bias = choose_bias(loaded, parts, theta, aim_failures)
+    bias = choose_bias(loaded, parts, theta, aim_failures, units)
     biased = biased_scenario(loaded, bias)
     cfg = _config(loaded, event, resolved, bias)
     folder = Path(folder) if folder is not None else rare_folder(results_root, loaded, biased, cfg)
@@ -241,7 +253,7 @@ def run_rare(loaded: Loaded, event: str, params: Mapping[str, str], reps: int, p
             shut(backend, error=False)
         table = assemble(rows[i] for i in range(reps))
         # plain replications (true scenario, θ = 1): the cost of one, measured here
-        plain_cfg = {**cfg, "theta": 1.0}
+        plain_cfg = {**cfg, "theta": 1.0, "units": []}
         plain = run_rare_batch({**payload_of(loaded), "rare": plain_cfg}, list(range(plain_reps)))
         plain_cpu = float(np.mean([r["rare.cpu_s"] for r, _ in plain]))
         plain_hits = int(sum(r["rare.hit"] for r, _ in plain))

@@ -36,6 +36,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--bias-part", dest="bias_parts", action="append", default=[], metavar="PART",
                    help="a node part whose exponential failure rate is biased (default: every node part with an "
                         "exponential life); repeatable")
+    p.add_argument("--bias-unit", dest="bias_units", action="append", default=[], metavar="NAME[=THETA]",
+                   help="a quantity of the power chain to bias by THETA (default auto): lives (ups, generator, "
+                        "switchboard, pdu, ups_module; exponential only, with their common-cause events), "
+                        "arrivals (utility, ups_fault) or demand probabilities (generator_start, ats_transfer, "
+                        "ups_bypass, switching); repeatable. With it, node parts are biased only if --bias-part names them")
     p.add_argument("--bias", default="auto", metavar="THETA",
                    help="failure-rate multiplier of the biased parts, or 'auto' (default): the biased parts fail "
                         "--aim-failures times on average over the horizon")
@@ -88,16 +93,20 @@ def cmd_rare(args: argparse.Namespace) -> int:
 
         check_label(args.label)
         folder = Path(args.results) / loaded.scenario.name / args.label
+    from twin.experiment.rare_power import parse
+
+    units = parse(args.bias_units) if args.bias_units else None
     res = run_rare(loaded, args.event, _params(args.param), args.reps, args.bias_parts or None, theta,
                    args.aim_failures, args.workers, args.dask, folder, args.overwrite, args.plain_reps,
-                   echo=_note, results_root=Path(args.results))
+                   echo=_note, results_root=Path(args.results), units=units)
     e = res.estimate
     sc = loaded.scenario
     how = "reused the complete folder" if res.reused else f"{res.computed} computed"
     _echo(f"{sc.name}  (hash {loaded.hash}, seed {sc.seed}): event {res.event} "
           + " ".join(f"{k}={v}" for k, v in res.params.items()))
-    _echo(f"biased parts {', '.join(res.bias.parts)} at theta = {_g(res.bias.theta)}; "
-          f"{e.replications} replications ({how}), {e.hits} hit the event")
+    biased = ([f"parts {', '.join(res.bias.parts)} at theta = {_g(res.bias.theta)}"] if res.bias.parts else []) + [
+        f"{u.kind} x{_g(u.theta)}" for u in res.bias.units]
+    _echo(f"biased {'; '.join(biased)}; {e.replications} replications ({how}), {e.hits} hit the event")
     _echo(f"P(event) = {_g(e.p)}   95% CI [{_g(e.ci_low)}, {_g(e.ci_high)}]   relative half-width "
           f"{_g(e.rel_half_width)}   ESS {_g(e.ess)}")
     _echo(f"work-normalised variance {_g(e.wnv)} (var x CPU s per replication, {_g(e.cpu_s_per_rep * 1e3)} ms); "

@@ -5,10 +5,9 @@ A registry: :func:`register` adds an event (its name, what it means, its paramet
 (node intervals, the workload's interruptions, the metrics), never its random streams, so it does not
 change what the replication draws.
 
-Events that need the power-risk work (site power lost longer than T, a UPS dropping its load) and the
-cooling-capacity event (capacity below the load longer than T) are not registered yet: today a UPS
-never drops its load and cooling units do not record a capacity-below-load interval, so such events
-could not happen (see docs/guide/rare-events.md).
+The power events read the power chain's feed states (``PowerChain.feed_rows``: a feed is ``dead``
+when nothing powers its PSUs); the cooling event reads the chiller plant's capacity and heat at each
+of its events (``Plant.rows``; a load change between them is not followed, as in the plant itself).
 """
 
 from __future__ import annotations
@@ -148,3 +147,94 @@ def metric_above(model: "Model", p: Params) -> bool:
         raise InputError("--param", f"metric={name}", "no such metric in this scenario's replication; some: "
                          + ", ".join(sorted(metrics)[:12]))
     return bool(metrics[name] > float(p["value"]))
+
+
+def _all_dead(model: "Model", planned: bool) -> list[tuple[float, float]]:
+    """The stretches (start_h, end_h) during which every feed of the power chain is dead at once, merged;
+    unless ``planned``, a stretch in which every dead feed is dead for a planned maintenance (an isolated
+    feed, cause ``maintenance``) does not count."""
+    import numpy as np
+
+    ch = model.by_section.get("power")
+    if ch is None:
+        raise InputError("--event", "power", "the scenario has no power section")
+    per: list[list[tuple[float, float, bool]]] = [[] for _ in ch.feeds]
+    for feed, s, e, state, cause in ch.feed_rows:
+        if state == "dead" and e > s:
+            per[ch.feeds.index(feed)].append((s, e, cause == "maintenance"))
+    if any(not p for p in per):
+        return []
+    cuts = np.unique(np.array([t for p in per for s, e, _ in p for t in (s, e)]))
+    if len(cuts) < 2:
+        return []
+    mid = (cuts[:-1] + cuts[1:]) / 2
+    lost = np.ones(len(mid), dtype=bool)
+    unplanned = np.zeros(len(mid), dtype=bool)
+    for p in per:
+        p.sort()
+        st = np.array([s for s, _, _ in p])
+        en = np.array([e for _, e, _ in p])
+        pl = np.array([x for _, _, x in p])
+        j = np.searchsorted(st, mid, side="right") - 1
+        inside = (j >= 0) & (mid < en[np.maximum(j, 0)])
+        lost &= inside
+        unplanned |= inside & ~pl[np.maximum(j, 0)]
+    if not planned:
+        lost &= unplanned
+    out: list[tuple[float, float]] = []
+    for i in np.flatnonzero(lost):
+        a, b = float(cuts[i]), float(cuts[i + 1])
+        if out and out[-1][1] == a:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
+
+
+def _autonomy_h(model: "Model", min_h: float) -> float:
+    if min_h >= 0:
+        return min_h
+    ups = model.sc.power.ups if model.sc.power is not None else None
+    return ups.ride_through_min / 60.0 if ups is not None else 0.0
+
+
+@register("site_power_lost", "the hall loses its IT load (every feed dead at once: no PSU powered) for longer "
+          "than `min_h` hours at a stretch; unplanned unless `planned` 1 (a drain of an isolated feed for a "
+          "maintenance alone does not count); needs a power section",
+          {"min_h": (-1.0, "shortest stretch that counts, hours (-1: the UPS autonomy, ride_through_min)"),
+           "planned": (0, "1: a planned maintenance drain counts too")})
+def site_power_lost(model: "Model", p: Params) -> bool:
+    x = _autonomy_h(model, float(p["min_h"]))
+    return any(e - s > x for s, e in _all_dead(model, bool(int(p["planned"]))))
+
+
+@register("feeds_lost", "both (every) feeds of a 2N chain dead together for longer than `min_h` hours; "
+          "unplanned unless `planned` 1; needs two feeds",
+          {"min_h": (0.0, "shortest stretch that counts, hours (0: any)"),
+           "planned": (0, "1: a planned maintenance drain counts too")})
+def feeds_lost(model: "Model", p: Params) -> bool:
+    ch = model.by_section.get("power")
+    if ch is not None and len(ch.feeds) < 2:
+        raise InputError("--event", "feeds_lost", "the power chain has one feed (topology n); use site_power_lost")
+    x = float(p["min_h"])
+    return any(e - s > x for s, e in _all_dead(model, bool(int(p["planned"]))))
+
+
+@register("cooling_short", "the chiller plant's running capacity below the heat load for longer than `min_h` "
+          "hours at a stretch (as the plant reads them at its events); needs a cooling.plant section",
+          {"min_h": (0.0, "shortest stretch that counts, hours (0: any)")})
+def cooling_short(model: "Model", p: Params) -> bool:
+    plant = model.by_section.get("plant")
+    if plant is None:
+        raise InputError("--event", "cooling_short", "the scenario has no chiller plant (cooling.plant)")
+    x = float(p["min_h"])
+    since = None
+    for t, _x, _tgt, heat_kw, run_kw, _run in [*plant.rows, (model.sc.horizon_h, 0.0, 0.0, 0.0, 0.0, 0.0)]:
+        if since is not None and t - since > x:
+            return True
+        short = run_kw < heat_kw
+        if short and since is None:
+            since = t
+        elif not short:
+            since = None
+    return False

@@ -84,6 +84,8 @@ class Population(abc.ABC):
         self._ccf_cause = DownCause.common(name)
         self.ccf_events = 0  # common events that failed at least one unit
         self.ccf_failures = 0  # units they failed
+        self.ccf_arrivals = 0  # common events that arrived (with or without a working unit to fail)
+        self.life_failures = 0  # failures that ended a drawn lifetime (not common, hazard or injected ones)
         self.test_h: float | None = spec.latent_test_interval_h
         self._hidden: dict[int, simpy.Event] = {}
         self.latent_found_test = 0
@@ -92,7 +94,7 @@ class Population(abc.ABC):
         """Hours each periodic test takes a working unit out of service (set by the owner; 0: no time)."""
         self.test_unit_h = 0.0  # unit-hours out of service for tests
         self._in_test: set[int] = set()  # working units out of service for their test now
-        self._fires = engine.calls(self._fire)  # a unit's failure (generation gen: invalidated by a later one)
+        self._fires = engine.calls(self._life_end)  # a unit's failure (generation gen: invalidated by a later one)
         self._common = engine.calls(self._common_event)
         self._tests = engine.calls(self._periodic_test)
         self._unit_tests = engine.calls(self._test_unit)
@@ -181,6 +183,7 @@ class Population(abc.ABC):
     # ---- common-cause failures (β-factor) ---------------------------------------------------
     def _common_event(self, g: int, k: int) -> None:
         """Common event ``k`` of group ``g``: every working unit fails now; the next at rate βλ."""
+        self.ccf_arrivals += 1
         hit = [i for i in self.members(g) if self.healthy[i]]
         if hit:
             self.ccf_events += 1
@@ -262,6 +265,13 @@ class Population(abc.ABC):
             return
         gen = int(self.gen[idx])
         self._fires.at(t_h, idx, gen)
+
+    def _life_end(self, idx: int, gen: int) -> None:
+        """A scheduled lifetime ends: counted (``life_failures``, read by ``twin rare``'s likelihood ratio) unless
+        superseded, then the failure itself."""
+        if gen == self.gen[idx] and self.healthy[idx]:
+            self.life_failures += 1
+        self._fire(idx, gen)
 
     def fail_now(self, idx: int) -> None:
         """Unit ``idx`` fails at the current time through its own failure path (a cold power cycle, a
