@@ -9,9 +9,16 @@ Two systems with closed forms, each through the simulator (`twin.experiment.rare
 
 Reported: the estimate and its interval, ESS, relative half-width, CPU per biased and per plain
 replication (measured), the work-normalised variances and their ratio (the gain), and how many plain
-replications the same interval would need. AvailSim4's importance splitting is not compared: AvailSim4 is
-not installed in this repository's benchmark set-up (`.venv-availsim4`, benchmarks/peers.py); with it,
-its `convergence_rare_event` example is the same 2-of-4 system.
+replications the same interval would need.
+
+`python -m benchmarks.bench_rare --peers [RUNS]`: also AvailSim4's importance splitting on its own 2-of-4
+example (the workbooks its package ships for its test ``convergence_rare_event``: ``2oo4_system.xlsx``
+and ``2oo4_restart_simulation.xlsx``, ``SPLITTING_MONTE_CARLO``, 1,000 simulations), run RUNS times
+(default 10) with seeds 1..RUNS as its own program (AvailSim4 installed as for benchmarks/peers.py,
+never imported): the variance of its estimates across the runs times its CPU per run is its
+work-normalised variance. Its CPU per run is counted without its start-up (the CPU of the same
+program on its plain Monte-Carlo workbook cut to one simulation), as twin's per replication is.
+Its plain Monte Carlo (``10_000_MC_simulation.xlsx``, once) gives the CPU of its plain simulation.
 """
 
 from __future__ import annotations
@@ -43,7 +50,107 @@ def systems() -> list[tuple[str, dict[str, Any], float, int]]:
             ("1-of-2 pair with repair", pair, float(expm(q * h)[0, 2]), 4000)]
 
 
+SETSEED = r'''
+import sys
+from openpyxl import load_workbook
+wb = load_workbook(sys.argv[1])
+ws = wb["SIMULATION"]
+head = [c.value for c in ws[1]]
+if sys.argv[3] != "-":
+    ws.cell(row=2, column=head.index("SEED") + 1, value=int(sys.argv[3]))
+if sys.argv[4] != "-":
+    for col in ("MIN_NUMBER_OF_SIMULATION", "MAX_NUMBER_OF_SIMULATION"):
+        ws.cell(row=2, column=head.index(col) + 1, value=int(sys.argv[4]))
+wb.save(sys.argv[2])
+'''
+"""Run with AvailSim4's Python: a copy of a simulation workbook with another SEED and/or simulation count."""
+
+ESTIMATE = r'''
+import glob, sys
+from openpyxl import load_workbook
+wb = load_workbook(glob.glob(sys.argv[1] + "/*.xlsx")[0], read_only=True)
+rows = list(wb["RESULTS"].iter_rows(values_only=True))
+head = rows[0]
+print(sum(dict(zip(head, r))["_MEAN_OCCURRENCES"] for r in rows[1:]
+          if r[0] == "DUMB_0_1" and r[2] in ("FAILED", "BLIND_FAILED")))
+'''
+"""Run with AvailSim4's Python: the system's failure probability from a result folder (the row its test reads:
+component DUMB_0_1, status BLIND_FAILED, _MEAN_OCCURRENCES)."""
+
+
+def availsim4_splitting(runs: int, work: Path) -> dict[str, Any] | None:
+    """AvailSim4's splitting on its own 2-of-4 example, ``runs`` seeds: estimates, CPU per run (start-up
+    removed) and its work-normalised variance; None without AvailSim4."""
+    import subprocess
+
+    from benchmarks.peers import _timed, availsim4_command
+
+    cmd = availsim4_command()
+    if cmd is None:
+        return None
+    py = str(cmd.parent / "python")
+    where = subprocess.run([py, "-c", "import availsim4core, os; print(os.path.dirname(availsim4core.__file__))"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    inp = Path(where) / "test" / "E2E" / "input" / "convergence_rare_event"
+    (work / "setseed.py").write_text(SETSEED)
+    (work / "estimate.py").write_text(ESTIMATE)
+
+    def run(sim: Path, name: str) -> tuple[float, float]:
+        out = work / name
+        _, cpu = _timed([str(cmd), "--system", str(inp / "2oo4_system.xlsx"), "--simulation", str(sim),
+                         "--output_folder", str(out)], work)
+        p = float(subprocess.run([py, str(work / "estimate.py"), str(out)], capture_output=True, text=True,
+                                 check=True).stdout)
+        return p, cpu
+
+    one = work / "mc1.xlsx"
+    subprocess.run([py, str(work / "setseed.py"), str(inp / "10_000_MC_simulation.xlsx"), str(one), "-", "1"], check=True)
+    _, startup_cpu = run(one, "startup")
+    mc_p, mc_cpu = run(inp / "10_000_MC_simulation.xlsx", "mc")
+    est, cpu = [], []
+    for seed in range(1, runs + 1):
+        sim = work / f"split-{seed}.xlsx"
+        subprocess.run([py, str(work / "setseed.py"), str(inp / "2oo4_restart_simulation.xlsx"), str(sim), str(seed), "-"],
+                       check=True)
+        p, c = run(sim, f"split-{seed}")
+        est.append(p)
+        cpu.append(c - startup_cpu)
+    var = float(np.var(est, ddof=1))
+    net = float(np.mean(cpu))
+    return {"estimates": est, "mean": float(np.mean(est)), "sd": math.sqrt(var), "cpu_s": net, "startup_cpu_s": startup_cpu,
+            "wnv": var * net, "mc_p": mc_p, "mc_cpu_per_sim_s": (mc_cpu - startup_cpu) / 10_000}
+
+
+def peers(runs: int) -> int:
+    from twin.experiment.rare import run_rare
+    from twin.scenario.loader import load_dict
+
+    truth = systems()[0][2]
+    with tempfile.TemporaryDirectory() as tmp:
+        a = availsim4_splitting(runs, Path(tmp))
+        if a is None:
+            print("AvailSim4 is not installed (.venv-availsim4 or $AVAILSIM4, see benchmarks/README.md)")
+            return 2
+        r = run_rare(load_dict(systems()[0][1]), "nodes_down", {}, 2000, folder=Path(tmp) / "twin", plain_reps=200,
+                     echo=lambda s: None)
+    e = r.estimate
+    avs_plain_wnv = truth * (1 - truth) * a["mc_cpu_per_sim_s"]
+    print(f"AvailSim4 splitting, {runs} runs of 1,000 simulations: mean {a['mean']:.4g} (sd across runs {a['sd']:.3g}; "
+          f"truth {truth:.4g}); estimates " + ", ".join(f"{x:.4g}" for x in a["estimates"]))
+    print(f"AvailSim4 CPU per run {a['cpu_s']:.3f} s without its start-up ({a['startup_cpu_s']:.2f} s); "
+          f"work-normalised variance {a['wnv']:.3g}; its plain MC: {a['mc_cpu_per_sim_s'] * 1e3:.3f} ms per simulation, "
+          f"p(1-p) x that = {avs_plain_wnv:.3g}: its splitting's gain over its own plain MC x{avs_plain_wnv / a['wnv']:.3g}")
+    print(f"twin rare, 2000 replications: {e.p:.4g} [{e.ci_low:.4g}, {e.ci_high:.4g}], work-normalised variance "
+          f"{e.wnv:.3g} (gain x{e.gain:.3g} over twin's plain MC)")
+    print(f"twin's importance sampling against AvailSim4's splitting: work-normalised variance ratio "
+          f"x{a['wnv'] / e.wnv:.3g} (AvailSim4's over twin's)")
+    return 0
+
+
 def main() -> int:
+    if "--peers" in sys.argv:
+        rest = sys.argv[sys.argv.index("--peers") + 1:]
+        return peers(int(rest[0]) if rest else 10)
     from twin.experiment.rare import run_rare
     from twin.scenario.loader import load_dict
 

@@ -1,10 +1,11 @@
 """``twin rare``: the probability of a rare named event by importance sampling through the simulator.
 
-The scenario is run with the chosen node parts' exponential failure means divided by θ (a biased
-scenario, validated like any other, with its own hash); each replication reports whether the event
-happened (:mod:`twin.experiment.rare_events`) and, per biased part type, its failures and its
-exposure (unit-hours healthy), from which :mod:`twin.experiment.rare_math` gives the likelihood
-ratio. Replications run through the Monte-Carlo machinery (:func:`twin.experiment.runner.drive`):
+The scenario is run with the chosen node parts' exponential failure means divided by θ, and/or the
+power chain's chosen quantities scaled by theirs (:mod:`twin.experiment.rare_power`: unit lives, arrivals,
+demand probabilities): a biased scenario, validated like any other, with its own hash. Each replication
+reports whether the event happened (:mod:`twin.experiment.rare_events`) and, per biased part type, its
+failures and its exposure (unit-hours healthy), from which :mod:`twin.experiment.rare_math` gives the
+likelihood ratio (the power chain's: :func:`twin.experiment.rare_power.log_weight`). Replications run through the Monte-Carlo machinery (:func:`twin.experiment.runner.drive`):
 serial, a local pool or Dask, stored in chunks as they finish, resumed by rerunning the command.
 
 A few plain (unbiased) replications are run in this process to measure the cost of a plain one, so

@@ -56,6 +56,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--label", help="results folder name (default derived from the biased scenario and event)")
     p.add_argument("--results", default="results", help="results root folder (default: results)")
     p.add_argument("--overwrite", action="store_true", help="recompute even if stored replications exist")
+    p.add_argument("--quiet", action="store_true", help="no progress notes")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                    help="override a scenario field, e.g. --set horizon_days=1")
     p.set_defaults(func=cmd_rare)
@@ -98,10 +99,22 @@ def cmd_rare(args: argparse.Namespace) -> int:
     units = parse(args.bias_units) if args.bias_units else None
     res = run_rare(loaded, args.event, _params(args.param), args.reps, args.bias_parts or None, theta,
                    args.aim_failures, args.workers, args.dask, folder, args.overwrite, args.plain_reps,
-                   echo=_note, results_root=Path(args.results), units=units)
+                   echo=(lambda s: None) if args.quiet else _note, results_root=Path(args.results), units=units)
     e = res.estimate
     sc = loaded.scenario
     how = "reused the complete folder" if res.reused else f"{res.computed} computed"
+    import textwrap
+
+    what = " ".join([res.event, *(f"{k}={v}" for k, v in res.params.items())])
+    cost = (f"Plain Monte Carlo would need about {_g(e.plain_reps_same_ci)} replications for the same interval; this "
+            f"estimate's work-normalised variance is {_g(e.gain)} times smaller." if e.hits else
+            "No biased replication hit the event: no interval yet (more replications, or bias what the event needs).")
+    _echo("decision summary")
+    _echo(textwrap.fill(f"P({what}) over the {_g(sc.horizon_h / 24)}-day horizon = {_g(e.p)}, 95 % CI "
+                        f"[{_g(e.ci_low)}, {_g(e.ci_high)}], from {e.replications} biased replications (effective "
+                        f"sample size {_g(e.ess)}, relative half-width {_g(e.rel_half_width)}). {cost}",
+                        width=110, initial_indent="  ", subsequent_indent="    "))
+    _echo("")
     _echo(f"{sc.name}  (hash {loaded.hash}, seed {sc.seed}): event {res.event} "
           + " ".join(f"{k}={v}" for k, v in res.params.items()))
     biased = ([f"parts {', '.join(res.bias.parts)} at theta = {_g(res.bias.theta)}"] if res.bias.parts else []) + [
