@@ -164,7 +164,7 @@ def test_cli_bias_unit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
             "--plain-reps", "5", "--results", str(tmp_path / "r")]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "switchboard x50" in out and "P(event) =" in out
+    assert "switchboard x50" in out and "P(event) =" in out and "decision summary" in out
     assert main(argv[:5] + ["--bias-unit", "chiller=2"] + argv[6:]) == 2
     assert main(argv[:5] + ["--bias-unit", "switchboard=x"] + argv[6:]) == 2
 
