@@ -164,9 +164,13 @@ def test_405b_replicated_on_every_gpu_is_refused_with_how_much(tmp_path: Path, c
     doc = small_training_doc()
     doc["workload"]["jobs"] = [{
         "name": "j", "gpus": 64, "training": {"params_b": 405, "tokens_t": 0.02},
-        "step": {"model": {**L405, "global_batch": 64}, "layout": {"tp": 1, "pp": 1, "dp": 64, "hbm_gb": 85.9}}}]
+        "step": {"model": {**L405, "global_batch": 64}, "layout": {"tp": 1, "pp": 1, "dp": 64}}}]
     path = tmp_path / "rep.yaml"
     path.write_text(yaml.safe_dump(doc))
+    # the check is on by default (hbm_gb 85.9, the H100's 80 GiB): twin run refuses it at load too
+    assert main(["run", str(path), "--results", str(tmp_path / "run")]) == 2
+    run_err = capsys.readouterr().err
+    assert "does not fit in memory" in run_err and len(run_err.strip().splitlines()) == 1
     rc = main(["forecast", str(path), "--reps", "1", "--results", str(tmp_path / "r"), "--quiet"])
     err = capsys.readouterr().err
     assert rc == 2
@@ -238,8 +242,8 @@ def test_forecast_search_layouts_prints_the_fastest_feasible(tmp_path: Path, cap
     lines = [ln for ln in out.splitlines() if ln.startswith("  tp ")]
     assert len(lines) == 3
     assert "tp 8, pp 16, dp 128, v 8, ZeRO-3, recompute selective" in out
-    # without hbm_gb: exit 2, naming the field
-    del doc["workload"]["jobs"][0]["step"]["layout"]["hbm_gb"]
+    # with the memory check turned off (hbm_gb null): exit 2, naming the field
+    doc["workload"]["jobs"][0]["step"]["layout"]["hbm_gb"] = None
     path.write_text(yaml.safe_dump(doc))
     assert main(["forecast", str(path), "--search-layouts"]) == 2
     assert "step.layout.hbm_gb" in capsys.readouterr().err

@@ -236,8 +236,11 @@ class LayoutSpec(Strict):
                           "selective recompute; FlashAttention never stores them). Default true: every current "
                           "large-model stack uses FlashAttention-style kernels (assumption).")
     hbm_gb: PosF | None = Field(
-        None, description="GPU memory, GB (10⁹ bytes), checked at load (twin/physics/memory.py): H100 SXM 80 GiB = "
-                          "85.9 GB (NVIDIA H100 datasheet). null: not checked.")
+        85.9, description="GPU memory, GB (10⁹ bytes), against which the layout is checked at load "
+                          "(twin/physics/memory.py; an infeasible layout is refused, naming what does not fit and by "
+                          "how much). Default 85.9: H100 SXM 80 GiB (NVIDIA H100 datasheet), the GPU of the default "
+                          "peak_tflops; set it with another GPU (H200 141 GB, GB200 186 GB; range 40-288). null: not "
+                          "checked (not advised: the step time of a layout that cannot run means nothing).")
     reserve_gb: NonNegH = Field(
         5.0, description="Memory not available to the model: CUDA context, NCCL buffers, allocator fragmentation, "
                          "GB (assumption, range 2-10).")
