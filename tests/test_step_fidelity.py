@@ -217,7 +217,7 @@ def test_layout_search_returns_the_published_405b_layout_or_a_faster_feasible_on
     ic = par.Interconnect()
     cands = search_layouts(shape, 16384, base, ic, 989e12, 0.57, hbm_gb=85.9, reserve_gb=5.0)
     published = par.Layout(tp=8, pp=16, dp=128, interleave=8, dp_collective="rs_ag", zero_stage=3, dp_overlap=1.0,
-                           pp_overlap=1.0)
+                           pp_overlap=1.0, selective_recompute=True)
     t_pub = par.step_breakdown(shape, published, ic, 989e12, 0.57).total_s
     assert any(c.layout == published and c.mode == "selective" for c in cands)   # the published one is feasible
     best = cands[0]
@@ -247,3 +247,64 @@ def test_forecast_search_layouts_prints_the_fastest_feasible(tmp_path: Path, cap
     path.write_text(yaml.safe_dump(doc))
     assert main(["forecast", str(path), "--search-layouts"]) == 2
     assert "step.layout.hbm_gb" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- 5. selective recompute and sequence parallelism
+
+def test_selective_recompute_adds_one_core_attention_forward() -> None:
+    # tiny(2): per layer forward 2·s·P = 3072 and core attention 4·s²·h = 1024 (512 causal); logits 640
+    shape = tiny(2)
+    plain = par.hardware_flops_per_step(shape, recompute=False)
+    sel = par.hardware_flops_per_step(shape, recompute=False, selective=True)
+    assert plain == 4 * (3 * 2 * (3072 + 1024) + 3 * 640)
+    assert sel - plain == 4 * 2 * 1024                      # B × l × one more core-attention forward
+    sel_c = par.hardware_flops_per_step(shape, recompute=False, causal=True, selective=True)
+    assert sel_c == 4 * (3 * 2 * (3072 + 512) + 2 * 512 + 3 * 640)
+    # full recomputation already recomputes everything: selective adds nothing then
+    assert par.hardware_flops_per_step(shape, True, selective=True) == par.hardware_flops_per_step(shape, True)
+    # a GPT shape: 72·B·s·l·h²·(1 + 2s/(9h) + V/(12·l·h)) (3 passes of 24·s·h² + 4·s²·h, one more 4·s²·h)
+    gpt = par.ModelShape(layers=24, hidden=2048, heads=16, seq_len=2048, vocab=51200, global_batch=8)
+    s, h, v, nl, b = 2048.0, 2048.0, 51200.0, 24.0, 8.0
+    closed = 72 * b * s * nl * h * h * (1 + 2 * s / (9 * h) + v / (12 * nl * h))
+    assert par.hardware_flops_per_step(gpt, False, selective=True) == pytest.approx(closed, rel=1e-12)
+    # the model FLOPs (the MFU numerator) do not count the recomputation
+    assert par.model_flops_per_step(gpt) == pytest.approx(72 * b * s * nl * h * h * (1 + s / (6 * h) + v / (12 * nl * h)),
+                                                          rel=1e-12)
+
+
+def test_selective_recompute_lengthens_the_slowest_stage() -> None:
+    shape = tiny(4)
+    lay = par.Layout(pp=2, selective_recompute=True)
+    b = par.step_breakdown(shape, lay, par.Interconnect(), peak_flops=1e6, eta_k=1.0)
+    # the last stage: 2 layers × (3 × 4096 + 1024) and 3 × 640 of logits, 4 sequences
+    assert b.compute_s == pytest.approx(4 * (2 * (3 * 4096 + 1024) + 3 * 640) / 1e6, rel=1e-12)
+
+
+def test_sequence_parallelism_splits_the_norm_and_gemm_inputs_over_tp() -> None:
+    """tp 8, one 2,048-token sequence of a GPT layer (h 2048, 16 heads), selective: with sequence parallelism
+    all 2 + 1 + 1 + 2 + 1 + 1 + 8 = 16 s·h elements are split over tp; without, the 2 norm inputs and the QKV
+    and MLP inputs (4·s·h) are whole on every rank and only the other 12 are split."""
+    shape = par.ModelShape(layers=24, hidden=2048, heads=16, seq_len=2048, vocab=51200, global_batch=8)
+    sh = 2048 * 2048
+    sp = mem.activation_bytes_per_layer(shape, par.Layout(tp=8, dp=1), "selective")
+    no_sp = mem.activation_bytes_per_layer(shape, par.Layout(tp=8, dp=1, sequence_parallel=False), "selective")
+    assert sp == pytest.approx(16 * sh * 2 / 8, rel=1e-12)
+    assert no_sp == pytest.approx((4 * sh + 12 * sh / 8) * 2, rel=1e-12)
+    # without recomputation the attention scores (a·s² per sequence) are split over tp either way
+    none = mem.activation_bytes_per_layer(shape, par.Layout(tp=8, sequence_parallel=False), "none")
+    assert none - no_sp == pytest.approx(16 * 2048**2 * 2 / 8, rel=1e-12)
+    # full recomputation keeps each layer's input: whole on every rank without sequence parallelism
+    assert mem.activation_bytes_per_layer(shape, par.Layout(tp=8, sequence_parallel=False), "full") == 2 * sh
+    assert mem.activation_bytes_per_layer(shape, par.Layout(tp=8), "full") == 2 * sh / 8
+    # and it changes no FLOPs and no step time
+    ic = par.Interconnect()
+    a = par.step_breakdown(shape, par.Layout(tp=8), ic, 312e12, 0.5).total_s
+    assert par.step_breakdown(shape, par.Layout(tp=8, sequence_parallel=False), ic, 312e12, 0.5).total_s == a
+
+
+def test_layout_selective_recompute_reaches_the_step_model() -> None:
+    from twin.scenario.workload import LayoutSpec
+
+    assert LayoutSpec().physics().selective_recompute is True
+    assert LayoutSpec(selective_recompute=False).physics().selective_recompute is False
+    assert LayoutSpec(sequence_parallel=False).physics().sequence_parallel is False

@@ -70,7 +70,8 @@ from twin.physics import moe as _moe
 from twin.physics.moe import MoE
 
 __all__ = [
-    "BUS_FACTORS", "Interconnect", "Layout", "MoE", "ModelShape", "active_params_count", "effective_peak_flops", "StepBreakdown", "bubble_fraction", "bus_factor",
+    "BUS_FACTORS", "Interconnect", "Layout", "MoE", "ModelShape", "active_params_count", "core_attention_flops_per_sequence",
+    "layer_passes", "effective_peak_flops", "StepBreakdown", "bubble_fraction", "bus_factor",
     "dp_peers_per_domain", "forward_flops_per_sequence", "hardware_flops_per_step", "mfu",
     "model_flops_per_step", "p2p_s", "params_count", "stage_flops_per_step", "step_breakdown", "tiered_collective_s",
     "tp_collectives_per_layer",
@@ -205,6 +206,12 @@ class Layout:
     kernel efficiencies were tuned); ``zero_stage`` 0 (from ``dp_collective``), 1 or 2 (optimizer
     state, and at 2 gradients, sharded: one reduce-scatter and one all-gather per step) or 3 (ZeRO-3 /
     FSDP: parameters sharded too, gathered in forward and again in backward, one more all-gather);
+    ``selective_recompute`` recomputes the core attention (QKᵀ, softmax, attention over V) in the
+    backward, one more forward of it (Korthikanti et al. 2022 §5; FlashAttention likewise recomputes its
+    scores; ignored with full ``recompute``, which recomputes everything); ``sequence_parallel`` splits
+    the norms' and the column-parallel GEMMs' inputs over tp (Korthikanti et al. §4.2.2: memory only,
+    see twin/physics/memory.py; its reduce-scatter + all-gather move the all-reduce's bytes, and the norms
+    it splits are elementwise, outside this FLOP count);
     ``cp`` context-parallel GPUs per sequence (twin/physics/context_parallel.py; tp × cp × pp × dp GPUs,
     ranks tp innermost, then cp) exchanging keys and values by ``cp_collective`` ('ring' or 'all_gather');
     ``ep`` expert-parallel GPUs (a divisor of dp) over which a MoE model's experts are split, its
@@ -230,6 +237,8 @@ class Layout:
     compress_s_per_gb: float = 0.0
     causal: bool = False
     zero_stage: int = 0
+    selective_recompute: bool = False
+    sequence_parallel: bool = True
     cp: int = 1
     cp_collective: Literal["ring", "all_gather"] = "ring"
     ep: int = 1
@@ -396,12 +405,34 @@ def forward_flops_per_sequence(shape: ModelShape, causal: bool = False,
     return layers, 2.0 * s * h * shape.vocab
 
 
-def hardware_flops_per_step(shape: ModelShape, recompute: bool, causal: bool = False) -> float:
+def core_attention_flops_per_sequence(shape: ModelShape, causal: bool = False) -> float:
+    """Forward FLOPs of the core attention (QKᵀ and attention over V) of all layers of one sequence:
+    l·4·s²·h (half with ``causal``): what selective recompute computes once more."""
+    s, h = float(shape.seq_len), float(shape.hidden)
+    return shape.layers * 4.0 * s * s * h * (0.5 if causal else 1.0)
+
+
+def layer_passes(recompute: bool, selective: bool, shape: ModelShape, causal: bool) -> float:
+    """Forward-pass equivalents of the layers' FLOPs per sequence: 3 (forward + backward), 4 with full
+    recomputation, and with selective recompute 3 + core attention/layers (its one more forward):
+    the multiplier of :func:`forward_flops_per_sequence`'s layer FLOPs."""
+    if recompute:
+        return 4.0
+    if not selective:
+        return 3.0
+    layers, _ = forward_flops_per_sequence(shape, causal, capacity=True)
+    return 3.0 + core_attention_flops_per_sequence(shape, causal) / layers
+
+
+def hardware_flops_per_step(shape: ModelShape, recompute: bool, causal: bool = False,
+                            selective: bool = False) -> float:
     """FLOPs the GPUs execute per step (all GPUs): B × (3 or, with full recomputation, 4 passes of
-    the layers + 3 of the logits). For a GPT shape with recomputation (non-causal) this is
-    Megatron-LM's 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))."""
+    the layers + 3 of the logits; with selective recompute 3 passes and one more of the core
+    attention). For a GPT shape with recomputation (non-causal) this is Megatron-LM's
+    96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)); with selective recompute (non-causal)
+    72·B·s·l·h²·(1 + 2s/(9h) + V/(12·l·h))."""
     layers, logits = forward_flops_per_sequence(shape, causal, capacity=True)
-    return shape.global_batch * ((4.0 if recompute else 3.0) * layers + 3.0 * logits)
+    return shape.global_batch * (layer_passes(recompute, selective, shape, causal) * layers + 3.0 * logits)
 
 
 def model_flops_per_step(shape: ModelShape, causal: bool = False) -> float:
@@ -417,7 +448,7 @@ def stage_flops_per_step(shape: ModelShape, layout: Layout) -> float:
     the layers (an even split, assumption) and the logits: B·(passes·layers/pp + 3·logits)/(tp·cp·dp).
     With pp = 1 this is the whole step over tp·dp GPUs."""
     layers, logits = forward_flops_per_sequence(shape, layout.causal, capacity=True)
-    passes = 4.0 if layout.recompute else 3.0
+    passes = layer_passes(layout.recompute, layout.selective_recompute, shape, layout.causal)
     return shape.global_batch * (passes * layers / layout.pp + 3.0 * logits) / (layout.tp * layout.cp * layout.dp)
 
 

@@ -216,7 +216,8 @@ class LayoutSpec(Strict):
     compress_s_per_gb: NonNegH = Field(0.0, description="GPU seconds to compress one GB of gradients.")
     eta_k: Annotated[float, Field(gt=0, le=1)] = Field(
         0.5, description="Kernel efficiency: share of peak FLOP/s the GPUs reach (assumption; the Llama 3 "
-                         "calibration of twin validate gives 0.57 on H100, 0.53 before issue 49's slowest stage).")
+                         "calibration of twin validate gives 0.59 on H100: 0.5865 with the slowest stage and the "
+                         "core attention recomputed in the backward, 0.53 before issue 49; range 0.3-0.75).")
     peak_tflops: PosF = Field(989.0, description="Peak dense TFLOP/s per GPU (H100 SXM bf16: 989).")
     nvlink_domain_gpus: PosInt = Field(8, description="GPUs per NVLink domain (8: an HGX node).")
     nvlink_gbyte_s: PosF = Field(450.0, description="NVLink GB/s per GPU per direction (H100: 450).")
@@ -232,9 +233,19 @@ class LayoutSpec(Strict):
                        "reduce-scatter + one all-gather per step), 3 (FSDP: weights sharded too, gathered in forward "
                        "and backward: one more all-gather); 0: 1 with rs_ag, none with all_reduce.")
     selective_recompute: bool = Field(
-        True, description="Memory only: the attention scores (the s² activations) are not kept (Megatron-LM's "
-                          "selective recompute; FlashAttention never stores them). Default true: every current "
-                          "large-model stack uses FlashAttention-style kernels (assumption).")
+        True, description="The attention scores (the s² activations) are not kept but recomputed in the backward "
+                          "(Megatron-LM's selective recompute, Korthikanti et al. 2022 §5; FlashAttention never stores "
+                          "them and recomputes them likewise): memory without the s² term, and one more forward of the "
+                          "core attention, 4·s²·h FLOPs per layer and sequence (2·s²·h causal). Default true: every "
+                          "current large-model stack uses FlashAttention-style kernels (assumption; FlashAttention-2 "
+                          "recomputes QKᵀ only, half that: range 0.5-1 core-attention forward). Ignored with "
+                          "recompute (full).")
+    sequence_parallel: bool = Field(
+        True, description="Sequence parallelism with tp > 1 (Korthikanti et al. 2022 §4.2.2, Megatron-LM's default "
+                          "with tp): the norms' and the column-parallel GEMMs' inputs are split over tp (false: those "
+                          "4·s·b·h activations per layer are whole on every tp rank). Memory only: its reduce-scatter "
+                          "+ all-gather move the all-reduce's bytes, and the norms it splits are elementwise, outside "
+                          "the FLOP count.")
     hbm_gb: PosF | None = Field(
         85.9, description="GPU memory, GB (10⁹ bytes), against which the layout is checked at load "
                           "(twin/physics/memory.py; an infeasible layout is refused, naming what does not fit and by "
@@ -271,7 +282,8 @@ class LayoutSpec(Strict):
                            interleave=self.interleave, recompute=self.recompute, dp_collective=self.dp_collective,
                            dp_overlap=self.dp_overlap, tp_overlap=self.tp_overlap, pp_overlap=self.pp_overlap,
                            grad_bytes=self.grad_bytes, compression=self.compression,
-                           compress_s_per_gb=self.compress_s_per_gb, causal=self.causal, zero_stage=self.zero_stage)
+                           compress_s_per_gb=self.compress_s_per_gb, causal=self.causal, zero_stage=self.zero_stage,
+                           selective_recompute=self.selective_recompute, sequence_parallel=self.sequence_parallel)
 
     def interconnect(self, nic_gbit_s: float | None = None, domain_gpus: int = 0,
                      nvlink_share: float = 1.0) -> _par.Interconnect:
@@ -317,13 +329,21 @@ class StepModel(Strict):
                 raise ValueError("@model.kv_heads: must divide heads")
             if lay.zero_stage and lay.dp_collective != "rs_ag":
                 raise ValueError("@layout.zero_stage: ZeRO stages 1-3 need dp_collective rs_ag")
-            if lay.hbm_gb is not None:
-                try:
-                    _mem.check_fits(m.physics(), lay.physics(), lay.recompute_mode, lay.hbm_gb,
-                                    lay.reserve_gb, lay.optimizer_bytes)
-                except ValueError as exc:
-                    raise ValueError(f"@layout.hbm_gb: {exc}") from None
+            if lay.nvlink_domain_gpus % lay.tp == 0:   # else after the cluster's domains are known
+                self.check_memory("@layout.hbm_gb")
         return self
+
+    def check_memory(self, where: str) -> None:
+        """ValueError at ``where`` when the layout does not fit in ``hbm_gb`` (twin/physics/memory.py); nothing
+        without a layout or with ``hbm_gb`` null."""
+        lay, m = self.layout, self.model
+        if lay is None or m is None or lay.hbm_gb is None:
+            return
+        try:
+            _mem.check_fits(m.physics(), lay.physics(), lay.recompute_mode, lay.hbm_gb, lay.reserve_gb,
+                            lay.optimizer_bytes)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
 
     def memory(self) -> _mem.MemoryBreakdown:
         """What one GPU of the layout holds at its peak (twin/physics/memory.py), GB."""
@@ -638,6 +658,7 @@ class Workload(Strict):
                 job.elastic.check(f"workload.jobs.{i}.elastic", -(-job.gpus // gpn), gpn, job.step.layout)
         for i, job in enumerate(self.jobs):
             check_job_layout(f"workload.jobs.{i}", job, sc.cluster.nvlink, gpn)
+            job.step.check_memory(f"@workload.jobs.{i}.step.layout.hbm_gb")   # (again, once tp is known to fit)
         syn_el = self.synthetic.elastic if self.synthetic is not None else None
         if syn_el is not None and syn_el.replica_nodes is None:
             raise ValueError("@workload.synthetic.elastic.replica_nodes: give it (synthetic jobs have no layout)")
