@@ -308,3 +308,52 @@ def test_layout_selective_recompute_reaches_the_step_model() -> None:
     assert LayoutSpec().physics().selective_recompute is True
     assert LayoutSpec(selective_recompute=False).physics().selective_recompute is False
     assert LayoutSpec(sequence_parallel=False).physics().sequence_parallel is False
+
+
+# ---------------------------------------------------------------- 6. NVLink in-switch reduction, per-operation efficiency
+
+def test_nvls_all_reduce_moves_each_buffer_once() -> None:
+    s_bytes = 1e9
+    ring = par.Interconnect()
+    nvls = par.Interconnect(nvls=True)
+    bw = 450e9 * 0.6
+    # ring inside 8 GPUs: 2·7/8·S/(B·η) + 14 µs; NVLS: S/(B·η) + 2 µs
+    assert par.tiered_collective_s("all_reduce", s_bytes, 8, 1, ring) == pytest.approx(1.75 * s_bytes / bw + 14e-6,
+                                                                                        rel=1e-12)
+    assert par.tiered_collective_s("all_reduce", s_bytes, 8, 1, nvls) == pytest.approx(s_bytes / bw + 2e-6, rel=1e-12)
+    # reduce-scatter and all-gather are not reductions in the switch: unchanged
+    for op in ("reduce_scatter", "all_gather"):
+        assert par.tiered_collective_s(op, s_bytes, 8, 1, nvls) == par.tiered_collective_s(op, s_bytes, 8, 1, ring)
+    # across domains only the NVLink tier changes: 2 domains add 2·1/2·(S/8)/(50e9·0.9) + 2 µs either way
+    nic = 2 * 0.5 * (s_bytes / 8) / (50e9 * 0.9) + 2 * 2e-6
+    assert par.tiered_collective_s("all_reduce", s_bytes, 8, 2, nvls) == pytest.approx(s_bytes / bw + 2e-6 + nic,
+                                                                                        rel=1e-12)
+
+
+def test_per_operation_nvlink_efficiency_scales_its_bandwidth() -> None:
+    ic = par.Interconnect(nvlink_op_eff=(1.0, 1.5, 0.8))
+    bw = 450e9 * 0.6
+    assert par.tiered_collective_s("reduce_scatter", 8e8, 8, 1, ic) == pytest.approx(7 / 8 * 8e8 / (bw * 1.5) + 7e-6,
+                                                                                      rel=1e-12)
+    assert par.tiered_collective_s("all_gather", 8e8, 8, 1, ic) == pytest.approx(7 / 8 * 8e8 / (bw * 0.8) + 7e-6,
+                                                                                  rel=1e-12)
+    with pytest.raises(ValueError, match="nvlink_op_eff"):
+        par.Interconnect(nvlink_op_eff=(1.0, 0.0, 1.0))
+
+
+def test_nvls_speeds_tp_only_without_sequence_parallelism() -> None:
+    shape = par.ModelShape(layers=24, hidden=2048, heads=16, seq_len=2048, vocab=51200, global_batch=8)
+    ring, nvls = par.Interconnect(), par.Interconnect(nvls=True)
+    sp = par.Layout(tp=8)
+    assert par.step_breakdown(shape, sp, nvls, 312e12, 0.5).tp_s == par.step_breakdown(shape, sp, ring, 312e12,
+                                                                                         0.5).tp_s
+    no_sp = par.Layout(tp=8, sequence_parallel=False)
+    act = 2048 * 2048 * 2.0
+    # 8 microbatches × 24 layers × 4 all-reduces of s·h·2 bytes in one domain
+    want = 8 * 24 * 4 * (act / (450e9 * 0.6) + 2e-6)
+    assert par.step_breakdown(shape, no_sp, nvls, 312e12, 0.5).tp_s == pytest.approx(want, rel=1e-12)
+    # the schema passes both through
+    from twin.scenario.workload import LayoutSpec
+
+    ic = LayoutSpec(nvls=True, nvlink_op_eff={"reduce_scatter": 1.5}).interconnect()
+    assert ic.nvls and ic.nvlink_op_eff == (1.0, 1.5, 1.0)

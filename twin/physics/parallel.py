@@ -16,7 +16,8 @@ interconnect of NVLink domains joined by per-GPU NICs (:class:`Interconnect`). O
   is tuned, never derived);
 * **tensor parallelism**: per microbatch and layer, 4 all-reduces of the activations
   (b·s·h elements; 2 forward, 2 backward; 6 with recomputation) inside an NVLink domain
-  (Megatron-LM §3.3; sequence parallelism's reduce-scatter + all-gather move the same bytes);
+  (Megatron-LM §3.3), each a reduce-scatter and an all-gather with sequence parallelism (the same
+  bytes on a ring; in-switch reduction, ``Interconnect.nvls``, speeds up only the all-reduce);
 * **pipeline**: per microbatch, 2·v point-to-point sends of b·s·h elements (activation forward,
   gradient backward), divided by tp with the scatter/gather optimisation (each tp rank sends
   1/tp over its own NIC, then an all-gather inside the domain) (Megatron-LM §4.1);
@@ -294,7 +295,13 @@ class Interconnect:
     Bandwidths per GPU per direction: ``nvlink_gbyte_s`` GB/s (H100 NVLink 4: 450, i.e. 900 GB/s
     bidirectional, DGX SuperPOD H100 RA; A100: 300; GB200: 900), ``nic_gbit_s`` Gbit/s
     (ConnectX-7: 400). Efficiencies and latencies: Calculon's H100 system (Isaev et al. SC23,
-    ``systems/h100_80g_nvl8.json``): NVLink 0.6 and 1 µs, scale-out 0.9 and 2 µs."""
+    ``systems/h100_80g_nvl8.json``): NVLink 0.6 and 1 µs, scale-out 0.9 and 2 µs.
+
+    ``nvls``: the NVLink switches reduce in the switch (NVLink SHARP, NCCL's NVLS algorithm: H100's
+    NVSwitch and GB200's NVLink Switch; not A100's): an all-reduce inside a domain sends and receives
+    each GPU's buffer once (bus factor 1 instead of 2(g − 1)/g, 2 latency steps); reduce-scatter and
+    all-gather are unchanged. ``nvlink_op_eff`` multiplies the NVLink tier's bandwidth per operation
+    (all_reduce, reduce_scatter, all_gather; 1: the tier's one efficiency)."""
 
     domain_gpus: int = 8
     nvlink_gbyte_s: float = 450.0
@@ -303,10 +310,15 @@ class Interconnect:
     nic_gbit_s: float = 400.0
     nic_eff: float = 0.9
     nic_latency_s: float = 2e-6
+    nvls: bool = False
+    nvlink_op_eff: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    """Multipliers of the NVLink tier's bandwidth for (all_reduce, reduce_scatter, all_gather)."""
 
     def __post_init__(self) -> None:
         if self.domain_gpus < 1:
             raise ValueError("domain_gpus must be >= 1")
+        if len(self.nvlink_op_eff) != 3 or not all(0.0 < e <= 2.0 for e in self.nvlink_op_eff):
+            raise ValueError("nvlink_op_eff must be 3 factors in (0, 2]")
         for f in ("nvlink_gbyte_s", "nic_gbit_s"):
             if not getattr(self, f) > 0:
                 raise ValueError(f"{f} must be > 0")
@@ -339,7 +351,12 @@ def tiered_collective_s(op: Collective, bytes_per_gpu: float, g: int, n_domains:
         raise ValueError("g and n_domains must be >= 1")
     t = 0.0
     if g > 1:
-        t += bus_factor(op, g) * bytes_per_gpu / ic.nvlink_bytes_s + _steps(op, g) * ic.nvlink_latency_s
+        op_eff = dict(zip(("all_reduce", "reduce_scatter", "all_gather"), ic.nvlink_op_eff)).get(op, 1.0)
+        if ic.nvls and op == "all_reduce":   # in-switch reduction: each GPU's buffer out once and in once
+            factor, steps = 1.0, 2
+        else:
+            factor, steps = bus_factor(op, g), _steps(op, g)
+        t += factor * bytes_per_gpu / (ic.nvlink_bytes_s * op_eff) + steps * ic.nvlink_latency_s
     if n_domains > 1:
         bw = ic.nic_bytes_s(nic_share)
         if bw <= 0.0:
@@ -597,7 +614,12 @@ def step_breakdown(shape: ModelShape, layout: Layout, ic: Interconnect, peak_flo
     act = float(layout.microbatch) * shape.seq_len / layout.cp * shape.hidden * layout.act_bytes
     tp_mb = 0.0
     if tp > 1:
-        per_layer = tp_collectives_per_layer(layout.recompute) * tiered_collective_s("all_reduce", act, tp, 1, ic)
+        if layout.sequence_parallel:   # each all-reduce becomes a reduce-scatter and an all-gather
+            one_tp = (tiered_collective_s("reduce_scatter", act, tp, 1, ic)
+                      + tiered_collective_s("all_gather", act, tp, 1, ic))
+        else:
+            one_tp = tiered_collective_s("all_reduce", act, tp, 1, ic)
+        per_layer = tp_collectives_per_layer(layout.recompute) * one_tp
         tp_mb = per_layer * shape.layers / pp * (1.0 - layout.tp_overlap)
     # pipeline sends, per microbatch: 2·v of the activations, in the domain when the whole
     # pipeline fits in it, else on the NICs (each tp rank its 1/tp with scatter/gather)

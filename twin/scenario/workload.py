@@ -175,6 +175,20 @@ class ModelShapeSpec(Strict):
         return _par.ModelShape(**d, moe=self.moe.physics() if self.moe is not None else None)
 
 
+class NVLinkOpEff(Strict):
+    """Multipliers of the NVLink tier's bandwidth (``nvlink_gbyte_s`` × ``nvlink_eff``) per collective operation
+    (twin/physics/parallel.py ``Interconnect.nvlink_op_eff``)."""
+
+    all_reduce: Annotated[float, Field(gt=0, le=2)] = Field(
+        1.0, description="All-reduce (assumption: 1, the tier's one efficiency; range 0.7-1.5).")
+    reduce_scatter: Annotated[float, Field(gt=0, le=2)] = Field(
+        1.0, description="Reduce-scatter (assumption: 1; range 0.7-1.5: Calculon's H100 system, "
+                         "systems/h100_80g_nvl8.json, gives reduce-scatter and all-gather 1.5 × the all-reduce's "
+                         "bandwidth on NVSwitch).")
+    all_gather: Annotated[float, Field(gt=0, le=2)] = Field(
+        1.0, description="All-gather (assumption: 1; range 0.7-1.5, as reduce_scatter).")
+
+
 class LayoutSpec(Strict):
     """A job's parallel layout and the kernel efficiency of its GPUs (twin/physics/parallel.py ``Layout``;
     Megatron-LM accounting, sources-realism.md §7). tp × cp × pp × dp must equal the job's GPUs; tp must
@@ -223,6 +237,16 @@ class LayoutSpec(Strict):
     nvlink_gbyte_s: PosF = Field(450.0, description="NVLink GB/s per GPU per direction (H100: 450).")
     nvlink_eff: Annotated[float, Field(gt=0, le=1)] = Field(0.6, description="NVLink tier efficiency (Calculon H100).")
     nic_eff: Annotated[float, Field(gt=0, le=1)] = Field(0.9, description="NIC tier efficiency (Calculon H100).")
+    nvls: bool = Field(
+        False, description="In-switch reduction on NVLink (NVLink SHARP, NCCL's NVLS algorithm since NCCL 2.17; an "
+                           "all-reduce offload over NVLink only, NVIDIA/nccl issue 1031): an all-reduce inside an NVLink "
+                           "domain moves each GPU's buffer once each way (bus factor 1 instead of 2(g − 1)/g). H100 "
+                           "NVSwitch and GB200 NVLink Switch systems have it, A100 does not. Default false (assumption: "
+                           "whether NCCL uses it depends on the driver, the fabric manager and NCCL_NVLS_ENABLE). With "
+                           "sequence parallelism the tensor-parallel collectives are reduce-scatters and all-gathers, "
+                           "which it does not speed up.")
+    nvlink_op_eff: NVLinkOpEff = Field(default_factory=lambda: NVLinkOpEff(),
+                                       description="Per-operation multipliers of the NVLink tier's bandwidth.")
     nic_gbit_s: PosF = Field(400.0, description="NIC Gbit/s per GPU when the scenario has no fabric.")
     causal: bool = Field(
         False, description="Count core attention (the s² FLOPs) at half for the causal mask, as current Megatron-LM "
@@ -293,7 +317,9 @@ class LayoutSpec(Strict):
         return _par.Interconnect(domain_gpus=domain_gpus or self.nvlink_domain_gpus,
                                  nvlink_gbyte_s=self.nvlink_gbyte_s * nvlink_share, nvlink_eff=self.nvlink_eff,
                                  nic_gbit_s=self.nic_gbit_s if nic_gbit_s is None else nic_gbit_s,
-                                 nic_eff=self.nic_eff)
+                                 nic_eff=self.nic_eff, nvls=self.nvls,
+                                 nvlink_op_eff=(self.nvlink_op_eff.all_reduce, self.nvlink_op_eff.reduce_scatter,
+                                                self.nvlink_op_eff.all_gather))
 
 
 class StepModel(Strict):
