@@ -357,3 +357,51 @@ def test_nvls_speeds_tp_only_without_sequence_parallelism() -> None:
 
     ic = LayoutSpec(nvls=True, nvlink_op_eff={"reduce_scatter": 1.5}).interconnect()
     assert ic.nvls and ic.nvlink_op_eff == (1.0, 1.5, 1.0)
+
+
+# ---------------------------------------------------------------- 7. MFU by each paper's FLOP convention
+
+def test_a_published_mfu_converts_by_its_papers_convention() -> None:
+    from twin.physics.flop_conventions import convert_mfu, flops_per_step
+
+    # Llama 3 405B at 8K: PaLM's count per token 6·N_matmul + 12·l·h·s (+ the output layer's 6·h·V)
+    shape = par.ModelShape(global_batch=2048, **L405)
+    layer = 2 * 16384**2 + 2 * 16384 * 1024 + 3 * 16384 * 53248
+    tokens = 2048 * 8192
+    palm = tokens * (6 * (126 * layer + 16384 * 128256) + 12 * 126 * 16384 * 8192)
+    six_n = tokens * 6 * (126 * layer + 2 * 16384 * 128256)
+    assert flops_per_step(shape, "palm") == pytest.approx(palm, rel=1e-12)
+    assert flops_per_step(shape, "6N") == pytest.approx(six_n, rel=1e-12)
+    assert convert_mfu(0.41, shape, "palm", "6N") == pytest.approx(0.41 * six_n / palm, rel=1e-12)
+    causal = tokens * (6 * (126 * layer + 16384 * 128256) + 6 * 126 * 16384 * 8192)
+    assert convert_mfu(0.41, shape, "palm", "palm_causal") == pytest.approx(0.41 * causal / palm, rel=1e-12)
+    # SC21's 1 T row (52 % of peak, eq. 3 with recomputation) as model FLOPs: 72/96 × (1 + s/6h + V/12lh)/(1 + s/6h +
+    # V/16lh)
+    gpt = par.ModelShape(layers=128, hidden=25600, heads=160, seq_len=2048, vocab=51200, global_batch=3072)
+    s, h, v, nl = 2048, 25600, 51200, 128
+    want = 0.52 * 72 * (1 + s / (6 * h) + v / (12 * nl * h)) / (96 * (1 + s / (6 * h) + v / (16 * nl * h)))
+    assert convert_mfu(0.52, gpt, "megatron_sc21", "palm") == pytest.approx(want, rel=1e-12)
+    with pytest.raises(ValueError, match="allowed"):
+        flops_per_step(gpt, "hfu")   # type: ignore[arg-type]
+
+
+def test_a_job_mfu_in_palm_convention_sizes_the_run_with_attention() -> None:
+    from tests.test_forecast import small_training_doc
+
+    doc = small_training_doc()
+    model = {"layers": 8, "hidden": 1024, "seq_len": 4096, "vocab": 8000, "global_batch": 64}
+    doc["workload"]["jobs"] = [{"name": "j", "gpus": 64, "step": {"model": model},
+                                "training": {"params_b": 1.0, "tokens_t": 0.02, "peak_tflops": 989, "mfu": 0.4,
+                                             "mfu_convention": "palm"}}]
+    job = load_dict(doc).scenario.workload.jobs[0]
+    per_token = 6 * (8 * 12 * 1024**2 + 1024 * 8000) + 12 * 8 * 1024 * 4096
+    assert job.work_h == pytest.approx(0.02e12 * per_token / (64 * 989e12 * 0.4) / 3600, rel=1e-12)
+    # 6N (the default): 6·P·D
+    del doc["workload"]["jobs"][0]["training"]["mfu_convention"]
+    job6 = load_dict(doc).scenario.workload.jobs[0]
+    assert job6.work_h == pytest.approx(6 * 1e9 * 0.02e12 / (64 * 989e12 * 0.4) / 3600, rel=1e-12)
+    # palm without a model: refused, naming the field
+    doc["workload"]["jobs"][0]["training"]["mfu_convention"] = "palm"
+    del doc["workload"]["jobs"][0]["step"]
+    with pytest.raises(Exception, match="mfu_convention"):
+        load_dict(doc)

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
 
+from twin.physics import flop_conventions as _flops
 from twin.physics import memory as _mem
 from twin.physics import parallel as _par
 from twin.physics import training as _training
@@ -331,13 +332,16 @@ class StepModel(Strict):
     grad_gb: NonNegH = Field(0.0, description="Gradient bytes all-reduced per step, gigabytes.")
     overlap: Annotated[float, Field(ge=0, le=1)] = 0.9
     hop_latency_s: NonNegH = 5e-6
-    model: ModelShapeSpec | None = Field(None, description="Transformer shape and batch (with layout).")
+    model: ModelShapeSpec | None = Field(None, description="Transformer shape and batch: with layout, the step "
+                                                           "comes from them; alone, the shape that "
+                                                           "training.mfu_convention palm counts attention with.")
     layout: LayoutSpec | None = Field(None, description="Parallel layout (with model).")
 
     @model_validator(mode="after")
     def _pair(self) -> "StepModel":
-        if (self.model is None) != (self.layout is None):
-            raise ValueError("@layout: give model and layout together")
+        if self.layout is not None and self.model is None:
+            raise ValueError("@layout: give model and layout together (a model alone gives the shape for "
+                             "training.mfu_convention)")
         if self.layout is not None and self.model is not None:
             lay, m = self.layout, self.model
             # (a domain left to its default is checked when the cluster's domains are known: check_against)
@@ -406,25 +410,47 @@ class Training(Strict):
         None, description="Model FLOPs utilisation in (0, 1] (Llama 3 405B on 16,384 H100: 0.38-0.43, arXiv "
                           "2407.21783 Table 4). Required without a step.layout; with one, derived: the model FLOPs "
                           "of a step over its failure-free step time.")
+    mfu_convention: Literal["6N", "palm", "palm_causal"] | None = Field(
+        None, description="The FLOP count mfu is given in (twin/physics/flop_conventions.py): 6N (6 per parameter and "
+                          "token, Kaplan et al. 2020: no attention), palm (6N + 12·l·h·s per token, PaLM App. B: the "
+                          "Llama 3 paper's MFU), palm_causal (6N + 6·l·h·s). work_h = steps × the step's FLOPs under "
+                          "it / (gpus × peak × mfu); palm and palm_causal need step.model (l, h, s). null: 6N "
+                          "without a step.layout; with one, derived (palm, palm_causal with layout.causal).")
     checkpoint_bytes_per_param: PosF = Field(
         _training.DEFAULT_CHECKPOINT_BYTES_PER_PARAM,
         description="Checkpoint bytes per parameter; sets checkpoint.size_gb when size_gb is not given (assumption: 16, "
                     "the mixed-precision Adam model state of the ZeRO paper, Rajbhandari et al. 2020).")
 
-    def work_h(self, gpus: int) -> float:
-        """Ideal wall hours on ``gpus`` GPUs (from ``peak_tflops`` and ``mfu``)."""
+    def six_pd_h(self, gpus: int) -> float:
+        """6·P·D / (gpus × peak × mfu) / 3600 at this ``mfu`` whatever its convention: the figure a 6PD
+        calculation gives (twin forecast prints it beside a layout's ideal)."""
         assert self.peak_tflops is not None and self.mfu is not None
         return _training.work_hours(self.params_b, self.tokens_t, gpus, self.peak_tflops, self.mfu)
+
+    def work_h(self, gpus: int, model: "ModelShapeSpec | None" = None) -> float:
+        """Ideal wall hours on ``gpus`` GPUs (from ``peak_tflops`` and ``mfu``, counted in ``mfu_convention``;
+        palm and palm_causal take l, h and s from ``model``)."""
+        assert self.peak_tflops is not None and self.mfu is not None
+        conv = self.mfu_convention or "6N"
+        if conv == "6N":
+            return _training.work_hours(self.params_b, self.tokens_t, gpus, self.peak_tflops, self.mfu)
+        assert model is not None
+        shape = model.physics()
+        steps = self.tokens_t * 1e12 / (shape.global_batch * shape.seq_len)
+        flops = _flops.flops_per_step(shape, conv)
+        return steps * flops / (gpus * self.peak_tflops * 1e12 * self.mfu) / 3600.0
 
     def layout_work_h(self, step: "StepModel", gpus: int) -> tuple[float, float]:
         """(ideal wall hours, MFU) from the step model: D/(B·s) steps of the failure-free step time (full
         speed, the layout's NIC bandwidth, healthy NVLink), MFU = model FLOPs per step / (step × gpus × peak)
-        against the bf16 ``peak_tflops``, also with fp8."""
+        against the bf16 ``peak_tflops``, also with fp8; model FLOPs as PaLM counts them, the attention term
+        halved with ``layout.causal`` (``mfu_convention`` palm or palm_causal)."""
         assert step.model is not None and step.layout is not None
         t = step.breakdown().total_s
         steps = self.tokens_t * 1e12 / (step.model.global_batch * step.model.seq_len)
         peak = step.layout.peak_tflops * 1e12
-        return steps * t / 3600.0, _par.mfu(_par.model_flops_per_step(step.model.physics()), t, gpus, peak)
+        flops = _par.model_flops_per_step(step.model.physics(), causal=step.layout.causal)
+        return steps * t / 3600.0, _par.mfu(flops, t, gpus, peak)
 
 
 class Elastic(Strict):
@@ -517,9 +543,17 @@ class Job(Strict):
                 if getattr(t, f) is None:
                     raise ValueError(f"@training.{f}: required without a step.layout (or give step.model and "
                                      f"step.layout to derive it)")
-            derived = t.work_h(self.gpus)
+            if t.mfu_convention in ("palm", "palm_causal") and self.step.model is None:
+                raise ValueError(f"@training.mfu_convention: {t.mfu_convention} counts attention: give step.model "
+                                 "(layers, hidden, seq_len), or use 6N")
+            derived = t.work_h(self.gpus, self.step.model)
         else:
             derived, mfu = t.layout_work_h(self.step, self.gpus)
+            conv = "palm_causal" if lay.causal else "palm"
+            if t.mfu_convention not in (None, conv):
+                raise ValueError(f"@training.mfu_convention: derived from step.layout ({conv}) when the job has one; "
+                                 f"leave it out (given {t.mfu_convention})")
+            derive(t, mfu_convention=conv)
             if self.phases is not None:
                 derived = self._phases_work_h(t.tokens_t)
             for f, v in (("peak_tflops", lay.peak_tflops), ("mfu", mfu)):
