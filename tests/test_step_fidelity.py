@@ -405,3 +405,38 @@ def test_a_job_mfu_in_palm_convention_sizes_the_run_with_attention() -> None:
     del doc["workload"]["jobs"][0]["step"]
     with pytest.raises(Exception, match="mfu_convention"):
         load_dict(doc)
+
+
+# ---------------------------------------------------------------- 8. validation that discriminates
+
+def test_out_of_sample_mfu_rows_name_their_naive_predictor_and_say_if_they_beat_it() -> None:
+    from twin.validation.compute import llama3_mfu, megatron_sc21
+    from twin.validation.framework import Settings
+
+    s = Settings()
+    llama = [r for r in llama3_mfu(s) if r.check]
+    assert len(llama) == 2                                  # 16K GPUs at 8K, and the 131K long-context run
+    for r in llama:
+        assert r.sample == "out-of-sample" and r.naive == ("carry the calibration run's MFU over", 0.43)
+        assert r.beats_naive and r.passed
+        assert abs(r.mean - r.reference) < abs(0.43 - r.reference)
+    # the long-context row: counted as 6N (attention left out) the MFU would be far off: a wrong model excluded
+    long = next(r for r in llama if "131,072" in r.quantity)
+    assert all(r_ex for r_ex in (long.excludes(v) for v in long.wrong.values()))
+    # Megatron SC21: the 1 T row's naive predictor (52 %, the calibration row's) is exact: not beaten, and said
+    mega = next(r for r in megatron_sc21(s) if r.check)
+    assert mega.naive is not None and mega.naive[1] == 0.52 and mega.reference == 0.52
+    assert mega.beats_naive is False
+
+
+def test_summary_line_counts_the_naive_predictors_beaten(tmp_path: Path) -> None:
+    from twin.validation.report import summary_line, text_table
+    from twin.validation.suite import run_suite
+
+    from twin.validation.framework import Settings
+
+    suite = run_suite(["megatron_sc21", "llama3_mfu"], Settings(quick=True), workers=1)
+    assert suite.naive_beaten == (2, 3)
+    assert "naive predictors beaten: 2 of 3" in summary_line(suite)
+    table = text_table(suite)
+    assert "vs naive" in table and "NOT beaten" in table
