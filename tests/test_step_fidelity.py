@@ -440,3 +440,30 @@ def test_summary_line_counts_the_naive_predictors_beaten(tmp_path: Path) -> None
     assert "naive predictors beaten: 2 of 3" in summary_line(suite)
     table = text_table(suite)
     assert "vs naive" in table and "NOT beaten" in table
+
+
+# ---------------------------------------------------------------- 9. forecast intervals at few replications
+
+def test_quantile_ends_the_runs_cannot_give_are_said_not_printed_as_0_or_a_dash(tmp_path: Path, capsys) -> None:
+    import numpy as np
+
+    from twin.experiment import stats
+    from twin.forecast.report import runs_for_quantile_end
+
+    # (1 − 0.1)ⁿ ≤ 0.025 from n = 36 (ln 0.025 / ln 0.9 = 35.01); 0.5ⁿ ≤ 0.025 from n = 6
+    assert runs_for_quantile_end(0.1, upper=False) == 36 and runs_for_quantile_end(0.9, upper=True) == 36
+    assert runs_for_quantile_end(0.5, upper=False) == 6 and runs_for_quantile_end(0.1, upper=True) == 2
+    nan = (float("nan"), float("nan"))
+    assert np.isnan(stats.quantile_ci(np.arange(35.0), [0.1], bounds=nan)[0, 0])
+    assert np.isfinite(stats.quantile_ci(np.arange(36.0), [0.1], bounds=nan)[0, 0])
+    path = tmp_path / "fc.yaml"
+    path.write_text(yaml.safe_dump(_small_layout_doc()))
+    rc = main(["forecast", str(path), "--reps", "4", "--results", str(tmp_path / "r"), "--levers", "none",
+               "--no-report"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    rows = {ln.split()[0]: ln for ln in out.splitlines() if ln.strip().startswith(("P10", "P50", "P90", "mean"))}
+    assert "(lower end needs ≥ 36 runs)" in rows["P10"] and "(upper end needs ≥ 36 runs)" in rows["P90"]
+    assert "not estimable from 4 runs (needs ≥ 6)" in rows["P50"]
+    for k in ("P10", "P50", "P90"):
+        assert "–" not in rows[k] and "[0," not in rows[k] and "inf" not in rows[k]
