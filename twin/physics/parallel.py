@@ -213,6 +213,10 @@ class Layout:
     the norms' and the column-parallel GEMMs' inputs over tp (Korthikanti et al. §4.2.2: memory only,
     see twin/physics/memory.py; its reduce-scatter + all-gather move the all-reduce's bytes, and the norms
     it splits are elementwise, outside this FLOP count);
+    ``score_bytes`` bytes of memory traffic per attention-score element (a·s² per layer and sequence) over
+    a whole step, when the scores are written to memory (softmax, mask and dropout as separate kernels:
+    Megatron-LM 2021; 0: FlashAttention-style kernels keep them on chip), at ``hbm_bytes_s`` effective
+    bytes/s of the GPU's memory (:func:`score_memory_s`);
     ``cp`` context-parallel GPUs per sequence (twin/physics/context_parallel.py; tp × cp × pp × dp GPUs,
     ranks tp innermost, then cp) exchanging keys and values by ``cp_collective`` ('ring' or 'all_gather');
     ``ep`` expert-parallel GPUs (a divisor of dp) over which a MoE model's experts are split, its
@@ -240,6 +244,8 @@ class Layout:
     zero_stage: int = 0
     selective_recompute: bool = False
     sequence_parallel: bool = True
+    score_bytes: float = 0.0
+    hbm_bytes_s: float = 0.0
     cp: int = 1
     cp_collective: Literal["ring", "all_gather"] = "ring"
     ep: int = 1
@@ -248,6 +254,8 @@ class Layout:
     def __post_init__(self) -> None:
         if self.cp < 1 or self.ep < 1:
             raise ValueError("cp and ep must be >= 1")
+        if self.score_bytes < 0 or (self.score_bytes > 0 and not self.hbm_bytes_s > 0):
+            raise ValueError("score_bytes must be >= 0, and with score_bytes > 0 hbm_bytes_s must be > 0")
         if self.dp % self.ep:
             raise ValueError("ep must divide dp (expert parallelism splits the data-parallel ranks)")
         if self.cp_collective not in ("ring", "all_gather"):
@@ -469,6 +477,19 @@ def stage_flops_per_step(shape: ModelShape, layout: Layout) -> float:
     return shape.global_batch * (passes * layers / layout.pp + 3.0 * logits) / (layout.tp * layout.cp * layout.dp)
 
 
+def score_memory_s(shape: ModelShape, layout: Layout) -> float:
+    """Seconds one GPU of the last pipeline stage spends per step moving attention scores through memory:
+    B/dp sequences × l/pp layers × a/tp heads × (s/cp)·s scores × ``score_bytes`` / ``hbm_bytes_s``
+    (0 with ``score_bytes`` 0). Memory-bound work the FLOP count leaves out: its weight against a layer's
+    GEMMs grows as a·s/h²."""
+    if layout.score_bytes <= 0:
+        return 0.0
+    heads = shape.heads or 1
+    s = float(shape.seq_len)
+    elems = shape.global_batch / layout.dp * shape.layers / layout.pp * heads / layout.tp * s * s / layout.cp
+    return elems * layout.score_bytes / layout.hbm_bytes_s
+
+
 def mfu(flops_per_step: float, step_s: float, gpus: int, peak_flops: float) -> float:
     """FLOPs utilisation: flops_per_step / (step_s × gpus × peak_flops)."""
     return flops_per_step / (step_s * gpus * peak_flops)
@@ -609,7 +630,7 @@ def step_breakdown(shape: ModelShape, layout: Layout, ic: Interconnect, peak_flo
     m = layout.microbatches(shape)
     tp, pp, v = layout.tp, layout.pp, layout.interleave
     # compute: the slowest pipeline stage (the last, which carries the logits) sets the step
-    compute = stage_flops_per_step(shape, layout) / (peak_flops * eta_k)
+    compute = stage_flops_per_step(shape, layout) / (peak_flops * eta_k) + score_memory_s(shape, layout)
     # tensor parallelism, per microbatch (its s/cp tokens with context parallelism)
     act = float(layout.microbatch) * shape.seq_len / layout.cp * shape.hidden * layout.act_bytes
     tp_mb = 0.0

@@ -271,6 +271,15 @@ class LayoutSpec(Strict):
                           "4·s·b·h activations per layer are whole on every tp rank). Memory only: its reduce-scatter "
                           "+ all-gather move the all-reduce's bytes, and the norms it splits are elementwise, outside "
                           "the FLOP count.")
+    score_bytes: NonNegH = Field(
+        0.0, description="Bytes of memory traffic per attention-score element (a·s² per layer and sequence) over a "
+                         "step, when the scores go through GPU memory (separate softmax, mask and dropout kernels: "
+                         "Megatron-LM 2021, 45 counted in twin/validation/compute.py; range 20-60). Default 0: "
+                         "FlashAttention-style kernels keep them on chip (assumption for current stacks).")
+    hbm_gbyte_s: PosF = Field(
+        3015.0, description="Effective GPU memory bandwidth for score_bytes, GB/s: H100 SXM 3,350 (NVIDIA H100 "
+                            "datasheet) at 90 % for streaming kernels (assumption, range 80-95 %). Used only with "
+                            "score_bytes > 0.")
     hbm_gb: PosF | None = Field(
         85.9, description="GPU memory, GB (10⁹ bytes), against which the layout is checked at load "
                           "(twin/physics/memory.py; an infeasible layout is refused, naming what does not fit and by "
@@ -308,7 +317,8 @@ class LayoutSpec(Strict):
                            dp_overlap=self.dp_overlap, tp_overlap=self.tp_overlap, pp_overlap=self.pp_overlap,
                            grad_bytes=self.grad_bytes, compression=self.compression,
                            compress_s_per_gb=self.compress_s_per_gb, causal=self.causal, zero_stage=self.zero_stage,
-                           selective_recompute=self.selective_recompute, sequence_parallel=self.sequence_parallel)
+                           selective_recompute=self.selective_recompute, sequence_parallel=self.sequence_parallel,
+                           score_bytes=self.score_bytes, hbm_bytes_s=self.hbm_gbyte_s * 1e9)
 
     def interconnect(self, nic_gbit_s: float | None = None, domain_gpus: int = 0,
                      nvlink_share: float = 1.0) -> _par.Interconnect:

@@ -44,6 +44,16 @@ GRAND_TETON = par.Interconnect(domain_gpus=8, nvlink_gbyte_s=450.0, nic_gbit_s=4
 """Meta's H100 servers (Llama 3 §3.3.1): 8 GPUs on NVLink, 400 Gb/s RoCE per GPU; efficiencies as
 Calculon's H100 system."""
 
+SC21_SCORE_BYTES = 45.0
+"""Bytes of memory traffic per attention-score element per step in Megatron-LM 2021 (counted here, fp16
+scores, 2 bytes; the mask 1): forward 13 (QKᵀ writes 2; the fused scale-mask-softmax reads 2 and writes 2;
+dropout reads 2, writes 2 and its mask 1; the attention over V reads 2), the recomputed forward 13 again,
+backward 19 (dV reads 2; dP written 2; dropout's backward reads 2 + 1, writes 2; softmax's backward reads
+2 + 2, writes 2; dQ and dK read dS 2 each). No FlashAttention in 2021: the scores go through memory."""
+A100_HBM_BYTES_S = 2039e9 * 0.9
+"""A100 80 GB SXM memory bandwidth, 2,039 GB/s (NVIDIA A100 datasheet), at 90 % for streaming
+elementwise kernels (assumption, range 0.8-0.95)."""
+
 MEGATRON_BAND = 0.03
 LLAMA_BAND = 0.02
 
@@ -58,7 +68,9 @@ PROVENANCE: dict[str, dict[str, str]] = {
                               "closest to the target in GEMM shape (h 20,480 vs 25,600), chosen before any "
                               "prediction was looked at, because η_k depends on GEMM size and the model "
                               "holds it constant.",
-        "assumptions": "microbatch 1, no interleaving (v 1), scatter/gather on, tp and pipeline "
+        "assumptions": "the attention scores go through memory (no FlashAttention in 2021): 45 bytes per score "
+                       "element and step (counted: SC21_SCORE_BYTES) at 90 % of the A100's 2,039 GB/s, added to "
+                       "the compute (issue 49); microbatch 1, no interleaving (v 1), scatter/gather on, tp and pipeline "
                        "communication exposed, data-parallel all-reduce of fp32 gradients not overlapped "
                        "(Megatron-LM 2021 DDP), dp ranks outermost; Selene as Calculon's A100 system "
                        "(NVLink 300 GB/s per direction, η 0.6; 200 Gb/s HDR per GPU, η 0.9).",
@@ -66,13 +78,13 @@ PROVENANCE: dict[str, dict[str, str]] = {
                          "±3 points, against the naive predictor 'carry the calibration row's 52 % over', which is "
                          "exact here: the model (off by about half a point) does NOT beat it on this row; it is kept "
                          "as the check that the model's bubble and communication at pp 64 do not degrade the "
-                         "prediction. The smaller rows are shown as information: the constant η_k over-predicts "
-                         "them, by 2-21 points, most for the smallest models (1.7 B: +21, 3.6 B: +15). Their "
-                         "softmax, mask and dropout run on the a·s² attention scores in memory (Megatron-LM 2021 "
-                         "stored them; no FlashAttention), memory-bound work whose share of a layer grows as "
-                         "a·s/h²: 9.3e-3 at 1.7 B, 6.3e-4 at 530 B. The step model counts FLOPs only, so it "
-                         "over-predicts where that work weighs; with FlashAttention-style kernels (the Llama 3 "
-                         "case and the scenarios) the scores never reach memory.",
+                         "prediction. The smaller rows are shown as information. With FLOPs alone (a constant η_k) "
+                         "the model over-predicted them by 2-21 points, most for the smallest models (1.7 B: +21, "
+                         "3.6 B: +15): their softmax, mask and dropout run on the a·s² attention scores in memory, "
+                         "memory-bound work whose weight against a layer's GEMMs grows as a·s/h² (9.3e-3 at 1.7 B, "
+                         "6.3e-4 at 530 B, 5e-4 at 1 T). With that traffic counted (issue 49) every row is within "
+                         "-0.6 to +3.6 points and beats the naive predictor; four (1.7 B, 39 B, 76 B, 145 B) stay "
+                         "3.1-3.6 points over, just outside the ±3 band, so the rows stay information.",
     },
     "llama3_mfu": {
         "from the source": "Table 4 of the Llama 3 paper: tp 8, pp 16, dp 64 and 128, sequence 8,192, "
@@ -217,7 +229,8 @@ def megatron_setup(row: dict[str, Any]) -> tuple[par.ModelShape, par.Layout]:
     shape = par.ModelShape(layers=row["layers"], hidden=row["hidden"], heads=row["heads"], seq_len=2048,
                            vocab=51200, global_batch=row["batch"])
     layout = par.Layout(tp=row["tp"], pp=row["pp"], dp=row["gpus"] // (row["tp"] * row["pp"]), microbatch=1,
-                        interleave=1, recompute=True, dp_collective="all_reduce", dp_overlap=0.0)
+                        interleave=1, recompute=True, dp_collective="all_reduce", dp_overlap=0.0,
+                        score_bytes=SC21_SCORE_BYTES, hbm_bytes_s=A100_HBM_BYTES_S)
     return shape, layout
 
 
