@@ -63,7 +63,8 @@ class UnitGroup(FacilityUnit):
 
 class Visits(Strict):
     """Scheduled maintenance of one kind of facility unit, one unit at a time: unit i of n first visited
-    at offset + i·interval/n, then every interval (``twin.model.facility_units.MaintenanceRota``)."""
+    at offset + i·interval/n (default offset: half of interval/n, so the n first visits sit mid-slot,
+    evenly over the first interval), then every interval (``twin.model.facility_units.MaintenanceRota``)."""
 
     interval_h: Pos = Field(
         8760.0, description="Hours between visits to one unit (a power unit: the unit of one feed). Default yearly: "
@@ -74,7 +75,20 @@ class Visits(Strict):
                          "window durations were found, sources-realism §10).")
     offset_h: NonNeg | None = Field(
         None, description="Time of the first visit (unit 0; a power unit: feed A's), hours; unit i of n follows "
-                          "i·interval/n later. Default: half an interval.")
+                          "i·interval/n later. Default: interval/(2n), the n units' first visits evenly over the first "
+                          "interval at the middle of their slots (one unit: half an interval; two feeds of a yearly "
+                          "visit: 2,190 h and 6,570 h).")
+
+    def first_visit_h(self, unit: int, units: int) -> float:
+        """Hours to the first visit of unit ``unit`` of ``units`` (see ``offset_h``)."""
+        return first_visit_h(self.interval_h, self.offset_h, unit, units)
 
 
-__all__ = ["FacilityUnit", "UnitGroup", "Visits", "check_beta"]
+def first_visit_h(interval_h: float, offset_h: float | None, unit: int, units: int) -> float:
+    """Hours to the first visit of unit ``unit`` of ``units`` visited every ``interval_h``, one at a time:
+    ``offset_h`` + unit·interval/units, the offset by default interval/(2·units) (mid-slot)."""
+    first = offset_h if offset_h is not None else interval_h / (2.0 * units)
+    return first + unit * interval_h / units
+
+
+__all__ = ["FacilityUnit", "UnitGroup", "Visits", "check_beta", "first_visit_h"]
