@@ -165,3 +165,76 @@ def test_bad_generator_sets_are_one_line_with_their_path(tmp_path: Any, capsys: 
     code = cli.main(["run", str(path), "--results", str(tmp_path / "out")])
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert code == 2 and len(err) == 1 and "power.generator.modules.required" in err[0], err
+
+
+# ---- latent failures and periodic tests of cooling units (issue 43 item 3) ----------------------------
+
+def _liquid_doc(days: float, cdu: dict[str, Any], plant: dict[str, Any] | None = None, loops: int = 1) -> dict[str, Any]:
+    never = {"dist": "fixed", "value_h": 1e9}
+    return {
+        "name": "tested-cdu", "seed": 17, "horizon_days": days,
+        "cluster": {"racks": loops, "nodes_per_rack": 2, "node": {"gpus": 8, "parts": {}}},
+        "maintenance": {"detection": {"dist": "fixed", "value_h": 0}, "crews": {"crew": {"count": 4}}},
+        "cooling": {"type": "liquid", "thermal": False,
+                    "liquid": {"capture_fraction": None, "leak": None, "loops": loops,
+                               "cdu": {"required": 1, "pumps": {"failure": never}, **cdu}},
+                    "plant": plant or {"chillers": {"failure": never}}},
+    }
+
+
+def test_tested_cdu_matches_the_test_interval_formula_with_test_duration() -> None:
+    """One CDU per loop (a cooling unit) failing silently (MTBF 1,000 h), tested every 500 h, each test taking
+    the working CDU out for 100 h (4 loops, tested one after the other): the loops' hours without flow, over
+    6 × 2,000 days, within a 99.9 %
+    t-interval of 1 − (1 − e^(−λT))/(λT) with the test duration added; the textbook formula without it and
+    the test time alone are outside."""
+    from tests.test_power_risk import unavailability_tested
+
+    lam, T, tau, days, reps, loops = 1 / 1000.0, 500.0, 100.0, 2000.0, 6, 4
+    cdu = {"count": 1, "failure": {"dist": "exponential", "mean_h": 1000.0}, "latent_test_interval_h": T,
+           "test_duration_h": tau, "repair": {"time": {"dist": "fixed", "value_h": 0.001}}}
+    u = []
+    for r in range(reps):
+        res = run(_liquid_doc(days, cdu, loops=loops), r)
+        u.append(res.metrics["cooling.loop_no_flow_hours"] / (loops * days * 24))
+        assert res.metrics["latent_found_test.cdu"] > 0
+    lo, hi = _t_interval(u)
+    exact = unavailability_tested(lam, T, tau)
+    assert lo <= exact <= hi, (exact, lo, hi)
+    for wrong in (1 - (1 - math.exp(-lam * T)) / (lam * T), tau / T):
+        assert not lo <= wrong <= hi, (wrong, lo, hi)
+
+
+@pytest.mark.parametrize("count,short", [(3, False), (2, True)])
+def test_chiller_tests_take_each_working_chiller_out_in_turn(count: int, short: bool) -> None:
+    """Chillers that never fail, tested every 100 h for 10 h each, one after the other, over 30 days: with
+    3 of which 2 are needed a test costs no capacity; with 2 of 2 the plant is short for every test, exactly
+    the tests begun × 10 h (the last one may be cut by the horizon)."""
+    never = {"dist": "fixed", "value_h": 1e9}
+    plant = {"chillers": {"count": count, "required": 2, "failure": never, "latent_test_interval_h": 100.0,
+                          "test_duration_h": 10.0}}
+    res = run(_liquid_doc(30.0, {"count": 2, "failure": never}, plant))
+    ev = res.tables["events"]
+    tests = ev[ev["kind"].astype(str) == "test_start"]
+    assert set(tests["path"].astype(str)) == {f"cooling.plant.chiller{i}" for i in range(count)}
+    H = 30.0 * 24
+    expect = sum(1 for k in range(1, 8) for i in range(count) if k * 100.0 + i * 10.0 < H)
+    assert len(tests) == expect
+    short_h = res.metrics["plant.capacity_short_hours"]
+    if short:
+        assert short_h == pytest.approx(expect * 10.0)
+    else:
+        assert short_h == 0.0
+
+
+def test_bad_cooling_tests_are_one_line_with_their_path(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    from twin import cli
+
+    doc = _liquid_doc(1.0, {"count": 2, "latent_test_interval_h": 10.0, "test_duration_h": 6.0})
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    code = cli.main(["run", str(path), "--results", str(tmp_path / "out")])
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert code == 2 and len(err) == 1 and "cooling.liquid.cdu.test_duration_h" in err[0], err

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
-from twin.scenario.base import Beta, Dist, PosInt, Repair, Strict
+from twin.scenario.base import Beta, Dist, PosHours, PosInt, Repair, Strict
 from twin.scenario.distributions import Exponential
 
 Pos = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -52,13 +52,33 @@ class UnitGroup(FacilityUnit):
     required: PosInt
     failure: Dist
     repair: Repair
+    latent_test_interval_h: PosHours | None = Field(
+        None, description="Failures are silent (no alarm: a standby unit, an unmonitored fault): found at the next "
+                          "periodic test (every this many hours from time 0) and only then repaired. null: detected "
+                          "as usual (maintenance.detection). Assumption when set: monthly to quarterly, 730–2,190 h "
+                          "(no published test interval of cooling units was found, sources-realism §10).")
+    test_duration_h: NonNeg = Field(
+        0.0, description="Hours a periodic test takes each working unit out of service (it delivers nothing "
+                         "meanwhile), the units of the kind tested one after the other; a unit found failed goes to "
+                         "repair instead. 0: tests take no time (assumption when set: 0.5–4 h).")
 
     @model_validator(mode="after")
     def _check(self) -> "UnitGroup":
         if self.required > self.count:
             raise ValueError(f"@required: must be <= count ({self.count}), got {self.required}")
         check_beta(self.common_cause_beta, self.failure)
+        if self.test_duration_h and self.latent_test_interval_h is None:
+            raise ValueError("@test_duration_h: needs latent_test_interval_h (the periodic test it lasts)")
         return self
+
+    def check_tests(self, where: str, units: int) -> None:
+        """The ``units`` units of this kind (every group's) are tested one after the other: refused (at
+        ``where``.test_duration_h) unless that fits in one test interval."""
+        if self.test_duration_h and self.latent_test_interval_h is not None and \
+                units * self.test_duration_h >= self.latent_test_interval_h:
+            raise ValueError(f"@{where}.test_duration_h: its {units} units tested one after the other "
+                             f"({units} × {self.test_duration_h:g} h) must fit in latent_test_interval_h "
+                             f"({self.latent_test_interval_h:g} h)")
 
 
 class Visits(Strict):
