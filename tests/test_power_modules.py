@@ -238,3 +238,58 @@ def test_bad_cooling_tests_are_one_line_with_their_path(tmp_path: Any, capsys: p
     code = cli.main(["run", str(path), "--results", str(tmp_path / "out")])
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert code == 2 and len(err) == 1 and "cooling.liquid.cdu.test_duration_h" in err[0], err
+
+
+# ---- PDU maintenance and its switching (issue 43 item 3) --------------------------------------------
+
+def _pdu_visit(p: float) -> dict[str, Any]:
+    return {"maintenance": {"interval_h": 1000.0, "duration_h": 8.0, "offset_h": 100.0, "mode": "isolate",
+                            "switching_error_prob": p, "switching_restore_min": 30.0}}
+
+
+def _downs(res: Any) -> Any:
+    iv = res.tables["node_intervals"]
+    return iv[iv["state"] == "down"]
+
+
+def test_pdu_visit_isolates_its_racks_feed_one_pdu_at_a_time() -> None:
+    """Two racks, one PDU each per feed, visited one at a time every 1,000 h from 100 h: with one feed PDU 1
+    follows at 600 h, past a 20-day horizon, and the visit drains rack 0's two nodes from 100 h to 108 h +
+    reboot_h, a planned interruption; with 2N (four PDUs: A0 at 100 h, A1 at 350 h, the others past the
+    horizon) feed B carries them and nothing goes down, two 8 h windows of exposure."""
+    res = run(scenario("n", days=20.0, pdu=_pdu_visit(0.0)))
+    down = _downs(res)
+    assert sorted(down["node"].tolist()) == [0, 1]
+    assert set(down["cause"].astype(str)) == {"planned:power_maintenance"}
+    assert np.allclose(down["start_h"], 100.0) and np.allclose(down["end_h"], 108.1)
+    assert res.metrics["power.maintenance_windows"] == 1
+    two = run(scenario("2n", days=20.0, pdu=_pdu_visit(0.0)))
+    assert two.metrics["power.down_node_hours"] == 0.0
+    assert two.metrics["power.maintenance_windows"] == 2
+    assert two.metrics["power.maintenance_exposure_hours"] == pytest.approx(16.0)
+
+
+def test_pdu_switching_error_drops_the_racks_other_feed() -> None:
+    """2N, PDU A0 isolated at 100 h and A1 at 350 h, each with a switching error of probability 1: the same
+    racks' PDU on feed B drops for 30 min, so rack 0's nodes are down from 100 h to 100.5 h + reboot_h and
+    rack 1's from 350 h, cause power:switching."""
+    res = run(scenario("2n", days=20.0, pdu=_pdu_visit(1.0)))
+    down = _downs(res).sort_values("node")
+    assert down["node"].tolist() == [0, 1, 2, 3]
+    assert set(down["cause"].astype(str)) == {"power:switching"}
+    assert np.allclose(down["start_h"], [100.0, 100.0, 350.0, 350.0])
+    assert np.allclose(down["end_h"], [100.6, 100.6, 350.6, 350.6])
+    assert res.metrics["power.switching_errors"] == 2
+
+
+def test_pdu_bypass_maintenance_is_refused_in_one_line(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    from twin import cli
+
+    doc = scenario("n", days=1.0, pdu={"maintenance": {"mode": "bypass"}})
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    code = cli.main(["run", str(path), "--results", str(tmp_path / "out")])
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert code == 2 and len(err) == 1 and "power.pdu.maintenance.mode" in err[0], err

@@ -149,7 +149,8 @@ class PowerChain(Component):
         self.cool_w = [0.0] * F  # load of the cooling units on the feed's UPS output (Topic.COOLING_LOAD), W
         # ---- scheduled maintenance (issue 24): per unit type, per feed, in the window now
         self.maint = MaintenanceAccount()
-        self.rotas = {name: MaintenanceRota(eng, name, el.maintenance, F, self.maint, partial(pm.unit_path, self),
+        self.rotas = {name: MaintenanceRota(eng, name, el.maintenance, F * (self.K if name == "pdu" else 1), self.maint,
+                                            partial(pm.unit_path, self),
                                             partial(pm.maint_out, self), partial(pm.maint_back, self),
                                             partial(pm.maint_after, self))
                       for name, el in spec.elements().items() if el.maintenance is not None}
@@ -161,6 +162,8 @@ class PowerChain(Component):
         self.switching_errors = 0
         self.switch_k: dict[tuple[str, int], int] = {}  # draws per (unit type, feed): stream ...<type>#switching
         self.pdu_ok = np.ones((F, self.K), dtype=bool)
+        self.pdu_out = np.zeros((F, self.K), dtype=np.int64)  # PDUs isolated for a maintenance visit now
+        self.pdu_drop = np.zeros((F, self.K), dtype=np.int64)  # PDUs dropped by a visit's switching error now
         self.input_live = [True] * F
         self.mode = ["utility"] * F
         self.feed_code = [0] * F
@@ -583,7 +586,9 @@ class PowerChain(Component):
         # feed loads are read at every load change while a feed is on battery or a UPS is out (UPS losses, drain)
         self.it.need_exact("power.feeds", self.has_ups and ("ups" in self.mode or not all(self.ups_ok)))
         live = np.array([m != "dead" for m in self.mode])
-        pdu_nf = self.pdu_ok[:, self.node_pdu].T  # (n, F): the node's PDU on feed f works
+        held = bool(self.pdu_out.any() or self.pdu_drop.any())  # PDUs out for a visit or its switching error
+        pdu_up = self.pdu_ok & (self.pdu_out == 0) & (self.pdu_drop == 0) if held else self.pdu_ok
+        pdu_nf = pdu_up[:, self.node_pdu].T  # (n, F): the node's PDU on feed f works
         reach_nf = pdu_nf & live[None, :]
         h = self.psu_healthy
         hp = h & pdu_nf[:, self.slot_feed]
@@ -604,7 +609,8 @@ class PowerChain(Component):
             feed_cause = np.take_along_axis(cand, _RANK[cand].argmax(axis=1)[:, None], axis=1)[:, 0]
         else:
             feed_cause = ((hp_cnt > 0) * dead_code[None, :]).max(axis=1)
-        code = np.where(h.sum(axis=1) < self.min_run, _PSU, np.where(hp.sum(axis=1) < self.min_run, _PDU, feed_cause))
+        pdu_code = pm.pdu_cause(self, h, _PDU, _SWITCH, _MAINT) if held else _PDU
+        code = np.where(h.sum(axis=1) < self.min_run, _PSU, np.where(hp.sum(axis=1) < self.min_run, pdu_code, feed_cause))
         code = np.where(down, np.maximum(code, 1), 0)  # a down node always has a cause
         self.it.set_cap("power", None, new_cap)  # → node power, feed loads, capped counts, UPS timers
         self._apply_downs(down, code)

@@ -19,6 +19,9 @@ from __future__ import annotations
 import functools
 from typing import Protocol
 
+import numpy as np
+from numpy.typing import NDArray
+
 from twin.model.engine import Engine
 from twin.model.facility_units import Load, MaintenanceRota
 from twin.model.generator_modules import GeneratorModules
@@ -32,7 +35,14 @@ class PowerChain(Protocol):
     engine: Engine
     spec: Power
     F: int
+    K: int
     feeds: list[str]
+    min_run: int
+    node_pdu: NDArray[np.int64]
+    slot_feed: NDArray[np.int64]
+    pdu_ok: NDArray[np.bool_]
+    pdu_out: NDArray[np.int64]
+    pdu_drop: NDArray[np.int64]
     rotas: dict[str, MaintenanceRota]
     mods: UPSModules | None
     gens: GeneratorModules | None
@@ -76,9 +86,16 @@ def gen_able(ch: PowerChain, f: int) -> bool:
 
 
 def maint_out(ch: PowerChain, name: str, f: int) -> Load:
-    """A visit takes unit ``name`` of feed ``f`` out: the feed isolated, the unit bypassed, or one module."""
+    """A visit takes unit ``name`` of feed ``f`` out (a PDU: unit ``f`` of feed ``f // K``): the feed isolated,
+    the unit bypassed, or one module."""
     ch._settle()
     mode = ch.spec.maintenance_mode(name)
+    if name == "pdu":
+        if mode == "isolate":  # the PDU's racks lose this feed
+            ch.pdu_out[f // ch.K, f % ch.K] += 1
+        ch._feeds_active = True
+        switching(ch, name, f, mode)
+        return "exposed" if mode != "isolate" or ch.F > 1 else "drained"
     if mode == "isolate":
         ch.isolated[f] += 1
     elif mode == "live":
@@ -111,6 +128,13 @@ def switching(ch: PowerChain, name: str, f: int, mode: str) -> None:
         return
     ch.switching_errors += 1
     ch.engine.recorder.event(ch.engine.now, "switching_error", unit_path(ch, name, f))
+    if name == "pdu":  # the same racks' PDU on the other feeds (isolate) or this one (live)
+        j = f % ch.K
+        pdus = [(g, j) for g in range(ch.F) if g != f // ch.K] if mode == "isolate" else [(f // ch.K, j)]
+        for g, jj in pdus:
+            ch.pdu_drop[g, jj] += 1
+        ch.engine.calls(functools.partial(pdu_back, ch)).at(ch.engine.now + mt.switching_restore_min / 60.0, pdus)
+        return
     hit = [g for g in range(ch.F) if g != f] if mode == "isolate" else [f]
     for g in hit:
         ch.switch_drop[g] += 1
@@ -126,6 +150,23 @@ def switch_back(ch: PowerChain, feeds: list[int], drops: list[int] | None = None
     ch._update()
 
 
+def pdu_back(ch: PowerChain, pdus: list[tuple[int, int]]) -> None:
+    """The PDUs ``pdus`` (feed, index) dropped by a visit's switching error are back."""
+    ch._settle()
+    for g, j in pdus:
+        ch.pdu_drop[g, j] -= 1
+    ch._update()
+
+
+def pdu_cause(ch: PowerChain, h: NDArray[np.bool_], failed: int, switch: int, maint: int) -> NDArray[np.int64]:
+    """Per node, the cause code when its healthy PSUs on working PDUs are too few while PDUs are out for a visit
+    or dropped by its switching (``h``: healthy PSUs, node × slot): ``failed`` if the failed PDUs alone leave too
+    few, else ``maint`` if those and the isolated ones do (a planned isolation), else ``switch`` (the error)."""
+    def short(ok: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        return np.asarray((h & ok[:, ch.node_pdu].T[:, ch.slot_feed]).sum(axis=1) < ch.min_run)
+    return np.where(short(ch.pdu_ok), failed, np.where(short(ch.pdu_ok & (ch.pdu_out == 0)), maint, switch))
+
+
 def on_trip(ch: PowerChain, feed: str, restore_h: float) -> None:
     """The feed's breaker tripped on an overload (Topic.FEED_TRIP): its load is dead for ``restore_h``."""
     ch._settle()
@@ -137,6 +178,9 @@ def on_trip(ch: PowerChain, feed: str, restore_h: float) -> None:
 
 
 def unit_path(ch: PowerChain, name: str, f: int) -> str:
+    """Path of unit ``f`` of ``name`` (its feed's; a PDU: PDU ``f % K`` of feed ``f // K``)."""
+    if name == "pdu":
+        return f"power.feed{ch.feeds[f // ch.K]}.pdu{f % ch.K:02d}"
     return f"power.feed{ch.feeds[f]}.{name}"
 
 
@@ -148,7 +192,10 @@ def maint_back(ch: PowerChain, name: str, f: int) -> None:
     """The visit to unit ``name`` of feed ``f`` ends: the unit (or its module) is back in service."""
     ch._settle()
     mode = ch.spec.maintenance_mode(name)
-    if mode == "isolate":
+    if name == "pdu":
+        if mode == "isolate":
+            ch.pdu_out[f // ch.K, f % ch.K] -= 1
+    elif mode == "isolate":
         ch.isolated[f] -= 1
     elif mode == "live":
         pass

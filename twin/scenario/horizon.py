@@ -127,7 +127,7 @@ def hidden(sc: "Scenario") -> list[Hidden]:
             mt = el.maintenance
             if mt is not None:
                 h = _staggered(f"power.{name}.maintenance.interval_h", f"{_NAMES.get(name, name)} maintenance windows", mt.interval_h,
-                               mt.offset_h, H, len(power.feeds))
+                               mt.offset_h, H, len(power.feeds) * (power.pdu_count(sc.cluster.racks) if name == "pdu" else 1))
                 if h is not None:
                     out.append(h)
             latent(f"power.{name}.latent_test_interval_h", f"periodic tests of the {_NAMES.get(name, name)}",

@@ -118,7 +118,8 @@ class Element(FacilityUnit):
         None, description="Crew dispatch priority (lower first). Default: PDU and switchboard 0, UPS and generator 2."
     )
     maintenance: ElementMaintenance | None = Field(
-        None, description="Scheduled maintenance of this unit on every feed, one feed at a time; null: none.")
+        None, description="Scheduled maintenance of this unit on every feed, one feed at a time (PDUs: one PDU at a "
+                          "time; isolated, its racks lose that feed for the visit); null: none.")
     latent_test_interval_h: PosHours | None = Field(
         None, description="Failures are silent (unmonitored): found at the next periodic test (every this many hours "
                           "from time 0) or when a demand finds it, and only then repaired. null: detected as usual.")
@@ -460,12 +461,14 @@ class Power(Strict):
         if run * self.capacity_w < least:
             raise ValueError(f"@power.capacity_w: the minimum PSUs to run ({run}) × capacity_w must cover the node at "
                              f"minimum GPU power ({least:g} W), got {run * self.capacity_w:g} W")
+        racks = sc.cluster.racks
         for name, el in self.elements().items():
             mt = el.maintenance
             if mt is None:
                 continue
-            if name == "pdu":
-                raise ValueError("@power.pdu.maintenance: not modelled for PDUs (UPS, generator and switchboard are)")
+            if name == "pdu" and mt.mode == "bypass":
+                raise ValueError("@power.pdu.maintenance.mode: a PDU has no bypass; use isolate (its racks lose the "
+                                 "feed for the visit) or live")
             if name == "generator" and mt.mode == "isolate":
                 raise ValueError("@power.generator.maintenance.mode: a generator is maintained out of service "
                                  "(bypass); isolate de-energises a feed (UPS, switchboard)")
@@ -473,11 +476,11 @@ class Power(Strict):
                 raise ValueError("@power.switchboard.maintenance.mode: a switchboard has no bypass; use isolate")
             if name == "generator" and mt.mode == "live":
                 raise ValueError("@power.generator.maintenance.mode: a generator is maintained out of service (bypass)")
-            if mt.duration_h >= mt.interval_h / len(self.feeds):
-                raise ValueError(f"@power.{name}.maintenance.duration_h: must be < interval_h / feeds "
-                                 f"({mt.interval_h / len(self.feeds):g}) so one feed is maintained at a time, "
+            units = len(self.feeds) * (self.pdu_count(racks) if name == "pdu" else 1)
+            if mt.duration_h >= mt.interval_h / units:
+                raise ValueError(f"@power.{name}.maintenance.duration_h: must be < interval_h / {units} units "
+                                 f"({mt.interval_h / units:g}) so one unit is maintained at a time, "
                                  f"got {mt.duration_h:g}")
-        racks = sc.cluster.racks
         for name, el in self.elements().items():
             units = len(self.feeds) * (self.pdu_count(racks) if name == "pdu" else 1)
             if isinstance(el, Generator) and el.modules is not None:
