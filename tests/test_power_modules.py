@@ -78,8 +78,10 @@ def test_running_sets_fail_to_run_and_trip_the_plant() -> None:
     """2 of 2 sets, never failing on standby, each running set failing at 0.05 per hour; every outage lasts
     10 h: the plant trips in an outage with probability 1 − e^(−2 · 0.05 · 10) (the failed set is under
     repair for 20 h on average, so no restart), counted within a 99.9 % binomial interval; the trips drop the
-    feed (cause power:feed or power:utility after the battery)."""
-    sets = _sets(2, 2, failure={"dist": "fixed", "value_h": 1e9}, run_failure_per_h=0.05)
+    feed (cause power:feed or power:utility after the battery). The sets' failures are silent on standby
+    (a test every 5,000 h), but a set that stops under load is seen at once: every run failure is found then."""
+    sets = {**_sets(2, 2, failure={"dist": "fixed", "value_h": 1e9}, run_failure_per_h=0.05),
+            "latent_test_interval_h": 5000.0}
     res = run(_outage_doc(sets, 0.0, 400.0, 100.0, {"dist": "fixed", "value_h": 10.0}))
     m = res.metrics
     outages = m["power.feed_outages"]
@@ -89,6 +91,10 @@ def test_running_sets_fail_to_run_and_trip_the_plant() -> None:
     lo, hi = stats.binom.ppf([0.0005, 0.9995], int(starts), p)
     assert lo <= m["power.generator_trips"] <= hi, (m["power.generator_trips"], lo, hi, starts)
     assert m["power.generator_run_failures"] >= m["power.generator_trips"]
+    assert m["latent_found_demand.generator_set"] == m["power.generator_run_failures"]
+    # each run failure leaves the plant short for its repair (exponential, mean 20 h), not until a later demand
+    # or test finds it (the next outage comes 88 h later on average)
+    assert m["power.generator_short_hours"] / m["power.generator_run_failures"] < 30.0
     assert m["power.feed_dead_hours"] > 0.0
     # one set's clock, not two: outside
     wlo, whi = stats.binom.ppf([0.0005, 0.9995], int(starts), 1 - math.exp(-0.05 * 10.0))

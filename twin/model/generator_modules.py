@@ -159,9 +159,11 @@ class GeneratorModules:
         self._changed(f)
 
     def _run_failure(self, i: int) -> None:
-        """Running set ``i`` fails to run: it fails (its repair through the crews)."""
+        """Running set ``i`` fails to run: it fails, seen at once (a set that stops under load is no silent
+        failure: its repair starts now, not at the next periodic test)."""
         self.run_failures += 1
         self.parts.fail_now(i)
+        self.parts.found(i, "demand")
 
     def _on_set(self, idx: int, ok: bool) -> None:
         self._settle()
