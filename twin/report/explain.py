@@ -277,6 +277,12 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('power.ups_bypass_failures', 'drawn per shortfall with ups.bypass.failure_to_transfer_prob on the stream '
        'power.feed<X>.ups#bypass'),
     _H('power.ups_faults', 'faults at ups.fault.per_year (stream power.feed<X>.ups#fault) that hit a UPS in service'),
+    _H('power.generator_short_hours', 'Σ over feeds of the hours below generator.modules.required available sets'),
+    _H('power.generator_set_start_failures', 'drawn per available set and demand with generator.start_failure_prob '
+       'on the stream power.feed<X>.generator.set<jj>#start'),
+    _H('power.generator_run_failures', 'running sets failing at generator.modules.run_failure_per_h (stream '
+       'power.feed<X>.generator.set<jj>#run)'),
+    _H('power.generator_trips', 'running plants left with fewer than generator.modules.required running sets'),
     _H('power.switching_errors', 'drawn per maintenance visit with switching_error_prob on the stream '
        'power.feed<X>.<unit>#switching'),
     _H('power.test_unit_hours', 'Σ of test_duration_h over the periodic tests of working units'),
