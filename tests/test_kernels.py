@@ -534,6 +534,30 @@ def test_fan_nodes_is_the_numpy_fan_law(seed: int, common: bool, short: bool, so
     assert top == (float(s.max()) if k else -1.0)
 
 
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), slope=st.booleans())
+def test_it_nodes_is_node_it_power_w(seed: int, slope: bool) -> None:
+    """``ITPower.refresh`` under caps (twin 0.12: node_it_power_w of the tightest caps, the non-GPU load by
+    non_gpu_power_w, or constant without a slope): bit for bit."""
+    from twin.physics.power import node_it_power_w, non_gpu_power_w
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 200))
+    idx = rng.choice(n, size=int(rng.integers(0, n + 1)), replace=False).astype(np.int64)
+    util = rng.choice([0.0, 1.0, 0.37, 0.5], n) * rng.choice([1.0, rng.uniform()], n)
+    cap = np.where(rng.random(len(idx)) < 0.4, INF, rng.uniform(0.0, 900.0, len(idx)))
+    gpus, idle, tdp = int(rng.integers(1, 9)), rng.uniform(50.0, 150.0), rng.uniform(300.0, 1200.0)
+    ng1 = rng.uniform(500.0, 3000.0)
+    ng0 = rng.uniform(200.0, ng1) if slope else ng1
+    u = util[idx]
+    want = node_it_power_w(u, cap, gpus, idle, tdp, non_gpu_power_w(u, ng0, ng1) if slope else ng1)
+    npw = rng.uniform(0.0, 1e4, n)
+    r = npw.copy()
+    r[idx] = want
+    K.it_nodes(idx, util, cap, float(gpus), idle, tdp, ng0, ng1 - ng0, npw)
+    assert np.array_equal(npw, r)
+
+
 def test_jit_cache_goes_to_the_user_cache_keyed_by_version_when_the_package_is_read_only(
         tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import twin

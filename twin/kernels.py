@@ -766,3 +766,17 @@ def fan_nodes(idx: np.ndarray, util_s: float, util: np.ndarray, stated_s: float,
             node_w[i] = 0.0
             out[j] = 0.0
     return top, pairwise_sum(node_w, 0, node_w.shape[0])
+
+
+@njit(**_JIT)
+def it_nodes(idx: np.ndarray, util: np.ndarray, cap: np.ndarray, gpus: float, idle_w: float, tdp_w: float,
+             ng0_w: float, ng_slope_w: float, npw: np.ndarray) -> None:
+    """``ITPower.refresh`` under caps: each node of ``idx`` draws
+    :func:`twin.physics.power.node_it_power_w` at its utilisation ``util[i]`` and GPU cap ``cap[j]`` with the
+    non-GPU load ``ng0_w + ng_slope_w·util`` (:func:`~twin.physics.power.non_gpu_power_w`), into ``npw``, W."""
+    for j in range(idx.shape[0]):
+        i = idx[j]
+        u = util[i]
+        d = u * (tdp_w - idle_w) + idle_w
+        c = cap[j]
+        npw[i] = (c if c < d or c != c else d) * gpus + (ng0_w + ng_slope_w * u)  # np.minimum
