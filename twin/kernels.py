@@ -1,4 +1,5 @@
-"""Compiled kernels for the per-event vector work of the thermal model (issue 41).
+"""Compiled kernels for the per-event vector work of the thermal model, the server fans and the IT power under
+caps (issue 41).
 
 At each load change of a warm node and each change of a job's pace the cooling model brings 8 to 768
 per-GPU thermal units to now, applies their new power, inlet and R, caps the ones heading above the

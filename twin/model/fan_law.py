@@ -121,6 +121,8 @@ class FanLaw:
         if now > self._t:
             self.energy_wh += self.total_w * (now - self._t)
             self._t = now
+        if not isinstance(util, float) and np.ndim(util) == 0:  # (an int or a 0-d array: the common one)
+            util = float(util)
         if isinstance(util, float):
             got = self._stated.get(util)
             if got is None:
