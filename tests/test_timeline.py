@@ -49,7 +49,7 @@ def test_adding_racks_adds_exactly_their_nodes_parts_and_load() -> None:
     parts = res.tables["parts"]
     gpu = parts[parts.part == "gpu"].set_index("stage")["installed"]
     assert list(gpu) == [4, 10]  # one part per node
-    assert res.metrics["stage.0.gpus_installed"] == 32 and res.metrics["stage.1.gpus_installed"] == 80
+    assert res.metrics["stage_gpus.0"] == 32 and res.metrics["stage_gpus.1"] == 80
     # no workload, nothing fails: every node idles all the time; the energy is the closed form
     pue = sc.costs.energy.pue
     kw = idle_kw(8, 100.0, 3000.0)
@@ -59,7 +59,7 @@ def test_adding_racks_adds_exactly_their_nodes_parts_and_load() -> None:
     plain = copy.deepcopy(BASE)
     plain["horizon_days"] = 8
     alone = run_replication(load_dict(plain).scenario, 0).metrics
-    assert res.metrics["stage.0.cost.total"] == alone["cost.total"]
+    assert res.metrics["stage_cost.0"] == alone["cost.total"]
 
 
 def refresh(install: dict[str, Any] | None = None, **more: Any) -> dict[str, Any]:
@@ -79,7 +79,7 @@ def test_node_type_replacement_changes_failures_power_and_drains_its_window(tmp_
     res = run_replication(sc, 0)
     # the installation: two racks one after the other, 5 h each, 2 nodes per rack: 20 node-hours exactly
     assert res.metrics["installation.node_hours"] == 20.0
-    assert res.metrics["timeline.refresh.install_node_hours"] == 20.0
+    assert res.metrics["step_install_node_hours.refresh"] == 20.0
     iv = res.tables["node_intervals"]
     drained = iv[(iv.stage == 1) & (iv.cause == "planned:installation_maintenance")]
     assert float((drained.end_h - drained.start_h).sum()) == pytest.approx(20.0, abs=1e-9)
@@ -117,8 +117,8 @@ def test_life_cost_is_the_stages_plus_the_steps_capital() -> None:
              / (1 - (1 + c.discount_rate) ** -c.amortisation_years))
     writeoff = 4 * (100000.0 + psu) * share
     step = 30000.0 + writeoff - 4 * 20000.0 + 4 * 500.0
-    assert res.metrics["timeline.refresh.writeoff"] == pytest.approx(writeoff, rel=1e-12)
-    assert res.metrics["timeline.refresh.capital"] == pytest.approx(step, rel=1e-12)
+    assert res.metrics["step_writeoff.refresh"] == pytest.approx(writeoff, rel=1e-12)
+    assert res.metrics["step_capital.refresh"] == pytest.approx(step, rel=1e-12)
     assert res.metrics["cost.total"] == pytest.approx(s0["cost.total"] + s1["cost.total"] + step, rel=1e-12)
     assert remaining_share(0.0, 5, 2) == pytest.approx(0.6) and remaining_share(0.08, 5, 6) == 0.0
 
@@ -142,7 +142,7 @@ def test_a_refresh_beyond_the_air_halls_cooling_is_refused_with_its_shortfall(
     assert main(["run", str(p), "--dry-run", "--results", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1, err
-    assert "timeline.steps.0" in err and f"cooling.air_zone short by {short:,.1f} kW" in err
+    assert "timeline.steps.0" in err and f"cooling_air_zone short by {short:,.1f} kW" in err
 
 
 def test_a_refresh_run_throttles_the_air_hall_not_the_liquid_one(tmp_path: Path) -> None:
@@ -157,11 +157,11 @@ def test_a_refresh_run_throttles_the_air_hall_not_the_liquid_one(tmp_path: Path)
         out[name] = (heads, run_replication(sc, 0).metrics)
     air_heads, air = out["air.yaml"]
     liq_heads, liq = out["liquid.yaml"]
-    assert air_heads["cooling.air_zone"] == pytest.approx(600.0 - 64 * 12.5)
-    assert liq_heads["cooling.air_zone"] > 0  # the air carries 30 % of the heat in the liquid hall
-    assert air["stage.0.thermal.throttled_gpu_hours"] == 0.0
-    assert air["stage.1.thermal.throttled_gpu_hours"] > 0.0
-    assert liq["stage.1.thermal.throttled_gpu_hours"] == 0.0
+    assert air_heads["cooling_air_zone"] == pytest.approx(600.0 - 64 * 12.5)
+    assert liq_heads["cooling_air_zone"] > 0  # the air carries 30 % of the heat in the liquid hall
+    assert air["stage_throttled_gpu_hours.0"] == 0.0
+    assert air["stage_throttled_gpu_hours.1"] > 0.0
+    assert liq["stage_throttled_gpu_hours.1"] == 0.0
     assert not math.isnan(air["cost.per_useful_gpu_hour"])
 
 

@@ -12,12 +12,12 @@ model (:func:`twin.sim.run_replication`) and adds them up into one replication's
   amortisation at rate r ((n − a)/n at r = 0; 0 once paid off): replacing a node early costs the
   payments it no longer serves. Equipment still serving at the end of the life owes nothing more (as in
   a one-year run, the annuity covers the years used). ``cost.per_useful_gpu_hour`` is the life's
-  ``cost.total`` over its ``useful_gpu_hours``; ``stage.<k>.*`` and ``step.<name>.*`` give each part;
+  ``cost.total`` over its ``useful_gpu_hours``; ``stage_*.<k>`` and ``step_*.<name>`` give each part;
 * **other metrics**: counts, hours, energies and costs are summed over the stages (:func:`_rule`),
   maxima and peaks are the largest stage's, and the rest (shares, means, temperatures) are the stages'
   means weighted by their installed GPU-hours (``gpus_installed`` and ``nodes`` by their hours); ``goodput`` and ``pue`` are recomputed from the sums;
-* **headroom**: ``headroom.<k>.<check>`` (capacity − load, kW or m², negative a shortfall) for every stage
-  and ``headroom.min.<check>`` over the life (:mod:`twin.scenario.headroom`).
+* **headroom**: ``headroom_<check>.<k>`` (capacity − load, kW or m², negative a shortfall) for every stage
+  and ``headroom_min.<check>`` over the life (:mod:`twin.scenario.headroom`).
 
 Tables, when asked for, are each stage's with a ``stage`` column and the stage's start (``stage_start_h``),
 plus ``life`` (one row per stage and per step) and ``headroom``.
@@ -47,6 +47,17 @@ SUM_HEADS = ("cost.", "energy.", "failures", "interruptions", "jobs_", "stockout
 TIME_WEIGHTED = ("gpus_installed", "nodes")
 """Means weighted by the stages' hours (the others by their installed GPU-hours)."""
 _SUMMED = re.compile(r"(_hours|_kwh|_l|_m3)(\.|$)")
+
+
+STAGE_METRICS = {"cost.total": "stage_cost", "useful_gpu_hours": "stage_useful_gpu_hours",
+                 "cost.per_useful_gpu_hour": "stage_cost_per_useful_gpu_hour", "cost.capital": "stage_capital",
+                 "cost.energy": "stage_energy_cost", "energy.facility_kwh": "stage_facility_kwh",
+                 "thermal.throttled_gpu_hours": "stage_throttled_gpu_hours",
+                 "thermal.speed_loss_gpu_hours": "stage_speed_loss_gpu_hours", "gpus_installed": "stage_gpus",
+                 "goodput": "stage_goodput"}
+"""Each stage's own figures, as ``<name>.<k>`` (k = 0 before the first step)."""
+STEP_KEYS = ("works", "nodes_replaced", "writeoff", "resale", "disposal", "capital", "purchase", "install_node_hours")
+"""Each step's figures, as ``step_<key>.<step name>``."""
 
 
 def _rule(name: str) -> str:
@@ -171,18 +182,15 @@ def run_life(sc: "Scenario", replication: int, scenario_hash: str, run: Callable
     bounds = tl.bounds_days(sc.horizon_days)
     rows: list[dict[str, Any]] = []
     for k, (r, (d0, d1)) in enumerate(zip(results, bounds)):
-        for key in ("cost.total", "useful_gpu_hours", "cost.per_useful_gpu_hour", "cost.capital", "cost.energy",
-                    "cost.repair_parts", "cost.labour", "energy.facility_kwh", "thermal.throttled_gpu_hours",
-                    "thermal.speed_loss_gpu_hours", "gpus_installed", "goodput"):
+        for key, name in STAGE_METRICS.items():
             if key in r.metrics:
-                m[f"stage.{k}.{key}"] = float(r.metrics[key])
+                m[f"{name}.{k}"] = float(r.metrics[key])
         rows.append({"kind": "stage", "name": str(k), "day": d0, "end_day": d1,
                      "cost": float(r.metrics.get("cost.total", math.nan)),
                      "useful_gpu_hours": float(r.metrics.get("useful_gpu_hours", math.nan))})
     for s in steps:
-        for key in ("works", "nodes_replaced", "writeoff", "resale", "disposal", "capital", "purchase",
-                    "install_node_hours"):
-            m[f"timeline.{s['step']}.{key}"] = float(s[key])
+        for key in STEP_KEYS:
+            m[f"step_{key}.{s['step']}"] = float(s[key])
         rows.append({"kind": "step", "name": s["step"], "day": s["day"], "end_day": s["day"], "cost": s["capital"],
                      "useful_gpu_hours": 0.0})
     if "cost.total" in m:
@@ -195,12 +203,12 @@ def run_life(sc: "Scenario", replication: int, scenario_hash: str, run: Callable
     lows: dict[str, float] = {}
     for k, found in enumerate(tl.headroom):
         for what, cap, load, unit in found:
-            m[f"headroom.{k}.{what}"] = cap - load
+            m[f"headroom_{what}.{k}"] = cap - load
             lows[what] = min(lows.get(what, math.inf), cap - load)
             heads.append({"stage": k, "day": bounds[k][0], "check": what, "capacity": cap, "load": load,
                           "headroom": cap - load, "unit": unit})
     for what, v in lows.items():
-        m[f"headroom.min.{what}"] = v
+        m[f"headroom_min.{what}"] = v
     m["life.stages"] = float(len(stages))
     out: dict[str, pd.DataFrame] = {}
     if tables:

@@ -5,16 +5,16 @@ is the design load the equipment is sized for, every node at full power (``clust
 non-GPU load + GPUs × TDP, as the schema sizes a derived chiller plant and UPS), or its nameplate for the
 racks (``rated_w``):
 
-* ``cooling.air_zone``: the largest air zone's CRAH units at their design count, ``required × capacity_kw``,
+* ``cooling_air_zone``: the largest air zone's CRAH units at their design count, ``required × capacity_kw``,
   against that zone's air heat: its nodes (zones are near-equal blocks of racks) × full power × the air's
   share (1 in an air hall, 1 − ``liquid.capture_fraction`` in a liquid hall with heat capture, the non-GPU
   share in a hybrid one). Above the design count the spare unit carries the rest (N+1 lost); above every
   unit's capacity the room warms and the GPUs throttle (the thermal model, when run);
-* ``cooling.plant``: the chiller (or dry-cooler) plant's ``required × capacity_kw`` against the full IT
+* ``cooling_plant``: the chiller (or dry-cooler) plant's ``required × capacity_kw`` against the full IT
   load (as the schema sizes it when derived);
-* ``power.ups``: a feed's UPS ``capacity_kw`` against the full demand of every node (each feed is sized
+* ``power_ups``: a feed's UPS ``capacity_kw`` against the full demand of every node (each feed is sized
   to carry the whole load);
-* ``rack.power``: the rack's power limit (``cluster.rack.power_limit_kw``) against its nodes' nameplate;
+* ``rack_power``: the rack's power limit (``cluster.rack.power_limit_kw``) against its nodes' nameplate;
 * ``floor``: the building's white space (``timeline.hall_m2``) against the racks and cooling units on
   the floor (:func:`twin.scenario.density.floor_plan`), m².
 """
@@ -57,15 +57,15 @@ def checks(sc: "Scenario", hall_m2: float | None = None) -> list[Check]:
     if cool is not None and cool.air is not None:
         a = cool.air
         largest = math.ceil(cl.racks / a.zones) * cl.nodes_per_rack
-        out.append(("cooling.air_zone", a.crah.required * a.crah.capacity_kw, largest * full_kw * air_share(sc), "kW"))
+        out.append(("cooling_air_zone", a.crah.required * a.crah.capacity_kw, largest * full_kw * air_share(sc), "kW"))
     if cool is not None and cool.plant is not None and cool.plant.chillers.capacity_kw is not None:
         ch = cool.plant.chillers
         assert ch.capacity_kw is not None
-        out.append(("cooling.plant", ch.required * ch.capacity_kw, cl.n_nodes * full_kw, "kW"))
+        out.append(("cooling_plant", ch.required * ch.capacity_kw, cl.n_nodes * full_kw, "kW"))
     if sc.power is not None and sc.power.ups is not None and sc.power.ups.capacity_kw is not None:
-        out.append(("power.ups", sc.power.ups.capacity_kw, cl.n_nodes * full_kw, "kW"))
+        out.append(("power_ups", sc.power.ups.capacity_kw, cl.n_nodes * full_kw, "kW"))
     if cl.rack.power_limit_kw is not None:
-        out.append(("rack.power", cl.rack.power_limit_kw, cl.nodes_per_rack * node.rated_w / 1000.0, "kW"))
+        out.append(("rack_power", cl.rack.power_limit_kw, cl.nodes_per_rack * node.rated_w / 1000.0, "kW"))
     if hall_m2 is not None and cool is not None:
         out.append(("floor", hall_m2, floor_plan(sc)["white_space_m2"], "m2"))
     return out
