@@ -101,7 +101,7 @@ def step_capital(sc: "Scenario") -> list[dict[str, Any]]:
     out = []
     costs = stages[0].costs
     lots = [Lot(stages[0].cluster.n_nodes, 0.0, node_replacement_price(stages[0]) if costs is not None else 0.0)]
-    for j, step in enumerate(tl.steps):
+    for j, step in enumerate(tl.reached(sc.horizon_days)):
         prev, cur = stages[j], stages[j + 1]
         replaced = 0
         writeoff = 0.0

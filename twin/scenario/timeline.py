@@ -111,7 +111,8 @@ class Timeline(Strict):
     """Dated steps over the horizon (``horizon_days`` is the life of the hall): see the module docstring."""
 
     steps: Annotated[list[Step], Field(min_length=1, max_length=20)] = Field(
-        description="The steps, in increasing day order, each before horizon_days.")
+        description="The steps, in increasing day order; a step on or after horizon_days is not reached (the "
+                    "stages stop at the horizon).")
     on_exceed: Literal["refuse", "run"] = Field(
         "run", description="A step whose load exceeds the headroom (cooling, power, rack limit, floor): refuse "
                            "(input error, exit 2, naming the step and what runs out by how much) or run it with "
@@ -148,9 +149,14 @@ class Timeline(Strict):
         """Per stage, the headroom checks (what, capacity, load, unit) of :func:`twin.scenario.headroom.checks`."""
         return self._headroom
 
+    def reached(self, horizon_days: float) -> list[Step]:
+        """The steps before the horizon (a shorter horizon, ``--set horizon_days=365``, runs the stages within
+        it: the later steps are not reached)."""
+        return [s for s in self.steps if s.day < horizon_days]
+
     def bounds_days(self, horizon_days: float) -> list[tuple[float, float]]:
-        """(start, end) day of each stage."""
-        days = [0.0] + [s.day for s in self.steps] + [horizon_days]
+        """(start, end) day of each stage within the horizon."""
+        days = [0.0] + [s.day for s in self.reached(horizon_days)] + [horizon_days]
         return [(days[i], days[i + 1]) for i in range(len(days) - 1)]
 
 
@@ -207,7 +213,7 @@ def stage_documents(tl: Timeline, seed: int, horizon_days: float,
         return None
     assert tl.base is not None
     doc = copy.deepcopy(tl.base)
-    for j, step in enumerate(tl.steps[:k]):
+    for j, step in enumerate(tl.reached(horizon_days)[:k]):
         cl = doc.setdefault("cluster", {})
         if step.add_racks:
             racks = cl.get("racks")
@@ -297,9 +303,6 @@ def build_stages(sc: "Scenario", model: type["Scenario"]) -> None:
 
     tl = sc.timeline
     assert tl is not None
-    if tl.steps[-1].day >= sc.horizon_days:
-        raise ValueError(f"@timeline.steps.{len(tl.steps) - 1}.day: must be before horizon_days "
-                         f"({sc.horizon_days:g}), got {tl.steps[-1].day:g}")
     stages: list["Scenario"] = []
     heads: list[list[tuple[str, float, float, str]]] = []
     while True:
