@@ -196,3 +196,16 @@ def test_a_step_after_the_horizon_is_not_reached() -> None:
 def test_no_timeline_changes_nothing() -> None:
     sc = load_dict(copy.deepcopy(BASE)).scenario
     assert sc.timeline is None and sc.installation is None
+
+
+def test_the_headroom_after_each_step_is_an_advisory_when_short(tmp_path: Path) -> None:
+    from twin.scenario.advice import advise
+
+    p = tmp_path / "air-refresh.yaml"
+    p.write_text(yaml.safe_dump(hall("air.yaml")))
+    texts = [str(a) for a in advise(load_scenario(p).scenario)]
+    assert any(t.startswith("timeline.steps.0: step 'refresh' (day 30) exceeds the hall's headroom: "
+                            "cooling_air_zone short by 200.0 kW") for t in texts), texts
+    assert any("fan" in t and "restart as new" in t for t in texts)
+    assert not [t for t in texts if "timeline.base" in t]
+    assert not [str(a) for a in advise(load_dict(copy.deepcopy(BASE)).scenario) if "timeline" in str(a)]

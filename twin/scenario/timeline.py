@@ -332,3 +332,15 @@ def build_stages(sc: "Scenario", model: type["Scenario"]) -> None:
                              f"{'; '.join(short)} (timeline.on_exceed: refuse)")
     tl._stages = stages
     tl._headroom = heads
+
+
+def ageing_parts(stages: list["Scenario"]) -> list[str]:
+    """Node parts of any stage whose time to failure is not exponential (they restart as new at each stage)."""
+    from twin.scenario.distributions import Exponential
+
+    out: list[str] = []
+    for st in stages:
+        for name, part in st.cluster.node.parts.items():
+            if not isinstance(part.failure, Exponential) and name not in out:
+                out.append(name)
+    return out
