@@ -209,3 +209,10 @@ def test_the_headroom_after_each_step_is_an_advisory_when_short(tmp_path: Path) 
     assert any("fan" in t and "restart as new" in t for t in texts)
     assert not [t for t in texts if "timeline.base" in t]
     assert not [str(a) for a in advise(load_dict(copy.deepcopy(BASE)).scenario) if "timeline" in str(a)]
+
+
+def test_jobs_follow_the_cluster() -> None:
+    d = doc(steps=[{"name": "grow", "day": 5, "add_racks": 2, "jobs_follow": True}])
+    d["workload"] = {"jobs": [{"name": "big", "gpus": 24, "work_h": 1000.0}]}
+    old, new = load_dict(d).scenario.timeline.stages
+    assert (old.workload.jobs[0].gpus, new.workload.jobs[0].gpus) == (24, 48)  # 4 -> 8 nodes: twice the GPUs

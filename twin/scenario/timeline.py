@@ -105,6 +105,10 @@ class Step(Strict):
         0.0, description="Cost of removing and disposing of one replaced node, in costs.currency (assumption: 0; "
                          "range 0–2,000).")
     install: Install = Field(default_factory=Install, description="The racks drained for the work, and for how long.")
+    jobs_follow: bool = Field(
+        False, description="Resize the listed jobs (workload.jobs) with the cluster: each job's gpus × the stage's "
+                           "GPUs / the stage before's, rounded down to whole nodes (at least one); false: jobs keep "
+                           "their size unless `set` changes it.")
 
 
 class Timeline(Strict):
@@ -227,6 +231,8 @@ def stage_documents(tl: Timeline, seed: int, horizon_days: float,
     if k >= 1:
         step = tl.steps[k - 1]
         prev = resolved[k - 1]
+        if step.jobs_follow:
+            _follow(doc, prev, k - 1)
         for path in PINNED:
             if any(path == p or path.startswith(p + ".") for p in step.set):
                 continue  # the step sets it, or the section holding it
@@ -252,6 +258,23 @@ def stage_documents(tl: Timeline, seed: int, horizon_days: float,
     doc["horizon_days"] = end - start
     doc["seed"] = (seed + k * STAGE_SEED_STEP) % 2**63 if k else seed
     return [doc]
+
+
+def _follow(doc: dict[str, Any], prev: "Scenario", j: int) -> None:
+    """Scale the listed jobs' GPUs by the cluster's growth from the stage before (``jobs_follow``)."""
+    cl = doc.get("cluster", {})
+    node = cl.get("node", {}) if isinstance(cl, dict) else {}
+    racks, npr = cl.get("racks"), cl.get("nodes_per_rack", prev.cluster.nodes_per_rack)
+    gpn = node.get("gpus", prev.cluster.node.gpus) if isinstance(node, dict) else prev.cluster.node.gpus
+    if type(racks) is not int or type(npr) is not int or type(gpn) is not int:
+        return  # the stage's own validation reports the cluster
+    ratio = racks * npr * gpn / (prev.cluster.n_nodes * prev.cluster.node.gpus)
+    jobs = (doc.get("workload") or {}).get("jobs")
+    if not isinstance(jobs, list):
+        raise ValueError(f"@steps.{j}.jobs_follow: the scenario lists no jobs (workload.jobs)")
+    for i, job in enumerate(jobs):
+        if isinstance(job, dict) and type(job.get("gpus")) is int:
+            job["gpus"] = max(1, int(job["gpus"] * ratio // gpn)) * gpn
 
 
 def _get_doc(doc: dict[str, Any], path: str) -> Any:
