@@ -120,6 +120,9 @@ def test_life_cost_is_the_stages_plus_the_steps_capital() -> None:
     assert res.metrics["step_writeoff.refresh"] == pytest.approx(writeoff, rel=1e-12)
     assert res.metrics["step_capital.refresh"] == pytest.approx(step, rel=1e-12)
     assert res.metrics["cost.total"] == pytest.approx(s0["cost.total"] + s1["cost.total"] + step, rel=1e-12)
+    assert res.metrics["cost.capital_purchase"] == s1["cost.capital_purchase"]  # the hall as built at the end
+    assert res.metrics["energy.it_kwh" if "energy.it_kwh" in s0 else "cost.energy_kwh"] == pytest.approx(
+        s0["cost.energy_kwh"] + s1["cost.energy_kwh"], rel=1e-12)
     assert remaining_share(0.0, 5, 2) == pytest.approx(0.6) and remaining_share(0.08, 5, 6) == 0.0
 
 

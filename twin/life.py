@@ -14,7 +14,8 @@ model (:func:`twin.sim.run_replication`) and adds them up into one replication's
   a one-year run, the annuity covers the years used). ``cost.per_useful_gpu_hour`` is the life's
   ``cost.total`` over its ``useful_gpu_hours``; ``stage_*.<k>`` and ``step_*.<name>`` give each part;
 * **other metrics**: counts, hours, energies and costs are summed over the stages (:func:`_rule`),
-  maxima and peaks are the largest stage's, and the rest (shares, means, temperatures) are the stages'
+  maxima and peaks are the largest stage's, the hall as built (``cost.capital_purchase``, ``density.*``) the
+  last stage's, and the rest (shares, means, temperatures) are the stages'
   means weighted by their installed GPU-hours (``gpus_installed`` and ``nodes`` by their hours); ``goodput`` and ``pue`` are recomputed from the sums;
 * **headroom**: ``headroom_<check>.<k>`` (capacity − load, kW or m², negative a shortfall) for every stage
   and ``headroom_min.<check>`` over the life (:mod:`twin.scenario.headroom`).
@@ -44,6 +45,9 @@ SUM_HEADS = ("cost.", "energy.", "failures", "interruptions", "jobs_", "stockout
              "sdc.harmless", "response.actions", "storage.outages", "storage.jobs_stopped", "network.link_flaps",
              "plant.maintenance_windows", "plant.power_stops", "leak.", "water.", "horizon_h")
 """Metrics summed over the stages (besides names with ``_hours``, ``_kwh`` or ``_l`` in them)."""
+LAST = ("cost.capital_purchase", "density.")
+"""Metrics of what the hall is at the end of its life: the last stage's (the purchase price of the hall as
+built then, its density and floor)."""
 TIME_WEIGHTED = ("gpus_installed", "nodes")
 """Means weighted by the stages' hours (the others by their installed GPU-hours)."""
 _SUMMED = re.compile(r"(_hours|_kwh|_l|_m3)(\.|$)")
@@ -64,6 +68,8 @@ def _rule(name: str) -> str:
     """How a stage metric adds up over the life: ``sum``, ``max`` or ``mean`` (GPU-hour weighted)."""
     if name in ("cost.per_useful_gpu_hour", "goodput", "pue"):
         return "recomputed"
+    if name.startswith(LAST):
+        return "last"
     if "peak" in name or re.search(r"(^|[._])max([._]|$)", name):
         return "max"
     if name.startswith(SUM_HEADS) or _SUMMED.search(name):
@@ -147,6 +153,8 @@ def combine(results: list[Any], stages: list["Scenario"]) -> dict[str, float]:
             out[name] = float(sum(v for v, _ in vals))
         elif rule == "max":
             out[name] = float(max(v for v, _ in vals))
+        elif rule == "last":
+            out[name] = float(results[-1].metrics.get(name, math.nan))
         elif rule == "mean":
             ws = sum(w for _, w in vals)
             out[name] = float(sum(v * w for v, w in vals) / ws) if ws > 0 else math.nan
