@@ -219,3 +219,13 @@ def test_jobs_follow_the_cluster() -> None:
     d["workload"] = {"jobs": [{"name": "big", "gpus": 24, "work_h": 1000.0}]}
     old, new = load_dict(d).scenario.timeline.stages
     assert (old.workload.jobs[0].gpus, new.workload.jobs[0].gpus) == (24, 48)  # 4 -> 8 nodes: twice the GPUs
+
+
+def test_every_life_metric_is_catalogued_and_explained() -> None:
+    from twin.report import metrics as catalogue
+    from twin.report.explain import lookup
+
+    res = run_replication(load_dict(refresh()).scenario, 0)
+    assert catalogue.missing(list(res.metrics)) == []
+    assert [k for k in res.metrics if lookup(k) is None and k.startswith(
+        ("stage_", "step_", "headroom", "installation.", "life.", "cost.st"))] == []
