@@ -431,7 +431,31 @@ def advice_lines(sc: "Scenario") -> list[str]:
 def advise(sc: "Scenario") -> list[Advice]:
     """Every advisory of ``sc`` (see the module docstring); empty when its numbers raise no flag."""
     return (spares_advice(sc) + crew_advice(sc) + checkpoint_advice(sc) + unit_slip_advice(sc) + rack_advice(sc)
-            + horizon_advice(sc))
+            + horizon_advice(sc) + timeline_advice(sc))
+
+
+def timeline_advice(sc: "Scenario") -> list[Advice]:
+    """A timeline's headroom after each step that reaches a shortfall (run with its consequences,
+    ``timeline.on_exceed: run``), and its parts that age and restart as new at each stage
+    (:mod:`twin.scenario.headroom`, :mod:`twin.scenario.timeline`)."""
+    from twin.scenario.headroom import shortfalls
+    from twin.scenario.timeline import ageing_parts
+
+    tl = sc.timeline
+    if tl is None:
+        return []
+    out = []
+    for k, found in enumerate(tl.headroom[1:], start=1):
+        short = shortfalls(found)
+        if short:
+            step = tl.steps[k - 1]
+            out.append(Advice(f"timeline.steps.{k - 1}", f"step {step.name!r} (day {step.day:g}) exceeds the hall's "
+                              f"headroom: {'; '.join(short)}; it runs with its consequences (timeline.on_exceed: run)"))
+    aged = ageing_parts(tl.stages)
+    if aged and len(tl.stages) > 1:
+        out.append(Advice("timeline", f"parts with an ageing lifetime ({', '.join(aged)}) restart as new at each "
+                                      "stage; exact only for exponential lifetimes (docs/guide/timeline.md)"))
+    return out
 
 
 def horizon_advice(sc: "Scenario") -> list[Advice]:
@@ -472,4 +496,5 @@ def unit_slip_advice(sc: "Scenario") -> list[Advice]:
     10 W (kilowatts), hours given in a ``_days`` field."""
     from twin.scenario.slips import unit_slips
 
-    return [Advice(field, text) for field, text in unit_slips(sc.model_dump(mode="python"))]
+    doc = sc.model_dump(mode="python", exclude={"timeline": {"base"}})  # a timeline's base: the document itself
+    return [Advice(field, text) for field, text in unit_slips(doc)]
