@@ -347,3 +347,19 @@ def test_a_rack_over_its_power_limit_or_u_space_is_advised() -> None:
     assert rack_advice(four.scenario) == []
     unset = load_scenario(base, dgx + ["cluster.nodes_per_rack=8", "cluster.rack={}"])
     assert rack_advice(unset.scenario) == []  # no limits given: nothing checked
+
+
+def test_an_async_checkpoint_that_never_pauses_is_advised_its_write_time_not_a_division_by_zero() -> None:
+    """A pause of 0 (asynchronous, async_fraction 0) made Daly's interval 0 and the advice divided by it
+    (a fuzz test found it); the optimum of a free checkpoint is below its write time, where the next
+    asynchronous checkpoint could not start, so the advice names the write time."""
+    from twin.scenario.advice import checkpoint_advice
+
+    sc = load_scenario(PRETRAIN, ["workload.jobs.0.checkpoint.mode=async",
+                                 "workload.jobs.0.checkpoint.async_fraction=0"]).scenario
+    job = sc.workload.jobs[0]
+    nodes = math.ceil(job.gpus / sc.cluster.node.gpus)
+    st = sc.workload.storage
+    write = job.checkpoint.write_time_h(st.write_gb_per_s, 1, nodes, st.node_write_gb_per_s)
+    (adv,) = [a for a in checkpoint_advice(sc) if "interval_h" in str(a)]
+    assert f"its write time {write:.3g} h" in str(adv) and "checkpoint pause 0 s" in str(adv)

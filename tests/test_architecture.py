@@ -45,7 +45,7 @@ FLOORS: list[tuple[str, list[str]]] = [  # lowest first
     ("scenario", ["twin.scenario", "twin.scenario.*", "twin.limits"]),
     ("observe", ["twin.observe", "twin.observe.*"]),
     ("model", ["twin.model", "twin.model.*"]),
-    ("sim", ["twin.sim"]),
+    ("sim", ["twin.sim", "twin.life"]),
     ("report", ["twin.report", "twin.report.*"]),
     ("experiment", ["twin.experiment", "twin.experiment.*"]),
     ("studies", ["twin.forecast", "twin.forecast.*", "twin.fit", "twin.fit.*", "twin.calibrate",

@@ -137,8 +137,9 @@ def small(command: str, results: Path) -> list[str]:
 def test_decision_page_command_runs_at_a_small_size(page: Path, command: str, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """Every command of docs/decisions/*.md runs in-process at a small size and succeeds; a constrained
-    sweep may find no point meeting its target at 2 replications of a few days (exit 1, a failed
-    check that the command states), never a usage or input error."""
+    sweep may find no point meeting its target at 2 replications of a few days, and an assumptions screen
+    with --check-ranges may find an assumption without a range (exit 1, a failed check that the command
+    states), never a usage or input error."""
     from twin import cli
 
     argv = small(command, tmp_path)
@@ -146,6 +147,8 @@ def test_decision_page_command_runs_at_a_small_size(page: Path, command: str, tm
     captured = capsys.readouterr()
     if code == 1 and argv[0] == "sweep" and "--constraint" in argv:
         assert "no grid point meets the constraints" in captured.out + captured.err
+    elif code == 1 and argv[0] == "sensitivity" and "--check-ranges" in argv:
+        assert "check failed: an assumption that moves" in captured.out + captured.err
     else:
         assert code == 0, (argv, captured.err[-2000:])
     assert "decision summary" in captured.out, captured.out[:2000]

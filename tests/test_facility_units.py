@@ -67,14 +67,15 @@ def _run(window: _Window, n: int, horizon_h: float, loads: dict[int, Load]) -> t
 
 
 def test_rota_visits_one_unit_at_a_time_staggered_over_the_interval() -> None:
-    owner, account, _ = _run(_Window(interval_h=100.0, duration_h=10.0), 2, 260.0, {0: "exposed", 1: "short"})
+    owner, account, _ = _run(_Window(interval_h=100.0, duration_h=10.0), 2, 230.0, {0: "exposed", 1: "short"})
     outs = [(t, i) for what, t, _, i in owner.log if what == "out"]
-    assert outs == [(50.0, 0), (100.0, 1), (150.0, 0), (200.0, 1), (250.0, 0)]  # offset: half an interval
+    # offset: interval/(2n), mid-slot (not half an interval, which put unit 1 of 2 at the end of the first interval)
+    assert outs == [(25.0, 0), (75.0, 1), (125.0, 0), (175.0, 1), (225.0, 0)]
     backs = [(t, i) for what, t, _, i in owner.log if what == "back"]
-    assert backs == [(60.0, 0), (110.0, 1), (160.0, 0), (210.0, 1)]  # the last window is open at the horizon
+    assert backs == [(35.0, 0), (85.0, 1), (135.0, 0), (185.0, 1)]  # the last window is open at the horizon
     assert account.windows == 5
-    assert account.hours == pytest.approx(4 * 10.0 + 10.0)  # closed at 260 h: 10 h
-    assert account.exposure_h == pytest.approx(30.0) and account.short_h == pytest.approx(20.0)
+    assert account.hours == pytest.approx(4 * 10.0 + 5.0)  # closed at 230 h: 5 h
+    assert account.exposure_h == pytest.approx(25.0) and account.short_h == pytest.approx(20.0)
     assert account.drained_h == 0.0
 
 

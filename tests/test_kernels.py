@@ -481,6 +481,83 @@ def test_argsort_stable_is_numpys(v: list[float]) -> None:
     assert np.array_equal(K.argsort_stable(ints), np.argsort(ints, kind="stable"))
 
 
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), common=st.booleans(), short=st.booleans(), some_down=st.booleans())
+def test_fan_nodes_is_the_numpy_fan_law(seed: int, common: bool, short: bool, some_down: bool) -> None:
+    """``FanLaw.power_w``'s numpy arithmetic of twin 0.12 (the fan curve and cube law of twin.physics.fans, the
+    stated fans by the general functions), restated: the kernel's is the same bit for bit."""
+    from twin.physics.fans import fan_demand, fan_speed, node_fan_power_w
+
+    rng = np.random.default_rng(seed)
+    n_nodes = int(rng.integers(1, 300))
+    idx = np.sort(rng.choice(n_nodes, size=int(rng.integers(0, n_nodes + 1)), replace=False)).astype(np.int64)
+    k = len(idx)
+    exh, design, ref = rng.uniform(35.0, 50.0), rng.uniform(20.0, 30.0), rng.uniform(15.0, 55.0)
+    smin, cnt = rng.uniform(0.1, 0.5), int(rng.integers(1, 9))
+    full_w, res = rng.uniform(20.0, 400.0), rng.choice([1.0, rng.uniform(0.05, 0.5)])
+    max_w = full_w * res
+    ng0, ng1, rated = rng.uniform(500.0, 1500.0), rng.uniform(1500.0, 3000.0), rng.uniform(8000.0, 12000.0)
+    a_w, g0 = 8 * rng.uniform(300.0, 700.0), 8 * rng.uniform(50.0, 150.0)
+    inlet = rng.uniform(10.0, 60.0, n_nodes)  # some above the exhaust: the 1 °C floor of the rise
+    healthy = (rng.integers(0, cnt + 1, n_nodes) if short else np.full(n_nodes, cnt)).astype(np.float64)
+    down = (rng.random(n_nodes) < 0.2).astype(np.int32) if some_down else np.zeros(n_nodes, dtype=np.int32)
+    util: float | np.ndarray = float(rng.choice([0.0, 0.3, 1.0, rng.uniform()])) if common else rng.uniform(0, 1, k)
+    k_c = exh - design
+
+    def share(x: float | np.ndarray) -> float | np.ndarray:
+        return (x * a_w + g0 + (ng0 + (ng1 - ng0) * x)) / rated
+
+    def stated_w(x: float | np.ndarray) -> float | np.ndarray:
+        return node_fan_power_w(fan_demand(share(x), ref, design, exh, smin), cnt, cnt, full_w)
+
+    node_w0 = rng.uniform(0.0, 100.0, n_nodes)
+    rise = np.maximum(exh - inlet[idx], 1.0)
+    demand = np.maximum(share(util) * (k_c / rise), smin)
+    if short:
+        s = np.asarray(fan_speed(demand, cnt, healthy[idx]))
+        w = np.asarray(node_fan_power_w(demand, cnt, healthy[idx], max_w), dtype=np.float64)
+    else:
+        s = np.minimum(demand, 1.0)
+        w = max_w * s * s * s
+    stated = stated_w(util)
+    r_node_w = node_w0.copy()
+    up = down[idx] == 0
+    r_node_w[idx] = np.where(up, w, 0.0)
+    r_out = np.where(up, w - stated, 0.0)
+    p = np.array([exh, k_c, smin, cnt, max_w, ng0, ng1, a_w, g0, rated, max(exh - ref, 1.0), full_w])
+    node_w, out = node_w0.copy(), np.empty(k)
+    top, total = K.fan_nodes(idx, util if common else 0.0, np.empty(0) if common else util,
+                             float(stated_w(util)) if common else 0.0, inlet, healthy, short, down,
+                             not down.any(), p, node_w, out)
+    assert np.array_equal(node_w, r_node_w) and np.array_equal(out, r_out)
+    assert total == float(r_node_w.sum())
+    assert top == (float(s.max()) if k else -1.0)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), slope=st.booleans())
+def test_it_nodes_is_node_it_power_w(seed: int, slope: bool) -> None:
+    """``ITPower.refresh`` under caps (twin 0.12: node_it_power_w of the tightest caps, the non-GPU load by
+    non_gpu_power_w, or constant without a slope): bit for bit."""
+    from twin.physics.power import node_it_power_w, non_gpu_power_w
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 200))
+    idx = rng.choice(n, size=int(rng.integers(0, n + 1)), replace=False).astype(np.int64)
+    util = rng.choice([0.0, 1.0, 0.37, 0.5], n) * rng.choice([1.0, rng.uniform()], n)
+    cap = np.where(rng.random(len(idx)) < 0.4, INF, rng.uniform(0.0, 900.0, len(idx)))
+    gpus, idle, tdp = int(rng.integers(1, 9)), rng.uniform(50.0, 150.0), rng.uniform(300.0, 1200.0)
+    ng1 = rng.uniform(500.0, 3000.0)
+    ng0 = rng.uniform(200.0, ng1) if slope else ng1
+    u = util[idx]
+    want = node_it_power_w(u, cap, gpus, idle, tdp, non_gpu_power_w(u, ng0, ng1) if slope else ng1)
+    npw = rng.uniform(0.0, 1e4, n)
+    r = npw.copy()
+    r[idx] = want
+    K.it_nodes(idx, util, cap, float(gpus), idle, tdp, ng0, ng1 - ng0, npw)
+    assert np.array_equal(npw, r)
+
+
 def test_jit_cache_goes_to_the_user_cache_keyed_by_version_when_the_package_is_read_only(
         tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import twin

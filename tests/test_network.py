@@ -557,11 +557,13 @@ LAYOUT_STEP = {
 
 
 def layout_step_s(nic_gbit_s: float) -> float:
-    """The layout job's step written out independently of twin.physics: compute (Megatron-LM FLOPs),
-    4 tp all-reduces per layer on NVLink (450 GB/s × 0.6, 1 µs), the dp all-reduce of fp32 gradients
-    over 8 nodes on one NIC per GPU (× 0.9, 2 µs), nothing overlapped."""
+    """The layout job's step written out independently of twin.physics: compute (Megatron-LM FLOPs, and
+    the core attention once more: selective recompute, the schema's default), 4 tp all-reduces per layer
+    on NVLink (450 GB/s × 0.6, 1 µs), the dp all-reduce of fp32 gradients over 8 nodes on one NIC per GPU
+    (× 0.9, 2 µs), nothing overlapped."""
     n_layers, h, s, V, B = 8, 4096, 2048, 32000, 64
-    compute = 3 * B * (n_layers * (24 * s * h * h + 4 * s * s * h) + 2 * s * h * V) / (64 * 989e12 * 0.5)
+    compute = B * (3 * (n_layers * (24 * s * h * h + 4 * s * s * h) + 2 * s * h * V)
+                   + n_layers * 4 * s * s * h) / (64 * 989e12 * 0.5)
     act = s * h * 2
     tp = (B // 8) * n_layers * 4 * (2 * 7 / 8 * act / (450e9 * 0.6) + 14 * 1e-6)
     grad = (n_layers * 12 * h * h + V * h) / 8 * 4

@@ -244,10 +244,12 @@ def test_megatron_1t_predicted_within_3_points_from_the_530b_row() -> None:
 def test_llama_16k_predicted_within_2_points_from_the_8k_run() -> None:
     res = compute.llama3_mfu(QUICK)
     judged = [r for r in res if r.check]
-    assert len(judged) == 1 and judged[0].sample == "out-of-sample"
+    # the 16K run at 8K, and since issue 49 the long-context run (cp 16, 131K tokens, 38 %)
+    assert len(judged) == 2 and all(r.sample == "out-of-sample" for r in judged)
     r = judged[0]
-    assert r.passed and abs(r.mean - 0.41) <= 0.02
-    assert all(r.excludes(v) for v in r.wrong.values())
+    assert "8K sequence" in r.quantity and r.passed and abs(r.mean - 0.41) <= 0.02
+    for r in judged:
+        assert all(r.excludes(v) for v in r.wrong.values())
 
 
 def test_a_wrong_bubble_would_fail_the_llama_check() -> None:

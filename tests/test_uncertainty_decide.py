@@ -307,3 +307,44 @@ def test_decide_refuses_a_path_its_set_removes_while_run_ignores_the_section(tmp
     assert f"{a}: uncertainty.inputs.cluster.node.parts.gpu.failure.mtbf_h: not a field of this scenario" in err
     assert main(["run", str(a), "--set", cut, "--set", "horizon_days=2", "--quiet",
                  "--results", str(tmp_path / "run")]) == 0
+
+
+def test_saltelli_design_adds_total_indices_and_decides_on_its_independent_rows(tmp_path: Path) -> None:
+    """``--design saltelli``: N = 8 base points of 2 inputs give 8 × 4 draws; the decision statistics
+    are those of the 16 independent rows alone, and the inputs table gains Sobol' S1 and ST."""
+    import json
+
+    import pandas as pd
+
+    from twin.experiment.value_of_information import analyse
+    from twin.scenario.uncertainty import saltelli_base_rows
+
+    src = tmp_path / "opts"
+    src.mkdir()
+    a, b = write(src / "a.yaml", tiny()), write(src / "b.yaml", tiny("two_crews", 2))
+    assert main(["decide", str(a), str(b), "--objective", "node_availability", "--draws", "8", "--reps", "2",
+                 "--design", "saltelli", "--results", str(tmp_path / "r"), "--label", "s", "--no-report"]) == 0
+    folder = tmp_path / "r" / "decide" / "s"
+    meta = json.loads((folder / "experiment.json").read_text())
+    assert (meta["draws"], meta["decision_draws"], meta["runs"]) == (32, 16, 32 * 2 * 2)
+    U = pd.read_parquet(folder / "draws.parquet").filter(like="u:").to_numpy()
+    obj = pd.read_parquet(folder / "objective.parquet")
+    Y = np.stack([obj[obj.option == o].sort_values("index").objective.to_numpy().reshape(32, 2)
+                  for o in ("one_crew", "two_crews")], axis=1)
+    base = saltelli_base_rows(32, 2)
+    dec = analyse(Y[base], U[base], ["one_crew", "two_crews"], list(meta["keys"]), "max", seed=1)
+    opts = pd.read_parquet(folder / "options.parquet").set_index("option")
+    assert np.allclose(opts.loc[:, "expected"].to_numpy(), dec.options_table.set_index("option")["expected"].to_numpy())
+    inputs = pd.read_parquet(folder / "inputs.parquet")
+    assert {"sobol_s1", "sobol_st", "sobol_st_low", "sobol_st_high"} <= set(inputs.columns)
+    assert len(pd.read_parquet(folder / "difference.parquet")) == 32
+
+
+@pytest.mark.parametrize("extra, says", [(["--draws", "4"], "at least 8 base points"),
+                                         (["--draws", "16", "--target-ci", "0.05"], "needs --design sobol")])
+def test_saltelli_design_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str],
+                                   says: str) -> None:
+    a, b = write(tmp_path / "a.yaml", tiny()), write(tmp_path / "b.yaml", tiny("two_crews", 2))
+    assert main(["decide", str(a), str(b), "--design", "saltelli", "--results", str(tmp_path / "r"),
+                 "--no-report", *extra]) == 2
+    assert says in capsys.readouterr().err

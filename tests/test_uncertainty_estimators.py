@@ -179,3 +179,26 @@ def test_gp_posterior_sd_at_the_training_points_matches_its_covariance() -> None
     gp = fit_gp(X, np.sin(6 * X[:, 0]) + rng.normal(0, 0.1, 40), 0.01)
     _, cov = gp.posterior()
     assert gp.sd_at(X) == pytest.approx(np.sqrt(np.diag(cov)), rel=1e-6, abs=1e-9)
+
+
+def test_sobol_indices_of_ishigami_on_saltellis_design() -> None:
+    """Saltelli's design (N = 1,024 base points, 5,120 rows) and SALib's estimators recover Ishigami's
+    first-order and total indices (S1 = 0.314, 0.442, 0; ST = 0.558, 0.442, 0.244; Ishigami & Homma
+    1990). An additive model of the inputs (ST = S1) is excluded: x3 acts only through its interaction
+    with x1, so its total index is far above its first-order one."""
+    from twin.experiment.value_of_information import sobol_indices
+    from twin.scenario.uncertainty import design, saltelli_base_rows
+
+    U = design(1024, 3, 11, "saltelli")
+    assert U.shape == (1024 * 5, 3)
+    base = saltelli_base_rows(len(U), 3)
+    assert len(base) == 2048 and len(np.unique(U[base, 0])) == 2048  # A and B rows: independent points
+    X = -np.pi + 2 * np.pi * U
+    y = np.sin(X[:, 0]) + 7 * np.sin(X[:, 1]) ** 2 + 0.1 * X[:, 2] ** 4 * np.sin(X[:, 0])
+    sh = sobol_indices(U, y, 0)
+    assert sh is not None
+    for i, (s1, st) in enumerate(((0.3139, 0.5576), (0.4424, 0.4424), (0.0, 0.2437))):
+        assert abs(sh["s1"][i] - s1) < 0.05 and abs(sh["st"][i] - st) < 0.05, (i, sh)
+        assert sh["st_conf"][i] < 0.1
+    assert sh["st"][2] - sh["s1"][2] > 0.15
+    assert sobol_indices(U, np.ones(len(U)), 0) is None

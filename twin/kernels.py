@@ -1,4 +1,5 @@
-"""Compiled kernels for the per-event vector work of the thermal model (issue 41).
+"""Compiled kernels for the per-event vector work of the thermal model, the server fans and the IT power under
+caps (issue 41).
 
 At each load change of a warm node and each change of a job's pace the cooling model brings 8 to 768
 per-GPU thermal units to now, applies their new power, inlet and R, caps the ones heading above the
@@ -716,3 +717,67 @@ def account_nodes(nodes: np.ndarray, busy: np.ndarray, capped: np.ndarray, spsum
     for j in range(n):
         n_spsum[nodes[j]] = spsum[j]
     return d_busy
+
+
+# ===================================================================================== fans (issue 42)
+@njit(**_JIT)
+def fan_nodes(idx: np.ndarray, util_s: float, util: np.ndarray, stated_s: float, inlet_c: np.ndarray,
+              healthy: np.ndarray, short: bool, down: np.ndarray, all_up: bool, p: np.ndarray,
+              node_w: np.ndarray, out: np.ndarray) -> tuple[float, float]:
+    """``FanLaw.power_w``'s arithmetic for nodes ``idx`` at utilisation ``util`` (one per node; empty: the
+    common ``util_s``, whose stated fans ``stated_s`` the caller has): the fan curve and cube law of
+    :mod:`twin.physics.fans` (with ``short``: some node lacks fans, the general law by ``healthy``), the
+    fans' power of each node into ``node_w`` (0 when down) and the simulated less the stated fans into
+    ``out``. ``p``: the law's numbers (exhaust, exhaust − design inlet, min speed, fans a node, max W, the
+    non-GPU load idle and busy, GPUs × (demand − idle), GPUs × idle, rated W, reference-inlet rise, full W).
+    Returns the fastest fan speed (−1 with no node) and the fans' site power in numpy's sum order, W."""
+    exh, k_c, smin, cnt, max_w, ng0, ng1, a_w, g0, rated, rise_ref, full_w = (
+        p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11])
+    top = -1.0
+    for j in range(idx.shape[0]):
+        i = idx[j]
+        u = util_s if util.shape[0] == 0 else util[j]
+        share = (u * a_w + g0 + (ng0 + (ng1 - ng0) * u)) / rated
+        rise = exh - inlet_c[i]
+        if not rise >= 1.0:  # np.maximum(rise, MIN_RISE_C)
+            rise = rise if rise != rise else 1.0
+        d = share * (k_c / rise)
+        if not d >= smin:
+            d = d if d != d else smin
+        if short:
+            h = healthy[i]
+            s = (1.0 if d * cnt / h > 1.0 else d * cnt / h) if h > 0 else 0.0
+            w = max_w * (h / cnt) * s * s * s
+        else:
+            s = 1.0 if d > 1.0 else d
+            w = max_w * s * s * s
+        if s > top:
+            top = s
+        stated = stated_s
+        if util.shape[0] != 0:  # FanLaw.stated_w(u): all fans, at the reference inlet
+            ds = share * (k_c / rise_ref)
+            if not ds >= smin:
+                ds = ds if ds != ds else smin
+            ss = (1.0 if ds * cnt / cnt > 1.0 else ds * cnt / cnt) if cnt > 0 else 0.0
+            stated = full_w * (cnt / cnt) * ss * ss * ss
+        if all_up or down[i] == 0:
+            node_w[i] = w
+            out[j] = w - stated
+        else:
+            node_w[i] = 0.0
+            out[j] = 0.0
+    return top, pairwise_sum(node_w, 0, node_w.shape[0])
+
+
+@njit(**_JIT)
+def it_nodes(idx: np.ndarray, util: np.ndarray, cap: np.ndarray, gpus: float, idle_w: float, tdp_w: float,
+             ng0_w: float, ng_slope_w: float, npw: np.ndarray) -> None:
+    """``ITPower.refresh`` under caps: each node of ``idx`` draws
+    :func:`twin.physics.power.node_it_power_w` at its utilisation ``util[i]`` and GPU cap ``cap[j]`` with the
+    non-GPU load ``ng0_w + ng_slope_w·util`` (:func:`~twin.physics.power.non_gpu_power_w`), into ``npw``, W."""
+    for j in range(idx.shape[0]):
+        i = idx[j]
+        u = util[i]
+        d = u * (tdp_w - idle_w) + idle_w
+        c = cap[j]
+        npw[i] = (c if c < d or c != c else d) * gpus + (ng0_w + ng_slope_w * u)  # np.minimum

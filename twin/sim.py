@@ -33,6 +33,7 @@ from twin.model.oversubscription import Oversubscription
 from twin.model.recovery import Recovery
 from twin.model.fans import Fans
 from twin.model.health import NodeHealth
+from twin.model.installation import Installation
 from twin.model.network import Network
 from twin.model.parts import FacilityParts, PartPopulation
 from twin.model.it_power import ITPower
@@ -52,7 +53,7 @@ T = TypeVar("T")
 
 COMPONENTS: tuple[type[Component], ...] = (
     RackParts, Network, PowerChain, Recovery, Oversubscription, Grid, Thermal, Fans, Plant, Storage, Hazards,
-    Workload, NodeHealth,
+    Workload, NodeHealth, Installation,
     Costs,  # last of the wanted ones: prices what the others recorded (results run in build order)
     ITPower,  # on demand: built just before the first component that requires it
 )
@@ -454,6 +455,13 @@ def run_replication(sc: Scenario, replication: int = 0, scenario_hash: str = "",
     The run stops (:class:`~twin.errors.InputError`, exit 2, naming ``source`` and the cause) after
     :func:`twin.limits.event_bound` events.
     """
+    if sc.timeline is not None:  # a hall's life: its stages in turn (twin/life.py)
+        from twin.life import run_life
+
+        life = run_life(sc, replication, scenario_hash, run_replication, tables=tables, source=source)
+        return ReplicationResult(scenario=sc.name, scenario_hash=scenario_hash, seed=sc.seed, replication=replication,
+                                 metrics=life.metrics, tables=life.tables, timings_s=life.timings_s,
+                                 events_processed=life.events_processed)
     model = Model(sc, replication, scenario_hash, source=source)
     model.run(progress)
     res = model.result(tables)

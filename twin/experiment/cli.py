@@ -14,7 +14,7 @@ import argparse
 import math
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from twin.errors import EXIT_CHECK_FAILED, EXIT_OK, InputError
 
@@ -113,6 +113,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                    help="a factor and its low and high values; repeatable")
     p.add_argument("--factor", type=float, metavar="F",
                    help="also every part's failure mean (MTBF, Weibull scale) and repair-time mean ×1/F and ×F")
+    p.add_argument("--assumptions", action="store_true",
+                   help="also every numeric field the schema calls an assumption, between the range its description "
+                        "states (else ×1/2 and ×2); lists the ones that move a metric beyond its paired 95 %% CI and "
+                        "whether the scenario's uncertainty: section gives them a range")
+    p.add_argument("--check-ranges", dest="check_ranges", metavar="METRIC",
+                   help="with --assumptions: exit 1 when an assumption that moves METRIC beyond its paired CI has no "
+                        "range in the scenario's uncertainty: section")
     _common(p)
     p.set_defaults(func=cmd_sensitivity)
 
@@ -441,6 +448,18 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     from twin.experiment.sweep import run_sensitivity
 
     _check(args)
+    if args.check_ranges and not args.assumptions:
+        raise InputError("--check-ranges", args.check_ranges, "needs --assumptions")
+    if args.assumptions:
+        from twin.experiment.assumptions import param_exprs
+        from twin.scenario.loader import load_scenario
+
+        exprs, notes = param_exprs(args.scenario, list(args.overrides), load_scenario(args.scenario, args.overrides))
+        given = {e.partition("=")[0] for e in args.param}
+        args.param = list(args.param) + [e for e in exprs if e.partition("=")[0] not in given]
+        for n in notes:
+            _note(f"assumptions: {n}")
+        _note(f"assumptions: {len(exprs)} fields taken on assumption are screened")
     targets = parse_targets(args.target_ci)
     _check_limits(args, "sensitivity")
     res = run_sensitivity(args.scenario, args.overrides, args.param, args.factor, args.reps, args.workers, args.dask,
@@ -468,6 +487,29 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     _report(res.folder, args)
     if targets and not _points_met(res.results.values()):
         _note("check failed: a target half-width was not reached for some variants within --max-reps")
+        return EXIT_CHECK_FAILED
+    if args.assumptions:
+        return _screen(args, res)
+    return EXIT_OK
+
+
+def _screen(args: argparse.Namespace, res: Any) -> int:
+    """The assumptions screen's verdict (:mod:`twin.experiment.assumptions`)."""
+    from twin.experiment.assumptions import decisive, without_range
+
+    if args.check_ranges and args.check_ranges not in res.metrics:
+        raise InputError("--check-ranges", args.check_ranges, "not a metric of the screen; allowed: "
+                         + ", ".join(res.metrics))
+    failed = False
+    for m in res.metrics:
+        hits = decisive(res.ranking, m)
+        bare = without_range(hits, res.base)
+        _echo(f"\nassumptions that move {m} beyond the paired 95 % CI: {', '.join(hits) or 'none'}")
+        if hits:
+            _echo(f"  without a range in uncertainty: {', '.join(bare) or 'none'}")
+        failed |= m == args.check_ranges and bool(bare)
+    if failed:
+        _note(f"check failed: an assumption that moves {args.check_ranges} has no range in uncertainty:")
         return EXIT_CHECK_FAILED
     return EXIT_OK
 

@@ -46,8 +46,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                         "plausible worlds, and the decision is made among the admissible options (exit 1 when none is)")
     p.add_argument("--confidence", type=float, default=0.95,
                    help="share of the plausible worlds in which an admissible option meets the constraints (default 0.95)")
-    p.add_argument("--design", choices=("sobol", "lhs"), default="sobol",
-                   help="scrambled Sobol' (default; grows with --target-ci) or Latin hypercube")
+    p.add_argument("--design", choices=("sobol", "lhs", "saltelli"), default="sobol",
+                   help="scrambled Sobol' (default; grows with --target-ci), Latin hypercube, or Saltelli's design "
+                        "for first-order and total Sobol' indices (--draws N base points: N x (inputs + 2) draws; "
+                        "the decision uses its 2N independent ones)")
     p.add_argument("--target-ci", dest="target_ci", type=float, metavar="H",
                    help="double the draws until the recommended option's P(best) interval is at most ±H (e.g. 0.05)")
     p.add_argument("--max-draws", dest="max_draws", type=int, default=DEFAULT_MAX_DRAWS, metavar="D",
@@ -77,8 +79,12 @@ def cmd_decide(args: argparse.Namespace) -> int:
     if not args.force:
         from twin.limits import check_limits
 
+        from twin.scenario.uncertainty import union_keys
+
         opts, _ = load_options(args.scenarios, args.overrides, args.inputs)
         runs = (args.max_draws if args.target_ci else args.draws) * args.reps
+        if args.design == "saltelli":
+            runs *= len(union_keys([o.unc for o in opts])) + 2
         for o in opts:
             check_limits(o.loaded, reps=runs * len(opts), force=False)
     res = run_decide(args.scenarios, args.overrides, args.objective, args.draws, args.reps, args.design, args.workers,

@@ -43,14 +43,17 @@ from twin.atomic import atomic_write_parquet
 from twin.errors import InputError
 from twin.experiment.store import check_label, folder_lock, versions, write_json
 from twin.scenario.loader import Loaded, apply_set, load_dict, load_scenario, merged_document
-from twin.scenario.uncertainty import (Uncertainty, check_against, design, fixed_value, overrides, union_keys,
-                                      value_at)
+from twin.scenario.uncertainty import (Uncertainty, check_against, design, fixed_value, overrides,
+                                      saltelli_base_rows, union_keys, value_at)
 
 DEFAULT_DRAWS = 64
 """D: outer draws of the inputs (a power of 2 keeps a Sobol' design balanced)."""
 DEFAULT_REPS = 2
 """R: inner replications per draw and option (the estimators remove their noise; 2 lets them measure it)."""
 DEFAULT_MAX_DRAWS = 1024
+DESIGNS = ("sobol", "lhs", "saltelli")
+"""Outer designs: scrambled Sobol' points, a Latin hypercube, or Saltelli's design for Sobol' indices
+(``--draws`` N base points give N·(P + 2) draws)."""
 
 
 @dataclass
@@ -213,9 +216,9 @@ def cell_loaded(opt: Option, keys: Sequence[str], u_row: np.ndarray) -> Loaded:
 
 def study_key(opt: Option, keys: Sequence[str], kind: str, reps: int, draws: int) -> str:
     """Identity of an option's stored units: its scenario, the draws' design and R (D too for a Latin
-    hypercube, which is not a prefix-stable sequence)."""
+    hypercube, which is not a prefix-stable sequence, and for Saltelli's design, whose row i depends on N)."""
     spec = {"hash": opt.loaded.hash, "seed": opt.doc["seed"], "keys": list(keys), "design": kind, "reps": reps,
-            "draws": draws if kind == "lhs" else None,
+            "draws": draws if kind != "sobol" else None,
             "unc": opt.unc.model_dump(mode="json") if opt.unc is not None else None}
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
 
@@ -338,15 +341,19 @@ def run_decide(paths: Sequence[str], sets: Sequence[str] = (), objective: str | 
     if reps < 2:
         raise InputError("--reps", str(reps), "need at least 2 inner replications (the replication noise is measured "
                          "from them)")
-    if draws < 16:
+    if kind not in DESIGNS:
+        raise InputError("--design", kind, "allowed: " + ", ".join(DESIGNS))
+    if kind == "saltelli" and draws < 8:
+        raise InputError("--draws", str(draws), "need at least 8 base points with --design saltelli (2N = 16 "
+                         "independent draws for the decision)")
+    if kind != "saltelli" and draws < 16:
         raise InputError("--draws", str(draws), "need at least 16 draws")
-    if kind not in ("sobol", "lhs"):
-        raise InputError("--design", kind, "allowed: sobol, lhs")
     if target_ci is not None:
         if not (math.isfinite(target_ci) and 0 < target_ci < 0.5):
             raise InputError("--target-ci", str(target_ci), "a half-width of the probability, in (0, 0.5), e.g. 0.05")
         if kind != "sobol":
-            raise InputError("--target-ci", str(target_ci), "needs --design sobol (a Latin hypercube cannot grow)")
+            raise InputError("--target-ci", str(target_ci), f"needs --design sobol (a {kind} design is not grown by "
+                             "doubling)")
         if max_draws < draws:
             raise InputError("--max-draws", str(max_draws), f"must be >= --draws ({draws})")
     cons = [rule.parse_constraint(c) for c in constraints]
@@ -375,11 +382,12 @@ def run_decide(paths: Sequence[str], sets: Sequence[str] = (), objective: str | 
         try:
             while True:
                 U = design(D, len(keys), int(options[0].doc["seed"]), kind)
-                todo = [i * K + k for i in range(D * reps) for k in range(K) if i not in stores[k].rows]
+                n = len(U)
+                todo = [i * K + k for i in range(n * reps) for k in range(K) if i not in stores[k].rows]
                 if todo:
                     if backend is None:
                         backend = make_backend(workers, dask_address, echo=echo)
-                    echo(f"decide: {len(todo)} of {D * reps * K} runs to compute ({D} draws × {reps} replications × "
+                    echo(f"decide: {len(todo)} of {n * reps * K} runs to compute ({n} draws × {reps} replications × "
                          f"{K} options)")
 
                     def on_row(row: dict[str, Any]) -> None:
@@ -388,8 +396,8 @@ def run_decide(paths: Sequence[str], sets: Sequence[str] = (), objective: str | 
                         computed += 1
 
                     drive(backend, _payload(options, keys, U, reps, study), todo, on_row, None, echo, task=decide_batch)
-                tables = [assemble(stores[k].rows[i] for i in range(D * reps)) for k in range(K)]
-                Y = _objective_array(tables, objective, D, reps, [o.label for o in options])
+                tables = [assemble(stores[k].rows[i] for i in range(n * reps)) for k in range(K)]
+                Y = _objective_array(tables, objective, n, reps, [o.label for o in options])
                 if target_ci is None:
                     break
                 dec = analyse(Y, U, [o.label for o in options], keys, sense, seed=int(options[0].doc["seed"]),
@@ -420,12 +428,12 @@ def run_decide(paths: Sequence[str], sets: Sequence[str] = (), objective: str | 
             shut(backend, error=False)
         for s in stores:
             s.flush()
-        dec = _decision(Y, U, options, keys, sense, tables, cons, confidence, D, reps, analysis_samples or SAMPLES)
+        dec = _decision(Y, U, options, keys, sense, tables, cons, confidence, reps, analysis_samples or SAMPLES, kind)
         _write(folder, options, keys, U, Y, tables, dec, objective, kind, reps, notes, target_ci, target_met,
                max_draws, study, cons, confidence)
         for s in stores:
             s.compact()
-    return DecideResult(folder, options, keys, D, reps, objective, dec, target_met, computed, notes)
+    return DecideResult(folder, options, keys, len(U), reps, objective, dec, target_met, computed, notes)
 
 
 def _objective_array(tables: Sequence[pd.DataFrame], objective: str, D: int, R: int, labels: Sequence[str],
@@ -447,8 +455,43 @@ def _objective_array(tables: Sequence[pd.DataFrame], objective: str, D: int, R: 
 
 
 def _decision(Y: np.ndarray, U: np.ndarray, options: Sequence[Option], keys: Sequence[str], sense: str,
-              tables: Sequence[pd.DataFrame], cons: Sequence[Any], confidence: float, D: int, reps: int,
-              samples: int) -> Any:
+              tables: Sequence[pd.DataFrame], cons: Sequence[Any], confidence: float, reps: int,
+              samples: int, kind: str = "sobol") -> Any:
+    """The analysis of every draw, or of a Saltelli design's independent rows with its Sobol' indices
+    added (:func:`_saltelli`)."""
+    if kind != "saltelli":
+        return _decision_on(Y, U, options, keys, sense, tables, cons, confidence, reps, samples)
+    base = saltelli_base_rows(len(U), len(keys))
+    rows = (base[:, None] * reps + np.arange(reps)).ravel()
+    dec = _decision_on(Y[base], U[base], options, keys, sense, [t.iloc[rows].reset_index(drop=True) for t in tables],
+                       cons, confidence, reps, samples)
+    return _saltelli(dec, Y, U, options, sense)
+
+
+def _saltelli(dec: Any, Y: np.ndarray, U: np.ndarray, options: Sequence[Option], sense: str) -> Any:
+    """Add the Sobol' indices (S1, ST) of the paired difference recommended − runner-up over every row of
+    the design to the inputs table; the per-draw difference becomes every row's."""
+    from twin.experiment.value_of_information import sobol_indices
+
+    labels = [o.label for o in options]
+    if not dec.recommended:
+        return dec
+    sign = 1.0 if sense == "max" else -1.0
+    m = sign * Y.mean(axis=2)
+    diff = m[:, labels.index(dec.recommended)] - m[:, labels.index(dec.runner_up)]
+    dec.difference = diff
+    sh = sobol_indices(U, diff, int(options[0].doc["seed"]))
+    tab = dec.inputs_table
+    for k in ("s1", "st"):
+        val = sh[k] if sh is not None else np.full(len(tab), np.nan)
+        conf = sh[k + "_conf"] if sh is not None else np.full(len(tab), np.nan)
+        tab[f"sobol_{k}"], tab[f"sobol_{k}_low"], tab[f"sobol_{k}_high"] = val, val - conf, val + conf
+    return dec
+
+
+def _decision_on(Y: np.ndarray, U: np.ndarray, options: Sequence[Option], keys: Sequence[str], sense: str,
+                 tables: Sequence[pd.DataFrame], cons: Sequence[Any], confidence: float, reps: int,
+                 samples: int) -> Any:
     """The analysis (:func:`twin.experiment.value_of_information.analyse`); with constraints, among the
     options that meet them in at least ``confidence`` of the draws (:mod:`twin.experiment.feasibility`),
     its options table holding every option's P_feasible (NaN statistics for an option left out).
@@ -460,7 +503,7 @@ def _decision(Y: np.ndarray, U: np.ndarray, options: Sequence[Option], keys: Seq
     seed = int(options[0].doc["seed"])
     if not cons:
         return analyse(Y, U, labels, keys, sense, seed=seed, samples=samples)
-    C = [_objective_array(tables, c.metric, D, reps, labels, "--constraint") for c in cons]
+    C = [_objective_array(tables, c.metric, len(Y), reps, labels, "--constraint") for c in cons]
     feas = feasibility(C, cons, U, labels, seed=seed, samples=samples)
     adm = admissible(feas, confidence)
     what = " and ".join(str(c) for c in cons)
@@ -532,6 +575,7 @@ def _write(folder: Path, options: Sequence[Option], keys: Sequence[str], U: np.n
         "kind": "decide", "objective": objective, "sense": dec.sense,
         "currency": options[0].loaded.scenario.costs.currency if options[0].loaded.scenario.costs else "", "seed": options[0].doc["seed"],
         "design": kind, "draws": D, "replications": reps, "runs": D * reps * len(options),
+        "decision_draws": len(saltelli_base_rows(D, len(keys))) if kind == "saltelli" else D,
         "target_ci": target_ci, "target_met": target_met, "max_draws": max_draws if target_ci else None,
         "keys": list(keys), "inputs": labels, "notes": list(notes), "versions": versions(),
         "options": [{"label": o.label, "source": o.path, "scenario": o.loaded.scenario.name,
@@ -542,7 +586,8 @@ def _write(folder: Path, options: Sequence[Option], keys: Sequence[str], U: np.n
         "constraints": [str(c) for c in constraints], "confidence": confidence if constraints else None,
         "objective": objective, "sense": dec.sense, "recommended": dec.recommended, "runner_up": dec.runner_up,
         "rule": dec.rule, "evpi": dec.evpi, "evpi_low": dec.evpi_low, "evpi_high": dec.evpi_high,
-        "evpi_naive": dec.evpi_naive, "noise_share": dec.noise_share, "draws": D, "replications": reps,
+        "evpi_naive": dec.evpi_naive, "noise_share": dec.noise_share,
+        "draws": len(saltelli_base_rows(D, len(keys))) if kind == "saltelli" else D, "replications": reps,
         "difference_sign": f"per draw: (recommended − runner-up) net benefit, objective × {sign:g}",
         "options": dec.options_table.to_dict("records"),
     })

@@ -48,6 +48,11 @@ scrambled Sobol' draws it aliases, giving 0.66 for an input whose share is 0.2 a
 variance of the per-draw differences; the rest is the inputs'. Flip points: where the one-input
 metamodel of the difference (recommended − runner-up) changes sign along the input's range, counting
 only sign changes it resolves (|difference| ≥ its posterior SD on both sides: :func:`resolved_flips`).
+
+**Saltelli's design** (``twin decide --design saltelli``, N base points, N·(P + 2) draws): the decision
+statistics above use its 2N independent rows (the A and B matrices); :func:`sobol_indices` adds the
+first-order and total Sobol' indices of the paired difference from every row (Saltelli 2010's
+estimators as SALib implements them), which need no binning and see interactions (ST − S1).
 """
 
 from __future__ import annotations
@@ -402,10 +407,32 @@ def _shares(U: np.ndarray, y: np.ndarray, seed: int) -> dict[str, np.ndarray] | 
                                                             ("delta_conf", "delta_balanced_conf"))}
 
 
+def sobol_indices(U: np.ndarray, y: np.ndarray, seed: int, level: float = LEVEL) -> dict[str, np.ndarray] | None:
+    """First-order and total Sobol' indices (S1, ST) of each input with their bootstrap half-widths, by
+    SALib's Saltelli/Jansen estimators (``SALib.analyze.sobol``, first order only) on a Saltelli design
+    ``U`` (rows in SALib's layout: :func:`twin.scenario.uncertainty.design` with ``saltelli``) and the
+    output ``y`` of every row; None without spread. The bootstrap draws from a stream of ``seed``."""
+    import warnings
+
+    from SALib.analyze import sobol
+
+    U = np.asarray(U, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if not np.std(y) > 0:
+        return None
+    boot_seed = int(np.random.SeedSequence(seed, spawn_key=(0x46, 3)).generate_state(1)[0]) | 1  # truthy
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = sobol.analyze(_problem(U.shape[1]), y, calc_second_order=False, num_resamples=200, conf_level=level,
+                          seed=boot_seed)
+    return {k: np.asarray(r[v], dtype=float) for k, v in (("s1", "S1"), ("s1_conf", "S1_conf"), ("st", "ST"),
+                                                            ("st_conf", "ST_conf"))}
+
+
 def probability_half_width(dec: Decision) -> float:
     """Half-width of the recommended option's P(best) interval (what ``--target-ci`` bounds)."""
     r = dec.options_table.set_index("option").loc[dec.recommended]
     return float(r["p_best_high"] - r["p_best_low"]) / 2
 
 
-__all__ = ["Decision", "GP", "analyse", "fit_gp", "inner_noise", "probability_half_width"]
+__all__ = ["Decision", "GP", "analyse", "fit_gp", "inner_noise", "probability_half_width", "sobol_indices"]

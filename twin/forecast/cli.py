@@ -77,7 +77,8 @@ def print_forecast(res: object, echo: Callable[[str], None] = _echo) -> None:
          f"{d['replications']} replications, {res.wall_s:.1f} s")  # type: ignore[attr-defined]
     import textwrap
 
-    from twin.forecast.report import FLOP_CONVENTION, SIX_PD, days, days_interval, ideal_label, summary_sentences
+    from twin.forecast.report import (FLOP_CONVENTION, SIX_PD, days, days_interval, ideal_label, mean_interval,
+                                      quantile_interval, summary_sentences)
 
     echo("decision summary")
     for para in summary_sentences(d, res.losses, res.lever_table):  # type: ignore[attr-defined]
@@ -89,10 +90,10 @@ def print_forecast(res: object, echo: Callable[[str], None] = _echo) -> None:
     ideal = ideal_label(d)
     rows = [[ideal, days(d["ideal_days"], True), ""],
             ["failure-free (+ checkpoints)", days(d["failure_free_days"], True), ""],
-            ["mean", days(d["mean_days"], True), days_interval(d["mean_ci_low"], d["mean_ci_high"])]]
+            ["mean", days(d["mean_days"], True), mean_interval(d)]]
     for k in ("p10", "p50", "p90"):
         if f"{k}_days" in d:
-            rows.append([k.upper(), days(d[f"{k}_days"], True), days_interval(d[f"{k}_ci_low"], d[f"{k}_ci_high"])])
+            rows.append([k.upper(), days(d[f"{k}_days"], True), quantile_interval(d, k)])
     six_pd = d.get("ideal_basis") == "layout" and "six_pd_days" in d
     if six_pd:
         rows.insert(1, [SIX_PD, days(d["six_pd_days"], True), ""])

@@ -44,7 +44,8 @@ def distribution(rows: pd.DataFrame, target: Any, start_date: str | None = None)
     cens = ~np.isfinite(t)
     fin = t[~cens]
     qvals = np.where(cens, bound, t)
-    mean, lo, hi = stats.t_interval(fin, bounds=(0.0, math.inf))
+    # a run takes at least its ideal (T = work + non-negative losses): the mean's interval is cut there
+    mean, lo, hi = stats.t_interval(fin, bounds=(target.work_h / 24.0, math.inf))
     out: dict[str, Any] = {
         "job": target.name, "gpus": target.gpus, "nodes": target.nodes,
         "replications": int(len(t)), "censored": int(cens.sum()),
@@ -61,7 +62,8 @@ def distribution(rows: pd.DataFrame, target: Any, start_date: str | None = None)
     }
     if len(qvals):
         q = np.quantile(qvals, QUANTILES)
-        qci = stats.quantile_ci(qvals, QUANTILES, bounds=(0.0, math.inf))
+        # an end the sample is too small for is NaN (said in words by quantile_interval), never 0 or inf
+        qci = stats.quantile_ci(qvals, QUANTILES, bounds=(math.nan, math.nan))
         for p, v, (a, b) in zip(QUANTILES, q, qci):
             k = f"p{round(p * 100)}"
             out[f"{k}_days"], out[f"{k}_ci_low"], out[f"{k}_ci_high"] = float(v), float(a), float(b)
@@ -229,12 +231,45 @@ def days_interval(lo: Any, hi: Any) -> str:
     return f"[{days(lo, True)}, {days(hi, True)}]"
 
 
+def runs_for_quantile_end(q: float, upper: bool, level: float = 0.95) -> int:
+    """Fewest runs for which the distribution-free interval of the ``q`` quantile has its lower (or
+    ``upper``) end: (1 − q)ⁿ ≤ (1 − level)/2 for the lower, qⁿ ≤ (1 − level)/2 for the upper
+    (twin/experiment/stats.py ``quantile_ci``). P10 and P90 at 95 %: 36 runs for their outer ends."""
+    p = q if upper else 1.0 - q
+    return max(1, math.ceil(math.log((1.0 - level) / 2.0) / math.log(p) - 1e-12))
+
+
+def quantile_interval(dist: dict[str, Any], k: str) -> str:
+    """The 95 % interval of quantile ``k`` ('p10', 'p50', 'p90') in words where the runs cannot give an end
+    (issue 49): '≤ hi (lower end needs ≥ N runs)', '≥ lo (...)' or 'not estimable from n runs (...)'; never
+    a bound of 0 or a dash."""
+    lo, hi, n = dist[f"{k}_ci_low"], dist[f"{k}_ci_high"], int(dist["replications"])
+    q = int(k[1:]) / 100.0
+    ok_lo, ok_hi = math.isfinite(lo), math.isfinite(hi)
+    if ok_lo and ok_hi:
+        return days_interval(lo, hi)
+    if ok_hi:
+        return f"≤ {days(hi, True)} (lower end needs ≥ {runs_for_quantile_end(q, False)} runs)"
+    if ok_lo:
+        return f"≥ {days(lo, True)} (upper end needs ≥ {runs_for_quantile_end(q, True)} runs)"
+    need = max(runs_for_quantile_end(q, False), runs_for_quantile_end(q, True))
+    return f"not estimable from {n} run{'s' if n != 1 else ''} (needs ≥ {need})"
+
+
+def mean_interval(dist: dict[str, Any]) -> str:
+    """The 95 % t interval of the mean, or in words when fewer than 2 runs completed."""
+    lo, hi = dist["mean_ci_low"], dist["mean_ci_high"]
+    if math.isfinite(lo) and math.isfinite(hi):
+        return days_interval(lo, hi)
+    return "not estimable from fewer than 2 completed runs"
+
+
 def summary_sentences(dist: dict[str, Any], loss: pd.DataFrame, table: pd.DataFrame) -> list[list[str]]:
     """The forecast's decision summary (issue 30): expected time to train, where the days go, and the
     lever to pull, recommended only when its paired interval of days saved excludes zero (each at
     1 − 0.05/k with k levers: Bonferroni), from the numbers of the distribution, loss and lever tables."""
     first = [f"Expected time to train: {days(dist['mean_days'])} (95 % CI "
-             f"{days_interval(dist['mean_ci_low'], dist['mean_ci_high'])}, {dist['replications']} replications)"
+             f"{mean_interval(dist)}, {dist['replications']} replications)"
              + (f"; P50 {days(dist['p50_days'])}, P90 {days(dist['p90_days'])}" if "p90_days" in dist else "")
              + f", against an ideal {days(dist['ideal_days'])}."]
     if "p90_date" in dist:
@@ -273,8 +308,9 @@ IDEAL_LAYOUT = "ideal: steps × step time of the layout"
 IDEAL_WORK = "ideal: work_h (no failures, no checkpoints)"
 SIX_PD = "for reference: 6PD / (GPUs × peak × MFU) at the layout's MFU"
 FLOP_CONVENTION = ("FLOP convention: MFU counts 6·N per token (N the matmul weights) plus the attention term "
-                   "12·l·h·s (PaLM App. B, Megatron-LM), non-causal unless the layout sets causal; the step "
-                   "time runs the hardware FLOPs (with recomputation) of the slowest pipeline stage.")
+                   "12·l·h·s (PaLM App. B, Megatron-LM), non-causal unless the layout sets causal (then 6·l·h·s); "
+                   "the step time runs the hardware FLOPs of the slowest pipeline stage, recomputation included "
+                   "(full: one more forward; selective, the default: the core attention once more).")
 
 
 def ideal_label(dist: dict[str, Any]) -> str:
@@ -290,11 +326,11 @@ def distribution_rows(dist: dict[str, Any]) -> pd.DataFrame:
             {"quantity": "failure-free (ideal + checkpoints)", "days": days(dist["failure_free_days"], True),
              "95 % CI": ""},
             {"quantity": "mean", "days": days(dist["mean_days"], True),
-             "95 % CI": days_interval(dist["mean_ci_low"], dist["mean_ci_high"])}]
+             "95 % CI": mean_interval(dist)}]
     for k in ("p10", "p50", "p90"):
         if f"{k}_days" in dist:
             rows.append({"quantity": k.upper(), "days": days(dist[f"{k}_days"], True),
-                         "95 % CI": days_interval(dist[f"{k}_ci_low"], dist[f"{k}_ci_high"])})
+                         "95 % CI": quantile_interval(dist, k)})
     if ideal == IDEAL_LAYOUT and "six_pd_days" in dist:
         rows.insert(1, {"quantity": SIX_PD, "days": days(dist["six_pd_days"], True), "95 % CI": ""})
     df = pd.DataFrame(rows)

@@ -77,7 +77,7 @@ def target_of(sc: Scenario, index: int) -> Target:
     if t is not None:
         basis = "layout" if job.step.layout is not None else "6PD"
         if t.peak_tflops is not None and t.mfu is not None:
-            six_pd = t.work_h(job.gpus)
+            six_pd = t.six_pd_h(job.gpus)
     return Target(index, job.name, job.gpus, -(-job.gpus // sc.cluster.node.gpus), job.submit_h, job.work_h, w,
                   ck.interval_h, ff, t.tokens_t if t else None, t.params_b if t else None, basis, six_pd)
 

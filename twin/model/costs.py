@@ -175,8 +175,10 @@ def capital_items(sc: "Scenario") -> list[CapitalItem]:
             mods = pw.ups.modules
             bought_kw = ups_kw * (mods.count / mods.required if mods is not None else 1.0)
             out.append(CapitalItem("power", "ups", bought_kw, "kW", cap.ups_per_kw, plant_y))
-        if pw.generator is not None:
-            out.append(CapitalItem("power", "generator", ups_kw, "kW", cap.generator_per_kw, plant_y))
+        if pw.generator is not None:  # generator sets likewise: N+1 sets of k cost (k + 1)/k
+            sets = pw.generator.modules
+            gen_kw = ups_kw * (sets.count / sets.required if sets is not None else 1.0)
+            out.append(CapitalItem("power", "generator", gen_kw, "kW", cap.generator_per_kw, plant_y))
         out.append(CapitalItem("power", "switchboard", len(feeds), "unit", cap.switchboard, plant_y))
         out.append(CapitalItem("power", "pdu", len(feeds) * pw.pdu_count(sc.cluster.racks), "unit", cap.pdu,
                                plant_y))

@@ -7,7 +7,8 @@ switchboard, ``twin.model.power``) and the cooling plant's units (chillers, CRAH
 * Their **k-of-n groups**: :func:`spare_without` says whether a group keeps ``required`` units
   delivering without one of them (a visit that finds no spare runs short or drains the load).
 * Their **scheduled maintenance**: :class:`MaintenanceRota` visits the ``n`` units of one kind one at a
-  time, unit i first at offset + i·interval/n (offset: half an interval unless set), then every
+  time, unit i first at offset + i·interval/n (offset: interval/(2n) unless set, so the first visits sit
+  evenly over the first interval), then every
   interval; each visit takes the unit out for ``duration_h``. What a visit does to the unit and its
   load is the owner's (a feed isolated or a unit bypassed; a cooling unit out, its nodes drained when
   no spare is left), given as hooks.
@@ -23,6 +24,7 @@ from __future__ import annotations
 from typing import Callable, Literal, Protocol, Sequence
 
 from twin.model.engine import Engine
+from twin.scenario.units import first_visit_h
 
 Load = Literal["exposed", "short", "drained"]
 """How the load under a unit stood through a maintenance window: ``exposed``, it stayed up without its
@@ -128,11 +130,9 @@ class MaintenanceRota:
 
     def start(self) -> None:
         """Schedule every unit's first visit inside the horizon (unit i at offset + i·interval/n)."""
-        w = self.window
-        first = w.offset_h if w.offset_h is not None else w.interval_h / 2.0
         horizon_h = self.engine.horizon_h
         for i in range(self.n):
-            t = first + i * w.interval_h / self.n
+            t = first_visit_h(self.window.interval_h, self.window.offset_h, i, self.n)
             if t < horizon_h:
                 self._begins.at(t, i)
 

@@ -12,7 +12,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from twin.physics.fans import MIN_RISE_C, fan_demand, fan_speed, node_fan_power_w
+from twin import kernels
+from twin.physics.fans import MIN_RISE_C, fan_demand, node_fan_power_w
+
+_EF = np.empty(0)  # no per-node utilisation: the kernel takes the common one
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.model.cluster import Cluster
@@ -64,6 +67,11 @@ class FanLaw:
         self._t = engine.now
         self._k_c = self.exhaust_c - self.design_inlet_c
         self._stated: dict[float, float] = {}
+        rise_ref = max(self.exhaust_c - self.reference_inlet_c, MIN_RISE_C)  # (fan_demand's np.maximum)
+        self._p = np.array([self.exhaust_c, self._k_c, self.min_speed, self.count, self.max_w, self._ng_idle_w,
+                            self._ng_busy_w, self._a_w, self._g_idle_w, self.rated_w, rise_ref, self.full_w],
+                           dtype=np.float64)
+        """The fan law's numbers for the compiled kernel (``twin.kernels.fan_nodes``)."""
 
     def set_healthy(self, node: int, healthy: int) -> None:
         """``node`` now has ``healthy`` working fans (the fan part's redundant group, ``Topic.GROUP``)."""
@@ -107,44 +115,29 @@ class FanLaw:
         the stated node power; 0 for a down node); records the fans' power (energy up to now first).
 
         On the hot path (every refresh of the IT power): the fan curve and the cube law of
-        :mod:`twin.physics.fans` written out for nodes with all their fans (the same floating-point
-        operations), the general functions for the others; the stated fans of a common utilisation cached."""
+        :mod:`twin.physics.fans` as one compiled loop (:func:`twin.kernels.fan_nodes`: the same floating-point
+        operations, the site total in numpy's order), the stated fans of a common utilisation cached."""
         now = self.engine.env._now
         if now > self._t:
             self.energy_wh += self.total_w * (now - self._t)
             self._t = now
-        rise = self.exhaust_c - self.inlet_c[idx]
-        np.maximum(rise, MIN_RISE_C, out=rise)
-        demand = self._share(util) * (self._k_c / rise)
-        np.maximum(demand, self.min_speed, out=demand)
-        if self.n_short:  # some node has lost fans: the general law
-            h = self.healthy[idx]
-            s = np.asarray(fan_speed(demand, self.count, h))
-            w = np.asarray(node_fan_power_w(demand, self.count, h, self.max_w), dtype=np.float64)
-        else:
-            s = np.minimum(demand, 1.0)
-            w = self.max_w * s * s * s
-        if len(s):
-            top = float(s.max())
-            if top > self.peak_speed:
-                self.peak_speed = top
-        stated: float | NDArray[np.float64]
+        if not isinstance(util, float) and np.ndim(util) == 0:  # (an int or a 0-d array: the common one)
+            util = float(util)
         if isinstance(util, float):
             got = self._stated.get(util)
             if got is None:
                 got = self._stated[util] = float(self.stated_w(util))
-            stated = got
+            util_s, util_a, stated = util, _EF, got
         else:
-            stated = self.stated_w(util)
+            util_s, util_a, stated = 0.0, np.asarray(util, dtype=np.float64), 0.0
         cl = self.cluster
-        if cl.n_up == cl.n_nodes:
-            self.node_w[idx] = w
-            out = w - stated
-        else:
-            up = cl.down_count[idx] == 0
-            self.node_w[idx] = np.where(up, w, 0.0)
-            out = np.where(up, w - stated, 0.0)
-        self.total_w = float(self.node_w.sum())
+        idx = np.asarray(idx, dtype=np.int64)
+        out = np.empty(len(idx))
+        top, self.total_w = kernels.fan_nodes(idx, util_s, util_a, stated, self.inlet_c, self.healthy,
+                                              bool(self.n_short), cl.down_count, cl.n_up == cl.n_nodes,
+                                              self._p, self.node_w, out)
+        if top > self.peak_speed:
+            self.peak_speed = top
         return out
 
     def energy_kwh(self) -> float:

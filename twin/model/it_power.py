@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 from numpy.typing import NDArray
 
+from twin import kernels
 from twin.model.component import BuildContext, Component, Service
 from twin.model.engine import Engine, Topic
 from twin.model.fan_law import FanLaw, fan_law
-from twin.physics.power import node_it_power_w, non_gpu_power_w
+from twin.physics.power import non_gpu_power_w
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.model.causes import DownCause
@@ -159,8 +160,8 @@ class ITPower(Component):
     def min_cap(self, nodes: NDArray[np.int64], exclude: str | None = None) -> NDArray[np.float64]:
         """Tightest GPU cap (W) of ``nodes`` over all sources except ``exclude``."""
         out = np.full(len(nodes), np.inf)
-        for name, arr in self.caps.items():
-            if name != exclude:
+        for name, arr in self.caps.items():  # (a source set only through set_cap with no finite cap: all inf)
+            if name != exclude and (self._n_finite[name] or name in self._direct):
                 np.minimum(out, arr[nodes], out=out)
         return out
 
@@ -249,11 +250,11 @@ class ITPower(Component):
             else:
                 p = self.engine.node_util[idx] * self._a_w
                 p += self._b_w
-        else:
-            u = self.engine.node_util[idx]
-            p = node_it_power_w(u, self.min_cap(idx), self.gpus, self.idle_w, self.tdp_w,
-                                non_gpu_power_w(u, self.non_gpu_idle_w, self.non_gpu_w) if self._ng_slope_w
-                                else self.non_gpu_w)
+        else:  # node_it_power_w with non_gpu_power_w, compiled (the same operations; + 0·util without a slope)
+            idx = np.asarray(idx, dtype=np.int64)
+            kernels.it_nodes(idx, self.engine.node_util, self.min_cap(idx), float(self.gpus), self.idle_w,
+                             self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w, npw)
+            p = None
         if p is not None:
             npw[idx] = p
         if self.fans is not None:  # the fans at their speed in place of the stated ones (down nodes: 0)

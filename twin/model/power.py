@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import math
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -48,12 +49,14 @@ from twin import rng
 from twin.model.component import BuildContext, Component, ResultsSoFar
 from twin.model.causes import DownCause
 from twin.model.engine import Topic
-from twin.model.facility_units import Load, MaintenanceAccount, MaintenanceRota
+from twin.model.facility_units import MaintenanceAccount, MaintenanceRota
 from twin.model.it_power import IT_POWER
 from twin.model.parts import FacilityParts
 from twin.model.power_results import power_results
 from twin.scenario.recovery import block_trip_min
 from twin.model.ups_modules import UPSModules
+from twin.model.generator_modules import GeneratorModules
+from twin.model import power_maint as pm
 from twin.physics.power import power_ramps as power_ramps  # re-exported (tests, reports)
 from twin.physics.power import site_gpu_cap_w
 from twin.physics.thermal import speed_fraction
@@ -146,8 +149,10 @@ class PowerChain(Component):
         self.cool_w = [0.0] * F  # load of the cooling units on the feed's UPS output (Topic.COOLING_LOAD), W
         # ---- scheduled maintenance (issue 24): per unit type, per feed, in the window now
         self.maint = MaintenanceAccount()
-        self.rotas = {name: MaintenanceRota(eng, name, el.maintenance, F, self.maint, self._unit_path,
-                                            self._maint_out, self._maint_back, self._maint_after)
+        self.rotas = {name: MaintenanceRota(eng, name, el.maintenance, F * (self.K if name == "pdu" else 1), self.maint,
+                                            partial(pm.unit_path, self),
+                                            partial(pm.maint_out, self), partial(pm.maint_back, self),
+                                            partial(pm.maint_after, self))
                       for name, el in spec.elements().items() if el.maintenance is not None}
         self.unit_up = {"ups": [self.has_ups] * F, "generator": [self.has_gen] * F}  # not failed (repairs)
         self.isolated = [0] * F  # maintenance windows that de-energise the feed now
@@ -157,6 +162,8 @@ class PowerChain(Component):
         self.switching_errors = 0
         self.switch_k: dict[tuple[str, int], int] = {}  # draws per (unit type, feed): stream ...<type>#switching
         self.pdu_ok = np.ones((F, self.K), dtype=bool)
+        self.pdu_out = np.zeros((F, self.K), dtype=np.int64)  # PDUs isolated for a maintenance visit now
+        self.pdu_drop = np.zeros((F, self.K), dtype=np.int64)  # PDUs dropped by a visit's switching error now
         self.input_live = [True] * F
         self.mode = ["utility"] * F
         self.feed_code = [0] * F
@@ -239,14 +246,22 @@ class PowerChain(Component):
         self.mods: UPSModules | None = None
         if ups is not None and (ups.modules is not None or ups.fault is not None):
             self.mods = UPSModules(eng, spec, self._settle, self._ups_changed)
-            self.mods.in_service = lambda f: self.unit_up["ups"][f] and not self._bypassed("ups", f)
+            self.mods.in_service = lambda f: self.unit_up["ups"][f] and not pm.bypassed(self, "ups", f)
             if self.mods.parts is not None:
                 self.mods.parts.scope = lambda i: range(n)
                 self.mods.parts.causes = _FEED_CAUSES
                 self.units["ups_module"] = self.mods.parts
+        # ---- the generator sets, k of n (issue 43)
+        self.gens: GeneratorModules | None = None
+        if gen is not None and gen.modules is not None:
+            self.gens = GeneratorModules(eng, spec, self._settle, self._gens_changed)
+            self.gens.parts.scope = lambda i: range(n)
+            self.gens.parts.causes = _FEED_CAUSES
+            self.gens.parts.test_duration_h = gen.test_duration_h
+            self.units["generator_set"] = self.gens.parts
         eng.bus.subscribe(Topic.GROUP, self._on_group)
         eng.bus.subscribe(Topic.COOLING_LOAD, self._on_cooling_load)
-        eng.bus.subscribe(Topic.FEED_TRIP, self._on_trip)
+        eng.bus.subscribe(Topic.FEED_TRIP, partial(pm.on_trip, self))
         eng.bus.subscribe(Topic.GRID_OUTAGE, lambda d: self._outage_begin(list(range(F)), d, True))
 
     # ---- component contract -------------------------------------------------------------------
@@ -277,6 +292,8 @@ class PowerChain(Component):
         self.maint.close_all(now)
         if self.mods is not None:
             self.mods.finish(now)
+        if self.gens is not None:
+            self.gens.finish(now)
         for f in range(self.F):
             self._close_feed_row(f, now)
             row = self.open_outage[f]
@@ -381,12 +398,13 @@ class PowerChain(Component):
             gen_units = self.units.get("generator")
             if gen_units is not None:
                 gen_units.found(f, "demand")  # a start that finds it failed (latent or not)
+            if self.gens is not None:
+                self.gens.called(f)
             return "unavailable"
         gen = self.spec.generator
         assert gen is not None
-        u = self.engine.streams.scalar(stream, k)
         self.gen_timer[f].cancel()
-        if u < gen.start_failure_prob:
+        if (not self.gens.start(f)) if self.gens is not None else self.engine.streams.scalar(stream, k) < gen.start_failure_prob:
             self.gen_state[f] = "failed_start"
             self.gen_start_failures += 1
             self.engine.recorder.event(self.engine.now, "generator_start_failed", f"power.feed{self.feeds[f]}.generator")
@@ -448,6 +466,8 @@ class PowerChain(Component):
                 continue
             self.gen_state[f] = "off"
             self.gen_timer[f].cancel()
+            if self.gens is not None:
+                self.gens.stop(f)
             row = self.open_outage[f]
             if row is not None:
                 row["end_h"] = eng.now
@@ -468,14 +488,14 @@ class PowerChain(Component):
             self._set_ups(idx)
         elif name == "generator":
             self.unit_up["generator"][idx] = ok
-            self._set_gen(idx, ok and not self._bypassed("generator", idx))
+            self._set_gen(idx, pm.gen_able(self, idx))
         self._feeds_active = True
         self._update()
 
     def _set_ups(self, f: int) -> None:
         """The UPS of feed ``f`` carries its load (battery, conditioning) unless failed, bypassed for a
         maintenance, or on its static bypass (a module shortfall or a fault)."""
-        self.ups_ok[f] = (self.unit_up["ups"][f] and not self._bypassed("ups", f)
+        self.ups_ok[f] = (self.unit_up["ups"][f] and not pm.bypassed(self, "ups", f)
                           and (self.mods is None or self.mods.online(f)))
 
     def _ups_changed(self, f: int) -> None:
@@ -484,93 +504,28 @@ class PowerChain(Component):
         self._feeds_active = True
         self._update()
 
-    def _bypassed(self, name: str, f: int) -> bool:
-        """Unit ``name`` of feed ``f`` is out of service for a bypass-mode maintenance now."""
-        rota = self.rotas.get(name)
-        return rota is not None and rota.on[f] and self.spec.maintenance_mode(name) == "bypass"
-
     def _set_gen(self, f: int, ok: bool) -> None:
         """The generator of feed ``f`` becomes able (``ok``) or unable to run (failure, repair, maintenance)."""
         self.gen_ok[f] = ok
         if not ok and self.gen_state[f] in ("starting", "running", "failed_transfer"):
             self.gen_state[f] = "off"
             self.gen_timer[f].cancel()
+            if self.gens is not None:
+                self.gens.stop(f)
         elif ok and self.util_out[f] > 0 and self.gen_state[f] == "off":
             k = self.restarts[f]
             self.restarts[f] += 1
             self._start_generator(f, f"power.feed{self.feeds[f]}.generator#restart", k)
 
-    # ---- scheduled maintenance (concurrent maintenance, one feed at a time: facility_units.MaintenanceRota)
-    def _maint_out(self, name: str, f: int) -> Load:
-        """A visit takes unit ``name`` of feed ``f`` out: the feed isolated, or the unit bypassed."""
-        self._settle()
-        mode = self.spec.maintenance_mode(name)
-        if mode == "isolate":
-            self.isolated[f] += 1
-        elif mode == "live":
-            pass  # energised work: the unit stays in service
-        elif name == "ups":
-            self.ups_ok[f] = False
-        elif name == "generator":
+    def _gens_changed(self, f: int) -> None:
+        """The generator sets of feed ``f`` changed (after ``_settle``): a plant left with fewer than k running
+        sets trips (then restarts if it can), one that gained or lost sets becomes able or unable to start."""
+        assert self.gens is not None
+        if self.gen_state[f] == "running" and not self.gens.carrying(f):
             self._set_gen(f, False)
-        self._feeds_active = True
-        self._switching(name, f, mode)
-        # the load stays up with a unit or a feed less (exposed), or an isolated single feed drains it
-        return "exposed" if mode != "isolate" or self.F > 1 else "drained"
-
-    def _switching(self, name: str, f: int, mode: str) -> None:
-        """The switching of a visit to unit ``name`` of feed ``f`` may go wrong (one draw of stream
-        ``power.feed<X>.<name>#switching``): it drops the load it touches, the feed worked on (bypass, live) or
-        the feeds that carry it while it is isolated, for ``switching_restore_min``."""
-        mt = self.spec.elements()[name].maintenance
-        assert mt is not None
-        if mt.switching_error_prob <= 0.0:
-            return
-        k = self.switch_k.get((name, f), 0)
-        self.switch_k[(name, f)] = k + 1
-        if self.engine.streams.scalar(f"{self._unit_path(name, f)}#switching", k) >= mt.switching_error_prob:
-            return
-        self.switching_errors += 1
-        self.engine.recorder.event(self.engine.now, "switching_error", self._unit_path(name, f))
-        hit = [g for g in range(self.F) if g != f] if mode == "isolate" else [f]
-        for g in hit:
-            self.switch_drop[g] += 1
-        self.engine.calls(self._switch_back).at(self.engine.now + mt.switching_restore_min / 60.0, hit, None)
-
-    def _switch_back(self, feeds: list[int], drops: list[int] | None = None) -> None:
-        self._settle()
-        for g in feeds:
-            (self.switch_drop if drops is None else drops)[g] -= 1
+        self._set_gen(f, pm.gen_able(self, f))
         self._feeds_active = True
         self._update()
-
-    def _on_trip(self, feed: str, restore_h: float) -> None:
-        """The feed's breaker tripped on an overload (Topic.FEED_TRIP): its load is dead for ``restore_h``."""
-        self._settle()
-        f = self.feeds.index(feed)
-        self.trip_drop[f] += 1
-        self.engine.calls(self._switch_back).at(self.engine.now + restore_h, [f], self.trip_drop)
-        self._feeds_active = True
-        self._update()
-
-    def _unit_path(self, name: str, f: int) -> str:
-        return f"power.feed{self.feeds[f]}.{name}"
-
-    def _maint_after(self, name: str, f: int, out: bool) -> None:
-        self._update()
-
-    def _maint_back(self, name: str, f: int) -> None:
-        self._settle()
-        mode = self.spec.maintenance_mode(name)
-        if mode == "isolate":
-            self.isolated[f] -= 1
-        elif mode == "live":
-            pass
-        elif name == "ups":
-            self._set_ups(f)
-        elif name == "generator":
-            self._set_gen(f, self.unit_up["generator"][f])
-        self._feeds_active = True
 
     def _on_group(self, node: int, part: str, healthy: int) -> None:
         if part == self.spec.psu_part:
@@ -631,7 +586,9 @@ class PowerChain(Component):
         # feed loads are read at every load change while a feed is on battery or a UPS is out (UPS losses, drain)
         self.it.need_exact("power.feeds", self.has_ups and ("ups" in self.mode or not all(self.ups_ok)))
         live = np.array([m != "dead" for m in self.mode])
-        pdu_nf = self.pdu_ok[:, self.node_pdu].T  # (n, F): the node's PDU on feed f works
+        held = bool(self.pdu_out.any() or self.pdu_drop.any())  # PDUs out for a visit or its switching error
+        pdu_up = self.pdu_ok & (self.pdu_out == 0) & (self.pdu_drop == 0) if held else self.pdu_ok
+        pdu_nf = pdu_up[:, self.node_pdu].T  # (n, F): the node's PDU on feed f works
         reach_nf = pdu_nf & live[None, :]
         h = self.psu_healthy
         hp = h & pdu_nf[:, self.slot_feed]
@@ -652,7 +609,8 @@ class PowerChain(Component):
             feed_cause = np.take_along_axis(cand, _RANK[cand].argmax(axis=1)[:, None], axis=1)[:, 0]
         else:
             feed_cause = ((hp_cnt > 0) * dead_code[None, :]).max(axis=1)
-        code = np.where(h.sum(axis=1) < self.min_run, _PSU, np.where(hp.sum(axis=1) < self.min_run, _PDU, feed_cause))
+        pdu_code = pm.pdu_cause(self, h, _PDU, _SWITCH, _MAINT) if held else _PDU
+        code = np.where(h.sum(axis=1) < self.min_run, _PSU, np.where(hp.sum(axis=1) < self.min_run, pdu_code, feed_cause))
         code = np.where(down, np.maximum(code, 1), 0)  # a down node always has a cause
         self.it.set_cap("power", None, new_cap)  # → node power, feed loads, capped counts, UPS timers
         self._apply_downs(down, code)

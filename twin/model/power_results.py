@@ -81,6 +81,12 @@ def power_results(ch: Any, causes_all: tuple[str, ...]) -> tuple[dict[str, float
         m["power.ups_short_hours"] = md.short_h
         m["power.ups_bypass_failures"] = float(md.transfer_failures)
         m["power.ups_faults"] = float(md.faults)
+    if ch.gens is not None:
+        g = ch.gens
+        m["power.generator_short_hours"] = g.short_h
+        m["power.generator_set_start_failures"] = float(g.set_start_failures)
+        m["power.generator_run_failures"] = float(g.run_failures)
+        m["power.generator_trips"] = float(g.trips)
     m["power.feed_dead_hours"] = float(sum(e - s for _, s, e, st, _ in ch.feed_rows if st == "dead"))
     feeds = pd.DataFrame(ch.feed_rows, columns=["feed", "start_h", "end_h", "state", "cause"])
     feeds["state"] = pd.Categorical(feeds["state"], categories=["utility", "ups", "generator", "dead"])

@@ -5,7 +5,9 @@ carry the load, its static bypass, and faults that drop the load. Part of the po
 * The modules are a facility part population (``ups_module``, paths ``power.feed<X>.ups.module<jj>``):
   lifetimes from each module's stream, repairs through the crews and spares, one common-cause group
   per UPS.
-* **Shortfall**: fewer than ``k`` modules working. The UPS transfers its load to the static bypass;
+* **Maintenance** of a UPS with a spare module (``count > required``, mode bypass) services one module at
+  a time: the module is out, the others carry the load (no bypass); :meth:`UPSModules.maintain`.
+* **Shortfall**: fewer than ``k`` modules working (and not out for maintenance). The UPS transfers its load to the static bypass;
   the transfer fails with ``bypass.failure_to_transfer_prob`` (one uniform of stream
   ``power.feed<X>.ups#bypass`` per shortfall, draw k = the feed's shortfall index): the load drops
   (the feed is dead, cause ``power:ups``) until an operator closes the bypass ``manual_bypass_min``
@@ -57,6 +59,8 @@ class UPSModules:
             self.parts = FacilityParts(engine, "ups_module", paths, spec.module_part(len(paths)), groups=groups)
             engine.bus.subscribe(self.parts.changed, self._on_module)
         self.working = [self.n_mod] * F
+        self.maint_out = [0] * F
+        """Per feed: modules out of service for a maintenance visit (N+1: serviced one at a time, no bypass)."""
         self.short = [False] * F
         self.faulted = [False] * F
         self.dropped = [False] * F
@@ -94,20 +98,33 @@ class UPSModules:
         self._settle()
         f = idx // self.n_mod
         self.working[f] += 1 if ok else -1
+        self._reassess(f)
+        self._changed(f)
+
+    def maintain(self, f: int, out: bool) -> None:
+        """A maintenance visit takes one of feed ``f``'s modules out of service (``out``) or returns it: the
+        others carry the load (N+1: no bypass; a shortfall only if fewer than ``k`` remain)."""
+        self._settle()
+        self.maint_out[f] += 1 if out else -1
+        self._reassess(f)
+        self._changed(f)
+
+    def _reassess(self, f: int) -> None:
+        """Enter or leave a shortfall of feed ``f`` after its working or maintained modules changed."""
+        avail = self.working[f] - self.maint_out[f]
         now = self.engine.now
-        if not ok and not self.short[f] and self.working[f] < self.k:
+        if not self.short[f] and avail < self.k:
             self.short[f] = True
             self._short_since[f] = now
             self.shortfalls += 1
-            self.engine.recorder.event(now, "ups_shortfall", self._path(f), -1, float(self.working[f]))
+            self.engine.recorder.event(now, "ups_shortfall", self._path(f), -1, float(avail))
             if not self.faulted[f]:
                 self._transfer(f)
-        elif ok and self.short[f] and self.working[f] >= self.k:
+        elif self.short[f] and avail >= self.k:
             self.short[f] = False
             self.short_h += now - self._short_since[f]
             if not self.faulted[f]:
                 self._restored(f)
-        self._changed(f)
 
     def _transfer(self, f: int) -> None:
         """Feed ``f``'s UPS transfers its load to the static bypass; it may fail and drop the load."""

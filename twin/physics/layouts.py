@@ -55,7 +55,7 @@ def search_layouts(shape: ModelShape, gpus: int, base: Layout, ic: Interconnect,
                 for zero in ((1, 3) if dp > 1 else (0,)):
                     for mode in ("selective", "full"):
                         lay = dataclasses.replace(base, tp=tp, pp=pp, dp=dp, microbatch=1, interleave=v,
-                                                  recompute=(mode == "full"),
+                                                  recompute=(mode == "full"), selective_recompute=True,
                                                   dp_collective="rs_ag" if zero else "all_reduce", zero_stage=zero)
                         try:
                             mb = mem.check_fits(shape, lay, mode, hbm_gb, reserve_gb,

@@ -17,7 +17,9 @@ pipeline stage that holds the most (:func:`memory_breakdown` checks the first an
   output without recomputation (``none``); ``selective`` recomputes the attention core and keeps
   none of the s² term (Megatron-LM's default, and what FlashAttention does); ``full`` keeps only
   each layer's input (s·b·h) and rebuilds one layer at a time (that layer's selective set on top).
-  With tp > 1 all of it is divided by tp (sequence parallelism, Megatron-LM's default with tp), and
+  With tp > 1 all of it is divided by tp with sequence parallelism (``Layout.sequence_parallel``,
+  Megatron-LM's default with tp); without it the two norm inputs and the QKV and MLP inputs (4·s·b·h) are
+  whole on every tp rank and only the rest is divided (Korthikanti et al. §4.2.2), and
   by cp with context parallelism (each GPU holds s/cp tokens). A MoE layer (twin/physics/moe.py) keeps,
   instead of the dense MLP's intermediates, (top_k × capacity factor + shared) copies of the token (the
   dispatched input) and of the expert's intermediates;
@@ -61,8 +63,11 @@ def activation_bytes_per_layer(shape: ModelShape, layout: Layout, mode: Recomput
     s, b, h = float(shape.seq_len), float(layout.microbatch), float(shape.hidden)
     sbh = s * b * h
     split = layout.tp * layout.cp
+    # without sequence parallelism (tp > 1) the norms' inputs and the column-parallel GEMMs' inputs are
+    # whole on every tp rank (Korthikanti et al. 2022 §4.2.2): 2 norm inputs + the QKV and MLP inputs
+    whole = 0.0 if (layout.sequence_parallel or layout.tp == 1) else 4.0 * sbh / layout.cp
     if mode == "full":
-        return sbh * layout.act_bytes / split
+        return sbh * layout.act_bytes / (split if (layout.sequence_parallel or layout.tp == 1) else layout.cp)
     heads = shape.heads or 1
     mats = 3 if shape.gated_mlp else 2
     mlp = mats * shape.ffn / h
@@ -73,6 +78,8 @@ def activation_bytes_per_layer(shape: ModelShape, layout: Layout, mode: Recomput
     elems = sbh * (2 + 1 + 1 + 2 * shape.kv_width / h + 1 + 1 + mlp)
     if mode == "none":
         elems += heads * s * s * b
+    if whole:
+        return (whole + (elems - 4.0 * sbh) / split) * layout.act_bytes
     return elems * layout.act_bytes / split
 
 

@@ -16,7 +16,8 @@ interconnect of NVLink domains joined by per-GPU NICs (:class:`Interconnect`). O
   is tuned, never derived);
 * **tensor parallelism**: per microbatch and layer, 4 all-reduces of the activations
   (b·s·h elements; 2 forward, 2 backward; 6 with recomputation) inside an NVLink domain
-  (Megatron-LM §3.3; sequence parallelism's reduce-scatter + all-gather move the same bytes);
+  (Megatron-LM §3.3), each a reduce-scatter and an all-gather with sequence parallelism (the same
+  bytes on a ring; in-switch reduction, ``Interconnect.nvls``, speeds up only the all-reduce);
 * **pipeline**: per microbatch, 2·v point-to-point sends of b·s·h elements (activation forward,
   gradient backward), divided by tp with the scatter/gather optimisation (each tp rank sends
   1/tp over its own NIC, then an all-gather inside the domain) (Megatron-LM §4.1);
@@ -70,7 +71,8 @@ from twin.physics import moe as _moe
 from twin.physics.moe import MoE
 
 __all__ = [
-    "BUS_FACTORS", "Interconnect", "Layout", "MoE", "ModelShape", "active_params_count", "effective_peak_flops", "StepBreakdown", "bubble_fraction", "bus_factor",
+    "BUS_FACTORS", "Interconnect", "Layout", "MoE", "ModelShape", "active_params_count", "core_attention_flops_per_sequence",
+    "layer_passes", "effective_peak_flops", "StepBreakdown", "bubble_fraction", "bus_factor",
     "dp_peers_per_domain", "forward_flops_per_sequence", "hardware_flops_per_step", "mfu",
     "model_flops_per_step", "p2p_s", "params_count", "stage_flops_per_step", "step_breakdown", "tiered_collective_s",
     "tp_collectives_per_layer",
@@ -205,6 +207,16 @@ class Layout:
     kernel efficiencies were tuned); ``zero_stage`` 0 (from ``dp_collective``), 1 or 2 (optimizer
     state, and at 2 gradients, sharded: one reduce-scatter and one all-gather per step) or 3 (ZeRO-3 /
     FSDP: parameters sharded too, gathered in forward and again in backward, one more all-gather);
+    ``selective_recompute`` recomputes the core attention (QKᵀ, softmax, attention over V) in the
+    backward, one more forward of it (Korthikanti et al. 2022 §5; FlashAttention likewise recomputes its
+    scores; ignored with full ``recompute``, which recomputes everything); ``sequence_parallel`` splits
+    the norms' and the column-parallel GEMMs' inputs over tp (Korthikanti et al. §4.2.2: memory only,
+    see twin/physics/memory.py; its reduce-scatter + all-gather move the all-reduce's bytes, and the norms
+    it splits are elementwise, outside this FLOP count);
+    ``score_bytes`` bytes of memory traffic per attention-score element (a·s² per layer and sequence) over
+    a whole step, when the scores are written to memory (softmax, mask and dropout as separate kernels:
+    Megatron-LM 2021; 0: FlashAttention-style kernels keep them on chip), at ``hbm_bytes_s`` effective
+    bytes/s of the GPU's memory (:func:`score_memory_s`);
     ``cp`` context-parallel GPUs per sequence (twin/physics/context_parallel.py; tp × cp × pp × dp GPUs,
     ranks tp innermost, then cp) exchanging keys and values by ``cp_collective`` ('ring' or 'all_gather');
     ``ep`` expert-parallel GPUs (a divisor of dp) over which a MoE model's experts are split, its
@@ -230,6 +242,10 @@ class Layout:
     compress_s_per_gb: float = 0.0
     causal: bool = False
     zero_stage: int = 0
+    selective_recompute: bool = False
+    sequence_parallel: bool = True
+    score_bytes: float = 0.0
+    hbm_bytes_s: float = 0.0
     cp: int = 1
     cp_collective: Literal["ring", "all_gather"] = "ring"
     ep: int = 1
@@ -238,6 +254,8 @@ class Layout:
     def __post_init__(self) -> None:
         if self.cp < 1 or self.ep < 1:
             raise ValueError("cp and ep must be >= 1")
+        if self.score_bytes < 0 or (self.score_bytes > 0 and not self.hbm_bytes_s > 0):
+            raise ValueError("score_bytes must be >= 0, and with score_bytes > 0 hbm_bytes_s must be > 0")
         if self.dp % self.ep:
             raise ValueError("ep must divide dp (expert parallelism splits the data-parallel ranks)")
         if self.cp_collective not in ("ring", "all_gather"):
@@ -285,7 +303,13 @@ class Interconnect:
     Bandwidths per GPU per direction: ``nvlink_gbyte_s`` GB/s (H100 NVLink 4: 450, i.e. 900 GB/s
     bidirectional, DGX SuperPOD H100 RA; A100: 300; GB200: 900), ``nic_gbit_s`` Gbit/s
     (ConnectX-7: 400). Efficiencies and latencies: Calculon's H100 system (Isaev et al. SC23,
-    ``systems/h100_80g_nvl8.json``): NVLink 0.6 and 1 µs, scale-out 0.9 and 2 µs."""
+    ``systems/h100_80g_nvl8.json``): NVLink 0.6 and 1 µs, scale-out 0.9 and 2 µs.
+
+    ``nvls``: the NVLink switches reduce in the switch (NVLink SHARP, NCCL's NVLS algorithm: H100's
+    NVSwitch and GB200's NVLink Switch; not A100's): an all-reduce inside a domain sends and receives
+    each GPU's buffer once (bus factor 1 instead of 2(g − 1)/g, 2 latency steps); reduce-scatter and
+    all-gather are unchanged. ``nvlink_op_eff`` multiplies the NVLink tier's bandwidth per operation
+    (all_reduce, reduce_scatter, all_gather; 1: the tier's one efficiency)."""
 
     domain_gpus: int = 8
     nvlink_gbyte_s: float = 450.0
@@ -294,10 +318,15 @@ class Interconnect:
     nic_gbit_s: float = 400.0
     nic_eff: float = 0.9
     nic_latency_s: float = 2e-6
+    nvls: bool = False
+    nvlink_op_eff: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    """Multipliers of the NVLink tier's bandwidth for (all_reduce, reduce_scatter, all_gather)."""
 
     def __post_init__(self) -> None:
         if self.domain_gpus < 1:
             raise ValueError("domain_gpus must be >= 1")
+        if len(self.nvlink_op_eff) != 3 or not all(0.0 < e <= 2.0 for e in self.nvlink_op_eff):
+            raise ValueError("nvlink_op_eff must be 3 factors in (0, 2]")
         for f in ("nvlink_gbyte_s", "nic_gbit_s"):
             if not getattr(self, f) > 0:
                 raise ValueError(f"{f} must be > 0")
@@ -330,7 +359,12 @@ def tiered_collective_s(op: Collective, bytes_per_gpu: float, g: int, n_domains:
         raise ValueError("g and n_domains must be >= 1")
     t = 0.0
     if g > 1:
-        t += bus_factor(op, g) * bytes_per_gpu / ic.nvlink_bytes_s + _steps(op, g) * ic.nvlink_latency_s
+        op_eff = dict(zip(("all_reduce", "reduce_scatter", "all_gather"), ic.nvlink_op_eff)).get(op, 1.0)
+        if ic.nvls and op == "all_reduce":   # in-switch reduction: each GPU's buffer out once and in once
+            factor, steps = 1.0, 2
+        else:
+            factor, steps = bus_factor(op, g), _steps(op, g)
+        t += factor * bytes_per_gpu / (ic.nvlink_bytes_s * op_eff) + steps * ic.nvlink_latency_s
     if n_domains > 1:
         bw = ic.nic_bytes_s(nic_share)
         if bw <= 0.0:
@@ -396,12 +430,34 @@ def forward_flops_per_sequence(shape: ModelShape, causal: bool = False,
     return layers, 2.0 * s * h * shape.vocab
 
 
-def hardware_flops_per_step(shape: ModelShape, recompute: bool, causal: bool = False) -> float:
+def core_attention_flops_per_sequence(shape: ModelShape, causal: bool = False) -> float:
+    """Forward FLOPs of the core attention (QKᵀ and attention over V) of all layers of one sequence:
+    l·4·s²·h (half with ``causal``): what selective recompute computes once more."""
+    s, h = float(shape.seq_len), float(shape.hidden)
+    return shape.layers * 4.0 * s * s * h * (0.5 if causal else 1.0)
+
+
+def layer_passes(recompute: bool, selective: bool, shape: ModelShape, causal: bool) -> float:
+    """Forward-pass equivalents of the layers' FLOPs per sequence: 3 (forward + backward), 4 with full
+    recomputation, and with selective recompute 3 + core attention/layers (its one more forward):
+    the multiplier of :func:`forward_flops_per_sequence`'s layer FLOPs."""
+    if recompute:
+        return 4.0
+    if not selective:
+        return 3.0
+    layers, _ = forward_flops_per_sequence(shape, causal, capacity=True)
+    return 3.0 + core_attention_flops_per_sequence(shape, causal) / layers
+
+
+def hardware_flops_per_step(shape: ModelShape, recompute: bool, causal: bool = False,
+                            selective: bool = False) -> float:
     """FLOPs the GPUs execute per step (all GPUs): B × (3 or, with full recomputation, 4 passes of
-    the layers + 3 of the logits). For a GPT shape with recomputation (non-causal) this is
-    Megatron-LM's 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))."""
+    the layers + 3 of the logits; with selective recompute 3 passes and one more of the core
+    attention). For a GPT shape with recomputation (non-causal) this is Megatron-LM's
+    96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)); with selective recompute (non-causal)
+    72·B·s·l·h²·(1 + 2s/(9h) + V/(12·l·h))."""
     layers, logits = forward_flops_per_sequence(shape, causal, capacity=True)
-    return shape.global_batch * ((4.0 if recompute else 3.0) * layers + 3.0 * logits)
+    return shape.global_batch * (layer_passes(recompute, selective, shape, causal) * layers + 3.0 * logits)
 
 
 def model_flops_per_step(shape: ModelShape, causal: bool = False) -> float:
@@ -417,8 +473,21 @@ def stage_flops_per_step(shape: ModelShape, layout: Layout) -> float:
     the layers (an even split, assumption) and the logits: B·(passes·layers/pp + 3·logits)/(tp·cp·dp).
     With pp = 1 this is the whole step over tp·dp GPUs."""
     layers, logits = forward_flops_per_sequence(shape, layout.causal, capacity=True)
-    passes = 4.0 if layout.recompute else 3.0
+    passes = layer_passes(layout.recompute, layout.selective_recompute, shape, layout.causal)
     return shape.global_batch * (passes * layers / layout.pp + 3.0 * logits) / (layout.tp * layout.cp * layout.dp)
+
+
+def score_memory_s(shape: ModelShape, layout: Layout) -> float:
+    """Seconds one GPU of the last pipeline stage spends per step moving attention scores through memory:
+    B/dp sequences × l/pp layers × a/tp heads × (s/cp)·s scores × ``score_bytes`` / ``hbm_bytes_s``
+    (0 with ``score_bytes`` 0). Memory-bound work the FLOP count leaves out: its weight against a layer's
+    GEMMs grows as a·s/h²."""
+    if layout.score_bytes <= 0:
+        return 0.0
+    heads = shape.heads or 1
+    s = float(shape.seq_len)
+    elems = shape.global_batch / layout.dp * shape.layers / layout.pp * heads / layout.tp * s * s / layout.cp
+    return elems * layout.score_bytes / layout.hbm_bytes_s
 
 
 def mfu(flops_per_step: float, step_s: float, gpus: int, peak_flops: float) -> float:
@@ -561,12 +630,17 @@ def step_breakdown(shape: ModelShape, layout: Layout, ic: Interconnect, peak_flo
     m = layout.microbatches(shape)
     tp, pp, v = layout.tp, layout.pp, layout.interleave
     # compute: the slowest pipeline stage (the last, which carries the logits) sets the step
-    compute = stage_flops_per_step(shape, layout) / (peak_flops * eta_k)
+    compute = stage_flops_per_step(shape, layout) / (peak_flops * eta_k) + score_memory_s(shape, layout)
     # tensor parallelism, per microbatch (its s/cp tokens with context parallelism)
     act = float(layout.microbatch) * shape.seq_len / layout.cp * shape.hidden * layout.act_bytes
     tp_mb = 0.0
     if tp > 1:
-        per_layer = tp_collectives_per_layer(layout.recompute) * tiered_collective_s("all_reduce", act, tp, 1, ic)
+        if layout.sequence_parallel:   # each all-reduce becomes a reduce-scatter and an all-gather
+            one_tp = (tiered_collective_s("reduce_scatter", act, tp, 1, ic)
+                      + tiered_collective_s("all_gather", act, tp, 1, ic))
+        else:
+            one_tp = tiered_collective_s("all_reduce", act, tp, 1, ic)
+        per_layer = tp_collectives_per_layer(layout.recompute) * one_tp
         tp_mb = per_layer * shape.layers / pp * (1.0 - layout.tp_overlap)
     # pipeline sends, per microbatch: 2·v of the activations, in the domain when the whole
     # pipeline fits in it, else on the NICs (each tp rank its 1/tp with scatter/gather)

@@ -277,6 +277,12 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('power.ups_bypass_failures', 'drawn per shortfall with ups.bypass.failure_to_transfer_prob on the stream '
        'power.feed<X>.ups#bypass'),
     _H('power.ups_faults', 'faults at ups.fault.per_year (stream power.feed<X>.ups#fault) that hit a UPS in service'),
+    _H('power.generator_short_hours', 'Σ over feeds of the hours below generator.modules.required available sets'),
+    _H('power.generator_set_start_failures', 'drawn per available set and demand with generator.start_failure_prob '
+       'on the stream power.feed<X>.generator.set<jj>#start'),
+    _H('power.generator_run_failures', 'running sets failing at generator.modules.run_failure_per_h (stream '
+       'power.feed<X>.generator.set<jj>#run)'),
+    _H('power.generator_trips', 'running plants left with fewer than generator.modules.required running sets'),
     _H('power.switching_errors', 'drawn per maintenance visit with switching_error_prob on the stream '
        'power.feed<X>.<unit>#switching'),
     _H('power.test_unit_hours', 'Σ of test_duration_h over the periodic tests of working units'),
@@ -344,6 +350,26 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('cost.labour', 'technicians × on-shift hours × rate'),
     _H('cost.spares_holding', 'holding rate (25 %/yr) × part price × mean units on hand × T'),
     _H('cost.water', 'water.site_l / 1000 (m³) × costs.water_per_m3; 0 without evaporative cooling'),
+    # the life of a hall: a scenario with a timeline (twin/life.py, docs/guide/timeline.md)
+    _H('installation.node_hours', 'Σ over the installation windows of nodes × hours within the horizon (racks × '
+       'nodes per rack × hours_per_rack for a step\'s work)'),
+    _H('installation.windows', 'the drains of the installation section (waves of crews racks)'),
+    _H('life.stages', 'the steps before the horizon + 1'),
+    _H('cost.stages', "Σ over the stages of each stage's cost.total"),
+    _H('cost.steps', 'Σ over the steps of step_capital.<step>'),
+    _H('stage_<metric>.<k>', "stage k's own metric (stage 0 before the first step), from its own run"),
+    _H('step_works.<step>', 'timeline.steps.capital'),
+    _H('step_nodes_replaced.<step>', 'the nodes before the step when it changes cluster.node.type, else 0'),
+    _H('step_writeoff.<step>', 'Σ over the replaced nodes of price × (1 − (1 + r)^−(n − a)) / (1 − (1 + r)^−n), '
+       'a their age in years, n amortisation_years, r discount_rate ((n − a)/n at r = 0; 0 once a ≥ n)'),
+    _H('step_resale.<step>', 'nodes replaced × resale_per_node'),
+    _H('step_disposal.<step>', 'nodes replaced × disposal_per_node'),
+    _H('step_capital.<step>', 'works + write-off − resale + disposal'),
+    _H('step_purchase.<step>', 'cost.capital_purchase of the stage after the step − that of the stage before'),
+    _H('step_install_node_hours.<step>', "installation.node_hours of the step's stage"),
+    _H('headroom_<check>.<k>', "capacity − load of the check in stage k (twin/scenario/headroom.py): the load "
+       "is every node at full power (non-GPU + GPUs × TDP), or at nameplate for the rack"),
+    _H('headroom_min.<check>', 'the least headroom_<check> over the stages'),
     _H('forecast.days', "each replication runs until the job completes; its completion time is work + Σ losses "
        "(the identity of twin forecast, exact per replication), from the job's submission"),
     _H('forecast.days_lost.<cause>', "an interruption cause's lost work (progress since the last checkpoint), "

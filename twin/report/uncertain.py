@@ -63,8 +63,11 @@ def summary_sentences(folder: Path | str) -> list[str]:
             r = o.loc[rec]
             return pre + [f"{rec} is recommended as {dec['rule']}: expected {obj} {_v(meta, r.expected, False)}."]
     r = o.loc[rec]
+    n = meta.get("decision_draws", meta["draws"])
+    design = (f"; Saltelli's design of {meta['draws']} draws, of which these are its independent ones"
+              if meta.get("design") == "saltelli" else "")
     out = pre + [f"{rec} has the {word} {obj} in {_pct(r.p_best)} [{_pct(r.p_best_low)}, {_pct(r.p_best_high)}] of the "
-           f"plausible worlds ({meta['draws']} draws of {len(meta['keys'])} uncertain inputs, {meta['replications']} "
+           f"plausible worlds ({n} draws of {len(meta['keys'])} uncertain inputs{design}, {meta['replications']} "
            f"replications each, {meta['runs']} runs); expected {obj} {_v(meta, r.expected, False)} against "
            f"{_v(meta, o.loc[ru].expected, False)} for {ru}. Recommended by the rule: {dec['rule']}."]
     rk = _ranked(inputs)
@@ -73,6 +76,11 @@ def summary_sentences(folder: Path | str) -> list[str]:
         second = f" and {rk.iloc[1].input} ({_pct(rk.iloc[1].s1)})" if len(rk) > 1 else ""
         out.append(f"The answer rests on {lead.input} ({_pct(lead.s1)} of the variance of the paired difference "
                    f"{rec} − {ru}){second}; replication noise is {_pct(dec['noise_share'])} of that variance.")
+    if "sobol_st" in inputs and inputs.sobol_st.notna().any():
+        top = inputs.sort_values(["sobol_st", "input"], ascending=[False, True], kind="stable").iloc[0]
+        out.append(f"Saltelli's design: {top.input} has the largest total Sobol' index, {_pct(top.sobol_st)} "
+                   f"[{_pct(max(0.0, top.sobol_st_low))}, {_pct(min(1.0, top.sobol_st_high))}] (its first-order "
+                   f"index {_pct(top.sobol_s1)}; the rest is its interactions with other inputs).")
     if "evppi" in inputs and len(inputs):
         top = inputs.sort_values(["evppi", "input"], ascending=[False, True], kind="stable").iloc[0]
         out.append(f"Measure {top.input} first: knowing it before deciding is worth {_v(meta, top.evppi, False)} "
@@ -113,6 +121,10 @@ def inputs_frame(meta: dict[str, Any], inputs: pd.DataFrame, short: bool = False
         cols["variance share S1"] = [f"{_pct(s)} [{_pct(max(0.0, a))}, {_pct(min(1.0, b))}]"
                                      for s, a, b in zip(rk.s1, rk.s1_low, rk.s1_high)]
         cols["delta"] = [f"{d:.3f}" for d in rk.delta]
+    if "sobol_st" in rk and rk.sobol_st.notna().any():
+        for k, name in (("sobol_s1", "Sobol' S1"), ("sobol_st", "Sobol' ST")):
+            cols[name] = [f"{_pct(s)} [{_pct(max(0.0, a))}, {_pct(min(1.0, b))}]"
+                          for s, a, b in zip(rk[k], rk[k + "_low"], rk[k + "_high"])]
     if "evppi" in rk:
         cols["EVPPI"] = [f"{_v(meta, e, False)} [{_v(meta, a, False)}, {_v(meta, b, False)}]"
                          for e, a, b in zip(rk.evppi, rk.evppi_low, rk.evppi_high)]

@@ -354,7 +354,10 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
         opt = checkpoint_optimum(ck, delta, R, rate - sdc_rate, sdc_rate, sdc.detection if sdc is not None else None)
         if opt.sdc_rate_per_h > 0:
             out.extend(retention_advice(f"workload.jobs.{i}.checkpoint", f"job {job.name!r}", ck, delta, opt.latency_h))
-        tau_o = opt.interval_h
+        # an asynchronous checkpoint that pauses the job little has its optimum below its write time, where
+        # the next one could not start: the interval is then floored at the write time
+        floored = ck.mode == "async" and opt.interval_h < write
+        tau_o = write if floored else opt.interval_h
         if not tau_o > 0 or opt.ettr(tau_o) - opt.ettr(ck.interval_h) < ETTR_LOSS:
             continue
         health = ""
@@ -368,14 +371,18 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
             kept = (f"one every {ret.persistent_every_h:g} h persistent" if ret.persistent_every_h is not None
                     else "no persistent ones")
             daly = opt.daly_h()
-            vs = ("which counts them as crashes, does not apply" if abs(tau_o / daly - 1.0) > 0.02 else
-                  "which counts them as crashes, is as good here: the rolling set spans the latency")
+            same = daly > 0 and abs(tau_o / daly - 1.0) <= 0.02  # a pause of 0 makes Daly's interval 0
+            vs = ("which counts them as crashes, is as good here: the rolling set spans the latency" if same else
+                  "which counts them as crashes, does not apply")
             what = (f"the optimum {tau_o:.3g} h with SDC rollbacks to the newest kept checkpoint captured before "
                     f"the corruption (detected {lat:.3g} h later; the last {ret.keep_last} checkpoints kept, {kept}; "
                     f"Daly's {daly:.3g} h, {vs})")
             name = "ETTR"
         else:
             what, name = f"Daly's optimum {tau_o:.3g} h", "Daly's ETTR"
+        if floored:
+            what = (f"its write time {tau_o:.3g} h (the optimum {opt.interval_h:.3g} h is shorter than the "
+                    f"asynchronous write, so the next checkpoint could not start)")
         out.append(Advice(
             f"workload.jobs.{i}.checkpoint.interval_h",
             f"{ck.interval_h:g} h is {ck.interval_h / tau_o:.2g} × {what} for job "
@@ -424,7 +431,31 @@ def advice_lines(sc: "Scenario") -> list[str]:
 def advise(sc: "Scenario") -> list[Advice]:
     """Every advisory of ``sc`` (see the module docstring); empty when its numbers raise no flag."""
     return (spares_advice(sc) + crew_advice(sc) + checkpoint_advice(sc) + unit_slip_advice(sc) + rack_advice(sc)
-            + horizon_advice(sc))
+            + horizon_advice(sc) + timeline_advice(sc))
+
+
+def timeline_advice(sc: "Scenario") -> list[Advice]:
+    """A timeline's headroom after each step that reaches a shortfall (run with its consequences,
+    ``timeline.on_exceed: run``), and its parts that age and restart as new at each stage
+    (:mod:`twin.scenario.headroom`, :mod:`twin.scenario.timeline`)."""
+    from twin.scenario.headroom import shortfalls
+    from twin.scenario.timeline import ageing_parts
+
+    tl = sc.timeline
+    if tl is None:
+        return []
+    out = []
+    for k, found in enumerate(tl.headroom[1:], start=1):
+        short = shortfalls(found)
+        if short:
+            step = tl.steps[k - 1]
+            out.append(Advice(f"timeline.steps.{k - 1}", f"step {step.name!r} (day {step.day:g}) exceeds the hall's "
+                              f"headroom: {'; '.join(short)}; it runs with its consequences (timeline.on_exceed: run)"))
+    aged = ageing_parts(tl.stages)
+    if aged and len(tl.stages) > 1:
+        out.append(Advice("timeline", f"parts with an ageing lifetime ({', '.join(aged)}) restart as new at each "
+                                      "stage; exact only for exponential lifetimes (docs/guide/timeline.md)"))
+    return out
 
 
 def horizon_advice(sc: "Scenario") -> list[Advice]:
@@ -465,4 +496,5 @@ def unit_slip_advice(sc: "Scenario") -> list[Advice]:
     10 W (kilowatts), hours given in a ``_days`` field."""
     from twin.scenario.slips import unit_slips
 
-    return [Advice(field, text) for field, text in unit_slips(sc.model_dump(mode="python"))]
+    doc = sc.model_dump(mode="python", exclude={"timeline": {"base"}})  # a timeline's base: the document itself
+    return [Advice(field, text) for field, text in unit_slips(doc)]

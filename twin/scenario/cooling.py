@@ -674,6 +674,12 @@ class Cooling(Strict):
             self.plant.check_against(sc)
         if self.liquid is not None and self.liquid.loops > racks:
             raise ValueError(f"@cooling.liquid.loops: must be <= racks ({racks}), got {self.liquid.loops}")
+        if self.air is not None:  # periodic tests (issue 43): every unit of a kind in turn within an interval
+            self.air.crah.check_tests("cooling.air.crah", self.air.zones * self.air.crah.count)
+        if self.liquid is not None:
+            d = self.liquid.cdu
+            d.check_tests("cooling.liquid.cdu", self.liquid.loops * d.count)
+            d.pumps.check_tests("cooling.liquid.cdu.pumps", self.liquid.loops * d.count * d.pumps.count)
         for i, node in enumerate(self.trace.nodes):
             if node >= n_nodes:
                 raise ValueError(f"@cooling.trace.nodes.{i}: the cluster has {n_nodes} nodes, got {node}")
@@ -757,7 +763,8 @@ class Cooling(Strict):
         if self.air is not None:
             c = self.air.crah
             out["crah"] = Part(count=c.count, required=c.required, effect="redundant", failure=c.failure,
-                               repair=c.repair, common_cause_beta=c.common_cause_beta)
+                               repair=c.repair, common_cause_beta=c.common_cause_beta,
+                               latent_test_interval_h=c.latent_test_interval_h)
             ev = self.air.evaporative
             if ev is not None:  # the pads' water supply: the units run dry while it is down
                 out["water_supply"] = Part(count=1, required=1, effect="redundant", failure=ev.water_failure,
@@ -765,10 +772,12 @@ class Cooling(Strict):
         if self.liquid is not None:
             d = self.liquid.cdu
             out["cdu"] = Part(count=d.count, required=d.required, effect="redundant", failure=d.failure,
-                              repair=d.repair, common_cause_beta=d.common_cause_beta)
+                              repair=d.repair, common_cause_beta=d.common_cause_beta,
+                              latent_test_interval_h=d.latent_test_interval_h)
             p = d.pumps
             out["cdu_pump"] = Part(count=p.count, required=p.required, effect="redundant", failure=p.failure,
-                                   repair=p.repair, common_cause_beta=p.common_cause_beta)
+                                   repair=p.repair, common_cause_beta=p.common_cause_beta,
+                                   latent_test_interval_h=p.latent_test_interval_h)
             if self.liquid.leak is not None:
                 lk = self.liquid.leak
                 out["leak"] = Part(count=1, effect="node_down", failure=lk.failure, repair=lk.repair)

@@ -71,6 +71,7 @@ def _default_parts() -> dict[str, float]:
         "ups": 5000.0,        # UPS module or battery string (assumption)
         "ups_module": 8000.0,  # one UPS power module, ~100-250 kW class (assumption, range 4,000-20,000)
         "generator": 5000.0,  # starter, controller (assumption)
+        "generator_set": 5000.0,  # one generator set's repair: starter, controller, injectors (assumption, range 2,000-20,000)
         "switchboard": 10000.0,  # breaker (assumption)
         "pdu": 1000.0,        # rack PDU (assumption)
         "storage_server": 5000.0,    # drives or a board of one storage server (assumption)
@@ -110,7 +111,8 @@ class Capital(_Strict):
                            "costs USD 10.7 M per MW in 2025 (JLL, sources-next §4).")
     generator_per_kw: NonNeg = Field(
         400.0, description="Standby generator per kW, sized like its feed's UPS (assumption: USD 400/kW, range "
-                           "250–800; one generator per feed, so 2N buys two).")
+                           "250–800; one generator per feed, so 2N buys two). A plant of sets (power.generator.modules) is bought for "
+                           "count/required times that rating: N+1 sets of k cost (k + 1)/k.")
     switchboard: NonNeg = Field(
         150000.0, description="One feed's switchboard and transformer (assumption: USD 150,000, range 75,000–300,000 "
                               "for about 1–2 MW; 2N buys one per feed).")

@@ -2,7 +2,7 @@
 
 Some mechanisms of a scenario run on a schedule with a period: the maintenance windows of the power
 chain's units (``power.<unit>.maintenance``: the first visit at ``offset_h``, by default half an
-interval, the next feed's an interval ÷ feeds later) and of the cooling units
+interval ÷ feeds, the next feed's an interval ÷ feeds later) and of the cooling units
 (``cooling.plant.maintenance.<kind>``, staggered over the units the same way), the periodic tests that
 find silent failures (``latent_test_interval_h``: every this many hours from time 0), the rolling
 planned drains (``maintenance.planned``: from ``start_day`` every ``every_days``) and the outdoor
@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from twin.scenario.units import first_visit_h
 from twin.units import HOURS_PER_DAY, HOURS_PER_YEAR
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -79,13 +80,24 @@ def _days(h: float) -> str:
     return f"{h / HOURS_PER_DAY:,.4g} days"
 
 
-def _staggered(field: str, what: str, interval_h: float, offset_h: float | None, horizon_h: float) -> Hidden | None:
-    """A schedule of units visited every ``interval_h``, the first at ``offset_h`` (default half an
-    interval) and the others staggered over one interval after it."""
-    first = offset_h if offset_h is not None else interval_h / 2.0
+def _staggered(field: str, what: str, interval_h: float, offset_h: float | None, horizon_h: float,
+               units: int) -> Hidden | None:
+    """A schedule of ``units`` units visited every ``interval_h``, the first at ``offset_h`` (default
+    interval/(2·units)) and the others staggered over one interval after it."""
+    first = first_visit_h(interval_h, offset_h, 0, units)
     if horizon_h >= interval_h and first < horizon_h:
         return None
     return Hidden(field, what, interval_h, first, first >= horizon_h)
+
+
+def _cooling_units(cooling: Any, kind: str) -> int:
+    """Units of cooling ``kind`` the plant's maintenance visits in turn (chillers; CRAH units of every zone;
+    CDUs of every loop)."""
+    if kind == "chiller":
+        return int(cooling.plant.chillers.count)
+    if kind == "crah":
+        return int(cooling.air.zones * cooling.air.crah.count)
+    return int(cooling.liquid.loops * cooling.liquid.cdu.count)
 
 
 def hidden(sc: "Scenario") -> list[Hidden]:
@@ -115,7 +127,7 @@ def hidden(sc: "Scenario") -> list[Hidden]:
             mt = el.maintenance
             if mt is not None:
                 h = _staggered(f"power.{name}.maintenance.interval_h", f"{_NAMES.get(name, name)} maintenance windows", mt.interval_h,
-                               mt.offset_h, H)
+                               mt.offset_h, H, len(power.feeds) * (power.pdu_count(sc.cluster.racks) if name == "pdu" else 1))
                 if h is not None:
                     out.append(h)
             latent(f"power.{name}.latent_test_interval_h", f"periodic tests of the {_NAMES.get(name, name)}",
@@ -125,7 +137,7 @@ def hidden(sc: "Scenario") -> list[Hidden]:
         plant = getattr(cooling, "plant", None)
         for kind, umt in (plant.maintenance.items() if plant is not None else ()):
             h = _staggered(f"cooling.plant.maintenance.{kind}.interval_h", f"{_NAMES.get(kind, kind)} maintenance windows",
-                           umt.interval_h, umt.offset_h, H)
+                           umt.interval_h, umt.offset_h, H, _cooling_units(cooling, kind))
             if h is not None:
                 out.append(h)
         amb = cooling.ambient

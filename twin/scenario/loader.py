@@ -670,6 +670,9 @@ def _bind_files(sc: Scenario, top_dir: Path, source: str) -> None:
         from twin.scenario.cooling import bind_ambient_csv
 
         bind_ambient_csv(cooling, top_dir)
+    if sc.timeline is not None:  # each stage of a timeline reads the same files (twin/scenario/timeline.py)
+        for stage in sc.timeline.stages:
+            _bind_files(stage, top_dir, source)
 
 
 def _check_data_file(path: Path) -> None:

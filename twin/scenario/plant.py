@@ -153,7 +153,8 @@ class Plant(Strict):
         """Part specs of the plant's units (names a spare pool or a crew may use)."""
         c = self.chillers
         out = {"chiller": Part(count=c.count, required=c.required, effect="redundant", failure=c.failure,
-                               repair=c.repair, common_cause_beta=c.common_cause_beta)}
+                               repair=c.repair, common_cause_beta=c.common_cause_beta,
+                               latent_test_interval_h=c.latent_test_interval_h)}
         for name in ("facility_water", "controls", "row_branch"):
             sp: SharedPart | None = getattr(self.shared, name)
             if sp is not None:
@@ -163,6 +164,7 @@ class Plant(Strict):
     def check_against(self, sc: "Scenario") -> None:
         """Cross-checks against the power section and the cluster (called from Scenario validation)."""
         feeds = sc.power.feeds if sc.power is not None else []
+        self.chillers.check_tests("cooling.plant.chillers", self.chillers.count)
         for name in ("crah_power", "cdu_power"):
             self._check_feeds(f"cooling.plant.{name}.feeds", getattr(self, name), feeds)
         self._check_feeds("cooling.plant.chillers.power.feeds", self.chillers.power, feeds)

@@ -91,8 +91,10 @@ class ElementMaintenance(Visits):
                           "carries it); bypass: the unit is out of service and the feed stays on utility, exposed "
                           "(a UPS on maintenance bypass: an outage reaches the load at once; a generator cannot "
                           "start); live: energised work (thermography, live inspection), the unit stays in service "
-                          "(only a switching error can drop the load). Default: bypass for the generator, isolate "
-                          "otherwise.")
+                          "(only a switching error can drop the load). A UPS with a spare power module, or a generator "
+                          "plant with a spare set (count > required), in bypass mode is serviced one module at a time: "
+                          "the module is out, the others carry the load, nothing is bypassed. Default: bypass for the "
+                          "generator, isolate otherwise.")
     switching_error_prob: Prob = Field(
         0.0, description="Probability that the switching of a visit goes wrong and drops the load the switching "
                          "touches: the feed worked on (bypass, live), or the feed that carries its load while it is "
@@ -116,7 +118,8 @@ class Element(FacilityUnit):
         None, description="Crew dispatch priority (lower first). Default: PDU and switchboard 0, UPS and generator 2."
     )
     maintenance: ElementMaintenance | None = Field(
-        None, description="Scheduled maintenance of this unit on every feed, one feed at a time; null: none.")
+        None, description="Scheduled maintenance of this unit on every feed, one feed at a time (PDUs: one PDU at a "
+                          "time; isolated, its racks lose that feed for the visit); null: none.")
     latent_test_interval_h: PosHours | None = Field(
         None, description="Failures are silent (unmonitored): found at the next periodic test (every this many hours "
                           "from time 0) or when a demand finds it, and only then repaired. null: detected as usual.")
@@ -233,6 +236,40 @@ class UPS(Standby):
     fault: UPSFault | None = Field(None, description="UPS faults that drop the load; null: none.")
 
 
+def _set_repair() -> ElementRepair:
+    return ElementRepair(time=Fixed(value_h=12.0))
+
+
+class GeneratorSets(FacilityUnit):
+    """The generator plant of a feed as ``count`` sets in parallel, of which ``required`` carry the feed's
+    load (``twin.model.generator_modules``): N is count = required, N+1 count = required + 1; 2N is two
+    feeds (topology 2n), each with a plant of ``required`` sets. Each set draws its own start on a demand
+    (``generator.start_failure_prob``); the plant carries the feed when ``required`` sets start. Its sets
+    are one common-cause group per plant; silent failures are found by the generator's periodic test
+    (``generator.latent_test_interval_h``, ``test_duration_h`` per set) or by a demand."""
+
+    count: PosInt = Field(description="Generator sets in the plant of each feed (n).")
+    required: PosInt = Field(description="Sets that carry the feed's design load (k); fewer running: the plant "
+                                         "trips and the feed loses its input.")
+    failure: Dist = Field(
+        default_factory=lambda: Exponential(mean_h=50000.0),
+        description="Time to failure of one set on standby (calendar time), hours (assumption: MTBF 50,000 h as "
+                    "the single generator's, range 20,000–100,000 h; no published standby rate per set was found).")
+    run_failure_per_h: NonNeg = Field(
+        0.00157, description="Failures per hour of a running set (fail-to-run), 1/h: 0.00157, NREL REopt ERP "
+                             "defaults (sources-next §6). 0: a running set does not fail.")
+    repair: Annotated[ElementRepair, over_default(_set_repair)] = Field(
+        default_factory=_set_repair,
+        description="Repair of one set (assumption: 12 h fixed as the single generator's, range 4–72 h).")
+    dispatch_priority: int | None = Field(None, description="Crew dispatch priority (lower first). Default 2.")
+
+    @model_validator(mode="after")
+    def _check_k(self) -> "GeneratorSets":
+        if self.required > self.count:
+            raise ValueError(f"@required: must be <= count ({self.count}), got {self.required}")
+        return self
+
+
 class Generator(Standby):
     start_delay_s: NonNeg = Field(
         10.0, description="Seconds from utility loss to the generator carrying the load (assumption).",
@@ -253,6 +290,12 @@ class Generator(Standby):
     block_load: BlockLoad | None = Field(
         None, description="Block-load acceptance: a transfer step above max_step_frac of the rating trips the "
                           "generator; null: it picks up any step (today's model).")
+    modules: GeneratorSets | None = Field(
+        None, description="The generator plant as n sets of which k carry the load (N, N+1: count vs required), "
+                          "each set drawing its own start (start_failure_prob is then per set: 0.0066 per demand, "
+                          "NREL REopt ERP defaults, sources-next §6); null: one generator. With sets, ``failure`` "
+                          "is the plant's common part (paralleling switchgear, controls): null to model the sets "
+                          "alone.")
 
 
 class ATS(Strict):
@@ -418,12 +461,14 @@ class Power(Strict):
         if run * self.capacity_w < least:
             raise ValueError(f"@power.capacity_w: the minimum PSUs to run ({run}) × capacity_w must cover the node at "
                              f"minimum GPU power ({least:g} W), got {run * self.capacity_w:g} W")
+        racks = sc.cluster.racks
         for name, el in self.elements().items():
             mt = el.maintenance
             if mt is None:
                 continue
-            if name == "pdu":
-                raise ValueError("@power.pdu.maintenance: not modelled for PDUs (UPS, generator and switchboard are)")
+            if name == "pdu" and mt.mode == "bypass":
+                raise ValueError("@power.pdu.maintenance.mode: a PDU has no bypass; use isolate (its racks lose the "
+                                 "feed for the visit) or live")
             if name == "generator" and mt.mode == "isolate":
                 raise ValueError("@power.generator.maintenance.mode: a generator is maintained out of service "
                                  "(bypass); isolate de-energises a feed (UPS, switchboard)")
@@ -431,13 +476,15 @@ class Power(Strict):
                 raise ValueError("@power.switchboard.maintenance.mode: a switchboard has no bypass; use isolate")
             if name == "generator" and mt.mode == "live":
                 raise ValueError("@power.generator.maintenance.mode: a generator is maintained out of service (bypass)")
-            if mt.duration_h >= mt.interval_h / len(self.feeds):
-                raise ValueError(f"@power.{name}.maintenance.duration_h: must be < interval_h / feeds "
-                                 f"({mt.interval_h / len(self.feeds):g}) so one feed is maintained at a time, "
+            units = len(self.feeds) * (self.pdu_count(racks) if name == "pdu" else 1)
+            if mt.duration_h >= mt.interval_h / units:
+                raise ValueError(f"@power.{name}.maintenance.duration_h: must be < interval_h / {units} units "
+                                 f"({mt.interval_h / units:g}) so one unit is maintained at a time, "
                                  f"got {mt.duration_h:g}")
-        racks = sc.cluster.racks
         for name, el in self.elements().items():
             units = len(self.feeds) * (self.pdu_count(racks) if name == "pdu" else 1)
+            if isinstance(el, Generator) and el.modules is not None:
+                units = len(self.feeds) * el.modules.count  # each set is tested in turn
             if el.test_duration_h and (el.latent_test_interval_h is None
                                        or units * el.test_duration_h >= el.latent_test_interval_h):
                 raise ValueError(f"@power.{name}.test_duration_h: needs latent_test_interval_h, longer than its "
@@ -451,6 +498,10 @@ class Power(Strict):
         mods = self.ups.modules if self.ups is not None else None
         if mods is not None and mods.repair.crew is not None and mods.repair.crew not in pools:
             raise ValueError(f"@power.ups.modules.repair.crew: unknown crew pool {mods.repair.crew!r}; allowed: {pools}")
+        sets = self.generator.modules if self.generator is not None else None
+        if sets is not None and sets.repair.crew is not None and sets.repair.crew not in pools:
+            raise ValueError(f"@power.generator.modules.repair.crew: unknown crew pool {sets.repair.crew!r}; "
+                             f"allowed: {pools}")
         rec = self.recovery
         for name in (rec.power_cycle_failure_prob if rec is not None else {}):
             if name not in parts:
@@ -501,7 +552,19 @@ class Power(Strict):
             out[name] = self.element_part(name, n_feeds)
         if self.ups is not None and self.ups.modules is not None:
             out["ups_module"] = self.module_part(n_feeds * self.ups.modules.count)
+        if self.generator is not None and self.generator.modules is not None:
+            out["generator_set"] = self.generator_set_part(n_feeds * self.generator.modules.count)
         return out
+
+    def generator_set_part(self, count: int) -> "Part":
+        """The Part spec of the generator sets (``count`` on the site)."""
+        assert self.generator is not None and self.generator.modules is not None
+        m = self.generator.modules
+        return Part(count=count, effect="redundant", failure=m.failure,
+                    repair=Repair(hot_swap=True, time=m.repair.time, burn_in_h=0.0, crew=m.repair.crew),
+                    dispatch_priority=2 if m.dispatch_priority is None else m.dispatch_priority,
+                    common_cause_beta=m.common_cause_beta,
+                    latent_test_interval_h=self.generator.latent_test_interval_h)
 
     def module_part(self, count: int) -> "Part":
         """The Part spec of the UPS power modules (``count`` on the site)."""

@@ -22,6 +22,7 @@ from twin.scenario.network import NetworkSection
 from twin.scenario.nvlink import NVLinkDomains
 from twin.scenario.power import Power
 from twin.scenario.storage import StorageSection
+from twin.scenario.timeline import Installation, Timeline, build_stages, capture_base
 from twin.scenario.uncertainty import Uncertainty
 from twin.scenario.workload import Workload
 from twin.units import HOURS_PER_DAY
@@ -274,6 +275,13 @@ class Scenario(Strict):
     hazards: Hazards | None = Field(None, description="Common causes across equipment: hazard zones and common-cause "
                                                       "groups spanning unit types (twin/scenario/hazards.py; none: "
                                                       "none).")
+    timeline: Timeline | None = Field(
+        None, description="The life of the hall as dated steps over horizon_days: racks added, a new node "
+                          "generation, cooling or power added, a retrofit (twin/scenario/timeline.py, "
+                          "docs/guide/timeline.md; none: one configuration for the whole horizon).")
+    installation: Installation | None = Field(
+        None, description="Drains for installation work, written by a timeline into the stage after its step "
+                          "(twin/scenario/timeline.py; none: none).")
     uncertainty: Uncertainty | None = Field(
         None, exclude=True, description="Inputs that are not known: field paths -> distributions with their source "
                                         "(twin/scenario/uncertainty.py; read by twin decide only, which checks that every path "
@@ -287,6 +295,7 @@ class Scenario(Strict):
         re-validates to itself."""
         if not isinstance(data, dict):
             return data
+        data = capture_base(data)  # the document as written, before anything is derived (a timeline's stages)
         cluster, net = data.get("cluster"), data.get("network")
         node = cluster.get("node") if isinstance(cluster, dict) else None
         if not isinstance(node, dict):
@@ -366,10 +375,13 @@ class Scenario(Strict):
                     if name not in node_parts:
                         raise ValueError(f"@health.frailty.parts: no node part {name!r}; allowed: {node_parts}")
 
-        sections = [getattr(s, "check_against") for s in (self.power, self.cooling, self.workload) if s is not None]
+        sections = [getattr(s, "check_against") for s in (self.power, self.cooling, self.workload, self.installation)
+                    if s is not None]
         run_all([crews, part_crews("node.parts", self.cluster.node.parts),
                  part_crews("rack_parts", self.cluster.rack_parts), facility_names, spares, facility_crews, frailty,
                  *[lambda check=check: check(self) for check in sections]])
+        if self.timeline is not None:
+            build_stages(self, type(self))
         return self
 
     @property

@@ -332,12 +332,18 @@ def value_at(d: Any, u: float, fixed: Any) -> Any:
 def design(n: int, dims: int, seed: int, kind: str = "sobol") -> np.ndarray:
     """(n, dims) uniforms in [0, 1): points 0..n−1 of a scrambled Sobol' sequence (``sobol``: a
     prefix of the same sequence for any n) or a Latin hypercube (``lhs``), scrambled by a stream
-    derived from ``seed``. No dimension: an (n, 0) array."""
+    derived from ``seed``; ``saltelli``: Saltelli's design for Sobol' indices on n base points,
+    n·(dims + 2) rows in SALib's layout (:func:`saltelli_base_rows`). No dimension: an (n, 0) array."""
     from scipy.stats import qmc
 
     if dims == 0:
         return np.zeros((n, 0))
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(SPAWN_KEY,)))
+    if kind == "saltelli":
+        from SALib.sample import sobol as saltelli
+
+        problem = {"num_vars": dims, "names": [f"u{i}" for i in range(dims)], "bounds": [[0.0, 1.0]] * dims}
+        return np.asarray(saltelli.sample(problem, n, calc_second_order=False, scramble=True, seed=rng))
     if kind == "sobol":
         import warnings
 
@@ -348,6 +354,14 @@ def design(n: int, dims: int, seed: int, kind: str = "sobol") -> np.ndarray:
     if kind == "lhs":
         return np.asarray(qmc.LatinHypercube(d=dims, seed=rng).random(n))
     raise ValueError(f"unknown design {kind!r}")
+
+
+def saltelli_base_rows(rows: int, dims: int) -> np.ndarray:
+    """Indices of the independent rows (the A and B matrices) of a Saltelli design of ``rows`` rows in
+    ``dims`` dimensions: SALib lays base point j out as A_j, AB_1j … AB_dj, B_j (first order only)."""
+    step = dims + 2
+    j = np.arange(rows // step) * step
+    return np.sort(np.concatenate([j, j + dims + 1]))
 
 
 def union_keys(sections: list[Uncertainty | None]) -> list[str]:
@@ -371,4 +385,5 @@ def overrides(unc: Uncertainty | None, keys: list[str], u_row: np.ndarray, resol
     return out
 
 
-__all__ = ["Uncertainty", "check_against", "design", "overrides", "problems", "union_keys", "value_at"]
+__all__ = ["Uncertainty", "check_against", "design", "overrides", "problems", "saltelli_base_rows", "union_keys",
+           "value_at"]

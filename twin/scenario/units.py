@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
-from twin.scenario.base import Beta, Dist, PosInt, Repair, Strict
+from twin.scenario.base import Beta, Dist, PosHours, PosInt, Repair, Strict
 from twin.scenario.distributions import Exponential
 
 Pos = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -52,18 +52,39 @@ class UnitGroup(FacilityUnit):
     required: PosInt
     failure: Dist
     repair: Repair
+    latent_test_interval_h: PosHours | None = Field(
+        None, description="Failures are silent (no alarm: a standby unit, an unmonitored fault): found at the next "
+                          "periodic test (every this many hours from time 0) and only then repaired. null: detected "
+                          "as usual (maintenance.detection). Assumption when set: monthly to quarterly, 730–2,190 h "
+                          "(no published test interval of cooling units was found, sources-realism §10).")
+    test_duration_h: NonNeg = Field(
+        0.0, description="Hours a periodic test takes each working unit out of service (it delivers nothing "
+                         "meanwhile), the units of the kind tested one after the other; a unit found failed goes to "
+                         "repair instead. 0: tests take no time (assumption when set: 0.5–4 h).")
 
     @model_validator(mode="after")
     def _check(self) -> "UnitGroup":
         if self.required > self.count:
             raise ValueError(f"@required: must be <= count ({self.count}), got {self.required}")
         check_beta(self.common_cause_beta, self.failure)
+        if self.test_duration_h and self.latent_test_interval_h is None:
+            raise ValueError("@test_duration_h: needs latent_test_interval_h (the periodic test it lasts)")
         return self
+
+    def check_tests(self, where: str, units: int) -> None:
+        """The ``units`` units of this kind (every group's) are tested one after the other: refused (at
+        ``where``.test_duration_h) unless that fits in one test interval."""
+        if self.test_duration_h and self.latent_test_interval_h is not None and \
+                units * self.test_duration_h >= self.latent_test_interval_h:
+            raise ValueError(f"@{where}.test_duration_h: its {units} units tested one after the other "
+                             f"({units} × {self.test_duration_h:g} h) must fit in latent_test_interval_h "
+                             f"({self.latent_test_interval_h:g} h)")
 
 
 class Visits(Strict):
     """Scheduled maintenance of one kind of facility unit, one unit at a time: unit i of n first visited
-    at offset + i·interval/n, then every interval (``twin.model.facility_units.MaintenanceRota``)."""
+    at offset + i·interval/n (default offset: half of interval/n, so the n first visits sit mid-slot,
+    evenly over the first interval), then every interval (``twin.model.facility_units.MaintenanceRota``)."""
 
     interval_h: Pos = Field(
         8760.0, description="Hours between visits to one unit (a power unit: the unit of one feed). Default yearly: "
@@ -74,7 +95,20 @@ class Visits(Strict):
                          "window durations were found, sources-realism §10).")
     offset_h: NonNeg | None = Field(
         None, description="Time of the first visit (unit 0; a power unit: feed A's), hours; unit i of n follows "
-                          "i·interval/n later. Default: half an interval.")
+                          "i·interval/n later. Default: interval/(2n), the n units' first visits evenly over the first "
+                          "interval at the middle of their slots (one unit: half an interval; two feeds of a yearly "
+                          "visit: 2,190 h and 6,570 h).")
+
+    def first_visit_h(self, unit: int, units: int) -> float:
+        """Hours to the first visit of unit ``unit`` of ``units`` (see ``offset_h``)."""
+        return first_visit_h(self.interval_h, self.offset_h, unit, units)
 
 
-__all__ = ["FacilityUnit", "UnitGroup", "Visits", "check_beta"]
+def first_visit_h(interval_h: float, offset_h: float | None, unit: int, units: int) -> float:
+    """Hours to the first visit of unit ``unit`` of ``units`` visited every ``interval_h``, one at a time:
+    ``offset_h`` + unit·interval/units, the offset by default interval/(2·units) (mid-slot)."""
+    first = offset_h if offset_h is not None else interval_h / (2.0 * units)
+    return first + unit * interval_h / units
+
+
+__all__ = ["FacilityUnit", "UnitGroup", "Visits", "check_beta", "first_visit_h"]

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
 
+from twin.physics import flop_conventions as _flops
 from twin.physics import memory as _mem
 from twin.physics import parallel as _par
 from twin.physics import training as _training
@@ -175,6 +176,20 @@ class ModelShapeSpec(Strict):
         return _par.ModelShape(**d, moe=self.moe.physics() if self.moe is not None else None)
 
 
+class NVLinkOpEff(Strict):
+    """Multipliers of the NVLink tier's bandwidth (``nvlink_gbyte_s`` × ``nvlink_eff``) per collective operation
+    (twin/physics/parallel.py ``Interconnect.nvlink_op_eff``)."""
+
+    all_reduce: Annotated[float, Field(gt=0, le=2)] = Field(
+        1.0, description="All-reduce (assumption: 1, the tier's one efficiency; range 0.7-1.5).")
+    reduce_scatter: Annotated[float, Field(gt=0, le=2)] = Field(
+        1.0, description="Reduce-scatter (assumption: 1; range 0.7-1.5: Calculon's H100 system, "
+                         "systems/h100_80g_nvl8.json, gives reduce-scatter and all-gather 1.5 × the all-reduce's "
+                         "bandwidth on NVSwitch).")
+    all_gather: Annotated[float, Field(gt=0, le=2)] = Field(
+        1.0, description="All-gather (assumption: 1; range 0.7-1.5, as reduce_scatter).")
+
+
 class LayoutSpec(Strict):
     """A job's parallel layout and the kernel efficiency of its GPUs (twin/physics/parallel.py ``Layout``;
     Megatron-LM accounting, sources-realism.md §7). tp × cp × pp × dp must equal the job's GPUs; tp must
@@ -216,12 +231,23 @@ class LayoutSpec(Strict):
     compress_s_per_gb: NonNegH = Field(0.0, description="GPU seconds to compress one GB of gradients.")
     eta_k: Annotated[float, Field(gt=0, le=1)] = Field(
         0.5, description="Kernel efficiency: share of peak FLOP/s the GPUs reach (assumption; the Llama 3 "
-                         "calibration of twin validate gives 0.57 on H100, 0.53 before issue 49's slowest stage).")
+                         "calibration of twin validate gives 0.59 on H100: 0.5865 with the slowest stage and the "
+                         "core attention recomputed in the backward, 0.53 before issue 49; range 0.3-0.75).")
     peak_tflops: PosF = Field(989.0, description="Peak dense TFLOP/s per GPU (H100 SXM bf16: 989).")
     nvlink_domain_gpus: PosInt = Field(8, description="GPUs per NVLink domain (8: an HGX node).")
     nvlink_gbyte_s: PosF = Field(450.0, description="NVLink GB/s per GPU per direction (H100: 450).")
     nvlink_eff: Annotated[float, Field(gt=0, le=1)] = Field(0.6, description="NVLink tier efficiency (Calculon H100).")
     nic_eff: Annotated[float, Field(gt=0, le=1)] = Field(0.9, description="NIC tier efficiency (Calculon H100).")
+    nvls: bool = Field(
+        False, description="In-switch reduction on NVLink (NVLink SHARP, NCCL's NVLS algorithm since NCCL 2.17; an "
+                           "all-reduce offload over NVLink only, NVIDIA/nccl issue 1031): an all-reduce inside an NVLink "
+                           "domain moves each GPU's buffer once each way (bus factor 1 instead of 2(g − 1)/g). H100 "
+                           "NVSwitch and GB200 NVLink Switch systems have it, A100 does not. Default false (assumption: "
+                           "whether NCCL uses it depends on the driver, the fabric manager and NCCL_NVLS_ENABLE). With "
+                           "sequence parallelism the tensor-parallel collectives are reduce-scatters and all-gathers, "
+                           "which it does not speed up.")
+    nvlink_op_eff: NVLinkOpEff = Field(default_factory=lambda: NVLinkOpEff(),
+                                       description="Per-operation multipliers of the NVLink tier's bandwidth.")
     nic_gbit_s: PosF = Field(400.0, description="NIC Gbit/s per GPU when the scenario has no fabric.")
     causal: bool = Field(
         False, description="Count core attention (the s² FLOPs) at half for the causal mask, as current Megatron-LM "
@@ -232,12 +258,34 @@ class LayoutSpec(Strict):
                        "reduce-scatter + one all-gather per step), 3 (FSDP: weights sharded too, gathered in forward "
                        "and backward: one more all-gather); 0: 1 with rs_ag, none with all_reduce.")
     selective_recompute: bool = Field(
-        True, description="Memory only: the attention scores (the s² activations) are not kept (Megatron-LM's "
-                          "selective recompute; FlashAttention never stores them). Default true: every current "
-                          "large-model stack uses FlashAttention-style kernels (assumption).")
+        True, description="The attention scores (the s² activations) are not kept but recomputed in the backward "
+                          "(Megatron-LM's selective recompute, Korthikanti et al. 2022 §5; FlashAttention never stores "
+                          "them and recomputes them likewise): memory without the s² term, and one more forward of the "
+                          "core attention, 4·s²·h FLOPs per layer and sequence (2·s²·h causal). Default true: every "
+                          "current large-model stack uses FlashAttention-style kernels (assumption; FlashAttention-2 "
+                          "recomputes QKᵀ only, half that: range 0.5-1 core-attention forward). Ignored with "
+                          "recompute (full).")
+    sequence_parallel: bool = Field(
+        True, description="Sequence parallelism with tp > 1 (Korthikanti et al. 2022 §4.2.2, Megatron-LM's default "
+                          "with tp): the norms' and the column-parallel GEMMs' inputs are split over tp (false: those "
+                          "4·s·b·h activations per layer are whole on every tp rank). Memory only: its reduce-scatter "
+                          "+ all-gather move the all-reduce's bytes, and the norms it splits are elementwise, outside "
+                          "the FLOP count.")
+    score_bytes: NonNegH = Field(
+        0.0, description="Bytes of memory traffic per attention-score element (a·s² per layer and sequence) over a "
+                         "step, when the scores go through GPU memory (separate softmax, mask and dropout kernels: "
+                         "Megatron-LM 2021, 45 counted in twin/validation/compute.py; range 20-60). Default 0: "
+                         "FlashAttention-style kernels keep them on chip (assumption for current stacks).")
+    hbm_gbyte_s: PosF = Field(
+        3015.0, description="Effective GPU memory bandwidth for score_bytes, GB/s: H100 SXM 3,350 (NVIDIA H100 "
+                            "datasheet) at 90 % for streaming kernels (assumption, range 80-95 %). Used only with "
+                            "score_bytes > 0.")
     hbm_gb: PosF | None = Field(
-        None, description="GPU memory, GB (10⁹ bytes), checked at load (twin/physics/memory.py): H100 SXM 80 GiB = "
-                          "85.9 GB (NVIDIA H100 datasheet). null: not checked.")
+        85.9, description="GPU memory, GB (10⁹ bytes), against which the layout is checked at load "
+                          "(twin/physics/memory.py; an infeasible layout is refused, naming what does not fit and by "
+                          "how much). Default 85.9: H100 SXM 80 GiB (NVIDIA H100 datasheet), the GPU of the default "
+                          "peak_tflops; set it with another GPU (H200 141 GB, GB200 186 GB; range 40-288). null: not "
+                          "checked (not advised: the step time of a layout that cannot run means nothing).")
     reserve_gb: NonNegH = Field(
         5.0, description="Memory not available to the model: CUDA context, NCCL buffers, allocator fragmentation, "
                          "GB (assumption, range 2-10).")
@@ -268,7 +316,9 @@ class LayoutSpec(Strict):
                            interleave=self.interleave, recompute=self.recompute, dp_collective=self.dp_collective,
                            dp_overlap=self.dp_overlap, tp_overlap=self.tp_overlap, pp_overlap=self.pp_overlap,
                            grad_bytes=self.grad_bytes, compression=self.compression,
-                           compress_s_per_gb=self.compress_s_per_gb, causal=self.causal, zero_stage=self.zero_stage)
+                           compress_s_per_gb=self.compress_s_per_gb, causal=self.causal, zero_stage=self.zero_stage,
+                           selective_recompute=self.selective_recompute, sequence_parallel=self.sequence_parallel,
+                           score_bytes=self.score_bytes, hbm_bytes_s=self.hbm_gbyte_s * 1e9)
 
     def interconnect(self, nic_gbit_s: float | None = None, domain_gpus: int = 0,
                      nvlink_share: float = 1.0) -> _par.Interconnect:
@@ -278,7 +328,9 @@ class LayoutSpec(Strict):
         return _par.Interconnect(domain_gpus=domain_gpus or self.nvlink_domain_gpus,
                                  nvlink_gbyte_s=self.nvlink_gbyte_s * nvlink_share, nvlink_eff=self.nvlink_eff,
                                  nic_gbit_s=self.nic_gbit_s if nic_gbit_s is None else nic_gbit_s,
-                                 nic_eff=self.nic_eff)
+                                 nic_eff=self.nic_eff, nvls=self.nvls,
+                                 nvlink_op_eff=(self.nvlink_op_eff.all_reduce, self.nvlink_op_eff.reduce_scatter,
+                                                self.nvlink_op_eff.all_gather))
 
 
 class StepModel(Strict):
@@ -290,13 +342,16 @@ class StepModel(Strict):
     grad_gb: NonNegH = Field(0.0, description="Gradient bytes all-reduced per step, gigabytes.")
     overlap: Annotated[float, Field(ge=0, le=1)] = 0.9
     hop_latency_s: NonNegH = 5e-6
-    model: ModelShapeSpec | None = Field(None, description="Transformer shape and batch (with layout).")
+    model: ModelShapeSpec | None = Field(None, description="Transformer shape and batch: with layout, the step "
+                                                           "comes from them; alone, the shape that "
+                                                           "training.mfu_convention palm counts attention with.")
     layout: LayoutSpec | None = Field(None, description="Parallel layout (with model).")
 
     @model_validator(mode="after")
     def _pair(self) -> "StepModel":
-        if (self.model is None) != (self.layout is None):
-            raise ValueError("@layout: give model and layout together")
+        if self.layout is not None and self.model is None:
+            raise ValueError("@layout: give model and layout together (a model alone gives the shape for "
+                             "training.mfu_convention)")
         if self.layout is not None and self.model is not None:
             lay, m = self.layout, self.model
             # (a domain left to its default is checked when the cluster's domains are known: check_against)
@@ -314,13 +369,21 @@ class StepModel(Strict):
                 raise ValueError("@model.kv_heads: must divide heads")
             if lay.zero_stage and lay.dp_collective != "rs_ag":
                 raise ValueError("@layout.zero_stage: ZeRO stages 1-3 need dp_collective rs_ag")
-            if lay.hbm_gb is not None:
-                try:
-                    _mem.check_fits(m.physics(), lay.physics(), lay.recompute_mode, lay.hbm_gb,
-                                    lay.reserve_gb, lay.optimizer_bytes)
-                except ValueError as exc:
-                    raise ValueError(f"@layout.hbm_gb: {exc}") from None
+            if lay.nvlink_domain_gpus % lay.tp == 0:   # else after the cluster's domains are known
+                self.check_memory("@layout.hbm_gb")
         return self
+
+    def check_memory(self, where: str) -> None:
+        """ValueError at ``where`` when the layout does not fit in ``hbm_gb`` (twin/physics/memory.py); nothing
+        without a layout or with ``hbm_gb`` null."""
+        lay, m = self.layout, self.model
+        if lay is None or m is None or lay.hbm_gb is None:
+            return
+        try:
+            _mem.check_fits(m.physics(), lay.physics(), lay.recompute_mode, lay.hbm_gb, lay.reserve_gb,
+                            lay.optimizer_bytes)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
 
     def memory(self) -> _mem.MemoryBreakdown:
         """What one GPU of the layout holds at its peak (twin/physics/memory.py), GB."""
@@ -357,25 +420,47 @@ class Training(Strict):
         None, description="Model FLOPs utilisation in (0, 1] (Llama 3 405B on 16,384 H100: 0.38-0.43, arXiv "
                           "2407.21783 Table 4). Required without a step.layout; with one, derived: the model FLOPs "
                           "of a step over its failure-free step time.")
+    mfu_convention: Literal["6N", "palm", "palm_causal"] | None = Field(
+        None, description="The FLOP count mfu is given in (twin/physics/flop_conventions.py): 6N (6 per parameter and "
+                          "token, Kaplan et al. 2020: no attention), palm (6N + 12·l·h·s per token, PaLM App. B: the "
+                          "Llama 3 paper's MFU), palm_causal (6N + 6·l·h·s). work_h = steps × the step's FLOPs under "
+                          "it / (gpus × peak × mfu); palm and palm_causal need step.model (l, h, s). null: 6N "
+                          "without a step.layout; with one, derived (palm, palm_causal with layout.causal).")
     checkpoint_bytes_per_param: PosF = Field(
         _training.DEFAULT_CHECKPOINT_BYTES_PER_PARAM,
         description="Checkpoint bytes per parameter; sets checkpoint.size_gb when size_gb is not given (assumption: 16, "
                     "the mixed-precision Adam model state of the ZeRO paper, Rajbhandari et al. 2020).")
 
-    def work_h(self, gpus: int) -> float:
-        """Ideal wall hours on ``gpus`` GPUs (from ``peak_tflops`` and ``mfu``)."""
+    def six_pd_h(self, gpus: int) -> float:
+        """6·P·D / (gpus × peak × mfu) / 3600 at this ``mfu`` whatever its convention: the figure a 6PD
+        calculation gives (twin forecast prints it beside a layout's ideal)."""
         assert self.peak_tflops is not None and self.mfu is not None
         return _training.work_hours(self.params_b, self.tokens_t, gpus, self.peak_tflops, self.mfu)
+
+    def work_h(self, gpus: int, model: "ModelShapeSpec | None" = None) -> float:
+        """Ideal wall hours on ``gpus`` GPUs (from ``peak_tflops`` and ``mfu``, counted in ``mfu_convention``;
+        palm and palm_causal take l, h and s from ``model``)."""
+        assert self.peak_tflops is not None and self.mfu is not None
+        conv = self.mfu_convention or "6N"
+        if conv == "6N":
+            return _training.work_hours(self.params_b, self.tokens_t, gpus, self.peak_tflops, self.mfu)
+        assert model is not None
+        shape = model.physics()
+        steps = self.tokens_t * 1e12 / (shape.global_batch * shape.seq_len)
+        flops = _flops.flops_per_step(shape, conv)
+        return steps * flops / (gpus * self.peak_tflops * 1e12 * self.mfu) / 3600.0
 
     def layout_work_h(self, step: "StepModel", gpus: int) -> tuple[float, float]:
         """(ideal wall hours, MFU) from the step model: D/(B·s) steps of the failure-free step time (full
         speed, the layout's NIC bandwidth, healthy NVLink), MFU = model FLOPs per step / (step × gpus × peak)
-        against the bf16 ``peak_tflops``, also with fp8."""
+        against the bf16 ``peak_tflops``, also with fp8; model FLOPs as PaLM counts them, the attention term
+        halved with ``layout.causal`` (``mfu_convention`` palm or palm_causal)."""
         assert step.model is not None and step.layout is not None
         t = step.breakdown().total_s
         steps = self.tokens_t * 1e12 / (step.model.global_batch * step.model.seq_len)
         peak = step.layout.peak_tflops * 1e12
-        return steps * t / 3600.0, _par.mfu(_par.model_flops_per_step(step.model.physics()), t, gpus, peak)
+        flops = _par.model_flops_per_step(step.model.physics(), causal=step.layout.causal)
+        return steps * t / 3600.0, _par.mfu(flops, t, gpus, peak)
 
 
 class Elastic(Strict):
@@ -468,9 +553,17 @@ class Job(Strict):
                 if getattr(t, f) is None:
                     raise ValueError(f"@training.{f}: required without a step.layout (or give step.model and "
                                      f"step.layout to derive it)")
-            derived = t.work_h(self.gpus)
+            if t.mfu_convention in ("palm", "palm_causal") and self.step.model is None:
+                raise ValueError(f"@training.mfu_convention: {t.mfu_convention} counts attention: give step.model "
+                                 "(layers, hidden, seq_len), or use 6N")
+            derived = t.work_h(self.gpus, self.step.model)
         else:
             derived, mfu = t.layout_work_h(self.step, self.gpus)
+            conv = "palm_causal" if lay.causal else "palm"
+            if t.mfu_convention not in (None, conv):
+                raise ValueError(f"@training.mfu_convention: derived from step.layout ({conv}) when the job has one; "
+                                 f"leave it out (given {t.mfu_convention})")
+            derive(t, mfu_convention=conv)
             if self.phases is not None:
                 derived = self._phases_work_h(t.tokens_t)
             for f, v in (("peak_tflops", lay.peak_tflops), ("mfu", mfu)):
@@ -635,6 +728,7 @@ class Workload(Strict):
                 job.elastic.check(f"workload.jobs.{i}.elastic", -(-job.gpus // gpn), gpn, job.step.layout)
         for i, job in enumerate(self.jobs):
             check_job_layout(f"workload.jobs.{i}", job, sc.cluster.nvlink, gpn)
+            job.step.check_memory(f"@workload.jobs.{i}.step.layout.hbm_gb")   # (again, once tp is known to fit)
         syn_el = self.synthetic.elastic if self.synthetic is not None else None
         if syn_el is not None and syn_el.replica_nodes is None:
             raise ValueError("@workload.synthetic.elastic.replica_nodes: give it (synthetic jobs have no layout)")

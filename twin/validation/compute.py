@@ -24,6 +24,7 @@ from typing import Any
 from scipy.optimize import brentq
 
 from twin.physics import parallel as par
+from twin.physics.flop_conventions import convert_mfu
 from twin.validation.framework import CaseResult, Exact, Settings, result
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -43,6 +44,16 @@ GRAND_TETON = par.Interconnect(domain_gpus=8, nvlink_gbyte_s=450.0, nic_gbit_s=4
 """Meta's H100 servers (Llama 3 §3.3.1): 8 GPUs on NVLink, 400 Gb/s RoCE per GPU; efficiencies as
 Calculon's H100 system."""
 
+SC21_SCORE_BYTES = 45.0
+"""Bytes of memory traffic per attention-score element per step in Megatron-LM 2021 (counted here, fp16
+scores, 2 bytes; the mask 1): forward 13 (QKᵀ writes 2; the fused scale-mask-softmax reads 2 and writes 2;
+dropout reads 2, writes 2 and its mask 1; the attention over V reads 2), the recomputed forward 13 again,
+backward 19 (dV reads 2; dP written 2; dropout's backward reads 2 + 1, writes 2; softmax's backward reads
+2 + 2, writes 2; dQ and dK read dS 2 each). No FlashAttention in 2021: the scores go through memory."""
+A100_HBM_BYTES_S = 2039e9 * 0.9
+"""A100 80 GB SXM memory bandwidth, 2,039 GB/s (NVIDIA A100 datasheet), at 90 % for streaming
+elementwise kernels (assumption, range 0.8-0.95)."""
+
 MEGATRON_BAND = 0.03
 LLAMA_BAND = 0.02
 
@@ -57,13 +68,23 @@ PROVENANCE: dict[str, dict[str, str]] = {
                               "closest to the target in GEMM shape (h 20,480 vs 25,600), chosen before any "
                               "prediction was looked at, because η_k depends on GEMM size and the model "
                               "holds it constant.",
-        "assumptions": "microbatch 1, no interleaving (v 1), scatter/gather on, tp and pipeline "
+        "assumptions": "the attention scores go through memory (no FlashAttention in 2021): 45 bytes per score "
+                       "element and step (counted: SC21_SCORE_BYTES) at 90 % of the A100's 2,039 GB/s, added to "
+                       "the compute (issue 49); microbatch 1, no interleaving (v 1), scatter/gather on, tp and pipeline "
                        "communication exposed, data-parallel all-reduce of fp32 gradients not overlapped "
                        "(Megatron-LM 2021 DDP), dp ranks outermost; Selene as Calculon's A100 system "
                        "(NVLink 300 GB/s per direction, η 0.6; 200 Gb/s HDR per GPU, η 0.9).",
         "out-of-sample": "the 1 T row (tp 8, pp 64, 3,072 GPUs, batch 3,072; published 52 %), judged within "
-                         "±3 points. The smaller rows are shown as information: the constant η_k "
-                         "over-predicts them (small GEMMs reach a lower share of peak).",
+                         "±3 points, against the naive predictor 'carry the calibration row's 52 % over', which is "
+                         "exact here: the model (off by about half a point) does NOT beat it on this row; it is kept "
+                         "as the check that the model's bubble and communication at pp 64 do not degrade the "
+                         "prediction. The smaller rows are shown as information. With FLOPs alone (a constant η_k) "
+                         "the model over-predicted them by 2-21 points, most for the smallest models (1.7 B: +21, "
+                         "3.6 B: +15): their softmax, mask and dropout run on the a·s² attention scores in memory, "
+                         "memory-bound work whose weight against a layer's GEMMs grows as a·s/h² (9.3e-3 at 1.7 B, "
+                         "6.3e-4 at 530 B, 5e-4 at 1 T). With that traffic counted (issue 49) every row is within "
+                         "-0.6 to +3.6 points and beats the naive predictor; four (1.7 B, 39 B, 76 B, 145 B) stay "
+                         "3.1-3.6 points over, just outside the ±3 band, so the rows stay information.",
     },
     "llama3_mfu": {
         "from the source": "Table 4 of the Llama 3 paper: tp 8, pp 16, dp 64 and 128, sequence 8,192, "
@@ -77,8 +98,15 @@ PROVENANCE: dict[str, dict[str, str]] = {
                        "an embedding-only first and an output-only last chunk fill 16·V chunks evenly only "
                        "at V = 8); FSDP communication fully hidden behind compute (dp_overlap 1); tp "
                        "collectives exposed; pipeline sends asynchronous (pp_overlap 1); 400 Gb/s per "
-                       "GPU, NVLink 450 GB/s, Calculon's efficiencies.",
-        "out-of-sample": "the 16,384-GPU run at 8K sequence (published 41 %), judged within ±2 points.",
+                       "GPU, NVLink 450 GB/s, Calculon's efficiencies; the attention scores recomputed in the "
+                       "backward (FlashAttention-style kernels; one more core-attention forward in the hardware "
+                       "FLOPs, selective_recompute: not in the MFU's model FLOPs).",
+        "out-of-sample": "the 16,384-GPU run at 8K sequence (published 41 %) and the long-context run (tp 8, cp 16, "
+                         "pp 16, dp 8, 131,072 tokens, 16 sequences per dp group; published 38 %; keys and values "
+                         "all-gathered, §3.3.2; added in issue 49 once context parallelism and the attention's "
+                         "recomputation were modelled, its prediction first computed then), each judged within ±2 "
+                         "points against the naive predictor 'carry the calibration run's 43 % over'. Attention is "
+                         "counted non-causal in compute and in the MFU, as the η_k tuned at 8K.",
     },
 }
 
@@ -201,7 +229,8 @@ def megatron_setup(row: dict[str, Any]) -> tuple[par.ModelShape, par.Layout]:
     shape = par.ModelShape(layers=row["layers"], hidden=row["hidden"], heads=row["heads"], seq_len=2048,
                            vocab=51200, global_batch=row["batch"])
     layout = par.Layout(tp=row["tp"], pp=row["pp"], dp=row["gpus"] // (row["tp"] * row["pp"]), microbatch=1,
-                        interleave=1, recompute=True, dp_collective="all_reduce", dp_overlap=0.0)
+                        interleave=1, recompute=True, dp_collective="all_reduce", dp_overlap=0.0,
+                        score_bytes=SC21_SCORE_BYTES, hbm_bytes_s=A100_HBM_BYTES_S)
     return shape, layout
 
 
@@ -232,9 +261,10 @@ def megatron_sc21(s: Settings) -> list[CaseResult]:
                   Exact(eta, 0.0), s, "in-sample: tuned", check=False, sample="in-sample")]
     pred = megatron_predicted_share(target, eta)
     ref = target["percent_of_peak"] / 100.0
+    carry = ("carry the calibration row's share over", cal["percent_of_peak"] / 100.0)
     out.append(result("megatron_sc21", f"share of peak, {target['params_b']:g} B on {target['gpus']:,} A100", ref,
                       Exact(pred, MEGATRON_BAND), s, f"±{MEGATRON_BAND * 100:g} points; η_k {eta:.4f}",
-                      sample="out-of-sample",
+                      sample="out-of-sample", naive=carry,
                       invariants={"the step FLOPs equal the paper's eq. 3": flops_ok},
                       wrong={"compute only (no communication, no bubble)": eta,
                              "bubble (p − 1)/m left out": _without_bubble(target, eta)}))
@@ -243,7 +273,7 @@ def megatron_sc21(s: Settings) -> list[CaseResult]:
             continue
         out.append(result("megatron_sc21", f"share of peak, {r['params_b']:g} B on {r['gpus']:,} A100",
                           r["percent_of_peak"] / 100.0, Exact(megatron_predicted_share(r, eta), 0.0), s,
-                          "information: not judged", check=False, sample="out-of-sample"))
+                          "information: not judged", check=False, sample="out-of-sample", naive=carry))
     return out
 
 
@@ -273,8 +303,9 @@ def read_llama_table4(path: Path = LLAMA_TABLE4_CSV) -> list[dict[str, Any]]:
 
 def llama_setup(row: dict[str, Any]) -> tuple[par.ModelShape, par.Layout]:
     shape = par.ModelShape(seq_len=row["seq_len"], global_batch=row["batch_per_dp"] * row["dp"], **LLAMA_405B)
-    layout = par.Layout(tp=row["tp"], pp=row["pp"], dp=row["dp"], microbatch=1, interleave=LLAMA_INTERLEAVE,
-                        recompute=False, dp_collective="rs_ag", dp_overlap=1.0, pp_overlap=1.0)
+    layout = par.Layout(tp=row["tp"], pp=row["pp"], dp=row["dp"], cp=row["cp"], cp_collective="all_gather",
+                        microbatch=1, interleave=LLAMA_INTERLEAVE, recompute=False, selective_recompute=True,
+                        dp_collective="rs_ag", dp_overlap=1.0, pp_overlap=1.0)
     return shape, layout
 
 
@@ -290,18 +321,23 @@ def llama3_mfu(s: Settings) -> list[CaseResult]:
     16,384-GPU run at 8K sequence (41 %) predicted within ±2 points."""
     rows = read_llama_table4()
     cal = next(r for r in rows if r["role"] == "in-sample")
-    target = next(r for r in rows if r["role"] == "out-of-sample")
     eta = tune_eta_k(lambda e: llama_predicted_mfu(cal, e), cal["bf16_mfu_percent"] / 100.0)
-    pred = llama_predicted_mfu(target, eta)
-    shape, layout = llama_setup(target)
-    no_v = par.Layout(**{**layout.__dict__, "interleave": 1})
-    t_no_v = par.step_breakdown(shape, no_v, GRAND_TETON, H100_PEAK_FLOPS, eta).total_s
-    return [
-        result("llama3_mfu", f"kernel efficiency η_k tuned on {cal['gpus']:,} GPUs", eta, Exact(eta, 0.0), s,
-               "in-sample: tuned", check=False, sample="in-sample"),
-        result("llama3_mfu", f"BF16 MFU, {target['gpus']:,} GPUs, dp {target['dp']}, 8K sequence",
-               target["bf16_mfu_percent"] / 100.0, Exact(pred, LLAMA_BAND), s,
-               f"±{LLAMA_BAND * 100:g} points; η_k {eta:.4f}", sample="out-of-sample",
-               wrong={"no interleaving (v = 1)": par.mfu(par.model_flops_per_step(shape), t_no_v, target["gpus"],
-                                                         H100_PEAK_FLOPS)}),
-    ]
+    carry = ("carry the calibration run's MFU over", cal["bf16_mfu_percent"] / 100.0)
+    out = [result("llama3_mfu", f"kernel efficiency η_k tuned on {cal['gpus']:,} GPUs", eta, Exact(eta, 0.0), s,
+                  "in-sample: tuned", check=False, sample="in-sample")]
+    for target in (r for r in rows if r["role"] == "out-of-sample"):
+        pred = llama_predicted_mfu(target, eta)
+        shape, layout = llama_setup(target)
+        no_v = par.Layout(**{**layout.__dict__, "interleave": 1})
+        t_no_v = par.step_breakdown(shape, no_v, GRAND_TETON, H100_PEAK_FLOPS, eta).total_s
+        wrong = {"no interleaving (v = 1)": par.mfu(par.model_flops_per_step(shape), t_no_v, target["gpus"],
+                                                    H100_PEAK_FLOPS)}
+        what = f"dp {target['dp']}, {target['seq_len'] // 1024}K sequence"
+        if target["cp"] > 1:
+            what = f"cp {target['cp']}, dp {target['dp']}, {target['seq_len']:,}-token sequence"
+            wrong = {"the MFU counted as 6N (attention left out)": convert_mfu(pred, shape, "palm", "6N")}
+        out.append(result("llama3_mfu", f"BF16 MFU, {target['gpus']:,} GPUs, {what}",
+                          target["bf16_mfu_percent"] / 100.0, Exact(pred, LLAMA_BAND), s,
+                          f"±{LLAMA_BAND * 100:g} points; η_k {eta:.4f}", sample="out-of-sample", wrong=wrong,
+                          naive=carry))
+    return out

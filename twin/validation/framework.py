@@ -373,6 +373,17 @@ class CaseResult:
     """'theory' (closed form), 'exact' (deterministic), 'in-sample' or 'out-of-sample' (field data)."""
     ref_text: str = ""
     """How to show the reference when it is not a plain number (e.g. '> 0.9')."""
+    naive: tuple[str, float] | None = None
+    """The naive predictor an out-of-sample row must beat (e.g. 'carry the calibration MFU over') and its
+    value: the model beats it when its mean is strictly closer to the reference (:attr:`beats_naive`)."""
+
+    @property
+    def beats_naive(self) -> bool | None:
+        """Whether the model's mean is strictly closer to the reference than the naive predictor (None
+        without one)."""
+        if self.naive is None:
+            return None
+        return abs(self.mean - self.reference) < abs(self.naive[1] - self.reference)
 
     @property
     def kind(self) -> str:
@@ -420,7 +431,7 @@ def _judge(ref: float, ref_low: float | None, lo: float, hi: float, invariants: 
 def result(case: str, quantity: str, ref: float, est: Estimate, s: Settings, note: str = "", *,
            ref_low: float | None = None, check: bool = True, wrong: dict[str, float] | None = None,
            invariants: dict[str, bool] | None = None, sample: str = "theory",
-           samples: list[float] | None = None, ref_text: str = "") -> CaseResult:
+           samples: list[float] | None = None, ref_text: str = "", naive: tuple[str, float] | None = None) -> CaseResult:
     """Build a CaseResult judged at ``s.confidence``."""
     m, lo, hi = est.interval(s.confidence)
     inv = {k: bool(v) for k, v in (invariants or {}).items()}
@@ -431,7 +442,7 @@ def result(case: str, quantity: str, ref: float, est: Estimate, s: Settings, not
                 break
     return CaseResult(case, quantity, float(ref), m, lo, hi, est.n, s.confidence,
                       _judge(float(ref), ref_low, lo, hi, inv, check), note, samples or [], est, ref_low, check,
-                      dict(wrong or {}), inv, sample, ref_text)
+                      dict(wrong or {}), inv, sample, ref_text, naive)
 
 
 # ---- running scenarios ----------------------------------------------------------------------------

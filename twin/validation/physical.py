@@ -234,8 +234,8 @@ def concurrent_maintenance(s: Settings, interval_h: float = 1000.0, duration_h: 
         lost = float(m["power.down_node_hours"])
         iv = res.tables["node_intervals"]
         causes = set(iv.loc[iv["state"] == "down", "cause"].astype(str))
-        first = interval_h / 2.0
         f = 1 if topology == "n" else 2
+        first = interval_h / (2.0 * f)  # mid-slot: unit k of f at (k + 1/2)·interval/f
         expect_windows = sum(1 for k in range(f) for j in range(100)
                              if first + k * interval_h / f + j * interval_h < hours)
         ref = windows * nodes * (duration_h + reboot_h) if topology == "n" else 0.0

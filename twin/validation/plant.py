@@ -171,7 +171,7 @@ def cdu_maintenance(s: Settings, interval_h: float = 1000.0, duration_h: float =
         m = run_replication(load_case_doc(cdu_maintenance_doc(count, interval_h, duration_h, hours), s)).metrics
         windows = m["plant.maintenance_windows"]
         expect = sum(1 for i in range(count) for j in range(100)
-                     if interval_h / 2 + i * interval_h / count + j * interval_h < hours)
+                     if (i + 0.5) * interval_h / count + j * interval_h < hours)
         ref = windows * duration_h if count == 1 else 0.0
         inv = {"windows as scheduled": windows == expect,
                "short (N) / exposed (N+1) hours": abs(m["plant.maintenance_short_hours"] - ref) < 1e-9 and abs(

@@ -73,14 +73,19 @@ def rows(suite: SuiteResult) -> pd.DataFrame:
             "verdict interval": _interval(r) if r.check else "",
             "n": str(r.replications),
             "verdict": r.verdict,
+            "vs naive": "" if r.naive is None else
+                        f"{'beaten' if r.beats_naive else 'NOT beaten'}: {r.naive[0]} {num(r.naive[1])}",
         })
     return pd.DataFrame(out)
 
 
 def text_table(suite: SuiteResult, columns: Sequence[str] = ("case", "quantity", "reference", "simulated mean",
                                                               "95 % interval", "verdict")) -> str:
-    """A plain-text table for the terminal."""
-    df = rows(suite)[list(columns)]
+    """A plain-text table for the terminal (with a 'vs naive' column when a row names a naive predictor)."""
+    df = rows(suite)
+    if "vs naive" not in columns and any(df["vs naive"]):
+        columns = (*columns, "vs naive")
+    df = df[list(columns)]
     widths = [max(len(c), *(len(v) for v in df[c])) for c in df.columns]
     line = "  ".join(c.ljust(w) for c, w in zip(df.columns, widths))
     out = [line, "  ".join("-" * w for w in widths)]
@@ -96,9 +101,11 @@ def summary_line(suite: SuiteResult) -> str:
     weak = "" if excluded == named else (
         " (too few replications to tell the rest apart: run the full suite)" if suite.settings.quick else
         " (the rest are within the noise)")
+    beaten, naive = suite.naive_beaten
+    naive_text = f"; naive predictors beaten: {beaten} of {naive}" if naive else ""
     return (f"{verdict}: {suite.checked} checked quantities, each interval at {suite.confidence:.5f} "
             f"(Bonferroni, family-wise α = {suite.alpha:g}); {len(suite.results) - suite.checked} "
-            f"information rows; wrong models excluded: {excluded} of {named}{weak}")
+            f"information rows; wrong models excluded: {excluded} of {named}{weak}{naive_text}")
 
 
 def markdown_table(suite: SuiteResult) -> str:
@@ -183,6 +190,8 @@ def _results_json(suite: SuiteResult) -> dict:
             "interval": r.kind, "replications": r.replications, "check": r.check, "passed": r.passed,
             "verdict": r.verdict, "sample": r.sample, "note": r.note,
             "wrong_models_excluded": {k: r.excludes(v) for k, v in r.wrong.items()},
+            "naive": None if r.naive is None else {"predictor": r.naive[0], "value": r.naive[1],
+                                                   "beaten": r.beats_naive},
             "invariants": r.invariants,
         } for r in suite.results],
     }
@@ -226,6 +235,11 @@ def write_report(suite: SuiteResult, folder: Path, title: str) -> Path:
                 for k, v in r.wrong.items():
                     notes.append(f"{r.quantity}: wrong model '{k}' = {num(v)} "
                                  f"{'excluded' if r.excludes(v) else 'NOT excluded'} by the verdict interval")
+                if r.naive is not None:
+                    name, v = r.naive
+                    notes.append(f"{r.quantity}: naive predictor '{name}' = {num(v)} (off by "
+                                 f"{num(abs(v - r.reference))}; the model by {num(abs(r.mean - r.reference))}): "
+                                 f"{'beaten' if r.beats_naive else 'NOT beaten'}")
             if notes:
                 doc.bullets(notes)
             fig = fig_case(rs)

@@ -52,6 +52,13 @@ class SuiteResult:
         named = [(r, v) for r in self.results if r.check for v in r.wrong.values()]
         return sum(1 for r, v in named if r.excludes(v)), len(named)
 
+    @property
+    def naive_beaten(self) -> tuple[int, int]:
+        """(beaten, named): the checked rows that name a naive predictor, and how many of them the model's
+        prediction is closer to the reference than (issue 49: a validation that discriminates)."""
+        named = [r for r in self.results if r.check and r.naive is not None]
+        return sum(1 for r in named if r.beats_naive), len(named)
+
 
 def check_names(names: Sequence[str] | None) -> list[str]:
     """Case names in suite order (all when ``names`` is empty); InputError for an unknown name."""

@@ -72,6 +72,7 @@ class AirRooms(CoolingState):
                                   groups=contiguous_groups(len(paths), a.crah.count))  # common cause: a zone's units
         eng.bus.subscribe(self.crah.changed, self._gated("crah", self._on_crah))
         self._facility["crah"] = self.crah
+        self.crah.test_duration_h = a.crah.test_duration_h  # periodic tests take a working unit out (issue 43)
         self.node_air_w = np.zeros(n)
 
     def _init_fans(self) -> None:

@@ -152,6 +152,7 @@ class Plant(Component):
                                       fac["chiller"])
         eng.bus.subscribe(self.chillers.changed, self._on_chiller)
         self._facility["chiller"] = self.chillers
+        self.chillers.test_duration_h = ch.test_duration_h  # periodic tests take a working unit out (issue 43)
         sh = p.shared
         for name in ("facility_water", "controls"):  # a failure of either stops every chiller
             if getattr(sh, name) is not None:

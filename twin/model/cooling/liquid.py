@@ -47,6 +47,8 @@ class LiquidLoops(CoolingState):
         eng.bus.subscribe(self.pump.changed, self._on_pump)
         self._facility["cdu"] = self.cdu
         self._facility["cdu_pump"] = self.pump
+        self.cdu.test_duration_h = lq.cdu.test_duration_h  # periodic tests take a working unit out (issue 43)
+        self.pump.test_duration_h = lq.cdu.pumps.test_duration_h
 
     def _finish_liquid(self, H: float) -> None:
         """Close the loops' no-flow account at the horizon ``H`` (h)."""

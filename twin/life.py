@@ -1,0 +1,236 @@
+"""The life of a hall (issue 52): a scenario with a ``timeline`` run stage by stage, and its life-cycle costs.
+
+:mod:`twin.scenario.timeline` builds the stages (each a plain scenario: the steps so far applied, its own
+horizon and seed, the installation drains of its step); :func:`run_life` simulates each with the unchanged
+model (:func:`twin.sim.run_replication`) and adds them up into one replication's metrics:
+
+* **costs**: ``cost.total`` = Σ stages' ``cost.total`` (each stage pays the annuity of what it holds for
+  its own duration, energy, repairs, labour, holding, water: :mod:`twin.model.costs`) + Σ steps' capital.
+  A step's capital (``step.<name>.capital``) is its works (``capital``) + the write-off of the nodes it
+  replaces − their resale + their disposal. The write-off is what the replaced nodes still owe of their
+  annuity: purchase × (1 − (1 + r)^−(n − a)) / (1 − (1 + r)^−n) for a node aged a years of its n-year
+  amortisation at rate r ((n − a)/n at r = 0; 0 once paid off): replacing a node early costs the
+  payments it no longer serves. Equipment still serving at the end of the life owes nothing more (as in
+  a one-year run, the annuity covers the years used). ``cost.per_useful_gpu_hour`` is the life's
+  ``cost.total`` over its ``useful_gpu_hours``; ``stage_*.<k>`` and ``step_*.<name>`` give each part;
+* **other metrics**: counts, hours, energies and costs are summed over the stages (:func:`_rule`),
+  maxima and peaks are the largest stage's, the hall as built (``cost.capital_purchase``, ``density.*``) the
+  last stage's, and the rest (shares, means, temperatures) are the stages'
+  means weighted by their installed GPU-hours (``gpus_installed`` and ``nodes`` by their hours); ``goodput`` and ``pue`` are recomputed from the sums;
+* **headroom**: ``headroom_<check>.<k>`` (capacity − load, kW or m², negative a shortfall) for every stage
+  and ``headroom_min.<check>`` over the life (:mod:`twin.scenario.headroom`).
+
+Tables, when asked for, are each stage's with a ``stage`` column and the stage's start (``stage_start_h``),
+plus ``life`` (one row per stage and per step) and ``headroom``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from twin.units import DAYS_PER_YEAR, HOURS_PER_DAY
+
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.scenario.schema import Scenario
+
+SUM_HEADS = ("cost.", "energy.", "failures", "interruptions", "jobs_", "stockouts", "installation.", "ccf_",
+             "thermal.trips", "repair.replaced", "repair.remediated", "repair.escalated", "rma.sent",
+             "spares_scrapped", "sdc.corruptions", "sdc.rollbacks", "sdc.discarded", "sdc.found_by_test",
+             "sdc.harmless", "response.actions", "storage.outages", "storage.jobs_stopped", "network.link_flaps",
+             "plant.maintenance_windows", "plant.power_stops", "leak.", "water.", "horizon_h")
+"""Metrics summed over the stages (besides names with ``_hours``, ``_kwh`` or ``_l`` in them)."""
+LAST = ("cost.capital_purchase", "density.")
+"""Metrics of what the hall is at the end of its life: the last stage's (the purchase price of the hall as
+built then, its density and floor)."""
+TIME_WEIGHTED = ("gpus_installed", "nodes")
+"""Means weighted by the stages' hours (the others by their installed GPU-hours)."""
+_SUMMED = re.compile(r"(_hours|_kwh|_l|_m3)(\.|$)")
+
+
+STAGE_METRICS = {"cost.total": "stage_cost", "useful_gpu_hours": "stage_useful_gpu_hours",
+                 "cost.per_useful_gpu_hour": "stage_cost_per_useful_gpu_hour", "cost.capital": "stage_capital",
+                 "cost.energy": "stage_energy_cost", "energy.facility_kwh": "stage_facility_kwh",
+                 "thermal.throttled_gpu_hours": "stage_throttled_gpu_hours",
+                 "thermal.speed_loss_gpu_hours": "stage_speed_loss_gpu_hours", "gpus_installed": "stage_gpus",
+                 "goodput": "stage_goodput"}
+"""Each stage's own figures, as ``<name>.<k>`` (k = 0 before the first step)."""
+STEP_KEYS = ("works", "nodes_replaced", "writeoff", "resale", "disposal", "capital", "purchase", "install_node_hours")
+"""Each step's figures, as ``step_<key>.<step name>``."""
+
+
+def _rule(name: str) -> str:
+    """How a stage metric adds up over the life: ``sum``, ``max`` or ``mean`` (GPU-hour weighted)."""
+    if name in ("cost.per_useful_gpu_hour", "goodput", "pue"):
+        return "recomputed"
+    if name.startswith(LAST):
+        return "last"
+    if "peak" in name or re.search(r"(^|[._])max([._]|$)", name):
+        return "max"
+    if name.startswith(SUM_HEADS) or _SUMMED.search(name):
+        return "sum"
+    return "mean"
+
+
+def remaining_share(rate: float, years: float, age_years: float) -> float:
+    """Share of a purchase its annuity still owes after ``age_years`` of ``years`` at ``rate``."""
+    left = years - age_years
+    if left <= 0:
+        return 0.0
+    if rate == 0:
+        return left / years
+    return float((1.0 - (1.0 + rate) ** (-left)) / (1.0 - (1.0 + rate) ** (-years)))
+
+
+@dataclass
+class Lot:
+    """Nodes bought together: how many, on which day, at what price each (node and its PSUs)."""
+
+    nodes: int
+    day: float
+    price: float
+
+
+def step_capital(sc: "Scenario") -> list[dict[str, Any]]:
+    """Per step of ``sc.timeline``: its works, the nodes it replaces, their write-off, resale and
+    disposal, its capital (see the module docstring) and the purchase price it adds to the hall."""
+    from twin.model.costs import capital_purchase, node_replacement_price
+
+    tl = sc.timeline
+    assert tl is not None
+    stages = tl.stages
+    out = []
+    costs = stages[0].costs
+    lots = [Lot(stages[0].cluster.n_nodes, 0.0, node_replacement_price(stages[0]) if costs is not None else 0.0)]
+    for j, step in enumerate(tl.reached(sc.horizon_days)):
+        prev, cur = stages[j], stages[j + 1]
+        replaced = 0
+        writeoff = 0.0
+        price = node_replacement_price(cur) if cur.costs is not None else 0.0
+        if cur.cluster.node.type != prev.cluster.node.type:  # a new generation replaces every node
+            c = prev.costs
+            for lot in lots:
+                replaced += lot.nodes
+                if c is not None:
+                    age = (step.day - lot.day) / DAYS_PER_YEAR
+                    writeoff += lot.nodes * lot.price * remaining_share(c.discount_rate, c.amortisation_years, age)
+            lots = [Lot(cur.cluster.n_nodes, step.day, price)]
+        elif cur.cluster.n_nodes > prev.cluster.n_nodes:
+            lots.append(Lot(cur.cluster.n_nodes - prev.cluster.n_nodes, step.day, price))
+        has_costs = cur.costs is not None
+        resale = replaced * step.resale_per_node if has_costs else 0.0
+        disposal = replaced * step.disposal_per_node if has_costs else 0.0
+        works = step.capital if has_costs else 0.0
+        inst = cur.installation
+        out.append({
+            "step": step.name, "day": step.day, "works": works, "nodes_replaced": float(replaced),
+            "writeoff": writeoff, "resale": resale, "disposal": disposal,
+            "capital": works + writeoff - resale + disposal,
+            "purchase": (capital_purchase(cur) - capital_purchase(prev)) if has_costs else 0.0,
+            "install_node_hours": inst.node_hours(cur.horizon_h) if inst is not None else 0.0,
+        })
+    return out
+
+
+def combine(results: list[Any], stages: list["Scenario"]) -> dict[str, float]:
+    """The life's metrics from its stages' (see the module docstring; without the step costs)."""
+    weights = [s.cluster.n_nodes * s.cluster.node.gpus * s.horizon_h for s in stages]  # installed GPU-hours
+    total_w = sum(weights)
+    names: list[str] = []
+    for r in results:
+        names += [n for n in r.metrics if n not in names]
+    out: dict[str, float] = {}
+    for name in names:
+        ws_of = [s.horizon_h for s in stages] if name in TIME_WEIGHTED else weights
+        vals = [(r.metrics[name], w) for r, w in zip(results, ws_of) if name in r.metrics]
+        rule = _rule(name)
+        if rule == "sum":
+            out[name] = float(sum(v for v, _ in vals))
+        elif rule == "max":
+            out[name] = float(max(v for v, _ in vals))
+        elif rule == "last":
+            out[name] = float(results[-1].metrics.get(name, math.nan))
+        elif rule == "mean":
+            ws = sum(w for _, w in vals)
+            out[name] = float(sum(v * w for v, w in vals) / ws) if ws > 0 else math.nan
+    useful = out.get("useful_gpu_hours")
+    if useful is not None:
+        out["goodput"] = useful / total_w if total_w > 0 else math.nan
+    fac, it = out.get("energy.facility_kwh"), out.get("energy.it_kwh")
+    if fac is not None and it:
+        out["pue"] = fac / it
+    return out
+
+
+@dataclass
+class Life:
+    """What :func:`run_life` gives :func:`twin.sim.run_replication` to make its result from."""
+
+    metrics: dict[str, float]
+    tables: dict[str, pd.DataFrame]
+    timings_s: dict[str, float]
+    events_processed: int
+
+
+def run_life(sc: "Scenario", replication: int, scenario_hash: str, run: Callable[..., Any],
+             tables: bool = True, source: str = "") -> Life:
+    """Run every stage of ``sc.timeline`` (``run``: :func:`twin.sim.run_replication`, which returns a
+    ``ReplicationResult``) and add them up."""
+    tl = sc.timeline
+    assert tl is not None
+    stages = tl.stages
+    results = [run(st, replication, scenario_hash, tables=tables, source=source) for st in stages]
+    m = combine(results, stages)
+    steps = step_capital(sc)
+    bounds = tl.bounds_days(sc.horizon_days)
+    rows: list[dict[str, Any]] = []
+    for k, (r, (d0, d1)) in enumerate(zip(results, bounds)):
+        for key, name in STAGE_METRICS.items():
+            if key in r.metrics:
+                m[f"{name}.{k}"] = float(r.metrics[key])
+        rows.append({"kind": "stage", "name": str(k), "day": d0, "end_day": d1,
+                     "cost": float(r.metrics.get("cost.total", math.nan)),
+                     "useful_gpu_hours": float(r.metrics.get("useful_gpu_hours", math.nan))})
+    for s in steps:
+        for key in STEP_KEYS:
+            m[f"step_{key}.{s['step']}"] = float(s[key])
+        rows.append({"kind": "step", "name": s["step"], "day": s["day"], "end_day": s["day"], "cost": s["capital"],
+                     "useful_gpu_hours": 0.0})
+    if "cost.total" in m:
+        m["cost.stages"] = float(sum(r.metrics["cost.total"] for r in results))
+        m["cost.steps"] = float(sum(s["capital"] for s in steps))
+        m["cost.total"] = m["cost.stages"] + m["cost.steps"]
+        useful = m.get("useful_gpu_hours", math.nan)
+        m["cost.per_useful_gpu_hour"] = m["cost.total"] / useful if useful and useful > 0 else math.nan
+    heads = []
+    lows: dict[str, float] = {}
+    for k, found in enumerate(tl.headroom):
+        for what, cap, load, unit in found:
+            m[f"headroom_{what}.{k}"] = cap - load
+            lows[what] = min(lows.get(what, math.inf), cap - load)
+            heads.append({"stage": k, "day": bounds[k][0], "check": what, "capacity": cap, "load": load,
+                          "headroom": cap - load, "unit": unit})
+    for what, v in lows.items():
+        m[f"headroom_min.{what}"] = v
+    m["life.stages"] = float(len(stages))
+    out: dict[str, pd.DataFrame] = {}
+    if tables:
+        for k, (r, (d0, _)) in enumerate(zip(results, bounds)):
+            for name, df in r.tables.items():
+                part = df.assign(stage=k, stage_start_h=d0 * HOURS_PER_DAY)
+                out[name] = part if name not in out else pd.concat([out[name], part], ignore_index=True)
+    out["life"] = pd.DataFrame(rows, columns=["kind", "name", "day", "end_day", "cost", "useful_gpu_hours"])
+    out["headroom"] = pd.DataFrame(heads, columns=["stage", "day", "check", "capacity", "load", "headroom", "unit"])
+    timings: dict[str, float] = {}
+    for r in results:
+        for key, v in r.timings_s.items():
+            timings[key] = timings.get(key, 0.0) + v
+    return Life(metrics=m, tables=out, timings_s=timings, events_processed=sum(r.events_processed for r in results))
+
+
+__all__ = ["Life", "Lot", "combine", "remaining_share", "run_life", "step_capital"]
