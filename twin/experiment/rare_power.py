@@ -241,6 +241,8 @@ def _bernoulli_terms(model: "Model", b: UnitBias) -> list[tuple[float, int, int]
     ch = model.by_section["power"]
     streams = model.engine.streams
     if b.kind == "generator_start":
+        if ch.gens is not None:  # generator sets: every available set draws its own start per demand
+            return [(b.true["p"], int(sum(ch.gens._start_k)), ch.gens.set_start_failures)]
         return [(b.true["p"], ch.gen_starts + ch.gen_start_failures, ch.gen_start_failures)]
     if b.kind == "ups_bypass":
         mods = ch.mods
@@ -254,6 +256,8 @@ def _bernoulli_terms(model: "Model", b: UnitBias) -> list[tuple[float, int, int]
                 d += 1
                 f += streams.scalar(f"power.feed{x}.ats#transfer", k) < q
         return [(b.true["p"], d, f)]
+    from twin.model.power_maint import unit_path
+
     out = []
     for key, p in b.true.items():
         unit = key[2:]
@@ -264,7 +268,7 @@ def _bernoulli_terms(model: "Model", b: UnitBias) -> list[tuple[float, int, int]
                 continue
             for k in range(n):
                 d += 1
-                f += streams.scalar(f"{ch._unit_path(name, fi)}#switching", k) < q
+                f += streams.scalar(f"{unit_path(ch, name, fi)}#switching", k) < q
         out.append((p, d, f))
     return out
 
