@@ -233,11 +233,13 @@ class Leak(Strict):
     neighbours: Annotated[int, Field(ge=0, le=64)] = Field(
         0, description="Nodes below the leaking one in the same rack that also go down (assumption: 0).")
     damage: LeakDamage | None = Field(default_factory=LeakDamage, description="What an undetected leak destroys; "
-                                      "null: nothing (the node is down for the repair only).")
+                                      "null: nothing (the node is down for the repair only). On by default: no "
+                                      "published rate, each value an assumption with its range (sources-next.md §5).")
     detection: LeakDetection | None = Field(None, description="Detection that isolates the rack before damage; "
                                             "null: none fitted (assumption: automatic rack valves are an option).")
     loop: LoopLeak | None = Field(default_factory=LoopLeak, description="CDU or manifold leaks that take a whole "
-                                  "loop down; null: none.")
+                                  "loop down; null: none. On by default (assumption: no published rate, "
+                                  "sources-next.md §5; its MTBF and repair ranges in its fields).")
 
 
 class Liquid(Strict):
@@ -605,10 +607,14 @@ class Cooling(Strict):
     heat_ageing: HeatAgeing = Field(default_factory=HeatAgeing, description="Failure rates that follow "
                                     "temperature: the X-factor on the inlet, Arrhenius on the junction.")
     response: Response = Field(default_factory=Response, description="The operator's response to a cooling "
-                               "shortfall of an air zone: cap GPU power, drain nodes, or none.")
+                               "shortfall of an air zone: cap GPU power, drain nodes, or none (assumption: "
+                               "'cap', what an operator with power capping does; its times and margins are "
+                               "assumptions with ranges in its fields).")
     inject: list[CoolingInject] = Field(default_factory=list, description="Scheduled failures (stress scenarios).")
     density: Density = Field(default_factory=Density, description="Power per rack each cooling option supports (the "
-                             "rack limit when cluster.rack gives none) and white space per rack and unit (issue 42).")
+                             "rack limit when cluster.rack gives none) and white space per rack and unit (issue 42; "
+                             "each default's source, NVIDIA SuperPOD, JLL 2025, HPE/Motivair, or 'assumption' with "
+                             "its range, in its fields, sources-next.md §4).")
     plant: Plant | None = Field(None, description="Chillers and the chilled-water loop fed by the power chain, the "
                                 "power paths of the cooling units, their maintenance and shared infrastructure "
                                 "(issue 24); null: the plant never fails and never loses power.")
