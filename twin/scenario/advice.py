@@ -287,6 +287,10 @@ class CheckpointOptimum:
     keep_last: int
     persistent_every_h: float | None
     interval_h: float
+    floored: bool = False
+    """The unconstrained optimum lay below the shortest interval allowed, which ``interval_h`` is then."""
+    optimum_h: float = 0.0
+    """The unconstrained optimum, hours (``interval_h`` unless floored)."""
 
     def ettr(self, interval_h: float) -> float:
         """Expected ETTR at ``interval_h`` (twin.physics.checkpoints.ettr; Daly's without SDC)."""
@@ -299,18 +303,19 @@ class CheckpointOptimum:
 
 
 def checkpoint_optimum(ck: Any, pause_h: float, restart_h: float, crash_rate_per_h: float, sdc_rate_per_h: float,
-                       detection: Any) -> CheckpointOptimum:
+                       detection: Any, min_interval_h: float = 0.0) -> CheckpointOptimum:
     """The optimum checkpoint interval of a job with checkpoint spec ``ck`` (its retention), pause δ, restart
     R, crash and SDC rates and the SDC ``detection`` latency distribution (None: no SDC), by
     :func:`twin.physics.checkpoints.optimal_interval_h`: Daly's without SDC, else the numeric optimum of the
-    expected wall time with rollbacks to the newest kept checkpoint captured before the corruption."""
+    expected wall time with rollbacks to the newest kept checkpoint captured before the corruption; at least
+    ``min_interval_h`` (an asynchronous checkpoint's write time: the next one cannot start sooner)."""
     lat = latency_samples_h(detection) if detection is not None and sdc_rate_per_h > 0 else [0.0]
     sdc = sdc_rate_per_h if detection is not None else 0.0
     ret = ck.retention
     tau = pcf.optimal_interval_h(pause_h, restart_h, crash_rate_per_h, sdc, lat, ret.keep_last,
                                  ret.persistent_every_h)
     return CheckpointOptimum(crash_rate_per_h, sdc, pause_h, restart_h, lat, ret.keep_last, ret.persistent_every_h,
-                             tau)
+                             max(tau, min_interval_h), tau < min_interval_h, tau)
 
 
 def checkpoint_advice(sc: "Scenario") -> list[Advice]:
@@ -351,13 +356,11 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
         delta = ck.pause_h(write)  # the job's pause (as the model)
         read = wl.restart.read_h if wl.restart.read_h is not None else wl.storage.read_time_h(ck.size_gb, nodes)
         R = wl.restart.restart_h(read, job.gpus)
-        opt = checkpoint_optimum(ck, delta, R, rate - sdc_rate, sdc_rate, sdc.detection if sdc is not None else None)
+        opt = checkpoint_optimum(ck, delta, R, rate - sdc_rate, sdc_rate, sdc.detection if sdc is not None else None,
+                                 write if ck.mode == "async" else 0.0)
         if opt.sdc_rate_per_h > 0:
             out.extend(retention_advice(f"workload.jobs.{i}.checkpoint", f"job {job.name!r}", ck, delta, opt.latency_h))
-        # an asynchronous checkpoint that pauses the job little has its optimum below its write time, where
-        # the next one could not start: the interval is then floored at the write time
-        floored = ck.mode == "async" and opt.interval_h < write
-        tau_o = write if floored else opt.interval_h
+        tau_o = opt.interval_h
         if not tau_o > 0 or opt.ettr(tau_o) - opt.ettr(ck.interval_h) < ETTR_LOSS:
             continue
         health = ""
@@ -380,8 +383,8 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
             name = "ETTR"
         else:
             what, name = f"Daly's optimum {tau_o:.3g} h", "Daly's ETTR"
-        if floored:
-            what = (f"its write time {tau_o:.3g} h (the optimum {opt.interval_h:.3g} h is shorter than the "
+        if opt.floored:
+            what = (f"its write time {tau_o:.3g} h (the optimum {opt.optimum_h:.3g} h is shorter than the "
                     f"asynchronous write, so the next checkpoint could not start)")
         out.append(Advice(
             f"workload.jobs.{i}.checkpoint.interval_h",
