@@ -8,7 +8,7 @@ as censored (completion ≥ H_max) and the forecast says so. Because every rando
 of (seed, replication, component path, draw index) alone, the horizon does not change the sample
 path up to completion.
 
-Accounting: a bus observer (:class:`JobObserver`, subscribed to JOB, NODE_SPEED and FABRIC,
+Accounting: a bus observer (:class:`twin.forecast.observer.JobObserver`, a model component subscribed to JOB, NODE_SPEED and FABRIC,
 after the workload) reads the job's own counters at every state change and attributes each change
 to what was in force since the previous one. With T the time to train (completion − submission):
 
@@ -45,134 +45,9 @@ import pandas as pd
 import twin
 from twin.errors import InputError
 from twin.forecast.target import DEFAULT_BOUND_FACTOR, Target, bound_h, select_job, target_of, with_horizon
-from twin.model.component import FABRIC
-from twin.model.engine import Topic
-from twin.model.workload import DONE, Job, Workload
-from twin.model.workload.jobs import JOB
-from twin.physics.steptime import progress_rate, ring_allreduce_s
+from twin.forecast.observer import JobObserver, observer_for
 from twin.scenario.loader import Loaded, load_dict
 from twin.scenario.schema import Scenario
-
-
-# ---------------------------------------------------------------- the observer
-
-class JobObserver:
-    """Follows one job through the bus and charges every hour of its wall time to a cause
-    (see the module docstring). Reads the workload's typed job records (:class:`twin.model.workload.Job`,
-    :class:`twin.model.workload.jobs.Interruption`); changes nothing."""
-
-    def __init__(self, model: Any, name: str) -> None:
-        self.engine = model.engine
-        self.cluster = model.cluster
-        self.fabric = model.service(FABRIC)
-        wl = model.by_section.get("workload")
-        if not isinstance(wl, Workload):
-            raise InputError(model.sc.name, "workload", "a forecast needs a workload section")
-        self.wl = wl
-        self.name = name
-        self.job: Job | None = None
-        self.done = False
-        self._prev = np.zeros(5)  # run, made, checkpoint, restart, wait (hours)
-        self._cause = ""
-        self._seen = 0  # interruption records scanned
-        self._nodes: np.ndarray | None = None
-        self._ls = 0.0  # single-factor losses in force since the last event
-        self._ln = 0.0
-        self.restart_by: dict[str, float] = {}
-        self.requeue_by: dict[str, float] = {}
-        self.queue_h = 0.0
-        self.checkpoint_h = 0.0
-        self.throttle_h = 0.0
-        self.network_h = 0.0
-        bus = self.engine.bus
-        bus.subscribe(JOB, self._on_job)
-        bus.subscribe(Topic.NODE_SPEED, self._on_speed)
-        bus.subscribe(Topic.FABRIC, self._on_fabric)
-
-    def _find(self) -> Job | None:
-        if self.job is None:
-            for j in self.wl.jobs:
-                if j.spec.name == self.name:
-                    self.job = j
-                    break
-        return self.job
-
-    def _on_job(self, job: Job) -> None:
-        self._update(False)
-
-    def _on_speed(self, nodes: np.ndarray) -> None:
-        job = self._find()
-        if job is not None and len(job.nodes) and bool((self.wl.owner[nodes] == job.spec.jid).any()):
-            self._update(True)
-
-    def _on_fabric(self) -> None:
-        self._update(True)
-
-    def _factors(self, job: Job) -> tuple[float, float]:
-        """(1 − rate at the current speed and ideal bandwidth, 1 − rate at full speed and the
-        current bandwidth): the same step-time model as the workload's progress rate."""
-        nodes = job.nodes
-        n = len(nodes)
-        if n == 0:
-            return 0.0, 0.0
-        speed = self.cluster.min_speed(nodes)
-        st = job.spec.step
-        fabric = self.fabric
-        if fabric is None or n <= 1 or st.grad_gb <= 0:
-            return max(0.0, 1.0 - float(progress_rate(st.t_compute_s, 0.0, 0.0, st.overlap, speed))), 0.0
-        bw_ideal, bw_now = fabric.job_bandwidth_gbps(nodes)
-        grad = st.grad_gb * 1e9
-        t_i = float(ring_allreduce_s(n, grad, bw_ideal, st.hop_latency_s))
-        t_n = float(ring_allreduce_s(n, grad, bw_now, st.hop_latency_s)) if bw_now > 0 else math.inf
-        r_s = float(progress_rate(st.t_compute_s, t_i, t_i, st.overlap, speed))
-        r_n = float(progress_rate(st.t_compute_s, t_i, t_n, st.overlap, 1.0)) if math.isfinite(t_n) else 0.0
-        return max(0.0, 1.0 - r_s), max(0.0, 1.0 - r_n)
-
-    def _update(self, refactor: bool) -> None:
-        job = self._find()
-        if job is None or self.done:
-            return
-        now = np.array([job.acct.run_h, job.acct.made_h, job.acct.ckpt_h, job.acct.restart_h, job.acct.wait_h])
-        d = now - self._prev
-        self._prev = now
-        slow = d[0] - d[1]
-        if slow != 0.0:
-            tot = self._ls + self._ln
-            share = self._ls / tot if tot > 0 else 1.0
-            self.throttle_h += slow * share
-            self.network_h += slow * (1.0 - share)
-        self.checkpoint_h += d[2]
-        if d[3] != 0.0:
-            self.restart_by[self._cause] = self.restart_by.get(self._cause, 0.0) + d[3]
-        if d[4] != 0.0:
-            if self._cause:
-                self.requeue_by[self._cause] = self.requeue_by.get(self._cause, 0.0) + d[4]
-            else:
-                self.queue_h += d[4]
-        ints = self.wl.interruptions
-        while self._seen < len(ints):
-            rec = ints[self._seen]
-            self._seen += 1
-            if rec.jid == job.spec.jid:
-                self._cause = rec.cause.label
-        if refactor or job.nodes is not self._nodes:
-            self._nodes = job.nodes
-            self._ls, self._ln = self._factors(job)
-        if job.state == DONE:
-            self.done = True
-
-    def lost_by(self) -> tuple[dict[str, float], dict[str, int]]:
-        """Lost work (hours) and interruption counts by cause, from the interruption records."""
-        lost: dict[str, float] = {}
-        count: dict[str, int] = {}
-        if self.job is None:
-            return lost, count
-        for rec in self.wl.interruptions:
-            if rec.jid == self.job.spec.jid:
-                c = rec.cause.label
-                lost[c] = lost.get(c, 0.0) + rec.lost_h
-                count[c] = count.get(c, 0) + 1
-        return lost, count
 
 
 # ---------------------------------------------------------------- one replication
@@ -181,10 +56,11 @@ def run_one(sc: Scenario, replication: int, job_name: str, scenario_hash: str = 
             source: str = "") -> dict[str, Any]:
     """Run replication ``replication`` of ``sc`` until job ``job_name`` completes (or the
     scenario's horizon, the bound); return one row: identity columns and metrics (hours)."""
-    from twin.sim import GC_EVENTS, Model
+    from twin.sim import COMPONENTS, GC_EVENTS, Model
 
-    model = Model(sc, replication, scenario_hash, source=source)
-    obs = JobObserver(model, job_name)
+    model = Model(sc, replication, scenario_hash, components=(*COMPONENTS, observer_for(job_name)), source=source)
+    obs = model.by_section[JobObserver.name]
+    assert isinstance(obs, JobObserver)
     env = model.engine.env
     H = sc.horizon_h
     step = env.step

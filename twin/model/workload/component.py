@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 from twin.model.component import FABRIC, JOBS, STORAGE, BuildContext, Component, ResultsSoFar
 from twin.model.engine import Topic
 from twin.model.workload import results as tables
-from twin.model.workload.jobs import DONE, QUEUED
+from twin.model.workload.jobs import DONE, JOB_RECORDS, QUEUED
 from twin.model.workload.sources import Sources
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -23,7 +24,7 @@ class Workload(Sources, Component):
 
     name = "workload"
     uses = (FABRIC, STORAGE)
-    provides = (JOBS,)
+    provides = (JOBS, JOB_RECORDS)
 
     @classmethod
     def wanted(cls, sc: Scenario) -> bool:
@@ -52,6 +53,10 @@ class Workload(Sources, Component):
 
     def start(self) -> None:
         pass
+
+    def holds_any(self, jid: int, nodes: np.ndarray) -> bool:
+        """True when job ``jid`` holds at least one of ``nodes`` now (:class:`~twin.model.workload.jobs.JobRecords`)."""
+        return bool((self.owner[nodes] == jid).any())
 
     def finish(self) -> None:
         self._note_unreserved(None)  # (closes the last spell at the horizon)

@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, Protocol
 
 import numpy as np
 
 from twin.model.causes import DownCause
 from twin.model.checkpoints import History, Lineage
+from twin.model.component import Service
 from twin.model.engine import Channel, Timer
 from twin.physics import parallel as par
 from twin.scenario.workload import Checkpoint, StepModel
@@ -205,6 +206,32 @@ JOB: Final[Channel[Job]] = Channel(
     "job", "(job) the workload moved a job: start, checkpoint, interruption, restart, end (the workload)")
 """The bus topic of a job's state changes (published by the workload; observers such as the forecast's read
 the job's typed records: ``job.spec``, ``job.acct``, ``job.state``, ``job.nodes``)."""
+
+
+
+class JobRecords(Protocol):
+    """What the workload offers its observers (the forecast's accounting): the typed records of every job and
+    interruption so far, read-only, and which nodes a job holds."""
+
+    @property
+    def jobs(self) -> list[Job]:
+        """Every job submitted so far, in submission order."""
+        ...
+
+    @property
+    def interruptions(self) -> list[Interruption]:
+        """Every interruption of a job so far, in time order."""
+        ...
+
+    def holds_any(self, jid: int, nodes: np.ndarray) -> bool:
+        """True when job ``jid`` holds at least one of ``nodes`` now."""
+        ...
+
+
+JOB_RECORDS: Final[Service[JobRecords]] = Service(
+    "job_records", "the jobs' and interruptions' typed records, read-only (twin.model.workload.Workload)")
+"""The service of the workload's records for observers that change nothing (declared with its provider, as
+``IT_POWER``: no type-only cycle)."""
 
 STEP_COMPONENTS = ("compute", "tp", "pp", "bubble", "dp", "compress", "throttle", "cp", "ep")
 """The components of a layout job's step (twin.physics.parallel.StepBreakdown, without ``_s``)."""
