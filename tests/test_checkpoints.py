@@ -322,3 +322,37 @@ def test_forecast_lever_takes_the_sdc_aware_optimum() -> None:
     assert want > 1.2 * daly and "Daly's" in lever.change and "does not apply" in lever.change
     plain = daly_lever(base, target, rows.assign(**{"interruptions.sdc": [0.0, 0.0]}), 10.0)
     assert plain.loaded is not None and plain.loaded.scenario.workload.jobs[0].checkpoint.interval_h == daly
+
+
+@pytest.mark.parametrize("fraction", [0.0, 0.01])
+def test_forecast_lever_floors_an_async_interval_at_its_write_time(fraction: float) -> None:
+    """An asynchronous checkpoint cannot start before the previous one is written: the forecast's lever
+    proposes at least the write time. With ``async_fraction`` 0 (no pause) the optimum is the write time
+    itself (it used to say "nothing to optimise"); with a small stalled share, Daly's interval for the
+    pause is shorter than the write (checked here) and the lever floors it, saying so."""
+    import pandas as pd
+
+    from twin.forecast.levers import checkpoint_pause_h, daly_lever
+    from twin.forecast.target import target_of
+    from twin.physics import closed_forms as cf
+
+    base = load_scenario("scenarios/forecast-405b.yaml", ["workload.jobs.0.checkpoint.mode=async",
+                                                          f"workload.jobs.0.checkpoint.async_fraction={fraction}"])
+    target = target_of(base.scenario, 0)
+    rows = pd.DataFrame({"interruptions.unplanned": [300.0, 340.0], "exposure_h": [100.0, 100.0]})
+    M = 200.0 / 640.0
+    delta = fraction * target.write_h
+    daly = float(cf.daly_interval_h(delta, M)) if delta > 0 else 0.0
+    assert daly < target.write_h  # the case the floor is for
+    lever = daly_lever(base, target, rows, 10.0)
+    assert lever.loaded is not None, lever.note
+    assert lever.loaded.scenario.workload.jobs[0].checkpoint.interval_h == math.nextafter(target.write_h, math.inf)
+    assert "floored at the asynchronous write time" in lever.change
+    # a synchronous checkpoint is not floored: Daly's interval for its (whole) pause
+    sync = load_scenario("scenarios/forecast-405b.yaml")
+    st = target_of(sync.scenario, 0)
+    plain = daly_lever(sync, st, rows, 10.0)
+    assert plain.loaded is not None
+    pause = checkpoint_pause_h(sync, st)
+    assert plain.loaded.scenario.workload.jobs[0].checkpoint.interval_h == float(cf.daly_interval_h(pause, M))
+    assert "floored" not in plain.change

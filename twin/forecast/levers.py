@@ -120,7 +120,10 @@ def daly_lever(base: Loaded, target: Target, rows: pd.DataFrame, factor: float) 
     """The checkpoint interval at the optimum for the baseline's observed interruption rates: Daly's
     without silent data corruption; with it, the optimum of :mod:`twin.physics.checkpoints` (SDC
     rollbacks to the newest kept checkpoint captured before the corruption, the scenario's detection
-    latency and the job's retention), where Daly's interval does not apply."""
+    latency and the job's retention), where Daly's interval does not apply. An asynchronous checkpoint's
+    interval is at least its write time (the next one cannot start sooner), as in the scenario advice
+    (:func:`twin.scenario.advice.checkpoint_optimum`): with a pause of 0 (``async_fraction`` 0) the optimum
+    is then the write time itself."""
     from twin.scenario.advice import checkpoint_optimum
 
     M, n, exp_h = mtbf_estimate(rows)
@@ -132,28 +135,39 @@ def daly_lever(base: Loaded, target: Target, rows: pd.DataFrame, factor: float) 
     label = "checkpoint at the optimum" if n_sdc > 0 else "checkpoint at Daly optimum"
     if not math.isfinite(M):
         return Lever("daly", label, "", None, "no unplanned interruption in the baseline: no MTBF to optimise for")
-    if delta <= 0:
+    assert sc.workload is not None
+    ck = sc.workload.jobs[target.index].checkpoint
+    # an asynchronous checkpoint's interval: longer than its write (the schema's rule: the write ends before the
+    # next falls due), so at least the next float above the write time
+    floor_h = math.nextafter(target.write_h, math.inf) if ck.mode == "async" else 0.0
+    if delta <= 0 and not floor_h > 0:
         return Lever("daly", label, "", None, "checkpoints cost no time: nothing to optimise")
+    floored = ""
     if n_sdc > 0:
-        assert sc.workload is not None and sdc is not None
+        assert sdc is not None
         wl = sc.workload
-        ck = wl.jobs[target.index].checkpoint
         rs = wl.restart
         job = wl.jobs[target.index]
         read = rs.read_h if rs.read_h is not None else wl.storage.read_time_h(ck.size_gb, target.nodes)
         R = rs.restart_h(read, job.gpus)
-        opt = checkpoint_optimum(ck, delta, R, (n - n_sdc) / exp_h, n_sdc / exp_h, sdc.detection)
+        opt = checkpoint_optimum(ck, delta, R, (n - n_sdc) / exp_h, n_sdc / exp_h, sdc.detection, floor_h)
         tau = opt.interval_h
+        if opt.floored:
+            floored = f"; floored at the asynchronous write time, the optimum {opt.optimum_h:.4g} h being shorter"
         ret = ck.retention
         kept = f"one every {ret.persistent_every_h:g} h" if ret.persistent_every_h is not None else "no persistent"
         change = (f"checkpoint interval {old} → {tau:.4g} h (optimum with SDC rollbacks: δ = {delta * 3600:.3g} s, "
                   f"M̂ = {M:.3g} h from {n:.0f} interruptions, {n_sdc:.0f} of them SDC rollbacks detected "
                   f"{sum(opt.latency_h) / len(opt.latency_h):.3g} h later, the last {ret.keep_last} checkpoints "
-                  f"kept and {kept}; Daly's {opt.daly_h():.4g} h does not apply)")
+                  f"kept and {kept}; Daly's {opt.daly_h():.4g} h does not apply{floored})")
     else:
-        tau = float(cf.daly_interval_h(delta, M))
+        daly = float(cf.daly_interval_h(delta, M)) if delta > 0 else 0.0
+        tau = max(daly, floor_h)
+        if daly < floor_h:
+            floored = (f"; floored at the asynchronous write time {floor_h:.4g} h, Daly's {daly:.4g} h being "
+                       "shorter: the next checkpoint could not start sooner")
         change = (f"checkpoint interval {old} → {tau:.4g} h (Daly; δ = {delta * 3600:.3g} s, "
-                  f"M̂ = {M:.3g} h from {n:.0f} interruptions)")
+                  f"M̂ = {M:.3g} h from {n:.0f} interruptions{floored})")
 
     def edit(doc: dict[str, Any]) -> None:
         doc["workload"]["jobs"][target.index]["checkpoint"]["interval_h"] = tau
