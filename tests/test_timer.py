@@ -108,3 +108,31 @@ def test_a_timer_with_a_priority_comes_first_among_its_instant_s_ordinary_calls(
     early.set(4.0)
     eng.env.run(until=100.0)
     assert seen == ["early", "call", "ordinary"]
+
+
+def test_item_timer_keeps_one_pending_call_per_item() -> None:
+    """ItemTimer (a part population's failure times): each item fires once at its last armed time; a
+    re-armed item's earlier call and a cancelled item's call never run; items are independent; an item
+    re-armed from its own callback fires again."""
+    eng = engine()
+    seen: list[tuple[int, float]] = []
+
+    def fire(i: int) -> None:
+        seen.append((i, eng.now))
+        if i == 3 and eng.now < 50.0:
+            t.set(3, 60.0)
+
+    t = eng.item_timer(5, fire)
+    t.set(0, 10.0)
+    t.set(1, 20.0)
+    t.set(1, 5.0)    # earlier: the call at 20 is void
+    t.set(2, 7.0)
+    t.cancel(2)      # never fires
+    t.set(3, 30.0)
+    t.set(4, 40.0)
+    eng.call_at(35.0, lambda: t.set(4, 45.0))   # moved later from elsewhere
+    t.cancel(0)
+    t.set(0, 12.0)   # re-armed after a cancel
+    eng.env.run(until=100.0)
+    assert seen == [(1, 5.0), (0, 12.0), (3, 30.0), (4, 45.0), (3, 60.0)]
+    t.cancel(1)      # cancelling a fired item is a no-op

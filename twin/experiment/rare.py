@@ -116,7 +116,7 @@ def exposure(model: Any, name: str) -> tuple[int, float]:
     pop = model.parts[name]
     if pop.frailty is not None:
         raise InputError("--bias-part", name, "its node's health frailty scales its rate: not supported")
-    if not np.array_equal(pop.gen, 2 * pop.repairs + (~pop.healthy).astype(np.int64)):
+    if pop.moved:
         raise InputError("--bias-part", name, "another model moved its drawn failure times (ageing, health, "
                          "an injection): the likelihood ratio of a rate scaling does not hold")
     rec = model.recorder

@@ -175,7 +175,7 @@ def _life(model: "Model", b: UnitBias, row: dict[str, Any]) -> float:
     pop = model.by_section["power"].units.get(b.kind)
     if pop is None:
         raise InputError("--bias-unit", b.kind, "the power chain built no such unit population")
-    if not np.array_equal(pop.gen, 2 * pop.repairs + (~pop.healthy).astype(np.int64)):
+    if pop.moved:
         raise InputError("--bias-unit", b.kind, "another model moved its drawn failure times (ageing, an injection): "
                          "the likelihood ratio of a rate scaling does not hold")
     rec = model.recorder

@@ -168,6 +168,10 @@ class Engine:
         """A new :class:`BatchTimer` over items 0 … n−1 calling ``fn(items)``."""
         return BatchTimer(self, n, fn)
 
+    def item_timer(self, n: int, fn: Callable[[int], None], priority: float = simpy.events.NORMAL) -> ItemTimer:
+        """A new :class:`ItemTimer` over items 0 … n−1 calling ``fn(item)``."""
+        return ItemTimer(self, n, fn, priority)
+
     def calls(self, fn: Callable[[Unpack[Ts]], None], priority: float = simpy.events.NORMAL) -> Calls[Unpack[Ts]]:
         """A new :class:`Calls` of ``fn`` on this engine, at ``priority`` among the events of their instant."""
         return Calls(self, fn, priority)
@@ -294,6 +298,41 @@ class BatchTimer:
         if armed.any():
             self._version[items[armed]] += 1  # fired: a later cancel of these items is a no-op
             self._fn(items[armed])
+
+
+class ItemTimer:
+    """The :class:`Timer` of each of ``n`` indexed items, one pending call per item: ``set(item, t_h)`` arms
+    the item (its pending call is cancelled), ``cancel(item)`` disarms it, and the call runs ``fn(item)`` only
+    if it is still the item's armed one. For a part population's failure times: one scheduled event per
+    ``set``, as :class:`Calls`, in the same order, with the version of each item's call kept here (not in the
+    model, which used to keep a generation token of its own)."""
+
+    __slots__ = ("_cb", "_env", "_fn", "_priority", "_version")
+
+    def __init__(self, engine: Engine, n: int, fn: Callable[[int], None],
+                 priority: float = simpy.events.NORMAL) -> None:
+        self._env = engine.env
+        self._fn = fn
+        self._priority = priority
+        self._version = np.zeros(n, dtype=np.int64)  # an item's armed call is the one made at its version
+        self._cb = self._fire
+
+    def set(self, item: int, t_h: float) -> None:
+        """Arm ``item`` at absolute time ``t_h`` (now if earlier); its pending call is cancelled."""
+        v = int(self._version[item]) + 1
+        self._version[item] = v
+        env = self._env
+        d = t_h - env._now
+        _ArgsCall(env, d if d > 0.0 else 0.0, self._cb, (item, v), self._priority)
+
+    def cancel(self, item: int) -> None:
+        """Disarm ``item``: its pending call, if any, never runs."""
+        self._version[item] += 1
+
+    def _fire(self, item: int, version: int) -> None:
+        if self._version[item] == version:
+            self._version[item] = version + 1  # fired: disarmed
+            self._fn(item)
 
 
 class _TimerCall(simpy.events.Timeout):

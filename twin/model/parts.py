@@ -67,7 +67,9 @@ class Population(abc.ABC):
         self.priority = priority
         self.digest = digest  # stream digest of each unit's path
         self.draws = np.zeros(n, dtype=np.int64)  # draws made so far per part
-        self.gen = np.zeros(n, dtype=np.int64)  # generation: invalidates stale scheduled failures
+        self.moved = 0
+        """Failure times moved or redrawn by another model (ageing, injection, a deep repair): ``twin rare``'s
+        likelihood ratio of a rate scaling holds only while 0."""
         self.healthy = np.ones(n, dtype=bool)
         self.install_h = np.zeros(n, dtype=np.float64)
         self.life_h = np.zeros(n, dtype=np.float64)
@@ -94,7 +96,7 @@ class Population(abc.ABC):
         """Hours each periodic test takes a working unit out of service (set by the owner; 0: no time)."""
         self.test_unit_h = 0.0  # unit-hours out of service for tests
         self._in_test: set[int] = set()  # working units out of service for their test now
-        self._fires = engine.calls(self._life_end)  # a unit's failure (generation gen: invalidated by a later one)
+        self._fires = engine.item_timer(n, self._life_end)  # each unit's pending failure (one at a time)
         self._common = engine.calls(self._common_event)
         self._tests = engine.calls(self._periodic_test)
         self._unit_tests = engine.calls(self._test_unit)
@@ -123,8 +125,8 @@ class Population(abc.ABC):
         """One stream digest per group (its first unit's: the group's events use their own stream number)."""
 
     @abc.abstractmethod
-    def _fire(self, idx: int, gen: int) -> None:
-        """Unit ``idx`` fails now, unless its failure of generation ``gen`` was superseded or it is failed."""
+    def _fire(self, idx: int) -> None:
+        """Unit ``idx`` fails now, unless it is failed already."""
 
     @abc.abstractmethod
     def restore(self, idx: int) -> None:
@@ -191,7 +193,7 @@ class Population(abc.ABC):
             self._in_ccf = True
             try:
                 for i in hit:
-                    self._fire(i, int(self.gen[i]))
+                    self._fire(i)
             finally:
                 self._in_ccf = False
         u = rng.uniform1(self.engine.streams.key, int(self._ccf_digests[g]), k + 1, rng.STREAMS["ccf"])
@@ -261,26 +263,27 @@ class Population(abc.ABC):
         raise NotImplementedError(f"{type(self).__name__}: periodic tests with a duration")
 
     def _schedule(self, idx: int, t_h: float) -> None:
+        """Unit ``idx`` fails at ``t_h`` (its pending failure cancelled; none beyond the horizon)."""
         if t_h >= self.engine.horizon_h:
+            self._fires.cancel(idx)
             return
-        gen = int(self.gen[idx])
-        self._fires.at(t_h, idx, gen)
+        self._fires.set(idx, t_h)
 
-    def _life_end(self, idx: int, gen: int) -> None:
-        """A scheduled lifetime ends: counted (``life_failures``, read by ``twin rare``'s likelihood ratio) unless
-        superseded, then the failure itself."""
-        if gen == self.gen[idx] and self.healthy[idx]:
+    def _life_end(self, idx: int) -> None:
+        """A scheduled lifetime ends (the unit's armed failure: a failed unit has none): counted
+        (``life_failures``, read by ``twin rare``'s likelihood ratio), then the failure itself."""
+        if self.healthy[idx]:
             self.life_failures += 1
-        self._fire(idx, gen)
+        self._fire(idx)
 
     def fail_now(self, idx: int) -> None:
         """Unit ``idx`` fails at the current time through its own failure path (a cold power cycle, a
         hazard event, stress scenarios and tests); nothing happens if it is not working."""
-        self._fire(idx, int(self.gen[idx]))
+        self._fire(idx)
 
     def reschedule(self, idx: int, t_h: float) -> None:
         """Move a healthy part's failure to absolute time ``t_h`` (e.g. accelerated ageing)."""
-        self.gen[idx] += 1
+        self.moved += 1
         self._schedule(idx, t_h)
 
     def reschedule_now(self, idx: int) -> None:
@@ -344,7 +347,7 @@ class PartPopulation(Population):
         """A healthy part's life drawn afresh from now (after a deep repair of its node): the pending
         failure is cancelled and the part counts as installed now."""
         assert self.healthy[idx]
-        self.gen[idx] += 1
+        self.moved += 1
         self._renew(idx)
 
     def shorten(self, idx: int, life_h: float) -> None:
@@ -354,8 +357,8 @@ class PartPopulation(Population):
             self.life_h[idx] = life_h
             self.reschedule(idx, self.install_h[idx] + life_h)
 
-    def _fire(self, idx: int, gen: int) -> None:
-        if gen != self.gen[idx] or not self.healthy[idx]:
+    def _fire(self, idx: int) -> None:
+        if not self.healthy[idx]:
             return
         self.failures += 1
         node = self.node_of(idx)
@@ -366,7 +369,7 @@ class PartPopulation(Population):
             self._renew(idx)
             return
         self.healthy[idx] = False
-        self.gen[idx] += 1
+        self._fires.cancel(idx)
         self._hide(idx)
         before = int(self.healthy_per_node[node])
         self.healthy_per_node[node] = before - 1
@@ -377,7 +380,6 @@ class PartPopulation(Population):
         """The part was replaced: healthy again, with a fresh lifetime from now."""
         assert not self.healthy[idx]
         self.healthy[idx] = True
-        self.gen[idx] += 1
         self.repairs[idx] += 1
         node = self.node_of(idx)
         before = int(self.healthy_per_node[node])
@@ -508,8 +510,8 @@ class FacilityParts(Population):
     def node_of(self, idx: int) -> int:
         return -1
 
-    def _fire(self, idx: int, gen: int) -> None:
-        if gen != self.gen[idx] or not self.healthy[idx]:
+    def _fire(self, idx: int) -> None:
+        if not self.healthy[idx]:
             return
         self.failures += 1
         now = self.engine.now
@@ -519,7 +521,7 @@ class FacilityParts(Population):
             self._renew(idx)
             return
         self.healthy[idx] = False
-        self.gen[idx] += 1
+        self._fires.cancel(idx)
         if self._in_ccf:
             self._ccf_since[idx] = now
         self._hide(idx)
@@ -535,7 +537,6 @@ class FacilityParts(Population):
         if t0 is not None:
             self._ccf_unit_h += self.engine.now - t0
         self.healthy[idx] = True
-        self.gen[idx] += 1
         self.repairs[idx] += 1
         self._renew(idx)
         self._on_change(idx, True)
@@ -558,7 +559,7 @@ class FacilityParts(Population):
         now = self.engine.now
         self.engine.recorder.event(now, "fail", self.path(idx), -1, now - self.install_h[idx])
         self.healthy[idx] = False
-        self.gen[idx] += 1
+        self._fires.cancel(idx)
         if idx in self._in_test:
             self._in_test.discard(idx)
         else:
