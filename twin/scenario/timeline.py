@@ -104,6 +104,11 @@ class Step(Strict):
     disposal_per_node: NonNegF = Field(
         0.0, description="Cost of removing and disposing of one replaced node, in costs.currency (assumption: 0; "
                          "range 0–2,000).")
+    plant_resale_share: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = Field(
+        0.0, description="Share of its purchase price that plant the step removes fetches (a cooling or power "
+                         "capital item the stage after holds less of: a retrofit's chiller capacity, CRAH units); "
+                         "the rest of what it still owes of its annuity is written off at the step (assumption: "
+                         "0, removed plant is scrapped; range 0–0.2 for used chillers and CRAH units).")
     install: Install = Field(default_factory=Install, description="The racks drained for the work, and for how long.")
     jobs_follow: bool = Field(
         False, description="Resize the listed jobs (workload.jobs) with the cluster: each job's gpus × the stage's "
