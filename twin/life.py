@@ -201,6 +201,35 @@ def step_capital(sc: "Scenario") -> list[dict[str, Any]]:
     return out
 
 
+def carried_ages(prev: "Scenario", cur: "Scenario", ages: dict[str, tuple[Any, Any]]) -> dict[str, tuple[Any, Any]]:
+    """The part ages stage ``cur`` starts with, from ``prev``'s at its end (``ReplicationResult.part_ages_h``).
+
+    A node part keeps its units' ages when the node type, ``nodes_per_rack``, the part's count and its failure
+    distribution are unchanged (nodes keep their indices; the nodes of added racks come after and are new);
+    a rack part likewise (count and distribution, racks keep their indices); a site unit (CRAH, CDU, chiller,
+    feed unit...) when its population has the same number of units and distribution (the model checks). A
+    new node type, a part given a new distribution or count, or a site population resized start new."""
+    import numpy as np
+
+    out: dict[str, tuple[Any, Any]] = {}
+    pn, cn = prev.cluster.node, cur.cluster.node
+    same_nodes = pn.type == cn.type and prev.cluster.nodes_per_rack == cur.cluster.nodes_per_rack
+    for name, (age, failure) in ages.items():
+        if name in pn.parts or name in prev.cluster.rack_parts:
+            node = name in pn.parts
+            old = pn.parts[name] if node else prev.cluster.rack_parts[name]
+            new = cn.parts.get(name) if node else cur.cluster.rack_parts.get(name)
+            if new is None or new.count != old.count or new.failure != old.failure or (node and not same_nodes):
+                continue
+            n = (cur.cluster.n_nodes if node else cur.cluster.racks) * new.count
+            if n < len(age):
+                continue
+            out[name] = (np.concatenate([age, np.zeros(n - len(age))]), failure)
+        else:
+            out[name] = (age, failure)
+    return out
+
+
 def combine(results: list[Any], stages: list["Scenario"]) -> dict[str, float]:
     """The life's metrics from its stages' (see the module docstring; without the step costs)."""
     weights = [s.cluster.n_nodes * s.cluster.node.gpus * s.horizon_h for s in stages]  # installed GPU-hours
@@ -248,7 +277,14 @@ def run_life(sc: "Scenario", replication: int, scenario_hash: str, run: Callable
     tl = sc.timeline
     assert tl is not None
     stages = tl.stages
-    results = [run(st, replication, scenario_hash, tables=tables, source=source) for st in stages]
+    results: list[Any] = []
+    carry: dict[str, tuple[Any, Any]] | None = None
+    for k, st in enumerate(stages):
+        r = run(st, replication, scenario_hash, tables=tables, source=source, ages_h=carry,
+                end_ages=k + 1 < len(stages))
+        results.append(r)
+        if k + 1 < len(stages):
+            carry = carried_ages(st, stages[k + 1], r.part_ages_h or {})
     m = combine(results, stages)
     steps = step_capital(sc)
     bounds = tl.bounds_days(sc.horizon_days)
@@ -297,4 +333,4 @@ def run_life(sc: "Scenario", replication: int, scenario_hash: str, run: Callable
     return Life(metrics=m, tables=out, timings_s=timings, events_processed=sum(r.events_processed for r in results))
 
 
-__all__ = ["Life", "Lot", "PlantLot", "combine", "plant_change", "remaining_share", "run_life", "step_capital"]
+__all__ = ["Life", "Lot", "PlantLot", "carried_ages", "combine", "plant_change", "remaining_share", "run_life", "step_capital"]
