@@ -497,7 +497,7 @@ def aged_sample(dist: Any, u: np.ndarray, z: np.ndarray | None, age_h: np.ndarra
         with np.errstate(divide="ignore", invalid="ignore"):
             ha = np.power(a / eta, k)
             older = a * np.expm1(np.log1p(x / ha) / k)
-        out = np.where(a > 0, older, eta * np.power(x, 1.0 / k))
+        out = np.where(ha > 0, older, eta * np.power(x, 1.0 / k))  # (a/η)^k underflows: as new
     elif isinstance(dist, Fixed):
         out = np.maximum(dist.sample(u) - a, 0.0)
     else:
