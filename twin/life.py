@@ -10,7 +10,11 @@ model (:func:`twin.sim.run_replication`) and adds them up into one replication's
   replaces − their resale + their disposal. The write-off is what the replaced nodes still owe of their
   annuity: purchase × (1 − (1 + r)^−(n − a)) / (1 − (1 + r)^−n) for a node aged a years of its n-year
   amortisation at rate r ((n − a)/n at r = 0; 0 once paid off): replacing a node early costs the
-  payments it no longer serves. Equipment still serving at the end of the life owes nothing more (as in
+  payments it no longer serves. Plant a step removes (a cooling or power capital item the stage after holds
+  less of than the stage before: a retrofit's chiller capacity, CRAH units) is written off the same way,
+  the oldest lots first at their own age and amortisation years, less ``plant_resale_share`` of its
+  purchase price (``step_plant_writeoff.<name>``, ``step_plant_resale.<name>``). Equipment still serving at
+  the end of the life owes nothing more (as in
   a one-year run, the annuity covers the years used). ``cost.per_useful_gpu_hour`` is the life's
   ``cost.total`` over its ``useful_gpu_hours``; ``stage_*.<k>`` and ``step_*.<name>`` give each part;
 * **other metrics**: counts, hours, energies and costs are summed over the stages (:func:`_rule`),
@@ -60,7 +64,8 @@ STAGE_METRICS = {"cost.total": "stage_cost", "useful_gpu_hours": "stage_useful_g
                  "thermal.speed_loss_gpu_hours": "stage_speed_loss_gpu_hours", "gpus_installed": "stage_gpus",
                  "goodput": "stage_goodput"}
 """Each stage's own figures, as ``<name>.<k>`` (k = 0 before the first step)."""
-STEP_KEYS = ("works", "nodes_replaced", "writeoff", "resale", "disposal", "capital", "purchase", "install_node_hours")
+STEP_KEYS = ("works", "nodes_replaced", "writeoff", "resale", "disposal", "plant_removed", "plant_writeoff",
+             "plant_resale", "capital", "purchase", "install_node_hours")
 """Each step's figures, as ``step_<key>.<step name>``."""
 
 
@@ -96,6 +101,56 @@ class Lot:
     price: float
 
 
+PLANT_GROUPS = ("cooling", "power")
+"""Capital groups (:func:`twin.model.costs.capital_items`) whose equipment a step can remove (a retrofit's
+chiller capacity, CRAH units): written off when a stage holds less of an item than the stage before."""
+
+
+@dataclass
+class PlantLot:
+    """Plant bought together: a quantity of one capital item (units or kW), its day, unit price and
+    amortisation years."""
+
+    quantity: float
+    day: float
+    price: float
+    years: float
+
+
+def _plant(sc: "Scenario") -> dict[tuple[str, str], Any]:
+    from twin.model.costs import capital_items
+
+    return {(i.group, i.item): i for i in capital_items(sc) if i.group in PLANT_GROUPS}
+
+
+def plant_change(lots: dict[tuple[str, str], list[PlantLot]], cur: "Scenario", day: float,
+                 rate: float) -> tuple[float, float]:
+    """Update the plant ``lots`` for the stage ``cur`` from ``day``: an item the stage holds more of is a new
+    lot; one it holds less of is removed, the oldest lots first. Returns (purchase price of the plant
+    removed, its write-off: Σ removed × price × :func:`remaining_share` at the lot's age)."""
+    items = _plant(cur)
+    removed = writeoff = 0.0
+    for key in sorted(set(lots) | set(items)):
+        have = lots.setdefault(key, [])
+        held = sum(lot.quantity for lot in have)
+        item = items.get(key)
+        want = float(item.quantity) if item is not None else 0.0
+        if item is not None and want > held * (1 + 1e-9) + 1e-9:
+            have.append(PlantLot(want - held, day, float(item.unit_price), float(item.years)))
+        elif want < held * (1 - 1e-9) - 1e-9:
+            drop = held - want
+            while drop > 1e-9 and have:
+                lot = have[0]
+                q = min(drop, lot.quantity)
+                removed += q * lot.price
+                writeoff += q * lot.price * remaining_share(rate, lot.years, (day - lot.day) / DAYS_PER_YEAR)
+                lot.quantity -= q
+                drop -= q
+                if lot.quantity <= 1e-9:
+                    have.pop(0)
+    return removed, writeoff
+
+
 def step_capital(sc: "Scenario") -> list[dict[str, Any]]:
     """Per step of ``sc.timeline``: its works, the nodes it replaces, their write-off, resale and
     disposal, its capital (see the module docstring) and the purchase price it adds to the hall."""
@@ -107,6 +162,10 @@ def step_capital(sc: "Scenario") -> list[dict[str, Any]]:
     out = []
     costs = stages[0].costs
     lots = [Lot(stages[0].cluster.n_nodes, 0.0, node_replacement_price(stages[0]) if costs is not None else 0.0)]
+    plant: dict[tuple[str, str], list[PlantLot]] = {}
+    if costs is not None:
+        plant = {k: [PlantLot(float(i.quantity), 0.0, float(i.unit_price), float(i.years))]
+                 for k, i in _plant(stages[0]).items()}
     for j, step in enumerate(tl.reached(sc.horizon_days)):
         prev, cur = stages[j], stages[j + 1]
         replaced = 0
@@ -126,14 +185,48 @@ def step_capital(sc: "Scenario") -> list[dict[str, Any]]:
         resale = replaced * step.resale_per_node if has_costs else 0.0
         disposal = replaced * step.disposal_per_node if has_costs else 0.0
         works = step.capital if has_costs else 0.0
+        removed = plant_off = 0.0
+        if has_costs and cur.costs is not None:
+            removed, plant_off = plant_change(plant, cur, step.day, cur.costs.discount_rate)
+        plant_resale = removed * step.plant_resale_share
         inst = cur.installation
         out.append({
             "step": step.name, "day": step.day, "works": works, "nodes_replaced": float(replaced),
-            "writeoff": writeoff, "resale": resale, "disposal": disposal,
-            "capital": works + writeoff - resale + disposal,
+            "writeoff": writeoff, "resale": resale, "disposal": disposal, "plant_removed": removed,
+            "plant_writeoff": plant_off, "plant_resale": plant_resale,
+            "capital": works + writeoff - resale + disposal + plant_off - plant_resale,
             "purchase": (capital_purchase(cur) - capital_purchase(prev)) if has_costs else 0.0,
             "install_node_hours": inst.node_hours(cur.horizon_h) if inst is not None else 0.0,
         })
+    return out
+
+
+def carried_ages(prev: "Scenario", cur: "Scenario", ages: dict[str, tuple[Any, Any]]) -> dict[str, tuple[Any, Any]]:
+    """The part ages stage ``cur`` starts with, from ``prev``'s at its end (``ReplicationResult.part_ages_h``).
+
+    A node part keeps its units' ages when the node type, ``nodes_per_rack``, the part's count and its failure
+    distribution are unchanged (nodes keep their indices; the nodes of added racks come after and are new);
+    a rack part likewise (count and distribution, racks keep their indices); a site unit (CRAH, CDU, chiller,
+    feed unit...) when its population has the same number of units and distribution (the model checks). A
+    new node type, a part given a new distribution or count, or a site population resized start new."""
+    import numpy as np
+
+    out: dict[str, tuple[Any, Any]] = {}
+    pn, cn = prev.cluster.node, cur.cluster.node
+    same_nodes = pn.type == cn.type and prev.cluster.nodes_per_rack == cur.cluster.nodes_per_rack
+    for name, (age, failure) in ages.items():
+        if name in pn.parts or name in prev.cluster.rack_parts:
+            node = name in pn.parts
+            old = pn.parts[name] if node else prev.cluster.rack_parts[name]
+            new = cn.parts.get(name) if node else cur.cluster.rack_parts.get(name)
+            if new is None or new.count != old.count or new.failure != old.failure or (node and not same_nodes):
+                continue
+            n = (cur.cluster.n_nodes if node else cur.cluster.racks) * new.count
+            if n < len(age):
+                continue
+            out[name] = (np.concatenate([age, np.zeros(n - len(age))]), failure)
+        else:
+            out[name] = (age, failure)
     return out
 
 
@@ -184,7 +277,14 @@ def run_life(sc: "Scenario", replication: int, scenario_hash: str, run: Callable
     tl = sc.timeline
     assert tl is not None
     stages = tl.stages
-    results = [run(st, replication, scenario_hash, tables=tables, source=source) for st in stages]
+    results: list[Any] = []
+    carry: dict[str, tuple[Any, Any]] | None = None
+    for k, st in enumerate(stages):
+        r = run(st, replication, scenario_hash, tables=tables, source=source, ages_h=carry,
+                end_ages=k + 1 < len(stages))
+        results.append(r)
+        if k + 1 < len(stages):
+            carry = carried_ages(st, stages[k + 1], r.part_ages_h or {})
     m = combine(results, stages)
     steps = step_capital(sc)
     bounds = tl.bounds_days(sc.horizon_days)
@@ -233,4 +333,4 @@ def run_life(sc: "Scenario", replication: int, scenario_hash: str, run: Callable
     return Life(metrics=m, tables=out, timings_s=timings, events_processed=sum(r.events_processed for r in results))
 
 
-__all__ = ["Life", "Lot", "combine", "remaining_share", "run_life", "step_capital"]
+__all__ = ["Life", "Lot", "PlantLot", "carried_ages", "combine", "plant_change", "remaining_share", "run_life", "step_capital"]

@@ -126,6 +126,10 @@ class ReplicationResult:
     """By name; a :class:`LazyTables` (each built when read) from ``Model.result(tables=False)``."""
     timings_s: dict[str, float] = field(default_factory=dict)
     events_processed: int = 0
+    part_ages_h: dict[str, tuple[np.ndarray, Any]] | None = None
+    """With ``run_replication(..., end_ages=True)``: each part population's units' ages at the horizon, hours
+    (:meth:`twin.model.parts.Population.end_ages_h`), and its failure distribution, by name (node, rack and
+    site populations), which a timeline carries into its next stage."""
 
 
 class LazyTables(MutableMapping[str, pd.DataFrame]):
@@ -163,7 +167,8 @@ class Model:
     """One replication's component tree."""
 
     def __init__(self, sc: Scenario, replication: int = 0, scenario_hash: str = "",
-                 components: Sequence[type[Component]] | None = None, source: str = "") -> None:
+                 components: Sequence[type[Component]] | None = None, source: str = "",
+                 ages_h: Mapping[str, tuple[np.ndarray, Any]] | None = None) -> None:
         t0 = time.perf_counter()
         # the registry (default COMPONENTS); the services are checked here, before anything is built
         order = build_order(COMPONENTS if components is None else components, sc)
@@ -199,6 +204,10 @@ class Model:
             self.by_section[cls.name] = comp
         self.shop.attach()  # after the components: the shop is the last subscriber to a failure
         bind_scopes(sc, self.cluster, self.facility)  # the cooling units' nodes, for dispatch by impact
+        for name, (age, failure) in (ages_h or {}).items():  # units not new at the start (a timeline's parts)
+            aged = self.parts.get(name) or self.facility.get(name)
+            if aged is not None and len(age) == aged.n and aged.spec.failure == failure:  # the same units
+                aged.age_h = np.asarray(age, dtype=np.float64) if np.any(age > 0) else None
         for pop in self.parts.values():
             pop.start()
         for fpop in self.facility.values():
@@ -443,7 +452,9 @@ class Model:
 
 def run_replication(sc: Scenario, replication: int = 0, scenario_hash: str = "",
                     progress: Callable[[float], None] | None = None,
-                    lifetimes: bool = False, tables: bool = True, source: str = "") -> ReplicationResult:
+                    lifetimes: bool = False, tables: bool = True, source: str = "",
+                    ages_h: Mapping[str, tuple[np.ndarray, Any]] | None = None,
+                    end_ages: bool = False) -> ReplicationResult:
     """Build, run and summarise one replication. Pure function of (scenario, replication).
 
     ``tables=False`` leaves the tables to be built when read (:meth:`Model.result`): a caller that
@@ -451,6 +462,11 @@ def run_replication(sc: Scenario, replication: int = 0, scenario_hash: str = "",
 
     ``lifetimes`` adds the table ``lifetimes``: every node part's lives (failed or censored at the
     horizon) in the column format ``twin fit`` reads, so fits can be checked against a known truth.
+
+    ``ages_h`` gives part populations (by name) their units' ages at the start, hours, in place of their
+    ``initial_age_h``, with the failure distribution they were drawn from (a population whose unit count or
+    distribution differs starts as the scenario says); ``end_ages`` returns them at the horizon
+    (``part_ages_h``): a timeline's stages carry them (:mod:`twin.life`).
 
     The run stops (:class:`~twin.errors.InputError`, exit 2, naming ``source`` and the cause) after
     :func:`twin.limits.event_bound` events.
@@ -462,9 +478,12 @@ def run_replication(sc: Scenario, replication: int = 0, scenario_hash: str = "",
         return ReplicationResult(scenario=sc.name, scenario_hash=scenario_hash, seed=sc.seed, replication=replication,
                                  metrics=life.metrics, tables=life.tables, timings_s=life.timings_s,
                                  events_processed=life.events_processed)
-    model = Model(sc, replication, scenario_hash, source=source)
+    model = Model(sc, replication, scenario_hash, source=source, ages_h=ages_h)
     model.run(progress)
     res = model.result(tables)
+    if end_ages:
+        res.part_ages_h = {name: (pop.end_ages_h(), pop.spec.failure)
+                           for name, pop in {**model.parts, **model.facility}.items()}
     if lifetimes:
         res.tables["lifetimes"] = model.lifetimes()
     heavy = model.events > GC_EVENTS

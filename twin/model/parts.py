@@ -53,7 +53,8 @@ def _node_part_digests(racks: int, nodes_per_rack: int, name: str, per_node: int
 class Population(abc.ABC):
     """What every part population shares, node parts (:class:`PartPopulation`) and site units
     (:class:`FacilityParts`) alike: lifetimes from each unit's stream (renewal with draw ``k + 1``), their
-    scheduling with a generation that invalidates stale failures, common-cause groups (β-factor: each
+    scheduling with a generation that invalidates stale failures, the units' age at the start (their first
+    lifetime drawn from the residual life given that age, :func:`aged_sample`), common-cause groups (β-factor: each
     unit alone at (1 − β)λ, a common event of its group at βλ), latent failures found by a periodic
     test or a demand, and the counters the results read. A kind says where its units sit (``path``,
     ``node_of``, its common-cause groups) and what a failure or a repair does (``_fire``, ``restore``).
@@ -73,6 +74,10 @@ class Population(abc.ABC):
         self.healthy = np.ones(n, dtype=bool)
         self.install_h = np.zeros(n, dtype=np.float64)
         self.life_h = np.zeros(n, dtype=np.float64)
+        age0 = float(getattr(spec, "initial_age_h", 0.0))
+        self.age_h: np.ndarray | None = np.full(n, age0) if age0 > 0 else None
+        """Age of each unit at the start of the run, hours (``initial_age_h``, or the ages a timeline carries
+        from the stage before, set before :meth:`start`); None: every unit new."""
         self.failures = 0
         self.repairs = np.zeros(n, dtype=np.int64)
         # the common-cause process and the latent failures
@@ -145,31 +150,34 @@ class Population(abc.ABC):
         as the array function gives for this part, at a twentieth of the cost of a numpy call."""
         return rng.uniform1(self.engine.streams.key, int(self.digest[idx]), k, rng.STREAMS[purpose])
 
-    def draw_lifetimes(self, idx: np.ndarray) -> np.ndarray:
-        """Next lifetime (hours) of each part in ``idx``; advances their draw counters."""
+    def draw_lifetimes(self, idx: np.ndarray, age_h: np.ndarray | None = None) -> np.ndarray:
+        """Next lifetime (hours) of each part in ``idx``; advances their draw counters. With ``age_h`` (the
+        units' ages, hours), their residual lives given that age (:func:`aged_sample`)."""
         if len(idx) == 1:
             i = int(idx[0])
             k = int(self.draws[i])
             self.draws[i] = k + 1
-            out = self._sample(np.array([self.uniform(i, "fail", k)]), idx)
+            out = self._sample(np.array([self.uniform(i, "fail", k)]), idx, None if age_h is None else age_h[idx])
         else:
             u = self.engine.streams.uniforms(self.digest[idx], self.draws[idx], rng.STREAMS["fail"])
             self.draws[idx] += 1
-            out = self._sample(u, idx)
+            out = self._sample(u, idx, None if age_h is None else age_h[idx])
         if self.beta:  # the unit's own failures at (1 − β)λ (exponential: the time scales by 1/(1 − β))
             out = out / (1.0 - self.beta)
         return out
 
-    def _sample(self, u: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    def _sample(self, u: np.ndarray, idx: np.ndarray, age_h: np.ndarray | None = None) -> np.ndarray:
         """Lifetimes (hours) of units ``idx`` at the uniforms ``u`` of their failure distribution's inverse
-        CDF (node parts apply their node's frailty)."""
+        CDF (node parts apply their node's frailty); residual lives given ``age_h`` when given."""
+        if age_h is not None:
+            return aged_sample(self.spec.failure, u, None, age_h)
         return self.spec.failure.sample(u)
 
     def start(self) -> None:
         """Draw every part's first lifetime at once and schedule those inside the horizon; start the
         groups' common-cause processes and the periodic tests of latent failures."""
         all_idx = np.arange(self.n)
-        life = self.draw_lifetimes(all_idx)
+        life = self.draw_lifetimes(all_idx, self.age_h)
         self.life_h[:] = life
         for i in np.flatnonzero(life < self.engine.horizon_h):
             self._schedule(int(i), float(life[i]))
@@ -290,6 +298,15 @@ class Population(abc.ABC):
         """Move a healthy part's failure to now (an injected failure)."""
         self.reschedule(idx, self.engine.now)
 
+    def end_ages_h(self) -> np.ndarray:
+        """Age of each unit at the end of the run, hours (call after the run): a unit installed during the
+        run is as old as the time since its installation, an original one adds its age at the start; a
+        unit failed at the end is 0 (it is replaced before it serves again)."""
+        age = self.engine.horizon_h - self.install_h
+        if self.age_h is not None:
+            age = age + np.where(self.install_h == 0.0, self.age_h, 0.0)
+        return np.where(self.healthy, age, 0.0)
+
     def _renew(self, idx: int) -> None:
         now = self.engine.now
         self.install_h[idx] = now
@@ -335,10 +352,13 @@ class PartPopulation(Population):
         """One stream digest per group (its first unit's: the group's events use their own stream number)."""
         return self.digest[:: self.per_node]
 
-    def _sample(self, u: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    def _sample(self, u: np.ndarray, idx: np.ndarray, age_h: np.ndarray | None = None) -> np.ndarray:
         """With a frailty Z of the part's node, the uniform u of the inverse CDF becomes 1 − (1 − u)^(1/Z):
-        the same draw under a hazard Z times the part's (an exponential mean divided by Z)."""
+        the same draw under a hazard Z times the part's (an exponential mean divided by Z); with ``age_h``,
+        the residual lives given those ages (:func:`aged_sample`)."""
         fr = self.frailty
+        if age_h is not None:
+            return aged_sample(self.spec.failure, u, None if fr is None else fr[idx // self.per_node], age_h)
         if fr is None:
             return self.spec.failure.sample(u)
         return frail_sample(self.spec.failure, u, fr[idx // self.per_node])
@@ -454,6 +474,38 @@ def frail_sample(dist: Any, u: np.ndarray, z: np.ndarray) -> np.ndarray:
         out = dist.sample(u)
     else:
         out = dist.sample(np.minimum(-np.expm1(np.log1p(-u) / z), ONE_BELOW))
+    return out
+
+
+def aged_sample(dist: Any, u: np.ndarray, z: np.ndarray | None, age_h: np.ndarray) -> np.ndarray:
+    """Residual lifetimes (hours) at uniforms ``u`` of units aged ``age_h`` hours, under a hazard ``z`` times
+    the distribution's (None: 1): R with P(R > r) = S_z(a + r) / S_z(a), S_z = S^z, the inverse of which is
+    r = F⁻¹(F(a) + (1 − F(a)) u_z) − a with u_z = 1 − (1 − u)^(1/z) (:func:`frail_sample`'s uniform).
+
+    * exponential: memoryless, the residual life is a new life (the same draw as at age 0);
+    * Weibull (shape k, scale η): closed form, cumulative hazards add: ((a + r)/η)^k = (a/η)^k + x/z with
+      x = −ln(1 − u), so r = a · expm1(ln(1 + x / (z (a/η)^k)) / k) (η (x/z)^(1/k) at a = 0);
+    * fixed: max(value − a, 0) (a unit past its fixed life fails at once);
+    * others (lognormal, empirical...): the inverse CDF above, through the distribution's ``cdf``.
+    """
+    zz = np.ones_like(u) if z is None else np.asarray(z, dtype=np.float64)
+    a = np.broadcast_to(np.asarray(age_h, dtype=np.float64), u.shape)
+    if isinstance(dist, Exponential) or not np.any(a > 0):
+        return dist.sample(u) if z is None else frail_sample(dist, u, zz)
+    out: np.ndarray
+    if isinstance(dist, Weibull):
+        x = -np.log1p(-u) / zz
+        k, eta = dist.shape, dist.scale_h
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ha = np.power(a / eta, k)
+            older = a * np.expm1(np.log1p(x / ha) / k)
+        out = np.where(ha > 0, older, eta * np.power(x, 1.0 / k))  # (a/η)^k underflows: as new
+    elif isinstance(dist, Fixed):
+        out = np.maximum(dist.sample(u) - a, 0.0)
+    else:
+        uz = u if z is None else -np.expm1(np.log1p(-u) / zz)
+        fa = np.array([dist.cdf(float(v)) for v in a])
+        out = np.maximum(dist.sample(np.minimum(fa + (1.0 - fa) * uz, ONE_BELOW)) - a, 0.0)
     return out
 
 

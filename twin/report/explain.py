@@ -364,7 +364,12 @@ METRICS: tuple[MetricDoc, ...] = (
        'a their age in years, n amortisation_years, r discount_rate ((n − a)/n at r = 0; 0 once a ≥ n)'),
     _H('step_resale.<step>', 'nodes replaced × resale_per_node'),
     _H('step_disposal.<step>', 'nodes replaced × disposal_per_node'),
-    _H('step_capital.<step>', 'works + write-off − resale + disposal'),
+    _H('step_plant_removed.<step>', 'Σ over the cooling and power capital items the stage after holds less of: the '
+       'quantity removed (oldest lots first) × its unit price'),
+    _H('step_plant_writeoff.<step>', 'Σ over the plant removed of quantity × price × (1 − (1 + r)^−(n − a)) / '
+       '(1 − (1 + r)^−n), a its lot\'s age in years, n its amortisation years (facility_amortisation_years)'),
+    _H('step_plant_resale.<step>', 'step_plant_removed × plant_resale_share'),
+    _H('step_capital.<step>', 'works + write-off − resale + disposal + plant write-off − plant resale'),
     _H('step_purchase.<step>', 'cost.capital_purchase of the stage after the step − that of the stage before'),
     _H('step_install_node_hours.<step>', "installation.node_hours of the step's stage"),
     _H('headroom_<check>.<k>', "capacity − load of the check in stage k (twin/scenario/headroom.py): the load "

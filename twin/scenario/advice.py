@@ -439,10 +439,8 @@ def advise(sc: "Scenario") -> list[Advice]:
 
 def timeline_advice(sc: "Scenario") -> list[Advice]:
     """A timeline's headroom after each step that reaches a shortfall (run with its consequences,
-    ``timeline.on_exceed: run``), and its parts that age and restart as new at each stage
-    (:mod:`twin.scenario.headroom`, :mod:`twin.scenario.timeline`)."""
+    ``timeline.on_exceed: run``; :mod:`twin.scenario.headroom`)."""
     from twin.scenario.headroom import shortfalls
-    from twin.scenario.timeline import ageing_parts
 
     tl = sc.timeline
     if tl is None:
@@ -454,10 +452,6 @@ def timeline_advice(sc: "Scenario") -> list[Advice]:
             step = tl.steps[k - 1]
             out.append(Advice(f"timeline.steps.{k - 1}", f"step {step.name!r} (day {step.day:g}) exceeds the hall's "
                               f"headroom: {'; '.join(short)}; it runs with its consequences (timeline.on_exceed: run)"))
-    aged = ageing_parts(tl.stages)
-    if aged and len(tl.stages) > 1:
-        out.append(Advice("timeline", f"parts with an ageing lifetime ({', '.join(aged)}) restart as new at each "
-                                      "stage; exact only for exponential lifetimes (docs/guide/timeline.md)"))
     return out
 
 

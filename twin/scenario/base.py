@@ -147,6 +147,12 @@ class Part(Strict):
                          "βλ fails every working unit of the group, each with its own repair ticket. Needs an "
                          "exponential failure (λ = 1/mean_h). 0: independent failures. Assumption when set: "
                          "1–10 % is the commonly quoted range, IEC 62061 assumes ≤ 2 % (sources-realism §4).")
+    initial_age_h: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] = Field(
+        0.0, description="Age of every unit at the start of the run, hours: its first lifetime is the residual "
+                         "life given survival to this age (Weibull: closed form, a wear-out part nearer its end; "
+                         "exponential: memoryless, unchanged); units installed during the run start new. A "
+                         "timeline carries each unit's own age across its stages (docs/guide/timeline.md). "
+                         "Default 0: new (assumption; a site's own figure, e.g. 26,280 h for 3-year-old fans).")
     latent_test_interval_h: PosHours | None = Field(
         None, description="The unit fails silently (standby or no telemetry): its failure is found at the next "
                           "periodic test (every this many hours from time 0), or when a demand finds it (a node "

@@ -14,9 +14,12 @@ construction and cheap to test. What crosses a stage boundary is stated, not imp
   would otherwise derive from the new load (:data:`PINNED`: a chiller plant or a UPS sized for the old
   load stays that size unless a step sets it), the purchase dates of the nodes (their remaining capital
   when a step replaces them, :mod:`twin.life`);
-* **renewed**: the parts' lifetimes (drawn afresh at each stage: exact for exponential lifetimes, which
-  are memoryless; a part with a Weibull or other ageing lifetime restarts as new at each step, an
-  approximation the reader names with an advisory), the spares stock, the repair queue, the jobs (a stage
+* **the parts' ages**: each unit's age at the end of a stage is its age at the start of the next (its first
+  lifetime there is the residual life given that age, :func:`twin.model.parts.aged_sample`; exact for any
+  lifetime distribution), carried per replication by :func:`twin.life.carried_ages` for the units that stay:
+  a new node type, a part given a new distribution or count start new; a part failed at the step is
+  replaced by it (new);
+* **renewed**: the spares stock, the repair queue, the jobs (a stage
   starts with the workload's submissions afresh: the workload follows the cluster, and jobs sized in
   GPUs can be resized by a step's ``set``);
 * each stage has its own seed (the scenario's for stage 0, a fixed function of it and k after), the same
@@ -104,6 +107,11 @@ class Step(Strict):
     disposal_per_node: NonNegF = Field(
         0.0, description="Cost of removing and disposing of one replaced node, in costs.currency (assumption: 0; "
                          "range 0–2,000).")
+    plant_resale_share: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = Field(
+        0.0, description="Share of its purchase price that plant the step removes fetches (a cooling or power "
+                         "capital item the stage after holds less of: a retrofit's chiller capacity, CRAH units); "
+                         "the rest of what it still owes of its annuity is written off at the step (assumption: "
+                         "0, removed plant is scrapped; range 0–0.2 for used chillers and CRAH units).")
     install: Install = Field(default_factory=Install, description="The racks drained for the work, and for how long.")
     jobs_follow: bool = Field(
         False, description="Resize the listed jobs (workload.jobs) with the cluster: each job's gpus × the stage's "
@@ -355,15 +363,3 @@ def build_stages(sc: "Scenario", model: type["Scenario"]) -> None:
                              f"{'; '.join(short)} (timeline.on_exceed: refuse)")
     tl._stages = stages
     tl._headroom = heads
-
-
-def ageing_parts(stages: list["Scenario"]) -> list[str]:
-    """Node parts of any stage whose time to failure is not exponential (they restart as new at each stage)."""
-    from twin.scenario.distributions import Exponential
-
-    out: list[str] = []
-    for st in stages:
-        for name, part in st.cluster.node.parts.items():
-            if not isinstance(part.failure, Exponential) and name not in out:
-                out.append(name)
-    return out
