@@ -94,7 +94,8 @@ def shared_segments_c(t_c: NDArray[np.float64], tss_c: NDArray[np.float64], lg: 
     G = float(after[0])
     after -= lg  # … after each segment
     S = float((-np.expm1(lg) * tss_c * np.exp(after)).sum())
-    return np.exp(G) * t_c + S
+    out: NDArray[np.float64] = np.exp(G) * t_c + S
+    return out
 
 
 def grouped_segments_c(t0_c: NDArray[np.float64], tss_c: NDArray[np.float64], lg: NDArray[np.float64],
@@ -113,7 +114,8 @@ def grouped_segments_c(t0_c: NDArray[np.float64], tss_c: NDArray[np.float64], lg
     decay = G.repeat(cnt)
     decay -= P
     contrib *= np.exp(decay, out=decay)
-    return np.exp(G) * t0_c + np.add.reduceat(contrib, start)
+    out: NDArray[np.float64] = np.exp(G) * t0_c + np.add.reduceat(contrib, start)
+    return out
 
 
 def supply_c(s0_c: Any, target_c: Any, dt_min: float, tau_min: float) -> Any:
