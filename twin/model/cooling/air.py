@@ -72,30 +72,30 @@ class AirRooms:
         self.arrays.zone_of = np.empty(n, dtype=np.int64)
         for z, (s, e) in enumerate(self.arrays.zones):
             self.arrays.zone_of[s:e] = z
-        Z = a.zones
-        self.crah_healthy = np.full(Z, a.crah.count, dtype=np.int64)
+        n_zones = a.zones
+        self.crah_healthy = np.full(n_zones, a.crah.count, dtype=np.int64)
         # capacity factor of the CRAH units in each hour (derating above the design ambient)
         self._derate_h: list[float] = plant.crah_capacity_factor(self.params.ambient_h, a.design_ambient_c,
                                                                  a.derate_per_c).tolist()
         # healthy capacity before derating, W
         self._crah_w = cast(NDArray[np.float64], self.crah_healthy * a.crah.capacity_kw * 1000.0)
         self.arrays.z_cap = self._crah_w * self._derate_at(0.0)
-        self.z_S0 = np.full(Z, a.supply_c)
-        self.z_ta = np.zeros(Z)
-        self.z_tgt = np.full(Z, a.supply_c)
-        self.arrays.z_held = np.full(Z, a.supply_c)
+        self.z_S0 = np.full(n_zones, a.supply_c)
+        self.z_ta = np.zeros(n_zones)
+        self.z_tgt = np.full(n_zones, a.supply_c)
+        self.arrays.z_held = np.full(n_zones, a.supply_c)
         # per zone: the next switch of the held inlet, and the crossing of the platform inlet limit
         # (a retarget cancels both)
-        self.z_step_timer = [self.engine.timer() for _ in range(Z)]
-        self.z_trip_timer = [self.engine.timer() for _ in range(Z)]
-        self.z_q = np.zeros(Z)
-        self.arrays.z_reserved = np.zeros(Z)
-        self.z_last = np.zeros(Z)
+        self.z_step_timer = [self.engine.timer() for _ in range(n_zones)]
+        self.z_trip_timer = [self.engine.timer() for _ in range(n_zones)]
+        self.z_q = np.zeros(n_zones)
+        self.arrays.z_reserved = np.zeros(n_zones)
+        self.z_last = np.zeros(n_zones)
         self.z_hot_node_h = 0.0
         self.z_over_h = 0.0
-        self.z_over_since = np.full(Z, np.nan)
+        self.z_over_since = np.full(n_zones, np.nan)
         self.r_room = float(a.r_room_c_per_kw)  # type: ignore[arg-type]
-        paths = [f"cooling.zone{z}.crah{k}" for z in range(Z) for k in range(a.crah.count)]
+        paths = [f"cooling.zone{z}.crah{k}" for z in range(n_zones) for k in range(a.crah.count)]
         self.crah = FacilityParts(eng, "crah", paths, fac_specs["crah"],
                                   groups=contiguous_groups(len(paths), a.crah.count))  # common cause: a zone's units
         eng.bus.subscribe(self.crah.changed, self.link.gated("crah", self._on_crah))

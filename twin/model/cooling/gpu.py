@@ -65,12 +65,12 @@ class GpuState:
         cl = self.cluster
         n, u = self.params.n_nodes, self.params.units_per_node
         # ---- GPU state -----------------------------------------------------------------------------
-        G = self.params.n_units
+        n_units = self.params.n_units
         base_r = gp.r_cold_plate_c_per_w if self.params.gpu_on_liquid else gp.r_air_c_per_w
-        self.arrays.rspread = np.ones(G)
+        self.arrays.rspread = np.ones(n_units)
         if gp.r_sigma > 0:
-            digs = rng.path_digests(f"{cl.node_path(i // u)}.gpu{i % u}#thermal_r" for i in range(G))
-            unif = self.engine.streams.uniforms(digs, np.zeros(G, dtype=np.int64))
+            digs = rng.path_digests(f"{cl.node_path(i // u)}.gpu{i % u}#thermal_r" for i in range(n_units))
+            unif = self.engine.streams.uniforms(digs, np.zeros(n_units, dtype=np.int64))
             self.arrays.rspread = np.exp(gp.r_sigma * ndtri(unif))
         self.arrays.rbase = base_r * self.arrays.rspread
         # per node, its inlet air above its zone's held supply: rack and recirculation offsets of an air hall
@@ -95,21 +95,21 @@ class GpuState:
             tin0 = tin0 + self.arrays.toff
         R0 = self.arrays.rbase.copy()
         self.arrays.T = fast.steady_c(tin0, self.params.idle_w, R0)
-        self.arrays.t0 = np.zeros(G)
+        self.arrays.t0 = np.zeros(n_units)
         self.arrays.tss = self.arrays.T.copy()
         self.arrays.tau = fast.tau_s(R0, self.params.c_j_per_c)
-        self.arrays.engaged = np.zeros(G, dtype=bool)
-        self.arrays.speed = np.ones(G)
-        self.arrays.gon = np.ones(G, dtype=bool)  # GPU powered during [t0, now]
-        self.arrays.t_next = np.full(G, INF)
+        self.arrays.engaged = np.zeros(n_units, dtype=bool)
+        self.arrays.speed = np.ones(n_units)
+        self.arrays.gon = np.ones(n_units, dtype=bool)  # GPU powered during [t0, now]
+        self.arrays.t_next = np.full(n_units, INF)
         # the air heat the kernel computes (AirRooms.air_heat_w): 0 none, 1 GPUs in the air, 2 not, 3 a share
         self._heat_mode = 0 if self.params.air is None else (3 if self.air_rooms.air_share is not None else
                                                       (1 if self.params.type == "air" else 2))
         self._heat_share = float(self.air_rooms.air_share) if self._heat_mode == 3 else 1.0  # type: ignore[arg-type]
         self._ng_w = float(self.params.non_gpu_w)
-        self.arrays.uidx = np.arange(G)  # unit indices (a slice of them: the kernels' unit list of a run of nodes)
+        self.arrays.uidx = np.arange(n_units)  # unit indices (a slice of them: the kernels' unit list of a run of nodes)
         self._now1 = np.zeros(1)  # the time a kernel brings units to, h
-        self.arrays.kind = np.zeros(G, dtype=np.int8)  # 1 slowdown crossing, 2 shutdown crossing
+        self.arrays.kind = np.zeros(n_units, dtype=np.int8)  # 1 slowdown crossing, 2 shutdown crossing
         self.wake_t = INF
         self._wake_timer = self.engine.timer(self._wake)
         self._n_hot = 0  # > 0 while some unit may be capped, engaged or heading for a crossing

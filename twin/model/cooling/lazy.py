@@ -68,11 +68,11 @@ class LazyCrossings:
         self.engine = engine
         self.cluster = cluster
         self.it = it
-        G, n = self.params.n_units, self.params.n_nodes
+        n_units, n = self.params.n_units, self.params.n_nodes
         self.silent_on = False  # decided in start(): see start
         self.rose = False  # since the last plan, an update raised a published speed or took a node out of service
         self.n_silent = 0
-        self.silent = np.zeros(G, dtype=bool)  # the unit's pending slowdown crossing is silent
+        self.silent = np.zeros(n_units, dtype=bool)  # the unit's pending slowdown crossing is silent
         self.arrays.t_due = self.arrays.t_next  # the wake-up's times: t_next less the silent crossings (the same array while off)
         self.arrays.gid = np.full(n, -1, dtype=np.int64)  # per node: its group (-1: none yet)
         self._gid_of: dict[int, tuple[NDArray[np.int64], int]] = {}  # id(published array) -> (array, group)
@@ -88,20 +88,20 @@ class LazyCrossings:
         self.silent_on = self.params.units_per_node > 1 and not self.ageing.aged
         if not self.silent_on:
             return
-        G = self.params.n_units
+        n_units = self.params.n_units
         # the other speed sources' arrays (the power chain's): effective GPUs count a node at its lowest speed
         self.oth_caps = [a for a in self.cluster.speed_caps.values() if a is not self.arrays.speed_caps]
         # per node, the lowest of those speeds as of its last NODE_SPEED (on_speed; a source that started
         # first may have published already)
         self.arrays.oth_n = self.other_speeds(self.params.all_nodes)
-        self.arrays.x_cap = np.full(G, INF) if self.gpu.ucap is not None else None  # thermal cap after the crossing, W
+        self.arrays.x_cap = np.full(n_units, INF) if self.gpu.ucap is not None else None  # thermal cap after the crossing, W
         self.it.watch_exact(self._on_exact)
         self.arrays.t_due = self.arrays.t_next.copy()
-        self.arrays.x_P = np.zeros(G)  # W per GPU after the unit's slowdown crossing
-        self.arrays.x_sp = np.ones(G)  # speed after it
-        self.arrays.x_tss = np.zeros(G)  # steady state after it, °C
-        self.arrays.x_ok = np.zeros(G, dtype=bool)  # may be silent (a slowdown crossing, no shutdown after it, untraced)
-        self.arrays.pw = np.zeros(G)  # power per GPU now (W), kept where units may cross silently
+        self.arrays.x_P = np.zeros(n_units)  # W per GPU after the unit's slowdown crossing
+        self.arrays.x_sp = np.ones(n_units)  # speed after it
+        self.arrays.x_tss = np.zeros(n_units)  # steady state after it, °C
+        self.arrays.x_ok = np.zeros(n_units, dtype=bool)  # may be silent (a slowdown crossing, no shutdown after it, untraced)
+        self.arrays.pw = np.zeros(n_units)  # power per GPU now (W), kept where units may cross silently
         self.traced_u: NDArray[np.bool_] | None = None  # units whose crossings stay events: those of traced nodes while tracing
         self.trace_units(self.replay.tracing)
 

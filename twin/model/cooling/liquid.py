@@ -46,18 +46,18 @@ class LiquidLoops:
         assert lq is not None
         eng, cl = self.engine, self.cluster
         n = self.params.n_nodes
-        L = lq.loops
-        self.arrays.loops = _blocks(cl.racks, L, cl.nodes_per_rack)
+        n_loops = lq.loops
+        self.arrays.loops = _blocks(cl.racks, n_loops, cl.nodes_per_rack)
         self.arrays.loop_of = np.empty(n, dtype=np.int64)
         for lp, (s, e) in enumerate(self.arrays.loops):
             self.arrays.loop_of[s:e] = lp
         cnt, pc = lq.cdu.count, lq.cdu.pumps.count
-        self.cdu_ok = np.ones(L * cnt, dtype=bool)
-        self.pumps_ok = np.full(L * cnt, pc, dtype=np.int64)
-        self.arrays.loop_flow = np.ones(L, dtype=bool)
-        self.loop_noflow_since = np.full(L, np.nan)
+        self.cdu_ok = np.ones(n_loops * cnt, dtype=bool)
+        self.pumps_ok = np.full(n_loops * cnt, pc, dtype=np.int64)
+        self.arrays.loop_flow = np.ones(n_loops, dtype=bool)
+        self.loop_noflow_since = np.full(n_loops, np.nan)
         self.noflow_h = 0.0
-        cpaths = [f"cooling.loop{lp}.cdu{k}" for lp in range(L) for k in range(cnt)]
+        cpaths = [f"cooling.loop{lp}.cdu{k}" for lp in range(n_loops) for k in range(cnt)]
         ppaths = [f"{p}.pump{j}" for p in cpaths for j in range(pc)]
         self.cdu = FacilityParts(eng, "cdu", cpaths, fac_specs["cdu"],
                                  groups=contiguous_groups(len(cpaths), cnt))  # common cause: a loop's CDUs

@@ -192,16 +192,16 @@ class DeferredReplay:
         log_t, log_u, arrs, ups, sps = self._log_t, self._log_util, self._log_nodes, self._log_up, self._log_sp
         self._log_t, self._log_nodes, self._log_util = [], [], []
         self._log_up, self._log_sp = {}, {}
-        K = len(log_t)
+        n_entries = len(log_t)
         step = self._CHUNK
-        if K <= step:
+        if n_entries <= step:
             self._replay_log(np.array(log_t), np.array(log_u), arrs, ups, sps)
             return
         # a long log in consecutive chunks (the same result up to rounding; more nodes make cells in a
         # shorter stretch of time, where fewer of them also ran a small job or went down)
         up_i, sp_i = sorted(ups), sorted(sps)
-        for c0 in range(0, K, step):
-            c1 = min(K, c0 + step)
+        for c0 in range(0, n_entries, step):
+            c1 = min(n_entries, c0 + step)
             cu = {i - c0: ups[i] for i in up_i[bisect.bisect_left(up_i, c0):bisect.bisect_left(up_i, c1)]}
             cs = {i - c0: sps[i] for i in sp_i[bisect.bisect_left(sp_i, c0):bisect.bisect_left(sp_i, c1)]}
             self._replay_log(np.array(log_t[c0:c1]), np.array(log_u[c0:c1]), arrs[c0:c1], cu, cs)
@@ -221,15 +221,15 @@ class DeferredReplay:
         # every (node, entry) pair in time order; changes of service and speeds per pair where logged
         nd = np.concatenate(arrs, dtype=self._nd_dtype, casting="unsafe")  # (node numbers fit the type)
         pe = np.arange(k, dtype=np.int32).repeat(lens)
-        M = len(nd)
+        n_pairs = len(nd)
         st: NDArray[np.int8] | None = None  # per pair: 1 / 0 a change to up / down, −1 a load change
         if ups:
-            st = np.full(M, -1, dtype=np.int8)
+            st = np.full(n_pairs, -1, dtype=np.int8)
             st[pos[np.fromiter(ups, dtype=np.int64, count=len(ups))]] = np.fromiter(
                 ups.values(), dtype=np.int8, count=len(ups))  # (single-node entries)
         sp: NDArray[np.float64] | None = None  # None: no speed logged (a single speed source)
         if sps:  # entries logged before a second speed source existed were all at speed 1
-            sp = np.ones(M)
+            sp = np.ones(n_pairs)
             for i, a in sps.items():
                 sp[pos[i]:pos[i] + lens[i]] = a
         dbusy_k = np.zeros(k)  # change of busy GPUs at each entry
@@ -278,8 +278,8 @@ class DeferredReplay:
         pauses) make cells: a node in one of those and nowhere else, in service at all its entries, is
         grouped with the nodes in exactly the same such arrays; the rest go pair by pair."""
         k = len(arrs)
-        N = self.params.n_nodes
-        in_cell = np.zeros(N, dtype=bool)
+        n_nodes = self.params.n_nodes
+        in_cell = np.zeros(n_nodes, dtype=bool)
         big_i = np.flatnonzero(lens >= 8)
         if len(big_i) < 2:
             return [], in_cell
@@ -298,8 +298,8 @@ class DeferredReplay:
         if not big:
             return [], in_cell
         big_entry = np.zeros(k, dtype=bool)
-        W = (len(big) + 63) // 64
-        sig = np.zeros((N, W), dtype=np.uint64)  # bit j: the node is in big array j
+        n_words = (len(big) + 63) // 64
+        sig = np.zeros((n_nodes, n_words), dtype=np.uint64)  # bit j: the node is in big array j
         for j, ent in enumerate(big):
             big_entry[ent] = True
             sig[arrs[int(ent[0])], j >> 6] |= np.uint64(1 << (j & 63))  # (an array holds each node once)
@@ -309,7 +309,7 @@ class DeferredReplay:
         cand = np.flatnonzero(sig.any(axis=1) & ~other)
         if not len(cand):
             return [], in_cell
-        if W == 1:  # (a 1-d unique is several times faster than unique rows)
+        if n_words == 1:  # (a 1-d unique is several times faster than unique rows)
             k1, inv, cnt = np.unique(sig[cand, 0], return_inverse=True, return_counts=True)
             keys = k1[:, None]
         else:
@@ -335,19 +335,19 @@ class DeferredReplay:
             in_cell[nodes] = True
         return cells, in_cell
 
-    def _replay_cell(self, t: NDArray[np.float64], U: NDArray[np.float64], nodes: NDArray[np.int64],
+    def _replay_cell(self, t: NDArray[np.float64], util: NDArray[np.float64], nodes: NDArray[np.int64],
                      entries: NDArray[np.int64], dbusy_k: NDArray[np.float64]) -> None:
-        """Replay one cell (see ``flush_log``): times ``t`` (h) and utilisations ``U`` of its entries
+        """Replay one cell (see ``flush_log``): times ``t`` (h) and utilisations ``util`` of its entries
         ``entries`` (ascending) over ``nodes``, one thermal unit per node, all in service; adds the cell's
         changes of busy GPUs to ``dbusy_k``."""
         n = len(nodes)
         g = self.params.gpus_per_node
         if self.params.units_per_node > 1:
-            self._replay_cell_units(t, U, nodes)
+            self._replay_cell_units(t, util, nodes)
         else:
-            self._replay_cell_thermal(t, U, nodes)
+            self._replay_cell_thermal(t, util, nodes)
         # busy GPUs: every node in service, busy while its utilisation is above 0
-        b = (U > 0.0).astype(np.float64)
+        b = (util > 0.0).astype(np.float64)
         d = np.empty(len(t))
         d[0] = g * (n * b[0] - np.count_nonzero(self.arrays.n_busy[nodes]))
         d[1:] = (g * n) * (b[1:] - b[:-1])
@@ -357,13 +357,13 @@ class DeferredReplay:
         self.arrays.n_spsum[nodes] = busy_last
         self.arrays.n_tp[nodes] = busy_last
 
-    def _replay_cell_thermal(self, t: NDArray[np.float64], U: NDArray[np.float64], nodes: NDArray[np.int64]) -> None:
+    def _replay_cell_thermal(self, t: NDArray[np.float64], util: NDArray[np.float64], nodes: NDArray[np.int64]) -> None:
         """The GPU state of a cell of one-unit nodes (see ``_replay_cell``): histogram, temperatures, peak."""
         n = len(nodes)
         i0 = int(nodes[0])
         R = float(self.arrays.rbase[i0] * self.arrays.rfactor[i0])
         tin = float(self.arrays.inlet[i0])
-        tss = fast.steady_c(tin, fast.demand_w(self.params.idle_w, self.params.tdp_w, U), R)  # steady state after each entry
+        tss = fast.steady_c(tin, fast.demand_w(self.params.idle_w, self.params.tdp_w, util), R)  # steady state after each entry
         k_s = -3600.0 / (R * self.params.c_j_per_c)  # log of the decay per hour
         # each node's first segment: from its own state to the cell's first entry
         tss0 = self.arrays.tss[nodes]
@@ -403,7 +403,7 @@ class DeferredReplay:
 
     _FORGET = 40.0  # segments more than this many time constants before the end leave no trace in T (e^-40)
 
-    def _replay_cell_units(self, t: NDArray[np.float64], U: NDArray[np.float64], nodes: NDArray[np.int64]) -> None:
+    def _replay_cell_units(self, t: NDArray[np.float64], util: NDArray[np.float64], nodes: NDArray[np.int64]) -> None:
         """The GPU state of a cell (see ``flush_log``) of nodes with one unit per GPU: the nodes share their
         entries, fan factor and inlet, each unit has its own R and inlet offset. The segments the cell
         shares have few distinct powers (its utilisations), so the histogram takes each unit's steady
@@ -419,7 +419,7 @@ class DeferredReplay:
         if self.arrays.toff is not None:
             tin += self.arrays.toff[gu]
         tau = fast.tau_s(R, self.params.c_j_per_c)
-        P = fast.demand_w(self.params.idle_w, self.params.tdp_w, U)  # per GPU after each entry (every node in service)
+        P = fast.demand_w(self.params.idle_w, self.params.tdp_w, util)  # per GPU after each entry (every node in service)
         # each unit's first segment: from its own state to the first entry
         tss0 = self.arrays.tss[gu]
         dur0 = t[0] - self.arrays.t0[gu]
@@ -427,22 +427,22 @@ class DeferredReplay:
         T1max = float(T.max())
         bins = [tss0]
         wts = [dur0 * self.arrays.gon[gu]]
-        K = len(t)
+        n_entries = len(t)
         hi = float(tss0.max())
-        if K > 1:
+        if n_entries > 1:
             dur = t[1:] - t[:-1]
             lv, inv = np.unique(P[:-1], return_inverse=True)
-            D = np.bincount(inv.reshape(-1), weights=dur, minlength=len(lv))  # time at each power
+            time_at = np.bincount(inv.reshape(-1), weights=dur, minlength=len(lv))  # time at each power
             tss_l = fast.steady_c(tin[:, None], lv[None, :], R[:, None])  # units × powers
             bins.append(tss_l.ravel())
-            wts.append(np.tile(D, len(gu)))
+            wts.append(np.tile(time_at, len(gu)))
             hi = max(hi, float(tss_l[:, -1].max()))
             # the temperature after the last entry: the shared segments from k0 on, per unit
             back = dur[::-1].cumsum()[::-1]  # time from each segment's start to the end, h
             far = np.flatnonzero(back * 3600.0 >= self._FORGET * float(tau.max()))
             k0 = int(far[-1]) if len(far) else 0
             x = T if k0 == 0 else fast.steady_c(tin, P[k0 - 1], R)  # (its weight is below e^-40 if k0 > 0)
-            for k in range(k0, K - 1):
+            for k in range(k0, n_entries - 1):
                 x = fast.step_c(x, fast.steady_c(tin, P[k], R), dur[k], tau)
             T = x
         b_all = np.concatenate(bins)
@@ -452,9 +452,9 @@ class DeferredReplay:
         # ends), followed only when some steady state could exceed the peak so far
         if hi > self.gpu.tpeak_c:
             peak = T1max
-            if K > 1:
+            if n_entries > 1:
                 x = fast.step_c(self.arrays.T[gu], tss0, dur0, tau)
-                for k in range(K - 1):
+                for k in range(n_entries - 1):
                     x = fast.step_c(x, fast.steady_c(tin, P[k], R), dur[k], tau)
                     peak = max(peak, float(x.max()))
             if peak > self.gpu.tpeak_c:
@@ -472,7 +472,7 @@ class DeferredReplay:
         ``dbusy_k``. With several speed sources, return the change of effective GPUs at each entry."""
         g, u = self.params.gpus_per_node, self.params.units_per_node
         k = len(tk)
-        M = len(nd)
+        n_pairs = len(nd)
         # ---- group the pairs by node, stable in time (int16 keys: radix sort)
         # (array methods rather than the np.* wrappers throughout: the same operations, less call overhead)
         o = nd.argsort(kind="stable")
@@ -490,8 +490,8 @@ class DeferredReplay:
         gon0 = self.arrays.gon[nodes_g * u]
         up_s: NDArray[np.bool_] | None = None
         if st is not None or not gon0.all():
-            ar = np.arange(M)
-            st_s = st[o] if st is not None else np.full(M, -1, dtype=np.int8)
+            ar = np.arange(n_pairs)
+            st_s = st[o] if st is not None else np.full(n_pairs, -1, dtype=np.int8)
             src = np.where(st_s >= 0, ar, 0)
             src[start] = start  # a node's first pair starts its own run
             src = np.maximum.accumulate(src)  # the last change (or first pair) of the pair's node
@@ -501,7 +501,7 @@ class DeferredReplay:
         b_s = u_s > 0.0
         if up_s is not None:
             b_s &= up_s
-        pb = np.empty(M, dtype=bool)  # busy before the pair: the node's previous pair, or its state
+        pb = np.empty(n_pairs, dtype=bool)  # busy before the pair: the node's previous pair, or its state
         pb[1:] = b_s[:-1]
         pb[start] = self.arrays.n_busy[nodes_g] > 0.0
         d = b_s.view(np.int8) - pb.view(np.int8)
@@ -510,7 +510,7 @@ class DeferredReplay:
         out: NDArray[np.float64] | None = None
         if several_speeds:  # speeds other than 1: effective GPUs change by the busy change × speed
             # each pair at its node's speed when it was logged (all 1 if no second source was there yet)
-            sp_s = sp[o] if sp is not None else np.ones(M)
+            sp_s = sp[o] if sp is not None else np.ones(n_pairs)
             out = cast(NDArray[np.float64], np.bincount(eid_s, weights=d * (float(g) * sp_s), minlength=k))
             self.arrays.n_tp[nodes_g] = busy_last * sp_s[lastpos]
         else:
@@ -547,24 +547,24 @@ class DeferredReplay:
             tin_g = np.repeat(self.arrays.inlet, u)[g0]
             if self.arrays.toff is not None:
                 tin_g += self.arrays.toff[g0]
-        Mu = len(t_u)
+        n_pairs_u = len(t_u)
         # R and inlet are constant over the log (every change of them flushes first). One value for all the
         # logged units is used as a scalar: x·R is the same product for a scalar as for equal elements.
         R: Any = R_g[0] if not np.count_nonzero(R_g != R_g[0]) else R_g.repeat(cnt_u)
         tin: Any = tin_g[0] if not np.count_nonzero(tin_g != tin_g[0]) else tin_g.repeat(cnt_u)
         pdem = fast.demand_w(self.params.idle_w, self.params.tdp_w, u_u)
         tss_new = fast.steady_c(tin, pdem * up_u if up_u is not None else pdem, R)  # × True would be × 1.0
-        prev_tss = np.empty(Mu)
+        prev_tss = np.empty(n_pairs_u)
         prev_tss[1:] = tss_new[:-1]
         prev_tss[start_u] = self.arrays.tss[g0]
-        dur = np.empty(Mu)  # t_u − the unit's previous time
+        dur = np.empty(n_pairs_u)  # t_u − the unit's previous time
         np.subtract(t_u[1:], t_u[:-1], out=dur[1:])
         dur[start_u] = t_u[start_u] - self.arrays.t0[g0]
         on0 = self.arrays.gon[g0]
         if up_u is None and on0.all():
             wts = dur  # powered throughout: dur × True = dur
         else:
-            prev_on = np.empty(Mu, dtype=bool)
+            prev_on = np.empty(n_pairs_u, dtype=bool)
             if up_u is None:
                 prev_on[1:] = True
             else:

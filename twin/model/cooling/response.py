@@ -76,13 +76,13 @@ class OperatorResponse:
         self._resp_nh = np.zeros(2)  # node-hours capped, drained
         if not self.enabled:
             return
-        Z = len(self.arrays.zones)
-        self._resp_timer = [self.engine.timer() for _ in range(Z)]
-        self._resp_pending = np.zeros(Z, dtype=bool)
-        self._resp_active = np.zeros(Z, dtype=bool)
-        self._resp_seen = np.zeros(Z, dtype=bool)  # the operator has responded in the zone
-        self._drained: list[list[int]] = [[] for _ in range(Z)]
-        self._resp_t = np.zeros(Z)  # last accounting time per zone, h
+        n_zones = len(self.arrays.zones)
+        self._resp_timer = [self.engine.timer() for _ in range(n_zones)]
+        self._resp_pending = np.zeros(n_zones, dtype=bool)
+        self._resp_active = np.zeros(n_zones, dtype=bool)
+        self._resp_seen = np.zeros(n_zones, dtype=bool)  # the operator has responded in the zone
+        self._drained: list[list[int]] = [[] for _ in range(n_zones)]
+        self._resp_t = np.zeros(n_zones)  # last accounting time per zone, h
         self._op_speed: np.ndarray | None = None  # the speed source, made at the first cap (_op_speed_array)
 
     # ------------------------------------------------------------------ the budget and the plan
