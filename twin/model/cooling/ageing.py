@@ -46,7 +46,8 @@ class Ageing:
 
     evaporative: EvaporativePort  # wired by Thermal
 
-    def __init__(self, params: CoolingParams, arrays: CoolingArrays, engine: Engine, parts: Mapping[str, PartPopulation]) -> None:
+    def __init__(self, params: CoolingParams, arrays: CoolingArrays, engine: Engine,
+                 parts: Mapping[str, PartPopulation]) -> None:
         """One record per aged population: its parts' node (and GPU unit), law, inlet offset, effective age
         and failure time. ``aged``: laws on the GPU's temperature or the GPU inlet (updated with the GPUs);
         ``aged_air``: the X-factor on the node's inlet air (updated when a zone's held supply changes)."""

@@ -47,8 +47,9 @@ class AirRooms:
     response: ResponsePort  # wired by Thermal
     trips: TripsPort  # wired by Thermal
 
-    def __init__(self, params: CoolingParams, arrays: CoolingArrays, engine: Engine, cluster: Cluster, parts: Mapping[str, PartPopulation],
-                 link: LinkPort, fac_specs: dict[str, Any], facility: dict[str, FacilityParts]) -> None:
+    def __init__(self, params: CoolingParams, arrays: CoolingArrays, engine: Engine, cluster: Cluster,
+                 parts: Mapping[str, PartPopulation], link: LinkPort, fac_specs: dict[str, Any],
+                 facility: dict[str, FacilityParts]) -> None:
         """Zones as near-equal blocks of racks, their CRAH units (facility parts) and room state."""
         self.params = params
         self.arrays = arrays
@@ -246,7 +247,8 @@ class AirRooms:
         elif not over and not np.isnan(self.z_over_since[z]):
             self.z_over_h += now - self.z_over_since[z]
             self.z_over_since[z] = np.nan
-        tgt = plant.room_target_c(self.evaporative.base_supply_c(now) + self.link.plant_c, q, cap, self.r_room)  # plant_c: cooling.powered
+        base_c = self.evaporative.base_supply_c(now) + self.link.plant_c  # plant_c: cooling.powered
+        tgt = plant.room_target_c(base_c, q, cap, self.r_room)
         if tgt == self.z_tgt[z]:
             return
         if self.response.enabled:  # heading for an inlet trip: the operator responds (cooling.response)
@@ -365,10 +367,11 @@ class AirRooms:
         """Every air zone could carry all its nodes at full load and holds its supply temperature: then an
         hourly capacity change matters only if it takes some zone's slack (restarts in a slack zone do not
         depend on its capacity, and no room is in a transient to retarget)."""
-        assert self.params.air is not None
+        a, p = self.arrays, self.params
+        assert p.air is not None
         if self.evaporative.base_h is not None:  # evaporative units: the base supply itself changes at those hours
             return False
-        return bool(self.arrays.z_slack.all()) and bool((self.z_tgt == self.params.air.supply_c + self.link.plant_c).all())
+        return bool(a.z_slack.all()) and bool((self.z_tgt == p.air.supply_c + self.link.plant_c).all())
 
     def schedule_hour(self, i: int) -> None:
         """Schedule the hourly capacity change ``self.hours[i]``; while the hall is quiet, the first one
@@ -399,8 +402,9 @@ class AirRooms:
 
     def shift_zone(self, z: int, delta: float) -> None:
         """Move zone ``z``'s supply trajectory (start, target, held inlet) by ``delta`` °C now."""
-        assert self.params.air is not None
-        s, e = self.arrays.zones[z]
+        a, p = self.arrays, self.params
+        assert p.air is not None
+        s, e = a.zones[z]
         now = self.engine.now
         self.replay.flush_for(slice(s, e))
         self._zone_account(z, now)
@@ -408,16 +412,16 @@ class AirRooms:
         self.z_S0[z] = s0
         self.z_ta[z] = now
         self.z_tgt[z] += delta
-        self.arrays.z_held[z] += delta
+        a.z_held[z] += delta
         self.z_step_timer[z].cancel()
         self.z_trip_timer[z].cancel()
         tgt = float(self.z_tgt[z])
-        self.arrays.timeline.append((now, "zone", z, s0, tgt, float(self.z_q[z]) / 1000.0, float(self.arrays.z_cap[z]) / 1000.0))
+        a.timeline.append((now, "zone", z, s0, tgt, float(self.z_q[z]) / 1000.0, float(a.z_cap[z]) / 1000.0))
         nodes = np.arange(s, e, dtype=np.int64)
         if self.ageing.aged_air:
             self.ageing.air_update(nodes)
-        if not self.params.gpu_on_liquid:
-            self.arrays.inlet[s:e] = self.arrays.z_held[z]
+        if not p.gpu_on_liquid:
+            a.inlet[s:e] = a.z_held[z]
             self.gpu.update(nodes)
             self.replay.set_cool(slice(s, e))
         self._plan_step(z)

@@ -149,27 +149,28 @@ class Thermal(Component):
 
     # =================================================================================== lifecycle
     def start(self) -> None:
+        p = self.params
         eng = self.engine
-        for inj in self.params.spec.inject:
+        for inj in p.spec.inject:
             pop = self.ctx.facility.get(inj.part)
             if pop is not None:
                 eng.calls(pop.fail_now).at(inj.at_h, inj.index)
             else:
                 npop = self.parts[inj.part]
                 eng.calls(npop.reschedule_now).at(inj.at_h, inj.index)
-        if not self.params.on:
+        if not p.on:
             return
         # a second speed source (the power model's caps; sources are made while the models are built)
         self.gpu.multi_speed = len(self.cluster.speed_caps) > 1
         # per-GPU units under a power chain: their own caps for the site cap's water-filling (the node cap, the
         # mean of the GPUs' powers, holds site-capped GPUs' powers and would move with the site cap)
-        self.gpu.ucap = self.it.unit_cap("thermal").reshape(-1) if self.params.units_per_node > 1 and self.gpu.multi_speed else None
+        self.gpu.ucap = self.it.unit_cap("thermal").reshape(-1) if p.units_per_node > 1 and self.gpu.multi_speed else None
         self.ageing.start()
         self.lazy.start()
-        self.gpu.update(np.arange(self.params.n_nodes))
-        self.replay.set_cool(self.params.all_nodes)
+        self.gpu.update(np.arange(p.n_nodes))
+        self.replay.set_cool(p.all_nodes)
         self.gpu.start_trace()
-        if self.params.air is not None:
+        if p.air is not None:
             self.air_rooms.start()
 
     def finish(self) -> None:

@@ -48,14 +48,16 @@ class EvaporativeAir:
     air_rooms: AirPort  # wired by Thermal
     trips: TripsPort  # wired by Thermal
 
-    def __init__(self, params: CoolingParams, arrays: CoolingArrays, engine: Engine, fac_specs: dict[str, Any], facility: dict[str, FacilityParts]) -> None:
+    def __init__(self, params: CoolingParams, arrays: CoolingArrays, engine: Engine, fac_specs: dict[str, Any],
+                 facility: dict[str, FacilityParts]) -> None:
         """The hourly base supply in wet and dry operation and the water supply part (no-op without
         ``cooling.air.evaporative``)."""
+        p = params
         self.params = params
         self.arrays = arrays
         self.engine = engine
         self._facility = facility
-        a = self.params.air
+        a = p.air
         self.evap = a.evaporative if a is not None else None
         self.base_h: list[float] | None = None
         self._water_changes: list[tuple[float, bool]] = []  # (time h, water supply works from then)
@@ -65,16 +67,16 @@ class EvaporativeAir:
             return
         e = self.evap
         h = e.humidity
-        n = self.params.n_hours
-        self.wet_bulb_h = self.params.spec.ambient.hourly_wet_bulb_c(n)
-        self.modes = hum.hourly_modes(self.params.ambient_h, self.wet_bulb_h, self.params.spec.ambient.hourly_pressure_pa(n),
+        n = p.n_hours
+        self.wet_bulb_h = p.spec.ambient.hourly_wet_bulb_c(n)
+        self.modes = hum.hourly_modes(p.ambient_h, self.wet_bulb_h, p.spec.ambient.hourly_pressure_pa(n),
                                       e.effectiveness, a.supply_c, e.it_rise_c, h.limits(), h.mechanical == "chiller")
         if h.mechanical == "chiller":  # trim chiller / mechanical mode: the set point every hour
             self._wet_base_h, self._dry_base_h = self.modes.supply_c[0], self.modes.supply_c[1]
         else:
-            self._wet_base_h = ev.supply_c(self.params.ambient_h, self.wet_bulb_h, e.effectiveness, a.supply_c, True)
-            self._dry_base_h = ev.supply_c(self.params.ambient_h, self.wet_bulb_h, e.effectiveness, a.supply_c, False)
-        if h.failure_factor != 1.0 and self.params.on:  # the water cap's dry hours are not seen here (integrated later)
+            self._wet_base_h = ev.supply_c(p.ambient_h, self.wet_bulb_h, e.effectiveness, a.supply_c, True)
+            self._dry_base_h = ev.supply_c(p.ambient_h, self.wet_bulb_h, e.effectiveness, a.supply_c, False)
+        if h.failure_factor != 1.0 and p.on:  # the water cap's dry hours are not seen here (integrated later)
             self._hum_out = [self.modes.humid_outside[0], self.modes.humid_outside[1]]
             self.hum_af_cur = h.failure_factor if self._hum_out[0][0] else 1.0
         self._wet_base_l: list[float] = self._wet_base_h.tolist()

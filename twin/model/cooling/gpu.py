@@ -38,7 +38,7 @@ _EB = np.empty(0, dtype=bool)
 
 
 class GpuState:
-    """Room of the cooling component: GPU state, throttling and crossings, accounting ."""
+    """Room of the cooling component: GPU state, throttling and crossings, accounting."""
 
     ageing: AgeingPort  # wired by Thermal
     lazy: LazyPort  # wired by Thermal
@@ -48,6 +48,7 @@ class GpuState:
     def __init__(self, params: CoolingParams, arrays: CoolingArrays, engine: Engine, cluster: Cluster, it: ITPower,
                  speed_src: SpeedSource, air_rooms: AirPort) -> None:
         """The units' thermal state at time 0 (idle power at the initial inlet), and the accounting."""
+        a, p = arrays, params
         self.params = params
         self.arrays = arrays
         self.engine = engine
@@ -60,74 +61,74 @@ class GpuState:
         self.speed_later: list[NDArray[np.int64]] = []
         self.multi_speed = False  # a second speed source (set in start)
         self.ucap: NDArray[np.float64] | None = None  # per-GPU thermal caps for a site cap's water-filling (start)
-        c = self.params.spec
+        c = p.spec
         gp = c.gpu
         cl = self.cluster
-        n, u = self.params.n_nodes, self.params.units_per_node
+        n, u = p.n_nodes, p.units_per_node
         # ---- GPU state -----------------------------------------------------------------------------
-        n_units = self.params.n_units
-        base_r = gp.r_cold_plate_c_per_w if self.params.gpu_on_liquid else gp.r_air_c_per_w
-        self.arrays.rspread = np.ones(n_units)
+        n_units = p.n_units
+        base_r = gp.r_cold_plate_c_per_w if p.gpu_on_liquid else gp.r_air_c_per_w
+        a.rspread = np.ones(n_units)
         if gp.r_sigma > 0:
             digs = rng.path_digests(f"{cl.node_path(i // u)}.gpu{i % u}#thermal_r" for i in range(n_units))
             unif = self.engine.streams.uniforms(digs, np.zeros(n_units, dtype=np.int64))
-            self.arrays.rspread = np.exp(gp.r_sigma * ndtri(unif))
-        self.arrays.rbase = base_r * self.arrays.rspread
+            a.rspread = np.exp(gp.r_sigma * ndtri(unif))
+        a.rbase = base_r * a.rspread
         # per node, its inlet air above its zone's held supply: rack and recirculation offsets of an air hall
         # (issue 23; also read by the inlet trip and the ageing on inlet air); None: every node sees the supply
-        self.arrays.noff = None if self.params.gpu_on_liquid else self.air_rooms.node_offsets_c()
+        a.noff = None if p.gpu_on_liquid else self.air_rooms.node_offsets_c()
         # per unit, its inlet above the node's (held supply or coolant): chassis, rack and recirculation
         # offsets of an air hall (issue 23); None: every unit sees its node's inlet
-        self.arrays.toff = None
-        if not self.params.gpu_on_liquid and u == self.params.gpus_per_node:  # (u < g only when no offset is set: identical GPUs)
-            self.arrays.toff = self.air_rooms.inlet_offsets_c()
-        self.arrays.toff_max_n = np.zeros(n) if self.arrays.toff is None else self.arrays.toff.reshape(n, u).max(axis=1)
-        self.arrays.rfactor = np.ones(n)  # node multiplier of R: fans (air) or no-flow (liquid)
-        self.arrays.inlet = np.empty(n)  # GPU inlet (held air supply, or coolant supply), °C
-        if self.params.gpu_on_liquid:
-            assert self.params.liquid is not None
-            self.arrays.inlet[:] = self.params.liquid.supply_c
+        a.toff = None
+        if not p.gpu_on_liquid and u == p.gpus_per_node:  # (u < g only when no offset is set: identical GPUs)
+            a.toff = self.air_rooms.inlet_offsets_c()
+        a.toff_max_n = np.zeros(n) if a.toff is None else a.toff.reshape(n, u).max(axis=1)
+        a.rfactor = np.ones(n)  # node multiplier of R: fans (air) or no-flow (liquid)
+        a.inlet = np.empty(n)  # GPU inlet (held air supply, or coolant supply), °C
+        if p.gpu_on_liquid:
+            assert p.liquid is not None
+            a.inlet[:] = p.liquid.supply_c
         else:
-            assert self.params.air is not None
-            self.arrays.inlet[:] = self.params.air.supply_c
-        tin0 = np.repeat(self.arrays.inlet, u)
-        if self.arrays.toff is not None:
-            tin0 = tin0 + self.arrays.toff
-        R0 = self.arrays.rbase.copy()
-        self.arrays.T = fast.steady_c(tin0, self.params.idle_w, R0)
-        self.arrays.t0 = np.zeros(n_units)
-        self.arrays.tss = self.arrays.T.copy()
-        self.arrays.tau = fast.tau_s(R0, self.params.c_j_per_c)
-        self.arrays.engaged = np.zeros(n_units, dtype=bool)
-        self.arrays.speed = np.ones(n_units)
-        self.arrays.gon = np.ones(n_units, dtype=bool)  # GPU powered during [t0, now]
-        self.arrays.t_next = np.full(n_units, INF)
+            assert p.air is not None
+            a.inlet[:] = p.air.supply_c
+        tin0 = np.repeat(a.inlet, u)
+        if a.toff is not None:
+            tin0 = tin0 + a.toff
+        R0 = a.rbase.copy()
+        a.T = fast.steady_c(tin0, p.idle_w, R0)
+        a.t0 = np.zeros(n_units)
+        a.tss = a.T.copy()
+        a.tau = fast.tau_s(R0, p.c_j_per_c)
+        a.engaged = np.zeros(n_units, dtype=bool)
+        a.speed = np.ones(n_units)
+        a.gon = np.ones(n_units, dtype=bool)  # GPU powered during [t0, now]
+        a.t_next = np.full(n_units, INF)
         # the air heat the kernel computes (AirRooms.air_heat_w): 0 none, 1 GPUs in the air, 2 not, 3 a share
-        self._heat_mode = 0 if self.params.air is None else (3 if self.air_rooms.air_share is not None else
-                                                      (1 if self.params.type == "air" else 2))
+        self._heat_mode = 0 if p.air is None else (3 if self.air_rooms.air_share is not None else
+                                                      (1 if p.type == "air" else 2))
         self._heat_share = float(self.air_rooms.air_share) if self._heat_mode == 3 else 1.0  # type: ignore[arg-type]
-        self._ng_w = float(self.params.non_gpu_w)
-        self.arrays.uidx = np.arange(n_units)  # unit indices (a slice of them: the kernels' unit list of a run of nodes)
+        self._ng_w = float(p.non_gpu_w)
+        a.uidx = np.arange(n_units)  # unit indices (a slice of them: the kernels' unit list of a run of nodes)
         self._now1 = np.zeros(1)  # the time a kernel brings units to, h
-        self.arrays.kind = np.zeros(n_units, dtype=np.int8)  # 1 slowdown crossing, 2 shutdown crossing
+        a.kind = np.zeros(n_units, dtype=np.int8)  # 1 slowdown crossing, 2 shutdown crossing
         self.wake_t = INF
         self._wake_timer = self.engine.timer(self._wake)
         self._n_hot = 0  # > 0 while some unit may be capped, engaged or heading for a crossing
         self._acc_hot = False
         self._tp_hot = False
-        self.arrays.hist = np.zeros(_HIST_MAX_C)
-        self.tpeak_c = float(self.arrays.T.max())
+        a.hist = np.zeros(_HIST_MAX_C)
+        self.tpeak_c = float(a.T.max())
 
         # ---- accounting ----------------------------------------------------------------------------
-        self.arrays.n_busy = np.zeros(n)
-        self.arrays.n_capped = np.zeros(n)
-        self.arrays.n_spsum = np.zeros(n)
-        self.arrays.n_tp = np.zeros(n)
-        self.arrays.tot = np.zeros(4)  # busy GPUs, capped busy GPUs, Σ speed of busy GPUs, effective GPUs
-        self.arrays.acc = np.zeros(4)
+        a.n_busy = np.zeros(n)
+        a.n_capped = np.zeros(n)
+        a.n_spsum = np.zeros(n)
+        a.n_tp = np.zeros(n)
+        a.tot = np.zeros(4)  # busy GPUs, capped busy GPUs, Σ speed of busy GPUs, effective GPUs
+        a.acc = np.zeros(4)
         self.t_acc = 0.0
-        self.arrays.tp_t = [0.0]  # effective GPUs: times of changes, h (not in order: see _replay_log)
-        self.arrays.tp_dv = [0.0]  # … and the changes
+        a.tp_t = [0.0]  # effective GPUs: times of changes, h (not in order: see _replay_log)
+        a.tp_dv = [0.0]  # … and the changes
         self._init_trace()
 
     def _init_trace(self) -> None:
@@ -282,8 +283,9 @@ class GpuState:
 
     def _n_hot_check(self) -> bool:
         """True when no unit anywhere is engaged, capped or heading for a crossing (short paths suffice)."""
-        return (not self.arrays.engaged.any() and not np.isfinite(self.arrays.t_next).any() and not self.arrays.n_capped.any()
-                and bool((self.arrays.speed_caps == 1.0).all()) and bool(np.isinf(self.arrays.it_caps).all()))
+        a = self.arrays
+        return (not a.engaged.any() and not np.isfinite(a.t_next).any() and not a.n_capped.any()
+                and bool((a.speed_caps == 1.0).all()) and bool(np.isinf(a.it_caps).all()))
 
     def _set_tracing(self, on: bool, traced: NDArray[np.int64]) -> None:
         self.replay.flush_for(traced)
@@ -337,12 +339,13 @@ class GpuState:
 
     def _trace(self, nodes: NDArray[np.int64], T: NDArray[np.float64], P: NDArray[np.float64],
                pd: NDArray[np.float64], tin: NDArray[np.float64], R: NDArray[np.float64]) -> None:
+        a, p = self.arrays, self.params
         gi = self.gpus(nodes)
-        sel = np.repeat(self.arrays.trace_mask[nodes], self.params.units_per_node)
+        sel = np.repeat(a.trace_mask[nodes], p.units_per_node)
         k = int(sel.sum())
-        rows = np.column_stack([np.full(k, self.engine.now), (gi[sel] // self.params.units_per_node).astype(float),
-                                (gi[sel] % self.params.units_per_node).astype(float), T[sel], self.arrays.tss[gi[sel]], self.arrays.tau[gi[sel]],
-                                P[sel], pd[sel], tin[sel], R[sel], self.arrays.speed[gi[sel]]])
+        rows = np.column_stack([np.full(k, self.engine.now), (gi[sel] // p.units_per_node).astype(float),
+                                (gi[sel] % p.units_per_node).astype(float), T[sel], a.tss[gi[sel]], a.tau[gi[sel]],
+                                P[sel], pd[sel], tin[sel], R[sel], a.speed[gi[sel]]])
         self.trace_rows.append(rows)
 
     def trace_table(self) -> pd.DataFrame:
@@ -386,18 +389,19 @@ class GpuState:
             self.t_acc = now
 
     def _account(self, nsl: Any, nodes: NDArray[np.int64], busy: Any, capped: Any, spsum: Any) -> None:
+        a = self.arrays
         self.integrate(self.engine.now)
         hot = bool(self._n_hot) or self._acc_hot
         if hot:
             self._acc_hot = bool(self._n_hot)
-        d_busy = kernels.account_nodes(nodes, busy, capped, spsum, self.arrays.n_busy, self.arrays.n_capped, self.arrays.n_spsum,
-                                       self.arrays.tot, hot)
+        d_busy = kernels.account_nodes(nodes, busy, capped, spsum, a.n_busy, a.n_capped, a.n_spsum,
+                                       a.tot, hot)
         if self.multi_speed or self._n_hot or self._tp_hot:
             self._tp_hot = bool(self._n_hot) or self.multi_speed
             self._refresh_tp(nodes)
         elif d_busy != 0.0:  # every speed is 1: effective GPUs = busy GPUs
-            self.arrays.n_tp[nsl] = busy
-            self.arrays.tot[3] += d_busy
+            a.n_tp[nsl] = busy
+            a.tot[3] += d_busy
             self._tp_record(d_busy)
 
     def _refresh_tp(self, nodes: NDArray[np.int64]) -> None:

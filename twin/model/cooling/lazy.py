@@ -62,19 +62,21 @@ class LazyCrossings:
     gpu: GpuPort  # wired by Thermal
     replay: ReplayPort  # wired by Thermal
 
-    def __init__(self, params: CoolingParams, arrays: CoolingArrays, engine: Engine, cluster: Cluster, it: ITPower) -> None:
+    def __init__(self, params: CoolingParams, arrays: CoolingArrays, engine: Engine, cluster: Cluster,
+                 it: ITPower) -> None:
+        a, p = arrays, params
         self.params = params
         self.arrays = arrays
         self.engine = engine
         self.cluster = cluster
         self.it = it
-        n_units, n = self.params.n_units, self.params.n_nodes
+        n_units, n = p.n_units, p.n_nodes
         self.silent_on = False  # decided in start(): see start
         self.rose = False  # since the last plan, an update raised a published speed or took a node out of service
         self.n_silent = 0
         self.silent = np.zeros(n_units, dtype=bool)  # the unit's pending slowdown crossing is silent
-        self.arrays.t_due = self.arrays.t_next  # the wake-up's times: t_next less the silent crossings (the same array while off)
-        self.arrays.gid = np.full(n, -1, dtype=np.int64)  # per node: its group (-1: none yet)
+        a.t_due = a.t_next  # the wake-up's times: t_next less the silent crossings (the same array while off)
+        a.gid = np.full(n, -1, dtype=np.int64)  # per node: its group (-1: none yet)
         self._gid_of: dict[int, tuple[NDArray[np.int64], int]] = {}  # id(published array) -> (array, group)
         self._groups: dict[int, NDArray[np.int64]] = {}
         self._next_gid = 0
@@ -85,15 +87,16 @@ class LazyCrossings:
     def start(self) -> None:
         """Silent crossings with one unit per GPU and no ageing on GPU temperature, any speed sources (module
         docstring); while a reader needs exact node power they stay events (``_on_exact``, ``plan``)."""
-        self.silent_on = self.params.units_per_node > 1 and not self.ageing.aged
+        p = self.params
+        self.silent_on = p.units_per_node > 1 and not self.ageing.aged
         if not self.silent_on:
             return
-        n_units = self.params.n_units
+        n_units = p.n_units
         # the other speed sources' arrays (the power chain's): effective GPUs count a node at its lowest speed
         self.oth_caps = [a for a in self.cluster.speed_caps.values() if a is not self.arrays.speed_caps]
         # per node, the lowest of those speeds as of its last NODE_SPEED (on_speed; a source that started
         # first may have published already)
-        self.arrays.oth_n = self.other_speeds(self.params.all_nodes)
+        self.arrays.oth_n = self.other_speeds(p.all_nodes)
         self.arrays.x_cap = np.full(n_units, INF) if self.gpu.ucap is not None else None  # thermal cap after the crossing, W
         self.it.watch_exact(self._on_exact)
         self.arrays.t_due = self.arrays.t_next.copy()
@@ -109,8 +112,9 @@ class LazyCrossings:
         """Tracing turns ``on`` or off: a traced node's crossings are events only inside the trace window (its
         rows are the eager path's there); outside it they may be silent like any other's. (Turning on, the
         caller updates the traced nodes next, which re-stashes and re-plans their crossings.)"""
+        a, p = self.arrays, self.params
         if self.silent_on:
-            self.traced_u = np.repeat(self.arrays.trace_mask, self.params.units_per_node) if on and self.arrays.trace_mask.any() else None
+            self.traced_u = np.repeat(a.trace_mask, p.units_per_node) if on and a.trace_mask.any() else None
 
     # ------------------------------------------------------------------------------------ groups
     def group(self, nodes: NDArray[np.int64]) -> None:
@@ -133,14 +137,15 @@ class LazyCrossings:
     def plan(self, nodes: NDArray[np.int64]) -> None:
         """After an update of ``nodes``: settle the due silent crossings of their groups, decide which pending
         crossings of those groups are silent, and schedule the wake-up at the first that is not."""
+        a, p = self.arrays, self.params
         now = self.engine.now
         if self.it.exact:  # a reader needs exact node power: every crossing stays an event
             self.wake_at_due()
             return
-        gids = self.arrays.gid[nodes]
+        gids = a.gid[nodes]
         g0 = int(gids[0])
         gl = [g0] if not np.count_nonzero(gids != g0) else np.unique(gids).tolist()
-        caps = self.arrays.speed_caps
+        caps = a.speed_caps
         down = self.cluster.down_count
         rose = self.rose
         self.rose = False
@@ -152,10 +157,10 @@ class LazyCrossings:
             # before one rose (or a node left service); while speeds only fell they may wait (the walk
             # reads published speeds, which a due crossing would only lower: it finds fewer silent, never more)
             if self.n_silent and rose:
-                self.settle_in(self.gpu.gpus(arr[self.arrays.gid[arr] == gid]), now)
+                self.settle_in(self.gpu.gpus(arr[a.gid[arr] == gid]), now)
             keep = now + _EPS_H if self.n_silent and not rose else -INF  # due silent ones not settled stay
-            self.n_silent += kernels.plan_group(arr, gid, self.arrays.gid, self.params.units_per_node, keep, self.arrays.t_next, self.arrays.kind,
-                                                 self.silent, down, caps, self.arrays.x_sp, self.arrays.x_ok, self.arrays.t_due)
+            self.n_silent += kernels.plan_group(arr, gid, a.gid, p.units_per_node, keep, a.t_next, a.kind,
+                                                 self.silent, down, caps, a.x_sp, a.x_ok, a.t_due)
         self.wake_at_due()
 
     def wake_at_due(self) -> None:
@@ -185,19 +190,20 @@ class LazyCrossings:
         """Units ``idx`` crossed their slowdown temperature silently at t_x = t_next ≤ ``now``: give them their
         capped state from t_x and add what the crossings changed over [t_x, now) (module docstring; the
         arithmetic is ``twin.kernels.settle_units``)."""
+        a, p = self.arrays, self.params
         self.gpu.integrate(now)
         tmax, n_sil, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum = kernels.settle_units(
-            idx, now, self.params.units_per_node, self.params.gpus_per_unit, self.arrays.T, self.arrays.tss, self.arrays.t0, self.arrays.tau, self.arrays.gon, self.arrays.hist, self.arrays.t_next,
-            self.arrays.t_due, self.arrays.kind, self.silent, self.arrays.engaged, self.arrays.speed, self.arrays.x_tss, self.arrays.x_sp, self.arrays.x_P,
-            _EF if self.arrays.x_cap is None else self.arrays.x_cap, _EF if self.gpu.ucap is None else self.gpu.ucap, self.arrays.pw,
-            self.arrays.n_busy, self.arrays.n_capped, self.arrays.n_spsum, self.arrays.n_tp, self.arrays.speed_caps,
-            self.arrays.oth_n if self.oth_caps else _EF, self.arrays.acc, self.arrays.tot)
+            idx, now, p.units_per_node, p.gpus_per_unit, a.T, a.tss, a.t0, a.tau, a.gon, a.hist, a.t_next,
+            a.t_due, a.kind, self.silent, a.engaged, a.speed, a.x_tss, a.x_sp, a.x_P,
+            _EF if a.x_cap is None else a.x_cap, _EF if self.gpu.ucap is None else self.gpu.ucap, a.pw,
+            a.n_busy, a.n_capped, a.n_spsum, a.n_tp, a.speed_caps,
+            a.oth_n if self.oth_caps else _EF, a.acc, a.tot)
         self.n_silent -= n_sil  # (a wake-up settles crossings that are not silent)
         if tmax > self.gpu.tpeak_c:
             self.gpu.tpeak_c = tmax
         if len(tp_t):  # effective GPUs, changed at t_x (the node's speed steps down at a new low)
-            self.arrays.tp_t.extend(tp_t.tolist())
-            self.arrays.tp_dv.extend(tp_dv.tolist())
+            a.tp_t.extend(tp_t.tolist())
+            a.tp_dv.extend(tp_dv.tolist())
         # IT power: the nodes' thermal caps from now, and the crossings' changes over [t_x, now) in closed form
         if not self.gpu.in_update:  # (inside an update of these nodes, it sets their thermal caps from now)
             self.it.set_cap("thermal", nodes, it_caps)
@@ -207,7 +213,7 @@ class LazyCrossings:
             self._pw_dv.append(dP)
             self._pw_t.append(np.array([now]))
             self._pw_dv.append(np.array([-dP_sum]))
-        caps = self.arrays.speed_caps
+        caps = a.speed_caps
         changed = nodes[caps[nodes] != new_caps]
         if len(changed):
             caps[nodes] = new_caps

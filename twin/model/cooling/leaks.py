@@ -39,8 +39,8 @@ if TYPE_CHECKING:  # pragma: no cover
 class Leaks:
     """Room of the cooling component: node and loop leaks, their detection and damage."""
 
-    def __init__(self, params: CoolingParams, arrays: CoolingArrays, engine: Engine, cluster: Cluster, fac_specs: dict[str, Any],
-                 facility: dict[str, FacilityParts]) -> None:
+    def __init__(self, params: CoolingParams, arrays: CoolingArrays, engine: Engine, cluster: Cluster,
+                 fac_specs: dict[str, Any], facility: dict[str, FacilityParts]) -> None:
         """The leak sensors of the nodes and of the loops (facility parts) and the damage accounts."""
         self.params = params
         self.arrays = arrays
@@ -102,8 +102,9 @@ class Leaks:
     def _damage(self, idx: int, k: int, nodes: list[int]) -> None:
         """Each of ``nodes`` (taken down by leak ``k`` of unit ``idx``) is destroyed with the damage
         probability; a destroyed node is down until its replacement ``replace_h`` from now."""
-        assert self.params.liquid is not None and self.params.liquid.leak is not None and self.params.liquid.leak.damage is not None
-        dmg = self.params.liquid.leak.damage
+        p = self.params
+        assert p.liquid is not None and p.liquid.leak is not None and p.liquid.leak.damage is not None
+        dmg = p.liquid.leak.damage
         now = self.engine.now
         for j, node in enumerate(nodes):
             if self._destroyed_until[node] > now:

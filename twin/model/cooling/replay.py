@@ -40,6 +40,7 @@ class DeferredReplay:
     def __init__(self, params: CoolingParams, arrays: CoolingArrays, engine: Engine, cluster: Cluster, gpu: GpuPort,
                  air_rooms: AirPort) -> None:
         """Cool flags (all warm until ``start``), the empty log and the zones' full-load heat."""
+        a, p = arrays, params
         self.params = params
         self.arrays = arrays
         self.engine = engine
@@ -47,10 +48,10 @@ class DeferredReplay:
         self.cluster = cluster
         self.gpu = gpu
         self.air_rooms = air_rooms
-        n, u = self.params.n_nodes, self.params.units_per_node
-        self.arrays.rmax_n = self.arrays.rbase.reshape(n, u).max(axis=1)
-        self._tdp_rmax = self.params.tdp_w * self.arrays.rmax_n  # the first product of set_cool's test, node-wise
-        self.arrays.cool = np.zeros(n, dtype=bool)
+        n, u = p.n_nodes, p.units_per_node
+        a.rmax_n = a.rbase.reshape(n, u).max(axis=1)
+        self._tdp_rmax = p.tdp_w * a.rmax_n  # the first product of set_cool's test, node-wise
+        a.cool = np.zeros(n, dtype=bool)
         self._n_warm = n
         # The log: per entry its time (h), its nodes (the published array itself: NODE_LOAD arrays are never
         # changed after publishing) and their common utilisation; for a cool node's change of service (a
@@ -68,11 +69,11 @@ class DeferredReplay:
         self.tracing = self.gpu.trace_from <= 0.0 < self.gpu.trace_to
         self.gpu.multi_speed = False  # set in start()
         self.gpu.ucap = None  # set in start()
-        if self.params.air is not None:
-            full = self.air_rooms.air_heat_w(self.params.tdp_w, 1.0)  # a node at full load
-            self.arrays.z_full = np.array([(e - s) * full for s, e in self.arrays.zones], dtype=np.float64)
-            self.arrays.z_slack = self.arrays.z_full <= self.arrays.z_cap
-        self.n_short = 0 if self.params.air is None else int(np.count_nonzero(~self.arrays.z_slack))  # zones without slack
+        if p.air is not None:
+            full = self.air_rooms.air_heat_w(p.tdp_w, 1.0)  # a node at full load
+            a.z_full = np.array([(e - s) * full for s, e in a.zones], dtype=np.float64)
+            a.z_slack = a.z_full <= a.z_cap
+        self.n_short = 0 if p.air is None else int(np.count_nonzero(~a.z_slack))  # zones without slack
 
     def flush_for(self, nodes: NDArray[np.int64] | slice) -> None:
         """Replay the log if it may hold changes of ``nodes`` (indices or a slice), before their state or
@@ -85,22 +86,23 @@ class DeferredReplay:
     def set_cool(self, nodes: NDArray[np.int64] | slice) -> None:
         """Recompute the cool flag of ``nodes`` (indices or a slice; see the constructor) and the count of
         warm nodes."""
-        if self.arrays.toff is None:
-            ok = self.arrays.inlet[nodes] + self._tdp_rmax[nodes] * self.arrays.rfactor[nodes] < self.params.slow_c
+        a, p = self.arrays, self.params
+        if a.toff is None:
+            ok = a.inlet[nodes] + self._tdp_rmax[nodes] * a.rfactor[nodes] < p.slow_c
         else:  # (a bound: the hottest offset with the largest R; cool is a shortcut, warm always exact)
-            ok = self.arrays.inlet[nodes] + self.arrays.toff_max_n[nodes] + self._tdp_rmax[nodes] * self.arrays.rfactor[nodes] < self.params.slow_c
-        ok &= ~np.isfinite(self.arrays.pcap[nodes])  # under a power-chain cap: followed directly
+            ok = a.inlet[nodes] + a.toff_max_n[nodes] + self._tdp_rmax[nodes] * a.rfactor[nodes] < p.slow_c
+        ok &= ~np.isfinite(a.pcap[nodes])  # under a power-chain cap: followed directly
         if self.tracing:
-            ok &= ~self.arrays.trace_mask[nodes]
+            ok &= ~a.trace_mask[nodes]
         if self.ageing.aged:
             ok[:] = False
         if self.lazy.silent_on:  # a node turning warm joins a group only at its next load change (groups are not
-            turned = self.arrays.cool[nodes] & ~ok  # kept while every node is cool): until then its crossings are events
+            turned = a.cool[nodes] & ~ok  # kept while every node is cool): until then its crossings are events
             if np.count_nonzero(turned):
-                idx = np.arange(self.params.n_nodes)[nodes][turned]
-                self.arrays.gid[idx] = -1
-        self.arrays.cool[nodes] = ok
-        self._n_warm = self.params.n_nodes - int(np.count_nonzero(self.arrays.cool))
+                idx = np.arange(p.n_nodes)[nodes][turned]
+                a.gid[idx] = -1
+        a.cool[nodes] = ok
+        self._n_warm = p.n_nodes - int(np.count_nonzero(a.cool))
 
     def _logged_heat(self, nodes: NDArray[np.int64], util: float, move: bool = True) -> None:
         """The air heat of logged (cool) nodes at their load change or change of service, applied at once
@@ -277,8 +279,9 @@ class DeferredReplay:
         Only node arrays logged at least twice with at least 8 nodes (a job's array at its checkpoint
         pauses) make cells: a node in one of those and nowhere else, in service at all its entries, is
         grouped with the nodes in exactly the same such arrays; the rest go pair by pair."""
+        p = self.params
         k = len(arrs)
-        n_nodes = self.params.n_nodes
+        n_nodes = p.n_nodes
         in_cell = np.zeros(n_nodes, dtype=bool)
         big_i = np.flatnonzero(lens >= 8)
         if len(big_i) < 2:
@@ -303,7 +306,7 @@ class DeferredReplay:
         for j, ent in enumerate(big):
             big_entry[ent] = True
             sig[arrs[int(ent[0])], j >> 6] |= np.uint64(1 << (j & 63))  # (an array holds each node once)
-        u = self.params.units_per_node
+        u = p.units_per_node
         other = ~self.arrays.gon if u == 1 else ~self.arrays.gon[::u]  # out of service when the log began (units of a node alike) ...
         other[nd[~big_entry[pe]]] = True  # ... or in another entry (changes of service are single-node entries)
         cand = np.flatnonzero(sig.any(axis=1) & ~other)
@@ -359,20 +362,21 @@ class DeferredReplay:
 
     def _replay_cell_thermal(self, t: NDArray[np.float64], util: NDArray[np.float64], nodes: NDArray[np.int64]) -> None:
         """The GPU state of a cell of one-unit nodes (see ``_replay_cell``): histogram, temperatures, peak."""
+        a, p = self.arrays, self.params
         n = len(nodes)
         i0 = int(nodes[0])
-        R = float(self.arrays.rbase[i0] * self.arrays.rfactor[i0])
-        tin = float(self.arrays.inlet[i0])
-        tss = fast.steady_c(tin, fast.demand_w(self.params.idle_w, self.params.tdp_w, util), R)  # steady state after each entry
-        k_s = -3600.0 / (R * self.params.c_j_per_c)  # log of the decay per hour
+        R = float(a.rbase[i0] * a.rfactor[i0])
+        tin = float(a.inlet[i0])
+        tss = fast.steady_c(tin, fast.demand_w(p.idle_w, p.tdp_w, util), R)  # steady state after each entry
+        k_s = -3600.0 / (R * p.c_j_per_c)  # log of the decay per hour
         # each node's first segment: from its own state to the cell's first entry
-        tss0 = self.arrays.tss[nodes]
-        dur0 = t[0] - self.arrays.t0[nodes]
+        tss0 = a.tss[nodes]
+        dur0 = t[0] - a.t0[nodes]
         lg0 = dur0 * k_s
-        T = fast.step_log_c(self.arrays.T[nodes], tss0, lg0)
+        T = fast.step_log_c(a.T[nodes], tss0, lg0)
         T1max = float(T.max())  # the hottest node at the first entry
         bins = [tss0]
-        wts = [dur0 * self.arrays.gon[nodes]]
+        wts = [dur0 * a.gon[nodes]]
         lg = np.empty(0)
         if len(t) > 1:  # the segments all its nodes share
             dur = t[1:] - t[:-1]
@@ -381,12 +385,12 @@ class DeferredReplay:
             bins.append(tss[:-1])
             wts.append(dur * float(n))
         b_all = np.concatenate(bins)
-        self.arrays.hist += np.bincount(np.clip(b_all, 0.0, _HIST_MAX_C - 1).astype(np.intp),
-                                 weights=np.concatenate(wts), minlength=_HIST_MAX_C) * self.params.gpus_per_unit
-        self.arrays.T[nodes] = T
-        self.arrays.t0[nodes] = t[-1]
-        self.arrays.tss[nodes] = tss[-1]
-        self.arrays.gon[nodes] = True
+        a.hist += np.bincount(np.clip(b_all, 0.0, _HIST_MAX_C - 1).astype(np.intp),
+                                 weights=np.concatenate(wts), minlength=_HIST_MAX_C) * p.gpus_per_unit
+        a.T[nodes] = T
+        a.t0[nodes] = t[-1]
+        a.tss[nodes] = tss[-1]
+        a.gon[nodes] = True
         # peak: a first-order segment is hottest at one of its ends, so the peak is the hottest temperature
         # at the entries' times; looked for only when some steady state could exceed the peak so far
         # (temperatures never exceed the larger of where they start and their steady states)
@@ -411,22 +415,23 @@ class DeferredReplay:
         the segments within ``_FORGET`` time constants of the end (earlier ones are weighted below e^-40,
         under the rounding of a temperature) unless they are all that recent; the peak is followed per
         unit over every segment only when some steady state could exceed it."""
-        w = self.params.gpus_per_unit
+        a, p = self.arrays, self.params
+        w = p.gpus_per_unit
         gu = self.gpu.gpus(nodes)
         i0 = int(nodes[0])
-        R = self.arrays.rbase[gu] * self.arrays.rfactor[i0]
-        tin = np.full(len(gu), self.arrays.inlet[i0])
-        if self.arrays.toff is not None:
-            tin += self.arrays.toff[gu]
-        tau = fast.tau_s(R, self.params.c_j_per_c)
-        P = fast.demand_w(self.params.idle_w, self.params.tdp_w, util)  # per GPU after each entry (every node in service)
+        R = a.rbase[gu] * a.rfactor[i0]
+        tin = np.full(len(gu), a.inlet[i0])
+        if a.toff is not None:
+            tin += a.toff[gu]
+        tau = fast.tau_s(R, p.c_j_per_c)
+        P = fast.demand_w(p.idle_w, p.tdp_w, util)  # per GPU after each entry (every node in service)
         # each unit's first segment: from its own state to the first entry
-        tss0 = self.arrays.tss[gu]
-        dur0 = t[0] - self.arrays.t0[gu]
-        T = fast.step_c(self.arrays.T[gu], tss0, dur0, tau)
+        tss0 = a.tss[gu]
+        dur0 = t[0] - a.t0[gu]
+        T = fast.step_c(a.T[gu], tss0, dur0, tau)
         T1max = float(T.max())
         bins = [tss0]
-        wts = [dur0 * self.arrays.gon[gu]]
+        wts = [dur0 * a.gon[gu]]
         n_entries = len(t)
         hi = float(tss0.max())
         if n_entries > 1:
@@ -446,23 +451,23 @@ class DeferredReplay:
                 x = fast.step_c(x, fast.steady_c(tin, P[k], R), dur[k], tau)
             T = x
         b_all = np.concatenate(bins)
-        self.arrays.hist += np.bincount(np.clip(b_all, 0.0, _HIST_MAX_C - 1).astype(np.intp),
+        a.hist += np.bincount(np.clip(b_all, 0.0, _HIST_MAX_C - 1).astype(np.intp),
                                  weights=np.concatenate(wts), minlength=_HIST_MAX_C) * w
         # peak: the hottest temperature at the entries' times (a first-order segment is hottest at one of its
         # ends), followed only when some steady state could exceed the peak so far
         if hi > self.gpu.tpeak_c:
             peak = T1max
             if n_entries > 1:
-                x = fast.step_c(self.arrays.T[gu], tss0, dur0, tau)
+                x = fast.step_c(a.T[gu], tss0, dur0, tau)
                 for k in range(n_entries - 1):
                     x = fast.step_c(x, fast.steady_c(tin, P[k], R), dur[k], tau)
                     peak = max(peak, float(x.max()))
             if peak > self.gpu.tpeak_c:
                 self.gpu.tpeak_c = peak
-        self.arrays.T[gu] = T
-        self.arrays.t0[gu] = t[-1]
-        self.arrays.tss[gu] = fast.steady_c(tin, P[-1], R)
-        self.arrays.gon[gu] = True
+        a.T[gu] = T
+        a.t0[gu] = t[-1]
+        a.tss[gu] = fast.steady_c(tin, P[-1], R)
+        a.gon[gu] = True
 
     def _replay_pairs(self, tk: NDArray[np.float64], ut: NDArray[np.float64], nd: NDArray[Any],
                       pe: NDArray[np.int32], st: NDArray[np.int8] | None, sp: NDArray[np.float64] | None,
@@ -527,12 +532,13 @@ class DeferredReplay:
         after each unit's last pair, and the peak. The pairs come grouped by node (``t_s``, ``u_s``,
         ``up_s``: time, utilisation and service after each pair; ``nodes_g`` the nodes,
         ``cnt``, ``start``, ``lastpos`` their groups' sizes, first and last pairs)."""
-        u = self.params.units_per_node
+        a, p = self.arrays, self.params
+        u = p.units_per_node
         if u == 1:
             t_u, u_u, up_u = t_s, u_s, up_s
             cnt_u, start_u, last_u, g0 = cnt, start, lastpos, nodes_g
-            R_g = (self.arrays.rbase * self.arrays.rfactor)[g0]
-            tin_g = self.arrays.inlet[g0]
+            R_g = (a.rbase * a.rfactor)[g0]
+            tin_g = a.inlet[g0]
         else:  # each node's pairs repeated for its units, grouped by unit (in time order): the k-th pair of a unit
             # of the node whose group starts at pair s is pair s + k
             cnt_u = np.repeat(cnt, u)
@@ -542,25 +548,25 @@ class DeferredReplay:
             src += np.arange(len(src))
             t_u, u_u = t_s[src], u_s[src]
             up_u = up_s[src] if up_s is not None else None
-            g0 = (nodes_g[:, None] * u + self.params.unit_range).ravel()
-            R_g = (self.arrays.rbase * np.repeat(self.arrays.rfactor, u))[g0]
-            tin_g = np.repeat(self.arrays.inlet, u)[g0]
-            if self.arrays.toff is not None:
-                tin_g += self.arrays.toff[g0]
+            g0 = (nodes_g[:, None] * u + p.unit_range).ravel()
+            R_g = (a.rbase * np.repeat(a.rfactor, u))[g0]
+            tin_g = np.repeat(a.inlet, u)[g0]
+            if a.toff is not None:
+                tin_g += a.toff[g0]
         n_pairs_u = len(t_u)
         # R and inlet are constant over the log (every change of them flushes first). One value for all the
         # logged units is used as a scalar: x·R is the same product for a scalar as for equal elements.
         R: Any = R_g[0] if not np.count_nonzero(R_g != R_g[0]) else R_g.repeat(cnt_u)
         tin: Any = tin_g[0] if not np.count_nonzero(tin_g != tin_g[0]) else tin_g.repeat(cnt_u)
-        pdem = fast.demand_w(self.params.idle_w, self.params.tdp_w, u_u)
+        pdem = fast.demand_w(p.idle_w, p.tdp_w, u_u)
         tss_new = fast.steady_c(tin, pdem * up_u if up_u is not None else pdem, R)  # × True would be × 1.0
         prev_tss = np.empty(n_pairs_u)
         prev_tss[1:] = tss_new[:-1]
-        prev_tss[start_u] = self.arrays.tss[g0]
+        prev_tss[start_u] = a.tss[g0]
         dur = np.empty(n_pairs_u)  # t_u − the unit's previous time
         np.subtract(t_u[1:], t_u[:-1], out=dur[1:])
-        dur[start_u] = t_u[start_u] - self.arrays.t0[g0]
-        on0 = self.arrays.gon[g0]
+        dur[start_u] = t_u[start_u] - a.t0[g0]
+        on0 = a.gon[g0]
         if up_u is None and on0.all():
             wts = dur  # powered throughout: dur × True = dur
         else:
@@ -573,14 +579,14 @@ class DeferredReplay:
             wts = dur * prev_on
         lo, hi = float(prev_tss.min()), float(prev_tss.max())  # the clip changes nothing when within range
         bins = prev_tss if 0.0 <= lo and hi < _HIST_MAX_C else np.clip(prev_tss, 0.0, _HIST_MAX_C - 1)
-        self.arrays.hist += np.bincount(bins.astype(np.intp), weights=wts, minlength=_HIST_MAX_C) * self.params.gpus_per_unit
-        lg = fast.log_decay(dur, fast.tau_s(R, self.params.c_j_per_c))
-        T0 = self.arrays.T[g0]
+        a.hist += np.bincount(bins.astype(np.intp), weights=wts, minlength=_HIST_MAX_C) * p.gpus_per_unit
+        lg = fast.log_decay(dur, fast.tau_s(R, p.c_j_per_c))
+        T0 = a.T[g0]
         T_last = fast.grouped_segments_c(T0, prev_tss, lg, start_u, cnt_u, last_u)
-        self.arrays.T[g0] = T_last
-        self.arrays.t0[g0] = t_u[last_u]
-        self.arrays.tss[g0] = tss_new[last_u]
-        self.arrays.gon[g0] = up_u[last_u] if up_u is not None else True
+        a.T[g0] = T_last
+        a.t0[g0] = t_u[last_u]
+        a.tss[g0] = tss_new[last_u]
+        a.gon[g0] = up_u[last_u] if up_u is not None else True
         # peak: the hottest temperature at the pairs' times (a first-order segment is hottest at one of its
         # ends), followed only for units with a steady state above the peak so far (temperatures never
         # exceed the larger of where they start and their steady states)

@@ -137,14 +137,15 @@ class OperatorResponse:
         """Nodes of zone ``z`` the operator keeps in service uncapped (policy drain): the most whose full-load
         heat fits the budget and, in an air-cooled hall, whose room leaves the hottest GPU at full power at
         most at ``slowdown_c`` (the room at its set point when no warmer room allows that)."""
-        s, e = self.arrays.zones[z]
-        full = self._node_heat_w(self.params.tdp_w)
+        a, p = self.arrays, self.params
+        s, e = a.zones[z]
+        full = self._node_heat_w(p.tdp_w)
         keep = int(budget_w // full)
-        if not self.params.gpu_on_liquid:
+        if not p.gpu_on_liquid:
             base = self.evaporative.base_supply_c(self.engine.now) + self.link.plant_c
-            off = float(self.arrays.toff_max_n[s:e].max())
-            r = float((self.arrays.rmax_n[s:e] * self.arrays.rfactor[s:e]).max())
-            room_c = max(0.0, self.params.slow_c - base - off - self.params.tdp_w * r)  # rise the hottest GPU allows, °C
+            off = float(a.toff_max_n[s:e].max())
+            r = float((a.rmax_n[s:e] * a.rfactor[s:e]).max())
+            room_c = max(0.0, p.slow_c - base - off - p.tdp_w * r)  # rise the hottest GPU allows, °C
             keep = min(keep, int((self.air_rooms.zone_cap_w(z) + room_c * 1000.0 / self.air_rooms.r_room) // full))
         return keep
 
@@ -202,7 +203,8 @@ class OperatorResponse:
 
     def _resp_apply(self, z: int, cap_w: float, drain: list[int]) -> None:
         """Set zone ``z``'s operator GPU cap (W, inf: none) and its drained nodes."""
-        s, e = self.arrays.zones[z]
+        a, p = self.arrays, self.params
+        s, e = a.zones[z]
         cl = self.cluster
         old = self._drained[z]
         for node in old:
@@ -212,12 +214,12 @@ class OperatorResponse:
             if node not in old:
                 cl.add_down(node, DRAIN)
         self._drained[z] = drain
-        if self.arrays.op_cap_w[s] != cap_w:
+        if a.op_cap_w[s] != cap_w:
             nodes = np.arange(s, e, dtype=np.int64)
             speed = self._op_speed_array()
-            self.arrays.op_cap_w[s:e] = cap_w
+            a.op_cap_w[s:e] = cap_w
             self.it.set_cap(SOURCE, nodes, cap_w)
-            speed[s:e] = 1.0 if math.isinf(cap_w) else float(speed_fraction(cap_w, self.params.tdp_w, self.params.idle_w, self.params.alpha))
+            speed[s:e] = 1.0 if math.isinf(cap_w) else float(speed_fraction(cap_w, p.tdp_w, p.idle_w, p.alpha))
             self._op_src.changed(nodes)
         self.trips.try_restarts()
 

@@ -47,9 +47,10 @@ class Trips:
                                   for s, e in self.arrays.zones]
 
     def instant_trip_reason(self, node: int) -> str | None:
-        if self.air_rooms.fan_part is not None and self.arrays.fans_h[node] == 0:
+        a, p = self.arrays, self.params
+        if self.air_rooms.fan_part is not None and a.fans_h[node] == 0:
             return "no_fan"
-        if self.params.air is not None and self.air_rooms.supply_now(int(self.arrays.zone_of[node])) >= self._trip_supply_c(node):
+        if p.air is not None and self.air_rooms.supply_now(int(a.zone_of[node])) >= self._trip_supply_c(node):
             return "inlet"
         return None
 
@@ -76,35 +77,36 @@ class Trips:
         """(``_cooling_ok``, whether a False came from a zone-wide condition: the zone's supply air at the
         inlet limit, or no headroom for one more node at full load; these hold for every node of the zone
         at this instant, and admitting nodes only tightens them)."""
-        if self.air_rooms.fan_part is not None and self.arrays.fans_h[node] == 0:
+        a, p = self.arrays, self.params
+        if self.air_rooms.fan_part is not None and a.fans_h[node] == 0:
             return False, False
-        if self.params.liquid is not None and self.params.gpu_on_liquid and not self.arrays.loop_flow[self.arrays.loop_of[node]]:
+        if p.liquid is not None and p.gpu_on_liquid and not a.loop_flow[a.loop_of[node]]:
             return False, False
         # the node's hottest GPU: max over its GPUs of R_base·fan factor = (max R_base)·fan factor, exactly
         # (rounding is monotonic, and the factor is positive)
-        if self.arrays.toff is None:
-            r = float(self.arrays.rmax_n[node] * self.arrays.rfactor[node])
-            if self.arrays.inlet[node] + self.params.pmin_w * r >= self.params.shut_c:
+        if a.toff is None:
+            r = float(a.rmax_n[node] * a.rfactor[node])
+            if a.inlet[node] + p.pmin_w * r >= p.shut_c:
                 return False, False
         else:  # per GPU: its own inlet offset and R (u > 1 here)
-            gs = slice(node * self.params.units_per_node, (node + 1) * self.params.units_per_node)
-            hot = float((self.arrays.toff[gs] + self.params.pmin_w * (self.arrays.rbase[gs] * self.arrays.rfactor[node])).max())
-            if self.arrays.inlet[node] + hot >= self.params.shut_c:
+            gs = slice(node * p.units_per_node, (node + 1) * p.units_per_node)
+            hot = float((a.toff[gs] + p.pmin_w * (a.rbase[gs] * a.rfactor[node])).max())
+            if a.inlet[node] + hot >= p.shut_c:
                 return False, False
-        if self.params.air is not None:
-            z = int(self.arrays.zone_of[node])
+        if p.air is not None:
+            z = int(a.zone_of[node])
             sup = self.air_rooms.supply_now(z)
-            if sup >= self.params.max_inlet_c:
+            if sup >= p.max_inlet_c:
                 return False, True
             if self.trip_inlet_n is not None and sup >= self.trip_inlet_n[node]:
                 return False, False  # this node's inlet (supply plus its offset) at the limit: not zone-wide
-            if not self.arrays.z_slack[z]:
+            if not a.z_slack[z]:
                 # admit only if the zone could carry every node in service, those rebooting and this one at
                 # full load, so restarts never overload a zone (the workload may load them at once)
-                s, e = self.arrays.zones[z]
+                s, e = a.zones[z]
                 n_up = int(np.count_nonzero(self.cluster.down_count[s:e] == 0))
                 full = self._node_full_air_w(node)
-                if n_up * full + self.arrays.z_reserved[z] + full > self.response.admit_budget_w(z):
+                if n_up * full + a.z_reserved[z] + full > self.response.admit_budget_w(z):
                     return False, True
         return True, False
 
