@@ -61,6 +61,7 @@ class AirRooms:
         self.air_share: float | None = None  # share of node heat on air under heat capture, else None
         self.z_hot_node_h = 0.0
         self.z_over_h = 0.0
+        self._init_fans()
         if params.air is None:
             return
         f = self.params.spec.liquid_share()
@@ -104,7 +105,7 @@ class AirRooms:
         self.crah.test_duration_h = a.crah.test_duration_h  # periodic tests take a working unit out (issue 43)
         self.arrays.node_air_w = np.zeros(n)
 
-    def init_fans(self) -> None:
+    def _init_fans(self) -> None:
         """Healthy fans per node (air only; a node needs ``fans_req`` for its nominal R)."""
         self.fan_part = self.params.air.fan_part if self.params.air is not None else None
         self.arrays.fans_h = np.zeros(self.params.n_nodes, dtype=np.int64)

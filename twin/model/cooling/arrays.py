@@ -5,8 +5,9 @@ room reads or writes.
 Each room is an object (``gpu.GpuState``, ``air.AirRooms``, ``trips.Trips``, ...) built by
 ``component.Thermal`` with the two records and what it needs of the model (engine, cluster, IT power,
 facility part specs); a room's own state (its timers, accounts, logs) stays on the room. The arrays record
-is filled as the rooms are built (each field's comment names the room that creates it); a room replaces an
-array only where the comment says so, so a room may bind an array to a local in a hot path.
+is filled as the rooms are built (each field's comment names the room that creates it) and, for the silent
+crossings' stash, at the start; after that only ``z_cap`` and ``z_slack`` are replaced (at a change of an air
+zone's capacity), the others change in place, so a hot path may bind an array, or the record, to a local.
 """
 
 from __future__ import annotations
@@ -110,8 +111,8 @@ class CoolingArrays:
     speed_caps: F = field(default_factory=_f)
     it_caps: F = field(default_factory=_f)
     pcap: F = field(default_factory=_f)  # per node: the power-chain GPU cap (W) last applied (inf: none)
-    # ---- silent crossings (lazy.LazyCrossings): the stash of the units' next slowdown crossing
-    t_due: F = field(default_factory=_f)  # the wake-up's times: t_next less the silent crossings
+    # ---- silent crossings (lazy.LazyCrossings, made by its start): the stash of the units' next slowdown crossing
+    t_due: F = field(default_factory=_f)  # the wake-up's times: t_next less the silent ones (t_next itself until start)
     x_P: F = field(default_factory=_f)  # W per GPU after the crossing
     x_sp: F = field(default_factory=_f)  # speed after it
     x_tss: F = field(default_factory=_f)  # steady state after it, °C

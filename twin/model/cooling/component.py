@@ -99,6 +99,7 @@ class Thermal(Component):
                                           pcap=np.full(n, INF))
 
         # ---- the rooms, each building its state (in this order: see the module docstring) ------------
+        # (facility parts are made, and subscribed, in the order of the rooms: link, air, evaporative, liquid, leaks)
         fac_specs = c.facility_parts()
         fac = self._facility
         self.link = PlantLink(p, arr, eng)
@@ -106,7 +107,6 @@ class Thermal(Component):
         self.evaporative = EvaporativeAir(p, arr, eng, fac_specs, fac)
         self.liquid_loops = LiquidLoops(p, arr, eng, cl, self.link, fac_specs, fac)
         self.leaks = Leaks(p, arr, eng, cl, fac_specs, fac)
-        self.air_rooms.init_fans()
         self.gpu = GpuState(p, arr, eng, cl, it, speed_src, self.air_rooms)
         self.lazy = LazyCrossings(p, arr, eng, cl, it)
         self.trips = Trips(p, arr, eng, cl)
