@@ -29,6 +29,8 @@ module each; a new cooling mechanism goes into the room it belongs to, or a new 
 * ``powered``: what the plant (``chillers``, a component of its own fed by the power chain) does to the
   rooms: CRAH units and CDUs it takes out of service, the chilled-water supply offset (``PlantLink``).
 * ``arrays``: what the rooms share (``CoolingParams``, ``CoolingArrays``).
+* ``ports``: what each room offers the others (one protocol per room: the methods and state another room
+  may use); the room modules import it, never each other.
 * ``fast``: the ``twin.physics.thermal`` equations in the forms the hot paths evaluate, each pinned to
   its physics function by ``tests/test_cooling_fast.py``.
 
