@@ -446,6 +446,42 @@ def test_the_component_check_finds_a_direct_call(tmp_path: Path) -> None:
         "pk.model.cool.room:4: imports component Power (pk.model.power)", "pk.model.cool.room:5: reads .by_section"]
 
 
+COOLING = "twin.model.cooling"
+
+
+def inherited_rooms(root: Path, package: str, cooling: str) -> list[str]:
+    """Classes of the cooling package that take their behaviour or state by inheritance (issue 40 item 2: its
+    rooms are objects with explicit constructor arguments, composed by the component): every base but the
+    component contract (``Component``) and a protocol (``Protocol``, the rooms' ports) is reported."""
+    bad = []
+    for mod, path in modules(root, package).items():
+        if not (mod == cooling or mod.startswith(cooling + ".")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.ClassDef):
+                for b in node.bases:
+                    name = b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else ast.unparse(b)
+                    if name not in ("Component", "Protocol"):
+                        bad.append(f"{mod}:{node.lineno}: {node.name}({name})")
+    return bad
+
+
+def test_cooling_rooms_are_composed_not_inherited() -> None:
+    assert inherited_rooms(ROOT, "twin", COOLING) == []
+
+
+def test_the_composition_check_finds_a_mixin(tmp_path: Path) -> None:
+    pkg = tmp_path / "pk"
+    (pkg / "model" / "cool").mkdir(parents=True)
+    for p in (pkg, pkg / "model", pkg / "model" / "cool"):
+        (p / "__init__.py").write_text("")
+    (pkg / "model" / "cool" / "rooms.py").write_text(
+        "from typing import Protocol\nclass State: ...\nclass Air(State): ...\nclass Port(Protocol): ...\n"
+        "class Thermal(Component, Air): ...\n")
+    assert inherited_rooms(pkg, "pk", "pk.model.cool") == [
+        "pk.model.cool.rooms:3: Air(State)", "pk.model.cool.rooms:5: Thermal(Air)"]
+
+
 def test_no_type_only_cycle_in_the_model() -> None:
     """No cycle through the model's imports, those under ``if TYPE_CHECKING:`` counted too (issue 40: the
     component contract and the IT power named each other for types only)."""

@@ -141,7 +141,7 @@ def check_throttled_share(sc: Any, th: Any, metrics: dict[str, float], inlet_c: 
     P = gpu.train_w
     G = sc.cluster.n_nodes * 8
     share = metrics["thermal.throttled_gpu_hours"] / (G * sc.horizon_h)
-    r = g.r_air_c_per_w * th.rspread
+    r = g.r_air_c_per_w * th.arrays.rspread
     drawn = float(np.mean(inlet_c + r * P > g.slowdown_c))
     assert share == pytest.approx(drawn, rel=0.01, abs=1e-3), (share, drawn)
     cap = pt.power_cap_w(P, inlet_c, r, g.slowdown_c, gpu.min_w)

@@ -245,7 +245,7 @@ def test_update_units_is_the_numpy_path(seed: int, u: int, hot: bool, silent: bo
     assert short == r_short
     _close(tmin, r_tmin, r_tmin)
     _close(nout[:7], r_out, r_out)
-    if heat:  # Thermal._air_heat_w at the draw (air.py)
+    if heat:  # AirRooms.air_heat_w at the draw (air.py)
         gw = r_out[1]
         ng = ng_w
         if ng_idle != ng_w:

@@ -106,7 +106,7 @@ def test_one_value_reaches_power_thermal_and_costs() -> None:
     sc2 = load_scenario(LIQUID, ["horizon_days=1", "cluster.node.gpu.tdp_w=650", "cluster.node.gpu.min_w=150",
                                  "cluster.node.gpu.speed_alpha=0.7"]).scenario
     th = Model(sc2, 0).by_section["cooling"]
-    assert (th.tdp_w, th.pmin_w, th.alpha) == (650.0, 150.0, 0.7)
+    assert (th.params.tdp_w, th.params.pmin_w, th.params.alpha) == (650.0, 150.0, 0.7)
 
 
 def test_the_validated_scenario_is_frozen() -> None:

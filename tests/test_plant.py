@@ -108,7 +108,7 @@ def test_crah_failing_while_unpowered_is_counted_once() -> None:
     model = Model(load_dict(doc).scenario, 0)
     model.run()
     thermal = next(c for c in model.components if isinstance(c, Thermal))
-    assert int(thermal.crah_healthy[0]) == 2  # both back: nothing counted twice or lost
+    assert int(thermal.air_rooms.crah_healthy[0]) == 2  # both back: nothing counted twice or lost
     res = model.result(True)
     tl = res.tables["cooling_timeline"]
     z = tl[(tl["unit"] == "zone") & (tl["time_h"] >= 2.0)]

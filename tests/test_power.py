@@ -587,7 +587,7 @@ def test_site_cap_with_heterogeneous_gpus_settles() -> None:
             *IDENTICAL_GPU_SETS[1:]]
     model = Model(load_scenario(base, sets).scenario)
     th = model.by_section["cooling"]
-    assert th.u == 8  # one thermal unit per GPU
+    assert th.params.units_per_node == 8  # one thermal unit per GPU
     model.run()
     res = model.result()
     assert res.metrics["power.site_capped_gpu_hours"] > 0.9 * 1024 * 48.0

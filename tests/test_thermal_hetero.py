@@ -13,6 +13,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from twin.validation.framework import IDENTICAL_GPU_SETS
 from twin.model.cooling.component import Thermal
+from twin.model.cooling.lazy import LazyCrossings
+from twin.model.cooling.replay import DeferredReplay
 from twin.model.workload import RUNNING
 from twin.scenario.loader import load_scenario
 from twin.sim import Model, run_replication
@@ -33,10 +35,11 @@ def _thermal(model: Model) -> Thermal:
 
 def _true_speeds(th: Thermal) -> np.ndarray:
     """Each GPU's speed now: a silent crossing that is due has taken effect though not yet settled."""
-    sp = th.speed.copy()
-    if th._silent_on:
-        due = th.silent & (th.t_next <= th.engine.now)
-        sp[due] = th.x_sp[due]
+    a = th.arrays
+    sp = a.speed.copy()
+    if th.lazy.silent_on:
+        due = th.lazy.silent & (a.t_next <= th.engine.now)
+        sp[due] = a.x_sp[due]
     return sp
 
 
@@ -63,7 +66,7 @@ def test_job_speed_is_the_minimum_over_its_gpus(r_sigma: float, preheat: float, 
         for job in list(wl.allocated.values()):
             if job.state != RUNNING or not len(job.nodes):
                 continue
-            gpu_min = float(sp[th._gpus(np.asarray(job.nodes, dtype=np.int64))].min())
+            gpu_min = float(sp[th.gpu.gpus(np.asarray(job.nodes, dtype=np.int64))].min())
             assert model.cluster.min_speed(job.nodes) == gpu_min
             assert job.rate == pytest.approx(wl._compute_rate(job), rel=1e-12)
             checked.append(1)
@@ -87,7 +90,7 @@ def test_slowest_gpu_paces_the_job() -> None:
         sp = _true_speeds(th)
         for job in wl.allocated.values():
             if job.state == RUNNING and len(job.nodes) >= 64:
-                g = sp[th._gpus(np.asarray(job.nodes, dtype=np.int64))]
+                g = sp[th.gpu.gpus(np.asarray(job.nodes, dtype=np.int64))]
                 seen.append((model.cluster.min_speed(job.nodes), float(g.mean())))
 
     model.engine.call_at(12.3, probe)
@@ -101,7 +104,7 @@ def _draws(sets: list[str], path: Path = SCEN / "air.yaml") -> tuple[Any, Any, l
     model = Model(load_scenario(path, sets).scenario)
     th = _thermal(model)
     cl = model.cluster
-    return th.rspread.copy(), th.toff.copy(), [cl.node_path(i) for i in range(cl.n_nodes)]
+    return th.arrays.rspread.copy(), th.arrays.toff.copy(), [cl.node_path(i) for i in range(cl.n_nodes)]
 
 
 def test_per_gpu_draws_are_common_random_numbers() -> None:
@@ -134,14 +137,14 @@ def test_inlet_offsets_by_slot_rack_and_recirculation() -> None:
                                                     "cooling.air.rack_rise_c=1.5",
                                                     "cooling.air.recirculation_c=0"]).scenario)
     th = _thermal(model)
-    g, npr = th.g, model.cluster.nodes_per_rack
-    off = th.toff.reshape(th.N, g)
-    assert th.u == g
+    g, npr = th.params.gpus_per_node, model.cluster.nodes_per_rack
+    off = th.arrays.toff.reshape(th.params.n_nodes, g)
+    assert th.params.units_per_node == g
     np.testing.assert_allclose(off[0], [0.0] * (g // 2) + [2.0] * (g - g // 2))
     np.testing.assert_allclose(off[npr - 1], [1.5] * (g // 2) + [3.5] * (g - g // 2))
     rec = Model(load_scenario(SCEN / "air.yaml", ["horizon_days=1", "cooling.air.recirculation_c=1",
                                                   "cooling.air.slot_preheat_c=0", "cooling.air.rack_rise_c=0"]).scenario)
-    o = _thermal(rec).toff.reshape(-1, g)
+    o = _thermal(rec).arrays.toff.reshape(-1, g)
     assert (o >= 0).all() and np.ptp(o[:, 0]) > 0 and (o == o[:, :1]).all()  # per node, the same for its GPUs
     assert o[:, 0].mean() == pytest.approx(1.0, rel=0.25)
 
@@ -150,11 +153,11 @@ def test_identical_gpus_keep_one_unit_per_node() -> None:
     """Without a spread or offsets (and offsets in a liquid hall do nothing) a node is one thermal unit; the
     bundled air hall has them by default (issue 23), one unit per GPU."""
     th = _thermal(Model(load_scenario(SCEN / "air.yaml", ["horizon_days=1", *IDENTICAL_GPU_SETS]).scenario))
-    assert th.u == 1 and th.toff is None
+    assert th.params.units_per_node == 1 and th.arrays.toff is None
     th = _thermal(Model(load_scenario(SCEN / "liquid.yaml", ["horizon_days=1", "cooling.gpu.r_sigma=0"]).scenario))
-    assert th.u == 1 and th.toff is None
+    assert th.params.units_per_node == 1 and th.arrays.toff is None
     th = _thermal(Model(load_scenario(SCEN / "air.yaml", ["horizon_days=1"]).scenario))
-    assert th.u == th.g and th.toff is not None and th.rspread.std() > 0.0
+    assert th.params.units_per_node == th.params.gpus_per_node and th.arrays.toff is not None and th.arrays.rspread.std() > 0.0
 
 
 def test_silent_crossings_equal_the_eager_path_with_offsets() -> None:
@@ -173,13 +176,13 @@ def test_cells_of_per_gpu_units_equal_the_direct_path(monkeypatch: pytest.Monkey
     """Liquid with an R spread: cool nodes' load changes are logged; a job's nodes replay as a cell of
     per-GPU units (powers by level, the last segments' temperatures), against every load change direct."""
     calls: list[int] = []
-    orig = Thermal._replay_cell_units
+    orig = DeferredReplay._replay_cell_units
 
-    def spy(self: Thermal, *a: Any) -> None:
+    def spy(self: DeferredReplay, *a: Any) -> None:
         calls.append(1)
         orig(self, *a)
 
-    monkeypatch.setattr(Thermal, "_replay_cell_units", spy)
+    monkeypatch.setattr(DeferredReplay, "_replay_cell_units", spy)
     lazy, direct = lazy_and_direct(SCEN / "liquid.yaml", [
         "horizon_days=8", "cooling.gpu.r_sigma=0.05",
         "cooling.inject=[{part: cdu, index: 0, at_h: 150}, {part: cdu, index: 1, at_h: 150}]"])
@@ -191,18 +194,18 @@ def test_cells_of_per_gpu_units_equal_the_direct_path(monkeypatch: pytest.Monkey
 def test_pace_wakeups_and_traced_nodes_outside_their_window_equal_the_eager_path(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The heterogeneity defaults of issue 23 (R spread 0.05, chassis, rack and recirculation offsets), a CRAH and
-    a fan loss: a wake-up at a crossing that lowers a job's pace settles it in closed form (``lazy._settle``)
+    a fan loss: a wake-up at a crossing that lowers a job's pace settles it in closed form (``lazy.settle``)
     instead of a direct update of its node, and a traced node's crossings may be silent outside its trace
     window; both against every crossing an event and every load change direct (every node traced all along),
     to 1e-9 in every metric and table."""
     calls: list[int] = []
-    orig = Thermal._settle
+    orig = LazyCrossings.settle
 
-    def spy(self: Thermal, idx: Any, now: float) -> None:
+    def spy(self: LazyCrossings, idx: Any, now: float) -> None:
         calls.append(int(np.count_nonzero(~self.silent[idx])))  # crossings settled that were not silent
         orig(self, idx, now)
 
-    monkeypatch.setattr(Thermal, "_settle", spy)
+    monkeypatch.setattr(LazyCrossings, "settle", spy)
     # r_air 0.1: the former hot hall (baseline's GPUs draw 650 W in training since twin 0.7, 83.8 C at 0.092)
     sets = ["horizon_days=6", "cooling.gpu.r_sigma=0.05", "cooling.air.slot_preheat_c=2", "cooling.air.rack_rise_c=1",
             "cooling.air.recirculation_c=0.5", "cooling.gpu.r_air_c_per_w=0.1", CRAH_LOSS]

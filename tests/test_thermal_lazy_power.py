@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from twin.model.cooling.component import Thermal
+from twin.model.cooling.lazy import LazyCrossings
 from twin.scenario.loader import load_scenario
 from twin.sim import run_replication
 
@@ -48,13 +49,13 @@ def test_psu_caps_and_a_battery_ride_through_equal_the_eager_path(monkeypatch: p
     at every load change: silent crossings are settled and stop) and then drops the hall; silent crossings
     resume after it."""
     flips: list[tuple[bool, int]] = []
-    orig = Thermal._on_exact
+    orig = LazyCrossings._on_exact
 
-    def spy(self: Thermal, on: bool) -> None:
-        flips.append((on, self._n_silent))
+    def spy(self: LazyCrossings, on: bool) -> None:
+        flips.append((on, self.n_silent))
         orig(self, on)
 
-    monkeypatch.setattr(Thermal, "_on_exact", spy)
+    monkeypatch.setattr(LazyCrossings, "_on_exact", spy)
     sets = [*HOT, *PSU_CAP, "power.inject=[{feed: A, at_h: 40, duration_h: 2}]", "power.generator.start_failure_prob=1"]
     lazy, eager = _pair(SCEN / "power-n1.yaml", sets)
     assert (True, 0) not in flips[:1] and any(on and n > 0 for on, n in flips)  # silent ones were settled
@@ -69,13 +70,13 @@ def test_binding_site_cap_keeps_every_crossing_an_event(monkeypatch: pytest.Monk
     """A site cap water-fills over every GPU's thermal cap at every load change: no crossing may be silent, and
     the results are the eager path's."""
     silent: list[int] = []
-    orig = Thermal._settle
+    orig = LazyCrossings.settle
 
-    def spy(self: Thermal, idx: Any, now: float) -> None:
+    def spy(self: LazyCrossings, idx: Any, now: float) -> None:
         silent.append(int(np.count_nonzero(self.silent[idx])))
         orig(self, idx, now)
 
-    monkeypatch.setattr(Thermal, "_settle", spy)
+    monkeypatch.setattr(LazyCrossings, "settle", spy)
     cap_w = 128 * (3200 + 8 * 450)  # baseline's node: 3,200 W non-GPU + 8 GPUs; binds in training
     sets = ["horizon_days=2", *HOT[1:], f"power.site_cap_w={cap_w}"]
     lazy, eager = _pair(SCEN / "power-n1.yaml", sets)
@@ -94,7 +95,7 @@ def test_effective_gpus_count_the_lower_of_thermal_and_power_speeds() -> None:
     model = Model(load_scenario(SCEN / "power-n1.yaml", sets).scenario)
     model.run()
     th = model.by_section["cooling"]
-    assert isinstance(th, Thermal) and th._silent_on and th._oth_caps
-    speed = model.cluster.node_speed(np.arange(th.N))
+    assert isinstance(th, Thermal) and th.lazy.silent_on and th.lazy.oth_caps
+    speed = model.cluster.node_speed(np.arange(th.params.n_nodes))
     assert speed.min() < 1.0
-    np.testing.assert_allclose(th.n_tp, th.n_busy * speed, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(th.arrays.n_tp, th.arrays.n_busy * speed, rtol=1e-12, atol=1e-9)

@@ -53,7 +53,7 @@ def _thermal(model: Model) -> Thermal:
 
 
 def _aged(th: Thermal, name: str) -> dict[str, Any]:
-    recs = [a for a in th.aged + th.aged_air if a["pop"].name == name]
+    recs = [a for a in th.ageing.aged + th.ageing.aged_air if a["pop"].name == name]
     assert len(recs) == 1
     return recs[0]
 
@@ -87,13 +87,14 @@ def test_node_parts_age_at_their_recirculation_offset() -> None:
     """Recirculation (an exponential per node, its own stream) raises a node's part inlet like the rack rise."""
     model = Model(load_dict(_hall({"supply_c": 22.0, "recirculation_c": 1.5}, AGEING)).scenario)
     th = _thermal(model)
-    assert th.noff is not None and np.ptp(th.noff) > 0 and (th.noff >= 0).all()
-    np.testing.assert_allclose(_aged(th, "board")["af"], [_xfactor(22.0 + o) for o in th.noff], rtol=1e-12)
+    noff = th.arrays.noff
+    assert noff is not None and np.ptp(noff) > 0 and (noff >= 0).all()
+    np.testing.assert_allclose(_aged(th, "board")["af"], [_xfactor(22.0 + o) for o in noff], rtol=1e-12)
 
 
 def test_without_offsets_every_node_ages_at_the_supply() -> None:
     th = _thermal(Model(load_dict(_hall({"supply_c": 22.0}, AGEING)).scenario))
-    assert th.noff is None
+    assert th.arrays.noff is None
     np.testing.assert_allclose(_aged(th, "board")["af"], _xfactor(22.0), rtol=1e-12)
 
 
@@ -143,11 +144,11 @@ def test_a_plant_supply_jump_trips_the_nodes_it_lifts_above_the_limit_at_once() 
     model = Model(load_dict(_hall({"supply_c": 24.0, "rack_rise_c": 6.0})).scenario)
     th = _thermal(model)
     env = model.engine.env
-    th._on_plant_supply(7.0)
+    th.link._on_plant_supply(7.0)
     while env.peek() <= env.now:  # the trips scheduled for now
         env.step()
-    assert sorted(th.tripped) == [2, 3, NPR + 2, NPR + 3]
-    assert {r for _, r in th.tripped.values()} == {"inlet"}
+    assert sorted(th.trips.tripped) == [2, 3, NPR + 2, NPR + 3]
+    assert {r for _, r in th.trips.tripped.values()} == {"inlet"}
 
 
 def test_inlet_hours_above_27c_count_each_nodes_own_inlet() -> None:
@@ -170,13 +171,13 @@ def test_one_gpu_nodes_take_their_rack_and_recirculation_offsets() -> None:
     del doc["cluster"]["node"]["parts"]["hbm"]
     model = Model(load_dict(doc).scenario)
     th = _thermal(model)
-    assert th.u == 1 and th.toff is not None
+    assert th.params.units_per_node == 1 and th.arrays.toff is not None
     model.run()
     tr = model.result().tables["thermal_trace"]
     last = tr.groupby("node").tail(1).sort_values("node")  # each node's last row: its GPU at full load
     assert len(last) == 2 * NPR
     rack_c = rise * (np.arange(2 * NPR) % NPR) / (NPR - 1)
-    recirc_c = th.noff - rack_c  # each node's own exponential draw
+    recirc_c = th.arrays.noff - rack_c  # each node's own exponential draw
     assert (recirc_c >= 0).all() and np.ptp(recirc_c) > 0
     node_in = supply + rack_c + recirc_c
     np.testing.assert_allclose(last["inlet_c"], node_in, rtol=1e-12)

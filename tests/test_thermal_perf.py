@@ -1,6 +1,6 @@
 """The thermal model's cheap paths (issue 10) against the plain ones: the deferred replay of cool
-nodes' load changes (``Thermal._flush_log``) against the same run with every node traced for the
-whole horizon (every load change through the direct per-event path, ``Thermal._update``), on paths the
+nodes' load changes (``DeferredReplay.flush_log``) against the same run with every node traced for the
+whole horizon (every load change through the direct per-event path, ``GpuState.update``), on paths the
 bundled scenarios and their golden fingerprints do not take (one thermal unit per GPU, a second speed
 source, τ of an hour, warm and cool nodes in one job); the replay per cell against the replay per
 pair and against the first-order equations in plain Python; the restart scan and the quiet hall's
@@ -20,7 +20,10 @@ import yaml
 
 from twin.validation.framework import IDENTICAL_GPU_SETS
 from twin.scenario.loader import load_scenario
+from twin.model.cooling.air import AirRooms
 from twin.model.cooling.component import Thermal
+from twin.model.cooling.replay import DeferredReplay
+from twin.model.cooling.trips import Trips
 from twin.sim import Model, run_replication
 
 from test_thermal import assert_same_results, lazy_and_direct  # noqa: E402  (tests/ is on sys.path)
@@ -75,30 +78,32 @@ def test_deferred_replay_with_a_second_speed_source(tmp_path: Path) -> None:
     assert_same_results(lazy, direct)
 
 
-def _plain_cooling_ok(self, node: int) -> bool:
-    """Thermal._cooling_ok as first written: each GPU's R, every condition checked for every node."""
-    if self.fan_part is not None and self.fans_h[node] == 0:
+def _plain_cooling_ok(self: Trips, node: int) -> bool:
+    """Trips._cooling_ok as first written: each GPU's R, every condition checked for every node."""
+    p, a = self.params, self.arrays
+    if self.air_rooms.fan_part is not None and a.fans_h[node] == 0:
         return False
-    if self.liquid is not None and self.gpu_on_liquid and not self.loop_flow[self.loop_of[node]]:
+    if p.liquid is not None and p.gpu_on_liquid and not a.loop_flow[a.loop_of[node]]:
         return False
-    r = float((self.rbase[self._gpus(np.array([node]))] * self.rfactor[node]).max())
-    if self.inlet[node] + self.pmin_w * r >= self.shut_c:
+    u = p.units_per_node
+    r = float((a.rbase[node * u:(node + 1) * u] * a.rfactor[node]).max())
+    if a.inlet[node] + p.pmin_w * r >= p.shut_c:
         return False
-    if self.air is not None:
-        z = int(self.zone_of[node])
-        if self._supply_now(z) >= self.max_inlet_c:
+    if p.air is not None:
+        z = int(a.zone_of[node])
+        if self.air_rooms.supply_now(z) >= p.max_inlet_c:
             return False
-        if not self.z_slack[z]:
-            s, e = self.zones[z]
+        if not a.z_slack[z]:
+            s, e = a.zones[z]
             n_up = int(np.count_nonzero(self.cluster.down_count[s:e] == 0))
             full = self._node_full_air_w(node)
-            if n_up * full + self.z_reserved[z] + full > self._admit_budget_w(z):  # (the operator's budget, if any)
+            if n_up * full + a.z_reserved[z] + full > self.response.admit_budget_w(z):  # (the operator's budget, if any)
                 return False
     return True
 
 
-def _plain_try_restarts(self) -> None:
-    """Thermal._try_restarts as first written: every tripped node checked at every call."""
+def _plain_try_restarts(self: Trips) -> None:
+    """Trips.try_restarts as first written: every tripped node checked at every call."""
     if not self.tripped:
         return
     for node in sorted(self.tripped):
@@ -115,7 +120,7 @@ def test_restart_checks_skip_a_closed_zone_without_changing_anything(monkeypatch
     fast = run_replication(load_scenario(SCEN / "air.yaml", sets).scenario)
     assert fast.metrics["thermal.trips"] > 100
     with monkeypatch.context() as mp:
-        mp.setattr(Thermal, "_try_restarts", _plain_try_restarts)
+        mp.setattr(Trips, "try_restarts", _plain_try_restarts)
         plain = run_replication(load_scenario(SCEN / "air.yaml", sets).scenario)
     assert sorted(fast.metrics) == sorted(plain.metrics)
     assert pd.Series(fast.metrics).equals(pd.Series(plain.metrics))  # exact, NaN equal to NaN
@@ -131,19 +136,19 @@ def test_cells_and_logged_outages_equal_the_direct_path(monkeypatch, sets: list[
     view (with seconds it decays to nothing between load changes): the peak temperature must still be
     the direct path's, the hottest temperature at any load change."""
     seen = {"cells": 0, "outages_logged": 0}
-    replay_cell, log_state = Thermal._replay_cell, Thermal._log_state
+    replay_cell, log_state = DeferredReplay._replay_cell, DeferredReplay.log_state
 
-    def spy_cell(self: Thermal, *args: object) -> None:
+    def spy_cell(self: DeferredReplay, *args: object) -> None:
         seen["cells"] += 1
         replay_cell(self, *args)
 
-    def spy_state(self: Thermal, node: int) -> None:
+    def spy_state(self: DeferredReplay, node: int) -> None:
         seen["outages_logged"] += not self.cluster.is_up(node)
         log_state(self, node)
 
     with monkeypatch.context() as mp:
-        mp.setattr(Thermal, "_replay_cell", spy_cell)
-        mp.setattr(Thermal, "_log_state", spy_state)
+        mp.setattr(DeferredReplay, "_replay_cell", spy_cell)
+        mp.setattr(DeferredReplay, "log_state", spy_state)
         lazy, direct = lazy_and_direct(SCEN / "liquid.yaml", ["horizon_days=60", *sets])
     assert seen["cells"] > 0 and seen["outages_logged"] > 0
     assert_same_results(lazy, direct)
@@ -156,17 +161,17 @@ def test_cells_equal_pairs_with_an_hour_long_time_constant(monkeypatch) -> None:
     cells = Model(sc)
     cells.run()
     with monkeypatch.context() as mp:
-        mp.setattr(Thermal, "_CELL_MIN_PAIRS", 10**9)  # every pair on its own ...
-        mp.setattr(Thermal, "_CHUNK", 16)  # ... in short chunks
-        mp.setattr(Thermal, "_replay_cell", None)  # (never called)
+        mp.setattr(DeferredReplay, "_CELL_MIN_PAIRS", 10**9)  # every pair on its own ...
+        mp.setattr(DeferredReplay, "_CHUNK", 16)  # ... in short chunks
+        mp.setattr(DeferredReplay, "_replay_cell", None)  # (never called)
         pairs = Model(sc)
         pairs.run()
     assert_same_results(cells.result(), pairs.result())
     a, b = cells.by_section["cooling"], pairs.by_section["cooling"]
-    for name in ("T", "tss", "t0", "hist", "_acc", "_tp_t", "_tp_dv", "n_busy"):
-        np.testing.assert_allclose(np.asarray(getattr(a, name)), np.asarray(getattr(b, name)), rtol=1e-9,
+    for name in ("T", "tss", "t0", "hist", "acc", "tp_t", "tp_dv", "n_busy"):
+        np.testing.assert_allclose(np.asarray(getattr(a.arrays, name)), np.asarray(getattr(b.arrays, name)), rtol=1e-9,
                                    atol=1e-9, err_msg=name)
-    assert a.tpeak_c == pytest.approx(b.tpeak_c, rel=1e-12)
+    assert a.gpu.tpeak_c == pytest.approx(b.gpu.tpeak_c, rel=1e-12)
 
 
 def _replay(sc: Any, log: list[tuple[float, NDArray[np.int64], float, bool | None]],
@@ -177,14 +182,15 @@ def _replay(sc: Any, log: list[tuple[float, NDArray[np.int64], float, bool | Non
     model = Model(sc)
     th = model.by_section["cooling"]
     for name, value in state.items():
-        getattr(th, name)[:] = value
+        getattr(th.arrays, name)[:] = value
+    replay = th.replay
     for i, (t, nodes, util, up) in enumerate(log):
-        th._log_t.append(t)
-        th._log_nodes.append(nodes)
-        th._log_util.append(util)
+        replay._log_t.append(t)
+        replay._log_nodes.append(nodes)
+        replay._log_util.append(util)
         if up is not None:
-            th._log_up[i] = up
-    th._flush_log()
+            replay._log_up[i] = up
+    replay.flush_log()
     return th
 
 
@@ -219,36 +225,37 @@ def test_replay_per_cell_equals_replay_per_pair_on_random_logs(monkeypatch, seed
             nodes = jobs[int(rng.integers(len(jobs)))]
         else:
             nodes = np.array([int(rng.integers(n))], dtype=np.int64)
-            if r > 0.9:  # the node goes down or comes back (as Thermal._log_state logs it)
+            if r > 0.9:  # the node goes down or comes back (as DeferredReplay.log_state logs it)
                 up = not bool(up_now[nodes[0]])
                 up_now[nodes[0]] = up
         log.append((t, nodes, util, up))
     cells = _replay(sc, log, state)
     seen = {"cells": 0}
-    replay_cell = Thermal._replay_cell
+    replay_cell = DeferredReplay._replay_cell
 
-    def spy_cell(self: Thermal, *args: object) -> None:
+    def spy_cell(self: DeferredReplay, *args: object) -> None:
         seen["cells"] += 1
         replay_cell(self, *args)
 
-    monkeypatch.setattr(Thermal, "_replay_cell", spy_cell)
+    monkeypatch.setattr(DeferredReplay, "_replay_cell", spy_cell)
     _replay(sc, log, state)
     assert seen["cells"] > 0  # the default replay did make cells
-    monkeypatch.setattr(Thermal, "_CELL_MIN_PAIRS", 10**9)
+    monkeypatch.setattr(DeferredReplay, "_CELL_MIN_PAIRS", 10**9)
     seen["cells"] = 0
     pairs = _replay(sc, log, state)
     assert seen["cells"] == 0
-    for name in ("T", "tss", "t0", "gon", "hist", "_acc", "_tot", "_tp_t", "_tp_dv", "n_busy", "n_tp"):
-        np.testing.assert_allclose(np.asarray(getattr(cells, name), dtype=np.float64),
-                                   np.asarray(getattr(pairs, name), dtype=np.float64), rtol=1e-11, atol=1e-9,
+    for name in ("T", "tss", "t0", "gon", "hist", "acc", "tot", "tp_t", "tp_dv", "n_busy", "n_tp"):
+        np.testing.assert_allclose(np.asarray(getattr(cells.arrays, name), dtype=np.float64),
+                                   np.asarray(getattr(pairs.arrays, name), dtype=np.float64), rtol=1e-11, atol=1e-9,
                                    err_msg=name)
-    assert cells.tpeak_c == pytest.approx(pairs.tpeak_c, rel=1e-12)
+    assert cells.gpu.tpeak_c == pytest.approx(pairs.gpu.tpeak_c, rel=1e-12)
     # and both against the first-order equations node by node, in plain Python: the temperature at each
     # entry, the peak (the hottest of those), the final temperature and steady state
     T, tss, t0 = state["T"].tolist(), state["tss"].tolist(), state["t0"].tolist()
     in_service = state["gon"].tolist()
     busy = state["n_busy"].tolist()
-    tau_h = [float(r) * cells.C / 3600.0 for r in cells.rbase * cells.rfactor]
+    ca, cp = cells.arrays, cells.params
+    tau_h = [float(r) * cp.c_j_per_c / 3600.0 for r in ca.rbase * ca.rfactor]
     peak = -np.inf
     for t, nodes, util, up in log:
         for i in nodes.tolist():
@@ -256,15 +263,15 @@ def test_replay_per_cell_equals_replay_per_pair_on_random_logs(monkeypatch, seed
             peak = max(peak, T[i])
             if up is not None:
                 in_service[i] = up
-            p_w = (cells.idle_w + (cells.tdp_w - cells.idle_w) * util) * in_service[i]
+            p_w = (cp.idle_w + (cp.tdp_w - cp.idle_w) * util) * in_service[i]
             busy[i] = g * float(util > 0.0 and in_service[i])
-            tss[i], t0[i] = float(cells.inlet[i] + p_w * cells.rbase[i] * cells.rfactor[i]), t
+            tss[i], t0[i] = float(ca.inlet[i] + p_w * ca.rbase[i] * ca.rfactor[i]), t
     logged = np.unique(np.concatenate([nodes for _, nodes, _, _ in log]))
-    np.testing.assert_allclose(cells.T[logged], np.asarray(T)[logged], rtol=1e-9)
-    np.testing.assert_allclose(cells.tss, np.asarray(tss), rtol=1e-12)
-    assert cells.n_busy.tolist() == busy and pairs.n_busy.tolist() == busy
-    assert cells.gon.tolist() == [bool(x) for x in in_service] == pairs.gon.tolist()
-    assert cells.tpeak_c == pytest.approx(max(peak, float(Model(sc).by_section["cooling"].tpeak_c)), rel=1e-12)
+    np.testing.assert_allclose(ca.T[logged], np.asarray(T)[logged], rtol=1e-9)
+    np.testing.assert_allclose(ca.tss, np.asarray(tss), rtol=1e-12)
+    assert ca.n_busy.tolist() == busy and pairs.arrays.n_busy.tolist() == busy
+    assert ca.gon.tolist() == [bool(x) for x in in_service] == pairs.arrays.gon.tolist()
+    assert cells.gpu.tpeak_c == pytest.approx(max(peak, float(Model(sc).by_section["cooling"].gpu.tpeak_c)), rel=1e-12)
 
 
 def test_quiet_hall_skips_hourly_capacity_changes_without_changing_anything(monkeypatch) -> None:
@@ -278,7 +285,7 @@ def test_quiet_hall_skips_hourly_capacity_changes_without_changing_anything(monk
     quiet = Model(sc)
     quiet.run()
     with monkeypatch.context() as mp:
-        mp.setattr(Thermal, "_quiet", lambda self: False)
+        mp.setattr(AirRooms, "_quiet", lambda self: False)
         every = Model(sc)
         every.run()
     assert every.events - quiet.events > 1000
@@ -295,19 +302,20 @@ def test_a_room_moves_on_the_heat_of_every_node_in_service_now(monkeypatch) -> N
     cool ones' heat must be in place before the warm ones' update moves the room (issue 10). Checked
     at every move of such a room over a year: its heat equals its nodes' demanded power now."""
     worst = {"w": 0.0, "moves": 0}
-    retarget = Thermal._retarget
+    retarget = AirRooms.retarget
 
-    def spy(self: Thermal, z: int) -> None:
-        if not self.z_slack[z]:
-            s, e = self.zones[z]
+    def spy(self: AirRooms, z: int) -> None:
+        p, a = self.params, self.arrays
+        if not a.z_slack[z]:
+            s, e = a.zones[z]
             up = self.cluster.down_count[s:e] == 0
-            pd_w = self.idle_w + (self.tdp_w - self.idle_w) * self.engine.node_util[s:e]
-            now_w = float(((self.non_gpu_w + self.g * pd_w) * up).sum())
+            pd_w = p.idle_w + (p.tdp_w - p.idle_w) * self.engine.node_util[s:e]
+            now_w = float(((p.non_gpu_w + p.gpus_per_node * pd_w) * up).sum())
             worst["w"] = max(worst["w"], abs(now_w - float(self.z_q[z])))
             worst["moves"] += 1
         retarget(self, z)
 
-    monkeypatch.setattr(Thermal, "_retarget", spy)
+    monkeypatch.setattr(AirRooms, "retarget", spy)
     run_replication(load_scenario(SCEN / "air.yaml", [*HOT_HALL, "horizon_days=365"]).scenario)
     assert worst["moves"] > 100
     assert worst["w"] < 1e-6

@@ -179,8 +179,8 @@ def compare(logged: Quantities, sims: list[Quantities], alpha: float = 0.05, sce
     """Bonferroni-joint prediction intervals of every logged quantity from the replications ``sims``."""
     keys = [k for k in logged if not math.isnan(logged[k])]
     R = len(sims)
-    K = max(len(keys), 1)
-    t = float(stats.t.ppf(1.0 - alpha / (2 * K), max(R - 1, 1)))
+    n_keys = max(len(keys), 1)
+    t = float(stats.t.ppf(1.0 - alpha / (2 * n_keys), max(R - 1, 1)))
     rows = []
     for k in keys:
         x = np.array([s.get(k, math.nan) for s in sims], dtype=float)

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from twin.fit import distributions as D
+from twin.fit import distributions
 from twin.fit.mle import ModelFit, PartFit
 
 
@@ -22,7 +22,7 @@ def usable(pf: PartFit, allow_fixed: bool = False) -> tuple[dict[str, object], M
     infinity); else the lowest-AIC model whose parameters the schema accepts, with that model."""
     done = pf.durations_h[pf.failed]
     if allow_fixed and done.size >= 2 and float(np.ptp(done)) <= 1e-6 * float(np.mean(done)):
-        return {"dist": "fixed", "value_h": float(D.round_sig(float(np.mean(done)), 4))}, None
+        return {"dist": "fixed", "value_h": float(distributions.round_sig(float(np.mean(done)), 4))}, None
     for dist in sorted(pf.models, key=lambda d: pf.models[d].aic):
         m = pf.models[dist]
         if all(_BOUNDS.get(k, (0.0, math.inf))[0] <= v <= _BOUNDS.get(k, (0.0, math.inf))[1]

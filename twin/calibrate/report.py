@@ -9,7 +9,7 @@ from twin.calibrate.check import CheckResult
 from twin.calibrate.common import iso_utc
 from twin.calibrate.gather import Calibration
 from twin.calibrate.scenario_out import usable
-from twin.fit import distributions as D
+from twin.fit import distributions
 from twin.fit.report import fmt, fmt_ci
 
 
@@ -68,7 +68,7 @@ def markdown(cal: Calibration, scenario_file: str, checks: list[tuple[str, Check
             continue
         _spec, chosen = usable(r.fit)
         m = chosen if chosen is not None else r.fit.chosen
-        params = "; ".join(f"{k} {fmt(m.params[k])} {fmt_ci(m.ci[k])}" for k in D.PARAMS[m.dist])
+        params = "; ".join(f"{k} {fmt(m.params[k])} {fmt_ci(m.ci[k])}" for k in distributions.PARAMS[m.dist])
         out.append(f"| {p} | {', '.join(_name(s) for s in r.source.split(', '))} | {r.units} | {r.failures} | "
                    f"{m.dist} | {params} | {fmt(m.mean_h)} {fmt_ci(m.mean_ci)} | {'yes' if r.in_base else 'no'} |")
     if cal.frailty is not None:
@@ -104,7 +104,7 @@ def markdown(cal: Calibration, scenario_file: str, checks: list[tuple[str, Check
             if rr.fit is not None:
                 spec, rm = usable(rr.fit, allow_fixed=True)
                 model = f"fixed {spec['value_h']} h (every one the same)" if rm is None else f"{rm.dist} " + "; ".join(
-                    f"{k} {fmt(rm.params[k])} {fmt_ci(rm.ci[k])}" for k in D.PARAMS[rm.dist])
+                    f"{k} {fmt(rm.params[k])} {fmt_ci(rm.ci[k])}" for k in distributions.PARAMS[rm.dist])
             out.append(f"| {p} | {rr.tickets} | {rr.closed} | {fmt(rr.outage_mean_h)} | {rr.kind} | {model} |")
     if cal.thermal is not None:
         from twin.calibrate.thermal_fit import thermal_markdown

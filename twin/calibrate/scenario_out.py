@@ -12,7 +12,7 @@ from twin.calibrate.common import iso_utc
 from twin.calibrate.gather import Calibration
 from twin.calibrate.thermal_fit import thermal_logged, thermal_yaml
 from twin.calibrate.uncertainty_out import base_groups, uncertainty_yaml
-from twin.fit import distributions as D
+from twin.fit import distributions
 from twin.fit.mle import ModelFit
 from twin.calibrate.model_choice import usable
 from twin.fit.report import fmt, fmt_ci, relative_base
@@ -27,7 +27,7 @@ def _names(source: str) -> str:
 
 
 def _cis(m: ModelFit, level: float) -> str:
-    return "; ".join(f"{p} {fmt(m.params[p])} {fmt_ci(m.ci[p])}" for p in D.PARAMS[m.dist]) + \
+    return "; ".join(f"{p} {fmt(m.params[p])} {fmt_ci(m.ci[p])}" for p in distributions.PARAMS[m.dist]) + \
         f" ({level:.0%} intervals)"
 
 

@@ -55,8 +55,8 @@ def lognormal_samples(n_nodes: int = 16, gpus: int = 8, r_med: float = 0.075, r_
                       slowdown_c: float = 89.0) -> tuple[pd.DataFrame, np.ndarray]:
     """Samples of a directly drawn fleet (see the module doc) and the true R of each GPU (node-major)."""
     rng = np.random.default_rng(seed)
-    G = n_nodes * gpus
-    r = r_med * np.exp(r_sigma * rng.standard_normal(G))
+    n_gpus = n_nodes * gpus
+    r = r_med * np.exp(r_sigma * rng.standard_normal(n_gpus))
     node_in = supply_c + rng.exponential(0.5, n_nodes)
     slot = np.where(np.arange(gpus) >= gpus // 2, preheat_c, 0.0)
     tin_g = (node_in[:, None] + slot[None, :]).ravel()
@@ -71,7 +71,7 @@ def lognormal_samples(n_nodes: int = 16, gpus: int = 8, r_med: float = 0.075, r_
             m = (times >= t) & (times < t + dur)
             power[m, n] = level
             t += dur
-    P = np.repeat(power, gpus, axis=1) * rng.uniform(0.97, 1.03, size=(len(times), G))
+    P = np.repeat(power, gpus, axis=1) * rng.uniform(0.97, 1.03, size=(len(times), n_gpus))
     cap = (slowdown_c - tin_g[None, :]) / r[None, :]
     capped = P > cap
     P = np.minimum(P, cap)
@@ -79,7 +79,7 @@ def lognormal_samples(n_nodes: int = 16, gpus: int = 8, r_med: float = 0.075, r_
     hosts = np.array([host(n) for n in range(n_nodes)])
     reasons = np.where(capped, 0x20, np.where(P < idle_w * 1.2, 0x1, 0x0))
     frame = pd.DataFrame({
-        "time_s": np.repeat(ORIGIN.timestamp() + times, G),
+        "time_s": np.repeat(ORIGIN.timestamp() + times, n_gpus),
         "host": np.tile(np.repeat(hosts, gpus), len(times)),
         "index": np.tile(np.tile(np.arange(gpus), n_nodes), len(times)),
         "temp_c": T.ravel(), "power_w": P.ravel(),
@@ -114,8 +114,8 @@ def sample_trace(trace: pd.DataFrame, horizon_h: float, interval_s: float, idle_
         tss = grp["tss_c"].to_numpy()[i]
         T = tss + (grp["temp_c"].to_numpy()[i] - tss) * np.exp(-dt_s / grp["tau_s"].to_numpy()[i])
         P = grp["power_w"].to_numpy()[i]
-        D = grp["demand_w"].to_numpy()[i]
-        capped = P < D - 0.5
+        demand_w = grp["demand_w"].to_numpy()[i]
+        capped = P < demand_w - 0.5
         idle = P <= idle_w + 0.5
         h = host(int(node))
         parts.append(pd.DataFrame({

@@ -59,17 +59,17 @@ BREAKEVEN_COLUMNS = [
 
 def payback_years(extra_capital: float, annual_benefit: float, rate: float) -> float:
     """Discounted payback of ``extra_capital`` ≥ 0 repaid by a constant ``annual_benefit`` at ``rate``:
-    −ln(1 − r·K/b)/ln(1 + r), K/b at r = 0; 0 when K = 0; inf when never repaid."""
-    K, b, r = float(extra_capital), float(annual_benefit), float(rate)
-    if not (math.isfinite(K) and math.isfinite(b)):
+    −ln(1 − r·K/b)/ln(1 + r) with K the capital, K/b at r = 0; 0 when K = 0; inf when never repaid."""
+    capital, b, r = float(extra_capital), float(annual_benefit), float(rate)
+    if not (math.isfinite(capital) and math.isfinite(b)):
         return math.nan
-    if K <= 0:
+    if capital <= 0:
         return 0.0
     if b <= 0:
         return math.inf
     if r == 0:
-        return K / b
-    x = r * K / b
+        return capital / b
+    x = r * capital / b
     if x >= 1:
         return math.inf
     return -math.log1p(-x) / math.log1p(r)
@@ -96,9 +96,9 @@ def breakeven(ref: pd.DataFrame, other: pd.DataFrame, value: float, rate: float,
         lo = hi = mean
     dk = float(np.nanmean(_col(b, "cost.capital_purchase") - _col(a, "cost.capital_purchase")))
     if dk >= 0:
-        heavier, K, bb, blo, bhi = "variant", dk, mean, lo, hi
+        heavier, capital, bb, blo, bhi = "variant", dk, mean, lo, hi
     else:
-        heavier, K, bb, blo, bhi = "reference", -dk, -mean, -hi, -lo
+        heavier, capital, bb, blo, bhi = "reference", -dk, -mean, -hi, -lo
     ea, eb = _col(a, "cost.energy"), _col(b, "cost.energy")
     na = _col(a, "cost.total") - ea - value * ua
     nb = _col(b, "cost.total") - eb - value * ub
@@ -111,9 +111,9 @@ def breakeven(ref: pd.DataFrame, other: pd.DataFrame, value: float, rate: float,
     return {
         "n": float(len(idx)), "extra_capital": dk, "capital_heavier": heavier,  # type: ignore[dict-item]
         "annual_net_benefit": mean, "annual_net_benefit_ci_low": lo, "annual_net_benefit_ci_high": hi,
-        "payback_years": payback_years(K, bb, rate),
-        "payback_years_ci_low": payback_years(K, bhi, rate) if math.isfinite(bhi) else math.nan,
-        "payback_years_ci_high": payback_years(K, blo, rate) if math.isfinite(blo) else math.nan,
+        "payback_years": payback_years(capital, bb, rate),
+        "payback_years_ci_low": payback_years(capital, bhi, rate) if math.isfinite(bhi) else math.nan,
+        "payback_years_ci_high": payback_years(capital, blo, rate) if math.isfinite(blo) else math.nan,
         "tariff_multiplier_breakeven": k, "energy_price_breakeven_per_kwh": k * mean_price,
     }
 

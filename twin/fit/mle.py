@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize, stats
 
-from twin.fit import distributions as D
+from twin.fit import distributions
 
 #: Below this many failures a part's fit gets a warning.
 FEW_FAILURES = 5
@@ -54,10 +54,10 @@ class ModelFit:
 
     def spec(self, digits: int = 4) -> dict[str, object]:
         """The scenario distribution spec ``{dist: ..., <params>}``."""
-        return D.spec(self.dist, self.params, digits)
+        return distributions.spec(self.dist, self.params, digits)
 
     def frozen(self):
-        return D.frozen(self.dist, self.params)
+        return distributions.frozen(self.dist, self.params)
 
 
 @dataclass
@@ -102,7 +102,7 @@ def loglik(dist: str, params: Mapping[str, float], durations_h: np.ndarray, fail
     """Right-censored log-likelihood: Σ logpdf(failures) + Σ logsf(censored)."""
     d = np.asarray(durations_h, dtype=float)
     f = np.asarray(failed, dtype=bool)
-    rv = D.frozen(dist, params)
+    rv = distributions.frozen(dist, params)
     with np.errstate(all="ignore"):
         value = float(np.sum(rv.logpdf(d[f])) + np.sum(rv.logsf(d[~f])))
     return value if not math.isnan(value) else -math.inf
@@ -128,11 +128,11 @@ _HOURS = {"mean_h", "scale_h"}
 
 
 def _to_theta(dist: str, params: Mapping[str, float], scale: float) -> np.ndarray:
-    return np.array([math.log(params[p] / scale if p in _HOURS else params[p]) for p in D.PARAMS[dist]])
+    return np.array([math.log(params[p] / scale if p in _HOURS else params[p]) for p in distributions.PARAMS[dist]])
 
 
 def _from_theta(dist: str, theta: np.ndarray, scale: float) -> dict[str, float]:
-    return {p: math.exp(t) * (scale if p in _HOURS else 1.0) for p, t in zip(D.PARAMS[dist], theta)}
+    return {p: math.exp(t) * (scale if p in _HOURS else 1.0) for p, t in zip(distributions.PARAMS[dist], theta)}
 
 
 def _hessian(fun, x: np.ndarray, h: float = 1e-3) -> np.ndarray:
@@ -170,7 +170,7 @@ def fit_model(dist: str, durations_h: Sequence[float] | np.ndarray, failed: Sequ
     ``failed`` the matching flags. Needs at least one failure and positive durations for
     failures.
     """
-    if dist not in D.PARAMS:
+    if dist not in distributions.PARAMS:
         raise ValueError(f"unknown distribution {dist!r}")
     d = np.asarray(durations_h, dtype=float)
     f = np.asarray(failed, dtype=bool)
@@ -183,7 +183,7 @@ def fit_model(dist: str, durations_h: Sequence[float] | np.ndarray, failed: Sequ
 
     scale = float(np.median(d[d > 0]))
     data = censored_data(d / scale, f)
-    family = D.SCIPY_FAMILY[dist]
+    family = distributions.SCIPY_FAMILY[dist]
     optimizer = _TightFmin()
     notes: list[str] = []
     with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -191,7 +191,7 @@ def fit_model(dist: str, durations_h: Sequence[float] | np.ndarray, failed: Sequ
         fitted = family.fit(data, floc=0, optimizer=optimizer)
     shape_args, fscale = tuple(fitted[:-2]), float(fitted[-1])
     try:
-        params_unit = D.from_scipy(dist, shape_args, fscale)
+        params_unit = distributions.from_scipy(dist, shape_args, fscale)
     except OverflowError:
         raise FloatingPointError(f"{dist}: fit produced parameters beyond floating point ({shape_args}, "
                                  f"scale {fscale:g})") from None
@@ -208,12 +208,12 @@ def fit_model(dist: str, durations_h: Sequence[float] | np.ndarray, failed: Sequ
         return -loglik(dist, _from_theta(dist, theta, 1.0), d_unit, f)
 
     def log_mean(theta: np.ndarray) -> float:
-        return math.log(D.mean_h(dist, _from_theta(dist, theta, 1.0)))
+        return math.log(distributions.mean_h(dist, _from_theta(dist, theta, 1.0)))
 
     z = float(stats.norm.ppf(0.5 + level / 2.0))
     ci: dict[str, tuple[float, float]] = {}
     try:
-        mean = D.mean_h(dist, params)
+        mean = distributions.mean_h(dist, params)
     except OverflowError:
         raise FloatingPointError(f"{dist}: the fitted mean overflows floating point ({params})") from None
     mean_ci = (math.nan, math.nan)
@@ -229,11 +229,11 @@ def fit_model(dist: str, durations_h: Sequence[float] | np.ndarray, failed: Sequ
             cov = None
     if cov is None:
         notes.append(f"{dist}: observed information not positive definite; no confidence intervals")
-        for p in D.PARAMS[dist]:
+        for p in distributions.PARAMS[dist]:
             ci[p] = (math.nan, math.nan)
     else:
         se = np.sqrt(np.diag(cov))
-        for i, p in enumerate(D.PARAMS[dist]):
+        for i, p in enumerate(distributions.PARAMS[dist]):
             unit = scale if p in _HOURS else 1.0
             ci[p] = (math.exp(theta_hat[i] - z * se[i]) * unit, math.exp(theta_hat[i] + z * se[i]) * unit)
         g = _gradient(log_mean, theta_hat)
@@ -241,14 +241,14 @@ def fit_model(dist: str, durations_h: Sequence[float] | np.ndarray, failed: Sequ
         mean_ci = (mean * math.exp(-z * se_mean), mean * math.exp(z * se_mean))
 
     ll = loglik(dist, params, d, f)
-    k = len(D.PARAMS[dist])
+    k = len(distributions.PARAMS[dist])
     n = int(d.size)
     return ModelFit(dist=dist, params=params, ci=ci, mean_h=mean, mean_ci=mean_ci, loglik=ll, k=k, n=n,
                     aic=2 * k - 2 * ll, bic=k * math.log(n) - 2 * ll, level=level, warnings=notes)
 
 
 def fit_part(part: str, durations_h: Sequence[float] | np.ndarray, failed: Sequence[bool] | np.ndarray,
-             dists: Sequence[str] = D.DISTS, level: float = 0.95) -> PartFit:
+             dists: Sequence[str] = distributions.DISTS, level: float = 0.95) -> PartFit:
     """Fit every distribution in ``dists`` and choose by AIC."""
     d = np.asarray(durations_h, dtype=float)
     f = np.asarray(failed, dtype=bool)
@@ -261,10 +261,10 @@ def fit_part(part: str, durations_h: Sequence[float] | np.ndarray, failed: Seque
                      "intervals are wide and the model choice is unreliable")
     use = list(dists)
     if failures < MIN_FAILURES_TWO_PARAM:
-        two = [x for x in use if len(D.PARAMS[x]) > 1]
+        two = [x for x in use if len(distributions.PARAMS[x]) > 1]
         if two:
             notes.append(f"{part}: fewer than {MIN_FAILURES_TWO_PARAM} failures; fitted exponential only")
-        use = [x for x in use if len(D.PARAMS[x]) == 1]
+        use = [x for x in use if len(distributions.PARAMS[x]) == 1]
     models: dict[str, ModelFit] = {}
     for dist in use:
         try:

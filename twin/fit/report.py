@@ -16,7 +16,7 @@ import numpy as np
 import yaml
 
 from twin import atomic
-from twin.fit import distributions as D
+from twin.fit import distributions
 from twin.fit.mle import ModelFit, PartFit, kaplan_meier
 
 CI_METHOD = (
@@ -33,7 +33,7 @@ def fmt(x: float, digits: int = 4) -> str:
         return "n/a"
     if x != 0 and (abs(x) >= 1e7 or abs(x) < 1e-3):
         return f"{x:.{digits - 1}e}"
-    return f"{D.round_sig(x, digits):.10g}"
+    return f"{distributions.round_sig(x, digits):.10g}"
 
 
 def fmt_ci(ci: tuple[float, float]) -> str:
@@ -42,7 +42,7 @@ def fmt_ci(ci: tuple[float, float]) -> str:
 
 def model_text(m: ModelFit) -> str:
     """``weibull shape 1.9 [1.5, 2.4] scale_h 5.2e4 [...]``."""
-    return " ".join([m.dist] + [f"{p} {fmt(m.params[p])} {fmt_ci(m.ci[p])}" for p in D.PARAMS[m.dist]])
+    return " ".join([m.dist] + [f"{p} {fmt(m.params[p])} {fmt_ci(m.ci[p])}" for p in distributions.PARAMS[m.dist]])
 
 
 def summary_line(pf: PartFit) -> str:
@@ -137,7 +137,7 @@ def markdown(fits: Sequence[PartFit], source: str | None, fmt_name: str, today: 
             "|---|---:|---:|---:|---|---|---|"]
     for pf in fits:
         m = pf.chosen
-        params = "; ".join(f"{p} {fmt(m.params[p])} {fmt_ci(m.ci[p])}" for p in D.PARAMS[m.dist])
+        params = "; ".join(f"{p} {fmt(m.params[p])} {fmt_ci(m.ci[p])}" for p in distributions.PARAMS[m.dist])
         out.append(f"| {pf.part} | {pf.n} | {pf.failures} | {pf.censored} | {m.dist} | {params} | "
                    f"{fmt(m.mean_h)} {fmt_ci(m.mean_ci)} |")
     for pf in fits:
@@ -146,7 +146,7 @@ def markdown(fits: Sequence[PartFit], source: str | None, fmt_name: str, today: 
                 "|---|---|---|---:|---:|---:|---:|"]
         for dist in sorted(pf.models, key=lambda d: pf.models[d].aic):
             m = pf.models[dist]
-            params = "; ".join(f"{p} {fmt(m.params[p])} {fmt_ci(m.ci[p])}" for p in D.PARAMS[dist])
+            params = "; ".join(f"{p} {fmt(m.params[p])} {fmt_ci(m.ci[p])}" for p in distributions.PARAMS[dist])
             mark = " (chosen)" if dist == pf.best else ""
             out.append(f"| {dist}{mark} | {params} | {fmt(m.mean_h)} {fmt_ci(m.mean_ci)} | {m.loglik:.2f} | "
                        f"{m.aic:.2f} | {pf.delta_aic(dist):.2f} | {m.bic:.2f} |")
@@ -176,7 +176,7 @@ def text_table(fits: Sequence[PartFit]) -> str:
     for pf in fits:
         for dist in sorted(pf.models, key=lambda d: pf.models[d].aic):
             m = pf.models[dist]
-            params = "; ".join(f"{p} {fmt(m.params[p])} {fmt_ci(m.ci[p])}" for p in D.PARAMS[dist])
+            params = "; ".join(f"{p} {fmt(m.params[p])} {fmt_ci(m.ci[p])}" for p in distributions.PARAMS[dist])
             rows.append((pf.part, str(pf.n), str(pf.failures), str(pf.censored),
                          dist + (" *" if dist == pf.best else ""), params,
                          f"{fmt(m.mean_h)} {fmt_ci(m.mean_ci)}", f"{m.aic:.1f}", f"{pf.delta_aic(dist):.1f}",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from twin.fit import distributions as D
+from twin.fit import distributions
 from twin.fit.data import Lifetime, write_lifetimes_csv
 
 
@@ -40,7 +40,7 @@ def simulate_lifetimes(
     if not censor_h > stagger_h >= 0:
         raise ValueError("need censor_h > stagger_h >= 0")
     rng = np.random.default_rng(seed)
-    rv = D.frozen(dist, params)
+    rv = distributions.frozen(dist, params)
     life = rv.rvs(size=n, random_state=rng)
     start = rng.uniform(0.0, stagger_h, size=n) if stagger_h > 0 else np.zeros(n)
     end = np.minimum(start + life, censor_h)
@@ -64,7 +64,7 @@ def simulate_field_log(
     rng = np.random.default_rng(seed)
     lives: list[Lifetime] = []
     for part, (dist, params, slots) in parts.items():
-        rv = D.frozen(dist, params)
+        rv = distributions.frozen(dist, params)
         for slot in range(slots):
             category = categories[slot % len(categories)] if categories else None
             t = float(rng.uniform(0.0, install_window_h))

@@ -59,7 +59,7 @@ def sdc_rollback_loss_h(period_h: float, latency_h: float | Sequence[float], kee
         return math.inf
     S = math.inf if persistent_every_h is None else max(1, math.ceil(persistent_every_h / T - 1e-12)) * T
     total = 0.0
-    for L in lats:
+    for L in lats:  # noqa: N806 (the latency L of the module docstring)
         x = max(L, 0.0) / T
         m = math.floor(x)
         f = x - m

@@ -99,7 +99,7 @@ def tested_standby_unavailability(lam: ArrayLike, test_interval_h: ArrayLike,
     with a = 1 − e^(−λT), from "found failed" with b = 1 − e^(−λ(T − D)); π_failed = a/(1 + a − b), and
     the down time of a test interval is T − a/λ from "up" and T − b/λ from "found failed" (the repair
     D included). U adds about λD to the instant-repair value."""
-    lam_, T, D = _f(lam), _f(test_interval_h), _f(repair_h)
+    lam_, T, D = _f(lam), _f(test_interval_h), _f(repair_h)  # noqa: N806 (the repair time D of the docstring)
     if np.any(D > T) or np.any(D < 0):
         raise ValueError("repair_h must lie in [0, test_interval_h]")
     a = -np.expm1(-lam_ * T)

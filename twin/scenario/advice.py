@@ -349,7 +349,7 @@ def checkpoint_advice(sc: "Scenario") -> list[Advice]:
         rate = sum(r for _, _, r in rows)
         if not rate > 0:
             continue
-        M = 1.0 / rate
+        M = 1.0 / rate  # noqa: N806 (Daly's job MTBF M)
         sdc_rate = sum(r for _, effect, r in rows if effect == "rollback")
         strag_rate = sum(r for _, effect, r in rows if effect == "straggler")
         write = ck.write_time_h(wl.storage.write_gb_per_s, 1, nodes, wl.storage.node_write_gb_per_s)

@@ -192,7 +192,7 @@ def daly_checkpoint(s: Settings) -> list[CaseResult]:
     at three intervals around the Daly optimum under common random numbers (quick) or seven
     spanning 0.5–2 × the optimum (full)."""
     n, node_mtbf = 8, 16.0  # job MTBF M = 2 h
-    M = node_mtbf / n
+    M = node_mtbf / n  # noqa: N806 (Daly's job MTBF M)
     delta, R = 0.1, 0.2
     opt = float(cf.daly_interval_h(delta, M))
     factors = [0.75, 1.0, 1.5] if s.quick else [0.5, 0.625, 0.75, 1.0, 1.25, 1.5, 2.0]

@@ -237,7 +237,7 @@ def palm_spares(s: Settings) -> list[CaseResult]:
     }, crews=50, racks=500, nodes_per_rack=100,
         spares={"board": {"stock": S, "reorder_point": S - 1, "reorder_qty": 1, "lead_time_days": lead_days}})
     sc = load_case_doc(doc, s)
-    L = lead_days * 24.0  # exactly as the engine computes it
+    L = lead_days * 24.0  # noqa: N806 (Palm's lead time L); exactly as the engine computes it
     H = sc.horizon_h
     expected = float(cf.palm_stockout_share(fleet_rate, L, S))
     fails, outs = [], []
@@ -473,7 +473,7 @@ def dispatch_impact(s: Settings) -> list[CaseResult]:
                Exact(float(late.loc[board2, "start_h"]), 1e-9), s, "after the tray (1–3 h)",
                wrong={"FIFO: after the PSU": 2.0}, sample="exact"),
     ]
-    A, longest = 5.0, 4.0
+    A, longest = 5.0, 4.0  # noqa: N806 (the ageing A of the case's text)
     wait = float(aged.loc[psu1, "start_h"] - aged.loc[psu1, "spare_h"])
     no_age = float(late.loc[psu1, "start_h"] - late.loc[psu1, "spare_h"])
     out.append(result(
@@ -578,7 +578,7 @@ def standby_test(s: Settings) -> list[CaseResult]:
     reps = s.reps(10, 40)
     days = 3000.0 if s.quick else 20000.0
     out = []
-    for D in (0.0, 20.0):
+    for D in (0.0, 20.0):  # noqa: N806 (the repair time D of the docstring)
         doc = standby_doc(f"standby-test-D{D:g}", mtbf, T, D, days)
         sc = load_case_doc(doc, s)
         H = sc.horizon_h

@@ -205,7 +205,7 @@ def write_report(suite: SuiteResult, folder: Path, title: str) -> Path:
     from twin.validation.compute import PROVENANCE as COMPUTE_PROVENANCE
     from twin.validation.field import PROVENANCE as FIELD_PROVENANCE
 
-    PROVENANCE = {**FIELD_PROVENANCE, **COMPUTE_PROVENANCE}
+    provenance = {**FIELD_PROVENANCE, **COMPUTE_PROVENANCE}
 
     with atomic_folder(folder, overwrite=True) as tmp:
         doc = Doc(title=title, figdir=tmp / "figures")
@@ -225,8 +225,8 @@ def write_report(suite: SuiteResult, folder: Path, title: str) -> Path:
             fn = CASES.get(case)
             if fn is not None and fn.__doc__:
                 doc.p(" ".join(fn.__doc__.split()))
-            if case in PROVENANCE:
-                doc.bullets([f"{k}: {v}" for k, v in PROVENANCE[case].items()])
+            if case in provenance:
+                doc.bullets([f"{k}: {v}" for k, v in provenance[case].items()])
             notes = []
             for r in rs:
                 bad = r.failed_invariants()

@@ -102,7 +102,7 @@ def metadata_outage(s: Settings) -> list[CaseResult]:
     (ends at W + 2 × 0.5 + 3); the job writing since 29.8 h fails its write at 30 h, waits the whole outage
     and writes again from 35 h (ends at W + 2 × 0.5 + 0.2 + 5)."""
     p = OUTAGE
-    t, d, w, W = p["fail_h"], p["repair_h"], p["write_h"], p["work_h"]
+    t, d, w, W = p["fail_h"], p["repair_h"], p["write_h"], p["work_h"]  # noqa: N806 (the work W of the docstring)
     res = run_doc(outage_doc(), 1, s)[0]
     rows = _job_rows(res)
     sj = res.tables["storage_jobs"].set_index("name")

@@ -21,17 +21,24 @@ module each; a new cooling mechanism goes into the room it belongs to, or a new 
 * ``liquid``: liquid loops, CDUs and pumps (``LiquidLoops``).
 * ``leaks``: node leaks (detection that isolates the rack, damage that destroys nodes) and loop-wide CDU or
   manifold leaks (``Leaks``).
+* ``lazy``: silent slowdown crossings of per-GPU units (``LazyCrossings``).
+* ``evaporative``: evaporative air units, their water supply and humidity (``EvaporativeAir``).
 * ``replay``: the deferred-load replay of cool nodes' load changes (``DeferredReplay``).
 * ``ageing``: temperature-accelerated ageing of part populations (``Ageing``).
 * ``energy``: facility energy, cooling power and PUE (``EnergyPue``).
 * ``powered``: what the plant (``chillers``, a component of its own fed by the power chain) does to the
   rooms: CRAH units and CDUs it takes out of service, the chilled-water supply offset (``PlantLink``).
+* ``arrays``: what the rooms share (``CoolingParams``, ``CoolingArrays``).
+* ``ports``: what each room offers the others (one protocol per room: the methods and state another room
+  may use); the room modules import it, never each other.
 * ``fast``: the ``twin.physics.thermal`` equations in the forms the hot paths evaluate, each pinned to
   its physics function by ``tests/test_cooling_fast.py``.
 
-The rooms are mixins over one object (see ``component``): they share its arrays, so the hot path
-reads them with plain attribute lookups. ``state.CoolingState`` declares every attribute under the room
-that owns it, and the methods rooms call on each other (declarations only, for readers and mypy). **Thermal units**: with identical GPUs (``r_sigma`` 0) one
+The rooms are objects, built by ``component.Thermal`` with explicit arguments: the parameters every room
+reads (``arrays.CoolingParams``), the one record of arrays several rooms share (``arrays.CoolingArrays``:
+per unit, per node, per zone and per loop), and the engine, cluster and IT power they use; ``Thermal``
+gives each room the rooms it calls and wires the rooms to the bus. A room's own state stays on the room;
+the hot paths bind the shared arrays to locals. **Thermal units**: with identical GPUs (``r_sigma`` 0) one
 array element stands for a node's g GPUs (same equations, g times fewer elements); with a spread, one
 element per GPU.
 """

@@ -23,31 +23,44 @@ rise and recirculation (the preheat is inside the chassis, downstream of the nod
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from twin.model.cooling.common import _EPS_H, INF
-from twin.model.cooling.state import CoolingState
+from twin.model.cooling.arrays import CoolingArrays, CoolingParams
 from twin.physics import heat_ageing as hx
 from twin.physics import thermal as phys
 
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.model.cooling.ports import EvaporativePort
+    from collections.abc import Mapping
+    from twin.model.engine import Engine
+    from twin.model.parts import PartPopulation
 
-class Ageing(CoolingState):
-    """Room of the cooling component: ageing clocks of the accelerated part populations (a mixin of
-    ``Thermal``)."""
 
-    def _init_ageing(self) -> None:
+
+class Ageing:
+    """Room of the cooling component: ageing clocks of the accelerated part populations."""
+
+    evaporative: EvaporativePort  # wired by Thermal
+
+    def __init__(self, params: CoolingParams, arrays: CoolingArrays, engine: Engine,
+                 parts: Mapping[str, PartPopulation]) -> None:
         """One record per aged population: its parts' node (and GPU unit), law, inlet offset, effective age
         and failure time. ``aged``: laws on the GPU's temperature or the GPU inlet (updated with the GPUs);
         ``aged_air``: the X-factor on the node's inlet air (updated when a zone's held supply changes)."""
+        self.params = params
+        self.arrays = arrays
+        self.engine = engine
+        self.parts = parts
         self.aged: list[dict[str, Any]] = []
         self.aged_air: list[dict[str, Any]] = []
         self._age_timer = self.engine.timer(self._age_wake)
-        if not self.on:
+        if not self.params.on:
             return
-        spec = self.spec
+        spec = self.params.spec
         for name, ag in spec.ageing.items():
             self.aged.append(self._age_record(
                 name, ag.temperature,
@@ -56,19 +69,19 @@ class Ageing(CoolingState):
             self.aged.append(self._age_record(
                 name, "gpu", lambda t, r=ar.t_ref_c, e=ar.activation_ev: hx.arrhenius_af(t, r, e)))
         xf = spec.heat_ageing.xfactor
-        if xf.enabled and self.air is not None:
+        if xf.enabled and self.params.air is not None:
             taken = set(spec.ageing) | set(spec.heat_ageing.arrhenius)
-            node_parts = self.sc.cluster.node.parts
+            node_parts = self.params.sc.cluster.node.parts
             names = xf.parts if xf.parts is not None else [
                 n for n, p in node_parts.items() if p.effect != "transient" and n not in taken]
             table = [tuple(p) for p in xf.table]
             for name in names:
                 self.aged_air.append(self._age_record(
                     name, "air",  # × the humidity factor of evaporative units outside the envelope (issue 42)
-                    lambda t, r=xf.reference_inlet_c, tb=table: hx.xfactor_af(t, r, tb) * self._hum_af_cur))
+                    lambda t, r=xf.reference_inlet_c, tb=table: hx.xfactor_af(t, r, tb) * self.evaporative.hum_af_cur))
 
     def _age_record(self, name: str, temperature: str, af_of: Any) -> dict[str, Any]:
-        u, g = self.u, self.g
+        u, g = self.params.units_per_node, self.params.gpus_per_node
         pop = self.parts[name]
         per = pop.per_node
         idx = np.arange(pop.n)
@@ -77,37 +90,40 @@ class Ageing(CoolingState):
         # the part's inlet above its zone's held supply (air or inlet laws; see the module docstring)
         off = None
         if temperature in ("air", "inlet"):
-            if gpu is not None and self.toff is not None:  # one per GPU (u = g here): its GPU's own inlet
-                off = self.toff[gpu]
-            elif self.noff is not None:
-                off = self.noff[node]
+            if gpu is not None and self.arrays.toff is not None:  # one per GPU (u = g here): its GPU's own inlet
+                off = self.arrays.toff[gpu]
+            elif self.arrays.noff is not None:
+                off = self.arrays.noff[node]
         return {
             "pop": pop, "temperature": temperature, "af_of": af_of, "per": per, "node": node, "gpu": gpu,
             "off": off, "age": np.zeros(pop.n), "t": np.zeros(pop.n), "af": np.ones(pop.n),
             "tfail": np.full(pop.n, INF), "life": np.zeros(pop.n),
         }
 
-    def _start_ageing(self) -> None:
+    def start(self) -> None:
         for a in self.aged + self.aged_air:
             pop = a["pop"]
             a["life"][:] = pop.life_h
             for i in range(pop.n):  # the population scheduled AF = 1 failures: cancel them, we own the clock
                 pop.reschedule(i, INF)
         if self.aged_air:
-            self._age_air_update(np.arange(self.N, dtype=np.int64))
+            self.air_update(np.arange(self.params.n_nodes, dtype=np.int64))
 
     def _age_temps(self, a: dict[str, Any], pidx: NDArray[np.int64]) -> NDArray[np.float64]:
         nodes = a["node"][pidx]
+        t: NDArray[np.float64]
         if a["temperature"] == "air":
-            t_air = self.z_held[self.zone_of[nodes]]
-            return t_air if a["off"] is None else t_air + a["off"][pidx]
-        if a["temperature"] == "inlet":
-            return self.inlet[nodes] if a["off"] is None else self.inlet[nodes] + a["off"][pidx]
-        if a["gpu"] is not None:
-            return self.tss[a["gpu"][pidx]]
-        return self.tss.reshape(-1, self.u)[nodes].max(axis=1)
+            t_air = self.arrays.z_held[self.arrays.zone_of[nodes]]
+            t = t_air if a["off"] is None else t_air + a["off"][pidx]
+        elif a["temperature"] == "inlet":
+            t = self.arrays.inlet[nodes] if a["off"] is None else self.arrays.inlet[nodes] + a["off"][pidx]
+        elif a["gpu"] is not None:
+            t = self.arrays.tss[a["gpu"][pidx]]
+        else:
+            t = self.arrays.tss.reshape(-1, self.params.units_per_node)[nodes].max(axis=1)
+        return t
 
-    def _age_update(self, nodes: NDArray[np.int64], only: list[dict[str, Any]] | None = None) -> None:
+    def update(self, nodes: NDArray[np.int64], only: list[dict[str, Any]] | None = None) -> None:
         now = self.engine.now
         m = INF
         for a in self.aged if only is None else only:
@@ -133,7 +149,7 @@ class Ageing(CoolingState):
         return self._age_timer.due_h if self._age_timer.pending else INF
 
     def _schedule_age(self, t: float) -> None:
-        if t >= self.H:
+        if t >= self.params.horizon_h:
             return
         self._age_timer.set(t)
 
@@ -155,7 +171,7 @@ class Ageing(CoolingState):
                 return a
         return None
 
-    def _on_part_failed(self, pop: Any, idx: int) -> None:
+    def on_part_failed(self, pop: Any, idx: int) -> None:
         a = self._aged_of(pop)
         if a is not None:
             now = self.engine.now
@@ -163,7 +179,7 @@ class Ageing(CoolingState):
             a["t"][idx] = now
             a["tfail"][idx] = INF
 
-    def _on_part_restored(self, pop: Any, idx: int) -> None:
+    def on_part_restored(self, pop: Any, idx: int) -> None:
         a = self._aged_of(pop)
         if a is None:
             return
@@ -173,9 +189,9 @@ class Ageing(CoolingState):
         a["age"][idx] = 0.0
         a["t"][idx] = now
         node = np.array([idx // a["per"]], dtype=np.int64)
-        self._age_update(node, only=[a])
+        self.update(node, only=[a])
 
-    def _age_air_update(self, nodes: NDArray[np.int64]) -> None:
+    def air_update(self, nodes: NDArray[np.int64]) -> None:
         """The held supply of ``nodes``' zone changed: re-rate their X-factor parts."""
         if self.aged_air:
-            self._age_update(nodes, only=self.aged_air)
+            self.update(nodes, only=self.aged_air)

@@ -32,6 +32,7 @@ events the offset is a closed form; its maximum is at an event.
 
 from __future__ import annotations
 
+import functools
 import math
 import pandas as pd
 
@@ -271,7 +272,7 @@ class Plant(Component):
                         self._changed(u, i)
                 elif u.power_off[i] and not timer.pending:
                     if u.restart_h > 0.0:
-                        timer.set(now + u.restart_h, lambda u=u, i=i: self._restarted(u, i))
+                        timer.set(now + u.restart_h, functools.partial(self._restarted, u, i))
                     else:
                         self._restarted(u, i)
 

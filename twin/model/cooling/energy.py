@@ -6,44 +6,56 @@ computed at the end over the merged breakpoints."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from twin.model.cooling.state import CoolingState
+from twin.model.cooling.arrays import CoolingParams
 from twin.physics import chiller_curve, plant
 
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.model.cooling.ports import EvaporativePort
+    from twin.model.engine import Engine
+    from twin.model.it_power import ITPower
 
-class EnergyPue(CoolingState):
-    """Room of the cooling component: energy, cooling power and PUE over the horizon (a mixin of
-    ``Thermal``)."""
 
-    def _energy(self) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
+class EnergyPue:
+    """Room of the cooling component: energy, cooling power and PUE over the horizon."""
+
+    evaporative: EvaporativePort  # wired by Thermal
+
+    def __init__(self, params: CoolingParams, engine: Engine, it: ITPower) -> None:
+        self.params = params
+        self.engine = engine
+        self.it = it
+
+    def results(self) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
         """Exact energy over the horizon from the piecewise-constant IT power and hourly ambient."""
-        c = self.spec
+        c = self.params.spec
         e = c.energy
-        H = self.H
+        H = self.params.horizon_h
         rec = self.engine.recorder
         self.it.energy_kwh()  # brings the ITPower's level up to date
         ts, it = rec.level_series("site_power_w")  # ITPower: site IT power, W
         ts2, up = rec.level_series("nodes_up")
         bp = np.union1d(np.union1d(ts[ts < H], ts2[ts2 < H]), np.arange(0.0, H, 1.0))
-        if self.evap is not None:  # the water supply's state changes (water and WUE)
-            wb = self._water_breaks_h()
+        if self.evaporative.evap is not None:  # the water supply's state changes (water and WUE)
+            wb = self.evaporative.water_breaks_h()
             bp = np.union1d(bp, wb[wb < H])
         ends = np.append(bp[1:], H)
         dur = ends - bp
         it_v = it[np.searchsorted(ts, bp, side="right") - 1]
-        gpu_v = it_v - self.non_gpu_w * up[np.searchsorted(ts2, bp, side="right") - 1]  # down nodes draw 0
-        amb = self.ambient_h[np.minimum(bp.astype(np.int64), self.n_hours - 1)]
+        gpu_v = it_v - self.params.non_gpu_w * up[np.searchsorted(ts2, bp, side="right") - 1]  # down nodes draw 0
+        amb = self.params.ambient_h[np.minimum(bp.astype(np.int64), self.params.n_hours - 1)]
         cop = plant.chiller_cop(amb, e.chiller_cop, e.cop_ref_c, e.cop_slope_per_c, e.cop_min)
         f = c.liquid_share()
-        if f is not None and self.type != "air":  # heat capture: f of the node heat to liquid, the rest to air
+        if f is not None and self.params.type != "air":  # heat capture: f of the node heat to liquid, the rest to air
             air_heat, liq_heat = (1.0 - f) * it_v, f * it_v
-        elif self.type == "air":
+        elif self.params.type == "air":
             air_heat, liq_heat = it_v, np.zeros_like(it_v)
-        elif self.type == "liquid":
+        elif self.params.type == "liquid":
             air_heat, liq_heat = np.zeros_like(it_v), it_v
         else:
             air_heat, liq_heat = it_v - gpu_v, gpu_v
@@ -51,14 +63,14 @@ class EnergyPue(CoolingState):
         m: dict[str, float] = {}
         hours_free: dict[str, float] = {}
         free_air = free_liq = None
-        if self.air is not None:
-            free_air = plant.free_cooling(amb, self.air.supply_c, self.air.free_cooling_approach_c)
-            if self.evap is not None:  # evaporative units: no chiller but a trim chiller's share (issue 42)
+        if self.params.air is not None:
+            free_air = plant.free_cooling(amb, self.params.air.supply_c, self.params.air.free_cooling_approach_c)
+            if self.evaporative.evap is not None:  # evaporative units: no chiller but a trim chiller's share (issue 42)
                 free_air = np.ones_like(free_air)
-        if self.liquid is not None:
-            free_liq = plant.free_cooling(amb, self.liquid.supply_c, self.liquid.free_cooling_approach_c)
-        share, evap_m = (self._evap_energy(bp, dur, air_heat, float((it_v * dur).sum()) / 1000.0)
-                         if self.evap is not None else (None, {}))
+        if self.params.liquid is not None:
+            free_liq = plant.free_cooling(amb, self.params.liquid.supply_c, self.params.liquid.free_cooling_approach_c)
+        share, evap_m = (self.evaporative.energy(bp, dur, air_heat, float((it_v * dur).sum()) / 1000.0)
+                         if self.evaporative.evap is not None else (None, {}))
         load = np.zeros_like(it_v)  # heat the chillers remove, W (chiller curve only)
         if e.chiller_curve is not None:  # COP by part load and condenser water (issue 42)
             if free_air is not None:
@@ -66,18 +78,18 @@ class EnergyPue(CoolingState):
             if free_liq is not None:
                 load += np.where(free_liq, 0.0, liq_heat)
             cop = self._curve_cop(bp, load)
-        if self.air is not None:
+        if self.params.air is not None:
             assert free_air is not None
-            cool += plant.cooling_power_w(air_heat, self.air.fan_kw_per_kw, cop, free_air)
+            cool += plant.cooling_power_w(air_heat, self.params.air.fan_kw_per_kw, cop, free_air)
             hours_free["air"] = float(dur[free_air].sum())
             if share is not None:  # the evaporative units' trim chiller / mechanical mode
                 chill = air_heat * share / cop
                 cool += chill
                 evap_m["cooling.evaporative.chiller_kwh"] = float((chill * dur).sum()) / 1000.0
                 hours_free["air"] = evap_m.pop("energy.free_cooling_hours.air")
-        if self.liquid is not None:
+        if self.params.liquid is not None:
             assert free_liq is not None
-            cool += plant.cooling_power_w(liq_heat, self.liquid.pump_kw_per_kw, cop, free_liq)
+            cool += plant.cooling_power_w(liq_heat, self.params.liquid.pump_kw_per_kw, cop, free_liq)
             hours_free["liquid"] = float(dur[free_liq].sum())
         facility = plant.facility_power_w(it_v, cool, e.ups_efficiency, e.transformer_efficiency)
         losses = facility - it_v - cool
@@ -117,18 +129,19 @@ class EnergyPue(CoolingState):
     def _curve_cop(self, bp: NDArray[np.float64], load_w: NDArray[np.float64]) -> NDArray[np.float64]:
         """COP of the chiller on its EIR curves (``cooling.energy.chiller_curve``) for the chilled ``load_w``
         (W) of intervals starting at ``bp`` (h): condenser water = the hour's outdoor wet-bulb + approach."""
-        cc = self.spec.energy.chiller_curve
+        cc = self.params.spec.energy.chiller_curve
         assert cc is not None
         if not hasattr(self, "_wet_bulb_all"):
-            self._wet_bulb_all = self.spec.ambient.hourly_wet_bulb_c(self.n_hours)
-        t_cond = self._wet_bulb_all[np.minimum(bp.astype(np.int64), self.n_hours - 1)] + cc.tower_approach_c
-        ch = self.spec.plant.chillers if self.spec.plant is not None else None
+            self._wet_bulb_all = self.params.spec.ambient.hourly_wet_bulb_c(self.params.n_hours)
+        t_cond = self._wet_bulb_all[np.minimum(bp.astype(np.int64), self.params.n_hours - 1)] + cc.tower_approach_c
+        ch = self.params.spec.plant.chillers if self.params.spec.plant is not None else None
         if cc.capacity_kw is not None:
             cap_w = cc.capacity_kw * 1000.0
         elif ch is not None and ch.capacity_kw is not None:  # the plant's chillers needed for the design load
             cap_w = ch.capacity_kw * ch.required * 1000.0
         else:  # the cluster's nameplate IT power
-            cap_w = self.sc.cluster.n_nodes * self.sc.cluster.node.full_power_w
+            cap_w = self.params.sc.cluster.n_nodes * self.params.sc.cluster.node.full_power_w
         return np.asarray(chiller_curve.cop(load_w, t_cond, cc.chilled_water_c, cap_w, cc.cop_ref, cc.cap_ft,
-                                            cc.eir_ft, cc.eir_fplr, cc.min_plr, tuple(cc.condenser_range_c),
-                                            tuple(cc.chilled_water_range_c)), dtype=np.float64)
+                                            cc.eir_ft, cc.eir_fplr, cc.min_plr,
+                                            (cc.condenser_range_c[0], cc.condenser_range_c[1]),
+                                            (cc.chilled_water_range_c[0], cc.chilled_water_range_c[1])), dtype=np.float64)

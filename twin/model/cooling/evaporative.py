@@ -24,68 +24,82 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from twin.model.cooling import humidity as hum
-from twin.model.cooling.state import CoolingState
+from twin.model.cooling.arrays import CoolingArrays, CoolingParams
 from twin.model.parts import FacilityParts
 from twin.physics import evaporative as ev
 from twin.units import HOURS_PER_YEAR
 
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.model.cooling.ports import AgeingPort, AirPort, TripsPort
+    from twin.model.engine import Engine
 
-class EvaporativeAir(CoolingState):
-    """Room of the cooling component: evaporative air units and their water supply (a mixin of
-    ``Thermal``)."""
 
-    def _init_evap(self, fac_specs: dict[str, Any]) -> None:
+
+class EvaporativeAir:
+    """Room of the cooling component: evaporative air units and their water supply."""
+
+    ageing: AgeingPort  # wired by Thermal
+    air_rooms: AirPort  # wired by Thermal
+    trips: TripsPort  # wired by Thermal
+
+    def __init__(self, params: CoolingParams, arrays: CoolingArrays, engine: Engine, fac_specs: dict[str, Any],
+                 facility: dict[str, FacilityParts]) -> None:
         """The hourly base supply in wet and dry operation and the water supply part (no-op without
         ``cooling.air.evaporative``)."""
-        a = self.air
+        p = params
+        self.params = params
+        self.arrays = arrays
+        self.engine = engine
+        self._facility = facility
+        a = p.air
         self.evap = a.evaporative if a is not None else None
-        self._base_h: list[float] | None = None
+        self.base_h: list[float] | None = None
         self._water_changes: list[tuple[float, bool]] = []  # (time h, water supply works from then)
-        self._hum_af_cur = 1.0  # humidity factor on the X-factor now (ageing room; 1 without evaporative units)
+        self.hum_af_cur = 1.0  # humidity factor on the X-factor now (ageing room; 1 without evaporative units)
         self._hum_out: list[NDArray[np.bool_]] | None = None  # humidity outside the envelope per hour: wet, dry
         if self.evap is None or a is None:
             return
         e = self.evap
         h = e.humidity
-        n = self.n_hours
-        self.wet_bulb_h = self.spec.ambient.hourly_wet_bulb_c(n)
-        self.modes = hum.hourly_modes(self.ambient_h, self.wet_bulb_h, self.spec.ambient.hourly_pressure_pa(n),
+        n = p.n_hours
+        self.wet_bulb_h = p.spec.ambient.hourly_wet_bulb_c(n)
+        self.modes = hum.hourly_modes(p.ambient_h, self.wet_bulb_h, p.spec.ambient.hourly_pressure_pa(n),
                                       e.effectiveness, a.supply_c, e.it_rise_c, h.limits(), h.mechanical == "chiller")
         if h.mechanical == "chiller":  # trim chiller / mechanical mode: the set point every hour
             self._wet_base_h, self._dry_base_h = self.modes.supply_c[0], self.modes.supply_c[1]
         else:
-            self._wet_base_h = ev.supply_c(self.ambient_h, self.wet_bulb_h, e.effectiveness, a.supply_c, True)
-            self._dry_base_h = ev.supply_c(self.ambient_h, self.wet_bulb_h, e.effectiveness, a.supply_c, False)
-        if h.failure_factor != 1.0 and self.on:  # the water cap's dry hours are not seen here (integrated later)
+            self._wet_base_h = ev.supply_c(p.ambient_h, self.wet_bulb_h, e.effectiveness, a.supply_c, True)
+            self._dry_base_h = ev.supply_c(p.ambient_h, self.wet_bulb_h, e.effectiveness, a.supply_c, False)
+        if h.failure_factor != 1.0 and p.on:  # the water cap's dry hours are not seen here (integrated later)
             self._hum_out = [self.modes.humid_outside[0], self.modes.humid_outside[1]]
-            self._hum_af_cur = h.failure_factor if self._hum_out[0][0] else 1.0
+            self.hum_af_cur = h.failure_factor if self._hum_out[0][0] else 1.0
         self._wet_base_l: list[float] = self._wet_base_h.tolist()
         self._dry_base_l: list[float] = self._dry_base_h.tolist()
-        self._base_h = self._wet_base_l
+        self.base_h = self._wet_base_l
         self.water_ok = True
         self.water = FacilityParts(self.engine, "water_supply", ["cooling.water_supply"], fac_specs["water_supply"])
         self.engine.bus.subscribe(self.water.changed, self._on_water)
         self._facility["water_supply"] = self.water
 
-    def _base_supply_c(self, t_h: float) -> float:
+    def base_supply_c(self, t_h: float) -> float:
         """Supply temperature (°C) the air zones hold at time ``t_h`` while their capacity covers the heat:
         ``supply_c``, or with evaporative units the hour's wet or dry base."""
-        b = self._base_h
+        b = self.base_h
         if b is None:
-            assert self.air is not None
-            return self.air.supply_c
-        return b[min(int(math.floor(t_h + 1e-9)), self.n_hours - 1)]
+            assert self.params.air is not None
+            return self.params.air.supply_c
+        return b[min(int(math.floor(t_h + 1e-9)), self.params.n_hours - 1)]
 
-    def _base_change_hours(self) -> NDArray[np.int64]:
+    def base_change_hours(self) -> NDArray[np.int64]:
         """Hours (≥ 1) at which the wet or the dry base supply differs from the hour before (empty
         without evaporative units)."""
-        if self._base_h is None:
+        if self.base_h is None:
             return np.zeros(0, dtype=np.int64)
         w, d = self._wet_base_h, self._dry_base_h
         change = (w[1:] != w[:-1]) | (d[1:] != d[:-1])
@@ -94,33 +108,33 @@ class EvaporativeAir(CoolingState):
             change |= (hw[1:] != hw[:-1]) | (hd[1:] != hd[:-1])
         return np.flatnonzero(change).astype(np.int64) + 1
 
-    def _humidity_hour(self) -> None:
+    def humidity_hour(self) -> None:
         """At an hour boundary or a water supply change: re-rate the X-factor parts when the supply's
         humidity entered or left the envelope (no-op without the humidity failure factor)."""
         if self._hum_out is None:
             return
         assert self.evap is not None
-        k = min(int(math.floor(self.engine.now + 1e-9)), self.n_hours - 1)
+        k = min(int(math.floor(self.engine.now + 1e-9)), self.params.n_hours - 1)
         f = self.evap.humidity.failure_factor if self._hum_out[0 if self.water_ok else 1][k] else 1.0
-        if f != self._hum_af_cur:
-            self._hum_af_cur = f
-            if self.aged_air:
-                self._age_air_update(self._all)
+        if f != self.hum_af_cur:
+            self.hum_af_cur = f
+            if self.ageing.aged_air:
+                self.ageing.air_update(self.params.all_nodes)
 
     def _on_water(self, idx: int, healthy: bool) -> None:
         """The water supply failed (the units run dry) or came back: every zone's base supply changes."""
         self.water_ok = healthy
         self._water_changes.append((self.engine.now, healthy))
-        self._base_h = self._wet_base_l if healthy else self._dry_base_l
-        if not self.on:
+        self.base_h = self._wet_base_l if healthy else self._dry_base_l
+        if not self.params.on:
             return
-        self._humidity_hour()
-        for z in range(len(self.zones)):
-            self._retarget(z)
-        self._try_restarts()
-        self._schedule_hour(bisect.bisect_left(self._hours, self.engine.now))
+        self.humidity_hour()
+        for z in range(len(self.arrays.zones)):
+            self.air_rooms.retarget(z)
+        self.trips.try_restarts()
+        self.air_rooms.schedule_hour(bisect.bisect_left(self.air_rooms.hours, self.engine.now))
 
-    def _water_breaks_h(self) -> NDArray[np.float64]:
+    def water_breaks_h(self) -> NDArray[np.float64]:
         """Times (h) at which the water supply changed state (breakpoints of the water integral)."""
         return np.array([t for t, _ in self._water_changes], dtype=np.float64)
 
@@ -139,10 +153,10 @@ class EvaporativeAir(CoolingState):
                       it_kwh: float) -> dict[str, float]:
         """Water, WUE and the hours of wet, dry and fallback operation over intervals starting at ``bp`` (h)
         of length ``dur`` (h) with air heat ``air_heat_w`` (W) and IT energy ``it_kwh``."""
-        e, a = self.evap, self.air
+        e, a = self.evap, self.params.air
         assert e is not None and a is not None
-        hour = np.minimum(bp.astype(np.int64), self.n_hours - 1)
-        t_db = self.ambient_h[hour]
+        hour = np.minimum(bp.astype(np.int64), self.params.n_hours - 1)
+        t_db = self.params.ambient_h[hour]
         ok = self._water_ok_at(bp)
         supply = np.where(ok, self._wet_base_h[hour], self._dry_base_h[hour])
         q_evap = ev.evaporated_heat_w(air_heat_w, t_db, supply, e.it_rise_c)
@@ -161,14 +175,14 @@ class EvaporativeAir(CoolingState):
         }
         return m
 
-    def _evap_energy(self, bp: NDArray[np.float64], dur: NDArray[np.float64], air_heat_w: NDArray[np.float64],
+    def energy(self, bp: NDArray[np.float64], dur: NDArray[np.float64], air_heat_w: NDArray[np.float64],
                      it_kwh: float) -> tuple[NDArray[np.float64] | None, dict[str, float]]:
         """The share of the air heat the trim chiller removes (per interval starting at ``bp`` h, ``dur`` h
         long, air heat ``air_heat_w`` W; None without a chiller) and the evaporative metrics: water, WUE,
         the hours of each mode, outside the envelope and under the water cap (issue 42)."""
-        e, a, md = self.evap, self.air, self.modes
+        e, a, md = self.evap, self.params.air, self.modes
         assert e is not None and a is not None
-        hour = np.minimum(bp.astype(np.int64), self.n_hours - 1)
+        hour = np.minimum(bp.astype(np.int64), self.params.n_hours - 1)
         ok = self._water_ok_at(bp)
         st = np.where(ok, 0, 1)
         h = e.humidity
@@ -177,7 +191,7 @@ class EvaporativeAir(CoolingState):
             m.update(self._envelope_metrics(dur, md.outside[st, hour], md.humid_outside[st, hour], st, hour,
                                             np.ones(len(dur), dtype=bool)))
             return None, m
-        t_db = self.ambient_h[hour]
+        t_db = self.params.ambient_h[hour]
         q_wet = np.where(ok, ev.evaporated_heat_w(air_heat_w, t_db, md.pad_c[0, hour], e.it_rise_c), 0.0)
         theta = np.ones_like(dur)  # share of each interval before the year's water cap is reached
         cap = h.water_cap_l_per_year

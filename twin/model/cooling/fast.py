@@ -91,10 +91,11 @@ def shared_segments_c(t_c: NDArray[np.float64], tss_c: NDArray[np.float64], lg: 
     ``tss_c[i]`` and decay log ``lg[i]``. The recurrence T_i = a_i·T_(i−1) + (1 − a_i)·T_ss,i in closed
     form: T_last = A·T_0 + Σ_i (1 − a_i)·T_ss,i·Π_(j>i) a_j, products as sums of logs ≤ 0."""
     after = lg[::-1].cumsum()[::-1]  # Σ of the logs from each segment to the last
-    G = float(after[0])
+    lg_all = float(after[0])
     after -= lg  # … after each segment
-    S = float((-np.expm1(lg) * tss_c * np.exp(after)).sum())
-    return np.exp(G) * t_c + S
+    forced_c = float((-np.expm1(lg) * tss_c * np.exp(after)).sum())
+    out: NDArray[np.float64] = np.exp(lg_all) * t_c + forced_c
+    return out
 
 
 def grouped_segments_c(t0_c: NDArray[np.float64], tss_c: NDArray[np.float64], lg: NDArray[np.float64],
@@ -105,15 +106,16 @@ def grouped_segments_c(t0_c: NDArray[np.float64], tss_c: NDArray[np.float64], lg
     time order. Returns each group's temperature after its last segment (°C)."""
     csum = lg.cumsum()
     base = csum[start] - lg[start]
-    P = np.subtract(csum, base.repeat(cnt), out=csum)  # Σ of logs from the group's first entry to this one
-    G = P[last]
-    contrib = np.expm1(lg)  # −expm1(lg) · T_ss,prev · e^(G − P), in place
+    lg_from_first = np.subtract(csum, base.repeat(cnt), out=csum)  # Σ of logs from the group's first entry to this one
+    lg_all = lg_from_first[last]
+    contrib = np.expm1(lg)  # −expm1(lg) · T_ss,prev · e^(lg_all − lg_from_first), in place
     np.negative(contrib, out=contrib)
     contrib *= tss_c
-    decay = G.repeat(cnt)
-    decay -= P
+    decay = lg_all.repeat(cnt)
+    decay -= lg_from_first
     contrib *= np.exp(decay, out=decay)
-    return np.exp(G) * t0_c + np.add.reduceat(contrib, start)
+    out: NDArray[np.float64] = np.exp(lg_all) * t0_c + np.add.reduceat(contrib, start)
+    return out
 
 
 def supply_c(s0_c: Any, target_c: Any, dt_min: float, tau_min: float) -> Any:

@@ -59,8 +59,9 @@ def hourly_modes(t_db_c: F, t_wb_c: F, pressure_pa: F, effectiveness: float, set
     """The units' mode of each hour with water and with dry pads (see the module docstring)."""
     n = len(t_db_c)
     shape = (2, n)
-    out = Modes(*(np.zeros(shape) for _ in range(3)), *(np.zeros(shape, dtype=bool) for _ in range(3)),
-                np.zeros(shape), np.zeros(shape))
+    out = Modes(supply_c=np.zeros(shape), pad_c=np.zeros(shape), chiller_share=np.zeros(shape),
+                mechanical=np.zeros(shape, dtype=bool), outside=np.zeros(shape, dtype=bool),
+                humid_outside=np.zeros(shape, dtype=bool), dew_c=np.zeros(shape), rh=np.zeros(shape))
     dry_state = psychro.evaporative_state(t_db_c, t_wb_c, pressure_pa, effectiveness, setpoint_c, wet=False)
     for k, wet in enumerate((True, False)):
         st = dry_state if not wet else psychro.evaporative_state(t_db_c, t_wb_c, pressure_pa, effectiveness,

@@ -8,10 +8,10 @@ that is known at the update (the stash: ``x_P``, ``x_sp``, ``x_tss``, ``x_ok``, 
 ``twin.kernels.update_units``). The crossings of a *group* (the nodes a job's load change was
 published for, ``Topic.NODE_LOAD``: the job's nodes) are walked in time order from the group's slowest
 published speed: a crossing whose s_x is below every speed the group has by then lowers the job's pace
-and stays an event (the wake-up; there the unit takes its stashed state in closed form, ``_settle`` with no
-held time, not a direct update of its node); every other one is *silent* (``_plan``). A silent crossing
+and stays an event (the wake-up; there the unit takes its stashed state in closed form, ``settle`` with no
+held time, not a direct update of its node); every other one is *silent* (``plan``). A silent crossing
 changes nothing anyone reads before its node's next update: the job's pace is already at or below s_x.
-It is settled when its node is next updated, its group re-planned, or at the end (``_settle``): the unit
+It is settled when its node is next updated, its group re-planned, or at the end (``settle``): the unit
 takes its capped state from t_x on, and what the eager wake-up would have changed at t_x is added for
 [t_x, now) in closed form: the temperature histogram, the throttled-GPU and speed integrals, the
 effective-GPU series (changes recorded at t_x), the site IT energy (and a correction series merged into
@@ -29,80 +29,100 @@ crossing is an event, as with identical GPUs. A second speed source (the power c
 leaves the walk as it is (a crossing at or above the group's slowest thermal speed cannot lower the job's
 pace, whatever the other source's speeds); the effective-GPU series then counts each node at the lower of
 its thermal and other speeds, and a node whose other speed changes has its due crossings settled first
-(``GpuState._on_speed``). ``tests/test_thermal_perf.py``, ``tests/test_thermal_hetero.py`` and
+(``GpuState.on_speed``). ``tests/test_thermal_perf.py``, ``tests/test_thermal_hetero.py`` and
 ``tests/test_thermal_lazy_power.py`` check the two paths agree (every node traced against untraced).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from twin import kernels
 from twin.model.cooling.common import _EPS_H, INF
-from twin.model.cooling.state import CoolingState
+from twin.model.cooling.arrays import CoolingArrays, CoolingParams
+
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.model.cooling.ports import AgeingPort, GpuPort, ReplayPort
+    from twin.model.cluster import Cluster
+    from twin.model.engine import Engine
+    from twin.model.it_power import ITPower
+
 
 
 _EF = np.empty(0)  # an empty float array: the kernels' "none" for an optional array
 
 
-class LazyCrossings(CoolingState):
-    """Room of the cooling component: silent slowdown crossings of per-GPU units (a mixin of ``Thermal``)."""
+class LazyCrossings:
+    """Room of the cooling component: silent slowdown crossings of per-GPU units."""
 
-    def _init_lazy(self) -> None:
-        G, n = self.G, self.N
-        self._silent_on = False  # decided in start(): see _start_lazy
-        self._rose = False  # since the last plan, an update raised a published speed or took a node out of service
-        self._n_silent = 0
-        self.silent = np.zeros(G, dtype=bool)  # the unit's pending slowdown crossing is silent
-        self.t_due = self.t_next  # the wake-up's times: t_next less the silent crossings (the same array while off)
-        self._gid = np.full(n, -1, dtype=np.int64)  # per node: its group (-1: none yet)
+    ageing: AgeingPort  # wired by Thermal
+    gpu: GpuPort  # wired by Thermal
+    replay: ReplayPort  # wired by Thermal
+
+    def __init__(self, params: CoolingParams, arrays: CoolingArrays, engine: Engine, cluster: Cluster,
+                 it: ITPower) -> None:
+        a, p = arrays, params
+        self.params = params
+        self.arrays = arrays
+        self.engine = engine
+        self.cluster = cluster
+        self.it = it
+        n_units, n = p.n_units, p.n_nodes
+        self.silent_on = False  # decided in start(): see start
+        self.rose = False  # since the last plan, an update raised a published speed or took a node out of service
+        self.n_silent = 0
+        self.silent = np.zeros(n_units, dtype=bool)  # the unit's pending slowdown crossing is silent
+        a.t_due = a.t_next  # the wake-up's times: t_next less the silent crossings (the same array while off)
+        a.gid = np.full(n, -1, dtype=np.int64)  # per node: its group (-1: none yet)
         self._gid_of: dict[int, tuple[NDArray[np.int64], int]] = {}  # id(published array) -> (array, group)
         self._groups: dict[int, NDArray[np.int64]] = {}
         self._next_gid = 0
-        self._settled_sp: list[NDArray[np.int64]] = []  # nodes whose speed a settling inside an update changed
+        self.settled_sp: list[NDArray[np.int64]] = []  # nodes whose speed a settling inside an update changed
         self._pw_t: list[NDArray[np.float64]] = []  # site power corrections: times (h) and changes (W)
         self._pw_dv: list[NDArray[np.float64]] = []
 
-    def _start_lazy(self) -> None:
+    def start(self) -> None:
         """Silent crossings with one unit per GPU and no ageing on GPU temperature, any speed sources (module
-        docstring); while a reader needs exact node power they stay events (``_on_exact``, ``_plan``)."""
-        self._silent_on = self.u > 1 and not self.aged
-        if not self._silent_on:
+        docstring); while a reader needs exact node power they stay events (``_on_exact``, ``plan``)."""
+        p = self.params
+        self.silent_on = p.units_per_node > 1 and not self.ageing.aged
+        if not self.silent_on:
             return
-        G = self.G
+        n_units = p.n_units
         # the other speed sources' arrays (the power chain's): effective GPUs count a node at its lowest speed
-        self._oth_caps = [a for a in self.cluster.speed_caps.values() if a is not self.speed_caps]
-        # per node, the lowest of those speeds as of its last NODE_SPEED (_on_speed; a source that started
+        self.oth_caps = [a for a in self.cluster.speed_caps.values() if a is not self.arrays.speed_caps]
+        # per node, the lowest of those speeds as of its last NODE_SPEED (on_speed; a source that started
         # first may have published already)
-        self._oth_n = self._other_speeds(self._all)
-        self.x_cap = np.full(G, INF) if self._ucap is not None else None  # thermal cap after the crossing, W
+        self.arrays.oth_n = self.other_speeds(p.all_nodes)
+        self.arrays.x_cap = np.full(n_units, INF) if self.gpu.ucap is not None else None  # thermal cap after the crossing, W
         self.it.watch_exact(self._on_exact)
-        self.t_due = self.t_next.copy()
-        self.x_P = np.zeros(G)  # W per GPU after the unit's slowdown crossing
-        self.x_sp = np.ones(G)  # speed after it
-        self.x_tss = np.zeros(G)  # steady state after it, °C
-        self.x_ok = np.zeros(G, dtype=bool)  # may be silent (a slowdown crossing, no shutdown after it, untraced)
-        self.pw = np.zeros(G)  # power per GPU now (W), kept where units may cross silently
-        self._traced_u = None  # units whose crossings stay events: those of traced nodes while tracing
-        self._trace_units(self._tracing)
+        self.arrays.t_due = self.arrays.t_next.copy()
+        self.arrays.x_P = np.zeros(n_units)  # W per GPU after the unit's slowdown crossing
+        self.arrays.x_sp = np.ones(n_units)  # speed after it
+        self.arrays.x_tss = np.zeros(n_units)  # steady state after it, °C
+        self.arrays.x_ok = np.zeros(n_units, dtype=bool)  # may be silent (a slowdown crossing, no shutdown after it, untraced)
+        self.arrays.pw = np.zeros(n_units)  # power per GPU now (W), kept where units may cross silently
+        self.traced_u: NDArray[np.bool_] | None = None  # units whose crossings stay events: those of traced nodes while tracing
+        self.trace_units(self.replay.tracing)
 
-    def _trace_units(self, on: bool) -> None:
+    def trace_units(self, on: bool) -> None:
         """Tracing turns ``on`` or off: a traced node's crossings are events only inside the trace window (its
         rows are the eager path's there); outside it they may be silent like any other's. (Turning on, the
         caller updates the traced nodes next, which re-stashes and re-plans their crossings.)"""
-        if self._silent_on:
-            self._traced_u = np.repeat(self.trace_mask, self.u) if on and self.trace_mask.any() else None
+        a, p = self.arrays, self.params
+        if self.silent_on:
+            self.traced_u = np.repeat(a.trace_mask, p.units_per_node) if on and a.trace_mask.any() else None
 
     # ------------------------------------------------------------------------------------ groups
-    def _group(self, nodes: NDArray[np.int64]) -> None:
+    def group(self, nodes: NDArray[np.int64]) -> None:
         """A load change was published for ``nodes`` (a job's nodes): they form a group."""
         e = self._gid_of.get(id(nodes))
         if e is None or e[0] is not nodes:
             if len(self._groups) > 4096:  # forget groups no node belongs to any more
-                live = set(np.unique(self._gid).tolist())
+                live = set(np.unique(self.arrays.gid).tolist())
                 self._groups = {g: a for g, a in self._groups.items() if g in live}
                 self._gid_of = {k: v for k, v in self._gid_of.items() if v[1] in live}
             gid = self._next_gid
@@ -111,23 +131,24 @@ class LazyCrossings(CoolingState):
             self._groups[gid] = nodes
         else:
             gid = e[1]
-        self._gid[nodes] = gid
+        self.arrays.gid[nodes] = gid
 
     # ------------------------------------------------------------------------------------ planning
-    def _plan(self, nodes: NDArray[np.int64]) -> None:
+    def plan(self, nodes: NDArray[np.int64]) -> None:
         """After an update of ``nodes``: settle the due silent crossings of their groups, decide which pending
         crossings of those groups are silent, and schedule the wake-up at the first that is not."""
+        a, p = self.arrays, self.params
         now = self.engine.now
         if self.it.exact:  # a reader needs exact node power: every crossing stays an event
-            self._wake_at_due()
+            self.wake_at_due()
             return
-        gids = self._gid[nodes]
+        gids = a.gid[nodes]
         g0 = int(gids[0])
         gl = [g0] if not np.count_nonzero(gids != g0) else np.unique(gids).tolist()
-        caps = self.speed_caps
+        caps = a.speed_caps
         down = self.cluster.down_count
-        rose = self._rose
-        self._rose = False
+        rose = self.rose
+        self.rose = False
         for gid in gl:
             if gid < 0:
                 continue  # not in a group: every crossing stays an event
@@ -135,55 +156,56 @@ class LazyCrossings(CoolingState):
             # due silent crossings rest on the group's published speeds staying as low as they were: settled
             # before one rose (or a node left service); while speeds only fell they may wait (the walk
             # reads published speeds, which a due crossing would only lower: it finds fewer silent, never more)
-            if self._n_silent and rose:
-                self._settle_in(self._gpus(arr[self._gid[arr] == gid]), now)
-            keep = now + _EPS_H if self._n_silent and not rose else -INF  # due silent ones not settled stay
-            self._n_silent += kernels.plan_group(arr, gid, self._gid, self.u, keep, self.t_next, self.kind,
-                                                 self.silent, down, caps, self.x_sp, self.x_ok, self.t_due)
-        self._wake_at_due()
+            if self.n_silent and rose:
+                self.settle_in(self.gpu.gpus(arr[a.gid[arr] == gid]), now)
+            keep = now + _EPS_H if self.n_silent and not rose else -INF  # due silent ones not settled stay
+            self.n_silent += kernels.plan_group(arr, gid, a.gid, p.units_per_node, keep, a.t_next, a.kind,
+                                                 self.silent, down, caps, a.x_sp, a.x_ok, a.t_due)
+        self.wake_at_due()
 
-    def _wake_at_due(self) -> None:
+    def wake_at_due(self) -> None:
         """Schedule the wake-up at the earliest crossing that is an event, if earlier than the one pending."""
-        m = float(self.t_due.min())
-        if m < self._wake_t:
-            self._schedule_wake(m)
+        m = float(self.arrays.t_due.min())
+        if m < self.gpu.wake_t:
+            self.gpu.schedule_wake(m)
 
-    def _other_speeds(self, nodes: Any) -> NDArray[np.float64]:
+    def other_speeds(self, nodes: Any) -> NDArray[np.float64]:
         """The lowest speed of ``nodes`` over the speed sources other than thermal (1 with none)."""
         out = np.ones(len(nodes))
-        for a in self._oth_caps:
+        for a in self.oth_caps:
             np.minimum(out, a[nodes], out=out)
         return out
 
     # ------------------------------------------------------------------------------------ settling
-    def _settle_in(self, gsl: Any, now: float) -> None:
+    def settle_in(self, gsl: Any, now: float) -> None:
         """Settle the silent crossings of units ``gsl`` (a slice or indices) due by ``now``; the others lose
         their silent flag only through the caller's update or plan."""
-        gi = self._uidx[gsl] if isinstance(gsl, slice) else gsl
-        idx, cleared = kernels.silent_due(gi, now + _EPS_H, self.silent, self.t_next, bool(self._in_update))
-        self._n_silent -= cleared  # (being updated: re-planned from their new state)
+        gi = self.arrays.uidx[gsl] if isinstance(gsl, slice) else gsl
+        idx, cleared = kernels.silent_due(gi, now + _EPS_H, self.silent, self.arrays.t_next, bool(self.gpu.in_update))
+        self.n_silent -= cleared  # (being updated: re-planned from their new state)
         if len(idx):
-            self._settle(idx, now)
+            self.settle(idx, now)
 
-    def _settle(self, idx: NDArray[np.int64], now: float) -> None:
+    def settle(self, idx: NDArray[np.int64], now: float) -> None:
         """Units ``idx`` crossed their slowdown temperature silently at t_x = t_next ≤ ``now``: give them their
         capped state from t_x and add what the crossings changed over [t_x, now) (module docstring; the
         arithmetic is ``twin.kernels.settle_units``)."""
-        self._integrate(now)
+        a, p = self.arrays, self.params
+        self.gpu.integrate(now)
         tmax, n_sil, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum = kernels.settle_units(
-            idx, now, self.u, self.w, self.T, self.tss, self.t0, self.tau, self.gon, self.hist, self.t_next,
-            self.t_due, self.kind, self.silent, self.engaged, self.speed, self.x_tss, self.x_sp, self.x_P,
-            _EF if self.x_cap is None else self.x_cap, _EF if self._ucap is None else self._ucap, self.pw,
-            self.n_busy, self.n_capped, self.n_spsum, self.n_tp, self.speed_caps,
-            self._oth_n if self._oth_caps else _EF, self._acc, self._tot)
-        self._n_silent -= n_sil  # (a wake-up settles crossings that are not silent)
-        if tmax > self.tpeak_c:
-            self.tpeak_c = tmax
+            idx, now, p.units_per_node, p.gpus_per_unit, a.T, a.tss, a.t0, a.tau, a.gon, a.hist, a.t_next,
+            a.t_due, a.kind, self.silent, a.engaged, a.speed, a.x_tss, a.x_sp, a.x_P,
+            _EF if a.x_cap is None else a.x_cap, _EF if self.gpu.ucap is None else self.gpu.ucap, a.pw,
+            a.n_busy, a.n_capped, a.n_spsum, a.n_tp, a.speed_caps,
+            a.oth_n if self.oth_caps else _EF, a.acc, a.tot)
+        self.n_silent -= n_sil  # (a wake-up settles crossings that are not silent)
+        if tmax > self.gpu.tpeak_c:
+            self.gpu.tpeak_c = tmax
         if len(tp_t):  # effective GPUs, changed at t_x (the node's speed steps down at a new low)
-            self._tp_t.extend(tp_t.tolist())
-            self._tp_dv.extend(tp_dv.tolist())
+            a.tp_t.extend(tp_t.tolist())
+            a.tp_dv.extend(tp_dv.tolist())
         # IT power: the nodes' thermal caps from now, and the crossings' changes over [t_x, now) in closed form
-        if not self._in_update:  # (inside an update of these nodes, it sets their thermal caps from now)
+        if not self.gpu.in_update:  # (inside an update of these nodes, it sets their thermal caps from now)
             self.it.set_cap("thermal", nodes, it_caps)
         if np.count_nonzero(dP):
             self.it.energy_wh += e_wh
@@ -191,39 +213,39 @@ class LazyCrossings(CoolingState):
             self._pw_dv.append(dP)
             self._pw_t.append(np.array([now]))
             self._pw_dv.append(np.array([-dP_sum]))
-        caps = self.speed_caps
+        caps = a.speed_caps
         changed = nodes[caps[nodes] != new_caps]
         if len(changed):
             caps[nodes] = new_caps
-            if self._in_update:  # published once by the update, with its own changes (the same time)
-                self._settled_sp.append(changed)
+            if self.gpu.in_update:  # published once by the update, with its own changes (the same time)
+                self.settled_sp.append(changed)
             else:
-                self.speed_src.changed(changed)
+                self.gpu.speed_src.changed(changed)
 
     def _on_exact(self, on: bool) -> None:
         """A reader needs exact node power from now (``on``; ``ITPower.need_exact``): settle every due silent
         crossing and make the pending ones events again. (Off: the next plans find silent crossings again.)"""
-        if not on or not self._n_silent:
+        if not on or not self.n_silent:
             return
         now = self.engine.now
-        idx = np.flatnonzero(self.silent & (self.t_next <= now + _EPS_H))
+        idx = np.flatnonzero(self.silent & (self.arrays.t_next <= now + _EPS_H))
         if len(idx):
-            self._settle(idx, now)
+            self.settle(idx, now)
         rest = np.flatnonzero(self.silent)
         if len(rest):
             self.silent[rest] = False
-            self._n_silent -= len(rest)
-            self.t_due[rest] = self.t_next[rest]
-        self._wake_at_due()
+            self.n_silent -= len(rest)
+            self.arrays.t_due[rest] = self.arrays.t_next[rest]
+        self.wake_at_due()
 
-    def _finish_lazy(self, H: float) -> None:
+    def finish(self, H: float) -> None:
         """At the horizon: settle every silent crossing due by ``H`` and merge the site power corrections into
         the recorder's ``site_power_w`` level (exact piecewise-constant IT power for energy, PUE and costs)."""
-        if not self._silent_on:
+        if not self.silent_on:
             return
-        idx = np.flatnonzero(self.silent & (self.t_next <= H + _EPS_H))
+        idx = np.flatnonzero(self.silent & (self.arrays.t_next <= H + _EPS_H))
         if len(idx):
-            self._settle(idx, H)
+            self.settle(idx, H)
         if not self._pw_t:
             return
         ts_l, vs_l = self.engine.recorder.levels["site_power_w"]

@@ -16,13 +16,13 @@ numbered by the unit's leak count, so they depend only on (seed, replication, un
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 import numpy as np
 
 from twin import rng
 from twin.model.causes import LEAK_DAMAGE, DownCause
-from twin.model.cooling.state import CoolingState
+from twin.model.cooling.arrays import CoolingArrays, CoolingParams
 from twin.model.parts import FacilityParts
 
 LEAK, DAMAGE, LOOP_LEAK = DownCause.part_failed("leak"), LEAK_DAMAGE, DownCause.part_failed("loop_leak")
@@ -30,17 +30,29 @@ LEAK, DAMAGE, LOOP_LEAK = DownCause.part_failed("leak"), LEAK_DAMAGE, DownCause.
 _MAX_SPAN = 65
 """Damage draws per leak: the leaking node and at most 64 neighbours (``leak.neighbours`` ≤ 64)."""
 
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.model.cluster import Cluster
+    from twin.model.engine import Engine
 
-class Leaks(CoolingState):
-    """Room of the cooling component: node and loop leaks, their detection and damage (a mixin of
-    ``Thermal``)."""
 
-    def _init_leaks(self, fac_specs: dict[str, Any]) -> None:
+
+class Leaks:
+    """Room of the cooling component: node and loop leaks, their detection and damage."""
+
+    def __init__(self, params: CoolingParams, arrays: CoolingArrays, engine: Engine, cluster: Cluster,
+                 fac_specs: dict[str, Any], facility: dict[str, FacilityParts]) -> None:
         """The leak sensors of the nodes and of the loops (facility parts) and the damage accounts."""
-        lq = self.liquid
+        self.params = params
+        self.arrays = arrays
+        self.engine = engine
+        self.cluster = cluster
+        self._facility = facility
+        if params.liquid is None or params.liquid.leak is None:
+            return
+        lq = self.params.liquid
         assert lq is not None and lq.leak is not None
         eng, cl = self.engine, self.cluster
-        n = self.N
+        n = self.params.n_nodes
         lpaths = [f"{cl.node_path(i)}.leak" for i in range(n)]
         self.leak = FacilityParts(eng, "leak", lpaths, fac_specs["leak"])
         eng.bus.subscribe(self.leak.changed, self._on_leak)
@@ -63,13 +75,13 @@ class Leaks(CoolingState):
 
     def _on_leak(self, idx: int, healthy: bool) -> None:
         """Node ``idx``'s leak unit failed (a leak) or was repaired."""
-        assert self.liquid is not None and self.liquid.leak is not None
+        assert self.params.liquid is not None and self.params.liquid.leak is not None
         cl = self.cluster
         if healthy:
             for node in self._leak_held.pop(idx, []):
                 cl.remove_down(node, LEAK)
             return
-        lk = self.liquid.leak
+        lk = self.params.liquid.leak
         npr = cl.nodes_per_rack
         rack0 = idx // npr * npr
         k = int(self._leak_k[idx])
@@ -90,8 +102,9 @@ class Leaks(CoolingState):
     def _damage(self, idx: int, k: int, nodes: list[int]) -> None:
         """Each of ``nodes`` (taken down by leak ``k`` of unit ``idx``) is destroyed with the damage
         probability; a destroyed node is down until its replacement ``replace_h`` from now."""
-        assert self.liquid is not None and self.liquid.leak is not None and self.liquid.leak.damage is not None
-        dmg = self.liquid.leak.damage
+        p = self.params
+        assert p.liquid is not None and p.liquid.leak is not None and p.liquid.leak.damage is not None
+        dmg = p.liquid.leak.damage
         now = self.engine.now
         for j, node in enumerate(nodes):
             if self._destroyed_until[node] > now:
@@ -110,7 +123,7 @@ class Leaks(CoolingState):
 
     def _on_loop_leak(self, lp: int, healthy: bool) -> None:
         """Loop ``lp``'s CDU or manifold leaked (its nodes go down) or was repaired (they come back)."""
-        s, e = self.loops[lp]
+        s, e = self.arrays.loops[lp]
         if not healthy:
             self.loop_leak_events += 1
         for node in range(s, e):
@@ -119,7 +132,7 @@ class Leaks(CoolingState):
             else:
                 self.cluster.add_down(node, LOOP_LEAK)
 
-    def _leak_results(self) -> tuple[dict[str, float], dict[str, Any]]:
+    def results(self) -> tuple[dict[str, float], dict[str, Any]]:
         """Metrics ``leak.*`` and the ``leak_damage`` table (one row per destroyed node)."""
         import pandas as pd
 

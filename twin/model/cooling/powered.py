@@ -17,43 +17,41 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-import numpy as np
 
-from twin.model.cooling.state import CoolingState
+from twin.model.cooling.arrays import CoolingArrays, CoolingParams
 from twin.model.engine import Topic
 
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.model.cooling.ports import AirPort, GpuPort, ReplayPort, ResponsePort, TripsPort
+    from twin.model.engine import Engine
 
-class PlantLink(CoolingState):
-    """Room of the cooling component: what the plant does to the rooms (a mixin of ``Thermal``)."""
 
-    plant_c: float  # the plant's supply offset the rooms apply now, °C
-    _unit_failed: dict[str, set[int]]  # per kind ('crah', 'cdu'): units failed (their part population)
-    _unit_off: dict[str, set[int]]  # per kind: units the plant took out of service
-    _unit_fn: dict[str, Callable[[int, bool], None]]  # per kind: the room's callback (idx, delivers)
+class PlantLink:
+    """Room of the cooling component: what the plant does to the rooms."""
 
-    if TYPE_CHECKING:  # air-room methods used here
-        def _plan_step(self, z: int) -> None:
-            raise NotImplementedError
+    air_rooms: AirPort  # wired by Thermal
+    gpu: GpuPort  # wired by Thermal
+    replay: ReplayPort  # wired by Thermal
+    response: ResponsePort  # wired by Thermal
+    trips: TripsPort  # wired by Thermal
 
-        def _zone_account(self, z: int, now: float) -> None:
-            raise NotImplementedError
-
-        def _plan_inlet_trip(self, z: int, jumped: bool = False) -> None:
-            raise NotImplementedError
-
-    def _init_plant_link(self) -> None:
-        self.plant_c = 0.0
-        self._unit_failed = {"crah": set(), "cdu": set()}
-        self._unit_off = {"crah": set(), "cdu": set()}
-        self._unit_fn = {}
-        if self.spec.plant is not None:
+    def __init__(self, params: CoolingParams, arrays: CoolingArrays, engine: Engine) -> None:
+        self.params = params
+        self.arrays = arrays
+        self.engine = engine
+        self.plant_c = 0.0  # the plant's supply offset the rooms apply now, °C
+        # per kind ('crah', 'cdu'): units failed (their part population), units the plant took out of service
+        self._unit_failed: dict[str, set[int]] = {"crah": set(), "cdu": set()}
+        self._unit_off: dict[str, set[int]] = {"crah": set(), "cdu": set()}
+        self._unit_fn: dict[str, Callable[[int, bool], None]] = {}  # per kind: the room's callback (idx, delivers)
+        if self.params.spec.plant is not None:
             bus = self.engine.bus
             bus.subscribe(Topic.COOLING_UNIT, self._on_cooling_unit)
             bus.subscribe(Topic.PLANT_SUPPLY, self._on_plant_supply)
 
-    def _gated(self, kind: str, fn: Callable[[int, bool], None]) -> Callable[[int, bool], None]:
+    def gated(self, kind: str, fn: Callable[[int, bool], None]) -> Callable[[int, bool], None]:
         """The part callback of ``kind`` units: ``fn`` itself without a plant, else through the gate."""
-        if self.spec.plant is None:
+        if self.params.spec.plant is None:
             return fn
         self._unit_fn[kind] = fn
 
@@ -81,46 +79,20 @@ class PlantLink(CoolingState):
     def _on_plant_supply(self, offset_c: float) -> None:
         delta = offset_c - self.plant_c
         self.plant_c = offset_c
-        if delta == 0.0 or not self.on:
+        if delta == 0.0 or not self.params.on:
             return
-        if self.air is not None:
-            for z in range(len(self.zones)):
-                self._shift_zone(z, delta)
-            if self._resp_on:  # the operator's budgets moved with the supply (cooling.response)
-                self._resp_replan()
-                for z in range(len(self.zones)):
-                    self._shortfall(z, float(self.z_tgt[z]))
-        nodes = self._all
-        if self.gpu_on_liquid:
-            assert self.liquid is not None
-            self._flush_for(slice(0, self.N))
-            self.inlet[:] = self.liquid.supply_c + offset_c
-            self._update(nodes)
-            self._set_cool(slice(0, self.N))
-        self._try_restarts()
-
-    def _shift_zone(self, z: int, delta: float) -> None:
-        """Move zone ``z``'s supply trajectory (start, target, held inlet) by ``delta`` °C now."""
-        assert self.air is not None
-        s, e = self.zones[z]
-        now = self.engine.now
-        self._flush_for(slice(s, e))
-        self._zone_account(z, now)
-        s0 = self._supply_now(z) + delta
-        self.z_S0[z] = s0
-        self.z_ta[z] = now
-        self.z_tgt[z] += delta
-        self.z_held[z] += delta
-        self.z_step_timer[z].cancel()
-        self.z_trip_timer[z].cancel()
-        tgt = float(self.z_tgt[z])
-        self.timeline.append((now, "zone", z, s0, tgt, float(self.z_q[z]) / 1000.0, float(self.z_cap[z]) / 1000.0))
-        nodes = np.arange(s, e, dtype=np.int64)
-        if self.aged_air:
-            self._age_air_update(nodes)
-        if not self.gpu_on_liquid:
-            self.inlet[s:e] = self.z_held[z]
-            self._update(nodes)
-            self._set_cool(slice(s, e))
-        self._plan_step(z)
-        self._plan_inlet_trip(z, jumped=True)
+        if self.params.air is not None:
+            for z in range(len(self.arrays.zones)):
+                self.air_rooms.shift_zone(z, delta)
+            if self.response.enabled:  # the operator's budgets moved with the supply (cooling.response)
+                self.response.replan()
+                for z in range(len(self.arrays.zones)):
+                    self.response.shortfall(z, float(self.air_rooms.z_tgt[z]))
+        nodes = self.params.all_nodes
+        if self.params.gpu_on_liquid:
+            assert self.params.liquid is not None
+            self.replay.flush_for(slice(0, self.params.n_nodes))
+            self.arrays.inlet[:] = self.params.liquid.supply_c + offset_c
+            self.gpu.update(nodes)
+            self.replay.set_cool(slice(0, self.params.n_nodes))
+        self.trips.try_restarts()

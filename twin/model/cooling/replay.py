@@ -3,38 +3,55 @@
 A node is *cool* when even full power cannot take any of its GPUs to the slowdown temperature under
 its current inlet and R, and it is neither traced nor ageing-accelerated (nor under a power-chain cap).
 Its load changes then cannot throttle or trip it, so they are only logged (time, nodes, utilisation)
-and replayed in one vectorised batch (``_flush_log``: histogram, GPU state, busy and throughput
+and replayed in one vectorised batch (``flush_log``: histogram, GPU state, busy and throughput
 integrals) before anything else thermal happens to those nodes, so a job's checkpoint pause costs a few
 list appends (plus, while an air zone cannot carry all its nodes at full load, their heat, which moves
 that zone's room at once). A cool node going down or coming back (with no tripped node waiting for
 room) is logged the same way. The replay solves the first-order recurrence once per *cell* of nodes
 that saw the same entries (a job's nodes, ``_replay_cell``), and per (node, entry) pair for the rest
-(``_replay_pairs``). Everything else goes through ``GpuState._update``; tests check the paths agree.
+(``_replay_pairs``). Everything else goes through ``GpuState.update``; tests check the paths agree.
 """
 
 from __future__ import annotations
 
 import bisect
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
 from twin.model.cooling import fast
 from twin.model.cooling.common import _HIST_MAX_C, INF
-from twin.model.cooling.state import CoolingState
+from twin.model.cooling.arrays import CoolingArrays, CoolingParams
+
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.model.cooling.ports import AgeingPort, AirPort, GpuPort, LazyPort
+    from twin.model.cluster import Cluster
+    from twin.model.engine import Engine
 
 
-class DeferredReplay(CoolingState):
-    """Room of the cooling component: the log of cool nodes' load changes and its replay (a mixin of
-    ``Thermal``)."""
 
-    def _init_replay(self) -> None:
+class DeferredReplay:
+    """Room of the cooling component: the log of cool nodes' load changes and its replay."""
+
+    ageing: AgeingPort  # wired by Thermal
+    lazy: LazyPort  # wired by Thermal
+
+    def __init__(self, params: CoolingParams, arrays: CoolingArrays, engine: Engine, cluster: Cluster, gpu: GpuPort,
+                 air_rooms: AirPort) -> None:
         """Cool flags (all warm until ``start``), the empty log and the zones' full-load heat."""
-        n, u = self.N, self.u
-        self.rmax_n = self.rbase.reshape(n, u).max(axis=1)
-        self._tdp_rmax = self.tdp_w * self.rmax_n  # the first product of _set_cool's test, node-wise
-        self.cool = np.zeros(n, dtype=bool)
+        a, p = arrays, params
+        self.params = params
+        self.arrays = arrays
+        self.engine = engine
+        self._env = engine.env
+        self.cluster = cluster
+        self.gpu = gpu
+        self.air_rooms = air_rooms
+        n, u = p.n_nodes, p.units_per_node
+        a.rmax_n = a.rbase.reshape(n, u).max(axis=1)
+        self._tdp_rmax = p.tdp_w * a.rmax_n  # the first product of set_cool's test, node-wise
+        a.cool = np.zeros(n, dtype=bool)
         self._n_warm = n
         # The log: per entry its time (h), its nodes (the published array itself: NODE_LOAD arrays are never
         # changed after publishing) and their common utilisation; for a cool node's change of service (a
@@ -49,71 +66,72 @@ class DeferredReplay(CoolingState):
         # arrays of load changes split into warm and cool nodes, by id: (array, its cool flags, warm, cool)
         self._split: dict[int, tuple[Any, NDArray[np.bool_], NDArray[np.int64], NDArray[np.int64]]] = {}
         self._nd_dtype = np.int16 if n < 2**15 else np.int64  # int16 keys sort by radix
-        self._tracing = self.trace_from <= 0.0 < self.trace_to
-        self._multi_speed = False  # set in start()
-        self._ucap = None  # set in start()
-        if self.air is not None:
-            full = self._air_heat_w(self.tdp_w, 1.0)  # a node at full load
-            self.z_full = np.array([(e - s) * full for s, e in self.zones], dtype=np.float64)
-            self.z_slack = self.z_full <= self.z_cap
-        self._n_short = 0 if self.air is None else int(np.count_nonzero(~self.z_slack))  # zones without slack
+        self.tracing = self.gpu.trace_from <= 0.0 < self.gpu.trace_to
+        self.gpu.multi_speed = False  # set in start()
+        self.gpu.ucap = None  # set in start()
+        if p.air is not None:
+            full = self.air_rooms.air_heat_w(p.tdp_w, 1.0)  # a node at full load
+            a.z_full = np.array([(e - s) * full for s, e in a.zones], dtype=np.float64)
+            a.z_slack = a.z_full <= a.z_cap
+        self.n_short = 0 if p.air is None else int(np.count_nonzero(~a.z_slack))  # zones without slack
 
-    def _flush_for(self, nodes: NDArray[np.int64] | slice) -> None:
+    def flush_for(self, nodes: NDArray[np.int64] | slice) -> None:
         """Replay the log if it may hold changes of ``nodes`` (indices or a slice), before their state or
-        conditions change. Only cool nodes are logged, and a node turns warm only through ``_set_cool``
+        conditions change. Only cool nodes are logged, and a node turns warm only through ``set_cool``
         after such a call (or after a full flush): so the log is replayed when one of ``nodes`` is cool,
         and otherwise left alone (a traced node, or a warm zone, does not replay everybody else's log)."""
-        if self._log_t and np.count_nonzero(self.cool[nodes]):
-            self._flush_log()
+        if self._log_t and np.count_nonzero(self.arrays.cool[nodes]):
+            self.flush_log()
 
-    def _set_cool(self, nodes: NDArray[np.int64] | slice) -> None:
+    def set_cool(self, nodes: NDArray[np.int64] | slice) -> None:
         """Recompute the cool flag of ``nodes`` (indices or a slice; see the constructor) and the count of
         warm nodes."""
-        if self.toff is None:
-            ok = self.inlet[nodes] + self._tdp_rmax[nodes] * self.rfactor[nodes] < self.slow_c
+        a, p = self.arrays, self.params
+        if a.toff is None:
+            ok = a.inlet[nodes] + self._tdp_rmax[nodes] * a.rfactor[nodes] < p.slow_c
         else:  # (a bound: the hottest offset with the largest R; cool is a shortcut, warm always exact)
-            ok = self.inlet[nodes] + self.toff_max_n[nodes] + self._tdp_rmax[nodes] * self.rfactor[nodes] < self.slow_c
-        ok &= ~np.isfinite(self._pcap[nodes])  # under a power-chain cap: followed directly
-        if self._tracing:
-            ok &= ~self.trace_mask[nodes]
-        if self.aged:
+            ok = a.inlet[nodes] + a.toff_max_n[nodes] + self._tdp_rmax[nodes] * a.rfactor[nodes] < p.slow_c
+        ok &= ~np.isfinite(a.pcap[nodes])  # under a power-chain cap: followed directly
+        if self.tracing:
+            ok &= ~a.trace_mask[nodes]
+        if self.ageing.aged:
             ok[:] = False
-        if self._silent_on:  # a node turning warm joins a group only at its next load change (groups are not
-            turned = self.cool[nodes] & ~ok  # kept while every node is cool): until then its crossings are events
+        if self.lazy.silent_on:  # a node turning warm joins a group only at its next load change (groups are not
+            turned = a.cool[nodes] & ~ok  # kept while every node is cool): until then its crossings are events
             if np.count_nonzero(turned):
-                idx = np.arange(self.N)[nodes][turned]
-                self._gid[idx] = -1
-        self.cool[nodes] = ok
-        self._n_warm = self.N - int(np.count_nonzero(self.cool))
+                idx = np.arange(p.n_nodes)[nodes][turned]
+                a.gid[idx] = -1
+        a.cool[nodes] = ok
+        self._n_warm = p.n_nodes - int(np.count_nonzero(a.cool))
 
     def _logged_heat(self, nodes: NDArray[np.int64], util: float, move: bool = True) -> None:
         """The air heat of logged (cool) nodes at their load change or change of service, applied at once
         while some zone cannot carry its full load (their GPUs' state waits for the replay); ``move``
         False: only set it (the rest of their load change comes next)."""
         up = self.cluster.down_count[nodes] == 0
-        pd = fast.demand_w(self.idle_w, self.tdp_w, util) * up  # (as _update computes it)
-        heat = self._air_heat_w(pd, up)
+        pd = fast.demand_w(self.params.idle_w, self.params.tdp_w, util) * up  # (as update computes it)
+        heat = self.air_rooms.air_heat_w(pd, up)
         if move:
-            self._zone_heat(nodes, nodes, heat)
+            self.air_rooms.zone_heat(nodes, nodes, heat)
         else:
-            self.node_air_w[nodes] = heat
+            self.arrays.node_air_w[nodes] = heat
 
-    def _on_load(self, nodes: NDArray[np.int64], util: float) -> None:
-        """Load change of ``nodes``: its cool nodes logged (replayed by ``_flush_log``), the others applied.
+    def on_load(self, nodes: NDArray[np.int64], util: float) -> None:
+        """Load change of ``nodes``: its cool nodes logged (replayed by ``flush_log``), the others applied.
 
         ``util`` is the nodes' new common utilisation (Topic.NODE_LOAD). The log keeps the array ``nodes``
         itself (publishers never change it afterwards) and ``util`` (and the nodes' speeds when a second
         source caps them); whether the nodes are in service follows from their own logged changes.
         """
         n = len(nodes)
-        if self._silent_on and self._n_warm:  # (groups matter for warm nodes only; a cool one has no crossing)
-            self._group(nodes)
+        if self.lazy.silent_on and self._n_warm:  # (groups matter for warm nodes only; a cool one has no crossing)
+            self.lazy.group(nodes)
         if self._n_warm:
-            cool = self.cool[nodes]
+            cool = self.arrays.cool[nodes]
             k = np.count_nonzero(cool)
             if k != n:
                 if not k:
-                    self._update(np.asarray(nodes, dtype=np.int64))
+                    self.gpu.update(np.asarray(nodes, dtype=np.int64))
                     return
                 # some cool, some not (a job with a traced node, or across a warm and a slack zone): the
                 # warm ones now, the cool ones logged; the split is kept per array while the flags hold,
@@ -124,9 +142,9 @@ class DeferredReplay(CoolingState):
                         self._split.clear()
                     sp = self._split[id(nodes)] = (nodes, cool, np.asarray(nodes[~cool], dtype=np.int64),
                                                    nodes[cool])
-                if self._n_short:  # the cool nodes' heat first: the warm ones' update moves the rooms
+                if self.n_short:  # the cool nodes' heat first: the warm ones' update moves the rooms
                     self._logged_heat(sp[3], util, move=False)
-                self._update(sp[2])
+                self.gpu.update(sp[2])
                 nodes = sp[3]
         if not n:
             return  # nothing changed
@@ -134,12 +152,12 @@ class DeferredReplay(CoolingState):
         log_t.append(self._env._now)
         self._log_nodes.append(nodes)
         self._log_util.append(util)  # = engine.node_util[nodes]: the publisher gave them all this value
-        if self._multi_speed:  # speeds other than 1 possible: keep them as they are now
+        if self.gpu.multi_speed:  # speeds other than 1 possible: keep them as they are now
             self._log_sp[len(log_t) - 1] = self.cluster.node_speed(nodes)
-        if self._n_short:  # some air zone cannot carry its full load: its heat moves its room now
+        if self.n_short:  # some air zone cannot carry its full load: its heat moves its room now
             self._logged_heat(nodes, util)
 
-    def _log_state(self, node: int) -> None:
+    def log_state(self, node: int) -> None:
         """Log a cool node's change of service (down or up) like a load change: its utilisation and down
         count now (the replay powers its GPUs off while it is down)."""
         nodes = np.array([node], dtype=np.int64)
@@ -147,12 +165,12 @@ class DeferredReplay(CoolingState):
         self._log_t.append(self._env._now)
         self._log_nodes.append(nodes)
         self._log_util.append(float(self.engine.node_util[node]))
-        if self._multi_speed:
+        if self.gpu.multi_speed:
             self._log_sp[len(self._log_t) - 1] = self.cluster.node_speed(nodes)
-        if self._n_short:
+        if self.n_short:
             self._logged_heat(nodes, float(self.engine.node_util[node]))
 
-    def _flush_log(self) -> None:
+    def flush_log(self) -> None:
         """Replay the logged load changes of cool nodes in one vectorised batch.
 
         Between flushes a cool node's power, inlet, R and up state change only at its logged times, so
@@ -176,16 +194,16 @@ class DeferredReplay(CoolingState):
         log_t, log_u, arrs, ups, sps = self._log_t, self._log_util, self._log_nodes, self._log_up, self._log_sp
         self._log_t, self._log_nodes, self._log_util = [], [], []
         self._log_up, self._log_sp = {}, {}
-        K = len(log_t)
+        n_entries = len(log_t)
         step = self._CHUNK
-        if K <= step:
+        if n_entries <= step:
             self._replay_log(np.array(log_t), np.array(log_u), arrs, ups, sps)
             return
         # a long log in consecutive chunks (the same result up to rounding; more nodes make cells in a
         # shorter stretch of time, where fewer of them also ran a small job or went down)
         up_i, sp_i = sorted(ups), sorted(sps)
-        for c0 in range(0, K, step):
-            c1 = min(K, c0 + step)
+        for c0 in range(0, n_entries, step):
+            c1 = min(n_entries, c0 + step)
             cu = {i - c0: ups[i] for i in up_i[bisect.bisect_left(up_i, c0):bisect.bisect_left(up_i, c1)]}
             cs = {i - c0: sps[i] for i in sp_i[bisect.bisect_left(sp_i, c0):bisect.bisect_left(sp_i, c1)]}
             self._replay_log(np.array(log_t[c0:c1]), np.array(log_u[c0:c1]), arrs[c0:c1], cu, cs)
@@ -196,7 +214,7 @@ class DeferredReplay(CoolingState):
                     ups: dict[int, bool], sps: dict[int, NDArray[np.float64]]) -> None:
         """Replay log entries at times ``tk`` (h, ascending) with utilisations ``ut`` over the node arrays
         ``arrs``; ``ups``: the entries that are a node's change of service (up or not), ``sps``: the nodes'
-        speeds where logged, by entry index (see ``_flush_log``). A node's service between its own changes
+        speeds where logged, by entry index (see ``flush_log``). A node's service between its own changes
         is the last change's, or at the first entry its state when the log began (``gon``): every change of
         service of a logged (cool) node is logged or replays the log first."""
         k = len(tk)
@@ -205,19 +223,19 @@ class DeferredReplay(CoolingState):
         # every (node, entry) pair in time order; changes of service and speeds per pair where logged
         nd = np.concatenate(arrs, dtype=self._nd_dtype, casting="unsafe")  # (node numbers fit the type)
         pe = np.arange(k, dtype=np.int32).repeat(lens)
-        M = len(nd)
+        n_pairs = len(nd)
         st: NDArray[np.int8] | None = None  # per pair: 1 / 0 a change to up / down, −1 a load change
         if ups:
-            st = np.full(M, -1, dtype=np.int8)
+            st = np.full(n_pairs, -1, dtype=np.int8)
             st[pos[np.fromiter(ups, dtype=np.int64, count=len(ups))]] = np.fromiter(
                 ups.values(), dtype=np.int8, count=len(ups))  # (single-node entries)
         sp: NDArray[np.float64] | None = None  # None: no speed logged (a single speed source)
         if sps:  # entries logged before a second speed source existed were all at speed 1
-            sp = np.ones(M)
+            sp = np.ones(n_pairs)
             for i, a in sps.items():
                 sp[pos[i]:pos[i] + lens[i]] = a
         dbusy_k = np.zeros(k)  # change of busy GPUs at each entry
-        several_speeds = self._multi_speed
+        several_speeds = self.gpu.multi_speed
         cells: list[tuple[NDArray[np.int64], NDArray[np.int64]]] = []
         if not several_speeds:
             cells, in_cell = self._cells(arrs, lens, nd, pe)
@@ -233,10 +251,10 @@ class DeferredReplay(CoolingState):
         # ---- site totals and their integrals. The integrals may already run past some entries (the direct
         # path integrates up to its own events without flushing logs of other nodes): each entry's change
         # counts from its time to the end, the totals before it over the rest.
-        tot, acc = self._tot, self._acc
-        t_end = max(self._t_acc, float(tk[-1]))
+        tot, acc = self.arrays.tot, self.arrays.acc
+        t_end = max(self.gpu.t_acc, float(tk[-1]))
         held = t_end - tk  # how long each entry's change has held by t_end (≥ 0)
-        span = t_end - self._t_acc
+        span = t_end - self.gpu.t_acc
         db = float(dbusy_k.sum())  # whole numbers: exact
         ib = float((dbusy_k * held).sum())
         dtp_k = dtp_k if dtp_k is not None else dbusy_k  # every speed 1: effective GPUs = busy GPUs
@@ -248,22 +266,23 @@ class DeferredReplay(CoolingState):
         tot[0] += db
         tot[2] += db
         tot[3] += float(dtp_k.sum())
-        self._t_acc = t_end
-        self._tp_t.extend(tk.tolist())
-        self._tp_dv.extend(dtp_k.tolist())
+        self.gpu.t_acc = t_end
+        self.arrays.tp_t.extend(tk.tolist())
+        self.arrays.tp_dv.extend(dtp_k.tolist())
 
     _CELL_MIN_PAIRS = 256  # a cell must stand for at least this many (node, entry) pairs (cost; results: rounding)
 
     def _cells(self, arrs: list[NDArray[np.int64]], lens: NDArray[np.int64], nd: NDArray[Any],
                pe: NDArray[np.int32]) -> tuple[list[tuple[NDArray[np.int64], NDArray[np.int64]]], NDArray[np.bool_]]:
-        """The cells of the log (see ``_flush_log``), as (entries ascending, nodes), and a mask of their nodes.
+        """The cells of the log (see ``flush_log``), as (entries ascending, nodes), and a mask of their nodes.
 
         Only node arrays logged at least twice with at least 8 nodes (a job's array at its checkpoint
         pauses) make cells: a node in one of those and nowhere else, in service at all its entries, is
         grouped with the nodes in exactly the same such arrays; the rest go pair by pair."""
+        p = self.params
         k = len(arrs)
-        N = self.N
-        in_cell = np.zeros(N, dtype=bool)
+        n_nodes = p.n_nodes
+        in_cell = np.zeros(n_nodes, dtype=bool)
         big_i = np.flatnonzero(lens >= 8)
         if len(big_i) < 2:
             return [], in_cell
@@ -282,18 +301,18 @@ class DeferredReplay(CoolingState):
         if not big:
             return [], in_cell
         big_entry = np.zeros(k, dtype=bool)
-        W = (len(big) + 63) // 64
-        sig = np.zeros((N, W), dtype=np.uint64)  # bit j: the node is in big array j
-        for j, e in enumerate(big):
-            big_entry[e] = True
-            sig[arrs[int(e[0])], j >> 6] |= np.uint64(1 << (j & 63))  # (an array holds each node once)
-        u = self.u
-        other = ~self.gon if u == 1 else ~self.gon[::u]  # out of service when the log began (units of a node alike) ...
+        n_words = (len(big) + 63) // 64
+        sig = np.zeros((n_nodes, n_words), dtype=np.uint64)  # bit j: the node is in big array j
+        for j, ent in enumerate(big):
+            big_entry[ent] = True
+            sig[arrs[int(ent[0])], j >> 6] |= np.uint64(1 << (j & 63))  # (an array holds each node once)
+        u = p.units_per_node
+        other = ~self.arrays.gon if u == 1 else ~self.arrays.gon[::u]  # out of service when the log began (units of a node alike) ...
         other[nd[~big_entry[pe]]] = True  # ... or in another entry (changes of service are single-node entries)
         cand = np.flatnonzero(sig.any(axis=1) & ~other)
         if not len(cand):
             return [], in_cell
-        if W == 1:  # (a 1-d unique is several times faster than unique rows)
+        if n_words == 1:  # (a 1-d unique is several times faster than unique rows)
             k1, inv, cnt = np.unique(sig[cand, 0], return_inverse=True, return_counts=True)
             keys = k1[:, None]
         else:
@@ -302,12 +321,12 @@ class DeferredReplay(CoolingState):
         ends = cnt.cumsum()
         # one R and inlet per cell (u > 1: per node, its fan factor and inlet; the units' own R and offsets
         # are taken per unit by the cell replay)
-        R = self.rbase[members] * self.rfactor[members] if u == 1 else self.rfactor[members]
-        tin = self.inlet[members]
+        R = self.arrays.rbase[members] * self.arrays.rfactor[members] if u == 1 else self.arrays.rfactor[members]
+        tin = self.arrays.inlet[members]
         cells = []
         for c in range(len(keys)):
             s, e = int(ends[c] - cnt[c]), int(ends[c])
-            js = [64 * w + b for w, word in enumerate(keys[c].tolist()) for b in range(64) if word >> b & 1]
+            js = [64 * wi + b for wi, word in enumerate(keys[c].tolist()) for b in range(64) if word >> b & 1]
             n_entries = sum(len(big[j]) for j in js)
             if (e - s) * n_entries < self._CELL_MIN_PAIRS:
                 continue
@@ -319,44 +338,45 @@ class DeferredReplay(CoolingState):
             in_cell[nodes] = True
         return cells, in_cell
 
-    def _replay_cell(self, t: NDArray[np.float64], U: NDArray[np.float64], nodes: NDArray[np.int64],
+    def _replay_cell(self, t: NDArray[np.float64], util: NDArray[np.float64], nodes: NDArray[np.int64],
                      entries: NDArray[np.int64], dbusy_k: NDArray[np.float64]) -> None:
-        """Replay one cell (see ``_flush_log``): times ``t`` (h) and utilisations ``U`` of its entries
+        """Replay one cell (see ``flush_log``): times ``t`` (h) and utilisations ``util`` of its entries
         ``entries`` (ascending) over ``nodes``, one thermal unit per node, all in service; adds the cell's
         changes of busy GPUs to ``dbusy_k``."""
         n = len(nodes)
-        g = self.g
-        if self.u > 1:
-            self._replay_cell_units(t, U, nodes)
+        g = self.params.gpus_per_node
+        if self.params.units_per_node > 1:
+            self._replay_cell_units(t, util, nodes)
         else:
-            self._replay_cell_thermal(t, U, nodes)
+            self._replay_cell_thermal(t, util, nodes)
         # busy GPUs: every node in service, busy while its utilisation is above 0
-        b = (U > 0.0).astype(np.float64)
+        b = (util > 0.0).astype(np.float64)
         d = np.empty(len(t))
-        d[0] = g * (n * b[0] - np.count_nonzero(self.n_busy[nodes]))
+        d[0] = g * (n * b[0] - np.count_nonzero(self.arrays.n_busy[nodes]))
         d[1:] = (g * n) * (b[1:] - b[:-1])
         dbusy_k[entries] += d
         busy_last = g * b[-1]
-        self.n_busy[nodes] = busy_last
-        self.n_spsum[nodes] = busy_last
-        self.n_tp[nodes] = busy_last
+        self.arrays.n_busy[nodes] = busy_last
+        self.arrays.n_spsum[nodes] = busy_last
+        self.arrays.n_tp[nodes] = busy_last
 
-    def _replay_cell_thermal(self, t: NDArray[np.float64], U: NDArray[np.float64], nodes: NDArray[np.int64]) -> None:
+    def _replay_cell_thermal(self, t: NDArray[np.float64], util: NDArray[np.float64], nodes: NDArray[np.int64]) -> None:
         """The GPU state of a cell of one-unit nodes (see ``_replay_cell``): histogram, temperatures, peak."""
+        a, p = self.arrays, self.params
         n = len(nodes)
         i0 = int(nodes[0])
-        R = float(self.rbase[i0] * self.rfactor[i0])
-        tin = float(self.inlet[i0])
-        tss = fast.steady_c(tin, fast.demand_w(self.idle_w, self.tdp_w, U), R)  # steady state after each entry
-        k_s = -3600.0 / (R * self.C)  # log of the decay per hour
+        R = float(a.rbase[i0] * a.rfactor[i0])
+        tin = float(a.inlet[i0])
+        tss = fast.steady_c(tin, fast.demand_w(p.idle_w, p.tdp_w, util), R)  # steady state after each entry
+        k_s = -3600.0 / (R * p.c_j_per_c)  # log of the decay per hour
         # each node's first segment: from its own state to the cell's first entry
-        tss0 = self.tss[nodes]
-        dur0 = t[0] - self.t0[nodes]
+        tss0 = a.tss[nodes]
+        dur0 = t[0] - a.t0[nodes]
         lg0 = dur0 * k_s
-        T = fast.step_log_c(self.T[nodes], tss0, lg0)
+        T = fast.step_log_c(a.T[nodes], tss0, lg0)
         T1max = float(T.max())  # the hottest node at the first entry
         bins = [tss0]
-        wts = [dur0 * self.gon[nodes]]
+        wts = [dur0 * a.gon[nodes]]
         lg = np.empty(0)
         if len(t) > 1:  # the segments all its nodes share
             dur = t[1:] - t[:-1]
@@ -365,16 +385,16 @@ class DeferredReplay(CoolingState):
             bins.append(tss[:-1])
             wts.append(dur * float(n))
         b_all = np.concatenate(bins)
-        self.hist += np.bincount(np.clip(b_all, 0.0, _HIST_MAX_C - 1).astype(np.intp),
-                                 weights=np.concatenate(wts), minlength=_HIST_MAX_C) * self.w
-        self.T[nodes] = T
-        self.t0[nodes] = t[-1]
-        self.tss[nodes] = tss[-1]
-        self.gon[nodes] = True
+        a.hist += np.bincount(np.clip(b_all, 0.0, _HIST_MAX_C - 1).astype(np.intp),
+                                 weights=np.concatenate(wts), minlength=_HIST_MAX_C) * p.gpus_per_unit
+        a.T[nodes] = T
+        a.t0[nodes] = t[-1]
+        a.tss[nodes] = tss[-1]
+        a.gon[nodes] = True
         # peak: a first-order segment is hottest at one of its ends, so the peak is the hottest temperature
         # at the entries' times; looked for only when some steady state could exceed the peak so far
         # (temperatures never exceed the larger of where they start and their steady states)
-        if float(b_all.max()) > self.tpeak_c:
+        if float(b_all.max()) > self.gpu.tpeak_c:
             # the nodes' temperatures at each entry are one increasing affine map of their temperature at
             # the first, so the hottest node stays the hottest: follow it
             x = peak = T1max
@@ -382,71 +402,72 @@ class DeferredReplay(CoolingState):
                 x = a_j * x + c_j * ts_j
                 if x > peak:
                     peak = x
-            if peak > self.tpeak_c:
-                self.tpeak_c = peak
+            if peak > self.gpu.tpeak_c:
+                self.gpu.tpeak_c = peak
 
     _FORGET = 40.0  # segments more than this many time constants before the end leave no trace in T (e^-40)
 
-    def _replay_cell_units(self, t: NDArray[np.float64], U: NDArray[np.float64], nodes: NDArray[np.int64]) -> None:
-        """The GPU state of a cell (see ``_flush_log``) of nodes with one unit per GPU: the nodes share their
+    def _replay_cell_units(self, t: NDArray[np.float64], util: NDArray[np.float64], nodes: NDArray[np.int64]) -> None:
+        """The GPU state of a cell (see ``flush_log``) of nodes with one unit per GPU: the nodes share their
         entries, fan factor and inlet, each unit has its own R and inlet offset. The segments the cell
         shares have few distinct powers (its utilisations), so the histogram takes each unit's steady
         state at each power with the power's total time; the temperature after the last entry needs only
         the segments within ``_FORGET`` time constants of the end (earlier ones are weighted below e^-40,
         under the rounding of a temperature) unless they are all that recent; the peak is followed per
         unit over every segment only when some steady state could exceed it."""
-        w = self.w
-        gu = self._gpus(nodes)
+        a, p = self.arrays, self.params
+        w = p.gpus_per_unit
+        gu = self.gpu.gpus(nodes)
         i0 = int(nodes[0])
-        R = self.rbase[gu] * self.rfactor[i0]
-        tin = np.full(len(gu), self.inlet[i0])
-        if self.toff is not None:
-            tin += self.toff[gu]
-        tau = fast.tau_s(R, self.C)
-        P = fast.demand_w(self.idle_w, self.tdp_w, U)  # per GPU after each entry (every node in service)
+        R = a.rbase[gu] * a.rfactor[i0]
+        tin = np.full(len(gu), a.inlet[i0])
+        if a.toff is not None:
+            tin += a.toff[gu]
+        tau = fast.tau_s(R, p.c_j_per_c)
+        P = fast.demand_w(p.idle_w, p.tdp_w, util)  # per GPU after each entry (every node in service)
         # each unit's first segment: from its own state to the first entry
-        tss0 = self.tss[gu]
-        dur0 = t[0] - self.t0[gu]
-        T = fast.step_c(self.T[gu], tss0, dur0, tau)
+        tss0 = a.tss[gu]
+        dur0 = t[0] - a.t0[gu]
+        T = fast.step_c(a.T[gu], tss0, dur0, tau)
         T1max = float(T.max())
         bins = [tss0]
-        wts = [dur0 * self.gon[gu]]
-        K = len(t)
+        wts = [dur0 * a.gon[gu]]
+        n_entries = len(t)
         hi = float(tss0.max())
-        if K > 1:
+        if n_entries > 1:
             dur = t[1:] - t[:-1]
             lv, inv = np.unique(P[:-1], return_inverse=True)
-            D = np.bincount(inv.reshape(-1), weights=dur, minlength=len(lv))  # time at each power
+            time_at = np.bincount(inv.reshape(-1), weights=dur, minlength=len(lv))  # time at each power
             tss_l = fast.steady_c(tin[:, None], lv[None, :], R[:, None])  # units × powers
             bins.append(tss_l.ravel())
-            wts.append(np.tile(D, len(gu)))
+            wts.append(np.tile(time_at, len(gu)))
             hi = max(hi, float(tss_l[:, -1].max()))
             # the temperature after the last entry: the shared segments from k0 on, per unit
             back = dur[::-1].cumsum()[::-1]  # time from each segment's start to the end, h
             far = np.flatnonzero(back * 3600.0 >= self._FORGET * float(tau.max()))
             k0 = int(far[-1]) if len(far) else 0
             x = T if k0 == 0 else fast.steady_c(tin, P[k0 - 1], R)  # (its weight is below e^-40 if k0 > 0)
-            for k in range(k0, K - 1):
+            for k in range(k0, n_entries - 1):
                 x = fast.step_c(x, fast.steady_c(tin, P[k], R), dur[k], tau)
             T = x
         b_all = np.concatenate(bins)
-        self.hist += np.bincount(np.clip(b_all, 0.0, _HIST_MAX_C - 1).astype(np.intp),
+        a.hist += np.bincount(np.clip(b_all, 0.0, _HIST_MAX_C - 1).astype(np.intp),
                                  weights=np.concatenate(wts), minlength=_HIST_MAX_C) * w
         # peak: the hottest temperature at the entries' times (a first-order segment is hottest at one of its
         # ends), followed only when some steady state could exceed the peak so far
-        if hi > self.tpeak_c:
+        if hi > self.gpu.tpeak_c:
             peak = T1max
-            if K > 1:
-                x = fast.step_c(self.T[gu], tss0, dur0, tau)
-                for k in range(K - 1):
+            if n_entries > 1:
+                x = fast.step_c(a.T[gu], tss0, dur0, tau)
+                for k in range(n_entries - 1):
                     x = fast.step_c(x, fast.steady_c(tin, P[k], R), dur[k], tau)
                     peak = max(peak, float(x.max()))
-            if peak > self.tpeak_c:
-                self.tpeak_c = peak
-        self.T[gu] = T
-        self.t0[gu] = t[-1]
-        self.tss[gu] = fast.steady_c(tin, P[-1], R)
-        self.gon[gu] = True
+            if peak > self.gpu.tpeak_c:
+                self.gpu.tpeak_c = peak
+        a.T[gu] = T
+        a.t0[gu] = t[-1]
+        a.tss[gu] = fast.steady_c(tin, P[-1], R)
+        a.gon[gu] = True
 
     def _replay_pairs(self, tk: NDArray[np.float64], ut: NDArray[np.float64], nd: NDArray[Any],
                       pe: NDArray[np.int32], st: NDArray[np.int8] | None, sp: NDArray[np.float64] | None,
@@ -454,13 +475,13 @@ class DeferredReplay(CoolingState):
         """Replay (node ``nd``, entry ``pe``) pairs (in entry order) grouped by node in time order, with
         their changes of service ``st`` (see ``_replay_log``) and speeds ``sp``; add their changes of busy GPUs to
         ``dbusy_k``. With several speed sources, return the change of effective GPUs at each entry."""
-        g, u = self.g, self.u
+        g, u = self.params.gpus_per_node, self.params.units_per_node
         k = len(tk)
-        M = len(nd)
+        n_pairs = len(nd)
         # ---- group the pairs by node, stable in time (int16 keys: radix sort)
         # (array methods rather than the np.* wrappers throughout: the same operations, less call overhead)
         o = nd.argsort(kind="stable")
-        per_node = np.bincount(nd, minlength=self.N)
+        per_node = np.bincount(nd, minlength=self.params.n_nodes)
         nodes_g = per_node.nonzero()[0]  # the logged nodes, ascending (the groups' order)
         cnt = per_node[nodes_g]
         ends = cnt.cumsum()
@@ -471,11 +492,11 @@ class DeferredReplay(CoolingState):
         u_s = ut[eid_s]
         # in service after each pair: its own change of service, else the node's last one before it, else its
         # state when the log began (None: every node in service throughout)
-        gon0 = self.gon[nodes_g * u]
+        gon0 = self.arrays.gon[nodes_g * u]
         up_s: NDArray[np.bool_] | None = None
         if st is not None or not gon0.all():
-            ar = np.arange(M)
-            st_s = st[o] if st is not None else np.full(M, -1, dtype=np.int8)
+            ar = np.arange(n_pairs)
+            st_s = st[o] if st is not None else np.full(n_pairs, -1, dtype=np.int8)
             src = np.where(st_s >= 0, ar, 0)
             src[start] = start  # a node's first pair starts its own run
             src = np.maximum.accumulate(src)  # the last change (or first pair) of the pair's node
@@ -485,22 +506,22 @@ class DeferredReplay(CoolingState):
         b_s = u_s > 0.0
         if up_s is not None:
             b_s &= up_s
-        pb = np.empty(M, dtype=bool)  # busy before the pair: the node's previous pair, or its state
+        pb = np.empty(n_pairs, dtype=bool)  # busy before the pair: the node's previous pair, or its state
         pb[1:] = b_s[:-1]
-        pb[start] = self.n_busy[nodes_g] > 0.0
+        pb[start] = self.arrays.n_busy[nodes_g] > 0.0
         d = b_s.view(np.int8) - pb.view(np.int8)
         dbusy_k += np.bincount(eid_s, weights=d, minlength=k) * float(g)
         busy_last = b_s[lastpos] * float(g)
-        out = None
+        out: NDArray[np.float64] | None = None
         if several_speeds:  # speeds other than 1: effective GPUs change by the busy change × speed
             # each pair at its node's speed when it was logged (all 1 if no second source was there yet)
-            sp_s = sp[o] if sp is not None else np.ones(M)
-            out = np.bincount(eid_s, weights=d * (float(g) * sp_s), minlength=k)
-            self.n_tp[nodes_g] = busy_last * sp_s[lastpos]
+            sp_s = sp[o] if sp is not None else np.ones(n_pairs)
+            out = cast(NDArray[np.float64], np.bincount(eid_s, weights=d * (float(g) * sp_s), minlength=k))
+            self.arrays.n_tp[nodes_g] = busy_last * sp_s[lastpos]
         else:
-            self.n_tp[nodes_g] = busy_last
-        self.n_busy[nodes_g] = busy_last
-        self.n_spsum[nodes_g] = busy_last
+            self.arrays.n_tp[nodes_g] = busy_last
+        self.arrays.n_busy[nodes_g] = busy_last
+        self.arrays.n_spsum[nodes_g] = busy_last
         self._replay_units(nodes_g, cnt, start, lastpos, t_s, u_s, up_s)
         return out
 
@@ -511,12 +532,13 @@ class DeferredReplay(CoolingState):
         after each unit's last pair, and the peak. The pairs come grouped by node (``t_s``, ``u_s``,
         ``up_s``: time, utilisation and service after each pair; ``nodes_g`` the nodes,
         ``cnt``, ``start``, ``lastpos`` their groups' sizes, first and last pairs)."""
-        u = self.u
+        a, p = self.arrays, self.params
+        u = p.units_per_node
         if u == 1:
             t_u, u_u, up_u = t_s, u_s, up_s
             cnt_u, start_u, last_u, g0 = cnt, start, lastpos, nodes_g
-            R_g = (self.rbase * self.rfactor)[g0]
-            tin_g = self.inlet[g0]
+            R_g = (a.rbase * a.rfactor)[g0]
+            tin_g = a.inlet[g0]
         else:  # each node's pairs repeated for its units, grouped by unit (in time order): the k-th pair of a unit
             # of the node whose group starts at pair s is pair s + k
             cnt_u = np.repeat(cnt, u)
@@ -526,29 +548,29 @@ class DeferredReplay(CoolingState):
             src += np.arange(len(src))
             t_u, u_u = t_s[src], u_s[src]
             up_u = up_s[src] if up_s is not None else None
-            g0 = (nodes_g[:, None] * u + self._ar).ravel()
-            R_g = (self.rbase * np.repeat(self.rfactor, u))[g0]
-            tin_g = np.repeat(self.inlet, u)[g0]
-            if self.toff is not None:
-                tin_g += self.toff[g0]
-        Mu = len(t_u)
+            g0 = (nodes_g[:, None] * u + p.unit_range).ravel()
+            R_g = (a.rbase * np.repeat(a.rfactor, u))[g0]
+            tin_g = np.repeat(a.inlet, u)[g0]
+            if a.toff is not None:
+                tin_g += a.toff[g0]
+        n_pairs_u = len(t_u)
         # R and inlet are constant over the log (every change of them flushes first). One value for all the
         # logged units is used as a scalar: x·R is the same product for a scalar as for equal elements.
         R: Any = R_g[0] if not np.count_nonzero(R_g != R_g[0]) else R_g.repeat(cnt_u)
         tin: Any = tin_g[0] if not np.count_nonzero(tin_g != tin_g[0]) else tin_g.repeat(cnt_u)
-        pdem = fast.demand_w(self.idle_w, self.tdp_w, u_u)
+        pdem = fast.demand_w(p.idle_w, p.tdp_w, u_u)
         tss_new = fast.steady_c(tin, pdem * up_u if up_u is not None else pdem, R)  # × True would be × 1.0
-        prev_tss = np.empty(Mu)
+        prev_tss = np.empty(n_pairs_u)
         prev_tss[1:] = tss_new[:-1]
-        prev_tss[start_u] = self.tss[g0]
-        dur = np.empty(Mu)  # t_u − the unit's previous time
+        prev_tss[start_u] = a.tss[g0]
+        dur = np.empty(n_pairs_u)  # t_u − the unit's previous time
         np.subtract(t_u[1:], t_u[:-1], out=dur[1:])
-        dur[start_u] = t_u[start_u] - self.t0[g0]
-        on0 = self.gon[g0]
+        dur[start_u] = t_u[start_u] - a.t0[g0]
+        on0 = a.gon[g0]
         if up_u is None and on0.all():
             wts = dur  # powered throughout: dur × True = dur
         else:
-            prev_on = np.empty(Mu, dtype=bool)
+            prev_on = np.empty(n_pairs_u, dtype=bool)
             if up_u is None:
                 prev_on[1:] = True
             else:
@@ -557,19 +579,19 @@ class DeferredReplay(CoolingState):
             wts = dur * prev_on
         lo, hi = float(prev_tss.min()), float(prev_tss.max())  # the clip changes nothing when within range
         bins = prev_tss if 0.0 <= lo and hi < _HIST_MAX_C else np.clip(prev_tss, 0.0, _HIST_MAX_C - 1)
-        self.hist += np.bincount(bins.astype(np.intp), weights=wts, minlength=_HIST_MAX_C) * self.w
-        lg = fast.log_decay(dur, fast.tau_s(R, self.C))
-        T0 = self.T[g0]
+        a.hist += np.bincount(bins.astype(np.intp), weights=wts, minlength=_HIST_MAX_C) * p.gpus_per_unit
+        lg = fast.log_decay(dur, fast.tau_s(R, p.c_j_per_c))
+        T0 = a.T[g0]
         T_last = fast.grouped_segments_c(T0, prev_tss, lg, start_u, cnt_u, last_u)
-        self.T[g0] = T_last
-        self.t0[g0] = t_u[last_u]
-        self.tss[g0] = tss_new[last_u]
-        self.gon[g0] = up_u[last_u] if up_u is not None else True
+        a.T[g0] = T_last
+        a.t0[g0] = t_u[last_u]
+        a.tss[g0] = tss_new[last_u]
+        a.gon[g0] = up_u[last_u] if up_u is not None else True
         # peak: the hottest temperature at the pairs' times (a first-order segment is hottest at one of its
         # ends), followed only for units with a steady state above the peak so far (temperatures never
         # exceed the larger of where they start and their steady states)
-        if hi > self.tpeak_c:
-            hot = np.maximum.reduceat(prev_tss, start_u) > self.tpeak_c
+        if hi > self.gpu.tpeak_c:
+            hot = np.maximum.reduceat(prev_tss, start_u) > self.gpu.tpeak_c
             s0, c0, x = start_u[hot], cnt_u[hot], T0[hot]
             a_all, c_all = np.exp(lg), -np.expm1(lg)
             peak = -INF
@@ -578,5 +600,5 @@ class DeferredReplay(CoolingState):
                 idx = s0[act] + j
                 x[act] = a_all[idx] * x[act] + c_all[idx] * prev_tss[idx]
                 peak = max(peak, float(x[act].max()))
-            if peak > self.tpeak_c:
-                self.tpeak_c = peak
+            if peak > self.gpu.tpeak_c:
+                self.gpu.tpeak_c = peak

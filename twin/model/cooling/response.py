@@ -12,7 +12,7 @@ either caps every node's GPUs at the highest power c whose full-load air heat fi
 and, in an air-cooled hall, at which the zone's hottest GPU (largest inlet offset and R) stays at or
 below ``slowdown_c`` in the room that heat makes (a GPU that throttles runs slower than the cap; at least
 the GPUs' minimum power; policy ``cap``), or drains the fewest nodes so that the rest fit both at full
-power (policy ``drain``). h is the node's air heat (``_air_heat_w``), affine in the GPU power. The cap acts
+power (policy ``drain``). h is the node's air heat (``AirRooms.air_heat_w``), affine in the GPU power. The cap acts
 through the shared IT power (source ``operator``) and a speed cap of the same name (published on
 ``NODE_SPEED``): the GPUs draw less, the room's heat falls, the jobs slow by ((c − P_idle)/(P_d −
 P_idle))^α, and the thermal model follows the capped draw as it follows a power-chain cap. Tripped nodes
@@ -25,13 +25,15 @@ ends when all the zone's nodes fit the budget uncapped.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 
 import numpy as np
 
 from twin.model.causes import COOLING_DRAIN
 from twin.model.cooling.common import INF
-from twin.model.cooling.state import CoolingState
+from twin.model.cooling.arrays import CoolingArrays, CoolingParams
 from twin.physics.thermal import speed_fraction
 
 DRAIN = COOLING_DRAIN  # the operator's drain: a down cause
@@ -39,47 +41,68 @@ DRAIN = COOLING_DRAIN  # the operator's drain: a down cause
 SOURCE = "operator"
 """The IT power cap and speed cap source of the operator's GPU caps."""
 
+if TYPE_CHECKING:  # pragma: no cover
+    from twin.model.cooling.ports import AirPort, EvaporativePort, GpuPort, LazyPort, LinkPort, ReplayPort, TripsPort
+    import pandas as pd
 
-class OperatorResponse(CoolingState):
-    """Room of the cooling component: the operator's caps or drains in a short air zone (a mixin of
-    ``Thermal``)."""
+    from twin.model.cluster import Cluster
+    from twin.model.engine import Engine
+    from twin.model.it_power import ITPower
 
-    def _init_response(self) -> None:
+
+
+class OperatorResponse:
+    """Room of the cooling component: the operator's caps or drains in a short air zone."""
+
+    air_rooms: AirPort  # wired by Thermal
+    evaporative: EvaporativePort  # wired by Thermal
+    gpu: GpuPort  # wired by Thermal
+    lazy: LazyPort  # wired by Thermal
+    link: LinkPort  # wired by Thermal
+    replay: ReplayPort  # wired by Thermal
+    trips: TripsPort  # wired by Thermal
+
+    def __init__(self, params: CoolingParams, arrays: CoolingArrays, engine: Engine, cluster: Cluster, it: ITPower) -> None:
         """The policy, the per-node operator cap and, with a policy, per-zone timers and accounts."""
-        r = self.spec.response
-        self.op_cap_w = np.full(self.N, INF)  # per node: the operator's GPU cap, W (inf: none)
-        self._resp_on = bool(self.on and self.air is not None and r.policy != "none")
+        self.params = params
+        self.arrays = arrays
+        self.engine = engine
+        self.cluster = cluster
+        self.it = it
+        r = self.params.spec.response
+        self.arrays.op_cap_w = np.full(self.params.n_nodes, INF)  # per node: the operator's GPU cap, W (inf: none)
+        self.enabled = bool(self.params.on and self.params.air is not None and r.policy != "none")
         self.resp_rows: list[tuple[float, int, str, float, int, float, float]] = []
         self._resp_nh = np.zeros(2)  # node-hours capped, drained
-        if not self._resp_on:
+        if not self.enabled:
             return
-        Z = len(self.zones)
-        self._resp_timer = [self.engine.timer() for _ in range(Z)]
-        self._resp_pending = np.zeros(Z, dtype=bool)
-        self._resp_active = np.zeros(Z, dtype=bool)
-        self._resp_seen = np.zeros(Z, dtype=bool)  # the operator has responded in the zone
-        self._drained: list[list[int]] = [[] for _ in range(Z)]
-        self._resp_t = np.zeros(Z)  # last accounting time per zone, h
+        n_zones = len(self.arrays.zones)
+        self._resp_timer = [self.engine.timer() for _ in range(n_zones)]
+        self._resp_pending = np.zeros(n_zones, dtype=bool)
+        self._resp_active = np.zeros(n_zones, dtype=bool)
+        self._resp_seen = np.zeros(n_zones, dtype=bool)  # the operator has responded in the zone
+        self._drained: list[list[int]] = [[] for _ in range(n_zones)]
+        self._resp_t = np.zeros(n_zones)  # last accounting time per zone, h
         self._op_speed: np.ndarray | None = None  # the speed source, made at the first cap (_op_speed_array)
 
     # ------------------------------------------------------------------ the budget and the plan
     def _heat_budget_w(self, z: int) -> float:
         """Air heat (W) zone ``z`` may carry with its room ``inlet_margin_c`` below its lowest trip supply."""
-        assert self.air is not None
-        t_allow = float(self.z_trip_levels[z][0]) - self.spec.response.inlet_margin_c
-        base = self._base_supply_c(self.engine.now) + self.plant_c
-        return self._zone_cap_w(z) + max(0.0, t_allow - base) * 1000.0 / self.r_room
+        assert self.params.air is not None
+        t_allow = float(self.trips.z_trip_levels[z][0]) - self.params.spec.response.inlet_margin_c
+        base = self.evaporative.base_supply_c(self.engine.now) + self.link.plant_c
+        return self.air_rooms.zone_cap_w(z) + max(0.0, t_allow - base) * 1000.0 / self.air_rooms.r_room
 
-    def _admit_budget_w(self, z: int) -> float:
+    def admit_budget_w(self, z: int) -> float:
         """Heat (W) against which tripped nodes of zone ``z`` are admitted back: once the operator has
         responded in the zone, its budget (with a relative 1e-9 for the rounding of n·h(c)); before, or
         with no policy, the zone's capacity (the zone must carry all its nodes at full load)."""
-        if self._resp_on and self._resp_seen[z]:
+        if self.enabled and self._resp_seen[z]:
             return self._heat_budget_w(z) * (1.0 + 1e-9)
-        return self._zone_cap_w(z)
+        return self.air_rooms.zone_cap_w(z)
 
     def _node_heat_w(self, gpu_w: float) -> float:
-        return float(self._air_heat_w(gpu_w, 1.0))
+        return float(self.air_rooms.air_heat_w(gpu_w, 1.0))
 
     def _cap_for(self, z: int, budget_w: float) -> float | None:
         """The operator's even GPU cap (W) for zone ``z``: the highest c with (1) the zone's full-load air heat
@@ -88,98 +111,100 @@ class OperatorResponse(CoolingState):
         T_slow with S(c) = S_base + max(0, n·h(c) − Q_cap)·R_room (a GPU that would throttle runs slower than
         the cap: the operator caps below it instead). At least the GPUs' minimum power; inf when the
         uncapped nodes fit (1) and (2); None when GPU power does not reach the air."""
-        s, e = self.zones[z]
+        s, e = self.arrays.zones[z]
         n = e - s
-        a, b = self._node_heat_w(self.idle_w), self._node_heat_w(self.tdp_w)
+        a, b = self._node_heat_w(self.params.idle_w), self._node_heat_w(self.params.tdp_w)
         if b <= a:
             return None if n * b > budget_w else INF
-        k = (b - a) / (self.tdp_w - self.idle_w)  # h(c) = a0 + k·c (affine in the GPU power)
-        a0 = a - k * self.idle_w
+        k = (b - a) / (self.params.tdp_w - self.params.idle_w)  # h(c) = a0 + k·c (affine in the GPU power)
+        a0 = a - k * self.params.idle_w
         c = (budget_w / n - a0) / k  # (1)
-        if not self.gpu_on_liquid:  # (2): the GPUs sit in the room's air
-            assert self.air is not None
-            base = self._base_supply_c(self.engine.now) + self.plant_c
-            off = float(self.toff_max_n[s:e].max())
-            r = float((self.rmax_n[s:e] * self.rfactor[s:e]).max())
-            cap, rho = self._zone_cap_w(z), self.r_room / 1000.0  # °C per W of uncovered heat
-            c2 = (self.slow_c - base - off) / r  # the room at its set point
+        if not self.params.gpu_on_liquid:  # (2): the GPUs sit in the room's air
+            assert self.params.air is not None
+            base = self.evaporative.base_supply_c(self.engine.now) + self.link.plant_c
+            off = float(self.arrays.toff_max_n[s:e].max())
+            r = float((self.arrays.rmax_n[s:e] * self.arrays.rfactor[s:e]).max())
+            cap, rho = self.air_rooms.zone_cap_w(z), self.air_rooms.r_room / 1000.0  # °C per W of uncovered heat
+            c2 = (self.params.slow_c - base - off) / r  # the room at its set point
             if n * (a0 + k * c2) > cap:  # the room warms: S(c) rises with c
-                c2 = (self.slow_c - base - off - (n * a0 - cap) * rho) / (n * k * rho + r)
+                c2 = (self.params.slow_c - base - off - (n * a0 - cap) * rho) / (n * k * rho + r)
             c = min(c, c2)
-        if c >= self.tdp_w:
+        if c >= self.params.tdp_w:
             return INF
-        return max(c, float(self.pmin_w))
+        return max(c, float(self.params.pmin_w))
 
     def _keep_for(self, z: int, budget_w: float) -> int:
         """Nodes of zone ``z`` the operator keeps in service uncapped (policy drain): the most whose full-load
         heat fits the budget and, in an air-cooled hall, whose room leaves the hottest GPU at full power at
         most at ``slowdown_c`` (the room at its set point when no warmer room allows that)."""
-        s, e = self.zones[z]
-        full = self._node_heat_w(self.tdp_w)
+        a, p = self.arrays, self.params
+        s, e = a.zones[z]
+        full = self._node_heat_w(p.tdp_w)
         keep = int(budget_w // full)
-        if not self.gpu_on_liquid:
-            base = self._base_supply_c(self.engine.now) + self.plant_c
-            off = float(self.toff_max_n[s:e].max())
-            r = float((self.rmax_n[s:e] * self.rfactor[s:e]).max())
-            room_c = max(0.0, self.slow_c - base - off - self.tdp_w * r)  # rise the hottest GPU allows, °C
-            keep = min(keep, int((self._zone_cap_w(z) + room_c * 1000.0 / self.r_room) // full))
+        if not p.gpu_on_liquid:
+            base = self.evaporative.base_supply_c(self.engine.now) + self.link.plant_c
+            off = float(a.toff_max_n[s:e].max())
+            r = float((a.rmax_n[s:e] * a.rfactor[s:e]).max())
+            room_c = max(0.0, p.slow_c - base - off - p.tdp_w * r)  # rise the hottest GPU allows, °C
+            keep = min(keep, int((self.air_rooms.zone_cap_w(z) + room_c * 1000.0 / self.air_rooms.r_room) // full))
         return keep
 
-    def _shortfall(self, z: int, tgt_c: float) -> None:
+    def shortfall(self, z: int, tgt_c: float) -> None:
         """Zone ``z``'s room now heads for ``tgt_c`` (°C): at a trip supply, the operator responds later."""
-        if tgt_c < self.z_trip_levels[z][0] or self._resp_pending[z] or self._resp_active[z]:
+        if tgt_c < self.trips.z_trip_levels[z][0] or self._resp_pending[z] or self._resp_active[z]:
             return
         self._resp_pending[z] = True
-        self._resp_timer[z].set(self.engine.now + self.spec.response.response_h, lambda: self._respond(z))
+        self._resp_timer[z].set(self.engine.now + self.params.spec.response.response_h, lambda: self._respond(z))
 
     def _respond(self, z: int) -> None:
         self._resp_pending[z] = False
         self._resp_seen[z] = True
         self._resp_plan(z)
-        self._try_restarts()  # tripped nodes now admitted against the budget (capped, if capped)
+        self.trips.try_restarts()  # tripped nodes now admitted against the budget (capped, if capped)
 
-    def _resp_replan(self) -> None:
+    def replan(self) -> None:
         """The zones' capacity changed: re-plan every zone under a response."""
         for z in np.flatnonzero(self._resp_active).tolist():
             self._resp_plan(z)
 
     def _resp_plan(self, z: int) -> None:
         """Plan zone ``z`` to its budget now: cap or drain, or end the response when its nodes fit uncapped."""
-        s, e = self.zones[z]
+        s, e = self.arrays.zones[z]
         n = e - s
         budget = self._heat_budget_w(z)
         now = self.engine.now
         self._resp_account(z, now)
-        policy = self.spec.response.policy
-        if n * self._node_heat_w(self.tdp_w) <= budget:
+        policy = self.params.spec.response.policy
+        if n * self._node_heat_w(self.params.tdp_w) <= budget:
             if self._resp_active[z]:
                 self._resp_apply(z, INF, [])
                 self._resp_active[z] = False
-                self.resp_rows.append((now, z, "end", math.inf, 0, budget / 1000.0, self._zone_cap_w(z) / 1000.0))
+                self.resp_rows.append((now, z, "end", math.inf, 0, budget / 1000.0, self.air_rooms.zone_cap_w(z) / 1000.0))
             return
         if policy == "cap":
             c = self._cap_for(z, budget)
             if c is None:  # the GPUs' heat goes to the liquid: a cap would not cool this air zone
                 return
-            if c != self.op_cap_w[s]:  # a row per change of the plan
-                self.resp_rows.append((now, z, "cap", c, 0, budget / 1000.0, self._zone_cap_w(z) / 1000.0))
+            if c != self.arrays.op_cap_w[s]:  # a row per change of the plan
+                self.resp_rows.append((now, z, "cap", c, 0, budget / 1000.0, self.air_rooms.zone_cap_w(z) / 1000.0))
             self._resp_apply(z, c, [])
         else:
             # the nodes drained already stay drained first (no churn of jobs), then tripped ones, then from the end
             k = n - self._keep_for(z, budget)
             old = self._drained[z]
-            tripped = [i for i in range(s, e) if i in self.tripped and i not in old]
-            rest = [i for i in range(e - 1, s - 1, -1) if i not in self.tripped and i not in old]
+            tripped = [i for i in range(s, e) if i in self.trips.tripped and i not in old]
+            rest = [i for i in range(e - 1, s - 1, -1) if i not in self.trips.tripped and i not in old]
             drain = sorted((old + tripped + rest)[:k])
             if drain != old:
                 self.resp_rows.append((now, z, "drain", math.inf, len(drain), budget / 1000.0,
-                                       self._zone_cap_w(z) / 1000.0))
+                                       self.air_rooms.zone_cap_w(z) / 1000.0))
             self._resp_apply(z, INF, drain)
         self._resp_active[z] = True
 
     def _resp_apply(self, z: int, cap_w: float, drain: list[int]) -> None:
         """Set zone ``z``'s operator GPU cap (W, inf: none) and its drained nodes."""
-        s, e = self.zones[z]
+        a, p = self.arrays, self.params
+        s, e = a.zones[z]
         cl = self.cluster
         old = self._drained[z]
         for node in old:
@@ -189,45 +214,45 @@ class OperatorResponse(CoolingState):
             if node not in old:
                 cl.add_down(node, DRAIN)
         self._drained[z] = drain
-        if self.op_cap_w[s] != cap_w:
+        if a.op_cap_w[s] != cap_w:
             nodes = np.arange(s, e, dtype=np.int64)
             speed = self._op_speed_array()
-            self.op_cap_w[s:e] = cap_w
+            a.op_cap_w[s:e] = cap_w
             self.it.set_cap(SOURCE, nodes, cap_w)
-            speed[s:e] = 1.0 if math.isinf(cap_w) else float(speed_fraction(cap_w, self.tdp_w, self.idle_w, self.alpha))
+            speed[s:e] = 1.0 if math.isinf(cap_w) else float(speed_fraction(cap_w, p.tdp_w, p.idle_w, p.alpha))
             self._op_src.changed(nodes)
-        self._try_restarts()
+        self.trips.try_restarts()
 
     def _op_speed_array(self) -> np.ndarray:
         """The ``operator`` speed source, made at the first cap: until then the hall has the speed sources it
         had without a response (the deferred replay and the silent crossings keep their single-speed fast
         paths). The log is replayed first: entries logged before a second source existed were at speed 1."""
         if self._op_speed is None:
-            self._flush_log()
+            self.replay.flush_log()
             self._op_src = self.cluster.speed_source(SOURCE)
             self._op_speed = self._op_src.caps
-            self._multi_speed = True
-            if self._silent_on:
-                self._oth_caps.append(self._op_speed)
+            self.gpu.multi_speed = True
+            if self.lazy.silent_on:
+                self.lazy.oth_caps.append(self._op_speed)
         return self._op_speed
 
     # ------------------------------------------------------------------ accounts
     def _resp_account(self, z: int, now: float) -> None:
-        s, e = self.zones[z]
+        s, e = self.arrays.zones[z]
         dt = now - self._resp_t[z]
         if dt > 0:
-            if math.isfinite(self.op_cap_w[s]):
+            if math.isfinite(self.arrays.op_cap_w[s]):
                 self._resp_nh[0] += dt * (e - s)
             self._resp_nh[1] += dt * len(self._drained[z])
         self._resp_t[z] = now
 
-    def _response_results(self) -> tuple[dict[str, float], dict[str, object]]:
+    def results(self) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
         """Metrics ``response.*`` and the ``cooling_response`` table (one row per change of a zone's plan)."""
         import pandas as pd
 
-        if self._resp_on:
-            for z in range(len(self.zones)):
-                self._resp_account(z, self.H)
+        if self.enabled:
+            for z in range(len(self.arrays.zones)):
+                self._resp_account(z, self.params.horizon_h)
         m = {"response.actions": float(sum(1 for r in self.resp_rows if r[2] != "end")),
              "response.capped_node_hours": float(self._resp_nh[0]),
              "response.drained_node_hours": float(self._resp_nh[1])}
