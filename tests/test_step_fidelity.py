@@ -612,3 +612,30 @@ def test_llama_long_context_row_depends_on_the_attention_recompute_share_as_docu
     assert round(eta, 4) == 0.5796
     assert round(mfu(rows[1], eta, 0.5), 3) == 0.407 and round(mfu(rows[2], eta, 0.5), 3) == 0.409
     assert abs(mfu(rows[2], eta, 0.5) - 0.38) > 0.02
+
+
+def test_sc21_pp1_rows_over_the_band_are_within_the_score_traffic_assumptions() -> None:
+    """The SC21 rows without pipeline parallelism still over the ±3 band (1.7 B, 3.6 B, 18.4 B: +3.05, +3.17,
+    +3.02 points) come inside it at the low end of the stated range of the scores' memory-bandwidth efficiency
+    (0.8 of 2,039 GB/s instead of 0.9, η_k re-tuned), as docs/validation.md says; the case keeps 0.9 (not tuned)."""
+    import dataclasses
+
+    from twin.validation import compute as C
+
+    rows = C.read_megatron_table()
+    cal = next(r for r in rows if r["role"] == "in-sample")
+
+    def share(row: dict[str, Any], eta: float, eff: float) -> float:
+        shape, lay = C.megatron_setup(row)
+        lay = dataclasses.replace(lay, hbm_bytes_s=2039e9 * eff)
+        t = par.step_breakdown(shape, lay, C.SELENE, C.A100_PEAK_FLOPS, eta).total_s
+        return par.mfu(C.megatron_paper_flops(row["batch"], 2048, row["layers"], row["hidden"], 51200), t,
+                       row["gpus"], C.A100_PEAK_FLOPS)
+
+    assert C.A100_HBM_BYTES_S == 2039e9 * 0.9
+    over = {}
+    for eff in (0.9, 0.8):
+        eta = C.tune_eta_k(lambda e: share(cal, e, eff), 0.52)
+        over[eff] = {r["params_b"]: share(r, eta, eff) - r["percent_of_peak"] / 100 for r in rows if r is not cal}
+    assert sorted(k for k, d in over[0.9].items() if abs(d) > 0.03) == [1.7, 3.6, 18.4]
+    assert all(abs(d) <= 0.03 for d in over[0.8].values()), over[0.8]
