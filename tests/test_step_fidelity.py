@@ -272,6 +272,32 @@ def test_selective_recompute_adds_one_core_attention_forward() -> None:
                                                           rel=1e-12)
 
 
+def test_flashattention2_recomputes_half_a_core_attention_forward() -> None:
+    """attention_recompute_share 0.5 (FlashAttention-2: the backward recomputes QKᵀ, one of the forward's two
+    s²-matmuls): half a core-attention forward more; 1 (Megatron-LM's selective recompute) a whole one; 0 none."""
+    shape = tiny(2)                       # per layer 2·s·P = 3072, core attention 1024; logits 640; 4 sequences
+    plain = par.hardware_flops_per_step(shape, recompute=False)
+    half = par.hardware_flops_per_step(shape, recompute=False, selective=True, attention_share=0.5)
+    assert half == 4 * (3 * 2 * (3072 + 1024) + 0.5 * 2 * 1024 + 3 * 640)
+    assert half - plain == 4 * 2 * 512
+    assert par.hardware_flops_per_step(shape, False, selective=True, attention_share=0.0) == plain
+    # the slowest stage of a 2-stage pipeline: 2 of the 4 layers, 1e6 FLOP/s
+    b = par.step_breakdown(tiny(4), par.Layout(pp=2, selective_recompute=True, attention_recompute_share=0.5),
+                           par.Interconnect(), peak_flops=1e6, eta_k=1.0)
+    assert b.compute_s == pytest.approx(4 * (2 * (3 * 4096 + 512) + 3 * 640) / 1e6, rel=1e-12)
+    # the scenario field reaches the step model, and is a share
+    from pydantic import ValidationError
+
+    from twin.scenario.workload import LayoutSpec
+
+    assert LayoutSpec().physics().attention_recompute_share == 1.0
+    assert LayoutSpec(attention_recompute_share=0.5).physics().attention_recompute_share == 0.5
+    with pytest.raises(ValidationError, match="attention_recompute_share"):
+        LayoutSpec(attention_recompute_share=1.5)
+    with pytest.raises(ValueError, match="attention_recompute_share"):
+        par.Layout(attention_recompute_share=-0.1)
+
+
 def test_selective_recompute_lengthens_the_slowest_stage() -> None:
     shape = tiny(4)
     lay = par.Layout(pp=2, selective_recompute=True)
@@ -407,6 +433,31 @@ def test_a_job_mfu_in_palm_convention_sizes_the_run_with_attention() -> None:
         load_dict(doc)
 
 
+def test_a_job_mfu_in_the_sc21_convention_is_declared_and_sizes_the_run_by_eq3() -> None:
+    """training.mfu_convention megatron_sc21: a 'percent of peak' as Megatron-LM's Table 1 prints it (eq. 3, the
+    recomputed forward counted) sizes the run by eq. 3's FLOPs, hand-computed here."""
+    from tests.test_forecast import small_training_doc
+
+    doc = small_training_doc()
+    model = {"layers": 8, "hidden": 1024, "heads": 8, "seq_len": 2048, "vocab": 8000, "global_batch": 64}
+    doc["workload"]["jobs"] = [{"name": "j", "gpus": 64, "step": {"model": model},
+                                "training": {"params_b": 1.0, "tokens_t": 0.02, "peak_tflops": 312, "mfu": 0.5,
+                                             "mfu_convention": "megatron_sc21"}}]
+    job = load_dict(doc).scenario.workload.jobs[0]
+    steps = 0.02e12 / (64 * 2048)
+    b, s, nl, h, v = 64, 2048, 8, 1024, 8000
+    eq3 = 96 * b * s * nl * h * h * (1 + s / (6 * h) + v / (16 * nl * h))
+    assert job.work_h == pytest.approx(steps * eq3 / (64 * 312e12 * 0.5) / 3600, rel=1e-12)
+    # the same utilisation read as PaLM's model FLOPs would give a shorter run: eq. 3 counts one more forward
+    doc["workload"]["jobs"][0]["training"]["mfu_convention"] = "palm"
+    assert load_dict(doc).scenario.workload.jobs[0].work_h < job.work_h
+    # without a model it is refused, naming the field
+    doc["workload"]["jobs"][0]["training"]["mfu_convention"] = "megatron_sc21"
+    del doc["workload"]["jobs"][0]["step"]
+    with pytest.raises(Exception, match="mfu_convention"):
+        load_dict(doc)
+
+
 # ---------------------------------------------------------------- 8. validation that discriminates
 
 def test_out_of_sample_mfu_rows_name_their_naive_predictor_and_say_if_they_beat_it() -> None:
@@ -423,23 +474,45 @@ def test_out_of_sample_mfu_rows_name_their_naive_predictor_and_say_if_they_beat_
     # the long-context row: counted as 6N (attention left out) the MFU would be far off: a wrong model excluded
     long = next(r for r in llama if "131,072" in r.quantity)
     assert all(r_ex for r_ex in (long.excludes(v) for v in long.wrong.values()))
-    # Megatron SC21: the 1 T row's naive predictor (52 %, the calibration row's) is exact: not beaten, and said
-    mega = next(r for r in megatron_sc21(s) if r.check)
-    assert mega.naive is not None and mega.naive[1] == 0.52 and mega.reference == 0.52
-    assert mega.beats_naive is False
+    # Megatron SC21: judged through the nine rows' mean absolute error, which beats the naive predictor's; the
+    # 1 T row's naive predictor (52 %, the calibration row's) is exact there: information, said so, not beaten
+    mega = megatron_sc21(s)
+    judged = [r for r in mega if r.check]
+    assert len(judged) == 1 and judged[0].beats_naive and judged[0].passed
+    one_t = next(r for r in mega if "1008 B" in r.quantity)
+    assert not one_t.check and one_t.naive is not None and one_t.naive[1] == 0.52 and one_t.reference == 0.52
+    assert one_t.beats_naive is False and "cannot discriminate" in one_t.note
+
+
+def test_a_judged_row_that_does_not_beat_its_naive_predictor_fails() -> None:
+    from twin.validation.framework import Exact, Settings, result
+
+    s = Settings()
+    # within the ±3-point band, but the naive predictor is closer: the row fails, and says why
+    r = result("c", "q", 0.50, Exact(0.52, 0.03), s, naive=("carry over", 0.505), sample="out-of-sample")
+    assert not r.passed and r.beats_naive is False
+    assert r.failed_invariants() == ["beats the naive predictor 'carry over'"]
+    assert result("c", "q", 0.50, Exact(0.51, 0.03), s, naive=("carry over", 0.52)).passed
+    # an information row is never judged, naive predictor or not
+    assert result("c", "q", 0.50, Exact(0.52, 0.0), s, naive=("carry over", 0.5), check=False).passed
 
 
 def test_summary_line_counts_the_naive_predictors_beaten(tmp_path: Path) -> None:
-    from twin.validation.report import summary_line, text_table
+    from twin.validation.report import markdown_table, summary_line, text_table
     from twin.validation.suite import run_suite
 
     from twin.validation.framework import Settings
 
     suite = run_suite(["megatron_sc21", "llama3_mfu"], Settings(quick=True), workers=1)
-    assert suite.naive_beaten == (2, 3)
-    assert "naive predictors beaten: 2 of 3" in summary_line(suite)
+    assert suite.naive_beaten == (3, 3) and suite.passed
+    assert "naive predictors beaten: 3 of 3" in summary_line(suite)
     table = text_table(suite)
-    assert "vs naive" in table and "NOT beaten" in table
+    assert "vs naive" in table and "NOT beaten" in table      # the 1 T information row says so
+    md = markdown_table(suite)
+    header = md.splitlines()[0]
+    assert "| n | sample | verdict | vs naive |" in header
+    row_1t = next(ln for ln in md.splitlines() if "1008 B" in ln)
+    assert row_1t.endswith("| NOT beaten: carry the calibration row's share over 0.52 |")
 
 
 # ---------------------------------------------------------------- 9. forecast intervals at few replications
@@ -486,8 +559,10 @@ def test_attention_scores_in_memory_cost_their_bytes_at_the_memory_bandwidth() -
 
 
 def test_sc21_small_rows_are_explained_by_the_scores_in_memory() -> None:
-    """Every SC21 row shown for information beats 'carry the 52 % over' once the scores' memory traffic is
-    counted, within 3.7 points; without it the smallest model is over-predicted by more than 15 points."""
+    """Every SC21 row whose published share differs from the calibration row's beats 'carry the 52 % over' once
+    the scores' memory traffic is counted and each row runs its authors' layout (run_table_1.sh); the pipeline
+    rows 39-310 B fall inside ±3 points; without the traffic the smallest model is over-predicted by more than
+    15 points."""
     import dataclasses
 
     from twin.validation import compute as C
@@ -495,9 +570,13 @@ def test_sc21_small_rows_are_explained_by_the_scores_in_memory() -> None:
 
     rows = C.read_megatron_table()
     info = [r for r in C.megatron_sc21(Settings()) if not r.check and r.naive is not None]
-    assert len(info) == 8
+    assert len(info) == 9
     for r in info:
-        assert r.beats_naive and -0.01 < r.mean - r.reference < 0.037, (r.quantity, r.mean)
+        assert -0.025 < r.mean - r.reference < 0.033, (r.quantity, r.mean)
+        if r.reference != 0.52:
+            assert r.beats_naive, r.quantity
+        if any(f"{b} B" in r.quantity for b in ("39.1", "76.1", "145.6", "310.1")):
+            assert abs(r.mean - r.reference) <= 0.03, (r.quantity, r.mean)
     cal = next(r for r in rows if r["role"] == "in-sample")
     small = rows[0]
 
@@ -510,3 +589,53 @@ def test_sc21_small_rows_are_explained_by_the_scores_in_memory() -> None:
 
     eta0 = C.tune_eta_k(lambda e: flops_only(cal, e), 0.52)
     assert flops_only(small, eta0) - 0.44 > 0.15
+
+
+def test_llama_long_context_row_depends_on_the_attention_recompute_share_as_documented() -> None:
+    """The Llama 3 case assumes a whole core-attention forward recomputed (Megatron-LM's selective recompute); with
+    FlashAttention-2's half (η_k re-tuned) the 131K row would leave its ±2-point band: 40.9 % against 38 %, as
+    PROVENANCE and docs/validation.md say."""
+    import dataclasses
+
+    from twin.validation import compute as C
+
+    rows = C.read_llama_table4()
+
+    def mfu(row: dict[str, Any], eta: float, share: float) -> float:
+        shape, lay = C.llama_setup(row)
+        lay = dataclasses.replace(lay, attention_recompute_share=share)
+        t = par.step_breakdown(shape, lay, C.GRAND_TETON, C.H100_PEAK_FLOPS, eta).total_s
+        return par.mfu(par.model_flops_per_step(shape), t, row["gpus"], C.H100_PEAK_FLOPS)
+
+    assert C.llama_setup(rows[2])[1].attention_recompute_share == 1.0
+    eta = C.tune_eta_k(lambda e: mfu(rows[0], e, 0.5), 0.43)
+    assert round(eta, 4) == 0.5796
+    assert round(mfu(rows[1], eta, 0.5), 3) == 0.407 and round(mfu(rows[2], eta, 0.5), 3) == 0.409
+    assert abs(mfu(rows[2], eta, 0.5) - 0.38) > 0.02
+
+
+def test_sc21_pp1_rows_over_the_band_are_within_the_score_traffic_assumptions() -> None:
+    """The SC21 rows without pipeline parallelism still over the ±3 band (1.7 B, 3.6 B, 18.4 B: +3.05, +3.17,
+    +3.02 points) come inside it at the low end of the stated range of the scores' memory-bandwidth efficiency
+    (0.8 of 2,039 GB/s instead of 0.9, η_k re-tuned), as docs/validation.md says; the case keeps 0.9 (not tuned)."""
+    import dataclasses
+
+    from twin.validation import compute as C
+
+    rows = C.read_megatron_table()
+    cal = next(r for r in rows if r["role"] == "in-sample")
+
+    def share(row: dict[str, Any], eta: float, eff: float) -> float:
+        shape, lay = C.megatron_setup(row)
+        lay = dataclasses.replace(lay, hbm_bytes_s=2039e9 * eff)
+        t = par.step_breakdown(shape, lay, C.SELENE, C.A100_PEAK_FLOPS, eta).total_s
+        return par.mfu(C.megatron_paper_flops(row["batch"], 2048, row["layers"], row["hidden"], 51200), t,
+                       row["gpus"], C.A100_PEAK_FLOPS)
+
+    assert C.A100_HBM_BYTES_S == 2039e9 * 0.9
+    over = {}
+    for eff in (0.9, 0.8):
+        eta = C.tune_eta_k(lambda e: share(cal, e, eff), 0.52)
+        over[eff] = {r["params_b"]: share(r, eta, eff) - r["percent_of_peak"] / 100 for r in rows if r is not cal}
+    assert sorted(k for k, d in over[0.9].items() if abs(d) > 0.03) == [1.7, 3.6, 18.4]
+    assert all(abs(d) <= 0.03 for d in over[0.8].values()), over[0.8]

@@ -35,11 +35,15 @@ QUICK_EXCLUDED_FLOOR = 113
 """Wrong models the ``twin validate --quick`` run excludes, as recorded in docs/validation.md (of
 QUICK_NAMED): the CI floor of the suite's power. A change that lowers it fails CI; one that raises it
 updates this number and the page."""
-QUICK_NAMED = 117
+QUICK_NAMED = 118
 FULL_WITHIN_NOISE = {("standby_test", "unavailability, standby unit, λT = 0.1, repair D = 0 h",
-                      "λT/2 + λD (the rare-event approximation)")}
-"""The named wrong models the full run does not exclude, as docs/validation.md records them (its rare-event
-approximation differs from the exact value by less than the full run resolves)."""
+                      "λT/2 + λD (the rare-event approximation)"),
+                     ("megatron_sc21", "mean absolute error of the share of peak, the 9 other rows (1.7 B to 1 T)",
+                      "bubble (p − 1)/(v·m) left out (η_k re-tuned)")}
+"""The named wrong models the full run does not exclude, as docs/validation.md records them: the standby unit's
+rare-event approximation differs from the exact value by less than the full run resolves; SC21 Table 1 cannot
+tell a model without the pipeline bubble apart once η_k is re-tuned (its mean absolute error is 1.8 points
+against the model's 2.0)."""
 
 
 def double_repair_times(doc: dict[str, Any]) -> dict[str, Any]:

@@ -209,7 +209,10 @@ class Layout:
     FSDP: parameters sharded too, gathered in forward and again in backward, one more all-gather);
     ``selective_recompute`` recomputes the core attention (QKᵀ, softmax, attention over V) in the
     backward, one more forward of it (Korthikanti et al. 2022 §5; FlashAttention likewise recomputes its
-    scores; ignored with full ``recompute``, which recomputes everything); ``sequence_parallel`` splits
+    scores; ignored with full ``recompute``, which recomputes everything), ``attention_recompute_share`` of
+    that forward's FLOPs (1: Megatron-LM's selective recompute, QKᵀ, softmax and attention over V; 0.5:
+    FlashAttention-2, whose backward recomputes QKᵀ only, one of the forward's two matmuls: its benchmark
+    counts the backward as 2.5 forwards instead of 2); ``sequence_parallel`` splits
     the norms' and the column-parallel GEMMs' inputs over tp (Korthikanti et al. §4.2.2: memory only,
     see twin/physics/memory.py; its reduce-scatter + all-gather move the all-reduce's bytes, and the norms
     it splits are elementwise, outside this FLOP count);
@@ -243,6 +246,7 @@ class Layout:
     causal: bool = False
     zero_stage: int = 0
     selective_recompute: bool = False
+    attention_recompute_share: float = 1.0
     sequence_parallel: bool = True
     score_bytes: float = 0.0
     hbm_bytes_s: float = 0.0
@@ -262,6 +266,8 @@ class Layout:
             raise ValueError("cp_collective must be 'ring' or 'all_gather'")
         if not 0.0 <= self.ep_overlap <= 1.0:
             raise ValueError("ep_overlap must be in [0, 1]")
+        if not 0.0 <= self.attention_recompute_share <= 1.0:
+            raise ValueError("attention_recompute_share must be in [0, 1]")
         if self.zero_stage not in (0, 1, 2, 3):
             raise ValueError("zero_stage must be 0, 1, 2 or 3")
         if self.zero_stage and self.dp_collective != "rs_ag":
@@ -437,27 +443,30 @@ def core_attention_flops_per_sequence(shape: ModelShape, causal: bool = False) -
     return shape.layers * 4.0 * s * s * h * (0.5 if causal else 1.0)
 
 
-def layer_passes(recompute: bool, selective: bool, shape: ModelShape, causal: bool) -> float:
+def layer_passes(recompute: bool, selective: bool, shape: ModelShape, causal: bool,
+                 attention_share: float = 1.0) -> float:
     """Forward-pass equivalents of the layers' FLOPs per sequence: 3 (forward + backward), 4 with full
-    recomputation, and with selective recompute 3 + core attention/layers (its one more forward):
-    the multiplier of :func:`forward_flops_per_sequence`'s layer FLOPs."""
+    recomputation, and with selective recompute 3 + ``attention_share`` × core attention/layers (that share
+    of its forward once more: 1 Megatron-LM's selective recompute, 0.5 FlashAttention-2's backward): the
+    multiplier of :func:`forward_flops_per_sequence`'s layer FLOPs."""
     if recompute:
         return 4.0
     if not selective:
         return 3.0
     layers, _ = forward_flops_per_sequence(shape, causal, capacity=True)
-    return 3.0 + core_attention_flops_per_sequence(shape, causal) / layers
+    return 3.0 + attention_share * core_attention_flops_per_sequence(shape, causal) / layers
 
 
 def hardware_flops_per_step(shape: ModelShape, recompute: bool, causal: bool = False,
-                            selective: bool = False) -> float:
+                            selective: bool = False, attention_share: float = 1.0) -> float:
     """FLOPs the GPUs execute per step (all GPUs): B × (3 or, with full recomputation, 4 passes of
     the layers + 3 of the logits; with selective recompute 3 passes and one more of the core
     attention). For a GPT shape with recomputation (non-causal) this is Megatron-LM's
     96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)); with selective recompute (non-causal)
     72·B·s·l·h²·(1 + 2s/(9h) + V/(12·l·h))."""
     layers, logits = forward_flops_per_sequence(shape, causal, capacity=True)
-    return shape.global_batch * (layer_passes(recompute, selective, shape, causal) * layers + 3.0 * logits)
+    return shape.global_batch * (layer_passes(recompute, selective, shape, causal, attention_share) * layers
+                                 + 3.0 * logits)
 
 
 def model_flops_per_step(shape: ModelShape, causal: bool = False) -> float:
@@ -473,7 +482,8 @@ def stage_flops_per_step(shape: ModelShape, layout: Layout) -> float:
     the layers (an even split, assumption) and the logits: B·(passes·layers/pp + 3·logits)/(tp·cp·dp).
     With pp = 1 this is the whole step over tp·dp GPUs."""
     layers, logits = forward_flops_per_sequence(shape, layout.causal, capacity=True)
-    passes = layer_passes(layout.recompute, layout.selective_recompute, shape, layout.causal)
+    passes = layer_passes(layout.recompute, layout.selective_recompute, shape, layout.causal,
+                          layout.attention_recompute_share)
     return shape.global_batch * (passes * layers / layout.pp + 3.0 * logits) / (layout.tp * layout.cp * layout.dp)
 
 

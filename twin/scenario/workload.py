@@ -260,11 +260,18 @@ class LayoutSpec(Strict):
     selective_recompute: bool = Field(
         True, description="The attention scores (the s² activations) are not kept but recomputed in the backward "
                           "(Megatron-LM's selective recompute, Korthikanti et al. 2022 §5; FlashAttention never stores "
-                          "them and recomputes them likewise): memory without the s² term, and one more forward of the "
-                          "core attention, 4·s²·h FLOPs per layer and sequence (2·s²·h causal). Default true: every "
-                          "current large-model stack uses FlashAttention-style kernels (assumption; FlashAttention-2 "
-                          "recomputes QKᵀ only, half that: range 0.5-1 core-attention forward). Ignored with "
-                          "recompute (full).")
+                          "them and recomputes them likewise): memory without the s² term, and attention_recompute_share "
+                          "of one more forward of the core attention (4·s²·h FLOPs per layer and sequence, 2·s²·h "
+                          "causal). Default true: every current large-model stack uses FlashAttention-style kernels "
+                          "(assumption). Ignored with recompute (full).")
+    attention_recompute_share: Share = Field(
+        1.0, description="With selective_recompute, the share of the core attention's forward FLOPs computed once "
+                         "more in the backward: 1 for Megatron-LM's selective recompute (QKᵀ, softmax and attention "
+                         "over V recomputed, Korthikanti et al. 2022 §5), 0.5 for FlashAttention-2, whose backward "
+                         "recomputes QKᵀ but not the attention over V (Dao-AILab/flash-attention "
+                         "benchmarks/benchmark_flash_attention.py counts its backward as 2.5 forwards, against 2 "
+                         "without recomputation). Default 1 (the kernel efficiencies of twin validate's Llama 3 case "
+                         "are tuned with it); range 0.5-1.")
     sequence_parallel: bool = Field(
         True, description="Sequence parallelism with tp > 1 (Korthikanti et al. 2022 §4.2.2, Megatron-LM's default "
                           "with tp): the norms' and the column-parallel GEMMs' inputs are split over tp (false: those "
@@ -317,7 +324,9 @@ class LayoutSpec(Strict):
                            dp_overlap=self.dp_overlap, tp_overlap=self.tp_overlap, pp_overlap=self.pp_overlap,
                            grad_bytes=self.grad_bytes, compression=self.compression,
                            compress_s_per_gb=self.compress_s_per_gb, causal=self.causal, zero_stage=self.zero_stage,
-                           selective_recompute=self.selective_recompute, sequence_parallel=self.sequence_parallel,
+                           selective_recompute=self.selective_recompute,
+                           attention_recompute_share=self.attention_recompute_share,
+                           sequence_parallel=self.sequence_parallel,
                            score_bytes=self.score_bytes, hbm_bytes_s=self.hbm_gbyte_s * 1e9)
 
     def interconnect(self, nic_gbit_s: float | None = None, domain_gpus: int = 0,
@@ -420,12 +429,14 @@ class Training(Strict):
         None, description="Model FLOPs utilisation in (0, 1] (Llama 3 405B on 16,384 H100: 0.38-0.43, arXiv "
                           "2407.21783 Table 4). Required without a step.layout; with one, derived: the model FLOPs "
                           "of a step over its failure-free step time.")
-    mfu_convention: Literal["6N", "palm", "palm_causal"] | None = Field(
+    mfu_convention: Literal["6N", "palm", "palm_causal", "megatron_sc21"] | None = Field(
         None, description="The FLOP count mfu is given in (twin/physics/flop_conventions.py): 6N (6 per parameter and "
                           "token, Kaplan et al. 2020: no attention), palm (6N + 12·l·h·s per token, PaLM App. B: the "
-                          "Llama 3 paper's MFU), palm_causal (6N + 6·l·h·s). work_h = steps × the step's FLOPs under "
-                          "it / (gpus × peak × mfu); palm and palm_causal need step.model (l, h, s). null: 6N "
-                          "without a step.layout; with one, derived (palm, palm_causal with layout.causal).")
+                          "Llama 3 paper's MFU), palm_causal (6N + 6·l·h·s), megatron_sc21 (Narayanan et al. SC21 "
+                          "eq. 3, 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) per step: full recomputation counted, the "
+                          "'percent of peak' of Megatron-LM's Table 1). work_h = steps × the step's FLOPs under it / "
+                          "(gpus × peak × mfu); all but 6N need step.model (l, h, s, V). null: 6N without a "
+                          "step.layout; with one, derived (palm, palm_causal with layout.causal).")
     checkpoint_bytes_per_param: PosF = Field(
         _training.DEFAULT_CHECKPOINT_BYTES_PER_PARAM,
         description="Checkpoint bytes per parameter; sets checkpoint.size_gb when size_gb is not given (assumption: 16, "
@@ -553,7 +564,7 @@ class Job(Strict):
                 if getattr(t, f) is None:
                     raise ValueError(f"@training.{f}: required without a step.layout (or give step.model and "
                                      f"step.layout to derive it)")
-            if t.mfu_convention in ("palm", "palm_causal") and self.step.model is None:
+            if t.mfu_convention not in (None, "6N") and self.step.model is None:
                 raise ValueError(f"@training.mfu_convention: {t.mfu_convention} counts attention: give step.model "
                                  "(layers, hidden, seq_len), or use 6N")
             derived = t.work_h(self.gpus, self.step.model)

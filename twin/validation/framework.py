@@ -375,7 +375,8 @@ class CaseResult:
     """How to show the reference when it is not a plain number (e.g. '> 0.9')."""
     naive: tuple[str, float] | None = None
     """The naive predictor an out-of-sample row must beat (e.g. 'carry the calibration MFU over') and its
-    value: the model beats it when its mean is strictly closer to the reference (:attr:`beats_naive`)."""
+    value: the model beats it when its mean is strictly closer to the reference (:attr:`beats_naive`); a
+    judged row passes only if it does (:func:`result` adds it to the invariants)."""
 
     @property
     def beats_naive(self) -> bool | None:
@@ -435,6 +436,8 @@ def result(case: str, quantity: str, ref: float, est: Estimate, s: Settings, not
     """Build a CaseResult judged at ``s.confidence``."""
     m, lo, hi = est.interval(s.confidence)
     inv = {k: bool(v) for k, v in (invariants or {}).items()}
+    if naive is not None and check:   # a judged row must beat its naive predictor (issue 49)
+        inv[f"beats the naive predictor '{naive[0]}'"] = abs(m - float(ref)) < abs(naive[1] - float(ref))
     if samples is None:
         for name in ("x", "counts", "hits"):
             if hasattr(est, name):

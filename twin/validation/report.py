@@ -108,10 +108,17 @@ def summary_line(suite: SuiteResult) -> str:
             f"information rows; wrong models excluded: {excluded} of {named}{weak}{naive_text}")
 
 
+MARKDOWN_COLUMNS = ("case", "quantity", "reference", "simulated mean", "95 % interval", "n", "sample", "verdict",
+                    "vs naive")
+"""The columns of table.md, the table recorded in docs/validation.md: ``vs naive`` says for each row that names a
+naive predictor whether the model beat it, and the predictor with its value (issue 49)."""
+
+
 def markdown_table(suite: SuiteResult) -> str:
-    """The table in Markdown (for docs/validation.md)."""
+    """The table in Markdown (for docs/validation.md): the columns of :data:`MARKDOWN_COLUMNS`."""
     df = rows(suite)
-    cols = ["case", "quantity", "reference", "simulated mean", "95 % interval", "verdict"]
+    df["sample"] = [r.sample for r in suite.results]
+    cols = list(MARKDOWN_COLUMNS)
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for _, r in df.iterrows():
         lines.append("| " + " | ".join(str(r[c]).replace("|", "\\|") for c in cols) + " |")
