@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from twin import kernels
+from twin.kernels_events import put_finite_delta
 from twin.model.component import BuildContext, Component, Service
 from twin.model.engine import Engine, Topic
 from twin.model.fan_law import FanLaw, fan_law
@@ -139,10 +140,13 @@ class ITPower(Component):
     def set_cap(self, source: str, nodes: NDArray[np.int64] | None, cap_w: NDArray[np.float64] | float) -> None:
         """Set the GPU cap (W) of ``nodes`` (all when None) for ``source`` and refresh their power."""
         arr = self._array(source)
-        idx = self._all if nodes is None else nodes
-        before = int(np.isfinite(arr[idx]).sum())
-        arr[idx] = cap_w
-        self._n_finite[source] += int(np.isfinite(arr[idx]).sum()) - before
+        if nodes is not None and isinstance(cap_w, np.ndarray) and len(cap_w) == len(nodes):  # (compiled: a node's
+            self._n_finite[source] += put_finite_delta(arr, nodes, cap_w)                    # caps, thermal's)
+        else:
+            idx = self._all if nodes is None else nodes
+            before = int(np.isfinite(arr[idx]).sum())
+            arr[idx] = cap_w
+            self._n_finite[source] += int(np.isfinite(arr[idx]).sum()) - before
         self._uncapped = not self._direct and not any(self._n_finite.values())
         self.refresh(nodes)
 

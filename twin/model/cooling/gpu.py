@@ -19,7 +19,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy.special import ndtri
 
-from twin import kernels, rng
+from twin import kernels, kernels_events, rng
 from twin.model.cooling import fast
 from twin.model.cooling.common import _EPS_H, _HIST_MAX_C, INF
 from twin.model.cooling.state import CoolingState
@@ -220,7 +220,7 @@ class GpuState(CoolingState):
         if tmax > self.tpeak_c:
             self.tpeak_c = tmax
         # IT power (the shared ITPower) when the thermal cap of these nodes changed
-        if self._n_hot and np.any(self._it_caps[nsl] != it_caps):
+        if self._n_hot and kernels_events.any_ne_at(self._it_caps, nodes, it_caps):  # (np.any(_it_caps[nsl] != ...))
             self.it.set_cap("thermal", nodes, it_caps)
         # air-zone heat: demanded power of the nodes in service
         if self.air is not None:
