@@ -70,3 +70,23 @@ def test_put_changed_at_writes_nothing_when_nothing_changed() -> None:
     a = np.array([1.0, -0.0, 3.0])
     ch = KE.put_changed_at(a, np.array([1, 2]), np.array([0.0, 3.0]))  # 0.0 == -0.0: no change, no write
     assert len(ch) == 0 and np.signbit(a[1])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3000), max_size=40), min_size=1, max_size=4))
+def test_sorted_union_is_numpy_unique(parts: list[list[int]]) -> None:
+    arrays = [np.array(p, dtype=np.int64) for p in parts]
+    got, want = KE.sorted_union(arrays), np.unique(np.concatenate(arrays))
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    if len(arrays) == 2:
+        assert got.tolist() == np.union1d(arrays[0], arrays[1]).tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(c=_case(), init=_vals)
+def test_minimum_at_is_numpy_minimum(c: tuple[np.ndarray, np.ndarray, np.ndarray], init: float) -> None:
+    a, idx, _ = c
+    out = np.full(len(idx), init)
+    want = np.minimum(out, a[idx])
+    KE.minimum_at(out, a, idx)
+    assert np.array_equal(out, want, equal_nan=True)

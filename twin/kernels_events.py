@@ -76,3 +76,25 @@ def put_changed_at(a: np.ndarray, idx: np.ndarray, v: np.ndarray) -> np.ndarray:
         for j in range(n):
             a[idx[j]] = v[j]
     return ch
+
+
+@njit(**_JIT)
+def minimum_at(out: np.ndarray, a: np.ndarray, idx: np.ndarray) -> None:
+    """``np.minimum(out, a[idx], out=out)`` without the gathered copy (a NaN of either side wins, as numpy's;
+    of two equal values ``out`` keeps its own, the convention of :func:`twin.kernels.it_nodes`)."""
+    for j in range(idx.shape[0]):
+        x = a[idx[j]]
+        if x < out[j] or x != x:
+            out[j] = x
+
+
+def sorted_union(arrays: list[np.ndarray]) -> np.ndarray:
+    """``np.unique(np.concatenate(arrays))`` for integer arrays of one dtype (``np.union1d`` of two): the nodes
+    a few settled crossings changed. Not compiled: a handful of node indices is cheapest as a Python set
+    (~2 µs against ~10 µs for numpy's sort); above 64 indices, numpy's."""
+    if sum(len(a) for a in arrays) > 64:
+        return np.unique(np.concatenate(arrays))
+    s: set[int] = set()
+    for a in arrays:
+        s.update(a.tolist())
+    return np.array(sorted(s), dtype=arrays[0].dtype)

@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from twin import kernels
-from twin.kernels_events import put_finite_delta
+from twin.kernels_events import minimum_at, put_finite_delta
 from twin.model.component import BuildContext, Component, Service
 from twin.model.engine import Engine, Topic
 from twin.model.fan_law import FanLaw, fan_law
@@ -166,7 +166,7 @@ class ITPower(Component):
         out = np.full(len(nodes), np.inf)
         for name, arr in self.caps.items():  # (a source set only through set_cap with no finite cap: all inf)
             if name != exclude and (self._n_finite[name] or name in self._direct):
-                np.minimum(out, arr[nodes], out=out)
+                minimum_at(out, arr, nodes)  # (compiled: np.minimum(out, arr[nodes], out=out))
         return out
 
     def non_gpu_w_of(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:

@@ -243,11 +243,11 @@ class GpuState(CoolingState):
                     self._rose = True  # a published speed rose (see lazy._plan)
                 caps[ch] = new_sp
                 if settled:
-                    ch = np.union1d(ch, np.concatenate(settled))
+                    ch = kernels_events.sorted_union([ch, *settled])  # (np.union1d(ch, np.concatenate(settled)))
                     settled.clear()
                 self.speed_src.changed(ch)
             elif settled:
-                ch = np.unique(np.concatenate(settled))
+                ch = kernels_events.sorted_union(settled)  # (np.unique(np.concatenate(settled)))
                 settled.clear()
                 self.speed_src.changed(ch)
             if short and self._n_hot_check():
