@@ -90,3 +90,11 @@ def test_minimum_at_is_numpy_minimum(c: tuple[np.ndarray, np.ndarray, np.ndarray
     want = np.minimum(out, a[idx])
     KE.minimum_at(out, a, idx)
     assert np.array_equal(out, want, equal_nan=True)
+
+
+@settings(max_examples=100, deadline=None)
+@given(nodes=st.lists(st.integers(0, 5000), max_size=30), u=st.sampled_from([1, 2, 4, 8]))
+def test_unit_indices_are_numpy(nodes: list[int], u: int) -> None:
+    a = np.array(nodes, dtype=np.int64)
+    got, want = KE.unit_indices(a, u), (a[:, None] * u + np.arange(u)).ravel()
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()

@@ -88,6 +88,17 @@ def minimum_at(out: np.ndarray, a: np.ndarray, idx: np.ndarray) -> None:
             out[j] = x
 
 
+@njit(**_JIT)
+def unit_indices(nodes: np.ndarray, u: int) -> np.ndarray:
+    """The thermal units of ``nodes`` (``u`` a node, node-major): ``(nodes[:, None] * u + np.arange(u)).ravel()``."""
+    out = np.empty(nodes.shape[0] * u, dtype=np.int64)
+    for j in range(nodes.shape[0]):
+        b = nodes[j] * u
+        for k in range(u):
+            out[j * u + k] = b + k
+    return out
+
+
 def sorted_union(arrays: list[np.ndarray]) -> np.ndarray:
     """``np.unique(np.concatenate(arrays))`` for integer arrays of one dtype (``np.union1d`` of two): the nodes
     a few settled crossings changed. Not compiled: a handful of node indices is cheapest as a Python set

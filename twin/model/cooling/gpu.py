@@ -133,7 +133,7 @@ class GpuState(CoolingState):
                 eng.calls(self._set_tracing).at(self.trace_to, False, traced)
 
     def _gpus(self, nodes: NDArray[np.int64]) -> NDArray[np.int64]:
-        return (nodes[:, None] * self.u + self._ar).ravel()
+        return kernels_events.unit_indices(nodes, self.u)  # ((nodes[:, None] * u + arange(u)).ravel(), compiled)
 
     def _update(self, nodes: NDArray[np.int64]) -> None:
         """:meth:`_update_now`; a change of power-chain caps it sets off (its thermal cap moves the site
