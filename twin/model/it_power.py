@@ -158,8 +158,13 @@ class ITPower(Component):
 
     def others_capped(self, exclude: str) -> bool:
         """True when some source other than ``exclude`` may hold a finite cap (cheap: counters)."""
-        return any(s != exclude for s in self._direct) or any(
-            k for s, k in self._n_finite.items() if s != exclude)
+        for s in self._direct:  # (loops, not generators: called at every thermal update)
+            if s != exclude:
+                return True
+        for s, k in self._n_finite.items():
+            if k and s != exclude:
+                return True
+        return False
 
     def min_cap(self, nodes: NDArray[np.int64], exclude: str | None = None) -> NDArray[np.float64]:
         """Tightest GPU cap (W) of ``nodes`` over all sources except ``exclude``."""
