@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent / "twin"
 
 FLOORS: list[tuple[str, list[str]]] = [  # lowest first
     ("base", ["twin", "twin.errors", "twin.console", "twin.rng", "twin.units", "twin.atomic", "twin.interrupt"]),
-    ("physics", ["twin.physics", "twin.physics.*", "twin.kernels"]),  # (kernels: compiled forms of the physics)
+    ("physics", ["twin.physics", "twin.physics.*", "twin.kernels", "twin.kernels_*"]),  # (kernels: compiled forms of the physics)
     ("scenario", ["twin.scenario", "twin.scenario.*", "twin.limits"]),
     ("observe", ["twin.observe", "twin.observe.*"]),
     ("model", ["twin.model", "twin.model.*"]),

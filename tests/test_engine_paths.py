@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from twin.model.causes import DownCause
+from twin.model.engine import Topic
 from twin.model import it_power as it_power_mod
 from twin.model.it_power import IT_POWER
 from twin.physics.power import node_it_power_w, non_gpu_power_w
@@ -49,6 +50,26 @@ def test_down_nodes_follow_add_and_remove() -> None:
     assert cl.down_nodes().tolist() == [2, 5]  # still down for "other"
     cl.remove_down(5, OTHER)
     assert cl.down_nodes().tolist() == [2]
+
+
+def test_set_load_publishes_exactly_when_some_node_changes() -> None:
+    """``set_load`` remembers the array it last wrote (every node of it at one load): the same array again
+    publishes only for another load, and a write of another array in between (overlapping nodes) makes it
+    compare the nodes again, as it does for any other array."""
+    m = _model()
+    cl = m.cluster
+    seen: list[tuple[list[int], float]] = []
+    m.engine.bus.subscribe(Topic.NODE_LOAD, lambda nodes, util: seen.append((nodes.tolist(), util)))
+    a, b = np.arange(0, 8), np.arange(4, 12)
+    for nodes, util in [(a, 0.5), (a, 0.5), (a, 1.0), (b, 1.0), (b, 0.25), (a, 1.0), (a, 1.0), (b, 0.25),
+                        (np.arange(4, 8), 0.25), (np.arange(8, 12), 0.5), (b, 0.25), (b, 0.0), (a, 0.0)]:
+        want_pub = bool(np.count_nonzero(cl.node_util[nodes] != util))
+        before = cl.node_util.copy()
+        n = len(seen)
+        cl.set_load(nodes, util)
+        assert (len(seen) == n + 1) == want_pub, (nodes, util)
+        before[nodes] = util
+        assert np.array_equal(cl.node_util, before)
 
 
 @pytest.mark.parametrize("few_down", [256, 0], ids=["down-list", "down-mask"])

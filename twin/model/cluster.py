@@ -75,6 +75,9 @@ class Cluster:
         self.node_util.flags.writeable = False
         engine.node_util = self.node_util
         self._load_subs = engine.bus.handlers(Topic.NODE_LOAD)
+        # the array of set_load's last write (every node of it at _last_util; arrays given are never changed)
+        self._last_nodes: NDArray[np.int64] | None = None
+        self._last_util = 0.0
         self._speed_subs = engine.bus.handlers(Topic.NODE_SPEED)
         self.speed_caps: dict[str, NDArray[np.float64]] = {}
         """Per source the speed fraction of each node's slowest GPU (read it; a ``SpeedSource`` writes it).
@@ -134,11 +137,18 @@ class Cluster:
         """The GPU utilisation of ``nodes`` is now ``util``: written and published (``Topic.NODE_LOAD``) when it
         changes the load of any of them (no subscriber's state depends on a publication that changes none).
         The caller never changes ``nodes`` afterwards (subscribers may keep it)."""
-        nu = self._util
-        if np.count_nonzero(nu[nodes] != util):
+        if nodes is self._last_nodes:  # the last write was of this array, all of it at _last_util, and none since
+            if util == self._last_util:
+                return
+            self._last_util = util
+            self._util[nodes] = util
+        elif np.count_nonzero((nu := self._util)[nodes] != util):
             nu[nodes] = util
-            for fn in self._load_subs:  # = bus.publish(Topic.NODE_LOAD, nodes, util): the cluster owns the topic
-                fn(nodes, util)
+            self._last_nodes, self._last_util = nodes, util
+        else:
+            return
+        for fn in self._load_subs:  # = bus.publish(Topic.NODE_LOAD, nodes, util): the cluster owns the topic
+            fn(nodes, util)
 
     def speed_source(self, source: str) -> SpeedSource:
         """The writer's handle of speed-cap source ``source`` (its caps created at 1.0): one writer per source."""

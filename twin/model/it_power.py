@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from twin import kernels
+from twin.kernels_events import minimum_at, put_finite_delta
 from twin.model.component import BuildContext, Component, Service
 from twin.model.engine import Engine, Topic
 from twin.model.fan_law import FanLaw, fan_law
@@ -139,10 +140,13 @@ class ITPower(Component):
     def set_cap(self, source: str, nodes: NDArray[np.int64] | None, cap_w: NDArray[np.float64] | float) -> None:
         """Set the GPU cap (W) of ``nodes`` (all when None) for ``source`` and refresh their power."""
         arr = self._array(source)
-        idx = self._all if nodes is None else nodes
-        before = int(np.isfinite(arr[idx]).sum())
-        arr[idx] = cap_w
-        self._n_finite[source] += int(np.isfinite(arr[idx]).sum()) - before
+        if nodes is not None and isinstance(cap_w, np.ndarray) and len(cap_w) == len(nodes):  # (compiled: a node's
+            self._n_finite[source] += put_finite_delta(arr, nodes, cap_w)                    # caps, thermal's)
+        else:
+            idx = self._all if nodes is None else nodes
+            before = int(np.isfinite(arr[idx]).sum())
+            arr[idx] = cap_w
+            self._n_finite[source] += int(np.isfinite(arr[idx]).sum()) - before
         self._uncapped = not self._direct and not any(self._n_finite.values())
         self.refresh(nodes)
 
@@ -154,15 +158,20 @@ class ITPower(Component):
 
     def others_capped(self, exclude: str) -> bool:
         """True when some source other than ``exclude`` may hold a finite cap (cheap: counters)."""
-        return any(s != exclude for s in self._direct) or any(
-            k for s, k in self._n_finite.items() if s != exclude)
+        for s in self._direct:  # (loops, not generators: called at every thermal update)
+            if s != exclude:
+                return True
+        for s, k in self._n_finite.items():
+            if k and s != exclude:
+                return True
+        return False
 
     def min_cap(self, nodes: NDArray[np.int64], exclude: str | None = None) -> NDArray[np.float64]:
         """Tightest GPU cap (W) of ``nodes`` over all sources except ``exclude``."""
         out = np.full(len(nodes), np.inf)
         for name, arr in self.caps.items():  # (a source set only through set_cap with no finite cap: all inf)
             if name != exclude and (self._n_finite[name] or name in self._direct):
-                np.minimum(out, arr[nodes], out=out)
+                minimum_at(out, arr, nodes)  # (compiled: np.minimum(out, arr[nodes], out=out))
         return out
 
     def non_gpu_w_of(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:

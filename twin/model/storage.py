@@ -162,35 +162,42 @@ class Storage(Component):
     def _changed(self) -> None:
         """Recompute the data level; when it moved and some job reads data, tell the workload (once per
         instant, after the change under way has finished)."""
-        if self._io_dirty:
+        if self._io_dirty:  # (data_capacity_gb_per_s and the writes' use, their bandwidths and sum taken once)
             self._io_dirty = False
-            self._cap = self.data_capacity_gb_per_s()
-            self._w_in_use = min(self.write_gb_per_s, sum(self._writes.values()))
+            ws = sum(self._writes.values())
+            s = self._share
+            w = self.write_full_gb_per_s if s == 1.0 else self.write_full_gb_per_s * s
+            if self.available:
+                r = self.read_full_gb_per_s if s == 1.0 else self.read_full_gb_per_s * s
+                tot = self.total_full_gb_per_s if s == 1.0 else self.total_full_gb_per_s * s
+                self._cap = phys.data_capacity_gb_per_s(r, w, tot, ws)
+            else:
+                self._cap = 0.0
+            self._w_in_use = min(w, ws)
             self._r_sum = sum(self._reads.values())
         cap = self._cap
-        if not self._demand:
+        demand = self._demand
+        if not demand:
             level = math.inf
         elif not self._reads and self._demand_sum <= cap * (1.0 - 1e-9):
             # every demand is met (the running sum is within far less than 1e-9 of the exact one): no stream
             # is limited, the level is infinite as water_fill would say, without its O(jobs) pass
             level = math.inf
         else:
-            level = phys.water_fill(cap, list(self._demand.values()), len(self._reads))
-        self._used = self._in_use(level, cap)
-        if self.peak_gb_per_s < self._used:
-            self.peak_gb_per_s = self._used
-        self._level = level
-        if level != self._published and self._demand and not self._notify.pending:
-            self._notify.set(self._env._now)
-
-    def _in_use(self, level: float, cap: float) -> float:
-        """Bandwidth in use (GB/s): the checkpoint writes (at most the write bandwidth), and the checkpoint reads
-        and data streams' shares (at most ``cap``, the read bandwidth the writes leave); nothing in an outage."""
+            level = phys.water_fill(cap, list(demand.values()), len(self._reads))
+        # bandwidth in use (GB/s): the checkpoint writes (at most the write bandwidth), and the checkpoint reads
+        # and data streams' shares (at most ``cap``, the read bandwidth the writes leave); nothing in an outage
         if not self.available:
-            return 0.0
-        data = (self._demand_sum if level == math.inf
-                else sum(min(x, level) for x in self._demand.values()))
-        return self._w_in_use + min(cap, self._r_sum + data)
+            used = 0.0
+        else:
+            data = (self._demand_sum if level == math.inf else sum(min(x, level) for x in demand.values()))
+            used = self._w_in_use + min(cap, self._r_sum + data)
+        self._used = used
+        if self.peak_gb_per_s < used:
+            self.peak_gb_per_s = used
+        self._level = level
+        if level != self._published and demand and not self._notify.pending:
+            self._notify.set(self._env._now)
 
     def _account(self) -> None:
         now = self._env._now

@@ -19,7 +19,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy.special import ndtri
 
-from twin import kernels, rng
+from twin import kernels, kernels_events, rng
 from twin.model.cooling import fast
 from twin.model.cooling.common import _EPS_H, _HIST_MAX_C, INF
 from twin.model.cooling.arrays import CoolingArrays, CoolingParams
@@ -160,7 +160,8 @@ class GpuState:
                 eng.calls(self._set_tracing).at(self.trace_to, False, traced)
 
     def gpus(self, nodes: NDArray[np.int64]) -> NDArray[np.int64]:
-        return (nodes[:, None] * self.params.units_per_node + self.params.unit_range).ravel()
+        units: NDArray[np.int64] = kernels_events.unit_indices(nodes, self.params.units_per_node)
+        return units  # ((nodes[:, None] * u + arange(u)).ravel(), compiled)
 
     def update(self, nodes: NDArray[np.int64]) -> None:
         """:meth:`_update_now`; a change of power-chain caps it sets off (its thermal cap moves the site
@@ -248,7 +249,7 @@ class GpuState:
         if tmax > self.tpeak_c:
             self.tpeak_c = tmax
         # IT power (the shared ITPower) when the thermal cap of these nodes changed
-        if self._n_hot and np.any(a.it_caps[nsl] != it_caps):
+        if self._n_hot and kernels_events.any_ne_at(a.it_caps, nodes, it_caps):  # (np.any(it_caps[nsl] != ...))
             self.it.set_cap("thermal", nodes, it_caps)
         # air-zone heat: demanded power of the nodes in service
         if p.air is not None:
@@ -271,11 +272,11 @@ class GpuState:
                     lazy.rose = True  # a published speed rose (see lazy.plan)
                 caps[ch] = new_sp
                 if settled:
-                    ch = np.union1d(ch, np.concatenate(settled))
+                    ch = kernels_events.sorted_union([ch, *settled])  # (np.union1d(ch, np.concatenate(settled)))
                     settled.clear()
                 self.speed_src.changed(ch)
             elif settled:
-                ch = np.unique(np.concatenate(settled))
+                ch = kernels_events.sorted_union(settled)  # (np.unique(np.concatenate(settled)))
                 settled.clear()
                 self.speed_src.changed(ch)
             if short and self._n_hot_check():

@@ -40,7 +40,7 @@ from typing import Any, TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from twin import kernels
+from twin import kernels, kernels_events
 from twin.model.cooling.common import _EPS_H, INF
 from twin.model.cooling.arrays import CoolingArrays, CoolingParams
 
@@ -214,9 +214,8 @@ class LazyCrossings:
             self._pw_t.append(np.array([now]))
             self._pw_dv.append(np.array([-dP_sum]))
         caps = a.speed_caps
-        changed = nodes[caps[nodes] != new_caps]
+        changed = kernels_events.put_changed_at(caps, nodes, new_caps)  # (nodes[caps[nodes] != new_caps], then written)
         if len(changed):
-            caps[nodes] = new_caps
             if self.gpu.in_update:  # published once by the update, with its own changes (the same time)
                 self.settled_sp.append(changed)
             else:

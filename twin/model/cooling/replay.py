@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 from numpy.typing import NDArray
 
+from twin import kernels_replay
 from twin.model.cooling import fast
 from twin.model.cooling.common import _HIST_MAX_C, INF
 from twin.model.cooling.arrays import CoolingArrays, CoolingParams
@@ -28,6 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from twin.model.cooling.ports import AgeingPort, AirPort, GpuPort, LazyPort
     from twin.model.cluster import Cluster
     from twin.model.engine import Engine
+
+_EB = np.zeros(0, dtype=np.bool_)  # (no service flags: kernels_replay.replay_units' empty array)
 
 
 
@@ -535,58 +538,33 @@ class DeferredReplay:
         a, p = self.arrays, self.params
         u = p.units_per_node
         if u == 1:
-            t_u, u_u, up_u = t_s, u_s, up_s
-            cnt_u, start_u, last_u, g0 = cnt, start, lastpos, nodes_g
+            cnt_u, start_u, g0 = cnt, start, nodes_g
             R_g = (a.rbase * a.rfactor)[g0]
             tin_g = a.inlet[g0]
-        else:  # each node's pairs repeated for its units, grouped by unit (in time order): the k-th pair of a unit
-            # of the node whose group starts at pair s is pair s + k
+        else:  # each node's pairs for each of its units, grouped by unit (in time order)
             cnt_u = np.repeat(cnt, u)
-            last_u = cnt_u.cumsum() - 1
-            start_u = last_u + 1 - cnt_u
-            src = np.repeat(np.repeat(start, u) - start_u, cnt_u)
-            src += np.arange(len(src))
-            t_u, u_u = t_s[src], u_s[src]
-            up_u = up_s[src] if up_s is not None else None
+            start_u = cnt_u.cumsum() - cnt_u
             g0 = (nodes_g[:, None] * u + p.unit_range).ravel()
             R_g = (a.rbase * np.repeat(a.rfactor, u))[g0]
             tin_g = np.repeat(a.inlet, u)[g0]
             if a.toff is not None:
                 tin_g += a.toff[g0]
-        n_pairs_u = len(t_u)
-        # R and inlet are constant over the log (every change of them flushes first). One value for all the
-        # logged units is used as a scalar: x·R is the same product for a scalar as for equal elements.
-        R: Any = R_g[0] if not np.count_nonzero(R_g != R_g[0]) else R_g.repeat(cnt_u)
-        tin: Any = tin_g[0] if not np.count_nonzero(tin_g != tin_g[0]) else tin_g.repeat(cnt_u)
-        pdem = fast.demand_w(p.idle_w, p.tdp_w, u_u)
-        tss_new = fast.steady_c(tin, pdem * up_u if up_u is not None else pdem, R)  # × True would be × 1.0
-        prev_tss = np.empty(n_pairs_u)
-        prev_tss[1:] = tss_new[:-1]
-        prev_tss[start_u] = a.tss[g0]
-        dur = np.empty(n_pairs_u)  # t_u − the unit's previous time
-        np.subtract(t_u[1:], t_u[:-1], out=dur[1:])
-        dur[start_u] = t_u[start_u] - a.t0[g0]
-        on0 = a.gon[g0]
-        if up_u is None and on0.all():
-            wts = dur  # powered throughout: dur × True = dur
-        else:
-            prev_on = np.empty(n_pairs_u, dtype=bool)
-            if up_u is None:
-                prev_on[1:] = True
-            else:
-                prev_on[1:] = up_u[:-1]
-            prev_on[start_u] = on0
-            wts = dur * prev_on
-        lo, hi = float(prev_tss.min()), float(prev_tss.max())  # the clip changes nothing when within range
-        bins = prev_tss if 0.0 <= lo and hi < _HIST_MAX_C else np.clip(prev_tss, 0.0, _HIST_MAX_C - 1)
-        a.hist += np.bincount(bins.astype(np.intp), weights=wts, minlength=_HIST_MAX_C) * p.gpus_per_unit
-        lg = fast.log_decay(dur, fast.tau_s(R, p.c_j_per_c))
+        # compiled (twin.kernels_replay): steady states, histogram, log-decays, the units' last state; then
+        # fast.grouped_segments_c's exponentials and segment sums in numpy (R and inlet are constant over the log:
+        # every change of them flushes first)
+        n_pairs_u = len(t_s) * u
+        prev_tss, lg, decay = np.empty(n_pairs_u), np.empty(n_pairs_u), np.empty(n_pairs_u)
+        log_g = np.empty(len(g0))  # each unit's summed log-decay over its pairs
         T0 = a.T[g0]
-        T_last = fast.grouped_segments_c(T0, prev_tss, lg, start_u, cnt_u, last_u)
-        a.T[g0] = T_last
-        a.t0[g0] = t_u[last_u]
-        a.tss[g0] = tss_new[last_u]
-        a.gon[g0] = up_u[last_u] if up_u is not None else True
+        lo, hi = kernels_replay.replay_units(
+            t_s, u_s, _EB if up_s is None else up_s, up_s is not None, u, cnt, start, start_u, g0, R_g, tin_g,
+            p.idle_w, p.tdp_w, p.c_j_per_c, p.gpus_per_unit, _HIST_MAX_C, a.tss, a.t0, a.gon, a.hist, prev_tss,
+            lg, decay, log_g)
+        contrib = np.expm1(lg)
+        np.negative(contrib, out=contrib)
+        contrib *= prev_tss
+        contrib *= np.exp(decay, out=decay)
+        a.T[g0] = np.exp(log_g) * T0 + np.add.reduceat(contrib, start_u)
         # peak: the hottest temperature at the pairs' times (a first-order segment is hottest at one of its
         # ends), followed only for units with a steady state above the peak so far (temperatures never
         # exceed the larger of where they start and their steady states)

@@ -169,9 +169,14 @@ class Interruptions(ElasticJobs):
             self._interrupt(job, cause, False, [])
 
     def _on_speed(self, nodes: np.ndarray) -> None:
-        jids = {int(j) for j in np.unique(self.owner[nodes]) if j >= 0}
-        for jid in sorted(jids):
-            self._rerate(self._job(jid))
+        if len(nodes) == 1:  # (a single GPU's crossing: its node's job, without np.unique)
+            jid = int(self.owner[nodes[0]])
+            if jid >= 0:
+                self._rerate(self._job(jid))
+            return
+        for jid in np.unique(self.owner[nodes]).tolist():  # each job once, in the order of their ids
+            if jid >= 0:
+                self._rerate(self._job(jid))
 
     def _on_fabric(self) -> None:
         for job in list(self.allocated.values()):

@@ -150,6 +150,10 @@ class Job:
     bd: par.StepBreakdown | None = None
     bd_vec: np.ndarray | None = None  # its components' shares of the step (STEP_COMPONENTS), None if infinite
     bd_nic: float = 0.0  # the NIC Gbit/s per GPU of its ideal step
+    # the inputs of its last layout rates (speeds, NIC, shares, NVLink block) and those rates (r, nvlink, speed,
+    # thermal, fail-slow, place): Progress._rate_on_nodes reuses them while the inputs are the same
+    rate_memo: tuple[tuple[float, float, float, int, float, float, float],
+                     tuple[float, float, float, float, float, float]] | None = None
     queued_at: float = 0.0
     # the queue index (twin.model.jobqueue): slot in its bucket, work left when queued, queued or not
     qslot: int = -1

@@ -158,16 +158,23 @@ class Progress(WorkloadBase):
             dom, blk, nvs = self.domains, 0, 1.0
             if dom is not None and n:  # its ranks' NVLink blocks and the NVLink share of its domains
                 blk, nvs = dom.block_gpus(nodes, st.layout.nvlink_domain_gpus), dom.nvlink_share(nodes)
-            bd = parallel_breakdown(st, speed, nic, share, blk, nvs)
-            if bd is not job.bd:
-                job.bd, job.bd_nic, job.bd_vec = bd, nic, step_shares(bd)
-            r = parallel_rate(st, speed, nic, share, blk, nvs)
-            r_nv = r if share == 1.0 else parallel_rate(st, speed, nic, 1.0, blk, nvs)
-            r_sp = r_nv if nvs == 1.0 else parallel_rate(st, speed, nic, 1.0, blk, 1.0)
-            r_t = r_sp if sp_t == speed else parallel_rate(st, sp_t, nic, 1.0, blk, 1.0)
-            r_f = r_sp if sp_f == speed else r_t if sp_f == sp_t else parallel_rate(st, sp_f, nic, 1.0, blk, 1.0)
+            key = (speed, nic, share, blk, nvs, sp_t, sp_f)
+            memo = job.rate_memo  # the rates of its last inputs (pure functions: unchanged inputs, the same rates)
+            if memo is not None and memo[0] == key:
+                r, r_nv, r_sp, r_t, r_f, r_pl = memo[1]
+            else:
+                bd = parallel_breakdown(st, speed, nic, share, blk, nvs)
+                if bd is not job.bd:
+                    job.bd, job.bd_nic, job.bd_vec = bd, nic, step_shares(bd)
+                r = parallel_rate(st, speed, nic, share, blk, nvs)
+                r_nv = r if share == 1.0 else parallel_rate(st, speed, nic, 1.0, blk, nvs)
+                r_sp = r_nv if nvs == 1.0 else parallel_rate(st, speed, nic, 1.0, blk, 1.0)
+                r_t = r_sp if sp_t == speed else parallel_rate(st, sp_t, nic, 1.0, blk, 1.0)
+                r_f = r_sp if sp_f == speed else r_t if sp_f == sp_t else parallel_rate(st, sp_f, nic, 1.0, blk, 1.0)
+                r_pl = r_t if sp_t == 1.0 else parallel_rate(st, 1.0, nic, 1.0, blk, 1.0)
+                job.rate_memo = (key, (r, r_nv, r_sp, r_t, r_f, r_pl))
             job.rate_nvlink = r_nv
-            job.rate_place = r_t if sp_t == 1.0 else parallel_rate(st, 1.0, nic, 1.0, blk, 1.0)
+            job.rate_place = r_pl
         elif fabric is None or n <= 1 or st.grad_gb <= 0:
             r = r_sp = job_rate(st.t_compute_s, st.overlap, speed)
             r_t = r_sp if sp_t == speed else job_rate(st.t_compute_s, st.overlap, sp_t)

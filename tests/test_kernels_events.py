@@ -1,0 +1,100 @@
+"""The per-event bookkeeping kernels (twin/kernels_events.py, issue 41) against the numpy statements they
+replace, on random arrays with infinities, NaNs, repeated values and repeated indices. CI also runs this file
+with ``NUMBA_DISABLE_JIT=1`` (plain Python)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from twin import kernels_events as KE
+
+_vals = st.sampled_from([0.0, 0.5, 1.0, 250.0, np.inf, -np.inf, np.nan])
+
+
+@st.composite
+def _case(draw: st.DrawFn, unique: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n = draw(st.integers(1, 40))
+    a = np.array(draw(st.lists(_vals, min_size=n, max_size=n)))
+    k = draw(st.integers(0, n if unique else 2 * n))
+    if unique:
+        idx = np.array(draw(st.permutations(range(n)))[:k], dtype=np.int64)
+    else:
+        idx = np.array(draw(st.lists(st.integers(0, n - 1), min_size=k, max_size=k)), dtype=np.int64)
+    v = np.array(draw(st.lists(_vals, min_size=k, max_size=k)))
+    return a, idx, v
+
+
+@settings(max_examples=300, deadline=None)
+@given(c=_case())
+def test_any_ne_at_is_numpy(c: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    a, idx, v = c
+    assert KE.any_ne_at(a, idx, v) == bool(np.any(a[idx] != v))
+
+
+@settings(max_examples=300, deadline=None)
+@given(c=_case(unique=True))
+def test_put_finite_delta_is_numpy(c: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    a, idx, v = c
+    want = a.copy()
+    before = int(np.isfinite(want[idx]).sum())
+    want[idx] = v
+    delta = int(np.isfinite(want[idx]).sum()) - before
+    got = a.copy()
+    assert KE.put_finite_delta(got, idx, v) == delta
+    assert np.array_equal(got, want, equal_nan=True)
+
+
+def test_put_finite_delta_counts_a_repeated_index_twice() -> None:
+    a = np.array([np.inf, 1.0])
+    assert KE.put_finite_delta(a, np.array([0, 0, 1]), np.array([5.0, 6.0, np.inf])) == 2 - 1
+    assert a.tolist() == [6.0, np.inf]
+
+
+@settings(max_examples=300, deadline=None)
+@given(c=_case(unique=True))
+def test_put_changed_at_is_numpy(c: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    a, idx, v = c
+    want = a.copy()
+    ch_want = idx[want[idx] != v]
+    if len(ch_want):
+        want[idx] = v
+    got = a.copy()
+    ch = KE.put_changed_at(got, idx, v)
+    assert ch.dtype == idx.dtype and ch.tolist() == ch_want.tolist()
+    assert np.array_equal(got, want, equal_nan=True)
+
+
+def test_put_changed_at_writes_nothing_when_nothing_changed() -> None:
+    a = np.array([1.0, -0.0, 3.0])
+    ch = KE.put_changed_at(a, np.array([1, 2]), np.array([0.0, 3.0]))  # 0.0 == -0.0: no change, no write
+    assert len(ch) == 0 and np.signbit(a[1])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3000), max_size=40), min_size=1, max_size=4))
+def test_sorted_union_is_numpy_unique(parts: list[list[int]]) -> None:
+    arrays = [np.array(p, dtype=np.int64) for p in parts]
+    got, want = KE.sorted_union(arrays), np.unique(np.concatenate(arrays))
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    if len(arrays) == 2:
+        assert got.tolist() == np.union1d(arrays[0], arrays[1]).tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(c=_case(), init=_vals)
+def test_minimum_at_is_numpy_minimum(c: tuple[np.ndarray, np.ndarray, np.ndarray], init: float) -> None:
+    a, idx, _ = c
+    out = np.full(len(idx), init)
+    want = np.minimum(out, a[idx])
+    KE.minimum_at(out, a, idx)
+    assert np.array_equal(out, want, equal_nan=True)
+
+
+@settings(max_examples=100, deadline=None)
+@given(nodes=st.lists(st.integers(0, 5000), max_size=30), u=st.sampled_from([1, 2, 4, 8]))
+def test_unit_indices_are_numpy(nodes: list[int], u: int) -> None:
+    a = np.array(nodes, dtype=np.int64)
+    got, want = KE.unit_indices(a, u), (a[:, None] * u + np.arange(u)).ravel()
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()

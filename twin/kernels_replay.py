@@ -1,0 +1,119 @@
+"""Compiled kernel of the replay of logged load changes on per-GPU thermal units (issue 41).
+
+A cool node's load changes are logged and replayed later in one go (``twin.model.cooling.replay``): per
+thermal unit, the steady state after each logged change, the time-weighted histogram of the steady states,
+the log-decay of each segment and the closed form of the first-order recurrence over the unit's segments
+(``twin.model.cooling.fast.grouped_segments_c``). As numpy that is ~25 passes over arrays of the logged
+pairs repeated for each unit; :func:`replay_units` does the arithmetic in two passes with the same
+operations in the same order (the sequential cumulative sum of ``np.cumsum``, the in-order bin sums of
+``np.bincount``), leaving the exponentials (``np.exp``, ``np.expm1``: numpy's SIMD forms, which the C
+library's may differ from in the last bit) and the segment sums (``np.add.reduceat``: numpy's pairwise order)
+to numpy, so results are identical to the numpy replay bit for bit.
+
+A module of its own beside :mod:`twin.kernels` (near the 800-line cap) under the same rules: numba's
+on-disk cache keys a function on its own file, so no kernel here calls a compiled function of another
+module (an edit there would not recompile it here); it imports :mod:`twin.kernels` first only for the
+cache folder that module sets before numba is imported. Also runs as plain Python
+(``NUMBA_DISABLE_JIT=1``: a CI step runs ``tests/test_kernels_replay.py`` that way).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from twin import kernels as _kernels  # noqa: F401  (sets NUMBA_CACHE_DIR before numba compiles anything here)
+
+_JIT = {"cache": True, "error_model": "numpy", "nogil": True}
+
+
+@njit(**_JIT)
+def replay_units(t_s: np.ndarray, u_s: np.ndarray, up_s: np.ndarray, has_up: bool, u: int, cnt: np.ndarray,
+                 start: np.ndarray, start_u: np.ndarray, g0: np.ndarray, R_g: np.ndarray, tin_g: np.ndarray,
+                 idle_w: float, tdp_w: float, c_j_per_c: float, w: float, hist_max: int, tss: np.ndarray,
+                 t0: np.ndarray, gon: np.ndarray, hist: np.ndarray, prev_tss: np.ndarray, lg: np.ndarray,
+                 decay: np.ndarray, log_g: np.ndarray) -> tuple[float, float]:
+    """The replay of logged pairs on thermal units, up to the exponentials.
+
+    The pairs (time ``t_s``, utilisation ``u_s``, in service ``up_s`` when ``has_up``, after each logged
+    change) come grouped by node: node group ``n`` is pairs ``start[n] … start[n] + cnt[n] − 1``. Unit group
+    ``k`` (unit ``g0[k]``, of node group ``k // u``; R ``R_g[k]``, inlet ``tin_g[k]``) takes its node's pairs
+    at positions ``start_u[k] + m`` of the outputs. Writes, per position: the steady state before the pair
+    (``prev_tss``), the log of its decay factor (``lg``, ≤ 0) and the log-decay from the pair to the group's
+    last (``decay``), and per unit group the log-decay over the whole group (``log_g``); adds the time-weighted
+    steady states to the histogram ``hist`` (× ``w``); moves the units' ``t0``, ``tss`` and ``gon`` to their
+    last pair. Returns the lowest and highest ``prev_tss``. The caller finishes the closed form:
+    T_last = e^log_g·T_0 + Σ_group −expm1(lg)·prev_tss·e^decay (``fast.grouped_segments_c``)."""
+    n_units = g0.shape[0]
+    n_pairs = prev_tss.shape[0]
+    wts = np.empty(n_pairs)
+    span = tdp_w - idle_w
+    lo = np.inf
+    hi = -np.inf
+    for k in range(n_units):
+        ng = k // u
+        s = start[ng]
+        c = cnt[ng]
+        o = start_u[k]
+        gu = g0[k]
+        R = R_g[k]
+        tin = tin_g[k]
+        tau = R * c_j_per_c
+        prev = tss[gu]
+        prev_t = t0[gu]
+        on = gon[gu]
+        x = prev
+        for m in range(c):
+            p = s + m
+            i = o + m
+            pdem = idle_w + span * u_s[p]  # fast.demand_w
+            if has_up:
+                up = up_s[p]
+                x = tin + (pdem * (1.0 if up else 0.0)) * R  # fast.steady_c(tin, pdem × up, R)
+            else:
+                up = True
+                x = tin + pdem * R
+            prev_tss[i] = prev
+            if prev < lo or prev != prev:
+                lo = prev
+            if prev > hi or prev != prev:
+                hi = prev
+            dur = t_s[p] - prev_t
+            wts[i] = dur * (1.0 if on else 0.0)
+            lg[i] = dur * -3600.0 / tau  # fast.log_decay
+            prev = x
+            prev_t = t_s[p]
+            on = up
+        if c > 0:
+            t0[gu] = prev_t
+            tss[gu] = x
+            gon[gu] = on
+    # the histogram: np.bincount of the (clipped) steady states with the weights, in order, × w
+    clip = not (0.0 <= lo and hi < hist_max)
+    b = np.zeros(hist_max)
+    for i in range(n_pairs):
+        v = prev_tss[i]
+        if clip:
+            v = 0.0 if v < 0.0 else v
+            v = hist_max - 1.0 if v > hist_max - 1.0 else v
+        b[int(v)] += wts[i]
+    for j in range(hist_max):
+        hist[j] += b[j] * w
+    # fast.grouped_segments_c up to its exponentials: csum = lg.cumsum() (in order over every pair),
+    # base = csum[start] − lg[start], P = csum − base, log_g = P[last], decay = log_g − P
+    csum = np.empty(n_pairs)
+    acc = 0.0
+    for i in range(n_pairs):
+        acc = lg[i] if i == 0 else acc + lg[i]
+        csum[i] = acc
+    for k in range(n_units):
+        c = cnt[k // u]
+        o = start_u[k]
+        if c == 0:
+            continue
+        base = csum[o] - lg[o]
+        g = csum[o + c - 1] - base
+        log_g[k] = g
+        for m in range(c):
+            decay[o + m] = g - (csum[o + m] - base)
+    return lo, hi
