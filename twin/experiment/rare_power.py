@@ -230,7 +230,7 @@ def _poisson(model: "Model", b: UnitBias, row: dict[str, Any]) -> float:
         if mods is None:
             raise InputError("--bias-unit", b.kind, "the scenario's UPS has no fault process")
         n = sum(k - 1 for k in mods._fault_k)
-        clock_h = model.sc.horizon_h * mods.F
+        clock_h = model.sc.horizon_h * mods.n_feeds
     row[f"rare.failures.{b.kind}"] = float(n)
     row[f"rare.exposure_h.{b.kind}"] = clock_h
     return -n * math.log(b.theta) + (b.theta - 1.0) * b.true["rate_per_h"] * clock_h

@@ -126,14 +126,14 @@ def daly_lever(base: Loaded, target: Target, rows: pd.DataFrame, factor: float) 
     is then the write time itself."""
     from twin.scenario.advice import checkpoint_optimum
 
-    M, n, exp_h = mtbf_estimate(rows)
+    mtbf_h, n, exp_h = mtbf_estimate(rows)
     delta = checkpoint_pause_h(base, target)
     old = "none" if target.interval_h is None else f"{target.interval_h:.4g} h"
     sc = base.scenario
     sdc = sc.health.sdc if sc.health is not None else None
     n_sdc = float(_col(rows, "interruptions.sdc").sum()) if sdc is not None else 0.0
     label = "checkpoint at the optimum" if n_sdc > 0 else "checkpoint at Daly optimum"
-    if not math.isfinite(M):
+    if not math.isfinite(mtbf_h):
         return Lever("daly", label, "", None, "no unplanned interruption in the baseline: no MTBF to optimise for")
     assert sc.workload is not None
     ck = sc.workload.jobs[target.index].checkpoint
@@ -157,17 +157,17 @@ def daly_lever(base: Loaded, target: Target, rows: pd.DataFrame, factor: float) 
         ret = ck.retention
         kept = f"one every {ret.persistent_every_h:g} h" if ret.persistent_every_h is not None else "no persistent"
         change = (f"checkpoint interval {old} → {tau:.4g} h (optimum with SDC rollbacks: δ = {delta * 3600:.3g} s, "
-                  f"M̂ = {M:.3g} h from {n:.0f} interruptions, {n_sdc:.0f} of them SDC rollbacks detected "
+                  f"M̂ = {mtbf_h:.3g} h from {n:.0f} interruptions, {n_sdc:.0f} of them SDC rollbacks detected "
                   f"{sum(opt.latency_h) / len(opt.latency_h):.3g} h later, the last {ret.keep_last} checkpoints "
                   f"kept and {kept}; Daly's {opt.daly_h():.4g} h does not apply{floored})")
     else:
-        daly = float(cf.daly_interval_h(delta, M)) if delta > 0 else 0.0
+        daly = float(cf.daly_interval_h(delta, mtbf_h)) if delta > 0 else 0.0
         tau = max(daly, floor_h)
         if daly < floor_h:
             floored = (f"; floored at the asynchronous write time {floor_h:.4g} h, Daly's {daly:.4g} h being "
                        "shorter: the next checkpoint could not start sooner")
         change = (f"checkpoint interval {old} → {tau:.4g} h (Daly; δ = {delta * 3600:.3g} s, "
-                  f"M̂ = {M:.3g} h from {n:.0f} interruptions{floored})")
+                  f"M̂ = {mtbf_h:.3g} h from {n:.0f} interruptions{floored})")
 
     def edit(doc: dict[str, Any]) -> None:
         doc["workload"]["jobs"][target.index]["checkpoint"]["interval_h"] = tau

@@ -41,7 +41,7 @@ class GeneratorModules:
         m = gen.modules
         self.engine = engine
         self.feeds = spec.feeds
-        F = self.F = len(self.feeds)
+        n_feeds = self.n_feeds = len(self.feeds)
         self.n_mod = m.count
         self.k = m.required
         self.start_failure_prob = gen.start_failure_prob
@@ -49,16 +49,16 @@ class GeneratorModules:
         self._settle = settle
         self._changed = changed
         paths = [f"power.feed{x}.generator.set{j:02d}" for x in self.feeds for j in range(self.n_mod)]
-        groups = [list(range(f * self.n_mod, (f + 1) * self.n_mod)) for f in range(F)]
+        groups = [list(range(f * self.n_mod, (f + 1) * self.n_mod)) for f in range(n_feeds)]
         self.parts = FacilityParts(engine, "generator_set", paths, spec.generator_set_part(len(paths)), groups=groups)
         engine.bus.subscribe(self.parts.changed, self._on_set)
-        self.working = [self.n_mod] * F
+        self.working = [self.n_mod] * n_feeds
         """Per feed: sets not failed (a set out for its periodic test counts as failed meanwhile)."""
-        self.maint_out = [0] * F
+        self.maint_out = [0] * n_feeds
         """Per feed: sets out of service for a maintenance visit."""
-        self.running: list[set[int]] = [set() for _ in range(F)]
+        self.running: list[set[int]] = [set() for _ in range(n_feeds)]
         """Per feed: the sets that started on the current demand and still run."""
-        n_all = F * self.n_mod
+        n_all = n_feeds * self.n_mod
         self._start_k = [0] * n_all
         self._run_k = [0] * n_all
         self._run_timers = [engine.timer(functools.partial(self._run_failure, i)) for i in range(n_all)]
@@ -72,11 +72,11 @@ class GeneratorModules:
         """Plants that lost their ``k`` running sets while carrying their feed."""
         self.short_h = 0.0
         """Feed-hours with fewer than ``k`` sets available (working and not out for maintenance), h."""
-        self._short_since: list[float | None] = [None] * F
+        self._short_since: list[float | None] = [None] * n_feeds
 
     def finish(self, now_h: float) -> None:
         """Count the shortfalls still open at the horizon ``now_h``."""
-        for f in range(self.F):
+        for f in range(self.n_feeds):
             t0 = self._short_since[f]
             if t0 is not None:
                 self.short_h += now_h - t0

@@ -112,10 +112,10 @@ class PowerChain(Component):
         assert np.shares_memory(self.psu_healthy, pop.healthy)
         self.min_run = int(pop.fail_below)
         self.feeds = spec.feeds
-        F = self.F = len(self.feeds)
+        n_feeds = self.n_feeds = len(self.feeds)
         names = spec.slot_feeds(P)
         self.slot_feed = np.array([self.feeds.index(x) for x in names], dtype=np.int64)
-        self.slot_masks = [self.slot_feed == f for f in range(F)]
+        self.slot_masks = [self.slot_feed == f for f in range(n_feeds)]
         racks = sc.cluster.racks
         self.K = spec.pdu_count(racks)
         rack_pdu = (np.arange(racks) * self.K) // racks
@@ -127,58 +127,58 @@ class PowerChain(Component):
         self.speed_alpha = node.gpu.speed_alpha
         self.non_gpu_w = node.non_gpu_w
         self.full_w = node.full_power_w
-        # ---- feed state (per feed, Python lists: F is 1 or 2)
+        # ---- feed state (per feed, Python lists: n_feeds is 1 or 2)
         ups, gen = spec.ups, spec.generator
         self.has_ups = ups is not None and ups.ride_through_min > 0
         self.has_gen = gen is not None
         self.rt_h = (ups.ride_through_min / 60.0) if ups is not None else 0.0
         self.recharge_h = ups.recharge_h if ups is not None else 1.0
         self.loss_k = (1.0 / ups.efficiency - 1.0) if ups is not None else 0.0
-        self.util_out = [0] * F
-        self.outage_idx = [0] * F
-        self.restarts = [0] * F
-        self.soc = [1.0] * F
-        self.ups_ok = [self.has_ups] * F
-        self.gen_ok = [self.has_gen] * F
-        self.gen_state = ["off"] * F
-        self.gen_timer = [eng.timer(functools.partial(self._gen_running, f)) for f in range(F)]  # start delay over
-        self.sb_ok = [True] * F
-        self.ats_k = [0] * F  # transfers drawn per feed (stream power.feed<X>.ats#transfer)
-        self.ats_fail = [False] * F  # the pending transfer of the feed fails
+        self.util_out = [0] * n_feeds
+        self.outage_idx = [0] * n_feeds
+        self.restarts = [0] * n_feeds
+        self.soc = [1.0] * n_feeds
+        self.ups_ok = [self.has_ups] * n_feeds
+        self.gen_ok = [self.has_gen] * n_feeds
+        self.gen_state = ["off"] * n_feeds
+        self.gen_timer = [eng.timer(functools.partial(self._gen_running, f)) for f in range(n_feeds)]  # start delay over
+        self.sb_ok = [True] * n_feeds
+        self.ats_k = [0] * n_feeds  # transfers drawn per feed (stream power.feed<X>.ats#transfer)
+        self.ats_fail = [False] * n_feeds  # the pending transfer of the feed fails
         self.transfer_failures = 0
-        self.cool_w = [0.0] * F  # load of the cooling units on the feed's UPS output (Topic.COOLING_LOAD), W
+        self.cool_w = [0.0] * n_feeds  # load of the cooling units on the feed's UPS output (Topic.COOLING_LOAD), W
         # ---- scheduled maintenance (issue 24): per unit type, per feed, in the window now
         self.maint = MaintenanceAccount()
-        self.rotas = {name: MaintenanceRota(eng, name, el.maintenance, F * (self.K if name == "pdu" else 1), self.maint,
+        self.rotas = {name: MaintenanceRota(eng, name, el.maintenance, n_feeds * (self.K if name == "pdu" else 1), self.maint,
                                             partial(pm.unit_path, self),
                                             partial(pm.maint_out, self), partial(pm.maint_back, self),
                                             partial(pm.maint_after, self))
                       for name, el in spec.elements().items() if el.maintenance is not None}
-        self.unit_up = {"ups": [self.has_ups] * F, "generator": [self.has_gen] * F}  # not failed (repairs)
-        self.isolated = [0] * F  # maintenance windows that de-energise the feed now
-        self.switch_drop = [0] * F  # switching errors holding the feed's load down now
-        self.trip_drop = [0] * F  # overload trips holding the feed's load down now (Topic.FEED_TRIP)
+        self.unit_up = {"ups": [self.has_ups] * n_feeds, "generator": [self.has_gen] * n_feeds}  # not failed (repairs)
+        self.isolated = [0] * n_feeds  # maintenance windows that de-energise the feed now
+        self.switch_drop = [0] * n_feeds  # switching errors holding the feed's load down now
+        self.trip_drop = [0] * n_feeds  # overload trips holding the feed's load down now (Topic.FEED_TRIP)
         self.block_trips = 0  # generators tripped by a block load (generator.block_load)
         self.switching_errors = 0
         self.switch_k: dict[tuple[str, int], int] = {}  # draws per (unit type, feed): stream ...<type>#switching
-        self.pdu_ok = np.ones((F, self.K), dtype=bool)
-        self.pdu_out = np.zeros((F, self.K), dtype=np.int64)  # PDUs isolated for a maintenance visit now
-        self.pdu_drop = np.zeros((F, self.K), dtype=np.int64)  # PDUs dropped by a visit's switching error now
-        self.input_live = [True] * F
-        self.mode = ["utility"] * F
-        self.feed_code = [0] * F
-        self.empty_timer = [eng.timer(functools.partial(self._ups_empty, f)) for f in range(F)]  # battery runs empty
-        self.feed_load_w = [0.0] * F
-        self.feed_since = [0.0] * F
+        self.pdu_ok = np.ones((n_feeds, self.K), dtype=bool)
+        self.pdu_out = np.zeros((n_feeds, self.K), dtype=np.int64)  # PDUs isolated for a maintenance visit now
+        self.pdu_drop = np.zeros((n_feeds, self.K), dtype=np.int64)  # PDUs dropped by a visit's switching error now
+        self.input_live = [True] * n_feeds
+        self.mode = ["utility"] * n_feeds
+        self.feed_code = [0] * n_feeds
+        self.empty_timer = [eng.timer(functools.partial(self._ups_empty, f)) for f in range(n_feeds)]  # battery runs empty
+        self.feed_load_w = [0.0] * n_feeds
+        self.feed_since = [0.0] * n_feeds
         self.feed_rows: list[tuple[str, float, float, str, str]] = []
         self.outage_rows: list[dict[str, object]] = []
         self.utility_outages = 0  # outage events that took at least one feed off utility (site-wide: once)
-        self.open_outage: list[dict[str, object] | None] = [None] * F
+        self.open_outage: list[dict[str, object] | None] = [None] * n_feeds
         self._feeds_active = False  # any feed off utility, recharging, or in an outage
         # UPS rating (W): the full demand of every node (each slot list covers every node alike)
         self.ups_rating_w = (ups.capacity_kw * 1000.0 if ups is not None and ups.capacity_kw else n * self.full_w)
         # ---- node state
-        self.E = np.full(n, P, dtype=np.int64)
+        self.psus_live = np.full(n, P, dtype=np.int64)  # energised PSUs per node
         self.share = np.stack([np.full(n, m.sum() / P) for m in self.slot_masks], axis=1)
         self.pheld = np.zeros(n, dtype=bool)
         self.pcode = np.zeros(n, dtype=np.int64)
@@ -221,10 +221,10 @@ class PowerChain(Component):
                 continue
             if name == "pdu":
                 paths = [f"power.feed{x}.pdu{j:02d}" for x in self.feeds for j in range(self.K)]
-                groups = [[f * self.K + j for f in range(F)] for j in range(self.K)]  # the PDUs of the same racks
+                groups = [[f * self.K + j for f in range(n_feeds)] for j in range(self.K)]  # the PDUs of the same racks
             else:
                 paths = [f"power.feed{x}.{name}" for x in self.feeds]
-                groups = [list(range(F))]  # the unit of every feed (generator A and B)
+                groups = [list(range(n_feeds))]  # the unit of every feed (generator A and B)
             fp = FacilityParts(eng, name, paths, spec.element_part(name, len(paths)), groups=groups)
             eng.bus.subscribe(fp.changed, functools.partial(self._on_unit, name))
             fp.test_duration_h = el.test_duration_h
@@ -238,7 +238,7 @@ class PowerChain(Component):
             self.units[name] = fp
         # ---- utility sources: (stream path, feeds)
         if spec.utility.shared:
-            self.sources = [("power.utility", list(range(F)))]
+            self.sources = [("power.utility", list(range(n_feeds)))]
         else:
             self.sources = [(f"power.feed{x}.utility", [f]) for f, x in enumerate(self.feeds)]
         self.src_k = [0] * len(self.sources)
@@ -262,7 +262,7 @@ class PowerChain(Component):
         eng.bus.subscribe(Topic.GROUP, self._on_group)
         eng.bus.subscribe(Topic.COOLING_LOAD, self._on_cooling_load)
         eng.bus.subscribe(Topic.FEED_TRIP, partial(pm.on_trip, self))
-        eng.bus.subscribe(Topic.GRID_OUTAGE, lambda d: self._outage_begin(list(range(F)), d, True))
+        eng.bus.subscribe(Topic.GRID_OUTAGE, lambda d: self._outage_begin(list(range(n_feeds)), d, True))
 
     # ---- component contract -------------------------------------------------------------------
     def facility_parts(self) -> dict[str, FacilityParts]:
@@ -294,7 +294,7 @@ class PowerChain(Component):
             self.mods.finish(now)
         if self.gens is not None:
             self.gens.finish(now)
-        for f in range(self.F):
+        for f in range(self.n_feeds):
             self._close_feed_row(f, now)
             row = self.open_outage[f]
             if row is not None:
@@ -312,7 +312,7 @@ class PowerChain(Component):
         self._t = now
         if self._feeds_active:
             active = False
-            for f in range(self.F):
+            for f in range(self.n_feeds):
                 if self.mode[f] == "ups":
                     self.soc[f] = max(0.0, self.soc[f] - dt * self._drain_per_h(f))
                 elif self.input_live[f] and self.ups_ok[f] and self.soc[f] < 1.0:
@@ -535,7 +535,7 @@ class PowerChain(Component):
     # ---- the supply side: feeds, PSU budgets, caps, downs --------------------------------------
     def _feed_states(self) -> None:
         now = self.engine.now
-        for f in range(self.F):
+        for f in range(self.n_feeds):
             inp = self.util_out[f] == 0 or self.gen_state[f] == "running"
             self.input_live[f] = inp
             code = 0
@@ -588,20 +588,20 @@ class PowerChain(Component):
         live = np.array([m != "dead" for m in self.mode])
         held = bool(self.pdu_out.any() or self.pdu_drop.any())  # PDUs out for a visit or its switching error
         pdu_up = self.pdu_ok & (self.pdu_out == 0) & (self.pdu_drop == 0) if held else self.pdu_ok
-        pdu_nf = pdu_up[:, self.node_pdu].T  # (n, F): the node's PDU on feed f works
+        pdu_nf = pdu_up[:, self.node_pdu].T  # (n, n_feeds): the node's PDU on feed f works
         reach_nf = pdu_nf & live[None, :]
         h = self.psu_healthy
         hp = h & pdu_nf[:, self.slot_feed]
         avail = h & reach_nf[:, self.slot_feed]
-        E = avail.sum(axis=1)
-        self.E = E
+        live_n = avail.sum(axis=1)  # energised PSUs per node
+        self.psus_live = live_n
         cnt = np.stack([avail[:, m].sum(axis=1) for m in self.slot_masks], axis=1)
-        self.share = cnt / np.maximum(E, 1)[:, None]
-        budget = E * self.spec.capacity_w
-        capped = (E >= self.min_run) & (budget < self.full_w)
+        self.share = cnt / np.maximum(live_n, 1)[:, None]
+        budget = live_n * self.spec.capacity_w
+        capped = (live_n >= self.min_run) & (budget < self.full_w)
         new_cap = np.where(capped, (budget - self.non_gpu_w) / self.g, np.inf)
         # power-down state and its cause
-        down = E < self.min_run
+        down = live_n < self.min_run
         hp_cnt = np.stack([hp[:, m].sum(axis=1) for m in self.slot_masks], axis=1)
         dead_code = np.where(live, 0, np.array(self.feed_code))
         if self.rotas:  # rank a planned maintenance below every unplanned cause
@@ -735,7 +735,7 @@ class PowerChain(Component):
             self._in_site = False
 
     def _arm_empties(self) -> None:
-        for f in range(self.F):
+        for f in range(self.n_feeds):
             if self.mode[f] != "ups":
                 continue
             rate = self._drain_per_h(f)

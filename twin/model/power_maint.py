@@ -34,7 +34,7 @@ class PowerChain(Protocol):
 
     engine: Engine
     spec: Power
-    F: int
+    n_feeds: int
     K: int
     feeds: list[str]
     min_run: int
@@ -95,7 +95,7 @@ def maint_out(ch: PowerChain, name: str, f: int) -> Load:
             ch.pdu_out[f // ch.K, f % ch.K] += 1
         ch._feeds_active = True
         switching(ch, name, f, mode)
-        return "exposed" if mode != "isolate" or ch.F > 1 else "drained"
+        return "exposed" if mode != "isolate" or ch.n_feeds > 1 else "drained"
     if mode == "isolate":
         ch.isolated[f] += 1
     elif mode == "live":
@@ -111,7 +111,7 @@ def maint_out(ch: PowerChain, name: str, f: int) -> Load:
     ch._feeds_active = True
     switching(ch, name, f, mode)
     # the load stays up with a unit or a feed less (exposed), or an isolated single feed drains it
-    return "exposed" if mode != "isolate" or ch.F > 1 else "drained"
+    return "exposed" if mode != "isolate" or ch.n_feeds > 1 else "drained"
 
 
 def switching(ch: PowerChain, name: str, f: int, mode: str) -> None:
@@ -130,12 +130,12 @@ def switching(ch: PowerChain, name: str, f: int, mode: str) -> None:
     ch.engine.recorder.event(ch.engine.now, "switching_error", unit_path(ch, name, f))
     if name == "pdu":  # the same racks' PDU on the other feeds (isolate) or this one (live)
         j = f % ch.K
-        pdus = [(g, j) for g in range(ch.F) if g != f // ch.K] if mode == "isolate" else [(f // ch.K, j)]
+        pdus = [(g, j) for g in range(ch.n_feeds) if g != f // ch.K] if mode == "isolate" else [(f // ch.K, j)]
         for g, jj in pdus:
             ch.pdu_drop[g, jj] += 1
         ch.engine.calls(functools.partial(pdu_back, ch)).at(ch.engine.now + mt.switching_restore_min / 60.0, pdus)
         return
-    hit = [g for g in range(ch.F) if g != f] if mode == "isolate" else [f]
+    hit = [g for g in range(ch.n_feeds) if g != f] if mode == "isolate" else [f]
     for g in hit:
         ch.switch_drop[g] += 1
     ch.engine.calls(functools.partial(switch_back, ch)).at(ch.engine.now + mt.switching_restore_min / 60.0, hit, None)

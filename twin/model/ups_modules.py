@@ -46,7 +46,7 @@ class UPSModules:
         self.engine = engine
         self.ups: UPS = ups
         self.feeds = spec.feeds
-        F = self.F = len(self.feeds)
+        n_feeds = self.n_feeds = len(self.feeds)
         self._settle = settle
         self._changed = changed
         m = ups.modules
@@ -55,19 +55,19 @@ class UPSModules:
         self.parts: FacilityParts | None = None
         if m is not None:
             paths = [f"power.feed{x}.ups.module{j:02d}" for x in self.feeds for j in range(self.n_mod)]
-            groups = [list(range(f * self.n_mod, (f + 1) * self.n_mod)) for f in range(F)]
+            groups = [list(range(f * self.n_mod, (f + 1) * self.n_mod)) for f in range(n_feeds)]
             self.parts = FacilityParts(engine, "ups_module", paths, spec.module_part(len(paths)), groups=groups)
             engine.bus.subscribe(self.parts.changed, self._on_module)
-        self.working = [self.n_mod] * F
-        self.maint_out = [0] * F
+        self.working = [self.n_mod] * n_feeds
+        self.maint_out = [0] * n_feeds
         """Per feed: modules out of service for a maintenance visit (N+1: serviced one at a time, no bypass)."""
-        self.short = [False] * F
-        self.faulted = [False] * F
-        self.dropped = [False] * F
-        self._manual = [engine.timer(functools.partial(self._manual_bypass, f)) for f in range(F)]
-        self._fault_k = [0] * F
-        self._bypass_k = [0] * F
-        self._short_since = [0.0] * F
+        self.short = [False] * n_feeds
+        self.faulted = [False] * n_feeds
+        self.dropped = [False] * n_feeds
+        self._manual = [engine.timer(functools.partial(self._manual_bypass, f)) for f in range(n_feeds)]
+        self._fault_k = [0] * n_feeds
+        self._bypass_k = [0] * n_feeds
+        self._short_since = [0.0] * n_feeds
         self.in_service: Callable[[int], bool] = lambda f: True
         """Set by the chain: the UPS of feed ``f`` is in service (not failed as a whole, not on maintenance bypass)."""
         # accounting
@@ -84,11 +84,11 @@ class UPSModules:
     def start(self) -> None:
         """Start the fault processes (the modules' population is started with every facility population)."""
         if self.ups.fault is not None and self.ups.fault.per_year > 0:
-            for f in range(self.F):
+            for f in range(self.n_feeds):
                 self._next_fault(f, 0.0)
 
     def finish(self, now_h: float) -> None:
-        for f in range(self.F):
+        for f in range(self.n_feeds):
             if self.short[f]:
                 self.short_h += now_h - self._short_since[f]
                 self._short_since[f] = now_h
