@@ -294,7 +294,7 @@ def update_units(nodes: np.ndarray, u: int, g: float, w: float, now: float, up: 
     Per node ``up`` (in service), ``util``, ``pc`` (power-chain cap per GPU, W; empty: none),
     ``rfactor``, ``inlet``; per unit ``rbase`` and ``toff`` (inlet offsets, °C; empty: none); ``ucap``,
     ``x_cap`` and ``traced`` empty when the model has none. ``hot``: some unit anywhere may be engaged.
-    ``heat`` (0: no air zone) the heat the nodes give their air zone (``Thermal._air_heat_w`` at their draw):
+    ``heat`` (0: no air zone) the heat the nodes give their air zone (``AirRooms.air_heat_w`` at their draw):
     1 GPUs in the air, 2 not, 3 a share ``air_share`` of the node's heat (heat capture); non-GPU load
     ``ng_w`` at full utilisation, ``ng_idle_w`` idle.
     Writes per node into ``nout`` rows: demand per GPU, draw per GPU, busy GPUs, speed, capped busy
@@ -453,7 +453,7 @@ def settle_units(idx: np.ndarray, now: float, u: int, w: float, T: np.ndarray, t
                             np.ndarray, float, float]:
     """Units ``idx`` crossed their slowdown temperature silently at t_x = ``t_next`` ≤ ``now``: they take
     their stashed capped state from t_x, and what the crossings changed over [t_x, now) is added to the
-    integrals in closed form (``lazy._settle``, which does the rest: publications and series).
+    integrals in closed form (``LazyCrossings.settle``, which does the rest: publications and series).
 
     ``x_cap`` and ``ucap`` are empty without per-GPU caps, ``oth_n`` empty without other speed sources.
     Updates in place the units' state, the histogram, per node the capped and speed sums and effective
@@ -633,7 +633,7 @@ def silent_due(gi: np.ndarray, due_h: float, silent: np.ndarray, t_next: np.ndar
 def plan_group(arr: np.ndarray, gid: int, gid_of: np.ndarray, u: int, keep_due_h: float, t_next: np.ndarray,
                kind: np.ndarray, silent: np.ndarray, down: np.ndarray, caps: np.ndarray, x_sp: np.ndarray,
                x_ok: np.ndarray, t_due: np.ndarray) -> int:
-    """Decide which pending slowdown crossings of a group are silent (``lazy._plan``): the members of
+    """Decide which pending slowdown crossings of a group are silent (``LazyCrossings.plan``): the members of
     ``arr`` still in group ``gid``; their crossings walked in time order from the group's slowest published
     speed (its nodes in service; 1 if none); a crossing is silent where it may be (``x_ok``) and its speed
     after is at least every speed the group has by then. A due silent crossing (t ≤ ``keep_due_h``; −inf:
