@@ -404,3 +404,17 @@ def test_extends_inherits_and_set_overrides(tmp_path: Path, capsys: pytest.Captu
     resolved = yaml.safe_load((summaries[0].parent / "scenario.resolved.yaml").read_text())
     assert resolved["seed"] == 99 and resolved["cluster"]["racks"] == 3 and resolved["cluster"]["nodes_per_rack"] == 2
     assert "extends" not in resolved
+
+
+def test_missing_weather_file_names_the_scenario_and_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bundled scenario copied without its data folder (the fuzz test's case: air-golden's TMY3 year): exit 2,
+    one line naming the scenario file first, then the field and the missing file (it used to name only the data
+    file, so the line did not say which scenario or field asked for it)."""
+    scenarios = Path(__file__).resolve().parents[1] / "scenarios"
+    for name in ("air-golden.yaml", "air.yaml", "baseline.yaml"):  # (its extends chain)
+        (tmp_path / name).write_text((scenarios / name).read_text())
+    path = tmp_path / "air-golden.yaml"
+    code, lines, _ = run_main(["run", str(path), "--results", str(tmp_path / "r"), "--dry-run"], capsys)
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"error: {path}: cooling.ambient.csv.file: {tmp_path}/data/weather/"), lines
+    assert lines[0].endswith("ambient temperature file not found"), lines

@@ -679,7 +679,7 @@ def _check_data_file(path: Path) -> None:
     """A data file the scenario names must be UTF-8 text without NUL characters, at most
     :data:`MAX_DATA_FILE_BYTES`, with rows of at most :data:`MAX_DATA_LINE_CHARS` characters (the
     csv module's field limit: a longer row is not data of any kind the twin reads); the reader of
-    each kind of file checks its rows. Missing files are reported by those readers."""
+    each kind of file checks its rows. A missing file is reported by :func:`_check_files`."""
     if not path.is_file():
         return
     src = str(path)
@@ -712,15 +712,29 @@ def _check_data_file(path: Path) -> None:
                 return
 
 
+_FILE_KINDS = (("trace.file", "trace file"), ("ambient.csv.file", "ambient temperature file"),
+               ("time_of_use.file", "time-of-use price file"), ("grid.file", "grid event file"))
+"""What a ``file:`` field holds, by the end of its path (every other ``file:`` is an empirical distribution's)."""
+
+
+def _file_kind(field: str) -> str:
+    """The kind of data file field ``field`` names, for its messages ("trace file", ...)."""
+    return next((kind for suffix, kind in _FILE_KINDS if field.endswith(suffix)), "empirical distribution file")
+
+
 def _check_files(doc: dict[str, Any], base_dir: Path, src: str, roots: tuple[Path, ...] | None,
                  trusted: set[str] = frozenset()) -> None:  # type: ignore[assignment]
     """Every ``file:`` of a validated document: inside the allowed folders (unless given on the
-    command line, ``trusted``) and readable text."""
+    command line, ``trusted``), a regular file (a missing one named with the scenario and its field, not
+    by the data file's path alone) and readable text."""
     for field, value in _file_values(doc):
         _path_value(value, src, field)
         target = base_dir / value
         if roots is not None and value not in trusted:
             _check_inside(target, roots, src, field, value)
+        problem = file_problem(target, _file_kind(field))
+        if problem is not None:  # named with the scenario and its field, then the data file's path
+            raise InputError(src, field, f"{target}: {problem}")
         _check_data_file(target)
 
 
