@@ -323,3 +323,34 @@ def test_storage_servers_are_bought_and_their_repairs_priced() -> None:
     doc["costs"] = {"parts": {"storage_servr": 1.0}}
     with pytest.raises(InputError, match=r"costs\.parts\.storage_servr"):
         load_dict(doc)
+
+
+def test_io_levels_follow_servers_availability_and_writes_through_their_memo() -> None:
+    """The data capacity and the writes' bandwidth in use are kept per (server share, availability, writes'
+    sum) (``Storage._io_memo``): after every transfer and server change they equal the formula on the state
+    then, including keys seen before with another share or availability between."""
+    from twin.model.component import STORAGE
+
+    doc = vs.storage_doc("memo", 4, 10.0, [{"name": "j", "gpus": 32, "work_h": 1000.0}],
+                         storage={"servers": {"count": 4, "required": 2, "failure": {"mtbf_h": 1e15},
+                                              "repair": {"time": {"dist": "fixed", "value_h": 20.0}}}})
+    st = Model(load_dict(doc).scenario).services[STORAGE]
+    st.data_share(99, 1.0)  # a data stream, so the level is recomputed
+    rng = np.random.default_rng(3)
+    up = [True] * 4
+    for step in range(300):
+        r = rng.random()
+        if r < 0.2:
+            i = int(rng.integers(4))
+            up[i] = not up[i]
+            st._on_unit("storage_server", i, up[i])
+        elif r < 0.6:
+            st.transfer_begins(int(rng.integers(3)), bool(rng.random() < 0.7), float(rng.choice([25.0, 50.0, 100.0])))
+        else:
+            st.transfer_ends(int(rng.integers(3)), bool(rng.random() < 0.7))
+        ws = sum(st._writes.values())
+        want = (phys.data_capacity_gb_per_s(st.read_gb_per_s, st.write_gb_per_s, st.total_gb_per_s, ws)
+                if st.available else 0.0)
+        assert (st._cap, st._w_in_use) == (want, min(st.write_gb_per_s, ws)), step
+        assert st._cap == st.data_capacity_gb_per_s()
+    assert 2 <= len(st._io_memo) < 300  # keys were reused

@@ -83,6 +83,7 @@ class Storage(Component):
         # the data capacity, the writes' bandwidth in use and the reads' sum, GB/s
         self._io_dirty = True
         self._cap = self._w_in_use = self._r_sum = 0.0
+        self._io_memo: dict[tuple[float, bool, float], tuple[float, float]] = {}  # _io_levels by its arguments
         self._reads: dict[int, float] = {}
         self._demand: dict[int, float] = {}
         # Σ of the demands, kept as they change (O(1) per change; exact sums only where a stream is limited)
@@ -165,15 +166,11 @@ class Storage(Component):
         if self._io_dirty:  # (data_capacity_gb_per_s and the writes' use, their bandwidths and sum taken once)
             self._io_dirty = False
             ws = sum(self._writes.values())
-            s = self._share
-            w = self.write_full_gb_per_s if s == 1.0 else self.write_full_gb_per_s * s
-            if self.available:
-                r = self.read_full_gb_per_s if s == 1.0 else self.read_full_gb_per_s * s
-                tot = self.total_full_gb_per_s if s == 1.0 else self.total_full_gb_per_s * s
-                self._cap = phys.data_capacity_gb_per_s(r, w, tot, ws)
-            else:
-                self._cap = 0.0
-            self._w_in_use = min(w, ws)
+            key = (self._share, self.available, ws)
+            got = self._io_memo.get(key)
+            if got is None:
+                got = self._io_memo[key] = self._io_levels(*key)
+            self._cap, self._w_in_use = got
             self._r_sum = sum(self._reads.values())
         cap = self._cap
         demand = self._demand
@@ -198,6 +195,21 @@ class Storage(Component):
         self._level = level
         if level != self._published and demand and not self._notify.pending:
             self._notify.set(self._env._now)
+
+    def _io_levels(self, s: float, available: bool, ws: float) -> tuple[float, float]:
+        """The data capacity and the writes' bandwidth in use (GB/s) with the servers' bandwidth share ``s``,
+        the availability and the checkpoint writes' sum ``ws`` (GB/s): a function of these three alone, kept
+        per key in ``_io_memo`` (a few keys: writes are equal shares of one bandwidth)."""
+        if len(self._io_memo) >= 64:
+            self._io_memo.clear()
+        w = self.write_full_gb_per_s if s == 1.0 else self.write_full_gb_per_s * s
+        if available:
+            r = self.read_full_gb_per_s if s == 1.0 else self.read_full_gb_per_s * s
+            tot = self.total_full_gb_per_s if s == 1.0 else self.total_full_gb_per_s * s
+            cap = phys.data_capacity_gb_per_s(r, w, tot, ws)
+        else:
+            cap = 0.0
+        return cap, min(w, ws)
 
     def _account(self) -> None:
         now = self._env._now
