@@ -60,6 +60,28 @@ def test_a_decisive_assumption_without_a_range_fails_the_check(tmp_path: Path,
     assert "without a range in uncertainty: none" in out
 
 
+def test_skip_ranged_screens_only_the_assumptions_without_a_range(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """--skip-ranged leaves the declared assumptions out of the screen (they pass the check whatever they
+    move) and screens the rest; the verdict on the rest is the full screen's."""
+    doc = tiny()
+    doc["horizon_days"] = 60
+    doc["uncertainty"]["inputs"][SUCCESS] = {"dist": "uniform", "low": 0.5, "high": 1.0, "source": "assumption"}
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    ld = load_dict(doc, str(path))
+    n_all = len(assumptions(ld))
+    argv = ["sensitivity", str(path), "--assumptions", "--skip-ranged", "--check-ranges", "node_availability",
+            "--reps", "4", "--no-report", "--quiet", "--results", str(tmp_path / "r")]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "1 with a range in uncertainty: are left out" in err
+    assert f"{n_all - 1} fields taken on assumption are screened" in err
+    assert SUCCESS not in out  # not screened: no tornado row, no verdict
+    assert main(["sensitivity", str(path), "--skip-ranged", "--factor", "2"]) == 2
+    assert "needs --assumptions" in capsys.readouterr().err
+
+
 def test_schema_refused_ends_stay_at_the_value(tmp_path: Path) -> None:
     path = tmp_path / "t.yaml"
     path.write_text(yaml.safe_dump(tiny(), sort_keys=False))

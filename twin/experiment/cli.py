@@ -120,6 +120,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--check-ranges", dest="check_ranges", metavar="METRIC",
                    help="with --assumptions: exit 1 when an assumption that moves METRIC beyond its paired CI has no "
                         "range in the scenario's uncertainty: section")
+    p.add_argument("--skip-ranged", dest="skip_ranged", action="store_true",
+                   help="with --assumptions: leave out the assumptions the uncertainty: section already gives a range "
+                        "(they pass --check-ranges whatever they move), screening only the ones the check can fail on")
     _common(p)
     p.set_defaults(func=cmd_sensitivity)
 
@@ -448,18 +451,28 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     from twin.experiment.sweep import run_sensitivity
 
     _check(args)
-    if args.check_ranges and not args.assumptions:
-        raise InputError("--check-ranges", args.check_ranges, "needs --assumptions")
+    for flag, val in (("--check-ranges", args.check_ranges), ("--skip-ranged", args.skip_ranged)):
+        if val and not args.assumptions:
+            raise InputError(flag, str(val), "needs --assumptions")
     if args.assumptions:
-        from twin.experiment.assumptions import param_exprs
+        from twin.experiment.assumptions import param_exprs, without_range
         from twin.scenario.loader import load_scenario
 
-        exprs, notes = param_exprs(args.scenario, list(args.overrides), load_scenario(args.scenario, args.overrides))
+        loaded = load_scenario(args.scenario, args.overrides)
+        exprs, notes = param_exprs(args.scenario, list(args.overrides), loaded)
+        if args.skip_ranged:
+            bare = set(without_range([e.partition("=")[0] for e in exprs], loaded))
+            ranged = len(exprs) - len(bare)
+            exprs = [e for e in exprs if e.partition("=")[0] in bare]
+            _note(f"assumptions: {ranged} with a range in uncertainty: are left out (--skip-ranged)")
         given = {e.partition("=")[0] for e in args.param}
         args.param = list(args.param) + [e for e in exprs if e.partition("=")[0] not in given]
         for n in notes:
             _note(f"assumptions: {n}")
         _note(f"assumptions: {len(exprs)} fields taken on assumption are screened")
+        if not args.param and args.factor is None:  # --skip-ranged left nothing: every assumption has a range
+            _echo("assumptions without a range in uncertainty: none (nothing to screen)")
+            return EXIT_OK
     targets = parse_targets(args.target_ci)
     _check_limits(args, "sensitivity")
     res = run_sensitivity(args.scenario, args.overrides, args.param, args.factor, args.reps, args.workers, args.dask,
