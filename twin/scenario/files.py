@@ -17,6 +17,17 @@ _KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character de
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
+FILE_KINDS = (("trace.file", "trace file"), ("ambient.csv.file", "ambient temperature file"),
+              ("time_of_use.file", "time-of-use price file"), ("grid.file", "grid event file"))
+"""What a scenario's ``file:`` field holds, by the end of its path (every other ``file:`` is an empirical
+distribution's)."""
+
+
+def file_kind(field: str) -> str:
+    """The kind of data file the scenario field ``field`` names, for its messages ("trace file", ...)."""
+    return next((kind for suffix, kind in FILE_KINDS if field.endswith(suffix)), "empirical distribution file")
+
+
 def file_problem(path: Path, what: str) -> str | None:
     """None if ``path`` is a regular file (symlinks followed); else why it is not, naming ``what``
     was expected ("scenario file", "time-of-use price file", ...). Errors other than a missing path

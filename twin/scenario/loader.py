@@ -30,7 +30,7 @@ from pydantic import BaseModel, ValidationError
 from twin.console import detail, verbosity
 from twin.errors import InputError, InputErrors
 from twin.scenario.distributions import Empirical, load_empirical
-from twin.scenario.files import file_problem, require_file
+from twin.scenario.files import file_kind, file_problem, require_file
 from twin.scenario.rounds import later_errors, split_errors, with_more
 from twin.scenario.schema import Scenario
 from twin.scenario.slips import slip, unit_slips
@@ -712,16 +712,6 @@ def _check_data_file(path: Path) -> None:
                 return
 
 
-_FILE_KINDS = (("trace.file", "trace file"), ("ambient.csv.file", "ambient temperature file"),
-               ("time_of_use.file", "time-of-use price file"), ("grid.file", "grid event file"))
-"""What a ``file:`` field holds, by the end of its path (every other ``file:`` is an empirical distribution's)."""
-
-
-def _file_kind(field: str) -> str:
-    """The kind of data file field ``field`` names, for its messages ("trace file", ...)."""
-    return next((kind for suffix, kind in _FILE_KINDS if field.endswith(suffix)), "empirical distribution file")
-
-
 def _check_files(doc: dict[str, Any], base_dir: Path, src: str, roots: tuple[Path, ...] | None,
                  trusted: set[str] = frozenset()) -> None:  # type: ignore[assignment]
     """Every ``file:`` of a validated document: inside the allowed folders (unless given on the
@@ -732,7 +722,7 @@ def _check_files(doc: dict[str, Any], base_dir: Path, src: str, roots: tuple[Pat
         target = base_dir / value
         if roots is not None and value not in trusted:
             _check_inside(target, roots, src, field, value)
-        problem = file_problem(target, _file_kind(field))
+        problem = file_problem(target, file_kind(field))
         if problem is not None:  # named with the scenario and its field, then the data file's path
             raise InputError(src, field, f"{target}: {problem}")
         _check_data_file(target)
