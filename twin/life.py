@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from twin.scenario.timeline import rack_types
 from twin.units import DAYS_PER_YEAR, HOURS_PER_DAY
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -166,12 +167,20 @@ def step_capital(sc: "Scenario") -> list[dict[str, Any]]:
     if costs is not None:
         plant = {k: [PlantLot(float(i.quantity), 0.0, float(i.unit_price), float(i.years))]
                  for k, i in _plant(stages[0]).items()}
+    racks: list[list[Lot]] | None = None  # per rack, its nodes' lots (a hall of node pools: cluster.pools)
     for j, step in enumerate(tl.reached(sc.horizon_days)):
         prev, cur = stages[j], stages[j + 1]
         replaced = 0
         writeoff = 0.0
         price = node_replacement_price(cur) if cur.costs is not None else 0.0
-        if cur.cluster.node.type != prev.cluster.node.type:  # a new generation replaces every node
+        if racks is None and (prev.cluster.pools or cur.cluster.pools):  # from here, the lots of each rack
+            npr = prev.cluster.nodes_per_rack
+            racks = [[Lot(npr, lot.day, lot.price)] for lot in lots for _ in range(lot.nodes // npr)]
+            if prev.cluster.pools:  # the pools from day 0 (a step's lots are per rack already)
+                racks = [[Lot(npr, 0.0, _price(prev, t))] for t in rack_types(prev)]
+        if racks is not None:
+            replaced, writeoff = _rack_change(racks, prev, cur, step.day)
+        elif cur.cluster.node.type != prev.cluster.node.type:  # a new generation replaces every node
             c = prev.costs
             for lot in lots:
                 replaced += lot.nodes
@@ -201,6 +210,40 @@ def step_capital(sc: "Scenario") -> list[dict[str, Any]]:
     return out
 
 
+def _price(sc: "Scenario", node_type: str) -> float:
+    """Price of one node of ``node_type`` in ``sc`` (``capital.node`` and its PSUs), 0 without costs."""
+    from twin.model.costs import psu_part
+
+    c = sc.costs
+    if c is None:
+        return 0.0
+    psu = psu_part(sc)
+    return float(c.capital.node[node_type] + (sc.cluster.node.parts[psu].count * c.capital.psu if psu else 0.0))
+
+
+def _rack_change(racks: list[list[Lot]], prev: "Scenario", cur: "Scenario", day: float) -> tuple[int, float]:
+    """Update the per-rack ``racks`` lots for stage ``cur`` from ``day``: a rack whose node type changes is
+    replaced (its lots written off at their age), an added rack is a new lot. Returns (nodes replaced, their
+    write-off)."""
+    c = prev.costs
+    before, after = rack_types(prev), rack_types(cur)
+    npr = cur.cluster.nodes_per_rack
+    replaced, writeoff = 0, 0.0
+    for r, t in enumerate(after):
+        if r >= len(before):
+            racks.append([Lot(npr, day, _price(cur, t))])
+        elif t != before[r]:
+            for lot in racks[r]:
+                replaced += lot.nodes
+                if c is not None:
+                    age = (day - lot.day) / DAYS_PER_YEAR
+                    writeoff += lot.nodes * lot.price * remaining_share(c.discount_rate, c.amortisation_years, age)
+            racks[r] = [Lot(npr, day, _price(cur, t))]
+        elif npr > sum(lot.nodes for lot in racks[r]):
+            racks[r].append(Lot(npr - sum(lot.nodes for lot in racks[r]), day, _price(cur, t)))
+    return replaced, writeoff
+
+
 def carried_ages(prev: "Scenario", cur: "Scenario", ages: dict[str, tuple[Any, Any]]) -> dict[str, tuple[Any, Any]]:
     """The part ages stage ``cur`` starts with, from ``prev``'s at its end (``ReplicationResult.part_ages_h``).
 
@@ -214,6 +257,8 @@ def carried_ages(prev: "Scenario", cur: "Scenario", ages: dict[str, tuple[Any, A
     out: dict[str, tuple[Any, Any]] = {}
     pn, cn = prev.cluster.node, cur.cluster.node
     same_nodes = pn.type == cn.type and prev.cluster.nodes_per_rack == cur.cluster.nodes_per_rack
+    if prev.cluster.pools or cur.cluster.pools:  # node pools: a node part's units keep their ages on the racks
+        return _pooled_ages(prev, cur, ages)     # whose node type stays
     for name, (age, failure) in ages.items():
         if name in pn.parts or name in prev.cluster.rack_parts:
             node = name in pn.parts
@@ -227,6 +272,40 @@ def carried_ages(prev: "Scenario", cur: "Scenario", ages: dict[str, tuple[Any, A
             out[name] = (np.concatenate([age, np.zeros(n - len(age))]), failure)
         else:
             out[name] = (age, failure)
+    return out
+
+
+def _pooled_ages(prev: "Scenario", cur: "Scenario", ages: dict[str, tuple[Any, Any]]) -> dict[str, tuple[Any, Any]]:
+    """:func:`carried_ages` for halls of node pools: a node part's unit keeps its age when its rack keeps its node
+    type and the part keeps its count and its failure law there; the units of a replaced or added rack start new
+    (age 0); rack parts and site units as :func:`carried_ages` (a hall without pools on either side)."""
+    import numpy as np
+
+    npr = prev.cluster.nodes_per_rack
+    if npr != cur.cluster.nodes_per_rack:
+        return {}
+    before, after = rack_types(prev), rack_types(cur)
+    out: dict[str, tuple[Any, Any]] = {}
+    for name, (age, failure) in ages.items():
+        if name not in prev.cluster.node.parts:
+            if name in prev.cluster.rack_parts:
+                old, new = prev.cluster.rack_parts[name], cur.cluster.rack_parts.get(name)
+                if new is None or new.count != old.count or new.failure != old.failure or len(age) > cur.cluster.racks * new.count:
+                    continue
+                out[name] = (np.concatenate([age, np.zeros(cur.cluster.racks * new.count - len(age))]), failure)
+            else:
+                out[name] = (age, failure)
+            continue
+        if name not in cur.cluster.node.parts or cur.cluster.node.parts[name].count != prev.cluster.node.parts[name].count:
+            continue
+        per = cur.cluster.node.parts[name].count * npr  # units per rack
+        law_before = {node.type: node.parts[name].failure for _, _, node in prev.cluster.node_pools()}
+        law_after = {node.type: node.parts[name].failure for _, _, node in cur.cluster.node_pools()}
+        new_age = np.zeros(len(after) * per)
+        for r, t in enumerate(after):
+            if r < len(before) and before[r] == t and law_before[t] == law_after[t]:
+                new_age[r * per:(r + 1) * per] = age[r * per:(r + 1) * per]
+        out[name] = (new_age, failure)
     return out
 
 

@@ -153,6 +153,10 @@ def populations(sc: Scenario) -> list[tuple[str, float, Any]]:
     n = sc.cluster.n_nodes
     out: list[tuple[str, float, Any]] = [(f"cluster.node.parts.{k}", float(p.count * n), p)
                                          for k, p in sc.cluster.node.parts.items()]
+    if sc.cluster.pools:  # each pool's units at its own failure law (cluster.pools)
+        out = [(f"cluster.node.parts.{k}" if j == 0 else f"cluster.pools.{j - 1}.node.parts.{k}",
+                float(p.count * (b - a)), p)
+               for j, (a, b, node) in enumerate(sc.cluster.node_pools()) for k, p in node.parts.items()]
     out += [(f"cluster.rack_parts.{k}", float(p.count * sc.cluster.racks), p) for k, p in sc.cluster.rack_parts.items()]
     net = sc.network
     if net is not None:

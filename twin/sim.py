@@ -33,6 +33,7 @@ from twin.model.oversubscription import Oversubscription
 from twin.model.recovery import Recovery
 from twin.model.fans import Fans
 from twin.model.health import NodeHealth
+from twin.model.generations import Generations
 from twin.model.installation import Installation
 from twin.model.network import Network
 from twin.model.parts import FacilityParts, PartPopulation
@@ -53,7 +54,7 @@ T = TypeVar("T")
 
 COMPONENTS: tuple[type[Component], ...] = (
     RackParts, Network, PowerChain, Recovery, Oversubscription, Grid, Thermal, Fans, Plant, Storage, Hazards,
-    Workload, NodeHealth, Installation,
+    Generations, Workload, NodeHealth, Installation,
     Costs,  # last of the wanted ones: prices what the others recorded (results run in build order)
     ITPower,  # on demand: built just before the first component that requires it
 )
@@ -180,8 +181,11 @@ class Model:
         node = sc.cluster.node
         self.cluster = Cluster(self.engine, sc.cluster.racks, sc.cluster.nodes_per_rack, node.gpus)
         self.shop = RepairShop(self.engine, self.cluster, sc.maintenance)
+        pools = sc.cluster.node_pools() if sc.cluster.pools else None  # node pools: each part's law per pool
         self.parts: dict[str, PartPopulation] = {
-            name: PartPopulation(self.engine, self.cluster, name, spec)
+            name: PartPopulation(self.engine, self.cluster, name, spec, None if pools is None or all(
+                p.parts[name].failure == spec.failure for _, _, p in pools) else [
+                (a, b, p.parts[name].failure) for a, b, p in pools])
             for name, spec in node.parts.items()
         }
         self.facility: dict[str, FacilityParts] = {}

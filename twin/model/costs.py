@@ -128,6 +128,9 @@ def capital_items(sc: "Scenario") -> list[CapitalItem]:
     n = sc.cluster.n_nodes
     it_y, plant_y = c.amortisation_years, c.plant_years
     out = [CapitalItem("compute", f"node {sc.cluster.node.type}", n, "node", cap.node[sc.cluster.node.type], it_y)]
+    if sc.cluster.pools:  # node pools: a line per node type, its own nodes (cluster.pools)
+        out = [CapitalItem("compute", f"node {node.type}", b - a, "node", cap.node[node.type], it_y)
+               for a, b, node in sc.cluster.node_pools()]
     psu = psu_part(sc)
     if psu is not None:
         out.append(CapitalItem("compute", "psu", n * sc.cluster.node.parts[psu].count, "unit", cap.psu, it_y))

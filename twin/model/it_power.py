@@ -62,8 +62,15 @@ class ITPower(Component):
     def build(cls, ctx: BuildContext) -> ITPower:
         node = ctx.sc.cluster.node  # the GPU and node power figures, declared once
         fans = fan_law(ctx.engine, ctx.cluster, ctx.sc)  # server fans in place of those in the non-GPU load
-        return cls(ctx.engine, ctx.cluster, node.gpus, node.gpu.idle_w, node.gpu.demand_w, node.non_gpu_w,
-                   node.non_gpu_idle_w, fans=fans)
+        it = cls(ctx.engine, ctx.cluster, node.gpus, node.gpu.idle_w, node.gpu.demand_w, node.non_gpu_w,
+                 node.non_gpu_idle_w, fans=fans)
+        cl = ctx.sc.cluster
+        if cl.pools and any((p.gpu.idle_w, p.gpu.demand_w, p.non_gpu_w, p.non_gpu_idle_w)
+                            != (node.gpu.idle_w, node.gpu.demand_w, node.non_gpu_w, node.non_gpu_idle_w)
+                            for _, _, p in cl.node_pools()):
+            it.set_pools([(a, b, p.gpu.idle_w, p.gpu.demand_w, p.non_gpu_w, float(p.non_gpu_idle_w or 0.0))
+                          for a, b, p in cl.node_pools()])
+        return it
 
     def __init__(self, engine: Engine, cluster: "Cluster", gpus: int, idle_w: float, tdp_w: float,
                  non_gpu_w: float, non_gpu_idle_w: float | None = None, fans: FanLaw | None = None) -> None:
@@ -102,11 +109,36 @@ class ITPower(Component):
         self._b_w = non_gpu_w + gpus * idle_w
         self._g_idle_w = gpus * idle_w  # with a non-GPU load that follows utilisation: util·a + (ng(util) + this)
         self._level = engine.recorder.levels.setdefault("site_power_w", ([], []))
+        self._pooled = False  # node pools of other power figures (set_pools)
         bus = engine.bus
         bus.subscribe(Topic.NODE_LOAD, self.refresh)
         bus.subscribe(Topic.NODE_DOWN, self._on_node)
         bus.subscribe(Topic.NODE_UP, self._on_node)
         self.refresh()
+
+    def set_pools(self, pools: list[tuple[int, int, float, float, float, float]]) -> None:
+        """Node pools of other power figures (``cluster.pools``): per pool its nodes [a, b), GPU idle and
+        training draw, non-GPU load busy and idle, W. From now each node draws its own pool's figures."""
+        n = self.cluster.n_nodes
+        self._pool_idle = np.empty(n)
+        self._pool_span = np.empty(n)  # training draw − idle, W per GPU
+        self._pool_ng0 = np.empty(n)
+        self._pool_ngs = np.empty(n)  # non-GPU slope with utilisation, W
+        for a, b, idle_w, demand_w, ng_w, ng_idle_w in pools:
+            self._pool_idle[a:b] = idle_w
+            self._pool_span[a:b] = demand_w - idle_w
+            self._pool_ng0[a:b] = ng_idle_w
+            self._pool_ngs[a:b] = ng_w - ng_idle_w
+        self._pooled = True
+        self.refresh()
+
+    def _pooled_power(self, idx: NDArray[np.int64], util: float | None) -> NDArray[np.float64]:
+        """The power of nodes ``idx`` from their pools' figures (caps included), W."""
+        u: NDArray[np.float64] | float = self.engine.node_util[idx] if util is None else util
+        d = u * self._pool_span[idx] + self._pool_idle[idx]
+        if not self._uncapped:
+            d = np.minimum(d, self.min_cap(np.asarray(idx, dtype=np.int64)))
+        return np.asarray(d * self.gpus + (self._pool_ng0[idx] + self._pool_ngs[idx] * u), dtype=np.float64)
 
     def _array(self, source: str) -> NDArray[np.float64]:
         arr = self.caps.get(source)
@@ -177,13 +209,18 @@ class ITPower(Component):
     def non_gpu_w_of(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:
         """Non-GPU load (W) of ``nodes`` at their utilisation, were they up (their fans included)."""
         u = self.engine.node_util[nodes]
-        out = np.asarray(non_gpu_power_w(u, self.non_gpu_idle_w, self.non_gpu_w), dtype=np.float64)
+        if self._pooled:
+            out = self._pool_ng0[nodes] + self._pool_ngs[nodes] * u
+        else:
+            out = np.asarray(non_gpu_power_w(u, self.non_gpu_idle_w, self.non_gpu_w), dtype=np.float64)
         if self.fans is not None:
             out = out + self.fans.delta_w(nodes, u)
         return out
 
     def gpu_demand_w(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:
         """Uncapped GPU power demand (W) of ``nodes`` at their utilisation."""
+        if self._pooled:
+            return self._pool_idle[nodes] + self._pool_span[nodes] * self.engine.node_util[nodes]
         return self.idle_w + (self.tdp_w - self.idle_w) * self.engine.node_util[nodes]
 
     def watch(self, before: Callable[[], None], after: Callable[[NDArray[np.int64]], None]) -> None:
@@ -245,7 +282,9 @@ class ITPower(Component):
         idx = self._all if nodes is None else nodes
         npw = self.node_power_w
         p: NDArray[np.float64] | float | None
-        if self._uncapped and self._ng_slope_w:  # the same operations as node_it_power_w with non_gpu_power_w
+        if self._pooled:  # node pools of other power figures (cluster.pools)
+            p = self._pooled_power(idx, util)
+        elif self._uncapped and self._ng_slope_w:  # the same operations as node_it_power_w with non_gpu_power_w
             if util is not None:
                 npw[idx] = util * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * util) + self._g_idle_w)
                 p = None

@@ -319,9 +319,14 @@ class Population(abc.ABC):
 class PartPopulation(Population):
     """All instances of part type ``name`` (``count`` per node)."""
 
-    def __init__(self, engine: Engine, cluster: Cluster, name: str, spec: Part) -> None:
+    def __init__(self, engine: Engine, cluster: Cluster, name: str, spec: Part,
+                 pool_failures: Sequence[tuple[int, int, Any]] | None = None) -> None:
         self.cluster = cluster
         self.per_node = spec.count
+        self.pool_failures = None if pool_failures is None else [
+            (a * spec.count, b * spec.count, dist) for a, b, dist in pool_failures]
+        """Node pools (``cluster.pools``) whose failure laws differ: (first unit, end unit, distribution) of
+        each pool; None: every unit draws from ``spec.failure``."""
         priority = spec.dispatch_priority if spec.dispatch_priority is not None else DEFAULT_PRIORITY[spec.effect]
         super().__init__(engine, name, spec, cluster.n_nodes * spec.count,
                          _node_part_digests(cluster.racks, cluster.nodes_per_rack, name, spec.count), priority)
@@ -356,12 +361,22 @@ class PartPopulation(Population):
         """With a frailty Z of the part's node, the uniform u of the inverse CDF becomes 1 − (1 − u)^(1/Z):
         the same draw under a hazard Z times the part's (an exponential mean divided by Z); with ``age_h``,
         the residual lives given those ages (:func:`aged_sample`)."""
+        if self.pool_failures is not None:
+            out = np.empty(len(u))
+            for a, b, dist in self.pool_failures:
+                m = (idx >= a) & (idx < b)
+                if m.any():
+                    out[m] = self._sample_of(dist, u[m], idx[m], None if age_h is None else age_h[m])
+            return out
+        return self._sample_of(self.spec.failure, u, idx, age_h)
+
+    def _sample_of(self, dist: Any, u: np.ndarray, idx: np.ndarray, age_h: np.ndarray | None) -> np.ndarray:
         fr = self.frailty
         if age_h is not None:
-            return aged_sample(self.spec.failure, u, None if fr is None else fr[idx // self.per_node], age_h)
+            return aged_sample(dist, u, None if fr is None else fr[idx // self.per_node], age_h)
         if fr is None:
-            return self.spec.failure.sample(u)
-        return frail_sample(self.spec.failure, u, fr[idx // self.per_node])
+            return np.asarray(dist.sample(u))
+        return frail_sample(dist, u, fr[idx // self.per_node])
 
     def redraw(self, idx: int) -> None:
         """A healthy part's life drawn afresh from now (after a deep repair of its node): the pending

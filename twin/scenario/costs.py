@@ -309,6 +309,11 @@ def _check(costs: Costs | None, info: ValidationInfo) -> Costs | None:
     if cluster is not None and cluster.node.type not in costs.capital.node:
         raise ValueError(f"@capital.node: no price for node type {cluster.node.type!r} (cluster.node.type); "
                          f"priced: {sorted(costs.capital.node)}")
+    for k, pool in enumerate(cluster.pools if cluster is not None else []):
+        t = pool.node.type
+        if t is not None and t not in costs.capital.node:
+            raise ValueError(f"@capital.node: no price for node type {t!r} (cluster.pools.{k}.node.type); "
+                             f"priced: {sorted(costs.capital.node)}")
     names = _part_names(data) | set(_default_parts()) | set(PLANT_PART_NAMES)
     for k in costs.parts:  # catches misspelt part names (the defaults name parts of every section)
         if k not in names:

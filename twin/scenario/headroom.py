@@ -68,6 +68,28 @@ def checks(sc: "Scenario", hall_m2: float | None = None) -> list[Check]:
         out.append(("rack_power", cl.rack.power_limit_kw, cl.nodes_per_rack * node.rated_w / 1000.0, "kW"))
     if hall_m2 is not None and cool is not None:
         out.append(("floor", hall_m2, floor_plan(sc)["white_space_m2"], "m2"))
+    return pooled(sc, out) if cl.pools else out
+
+
+def pooled(sc: "Scenario", found: list[Check]) -> list[Check]:
+    """The loads of ``found`` (computed for ``cluster.node``) for a hall of node pools (``cluster.pools``): each
+    node at its own pool's full power or nameplate; a zone's load the sum over its nodes, the racks' the largest
+    pool's rack."""
+    cl = sc.cluster
+    full_kw = [0.0] * cl.n_nodes
+    for a, b, node in cl.node_pools():
+        full_kw[a:b] = [node.full_power_w / 1000.0] * (b - a)
+    out: list[Check] = []
+    for what, cap, load, unit in found:
+        if what == "cooling_air_zone" and sc.cooling is not None and sc.cooling.air is not None:
+            z, npr = sc.cooling.air.zones, cl.nodes_per_rack  # near-equal blocks of racks (the thermal model's)
+            zones = [((k * cl.racks) // z * npr, ((k + 1) * cl.racks) // z * npr) for k in range(z)]
+            load = max(sum(full_kw[a:b]) for a, b in zones) * air_share(sc)
+        elif what in ("cooling_plant", "power_ups"):
+            load = sum(full_kw)
+        elif what == "rack_power":
+            load = max(cl.nodes_per_rack * node.rated_w / 1000.0 for _, _, node in cl.node_pools())
+        out.append((what, cap, load, unit))
     return out
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Callable, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from twin.scenario.base import Dist, NonNegInt, Part, PosInt, Probability, Strict, valid_part_name
 from twin.scenario.defaults import derive
@@ -20,6 +20,7 @@ from twin.scenario.hazards import Hazards
 from twin.scenario.health import Health
 from twin.scenario.network import NetworkSection
 from twin.scenario.nvlink import NVLinkDomains
+from twin.scenario.pools import Pool, check_cluster_pools, pool_refusals, resolve_pool_node
 from twin.scenario.power import Power
 from twin.scenario.storage import StorageSection
 from twin.scenario.timeline import Installation, Timeline, build_stages, capture_base
@@ -87,6 +88,10 @@ class Node(Strict):
     u_height: Annotated[int, Field(ge=1, le=60)] = Field(
         8, description="Rack units the node takes (DGX H100: 8U, sources-realism §12).")
     parts: dict[str, Part] = Field(description="Part types of the node, keyed by name.")
+    peak_tflops: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
+        None, description="Peak dense TFLOP/s per GPU (H100 SXM bf16: 989, sources.md; range 300-2,500), read only "
+                          "to pace node pools of other generations (cluster.pools: each node at its peak over the "
+                          "fastest pool's). null: not stated (pools must then not state one either).")
     fans: NodeFans = Field(default_factory=NodeFans, description="Server fans: power at full speed (inside "
                            "non_gpu_w), fan curve, residual fans on liquid (docs/guide/fans.md).")
 
@@ -146,6 +151,11 @@ class Cluster(Strict):
     nvlink: NVLinkDomains | None = Field(
         None, description="Rack-scale NVLink domains (GB200 NVL72): the scheduling unit of tensor parallelism and "
                           "their switch trays; null: each node is its own NVLink domain (docs/guide/parallelism.md).")
+    pools: list[Pool] = Field(
+        default_factory=list, description="Node pools: racks holding another node type, a second GPU generation "
+                                          "(each the last `racks` racks, in the order listed; docs/guide/timeline.md). "
+                                          "Empty: every rack holds cluster.node.")
+    _pool_nodes: list[Node] | None = PrivateAttr(None)
 
     @model_validator(mode="after")
     def _rack_parts(self) -> "Cluster":
@@ -165,11 +175,59 @@ class Cluster(Strict):
                                  f"no node (they are down with the rack), got {part.repair.burn_in_h:g}")
         if self.nvlink is not None:
             self.nvlink.check_against(self)
+        if self.pools:
+            check_cluster_pools(self)
+            if self.nvlink is not None:
+                raise ValueError("@pools: rack-scale NVLink domains (cluster.nvlink) hold one node type; allowed: "
+                                 "no pools with cluster.nvlink")
+            nodes = [self.node]
+            for k, pool in enumerate(self.pools):
+                try:
+                    nodes.append(resolve_pool_node(self.node, pool.node, Node, GpuPower))
+                except ValueError as exc:
+                    msg = str(exc)
+                    raise ValueError(f"@pools.{k}.node.{msg[1:]}" if msg.startswith("@")
+                                     else f"@pools.{k}.node: {msg}") from None
+            peaks = [n.peak_tflops for n in nodes]
+            if any(p is not None for p in peaks) and self.node.peak_tflops is None:
+                raise ValueError("@node.peak_tflops: a pool states peak_tflops: state the hall's node's too, to pace "
+                                 "the generations")
+            self._pool_nodes = nodes
         return self
 
     @property
     def n_nodes(self) -> int:
         return self.racks * self.nodes_per_rack
+
+    def pool_node(self, k: int) -> Node:
+        """The node of pool ``k`` (0: ``cluster.node``; k >= 1: ``pools[k - 1]`` resolved)."""
+        if k == 0:
+            return self.node
+        assert self._pool_nodes is not None
+        return self._pool_nodes[k]
+
+    def node_pools(self) -> list[tuple[int, int, Node]]:
+        """Each pool's nodes [start, end) and node, pool 0 (``cluster.node``) first: one entry without pools."""
+        npr = self.nodes_per_rack
+        bounds = [self.racks - sum(p.racks for p in self.pools)]
+        for p in self.pools:
+            bounds.append(bounds[-1] + p.racks)
+        starts = [0] + bounds[:-1]
+        return [(a * npr, b * npr, self.pool_node(k)) for k, (a, b) in enumerate(zip(starts, bounds))]
+
+    def generation_speed(self) -> list[float]:
+        """Each pool's speed: its peak TFLOP/s over the fastest pool's (1.0 each when no peak is stated)."""
+        peaks = [node.peak_tflops for _, _, node in self.node_pools()]
+        if self.node.peak_tflops is None:
+            return [1.0] * len(peaks)
+        top = max(p if p is not None else self.node.peak_tflops for p in peaks)
+        return [(p if p is not None else self.node.peak_tflops) / top for p in peaks]
+
+    def full_power_w(self) -> float:
+        """Every node at full power (non-GPU load + GPUs x TDP), summed over the pools, W."""
+        if not self.pools:
+            return self.n_nodes * self.node.full_power_w
+        return float(sum((b - a) * node.full_power_w for a, b, node in self.node_pools()))
 
 
 class Shift(Strict):
@@ -377,7 +435,11 @@ class Scenario(Strict):
 
         sections = [getattr(s, "check_against") for s in (self.power, self.cooling, self.workload, self.installation)
                     if s is not None]
-        run_all([crews, part_crews("node.parts", self.cluster.node.parts),
+        def pools_run() -> None:
+            if self.cluster.pools:
+                pool_refusals(self)
+
+        run_all([crews, part_crews("node.parts", self.cluster.node.parts), pools_run,
                  part_crews("rack_parts", self.cluster.rack_parts), facility_names, spares, facility_crews, frailty,
                  *[lambda check=check: check(self) for check in sections]])
         if self.timeline is not None:

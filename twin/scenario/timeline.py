@@ -59,14 +59,34 @@ STAGE_SEED_STEP = 0x9E3779B97F4A7C15
 class Install(Strict):
     """The installation work of a step: which racks are drained, for how long, how many at once."""
 
-    racks: Literal["none", "added", "all"] = Field(
+    racks: Literal["none", "added", "all", "replaced"] = Field(
         "none", description="Racks drained for the work: none (hot work: a CRAH, a chiller, a UPS module), added "
-                            "(the step's new racks, out until installed) or all (a refresh or a retrofit).")
+                            "(the step's new racks, out until installed), all (a refresh or a retrofit) or replaced "
+                            "(the racks whose node type the step changes: a partial refresh through cluster.pools).")
     hours_per_rack: Annotated[float, Field(ge=0, le=720, allow_inf_nan=False)] = Field(
         24.0, description="Hours one crew takes for one rack: de-rack, rack, cable, burn-in (assumption: a day; "
                           "range 4–72 h).")
     crews: Annotated[int, Field(ge=1, le=1000)] = Field(
         2, description="Racks worked at once by the installer's crews (assumption: 2; range 1–16).")
+
+    def windows_of(self, racks: list[int], nodes_per_rack: int) -> list[dict[str, Any]]:
+        """Drain windows of the racks ``racks`` (sorted rack indices) in waves of ``crews`` racks: one window per
+        run of adjacent racks in a wave."""
+        out: list[dict[str, Any]] = []
+        if self.hours_per_rack <= 0:
+            return out
+        for w in range(0, len(racks), self.crews):
+            wave = racks[w:w + self.crews]
+            runs: list[list[int]] = []
+            for r in wave:
+                if runs and runs[-1][-1] + 1 == r:
+                    runs[-1].append(r)
+                else:
+                    runs.append([r])
+            for run in runs:
+                out.append({"start_h": (w // self.crews) * self.hours_per_rack, "first_node": run[0] * nodes_per_rack,
+                            "nodes": len(run) * nodes_per_rack, "duration_h": self.hours_per_rack})
+        return out
 
     def windows(self, first_rack: int, racks: int, nodes_per_rack: int) -> list[dict[str, Any]]:
         """Drain windows ``{start_h, first_node, nodes, duration_h}`` from the stage start: racks
@@ -253,11 +273,19 @@ def stage_documents(tl: Timeline, seed: int, horizon_days: float,
             _set_path(doc, path, float(old), f"steps.{k - 1}")
         npr = prev.cluster.nodes_per_rack
         new_npr = doc["cluster"].get("nodes_per_rack", npr)
+        if step.add_racks and prev.cluster.pools and doc_rack_types(doc, prev.cluster.node.type) is not None:
+            base_now = doc["cluster"]["racks"] - sum(p["racks"] for p in doc["cluster"].get("pools") or [])
+            if base_now != prev.cluster.racks - sum(p.racks for p in prev.cluster.pools):
+                raise ValueError(f"@steps.{k - 1}.add_racks: the hall has node pools (cluster.pools take its last "
+                                 "racks): racks added to cluster.node would move them; allowed: add racks to a pool "
+                                 "(add_racks with that pool's racks raised by as many, the last pool)")
         racks_now = doc["cluster"]["racks"]
         if step.install.racks == "added" and step.add_racks:
             wins = step.install.windows(racks_now - step.add_racks, step.add_racks, new_npr)
         elif step.install.racks == "all":
             wins = step.install.windows(0, racks_now, new_npr)
+        elif step.install.racks == "replaced":
+            wins = step.install.windows_of(replaced_racks(prev, doc), new_npr)
         else:
             wins = []
         if wins:
@@ -266,6 +294,43 @@ def stage_documents(tl: Timeline, seed: int, horizon_days: float,
     doc["horizon_days"] = end - start
     doc["seed"] = (seed + k * STAGE_SEED_STEP) % 2**63 if k else seed
     return [doc]
+
+
+def rack_types(sc: "Scenario") -> list[str]:
+    """The node type of each rack of ``sc`` (``cluster.node.type``, or its pool's: ``cluster.pools``)."""
+    npr = sc.cluster.nodes_per_rack
+    return [node.type for a, b, node in sc.cluster.node_pools() for _ in range(a // npr, b // npr)]
+
+
+def doc_rack_types(doc: dict[str, Any], default_type: str) -> list[str] | None:
+    """The node type of each rack of a stage's document, before it is validated (None when the cluster's racks
+    or pools are not well formed: the stage's own validation says what is wrong); ``default_type``: the
+    schema's default of ``cluster.node.type``."""
+    cl = doc.get("cluster")
+    if not isinstance(cl, dict) or type(cl.get("racks")) is not int:
+        return None
+    node = cl.get("node")
+    base = node.get("type", default_type) if isinstance(node, dict) else None
+    pools = cl.get("pools") or []
+    if not isinstance(base, str) or not isinstance(pools, list):
+        return None
+    out: list[str] = []
+    for p in pools:
+        if not (isinstance(p, dict) and type(p.get("racks")) is int and isinstance(p.get("node"), dict)
+                and isinstance(p["node"].get("type"), str)):
+            return None
+        out += [p["node"]["type"]] * p["racks"]
+    if len(out) > cl["racks"]:
+        return None
+    return [base] * (cl["racks"] - len(out)) + out
+
+
+def replaced_racks(prev: "Scenario", doc: dict[str, Any]) -> list[int]:
+    """The racks of the stage before (``prev``) whose node type the stage's document ``doc`` changes."""
+    now = doc_rack_types(doc, type(prev.cluster.node).model_fields["type"].default)
+    if now is None:
+        return []
+    return [r for r, (a, b) in enumerate(zip(rack_types(prev), now)) if a != b]
 
 
 def _follow(doc: dict[str, Any], prev: "Scenario", j: int) -> None:
