@@ -10,6 +10,7 @@ import pytest
 
 from twin.cli import main
 from twin.life import remaining_share
+from twin.scenario.density import floor_plan
 from twin.scenario.headroom import checks
 from twin.scenario.loader import load_dict
 from twin.sim import run_replication
@@ -161,6 +162,18 @@ def test_headroom_counts_each_pools_load() -> None:
     found = {c[0]: c for c in checks(sc)}
     # a rack of the new pool: 2 nodes at 13 kW nameplate (the old pool's rack: 2 × 8.6 kW)
     assert found["rack_power"][2] == pytest.approx(26.0)
+    fp = floor_plan(sc)  # the nameplate summed over the pools: 2 old nodes at 8.6 kW, 4 new at 13 kW
+    assert fp["it_kw"] == pytest.approx(2 * 8.6 + 4 * 13.0) and fp["rack_kw"] == pytest.approx(26.0)
     d = hall(pool_racks=2, gpu={"tdp_w": 700.0, "idle_w": 100.0}, non_gpu_w=3000.0, nameplate_w=8600.0)
     d["cluster"]["rack"] = {"power_limit_kw": 20.0}
     assert {c[0]: c for c in checks(load_dict(d).scenario)}["rack_power"][2] == pytest.approx(17.2)
+
+
+def test_a_resolved_pooled_scenario_revalidates_to_itself() -> None:
+    from twin.scenario.schema import Scenario
+
+    sc = load_dict(hall(gpu={"tdp_w": 1000.0, "idle_w": 150.0})).scenario
+    again = Scenario.model_validate(sc.model_dump(mode="json"))
+    # the pool's training draw was derived from its own TDP (not cluster.node's, now written out as 700 W)
+    assert again.cluster.pool_node(1).gpu.train_w == sc.cluster.pool_node(1).gpu.train_w == 1000.0
+    assert again.cluster.pool_node(1) == sc.cluster.pool_node(1)

@@ -91,6 +91,10 @@ def choose_bias(loaded: Loaded, parts: Sequence[str] | None, theta: float | None
                              "rate scaling is exact for exponential lives only")
         if spec.common_cause_beta:
             raise InputError("--bias-part", name, "has a common-cause beta: not supported by the biasing")
+        for k, pool in enumerate(sc.cluster.pools):  # one rate per part for the hall: not a pool's own law
+            if name in pool.node.parts:
+                raise InputError("--bias-part", name, f"node pool {pool.name!r} gives it its own failure law "
+                                 f"(cluster.pools.{k}.node.parts.{name}): the biasing holds one rate per part")
         rates[name] = 1.0 / float(spec.failure.mean())
         total += rates[name] * spec.count * sc.cluster.n_nodes
     th = rare_math.auto_theta(total, sc.horizon_h, aim_failures) if theta is None else float(theta)

@@ -468,6 +468,8 @@ def rack_advice(sc: "Scenario") -> list[Advice]:
     exceeds ``cluster.rack.power_limit_kw`` (given, else the cooling option's, ``cooling.density``), or whose nodes' U heights exceed ``cluster.rack.u_space``."""
     cl = sc.cluster
     node, rack = cl.node, cl.rack
+    if cl.pools:  # node pools (cluster.pools): the rack of the highest nameplate
+        node = max((p for _, _, p in cl.node_pools()), key=lambda p: p.rated_w)
     out = []
     kw = cl.nodes_per_rack * node.rated_w / 1000.0
     if rack.power_limit_kw is not None and kw > rack.power_limit_kw:

@@ -56,26 +56,31 @@ def floor_plan(sc: "Scenario") -> dict[str, float]:
     """The cluster's density and floor space: ``rack_kw`` (nameplate per rack), ``rack_limit_kw`` (the rack's
     limit: given, else the cooling option's; NaN without either), ``racks``, ``racks_at_limit`` (racks the
     nodes need at that limit and in the rack's U space: the densest layout the option allows), ``it_kw`` (IT
-    nameplate), ``crah_units``, ``cdus`` and ``white_space_m2`` (racks and cooling units as built)."""
+    nameplate; with node pools the densest pool's rack and the nameplate summed over the pools), ``crah_units``, ``cdus`` and ``white_space_m2`` (racks and cooling units as built)."""
     cl = sc.cluster
     node = cl.node
     cool = sc.cooling
     dens = cool.density if cool is not None else Density.model_validate({})
     limit = cl.rack.power_limit_kw
     per_rack = math.inf
+    rated_w = node.rated_w  # node pools (cluster.pools): the densest pool's rack, the nameplate summed over pools
+    it_kw = cl.n_nodes * node.rated_w / 1000.0
+    if cl.pools:
+        rated_w = max(p.rated_w for _, _, p in cl.node_pools())
+        it_kw = sum((b - a) * p.rated_w for a, b, p in cl.node_pools()) / 1000.0
     if limit is not None:
-        per_rack = max(1.0, math.floor(limit * 1000.0 / node.rated_w))
+        per_rack = max(1.0, math.floor(limit * 1000.0 / rated_w))
     if cl.rack.u_space is not None:
         per_rack = min(per_rack, max(1, cl.rack.u_space // node.u_height))
     n = cl.n_nodes
     crah = cool.air.zones * cool.air.crah.count if cool is not None and cool.air is not None else 0
     cdus = cool.liquid.loops * cool.liquid.cdu.count if cool is not None and cool.liquid is not None else 0
     return {
-        "rack_kw": cl.nodes_per_rack * node.rated_w / 1000.0,
+        "rack_kw": cl.nodes_per_rack * rated_w / 1000.0,
         "rack_limit_kw": float(limit) if limit is not None else math.nan,
         "racks": float(cl.racks),
         "racks_at_limit": float(math.ceil(n / per_rack)) if math.isfinite(per_rack) else float(cl.racks),
-        "it_kw": n * node.rated_w / 1000.0,
+        "it_kw": it_kw,
         "crah_units": float(crah),
         "cdus": float(cdus),
         "white_space_m2": cl.racks * dens.rack_m2 + crah * dens.crah_m2 + cdus * dens.cdu_m2,

@@ -175,7 +175,7 @@ class Plant(Strict):
         if "cdu" in self.maintenance and c.liquid is None:
             raise ValueError("@cooling.plant.maintenance.cdu: the hall has no CDUs (no liquid plant)")
         if self.chillers.capacity_kw is None:
-            full_kw = sc.cluster.n_nodes * sc.cluster.node.full_power_w / 1000.0
+            full_kw = sc.cluster.full_power_w() / 1000.0  # every node at full power (each pool's own)
             derive(self.chillers, capacity_kw=full_kw / self.chillers.required)
         if self.loop.volume_m3 is None:
             cap = self.chillers.capacity_kw

@@ -193,6 +193,12 @@ class Cluster(Strict):
                 raise ValueError("@node.peak_tflops: a pool states peak_tflops: state the hall's node's too, to pace "
                                  "the generations")
             self._pool_nodes = nodes
+            for pool, node in zip(self.pools, nodes[1:]):  # each pool's figures as resolved: a resolved scenario
+                g = node.gpu                               # re-validates to itself (train_w, non_gpu_idle_w...)
+                derive(pool.node.gpu, tdp_w=g.tdp_w, idle_w=g.idle_w, min_w=g.min_w, train_w=g.train_w,
+                       speed_alpha=g.speed_alpha)
+                derive(pool.node, non_gpu_w=node.non_gpu_w, non_gpu_idle_w=node.non_gpu_idle_w,
+                       nameplate_w=node.nameplate_w, peak_tflops=node.peak_tflops)
         return self
 
     @property

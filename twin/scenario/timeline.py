@@ -266,7 +266,7 @@ def stage_documents(tl: Timeline, seed: int, horizon_days: float,
                 continue  # the step sets it, or the section holding it
             old = _get(prev, path)
             if path == "power.ups.capacity_kw" and prev.power is not None and prev.power.ups is not None and old is None:
-                old = prev.cluster.n_nodes * prev.cluster.node.full_power_w / 1000.0  # the UPS as sized
+                old = prev.cluster.full_power_w() / 1000.0  # the UPS as sized (each pool's nodes at their own)
             section = path.rsplit(".", 1)[0]
             if old is None or _get_doc(doc, section) is None:
                 continue

@@ -111,7 +111,7 @@ class Plant(Component):
         ch = p.chillers
         assert ch.capacity_kw is not None and p.loop.volume_m3 is not None
         self.cap_kw = ch.capacity_kw
-        full_w = sc.cluster.n_nodes * sc.cluster.node.full_power_w
+        full_w = sc.cluster.full_power_w()
         self.units: dict[str, _Units] = {
             "chiller": _Units("chiller", ch.count, ch.power, feeds, 1000.0 * ch.capacity_kw / c.energy.chiller_cop,
                               ch.count > ch.required)}

@@ -140,7 +140,7 @@ class EnergyPue:
         elif ch is not None and ch.capacity_kw is not None:  # the plant's chillers needed for the design load
             cap_w = ch.capacity_kw * ch.required * 1000.0
         else:  # the cluster's nameplate IT power
-            cap_w = self.params.sc.cluster.n_nodes * self.params.sc.cluster.node.full_power_w
+            cap_w = self.params.sc.cluster.full_power_w()
         return np.asarray(chiller_curve.cop(load_w, t_cond, cc.chilled_water_c, cap_w, cc.cop_ref, cc.cap_ft,
                                             cc.eir_ft, cc.eir_fplr, cc.min_plr,
                                             (cc.condenser_range_c[0], cc.condenser_range_c[1]),
