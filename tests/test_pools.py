@@ -177,3 +177,17 @@ def test_a_resolved_pooled_scenario_revalidates_to_itself() -> None:
     # the pool's training draw was derived from its own TDP (not cluster.node's, now written out as 700 W)
     assert again.cluster.pool_node(1).gpu.train_w == sc.cluster.pool_node(1).gpu.train_w == 1000.0
     assert again.cluster.pool_node(1) == sc.cluster.pool_node(1)
+
+
+def test_the_bundled_partial_refresh() -> None:
+    from twin.scenario.loader import load_scenario
+
+    root = Path(__file__).resolve().parent.parent
+    sc = load_scenario(root / "scenarios" / "examples" / "growth" / "partial-refresh.yaml").scenario
+    before, after = sc.timeline.stages
+    assert not before.cluster.pools
+    assert [(a, b, n.type) for a, b, n in after.cluster.node_pools()] == [(0, 64, "dgx-h100"), (64, 128, "dgx-b200")]
+    assert after.cluster.generation_speed() == pytest.approx([989.0 / 2250.0, 1.0])
+    # 16 replaced racks of 4 nodes, a day each, two crews: 8 waves, 16 x 4 x 24 node-hours
+    assert after.installation.node_hours(after.horizon_h) == 16 * 4 * 24
+    assert min(w.first_node for w in after.installation.windows) == 64

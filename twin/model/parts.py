@@ -362,21 +362,31 @@ class PartPopulation(Population):
         the same draw under a hazard Z times the part's (an exponential mean divided by Z); with ``age_h``,
         the residual lives given those ages (:func:`aged_sample`)."""
         if self.pool_failures is not None:
-            out = np.empty(len(u))
-            for a, b, dist in self.pool_failures:
-                m = (idx >= a) & (idx < b)
-                if m.any():
-                    out[m] = self._sample_of(dist, u[m], idx[m], None if age_h is None else age_h[m])
-            return out
-        return self._sample_of(self.spec.failure, u, idx, age_h)
-
-    def _sample_of(self, dist: Any, u: np.ndarray, idx: np.ndarray, age_h: np.ndarray | None) -> np.ndarray:
+            return self._pooled_sample(u, idx, age_h)
         fr = self.frailty
         if age_h is not None:
-            return aged_sample(dist, u, None if fr is None else fr[idx // self.per_node], age_h)
+            return aged_sample(self.spec.failure, u, None if fr is None else fr[idx // self.per_node], age_h)
         if fr is None:
-            return np.asarray(dist.sample(u))
-        return frail_sample(dist, u, fr[idx // self.per_node])
+            return self.spec.failure.sample(u)
+        return frail_sample(self.spec.failure, u, fr[idx // self.per_node])
+
+    def _pooled_sample(self, u: np.ndarray, idx: np.ndarray, age_h: np.ndarray | None) -> np.ndarray:
+        """:meth:`_sample` in a hall of node pools: each unit from its node's pool's failure law."""
+        assert self.pool_failures is not None
+        fr = self.frailty
+        out = np.empty(len(u))
+        for a, b, dist in self.pool_failures:
+            m = (idx >= a) & (idx < b)
+            if not m.any():
+                continue
+            um, im = u[m], idx[m]
+            if age_h is not None:
+                out[m] = aged_sample(dist, um, None if fr is None else fr[im // self.per_node], age_h[m])
+            elif fr is None:
+                out[m] = dist.sample(um)
+            else:
+                out[m] = frail_sample(dist, um, fr[im // self.per_node])
+        return out
 
     def redraw(self, idx: int) -> None:
         """A healthy part's life drawn afresh from now (after a deep repair of its node): the pending
