@@ -191,3 +191,20 @@ def test_the_bundled_partial_refresh() -> None:
     # 16 replaced racks of 4 nodes, a day each, two crews: 8 waves, 16 x 4 x 24 node-hours
     assert after.installation.node_hours(after.horizon_h) == 16 * 4 * 24
     assert min(w.first_node for w in after.installation.windows) == 64
+
+
+def test_a_node_a_leak_destroys_is_bought_again_at_its_pools_price() -> None:
+    from twin.scenario.loader import load_scenario
+
+    root = Path(__file__).resolve().parent.parent
+    # a pool that changes only the node type (and price) runs with the liquid hall's thermal model and leaks
+    ov = ["horizon_days=30", "workload=null", "cooling.liquid.leak.failure.mtbf_h=2000",
+          "cooling.liquid.leak.damage.probability=1", "cooling.liquid.leak.detection.probability=0",
+          "costs.capital.node.dgx-h200=400000", "cluster.pools=[{name: h200, racks: 16, node: {type: dgx-h200}}]"]
+    res = run_replication(load_scenario(root / "scenarios" / "liquid.yaml", ov).scenario, 0)
+    dmg = res.tables["leak_damage"]
+    old, new = int((dmg.node < 64).sum()), int((dmg.node >= 64).sum())
+    assert old and new
+    psus = 6 * 1000.0  # six PSUs a node at USD 1,000
+    assert res.metrics["cost.leak_damage"] == pytest.approx(old * (300000.0 + psus) + new * (400000.0 + psus),
+                                                            rel=1e-12)

@@ -201,13 +201,14 @@ def capital_items(sc: "Scenario") -> list[CapitalItem]:
 LEAK_DAMAGE_ITEM = "node destroyed by a leak (node and PSUs)"
 
 
-def node_replacement_price(sc: "Scenario") -> float:
-    """Price of one node bought again (a leak destroyed it): ``capital.node`` of its type plus its PSUs."""
+def node_replacement_price(sc: "Scenario", node_type: str | None = None) -> float:
+    """Price of one node bought again (a leak destroyed it): ``capital.node`` of its type (``node_type``, default
+    ``cluster.node.type``; a pool's with node pools) plus its PSUs."""
     c = sc.costs
     assert c is not None
     psu = psu_part(sc)
     n_psu = sc.cluster.node.parts[psu].count if psu is not None else 0
-    return float(c.capital.node[sc.cluster.node.type] + n_psu * c.capital.psu)
+    return float(c.capital.node[sc.cluster.node.type if node_type is None else node_type] + n_psu * c.capital.psu)
 
 
 def capital_purchase(sc: "Scenario") -> float:
@@ -322,7 +323,17 @@ class Costs(Component):
                              "amount": float(k) * p})
         # nodes destroyed by leaks: bought again (node and its PSUs), at the full price like a part
         destroyed = metrics.get("leak.nodes_destroyed")
-        if destroyed:
+        dmg = tables.get("leak_damage")
+        if destroyed and sc.cluster.pools and dmg is not None:  # node pools: each node at its own type's price
+            for a, b, node in sc.cluster.node_pools():
+                k = int(((dmg["node"] >= a) & (dmg["node"] < b)).sum())
+                if k:
+                    p = node_replacement_price(sc, node.type)
+                    rows.append({"category": "repair_parts", "group": "repair_parts",
+                                 "item": f"{LEAK_DAMAGE_ITEM}, {node.type}", "quantity": float(k), "unit": "node",
+                                 "unit_price": p, "purchase": math.nan, "amortisation_years": math.nan,
+                                 "amount": float(k) * p})
+        elif destroyed:
             p = node_replacement_price(sc)
             rows.append({"category": "repair_parts", "group": "repair_parts", "item": LEAK_DAMAGE_ITEM,
                          "quantity": float(destroyed), "unit": "node", "unit_price": p, "purchase": math.nan,
@@ -363,7 +374,7 @@ class Costs(Component):
                 m[f"cost.capital.{g}"] = float(cap.loc[cap.group == g, "amount"].sum())
         m["cost.capital_purchase"] = float(cap["purchase"].sum())
         if "leak.nodes_destroyed" in so_far.metrics:  # a hall whose leaks can destroy nodes
-            m["cost.leak_damage"] = float(df.loc[df.item == LEAK_DAMAGE_ITEM, "amount"].sum())
+            m["cost.leak_damage"] = float(df.loc[df.item.astype(str).str.startswith(LEAK_DAMAGE_ITEM), "amount"].sum())
         if self.ctx.sc.cooling is not None:  # density and floor space of the cooling option (issue 42)
             fp = floor_plan(self.ctx.sc)
             for k in ("rack_kw", "rack_limit_kw", "racks_at_limit", "white_space_m2"):
