@@ -359,7 +359,8 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('cost.steps', 'Σ over the steps of step_capital.<step>'),
     _H('stage_<metric>.<k>', "stage k's own metric (stage 0 before the first step), from its own run"),
     _H('step_works.<step>', 'timeline.steps.capital'),
-    _H('step_nodes_replaced.<step>', 'the nodes before the step when it changes cluster.node.type, else 0'),
+    _H('step_nodes_replaced.<step>', 'the nodes of the racks whose node type the step changes (cluster.node.type, '
+                                     'or a rack given to or taken from a pool: cluster.pools), else 0'),
     _H('step_writeoff.<step>', 'Σ over the replaced nodes of price × (1 − (1 + r)^−(n − a)) / (1 − (1 + r)^−n), '
        'a their age in years, n amortisation_years, r discount_rate ((n − a)/n at r = 0; 0 once a ≥ n)'),
     _H('step_resale.<step>', 'nodes replaced × resale_per_node'),
