@@ -261,7 +261,7 @@ class ITPower(Component):
                 p += self._b_w
         else:  # node_it_power_w with non_gpu_power_w, compiled (the same operations; + 0·util without a slope)
             idx = np.asarray(idx, dtype=np.int64)
-            kernels.it_nodes(idx, self.engine.node_util, self.min_cap(idx), float(self.gpus), self.idle_w,
+            kernels.it_nodes(idx, self.cluster.util_read, self.min_cap(idx), float(self.gpus), self.idle_w,
                              self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w, npw)
             p = None
         if p is not None:
