@@ -222,3 +222,48 @@ def test_account_update_is_the_python_path(seed: int, hot: bool, tp_mode: int, s
     assert got[0] == want[0] and got[1] == want[1] and got[3] == want[3] and got[4] == want[4]
     assert got[2].dtype == want[2].dtype and np.array_equal(got[2], want[2])
     _same(s, ref)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), u=st.sampled_from([1, 4, 8]), silent_on=st.booleans(), oth=st.booleans(),
+       t_acc=st.sampled_from([0.5, 2.0]))
+def test_wake_units_is_the_sequence_it_replaces(seed: int, u: int, silent_on: bool, oth: bool, t_acc: float) -> None:
+    rng = np.random.default_rng(seed)
+    s = _state(rng, 10, u)
+    s["t_due"] = np.where(rng.random(len(s["t_due"])) < 0.3, INF, s["t_next"])
+    s["kind"] = np.where(np.isfinite(s["t_next"]), rng.choice([1, 2], size=len(s["kind"]), p=[0.8, 0.2]),
+                         0).astype(np.int8)
+    now, eps_h = 2.0, 1e-9
+    w = float(8 // u)
+    ref = {kk: v.copy() for kk, v in s.items()}
+    # GpuState._wake and LazyCrossings.settle's arithmetic as twin 0.14.0 made them
+    due = np.flatnonzero(ref["t_due"] <= now + eps_h)
+    r_settle: tuple = ()
+    r_acc = t_acc
+    if len(due) and silent_on:
+        quick = (ref["kind"][due] == 1) & ref["x_ok"][due]
+        if np.count_nonzero(quick):
+            q = due[quick]
+            ref["t_next"][q] = np.minimum(ref["t_next"][q], now)
+            if now - r_acc > 0:
+                ref["acc"] += ref["tot"] * (now - r_acc)
+                r_acc = now
+            r_settle = KU.settle_units(
+                q, now, u, w, ref["T"], ref["tss"], ref["t0"], ref["tau"], ref["gon"], ref["hist"], ref["t_next"],
+                ref["t_due"], ref["kind"], ref["silent"], ref["engaged"], ref["speed"], ref["x_tss"], ref["x_sp"],
+                ref["x_P"], ref["x_cap"], ref["ucap"], ref["pw"], ref["n_busy"], ref["n_capped"], ref["n_spsum"],
+                ref["n_tp"], ref["caps"], ref["oth_n"] if oth else _E, ref["acc"], ref["tot"])
+            due = due[~quick]
+    got = KU.wake_units(now, eps_h, silent_on, t_acc, u, w, s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"],
+                        s["t_next"], s["t_due"], s["kind"], s["silent"], s["engaged"], s["speed"], s["x_tss"],
+                        s["x_sp"], s["x_P"], s["x_ok"], s["x_cap"], s["ucap"], s["pw"], s["n_busy"], s["n_capped"],
+                        s["n_spsum"], s["n_tp"], s["caps"], s["oth_n"] if oth else _E, s["acc"], s["tot"])
+    assert np.array_equal(got[0], due) and got[1] == r_acc
+    if r_settle:
+        tmax, n_sil, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum = r_settle
+        assert got[2] == n_sil and got[3] == tmax and got[11] == e_wh and got[12] == dP_sum
+        for a, b in zip(got[4:11], (nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP)):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+    else:
+        assert got[2] == 0 and all(len(a) == 0 for a in got[4:11])
+    _same(s, ref)

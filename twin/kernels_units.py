@@ -744,3 +744,55 @@ def update_nodes(nodes: np.ndarray, gi: np.ndarray, now: float, eps_h: float, se
             ne = True
             break
     return (t_acc, cleared, n_sil, tmax, tp_t, tp_dv, ts, dP, e_wh, dP_sum, ch, up, short, t_min, ne)
+
+
+@njit(**_JIT)
+def wake_units(now: float, eps_h: float, silent_on: bool, t_acc: float, u: int, w: float, T: np.ndarray,
+               tss: np.ndarray, t0: np.ndarray, tau: np.ndarray, gon: np.ndarray, hist: np.ndarray, t_next: np.ndarray,
+               t_due: np.ndarray, kind: np.ndarray, silent: np.ndarray, engaged: np.ndarray, speed: np.ndarray,
+               x_tss: np.ndarray, x_sp: np.ndarray, x_P: np.ndarray, x_ok: np.ndarray, x_cap: np.ndarray,
+               ucap: np.ndarray, pw: np.ndarray, n_busy: np.ndarray, n_capped: np.ndarray, n_spsum: np.ndarray,
+               n_tp: np.ndarray, caps: np.ndarray, oth_n: np.ndarray, acc: np.ndarray, tot: np.ndarray
+               ) -> tuple[np.ndarray, float, int, float, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                          np.ndarray, np.ndarray, float, float]:
+    """``GpuState._wake``'s split and quick path in one call: the units whose crossing is due by ``now + eps_h``
+    (``np.flatnonzero(t_due <= now + eps_h)``); with ``silent_on``, those heading for a slowdown crossing that
+    may be silent (``kind == 1`` and ``x_ok``: the quick ones) take their stashed state now as
+    ``LazyCrossings.settle`` does (``t_next`` at most ``now``, the accounts integrated from ``t_acc``,
+    :func:`settle_units`). Returns (the other due units; the accounts' time, h; then, for the quick ones, empty
+    when none: :func:`settle_units`'s results)."""
+    nd = nq = 0
+    lim = now + eps_h
+    for i in range(t_due.shape[0]):
+        if t_due[i] <= lim:
+            nd += 1
+            if silent_on and kind[i] == 1 and x_ok[i]:
+                nq += 1
+    rest = np.empty(nd - nq, dtype=np.int64)
+    q = np.empty(nq, dtype=np.int64)
+    a = b = 0
+    if nd:
+        for i in range(t_due.shape[0]):
+            if t_due[i] <= lim:
+                if silent_on and kind[i] == 1 and x_ok[i]:
+                    q[a] = i
+                    a += 1
+                else:
+                    rest[b] = i
+                    b += 1
+    e = np.empty(0)
+    if nq == 0:
+        return (rest, t_acc, 0, -INF, np.empty(0, dtype=np.int64), e, e, e, e, e, e, 0.0, 0.0)
+    for k in range(nq):
+        i = q[k]
+        x = t_next[i]
+        t_next[i] = x if x < now or x != x else now  # np.minimum(t_next[q], now)
+    dt = now - t_acc
+    if dt > 0:
+        for k in range(acc.shape[0]):
+            acc[k] += tot[k] * dt
+        t_acc = now
+    tmax, n_sil, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum = settle_units(
+        q, now, u, w, T, tss, t0, tau, gon, hist, t_next, t_due, kind, silent, engaged, speed, x_tss, x_sp, x_P,
+        x_cap, ucap, pw, n_busy, n_capped, n_spsum, n_tp, caps, oth_n, acc, tot)
+    return (rest, t_acc, n_sil, tmax, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum)

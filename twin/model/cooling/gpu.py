@@ -321,30 +321,35 @@ class GpuState:
     def _wake(self) -> None:
         self.wake_t = INF
         now = self.engine.now
-        due = np.flatnonzero(self.arrays.t_due <= now + _EPS_H)
-        if len(due) and self.lazy.silent_on:
-            # a slowdown crossing that lowers a job's pace (else it would be silent) and has no shutdown after
-            # it: the unit takes its stashed capped state now, in closed form (lazy.settle), as a silent one
-            # does later; nothing else of its node changed since its update, and its group's plan already
-            # counted this crossing (its later crossings were walked from this one's speed)
-            quick = (self.arrays.kind[due] == 1) & self.arrays.x_ok[due]
-            if np.count_nonzero(quick):
-                q = due[quick]
-                self.arrays.t_next[q] = np.minimum(self.arrays.t_next[q], now)
-                self.lazy.settle(q, now)
-                due = due[~quick]
+        a, p, lazy = self.arrays, self.params, self.lazy
+        # the due units (t_due ≤ now), and in the same compiled call (twin.kernels_units.wake_units) the quick
+        # ones: a slowdown crossing that lowers a job's pace (else it would be silent) and has no shutdown after
+        # it takes its stashed capped state now, in closed form (as lazy.settle), as a silent one does later;
+        # nothing else of its node changed since its update, and its group's plan already counted this
+        # crossing (its later crossings were walked from this one's speed)
+        silent = lazy.silent_on
+        due, self.t_acc, n_sil, tmax, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum = \
+            kernels_units.wake_units(
+                now, _EPS_H, silent, self.t_acc, p.units_per_node, p.gpus_per_unit, a.T, a.tss, a.t0, a.tau, a.gon,
+                a.hist, a.t_next, a.t_due, a.kind, lazy.silent, a.engaged, a.speed, a.x_tss if silent else _EF,
+                a.x_sp if silent else _EF, a.x_P if silent else _EF, a.x_ok if silent else _EB,
+                a.x_cap if silent and a.x_cap is not None else _EF, _EF if self.ucap is None else self.ucap,
+                a.pw if silent else _EF, a.n_busy, a.n_capped, a.n_spsum, a.n_tp, a.speed_caps,
+                a.oth_n if silent and lazy.oth_caps else _EF, a.acc, a.tot)
+        if len(nodes):
+            lazy.settled(n_sil, tmax, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum, now)
         if len(due):
-            kinds = self.arrays.kind[due]
-            self.arrays.t_next[due] = INF
-            self.arrays.t_due[due] = INF
-            shut_nodes = np.unique(due[kinds == 2] // self.params.units_per_node)
-            slow_nodes = np.setdiff1d(np.unique(due[kinds == 1] // self.params.units_per_node), shut_nodes)
+            kinds = a.kind[due]
+            a.t_next[due] = INF
+            a.t_due[due] = INF
+            shut_nodes = np.unique(due[kinds == 2] // p.units_per_node)
+            slow_nodes = np.setdiff1d(np.unique(due[kinds == 1] // p.units_per_node), shut_nodes)
             if len(slow_nodes):
                 self.update(slow_nodes)
             for node in shut_nodes.tolist():
                 if self.cluster.is_up(node):
                     self.trips.trip(node, "gpu_shutdown")
-        self.lazy.wake_at_due()
+        lazy.wake_at_due()
 
     def flush_histogram(self, t_h: float) -> None:
         dt_h = t_h - self.arrays.t0

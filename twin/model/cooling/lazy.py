@@ -219,6 +219,15 @@ class LazyCrossings:
             _EF if a.x_cap is None else a.x_cap, _EF if self.gpu.ucap is None else self.gpu.ucap, a.pw,
             a.n_busy, a.n_capped, a.n_spsum, a.n_tp, a.speed_caps,
             a.oth_n if self.oth_caps else _EF, a.acc, a.tot)
+        self.settled(n_sil, tmax, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum, now)
+
+    def settled(self, n_sil: int, tmax: float, nodes: NDArray[np.int64], new_caps: NDArray[np.float64],
+                it_caps: NDArray[np.float64], tp_t: NDArray[np.float64], tp_dv: NDArray[np.float64],
+                ts: NDArray[np.float64], dP: NDArray[np.float64], e_wh: float, dP_sum: float, now: float) -> None:
+        """What :meth:`settle` does after its arithmetic (``twin.kernels_units.settle_units``'s results): the
+        counts, the effective GPUs' series, the IT power and its corrections, the speeds and their publication
+        (also after ``GpuState._wake``'s compiled call, ``twin.kernels_units.wake_units``)."""
+        a = self.arrays
         self.n_silent -= n_sil  # (a wake-up settles crossings that are not silent)
         if tmax > self.gpu.tpeak_c:
             self.gpu.tpeak_c = tmax

@@ -63,6 +63,9 @@ class LazyPort(Protocol):
 
     def settle_in(self, gsl: Any, now: float) -> None: ...
 
+    def settled(self, n_sil: int, tmax: float, nodes: I64, new_caps: F, it_caps: F, tp_t: F, tp_dv: F, ts: F, dP: F,
+                e_wh: float, dP_sum: float, now: float) -> None: ...
+
     def settled_in(self, cleared: int, n_sil: int, tp_t: F, tp_dv: F, ts: F, dP: F, e_wh: float, dP_sum: float,
                    changed: I64, now: float) -> None: ...
 
