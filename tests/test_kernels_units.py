@@ -267,3 +267,29 @@ def test_wake_units_is_the_sequence_it_replaces(seed: int, u: int, silent_on: bo
     else:
         assert got[2] == 0 and all(len(a) == 0 for a in got[4:11])
     _same(s, ref)
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), slow=st.booleans(), n_src=st.sampled_from([0, 1, 2]),
+       contiguous=st.booleans(), same=st.booleans())
+def test_refresh_tp_is_the_numpy_path(seed: int, slow: bool, n_src: int, contiguous: bool, same: bool) -> None:
+    rng = np.random.default_rng(seed)
+    s = _state(rng, 12, 1)
+    nodes = _nodes(rng, 12, contiguous)
+    speeds = [np.where(rng.random(12) < 0.5, 1.0, rng.uniform(0.3, 1.0, 12)) for _ in range(n_src)]
+    sp = np.ones(len(nodes))  # GpuState._refresh_tp with Cluster.node_speed, twin 0.14.0
+    if slow:
+        for arr in speeds:
+            np.minimum(sp, arr[nodes], out=sp)
+    if same:  # nothing changed: no write
+        s["n_tp"][nodes] = s["n_busy"][nodes] * sp
+    ref = {k: v.copy() for k, v in s.items()}
+    tp = ref["n_busy"][nodes] * sp
+    delta = float((tp - ref["n_tp"][nodes]).sum())
+    if delta != 0.0:
+        ref["n_tp"][nodes] = tp
+        ref["tot"][3] += delta
+    got = K.refresh_tp(nodes, slow, speeds[0] if n_src else _E, speeds[1] if n_src > 1 else _E, _E, s["n_busy"],
+                       s["n_tp"], s["tot"])
+    assert got == delta
+    _same(s, ref)

@@ -172,6 +172,38 @@ def account_nodes(nodes: np.ndarray, busy: np.ndarray, capped: np.ndarray, spsum
 
 
 @njit(**_JIT)
+def refresh_tp(nodes: np.ndarray, slow: bool, sp_a: np.ndarray, sp_b: np.ndarray, sp_n: np.ndarray,
+               n_busy: np.ndarray, n_tp: np.ndarray, tot: np.ndarray) -> float:
+    """``GpuState._refresh_tp``: the effective GPUs of ``nodes`` (busy GPUs × the node's speed: the lower of
+    ``sp_a`` and ``sp_b``, each empty for none, 1 unless ``slow``, as ``Cluster.node_speed``; or ``sp_n`` per node
+    of ``nodes`` when not empty); their change in numpy's sum order, written into ``n_tp`` and ``tot[3]`` when not
+    0. Returns the change (0: none)."""
+    n = nodes.shape[0]
+    tp = np.empty(n)
+    d = np.empty(n)
+    for j in range(n):
+        i = nodes[j]
+        s = 1.0
+        if sp_n.shape[0]:
+            s = sp_n[j]
+        elif slow:
+            if sp_a.shape[0]:
+                x = sp_a[i]
+                s = x if x < s or x != x else s  # np.minimum
+            if sp_b.shape[0]:
+                x = sp_b[i]
+                s = x if x < s or x != x else s
+        tp[j] = n_busy[i] * s
+        d[j] = tp[j] - n_tp[i]
+    delta = pairwise_sum(d, 0, n)
+    if delta != 0.0:
+        for j in range(n):
+            n_tp[nodes[j]] = tp[j]
+        tot[3] += delta
+    return delta
+
+
+@njit(**_JIT)
 def account_update(nodes: np.ndarray, nout: np.ndarray, up: np.ndarray, now: float, t_acc: float, hot: bool,
                    tp_mode: int, slow: bool, sp_a: np.ndarray, sp_b: np.ndarray, sp_n: np.ndarray, n_busy: np.ndarray,
                    n_capped: np.ndarray, n_spsum: np.ndarray, n_tp: np.ndarray, acc: np.ndarray, tot: np.ndarray,
@@ -196,28 +228,7 @@ def account_update(nodes: np.ndarray, nout: np.ndarray, up: np.ndarray, now: flo
     d_busy = account_nodes(nodes, busy, nout[4], nout[5], n_busy, n_capped, n_spsum, tot, hot)
     rec = 0.0
     if tp_mode == 1:
-        tp = np.empty(n)
-        d = np.empty(n)
-        for j in range(n):
-            i = nodes[j]
-            s = 1.0
-            if sp_n.shape[0]:
-                s = sp_n[j]
-            elif slow:
-                if sp_a.shape[0]:
-                    x = sp_a[i]
-                    s = x if x < s or x != x else s  # np.minimum
-                if sp_b.shape[0]:
-                    x = sp_b[i]
-                    s = x if x < s or x != x else s
-            tp[j] = n_busy[i] * s
-            d[j] = tp[j] - n_tp[i]
-        delta = pairwise_sum(d, 0, n)
-        if delta != 0.0:
-            for j in range(n):
-                n_tp[nodes[j]] = tp[j]
-            tot[3] += delta
-            rec = delta
+        rec = refresh_tp(nodes, slow, sp_a, sp_b, sp_n, n_busy, n_tp, tot)
     elif d_busy != 0.0:
         for j in range(n):
             n_tp[nodes[j]] = busy[j]

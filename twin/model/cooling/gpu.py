@@ -262,15 +262,7 @@ class GpuState:
         if self.multi_speed or self._n_hot or self._tp_hot:
             self._tp_hot = bool(self._n_hot) or self.multi_speed
             tp_mode = 1
-        srcs = self.cluster.speed_caps
-        sp_a = sp_b = sp_n = _EF
-        if tp_mode and self.cluster.slow:
-            if len(srcs) <= 2:
-                vals = list(srcs.values())
-                sp_a = vals[0]
-                sp_b = vals[1] if len(vals) > 1 else _EF
-            else:
-                sp_n = self.cluster.node_speed(nodes)
+        sp_a, sp_b, sp_n = self._speeds(nodes) if tp_mode else (_EF, _EF, _EF)
         self.t_acc, d_tp, ch, rose, any_down = kernels.account_update(
             nodes, nout, up_n, now, self.t_acc, hot, tp_mode, self.cluster.slow, sp_a, sp_b, sp_n, a.n_busy,
             a.n_capped, a.n_spsum, a.n_tp, a.acc, a.tot, bool(self._n_hot), a.speed_caps)
@@ -411,14 +403,33 @@ class GpuState:
             self.t_acc = now
 
     def _refresh_tp(self, nodes: NDArray[np.int64]) -> None:
-        """Effective GPUs (GPUs computing × their node's speed over all sources) for the throughput series."""
-        tp = self.arrays.n_busy[nodes] * self.cluster.node_speed(nodes)
-        delta = float((tp - self.arrays.n_tp[nodes]).sum())
+        """Effective GPUs (GPUs computing × their node's speed over all sources) for the throughput series
+        (compiled: twin.kernels.refresh_tp)."""
+        sp_a, sp_b, sp_n = self._speeds(nodes)
+        a = self.arrays
+        now = self.engine.now
+        if now - self.t_acc > 0:  # (integrated only when the effective GPUs change: the kernel's sums see tot now)
+            tot = a.tot.copy()
+            delta = kernels.refresh_tp(nodes, self.cluster.slow, sp_a, sp_b, sp_n, a.n_busy, a.n_tp, tot)
+            if delta != 0.0:
+                self.integrate(now)
+                a.tot[3] = tot[3]
+                self._tp_record(delta)
+            return
+        delta = kernels.refresh_tp(nodes, self.cluster.slow, sp_a, sp_b, sp_n, a.n_busy, a.n_tp, a.tot)
         if delta != 0.0:
-            self.integrate(self.engine.now)
-            self.arrays.n_tp[nodes] = tp
-            self.arrays.tot[3] += delta
             self._tp_record(delta)
+
+    def _speeds(self, nodes: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """The speed sources' arrays as the kernels take them (``twin.kernels.refresh_tp``): up to two sources'
+        arrays (empty for none), else the nodes' speeds (``Cluster.node_speed``)."""
+        srcs = self.cluster.speed_caps
+        if not self.cluster.slow:
+            return _EF, _EF, _EF
+        if len(srcs) <= 2:
+            vals = list(srcs.values())
+            return vals[0], (vals[1] if len(vals) > 1 else _EF), _EF
+        return _EF, _EF, self.cluster.node_speed(nodes)
 
     def _tp_record(self, delta: float) -> None:
         self.arrays.tp_t.append(self.engine.now)
