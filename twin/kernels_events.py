@@ -1,5 +1,6 @@
 """Compiled kernels for the bookkeeping around the thermal kernels at each event (issue 41, scope item 3):
-the IT power's caps and the comparisons of per-node arrays that decide what an update changed.
+the IT power's caps, the comparisons of per-node arrays that decide what an update changed, and the walk of a
+group's pending crossings that decides which are silent (:func:`plan_group`).
 
 Each replaces a sequence of numpy calls on a gathered copy (``a[idx] != v``, ``np.isfinite(a[idx]).sum()``,
 ``a[idx] = v``: ~1–2 µs of fixed cost each, on 1 to a few hundred nodes) by one plain loop compiled by numba
@@ -25,6 +26,7 @@ from numba import njit
 from twin import kernels as _kernels  # noqa: F401  (sets NUMBA_CACHE_DIR before numba compiles anything here)
 
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}
+INF = math.inf
 
 
 @njit(**_JIT)
@@ -86,6 +88,100 @@ def minimum_at(out: np.ndarray, a: np.ndarray, idx: np.ndarray) -> None:
         x = a[idx[j]]
         if x < out[j] or x != x:
             out[j] = x
+
+
+@njit(**_JIT)
+def argsort_stable(key: np.ndarray) -> np.ndarray:
+    """Indices that sort ``key`` (floats or integers) ascending, ties in their order (``np.argsort(key,
+    kind="stable")``: a stable sort's permutation is unique): insertion-sorted runs of 32, merged bottom-up,
+    written out (numba's own ``argsort`` costs seconds to compile)."""
+    n = key.shape[0]
+    a = np.arange(n)
+    for lo in range(0, n, 32):
+        for k in range(lo + 1, min(lo + 32, n)):
+            x = a[k]
+            kx = key[x]
+            j = k
+            while j > lo and kx < key[a[j - 1]]:
+                a[j] = a[j - 1]
+                j -= 1
+            a[j] = x
+    b = np.empty(n, dtype=np.int64)
+    width = 32
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i, j = lo, mid
+            for k in range(lo, hi):
+                if j < hi and (i >= mid or key[a[j]] < key[a[i]]):
+                    b[k] = a[j]
+                    j += 1
+                else:
+                    b[k] = a[i]
+                    i += 1
+        a, b = b, a
+        width *= 2
+    return a
+
+
+@njit(**_JIT)
+def plan_group(arr: np.ndarray, gid: int, gid_of: np.ndarray, u: int, keep_due_h: float, t_next: np.ndarray,
+               kind: np.ndarray, silent: np.ndarray, down: np.ndarray, caps: np.ndarray, x_sp: np.ndarray,
+               x_ok: np.ndarray, t_due: np.ndarray) -> int:
+    """Decide which pending slowdown crossings of a group are silent (``LazyCrossings.plan``): the members of
+    ``arr`` still in group ``gid``; their crossings walked in time order from the group's slowest published
+    speed (its nodes in service; 1 if none); a crossing is silent where it may be (``x_ok``) and its speed
+    after is at least every speed the group has by then. A due silent crossing (t ≤ ``keep_due_h``; −inf:
+    none kept) keeps its flag. Sets ``silent`` and ``t_due`` (inf where silent); returns the change in the
+    number of silent flags."""
+    floor0 = INF
+    n_up = 0
+    npend = 0
+    for a in range(arr.shape[0]):
+        nd = arr[a]
+        if gid_of[nd] != gid:
+            continue
+        if down[nd] == 0:
+            n_up += 1
+            if caps[nd] < floor0:
+                floor0 = caps[nd]
+        for k in range(u):
+            i = nd * u + k
+            t = t_next[i]
+            if t < INF and kind[i] == 1 and not (silent[i] and t <= keep_due_h):
+                npend += 1
+    if npend == 0:
+        return 0
+    if n_up == 0:
+        floor0 = 1.0
+    ui = np.empty(npend, dtype=np.int64)
+    tp = np.empty(npend)
+    z = 0
+    for a in range(arr.shape[0]):
+        nd = arr[a]
+        if gid_of[nd] != gid:
+            continue
+        for k in range(u):
+            i = nd * u + k
+            t = t_next[i]
+            if t < INF and kind[i] == 1 and not (silent[i] and t <= keep_due_h):
+                ui[z] = i
+                tp[z] = t
+                z += 1
+    o = argsort_stable(tp)
+    delta = 0
+    low = floor0  # the group's slowest speed just before this crossing
+    for z in range(npend):
+        i = ui[o[z]]
+        xs = x_sp[i]
+        sil = x_ok[i] and xs >= low
+        if xs < low:
+            low = xs
+        delta += (1 if sil else 0) - (1 if silent[i] else 0)
+        silent[i] = sil
+        t_due[i] = INF if sil else t_next[i]
+    return delta
 
 
 @njit(**_JIT)

@@ -173,37 +173,33 @@ def pairwise_sum(a: np.ndarray, start: int, n: int) -> float:
 @njit(**_JIT)
 def argsort_stable(key: np.ndarray) -> np.ndarray:
     """Indices that sort ``key`` (floats or integers) ascending, ties in their order (``np.argsort(key,
-    kind="stable")``): a bottom-up merge sort, written out (numba's own ``argsort`` costs seconds to
-    compile)."""
+    kind="stable")``: a stable sort's permutation is unique): insertion-sorted runs of 32, merged bottom-up,
+    written out (numba's own ``argsort`` costs seconds to compile)."""
     n = key.shape[0]
     a = np.arange(n)
+    for lo in range(0, n, 32):
+        for k in range(lo + 1, min(lo + 32, n)):
+            x = a[k]
+            kx = key[x]
+            j = k
+            while j > lo and kx < key[a[j - 1]]:
+                a[j] = a[j - 1]
+                j -= 1
+            a[j] = x
     b = np.empty(n, dtype=np.int64)
-    width = 1
+    width = 32
     while width < n:
-        lo = 0
-        while lo < n:
+        for lo in range(0, n, 2 * width):
             mid = min(lo + width, n)
             hi = min(lo + 2 * width, n)
-            i = lo
-            j = mid
-            k = lo
-            while i < mid and j < hi:
-                if key[a[j]] < key[a[i]]:
+            i, j = lo, mid
+            for k in range(lo, hi):
+                if j < hi and (i >= mid or key[a[j]] < key[a[i]]):
                     b[k] = a[j]
                     j += 1
                 else:
                     b[k] = a[i]
                     i += 1
-                k += 1
-            while i < mid:
-                b[k] = a[i]
-                i += 1
-                k += 1
-            while j < hi:
-                b[k] = a[j]
-                j += 1
-                k += 1
-            lo = hi
         a, b = b, a
         width *= 2
     return a
@@ -463,16 +459,31 @@ def settle_units(idx: np.ndarray, now: float, u: int, w: float, T: np.ndarray, t
         silent[i] = False
         held[k] = now - ts[k]
     # in node order, each node's crossings in time order (np.lexsort((ts, node)))
-    o1 = argsort_stable(ts)
-    nd1 = np.empty(m, dtype=np.int64)
-    for k in range(m):
-        nd1[k] = idx[o1[k]] // u
-    o2 = argsort_stable(nd1)
-    o = np.empty(m, dtype=np.int64)
+    o = np.arange(m)
     nd_o = np.empty(m, dtype=np.int64)
+    grouped = True  # idx's nodes in order (the usual case): each node's few crossings sorted by time in place
+    for k in range(1, m):
+        if idx[k] // u < idx[k - 1] // u:
+            grouped = False
+    if grouped:
+        lo = 0
+        for k in range(m):
+            if k and idx[k] // u != idx[k - 1] // u:
+                lo = k
+            j = k
+            while j > lo and ts[k] < ts[o[j - 1]]:  # (stable insertion)
+                o[j] = o[j - 1]
+                j -= 1
+            o[j] = k
+    else:
+        o1 = argsort_stable(ts)
+        for k in range(m):
+            nd_o[k] = idx[o1[k]] // u
+        o2 = argsort_stable(nd_o)
+        for k in range(m):
+            o[k] = o1[o2[k]]
     for k in range(m):
-        o[k] = o1[o2[k]]
-        nd_o[k] = nd1[o2[k]]
+        nd_o[k] = idx[o[k]] // u
     last = np.ones(m, dtype=np.bool_)
     for k in range(m - 1):
         last[k] = nd_o[k + 1] != nd_o[k]
@@ -600,65 +611,6 @@ def silent_due(gi: np.ndarray, due_h: float, silent: np.ndarray, t_next: np.ndar
                 silent[i] = False
                 cleared += 1
     return idx, cleared
-
-
-@njit(**_JIT)
-def plan_group(arr: np.ndarray, gid: int, gid_of: np.ndarray, u: int, keep_due_h: float, t_next: np.ndarray,
-               kind: np.ndarray, silent: np.ndarray, down: np.ndarray, caps: np.ndarray, x_sp: np.ndarray,
-               x_ok: np.ndarray, t_due: np.ndarray) -> int:
-    """Decide which pending slowdown crossings of a group are silent (``LazyCrossings.plan``): the members of
-    ``arr`` still in group ``gid``; their crossings walked in time order from the group's slowest published
-    speed (its nodes in service; 1 if none); a crossing is silent where it may be (``x_ok``) and its speed
-    after is at least every speed the group has by then. A due silent crossing (t ≤ ``keep_due_h``; −inf:
-    none kept) keeps its flag. Sets ``silent`` and ``t_due`` (inf where silent); returns the change in the
-    number of silent flags."""
-    floor0 = INF
-    n_up = 0
-    npend = 0
-    for a in range(arr.shape[0]):
-        nd = arr[a]
-        if gid_of[nd] != gid:
-            continue
-        if down[nd] == 0:
-            n_up += 1
-            if caps[nd] < floor0:
-                floor0 = caps[nd]
-        for k in range(u):
-            i = nd * u + k
-            t = t_next[i]
-            if t < INF and kind[i] == 1 and not (silent[i] and t <= keep_due_h):
-                npend += 1
-    if npend == 0:
-        return 0
-    if n_up == 0:
-        floor0 = 1.0
-    ui = np.empty(npend, dtype=np.int64)
-    tp = np.empty(npend)
-    z = 0
-    for a in range(arr.shape[0]):
-        nd = arr[a]
-        if gid_of[nd] != gid:
-            continue
-        for k in range(u):
-            i = nd * u + k
-            t = t_next[i]
-            if t < INF and kind[i] == 1 and not (silent[i] and t <= keep_due_h):
-                ui[z] = i
-                tp[z] = t
-                z += 1
-    o = argsort_stable(tp)
-    delta = 0
-    low = floor0  # the group's slowest speed just before this crossing
-    for z in range(npend):
-        i = ui[o[z]]
-        xs = x_sp[i]
-        sil = x_ok[i] and xs >= low
-        if xs < low:
-            low = xs
-        delta += (1 if sil else 0) - (1 if silent[i] else 0)
-        silent[i] = sil
-        t_due[i] = INF if sil else t_next[i]
-    return delta
 
 
 # ===================================================================================== one update, fused

@@ -159,7 +159,7 @@ class LazyCrossings:
             if self.n_silent and rose:
                 self.settle_in(self.gpu.gpus(arr[a.gid[arr] == gid]), now)
             keep = now + _EPS_H if self.n_silent and not rose else -INF  # due silent ones not settled stay
-            self.n_silent += kernels_units.plan_group(arr, gid, a.gid, p.units_per_node, keep, a.t_next, a.kind,
+            self.n_silent += kernels_events.plan_group(arr, gid, a.gid, p.units_per_node, keep, a.t_next, a.kind,
                                                  self.silent, down, caps, a.x_sp, a.x_ok, a.t_due)
         self.wake_at_due()
 
