@@ -98,3 +98,13 @@ def test_unit_indices_are_numpy(nodes: list[int], u: int) -> None:
     a = np.array(nodes, dtype=np.int64)
     got, want = KE.unit_indices(a, u), (a[:, None] * u + np.arange(u)).ravel()
     assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-50, 3000), max_size=400), st.booleans())
+def test_unique_ints_is_numpy_unique(v: list[int], sparse: bool) -> None:
+    a = np.array(v, dtype=np.int64)
+    if sparse and len(a):  # (a range too wide for marks: the sorted path)
+        a = a * 1_000_003
+    got, want = KE.unique_ints(a), np.unique(a)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()

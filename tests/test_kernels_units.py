@@ -1,8 +1,9 @@
 """The fused update kernels (issue 41): ``twin.kernels_units.update_nodes`` against the sequence of kernel calls and
 numpy statements ``GpuState._update_now`` made before it (settle the due silent crossings, bring the units to now,
 apply their new conditions, compare the thermal caps), and ``twin.kernels.account_update`` against
-``GpuState._account``, ``_refresh_tp`` and the speed-cap comparison as numpy (twin 0.14.0, restated below), on
-random states. Bit for bit: the same operations in the same order. CI also runs this file with
+``GpuState._account``, ``_refresh_tp`` and the speed-cap comparison as numpy (twin 0.14.0, restated below),
+``kernels_units.wake_units`` against ``GpuState._wake``'s split and quick path, and ``kernels.it_fans_nodes``
+against ``ITPower.refresh``'s capped path (its caps, node power and fans), on random states. Bit for bit: the same operations in the same order. CI also runs this file with
 ``NUMBA_DISABLE_JIT=1`` (plain Python)."""
 
 from __future__ import annotations
@@ -293,3 +294,42 @@ def test_refresh_tp_is_the_numpy_path(seed: int, slow: bool, n_src: int, contigu
                        s["n_tp"], s["tot"])
     assert got == delta
     _same(s, ref)
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_src=st.sampled_from([0, 1, 2]), fans=st.booleans(), common=st.booleans(),
+       short=st.booleans(), some_down=st.booleans())
+def test_it_fans_nodes_is_the_sequence_it_replaces(seed: int, n_src: int, fans: bool, common: bool, short: bool,
+                                                   some_down: bool) -> None:
+    """``ITPower.refresh``'s capped path of twin 0.14.0: ``min_cap`` (``minimum_at`` per source), ``it_nodes``,
+    then ``npw[idx] += FanLaw.power_w(...)`` (``fan_nodes``)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 200))
+    idx = np.sort(rng.choice(n, size=int(rng.integers(0, n + 1)), replace=False)).astype(np.int64)
+    k = len(idx)
+    util_all = rng.choice([0.0, 1.0, 0.37, 0.5], n) * rng.choice([1.0, rng.uniform()], n)
+    srcs = [np.where(rng.random(n) < 0.4, INF, rng.uniform(0.0, 900.0, n)) for _ in range(n_src)]
+    gpus, idle, tdp, ng0, slope = 8.0, 100.0, 700.0, 1600.0, float(rng.choice([0.0, 1600.0]))
+    p = np.array([45.0, 20.0, 0.2, 6.0, 150.0, 1600.0, 3200.0, 8 * 600.0, 800.0, 10200.0, 25.0, 150.0])
+    inlet = rng.uniform(10.0, 60.0, n)
+    healthy = (rng.integers(0, 7, n) if short else np.full(n, 6)).astype(np.float64)
+    down = (rng.random(n) < 0.2).astype(np.int32) if some_down else np.zeros(n, dtype=np.int32)
+    util_s, stated = (float(rng.choice([0.0, 0.3, 1.0])), float(rng.uniform(0.0, 100.0))) if common else (0.0, 0.0)
+    npw0, node_w0 = rng.uniform(0.0, 1e4, n), rng.uniform(0.0, 100.0, n)
+    r_npw, r_node_w = npw0.copy(), node_w0.copy()
+    cap = np.full(k, INF)
+    for arr in srcs:
+        KE.minimum_at(cap, arr, idx)
+    K.it_nodes(idx, util_all, cap, gpus, idle, tdp, ng0, slope, r_npw)
+    r_top, r_total = -1.0, 0.0
+    if fans:
+        out = np.empty(k)
+        r_top, r_total = K.fan_nodes(idx, util_s, _E if common else util_all[idx], stated, inlet, healthy, short,
+                                     down, not some_down, p, r_node_w, out)
+        r_npw[idx] += out
+    npw, node_w = npw0.copy(), node_w0.copy()
+    top, total = K.it_fans_nodes(idx, util_all, srcs[0] if n_src else _E, srcs[1] if n_src > 1 else _E, gpus, idle,
+                                 tdp, ng0, slope, npw, fans, util_s, common, stated, inlet, healthy, short, down,
+                                 not some_down, p, node_w)
+    assert (top, total) == (r_top, r_total)
+    assert np.array_equal(npw, r_npw) and np.array_equal(node_w, r_node_w)
