@@ -108,3 +108,21 @@ def test_unique_ints_is_numpy_unique(v: list[int], sparse: bool) -> None:
         a = a * 1_000_003
     got, want = KE.unique_ints(a), np.unique(a)
     assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_none_hot_is_the_numpy_check(data: st.DataObject) -> None:
+    n = data.draw(st.integers(0, 12))
+    eng = np.array(data.draw(st.lists(st.booleans() | st.just(False), min_size=n, max_size=n)), dtype=bool)
+    t_next = np.array(data.draw(st.lists(st.sampled_from([np.inf, -np.inf, np.nan, 1.5]) | st.just(np.inf),
+                                         min_size=n, max_size=n)), dtype=float)
+    capped = np.array(data.draw(st.lists(st.sampled_from([0.0, -0.0, 2.0, np.nan]) | st.just(0.0), min_size=n,
+                                         max_size=n)), dtype=float)
+    caps = np.array(data.draw(st.lists(st.sampled_from([1.0, 0.5, np.nan]) | st.just(1.0), min_size=n, max_size=n)),
+                    dtype=float)
+    it = np.array(data.draw(st.lists(st.sampled_from([np.inf, -np.inf, 300.0, np.nan]) | st.just(np.inf),
+                                     min_size=n, max_size=n)), dtype=float)
+    want = (not eng.any() and not np.isfinite(t_next).any() and not capped.any() and bool((caps == 1.0).all())
+            and bool(np.isinf(it).all()))
+    assert KE.none_hot(eng, t_next, capped, caps, it) == want

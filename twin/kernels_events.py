@@ -236,6 +236,30 @@ def unique_ints(a: np.ndarray) -> np.ndarray:
     return out
 
 
+@njit(**_JIT)
+def none_hot(engaged: np.ndarray, t_next: np.ndarray, n_capped: np.ndarray, speed_caps: np.ndarray,
+             it_caps: np.ndarray) -> bool:
+    """``GpuState._n_hot_check``: no unit engaged, none heading for a crossing (``t_next`` all ±inf or NaN), no
+    node with capped GPUs, every thermal speed 1 and every thermal cap infinite (``not engaged.any() and not
+    np.isfinite(t_next).any() and not n_capped.any() and (speed_caps == 1).all() and np.isinf(it_caps).all()``)."""
+    for i in range(engaged.shape[0]):
+        if engaged[i]:
+            return False
+    for i in range(t_next.shape[0]):
+        if math.isfinite(t_next[i]):
+            return False
+    for i in range(n_capped.shape[0]):
+        if n_capped[i] != 0.0:
+            return False
+    for i in range(speed_caps.shape[0]):
+        if speed_caps[i] != 1.0:
+            return False
+    for i in range(it_caps.shape[0]):
+        if not math.isinf(it_caps[i]):
+            return False
+    return True
+
+
 def sorted_union(arrays: list[np.ndarray]) -> np.ndarray:
     """``np.unique(np.concatenate(arrays))`` for integer arrays of one dtype (``np.union1d`` of two): the nodes
     settled crossings changed. A handful of node indices is cheapest as a Python set (~2 µs against ~10 µs for

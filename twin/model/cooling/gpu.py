@@ -293,8 +293,7 @@ class GpuState:
     def _n_hot_check(self) -> bool:
         """True when no unit anywhere is engaged, capped or heading for a crossing (short paths suffice)."""
         a = self.arrays
-        return (not a.engaged.any() and not np.isfinite(a.t_next).any() and not a.n_capped.any()
-                and bool((a.speed_caps == 1.0).all()) and bool(np.isinf(a.it_caps).all()))
+        return bool(kernels_events.none_hot(a.engaged, a.t_next, a.n_capped, a.speed_caps, a.it_caps))
 
     def _set_tracing(self, on: bool, traced: NDArray[np.int64]) -> None:
         self.replay.flush_for(traced)
