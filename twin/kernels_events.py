@@ -260,6 +260,29 @@ def none_hot(engaged: np.ndarray, t_next: np.ndarray, n_capped: np.ndarray, spee
     return True
 
 
+@njit(**_JIT)
+def merge_level(t0: np.ndarray, v0: np.ndarray, ct: np.ndarray, cv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A level (times ``t0`` ascending, values ``v0``) with a step correction added (times ``ct`` ascending, the
+    correction from each on ``cv``), as ``LazyCrossings.finish`` merges the silent crossings' power: the times
+    ``np.union1d(t0, ct)``, and at each the level's last value at or before it (its first before its start) plus
+    the correction's (0 before its start), as ``np.searchsorted(..., side="right") - 1``: one merge pass."""
+    n0 = t0.shape[0]
+    n1 = ct.shape[0]
+    tt = np.empty(n0 + n1)
+    vs = np.empty(n0 + n1)
+    i = j = z = 0
+    while i < n0 or j < n1:
+        x = t0[i] if j >= n1 or (i < n0 and t0[i] <= ct[j]) else ct[j]
+        while i < n0 and t0[i] <= x:
+            i += 1
+        while j < n1 and ct[j] <= x:
+            j += 1
+        tt[z] = x
+        vs[z] = v0[i - 1 if i > 0 else 0] + (cv[j - 1] if j > 0 else 0.0)
+        z += 1
+    return tt[:z], vs[:z]
+
+
 def sorted_union(arrays: list[np.ndarray]) -> np.ndarray:
     """``np.unique(np.concatenate(arrays))`` for integer arrays of one dtype (``np.union1d`` of two): the nodes
     settled crossings changed. A handful of node indices is cheapest as a Python set (~2 µs against ~10 µs for

@@ -282,12 +282,10 @@ class LazyCrossings:
         cv = np.concatenate(self._pw_dv)
         o = np.argsort(ct, kind="stable")
         ct, cv = ct[o], np.cumsum(cv[o])
-        t0 = np.asarray(ts_l, dtype=np.float64)
-        v0 = np.asarray(vs_l, dtype=np.float64)
-        tt = np.union1d(t0, ct)
-        base = v0[np.maximum(np.searchsorted(t0, tt, side="right") - 1, 0)]
-        k = np.searchsorted(ct, tt, side="right") - 1
-        corr = np.where(k >= 0, cv[np.maximum(k, 0)], 0.0)
+        # (np.union1d of the two time lists, and at each the level's and the correction's last values at or
+        # before it by np.searchsorted: one merge pass, compiled)
+        tt, vv = kernels_events.merge_level(np.asarray(ts_l, dtype=np.float64), np.asarray(vs_l, dtype=np.float64),
+                                            ct, cv)
         ts_l[:] = tt.tolist()
-        vs_l[:] = (base + corr).tolist()
+        vs_l[:] = vv.tolist()
         self._pw_t, self._pw_dv = [], []
