@@ -332,8 +332,8 @@ def it_fans_nodes(idx: np.ndarray, util_all: np.ndarray, cap_a: np.ndarray, cap_
     """``ITPower.refresh`` under caps in one call: the nodes' tightest cap (``ITPower.min_cap``: the lower of
     ``cap_a`` and ``cap_b``, each empty for none), their power (:func:`it_nodes` at ``util_all``), and with
     ``fans`` the fans' share (:func:`fan_nodes` at the common ``util_s`` with its stated fans ``stated_s`` when
-    ``common``, else at each node's ``util_all``) added to it. Returns :func:`fan_nodes`' fastest speed and
-    site total (−1 and 0 without fans)."""
+    ``common``, else at each node's ``util_all``) added to it (``npw[idx] += ...``: ``idx`` holds each node once, as
+    every caller's does). Returns :func:`fan_nodes`' fastest speed and site total (−1 and 0 without fans)."""
     n = idx.shape[0]
     cap = np.empty(n)
     for j in range(n):
