@@ -1,4 +1,4 @@
-"""The compiled kernels (twin/kernels.py, issue 41) against straightforward numpy and the physics functions.
+"""The compiled kernels (twin/kernels.py and twin/kernels_units.py, issue 41) against straightforward numpy and the physics functions.
 
 Each scalar kernel is pinned to its ``twin.physics.thermal`` function (bit for bit where no transcendental
 function is involved; to 1e-12 of the temperatures' scale where the C library's exp/log/pow may differ
@@ -20,6 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from twin import kernels as K
+from twin import kernels_events as KE
+from twin import kernels_units as KU
 from twin.physics import thermal as phys
 
 _temp = st.floats(-40.0, 200.0)
@@ -42,20 +44,20 @@ def _close(got: object, want: object, *scale: object) -> None:
 @settings(max_examples=200, deadline=None)
 @given(tin=_temp, p=_p, r=_r, c=st.floats(1.0, 5000.0))
 def test_steady_state_and_tau_are_physics_bit_for_bit(tin: float, p: float, r: float, c: float) -> None:
-    assert K.steady_c(tin, p, r) == phys.steady_state_c(p, tin, r)
-    assert K.tau_s(r, c) == phys.tau_s(r, c)
+    assert KU.steady_c(tin, p, r) == phys.steady_state_c(p, tin, r)
+    assert KU.tau_s(r, c) == phys.tau_s(r, c)
 
 
 @settings(max_examples=200, deadline=None)
 @given(t=_temp, tss=_temp, dt_h=st.floats(0.0, 2000.0), tau=_tau)
 def test_step_is_physics_temperature(t: float, tss: float, dt_h: float, tau: float) -> None:
-    _close(K.step_c(t, tss, dt_h, tau), phys.temperature_c(dt_h * 3600.0, t, tss, tau), t, tss)
+    _close(KU.step_c(t, tss, dt_h, tau), phys.temperature_c(dt_h * 3600.0, t, tss, tau), t, tss)
 
 
 @settings(max_examples=200, deadline=None)
 @given(pd=_p, tin=_temp, r=_r, slow=st.floats(60.0, 100.0), pmin=st.floats(0.0, 300.0))
 def test_power_cap_is_physics_bit_for_bit(pd: float, tin: float, r: float, slow: float, pmin: float) -> None:
-    assert K.power_cap_w(pd, tin, r, slow, pmin) == phys.power_cap_w(pd, tin, r, slow, pmin)
+    assert KU.power_cap_w(pd, tin, r, slow, pmin) == phys.power_cap_w(pd, tin, r, slow, pmin)
 
 
 @settings(max_examples=200, deadline=None)
@@ -64,14 +66,14 @@ def test_capped_speed_is_physics_speed_fraction_below_demand(cap: float, pd: flo
                                                              ) -> None:
     if not (cap < pd and pd > idle):
         return  # the kernel is called only for caps below the demand
-    _close(K.capped_speed(cap, pd, idle, alpha), phys.speed_fraction(cap, pd, idle, alpha), 1.0)
+    _close(KU.capped_speed(cap, pd, idle, alpha), phys.speed_fraction(cap, pd, idle, alpha), 1.0)
 
 
 @settings(max_examples=200, deadline=None)
 @given(t0=_temp, tss=_temp, x=_temp, tau=_tau)
 def test_crossing_time_is_physics(t0: float, tss: float, x: float, tau: float) -> None:
     with np.errstate(over="ignore"):
-        _close(K.crossing_time_s(t0, tss, x, tau), phys.crossing_time_s(t0, tss, x, tau), tau)
+        _close(KU.crossing_time_s(t0, tss, x, tau), phys.crossing_time_s(t0, tss, x, tau), tau)
 
 
 # ------------------------------------------------------------------------------------------ sums
@@ -82,25 +84,27 @@ _vals = st.lists(st.floats(-1e6, 1e6), min_size=0, max_size=300)
 @given(v=_vals, data=st.data())
 def test_pairwise_and_reduceat_sums_are_numpys_bit_for_bit(v: list[float], data: st.DataObject) -> None:
     a = np.array(v, dtype=float)
-    assert K.pairwise_sum(a, 0, len(a)) == a.sum() or (len(a) == 0 and K.pairwise_sum(a, 0, 0) == 0.0)
+    for ps in (K.pairwise_sum, KU.pairwise_sum):  # (each kernel module has its copy)
+        assert ps(a, 0, len(a)) == a.sum() or (len(a) == 0 and ps(a, 0, 0) == 0.0)
     if len(a):
         cuts = sorted(set(data.draw(st.lists(st.integers(0, len(a) - 1), max_size=6))) | {0})
         ends = cuts[1:] + [len(a)]
         want = np.add.reduceat(a, cuts)
-        got = [K.reduceat_sum(a, s, e - s) for s, e in zip(cuts, ends)]
+        got = [KU.reduceat_sum(a, s, e - s) for s, e in zip(cuts, ends)]
         assert np.array_equal(np.array(got), want)
         u = data.draw(st.integers(1, 12))
         m = len(a) // u * u
         if m:
             rows = a[:m].reshape(-1, u).sum(axis=1)
             assert np.array_equal(rows, [K.pairwise_sum(a, j * u, u) for j in range(m // u)])
+            assert np.array_equal(rows, [KU.pairwise_sum(a, j * u, u) for j in range(m // u)])
 
 
 def test_pairwise_sum_of_long_arrays_is_numpys() -> None:
     rng = np.random.default_rng(1)
     for n in (129, 1000, 4097, 100_003):
         a = rng.normal(size=n) * 10 ** rng.uniform(-5, 5, size=n)
-        assert K.pairwise_sum(a, 0, n) == a.sum()
+        assert K.pairwise_sum(a, 0, n) == a.sum() == KU.pairwise_sum(a, 0, n)
 
 
 # ------------------------------------------------------------------------------------------ units
@@ -231,12 +235,12 @@ def test_update_units_is_the_numpy_path(seed: int, u: int, hot: bool, silent: bo
     ref = {kk: v.copy() for kk, v in s.items()}
     r_short, r_tmin, r_out = _ref_update(ref, nodes, u, g, w, now, up_n, util, pc, prm, hot, silent)
     gi = (nodes[:, None] * u + np.arange(u)).ravel()
-    tmax = K.advance_units(gi, np.array([now]), s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"], w)
+    tmax = KU.advance_units(gi, np.array([now]), s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"], w)
     _close(tmax, ref["T"][gi].max(), ref["T"])
     nout = np.empty((8, k))
     uout = np.empty((5, k * u))
     e = np.empty(0)
-    short, tmin = K.update_units(
+    short, tmin = KU.update_units(
         nodes, u, g, w, now, up_n, util, e if pc is None else pc, s["rfactor"], s["inlet"], s["rbase"], s["toff"],
         prm["idle"], prm["tdp"], prm["C"], prm["slow"], prm["shut"], prm["pmin"], prm["alpha"], s["T"], s["tss"],
         s["tau"], s["gon"], s["engaged"], s["speed"], s["t_next"], s["kind"], hot, s["ucap"], silent, s["x_cap"],
@@ -330,14 +334,16 @@ def _ref_settle(s: dict[str, np.ndarray], idx: np.ndarray, now: float, u: int, w
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), u=st.sampled_from([1, 4, 8]), oth=st.booleans())
-def test_settle_units_is_the_numpy_path(seed: int, u: int, oth: bool) -> None:
+@given(seed=st.integers(0, 2**32 - 1), u=st.sampled_from([1, 4, 8]), oth=st.booleans(), grouped=st.booleans())
+def test_settle_units_is_the_numpy_path(seed: int, u: int, oth: bool, grouped: bool) -> None:
     rng = np.random.default_rng(seed)
     n_nodes = 10
     s = _state(rng, n_nodes, u, True)
     G = n_nodes * u
     m = int(rng.integers(1, G + 1))
     idx = np.sort(rng.choice(G, size=m, replace=False)).astype(np.int64)
+    if not grouped:  # (units not in node order: the kernel's general sort)
+        idx = rng.permutation(idx)
     now = 2.0
     s["t_next"][idx] = rng.uniform(1.0, 2.0, m)
     s["t_next"][idx[: m // 3]] = 1.5  # ties in time
@@ -359,7 +365,7 @@ def test_settle_units_is_the_numpy_path(seed: int, u: int, oth: bool) -> None:
     ref = {k: v.copy() for k, v in s.items()}
     n_sil_ref = int(np.count_nonzero(ref["silent"][idx]))
     r_nodes, r_caps, r_tpt, r_tpdv, r_ewh, r_dsum, r_itc = _ref_settle(ref, idx, now, u, w, oth)
-    got = K.settle_units(idx, now, u, w, s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"], s["t_next"],
+    got = KU.settle_units(idx, now, u, w, s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"], s["t_next"],
                          s["t_due"], s["kind"], s["silent"], s["engaged"], s["speed"], s["x_tss"], s["x_sp"],
                          s["x_P"], s["x_cap"], s["ucap"], s["pw"], s["n_busy"], s["n_capped"], s["n_spsum"],
                          s["n_tp"], s["caps"], s["oth_n"] if oth else np.empty(0), s["acc"], s["tot"])
@@ -391,7 +397,7 @@ def test_silent_due_is_the_numpy_split(seed: int, u: int, clear: bool) -> None:
     ref = silent.copy()
     if clear:
         ref[want_rest] = False
-    idx, cleared = K.silent_due(gi, due_h, silent, t_next, clear)
+    idx, cleared = KU.silent_due(gi, due_h, silent, t_next, clear)
     assert np.array_equal(idx, want_idx)
     assert cleared == (len(want_rest) if clear else 0)
     assert np.array_equal(silent, ref)
@@ -438,7 +444,7 @@ def test_plan_group_is_the_numpy_walk(seed: int, u: int, keep: bool) -> None:
         delta = int(np.count_nonzero(sil)) - int(np.count_nonzero(r_sil[ui]))
         r_sil[ui] = sil
         r_due[ui] = np.where(sil, INF, t_next[ui])
-    got = K.plan_group(arr, 3, gid_of, u, keep_h, t_next, kind, silent, down, caps, x_sp, x_ok, t_due)
+    got = KE.plan_group(arr, 3, gid_of, u, keep_h, t_next, kind, silent, down, caps, x_sp, x_ok, t_due)
     assert got == delta
     assert np.array_equal(silent, r_sil) and np.array_equal(t_due, r_due)
 
@@ -473,12 +479,13 @@ def test_account_nodes_is_the_numpy_account(seed: int, hot: bool) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(v=st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5, INF, -3.0]) | st.floats(-1e3, 1e3), max_size=80))
+@given(v=st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5, INF, -3.0]) | st.floats(-1e3, 1e3), max_size=300))
 def test_argsort_stable_is_numpys(v: list[float]) -> None:
     a = np.array(v, dtype=float)
-    assert np.array_equal(K.argsort_stable(a), np.argsort(a, kind="stable"))
     ints = np.floor(a[np.isfinite(a)]).astype(np.int64)
-    assert np.array_equal(K.argsort_stable(ints), np.argsort(ints, kind="stable"))
+    for sort in (KU.argsort_stable, KE.argsort_stable):  # (each kernel module has its copy)
+        assert np.array_equal(sort(a), np.argsort(a, kind="stable"))
+        assert np.array_equal(sort(ints), np.argsort(ints, kind="stable"))
 
 
 @settings(max_examples=80, deadline=None)

@@ -98,3 +98,51 @@ def test_unit_indices_are_numpy(nodes: list[int], u: int) -> None:
     a = np.array(nodes, dtype=np.int64)
     got, want = KE.unit_indices(a, u), (a[:, None] * u + np.arange(u)).ravel()
     assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-50, 3000), max_size=400), st.booleans())
+def test_unique_ints_is_numpy_unique(v: list[int], sparse: bool) -> None:
+    a = np.array(v, dtype=np.int64)
+    if sparse and len(a):  # (a range too wide for marks: the sorted path)
+        a = a * 1_000_003
+    got, want = KE.unique_ints(a), np.unique(a)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_none_hot_is_the_numpy_check(data: st.DataObject) -> None:
+    n = data.draw(st.integers(0, 12))
+    eng = np.array(data.draw(st.lists(st.booleans() | st.just(False), min_size=n, max_size=n)), dtype=bool)
+    t_next = np.array(data.draw(st.lists(st.sampled_from([np.inf, -np.inf, np.nan, 1.5]) | st.just(np.inf),
+                                         min_size=n, max_size=n)), dtype=float)
+    capped = np.array(data.draw(st.lists(st.sampled_from([0.0, -0.0, 2.0, np.nan]) | st.just(0.0), min_size=n,
+                                         max_size=n)), dtype=float)
+    caps = np.array(data.draw(st.lists(st.sampled_from([1.0, 0.5, np.nan]) | st.just(1.0), min_size=n, max_size=n)),
+                    dtype=float)
+    it = np.array(data.draw(st.lists(st.sampled_from([np.inf, -np.inf, 300.0, np.nan]) | st.just(np.inf),
+                                     min_size=n, max_size=n)), dtype=float)
+    want = (not eng.any() and not np.isfinite(t_next).any() and not capped.any() and bool((caps == 1.0).all())
+            and bool(np.isinf(it).all()))
+    assert KE.none_hot(eng, t_next, capped, caps, it) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.25, 2.0, 3.5, 7.0]) | st.floats(0.0, 10.0), min_size=1,
+                max_size=40, unique=True),
+       st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.25, 2.0, 3.5, 7.0, 11.0]) | st.floats(0.0, 12.0), min_size=1,
+                max_size=60), st.data())
+def test_merge_level_is_numpys_union_and_searchsorted(t0: list[float], ct: list[float], data: st.DataObject) -> None:
+    """``LazyCrossings.finish``'s numpy merge of twin 0.14.0 (a level's strictly rising times; corrections with ties)."""
+    t0a = np.sort(np.array(t0))
+    v0 = np.array(data.draw(st.lists(st.floats(-1e6, 1e6), min_size=len(t0), max_size=len(t0))))
+    o = np.argsort(np.array(ct), kind="stable")
+    cta = np.array(ct)[o]
+    cv = np.cumsum(np.array(data.draw(st.lists(st.floats(-1e4, 1e4), min_size=len(ct), max_size=len(ct))))[o])
+    tt = np.union1d(t0a, cta)
+    base = v0[np.maximum(np.searchsorted(t0a, tt, side="right") - 1, 0)]
+    k = np.searchsorted(cta, tt, side="right") - 1
+    want = base + np.where(k >= 0, cv[np.maximum(k, 0)], 0.0)
+    got_t, got_v = KE.merge_level(t0a, v0, cta, cv)
+    assert np.array_equal(got_t, tt) and np.array_equal(got_v, want)

@@ -69,14 +69,19 @@ def test_psu_caps_and_a_battery_ride_through_equal_the_eager_path(monkeypatch: p
 def test_binding_site_cap_keeps_every_crossing_an_event(monkeypatch: pytest.MonkeyPatch) -> None:
     """A site cap water-fills over every GPU's thermal cap at every load change: no crossing may be silent, and
     the results are the eager path's."""
-    silent: list[int] = []
-    orig = LazyCrossings.settle
+    silent: list[int] = []  # per settling (every path ends in settled or settled_in): the silent crossings among it
+    orig, orig_in = LazyCrossings.settled, LazyCrossings.settled_in
 
-    def spy(self: LazyCrossings, idx: Any, now: float) -> None:
-        silent.append(int(np.count_nonzero(self.silent[idx])))
-        orig(self, idx, now)
+    def spy(self: LazyCrossings, n_sil: int, *args: Any) -> None:
+        silent.append(n_sil)
+        orig(self, n_sil, *args)
 
-    monkeypatch.setattr(LazyCrossings, "settle", spy)
+    def spy_in(self: LazyCrossings, cleared: int, n_sil: int, *args: Any) -> None:
+        silent.append(n_sil)
+        orig_in(self, cleared, n_sil, *args)
+
+    monkeypatch.setattr(LazyCrossings, "settled", spy)
+    monkeypatch.setattr(LazyCrossings, "settled_in", spy_in)
     cap_w = 128 * (3200 + 8 * 450)  # baseline's node: 3,200 W non-GPU + 8 GPUs; binds in training
     sets = ["horizon_days=2", *HOT[1:], f"power.site_cap_w={cap_w}"]
     lazy, eager = _pair(SCEN / "power-n1.yaml", sets)

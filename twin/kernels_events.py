@@ -1,5 +1,6 @@
 """Compiled kernels for the bookkeeping around the thermal kernels at each event (issue 41, scope item 3):
-the IT power's caps and the comparisons of per-node arrays that decide what an update changed.
+the IT power's caps, the comparisons of per-node arrays that decide what an update changed, and the walk of a
+group's pending crossings that decides which are silent (:func:`plan_group`).
 
 Each replaces a sequence of numpy calls on a gathered copy (``a[idx] != v``, ``np.isfinite(a[idx]).sum()``,
 ``a[idx] = v``: ~1–2 µs of fixed cost each, on 1 to a few hundred nodes) by one plain loop compiled by numba
@@ -25,6 +26,7 @@ from numba import njit
 from twin import kernels as _kernels  # noqa: F401  (sets NUMBA_CACHE_DIR before numba compiles anything here)
 
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}
+INF = math.inf
 
 
 @njit(**_JIT)
@@ -89,6 +91,100 @@ def minimum_at(out: np.ndarray, a: np.ndarray, idx: np.ndarray) -> None:
 
 
 @njit(**_JIT)
+def argsort_stable(key: np.ndarray) -> np.ndarray:
+    """Indices that sort ``key`` (floats or integers) ascending, ties in their order (``np.argsort(key,
+    kind="stable")``: a stable sort's permutation is unique): insertion-sorted runs of 32, merged bottom-up,
+    written out (numba's own ``argsort`` costs seconds to compile)."""
+    n = key.shape[0]
+    a = np.arange(n)
+    for lo in range(0, n, 32):
+        for k in range(lo + 1, min(lo + 32, n)):
+            x = a[k]
+            kx = key[x]
+            j = k
+            while j > lo and kx < key[a[j - 1]]:
+                a[j] = a[j - 1]
+                j -= 1
+            a[j] = x
+    b = np.empty(n, dtype=np.int64)
+    width = 32
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i, j = lo, mid
+            for k in range(lo, hi):
+                if j < hi and (i >= mid or key[a[j]] < key[a[i]]):
+                    b[k] = a[j]
+                    j += 1
+                else:
+                    b[k] = a[i]
+                    i += 1
+        a, b = b, a
+        width *= 2
+    return a
+
+
+@njit(**_JIT)
+def plan_group(arr: np.ndarray, gid: int, gid_of: np.ndarray, u: int, keep_due_h: float, t_next: np.ndarray,
+               kind: np.ndarray, silent: np.ndarray, down: np.ndarray, caps: np.ndarray, x_sp: np.ndarray,
+               x_ok: np.ndarray, t_due: np.ndarray) -> int:
+    """Decide which pending slowdown crossings of a group are silent (``LazyCrossings.plan``): the members of
+    ``arr`` still in group ``gid``; their crossings walked in time order from the group's slowest published
+    speed (its nodes in service; 1 if none); a crossing is silent where it may be (``x_ok``) and its speed
+    after is at least every speed the group has by then. A due silent crossing (t ≤ ``keep_due_h``; −inf:
+    none kept) keeps its flag. Sets ``silent`` and ``t_due`` (inf where silent); returns the change in the
+    number of silent flags."""
+    floor0 = INF
+    n_up = 0
+    npend = 0
+    for a in range(arr.shape[0]):
+        nd = arr[a]
+        if gid_of[nd] != gid:
+            continue
+        if down[nd] == 0:
+            n_up += 1
+            if caps[nd] < floor0:
+                floor0 = caps[nd]
+        for k in range(u):
+            i = nd * u + k
+            t = t_next[i]
+            if t < INF and kind[i] == 1 and not (silent[i] and t <= keep_due_h):
+                npend += 1
+    if npend == 0:
+        return 0
+    if n_up == 0:
+        floor0 = 1.0
+    ui = np.empty(npend, dtype=np.int64)
+    tp = np.empty(npend)
+    z = 0
+    for a in range(arr.shape[0]):
+        nd = arr[a]
+        if gid_of[nd] != gid:
+            continue
+        for k in range(u):
+            i = nd * u + k
+            t = t_next[i]
+            if t < INF and kind[i] == 1 and not (silent[i] and t <= keep_due_h):
+                ui[z] = i
+                tp[z] = t
+                z += 1
+    o = argsort_stable(tp)
+    delta = 0
+    low = floor0  # the group's slowest speed just before this crossing
+    for z in range(npend):
+        i = ui[o[z]]
+        xs = x_sp[i]
+        sil = x_ok[i] and xs >= low
+        if xs < low:
+            low = xs
+        delta += (1 if sil else 0) - (1 if silent[i] else 0)
+        silent[i] = sil
+        t_due[i] = INF if sil else t_next[i]
+    return delta
+
+
+@njit(**_JIT)
 def unit_indices(nodes: np.ndarray, u: int) -> np.ndarray:
     """The thermal units of ``nodes`` (``u`` a node, node-major): ``(nodes[:, None] * u + np.arange(u)).ravel()``."""
     out = np.empty(nodes.shape[0] * u, dtype=np.int64)
@@ -99,12 +195,100 @@ def unit_indices(nodes: np.ndarray, u: int) -> np.ndarray:
     return out
 
 
+@njit(**_JIT)
+def unique_ints(a: np.ndarray) -> np.ndarray:
+    """``np.unique(a)`` for integers: marks over their range (node indices: a range of at most the hall's nodes),
+    read in order; a range over 16 × the count plus 4,096 is sorted instead."""
+    n = a.shape[0]
+    if n == 0:
+        return a.copy()
+    lo = a[0]
+    hi = a[0]
+    for k in range(n):
+        lo = min(lo, a[k])
+        hi = max(hi, a[k])
+    if hi - lo > 16 * n + 4096:
+        s = a[argsort_stable(a)]
+        keep = 1
+        for k in range(1, n):
+            if s[k] != s[k - 1]:
+                keep += 1
+        out = np.empty(keep, dtype=a.dtype)
+        out[0] = s[0]
+        z = 1
+        for k in range(1, n):
+            if s[k] != s[k - 1]:
+                out[z] = s[k]
+                z += 1
+        return out
+    mark = np.zeros(hi - lo + 1, dtype=np.bool_)
+    keep = 0
+    for k in range(n):
+        if not mark[a[k] - lo]:
+            mark[a[k] - lo] = True
+            keep += 1
+    out = np.empty(keep, dtype=a.dtype)
+    z = 0
+    for v in range(hi - lo + 1):
+        if mark[v]:
+            out[z] = lo + v
+            z += 1
+    return out
+
+
+@njit(**_JIT)
+def none_hot(engaged: np.ndarray, t_next: np.ndarray, n_capped: np.ndarray, speed_caps: np.ndarray,
+             it_caps: np.ndarray) -> bool:
+    """``GpuState._n_hot_check``: no unit engaged, none heading for a crossing (``t_next`` all ±inf or NaN), no
+    node with capped GPUs, every thermal speed 1 and every thermal cap infinite (``not engaged.any() and not
+    np.isfinite(t_next).any() and not n_capped.any() and (speed_caps == 1).all() and np.isinf(it_caps).all()``)."""
+    for i in range(engaged.shape[0]):
+        if engaged[i]:
+            return False
+    for i in range(t_next.shape[0]):
+        if math.isfinite(t_next[i]):
+            return False
+    for i in range(n_capped.shape[0]):
+        if n_capped[i] != 0.0:
+            return False
+    for i in range(speed_caps.shape[0]):
+        if speed_caps[i] != 1.0:
+            return False
+    for i in range(it_caps.shape[0]):
+        if not math.isinf(it_caps[i]):
+            return False
+    return True
+
+
+@njit(**_JIT)
+def merge_level(t0: np.ndarray, v0: np.ndarray, ct: np.ndarray, cv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A level (times ``t0`` ascending, values ``v0``) with a step correction added (times ``ct`` ascending, the
+    correction from each on ``cv``), as ``LazyCrossings.finish`` merges the silent crossings' power: the times
+    ``np.union1d(t0, ct)``, and at each the level's last value at or before it (its first before its start) plus
+    the correction's (0 before its start), as ``np.searchsorted(..., side="right") - 1``: one merge pass."""
+    n0 = t0.shape[0]
+    n1 = ct.shape[0]
+    tt = np.empty(n0 + n1)
+    vs = np.empty(n0 + n1)
+    i = j = z = 0
+    while i < n0 or j < n1:
+        x = t0[i] if j >= n1 or (i < n0 and t0[i] <= ct[j]) else ct[j]
+        while i < n0 and t0[i] <= x:
+            i += 1
+        while j < n1 and ct[j] <= x:
+            j += 1
+        tt[z] = x
+        vs[z] = v0[i - 1 if i > 0 else 0] + (cv[j - 1] if j > 0 else 0.0)
+        z += 1
+    return tt[:z], vs[:z]
+
+
 def sorted_union(arrays: list[np.ndarray]) -> np.ndarray:
     """``np.unique(np.concatenate(arrays))`` for integer arrays of one dtype (``np.union1d`` of two): the nodes
-    a few settled crossings changed. Not compiled: a handful of node indices is cheapest as a Python set
-    (~2 µs against ~10 µs for numpy's sort); above 64 indices, numpy's."""
+    settled crossings changed. A handful of node indices is cheapest as a Python set (~2 µs against ~10 µs for
+    numpy's sort); above 64 indices, compiled (:func:`unique_ints`)."""
     if sum(len(a) for a in arrays) > 64:
-        return np.unique(np.concatenate(arrays))
+        return unique_ints(np.concatenate(arrays))
     s: set[int] = set()
     for a in arrays:
         s.update(a.tolist())

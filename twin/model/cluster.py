@@ -174,6 +174,17 @@ class Cluster:
                 np.minimum(out, arr[nodes], out=out)
         return out
 
+    @property
+    def util_read(self) -> NDArray[np.float64]:
+        """The per-node utilisation array itself, writable, for compiled kernels that only read it (numba types a
+        read-only array on its slow path, ~2 µs a call); everyone else reads ``node_util``."""
+        return self._util
+
+    @property
+    def slow(self) -> bool:
+        """True while some speed-cap source may cap some node below 1 (else every node's speed is 1)."""
+        return self._slow
+
     def min_speed(self, nodes: NDArray[np.int64]) -> float:
         """Speed of the slowest node of ``nodes`` (1.0 while no source caps any node)."""
         if not self._slow:

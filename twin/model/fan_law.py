@@ -72,6 +72,8 @@ class FanLaw:
                             self._ng_busy_w, self._a_w, self._g_idle_w, self.rated_w, rise_ref, self.full_w],
                            dtype=np.float64)
         """The fan law's numbers for the compiled kernel (``twin.kernels.fan_nodes``)."""
+        self.law_numbers = self._p
+        """The same, for the IT power's compiled refresh (``twin.kernels.it_fans_nodes``)."""
 
     def set_healthy(self, node: int, healthy: int) -> None:
         """``node`` now has ``healthy`` working fans (the fan part's redundant group, ``Topic.GROUP``)."""
@@ -117,6 +119,20 @@ class FanLaw:
         On the hot path (every refresh of the IT power): the fan curve and the cube law of
         :mod:`twin.physics.fans` as one compiled loop (:func:`twin.kernels.fan_nodes`: the same floating-point
         operations, the site total in numpy's order), the stated fans of a common utilisation cached."""
+        util_s, util_a, stated = self.prepare(util)
+        cl = self.cluster
+        idx = np.asarray(idx, dtype=np.int64)
+        out = np.empty(len(idx))
+        top, self.total_w = kernels.fan_nodes(idx, util_s, util_a, stated, self.inlet_c, self.healthy,
+                                              bool(self.n_short), cl.down_count, cl.n_up == cl.n_nodes,
+                                              self._p, self.node_w, out)
+        if top > self.peak_speed:
+            self.peak_speed = top
+        return out
+
+    def prepare(self, util: float | NDArray[np.float64]) -> tuple[float, NDArray[np.float64], float]:
+        """Before the fans' kernel: their energy up to now, and ``util`` as the kernel takes it (the common
+        utilisation, the per-node one (empty for a common one), the stated fans of a common one)."""
         now = self.engine.env._now
         if now > self._t:
             self.energy_wh += self.total_w * (now - self._t)
@@ -127,18 +143,8 @@ class FanLaw:
             got = self._stated.get(util)
             if got is None:
                 got = self._stated[util] = float(self.stated_w(util))
-            util_s, util_a, stated = util, _EF, got
-        else:
-            util_s, util_a, stated = 0.0, np.asarray(util, dtype=np.float64), 0.0
-        cl = self.cluster
-        idx = np.asarray(idx, dtype=np.int64)
-        out = np.empty(len(idx))
-        top, self.total_w = kernels.fan_nodes(idx, util_s, util_a, stated, self.inlet_c, self.healthy,
-                                              bool(self.n_short), cl.down_count, cl.n_up == cl.n_nodes,
-                                              self._p, self.node_w, out)
-        if top > self.peak_speed:
-            self.peak_speed = top
-        return out
+            return util, _EF, got
+        return 0.0, np.asarray(util, dtype=np.float64), 0.0
 
     def energy_kwh(self) -> float:
         """Fans' energy from time 0 to now, kWh (exact: their power is piecewise constant)."""

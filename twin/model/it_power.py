@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 _add_reduce = np.add.reduce
 _FEW_DOWN = 256
+_EF = np.empty(0)  # an empty float array: the kernels' "none"
 """Up to this many nodes out of service, ITPower zeroes them from the cluster's sorted list."""
 
 
@@ -262,6 +263,28 @@ class ITPower(Component):
     def _on_node(self, node: int, cause: DownCause) -> None:
         self.refresh(np.array([node]))
 
+    def _capped_with_fans(self, idx: NDArray[np.int64], util: float | None, srcs: list[NDArray[np.float64]],
+                          npw: NDArray[np.float64]) -> None:
+        """``refresh``'s capped path for at most two sources with a cap (``srcs``): the tightest cap
+        (``min_cap``), the nodes' power and the fans' share (``FanLaw.power_w``) added, in one compiled call
+        (:func:`twin.kernels.it_fans_nodes`: the same operations in the same order)."""
+        e = _EF
+        fans = self.fans
+        cl = self.cluster
+        if fans is None:
+            kernels.it_fans_nodes(idx, cl.util_read, srcs[0] if srcs else e, srcs[1] if len(srcs) > 1 else e,
+                                  float(self.gpus), self.idle_w, self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w,
+                                  npw, False, 0.0, True, 0.0, e, e, False, cl.down_count, True, e, e)
+            return
+        util_s, _, stated = fans.prepare(_EF if util is None else util)  # (the fans' energy to now first)
+        top, fans.total_w = kernels.it_fans_nodes(
+            idx, cl.util_read, srcs[0] if srcs else e, srcs[1] if len(srcs) > 1 else e, float(self.gpus),
+            self.idle_w, self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w, npw, True, util_s, util is not None,
+            stated, fans.inlet_c, fans.healthy, bool(fans.n_short), cl.down_count, cl.n_up == cl.n_nodes,
+            fans.law_numbers, fans.node_w)
+        if top > fans.peak_speed:
+            fans.peak_speed = top
+
     def refresh(self, nodes: NDArray[np.int64] | None = None, util: float | None = None) -> None:
         """Recompute the power of ``nodes`` (all when None) after a load, cap or state change;
         ``util``: the nodes' common utilisation when the caller knows it (a job's load change).
@@ -282,6 +305,7 @@ class ITPower(Component):
         idx = self._all if nodes is None else nodes
         npw = self.node_power_w
         p: NDArray[np.float64] | float | None
+        fans_done = False
         if self._pooled:  # node pools of other power figures (cluster.pools)
             p = self._pooled_power(idx, util)
         elif self._uncapped and self._ng_slope_w:  # the same operations as node_it_power_w with non_gpu_power_w
@@ -300,12 +324,17 @@ class ITPower(Component):
                 p += self._b_w
         else:  # node_it_power_w with non_gpu_power_w, compiled (the same operations; + 0·util without a slope)
             idx = np.asarray(idx, dtype=np.int64)
-            kernels.it_nodes(idx, self.engine.node_util, self.min_cap(idx), float(self.gpus), self.idle_w,
-                             self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w, npw)
+            srcs = [arr for name, arr in self.caps.items() if self._n_finite[name] or name in self._direct]
             p = None
+            if len(srcs) <= 2:  # the caps, the nodes' power and their fans in one compiled call
+                fans_done = True
+                self._capped_with_fans(idx, util, srcs, npw)
+            else:
+                kernels.it_nodes(idx, self.cluster.util_read, self.min_cap(idx), float(self.gpus), self.idle_w,
+                                 self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w, npw)
         if p is not None:
             npw[idx] = p
-        if self.fans is not None:  # the fans at their speed in place of the stated ones (down nodes: 0)
+        if self.fans is not None and not fans_done:  # the fans at their speed in place of the stated ones (down: 0)
             npw[idx] += self.fans.power_w(idx, self.engine.node_util[idx] if util is None else util)
         cl = self.cluster
         n_down = cl.n_nodes - cl.n_up

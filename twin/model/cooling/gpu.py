@@ -19,7 +19,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy.special import ndtri
 
-from twin import kernels, kernels_events, rng
+from twin import kernels, kernels_events, kernels_units, rng
 from twin.model.cooling import fast
 from twin.model.cooling.common import _EPS_H, _HIST_MAX_C, INF
 from twin.model.cooling.arrays import CoolingArrays, CoolingParams
@@ -108,8 +108,10 @@ class GpuState:
                                                       (1 if p.type == "air" else 2))
         self._heat_share = float(self.air_rooms.air_share) if self._heat_mode == 3 else 1.0  # type: ignore[arg-type]
         self._ng_w = float(p.non_gpu_w)
+        # the scalars of twin.kernels_units.update_nodes
+        self._prm = np.array([p.idle_w, p.tdp_w, p.c_j_per_c, p.slow_c, p.shut_c, p.pmin_w, p.alpha, self._ng_w,
+                              p.non_gpu_idle_w, self._heat_share], dtype=np.float64)
         a.uidx = np.arange(n_units)  # unit indices (a slice of them: the kernels' unit list of a run of nodes)
-        self._now1 = np.zeros(1)  # the time a kernel brings units to, h
         a.kind = np.zeros(n_units, dtype=np.int8)  # 1 slowdown crossing, 2 shutdown crossing
         self.wake_t = INF
         self._wake_timer = self.engine.timer(self._wake)
@@ -190,7 +192,7 @@ class GpuState:
         where no GPU of the set is near its slowdown temperature takes a short path without caps.
         """
         # The hot path (every load change of a warm node, every zone step, fan and loop change): the units'
-        # work is two compiled kernels (twin.kernels.advance_units, update_units: the throttling branch,
+        # work is two compiled kernels (twin.kernels_units.advance_units, update_units: the throttling branch,
         # taken only near the slowdown temperature, and the stash of lazy crossings are in the second).
         n = len(nodes)
         if not n:
@@ -209,18 +211,11 @@ class GpuState:
         else:
             nsl = nodes
             gsl = self.gpus(nodes)
-        if lazy.n_silent:  # silent crossings of these units that are due: taken first; the others re-planned
-            lazy.settle_in(gsl, now)
-        # temperature now, from the last state; GPU-hours by steady-state temperature (τ ≪ intervals)
         gi = a.uidx[gsl] if isinstance(gsl, slice) else gsl
-        self._now1[0] = now
-        tmax = kernels.advance_units(gi, self._now1, a.T, a.tss, a.t0, a.tau, a.gon, a.hist, p.gpus_per_unit)
         # new conditions: demand, what the GPUs draw before any thermal cap (their demand, or less under a
         # power-chain cap: a site cap, a lost PSU or feed; the thermal cap, if it binds, is below this, and
         # speeds are relative to the demand, so the engine's lower of the thermal and power speeds is the
         # node's speed), then steady states and, near the slowdown temperature, caps, speeds and crossings
-        up_n = self.cluster.down_count[nsl] == 0
-        util = self.engine.node_util[nsl]
         pc = _EF
         if self.n_pcap or self.it.others_capped("thermal"):
             pc = self.it.min_cap(nodes, exclude="thermal")
@@ -229,19 +224,23 @@ class GpuState:
         nout = np.empty((8, n))
         uout = np.empty((5, n * u))
         silent = lazy.silent_on
-        short, t_min = kernels.update_units(
-            nodes, u, float(g), p.gpus_per_unit, now, up_n, util, pc, a.rfactor, a.inlet, a.rbase,
-            _EF if a.toff is None else a.toff, p.idle_w, p.tdp_w, p.c_j_per_c, p.slow_c, p.shut_c, p.pmin_w,
-            p.alpha, a.T, a.tss, a.tau, a.gon, a.engaged, a.speed, a.t_next, a.kind, bool(self._n_hot),
-            _EF if self.ucap is None else self.ucap, silent,
+        # one compiled call (twin.kernels_units.update_nodes): the due silent crossings of these units settled
+        # first (lazy.settle_in: the others re-planned), the temperatures brought to now (GPU-hours by
+        # steady-state temperature, τ ≪ intervals), then the new steady states, caps, speeds and crossings
+        (self.t_acc, cleared, n_sil, tmax, tp_t, tp_dv, ts, dP, e_wh, dP_sum, sch, up_n, short, t_min,
+         it_ne) = kernels_units.update_nodes(
+            nodes, gi, now, _EPS_H, lazy.n_silent > 0, self.t_acc, self.cluster.down_count, self.cluster.util_read,
+            u, float(g), p.gpus_per_unit, pc, a.rfactor, a.inlet, a.rbase, _EF if a.toff is None else a.toff,
+            self._prm, a.T, a.tss, a.t0, a.tau, a.gon, a.hist, a.engaged, a.speed, a.t_next, a.kind,
+            bool(self._n_hot), _EF if self.ucap is None else self.ucap, silent, lazy.silent,
             a.x_cap if silent and a.x_cap is not None else _EF, a.x_P if silent else _EF,
             a.x_sp if silent else _EF, a.x_tss if silent else _EF, a.x_ok if silent else _EB,
             a.pw if silent else _EF, a.t_due if silent else _EF,
-            lazy.traced_u if silent and lazy.traced_u is not None else _EB, self._heat_mode,
-            self._ng_w, p.non_gpu_idle_w, self._heat_share, nout, uout)
-        busy_n = nout[2]
-        sp_n, capped_n, spsum_n, it_caps = nout[3], nout[4], nout[5], nout[6]
-        caps = a.speed_caps
+            lazy.traced_u if silent and lazy.traced_u is not None else _EB, self._heat_mode, a.n_busy, a.n_capped,
+            a.n_spsum, a.n_tp, a.speed_caps, a.oth_n if silent and lazy.oth_caps else _EF, a.acc, a.tot, a.it_caps,
+            nout, uout)
+        if cleared or n_sil:
+            lazy.settled_in(cleared, n_sil, tp_t, tp_dv, ts, dP, e_wh, dP_sum, sch, now)
         if not short:
             self._n_hot += 1
             if not silent and t_min < self.wake_t:  # (else lazy.plan schedules it, once the silent ones are known)
@@ -249,28 +248,37 @@ class GpuState:
         if tmax > self.tpeak_c:
             self.tpeak_c = tmax
         # IT power (the shared ITPower) when the thermal cap of these nodes changed
-        if self._n_hot and kernels_events.any_ne_at(a.it_caps, nodes, it_caps):  # (np.any(it_caps[nsl] != ...))
-            self.it.set_cap("thermal", nodes, it_caps)
+        if self._n_hot and it_ne:  # (np.any(a.it_caps[nsl] != nout[6]))
+            self.it.set_cap("thermal", nodes, nout[6])
         # air-zone heat: demanded power of the nodes in service
         if p.air is not None:
             self.air_rooms.zone_heat(nsl, nodes, nout[7])  # (the kernel's AirRooms.air_heat_w(draw_n, up_n))
-        self._account(nsl, nodes, busy_n, capped_n, spsum_n)
+        # the accounts (_account, _refresh_tp) and the node's speed, its slowest GPU's (nodes in service only;
+        # a down node keeps its last cap), in one compiled call (twin.kernels.account_update)
+        hot = bool(self._n_hot) or self._acc_hot
+        if hot:
+            self._acc_hot = bool(self._n_hot)
+        tp_mode = 0
+        if self.multi_speed or self._n_hot or self._tp_hot:
+            self._tp_hot = bool(self._n_hot) or self.multi_speed
+            tp_mode = 1
+        sp_a, sp_b, sp_n = self._speeds(nodes) if tp_mode else (_EF, _EF, _EF)
+        self.t_acc, d_tp, ch, rose, any_down = kernels.account_update(
+            nodes, nout, up_n, now, self.t_acc, hot, tp_mode, self.cluster.slow, sp_a, sp_b, sp_n, a.n_busy,
+            a.n_capped, a.n_spsum, a.n_tp, a.acc, a.tot, bool(self._n_hot), a.speed_caps)
+        if d_tp != 0.0:
+            self._tp_record(d_tp)
         if self.ageing.aged:
             self.ageing.update(nodes)
         if self.trace_from <= now <= self.trace_to and np.count_nonzero(a.trace_mask[nsl]):
             self._trace(nodes, a.T[gsl], uout[0], uout[1], uout[2], uout[3])
-        # the node's speed is its slowest GPU's (nodes in service only; a down node keeps its last cap)
-        if lazy.silent_on and (lazy.n_silent or lazy.rose) and np.count_nonzero(~up_n):
+        if lazy.silent_on and (lazy.n_silent or lazy.rose) and any_down:
             lazy.rose = True  # a node leaving service leaves its group's slowest speeds (see lazy.plan)
         if self._n_hot:
-            changed = up_n & (caps[nsl] != sp_n)
             settled = lazy.settled_sp  # speeds the silent crossings settled above changed (not yet published)
-            if np.count_nonzero(changed):
-                ch = nodes[changed]
-                new_sp = sp_n[changed]
-                if lazy.silent_on and np.count_nonzero(caps[ch] < new_sp):
+            if len(ch):
+                if lazy.silent_on and rose:
                     lazy.rose = True  # a published speed rose (see lazy.plan)
-                caps[ch] = new_sp
                 if settled:
                     ch = kernels_events.sorted_union([ch, *settled])  # (np.union1d(ch, np.concatenate(settled)))
                     settled.clear()
@@ -285,8 +293,7 @@ class GpuState:
     def _n_hot_check(self) -> bool:
         """True when no unit anywhere is engaged, capped or heading for a crossing (short paths suffice)."""
         a = self.arrays
-        return (not a.engaged.any() and not np.isfinite(a.t_next).any() and not a.n_capped.any()
-                and bool((a.speed_caps == 1.0).all()) and bool(np.isinf(a.it_caps).all()))
+        return bool(kernels_events.none_hot(a.engaged, a.t_next, a.n_capped, a.speed_caps, a.it_caps))
 
     def _set_tracing(self, on: bool, traced: NDArray[np.int64]) -> None:
         self.replay.flush_for(traced)
@@ -305,30 +312,35 @@ class GpuState:
     def _wake(self) -> None:
         self.wake_t = INF
         now = self.engine.now
-        due = np.flatnonzero(self.arrays.t_due <= now + _EPS_H)
-        if len(due) and self.lazy.silent_on:
-            # a slowdown crossing that lowers a job's pace (else it would be silent) and has no shutdown after
-            # it: the unit takes its stashed capped state now, in closed form (lazy.settle), as a silent one
-            # does later; nothing else of its node changed since its update, and its group's plan already
-            # counted this crossing (its later crossings were walked from this one's speed)
-            quick = (self.arrays.kind[due] == 1) & self.arrays.x_ok[due]
-            if np.count_nonzero(quick):
-                q = due[quick]
-                self.arrays.t_next[q] = np.minimum(self.arrays.t_next[q], now)
-                self.lazy.settle(q, now)
-                due = due[~quick]
+        a, p, lazy = self.arrays, self.params, self.lazy
+        # the due units (t_due ≤ now), and in the same compiled call (twin.kernels_units.wake_units) the quick
+        # ones: a slowdown crossing that lowers a job's pace (else it would be silent) and has no shutdown after
+        # it takes its stashed capped state now, in closed form (as lazy.settle), as a silent one does later;
+        # nothing else of its node changed since its update, and its group's plan already counted this
+        # crossing (its later crossings were walked from this one's speed)
+        silent = lazy.silent_on
+        due, self.t_acc, n_sil, tmax, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum = \
+            kernels_units.wake_units(
+                now, _EPS_H, silent, self.t_acc, p.units_per_node, p.gpus_per_unit, a.T, a.tss, a.t0, a.tau, a.gon,
+                a.hist, a.t_next, a.t_due, a.kind, lazy.silent, a.engaged, a.speed, a.x_tss if silent else _EF,
+                a.x_sp if silent else _EF, a.x_P if silent else _EF, a.x_ok if silent else _EB,
+                a.x_cap if silent and a.x_cap is not None else _EF, _EF if self.ucap is None else self.ucap,
+                a.pw if silent else _EF, a.n_busy, a.n_capped, a.n_spsum, a.n_tp, a.speed_caps,
+                a.oth_n if silent and lazy.oth_caps else _EF, a.acc, a.tot)
+        if len(nodes):
+            lazy.settled(n_sil, tmax, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum, now)
         if len(due):
-            kinds = self.arrays.kind[due]
-            self.arrays.t_next[due] = INF
-            self.arrays.t_due[due] = INF
-            shut_nodes = np.unique(due[kinds == 2] // self.params.units_per_node)
-            slow_nodes = np.setdiff1d(np.unique(due[kinds == 1] // self.params.units_per_node), shut_nodes)
+            kinds = a.kind[due]
+            a.t_next[due] = INF
+            a.t_due[due] = INF
+            shut_nodes = np.unique(due[kinds == 2] // p.units_per_node)
+            slow_nodes = np.setdiff1d(np.unique(due[kinds == 1] // p.units_per_node), shut_nodes)
             if len(slow_nodes):
                 self.update(slow_nodes)
             for node in shut_nodes.tolist():
                 if self.cluster.is_up(node):
                     self.trips.trip(node, "gpu_shutdown")
-        self.lazy.wake_at_due()
+        lazy.wake_at_due()
 
     def flush_histogram(self, t_h: float) -> None:
         dt_h = t_h - self.arrays.t0
@@ -389,31 +401,34 @@ class GpuState:
             self.arrays.acc += self.arrays.tot * dt
             self.t_acc = now
 
-    def _account(self, nsl: Any, nodes: NDArray[np.int64], busy: Any, capped: Any, spsum: Any) -> None:
-        a = self.arrays
-        self.integrate(self.engine.now)
-        hot = bool(self._n_hot) or self._acc_hot
-        if hot:
-            self._acc_hot = bool(self._n_hot)
-        d_busy = kernels.account_nodes(nodes, busy, capped, spsum, a.n_busy, a.n_capped, a.n_spsum,
-                                       a.tot, hot)
-        if self.multi_speed or self._n_hot or self._tp_hot:
-            self._tp_hot = bool(self._n_hot) or self.multi_speed
-            self._refresh_tp(nodes)
-        elif d_busy != 0.0:  # every speed is 1: effective GPUs = busy GPUs
-            a.n_tp[nsl] = busy
-            a.tot[3] += d_busy
-            self._tp_record(d_busy)
-
     def _refresh_tp(self, nodes: NDArray[np.int64]) -> None:
-        """Effective GPUs (GPUs computing × their node's speed over all sources) for the throughput series."""
-        tp = self.arrays.n_busy[nodes] * self.cluster.node_speed(nodes)
-        delta = float((tp - self.arrays.n_tp[nodes]).sum())
+        """Effective GPUs (GPUs computing × their node's speed over all sources) for the throughput series
+        (compiled: twin.kernels.refresh_tp)."""
+        sp_a, sp_b, sp_n = self._speeds(nodes)
+        a = self.arrays
+        now = self.engine.now
+        if now - self.t_acc > 0:  # (integrated only when the effective GPUs change: the kernel's sums see tot now)
+            tot = a.tot.copy()
+            delta = kernels.refresh_tp(nodes, self.cluster.slow, sp_a, sp_b, sp_n, a.n_busy, a.n_tp, tot)
+            if delta != 0.0:
+                self.integrate(now)
+                a.tot[3] = tot[3]
+                self._tp_record(delta)
+            return
+        delta = kernels.refresh_tp(nodes, self.cluster.slow, sp_a, sp_b, sp_n, a.n_busy, a.n_tp, a.tot)
         if delta != 0.0:
-            self.integrate(self.engine.now)
-            self.arrays.n_tp[nodes] = tp
-            self.arrays.tot[3] += delta
             self._tp_record(delta)
+
+    def _speeds(self, nodes: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """The speed sources' arrays as the kernels take them (``twin.kernels.refresh_tp``): up to two sources'
+        arrays (empty for none), else the nodes' speeds (``Cluster.node_speed``)."""
+        srcs = self.cluster.speed_caps
+        if not self.cluster.slow:
+            return _EF, _EF, _EF
+        if len(srcs) <= 2:
+            vals = list(srcs.values())
+            return vals[0], (vals[1] if len(vals) > 1 else _EF), _EF
+        return _EF, _EF, self.cluster.node_speed(nodes)
 
     def _tp_record(self, delta: float) -> None:
         self.arrays.tp_t.append(self.engine.now)

@@ -5,7 +5,7 @@ A job's progress depends only on its slowest GPU (the engine's speed of a job is
 nodes, a node's thermal speed its slowest GPU's). When an update leaves some free GPUs heading above the
 slowdown temperature, each will, at its crossing time t_x, cap its power at P_x and slow to s_x; all of
 that is known at the update (the stash: ``x_P``, ``x_sp``, ``x_tss``, ``x_ok``, written by
-``twin.kernels.update_units``). The crossings of a *group* (the nodes a job's load change was
+``twin.kernels_units.update_units``). The crossings of a *group* (the nodes a job's load change was
 published for, ``Topic.NODE_LOAD``: the job's nodes) are walked in time order from the group's slowest
 published speed: a crossing whose s_x is below every speed the group has by then lowers the job's pace
 and stays an event (the wake-up; there the unit takes its stashed state in closed form, ``settle`` with no
@@ -40,7 +40,7 @@ from typing import Any, TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from twin import kernels, kernels_events
+from twin import kernels_events, kernels_units
 from twin.model.cooling.common import _EPS_H, INF
 from twin.model.cooling.arrays import CoolingArrays, CoolingParams
 
@@ -159,7 +159,7 @@ class LazyCrossings:
             if self.n_silent and rose:
                 self.settle_in(self.gpu.gpus(arr[a.gid[arr] == gid]), now)
             keep = now + _EPS_H if self.n_silent and not rose else -INF  # due silent ones not settled stay
-            self.n_silent += kernels.plan_group(arr, gid, a.gid, p.units_per_node, keep, a.t_next, a.kind,
+            self.n_silent += kernels_events.plan_group(arr, gid, a.gid, p.units_per_node, keep, a.t_next, a.kind,
                                                  self.silent, down, caps, a.x_sp, a.x_ok, a.t_due)
         self.wake_at_due()
 
@@ -181,23 +181,53 @@ class LazyCrossings:
         """Settle the silent crossings of units ``gsl`` (a slice or indices) due by ``now``; the others lose
         their silent flag only through the caller's update or plan."""
         gi = self.arrays.uidx[gsl] if isinstance(gsl, slice) else gsl
-        idx, cleared = kernels.silent_due(gi, now + _EPS_H, self.silent, self.arrays.t_next, bool(self.gpu.in_update))
+        idx, cleared = kernels_units.silent_due(gi, now + _EPS_H, self.silent, self.arrays.t_next, bool(self.gpu.in_update))
         self.n_silent -= cleared  # (being updated: re-planned from their new state)
         if len(idx):
             self.settle(idx, now)
 
+    def settled_in(self, cleared: int, n_sil: int, tp_t: NDArray[np.float64], tp_dv: NDArray[np.float64],
+                   ts: NDArray[np.float64], dP: NDArray[np.float64], e_wh: float, dP_sum: float,
+                   changed: NDArray[np.int64], now: float) -> None:
+        """What :meth:`settle_in` and :meth:`settle` do after their arithmetic, for the settling that an update
+        did inside its compiled call (``twin.kernels_units.update_nodes``): ``cleared`` flags cleared and
+        ``n_sil`` crossings settled, the effective GPUs' changes, the site power's corrections and the nodes
+        whose speed changed (published once by the update)."""
+        self.n_silent -= cleared + n_sil
+        a = self.arrays
+        if len(tp_t):
+            a.tp_t.extend(tp_t.tolist())
+            a.tp_dv.extend(tp_dv.tolist())
+        if np.count_nonzero(dP):
+            self.it.energy_wh += e_wh
+            self._pw_t.append(ts)
+            self._pw_dv.append(dP)
+            self._pw_t.append(np.array([now]))
+            self._pw_dv.append(np.array([-dP_sum]))
+        if len(changed):
+            self.settled_sp.append(changed)
+
     def settle(self, idx: NDArray[np.int64], now: float) -> None:
         """Units ``idx`` crossed their slowdown temperature silently at t_x = t_next ≤ ``now``: give them their
         capped state from t_x and add what the crossings changed over [t_x, now) (module docstring; the
-        arithmetic is ``twin.kernels.settle_units``)."""
+        arithmetic is ``twin.kernels_units.settle_units``)."""
         a, p = self.arrays, self.params
         self.gpu.integrate(now)
-        tmax, n_sil, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum = kernels.settle_units(
+        tmax, n_sil, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum = kernels_units.settle_units(
             idx, now, p.units_per_node, p.gpus_per_unit, a.T, a.tss, a.t0, a.tau, a.gon, a.hist, a.t_next,
             a.t_due, a.kind, self.silent, a.engaged, a.speed, a.x_tss, a.x_sp, a.x_P,
             _EF if a.x_cap is None else a.x_cap, _EF if self.gpu.ucap is None else self.gpu.ucap, a.pw,
             a.n_busy, a.n_capped, a.n_spsum, a.n_tp, a.speed_caps,
             a.oth_n if self.oth_caps else _EF, a.acc, a.tot)
+        self.settled(n_sil, tmax, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum, now)
+
+    def settled(self, n_sil: int, tmax: float, nodes: NDArray[np.int64], new_caps: NDArray[np.float64],
+                it_caps: NDArray[np.float64], tp_t: NDArray[np.float64], tp_dv: NDArray[np.float64],
+                ts: NDArray[np.float64], dP: NDArray[np.float64], e_wh: float, dP_sum: float, now: float) -> None:
+        """What :meth:`settle` does after its arithmetic (``twin.kernels_units.settle_units``'s results): the
+        counts, the effective GPUs' series, the IT power and its corrections, the speeds and their publication
+        (also after ``GpuState._wake``'s compiled call, ``twin.kernels_units.wake_units``)."""
+        a = self.arrays
         self.n_silent -= n_sil  # (a wake-up settles crossings that are not silent)
         if tmax > self.gpu.tpeak_c:
             self.gpu.tpeak_c = tmax
@@ -252,12 +282,10 @@ class LazyCrossings:
         cv = np.concatenate(self._pw_dv)
         o = np.argsort(ct, kind="stable")
         ct, cv = ct[o], np.cumsum(cv[o])
-        t0 = np.asarray(ts_l, dtype=np.float64)
-        v0 = np.asarray(vs_l, dtype=np.float64)
-        tt = np.union1d(t0, ct)
-        base = v0[np.maximum(np.searchsorted(t0, tt, side="right") - 1, 0)]
-        k = np.searchsorted(ct, tt, side="right") - 1
-        corr = np.where(k >= 0, cv[np.maximum(k, 0)], 0.0)
+        # (np.union1d of the two time lists, and at each the level's and the correction's last values at or
+        # before it by np.searchsorted: one merge pass, compiled)
+        tt, vv = kernels_events.merge_level(np.asarray(ts_l, dtype=np.float64), np.asarray(vs_l, dtype=np.float64),
+                                            ct, cv)
         ts_l[:] = tt.tolist()
-        vs_l[:] = (base + corr).tolist()
+        vs_l[:] = vv.tolist()
         self._pw_t, self._pw_dv = [], []

@@ -53,6 +53,7 @@ class LazyPort(Protocol):
     oth_caps: list[F]
     settled_sp: list[I64]
     traced_u: NDArray[np.bool_] | None
+    silent: NDArray[np.bool_]
 
     def group(self, nodes: I64) -> None: ...
 
@@ -61,6 +62,12 @@ class LazyPort(Protocol):
     def settle(self, idx: I64, now: float) -> None: ...
 
     def settle_in(self, gsl: Any, now: float) -> None: ...
+
+    def settled(self, n_sil: int, tmax: float, nodes: I64, new_caps: F, it_caps: F, tp_t: F, tp_dv: F, ts: F, dP: F,
+                e_wh: float, dP_sum: float, now: float) -> None: ...
+
+    def settled_in(self, cleared: int, n_sil: int, tp_t: F, tp_dv: F, ts: F, dP: F, e_wh: float, dP_sum: float,
+                   changed: I64, now: float) -> None: ...
 
     def other_speeds(self, nodes: Any) -> F: ...
 

@@ -1,0 +1,335 @@
+"""The fused update kernels (issue 41): ``twin.kernels_units.update_nodes`` against the sequence of kernel calls and
+numpy statements ``GpuState._update_now`` made before it (settle the due silent crossings, bring the units to now,
+apply their new conditions, compare the thermal caps), and ``twin.kernels.account_update`` against
+``GpuState._account``, ``_refresh_tp`` and the speed-cap comparison as numpy (twin 0.14.0, restated below),
+``kernels_units.wake_units`` against ``GpuState._wake``'s split and quick path, and ``kernels.it_fans_nodes``
+against ``ITPower.refresh``'s capped path (its caps, node power and fans), on random states. Bit for bit: the same operations in the same order. CI also runs this file with
+``NUMBA_DISABLE_JIT=1`` (plain Python)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from twin import kernels as K
+from twin import kernels_events as KE
+from twin import kernels_units as KU
+
+INF = math.inf
+_E = np.empty(0)
+_EB = np.empty(0, dtype=bool)
+PRM = {"idle": 100.0, "tdp": 700.0, "C": 300.0, "slow": 89.0, "shut": 92.0, "pmin": 150.0, "alpha": 0.5,
+       "ng_w": 3200.0, "ng_idle": 1600.0, "share": 0.3}
+
+
+def _state(rng: np.random.Generator, n_nodes: int, u: int) -> dict[str, np.ndarray]:
+    G = n_nodes * u
+    t_next = np.where(rng.random(G) < 0.5, rng.uniform(0.5, 2.5, G), INF)
+    return {
+        "T": rng.uniform(20.0, 95.0, G), "tss": rng.uniform(20.0, 100.0, G), "t0": rng.uniform(0.0, 1.0, G),
+        "tau": rng.uniform(5.0, 60.0, G), "gon": rng.random(G) < 0.9, "hist": rng.uniform(0.0, 5.0, 160),
+        "engaged": rng.random(G) < 0.3, "speed": np.where(rng.random(G) < 0.5, 1.0, rng.uniform(0.3, 1.0, G)),
+        "t_next": t_next, "kind": np.where(np.isfinite(t_next), 1, 0).astype(np.int8),
+        "ucap": np.full(G, INF), "x_cap": rng.uniform(200.0, 700.0, G), "x_P": rng.uniform(200.0, 700.0, G),
+        "x_sp": rng.uniform(0.3, 1.0, G), "x_tss": rng.uniform(60.0, 89.0, G), "x_ok": rng.random(G) < 0.7,
+        "pw": rng.uniform(200.0, 800.0, G), "t_due": np.where(rng.random(G) < 0.5, t_next, INF),
+        "traced": rng.random(G) < 0.2, "silent": (rng.random(G) < 0.6) & np.isfinite(t_next),
+        "rbase": 0.092 * np.exp(0.05 * rng.normal(size=G)), "toff": rng.uniform(0.0, 3.0, G),
+        "rfactor": rng.uniform(0.9, 1.2, n_nodes), "inlet": rng.uniform(18.0, 30.0, n_nodes),
+        "down": (rng.random(n_nodes) < 0.15).astype(np.int32),
+        "util": np.where(rng.random(n_nodes) < 0.2, 0.0, rng.uniform(0.0, 1.0, n_nodes)),
+        "n_busy": np.where(rng.random(n_nodes) < 0.8, 8.0, 0.0), "n_capped": rng.uniform(0.0, 8.0, n_nodes),
+        "n_spsum": rng.uniform(0.0, 8.0, n_nodes), "n_tp": rng.uniform(0.0, 8.0, n_nodes),
+        "caps": np.where(rng.random(n_nodes) < 0.5, 1.0, rng.uniform(0.3, 1.0, n_nodes)),
+        "oth_n": np.where(rng.random(n_nodes) < 0.5, 1.0, rng.uniform(0.3, 1.0, n_nodes)),
+        "it_caps": np.where(rng.random(n_nodes) < 0.5, INF, rng.uniform(300.0, 700.0, n_nodes)),
+        "acc": rng.uniform(0.0, 100.0, 4), "tot": rng.uniform(0.0, 100.0, 4),
+    }
+
+
+def _nodes(rng: np.random.Generator, n_nodes: int, contiguous: bool) -> np.ndarray:
+    k = int(rng.integers(1, n_nodes + 1))
+    nodes = (np.arange(k) + int(rng.integers(0, n_nodes - k + 1))) if contiguous else \
+        np.sort(rng.choice(n_nodes, size=k, replace=False))
+    return nodes.astype(np.int64)
+
+
+def _same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
+    for k in a:
+        assert np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind == "f"), k
+
+
+def _ref_update_now(s: dict[str, np.ndarray], nodes: np.ndarray, gi: np.ndarray, u: int, g: float, w: float,
+                    now: float, eps_h: float, settle: bool, t_acc: float, pc: np.ndarray, hot: bool, silent_on: bool,
+                    heat: int, oth: bool, nout: np.ndarray, uout: np.ndarray) -> tuple:
+    """``GpuState._update_now`` up to the thermal cap's comparison as twin 0.14.0 made it: ``lazy.settle_in`` (the
+    split, ``GpuState.integrate``, ``settle_units``, the speeds written as ``put_changed_at``), ``advance_units``,
+    per node ``down_count[nsl] == 0`` and ``node_util[nsl]``, ``update_units`` and ``any_ne_at``."""
+    cleared = n_sil = 0
+    tmax = -INF
+    tp_t = tp_dv = ts = dP = _E
+    e_wh = dP_sum = 0.0
+    ch = np.empty(0, dtype=np.int64)
+    ocap = s["x_cap"] if silent_on else _E
+    oth_n = s["oth_n"] if oth else _E
+    if settle:
+        idx, cleared = KU.silent_due(gi, now + eps_h, s["silent"], s["t_next"], True)
+        if len(idx):
+            dt = now - t_acc
+            if dt > 0:
+                s["acc"] += s["tot"] * dt
+                t_acc = now
+            tmax, n_sil, snodes, new_caps, _, tp_t, tp_dv, ts, dP, e_wh, dP_sum = KU.settle_units(
+                idx, now, u, w, s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"], s["t_next"], s["t_due"],
+                s["kind"], s["silent"], s["engaged"], s["speed"], s["x_tss"], s["x_sp"], s["x_P"], ocap, s["ucap"],
+                s["pw"], s["n_busy"], s["n_capped"], s["n_spsum"], s["n_tp"], s["caps"], oth_n, s["acc"], s["tot"])
+            ch = KE.put_changed_at(s["caps"], snodes, new_caps)
+    t2 = KU.advance_units(gi, np.array([now]), s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"], w)
+    tmax = max(tmax, t2)
+    up = s["down"][nodes] == 0
+    util = s["util"][nodes]
+    def x(k: str) -> np.ndarray:  # the stash while silent crossings are on, else empty
+        return s[k] if silent_on else (_EB if s[k].dtype == bool else _E)
+
+    short, t_min = KU.update_units(
+        nodes, u, g, w, now, up, util, pc, s["rfactor"], s["inlet"], s["rbase"], s["toff"], PRM["idle"], PRM["tdp"],
+        PRM["C"], PRM["slow"], PRM["shut"], PRM["pmin"], PRM["alpha"], s["T"], s["tss"], s["tau"], s["gon"],
+        s["engaged"], s["speed"], s["t_next"], s["kind"], hot, s["ucap"], silent_on, ocap, x("x_P"), x("x_sp"),
+        x("x_tss"), x("x_ok"), x("pw"), x("t_due"), x("traced"), heat, PRM["ng_w"], PRM["ng_idle"], PRM["share"],
+        nout, uout)
+    ne = KE.any_ne_at(s["it_caps"], nodes, nout[6])
+    return (t_acc, cleared, n_sil, tmax, tp_t, tp_dv, ts, dP, e_wh, dP_sum, ch, up, short, t_min, ne)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), u=st.sampled_from([1, 4, 8]), hot=st.booleans(), silent_on=st.booleans(),
+       settle=st.booleans(), with_pc=st.booleans(), contiguous=st.booleans(), heat=st.sampled_from([0, 1, 2, 3]),
+       oth=st.booleans(), t_acc=st.sampled_from([0.5, 2.0]))
+def test_update_nodes_is_the_sequence_it_replaces(seed: int, u: int, hot: bool, silent_on: bool, settle: bool,
+                                                  with_pc: bool, contiguous: bool, heat: int, oth: bool,
+                                                  t_acc: float) -> None:
+    rng = np.random.default_rng(seed)
+    n_nodes = 12
+    s = _state(rng, n_nodes, u)
+    settle = settle and silent_on  # (silent crossings exist only while they are on)
+    nodes = _nodes(rng, n_nodes, contiguous)
+    gi = (nodes[:, None] * u + np.arange(u)).ravel()
+    k = len(nodes)
+    pc = rng.uniform(200.0, 800.0, k) if with_pc else _E
+    now, eps_h = 2.0, 1e-9
+    g, w = float(u * (8 // u)), float(8 // u)
+    ref = {kk: v.copy() for kk, v in s.items()}
+    r_nout, r_uout = np.zeros((8, k)), np.zeros((5, k * u))  # (rows a kernel leaves unwritten: 0 in both)
+    want = _ref_update_now(ref, nodes, gi, u, g, w, now, eps_h, settle, t_acc, pc, hot, silent_on, heat, oth,
+                           r_nout, r_uout)
+    nout, uout = np.zeros((8, k)), np.zeros((5, k * u))
+    prm = np.array([PRM[k] for k in ("idle", "tdp", "C", "slow", "shut", "pmin", "alpha", "ng_w", "ng_idle",
+                                     "share")])
+    def x(kk: str) -> np.ndarray:
+        return s[kk] if silent_on else (_EB if s[kk].dtype == bool else _E)
+
+    got = KU.update_nodes(
+        nodes, gi, now, eps_h, settle, t_acc, s["down"], s["util"], u, g, w, pc, s["rfactor"], s["inlet"],
+        s["rbase"], s["toff"], prm, s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"], s["engaged"],
+        s["speed"], s["t_next"], s["kind"], hot, s["ucap"], silent_on, s["silent"], s["x_cap"] if silent_on else _E,
+        x("x_P"), x("x_sp"), x("x_tss"), x("x_ok"), x("pw"), x("t_due"), x("traced"), heat, s["n_busy"],
+        s["n_capped"], s["n_spsum"], s["n_tp"], s["caps"], s["oth_n"] if oth else _E, s["acc"], s["tot"],
+        s["it_caps"], nout, uout)
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        if isinstance(b, np.ndarray):
+            assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
+        else:
+            assert a == b or (a != a and b != b), (a, b)
+    assert np.array_equal(nout, r_nout, equal_nan=True) and np.array_equal(uout, r_uout, equal_nan=True)
+    _same(s, ref)
+
+
+def _ref_account(s: dict[str, np.ndarray], nodes: np.ndarray, nout: np.ndarray, up: np.ndarray, now: float,
+                 t_acc: float, hot: bool, tp_mode: int, speeds: list[np.ndarray], slow: bool, n_hot: bool
+                 ) -> tuple[float, float, np.ndarray, bool, bool]:
+    """``GpuState._account``, ``_refresh_tp`` (``Cluster.node_speed``) and the speed-cap comparison of twin 0.14.0."""
+    dt = now - t_acc
+    if dt > 0:
+        s["acc"] += s["tot"] * dt
+        t_acc = now
+    busy = nout[2]
+    d_busy = K.account_nodes(nodes, busy, nout[4], nout[5], s["n_busy"], s["n_capped"], s["n_spsum"], s["tot"], hot)
+    rec = 0.0
+    if tp_mode == 1:
+        sp = np.ones(len(nodes))
+        if slow:
+            for arr in speeds:
+                np.minimum(sp, arr[nodes], out=sp)
+        tp = s["n_busy"][nodes] * sp
+        delta = float((tp - s["n_tp"][nodes]).sum())
+        if delta != 0.0:
+            s["n_tp"][nodes] = tp
+            s["tot"][3] += delta
+            rec = delta
+    elif d_busy != 0.0:
+        s["n_tp"][nodes] = busy
+        s["tot"][3] += d_busy
+        rec = d_busy
+    any_down = bool(np.count_nonzero(~up))
+    ch = np.empty(0, dtype=np.int64)
+    rose = False
+    if n_hot:
+        caps = s["caps"]
+        changed = up & (caps[nodes] != nout[3])
+        if np.count_nonzero(changed):
+            ch = nodes[changed]
+            new_sp = nout[3][changed]
+            rose = bool(np.count_nonzero(caps[ch] < new_sp))
+            caps[ch] = new_sp
+    return t_acc, rec, ch, rose, any_down
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), hot=st.booleans(), tp_mode=st.sampled_from([0, 1]), slow=st.booleans(),
+       n_src=st.sampled_from([0, 1, 2, 3]), n_hot=st.booleans(), contiguous=st.booleans(),
+       t_acc=st.sampled_from([0.5, 2.0]))
+def test_account_update_is_the_python_path(seed: int, hot: bool, tp_mode: int, slow: bool, n_src: int,
+                                           n_hot: bool, contiguous: bool, t_acc: float) -> None:
+    rng = np.random.default_rng(seed)
+    n_nodes = 12
+    s = _state(rng, n_nodes, 1)
+    nodes = _nodes(rng, n_nodes, contiguous)
+    k = len(nodes)
+    nout = np.empty((8, k))
+    nout[2] = np.where(rng.random(k) < 0.7, 8.0, 0.0)
+    nout[3] = np.where(rng.random(k) < 0.5, s["caps"][nodes], rng.uniform(0.3, 1.0, k))
+    nout[4] = rng.uniform(0.0, 8.0, k)
+    nout[5] = rng.uniform(0.0, 8.0, k)
+    up = rng.random(k) < 0.85
+    speeds = [np.where(rng.random(n_nodes) < 0.5, 1.0, rng.uniform(0.3, 1.0, n_nodes)) for _ in range(n_src)]
+    ref = {kk: v.copy() for kk, v in s.items()}
+    want = _ref_account(ref, nodes, nout, up, 2.0, t_acc, hot, tp_mode, speeds, slow, n_hot)
+    if n_src <= 2:  # (as GpuState passes them: up to two sources' arrays, else their minimum per node)
+        sp_a = speeds[0] if n_src else _E
+        sp_b = speeds[1] if n_src > 1 else _E
+        sp_n = _E
+    else:
+        sp_a = sp_b = _E
+        sp_n = np.ones(k)
+        if slow:
+            for arr in speeds:
+                np.minimum(sp_n, arr[nodes], out=sp_n)
+    got = K.account_update(nodes, nout, up, 2.0, t_acc, hot, tp_mode, slow, sp_a, sp_b, sp_n, s["n_busy"],
+                           s["n_capped"], s["n_spsum"], s["n_tp"], s["acc"], s["tot"], n_hot, s["caps"])
+    assert got[0] == want[0] and got[1] == want[1] and got[3] == want[3] and got[4] == want[4]
+    assert got[2].dtype == want[2].dtype and np.array_equal(got[2], want[2])
+    _same(s, ref)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), u=st.sampled_from([1, 4, 8]), silent_on=st.booleans(), oth=st.booleans(),
+       t_acc=st.sampled_from([0.5, 2.0]))
+def test_wake_units_is_the_sequence_it_replaces(seed: int, u: int, silent_on: bool, oth: bool, t_acc: float) -> None:
+    rng = np.random.default_rng(seed)
+    s = _state(rng, 10, u)
+    s["t_due"] = np.where(rng.random(len(s["t_due"])) < 0.3, INF, s["t_next"])
+    s["kind"] = np.where(np.isfinite(s["t_next"]), rng.choice([1, 2], size=len(s["kind"]), p=[0.8, 0.2]),
+                         0).astype(np.int8)
+    now, eps_h = 2.0, 1e-9
+    w = float(8 // u)
+    ref = {kk: v.copy() for kk, v in s.items()}
+    # GpuState._wake and LazyCrossings.settle's arithmetic as twin 0.14.0 made them
+    due = np.flatnonzero(ref["t_due"] <= now + eps_h)
+    r_settle: tuple = ()
+    r_acc = t_acc
+    if len(due) and silent_on:
+        quick = (ref["kind"][due] == 1) & ref["x_ok"][due]
+        if np.count_nonzero(quick):
+            q = due[quick]
+            ref["t_next"][q] = np.minimum(ref["t_next"][q], now)
+            if now - r_acc > 0:
+                ref["acc"] += ref["tot"] * (now - r_acc)
+                r_acc = now
+            r_settle = KU.settle_units(
+                q, now, u, w, ref["T"], ref["tss"], ref["t0"], ref["tau"], ref["gon"], ref["hist"], ref["t_next"],
+                ref["t_due"], ref["kind"], ref["silent"], ref["engaged"], ref["speed"], ref["x_tss"], ref["x_sp"],
+                ref["x_P"], ref["x_cap"], ref["ucap"], ref["pw"], ref["n_busy"], ref["n_capped"], ref["n_spsum"],
+                ref["n_tp"], ref["caps"], ref["oth_n"] if oth else _E, ref["acc"], ref["tot"])
+            due = due[~quick]
+    got = KU.wake_units(now, eps_h, silent_on, t_acc, u, w, s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"],
+                        s["t_next"], s["t_due"], s["kind"], s["silent"], s["engaged"], s["speed"], s["x_tss"],
+                        s["x_sp"], s["x_P"], s["x_ok"], s["x_cap"], s["ucap"], s["pw"], s["n_busy"], s["n_capped"],
+                        s["n_spsum"], s["n_tp"], s["caps"], s["oth_n"] if oth else _E, s["acc"], s["tot"])
+    assert np.array_equal(got[0], due) and got[1] == r_acc
+    if r_settle:
+        tmax, n_sil, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum = r_settle
+        assert got[2] == n_sil and got[3] == tmax and got[11] == e_wh and got[12] == dP_sum
+        for a, b in zip(got[4:11], (nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP)):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+    else:
+        assert got[2] == 0 and all(len(a) == 0 for a in got[4:11])
+    _same(s, ref)
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), slow=st.booleans(), n_src=st.sampled_from([0, 1, 2]),
+       contiguous=st.booleans(), same=st.booleans())
+def test_refresh_tp_is_the_numpy_path(seed: int, slow: bool, n_src: int, contiguous: bool, same: bool) -> None:
+    rng = np.random.default_rng(seed)
+    s = _state(rng, 12, 1)
+    nodes = _nodes(rng, 12, contiguous)
+    speeds = [np.where(rng.random(12) < 0.5, 1.0, rng.uniform(0.3, 1.0, 12)) for _ in range(n_src)]
+    sp = np.ones(len(nodes))  # GpuState._refresh_tp with Cluster.node_speed, twin 0.14.0
+    if slow:
+        for arr in speeds:
+            np.minimum(sp, arr[nodes], out=sp)
+    if same:  # nothing changed: no write
+        s["n_tp"][nodes] = s["n_busy"][nodes] * sp
+    ref = {k: v.copy() for k, v in s.items()}
+    tp = ref["n_busy"][nodes] * sp
+    delta = float((tp - ref["n_tp"][nodes]).sum())
+    if delta != 0.0:
+        ref["n_tp"][nodes] = tp
+        ref["tot"][3] += delta
+    got = K.refresh_tp(nodes, slow, speeds[0] if n_src else _E, speeds[1] if n_src > 1 else _E, _E, s["n_busy"],
+                       s["n_tp"], s["tot"])
+    assert got == delta
+    _same(s, ref)
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_src=st.sampled_from([0, 1, 2]), fans=st.booleans(), common=st.booleans(),
+       short=st.booleans(), some_down=st.booleans())
+def test_it_fans_nodes_is_the_sequence_it_replaces(seed: int, n_src: int, fans: bool, common: bool, short: bool,
+                                                   some_down: bool) -> None:
+    """``ITPower.refresh``'s capped path of twin 0.14.0: ``min_cap`` (``minimum_at`` per source), ``it_nodes``,
+    then ``npw[idx] += FanLaw.power_w(...)`` (``fan_nodes``)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 200))
+    idx = np.sort(rng.choice(n, size=int(rng.integers(0, n + 1)), replace=False)).astype(np.int64)
+    k = len(idx)
+    util_all = rng.choice([0.0, 1.0, 0.37, 0.5], n) * rng.choice([1.0, rng.uniform()], n)
+    srcs = [np.where(rng.random(n) < 0.4, INF, rng.uniform(0.0, 900.0, n)) for _ in range(n_src)]
+    gpus, idle, tdp, ng0, slope = 8.0, 100.0, 700.0, 1600.0, float(rng.choice([0.0, 1600.0]))
+    p = np.array([45.0, 20.0, 0.2, 6.0, 150.0, 1600.0, 3200.0, 8 * 600.0, 800.0, 10200.0, 25.0, 150.0])
+    inlet = rng.uniform(10.0, 60.0, n)
+    healthy = (rng.integers(0, 7, n) if short else np.full(n, 6)).astype(np.float64)
+    down = (rng.random(n) < 0.2).astype(np.int32) if some_down else np.zeros(n, dtype=np.int32)
+    util_s, stated = (float(rng.choice([0.0, 0.3, 1.0])), float(rng.uniform(0.0, 100.0))) if common else (0.0, 0.0)
+    npw0, node_w0 = rng.uniform(0.0, 1e4, n), rng.uniform(0.0, 100.0, n)
+    r_npw, r_node_w = npw0.copy(), node_w0.copy()
+    cap = np.full(k, INF)
+    for arr in srcs:
+        KE.minimum_at(cap, arr, idx)
+    K.it_nodes(idx, util_all, cap, gpus, idle, tdp, ng0, slope, r_npw)
+    r_top, r_total = -1.0, 0.0
+    if fans:
+        out = np.empty(k)
+        r_top, r_total = K.fan_nodes(idx, util_s, _E if common else util_all[idx], stated, inlet, healthy, short,
+                                     down, not some_down, p, r_node_w, out)
+        r_npw[idx] += out
+    npw, node_w = npw0.copy(), node_w0.copy()
+    top, total = K.it_fans_nodes(idx, util_all, srcs[0] if n_src else _E, srcs[1] if n_src > 1 else _E, gpus, idle,
+                                 tdp, ng0, slope, npw, fans, util_s, common, stated, inlet, healthy, short, down,
+                                 not some_down, p, node_w)
+    assert (top, total) == (r_top, r_total)
+    assert np.array_equal(npw, r_npw) and np.array_equal(node_w, r_node_w)
