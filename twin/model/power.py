@@ -52,6 +52,7 @@ from twin.model.engine import Topic
 from twin.model.facility_units import MaintenanceAccount, MaintenanceRota
 from twin.model.it_power import IT_POWER
 from twin.model.parts import FacilityParts
+from twin.model.power_figures import pool_figures
 from twin.model.power_results import power_results
 from twin.scenario.recovery import block_trip_min
 from twin.model.ups_modules import UPSModules
@@ -127,6 +128,7 @@ class PowerChain(Component):
         self.speed_alpha = node.gpu.speed_alpha
         self.non_gpu_w = node.non_gpu_w
         self.full_w = node.full_power_w
+        self.figs = figs = pool_figures(sc)  # node pools of other power figures: each node's own (cluster.pools)
         # ---- feed state (per feed, Python lists: n_feeds is 1 or 2)
         ups, gen = spec.ups, spec.generator
         self.has_ups = ups is not None and ups.ride_through_min > 0
@@ -176,7 +178,8 @@ class PowerChain(Component):
         self.open_outage: list[dict[str, object] | None] = [None] * n_feeds
         self._feeds_active = False  # any feed off utility, recharging, or in an outage
         # UPS rating (W): the full demand of every node (each slot list covers every node alike)
-        self.ups_rating_w = (ups.capacity_kw * 1000.0 if ups is not None and ups.capacity_kw else n * self.full_w)
+        self.ups_rating_w = (ups.capacity_kw * 1000.0 if ups is not None and ups.capacity_kw
+                             else n * node.full_power_w if figs is None else figs.total_full_w)
         # ---- node state
         self.psus_live = np.full(n, P, dtype=np.int64)  # energised PSUs per node
         self.share = np.stack([np.full(n, m.sum() / P) for m in self.slot_masks], axis=1)
@@ -598,8 +601,12 @@ class PowerChain(Component):
         cnt = np.stack([avail[:, m].sum(axis=1) for m in self.slot_masks], axis=1)
         self.share = cnt / np.maximum(live_n, 1)[:, None]
         budget = live_n * self.spec.capacity_w
-        capped = (live_n >= self.min_run) & (budget < self.full_w)
-        new_cap = np.where(capped, (budget - self.non_gpu_w) / self.g, np.inf)
+        if self.figs is None:
+            capped = (live_n >= self.min_run) & (budget < self.full_w)
+            new_cap = np.where(capped, (budget - self.non_gpu_w) / self.g, np.inf)
+        else:  # node pools: each node against its own pool's full demand and non-GPU load
+            capped = (live_n >= self.min_run) & (budget < self.figs.full_w)
+            new_cap = np.where(capped, (budget - self.figs.non_gpu_w) / self.g, np.inf)
         # power-down state and its cause
         down = live_n < self.min_run
         hp_cnt = np.stack([hp[:, m].sum(axis=1) for m in self.slot_masks], axis=1)
@@ -662,10 +669,13 @@ class PowerChain(Component):
 
     def _publish_speed(self) -> None:
         cap = self.cap_w if self.site_cap_w is None else np.minimum(self.cap_w, self.site_cap_w)
-        s = np.ones(self.n)
-        lim = np.isfinite(cap)
-        if lim.any():
-            s[lim] = speed_fraction(cap[lim], self.tdp_w, self.idle_w, self.speed_alpha)
+        if self.figs is not None:  # node pools: each node by its own pool's law
+            s = self.figs.speed(cap)
+        else:
+            s = np.ones(self.n)
+            lim = np.isfinite(cap)
+            if lim.any():
+                s[lim] = speed_fraction(cap[lim], self.tdp_w, self.idle_w, self.speed_alpha)
         changed = np.flatnonzero(s != self.speed)
         if len(changed):
             self.speed[changed] = s[changed]
@@ -710,6 +720,14 @@ class PowerChain(Component):
             all_nodes = np.arange(self.n)
             on = self.cluster.down_count == 0
             it = self.it
+            if self.figs is not None:  # node pools of other power figures: each GPU floored at its pool's min_w
+                assert not it.unit_caps  # (per-GPU caps come from cooling, refused with such pools)
+                fixed = float(it.non_gpu_w_of(all_nodes)[on].sum())
+                x = np.minimum(it.gpu_demand_w(all_nodes), it.min_cap(all_nodes, exclude="power_site"))
+                caps, self._site_short = self.figs.site_cap(x, on, self.g, fixed, self.spec.site_cap_w)
+                self.it.set_cap("power_site", None, caps)
+                self._publish_speed()
+                return
             fixed = (self.non_gpu_w * on.sum() if it.non_gpu_idle_w == self.non_gpu_w
                      else float(it.non_gpu_w_of(all_nodes)[on].sum()))  # non-GPU load following utilisation
             if not it.unit_caps:

@@ -7,6 +7,8 @@ the same name: while a limit is set, every load change re-solves the cap (the la
 nodes' non-GPU load + GPUs × Σ min(their draw under the other sources' caps, c) ≤ limit, floored at
 ``cluster.node.gpu.min_w``), and the nodes' speed is model.md §3's law at that cap. With per-GPU caps
 (heterogeneous thermal units) the fill runs over GPUs against those caps, as the power chain's site cap does.
+In a hall of node pools of other power figures (``cluster.pools``) each node's cap is max(c, its pool's min_w)
+and its speed its own pool's law at that cap (``twin.model.power_figures``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from twin.model.engine import Engine
+from twin.model.power_figures import pool_figures
 from twin.physics.power import site_gpu_cap_w
 from twin.physics.thermal import speed_fraction
 
@@ -39,6 +42,7 @@ class SiteLimit:
         self.idle_w = node.gpu.idle_w
         self.min_w = node.gpu.min_w
         self.alpha = node.gpu.speed_alpha
+        self.figs = pool_figures(sc)  # node pools of other power figures: each node's own (cluster.pools)
         self.limit_w: float | None = None
         self.short = False  # the limit is below the site's power with every GPU at min_w
         self.on_h = 0.0  # hours a limit was set
@@ -83,6 +87,13 @@ class SiteLimit:
             nodes = np.arange(len(it.node_power_w))
             on = it.cluster.down_count == 0
             fixed = float(it.non_gpu_w_of(nodes)[on].sum())
+            if self.figs is not None:  # node pools of other power figures: each GPU floored at its pool's min_w
+                assert not it.unit_caps  # (per-GPU caps come from cooling, refused with such pools)
+                x = np.minimum(it.gpu_demand_w(nodes), it.min_cap(nodes, exclude=self.source))
+                caps, self.short = self.figs.site_cap(x, on, self.g, fixed, self.limit_w)
+                it.set_cap(self.source, None, caps)
+                self._publish(caps)
+                return
             if not it.unit_caps:
                 x = np.minimum(it.gpu_demand_w(nodes), it.min_cap(nodes, exclude=self.source))[on]
                 c = site_gpu_cap_w(x, self.g, fixed, self.limit_w)
@@ -105,7 +116,15 @@ class SiteLimit:
         finally:
             self._in = False
 
-    def _publish(self, cap_w: float) -> None:
+    def _publish(self, cap_w: float | NDArray[np.float64]) -> None:
+        if self.figs is not None:  # node pools: each node's speed by its own pool's law
+            s_n = self.figs.speed(np.broadcast_to(np.asarray(cap_w, dtype=np.float64), self.speed.shape).copy())
+            moved = np.flatnonzero(self.speed != s_n)
+            if len(moved):
+                self.speed[moved] = s_n[moved]
+                self._speed_src.changed(moved)
+            return
+        assert isinstance(cap_w, float)
         s = 1.0 if not np.isfinite(cap_w) else float(speed_fraction(cap_w, self.tdp_w, self.idle_w, self.alpha))
         changed = np.flatnonzero(self.speed != s)
         if len(changed):

@@ -8,8 +8,9 @@ is the hall's node's: the GPUs per node, the parts and their counts, repairs, U 
 
 A pool's node is resolved as ``cluster.node`` as written with the pool's fields over it
 (:func:`resolve_pool_node`) and validated as a node of its own. The model reads the pools through
-:meth:`twin.scenario.schema.Cluster.node_pools`; the components that hold one node type's figures as
-scalars refuse a pooled scenario whose pools change those figures (:func:`pool_refusals`), naming the field.
+:meth:`twin.scenario.schema.Cluster.node_pools`. The power chain and the site limits take each node's pool's
+power figures (``twin.model.power_figures``); the cooling model, which holds one node type's figures as
+scalars, refuses a pooled scenario whose pools change those figures (:func:`pool_refusals`), naming the field.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ NonNegW = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 POWER_FIELDS = ("gpu.idle_w", "gpu.train_w", "gpu.tdp_w", "gpu.min_w", "gpu.speed_alpha", "non_gpu_w",
                 "non_gpu_idle_w", "nameplate_w")
-"""The node figures a pool may change that the thermal model, the server fans and the power chain hold as
-one node type's scalars (:func:`pool_refusals`)."""
+"""The node figures a pool may change that the thermal model and the server fans hold as one node type's scalars
+(:func:`pool_refusals`: refused with a cooling section; the power chain takes each pool's own)."""
 
 _NOT_POOLED = {
     "gpus": "the GPUs per node are the hall's (cluster.node.gpus): a job's GPUs, the fabric's rails and "
@@ -145,22 +146,20 @@ def changed_fields(base: Node, node: Node) -> list[str]:
 
 def pool_refusals(sc: Scenario) -> None:
     """Refuse what the model cannot run in a pooled hall: a pool that changes a power figure (``POWER_FIELDS``)
-    with a cooling or power section (the thermal model, the server fans and the power chain hold one node type's
-    power figures), and a pool that changes the failure law of a part with common-cause failures or one the
-    cooling model ages. Raises ValueError ``@cluster.pools.<k>.node.<field>: ...``."""
+    with a cooling section (the thermal model and the server fans hold one node type's power figures; the power
+    chain and the site limits of a power section take each pool's own, ``twin.model.power_figures``), and a
+    pool that changes the failure law of a part with common-cause failures or one the cooling model ages.
+    Raises ValueError ``@cluster.pools.<k>.node.<field>: ...``."""
     cl = sc.cluster
     for k, pool in enumerate(cl.pools):
         node = cl.pool_node(k + 1)
         where = f"@cluster.pools.{k}.node"
         changed = changed_fields(cl.node, node)
-        if changed:
-            for section, what in (("cooling", "the thermal model and the server fans hold"),
-                                  ("power", "the power chain's capping and feed loads hold")):
-                if getattr(sc, section) is not None:
-                    raise ValueError(f"{where}.{changed[0]}: a pool that changes the node's power figures cannot "
-                                     f"run with a {section} section ({what} one node type's figures; "
-                                     "docs/guide/timeline.md, Limits); allowed: the same power figures as "
-                                     "cluster.node, or no " + section + " section")
+        if changed and sc.cooling is not None:
+            raise ValueError(f"{where}.{changed[0]}: a pool that changes the node's power figures cannot run with a "
+                             "cooling section (the thermal model and the server fans hold one node type's figures; "
+                             "docs/guide/timeline.md, Limits); allowed: the same power figures as cluster.node, or "
+                             "no cooling section (a power section takes each pool's own)")
         aged: set[str] = set()
         if sc.cooling is not None and sc.cooling.thermal:
             aged |= set(sc.cooling.ageing) | set(sc.cooling.heat_ageing.arrhenius)

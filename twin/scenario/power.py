@@ -451,16 +451,20 @@ class Power(Strict):
             if short:
                 raise ValueError(f"@power.topology: '2n' needs each feed's PSUs alone to meet required ({req}); "
                                  f"PSUs per feed: {per_feed} (use 'split')")
-        node = sc.cluster.node
-        gpus = node.gpus
-        full = node.non_gpu_w + gpus * node.gpu.tdp_w
-        if req * self.capacity_w < full:
-            raise ValueError(f"@power.capacity_w: `required` PSUs ({req}) × capacity_w must cover the node's full "
-                             f"demand ({full:g} W), got {req * self.capacity_w:g} W")
-        least = node.non_gpu_w + gpus * node.gpu.min_w
-        if run * self.capacity_w < least:
-            raise ValueError(f"@power.capacity_w: the minimum PSUs to run ({run}) × capacity_w must cover the node at "
-                             f"minimum GPU power ({least:g} W), got {run * self.capacity_w:g} W")
+        floor = 0.0  # the site's power with every GPU at its min_w, W
+        for k, (a, b, node) in enumerate(sc.cluster.node_pools()):  # each pool's node (cluster.pools), else one
+            whose = "the node's" if k == 0 else f"the node's of cluster.pools.{k - 1}"
+            gpus = node.gpus
+            full = node.non_gpu_w + gpus * node.gpu.tdp_w
+            if req * self.capacity_w < full:
+                raise ValueError(f"@power.capacity_w: `required` PSUs ({req}) × capacity_w must cover {whose} full "
+                                 f"demand ({full:g} W), got {req * self.capacity_w:g} W")
+            least = node.non_gpu_w + gpus * node.gpu.min_w
+            if run * self.capacity_w < least:
+                what = "the node" if k == 0 else f"the node of cluster.pools.{k - 1}"
+                raise ValueError(f"@power.capacity_w: the minimum PSUs to run ({run}) × capacity_w must cover {what} "
+                                 f"at minimum GPU power ({least:g} W), got {run * self.capacity_w:g} W")
+            floor += (b - a) * least
         racks = sc.cluster.racks
         for name, el in self.elements().items():
             mt = el.maintenance
@@ -508,9 +512,9 @@ class Power(Strict):
                 raise ValueError(f"@power.recovery.power_cycle_failure_prob.{name}: no node part {name!r}; parts: "
                                  f"{sorted(parts)}")
         if self.site_cap_w is not None:
-            floor = sc.cluster.n_nodes * least
             if self.site_cap_w < floor:
-                raise ValueError(f"@power.site_cap_w: below the site's power with every GPU at cluster.node.gpu.min_w "
+                at = "cluster.node.gpu.min_w" if not sc.cluster.pools else "its pool's min_w (cluster.pools)"
+                raise ValueError(f"@power.site_cap_w: below the site's power with every GPU at {at} "
                                  f"({floor:g} W), got {self.site_cap_w:g}")
 
     # ---- site-level parts ------------------------------------------------------------------
