@@ -186,3 +186,19 @@ def test_a_demand_response_request_caps_each_pool_by_its_own_figures(tmp_path: P
     assert s[:OLD_N] == pytest.approx(s_old, rel=1e-12) and s[OLD_N:] == pytest.approx(s_new, rel=1e-12)
     assert m["max_job.kept_h"] == pytest.approx(1.0 + 23.0 * min(s_old, s_new), rel=1e-9)
     assert m["power.grid_dr_short_hours"] == 0.0 and m["power.grid_dr_hours"] == pytest.approx(23.0)
+
+
+def test_the_ups_is_sized_and_bought_for_each_pools_full_demand() -> None:
+    """Without a stated UPS rating the power chain's UPS rating and the UPS bought (costs) are every node at its own
+    pool's full demand: 4 × 8.6 kW + 2 × 12 kW = 58.4 kW per feed."""
+    from twin.model.costs import capital_items
+
+    d = hall(300.0)
+    d["costs"] = {"capital": {"node": {"old": 100000.0, "new": 250000.0}}}
+    sc = load_dict(d).scenario
+    assert sc.power is not None and (sc.power.ups is None or sc.power.ups.capacity_kw is None)
+    full_w = OLD_N * (OLD["ng"] + GPUS * OLD["tdp"]) + NEW_N * (NEW["ng"] + GPUS * NEW["tdp"])
+    ups = [i for i in capital_items(sc) if i.item == "ups"]
+    assert len(ups) == 1 and ups[0].quantity == pytest.approx(len(sc.power.feeds) * full_w / 1000.0, rel=1e-12)
+    model = Model(sc)
+    assert model.by_section["power"].ups_rating_w == full_w

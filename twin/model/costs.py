@@ -167,7 +167,7 @@ def capital_items(sc: "Scenario") -> list[CapitalItem]:
     if sc.power is not None:
         pw = sc.power
         feeds = pw.feeds
-        full_kw = n * sc.cluster.node.full_power_w / 1000.0
+        full_kw = sc.cluster.full_power_w() / 1000.0  # every node at full power (node pools: each its own)
         if psu is not None:
             slots = pw.slot_feeds(sc.cluster.node.parts[psu].count)
             per_feed = [full_kw if f in slots else 0.0 for f in feeds]

@@ -25,7 +25,8 @@ PSUs. Below the node's full demand (GPUs at TDP + non-GPU load) its GPUs are cap
 (budget − non-GPU)/GPUs and its speed cap (source ``power``) is model.md §3's
 ((P_cap − P_idle)/(P_tdp − P_idle))^α: the speed it computes at when it computes, whatever its
 load now. An optional site cap holds site IT power at ``site_cap_w`` by capping every GPU to the
-same power (water-filling), re-solved at every load change. Below the PSU group's minimum
+same power (water-filling), re-solved at every load change; in a hall of node pools each node takes its own
+pool's figures (``twin.model.power_figures``: its full demand, non-GPU load, min_w floor and speed law). Below the PSU group's minimum
 (``min_to_run``, else ``required``) the node is down with cause ``power:<cause>``, where the cause
 is the most local sufficient reason: ``psu`` if its healthy PSUs alone are too few, else ``pdu``
 if those on working PDUs are too few, else its dead feeds' cause (``feed``: switchboard, UPS or

@@ -300,7 +300,7 @@ METRICS: tuple[MetricDoc, ...] = (
     _H('power.oversub_peak_overload', 'max over feed losses of IT power / feed_capacity_kw at the loss'),
     _H('power.grid_dr_requests', 'requests from demand_response.per_year (stream power.grid#dr_arrival) and the file'),
     _H('power.grid_dr_hours', 'hours with at least one request running (union)'),
-    _H('power.grid_dr_short_hours', 'hours the limit was below every up node at cluster.node.gpu.min_w'),
+    _H('power.grid_dr_short_hours', 'hours the limit was below every up node at its min_w (cluster.node.gpu.min_w, or its pool\'s)'),
     _H('power.grid_dr_shed_kwh', 'Σ of reduce_kw × duration over requests (the part before the horizon)'),
     _H('power.grid_dr_earnings', 'power.grid_dr_shed_kwh × power.grid.dr_price_per_kwh'),
     _H('power.grid_outages', 'outage rows of power.grid.file before the horizon'),

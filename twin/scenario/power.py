@@ -360,7 +360,7 @@ class Power(Strict):
     )
     site_cap_w: Pos | None = Field(
         None, description="Site IT power limit, W: above it every GPU is capped to the same power (water-filling, "
-                          "not below cluster.node.gpu.min_w). null: no limit."
+                          "not below cluster.node.gpu.min_w, in node pools each node's own). null: no limit."
     )
     utility: Utility = Field(default_factory=Utility)
     ups: UPS | None = Field(default_factory=UPS, description="UPS of each feed; null: none.")
