@@ -151,17 +151,17 @@ def account_nodes(nodes: np.ndarray, busy: np.ndarray, capped: np.ndarray, spsum
     d = np.empty(n)
     for j in range(n):
         d[j] = busy[j] - n_busy[nodes[j]]
-    d_busy = pairwise_sum(d, 0, n)
+    d_busy = pairwise_sum(d, np.int64(0), n)
     tot[0] += d_busy
     for j in range(n):
         n_busy[nodes[j]] = busy[j]
     if hot:
         for j in range(n):
             d[j] = capped[j] - n_capped[nodes[j]]
-        tot[1] += pairwise_sum(d, 0, n)
+        tot[1] += pairwise_sum(d, np.int64(0), n)
         for j in range(n):
             d[j] = spsum[j] - n_spsum[nodes[j]]
-        tot[2] += pairwise_sum(d, 0, n)
+        tot[2] += pairwise_sum(d, np.int64(0), n)
         for j in range(n):
             n_capped[nodes[j]] = capped[j]
     else:
@@ -195,7 +195,7 @@ def refresh_tp(nodes: np.ndarray, slow: bool, sp_a: np.ndarray, sp_b: np.ndarray
                 s = x if x < s or x != x else s
         tp[j] = n_busy[i] * s
         d[j] = tp[j] - n_tp[i]
-    delta = pairwise_sum(d, 0, n)
+    delta = pairwise_sum(d, np.int64(0), n)
     if delta != 0.0:
         for j in range(n):
             n_tp[nodes[j]] = tp[j]
@@ -306,7 +306,7 @@ def fan_nodes(idx: np.ndarray, util_s: float, util: np.ndarray, stated_s: float,
         else:
             node_w[i] = 0.0
             out[j] = 0.0
-    return top, pairwise_sum(node_w, 0, node_w.shape[0])
+    return top, pairwise_sum(node_w, np.int64(0), np.int64(node_w.shape[0]))
 
 
 @njit(**_JIT)
