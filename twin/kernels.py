@@ -12,6 +12,12 @@ totals are numpy's bit for bit.
 
 The kernels also run as plain Python (``NUMBA_DISABLE_JIT=1``: the unit tests run that way in CI).
 
+**One compiled version each.** numba compiles a kernel once per distinct argument types, and inside a kernel a
+constant argument is typed as a literal (``Literal[int](0)``, ``Literal[bool](True)``, also a count still at its
+first value ``0`` midway through type inference): calls between kernels pass ``np.int64(0)`` and
+``np.int64(count)``, runtime flags, and float64 sort keys, so a first run compiles each kernel once
+(``benchmarks/README.md``, issue 41 item 2).
+
 **The JIT cache.** Compiled kernels are cached on disk so a run pays compilation once per installed
 version, not per process: in ``twin/__pycache__`` when the package folder is writable (an editable
 install), else in the user cache directory (``$XDG_CACHE_HOME/twin/numba-<version>``, by default
