@@ -12,6 +12,12 @@ totals are numpy's bit for bit.
 
 The kernels also run as plain Python (``NUMBA_DISABLE_JIT=1``: the unit tests run that way in CI).
 
+**One compiled version each.** numba compiles a kernel once per distinct argument types, and inside a kernel a
+constant argument is typed as a literal (``Literal[int](0)``, ``Literal[bool](True)``, also a count still at its
+first value ``0`` midway through type inference): calls between kernels pass ``np.int64(0)`` and
+``np.int64(count)``, runtime flags, and float64 sort keys, so a first run compiles each kernel once
+(``benchmarks/README.md``, issue 41 item 2).
+
 **The JIT cache.** Compiled kernels are cached on disk so a run pays compilation once per installed
 version, not per process: in ``twin/__pycache__`` when the package folder is writable (an editable
 install), else in the user cache directory (``$XDG_CACHE_HOME/twin/numba-<version>``, by default
@@ -151,17 +157,17 @@ def account_nodes(nodes: np.ndarray, busy: np.ndarray, capped: np.ndarray, spsum
     d = np.empty(n)
     for j in range(n):
         d[j] = busy[j] - n_busy[nodes[j]]
-    d_busy = pairwise_sum(d, 0, n)
+    d_busy = pairwise_sum(d, np.int64(0), n)
     tot[0] += d_busy
     for j in range(n):
         n_busy[nodes[j]] = busy[j]
     if hot:
         for j in range(n):
             d[j] = capped[j] - n_capped[nodes[j]]
-        tot[1] += pairwise_sum(d, 0, n)
+        tot[1] += pairwise_sum(d, np.int64(0), n)
         for j in range(n):
             d[j] = spsum[j] - n_spsum[nodes[j]]
-        tot[2] += pairwise_sum(d, 0, n)
+        tot[2] += pairwise_sum(d, np.int64(0), n)
         for j in range(n):
             n_capped[nodes[j]] = capped[j]
     else:
@@ -195,7 +201,7 @@ def refresh_tp(nodes: np.ndarray, slow: bool, sp_a: np.ndarray, sp_b: np.ndarray
                 s = x if x < s or x != x else s
         tp[j] = n_busy[i] * s
         d[j] = tp[j] - n_tp[i]
-    delta = pairwise_sum(d, 0, n)
+    delta = pairwise_sum(d, np.int64(0), n)
     if delta != 0.0:
         for j in range(n):
             n_tp[nodes[j]] = tp[j]
@@ -306,7 +312,7 @@ def fan_nodes(idx: np.ndarray, util_s: float, util: np.ndarray, stated_s: float,
         else:
             node_w[i] = 0.0
             out[j] = 0.0
-    return top, pairwise_sum(node_w, 0, node_w.shape[0])
+    return top, pairwise_sum(node_w, np.int64(0), np.int64(node_w.shape[0]))
 
 
 @njit(**_JIT)

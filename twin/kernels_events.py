@@ -92,7 +92,8 @@ def minimum_at(out: np.ndarray, a: np.ndarray, idx: np.ndarray) -> None:
 
 @njit(**_JIT)
 def argsort_stable(key: np.ndarray) -> np.ndarray:
-    """Indices that sort ``key`` (floats or integers) ascending, ties in their order (``np.argsort(key,
+    """Indices that sort ``key`` (float64: the kernels pass integer keys as floats, exact below 2**53, so one
+    version is compiled) ascending, ties in their order (``np.argsort(key,
     kind="stable")``: a stable sort's permutation is unique): insertion-sorted runs of 32, merged bottom-up,
     written out (numba's own ``argsort`` costs seconds to compile)."""
     n = key.shape[0]
@@ -208,7 +209,10 @@ def unique_ints(a: np.ndarray) -> np.ndarray:
         lo = min(lo, a[k])
         hi = max(hi, a[k])
     if hi - lo > 16 * n + 4096:
-        s = a[argsort_stable(a)]
+        kf = np.empty(n)  # float keys (node indices: exact below 2**53, the same order; one compiled sort)
+        for k in range(n):
+            kf[k] = a[k]
+        s = a[argsort_stable(kf)]
         keep = 1
         for k in range(1, n):
             if s[k] != s[k - 1]:

@@ -172,7 +172,8 @@ def pairwise_sum(a: np.ndarray, start: int, n: int) -> float:
 
 @njit(**_JIT)
 def argsort_stable(key: np.ndarray) -> np.ndarray:
-    """Indices that sort ``key`` (floats or integers) ascending, ties in their order (``np.argsort(key,
+    """Indices that sort ``key`` (float64: the kernels pass integer keys as floats, exact below 2**53, so one
+    version is compiled) ascending, ties in their order (``np.argsort(key,
     kind="stable")``: a stable sort's permutation is unique): insertion-sorted runs of 32, merged bottom-up,
     written out (numba's own ``argsort`` costs seconds to compile)."""
     n = key.shape[0]
@@ -406,7 +407,7 @@ def update_units(nodes: np.ndarray, u: int, g: float, w: float, now: float, up: 
             spd[k] = sp if busy_n[j] > 0.0 else 0.0
         nout[3, j] = sp_min
         nout[4, j] = ncap * w
-        nout[5, j] = pairwise_sum(spd, 0, u) * w
+        nout[5, j] = pairwise_sum(spd, np.int64(0), u) * w
         nout[6, j] = pairwise_sum(Pu, j * u, u) / u if any_capped else INF
     return False, tmin
 
@@ -477,9 +478,10 @@ def settle_units(idx: np.ndarray, now: float, u: int, w: float, T: np.ndarray, t
             o[j] = k
     else:
         o1 = argsort_stable(ts)
+        nd_f = np.empty(m)  # the nodes as float keys (exact below 2**53: the same order; one compiled sort)
         for k in range(m):
-            nd_o[k] = idx[o1[k]] // u
-        o2 = argsort_stable(nd_o)
+            nd_f[k] = idx[o1[k]] // u
+        o2 = argsort_stable(nd_f)
         for k in range(m):
             o[k] = o1[o2[k]]
     for k in range(m):
@@ -533,10 +535,10 @@ def settle_units(idx: np.ndarray, now: float, u: int, w: float, T: np.ndarray, t
             nodes[gj] = nk
             first[gj] = start
             gj += 1
-    acc[1] += pairwise_sum(a1, 0, m)
-    acc[2] += pairwise_sum(a2, 0, m)
-    tot[1] += pairwise_sum(dcap, 0, m)
-    tot[2] += pairwise_sum(dsp, 0, m)
+    acc[1] += pairwise_sum(a1, np.int64(0), m)
+    acc[2] += pairwise_sum(a2, np.int64(0), m)
+    tot[1] += pairwise_sum(dcap, np.int64(0), m)
+    tot[2] += pairwise_sum(dsp, np.int64(0), m)
     new_caps = np.empty(ng)
     for q in range(ng):
         s0 = first[q]
@@ -559,7 +561,7 @@ def settle_units(idx: np.ndarray, now: float, u: int, w: float, T: np.ndarray, t
                 tp_dv[z] = d[k]
                 dh[z] = d[k] * held[o[k]]
                 z += 1
-        acc[3] += pairwise_sum(dh, 0, nnz)
+        acc[3] += pairwise_sum(dh, np.int64(0), np.int64(nnz))
         tp = np.empty(ng)
         dtp = np.empty(ng)
         for q in range(ng):
@@ -568,7 +570,7 @@ def settle_units(idx: np.ndarray, now: float, u: int, w: float, T: np.ndarray, t
                 sp = oth_n[nodes[q]]
             tp[q] = n_busy[nodes[q]] * sp
             dtp[q] = tp[q] - n_tp[nodes[q]]
-        tot[3] += pairwise_sum(dtp, 0, ng)
+        tot[3] += pairwise_sum(dtp, np.int64(0), np.int64(ng))
         for q in range(ng):
             n_tp[nodes[q]] = tp[q]
     # the nodes' thermal caps (the per-GPU mean of their powers where some unit is slowed)
@@ -583,8 +585,8 @@ def settle_units(idx: np.ndarray, now: float, u: int, w: float, T: np.ndarray, t
     a3 = np.empty(m)
     for k in range(m):
         a3[k] = dP[k] * held[k]
-    return (tmax, n_sil, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, pairwise_sum(a3, 0, m),
-            pairwise_sum(dP, 0, m))
+    return (tmax, n_sil, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, pairwise_sum(a3, np.int64(0), m),
+            pairwise_sum(dP, np.int64(0), m))
 
 
 @njit(**_JIT)
@@ -652,7 +654,7 @@ def update_nodes(nodes: np.ndarray, gi: np.ndarray, now: float, eps_h: float, se
     dP = np.empty(0)
     ch = np.empty(0, dtype=np.int64)
     if settle:
-        idx, cleared = silent_due(gi, now + eps_h, silent, t_next, True)
+        idx, cleared = silent_due(gi, now + eps_h, silent, t_next, settle)  # (settle: True, not a literal)
         if idx.shape[0]:
             dt = now - t_acc
             if dt > 0:
