@@ -48,7 +48,8 @@ class PoolGpu(Strict):
                                "B200-class GPU, NVIDIA DGX B200 user guide; range 700-1,200). null: cluster.node's.")
     idle_w: NonNegW | None = Field(None, description="GPU power when idle, W (assumption; range 60-200). "
                                    "null: cluster.node's.")
-    min_w: PosW | None = Field(None, description="Lowest power cap, W (range 100-400). null: cluster.node's.")
+    min_w: PosW | None = Field(None, description="Lowest power cap, W (assumption: the generation's lowest "
+                               "settable board power limit; range 100-400). null: cluster.node's.")
     train_w: PosW | None = Field(None, description="GPU draw at full training utilisation, W, at most tdp_w "
                                  "(assumption; range 0.8-1 x tdp_w). null: cluster.node's as written (set it "
                                  "with tdp_w when the hall's node sets train_w).")

@@ -194,18 +194,28 @@ class LazyCrossings:
         ``n_sil`` crossings settled, the effective GPUs' changes, the site power's corrections and the nodes
         whose speed changed (published once by the update)."""
         self.n_silent -= cleared + n_sil
-        a = self.arrays
+        self._record_tp(tp_t, tp_dv)
+        self._record_power(ts, dP, e_wh, dP_sum, now)
+        if len(changed):
+            self.settled_sp.append(changed)
+
+    def _record_tp(self, tp_t: NDArray[np.float64], tp_dv: NDArray[np.float64]) -> None:
+        """Keep the effective GPUs' changes at t_x of settled crossings (a node's speed steps down at a new low)."""
         if len(tp_t):
+            a = self.arrays
             a.tp_t.extend(tp_t.tolist())
             a.tp_dv.extend(tp_dv.tolist())
+
+    def _record_power(self, ts: NDArray[np.float64], dP: NDArray[np.float64], e_wh: float, dP_sum: float,
+                      now: float) -> None:
+        """Keep the IT power's changes of settled crossings over [t_x, now) in closed form: their energy, Wh,
+        and W steps at ``ts`` undone at ``now`` (merged into the site power level at the end)."""
         if np.count_nonzero(dP):
             self.it.energy_wh += e_wh
             self._pw_t.append(ts)
             self._pw_dv.append(dP)
             self._pw_t.append(np.array([now]))
             self._pw_dv.append(np.array([-dP_sum]))
-        if len(changed):
-            self.settled_sp.append(changed)
 
     def settle(self, idx: NDArray[np.int64], now: float) -> None:
         """Units ``idx`` crossed their slowdown temperature silently at t_x = t_next ≤ ``now``: give them their
@@ -231,18 +241,11 @@ class LazyCrossings:
         self.n_silent -= n_sil  # (a wake-up settles crossings that are not silent)
         if tmax > self.gpu.tpeak_c:
             self.gpu.tpeak_c = tmax
-        if len(tp_t):  # effective GPUs, changed at t_x (the node's speed steps down at a new low)
-            a.tp_t.extend(tp_t.tolist())
-            a.tp_dv.extend(tp_dv.tolist())
-        # IT power: the nodes' thermal caps from now, and the crossings' changes over [t_x, now) in closed form
-        if not self.gpu.in_update:  # (inside an update of these nodes, it sets their thermal caps from now)
+        self._record_tp(tp_t, tp_dv)
+        # IT power: the nodes' thermal caps from now (inside an update of these nodes, it sets them itself)
+        if not self.gpu.in_update:
             self.it.set_cap("thermal", nodes, it_caps)
-        if np.count_nonzero(dP):
-            self.it.energy_wh += e_wh
-            self._pw_t.append(ts)
-            self._pw_dv.append(dP)
-            self._pw_t.append(np.array([now]))
-            self._pw_dv.append(np.array([-dP_sum]))
+        self._record_power(ts, dP, e_wh, dP_sum, now)
         caps = a.speed_caps
         changed = kernels_events.put_changed_at(caps, nodes, new_caps)  # (nodes[caps[nodes] != new_caps], then written)
         if len(changed):
