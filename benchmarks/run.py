@@ -29,7 +29,7 @@ from benchmarks import bench_core, bench_decide, bench_montecarlo, bench_startup
 
 # (metric, target, direction): "le" means the value must be <= target
 TARGETS = [
-    ("pretrain-16k.event_cost_ratio", 3.0, "le"),
+    ("pretrain-16k.event_cost_ratio", 3.0, "le"),  # issue 10 (blocked); issue 41 asks <= 8 first
     ("mixed-1k.event_cost_ratio", 3.0, "le"),
     ("pretrain-16k.build_over_loop", 1.0, "le"),
     ("pretrain-16k.output_over_loop", 1.0, "le"),

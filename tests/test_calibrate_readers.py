@@ -4,6 +4,7 @@ malformed lines stop the command with exit 2 naming the file, the line and the f
 
 from __future__ import annotations
 
+import copy
 import math
 from datetime import datetime, timezone
 from pathlib import Path
@@ -347,3 +348,20 @@ def test_command_on_accounting_alone_with_an_explicit_format(tmp_path: Path, cap
     assert (out / "trace.csv").read_text(encoding="utf-8").startswith("name,submit_h,gpus,duration_h\n")
     assert cli.main(["calibrate", f"sacct:{log}", "--base", str(base), "--out", str(out), "--reps", "0"]) == 2
     assert "exists" in capsys.readouterr().err
+
+
+def test_a_base_with_node_pools_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The logs do not say which host is of which node type: fitting every host into cluster.node would give the
+    pool's nodes the base type's fitted laws silently. Refused, one line, exit 2, naming the file and field."""
+    pooled = copy.deepcopy(BASE)
+    pooled["cluster"]["racks"] = 2
+    pooled["cluster"]["node"]["type"] = "h100"
+    pooled["cluster"]["pools"] = [{"name": "b200", "racks": 1, "node": {"type": "b200"}}]
+    base = write(tmp_path, "pooled.yaml", yaml.safe_dump(pooled))
+    log = write(tmp_path, "jobs.export", GPU_JOBS)
+    code = cli.main(["calibrate", f"sacct:{log}", "--base", str(base), "--out", str(tmp_path / "out"), "--reps", "0"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{base}: cluster.pools: node pools (b200) are not calibrated" in err and "Traceback" not in err
+    assert len([ln for ln in err.splitlines() if ln.startswith("error")]) == 1
+    assert not (tmp_path / "out").exists()

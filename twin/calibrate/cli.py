@@ -120,6 +120,12 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise InputError("--out", str(out), "is not a folder")
     base = load_scenario(args.base, []).scenario
+    if base.cluster.pools:
+        raise InputError(str(args.base), "cluster.pools",
+                         f"node pools ({', '.join(p.name for p in base.cluster.pools)}) are not calibrated: the "
+                         "logs do not say which host is of which pool's type, and the fits go to cluster.node; "
+                         "allowed: a base with one node type (calibrate each type's hosts with --nodes against a "
+                         "base of that type, then copy the fits into the pool)")
     columns = parse_columns(args.ticket_columns)
     times = {}
     for opt in ("start", "end"):
