@@ -11,11 +11,11 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 import yaml
 
 from twin.cli import main
+from twin.errors import InputError
 from twin.model.it_power import IT_POWER, ITPower
 from twin.scenario.loader import load_dict
 from twin.sim import Model, run_replication
@@ -170,6 +170,49 @@ def test_c_a_crah_failure_slows_the_hotter_pool_and_not_the_other() -> None:
     assert m["max_job.kept_h"] < 12.0  # the job spans both pools: it ran at the throttled pool's pace
 
 
+def test_c_the_operators_response_caps_both_pools_at_one_cap_above_each_floor() -> None:
+    """The same CRAH failure with the operator's response (policy cap, 0.1 h, trip supply 35 °C): the zone is capped
+    at one cap c per GPU, each node at max(c, its pool's min_w) and its own draw, its speed by its own law; c is the
+    highest cap at which the zone's air heat (each node's non-GPU load, following its own utilisation, + 8 GPUs)
+    fits the budget and every GPU (the supply that heat makes + its draw × R) stays at the slowdown. Wrong models
+    excluded: one node type's heat for the zone (c differs), the hall's floor and speed law for the new pool."""
+    cooling = air(1, {"count": 2, "required": 2, "capacity_kw": 40.0,
+                      "repair": {"time": {"dist": "fixed", "value_h": 100.0}}},  # (failed to the end)
+                  inject=[{"part": "crah", "index": 0, "at_h": 4.0}])
+    cooling["node"] = {"max_inlet_c": 35.0}
+    cooling["response"] = {"policy": "cap", "response_h": 0.1}
+    d = hall(12.0, cooling, fans=False)
+    d["cluster"]["pools"] = [pool()]
+    sc = load_dict(d).scenario
+    model = Model(sc, 0)
+    model.run()
+    res = model.result()
+    rows = res.tables["cooling_response"]
+    assert list(rows.action) == ["cap"] and res.metrics["thermal.trips"] == 0.0
+    c, budget, cap_w = float(rows.cap_w.iloc[0]), 1000.0 * rows.budget_kw.iloc[0], 1000.0 * rows.capacity_kw.iloc[0]
+    assert cap_w == 40000.0  # one unit left
+    r_room = model.by_section["cooling"].air_rooms.r_room / 1000.0  # °C per W of heat above the units' capacity
+    slow_c = sc.cooling.gpu.slowdown_c
+
+    def heat_w(x: float, f: dict[str, float]) -> float:  # a node's air heat with its GPUs at x W
+        u = min(max((x - f["idle"]) / (f["train"] - f["idle"]), 0.0), 1.0)
+        return f["ng0"] + (f["ng"] - f["ng0"]) * u + GPUS * x
+
+    def fits(cap: float) -> bool:
+        xo, xn = min(max(cap, OLD["min"]), OLD["train"]), min(max(cap, NEW["min"]), NEW["train"])
+        q = NPR * (heat_w(xo, OLD) + heat_w(xn, NEW))
+        room = SUPPLY_C + max(0.0, q - cap_w) * r_room
+        return q <= budget and room + max(xo, xn) * R_HALL <= slow_c
+
+    assert OLD["min"] < c < NEW["train"] and fits(c * (1 - 1e-9)) and not fits(c * (1 + 1e-6))
+    op = it_of(model).cap_of("operator")
+    assert op[:NPR] == pytest.approx(max(c, OLD["min"]), rel=1e-12)
+    assert op[NPR:] == pytest.approx(max(c, NEW["min"]), rel=1e-12)
+    sp = model.cluster.speed_caps["operator"]
+    assert sp[:NPR] == pytest.approx(speed(max(c, OLD["min"]), OLD), rel=1e-12)
+    assert sp[NPR:] == pytest.approx(speed(max(c, NEW["min"]), NEW), rel=1e-12)
+
+
 # ---- (d) the power chain's caps per pool in a cooled hall: a PSU-capped node, the oversubscription limit -------
 
 T0 = 10.0
@@ -244,7 +287,10 @@ def test_d_the_oversubscription_limit_caps_each_pool_at_one_cap_above_its_floor(
 
 
 def test_a_hybrid_hall_still_refuses_a_pool_of_other_figures() -> None:
+    """A hybrid hall splits its heat between air and liquid by one node type's non-GPU load (the refusal that
+    remains: docs/guide/timeline.md, Limits); the same pool with the hall's figures runs there."""
     d = copy.deepcopy(hall(1.0, {"type": "hybrid"}))
-    with pytest.raises(Exception, match="hybrid"):
+    with pytest.raises(InputError, match=r"cluster\.pools\.0\.node\.gpu\..*hybrid"):
         load_dict(d)
-    assert np.isfinite(R_NEW)
+    d["cluster"]["pools"] = [{"name": "same", "racks": 1, "node": {"type": "same", "gpu": {"r_cold_plate_c_per_w": 0.03}}}]
+    assert load_dict(d).scenario.cluster.pools[0].node.gpu.r_cold_plate_c_per_w == 0.03
