@@ -244,8 +244,8 @@ def test_update_units_is_the_numpy_path(seed: int, u: int, hot: bool, silent: bo
         nodes, u, g, w, now, up_n, util, e if pc is None else pc, s["rfactor"], s["inlet"], s["rbase"], s["toff"],
         prm["idle"], prm["tdp"], prm["C"], prm["slow"], prm["shut"], prm["pmin"], prm["alpha"], s["T"], s["tss"],
         s["tau"], s["gon"], s["engaged"], s["speed"], s["t_next"], s["kind"], hot, s["ucap"], silent, s["x_cap"],
-        s["x_P"], s["x_sp"], s["x_tss"], s["x_ok"], s["pw"], s["t_due"], s["traced"], heat, ng_w, ng_idle, 0.3, nout,
-        uout)
+        s["x_P"], s["x_sp"], s["x_tss"], s["x_ok"], s["pw"], s["t_due"], s["traced"], heat, ng_w, ng_idle, 0.3,
+        np.empty((6, 0)), nout, uout)
     assert short == r_short
     _close(tmin, r_tmin, r_tmin)
     _close(nout[:7], r_out, r_out)

@@ -21,6 +21,7 @@ from twin import kernels_units as KU
 INF = math.inf
 _E = np.empty(0)
 _EB = np.empty(0, dtype=bool)
+_NOPF = np.empty((6, 0))  # no node pools of other power figures (update_units's pf)
 PRM = {"idle": 100.0, "tdp": 700.0, "C": 300.0, "slow": 89.0, "shut": 92.0, "pmin": 150.0, "alpha": 0.5,
        "ng_w": 3200.0, "ng_idle": 1600.0, "share": 0.3}
 
@@ -99,7 +100,7 @@ def _ref_update_now(s: dict[str, np.ndarray], nodes: np.ndarray, gi: np.ndarray,
         PRM["C"], PRM["slow"], PRM["shut"], PRM["pmin"], PRM["alpha"], s["T"], s["tss"], s["tau"], s["gon"],
         s["engaged"], s["speed"], s["t_next"], s["kind"], hot, s["ucap"], silent_on, ocap, x("x_P"), x("x_sp"),
         x("x_tss"), x("x_ok"), x("pw"), x("t_due"), x("traced"), heat, PRM["ng_w"], PRM["ng_idle"], PRM["share"],
-        nout, uout)
+        _NOPF, nout, uout)
     ne = KE.any_ne_at(s["it_caps"], nodes, nout[6])
     return (t_acc, cleared, n_sil, tmax, tp_t, tp_dv, ts, dP, e_wh, dP_sum, ch, up, short, t_min, ne)
 
@@ -137,7 +138,7 @@ def test_update_nodes_is_the_sequence_it_replaces(seed: int, u: int, hot: bool, 
         s["speed"], s["t_next"], s["kind"], hot, s["ucap"], silent_on, s["silent"], s["x_cap"] if silent_on else _E,
         x("x_P"), x("x_sp"), x("x_tss"), x("x_ok"), x("pw"), x("t_due"), x("traced"), heat, s["n_busy"],
         s["n_capped"], s["n_spsum"], s["n_tp"], s["caps"], s["oth_n"] if oth else _E, s["acc"], s["tot"],
-        s["it_caps"], nout, uout)
+        s["it_caps"], _NOPF, nout, uout)
     assert len(got) == len(want)
     for a, b in zip(got, want):
         if isinstance(b, np.ndarray):
@@ -333,3 +334,54 @@ def test_it_fans_nodes_is_the_sequence_it_replaces(seed: int, n_src: int, fans: 
                                  not some_down, p, node_w)
     assert (top, total) == (r_top, r_total)
     assert np.array_equal(npw, r_npw) and np.array_equal(node_w, r_node_w)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), u=st.sampled_from([1, 8]), hot=st.booleans(), silent_on=st.booleans(),
+       with_pc=st.booleans(), heat=st.sampled_from([0, 1, 2, 3]))
+def test_update_units_takes_each_nodes_pool_figures(seed: int, u: int, hot: bool, silent_on: bool, with_pc: bool,
+                                                   heat: int) -> None:
+    """Node pools of other power figures (issue 52): with ``pf`` each node's steady states, caps, speeds, crossings
+    and air heat are those of the kernel run with its own pool's figures as the scalars (excludes the hall's
+    scalar figures for every node, and a row of ``pf`` read for the wrong figure: the two pools differ in all)."""
+    rng = np.random.default_rng(seed)
+    n_nodes, split = 12, 5
+    s = _state(rng, n_nodes, u)
+    s["inlet"] = rng.uniform(30.0, 45.0, n_nodes)  # warm enough that some units cap (the throttling branch)
+    figs = [(100.0, 700.0, 150.0, 0.5, 3200.0, 1600.0), (150.0, 930.0, 200.0, 0.8, 4500.0, 2250.0)]
+    pf = np.empty((6, n_nodes))
+    pf[:, :split] = np.asarray(figs[0])[:, None]
+    pf[:, split:] = np.asarray(figs[1])[:, None]
+    nodes = np.arange(n_nodes, dtype=np.int64)
+    pc = rng.uniform(200.0, 800.0, n_nodes) if with_pc else _E
+    if with_pc:
+        pc[[0, split]] = INF
+    g, w, now = float(u * (8 // u)), float(8 // u), 2.0
+    up = s["down"] == 0
+    up[[0, split]] = True
+    util = s["util"].copy()
+    util[[0, split]] = 1.0  # a node of each pool at full load: each pool's run takes the throttling branch
+
+    def run(st_: dict[str, np.ndarray], sel: np.ndarray, f: tuple[float, ...], pf_: np.ndarray
+            ) -> tuple[bool, float, np.ndarray, np.ndarray]:
+        k = len(sel)
+        nout, uout = np.zeros((8, k)), np.zeros((5, k * u))
+        def x(kk: str) -> np.ndarray:
+            return st_[kk] if silent_on else (_EB if st_[kk].dtype == bool else _E)
+        short, t_min = KU.update_units(
+            sel, u, g, w, now, up[sel], util[sel], pc[sel] if with_pc else _E, st_["rfactor"], st_["inlet"],
+            st_["rbase"], st_["toff"], f[0], f[1], PRM["C"], PRM["slow"], PRM["shut"], f[2], f[3], st_["T"],
+            st_["tss"], st_["tau"], st_["gon"], st_["engaged"], st_["speed"], st_["t_next"], st_["kind"], hot,
+            st_["ucap"], silent_on, st_["x_cap"] if silent_on else _E, x("x_P"), x("x_sp"), x("x_tss"), x("x_ok"),
+            x("pw"), x("t_due"), x("traced"), heat, f[4], f[5], PRM["share"], pf_, nout, uout)
+        return short, t_min, nout, uout
+
+    ref = {kk: v.copy() for kk, v in s.items()}
+    sh, tm, nout, uout = run(s, nodes, figs[0], pf)  # (the scalars are pool 0's, pf overrides them)
+    a, b = nodes[:split], nodes[split:]
+    sh_a, tm_a, no_a, uo_a = run(ref, a, figs[0], _NOPF)
+    sh_b, tm_b, no_b, uo_b = run(ref, b, figs[1], _NOPF)
+    assert not sh and not sh_a and not sh_b and tm == min(tm_a, tm_b)
+    assert np.array_equal(nout, np.hstack([no_a, no_b]), equal_nan=True)
+    assert np.array_equal(uout, np.hstack([uo_a, uo_b]), equal_nan=True)
+    _same(s, ref)

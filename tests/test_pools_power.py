@@ -147,18 +147,22 @@ def test_psu_capacity_and_site_cap_are_checked_against_each_pool(tmp_path: Path,
     assert main(["run", str(p), "--dry-run", "--results", str(tmp_path / "r")]) == 0
 
 
-def test_the_refusal_is_gone_for_power_and_stays_for_cooling(tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_refusal_is_gone_for_power_and_cooling_and_stays_for_a_hybrid_hall(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     p = tmp_path / "s.yaml"
     p.write_text(yaml.safe_dump(hall(300.0)))
     assert main(["run", str(p), "--dry-run", "--results", str(tmp_path / "r")]) == 0
     capsys.readouterr()
     d = copy.deepcopy(hall(300.0))
-    d["cooling"] = {"type": "air"}
+    d["cooling"] = {"type": "air"}  # (the thermal model takes each pool's figures: tests/test_pools_cooling.py)
+    p.write_text(yaml.safe_dump(d))
+    assert main(["run", str(p), "--dry-run", "--results", str(tmp_path / "r")]) == 0
+    capsys.readouterr()
+    d["cooling"] = {"type": "hybrid"}
     p.write_text(yaml.safe_dump(d))
     assert main(["run", str(p), "--dry-run", "--results", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "cluster.pools.0.node.gpu." in err and "cooling section" in err
+    assert err.count("\n") == 0 and "cluster.pools.0.node.gpu." in err and "hybrid" in err
 
 
 def test_a_demand_response_request_caps_each_pool_by_its_own_figures(tmp_path: Path) -> None:

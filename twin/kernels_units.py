@@ -253,8 +253,8 @@ def update_units(nodes: np.ndarray, u: int, g: float, w: float, now: float, up: 
                  engaged: np.ndarray, speed: np.ndarray, t_next: np.ndarray, kind: np.ndarray, hot: bool,
                  ucap: np.ndarray, silent_on: bool, x_cap: np.ndarray, x_P: np.ndarray, x_sp: np.ndarray,
                  x_tss: np.ndarray, x_ok: np.ndarray, pw: np.ndarray, t_due: np.ndarray, traced: np.ndarray,
-                 heat: int, ng_w: float, ng_idle_w: float, air_share: float, nout: np.ndarray, uout: np.ndarray
-                 ) -> tuple[bool, float]:
+                 heat: int, ng_w: float, ng_idle_w: float, air_share: float, pf: np.ndarray, nout: np.ndarray,
+                 uout: np.ndarray) -> tuple[bool, float]:
     """Apply the current power, inlet and R to the units of ``nodes`` (already brought to now by
     :func:`advance_units`), for ``GpuState._update_now``: steady states, time
     constants and, where some unit would settle above the slowdown temperature or is engaged, the caps,
@@ -266,7 +266,9 @@ def update_units(nodes: np.ndarray, u: int, g: float, w: float, now: float, up: 
     ``x_cap`` and ``traced`` empty when the model has none. ``hot``: some unit anywhere may be engaged.
     ``heat`` (0: no air zone) the heat the nodes give their air zone (``AirRooms.air_heat_w`` at their draw):
     1 GPUs in the air, 2 not, 3 a share ``air_share`` of the node's heat (heat capture); non-GPU load
-    ``ng_w`` at full utilisation, ``ng_idle_w`` idle.
+    ``ng_w`` at full utilisation, ``ng_idle_w`` idle. ``pf`` (node pools of other power figures, issue 52;
+    shape (6, 0): none) gives each node its own ``idle_w``, ``tdp_w``, ``pmin_w``, ``alpha``, ``ng_w`` and
+    ``ng_idle_w`` in its rows 0-5 (``CoolingParams.figs``), in place of the scalars.
     Writes per node into ``nout`` rows: demand per GPU, draw per GPU, busy GPUs, speed, capped busy
     GPUs (× w), Σ speed of busy GPUs (× w), thermal cap per GPU (inf: none), air heat (W); per unit into ``uout``
     rows: power, demand, inlet, R. Returns (short: no unit needs capping, the earliest next crossing, h).
@@ -274,12 +276,16 @@ def update_units(nodes: np.ndarray, u: int, g: float, w: float, now: float, up: 
     n = nodes.shape[0]
     has_pc = pc.shape[0] > 0
     has_toff = toff.shape[0] > 0
+    has_pf = pf.shape[1] > 0
     pd_n = nout[0]
     draw_n = nout[1]
     busy_n = nout[2]
+    iw, tw, nw, niw = idle_w, tdp_w, ng_w, ng_idle_w  # this node's figures (its pool's with pf)
     for j in range(n):
         nd = nodes[j]
-        d = (idle_w + (tdp_w - idle_w) * util[j]) * (1.0 if up[j] else 0.0)
+        if has_pf:
+            iw, tw, nw, niw = pf[0, nd], pf[1, nd], pf[4, nd], pf[5, nd]
+        d = (iw + (tw - iw) * util[j]) * (1.0 if up[j] else 0.0)
         pd_n[j] = d
         if has_pc:
             c = pc[j]
@@ -289,11 +295,11 @@ def update_units(nodes: np.ndarray, u: int, g: float, w: float, now: float, up: 
         busy_n[j] = g if (up[j] and util[j] > 0.0) else 0.0
         if heat:
             gw = draw_n[j]
-            ng = ng_w
-            if ng_idle_w != ng_w:
-                x = (gw - idle_w) / (tdp_w - idle_w)
+            ng = nw
+            if niw != nw:
+                x = (gw - iw) / (tw - iw)
                 x = 0.0 if x < 0.0 else (1.0 if x > 1.0 else x)
-                ng = ng_idle_w + (ng_w - ng_idle_w) * x
+                ng = niw + (nw - niw) * x
             upf = 1.0 if up[j] else 0.0
             if heat == 3:
                 nout[7, j] = air_share * (ng + gw * g) * upf
@@ -345,8 +351,11 @@ def update_units(nodes: np.ndarray, u: int, g: float, w: float, now: float, up: 
         return True, INF
     tmin = INF
     spd = np.empty(u)
+    pm, al = pmin_w, alpha
     for j in range(n):
         nd = nodes[j]
+        if has_pf:
+            iw, pm, al = pf[0, nd], pf[2, nd], pf[3, nd]
         sp_min = INF
         ncap = 0
         any_capped = False
@@ -360,13 +369,13 @@ def update_units(nodes: np.ndarray, u: int, g: float, w: float, now: float, up: 
             Ti = T[i]
             need = tssu[q] > slow_c
             eng = need and (engaged[i] or Ti >= slow_c - _EPS_C)
-            pcap = power_cap_w(pd, tin, R, slow_c, pmin_w)
+            pcap = power_cap_w(pd, tin, R, slow_c, pm)
             xP = pcap if pcap < draw or pcap != pcap else draw
             if ucap.shape[0]:
                 ucap[i] = pcap if eng else INF
             P = xP if eng else draw
             capped = eng and P < draw
-            xsp = capped_speed(xP, pd, idle_w, alpha) if xP < draw else 1.0  # (read only where xP < draw)
+            xsp = capped_speed(xP, pd, iw, al) if xP < draw else 1.0  # (read only where xP < draw)
             sp = xsp if capped else 1.0
             s = steady_c(tin, P, R)
             ta = tau[i]
@@ -626,7 +635,7 @@ def update_nodes(nodes: np.ndarray, gi: np.ndarray, now: float, eps_h: float, se
                  x_sp: np.ndarray, x_tss: np.ndarray, x_ok: np.ndarray, pw: np.ndarray, t_due: np.ndarray,
                  traced: np.ndarray, heat: int, n_busy: np.ndarray, n_capped: np.ndarray, n_spsum: np.ndarray,
                  n_tp: np.ndarray, caps: np.ndarray, oth_n: np.ndarray, acc: np.ndarray, tot: np.ndarray,
-                 it_caps: np.ndarray, nout: np.ndarray, uout: np.ndarray
+                 it_caps: np.ndarray, pf: np.ndarray, nout: np.ndarray, uout: np.ndarray
                  ) -> tuple[float, int, int, float, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, float,
                             np.ndarray, np.ndarray, bool, float, bool]:
     """``GpuState._update_now``'s unit work in one call: with ``settle``, the silent crossings of units ``gi``
@@ -635,7 +644,8 @@ def update_nodes(nodes: np.ndarray, gi: np.ndarray, now: float, eps_h: float, se
     the write of the speeds they changed into ``caps`` as ``kernels_events.put_changed_at``); then
     :func:`advance_units` to ``now`` and :func:`update_units` with per node ``up`` (``down == 0``) and
     ``util`` gathered from ``down`` and ``node_util``. ``prm``: idle W, demand W, C J/°C, slowdown °C,
-    shutdown °C, lowest cap W, α, non-GPU W at full and idle utilisation, air share. The same kernels in the
+    shutdown °C, lowest cap W, α, non-GPU W at full and idle utilisation, air share; ``pf``: each node's own
+    power figures in a hall of node pools (:func:`update_units`; shape (6, 0): none). The same kernels in the
     same order as the calls they replace, so the results are theirs bit for bit.
 
     Returns (the accounts' time, h; silent flags cleared; silent crossings settled; the highest temperature
@@ -691,7 +701,7 @@ def update_nodes(nodes: np.ndarray, gi: np.ndarray, now: float, eps_h: float, se
     short, t_min = update_units(nodes, u, g, w, now, up, util, pc, rfactor, inlet, rbase, toff, prm[0], prm[1],
                                 prm[2], prm[3], prm[4], prm[5], prm[6], T, tss, tau, gon, engaged, speed, t_next,
                                 kind, hot, ucap, silent_on, x_cap, x_P, x_sp, x_tss, x_ok, pw, t_due, traced, heat,
-                                prm[7], prm[8], prm[9], nout, uout)
+                                prm[7], prm[8], prm[9], pf, nout, uout)
     ne = False
     for j in range(n):
         if it_caps[nodes[j]] != nout[6, j]:

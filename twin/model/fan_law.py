@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from twin import kernels
-from twin.physics.fans import MIN_RISE_C, fan_demand, node_fan_power_w
+from twin.physics.fans import MIN_RISE_C, fan_demand, fan_speed, node_fan_power_w
 
 _EF = np.empty(0)  # no per-node utilisation: the kernel takes the common one
 
@@ -74,6 +74,10 @@ class FanLaw:
         """The fan law's numbers for the compiled kernel (``twin.kernels.fan_nodes``)."""
         self.law_numbers = self._p
         """The same, for the IT power's compiled refresh (``twin.kernels.it_fans_nodes``)."""
+        self.pooled = pool_fan_numbers(sc, self.liquid)
+        """Node pools of other power figures (``cluster.pools``): per node its GPUs' span and idle draw, non-GPU
+        load idle and busy, nameplate, fans at full speed as rated and in this hall, W (rows 0-6); None: the
+        scalars above for every node (the compiled path)."""
 
     def set_healthy(self, node: int, healthy: int) -> None:
         """``node`` now has ``healthy`` working fans (the fan part's redundant group, ``Topic.GROUP``)."""
@@ -88,29 +92,61 @@ class FanLaw:
         self.inlet_c[start:stop] = held_c
         return True
 
-    def _share(self, util: float | NDArray[np.float64]) -> float | NDArray[np.float64]:
-        """The node's demanded power at utilisation ``util`` (its non-GPU load as stated) over its nameplate."""
+    def _share(self, util: float | NDArray[np.float64], idx: NDArray[np.int64] | None = None
+               ) -> float | NDArray[np.float64]:
+        """The node's demanded power at utilisation ``util`` (its non-GPU load as stated) over its nameplate (of
+        the nodes ``idx``, each by its pool's figures, in a hall of node pools)."""
+        if self.pooled is not None and idx is not None:
+            a_w, g_idle_w, ng_idle_w, ng_busy_w, rated_w = (self.pooled[k][idx] for k in range(5))
+            return np.asarray((util * a_w + g_idle_w + (ng_idle_w + (ng_busy_w - ng_idle_w) * util)) / rated_w,
+                              dtype=np.float64)
         ng = self._ng_idle_w + (self._ng_busy_w - self._ng_idle_w) * util
         return (util * self._a_w + self._g_idle_w + ng) / self.rated_w
 
     def _demand(self, idx: NDArray[np.int64], util: float | NDArray[np.float64]) -> NDArray[np.float64]:
         """Flow the fans of ``idx`` need (:func:`~twin.physics.fans.fan_demand`) at utilisation ``util``, at
         their inlet."""
-        return np.asarray(fan_demand(self._share(util), self.inlet_c[idx], self.design_inlet_c, self.exhaust_c,
+        return np.asarray(fan_demand(self._share(util, idx), self.inlet_c[idx], self.design_inlet_c, self.exhaust_c,
                                      self.min_speed), dtype=np.float64)
 
-    def stated_w(self, util: float | NDArray[np.float64]) -> float | NDArray[np.float64]:
+    def stated_w(self, util: float | NDArray[np.float64], idx: NDArray[np.int64] | None = None
+                 ) -> float | NDArray[np.float64]:
         """Fans' power (W) inside the stated non-GPU load at utilisation ``util``: the rated node's fans, all
-        working, at the fan curve's speed for ``reference_inlet_c``."""
-        d = fan_demand(self._share(util), self.reference_inlet_c, self.design_inlet_c, self.exhaust_c,
+        working, at the fan curve's speed for ``reference_inlet_c`` (of the nodes ``idx``, each its pool's node
+        as rated, in a hall of node pools)."""
+        d = fan_demand(self._share(util, idx), self.reference_inlet_c, self.design_inlet_c, self.exhaust_c,
                        self.min_speed)
-        return node_fan_power_w(d, self.count, self.count, self.full_w)
+        full_w: float | NDArray[np.float64] = self.full_w
+        if self.pooled is not None and idx is not None:
+            full_w = self.pooled[5][idx]
+        return node_fan_power_w(d, self.count, self.count, full_w)
 
     def delta_w(self, idx: NDArray[np.int64], util: float | NDArray[np.float64]) -> NDArray[np.float64]:
         """Simulated fans less the stated ones (W) of nodes ``idx`` at utilisation ``util``, were they up
         (records nothing): what the fans add to the stated node power."""
-        w = node_fan_power_w(self._demand(idx, util), self.count, self.healthy[idx], self.max_w)
-        return np.asarray(w, dtype=np.float64) - self.stated_w(util)
+        max_w = self.max_w if self.pooled is None else self.pooled[6][idx]
+        w = node_fan_power_w(self._demand(idx, util), self.count, self.healthy[idx], max_w)
+        return np.asarray(w, dtype=np.float64) - self.stated_w(util, idx)
+
+    def _power_pooled_w(self, idx: NDArray[np.int64], util: float | NDArray[np.float64]) -> NDArray[np.float64]:
+        """:meth:`power_w` in a hall of node pools of other power figures: the same fan curve and cube law in
+        numpy, each node by its pool's figures (``_pn``)."""
+        now = self.engine.env._now  # the fans' energy to now first (as prepare)
+        if now > self._t:
+            self.energy_wh += self.total_w * (now - self._t)
+            self._t = now
+        idx = np.asarray(idx, dtype=np.int64)
+        d = self._demand(idx, util)
+        h = self.healthy[idx]
+        s = np.asarray(fan_speed(d, self.count, h), dtype=np.float64)
+        assert self.pooled is not None
+        w = np.asarray(node_fan_power_w(d, self.count, h, self.pooled[6][idx]), dtype=np.float64)
+        up = self.cluster.down_count[idx] == 0
+        if len(s) and float(s.max()) > self.peak_speed:
+            self.peak_speed = float(s.max())
+        self.node_w[idx] = np.where(up, w, 0.0)
+        self.total_w = float(self.node_w.sum())
+        return np.where(up, w - self.stated_w(util, idx), 0.0)
 
     def power_w(self, idx: NDArray[np.int64], util: float | NDArray[np.float64]) -> NDArray[np.float64]:
         """Simulated fans less the stated ones (W) of nodes ``idx`` at utilisation ``util`` (what the fans add to
@@ -119,6 +155,8 @@ class FanLaw:
         On the hot path (every refresh of the IT power): the fan curve and the cube law of
         :mod:`twin.physics.fans` as one compiled loop (:func:`twin.kernels.fan_nodes`: the same floating-point
         operations, the site total in numpy's order), the stated fans of a common utilisation cached."""
+        if self.pooled is not None:
+            return self._power_pooled_w(idx, util)
         util_s, util_a, stated = self.prepare(util)
         cl = self.cluster
         idx = np.asarray(idx, dtype=np.int64)
@@ -155,6 +193,29 @@ class FanLaw:
         return self.energy_wh / 1000.0
 
 
+def pool_fan_numbers(sc: "Scenario", liquid: bool) -> NDArray[np.float64] | None:
+    """Per node (columns) the fan law's node figures in a hall of node pools whose figures differ (``FanLaw._pn``:
+    GPUs × (demand − idle), GPUs × idle, non-GPU load idle and busy, nameplate, fans at full speed as rated and
+    in this hall, W); None without pools, or when every pool's figures are the hall's node's."""
+    cl = sc.cluster
+    if not cl.pools:
+        return None
+    f, g = cl.node.fans, cl.node.gpus
+    rows = []
+    for a, b, node in cl.node_pools():
+        ng0 = float(node.non_gpu_idle_w)  # type: ignore[arg-type]  # resolved
+        full_w = f.full_w(ng0, node.rated_w)
+        rows.append((a, b, (g * (node.gpu.demand_w - node.gpu.idle_w), g * node.gpu.idle_w, ng0,
+                            float(node.non_gpu_w), float(node.rated_w), full_w,
+                            full_w * (f.residual_share if liquid else 1.0))))
+    if all(r[2] == rows[0][2] for r in rows):
+        return None
+    out = np.empty((7, cl.n_nodes))
+    for a, b, figs in rows:
+        out[:, a:b] = np.asarray(figs, dtype=np.float64)[:, None]
+    return out
+
+
 def fan_law(engine: "Engine", cluster: "Cluster", sc: "Scenario") -> FanLaw | None:
     """The fans' state for the IT power when fans are modelled (a cooling section, fans enabled), else None."""
     if sc.cooling is None or not sc.cluster.node.fans.enabled:
@@ -162,4 +223,4 @@ def fan_law(engine: "Engine", cluster: "Cluster", sc: "Scenario") -> FanLaw | No
     return FanLaw(engine, cluster, sc)
 
 
-__all__ = ["FanLaw", "fan_law"]
+__all__ = ["FanLaw", "fan_law", "pool_fan_numbers"]

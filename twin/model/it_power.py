@@ -326,7 +326,8 @@ class ITPower(Component):
             idx = np.asarray(idx, dtype=np.int64)
             srcs = [arr for name, arr in self.caps.items() if self._n_finite[name] or name in self._direct]
             p = None
-            if len(srcs) <= 2:  # the caps, the nodes' power and their fans in one compiled call
+            if len(srcs) <= 2 and (self.fans is None or self.fans.pooled is None):
+                # the caps, the nodes' power and their fans in one compiled call (not with fans of node pools)
                 fans_done = True
                 self._capped_with_fans(idx, util, srcs, npw)
             else:

@@ -9,8 +9,9 @@ is the hall's node's: the GPUs per node, the parts and their counts, repairs, U 
 A pool's node is resolved as ``cluster.node`` as written with the pool's fields over it
 (:func:`resolve_pool_node`) and validated as a node of its own. The model reads the pools through
 :meth:`twin.scenario.schema.Cluster.node_pools`. The power chain and the site limits take each node's pool's
-power figures (``twin.model.power_figures``); the cooling model, which holds one node type's figures as
-scalars, refuses a pooled scenario whose pools change those figures (:func:`pool_refusals`), naming the field.
+power figures (``twin.model.power_figures``), the thermal model and the server fans likewise
+(``twin.model.cooling.arrays.pool_thermal``, ``twin.model.fan_law.pool_fan_numbers``); what still holds one node
+type's figures refuses a pool that changes them (:func:`pool_refusals`), naming the field.
 """
 
 from __future__ import annotations
@@ -29,8 +30,13 @@ NonNegW = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 POWER_FIELDS = ("gpu.idle_w", "gpu.train_w", "gpu.tdp_w", "gpu.min_w", "gpu.speed_alpha", "non_gpu_w",
                 "non_gpu_idle_w", "nameplate_w")
-"""The node figures a pool may change that the thermal model and the server fans hold as one node type's scalars
-(:func:`pool_refusals`: refused with a cooling section; the power chain takes each pool's own)."""
+"""The node power figures a pool may change: the power chain, the thermal model, the operator's cooling response
+and the server fans take each node's pool's own; a hybrid hall's heat split holds one node type's and refuses a
+pool that changes them (:func:`pool_refusals`)."""
+
+HEAT_SINK = ("r_air_c_per_w", "r_cold_plate_c_per_w")
+"""A pool's GPU heat sink (``cluster.pools.<k>.node.gpu``): read by the thermal model in place of
+``cooling.gpu``'s (:func:`pool_heat_sink`), not a figure of the node."""
 
 _NOT_POOLED = {
     "gpus": "the GPUs per node are the hall's (cluster.node.gpus): a job's GPUs, the fabric's rails and "
@@ -56,6 +62,14 @@ class PoolGpu(Strict):
     speed_alpha: Annotated[float, Field(gt=0, le=5, allow_inf_nan=False)] | None = Field(
         None, description="Speed exponent under a power cap (assumption, model.md §3; range 0.3-1). "
                           "null: cluster.node's.")
+    r_air_c_per_w: PosW | None = Field(None, description="The pool's GPU heat sink in an air-cooled hall: "
+                                       "junction-to-inlet thermal resistance, °C/W, read by the thermal model "
+                                       "(e.g. 0.0525 for a 10U DGX B200-class heat sink keeping 76.5 °C at 1,000 W "
+                                       "in a 24 °C room: assumption, range 0.04-0.09). null: cooling.gpu.r_air_c_per_w.")
+    r_cold_plate_c_per_w: PosW | None = Field(None, description="The pool's GPU cold plate: junction-to-coolant "
+                                              "thermal resistance with flow, °C/W, read by the thermal model in a "
+                                              "liquid hall (assumption, range 0.02-0.05). null: "
+                                              "cooling.gpu.r_cold_plate_c_per_w.")
 
 
 class PoolPart(Strict):
@@ -118,7 +132,7 @@ def resolve_pool_node(base: Node, pool: PoolNode, node_cls: type[Node], gpu_cls:
         if v is not None:
             given[k] = v
     gpu = base.gpu.model_dump(exclude_unset=True)
-    gpu.update(pool.gpu.model_dump(exclude_none=True))
+    gpu.update(pool.gpu.model_dump(exclude_none=True, exclude=set(HEAT_SINK)))  # (the heat sink: the cooling's)
     given["gpu"] = gpu_cls.model_validate(gpu)
     parts = dict(base.parts)
     for name, pp in pool.parts.items():
@@ -147,20 +161,20 @@ def changed_fields(base: Node, node: Node) -> list[str]:
 
 def pool_refusals(sc: Scenario) -> None:
     """Refuse what the model cannot run in a pooled hall: a pool that changes a power figure (``POWER_FIELDS``)
-    with a cooling section (the thermal model and the server fans hold one node type's power figures; the power
-    chain and the site limits of a power section take each pool's own, ``twin.model.power_figures``), and a
-    pool that changes the failure law of a part with common-cause failures or one the cooling model ages.
+    in a hybrid hall (its air and liquid heat split holds one node type's figures; the power chain, the thermal
+    model and the server fans take each pool's own), and a pool that changes the failure law of a
+    part with common-cause failures or one the cooling model ages.
     Raises ValueError ``@cluster.pools.<k>.node.<field>: ...``."""
     cl = sc.cluster
     for k, pool in enumerate(cl.pools):
         node = cl.pool_node(k + 1)
         where = f"@cluster.pools.{k}.node"
         changed = changed_fields(cl.node, node)
-        if changed and sc.cooling is not None:
-            raise ValueError(f"{where}.{changed[0]}: a pool that changes the node's power figures cannot run with a "
-                             "cooling section (the thermal model and the server fans hold one node type's figures; "
-                             "docs/guide/timeline.md, Limits); allowed: the same power figures as cluster.node, or "
-                             "no cooling section (a power section takes each pool's own)")
+        if changed and sc.cooling is not None and sc.cooling.type == "hybrid":
+            raise ValueError(f"{where}.{changed[0]}: a pool that changes the node's power figures cannot run in a "
+                             "hybrid hall (its air and liquid heat split the site's power by one node type's "
+                             "non-GPU load; docs/guide/timeline.md, Limits); allowed: the same power figures as "
+                             "cluster.node, or cooling.type air or liquid")
         aged: set[str] = set()
         if sc.cooling is not None and sc.cooling.thermal:
             aged |= set(sc.cooling.ageing) | set(sc.cooling.heat_ageing.arrhenius)
@@ -176,6 +190,16 @@ def pool_refusals(sc: Scenario) -> None:
                 raise ValueError(f"{where}.parts.{name}.failure: the cooling model ages this part with one failure "
                                  "law for the hall (cooling.ageing, cooling.heat_ageing); allowed: parts it "
                                  "does not age")
+
+
+def pool_heat_sink(cluster: Cluster, name: str, hall_c_per_w: float) -> list[tuple[int, int, float]]:
+    """Each pool's nodes [start, end) and its GPU heat sink's resistance ``name`` (one of :data:`HEAT_SINK`), °C/W:
+    the pool's own where it states one, else ``hall_c_per_w`` (``cooling.gpu``'s)."""
+    out = []
+    for k, (a, b, _) in enumerate(cluster.node_pools()):
+        r = getattr(cluster.pools[k - 1].node.gpu, name) if k else None
+        out.append((a, b, float(hall_c_per_w if r is None else r)))
+    return out
 
 
 def check_cluster_pools(cluster: Cluster) -> None:

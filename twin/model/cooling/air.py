@@ -192,18 +192,36 @@ class AirRooms:
                 self.z_q[z] = q
                 self.retarget(z)
 
-    def air_heat_w(self, gpu_w: Any, up: Any) -> Any:
+    def air_heat_w(self, gpu_w: Any, up: Any, nodes: Any = None) -> Any:
         """Heat (W) nodes give their air zone: non-GPU power, plus the GPUs' in an air-cooled hall, of the
         nodes in service (``gpu_w``: power per GPU, W; ``up``: in service). A non-GPU load that follows
         utilisation (``cluster.node.non_gpu_idle_w``) is taken at the utilisation of ``gpu_w`` (the GPUs'
-        demand; under a power-chain cap, their capped draw, which gives a lower utilisation)."""
-        ng: Any = self.params.non_gpu_w
-        if self.params.non_gpu_idle_w != self.params.non_gpu_w:
-            u = np.clip((gpu_w - self.params.idle_w) / (self.params.tdp_w - self.params.idle_w), 0.0, 1.0)
-            ng = self.params.non_gpu_idle_w + (self.params.non_gpu_w - self.params.non_gpu_idle_w) * u
+        demand; under a power-chain cap, their capped draw, which gives a lower utilisation). ``nodes`` (indices
+        or a slice) gives each node its pool's figures in a hall of node pools (``CoolingParams.figs``)."""
+        p = self.params
+        idle_w: Any = p.idle_w
+        tdp_w: Any = p.tdp_w
+        ng_w: Any = p.non_gpu_w
+        ng_idle_w: Any = p.non_gpu_idle_w
+        follows = ng_idle_w != ng_w
+        if p.figs is not None and nodes is not None:
+            idle_w, tdp_w, ng_w, ng_idle_w = (p.figs[k][nodes] for k in (0, 1, 4, 5))
+            follows = True
+        ng: Any = ng_w
+        if follows:
+            u = np.clip((gpu_w - idle_w) / (tdp_w - idle_w), 0.0, 1.0)
+            ng = ng_idle_w + (ng_w - ng_idle_w) * u
         if self.air_share is not None:  # heat capture: the air carries (1 − f) of the node's heat
             return self.air_share * (ng + gpu_w * self.params.gpus_per_node) * up
         return (ng + (gpu_w * self.params.gpus_per_node if self.params.type == "air" else 0.0)) * up
+
+    def figs_w(self, nodes: Any) -> tuple[Any, Any]:
+        """The GPU idle draw and demand at full load (W) of ``nodes`` (indices or a slice): their pools' in a hall
+        of node pools (``CoolingParams.figs``), else the hall's scalars."""
+        p = self.params
+        if p.figs is None:
+            return p.idle_w, p.tdp_w
+        return p.figs[0][nodes], p.figs[1][nodes]
 
     def _derate_at(self, t_h: float) -> float:
         """Capacity factor of the CRAH units at time ``t_h`` (derating above the design ambient), the
@@ -224,8 +242,8 @@ class AirRooms:
             # the zone's heat matters again: recompute it from the nodes' state now
             s, e = self.arrays.zones[z]
             up = self.cluster.down_count[s:e] == 0
-            pd = fast.demand_w(self.params.idle_w, self.params.tdp_w, self.engine.node_util[s:e])
-            self.arrays.node_air_w[s:e] = self.air_heat_w(pd, up)
+            pd = fast.demand_w(*self.figs_w(slice(s, e)), self.engine.node_util[s:e])
+            self.arrays.node_air_w[s:e] = self.air_heat_w(pd, up, slice(s, e))
             self.z_q[z] = float(self.arrays.node_air_w[s:e].sum())
 
     def zone_cap_w(self, z: int) -> float:

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from twin.scenario.pools import pool_heat_sink
+
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.cooling import Air, Cooling, Liquid
     from twin.scenario.schema import Scenario
@@ -71,6 +73,38 @@ class CoolingParams:
     horizon_h: float
     n_hours: int  # hours of the hourly series (ceil(horizon) + 1)
     ambient_h: F  # outdoor dry-bulb per hour, °C
+    figs: F | None = None  # node pools of other power figures (cluster.pools): per node (rows) its GPU idle W, demand
+    # at full load W, lowest cap W, speed exponent, non-GPU W at full and zero utilisation (shape (6, n_nodes),
+    # C-contiguous: the kernels' `pf`); None: every node has the scalars above (no pools, or pools of the same figures)
+    other: B | None = None  # per node: its figures differ from the scalars above (a pool's node; None: none do)
+
+
+def pool_thermal(sc: Scenario) -> tuple[F | None, B | None]:
+    """``CoolingParams.figs`` and ``.other`` of a hall of node pools (``cluster.pools``, issue 52): each node's
+    own power figures, from its pool's node (``Cluster.node_pools``), when some pool's differ from
+    ``cluster.node``'s (else None), and the nodes whose figures or GPU heat sink (``pool_heat_sink``) differ from
+    the hall's (None when none do: every node takes the scalars, the hall's path unchanged)."""
+    cl = sc.cluster
+    if not cl.pools or sc.cooling is None:
+        return None, None
+    gp = sc.cooling.gpu
+    hall_r = gp.r_cold_plate_c_per_w if sc.cooling.type in ("liquid", "hybrid") else gp.r_air_c_per_w
+    sinks = pool_heat_sink(cl, "r_cold_plate_c_per_w" if sc.cooling.type in ("liquid", "hybrid") else
+                           "r_air_c_per_w", hall_r)
+    rows = []
+    for (a, b, node), (_, _, r) in zip(cl.node_pools(), sinks):
+        g = node.gpu
+        rows.append((a, b, (float(g.idle_w), float(g.demand_w), float(g.min_w), float(g.speed_alpha),
+                            float(node.non_gpu_w), float(node.non_gpu_idle_w)), r))  # type: ignore[arg-type]
+    same_figs = all(r[2] == rows[0][2] for r in rows)
+    if same_figs and all(r[3] == hall_r for r in rows):
+        return None, None
+    figs = np.empty((6, cl.n_nodes))
+    other = np.zeros(cl.n_nodes, dtype=bool)
+    for a, b, f, r in rows:
+        figs[:, a:b] = np.asarray(f)[:, None]
+        other[a:b] = f != rows[0][2] or r != hall_r  # (the deferred replay takes one R and the scalars: not these)
+    return (None if same_figs else np.ascontiguousarray(figs)), other
 
 
 @dataclass

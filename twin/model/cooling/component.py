@@ -19,7 +19,7 @@ import pandas as pd
 from twin.errors import InputError
 from twin.model.cooling.ageing import Ageing
 from twin.model.cooling.air import AirRooms
-from twin.model.cooling.arrays import CoolingArrays, CoolingParams
+from twin.model.cooling.arrays import CoolingArrays, CoolingParams, pool_thermal
 from twin.model.cooling.common import _HIST_MAX_C, INF
 from twin.model.cooling.energy import EnergyPue
 from twin.model.cooling.evaporative import EvaporativeAir
@@ -82,6 +82,7 @@ class Thermal(Component):
         if c.ambient.csv is not None and c.ambient.csv._values is None:
             raise InputError("scenario", "cooling.ambient.csv.file",
                              "the ambient CSV was not loaded (load the scenario with twin.scenario.load_scenario)")
+        figs, other = pool_thermal(sc)  # node pools of other power figures or heat sinks (None: none)
         self.params = p = CoolingParams(
             sc=sc, spec=c, on=on, type=c.type, air=c.air, liquid=c.liquid, gpu_on_liquid=c.type in ("liquid", "hybrid"),
             n_nodes=n, gpus_per_node=g, units_per_node=u, gpus_per_unit=float(g // u), n_units=n * u,
@@ -91,7 +92,7 @@ class Thermal(Component):
             c_j_per_c=gp.c_j_per_c, non_gpu_w=sc.cluster.node.non_gpu_w,
             non_gpu_idle_w=float(sc.cluster.node.non_gpu_idle_w),  # type: ignore[arg-type]  # resolved
             max_inlet_c=c.node.max_inlet_c, reboot_h=c.node.reboot_h, horizon_h=horizon_h, n_hours=n_hours,
-            ambient_h=c.ambient.hourly_c(n_hours))
+            ambient_h=c.ambient.hourly_c(n_hours), figs=figs, other=other)
         # ---- IT power: one source of truth, shared with the power chain (the it_power service) ----------
         self.it = it = ctx.service(IT_POWER)
         self.arrays = arr = CoolingArrays(speed_caps=speed_src.caps,

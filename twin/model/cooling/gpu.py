@@ -23,6 +23,7 @@ from twin import kernels, kernels_events, kernels_units, rng
 from twin.model.cooling import fast
 from twin.model.cooling.common import _EPS_H, _HIST_MAX_C, INF
 from twin.model.cooling.arrays import CoolingArrays, CoolingParams
+from twin.scenario.pools import pool_heat_sink
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.model.cooling.ports import AgeingPort, AirPort, LazyPort, ReplayPort, TripsPort
@@ -67,6 +68,7 @@ class GpuState:
         n, u = p.n_nodes, p.units_per_node
         # ---- GPU state -----------------------------------------------------------------------------
         n_units = p.n_units
+        cl_spec = p.sc.cluster
         base_r = gp.r_cold_plate_c_per_w if p.gpu_on_liquid else gp.r_air_c_per_w
         a.rspread = np.ones(n_units)
         if gp.r_sigma > 0:
@@ -74,6 +76,13 @@ class GpuState:
             unif = self.engine.streams.uniforms(digs, np.zeros(n_units, dtype=np.int64))
             a.rspread = np.exp(gp.r_sigma * ndtri(unif))
         a.rbase = base_r * a.rspread
+        if cl_spec.pools:  # node pools: each node's GPUs on their pool's heat sink (cluster.pools.<k>.node.gpu)
+            rn = np.empty(n)
+            name = "r_cold_plate_c_per_w" if p.gpu_on_liquid else "r_air_c_per_w"
+            for s0, e0, r in pool_heat_sink(cl_spec, name, base_r):
+                rn[s0:e0] = r
+            if np.any(rn != base_r):
+                a.rbase = np.repeat(rn, u) * a.rspread
         # per node, its inlet air above its zone's held supply: rack and recirculation offsets of an air hall
         # (issue 23; also read by the inlet trip and the ageing on inlet air); None: every node sees the supply
         a.noff = None if p.gpu_on_liquid else self.air_rooms.node_offsets_c()
@@ -95,7 +104,7 @@ class GpuState:
         if a.toff is not None:
             tin0 = tin0 + a.toff
         R0 = a.rbase.copy()
-        a.T = fast.steady_c(tin0, p.idle_w, R0)
+        a.T = fast.steady_c(tin0, p.idle_w if p.figs is None else np.repeat(p.figs[0], u), R0)
         a.t0 = np.zeros(n_units)
         a.tss = a.T.copy()
         a.tau = fast.tau_s(R0, p.c_j_per_c)
@@ -111,6 +120,8 @@ class GpuState:
         # the scalars of twin.kernels_units.update_nodes
         self._prm = np.array([p.idle_w, p.tdp_w, p.c_j_per_c, p.slow_c, p.shut_c, p.pmin_w, p.alpha, self._ng_w,
                               p.non_gpu_idle_w, self._heat_share], dtype=np.float64)
+        # each node's own power figures in a hall of node pools (CoolingParams.figs; (6, 0): the scalars above)
+        self._pf = p.figs if p.figs is not None else np.empty((6, 0))
         a.uidx = np.arange(n_units)  # unit indices (a slice of them: the kernels' unit list of a run of nodes)
         a.kind = np.zeros(n_units, dtype=np.int8)  # 1 slowdown crossing, 2 shutdown crossing
         self.wake_t = INF
@@ -238,7 +249,7 @@ class GpuState:
             a.pw if silent else _EF, a.t_due if silent else _EF,
             lazy.traced_u if silent and lazy.traced_u is not None else _EB, self._heat_mode, a.n_busy, a.n_capped,
             a.n_spsum, a.n_tp, a.speed_caps, a.oth_n if silent and lazy.oth_caps else _EF, a.acc, a.tot, a.it_caps,
-            nout, uout)
+            self._pf, nout, uout)
         if cleared or n_sil:
             lazy.settled_in(cleared, n_sil, tp_t, tp_dv, ts, dP, e_wh, dP_sum, sch, now)
         if not short:

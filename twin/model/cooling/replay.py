@@ -53,7 +53,7 @@ class DeferredReplay:
         self.air_rooms = air_rooms
         n, u = p.n_nodes, p.units_per_node
         a.rmax_n = a.rbase.reshape(n, u).max(axis=1)
-        self._tdp_rmax = p.tdp_w * a.rmax_n  # the first product of set_cool's test, node-wise
+        self._tdp_rmax = (p.tdp_w if p.figs is None else p.figs[1]) * a.rmax_n  # set_cool's first product, node-wise
         a.cool = np.zeros(n, dtype=bool)
         self._n_warm = n
         # The log: per entry its time (h), its nodes (the published array itself: NODE_LOAD arrays are never
@@ -75,6 +75,9 @@ class DeferredReplay:
         if p.air is not None:
             full = self.air_rooms.air_heat_w(p.tdp_w, 1.0)  # a node at full load
             a.z_full = np.array([(e - s) * full for s, e in a.zones], dtype=np.float64)
+            if p.figs is not None:  # node pools of other power figures: each node at its own full load
+                full_n = self.air_rooms.air_heat_w(p.figs[1], 1.0, slice(None))
+                a.z_full = np.array([float(full_n[s:e].sum()) for s, e in a.zones], dtype=np.float64)
             a.z_slack = a.z_full <= a.z_cap
         self.n_short = 0 if p.air is None else int(np.count_nonzero(~a.z_slack))  # zones without slack
 
@@ -95,6 +98,8 @@ class DeferredReplay:
         else:  # (a bound: the hottest offset with the largest R; cool is a shortcut, warm always exact)
             ok = a.inlet[nodes] + a.toff_max_n[nodes] + self._tdp_rmax[nodes] * a.rfactor[nodes] < p.slow_c
         ok &= ~np.isfinite(a.pcap[nodes])  # under a power-chain cap: followed directly
+        if p.other is not None:  # a pool's node of other power figures is followed directly (the replay takes the
+            ok &= ~p.other[nodes]  # hall's scalar figures: twin.kernels_replay)
         if self.tracing:
             ok &= ~a.trace_mask[nodes]
         if self.ageing.aged:

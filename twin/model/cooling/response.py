@@ -83,6 +83,7 @@ class OperatorResponse:
         self._resp_seen = np.zeros(n_zones, dtype=bool)  # the operator has responded in the zone
         self._drained: list[list[int]] = [[] for _ in range(n_zones)]
         self._resp_t = np.zeros(n_zones)  # last accounting time per zone, h
+        self._zone_cap_w = np.full(n_zones, INF)  # per zone: the operator's GPU cap, W (inf: none; op_cap_w its nodes')
         self._op_speed: np.ndarray | None = None  # the speed source, made at the first cap (_op_speed_array)
 
     # ------------------------------------------------------------------ the budget and the plan
@@ -113,6 +114,8 @@ class OperatorResponse:
         uncapped nodes fit (1) and (2); None when GPU power does not reach the air."""
         s, e = self.arrays.zones[z]
         n = e - s
+        if self.params.figs is not None:
+            return self._cap_for_pooled(z, budget_w)
         a, b = self._node_heat_w(self.params.idle_w), self._node_heat_w(self.params.tdp_w)
         if b <= a:
             return None if n * b > budget_w else INF
@@ -133,19 +136,84 @@ class OperatorResponse:
             return INF
         return max(c, float(self.params.pmin_w))
 
+    def _cap_for_pooled(self, z: int, budget_w: float) -> float | None:
+        """:meth:`_cap_for` in a hall of node pools of other power figures (``CoolingParams.figs``): one cap c per
+        GPU over the zone, each node's GPUs held at min(max(c, its pool's lowest cap), its demand), its air heat
+        h_i affine in its GPU power by its own figures; the highest c with (1) Σ h_i ≤ Q_budget and (2) every
+        node's hottest GPU (its largest inlet offset and R) at most at ``slowdown_c`` in the room that heat makes,
+        found by bisection (both sides rise with c). Returns c (each node's cap is max(c, its lowest cap)), at
+        least the lowest of the zone's floors; inf when the uncapped nodes fit; None when GPU power does not
+        reach the air."""
+        p, arr = self.params, self.arrays
+        assert p.figs is not None
+        s, e = arr.zones[z]
+        sl = slice(s, e)
+        idle, tdp, pmin = p.figs[0][sl], p.figs[1][sl], p.figs[2][sl]
+        a = np.asarray(self.air_rooms.air_heat_w(idle, 1.0, sl), dtype=np.float64)
+        b = np.asarray(self.air_rooms.air_heat_w(tdp, 1.0, sl), dtype=np.float64)
+        if np.all(b <= a):
+            return None if float(b.sum()) > budget_w else INF
+        k = (b - a) / (tdp - idle)
+        a0 = a - k * idle
+        air = not p.gpu_on_liquid
+        base = cap = rho = 0.0
+        off: float | np.ndarray = 0.0
+        r: float | np.ndarray = 0.0
+        if air:
+            base = self.evaporative.base_supply_c(self.engine.now) + self.link.plant_c
+            off, r = arr.toff_max_n[sl], arr.rmax_n[sl] * arr.rfactor[sl]
+            cap, rho = self.air_rooms.zone_cap_w(z), self.air_rooms.r_room / 1000.0
+
+        def fits(c: float) -> bool:
+            x = np.minimum(np.maximum(c, pmin), tdp)
+            heat = float((a0 + k * x).sum())
+            if heat > budget_w:
+                return False
+            if air:
+                room_c = base + max(0.0, heat - cap) * rho
+                return bool(np.all(room_c + off + x * r <= p.slow_c))
+            return True
+
+        lo, hi = float(pmin.min()), float(tdp.max())
+        if fits(hi):
+            return INF
+        if not fits(lo):
+            return lo
+        for _ in range(60):  # (relative width 2^-60 of the range: below a float's rounding of watts)
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        return lo
+
+    def _node_caps_w(self, s: int, e: int, cap_w: float) -> float | np.ndarray:
+        """Each node's operator cap (W) of nodes s..e-1 for the zone's cap ``cap_w``: the cap itself, or in a hall
+        of node pools of other power figures max(cap, its pool's lowest cap)."""
+        if self.params.figs is None or math.isinf(cap_w):
+            return cap_w
+        return np.asarray(np.maximum(cap_w, self.params.figs[2][s:e]), dtype=np.float64)
+
+    def _full_heat_w(self, s: int, e: int) -> np.ndarray | float:
+        """Air heat (W) of each node s..e-1 at full load (one number for all without node pools)."""
+        p = self.params
+        if p.figs is None:
+            return self._node_heat_w(p.tdp_w)
+        return np.asarray(self.air_rooms.air_heat_w(p.figs[1][s:e], 1.0, slice(s, e)), dtype=np.float64)
+
     def _keep_for(self, z: int, budget_w: float) -> int:
         """Nodes of zone ``z`` the operator keeps in service uncapped (policy drain): the most whose full-load
         heat fits the budget and, in an air-cooled hall, whose room leaves the hottest GPU at full power at
         most at ``slowdown_c`` (the room at its set point when no warmer room allows that)."""
         a, p = self.arrays, self.params
         s, e = a.zones[z]
-        full = self._node_heat_w(p.tdp_w)
+        # (node pools of other power figures: the zone's hottest node's full-load heat and demand for every node,
+        # a bound; the drain takes the zone's last nodes first, where a refreshed pool sits)
+        full = float(np.max(self._full_heat_w(s, e)))
+        tdp_w = p.tdp_w if p.figs is None else float(p.figs[1][s:e].max())
         keep = int(budget_w // full)
         if not p.gpu_on_liquid:
             base = self.evaporative.base_supply_c(self.engine.now) + self.link.plant_c
             off = float(a.toff_max_n[s:e].max())
             r = float((a.rmax_n[s:e] * a.rfactor[s:e]).max())
-            room_c = max(0.0, p.slow_c - base - off - p.tdp_w * r)  # rise the hottest GPU allows, °C
+            room_c = max(0.0, p.slow_c - base - off - tdp_w * r)  # rise the hottest GPU allows, °C
             keep = min(keep, int((self.air_rooms.zone_cap_w(z) + room_c * 1000.0 / self.air_rooms.r_room) // full))
         return keep
 
@@ -175,7 +243,8 @@ class OperatorResponse:
         now = self.engine.now
         self._resp_account(z, now)
         policy = self.params.spec.response.policy
-        if n * self._node_heat_w(self.params.tdp_w) <= budget:
+        full = self._full_heat_w(s, e)
+        if (n * full if isinstance(full, float) else float(full.sum())) <= budget:
             if self._resp_active[z]:
                 self._resp_apply(z, INF, [])
                 self._resp_active[z] = False
@@ -185,7 +254,7 @@ class OperatorResponse:
             c = self._cap_for(z, budget)
             if c is None:  # the GPUs' heat goes to the liquid: a cap would not cool this air zone
                 return
-            if c != self.arrays.op_cap_w[s]:  # a row per change of the plan
+            if c != self._zone_cap_w[z]:  # a row per change of the plan
                 self.resp_rows.append((now, z, "cap", c, 0, budget / 1000.0, self.air_rooms.zone_cap_w(z) / 1000.0))
             self._resp_apply(z, c, [])
         else:
@@ -214,12 +283,17 @@ class OperatorResponse:
             if node not in old:
                 cl.add_down(node, DRAIN)
         self._drained[z] = drain
-        if a.op_cap_w[s] != cap_w:
+        if self._zone_cap_w[z] != cap_w:
             nodes = np.arange(s, e, dtype=np.int64)
             speed = self._op_speed_array()
-            a.op_cap_w[s:e] = cap_w
-            self.it.set_cap(SOURCE, nodes, cap_w)
-            speed[s:e] = 1.0 if math.isinf(cap_w) else float(speed_fraction(cap_w, p.tdp_w, p.idle_w, p.alpha))
+            self._zone_cap_w[z] = cap_w
+            caps = self._node_caps_w(s, e, cap_w)
+            a.op_cap_w[s:e] = caps
+            self.it.set_cap(SOURCE, nodes, caps)
+            if p.figs is not None and not math.isinf(cap_w):  # each node by its pool's speed law
+                speed[s:e] = speed_fraction(caps, p.figs[1][s:e], p.figs[0][s:e], p.figs[3][s:e])
+            else:
+                speed[s:e] = 1.0 if math.isinf(cap_w) else float(speed_fraction(cap_w, p.tdp_w, p.idle_w, p.alpha))
             self._op_src.changed(nodes)
         self.trips.try_restarts()
 

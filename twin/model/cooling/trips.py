@@ -67,7 +67,8 @@ class Trips:
 
     def _node_full_air_w(self, node: int) -> float:
         """Air heat (W) of ``node`` at full load, under the operator's cap if it has one (cooling.response)."""
-        return float(self.air_rooms.air_heat_w(min(self.params.tdp_w, float(self.arrays.op_cap_w[node])), 1.0))
+        tdp_w = float(self.air_rooms.figs_w(node)[1])  # (its pool's in a hall of node pools)
+        return float(self.air_rooms.air_heat_w(min(tdp_w, float(self.arrays.op_cap_w[node])), 1.0, node))
 
     def _cooling_ok(self, node: int) -> bool:
         """Could ``node`` run again: flow, fans, room below the inlet limit, no trip at P_min, zone headroom."""
@@ -78,6 +79,7 @@ class Trips:
         inlet limit, or no headroom for one more node at full load; these hold for every node of the zone
         at this instant, and admitting nodes only tightens them)."""
         a, p = self.arrays, self.params
+        pmin_w = p.pmin_w if p.figs is None else float(p.figs[2][node])  # (its pool's in a hall of node pools)
         if self.air_rooms.fan_part is not None and a.fans_h[node] == 0:
             return False, False
         if p.liquid is not None and p.gpu_on_liquid and not a.loop_flow[a.loop_of[node]]:
@@ -86,11 +88,11 @@ class Trips:
         # (rounding is monotonic, and the factor is positive)
         if a.toff is None:
             r = float(a.rmax_n[node] * a.rfactor[node])
-            if a.inlet[node] + p.pmin_w * r >= p.shut_c:
+            if a.inlet[node] + pmin_w * r >= p.shut_c:
                 return False, False
         else:  # per GPU: its own inlet offset and R (u > 1 here)
             gs = slice(node * p.units_per_node, (node + 1) * p.units_per_node)
-            hot = float((a.toff[gs] + p.pmin_w * (a.rbase[gs] * a.rfactor[node])).max())
+            hot = float((a.toff[gs] + pmin_w * (a.rbase[gs] * a.rfactor[node])).max())
             if a.inlet[node] + hot >= p.shut_c:
                 return False, False
         if p.air is not None:
