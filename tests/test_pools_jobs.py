@@ -219,3 +219,45 @@ def test_a_pool_of_the_whole_hall_is_the_unrestricted_path() -> None:
     assert job.spec.pool == "old" and job.spec.excl is None
     mask = m.by_section["workload"]._excl_of("old")
     assert mask is None and np.all(job.nodes >= 0)
+
+
+@pytest.mark.parametrize("seed,policy,spares", [(1, "backfill", 1), (2, "backfill", 0), (3, "fifo", 2)])
+def test_the_indexed_scheduler_decides_as_the_scan_with_pools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              seed: int, policy: str, spares: int) -> None:
+    """The scheduler through the queue's index decides as the plain scan of the queue in order
+    (tests/test_trace_scale.py's reference, with each job's pool) in a hall of two pools of 8 nodes: a trace of
+    600 jobs on the old pool, a synthetic stream on the new one and two jobs of any node, with failures.
+    Excludes: a restricted job the index returns that does not fit its pool stopping or skewing the pass, a
+    head's reservation or backfill that the scan would not make."""
+    from test_trace_scale import ScanWorkload, trace_scenario
+
+    from twin import sim
+    from twin.model.workload import Workload
+    from twin.scenario.loader import load_scenario
+    from twin.sim import run_replication
+
+    r = np.random.default_rng(seed)
+    n = 600
+    rows = pd.DataFrame({"submit_h": np.round(r.uniform(0, 200, n), 1),
+                         "gpus": r.choice([8, 16, 24, 64], n, p=[.4, .25, .2, .15]),
+                         "duration_h": np.round(r.lognormal(np.log(4), 1.0, n), 2),
+                         "priority": r.choice([0, 0, 1, 3], n)})
+    p = trace_scenario(tmp_path, rows, horizon_days=12, parts=True, policy=policy, spares=spares,
+                       ckpt={"interval_h": 1.0, "size_gb": 300, "mode": "async"})
+    doc = yaml.safe_load(p.read_text())
+    doc["cluster"]["node"]["type"] = "old"
+    doc["cluster"]["pools"] = [{"name": "b", "racks": 1, "node": {"type": "new"}}]
+    wl = doc["workload"]
+    wl["trace"]["pool"] = "old"
+    wl["synthetic"] = {"arrival_rate_per_h": 1.0, "gpus": {"values": [8, 16, 48]},
+                       "work": {"dist": "lognormal", "mean_h": 3.0, "sigma": 1.0}, "pool": "b", "priority": 1}
+    wl["jobs"] = [{"name": f"any{k}", "gpus": 24, "work_h": 5.0, "repeat": True, "submit_h": 10.0 * k}
+                  for k in range(2)]
+    p.write_text(yaml.safe_dump(doc))
+    sc = load_scenario(p).scenario
+    new = run_replication(sc, 0)
+    monkeypatch.setattr(sim, "COMPONENTS", tuple(ScanWorkload if c is Workload else c for c in sim.COMPONENTS))
+    old = run_replication(sc, 0)
+    pd.testing.assert_frame_equal(new.tables["jobs"], old.tables["jobs"], check_exact=True)
+    jobs = new.tables["jobs"]
+    assert jobs[jobs.record == "interruption"].shape[0] > 0 and (jobs.queue_wait_h > 1).any()
