@@ -261,3 +261,29 @@ def test_the_indexed_scheduler_decides_as_the_scan_with_pools(tmp_path: Path, mo
     pd.testing.assert_frame_equal(new.tables["jobs"], old.tables["jobs"], check_exact=True)
     jobs = new.tables["jobs"]
     assert jobs[jobs.record == "interruption"].shape[0] > 0 and (jobs.queue_wait_h > 1).any()
+
+
+def test_a_trace_keeps_to_its_pool_and_a_row_larger_than_it_is_refused(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Excludes: trace rows placed on any node, or a row larger than its pool accepted (it could never start)."""
+    pd.DataFrame({"submit_h": [0.0, 0.5, 1.0], "gpus": [8, 16, 8], "duration_h": [2.0, 1.0, 1.0]}).to_csv(
+        tmp_path / "t.csv", index=False)
+    doc = hall()
+    doc["workload"]["trace"] = {"file": "t.csv", "pool": "b200"}
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    from twin.scenario.loader import load_scenario
+
+    m = Model(load_scenario(p).scenario, 0)
+    held: set[int] = set()
+    m.engine.bus.subscribe(JOB, lambda job: held.update(job.nodes.tolist()))
+    m.run()
+    jobs = m.result().tables["jobs"]
+    assert held == {4, 5}
+    # the 16-GPU row waits for the first row's node (2 h at the new pace) though the old nodes are free; the third
+    # (1 h from 1.0 h) backfills on the other b200 node, ending by that reservation
+    assert jobs[jobs.record == "job"].first_start_h.tolist() == pytest.approx([0.0, 2.0, 1.0])
+    pd.DataFrame({"submit_h": [0.0], "gpus": [24], "duration_h": [1.0]}).to_csv(tmp_path / "t.csv", index=False)
+    assert main(["run", str(p), "--dry-run", "--results", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "row 1: gpus" in err and len(err.splitlines()) == 1

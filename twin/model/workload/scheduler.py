@@ -49,11 +49,6 @@ class Scheduler(Checkpointing):
         """Nodes of its pool a restricted job (``pool``) could start on now: free, and the hot spares it may use."""
         return len(self._free_for(job)) + len(self._spares_for(job))
 
-    def _in_pool(self, job: Job, nodes: np.ndarray) -> int:
-        """How many of ``nodes`` are of ``job``'s node pool (all for a job of any node)."""
-        ex = job.spec.excl
-        return len(nodes) if ex is None else len(nodes) - int(np.count_nonzero(ex[nodes]))
-
     def _spares_for(self, job: Job) -> np.ndarray:
         """Hot spares a queued job may start on: a requeued job (it lost a node with no replacement) may
         restart on them (they are kept for its kind; idle spares must not hold it back until the spare
@@ -162,7 +157,8 @@ class Scheduler(Checkpointing):
                     head_ex = job.spec.excl
                     continue
                 # a head of one node pool: a job of another pool takes none of its nodes, so the index may not
-                # judge by the head's spare nodes; the estimate below does (and hides what it refuses)
+                # judge by the head's spare nodes; the estimate below does (and hides what it refuses: while such
+                # a head waits, a pass may look at every queued job that fits by count)
                 job = q.first((f1, fm), (s1, sm), extra if head_ex is None else big, limit_h)
                 if job is None:
                     return
@@ -288,9 +284,10 @@ class Scheduler(Checkpointing):
         nodes are spare at that time."""
         avail = len(self._free_for(head)) + len(self._spares_for(head))
         ends = []
+        ex = head.spec.excl  # (a head of one node pool counts only its pool's nodes)
         for j in self.allocated.values():
             self.queue.ops += 1
-            k = self._in_pool(head, j.nodes)  # (a head of one node pool counts only its pool's nodes)
+            k = len(j.nodes) if ex is None else len(j.nodes) - int(np.count_nonzero(ex[j.nodes]))
             if k:
                 ends.append((self._env._now + self._remaining_h(j, j.rate if j.rate > 0 else 1.0), k))
         ends.sort()
