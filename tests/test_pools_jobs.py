@@ -287,3 +287,30 @@ def test_a_trace_keeps_to_its_pool_and_a_row_larger_than_it_is_refused(tmp_path:
     assert main(["run", str(p), "--dry-run", "--results", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err.strip()
     assert "row 1: gpus" in err and len(err.splitlines()) == 1
+
+
+def test_a_trace_rows_pool_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A trace's `pool` column gives each row's job its pool (empty: the trace's `pool`, here any node).
+    Excludes: the column ignored (row 1 would take the lowest free nodes, old ones), a row's cell not checked
+    against the hall's pools or its pool's size."""
+    pd.DataFrame({"submit_h": [0.0, 0.0, 0.0], "gpus": [16, 8, 32], "duration_h": [2.0, 2.0, 2.0],
+                  "pool": ["b200", "old", ""]}).to_csv(tmp_path / "t.csv", index=False)
+    doc = hall(policy="fifo")
+    doc["workload"]["scheduler"]["placement"] = "first_fit"
+    doc["workload"]["trace"] = {"file": "t.csv"}
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    from twin.scenario.loader import load_scenario
+
+    m = Model(load_scenario(p).scenario, 0)
+    held: dict[str, set[int]] = {}
+    m.engine.bus.subscribe(JOB, lambda job: held.setdefault(job.spec.name, set()).update(job.nodes.tolist()))
+    m.run()
+    assert held["trace00001"] == {4, 5} and held["trace00002"] == {0}
+    assert held["trace00003"] == {1, 2, 3, 4}   # any node: after row 1's b200 nodes return (fifo, first fit)
+    for cells, what in ((["h200", "", ""], "row 1: pool"), (["old", "", "b200"], "row 3: gpus")):
+        pd.DataFrame({"submit_h": [0.0] * 3, "gpus": [8, 8, 24], "duration_h": [1.0] * 3,
+                      "pool": cells}).to_csv(tmp_path / "t.csv", index=False)
+        assert main(["run", str(p), "--dry-run", "--results", str(tmp_path / "r")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert what in err and len(err.splitlines()) == 1, err

@@ -289,3 +289,15 @@ def check_job_pools(workload: Any, sc: Scenario) -> None:
             if need > b - a:
                 raise ValueError(f"@{path}: {gpus} GPUs need {need} nodes but pool {name!r} ({where}.pool) has only "
                                  f"{b - a}; allowed: at most {(b - a) * gpn} GPUs, or another pool")
+
+
+def job_pool_rooms(cluster: Cluster, hot_spares: int) -> dict[str, int]:
+    """The nodes a job of each pool a ``pool`` may name can have (its pool's, at most the hall's schedulable
+    nodes: all but ``hot_spares``), by name or type (:func:`job_pool_names`)."""
+    bounds = cluster.node_pools()
+    out = {}
+    for name in job_pool_names(cluster):
+        k = job_pool_index(cluster, name)
+        assert k is not None
+        out[name] = min(bounds[k][1] - bounds[k][0], cluster.n_nodes - hot_spares)
+    return out

@@ -646,11 +646,12 @@ class Synthetic(Strict):
 
 
 class Trace(Strict):
-    """Jobs from a CSV with columns submit_h, gpus, duration_h (ideal work hours), optional name, priority."""
+    """Jobs from a CSV with columns submit_h, gpus, duration_h (ideal work hours), optional name, priority, pool."""
 
     file: str
     checkpoint: Checkpoint = Field(default_factory=Checkpoint)
-    pool: str | None = Field(None, description=JOB_POOL_DOC + " (Every row of the trace.)")
+    pool: str | None = Field(None, description=JOB_POOL_DOC + " (Every row without a `pool` cell of its own: the CSV's optional "
+                            "pool column names a row's pool, empty for this one.)")
     _rows: TraceRows | None = PrivateAttr(default=None)
 
     def bind(self, rows: TraceRows) -> None:

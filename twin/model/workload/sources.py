@@ -116,6 +116,8 @@ class Sources(Interruptions):
         gpn = self.gpn
         step = StepModel()
         pool: dict[str, Any] = {} if tr.pool is None else {"pool": tr.pool, "excl": self._excl_of(tr.pool)}
+        codes = rows.pool_codes  # a row's own pool (its `pool` cell), by its code
+        by_code = [{"pool": p, "excl": self._excl_of(p)} for p in rows.pool_names]
         it = iter(order.tolist())
         first = next(it)
         first_row = self.engine.timer(lambda: submit(first))  # scheduled now, as the other jobs' submissions
@@ -123,8 +125,9 @@ class Sources(Interruptions):
 
         def submit(i: int) -> None:
             g = int(gpus[i])
+            own = pool if codes is None or codes[i] < 0 else by_code[codes[i]]
             self._submit(Job(JobSpec(base + i + 1, rows.name(i), g, -(-g // gpn), float(dur[i]), float(sub[i]),
-                                     int(prio[i]), ck, step, **pool)))
+                                     int(prio[i]), ck, step, **own)))
             nxt = next(it, None)
             if nxt is not None:
                 next_row.set(float(sub[nxt]), lambda: submit(nxt))
