@@ -87,8 +87,9 @@ class ScanWorkload(Workload):
             return
         shadow = None
         extra = 0
+        head_ex = None  # the head's nodes outside its node pool (None: any node)
         for job in list(self.queue.jobs()):
-            pool = self._free_count(job.nodes_needed > 1)
+            pool = self._free_for(job)  # (of its node pool: workload.jobs.<i>.pool, test_pools_jobs.py)
             if job.nodes_needed > len(pool):
                 spares = self._spares_for(job)
                 if len(spares):
@@ -96,10 +97,13 @@ class ScanWorkload(Workload):
             if job.nodes_needed <= len(pool):
                 if shadow is not None:
                     est_end = self._env._now + self._remaining_h(job, 1.0)
-                    if est_end > shadow and job.nodes_needed > extra:
+                    takes = job.nodes_needed  # (none of the head's nodes when its pool is another)
+                    if head_ex is not None and job.spec.excl is not None and job.spec.excl[~head_ex].all():
+                        takes = 0
+                    if est_end > shadow and takes > extra:
                         continue
                     if est_end > shadow:
-                        extra -= job.nodes_needed
+                        extra -= takes
                 self._start(job, self._pick_nodes(job, job.nodes_needed, pool))
             else:
                 if self.spec.scheduler.policy == "fifo":
@@ -107,6 +111,7 @@ class ScanWorkload(Workload):
                     return
                 if shadow is None:
                     shadow, extra = self._reservation(job)
+                    head_ex = job.spec.excl
                     self._note_unreserved(job if shadow is None else None)
                     if shadow is None:  # no bound from running jobs' ends: reserved at infinity
                         shadow = math.inf

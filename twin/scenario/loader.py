@@ -661,10 +661,12 @@ def _bind_files(sc: Scenario, top_dir: Path, source: str) -> None:
         bind_ambient_csv(cl, top_dir)
     wl = sc.workload
     if wl is not None and wl.trace is not None:
+        from twin.scenario.pools import job_pool_rooms
         from twin.scenario.trace import read_trace
 
-        wl.trace.bind(read_trace(top_dir / wl.trace.file, sc.cluster.node.gpus,
-                                 sc.cluster.n_nodes - wl.scheduler.hot_spares))
+        rooms = job_pool_rooms(sc.cluster, wl.scheduler.hot_spares)  # (a row larger than its pool is refused)
+        room = rooms.get(wl.trace.pool or "", sc.cluster.n_nodes - wl.scheduler.hot_spares)
+        wl.trace.bind(read_trace(top_dir / wl.trace.file, sc.cluster.node.gpus, room, pools=rooms))
     cooling = getattr(sc, "cooling", None)
     if cooling is not None and cooling.ambient.csv is not None and cooling.ambient.csv._values is None:
         from twin.scenario.cooling import bind_ambient_csv

@@ -217,3 +217,87 @@ def check_cluster_pools(cluster: Cluster) -> None:
     if taken >= cluster.racks:
         raise ValueError(f"@pools: the pools take {taken} racks of the hall's {cluster.racks}; cluster.node must "
                          "keep at least one rack (to replace every rack, set cluster.node)")
+
+
+def job_pool_index(cluster: Cluster, name: str) -> int | None:
+    """The pool a job's ``pool`` names (``workload.jobs.<i>.pool``, ``workload.synthetic.pool``,
+    ``workload.trace.pool``): 0 for ``cluster.node.type``, k for ``cluster.pools[k - 1]``'s name or node type;
+    None when no pool has that name or type."""
+    if name == cluster.node.type:
+        return 0
+    for k, pool in enumerate(cluster.pools):
+        if name in (pool.name, pool.node.type):
+            return k + 1
+    return None
+
+
+def job_pool_names(cluster: Cluster) -> list[str]:
+    """What a job's ``pool`` may name: ``cluster.node.type``, then each pool's name and node type."""
+    out = [cluster.node.type]
+    for pool in cluster.pools:
+        out += [pool.name] if pool.name == pool.node.type else [pool.name, pool.node.type]
+    return out
+
+
+def job_pool_nodes(cluster: Cluster, name: str | None) -> tuple[int, int]:
+    """The nodes [start, end) of the pool a job's ``pool`` names (the whole hall for null). Raises ValueError
+    (no ``@`` path: the caller names the field) when no pool has that name or type."""
+    if name is None:
+        return 0, cluster.n_nodes
+    k = job_pool_index(cluster, name)
+    if k is None:
+        raise ValueError(f"no node pool or node type {name!r} in this hall; allowed: {job_pool_names(cluster)} "
+                         "or null (any node)")
+    a, b, _ = cluster.node_pools()[k]
+    return a, b
+
+
+JOB_POOL_DOC = ("The node pool the job must run on, as a real mixed-generation cluster puts each GPU type in its own "
+                "partition: cluster.node.type, or a pool's name or node type (cluster.pools). The scheduler starts "
+                "it, replaces its failed nodes and grows it only on that pool's nodes, and counts only them in its "
+                "fit test and backfill reservation; on the fastest pool's nodes it runs without the `generation` "
+                "speed cap. null (default): any node (a job may span pools and runs at its slowest node's pace).")
+"""The description of a job's ``pool`` (``workload.jobs.<i>``, ``workload.synthetic``, ``workload.trace``)."""
+
+
+def check_job_pools(workload: Any, sc: Scenario) -> None:
+    """Each job's ``pool`` names a pool of the hall, and the pool holds the job: its nodes (and its phases',
+    and each size of the synthetic stream) at most the pool's nodes. Raises ValueError ``@workload.<...>.pool:
+    ...`` or ``@workload.<...>.gpus: ...``."""
+    cl = sc.cluster
+    gpn = cl.node.gpus
+    asks: list[tuple[str, str | None, list[tuple[str, int]]]] = []
+    for i, job in enumerate(workload.jobs):
+        sizes = [(f"workload.jobs.{i}.gpus", job.gpus)]
+        sizes += [(f"workload.jobs.{i}.phases.{k}.gpus", ph.gpus) for k, ph in enumerate(job.phases or [])
+                  if ph.gpus is not None]
+        asks.append((f"workload.jobs.{i}", job.pool, sizes))
+    if workload.synthetic is not None:
+        asks.append(("workload.synthetic", workload.synthetic.pool,
+                     [("workload.synthetic.gpus.values", v) for v in workload.synthetic.gpus.values]))
+    if workload.trace is not None:
+        asks.append(("workload.trace", workload.trace.pool, []))
+    for where, name, sizes in asks:
+        if name is None:
+            continue
+        try:
+            a, b = job_pool_nodes(cl, name)
+        except ValueError as e:
+            raise ValueError(f"@{where}.pool: {e}") from None
+        for path, gpus in sizes:
+            need = -(-gpus // gpn)
+            if need > b - a:
+                raise ValueError(f"@{path}: {gpus} GPUs need {need} nodes but pool {name!r} ({where}.pool) has only "
+                                 f"{b - a}; allowed: at most {(b - a) * gpn} GPUs, or another pool")
+
+
+def job_pool_rooms(cluster: Cluster, hot_spares: int) -> dict[str, int]:
+    """The nodes a job of each pool a ``pool`` may name can have (its pool's, at most the hall's schedulable
+    nodes: all but ``hot_spares``), by name or type (:func:`job_pool_names`)."""
+    bounds = cluster.node_pools()
+    out = {}
+    for name in job_pool_names(cluster):
+        k = job_pool_index(cluster, name)
+        assert k is not None
+        out[name] = min(bounds[k][1] - bounds[k][0], cluster.n_nodes - hot_spares)
+    return out

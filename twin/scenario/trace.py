@@ -1,7 +1,8 @@
 """Job traces: a CSV of jobs read in chunks into columns (no object per row).
 
-A trace has the columns ``submit_h, gpus, duration_h`` (ideal work hours) and optionally ``name``
-and ``priority``. :func:`read_trace` reads it ``CHUNK_ROWS`` rows at a time with pandas, checks every
+A trace has the columns ``submit_h, gpus, duration_h`` (ideal work hours) and optionally ``name``,
+``priority`` and ``pool`` (the node pool of the row's job, as ``workload.jobs.<i>.pool``; empty: the
+trace's). :func:`read_trace` reads it ``CHUNK_ROWS`` rows at a time with pandas, checks every
 row (errors name the file and the 1-based data row) and keeps the rows as numpy columns: about 33
 bytes a row (plus the names when the file has them), so a million-row trace holds ~33 MB, not the
 gigabytes of one Python object per row. The workload creates each job only when it is submitted
@@ -39,6 +40,17 @@ class TraceRows:
     """Priorities (int64; 0 where the file has none)."""
     names: np.ndarray | None
     """Job names (object), or None: then row ``i`` is named ``trace{i + 1:05d}``."""
+    pool_codes: np.ndarray | None = None
+    """Each row's node pool as an index into ``pool_names`` (int16; -1: the trace's ``pool``), or None: no
+    ``pool`` column."""
+    pool_names: tuple[str, ...] = ()
+    """The pool names the ``pool`` column uses."""
+
+    def pool(self, i: int, default: str | None) -> str | None:
+        """Node pool of row ``i`` (0-based): its ``pool`` cell, else ``default`` (the trace's)."""
+        if self.pool_codes is None or self.pool_codes[i] < 0:
+            return default
+        return self.pool_names[int(self.pool_codes[i])]
 
     def __len__(self) -> int:
         return len(self.submit_h)
@@ -85,18 +97,23 @@ def _parser_message(exc: Exception) -> str:
     return text
 
 
-def read_trace(path: Path, gpus_per_node: int, schedulable_nodes: int, chunk_rows: int = CHUNK_ROWS) -> TraceRows:
+def read_trace(path: Path, gpus_per_node: int, schedulable_nodes: int, chunk_rows: int = CHUNK_ROWS,
+               pools: dict[str, int] | None = None) -> TraceRows:
     """Read and check a job trace CSV in chunks of ``chunk_rows`` rows. Errors name the file and the
     1-based data row: a missing column, a cell that is not a number, a negative or infinite
-    ``submit_h``, a ``duration_h`` not > 0, ``gpus`` < 1 or more GPUs than the schedulable nodes hold."""
+    ``submit_h``, a ``duration_h`` not > 0, ``gpus`` < 1 or more GPUs than the schedulable nodes hold
+    (those of the row's ``pool``: ``pools`` gives the nodes of each pool a cell may name; None: no pool
+    may be named)."""
     src = str(path)
     from twin.scenario.files import file_problem
 
     problem = file_problem(path, "trace file")  # a FIFO or a device is said to be one, not "not found"
     if problem is not None:
         raise InputError(src, "workload.trace.file", problem)
-    cols: dict[str, list[np.ndarray]] = {"submit_h": [], "gpus": [], "duration_h": [], "priority": [], "name": []}
-    has_name = False
+    cols: dict[str, list[np.ndarray]] = {"submit_h": [], "gpus": [], "duration_h": [], "priority": [], "name": [],
+                                         "pool": []}
+    has_name = has_pool = False
+    names = list(pools or {})
     try:  # the reader parses the header (and, with an unterminated quote, the whole file) at once
         reader = pd.read_csv(path, chunksize=chunk_rows, dtype=str, keep_default_na=False, encoding="utf-8")
     except pd.errors.EmptyDataError:
@@ -111,6 +128,7 @@ def read_trace(path: Path, gpus_per_node: int, schedulable_nodes: int, chunk_row
                 if missing:
                     raise InputError(src, "header", f"missing columns {missing}; required: {list(TRACE_COLUMNS)}")
                 has_name = "name" in chunk.columns
+                has_pool = "pool" in chunk.columns
             n = len(chunk)
             sub_s, gpus_s, dur_s = chunk["submit_h"], chunk["gpus"], chunk["duration_h"]
             prio_s = chunk["priority"] if "priority" in chunk.columns else pd.Series([""] * n, index=chunk.index)
@@ -132,10 +150,21 @@ def read_trace(path: Path, gpus_per_node: int, schedulable_nodes: int, chunk_row
             gpus = gpus_f.astype(np.int64)
             _bad_row(src, first, gpus < 1, "gpus", "must be >= 1", gpus_s)
             need = -(-gpus // gpus_per_node)
-            if (need > schedulable_nodes).any():
-                k = int(np.flatnonzero(need > schedulable_nodes)[0])
+            room = np.full(n, schedulable_nodes)
+            if has_pool:
+                cells = chunk["pool"].str.strip()
+                unknown = (cells != "") & ~cells.isin(names)
+                _bad_row(src, first, unknown.to_numpy(bool), "pool",
+                         f"no node pool or node type of this hall; allowed: {names} or empty (the trace's)", cells)
+                code = cells.map({p: k for k, p in enumerate(names)}).fillna(-1).to_numpy(np.int16)
+                if pools:  # a row naming a pool: that pool's nodes (an empty cell: the trace's)
+                    room = np.where(code >= 0, np.array([pools[p] for p in names])[np.maximum(code, 0)], room)
+                cols["pool"].append(code)
+            if (need > room).any():
+                k = int(np.flatnonzero(need > room)[0])
                 raise InputError(src, f"row {first + k}: gpus", f"{gpus[k]} GPUs need more than the "
-                                                                f"{schedulable_nodes} schedulable nodes")
+                                                                f"{room[k]} schedulable nodes"
+                                                                + (" of its pool" if room[k] < schedulable_nodes else ""))
             cols["submit_h"].append(sub)
             cols["duration_h"].append(dur)
             cols["gpus"].append(gpus)
@@ -157,7 +186,8 @@ def read_trace(path: Path, gpus_per_node: int, schedulable_nodes: int, chunk_row
         return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
     return TraceRows(cat("submit_h", float), cat("gpus", np.int64), cat("duration_h", float),
-                     cat("priority", np.int64), cat("name", object) if has_name else None)
+                     cat("priority", np.int64), cat("name", object) if has_name else None,
+                     cat("pool", np.int16) if has_pool else None, tuple(names))
 
 
 def trace_summary(rows: TraceRows, horizon_h: float, gpus_per_node: int) -> tuple[int, float, float]:

@@ -15,6 +15,7 @@ from twin.scenario.defaults import derive, moved
 from twin.scenario.storage import DataLoading
 from twin.scenario.nvlink import check_job_layout
 from twin.scenario.phases import Phase, segments
+from twin.scenario.pools import JOB_POOL_DOC, check_job_pools
 from twin.scenario.trace import TraceRows
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -529,6 +530,7 @@ class Job(Strict):
         None, min_length=1, description="Stages of the training run (twin/scenario/phases.py: tokens, sequence "
                                         "length, global batch or ramp, GPUs, layout and precision each); needs a "
                                         "training block, step.model and step.layout. null: one phase.")
+    pool: str | None = Field(None, description=JOB_POOL_DOC)
 
     @model_validator(mode="after")
     def _work(self) -> "Job":
@@ -633,6 +635,7 @@ class Synthetic(Strict):
                           "number of replicas (replica_nodes required); null: rigid jobs.")
     data: DataLoading | None = Field(None, description="Training-data reads of every job (read_mb_per_s_per_gpu or "
                                                        "bytes_per_sample × samples_per_s_per_gpu; null: none).")
+    pool: str | None = Field(None, description=JOB_POOL_DOC)
 
     @model_validator(mode="after")
     def _data(self) -> "Synthetic":
@@ -643,10 +646,12 @@ class Synthetic(Strict):
 
 
 class Trace(Strict):
-    """Jobs from a CSV with columns submit_h, gpus, duration_h (ideal work hours), optional name, priority."""
+    """Jobs from a CSV with columns submit_h, gpus, duration_h (ideal work hours), optional name, priority, pool."""
 
     file: str
     checkpoint: Checkpoint = Field(default_factory=Checkpoint)
+    pool: str | None = Field(None, description=JOB_POOL_DOC + " (Every row without a `pool` cell of its own: the CSV's optional "
+                            "pool column names a row's pool, empty for this one.)")
     _rows: TraceRows | None = PrivateAttr(default=None)
 
     def bind(self, rows: TraceRows) -> None:
@@ -740,6 +745,7 @@ class Workload(Strict):
         for i, job in enumerate(self.jobs):
             check_job_layout(f"workload.jobs.{i}", job, sc.cluster.nvlink, gpn)
             job.step.check_memory(f"@workload.jobs.{i}.step.layout.hbm_gb")   # (again, once tp is known to fit)
+        check_job_pools(self, sc)
         syn_el = self.synthetic.elastic if self.synthetic is not None else None
         if syn_el is not None and syn_el.replica_nodes is None:
             raise ValueError("@workload.synthetic.elastic.replica_nodes: give it (synthetic jobs have no layout)")

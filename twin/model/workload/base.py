@@ -14,6 +14,7 @@ from twin.model.domains import Domains
 from twin.model.jobqueue import JobQueue
 from twin.model.workload.jobs import JOB, Interruption, Job
 from twin.model.workload.pools import NodePool
+from twin.scenario.pools import job_pool_nodes
 from twin.scenario.storage import DataLoading
 from twin.scenario.workload import Checkpoint, Elastic, StepModel
 
@@ -65,6 +66,24 @@ class WorkloadBase:
         self.spares = NodePool(n, range(n - self.spare_target, n))
         self.domains = Domains(sc, self.engine.bus) if sc.cluster.nvlink is not None else None
         """The NVLink domains as scheduling units (None: each node is its own domain)."""
+        self._pool_excl: dict[str, np.ndarray | None] = {}
+        """The nodes outside each job pool named so far (True), by name (None: the whole hall)."""
+
+    def _excl_of(self, pool: str | None) -> np.ndarray | None:
+        """The nodes outside the node pool ``pool`` (a job's ``pool``), True; None for any node or a pool that is
+        the whole hall (the unrestricted path)."""
+        if pool is None:
+            return None
+        if pool not in self._pool_excl:
+            a, b = job_pool_nodes(self.sc.cluster, pool)
+            n = self.cluster.n_nodes
+            mask = None
+            if b - a < n:
+                mask = np.ones(n, dtype=bool)
+                mask[a:b] = False
+                mask.flags.writeable = False
+            self._pool_excl[pool] = mask
+        return self._pool_excl[pool]
 
     # ---- steps of the layers above (defined by the layer named) ------------------------------------
     def _schedule(self) -> None:
@@ -90,6 +109,6 @@ class WorkloadBase:
     def _new_job(self, name: str, gpus: int, work_h: float, submit_h: float, priority: int,
                  ckpt: Checkpoint, step: StepModel | None = None, repeat: bool = False,
                  elastic: Elastic | None = None, data: DataLoading | None = None,
-                 data_gbs: float | None = None) -> Job:
+                 data_gbs: float | None = None, pool: str | None = None) -> Job:
         """A new job record (:mod:`twin.model.workload.sources`)."""
         raise NotImplementedError

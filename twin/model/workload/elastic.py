@@ -15,15 +15,16 @@ from twin.model.workload.scheduler import Scheduler
 class ElasticJobs(Scheduler):
     """Elastic jobs (``elastic``) (a layer of :class:`twin.model.workload.Workload`)."""
 
-    def _take_from_pools(self, k: int, multi: bool) -> np.ndarray:
-        """Up to ``k`` nodes for a running job's replacement or growth: hot spares first, then free
-        nodes, lowest ids first (as a rigid job's replacement); not yet taken out of the pools."""
+    def _take_from_pools(self, k: int, job: Job) -> np.ndarray:
+        """Up to ``k`` nodes for ``job``'s replacement or growth: hot spares first, then free nodes, lowest
+        ids first (as a rigid job's replacement), of its node pool; not yet taken out of the pools."""
         parts = []
         got = 0
+        ex = self._excl(job, job.spec.nodes_needed > 1)
         for pool in (self.spares, self.free):
             if got == k:
                 break
-            take = pool.nodes(self._cut_mask(multi))[: k - got]
+            take = pool.nodes(ex)[: k - got]
             parts.append(take)
             got += len(take)
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
@@ -38,8 +39,7 @@ class ElasticJobs(Scheduler):
         want = len(nodes) - len(keep)
         if not want:
             return False
-        multi = job.spec.nodes_needed > 1
-        avail = self._take_from_pools(want, multi)
+        avail = self._take_from_pools(want, job)
         if len(avail) < want:  # no replacement for them all: the whole replicas it can make
             r = (len(keep) + len(avail)) // job.spec.rn
             if r < job.spec.min_rep:
@@ -89,7 +89,7 @@ class ElasticJobs(Scheduler):
                 continue
             self.queue.ops += 1
             want = job.spec.nodes_needed - len(job.nodes)
-            avail = self._take_from_pools(want, job.spec.nodes_needed > 1)
+            avail = self._take_from_pools(want, job)
             k = len(avail) // job.spec.rn * job.spec.rn
             if not k:
                 continue

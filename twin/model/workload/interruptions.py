@@ -72,13 +72,12 @@ class Interruptions(ElasticJobs):
                 self.owner[n] = -1
         need = (len(nodes) if job.spec.rn else job.spec.nodes_needed) - len(keep)  # an elastic job: its replicas now
         job.nodes = keep
-        multi = job.spec.nodes_needed > 1
         if job.spec.unit > 1 and need:  # tp groups stay in whole units per NVLink domain
             keep, parts, ok = self._domain_replacement(job, keep, need)
             repl = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
             got = need if ok else -1
         else:
-            repl = self._take_from_pools(need, multi)
+            repl = self._take_from_pools(need, job)
             got = len(repl)
         if got == need:
             for n in repl.tolist():
@@ -108,7 +107,7 @@ class Interruptions(ElasticJobs):
         (:meth:`Domains.complete`; an incomplete unit's remaining nodes are given back when its domain has
         no free node to complete it); found is False when there are not enough (the job is requeued)."""
         assert self.domains is not None
-        cut = self._cut_mask(True)
+        cut = self._excl(job, True)
         got = self.domains.complete(keep, need, [self.spares.nodes(cut), self.free.nodes(cut)], job.spec.unit)
         if got is None:
             return keep, [], False

@@ -67,6 +67,10 @@ class JobSpec:
     rn: int = 0
     min_rep: int = 0
     reconf_pause_h: float = 0.0
+    # its node pool (workload.jobs.<i>.pool; None: any node) and the nodes outside it (True; None: any node,
+    # also when the pool is the whole hall), one array per pool shared by its jobs
+    pool: str | None = None
+    excl: np.ndarray | None = None
 
 
 @dataclass(slots=True)

@@ -32,9 +32,22 @@ class Scheduler(Checkpointing):
         self.spares.discard(node)
         self.free.discard(node)
 
-    def _free_count(self, multi_node: bool) -> np.ndarray:
-        """Free nodes a job may use: multi-node jobs avoid nodes cut off a rail."""
-        return self.free.nodes(self._cut_mask(multi_node))
+    def _free_for(self, job: Job) -> np.ndarray:
+        """Free nodes ``job`` may use: of its node pool, and not cut off a rail when it spans nodes."""
+        return self.free.nodes(self._excl(job, job.spec.nodes_needed > 1))
+
+    def _excl(self, job: Job, multi_node: bool) -> np.ndarray | None:
+        """Nodes ``job`` may not use (True): outside its node pool (``pool``), or cut off a rail when it
+        spans nodes; None when it may use any."""
+        cut = self._cut_mask(multi_node)
+        ex = job.spec.excl
+        if ex is None:
+            return cut
+        return ex if cut is None else ex | cut
+
+    def _fits_pool(self, job: Job) -> int:
+        """Nodes of its pool a restricted job (``pool``) could start on now: free, and the hot spares it may use."""
+        return len(self._free_for(job)) + len(self._spares_for(job))
 
     def _spares_for(self, job: Job) -> np.ndarray:
         """Hot spares a queued job may start on: a requeued job (it lost a node with no replacement) may
@@ -42,7 +55,7 @@ class Scheduler(Checkpointing):
         pool is full again, later returns top it up); a new job may not."""
         if not job.started_once or not len(self.spares):
             return np.zeros(0, dtype=np.int64)
-        return self.spares.nodes(self._cut_mask(job.spec.nodes_needed > 1))
+        return self.spares.nodes(self._excl(job, job.spec.nodes_needed > 1))
 
     def _cut_mask(self, multi_node: bool) -> np.ndarray | None:
         """Nodes a job may not use because they are cut off a rail (multi-node jobs only; None while
@@ -104,6 +117,7 @@ class Scheduler(Checkpointing):
         now = self._env._now
         big = self.cluster.n_nodes + 1
         shadow: float | None = None
+        head_ex: np.ndarray | None = None
         extra = 0
         limit_h = ANY
         hidden: list[Job] = []
@@ -119,6 +133,8 @@ class Scheduler(Checkpointing):
                     assert job is not None
                     i = 1 if job.spec.nodes_needed > 1 else 0
                     fits = (f1, fm)[i] + ((s1, sm)[i] if job.started_once else 0)
+                    if job.spec.excl is not None:  # only its node pool's nodes
+                        fits = self._fits_pool(job)
                     if job.spec.unit > 1 and job.spec.nodes_needed <= fits:  # tp groups in whole units per domain
                         fits = self._domain_fit(job)
                     if job.spec.nodes_needed <= fits:
@@ -138,22 +154,34 @@ class Scheduler(Checkpointing):
                     self._note_unreserved(None)
                     # a job ending by the reservation has at most this much work left (with margin for rounding)
                     limit_h = (shadow - now) + 1e-9 * max(1.0, abs(shadow))
+                    head_ex = job.spec.excl
                     continue
-                job = q.first((f1, fm), (s1, sm), extra, limit_h)
+                # a head of one node pool: a job of another pool takes none of its nodes, so the index may not
+                # judge by the head's spare nodes; the estimate below does (and hides what it refuses: while such
+                # a head waits, a pass may look at every queued job that fits by count)
+                job = q.first((f1, fm), (s1, sm), extra if head_ex is None else big, limit_h)
                 if job is None:
                     return
+                if job.spec.excl is not None and self._fits_pool(job) < job.spec.nodes_needed:
+                    q.hide(job)  # fits by count, not in its node pool
+                    hidden.append(job)
+                    continue
                 if job.spec.unit > 1 and self._domain_fit(job) < job.spec.nodes_needed:  # fits by count, not by domain
                     q.hide(job)
                     hidden.append(job)
                     continue
-                # EASY backfill: must not delay the head's reservation
+                # EASY backfill: must not delay the head's reservation (a job confined to another node pool
+                # than the head's takes none of the head's nodes)
                 est_end = now + self._remaining_h(job, 1.0)
-                if est_end > shadow and job.spec.nodes_needed > extra:
+                takes = job.spec.nodes_needed
+                if head_ex is not None and job.spec.excl is not None and bool(job.spec.excl[~head_ex].all()):
+                    takes = 0
+                if est_end > shadow and takes > extra:
                     q.hide(job)
                     hidden.append(job)
                     continue
                 if est_end > shadow:
-                    extra -= job.spec.nodes_needed
+                    extra -= takes
                 self._start_from_pools(job)
         finally:
             for job in hidden:
@@ -163,8 +191,11 @@ class Scheduler(Checkpointing):
         """True when the running jobs' ends cannot free enough nodes for ``head`` (as
         :meth:`_reservation` returning None): the nodes it may use now plus all allocated nodes are
         fewer than it needs."""
-        avail = len(self._free_count(head.spec.nodes_needed > 1)) + len(self._spares_for(head))
-        return avail + int(np.count_nonzero(self.owner >= 0)) < head.spec.nodes_needed
+        avail = len(self._free_for(head)) + len(self._spares_for(head))
+        held = self.owner >= 0
+        if head.spec.excl is not None:
+            held = held & ~head.spec.excl
+        return avail + int(np.count_nonzero(held)) < head.spec.nodes_needed
 
     def _note_unreserved(self, job: Job | None) -> None:
         """``job`` is now the head of the queue with no bound on its start (None: no such head): end
@@ -190,7 +221,10 @@ class Scheduler(Checkpointing):
         job.advised = True
         now = self._env._now
         hours = job.acct.unreserved_h + now - self._unreserved_since
-        usable = len(self._free_count(job.spec.nodes_needed > 1)) + int(np.count_nonzero(self.owner >= 0))
+        held = self.owner >= 0
+        if job.spec.excl is not None:
+            held = held & ~job.spec.excl
+        usable = len(self._free_for(job)) + int(np.count_nonzero(held))
         text = (f"job {job.spec.name!r} (id {job.spec.jid}, {job.spec.nodes_needed} nodes) has waited {now - job.spec.submit_h:.1f} h, "
                 f"{hours:.1f} h of them with no reservation: only {usable} nodes are up and schedulable for it "
                 f"(later jobs backfill meanwhile)")
@@ -205,7 +239,7 @@ class Scheduler(Checkpointing):
             assert self.domains is not None
             self._start(job, self.domains.pick(self._domain_pool(job), k, job.spec.unit))
             return
-        pool = self._free_count(job.spec.nodes_needed > 1)
+        pool = self._free_for(job)
         if k > len(pool):
             spares = self._spares_for(job)
             if len(spares):
@@ -217,7 +251,7 @@ class Scheduler(Checkpointing):
 
     def _domain_pool(self, job: Job) -> np.ndarray:
         """The sorted nodes ``job`` may start on: free, and the hot spares when it may use them."""
-        pool = self._free_count(job.spec.nodes_needed > 1)
+        pool = self._free_for(job)
         spares = self._spares_for(job)
         return np.sort(np.concatenate((pool, spares))) if len(spares) else pool
 
@@ -248,12 +282,14 @@ class Scheduler(Checkpointing):
     def _reservation(self, head: Job) -> tuple[float | None, int]:
         """EASY: the time the head job can start (from running jobs' expected ends) and how many
         nodes are spare at that time."""
-        avail = len(self._free_count(head.spec.nodes_needed > 1)) + len(self._spares_for(head))
+        avail = len(self._free_for(head)) + len(self._spares_for(head))
         ends = []
+        ex = head.spec.excl  # (a head of one node pool counts only its pool's nodes)
         for j in self.allocated.values():
             self.queue.ops += 1
-            if len(j.nodes):
-                ends.append((self._env._now + self._remaining_h(j, j.rate if j.rate > 0 else 1.0), len(j.nodes)))
+            k = len(j.nodes) if ex is None else len(j.nodes) - int(np.count_nonzero(ex[j.nodes]))
+            if k:
+                ends.append((self._env._now + self._remaining_h(j, j.rate if j.rate > 0 else 1.0), k))
         ends.sort()
         for t, k in ends:
             avail += k
@@ -301,7 +337,7 @@ class Scheduler(Checkpointing):
         if job.spec.repeat:
             sp = job.spec  # (a repeat is rigid: no elastic replicas)
             self._submit(self._new_job(sp.name, sp.gpus, sp.work_h, self._env._now, sp.priority, sp.ckpt, sp.step, True,
-                                       data_gbs=sp.data_gbs))
+                                       data_gbs=sp.data_gbs, pool=sp.pool))
         self._schedule()
 
     def _release(self, job: Job) -> None:

@@ -21,7 +21,7 @@ class Sources(Interruptions):
     def _new_job(self, name: str, gpus: int, work_h: float, submit_h: float, priority: int,
                  ckpt: Checkpoint, step: StepModel | None = None, repeat: bool = False,
                  elastic: Elastic | None = None, data: DataLoading | None = None,
-                 data_gbs: float | None = None) -> Job:
+                 data_gbs: float | None = None, pool: str | None = None) -> Job:
         """A new job (the next id), with what the workload derives from its sections: its training-data
         demand after the node caches (GB/s; ``data_gbs``: the given one instead, for a repeat), its
         elastic replicas (when its nodes make at least two whole replicas) and its NVLink placement unit."""
@@ -42,6 +42,8 @@ class Sources(Interruptions):
                 self._has_elastic = True
         if self.domains is not None and step.layout is not None:
             extra["unit"] = self.domains.unit(step.layout.tp)
+        if pool is not None:
+            extra.update(pool=pool, excl=self._excl_of(pool))
         return Job(JobSpec(self._jid, name, gpus, nodes_needed, work_h, submit_h, priority, ckpt, step, repeat,
                            **extra))
 
@@ -52,7 +54,7 @@ class Sources(Interruptions):
         for j in spec.jobs:
             assert j.work_h is not None  # the schema sets it (from the training block when not given)
             pending.append(self._new_job(j.name, j.gpus, j.work_h, j.submit_h, j.priority, j.checkpoint, j.step,
-                                         j.repeat, j.elastic, j.data))
+                                         j.repeat, j.elastic, j.data, pool=j.pool))
         if spec.synthetic is not None:
             pending.extend(self._synthetic_jobs(H))
         for job in pending:
@@ -91,7 +93,7 @@ class Sources(Interruptions):
         work = syn.work.sample(streams.uniforms(d_work, ks))
         return [
             self._new_job(f"syn{i:05d}", int(syn.gpus.values[choice[i]]), max(float(work[i]), 1e-6), times[i],
-                          syn.priority, syn.checkpoint, elastic=syn.elastic, data=syn.data)
+                          syn.priority, syn.checkpoint, elastic=syn.elastic, data=syn.data, pool=syn.pool)
             for i in range(n)
         ]
 
@@ -113,6 +115,9 @@ class Sources(Interruptions):
         ck = tr.checkpoint
         gpn = self.gpn
         step = StepModel()
+        pool: dict[str, Any] = {} if tr.pool is None else {"pool": tr.pool, "excl": self._excl_of(tr.pool)}
+        codes = rows.pool_codes  # a row's own pool (its `pool` cell), by its code
+        by_code = [{"pool": p, "excl": self._excl_of(p)} for p in rows.pool_names]
         it = iter(order.tolist())
         first = next(it)
         first_row = self.engine.timer(lambda: submit(first))  # scheduled now, as the other jobs' submissions
@@ -120,8 +125,9 @@ class Sources(Interruptions):
 
         def submit(i: int) -> None:
             g = int(gpus[i])
+            own = pool if codes is None or codes[i] < 0 else by_code[codes[i]]
             self._submit(Job(JobSpec(base + i + 1, rows.name(i), g, -(-g // gpn), float(dur[i]), float(sub[i]),
-                                     int(prio[i]), ck, step)))
+                                     int(prio[i]), ck, step, **own)))
             nxt = next(it, None)
             if nxt is not None:
                 next_row.set(float(sub[nxt]), lambda: submit(nxt))
