@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from twin import kernels_events as KE
 
+INF = np.inf
+
 _vals = st.sampled_from([0.0, 0.5, 1.0, 250.0, np.inf, -np.inf, np.nan])
 
 
@@ -146,3 +148,61 @@ def test_merge_level_is_numpys_union_and_searchsorted(t0: list[float], ct: list[
     want = base + np.where(k >= 0, cv[np.maximum(k, 0)], 0.0)
     got_t, got_v = KE.merge_level(t0a, v0, cta, cv)
     assert np.array_equal(got_t, tt) and np.array_equal(got_v, want)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), u=st.sampled_from([1, 8]), keep=st.booleans(), mixed=st.booleans(),
+       nan=st.booleans())
+def test_plan_one_is_plan_group_and_the_wake_up(seed: int, u: int, keep: bool, mixed: bool, nan: bool) -> None:
+    """``plan_one``: when every node given is in the group, ``plan_group`` of it and ``t_due.min()``; when one is
+    not, nothing (``LazyCrossings.plan`` then takes its general path)."""
+    rng = np.random.default_rng(seed)
+    n_nodes = 12
+    G = n_nodes * u
+    arr = np.sort(rng.choice(n_nodes, size=int(rng.integers(1, n_nodes + 1)), replace=False)).astype(np.int64)
+    gid_of = np.where(rng.random(n_nodes) < 0.8, 3, 5).astype(np.int64)
+    gid_of[arr[0]] = 3
+    nodes = arr[gid_of[arr] == 3]
+    if mixed:
+        nodes = arr.copy()
+        gid_of[nodes[-1]] = 5
+    t_next = np.where(rng.random(G) < 0.3, INF, np.round(rng.uniform(0.0, 2.0, G), 1))
+    kind = rng.integers(0, 3, G).astype(np.int8)
+    silent = rng.random(G) < 0.4
+    down = (rng.random(n_nodes) < 0.2).astype(np.int32)
+    caps = np.where(rng.random(n_nodes) < 0.5, 1.0, rng.uniform(0.3, 1.0, n_nodes))
+    x_sp = rng.uniform(0.2, 1.0, G)
+    x_ok = rng.random(G) < 0.8
+    t_due = np.where(rng.random(G) < 0.3, INF, rng.uniform(0.0, 2.0, G))
+    if nan:
+        t_due[int(rng.integers(0, G))] = np.nan
+    keep_h = 1.0 + 1e-12 if keep else -INF
+    r_sil, r_due = silent.copy(), t_due.copy()
+    one = bool(np.all(gid_of[nodes] == 3))
+    delta = KE.plan_group(arr, 3, gid_of, u, keep_h, t_next, kind, r_sil, down, caps, x_sp, x_ok, r_due) if one else 0
+    got = KE.plan_one(nodes, arr, 3, gid_of, u, keep_h, t_next, kind, silent, down, caps, x_sp, x_ok, t_due)
+    assert got[0] == one and got[1] == delta
+    assert np.array_equal(silent, r_sil) and np.array_equal(t_due, r_due, equal_nan=True)
+    if one:
+        m = float(r_due.min())
+        assert got[2] == m or (np.isnan(m) and np.isnan(got[2]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5, 250.0, np.inf, np.nan]), min_size=1, max_size=40))
+def test_min_all_is_numpy_min(a: list[float]) -> None:
+    arr = np.array(a)
+    want = float(arr.min())
+    got = KE.min_all(arr)
+    assert got == want or (np.isnan(want) and np.isnan(got))
+
+
+@settings(max_examples=300, deadline=None)
+@given(c=_case())
+def test_min_of_at_is_numpy_min(c: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    a, idx, _ = c
+    if not len(idx):
+        return
+    want = float(a[idx].min())
+    got = KE.min_of_at(a, idx)
+    assert got == want or (np.isnan(want) and np.isnan(got))

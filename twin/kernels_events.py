@@ -91,6 +91,19 @@ def minimum_at(out: np.ndarray, a: np.ndarray, idx: np.ndarray) -> None:
 
 
 @njit(**_JIT)
+def min_of_at(a: np.ndarray, idx: np.ndarray) -> float:
+    """``float(a[idx].min())`` for at least one index (nan if one of them is)."""
+    m = a[idx[0]]
+    for j in range(1, idx.shape[0]):
+        x = a[idx[j]]
+        if x != x:
+            return x
+        if x < m:
+            m = x
+    return m
+
+
+@njit(**_JIT)
 def argsort_stable(key: np.ndarray) -> np.ndarray:
     """Indices that sort ``key`` (float64: the kernels pass integer keys as floats, exact below 2**53, so one
     version is compiled) ascending, ties in their order (``np.argsort(key,
@@ -183,6 +196,51 @@ def plan_group(arr: np.ndarray, gid: int, gid_of: np.ndarray, u: int, keep_due_h
         silent[i] = sil
         t_due[i] = INF if sil else t_next[i]
     return delta
+
+
+@njit(**_JIT)
+def plan_one(nodes: np.ndarray, arr: np.ndarray, gid: int, gid_of: np.ndarray, u: int, keep_due_h: float,
+             t_next: np.ndarray, kind: np.ndarray, silent: np.ndarray, down: np.ndarray, caps: np.ndarray,
+             x_sp: np.ndarray, x_ok: np.ndarray, t_due: np.ndarray) -> tuple[bool, int, float]:
+    """``LazyCrossings.plan``'s common case in one call: when every node of ``nodes`` is in group ``gid`` (whose
+    members' array is ``arr``), :func:`plan_group` of it, then the earliest time of ``t_due``
+    (``float(t_due.min())``: the wake-up's). Returns (whether they were all in ``gid``: else nothing was done;
+    the change in the number of silent flags; the earliest ``t_due``, nan if one is)."""
+    for j in range(nodes.shape[0]):
+        if gid_of[nodes[j]] != gid:
+            return False, 0, INF
+    delta = plan_group(arr, gid, gid_of, u, keep_due_h, t_next, kind, silent, down, caps, x_sp, x_ok, t_due)
+    return True, delta, min_all(t_due)
+
+
+@njit(**_JIT)
+def min_all(a: np.ndarray) -> float:
+    """``float(a.min())`` (nan if some element is; inf for none): four running minima by selects, which the
+    compiler vectorises (a minimum does not depend on the order it is taken in)."""
+    n = a.shape[0]
+    m0 = m1 = m2 = m3 = INF
+    bad = False
+    i = 0
+    while i + 4 <= n:
+        v0 = a[i]
+        v1 = a[i + 1]
+        v2 = a[i + 2]
+        v3 = a[i + 3]
+        bad |= (v0 != v0) | (v1 != v1) | (v2 != v2) | (v3 != v3)
+        m0 = v0 if v0 < m0 else m0
+        m1 = v1 if v1 < m1 else m1
+        m2 = v2 if v2 < m2 else m2
+        m3 = v3 if v3 < m3 else m3
+        i += 4
+    while i < n:
+        v = a[i]
+        bad |= v != v
+        m0 = v if v < m0 else m0
+        i += 1
+    m0 = m1 if m1 < m0 else m0
+    m2 = m3 if m3 < m2 else m2
+    m0 = m2 if m2 < m0 else m0
+    return math.nan if bad else m0
 
 
 @njit(**_JIT)

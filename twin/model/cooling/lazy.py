@@ -142,13 +142,23 @@ class LazyCrossings:
         if self.it.exact:  # a reader needs exact node power: every crossing stays an event
             self.wake_at_due()
             return
-        gids = a.gid[nodes]
-        g0 = int(gids[0])
-        gl = [g0] if not np.count_nonzero(gids != g0) else np.unique(gids).tolist()
+        g0 = int(a.gid[nodes[0]])
         caps = a.speed_caps
         down = self.cluster.down_count
         rose = self.rose
+        if g0 >= 0 and not (self.n_silent and rose):  # the common case: one group, nothing to settle first,
+            keep = now + _EPS_H if self.n_silent else -INF  # then the wake-up, in one compiled call
+            one, d, m = kernels_events.plan_one(nodes, self._groups[g0], g0, a.gid, p.units_per_node, keep,
+                                                a.t_next, a.kind, self.silent, down, caps, a.x_sp, a.x_ok, a.t_due)
+            if one:  # (else: nodes of several groups, below)
+                self.rose = False
+                self.n_silent += d
+                if m < self.gpu.wake_t:  # (wake_at_due)
+                    self.gpu.schedule_wake(m)
+                return
         self.rose = False
+        gids = a.gid[nodes]
+        gl = [g0] if not np.count_nonzero(gids != g0) else np.unique(gids).tolist()
         for gid in gl:
             if gid < 0:
                 continue  # not in a group: every crossing stays an event
