@@ -206,3 +206,15 @@ def test_min_of_at_is_numpy_min(c: tuple[np.ndarray, np.ndarray, np.ndarray]) ->
     want = float(a[idx].min())
     got = KE.min_of_at(a, idx)
     assert got == want or (np.isnan(want) and np.isnan(got))
+
+
+@settings(max_examples=300, deadline=None)
+@given(c=_case(), x=st.sampled_from([0.5, 1.0, np.inf]), every=st.booleans())
+def test_any_lt_is_numpy(c: tuple[np.ndarray, np.ndarray, np.ndarray], x: float, every: bool) -> None:
+    """``any_lt``: ``(a[idx] < x).any()``, or over every element with the sentinel index -1 (the cluster's
+    test of whether some node is slowed)."""
+    a, idx, _ = c
+    if every:
+        assert KE.any_lt(a, np.array([-1], dtype=np.int64), x) == bool((a < x).any())
+    else:
+        assert KE.any_lt(a, idx, x) == bool((a[idx] < x).any())

@@ -104,6 +104,21 @@ def min_of_at(a: np.ndarray, idx: np.ndarray) -> float:
 
 
 @njit(**_JIT)
+def any_lt(a: np.ndarray, idx: np.ndarray, x: float) -> bool:
+    """``bool((a[idx] < x).any())``; every element of ``a`` (``bool((a < x).any())``) when ``idx`` has a
+    negative first index (an empty ``idx``: False)."""
+    if idx.shape[0] and idx[0] < 0:
+        for i in range(a.shape[0]):
+            if a[i] < x:
+                return True
+        return False
+    for j in range(idx.shape[0]):
+        if a[idx[j]] < x:
+            return True
+    return False
+
+
+@njit(**_JIT)
 def argsort_stable(key: np.ndarray) -> np.ndarray:
     """Indices that sort ``key`` (float64: the kernels pass integer keys as floats, exact below 2**53, so one
     version is compiled) ascending, ties in their order (``np.argsort(key,
