@@ -218,3 +218,25 @@ def test_any_lt_is_numpy(c: tuple[np.ndarray, np.ndarray, np.ndarray], x: float,
         assert KE.any_lt(a, np.array([-1], dtype=np.int64), x) == bool((a < x).any())
     else:
         assert KE.any_lt(a, idx, x) == bool((a[idx] < x).any())
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_cool_count_is_numpy(data: st.DataObject) -> None:
+    """``cool_count``: ``np.count_nonzero(cool[idx])`` and ``np.array_equal(ref, cool[idx])`` (the thermal log's
+    split of a load change into its cool and warm nodes)."""
+    n = data.draw(st.integers(1, 30))
+    cool = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    k = data.draw(st.integers(0, 2 * n))
+    idx = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=k, max_size=k)), dtype=np.int64)
+    kind = data.draw(st.sampled_from(["same", "other", "empty", "random"]))
+    if kind == "same":
+        ref = cool[idx].copy()
+    elif kind == "empty":
+        ref = np.zeros(0, dtype=bool)
+    elif kind == "other":
+        ref = np.zeros(k + 1, dtype=bool)
+    else:
+        ref = np.array(data.draw(st.lists(st.booleans(), min_size=k, max_size=k)), dtype=bool)
+    got = KE.cool_count(cool, idx, ref)
+    assert got == (int(np.count_nonzero(cool[idx])), bool(np.array_equal(ref, cool[idx])))

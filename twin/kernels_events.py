@@ -119,6 +119,21 @@ def any_lt(a: np.ndarray, idx: np.ndarray, x: float) -> bool:
 
 
 @njit(**_JIT)
+def cool_count(cool: np.ndarray, idx: np.ndarray, ref: np.ndarray) -> tuple[int, bool]:
+    """``(np.count_nonzero(cool[idx]), np.array_equal(ref, cool[idx]))``: how many of nodes ``idx`` are cool,
+    and whether their flags are those of ``ref`` (False for a ``ref`` of another length)."""
+    k = 0
+    same = ref.shape[0] == idx.shape[0]
+    for j in range(idx.shape[0]):
+        c = cool[idx[j]]
+        if c:
+            k += 1
+        if same and ref[j] != c:
+            same = False
+    return k, same
+
+
+@njit(**_JIT)
 def argsort_stable(key: np.ndarray) -> np.ndarray:
     """Indices that sort ``key`` (float64: the kernels pass integer keys as floats, exact below 2**53, so one
     version is compiled) ascending, ties in their order (``np.argsort(key,
