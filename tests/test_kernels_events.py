@@ -240,3 +240,28 @@ def test_cool_count_is_numpy(data: st.DataObject) -> None:
         ref = np.array(data.draw(st.lists(st.booleans(), min_size=k, max_size=k)), dtype=bool)
     got = KE.cool_count(cool, idx, ref)
     assert got == (int(np.count_nonzero(cool[idx])), bool(np.array_equal(ref, cool[idx])))
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_cap_moves_draw_is_the_numpy_draw(data: st.DataObject) -> None:
+    """``cap_moves_draw``: some node's GPU draw ``np.minimum(demand, tightest cap)`` (``ITPower.node_power_w``'s
+    GPU term, as ``twin.kernels.it_nodes`` computes it) differs, a nan or zero draw counting as moved."""
+    n = data.draw(st.integers(1, 12))
+    caps = st.sampled_from([0.0, 50.0, 100.0, 250.0, 400.0, 700.0, np.inf, np.nan])
+    old = np.array(data.draw(st.lists(caps, min_size=n, max_size=n)))
+    util = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.25, 1.0]), min_size=n, max_size=n)))
+    k = data.draw(st.integers(0, n))
+    idx = np.array(data.draw(st.permutations(range(n)))[:k], dtype=np.int64)
+    new = np.array(data.draw(st.lists(caps, min_size=k, max_size=k)))
+    other = np.array(data.draw(st.lists(caps, min_size=n, max_size=n))) if data.draw(st.booleans()) else np.empty(0)
+    d = util[idx] * (700.0 - 100.0) + 100.0
+
+    def draw_w(c: np.ndarray) -> np.ndarray:
+        if len(other):
+            c = np.minimum(c, other[idx])  # the lower of the two, nan if either is
+        return np.minimum(c, d)
+
+    go, gn = draw_w(old[idx].copy()), draw_w(new.copy())
+    want = bool(np.any((go != gn) | (go == 0.0) | np.isnan(go)))
+    assert KE.cap_moves_draw(idx, util, old, new, other, 100.0, 700.0) == want

@@ -134,6 +134,31 @@ def cool_count(cool: np.ndarray, idx: np.ndarray, ref: np.ndarray) -> tuple[int,
 
 
 @njit(**_JIT)
+def cap_moves_draw(idx: np.ndarray, util: np.ndarray, old: np.ndarray, new: np.ndarray, other: np.ndarray,
+                   idle_w: float, tdp_w: float) -> bool:
+    """Whether a source's GPU caps ``new[j]`` in place of ``old[idx[j]]`` move some node's GPU draw as
+    ``twin.kernels.it_nodes`` computes it: the tightest cap (the lower of the source's and ``other[idx[j]]``; empty:
+    none; nan if either is) against the demand ``u·(tdp − idle) + idle`` at ``u = util[idx[j]]``. A nan or zero draw
+    counts as moved (a conservative answer: the caller then refreshes)."""
+    has_o = other.shape[0] > 0
+    for j in range(idx.shape[0]):
+        i = idx[j]
+        u = util[i]
+        d = u * (tdp_w - idle_w) + idle_w
+        co = old[i]
+        cn = new[j]
+        if has_o:  # (the lower of the two; nan if either is)
+            x = other[i]
+            co = math.nan if (x != x or co != co) else (x if x < co else co)
+            cn = math.nan if (x != x or cn != cn) else (x if x < cn else cn)
+        go = co if co < d or co != co else d
+        gn = cn if cn < d or cn != cn else d
+        if go != gn or go == 0.0:  # (nan: != is True)
+            return True
+    return False
+
+
+@njit(**_JIT)
 def argsort_stable(key: np.ndarray) -> np.ndarray:
     """Indices that sort ``key`` (float64: the kernels pass integer keys as floats, exact below 2**53, so one
     version is compiled) ascending, ties in their order (``np.argsort(key,
