@@ -265,3 +265,15 @@ def test_cap_moves_draw_is_the_numpy_draw(data: st.DataObject) -> None:
     go, gn = draw_w(old[idx].copy()), draw_w(new.copy())
     want = bool(np.any((go != gn) | (go == 0.0) | np.isnan(go)))
     assert KE.cap_moves_draw(idx, util, old, new, other, 100.0, 700.0) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(c=_case())
+def test_put_min1_at_is_numpy(c: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    """``put_min1_at``: ``dst[idx] = np.minimum(1.0, a[idx])`` (thermal's record of the other sources' speeds)."""
+    a, idx, _ = c
+    dst = np.full(len(a), 7.0)
+    want = dst.copy()
+    want[idx] = np.minimum(np.ones(len(idx)), a[idx])
+    KE.put_min1_at(dst, idx, a)
+    assert np.array_equal(dst, want, equal_nan=True)

@@ -159,6 +159,15 @@ def cap_moves_draw(idx: np.ndarray, util: np.ndarray, old: np.ndarray, new: np.n
 
 
 @njit(**_JIT)
+def put_min1_at(dst: np.ndarray, idx: np.ndarray, a: np.ndarray) -> None:
+    """``dst[idx] = np.minimum(1.0, a[idx])`` (nan propagates): the lowest speed of nodes ``idx`` over one source."""
+    for j in range(idx.shape[0]):
+        i = idx[j]
+        x = a[i]
+        dst[i] = x if (x < 1.0 or x != x) else 1.0
+
+
+@njit(**_JIT)
 def argsort_stable(key: np.ndarray) -> np.ndarray:
     """Indices that sort ``key`` (float64: the kernels pass integer keys as floats, exact below 2**53, so one
     version is compiled) ascending, ties in their order (``np.argsort(key,
