@@ -152,10 +152,11 @@ def test_merge_level_is_numpys_union_and_searchsorted(t0: list[float], ct: list[
 
 @settings(max_examples=80, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), u=st.sampled_from([1, 8]), keep=st.booleans(), mixed=st.booleans(),
-       nan=st.booleans())
-def test_plan_one_is_plan_group_and_the_wake_up(seed: int, u: int, keep: bool, mixed: bool, nan: bool) -> None:
-    """``plan_one``: when every node given is in the group, ``plan_group`` of it and ``t_due.min()``; when one is
-    not, nothing (``LazyCrossings.plan`` then takes its general path)."""
+       nan=st.booleans(), nocheck=st.booleans())
+def test_plan_one_is_plan_group_and_the_wake_up(seed: int, u: int, keep: bool, mixed: bool, nan: bool,
+                                                nocheck: bool) -> None:
+    """``plan_one``: when every node given is in the group (or without the check: ``nocheck``), ``plan_group``
+    of it and ``t_due.min()``; when one is not, nothing (``LazyCrossings.plan`` then takes its general path)."""
     rng = np.random.default_rng(seed)
     n_nodes = 12
     G = n_nodes * u
@@ -180,7 +181,12 @@ def test_plan_one_is_plan_group_and_the_wake_up(seed: int, u: int, keep: bool, m
     r_sil, r_due = silent.copy(), t_due.copy()
     one = bool(np.all(gid_of[nodes] == 3))
     delta = KE.plan_group(arr, 3, gid_of, u, keep_h, t_next, kind, r_sil, down, caps, x_sp, x_ok, r_due) if one else 0
-    got = KE.plan_one(nodes, arr, 3, gid_of, u, keep_h, t_next, kind, silent, down, caps, x_sp, x_ok, t_due)
+    if not one and nocheck:  # without the check: plan_group of the group's members, whatever nodes are
+        r_sil, r_due = silent.copy(), t_due.copy()
+        delta = KE.plan_group(arr, 3, gid_of, u, keep_h, t_next, kind, r_sil, down, caps, x_sp, x_ok, r_due)
+        one = True
+    got = KE.plan_one(nodes, arr, 3, gid_of, u, keep_h, t_next, kind, silent, down, caps, x_sp, x_ok, t_due,
+                      not nocheck)
     assert got[0] == one and got[1] == delta
     assert np.array_equal(silent, r_sil) and np.array_equal(t_due, r_due, equal_nan=True)
     if one:

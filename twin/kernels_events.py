@@ -265,14 +265,16 @@ def plan_group(arr: np.ndarray, gid: int, gid_of: np.ndarray, u: int, keep_due_h
 @njit(**_JIT)
 def plan_one(nodes: np.ndarray, arr: np.ndarray, gid: int, gid_of: np.ndarray, u: int, keep_due_h: float,
              t_next: np.ndarray, kind: np.ndarray, silent: np.ndarray, down: np.ndarray, caps: np.ndarray,
-             x_sp: np.ndarray, x_ok: np.ndarray, t_due: np.ndarray) -> tuple[bool, int, float]:
-    """``LazyCrossings.plan``'s common case in one call: when every node of ``nodes`` is in group ``gid`` (whose
-    members' array is ``arr``), :func:`plan_group` of it, then the earliest time of ``t_due``
-    (``float(t_due.min())``: the wake-up's). Returns (whether they were all in ``gid``: else nothing was done;
-    the change in the number of silent flags; the earliest ``t_due``, nan if one is)."""
-    for j in range(nodes.shape[0]):
-        if gid_of[nodes[j]] != gid:
-            return False, 0, INF
+             x_sp: np.ndarray, x_ok: np.ndarray, t_due: np.ndarray, check: bool) -> tuple[bool, int, float]:
+    """``LazyCrossings.plan`` of one group in one call: with ``check``, only when every node of ``nodes`` is in
+    group ``gid`` (whose members' array is ``arr``; the common case), :func:`plan_group` of it, then the earliest
+    time of ``t_due`` (``float(t_due.min())``: the wake-up's). Returns (whether they were all in ``gid``, True
+    without ``check``: else nothing was done; the change in the number of silent flags; the earliest ``t_due``,
+    nan if one is)."""
+    if check:
+        for j in range(nodes.shape[0]):
+            if gid_of[nodes[j]] != gid:
+                return False, 0, INF
     delta = plan_group(arr, gid, gid_of, u, keep_due_h, t_next, kind, silent, down, caps, x_sp, x_ok, t_due)
     return True, delta, min_all(t_due)
 
