@@ -1,6 +1,8 @@
 """Compiled kernels for the bookkeeping around the thermal kernels at each event (issue 41, scope item 3):
-the IT power's caps, the comparisons of per-node arrays that decide what an update changed, and the walk of a
-group's pending crossings that decides which are silent (:func:`plan_group`).
+the IT power's caps, the comparisons of per-node arrays that decide what an update changed, the walk of a
+group's pending crossings that decides which are silent (:func:`plan_group`, with the wake-up's minimum in
+:func:`plan_one`), and the speed bookkeeping of a pace change in a hall with a thermal model (the cluster's slowed
+test :func:`any_lt`, a job's speed minima :func:`min_of_at`).
 
 Each replaces a sequence of numpy calls on a gathered copy (``a[idx] != v``, ``np.isfinite(a[idx]).sum()``,
 ``a[idx] = v``: ~1–2 µs of fixed cost each, on 1 to a few hundred nodes) by one plain loop compiled by numba
