@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from twin import kernels_events as KE
 
+INF = np.inf
+
 _vals = st.sampled_from([0.0, 0.5, 1.0, 250.0, np.inf, -np.inf, np.nan])
 
 
@@ -146,3 +148,138 @@ def test_merge_level_is_numpys_union_and_searchsorted(t0: list[float], ct: list[
     want = base + np.where(k >= 0, cv[np.maximum(k, 0)], 0.0)
     got_t, got_v = KE.merge_level(t0a, v0, cta, cv)
     assert np.array_equal(got_t, tt) and np.array_equal(got_v, want)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), u=st.sampled_from([1, 8]), keep=st.booleans(), mixed=st.booleans(),
+       nan=st.booleans(), nocheck=st.booleans())
+def test_plan_one_is_plan_group_and_the_wake_up(seed: int, u: int, keep: bool, mixed: bool, nan: bool,
+                                                nocheck: bool) -> None:
+    """``plan_one``: when every node given is in the group (or without the check: ``nocheck``), ``plan_group``
+    of it and ``t_due.min()``; when one is not, nothing (``LazyCrossings.plan`` then takes its general path)."""
+    rng = np.random.default_rng(seed)
+    n_nodes = 12
+    G = n_nodes * u
+    arr = np.sort(rng.choice(n_nodes, size=int(rng.integers(1, n_nodes + 1)), replace=False)).astype(np.int64)
+    gid_of = np.where(rng.random(n_nodes) < 0.8, 3, 5).astype(np.int64)
+    gid_of[arr[0]] = 3
+    nodes = arr[gid_of[arr] == 3]
+    if mixed:
+        nodes = arr.copy()
+        gid_of[nodes[-1]] = 5
+    t_next = np.where(rng.random(G) < 0.3, INF, np.round(rng.uniform(0.0, 2.0, G), 1))
+    kind = rng.integers(0, 3, G).astype(np.int8)
+    silent = rng.random(G) < 0.4
+    down = (rng.random(n_nodes) < 0.2).astype(np.int32)
+    caps = np.where(rng.random(n_nodes) < 0.5, 1.0, rng.uniform(0.3, 1.0, n_nodes))
+    x_sp = rng.uniform(0.2, 1.0, G)
+    x_ok = rng.random(G) < 0.8
+    t_due = np.where(rng.random(G) < 0.3, INF, rng.uniform(0.0, 2.0, G))
+    if nan:
+        t_due[int(rng.integers(0, G))] = np.nan
+    keep_h = 1.0 + 1e-12 if keep else -INF
+    r_sil, r_due = silent.copy(), t_due.copy()
+    one = bool(np.all(gid_of[nodes] == 3))
+    delta = KE.plan_group(arr, 3, gid_of, u, keep_h, t_next, kind, r_sil, down, caps, x_sp, x_ok, r_due) if one else 0
+    if not one and nocheck:  # without the check: plan_group of the group's members, whatever nodes are
+        r_sil, r_due = silent.copy(), t_due.copy()
+        delta = KE.plan_group(arr, 3, gid_of, u, keep_h, t_next, kind, r_sil, down, caps, x_sp, x_ok, r_due)
+        one = True
+    got = KE.plan_one(nodes, arr, 3, gid_of, u, keep_h, t_next, kind, silent, down, caps, x_sp, x_ok, t_due,
+                      not nocheck)
+    assert got[0] == one and got[1] == delta
+    assert np.array_equal(silent, r_sil) and np.array_equal(t_due, r_due, equal_nan=True)
+    if one:
+        m = float(r_due.min())
+        assert got[2] == m or (np.isnan(m) and np.isnan(got[2]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5, 250.0, np.inf, np.nan]), min_size=1, max_size=40))
+def test_min_all_is_numpy_min(a: list[float]) -> None:
+    arr = np.array(a)
+    want = float(arr.min())
+    got = KE.min_all(arr)
+    assert got == want or (np.isnan(want) and np.isnan(got))
+
+
+@settings(max_examples=300, deadline=None)
+@given(c=_case())
+def test_min_of_at_is_numpy_min(c: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    a, idx, _ = c
+    if not len(idx):
+        return
+    want = float(a[idx].min())
+    got = KE.min_of_at(a, idx)
+    assert got == want or (np.isnan(want) and np.isnan(got))
+
+
+@settings(max_examples=300, deadline=None)
+@given(c=_case(), x=st.sampled_from([0.5, 1.0, np.inf]), every=st.booleans())
+def test_any_lt_is_numpy(c: tuple[np.ndarray, np.ndarray, np.ndarray], x: float, every: bool) -> None:
+    """``any_lt``: ``(a[idx] < x).any()``, or over every element with the sentinel index -1 (the cluster's
+    test of whether some node is slowed)."""
+    a, idx, _ = c
+    if every:
+        assert KE.any_lt(a, np.array([-1], dtype=np.int64), x) == bool((a < x).any())
+    else:
+        assert KE.any_lt(a, idx, x) == bool((a[idx] < x).any())
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_cool_count_is_numpy(data: st.DataObject) -> None:
+    """``cool_count``: ``np.count_nonzero(cool[idx])`` and ``np.array_equal(ref, cool[idx])`` (the thermal log's
+    split of a load change into its cool and warm nodes)."""
+    n = data.draw(st.integers(1, 30))
+    cool = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    k = data.draw(st.integers(0, 2 * n))
+    idx = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=k, max_size=k)), dtype=np.int64)
+    kind = data.draw(st.sampled_from(["same", "other", "empty", "random"]))
+    if kind == "same":
+        ref = cool[idx].copy()
+    elif kind == "empty":
+        ref = np.zeros(0, dtype=bool)
+    elif kind == "other":
+        ref = np.zeros(k + 1, dtype=bool)
+    else:
+        ref = np.array(data.draw(st.lists(st.booleans(), min_size=k, max_size=k)), dtype=bool)
+    got = KE.cool_count(cool, idx, ref)
+    assert got == (int(np.count_nonzero(cool[idx])), bool(np.array_equal(ref, cool[idx])))
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_cap_moves_draw_is_the_numpy_draw(data: st.DataObject) -> None:
+    """``cap_moves_draw``: some node's GPU draw ``np.minimum(demand, tightest cap)`` (``ITPower.node_power_w``'s
+    GPU term, as ``twin.kernels.it_nodes`` computes it) differs, a nan or zero draw counting as moved."""
+    n = data.draw(st.integers(1, 12))
+    caps = st.sampled_from([0.0, 50.0, 100.0, 250.0, 400.0, 700.0, np.inf, np.nan])
+    old = np.array(data.draw(st.lists(caps, min_size=n, max_size=n)))
+    util = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.25, 1.0]), min_size=n, max_size=n)))
+    k = data.draw(st.integers(0, n))
+    idx = np.array(data.draw(st.permutations(range(n)))[:k], dtype=np.int64)
+    new = np.array(data.draw(st.lists(caps, min_size=k, max_size=k)))
+    other = np.array(data.draw(st.lists(caps, min_size=n, max_size=n))) if data.draw(st.booleans()) else np.empty(0)
+    d = util[idx] * (700.0 - 100.0) + 100.0
+
+    def draw_w(c: np.ndarray) -> np.ndarray:
+        if len(other):
+            c = np.minimum(c, other[idx])  # the lower of the two, nan if either is
+        return np.minimum(c, d)
+
+    go, gn = draw_w(old[idx].copy()), draw_w(new.copy())
+    want = bool(np.any((go != gn) | (go == 0.0) | np.isnan(go)))
+    assert KE.cap_moves_draw(idx, util, old, new, other, 100.0, 700.0) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(c=_case())
+def test_put_min1_at_is_numpy(c: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    """``put_min1_at``: ``dst[idx] = np.minimum(1.0, a[idx])`` (thermal's record of the other sources' speeds)."""
+    a, idx, _ = c
+    dst = np.full(len(a), 7.0)
+    want = dst.copy()
+    want[idx] = np.minimum(np.ones(len(idx)), a[idx])
+    KE.put_min1_at(dst, idx, a)
+    assert np.array_equal(dst, want, equal_nan=True)

@@ -319,3 +319,39 @@ def test_a_room_moves_on_the_heat_of_every_node_in_service_now(monkeypatch) -> N
     run_replication(load_scenario(SCEN / "air.yaml", [*HOT_HALL, "horizon_days=365"]).scenario)
     assert worst["moves"] > 100
     assert worst["w"] < 1e-6
+
+
+def test_a_thermal_cap_that_moves_no_draw_skips_the_refresh_without_changing_anything(monkeypatch) -> None:
+    """A thermal cap set or lifted at a load change to idle moves no GPU's draw: the IT power, refreshed at that
+    instant already, is not refreshed again (``ITPower._unmoved``, issue 41). 30 days of the air hall as frozen
+    for the benchmark (twin 0.8.1's: marginal GPUs that throttle in every training run) must equal, exactly (every
+    metric, every table, every node's power at the end), the run that refreshes at every cap change, the skip
+    taken many times."""
+    from twin.model.it_power import ITPower
+
+    sc = load_scenario(SCEN.parent / "benchmarks" / "halls" / "air.yaml", ["horizon_days=30"]).scenario
+    taken: list[bool] = []
+    real = ITPower._unmoved
+
+    def counted(self: ITPower, *args: Any) -> bool:
+        r = real(self, *args)
+        taken.append(r)
+        return r
+
+    with monkeypatch.context() as mp:
+        mp.setattr(ITPower, "_unmoved", counted)
+        skip = Model(sc)
+        skip.run()
+    with monkeypatch.context() as mp:
+        mp.setattr(ITPower, "_unmoved", lambda self, *args: False)
+        every = Model(sc)
+        every.run()
+    assert sum(taken) > 100 and not all(taken)  # the skip was taken, and refused where a draw moved
+    assert skip.events == every.events
+    ip_a = [c for c in skip.components if isinstance(c, ITPower)][0]
+    ip_b = [c for c in every.components if isinstance(c, ITPower)][0]
+    assert np.array_equal(ip_a.node_power_w, ip_b.node_power_w) and ip_a.energy_wh == ip_b.energy_wh
+    a, b = skip.result(), every.result()
+    assert pd.Series(a.metrics).equals(pd.Series(b.metrics))
+    for name, table in b.tables.items():
+        pd.testing.assert_frame_equal(a.tables[name], table, check_exact=True)

@@ -1,6 +1,8 @@
 """Compiled kernels for the bookkeeping around the thermal kernels at each event (issue 41, scope item 3):
-the IT power's caps, the comparisons of per-node arrays that decide what an update changed, and the walk of a
-group's pending crossings that decides which are silent (:func:`plan_group`).
+the IT power's caps, the comparisons of per-node arrays that decide what an update changed, the walk of a
+group's pending crossings that decides which are silent (:func:`plan_group`, with the wake-up's minimum in
+:func:`plan_one`), and the speed bookkeeping of a pace change in a hall with a thermal model (the cluster's slowed
+test :func:`any_lt`, a job's speed minima :func:`min_of_at`).
 
 Each replaces a sequence of numpy calls on a gathered copy (``a[idx] != v``, ``np.isfinite(a[idx]).sum()``,
 ``a[idx] = v``: ~1–2 µs of fixed cost each, on 1 to a few hundred nodes) by one plain loop compiled by numba
@@ -88,6 +90,83 @@ def minimum_at(out: np.ndarray, a: np.ndarray, idx: np.ndarray) -> None:
         x = a[idx[j]]
         if x < out[j] or x != x:
             out[j] = x
+
+
+@njit(**_JIT)
+def min_of_at(a: np.ndarray, idx: np.ndarray) -> float:
+    """``float(a[idx].min())`` for at least one index (nan if one of them is)."""
+    m = a[idx[0]]
+    for j in range(1, idx.shape[0]):
+        x = a[idx[j]]
+        if x != x:
+            return x
+        if x < m:
+            m = x
+    return m
+
+
+@njit(**_JIT)
+def any_lt(a: np.ndarray, idx: np.ndarray, x: float) -> bool:
+    """``bool((a[idx] < x).any())``; every element of ``a`` (``bool((a < x).any())``) when ``idx`` has a
+    negative first index (an empty ``idx``: False)."""
+    if idx.shape[0] and idx[0] < 0:
+        for i in range(a.shape[0]):
+            if a[i] < x:
+                return True
+        return False
+    for j in range(idx.shape[0]):
+        if a[idx[j]] < x:
+            return True
+    return False
+
+
+@njit(**_JIT)
+def cool_count(cool: np.ndarray, idx: np.ndarray, ref: np.ndarray) -> tuple[int, bool]:
+    """``(np.count_nonzero(cool[idx]), np.array_equal(ref, cool[idx]))``: how many of nodes ``idx`` are cool,
+    and whether their flags are those of ``ref`` (False for a ``ref`` of another length)."""
+    k = 0
+    same = ref.shape[0] == idx.shape[0]
+    for j in range(idx.shape[0]):
+        c = cool[idx[j]]
+        if c:
+            k += 1
+        if same and ref[j] != c:
+            same = False
+    return k, same
+
+
+@njit(**_JIT)
+def cap_moves_draw(idx: np.ndarray, util: np.ndarray, old: np.ndarray, new: np.ndarray, other: np.ndarray,
+                   idle_w: float, tdp_w: float) -> bool:
+    """Whether a source's GPU caps ``new[j]`` in place of ``old[idx[j]]`` move some node's GPU draw as
+    ``twin.kernels.it_nodes`` computes it: the tightest cap (the lower of the source's and ``other[idx[j]]``; empty:
+    none; nan if either is) against the demand ``u·(tdp − idle) + idle`` at ``u = util[idx[j]]``. A nan or zero draw
+    counts as moved (a conservative answer: the caller then refreshes)."""
+    has_o = other.shape[0] > 0
+    for j in range(idx.shape[0]):
+        i = idx[j]
+        u = util[i]
+        d = u * (tdp_w - idle_w) + idle_w
+        co = old[i]
+        cn = new[j]
+        if has_o:  # (the lower of the two; nan if either is)
+            x = other[i]
+            co = math.nan if (x != x or co != co) else (x if x < co else co)
+            cn = math.nan if (x != x or cn != cn) else (x if x < cn else cn)
+        go = co if co < d or co != co else d
+        gn = cn if cn < d or cn != cn else d
+        if go != gn or go == 0.0:  # (nan: != is True)
+            return True
+    return False
+
+
+@njit(**_JIT)
+def put_min1_at(dst: np.ndarray, idx: np.ndarray, a: np.ndarray) -> None:
+    """``dst[idx] = np.minimum(1.0, a[idx])`` (nan propagates): the lowest speed of nodes ``idx`` over one source."""
+    for j in range(idx.shape[0]):
+        i = idx[j]
+        x = a[i]
+        dst[i] = x if (x < 1.0 or x != x) else 1.0
 
 
 @njit(**_JIT)
@@ -183,6 +262,53 @@ def plan_group(arr: np.ndarray, gid: int, gid_of: np.ndarray, u: int, keep_due_h
         silent[i] = sil
         t_due[i] = INF if sil else t_next[i]
     return delta
+
+
+@njit(**_JIT)
+def plan_one(nodes: np.ndarray, arr: np.ndarray, gid: int, gid_of: np.ndarray, u: int, keep_due_h: float,
+             t_next: np.ndarray, kind: np.ndarray, silent: np.ndarray, down: np.ndarray, caps: np.ndarray,
+             x_sp: np.ndarray, x_ok: np.ndarray, t_due: np.ndarray, check: bool) -> tuple[bool, int, float]:
+    """``LazyCrossings.plan`` of one group in one call: with ``check``, only when every node of ``nodes`` is in
+    group ``gid`` (whose members' array is ``arr``; the common case), :func:`plan_group` of it, then the earliest
+    time of ``t_due`` (``float(t_due.min())``: the wake-up's). Returns (whether they were all in ``gid``, True
+    without ``check``: else nothing was done; the change in the number of silent flags; the earliest ``t_due``,
+    nan if one is)."""
+    if check:
+        for j in range(nodes.shape[0]):
+            if gid_of[nodes[j]] != gid:
+                return False, 0, INF
+    delta = plan_group(arr, gid, gid_of, u, keep_due_h, t_next, kind, silent, down, caps, x_sp, x_ok, t_due)
+    return True, delta, min_all(t_due)
+
+
+@njit(**_JIT)
+def min_all(a: np.ndarray) -> float:
+    """``float(a.min())`` (nan if some element is; inf for none): four running minima by selects, which the
+    compiler vectorises (a minimum does not depend on the order it is taken in)."""
+    n = a.shape[0]
+    m0 = m1 = m2 = m3 = INF
+    bad = False
+    i = 0
+    while i + 4 <= n:
+        v0 = a[i]
+        v1 = a[i + 1]
+        v2 = a[i + 2]
+        v3 = a[i + 3]
+        bad |= (v0 != v0) | (v1 != v1) | (v2 != v2) | (v3 != v3)
+        m0 = v0 if v0 < m0 else m0
+        m1 = v1 if v1 < m1 else m1
+        m2 = v2 if v2 < m2 else m2
+        m3 = v3 if v3 < m3 else m3
+        i += 4
+    while i < n:
+        v = a[i]
+        bad |= v != v
+        m0 = v if v < m0 else m0
+        i += 1
+    m0 = m1 if m1 < m0 else m0
+    m2 = m3 if m3 < m2 else m2
+    m0 = m2 if m2 < m0 else m0
+    return math.nan if bad else m0
 
 
 @njit(**_JIT)

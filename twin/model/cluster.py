@@ -14,8 +14,12 @@ from typing import Callable, Iterable
 import numpy as np
 from numpy.typing import NDArray
 
+from twin.kernels_events import any_lt
 from twin.model.causes import DownCause
 from twin.model.engine import Engine, Topic
+
+
+_ALL = np.array([-1], dtype=np.int64)  # any_lt's "every node"
 
 
 def rack_path(rack: int) -> str:
@@ -84,6 +88,7 @@ class Cluster:
         A node's speed is the minimum over sources (the tighter cap applies)."""
         self._sources: dict[str, SpeedSource] = {}
         self._slow = False  # some source caps some node below 1 (kept by _on_speed)
+        self._compiled = False  # compiled bookkeeping (a thermal source exists: its kernels are loaded)
         engine.bus.subscribe(Topic.NODE_SPEED, self._on_speed)  # first subscriber: updated before the others read
         self.down_count = np.zeros(self.n_nodes, dtype=np.int32)
         self.cut_count = np.zeros(self.n_nodes, dtype=np.int32)
@@ -154,6 +159,8 @@ class Cluster:
         """The writer's handle of speed-cap source ``source`` (its caps created at 1.0): one writer per source."""
         assert source not in self._sources, f"speed source {source!r} has a writer already"
         arr = self.speed_caps[source] = np.ones(self.n_nodes)
+        if source == "thermal":  # a thermal model runs compiled kernels: the cluster's bookkeeping may too
+            self._compiled = True
         src = self._sources[source] = SpeedSource(source, arr, self._speed_subs)
         return src
 
@@ -161,6 +168,13 @@ class Cluster:
         # while nothing was slowed, only the changed nodes can have become slow; once some node was,
         # whether any still is needs every node
         arrs = self.speed_caps.values()
+        if self._compiled:  # (the same tests, compiled: a hall with a thermal model has its kernels loaded)
+            for arr in arrs:
+                if any_lt(arr, _ALL if self._slow else np.asarray(nodes, dtype=np.int64), 1.0):
+                    self._slow = True
+                    return
+            self._slow = False
+            return
         if self._slow:
             self._slow = any(bool((arr < 1.0).any()) for arr in arrs)
         else:

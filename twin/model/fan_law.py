@@ -175,6 +175,8 @@ class FanLaw:
         if now > self._t:
             self.energy_wh += self.total_w * (now - self._t)
             self._t = now
+        if type(util) is np.ndarray and util.ndim:  # the per-node one (the IT power's refresh under caps)
+            return 0.0, np.asarray(util, dtype=np.float64), 0.0
         if not isinstance(util, float) and np.ndim(util) == 0:  # (an int or a 0-d array: the common one)
             util = float(util)
         if isinstance(util, float):

@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from twin import kernels
-from twin.kernels_events import minimum_at, put_finite_delta
+from twin.kernels_events import cap_moves_draw, minimum_at, put_finite_delta
 from twin.model.component import BuildContext, Component, Service
 from twin.model.engine import Engine, Topic
 from twin.model.fan_law import FanLaw, fan_law
@@ -171,17 +171,46 @@ class ITPower(Component):
         return self._array(source)
 
     def set_cap(self, source: str, nodes: NDArray[np.int64] | None, cap_w: NDArray[np.float64] | float) -> None:
-        """Set the GPU cap (W) of ``nodes`` (all when None) for ``source`` and refresh their power."""
+        """Set the GPU cap (W) of ``nodes`` (all when None) for ``source`` and refresh their power (not when a
+        refresh would change nothing: :meth:`_unmoved`)."""
         arr = self._array(source)
+        unmoved = False
         if nodes is not None and isinstance(cap_w, np.ndarray) and len(cap_w) == len(nodes):  # (compiled: a node's
-            self._n_finite[source] += put_finite_delta(arr, nodes, cap_w)                    # caps, thermal's)
+            unmoved = self._unmoved(source, arr, nodes, cap_w)                                 # caps, thermal's)
+            self._n_finite[source] += put_finite_delta(arr, nodes, cap_w)
         else:
             idx = self._all if nodes is None else nodes
             before = int(np.isfinite(arr[idx]).sum())
             arr[idx] = cap_w
             self._n_finite[source] += int(np.isfinite(arr[idx]).sum()) - before
         self._uncapped = not self._direct and not any(self._n_finite.values())
+        if unmoved and not self._uncapped:  # (uncapped now: refresh's other formula)
+            return
         self.refresh(nodes)
+
+    def _unmoved(self, source: str, arr: NDArray[np.float64], nodes: NDArray[np.int64],
+                 cap_w: NDArray[np.float64]) -> bool:
+        """Whether refreshing ``nodes`` after their caps of ``source`` (``arr``, before the write) become ``cap_w``
+        would change nothing (a thermal cap set or lifted at a load change to idle: no cap binds an idle GPU).
+        So when the IT power was refreshed at this instant already (its level's last point is now: no energy to
+        integrate, the fans' neither, and the point would be rewritten with the same total), nothing else reacts
+        to a refresh (no watchers; no direct sources or pools), it takes the capped path both before and after
+        with at most one other source's caps, and no node's GPU draw moves (``kernels_events.cap_moves_draw``,
+        as ``kernels.it_nodes`` computes it): every writer of a node's load, caps, service or fans refreshes it,
+        so its power, its fans and the site total are what a refresh would compute again."""
+        if self._before or self._after or self._direct or self._pooled or self._uncapped:
+            return False
+        ts = self._level[0]
+        if not ts or ts[-1] != self._env._now:
+            return False
+        other = _EF
+        for name, a in self.caps.items():
+            if name != source and self._n_finite[name]:
+                if len(other):
+                    return False  # (two others: refresh's general path)
+                other = a
+        return not cap_moves_draw(np.asarray(nodes, dtype=np.int64), self.cluster.util_read, arr,
+                                  np.asarray(cap_w, dtype=np.float64), other, self.idle_w, self.tdp_w)
 
     def n_capped(self, source: str) -> int:
         """Nodes with a finite cap from ``source``."""

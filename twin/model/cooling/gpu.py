@@ -401,8 +401,14 @@ class GpuState:
             # another source's speed may have changed: due silent crossings settled at the speeds they held under
             # (lazy.settle reads arrays.oth_n), then the nodes' other speeds from now
             if self.lazy.n_silent:
-                self.lazy.settle_in(self.gpus(nodes), self.engine.now)
-            self.arrays.oth_n[nodes] = self.lazy.other_speeds(nodes)
+                u = self.params.units_per_node
+                self.lazy.settle_in(slice(int(nodes[0]) * u, (int(nodes[0]) + 1) * u) if len(nodes) == 1
+                                    else self.gpus(nodes), self.engine.now)
+            oth = self.lazy.oth_caps
+            if len(oth) == 1:  # (compiled: lazy.other_speeds of one source, written)
+                kernels_events.put_min1_at(self.arrays.oth_n, nodes, oth[0])
+            else:
+                self.arrays.oth_n[nodes] = self.lazy.other_speeds(nodes)
         self._refresh_tp(nodes)
 
     # =================================================================================== accounting

@@ -35,6 +35,8 @@ its thermal and other speeds, and a node whose other speed changes has its due c
 
 from __future__ import annotations
 
+import math
+
 from typing import Any, TYPE_CHECKING
 
 import numpy as np
@@ -142,13 +144,25 @@ class LazyCrossings:
         if self.it.exact:  # a reader needs exact node power: every crossing stays an event
             self.wake_at_due()
             return
-        gids = a.gid[nodes]
-        g0 = int(gids[0])
-        gl = [g0] if not np.count_nonzero(gids != g0) else np.unique(gids).tolist()
+        g0 = int(a.gid[nodes[0]])
         caps = a.speed_caps
         down = self.cluster.down_count
         rose = self.rose
+        if g0 >= 0 and not (self.n_silent and rose):  # the common case: one group, nothing to settle first,
+            keep = now + _EPS_H if self.n_silent else -INF  # then the wake-up, in one compiled call
+            one, d, m = kernels_events.plan_one(nodes, self._groups[g0], g0, a.gid, p.units_per_node, keep,
+                                                a.t_next, a.kind, self.silent, down, caps, a.x_sp, a.x_ok, a.t_due,
+                                                True)
+            if one:  # (else: nodes of several groups, below)
+                self.rose = False
+                self.n_silent += d
+                if m < self.gpu.wake_t:  # (wake_at_due)
+                    self.gpu.schedule_wake(m)
+                return
         self.rose = False
+        gids = a.gid[nodes]
+        gl = [g0] if not np.count_nonzero(gids != g0) else np.unique(gids).tolist()
+        m = math.nan  # (none planned yet)
         for gid in gl:
             if gid < 0:
                 continue  # not in a group: every crossing stays an event
@@ -159,9 +173,14 @@ class LazyCrossings:
             if self.n_silent and rose:
                 self.settle_in(self.gpu.gpus(arr[a.gid[arr] == gid]), now)
             keep = now + _EPS_H if self.n_silent and not rose else -INF  # due silent ones not settled stay
-            self.n_silent += kernels_events.plan_group(arr, gid, a.gid, p.units_per_node, keep, a.t_next, a.kind,
-                                                 self.silent, down, caps, a.x_sp, a.x_ok, a.t_due)
-        self.wake_at_due()
+            _, d, m = kernels_events.plan_one(arr, arr, gid, a.gid, p.units_per_node, keep, a.t_next, a.kind,
+                                              self.silent, down, caps, a.x_sp, a.x_ok, a.t_due, False)
+            self.n_silent += d  # (kernels_events.plan_group, and the earliest t_due after it)
+        if m == m:  # the wake-up at the earliest t_due after the last group's plan
+            if m < self.gpu.wake_t:
+                self.gpu.schedule_wake(m)
+        else:
+            self.wake_at_due()
 
     def wake_at_due(self) -> None:
         """Schedule the wake-up at the earliest crossing that is an event, if earlier than the one pending."""

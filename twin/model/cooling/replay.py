@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from twin import kernels_replay
+from twin import kernels_events, kernels_replay
 from twin.model.cooling import fast
 from twin.model.cooling.common import _HIST_MAX_C, INF
 from twin.model.cooling.arrays import CoolingArrays, CoolingParams
@@ -135,8 +135,11 @@ class DeferredReplay:
         if self.lazy.silent_on and self._n_warm:  # (groups matter for warm nodes only; a cool one has no crossing)
             self.lazy.group(nodes)
         if self._n_warm:
-            cool = self.arrays.cool[nodes]
-            k = np.count_nonzero(cool)
+            # the cool ones among nodes, and whether their flags are the split kept for this array (below) in
+            # one compiled call (np.count_nonzero(cool[nodes]), np.array_equal)
+            sp = self._split.get(id(nodes))
+            k, same = kernels_events.cool_count(self.arrays.cool, np.asarray(nodes, dtype=np.int64),
+                                                sp[1] if sp is not None and sp[0] is nodes else _EB)
             if k != n:
                 if not k:
                     self.gpu.update(np.asarray(nodes, dtype=np.int64))
@@ -144,8 +147,8 @@ class DeferredReplay:
                 # some cool, some not (a job with a traced node, or across a warm and a slack zone): the
                 # warm ones now, the cool ones logged; the split is kept per array while the flags hold,
                 # so the cool part is the same array at each change (a cell for the replay)
-                sp = self._split.get(id(nodes))
-                if sp is None or sp[0] is not nodes or not np.array_equal(sp[1], cool):
+                if sp is None or sp[0] is not nodes or not same:
+                    cool = self.arrays.cool[nodes]
                     if len(self._split) > 1024:
                         self._split.clear()
                     sp = self._split[id(nodes)] = (nodes, cool, np.asarray(nodes[~cool], dtype=np.int64),

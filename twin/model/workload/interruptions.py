@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from twin.kernels_events import unique_ints
 from twin.model.causes import DownCause
 from twin.model.workload.elastic import ElasticJobs
 from twin.model.workload.jobs import (CKPT, DONE, QUEUED, RESTARTING, RUNNING, Interruption, Job, job_has_no_checkpoint,
@@ -173,7 +174,10 @@ class Interruptions(ElasticJobs):
             if jid >= 0:
                 self._rerate(self._job(jid))
             return
-        for jid in np.unique(self.owner[nodes]).tolist():  # each job once, in the order of their ids
+        own = self.owner[nodes]
+        # each job once, in the order of their ids (np.unique; compiled in a hall with a thermal model, whose
+        # kernels are loaded)
+        for jid in (unique_ints(own) if "thermal" in self.cluster.speed_caps else np.unique(own)).tolist():
             if jid >= 0:
                 self._rerate(self._job(jid))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from twin.kernels_events import min_of_at
 from twin.model.workload.base import WorkloadBase
 from twin.model.workload.jobs import CKPT, RECONF, RESTARTING, RUNNING, STEP_COMPONENTS, Job, step_shares
 from twin.physics import parallel as par
@@ -139,14 +140,25 @@ class Progress(WorkloadBase):
         r_speed − r; they add up to 1 − r."""
         nodes = job.nodes
         n = len(nodes)
-        speed = self.cluster.min_speed(nodes) if n else 1.0
+        cl = self.cluster
         sp_t = sp_f = 1.0
-        if speed < 1.0:
-            caps = self.cluster.speed_caps
-            th = caps.get("thermal")
-            sp_t = float(th[nodes].min()) if th is not None else 1.0
-            dg = caps.get("degraded")
-            sp_f = min(sp_t, float(dg[nodes].min())) if dg is not None else sp_t
+        caps = cl.speed_caps
+        if n and cl.slow and "thermal" in caps:
+            # a hall with a thermal model (its kernels loaded): each source's minimum over the nodes compiled,
+            # the same minima as min_speed's (min over nodes and sources, from 1) and the sources' below
+            mins = {name: min_of_at(arr, nodes) for name, arr in caps.items()}
+            speed = min(1.0, *mins.values())
+            if speed < 1.0:
+                sp_t = mins["thermal"]
+                dg = mins.get("degraded")
+                sp_f = min(sp_t, dg) if dg is not None else sp_t
+        else:
+            speed = cl.min_speed(nodes) if n else 1.0
+            if speed < 1.0:
+                th = caps.get("thermal")
+                sp_t = float(th[nodes].min()) if th is not None else 1.0
+                dg = caps.get("degraded")
+                sp_f = min(sp_t, float(dg[nodes].min())) if dg is not None else sp_t
         st = job.spec.step
         fabric = self.fabric
         if st.layout is not None:
