@@ -361,6 +361,7 @@ def test_update_units_takes_each_nodes_pool_figures(seed: int, u: int, hot: bool
     up[[0, split]] = True
     util = s["util"].copy()
     util[[0, split]] = 1.0  # a node of each pool at full load: each pool's run takes the throttling branch
+    s["inlet"][[0, split]] = 45.0  # (in the warmest inlet: 700 W on the coolest unit's R then passes the slowdown)
 
     def run(st_: dict[str, np.ndarray], sel: np.ndarray, f: tuple[float, ...], pf_: np.ndarray
             ) -> tuple[bool, float, np.ndarray, np.ndarray]:
