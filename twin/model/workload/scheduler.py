@@ -46,8 +46,15 @@ class Scheduler(Checkpointing):
         return ex if cut is None else ex | cut
 
     def _fits_pool(self, job: Job) -> int:
-        """Nodes of its pool a restricted job (``pool``) could start on now: free, and the hot spares it may use."""
+        """Nodes ``job`` could start on now (of its node pool, ``pool``): free, and the hot spares it may use."""
         return len(self._free_for(job)) + len(self._spares_for(job))
+
+    def _held_for(self, job: Job) -> int:
+        """Nodes running jobs hold now that ``job`` could use once they end (those of its node pool, ``pool``)."""
+        held = self.owner >= 0
+        if job.spec.excl is not None:
+            held = held & ~job.spec.excl
+        return int(np.count_nonzero(held))
 
     def _spares_for(self, job: Job) -> np.ndarray:
         """Hot spares a queued job may start on: a requeued job (it lost a node with no replacement) may
@@ -191,11 +198,7 @@ class Scheduler(Checkpointing):
         """True when the running jobs' ends cannot free enough nodes for ``head`` (as
         :meth:`_reservation` returning None): the nodes it may use now plus all allocated nodes are
         fewer than it needs."""
-        avail = len(self._free_for(head)) + len(self._spares_for(head))
-        held = self.owner >= 0
-        if head.spec.excl is not None:
-            held = held & ~head.spec.excl
-        return avail + int(np.count_nonzero(held)) < head.spec.nodes_needed
+        return self._fits_pool(head) + self._held_for(head) < head.spec.nodes_needed
 
     def _note_unreserved(self, job: Job | None) -> None:
         """``job`` is now the head of the queue with no bound on its start (None: no such head): end
@@ -221,10 +224,7 @@ class Scheduler(Checkpointing):
         job.advised = True
         now = self._env._now
         hours = job.acct.unreserved_h + now - self._unreserved_since
-        held = self.owner >= 0
-        if job.spec.excl is not None:
-            held = held & ~job.spec.excl
-        usable = len(self._free_for(job)) + int(np.count_nonzero(held))
+        usable = len(self._free_for(job)) + self._held_for(job)
         text = (f"job {job.spec.name!r} (id {job.spec.jid}, {job.spec.nodes_needed} nodes) has waited {now - job.spec.submit_h:.1f} h, "
                 f"{hours:.1f} h of them with no reservation: only {usable} nodes are up and schedulable for it "
                 f"(later jobs backfill meanwhile)")
@@ -282,7 +282,7 @@ class Scheduler(Checkpointing):
     def _reservation(self, head: Job) -> tuple[float | None, int]:
         """EASY: the time the head job can start (from running jobs' expected ends) and how many
         nodes are spare at that time."""
-        avail = len(self._free_for(head)) + len(self._spares_for(head))
+        avail = self._fits_pool(head)
         ends = []
         ex = head.spec.excl  # (a head of one node pool counts only its pool's nodes)
         for j in self.allocated.values():
