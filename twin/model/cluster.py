@@ -20,6 +20,7 @@ from twin.model.engine import Engine, Topic
 
 
 _ALL = np.array([-1], dtype=np.int64)  # any_lt's "every node"
+_FEW_NODES = 16  # set_load compares up to this many nodes' loads in Python (a list), more with numpy
 
 
 def rack_path(rack: int) -> str:
@@ -147,11 +148,18 @@ class Cluster:
                 return
             self._last_util = util
             self._util[nodes] = util
-        elif np.count_nonzero((nu := self._util)[nodes] != util):
+        else:
+            nu = self._util
+            if len(nodes) <= _FEW_NODES:  # a few nodes: the same test in Python floats (~0.7 µs less than numpy's)
+                for x in nu[nodes].tolist():
+                    if x != util:
+                        break
+                else:
+                    return
+            elif not np.count_nonzero(nu[nodes] != util):
+                return
             nu[nodes] = util
             self._last_nodes, self._last_util = nodes, util
-        else:
-            return
         for fn in self._load_subs:  # = bus.publish(Topic.NODE_LOAD, nodes, util): the cluster owns the topic
             fn(nodes, util)
 

@@ -174,21 +174,17 @@ class Storage(Component):
             self._r_sum = sum(self._reads.values())
         cap = self._cap
         demand = self._demand
-        if not demand:
+        if not demand or (not self._reads and self._demand_sum <= cap * (1.0 - 1e-9)):
+            # no stream, or every demand met (the running sum is within far less than 1e-9 of the exact one): no
+            # stream is limited, the level is infinite as water_fill would say, without its O(jobs) pass
             level = math.inf
-        elif not self._reads and self._demand_sum <= cap * (1.0 - 1e-9):
-            # every demand is met (the running sum is within far less than 1e-9 of the exact one): no stream
-            # is limited, the level is infinite as water_fill would say, without its O(jobs) pass
-            level = math.inf
+            data = self._demand_sum
         else:
             level = phys.water_fill(cap, list(demand.values()), len(self._reads))
+            data = self._demand_sum if level == math.inf else sum(min(x, level) for x in demand.values())
         # bandwidth in use (GB/s): the checkpoint writes (at most the write bandwidth), and the checkpoint reads
         # and data streams' shares (at most ``cap``, the read bandwidth the writes leave); nothing in an outage
-        if not self.available:
-            used = 0.0
-        else:
-            data = (self._demand_sum if level == math.inf else sum(min(x, level) for x in demand.values()))
-            used = self._w_in_use + min(cap, self._r_sum + data)
+        used = self._w_in_use + min(cap, self._r_sum + data) if self.available else 0.0
         self._used = used
         if self.peak_gb_per_s < used:
             self.peak_gb_per_s = used

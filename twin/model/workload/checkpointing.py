@@ -62,8 +62,14 @@ class Checkpointing(Progress):
 
     def _write_time_h(self, job: Job) -> float:
         st = self.storage
-        return job.spec.ckpt.write_time_h(self.spec.storage.write_gb_per_s if st is None else st.write_gb_per_s,
-                                          self.writers, job.spec.nodes_needed, self.spec.storage.node_write_gb_per_s)
+        bw = self.spec.storage.write_gb_per_s if st is None else st.write_gb_per_s
+        writers = self.writers
+        memo = job.write_memo  # (a function of these two for the job: its checkpoint, nodes and the per-node bandwidth are fixed)
+        if memo is not None and memo[0] == bw and memo[1] == writers:
+            return memo[2]
+        w = job.spec.ckpt.write_time_h(bw, writers, job.spec.nodes_needed, self.spec.storage.node_write_gb_per_s)
+        job.write_memo = (bw, writers, w)
+        return w
 
     def _storage_down(self) -> bool:
         return self.storage is not None and not self.storage.available
