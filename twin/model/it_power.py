@@ -291,6 +291,10 @@ class ITPower(Component):
             self._t = now
 
     def _on_node(self, node: int, cause: DownCause) -> None:
+        if not (self._before or self._pooled or self.fans is not None or not self._uncapped):
+            # refresh's formula for one node at its load, in Python floats: the same operations (_load_refresh)
+            self._load_refresh(np.array([node]), float(self.engine.node_util[node]))
+            return
         self.refresh(np.array([node]))
 
     def _capped_with_fans(self, idx: NDArray[np.int64], util: float | None, srcs: list[NDArray[np.float64]],

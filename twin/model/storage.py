@@ -122,13 +122,19 @@ class Storage(Component):
         return self.total_full_gb_per_s if s == 1.0 else self.total_full_gb_per_s * s
 
     def transfer_begins(self, jid: int, write: bool, gb_per_s: float) -> None:
-        self._account()
+        now = self._env._now  # (= self._account(), inline on the event loop's path)
+        if now > self._last_t:
+            self.used_gb += self._used * (now - self._last_t)
+        self._last_t = now
         (self._writes if write else self._reads)[jid] = gb_per_s
         self._io_dirty = True
         self._changed()
 
     def transfer_ends(self, jid: int, write: bool) -> None:
-        self._account()
+        now = self._env._now  # (= self._account(), inline on the event loop's path)
+        if now > self._last_t:
+            self.used_gb += self._used * (now - self._last_t)
+        self._last_t = now
         (self._writes if write else self._reads).pop(jid, None)
         self._io_dirty = True
         self._changed()
@@ -137,7 +143,10 @@ class Storage(Component):
         """Set job ``jid``'s data demand (GB/s, 0: none now) and return its share, GB/s."""
         old = self._demand.get(jid, 0.0)
         if demand_gb_per_s != old:
-            self._account()
+            now = self._env._now  # (= self._account(), inline on the event loop's path)
+            if now > self._last_t:
+                self.used_gb += self._used * (now - self._last_t)
+            self._last_t = now
             if demand_gb_per_s > 0:
                 self._demand[jid] = demand_gb_per_s
             else:
