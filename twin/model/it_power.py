@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 
 from twin import kernels
 from twin.kernels_events import cap_moves_draw, minimum_at, put_finite_delta
+from twin.model.cluster import MASK_NODES, node_mask
 from twin.model.component import BuildContext, Component, Service
 from twin.model.engine import Engine, Topic
 from twin.model.fan_law import FanLaw, fan_law
@@ -111,7 +112,7 @@ class ITPower(Component):
         self._g_idle_w = gpus * idle_w  # with a non-GPU load that follows utilisation: util·a + (ng(util) + this)
         self._level = engine.recorder.levels.setdefault("site_power_w", ([], []))
         self._pooled = False  # node pools of other power figures (set_pools)
-        self._memo: list[Any] | None = None  # _load_refresh's: [nodes, down list, {util: site sum}, no down node in nodes]
+        self._memo: list[Any] | None = None  # _load_refresh's: [nodes, down list, {util: site sum}, no down node in nodes, mask]
         bus = engine.bus
         bus.subscribe(Topic.NODE_LOAD, self.refresh)
         bus.subscribe(Topic.NODE_DOWN, self._on_node)
@@ -410,10 +411,17 @@ class ITPower(Component):
             self.energy_wh += self._total * (now - t)
             self._t = now
         npw = self.node_power_w
-        if self._ng_slope_w:  # the same operations as node_it_power_w with non_gpu_power_w
-            npw[nodes] = util * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * util) + self._g_idle_w)
+        # the same operations as node_it_power_w with non_gpu_power_w
+        p = (util * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * util) + self._g_idle_w) if self._ng_slope_w
+             else util * self._a_w + self._b_w)
+        memo = self._memo
+        if memo is not None and memo[0] is nodes and len(nodes) > MASK_NODES:  # the array written again: its mask
+            mask = memo[4]
+            if mask is None:
+                mask = memo[4] = node_mask(len(npw), nodes)
+            npw[mask] = p
         else:
-            npw[nodes] = util * self._a_w + self._b_w
+            npw[nodes] = p
         cl = self.cluster
         n_down = cl.n_nodes - cl.n_up
         if n_down > _FEW_DOWN:  # many down (a tripped hall): refresh's own test of the nodes, no memo
@@ -423,7 +431,6 @@ class ITPower(Component):
             total = float(_add_reduce(npw))
         else:
             down = cl.down_nodes() if n_down else None
-            memo = self._memo
             if memo is not None and memo[0] is nodes and memo[1] is down:
                 if n_down:
                     clean = memo[3]
@@ -440,7 +447,7 @@ class ITPower(Component):
                 if n_down:
                     npw[down] = 0.0
                 total = float(_add_reduce(npw))  # = npw.sum(), without the method's wrapper
-                self._memo = [nodes, down, {util: total}, None]
+                self._memo = [nodes, down, {util: total}, None, None]
         self._total = total
         ts, vs = self._level  # recorder level site_power_w: one point per event time
         now = self._t
