@@ -34,6 +34,8 @@ from twin.scenario.storage import StorageSection
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
 
+_INF = math.inf
+
 
 class Storage(Component):
     """The shared storage: bandwidth, shares, failing servers and metadata service."""
@@ -183,17 +185,22 @@ class Storage(Component):
             self._r_sum = sum(self._reads.values())
         cap = self._cap
         demand = self._demand
-        if not demand or (not self._reads and self._demand_sum <= cap * (1.0 - 1e-9)):
+        data = self._demand_sum
+        if not demand or (not self._reads and data <= cap * (1.0 - 1e-9)):
             # no stream, or every demand met (the running sum is within far less than 1e-9 of the exact one): no
             # stream is limited, the level is infinite as water_fill would say, without its O(jobs) pass
-            level = math.inf
-            data = self._demand_sum
+            level = _INF
         else:
             level = phys.water_fill(cap, list(demand.values()), len(self._reads))
-            data = self._demand_sum if level == math.inf else sum(min(x, level) for x in demand.values())
+            if level != _INF:
+                data = sum(min(x, level) for x in demand.values())
         # bandwidth in use (GB/s): the checkpoint writes (at most the write bandwidth), and the checkpoint reads
         # and data streams' shares (at most ``cap``, the read bandwidth the writes leave); nothing in an outage
-        used = self._w_in_use + min(cap, self._r_sum + data) if self.available else 0.0
+        if self.available:
+            r = self._r_sum + data
+            used = self._w_in_use + (r if r < cap else cap)  # (= min(cap, r))
+        else:
+            used = 0.0
         self._used = used
         if self.peak_gb_per_s < used:
             self.peak_gb_per_s = used
