@@ -160,8 +160,7 @@ class Job:
                      tuple[float, float, float, float, float, float]] | None = None
     # the node array and utilisation of its last load write (Progress._set_util): while it holds that array (never
     # changed once published, and no other job's array holds its nodes) every node of it is at that load still
-    loaded: np.ndarray | None = None
-    load: float = 0.0
+    load_memo: tuple[np.ndarray, float] | None = None
     # the storage's write bandwidth and writers of its last checkpoint write time, and that time (h):
     # Checkpointing._write_time_h reuses it while both are the same (the rest of its inputs never change)
     write_memo: tuple[float, int, float] | None = None

@@ -222,9 +222,10 @@ class Progress(WorkloadBase):
         if len(nodes):
             # the cluster writes and publishes NODE_LOAD, unless the job's nodes are at this load already (its last
             # write was of this array at this load: then the cluster's own test would find no change either)
-            if nodes is not job.loaded or util != job.load:
+            memo = job.load_memo
+            if memo is None or memo[0] is not nodes or memo[1] != util:
                 self._set_load(nodes, util)
-                job.loaded, job.load = nodes, util
+                job.load_memo = (nodes, util)
             for fn in self._on_job_subs:  # = bus.publish(JOB, job)
                 fn(job)
 
