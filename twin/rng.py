@@ -59,25 +59,73 @@ def philox4x32_10(counter: NDArray[np.uint64], key: tuple[int, int]) -> NDArray[
 _M32 = 0xFFFFFFFF
 
 
-def uniform1(key: tuple[int, int], digest: int, k: int, stream: int = 0) -> float:
-    """One uniform of :func:`uniforms` for a single (digest, k), in plain Python integers.
-
-    The same Philox4x32-10 rounds and the same 53-bit conversion, so the number is bit-identical to
-    ``uniforms(key, [digest], [k], stream)[0]`` (tested); it costs ~5 µs where one numpy call on a
-    one-element array costs ~80 µs. Used for the scattered single draws of the event loop (a repair
-    time, a detection delay, one renewed lifetime).
-    """
-    if k >> 32 or k < 0:
-        raise ValueError("draw index k must be below 2**32")
-    c0, c1, c2, c3 = k, stream & _M32, digest & _M32, (digest >> 32) & _M32
+def _key_schedule(key: tuple[int, int]) -> tuple[int, ...]:
+    """The 20 round keys (k0, k1 of rounds 0 … 9, interleaved) of Philox4x32-10 under ``key``: the same
+    Weyl increments as :func:`philox4x32_10`, computed once per key (a replication draws all its single
+    numbers under one key)."""
     k0, k1 = key[0] & _M32, key[1] & _M32
+    out: list[int] = []
     for rnd in range(10):
         if rnd:
             k0 = (k0 + 0x9E3779B9) & _M32
             k1 = (k1 + 0xBB67AE85) & _M32
-        p0 = 0xD2511F53 * c0
-        p1 = 0xCD9E8D57 * c2
-        c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ k0, p1 & _M32, (p0 >> 32) ^ c3 ^ k1, p0 & _M32
+        out += (k0, k1)
+    return tuple(out)
+
+
+_SCHEDULES: dict[tuple[int, int], tuple[int, ...]] = {}
+"""Round keys per Philox key (:func:`_key_schedule`), kept for the keys in use (cleared past 64 keys)."""
+
+
+def uniform1(key: tuple[int, int], digest: int, k: int, stream: int = 0) -> float:
+    """One uniform of :func:`uniforms` for a single (digest, k), in plain Python integers.
+
+    The same Philox4x32-10 rounds and the same 53-bit conversion, so the number is bit-identical to
+    ``uniforms(key, [digest], [k], stream)[0]`` (tested); it costs ~3 µs where one numpy call on a
+    one-element array costs ~80 µs. Used for the scattered single draws of the event loop (a repair
+    time, a detection delay, one renewed lifetime). The rounds are written out, with the key's round
+    keys computed once per key (:func:`_key_schedule`): the same integer operations as the loop.
+    """
+    if k >> 32 or k < 0:
+        raise ValueError("draw index k must be below 2**32")
+    ks = _SCHEDULES.get(key)
+    if ks is None:
+        if len(_SCHEDULES) >= 64:
+            _SCHEDULES.clear()
+        ks = _SCHEDULES[key] = _key_schedule(key)
+    m = _M32
+    c0, c1, c2, c3 = k, stream & m, digest & m, (digest >> 32) & m
+    # ten rounds: p0 = M0·c0, p1 = M1·c2; (c0, c1, c2, c3) = (hi(p1) ^ c1 ^ k0, lo(p1), hi(p0) ^ c3 ^ k1, lo(p0))
+    p0 = 0xD2511F53 * c0
+    p1 = 0xCD9E8D57 * c2
+    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ ks[0], p1 & m, (p0 >> 32) ^ c3 ^ ks[1], p0 & m
+    p0 = 0xD2511F53 * c0
+    p1 = 0xCD9E8D57 * c2
+    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ ks[2], p1 & m, (p0 >> 32) ^ c3 ^ ks[3], p0 & m
+    p0 = 0xD2511F53 * c0
+    p1 = 0xCD9E8D57 * c2
+    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ ks[4], p1 & m, (p0 >> 32) ^ c3 ^ ks[5], p0 & m
+    p0 = 0xD2511F53 * c0
+    p1 = 0xCD9E8D57 * c2
+    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ ks[6], p1 & m, (p0 >> 32) ^ c3 ^ ks[7], p0 & m
+    p0 = 0xD2511F53 * c0
+    p1 = 0xCD9E8D57 * c2
+    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ ks[8], p1 & m, (p0 >> 32) ^ c3 ^ ks[9], p0 & m
+    p0 = 0xD2511F53 * c0
+    p1 = 0xCD9E8D57 * c2
+    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ ks[10], p1 & m, (p0 >> 32) ^ c3 ^ ks[11], p0 & m
+    p0 = 0xD2511F53 * c0
+    p1 = 0xCD9E8D57 * c2
+    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ ks[12], p1 & m, (p0 >> 32) ^ c3 ^ ks[13], p0 & m
+    p0 = 0xD2511F53 * c0
+    p1 = 0xCD9E8D57 * c2
+    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ ks[14], p1 & m, (p0 >> 32) ^ c3 ^ ks[15], p0 & m
+    p0 = 0xD2511F53 * c0
+    p1 = 0xCD9E8D57 * c2
+    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ ks[16], p1 & m, (p0 >> 32) ^ c3 ^ ks[17], p0 & m
+    p0 = 0xD2511F53 * c0
+    p1 = 0xCD9E8D57 * c2
+    c0, c1 = (p1 >> 32) ^ c1 ^ ks[18], p1 & m  # (the last round's c2, c3 are not read)
     mant = ((c0 >> 5) << 26) | (c1 >> 6)
     return min((mant + 0.5) * (1.0 / 9007199254740992.0), _ONE_BELOW)
 

@@ -20,6 +20,16 @@ from twin.model.engine import Engine, Topic
 
 
 _ALL = np.array([-1], dtype=np.int64)  # any_lt's "every node"
+_FEW_NODES = 16  # set_load compares up to this many nodes' loads in Python (a list), more with numpy
+MASK_NODES = 256  # above this many nodes a repeated write of one array goes through a boolean mask
+
+
+def node_mask(n_nodes: int, nodes: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """The boolean mask of ``nodes`` among ``n_nodes``: ``a[mask] = v`` writes what ``a[nodes] = v`` writes
+    (the same nodes, one value), ~0.7 µs faster for 2,048 of 2,080 nodes."""
+    mask = np.zeros(n_nodes, dtype=bool)
+    mask[nodes] = True
+    return mask
 
 
 def rack_path(rack: int) -> str:
@@ -82,6 +92,7 @@ class Cluster:
         # the array of set_load's last write (every node of it at _last_util; arrays given are never changed)
         self._last_nodes: NDArray[np.int64] | None = None
         self._last_util = 0.0
+        self._last_mask: NDArray[np.bool_] | None = None  # _last_nodes as a mask, once written again (many nodes)
         self._speed_subs = engine.bus.handlers(Topic.NODE_SPEED)
         self.speed_caps: dict[str, NDArray[np.float64]] = {}
         """Per source the speed fraction of each node's slowest GPU (read it; a ``SpeedSource`` writes it).
@@ -146,12 +157,25 @@ class Cluster:
             if util == self._last_util:
                 return
             self._last_util = util
-            self._util[nodes] = util
-        elif np.count_nonzero((nu := self._util)[nodes] != util):
-            nu[nodes] = util
-            self._last_nodes, self._last_util = nodes, util
+            if len(nodes) > MASK_NODES:  # a job-wide write: through a mask of the same nodes (~0.7 µs less)
+                mask = self._last_mask
+                if mask is None:
+                    mask = self._last_mask = node_mask(self.n_nodes, nodes)
+                self._util[mask] = util
+            else:
+                self._util[nodes] = util
         else:
-            return
+            nu = self._util
+            if len(nodes) <= _FEW_NODES:  # a few nodes: the same test in Python floats (~0.7 µs less than numpy's)
+                for x in nu[nodes].tolist():
+                    if x != util:
+                        break
+                else:
+                    return
+            elif not np.count_nonzero(nu[nodes] != util):
+                return
+            nu[nodes] = util
+            self._last_nodes, self._last_util, self._last_mask = nodes, util, None
         for fn in self._load_subs:  # = bus.publish(Topic.NODE_LOAD, nodes, util): the cluster owns the topic
             fn(nodes, util)
 

@@ -8,13 +8,14 @@ IT power is piecewise constant between events, so the energy is an exact sum.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 from numpy.typing import NDArray
 
 from twin import kernels
 from twin.kernels_events import cap_moves_draw, minimum_at, put_finite_delta
+from twin.model.cluster import MASK_NODES, node_mask
 from twin.model.component import BuildContext, Component, Service
 from twin.model.engine import Engine, Topic
 from twin.model.fan_law import FanLaw, fan_law
@@ -111,6 +112,7 @@ class ITPower(Component):
         self._g_idle_w = gpus * idle_w  # with a non-GPU load that follows utilisation: util·a + (ng(util) + this)
         self._level = engine.recorder.levels.setdefault("site_power_w", ([], []))
         self._pooled = False  # node pools of other power figures (set_pools)
+        self._memo: list[Any] | None = None  # _load_refresh's: [nodes, down list, {util: site sum}, no down node in nodes, mask]
         bus = engine.bus
         bus.subscribe(Topic.NODE_LOAD, self.refresh)
         bus.subscribe(Topic.NODE_DOWN, self._on_node)
@@ -290,6 +292,10 @@ class ITPower(Component):
             self._t = now
 
     def _on_node(self, node: int, cause: DownCause) -> None:
+        if not (self._before or self._pooled or self.fans is not None or not self._uncapped):
+            # refresh's formula for one node at its load, in Python floats: the same operations (_load_refresh)
+            self._load_refresh(np.array([node]), float(self.engine.node_util[node]))
+            return
         self.refresh(np.array([node]))
 
     def _capped_with_fans(self, idx: NDArray[np.int64], util: float | None, srcs: list[NDArray[np.float64]],
@@ -323,6 +329,11 @@ class ITPower(Component):
         floating-point operations as :func:`node_it_power_w` (for a common ``util`` done once, in
         Python floats: the same IEEE multiply and add); the site total is the numpy sum of the node
         array (the same sum in the same order at every refresh, so it never drifts)."""
+        if util is not None and nodes is not None and not (
+                self._before or self._pooled or self.fans is not None or not self._uncapped):
+            self._load_refresh(nodes, util)
+            return
+        self._memo = None  # (any other refresh: the load refreshes' memo no longer holds)
         if self._before:
             for fn in self._before:
                 fn()
@@ -385,6 +396,69 @@ class ITPower(Component):
         if self._after:
             for after in self._after:
                 after(idx)
+
+    def _load_refresh(self, nodes: NDArray[np.int64], util: float) -> None:
+        """:meth:`refresh` of a load change (``nodes`` at ``util``, a NODE_LOAD publication) without caps, node
+        pools, fans or watchers run before: the same writes, zeroing and site sum, where the site sum is taken
+        again only for a state not seen since the last other change. While each refresh writes the same array
+        ``nodes`` (never changed once published) and the same nodes are down (the cluster's down list, rebuilt
+        at each change: the same object), the node array is the state before them with ``nodes`` at the last
+        ``util``: its sum at each ``util`` is kept (``_memo``), as is whether a down node is among ``nodes``
+        (else zeroing them is a no-op). Any other refresh, and any node going down or up, ends the memo."""
+        now = self._env._now
+        t = self._t
+        if now > t:
+            self.energy_wh += self._total * (now - t)
+            self._t = now
+        npw = self.node_power_w
+        # the same operations as node_it_power_w with non_gpu_power_w
+        p = (util * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * util) + self._g_idle_w) if self._ng_slope_w
+             else util * self._a_w + self._b_w)
+        memo = self._memo
+        if memo is not None and memo[0] is nodes and len(nodes) > MASK_NODES:  # the array written again: its mask
+            mask = memo[4]
+            if mask is None:
+                mask = memo[4] = node_mask(len(npw), nodes)
+            npw[mask] = p
+        else:
+            npw[nodes] = p
+        cl = self.cluster
+        n_down = cl.n_nodes - cl.n_up
+        if n_down > _FEW_DOWN:  # many down (a tripped hall): refresh's own test of the nodes, no memo
+            self._memo = None
+            d = cl.down_count[nodes] != 0
+            npw[nodes[d]] = 0.0
+            total = float(_add_reduce(npw))
+        else:
+            down = cl.down_nodes() if n_down else None
+            if memo is not None and memo[0] is nodes and memo[1] is down:
+                if n_down:
+                    clean = memo[3]
+                    if clean is None:  # (found at the memo's first use: most memos of a busy hall are used never)
+                        clean = memo[3] = not cl.down_count[nodes].any()
+                    if not clean:  # zero every down node: a no-op outside nodes
+                        npw[down] = 0.0
+                sums = memo[2]
+                got = sums.get(util)
+                if got is None:
+                    got = sums[util] = float(_add_reduce(npw))
+                total = got
+            else:
+                if n_down:
+                    npw[down] = 0.0
+                total = float(_add_reduce(npw))  # = npw.sum(), without the method's wrapper
+                self._memo = [nodes, down, {util: total}, None, None]
+        self._total = total
+        ts, vs = self._level  # recorder level site_power_w: one point per event time
+        now = self._t
+        if ts and ts[-1] == now:
+            vs[-1] = total
+        else:
+            ts.append(now)
+            vs.append(total)
+        if self._after:
+            for after in self._after:
+                after(nodes)
 
     def total_w(self) -> float:
         """Site IT power now, W."""

@@ -34,6 +34,8 @@ from twin.scenario.storage import StorageSection
 if TYPE_CHECKING:  # pragma: no cover
     from twin.scenario.schema import Scenario
 
+_INF = math.inf
+
 
 class Storage(Component):
     """The shared storage: bandwidth, shares, failing servers and metadata service."""
@@ -122,13 +124,19 @@ class Storage(Component):
         return self.total_full_gb_per_s if s == 1.0 else self.total_full_gb_per_s * s
 
     def transfer_begins(self, jid: int, write: bool, gb_per_s: float) -> None:
-        self._account()
+        now = self._env._now  # (= self._account(), inline on the event loop's path)
+        if now > self._last_t:
+            self.used_gb += self._used * (now - self._last_t)
+        self._last_t = now
         (self._writes if write else self._reads)[jid] = gb_per_s
         self._io_dirty = True
         self._changed()
 
     def transfer_ends(self, jid: int, write: bool) -> None:
-        self._account()
+        now = self._env._now  # (= self._account(), inline on the event loop's path)
+        if now > self._last_t:
+            self.used_gb += self._used * (now - self._last_t)
+        self._last_t = now
         (self._writes if write else self._reads).pop(jid, None)
         self._io_dirty = True
         self._changed()
@@ -137,7 +145,10 @@ class Storage(Component):
         """Set job ``jid``'s data demand (GB/s, 0: none now) and return its share, GB/s."""
         old = self._demand.get(jid, 0.0)
         if demand_gb_per_s != old:
-            self._account()
+            now = self._env._now  # (= self._account(), inline on the event loop's path)
+            if now > self._last_t:
+                self.used_gb += self._used * (now - self._last_t)
+            self._last_t = now
             if demand_gb_per_s > 0:
                 self._demand[jid] = demand_gb_per_s
             else:
@@ -174,21 +185,22 @@ class Storage(Component):
             self._r_sum = sum(self._reads.values())
         cap = self._cap
         demand = self._demand
-        if not demand:
-            level = math.inf
-        elif not self._reads and self._demand_sum <= cap * (1.0 - 1e-9):
-            # every demand is met (the running sum is within far less than 1e-9 of the exact one): no stream
-            # is limited, the level is infinite as water_fill would say, without its O(jobs) pass
-            level = math.inf
+        data = self._demand_sum
+        if not demand or (not self._reads and data <= cap * (1.0 - 1e-9)):
+            # no stream, or every demand met (the running sum is within far less than 1e-9 of the exact one): no
+            # stream is limited, the level is infinite as water_fill would say, without its O(jobs) pass
+            level = _INF
         else:
             level = phys.water_fill(cap, list(demand.values()), len(self._reads))
+            if level != _INF:
+                data = sum(min(x, level) for x in demand.values())
         # bandwidth in use (GB/s): the checkpoint writes (at most the write bandwidth), and the checkpoint reads
         # and data streams' shares (at most ``cap``, the read bandwidth the writes leave); nothing in an outage
-        if not self.available:
-            used = 0.0
+        if self.available:
+            r = self._r_sum + data
+            used = self._w_in_use + (r if r < cap else cap)  # (= min(cap, r))
         else:
-            data = (self._demand_sum if level == math.inf else sum(min(x, level) for x in demand.values()))
-            used = self._w_in_use + min(cap, self._r_sum + data)
+            used = 0.0
         self._used = used
         if self.peak_gb_per_s < used:
             self.peak_gb_per_s = used

@@ -62,8 +62,14 @@ class Checkpointing(Progress):
 
     def _write_time_h(self, job: Job) -> float:
         st = self.storage
-        return job.spec.ckpt.write_time_h(self.spec.storage.write_gb_per_s if st is None else st.write_gb_per_s,
-                                          self.writers, job.spec.nodes_needed, self.spec.storage.node_write_gb_per_s)
+        bw = self.spec.storage.write_gb_per_s if st is None else st.write_gb_per_s
+        writers = self.writers
+        memo = job.write_memo  # (a function of these two for the job: its checkpoint, nodes and the per-node bandwidth are fixed)
+        if memo is not None and memo[0] == bw and memo[1] == writers:
+            return memo[2]
+        w = job.spec.ckpt.write_time_h(bw, writers, job.spec.nodes_needed, self.spec.storage.node_write_gb_per_s)
+        job.write_memo = (bw, writers, w)
+        return w
 
     def _storage_down(self) -> bool:
         return self.storage is not None and not self.storage.available
@@ -83,7 +89,8 @@ class Checkpointing(Progress):
     def _start_checkpoint(self, job: Job, final: bool, retry: bool = False) -> None:
         ck = job.spec.ckpt
         job.ckpt_waiting = False
-        if ck.mode != "peer" and self._storage_down():  # the write cannot start: it waits for the storage, then writes
+        st = self.storage
+        if ck.mode != "peer" and st is not None and not st.available:  # the write cannot start: it waits for the storage, then writes
             self._advance(job)
             job.state = CKPT
             if not final:
@@ -92,7 +99,8 @@ class Checkpointing(Progress):
                 job.acct.checkpoints += 1
             self._block(job, final)
             return
-        self._end_io(job)
+        if job.writing or job.reading:
+            self._end_io(job)
         peer = ck.mode == "peer"
         if not peer:   # (a peer copy goes to a neighbour's memory, not the storage)
             self.writers += 1
@@ -123,8 +131,8 @@ class Checkpointing(Progress):
             if saver is None:
                 saver = job.saver = self.engine.timer()
             saver.set(self._env._now + w, lambda: self._async_saved(job))
-        if self.storage is not None and not peer:  # (after the job stopped reading data: its demand is gone first)
-            self.storage.transfer_begins(job.spec.jid, True, ck.size_gb / (w * 3600.0) if w > 0 else 0.0)
+        if st is not None and not peer:  # (after the job stopped reading data: its demand is gone first)
+            st.transfer_begins(job.spec.jid, True, ck.size_gb / (w * 3600.0) if w > 0 else 0.0)
 
     def _end_io(self, job: Job) -> None:
         """Release the job's share of storage bandwidth (write finished or aborted)."""

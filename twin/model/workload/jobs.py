@@ -158,6 +158,12 @@ class Job:
     # thermal, fail-slow, place): Progress._rate_on_nodes reuses them while the inputs are the same
     rate_memo: tuple[tuple[float, float, float, int, float, float, float],
                      tuple[float, float, float, float, float, float]] | None = None
+    # the node array and utilisation of its last load write (Progress._set_util): while it holds that array (never
+    # changed once published, and no other job's array holds its nodes) every node of it is at that load still
+    load_memo: tuple[np.ndarray, float] | None = None
+    # the storage's write bandwidth and writers of its last checkpoint write time, and that time (h):
+    # Checkpointing._write_time_h reuses it while both are the same (the rest of its inputs never change)
+    write_memo: tuple[float, int, float] | None = None
     queued_at: float = 0.0
     # the queue index (twin.model.jobqueue): slot in its bucket, work left when queued, queued or not
     qslot: int = -1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+_FEW = 8  # discard_many and add_many take up to this many nodes one by one
 
 class NodePool:
     """A set of node indices held as a boolean mask: O(1) add/remove, vectorised listing."""
@@ -30,12 +31,24 @@ class NodePool:
         if not self.count:
             return
         m = self.mask
+        if len(nodes) <= _FEW:  # a few nodes one by one (numpy's three calls cost more)
+            for n in nodes.tolist():
+                if m[n]:
+                    m[n] = False
+                    self.count -= 1
+            return
         self.count -= int(np.count_nonzero(m[nodes]))
         m[nodes] = False
 
     def add_many(self, nodes: np.ndarray) -> None:
         """Add every node of ``nodes`` (an index array without repeats)."""
         m = self.mask
+        if len(nodes) <= _FEW:
+            for n in nodes.tolist():
+                if not m[n]:
+                    m[n] = True
+                    self.count += 1
+            return
         self.count += len(nodes) - int(np.count_nonzero(m[nodes]))
         m[nodes] = True
 

@@ -220,7 +220,12 @@ class Progress(WorkloadBase):
             else:
                 self.storage.data_share(job.spec.jid, 0.0)
         if len(nodes):
-            self._set_load(nodes, util)  # the cluster writes and publishes NODE_LOAD
+            # the cluster writes and publishes NODE_LOAD, unless the job's nodes are at this load already (its last
+            # write was of this array at this load: then the cluster's own test would find no change either)
+            memo = job.load_memo
+            if memo is None or memo[0] is not nodes or memo[1] != util:
+                self._set_load(nodes, util)
+                job.load_memo = (nodes, util)
             for fn in self._on_job_subs:  # = bus.publish(JOB, job)
                 fn(job)
 

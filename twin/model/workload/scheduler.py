@@ -351,3 +351,4 @@ class Scheduler(Checkpointing):
             self.spares.add_many(up[:top])
         self.free.add_many(up[top:])
         job.nodes = NO_NODES  # (shared: a trace keeps a million finished jobs for the jobs table)
+        job.load_memo = job.write_memo = None  # (nor their last node arrays and write times)
