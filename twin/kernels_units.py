@@ -635,9 +635,8 @@ def update_nodes(nodes: np.ndarray, gi: np.ndarray, now: float, eps_h: float, se
                  x_sp: np.ndarray, x_tss: np.ndarray, x_ok: np.ndarray, pw: np.ndarray, t_due: np.ndarray,
                  traced: np.ndarray, heat: int, n_busy: np.ndarray, n_capped: np.ndarray, n_spsum: np.ndarray,
                  n_tp: np.ndarray, caps: np.ndarray, oth_n: np.ndarray, acc: np.ndarray, tot: np.ndarray,
-                 it_caps: np.ndarray, pf: np.ndarray, nout: np.ndarray, uout: np.ndarray
-                 ) -> tuple[float, int, int, float, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, float,
-                            np.ndarray, np.ndarray, bool, float, bool]:
+                 it_caps: np.ndarray, pf: np.ndarray, nout: np.ndarray, uout: np.ndarray, up: np.ndarray
+                 ) -> tuple[float, int, int, float, np.ndarray, int, int, float, float, bool, float, bool]:
     """``GpuState._update_now``'s unit work in one call: with ``settle``, the silent crossings of units ``gi``
     (the units of ``nodes``) due by ``now + eps_h`` are settled (:func:`silent_due` clearing the others'
     flags, the accounts integrated to now from ``t_acc`` as ``GpuState.integrate``, :func:`settle_units` and
@@ -648,21 +647,21 @@ def update_nodes(nodes: np.ndarray, gi: np.ndarray, now: float, eps_h: float, se
     power figures in a hall of node pools (:func:`update_units`; shape (6, 0): none). The same kernels in the
     same order as the calls they replace, so the results are theirs bit for bit.
 
-    Returns (the accounts' time, h; silent flags cleared; silent crossings settled; the highest temperature
-    reached; of the settling: the times and changes of effective GPUs, the crossing times and power changes
-    (W), Σ change × held time (Wh), Σ change (W) and the nodes whose speed it changed; per node ``up``; short
-    (no unit needs capping); the earliest next crossing, h; whether some node's thermal cap per GPU
-    (``nout[6]``) differs from ``it_caps``)."""
+    Writes per node ``up`` (in service) into ``up[:len(nodes)]``. Returns (the accounts' time, h; silent flags
+    cleared; silent crossings settled; the highest temperature reached; of the settling, in one array (one
+    array to box, not five: :func:`unpack_settled` splits it): the times and changes of effective GPUs (``ntp``
+    each), the crossing times and power changes (W; ``m`` each) and the nodes whose speed it changed (as
+    floats, exact); ``ntp``; ``m``; Σ change × held time (Wh); Σ change (W); short (no unit needs capping);
+    the earliest next crossing, h; whether some node's thermal cap per GPU (``nout[6]``) differs from
+    ``it_caps``)."""
     tmax = -INF
     cleared = 0
     n_sil = 0
     e_wh = 0.0
     dP_sum = 0.0
-    tp_t = np.empty(0)
-    tp_dv = np.empty(0)
-    ts = np.empty(0)
-    dP = np.empty(0)
-    ch = np.empty(0, dtype=np.int64)
+    ntp = 0
+    m = 0
+    res = np.empty(0)
     if settle:
         idx, cleared = silent_due(gi, now + eps_h, silent, t_next, settle)  # (settle: True, not a literal)
         if idx.shape[0]:
@@ -678,13 +677,22 @@ def update_nodes(nodes: np.ndarray, gi: np.ndarray, now: float, eps_h: float, se
             for j in range(snodes.shape[0]):
                 if caps[snodes[j]] != new_caps[j]:
                     nch += 1
-            ch = np.empty(nch, dtype=np.int64)
+            ntp = tp_t.shape[0]
+            m = ts.shape[0]
+            res = np.empty(2 * ntp + 2 * m + nch)
+            for k in range(ntp):
+                res[k] = tp_t[k]
+                res[ntp + k] = tp_dv[k]
+            z = 2 * ntp
+            for k in range(m):
+                res[z + k] = ts[k]
+                res[z + m + k] = dP[k]
             if nch:
-                nch = 0
+                z += 2 * m
                 for j in range(snodes.shape[0]):
                     if caps[snodes[j]] != new_caps[j]:
-                        ch[nch] = snodes[j]
-                        nch += 1
+                        res[z] = snodes[j]
+                        z += 1
                 for j in range(snodes.shape[0]):
                     caps[snodes[j]] = new_caps[j]
     n = nodes.shape[0]
@@ -693,7 +701,6 @@ def update_nodes(nodes: np.ndarray, gi: np.ndarray, now: float, eps_h: float, se
     t2 = advance_units(gi, to_h, T, tss, t0, tau, gon, hist, w)
     if t2 > tmax:
         tmax = t2
-    up = np.empty(n, dtype=np.bool_)
     util = np.empty(n)
     for j in range(n):
         up[j] = down[nodes[j]] == 0
@@ -707,7 +714,7 @@ def update_nodes(nodes: np.ndarray, gi: np.ndarray, now: float, eps_h: float, se
         if it_caps[nodes[j]] != nout[6, j]:
             ne = True
             break
-    return (t_acc, cleared, n_sil, tmax, tp_t, tp_dv, ts, dP, e_wh, dP_sum, ch, up, short, t_min, ne)
+    return (t_acc, cleared, n_sil, tmax, res, ntp, m, e_wh, dP_sum, short, t_min, ne)
 
 
 @njit(**_JIT)
@@ -717,14 +724,16 @@ def wake_units(now: float, eps_h: float, silent_on: bool, t_acc: float, u: int, 
                x_tss: np.ndarray, x_sp: np.ndarray, x_P: np.ndarray, x_ok: np.ndarray, x_cap: np.ndarray,
                ucap: np.ndarray, pw: np.ndarray, n_busy: np.ndarray, n_capped: np.ndarray, n_spsum: np.ndarray,
                n_tp: np.ndarray, caps: np.ndarray, oth_n: np.ndarray, acc: np.ndarray, tot: np.ndarray
-               ) -> tuple[np.ndarray, float, int, float, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                          np.ndarray, np.ndarray, float, float]:
+               ) -> tuple[np.ndarray, float, int, float, np.ndarray, int, int, int, float, float]:
     """``GpuState._wake``'s split and quick path in one call: the units whose crossing is due by ``now + eps_h``
     (``np.flatnonzero(t_due <= now + eps_h)``); with ``silent_on``, those heading for a slowdown crossing that
     may be silent (``kind == 1`` and ``x_ok``: the quick ones) take their stashed state now as
     ``LazyCrossings.settle`` does (``t_next`` at most ``now``, the accounts integrated from ``t_acc``,
-    :func:`settle_units`). Returns (the other due units; the accounts' time, h; then, for the quick ones, empty
-    when none: :func:`settle_units`'s results)."""
+    :func:`settle_units`). Returns (the other due units; the accounts' time, h; then, for the quick ones (none:
+    0 and an empty array): :func:`settle_units`' silent flags cleared and highest temperature, its seven arrays
+    in one (one array to box: the nodes as floats, exact, their new speeds and thermal caps, ``ng`` each, the
+    times and changes of effective GPUs, ``ntp`` each, the crossing times and power changes, ``m`` each), ``ng``,
+    ``ntp``, ``m``, Σ change × held time (Wh) and Σ change (W))."""
     nd = nq = 0
     lim = now + eps_h
     for i in range(t_due.shape[0]):
@@ -744,9 +753,8 @@ def wake_units(now: float, eps_h: float, silent_on: bool, t_acc: float, u: int, 
                 else:
                     rest[b] = i
                     b += 1
-    e = np.empty(0)
     if nq == 0:
-        return (rest, t_acc, 0, -INF, np.empty(0, dtype=np.int64), e, e, e, e, e, e, 0.0, 0.0)
+        return (rest, t_acc, 0, -INF, np.empty(0), 0, 0, 0, 0.0, 0.0)
     for k in range(nq):
         i = q[k]
         x = t_next[i]
@@ -759,4 +767,18 @@ def wake_units(now: float, eps_h: float, silent_on: bool, t_acc: float, u: int, 
     tmax, n_sil, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum = settle_units(
         q, now, u, w, T, tss, t0, tau, gon, hist, t_next, t_due, kind, silent, engaged, speed, x_tss, x_sp, x_P,
         x_cap, ucap, pw, n_busy, n_capped, n_spsum, n_tp, caps, oth_n, acc, tot)
-    return (rest, t_acc, n_sil, tmax, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum)
+    ng, ntp, m = nodes.shape[0], tp_t.shape[0], ts.shape[0]
+    res = np.empty(3 * ng + 2 * ntp + 2 * m)
+    for k in range(ng):
+        res[k] = nodes[k]
+        res[ng + k] = new_caps[k]
+        res[2 * ng + k] = it_caps[k]
+    z = 3 * ng
+    for k in range(ntp):
+        res[z + k] = tp_t[k]
+        res[z + ntp + k] = tp_dv[k]
+    z += 2 * ntp
+    for k in range(m):
+        res[z + k] = ts[k]
+        res[z + m + k] = dP[k]
+    return (rest, t_acc, n_sil, tmax, res, ng, ntp, m, e_wh, dP_sum)
