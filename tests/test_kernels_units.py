@@ -133,8 +133,8 @@ def test_update_nodes_is_the_sequence_it_replaces(seed: int, u: int, hot: bool, 
     def x(kk: str) -> np.ndarray:
         return s[kk] if silent_on else (_EB if s[kk].dtype == bool else _E)
 
-    got = KU.update_nodes(
-        nodes, gi, now, eps_h, settle, t_acc, s["down"], s["util"], u, g, w, pc, s["rfactor"], s["inlet"],
+    got = KU.update_nodes(  # (it builds gi, the units of nodes, itself)
+        nodes, now, eps_h, settle, t_acc, s["down"], s["util"], u, g, w, pc, s["rfactor"], s["inlet"],
         s["rbase"], s["toff"], prm, s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"], s["engaged"],
         s["speed"], s["t_next"], s["kind"], hot, s["ucap"], silent_on, s["silent"], s["x_cap"] if silent_on else _E,
         x("x_P"), x("x_sp"), x("x_tss"), x("x_ok"), x("pw"), x("t_due"), x("traced"), heat, s["n_busy"],

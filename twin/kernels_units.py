@@ -626,7 +626,7 @@ def silent_due(gi: np.ndarray, due_h: float, silent: np.ndarray, t_next: np.ndar
 
 # ===================================================================================== one update, fused
 @njit(**_JIT)
-def update_nodes(nodes: np.ndarray, gi: np.ndarray, now: float, eps_h: float, settle: bool, t_acc: float,
+def update_nodes(nodes: np.ndarray, now: float, eps_h: float, settle: bool, t_acc: float,
                  down: np.ndarray, node_util: np.ndarray, u: int, g: float, w: float, pc: np.ndarray,
                  rfactor: np.ndarray, inlet: np.ndarray, rbase: np.ndarray, toff: np.ndarray, prm: np.ndarray,
                  T: np.ndarray, tss: np.ndarray, t0: np.ndarray, tau: np.ndarray, gon: np.ndarray, hist: np.ndarray,
@@ -637,8 +637,8 @@ def update_nodes(nodes: np.ndarray, gi: np.ndarray, now: float, eps_h: float, se
                  n_tp: np.ndarray, caps: np.ndarray, oth_n: np.ndarray, acc: np.ndarray, tot: np.ndarray,
                  it_caps: np.ndarray, pf: np.ndarray, nout: np.ndarray, uout: np.ndarray, up: np.ndarray
                  ) -> tuple[float, int, int, float, np.ndarray, int, int, float, float, bool, float, bool]:
-    """``GpuState._update_now``'s unit work in one call: with ``settle``, the silent crossings of units ``gi``
-    (the units of ``nodes``) due by ``now + eps_h`` are settled (:func:`silent_due` clearing the others'
+    """``GpuState._update_now``'s unit work in one call: with ``settle``, the silent crossings of the units of
+    ``nodes`` (``gi``, node by node: ``kernels_events.unit_indices``, built here) due by ``now + eps_h`` are settled (:func:`silent_due` clearing the others'
     flags, the accounts integrated to now from ``t_acc`` as ``GpuState.integrate``, :func:`settle_units` and
     the write of the speeds they changed into ``caps`` as ``kernels_events.put_changed_at``); then
     :func:`advance_units` to ``now`` and :func:`update_units` with per node ``up`` (``down == 0``) and
@@ -662,6 +662,11 @@ def update_nodes(nodes: np.ndarray, gi: np.ndarray, now: float, eps_h: float, se
     ntp = 0
     m = 0
     res = np.empty(0)
+    n = nodes.shape[0]
+    gi = np.empty(n * u, dtype=np.int64)  # the units of nodes, node by node
+    for j in range(n):
+        for k in range(u):
+            gi[j * u + k] = nodes[j] * u + k
     if settle:
         idx, cleared = silent_due(gi, now + eps_h, silent, t_next, settle)  # (settle: True, not a literal)
         if idx.shape[0]:
@@ -695,7 +700,6 @@ def update_nodes(nodes: np.ndarray, gi: np.ndarray, now: float, eps_h: float, se
                         z += 1
                 for j in range(snodes.shape[0]):
                     caps[snodes[j]] = new_caps[j]
-    n = nodes.shape[0]
     to_h = np.empty(1)
     to_h[0] = now
     t2 = advance_units(gi, to_h, T, tss, t0, tau, gon, hist, w)

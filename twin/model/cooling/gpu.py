@@ -218,12 +218,9 @@ class GpuState:
         n1 = int(nodes[-1])
         if n1 - n0 + 1 == n:
             nsl: Any = slice(n0, n1 + 1)
-            gsl: Any = slice(n0 * u, (n1 + 1) * u)
             nodes = p.all_nodes[nsl]
         else:
             nsl = nodes
-            gsl = self.gpus(nodes)
-        gi = a.uidx[gsl] if isinstance(gsl, slice) else gsl
         # new conditions: demand, what the GPUs draw before any thermal cap (their demand, or less under a
         # power-chain cap: a site cap, a lost PSU or feed; the thermal cap, if it binds, is below this, and
         # speeds are relative to the demand, so the engine's lower of the thermal and power speeds is the
@@ -242,7 +239,7 @@ class GpuState:
         # steady-state temperature, τ ≪ intervals), then the new steady states, caps, speeds and crossings
         (self.t_acc, cleared, n_sil, tmax, sres, ntp, m, e_wh, dP_sum, short, t_min,
          it_ne) = kernels_units.update_nodes(
-            nodes, gi, now, _EPS_H, lazy.n_silent > 0, self.t_acc, self.cluster.down_count, self.cluster.util_read,
+            nodes, now, _EPS_H, lazy.n_silent > 0, self.t_acc, self.cluster.down_count, self.cluster.util_read,
             u, float(g), p.gpus_per_unit, pc, a.rfactor, a.inlet, a.rbase, _EF if a.toff is None else a.toff,
             self._prm, a.T, a.tss, a.t0, a.tau, a.gon, a.hist, a.engaged, a.speed, a.t_next, a.kind,
             bool(self._n_hot), _EF if self.ucap is None else self.ucap, silent, lazy.silent,
@@ -286,6 +283,7 @@ class GpuState:
         if self.ageing.aged:
             self.ageing.update(nodes)
         if self.trace_from <= now <= self.trace_to and np.count_nonzero(a.trace_mask[nsl]):
+            gsl = slice(n0 * u, (n1 + 1) * u) if isinstance(nsl, slice) else self.gpus(nodes)
             self._trace(nodes, a.T[gsl], uout[0], uout[1], uout[2], uout[3])
         if lazy.silent_on and (lazy.n_silent or lazy.rose) and any_down:
             lazy.rose = True  # a node leaving service leaves its group's slowest speeds (see lazy.plan)
