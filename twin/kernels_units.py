@@ -271,7 +271,10 @@ def update_units(nodes: np.ndarray, u: int, g: float, w: float, now: float, up: 
     ``ng_idle_w`` in its rows 0-5 (``CoolingParams.figs``), in place of the scalars.
     Writes per node into ``nout`` rows: demand per GPU, draw per GPU, busy GPUs, speed, capped busy
     GPUs (× w), Σ speed of busy GPUs (× w), thermal cap per GPU (inf: none), air heat (W); per unit into ``uout``
-    rows: power, demand, inlet, R. Returns (short: no unit needs capping, the earliest next crossing, h).
+    rows: power, demand, inlet, R (its last row is scratch). With two rows only (no trace row to write), the
+    first is the power where some unit needs capping (its node's mean cap reads it) and the others are not
+    written: the second loop recomputes R and the inlet as the first did (the same operations: the same values).
+    Returns (short: no unit needs capping, the earliest next crossing, h).
     """
     n = nodes.shape[0]
     has_pc = pc.shape[0] > 0
@@ -305,11 +308,9 @@ def update_units(nodes: np.ndarray, u: int, g: float, w: float, now: float, up: 
                 nout[7, j] = air_share * (ng + gw * g) * upf
             else:
                 nout[7, j] = (ng + (gw * g if heat == 1 else 0.0)) * upf
+    rows = uout.shape[0] == 5  # the trace's rows wanted (else only the power and the scratch row)
     Pu = uout[0]
-    pdu = uout[1]
-    tinu = uout[2]
-    Ru = uout[3]
-    tssu = uout[4]
+    tssu = uout[uout.shape[0] - 1]
     need_any = False
     for j in range(n):
         nd = nodes[j]
@@ -320,10 +321,11 @@ def update_units(nodes: np.ndarray, u: int, g: float, w: float, now: float, up: 
             tin = inlet[nd]
             if has_toff:
                 tin = tin + toff[i]
-            Ru[q] = R
-            tinu[q] = tin
-            pdu[q] = pd_n[j]
-            Pu[q] = draw_n[j]
+            if rows:
+                uout[3, q] = R
+                uout[2, q] = tin
+                uout[1, q] = pd_n[j]
+                Pu[q] = draw_n[j]
             gon[i] = up[j]
             tau[i] = tau_s(R, c_j_per_c)
             s = steady_c(tin, draw_n[j], R)
@@ -362,9 +364,11 @@ def update_units(nodes: np.ndarray, u: int, g: float, w: float, now: float, up: 
         for k in range(u):
             i = nd * u + k
             q = j * u + k
-            R = Ru[q]
-            tin = tinu[q]
-            pd = pdu[q]
+            R = rbase[i] * rfactor[nd]  # (as the first loop: the same value)
+            tin = inlet[nd]
+            if has_toff:
+                tin = tin + toff[i]
+            pd = pd_n[j]
             draw = draw_n[j]
             Ti = T[i]
             need = tssu[q] > slow_c

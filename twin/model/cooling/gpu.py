@@ -231,7 +231,8 @@ class GpuState:
             self.n_pcap += int(np.isfinite(pc).sum()) - int(np.isfinite(a.pcap[nsl]).sum())
             a.pcap[nsl] = pc
         nout = np.empty((8, n))
-        uout = np.empty((5, n * u))
+        trace = self.trace_from <= now <= self.trace_to and bool(np.count_nonzero(a.trace_mask[nsl]))
+        uout = np.empty((5 if trace else 2, n * u))  # (the units' power, demand, inlet and R only for a trace row)
         up_n = np.empty(n, dtype=np.bool_)  # (written by the kernel: an argument costs less than a returned array)
         silent = lazy.silent_on
         # one compiled call (twin.kernels_units.update_nodes): the due silent crossings of these units settled
@@ -282,7 +283,7 @@ class GpuState:
             self._tp_record(d_tp)
         if self.ageing.aged:
             self.ageing.update(nodes)
-        if self.trace_from <= now <= self.trace_to and np.count_nonzero(a.trace_mask[nsl]):
+        if trace:
             gsl = slice(n0 * u, (n1 + 1) * u) if isinstance(nsl, slice) else self.gpus(nodes)
             self._trace(nodes, a.T[gsl], uout[0], uout[1], uout[2], uout[3])
         if lazy.silent_on and (lazy.n_silent or lazy.rose) and any_down:
