@@ -102,6 +102,18 @@ def test_unit_indices_are_numpy(nodes: list[int], u: int) -> None:
     assert got.dtype == want.dtype and got.tolist() == want.tolist()
 
 
+@settings(max_examples=100, deadline=None)
+@given(groups=st.lists(st.integers(-1, 3), min_size=1, max_size=40), pick=st.lists(st.integers(0, 39), max_size=30),
+       gid=st.integers(-1, 3), u=st.sampled_from([1, 2, 4, 8]))
+def test_group_units_is_the_numpy_sequence(groups: list[int], pick: list[int], gid: int, u: int) -> None:
+    gid_of = np.array(groups, dtype=np.int64)  # each node's group
+    arr = np.array(sorted({i for i in pick if i < len(groups)}), dtype=np.int64)  # a group's nodes as recorded
+    sel = arr[gid_of[arr] == gid]  # (LazyCrossings.plan before: the nodes still in it, then GpuState.gpus)
+    want = (sel[:, None] * u + np.arange(u)).ravel()
+    got = KE.group_units(arr, gid, gid_of, u)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(-50, 3000), max_size=400), st.booleans())
 def test_unique_ints_is_numpy_unique(v: list[int], sparse: bool) -> None:

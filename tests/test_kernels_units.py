@@ -108,10 +108,10 @@ def _ref_update_now(s: dict[str, np.ndarray], nodes: np.ndarray, gi: np.ndarray,
 @settings(max_examples=80, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), u=st.sampled_from([1, 4, 8]), hot=st.booleans(), silent_on=st.booleans(),
        settle=st.booleans(), with_pc=st.booleans(), contiguous=st.booleans(), heat=st.sampled_from([0, 1, 2, 3]),
-       oth=st.booleans(), t_acc=st.sampled_from([0.5, 2.0]))
+       oth=st.booleans(), t_acc=st.sampled_from([0.5, 2.0]), rows=st.booleans())
 def test_update_nodes_is_the_sequence_it_replaces(seed: int, u: int, hot: bool, silent_on: bool, settle: bool,
                                                   with_pc: bool, contiguous: bool, heat: int, oth: bool,
-                                                  t_acc: float) -> None:
+                                                  t_acc: float, rows: bool) -> None:
     rng = np.random.default_rng(seed)
     n_nodes = 12
     s = _state(rng, n_nodes, u)
@@ -126,26 +126,40 @@ def test_update_nodes_is_the_sequence_it_replaces(seed: int, u: int, hot: bool, 
     r_nout, r_uout = np.zeros((8, k)), np.zeros((5, k * u))  # (rows a kernel leaves unwritten: 0 in both)
     want = _ref_update_now(ref, nodes, gi, u, g, w, now, eps_h, settle, t_acc, pc, hot, silent_on, heat, oth,
                            r_nout, r_uout)
-    nout, uout = np.zeros((8, k)), np.zeros((5, k * u))
+    # (without the trace's rows: a power row, written where some unit needs capping, and the scratch row)
+    nout, uout = np.zeros((8, k)), np.zeros((5 if rows else 2, k * u))
+    up = np.empty(k, dtype=np.bool_)
     prm = np.array([PRM[k] for k in ("idle", "tdp", "C", "slow", "shut", "pmin", "alpha", "ng_w", "ng_idle",
                                      "share")])
     def x(kk: str) -> np.ndarray:
         return s[kk] if silent_on else (_EB if s[kk].dtype == bool else _E)
 
-    got = KU.update_nodes(
-        nodes, gi, now, eps_h, settle, t_acc, s["down"], s["util"], u, g, w, pc, s["rfactor"], s["inlet"],
+    got = KU.update_nodes(  # (it builds gi, the units of nodes, itself)
+        nodes, now, eps_h, settle, t_acc, s["down"], s["util"], u, g, w, pc, s["rfactor"], s["inlet"],
         s["rbase"], s["toff"], prm, s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"], s["engaged"],
         s["speed"], s["t_next"], s["kind"], hot, s["ucap"], silent_on, s["silent"], s["x_cap"] if silent_on else _E,
         x("x_P"), x("x_sp"), x("x_tss"), x("x_ok"), x("pw"), x("t_due"), x("traced"), heat, s["n_busy"],
         s["n_capped"], s["n_spsum"], s["n_tp"], s["caps"], s["oth_n"] if oth else _E, s["acc"], s["tot"],
-        s["it_caps"], _NOPF, nout, uout)
-    assert len(got) == len(want)
+        s["it_caps"], _NOPF, nout, uout, up)
+    # the settling's five arrays come packed in one (tp_t, tp_dv, ts, dP, the changed nodes as floats), ``up``
+    # written into the argument
+    t_acc_, cleared, n_sil, tmax, res, ntp, m, e_wh, dP_sum, short, t_min, ne = got
+    z = 2 * ntp + 2 * m
+    got = (t_acc_, cleared, n_sil, tmax, res[:ntp], res[ntp:2 * ntp], res[2 * ntp:2 * ntp + m], res[2 * ntp + m:z],
+           e_wh, dP_sum, res[z:].astype(np.int64), up, short, t_min, ne)
+    assert len(got) == len(want) and res.dtype == np.float64 and np.array_equal(res[z:], got[10])
     for a, b in zip(got, want):
         if isinstance(b, np.ndarray):
             assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
         else:
             assert a == b or (a != a and b != b), (a, b)
-    assert np.array_equal(nout, r_nout, equal_nan=True) and np.array_equal(uout, r_uout, equal_nan=True)
+    assert np.array_equal(nout, r_nout, equal_nan=True)
+    if rows:
+        assert np.array_equal(uout, r_uout, equal_nan=True)
+    else:
+        assert np.array_equal(uout[1], r_uout[4], equal_nan=True)
+        if not short:
+            assert np.array_equal(uout[0], r_uout[0], equal_nan=True)
     _same(s, ref)
 
 
@@ -261,13 +275,18 @@ def test_wake_units_is_the_sequence_it_replaces(seed: int, u: int, silent_on: bo
                         s["x_sp"], s["x_P"], s["x_ok"], s["x_cap"], s["ucap"], s["pw"], s["n_busy"], s["n_capped"],
                         s["n_spsum"], s["n_tp"], s["caps"], s["oth_n"] if oth else _E, s["acc"], s["tot"])
     assert np.array_equal(got[0], due) and got[1] == r_acc
+    res, ng, ntp, m = got[4:8]  # settle_units' seven arrays packed in one (the nodes as floats)
+    assert res.dtype == np.float64 and len(res) == 3 * ng + 2 * ntp + 2 * m
     if r_settle:
         tmax, n_sil, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum = r_settle
-        assert got[2] == n_sil and got[3] == tmax and got[11] == e_wh and got[12] == dP_sum
-        for a, b in zip(got[4:11], (nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP)):
+        assert got[2] == n_sil and got[3] == tmax and got[8] == e_wh and got[9] == dP_sum
+        z = 3 * ng + 2 * ntp
+        parts = (res[:ng].astype(np.int64), res[ng:2 * ng], res[2 * ng:3 * ng], res[3 * ng:3 * ng + ntp],
+                 res[3 * ng + ntp:z], res[z:z + m], res[z + m:])
+        for a, b in zip(parts, (nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP)):
             assert a.dtype == b.dtype and np.array_equal(a, b)
     else:
-        assert got[2] == 0 and all(len(a) == 0 for a in got[4:11])
+        assert got[2] == 0 and ng == ntp == m == 0 and len(res) == 0
     _same(s, ref)
 
 

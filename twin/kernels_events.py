@@ -323,6 +323,25 @@ def unit_indices(nodes: np.ndarray, u: int) -> np.ndarray:
 
 
 @njit(**_JIT)
+def group_units(arr: np.ndarray, gid: int, gid_of: np.ndarray, u: int) -> np.ndarray:
+    """The thermal units of the nodes of ``arr`` still in group ``gid`` (``gid_of``: each node's group), node-major:
+    :func:`unit_indices` of ``arr[gid_of[arr] == gid]`` in one call (``LazyCrossings.plan``'s settling)."""
+    k = 0
+    for j in range(arr.shape[0]):
+        if gid_of[arr[j]] == gid:
+            k += 1
+    out = np.empty(k * u, dtype=np.int64)
+    z = 0
+    for j in range(arr.shape[0]):
+        if gid_of[arr[j]] == gid:
+            b = arr[j] * u
+            for q in range(u):
+                out[z] = b + q
+                z += 1
+    return out
+
+
+@njit(**_JIT)
 def unique_ints(a: np.ndarray) -> np.ndarray:
     """``np.unique(a)`` for integers: marks over their range (node indices: a range of at most the hall's nodes),
     read in order; a range over 16 × the count plus 4,096 is sorted instead."""

@@ -271,7 +271,10 @@ def update_units(nodes: np.ndarray, u: int, g: float, w: float, now: float, up: 
     ``ng_idle_w`` in its rows 0-5 (``CoolingParams.figs``), in place of the scalars.
     Writes per node into ``nout`` rows: demand per GPU, draw per GPU, busy GPUs, speed, capped busy
     GPUs (× w), Σ speed of busy GPUs (× w), thermal cap per GPU (inf: none), air heat (W); per unit into ``uout``
-    rows: power, demand, inlet, R. Returns (short: no unit needs capping, the earliest next crossing, h).
+    rows: power, demand, inlet, R (its last row is scratch). With two rows only (no trace row to write), the
+    first is the power where some unit needs capping (its node's mean cap reads it) and the others are not
+    written: the second loop recomputes R and the inlet as the first did (the same operations: the same values).
+    Returns (short: no unit needs capping, the earliest next crossing, h).
     """
     n = nodes.shape[0]
     has_pc = pc.shape[0] > 0
@@ -305,11 +308,9 @@ def update_units(nodes: np.ndarray, u: int, g: float, w: float, now: float, up: 
                 nout[7, j] = air_share * (ng + gw * g) * upf
             else:
                 nout[7, j] = (ng + (gw * g if heat == 1 else 0.0)) * upf
+    rows = uout.shape[0] == 5  # the trace's rows wanted (else only the power and the scratch row)
     Pu = uout[0]
-    pdu = uout[1]
-    tinu = uout[2]
-    Ru = uout[3]
-    tssu = uout[4]
+    tssu = uout[uout.shape[0] - 1]
     need_any = False
     for j in range(n):
         nd = nodes[j]
@@ -320,10 +321,11 @@ def update_units(nodes: np.ndarray, u: int, g: float, w: float, now: float, up: 
             tin = inlet[nd]
             if has_toff:
                 tin = tin + toff[i]
-            Ru[q] = R
-            tinu[q] = tin
-            pdu[q] = pd_n[j]
-            Pu[q] = draw_n[j]
+            if rows:
+                uout[3, q] = R
+                uout[2, q] = tin
+                uout[1, q] = pd_n[j]
+                Pu[q] = draw_n[j]
             gon[i] = up[j]
             tau[i] = tau_s(R, c_j_per_c)
             s = steady_c(tin, draw_n[j], R)
@@ -362,9 +364,11 @@ def update_units(nodes: np.ndarray, u: int, g: float, w: float, now: float, up: 
         for k in range(u):
             i = nd * u + k
             q = j * u + k
-            R = Ru[q]
-            tin = tinu[q]
-            pd = pdu[q]
+            R = rbase[i] * rfactor[nd]  # (as the first loop: the same value)
+            tin = inlet[nd]
+            if has_toff:
+                tin = tin + toff[i]
+            pd = pd_n[j]
             draw = draw_n[j]
             Ti = T[i]
             need = tssu[q] > slow_c
@@ -626,7 +630,7 @@ def silent_due(gi: np.ndarray, due_h: float, silent: np.ndarray, t_next: np.ndar
 
 # ===================================================================================== one update, fused
 @njit(**_JIT)
-def update_nodes(nodes: np.ndarray, gi: np.ndarray, now: float, eps_h: float, settle: bool, t_acc: float,
+def update_nodes(nodes: np.ndarray, now: float, eps_h: float, settle: bool, t_acc: float,
                  down: np.ndarray, node_util: np.ndarray, u: int, g: float, w: float, pc: np.ndarray,
                  rfactor: np.ndarray, inlet: np.ndarray, rbase: np.ndarray, toff: np.ndarray, prm: np.ndarray,
                  T: np.ndarray, tss: np.ndarray, t0: np.ndarray, tau: np.ndarray, gon: np.ndarray, hist: np.ndarray,
@@ -635,11 +639,10 @@ def update_nodes(nodes: np.ndarray, gi: np.ndarray, now: float, eps_h: float, se
                  x_sp: np.ndarray, x_tss: np.ndarray, x_ok: np.ndarray, pw: np.ndarray, t_due: np.ndarray,
                  traced: np.ndarray, heat: int, n_busy: np.ndarray, n_capped: np.ndarray, n_spsum: np.ndarray,
                  n_tp: np.ndarray, caps: np.ndarray, oth_n: np.ndarray, acc: np.ndarray, tot: np.ndarray,
-                 it_caps: np.ndarray, pf: np.ndarray, nout: np.ndarray, uout: np.ndarray
-                 ) -> tuple[float, int, int, float, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, float,
-                            np.ndarray, np.ndarray, bool, float, bool]:
-    """``GpuState._update_now``'s unit work in one call: with ``settle``, the silent crossings of units ``gi``
-    (the units of ``nodes``) due by ``now + eps_h`` are settled (:func:`silent_due` clearing the others'
+                 it_caps: np.ndarray, pf: np.ndarray, nout: np.ndarray, uout: np.ndarray, up: np.ndarray
+                 ) -> tuple[float, int, int, float, np.ndarray, int, int, float, float, bool, float, bool]:
+    """``GpuState._update_now``'s unit work in one call: with ``settle``, the silent crossings of the units of
+    ``nodes`` (``gi``, node by node: ``kernels_events.unit_indices``, built here) due by ``now + eps_h`` are settled (:func:`silent_due` clearing the others'
     flags, the accounts integrated to now from ``t_acc`` as ``GpuState.integrate``, :func:`settle_units` and
     the write of the speeds they changed into ``caps`` as ``kernels_events.put_changed_at``); then
     :func:`advance_units` to ``now`` and :func:`update_units` with per node ``up`` (``down == 0``) and
@@ -648,21 +651,26 @@ def update_nodes(nodes: np.ndarray, gi: np.ndarray, now: float, eps_h: float, se
     power figures in a hall of node pools (:func:`update_units`; shape (6, 0): none). The same kernels in the
     same order as the calls they replace, so the results are theirs bit for bit.
 
-    Returns (the accounts' time, h; silent flags cleared; silent crossings settled; the highest temperature
-    reached; of the settling: the times and changes of effective GPUs, the crossing times and power changes
-    (W), Σ change × held time (Wh), Σ change (W) and the nodes whose speed it changed; per node ``up``; short
-    (no unit needs capping); the earliest next crossing, h; whether some node's thermal cap per GPU
-    (``nout[6]``) differs from ``it_caps``)."""
+    Writes per node ``up`` (in service) into ``up[:len(nodes)]``. Returns (the accounts' time, h; silent flags
+    cleared; silent crossings settled; the highest temperature reached; of the settling, in one array (one
+    array to box, not five: :func:`unpack_settled` splits it): the times and changes of effective GPUs (``ntp``
+    each), the crossing times and power changes (W; ``m`` each) and the nodes whose speed it changed (as
+    floats, exact); ``ntp``; ``m``; Σ change × held time (Wh); Σ change (W); short (no unit needs capping);
+    the earliest next crossing, h; whether some node's thermal cap per GPU (``nout[6]``) differs from
+    ``it_caps``)."""
     tmax = -INF
     cleared = 0
     n_sil = 0
     e_wh = 0.0
     dP_sum = 0.0
-    tp_t = np.empty(0)
-    tp_dv = np.empty(0)
-    ts = np.empty(0)
-    dP = np.empty(0)
-    ch = np.empty(0, dtype=np.int64)
+    ntp = 0
+    m = 0
+    res = np.empty(0)
+    n = nodes.shape[0]
+    gi = np.empty(n * u, dtype=np.int64)  # the units of nodes, node by node
+    for j in range(n):
+        for k in range(u):
+            gi[j * u + k] = nodes[j] * u + k
     if settle:
         idx, cleared = silent_due(gi, now + eps_h, silent, t_next, settle)  # (settle: True, not a literal)
         if idx.shape[0]:
@@ -678,22 +686,29 @@ def update_nodes(nodes: np.ndarray, gi: np.ndarray, now: float, eps_h: float, se
             for j in range(snodes.shape[0]):
                 if caps[snodes[j]] != new_caps[j]:
                     nch += 1
-            ch = np.empty(nch, dtype=np.int64)
+            ntp = tp_t.shape[0]
+            m = ts.shape[0]
+            res = np.empty(2 * ntp + 2 * m + nch)
+            for k in range(ntp):
+                res[k] = tp_t[k]
+                res[ntp + k] = tp_dv[k]
+            z = 2 * ntp
+            for k in range(m):
+                res[z + k] = ts[k]
+                res[z + m + k] = dP[k]
             if nch:
-                nch = 0
+                z += 2 * m
                 for j in range(snodes.shape[0]):
                     if caps[snodes[j]] != new_caps[j]:
-                        ch[nch] = snodes[j]
-                        nch += 1
+                        res[z] = snodes[j]
+                        z += 1
                 for j in range(snodes.shape[0]):
                     caps[snodes[j]] = new_caps[j]
-    n = nodes.shape[0]
     to_h = np.empty(1)
     to_h[0] = now
     t2 = advance_units(gi, to_h, T, tss, t0, tau, gon, hist, w)
     if t2 > tmax:
         tmax = t2
-    up = np.empty(n, dtype=np.bool_)
     util = np.empty(n)
     for j in range(n):
         up[j] = down[nodes[j]] == 0
@@ -707,7 +722,7 @@ def update_nodes(nodes: np.ndarray, gi: np.ndarray, now: float, eps_h: float, se
         if it_caps[nodes[j]] != nout[6, j]:
             ne = True
             break
-    return (t_acc, cleared, n_sil, tmax, tp_t, tp_dv, ts, dP, e_wh, dP_sum, ch, up, short, t_min, ne)
+    return (t_acc, cleared, n_sil, tmax, res, ntp, m, e_wh, dP_sum, short, t_min, ne)
 
 
 @njit(**_JIT)
@@ -717,14 +732,16 @@ def wake_units(now: float, eps_h: float, silent_on: bool, t_acc: float, u: int, 
                x_tss: np.ndarray, x_sp: np.ndarray, x_P: np.ndarray, x_ok: np.ndarray, x_cap: np.ndarray,
                ucap: np.ndarray, pw: np.ndarray, n_busy: np.ndarray, n_capped: np.ndarray, n_spsum: np.ndarray,
                n_tp: np.ndarray, caps: np.ndarray, oth_n: np.ndarray, acc: np.ndarray, tot: np.ndarray
-               ) -> tuple[np.ndarray, float, int, float, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                          np.ndarray, np.ndarray, float, float]:
+               ) -> tuple[np.ndarray, float, int, float, np.ndarray, int, int, int, float, float]:
     """``GpuState._wake``'s split and quick path in one call: the units whose crossing is due by ``now + eps_h``
     (``np.flatnonzero(t_due <= now + eps_h)``); with ``silent_on``, those heading for a slowdown crossing that
     may be silent (``kind == 1`` and ``x_ok``: the quick ones) take their stashed state now as
     ``LazyCrossings.settle`` does (``t_next`` at most ``now``, the accounts integrated from ``t_acc``,
-    :func:`settle_units`). Returns (the other due units; the accounts' time, h; then, for the quick ones, empty
-    when none: :func:`settle_units`'s results)."""
+    :func:`settle_units`). Returns (the other due units; the accounts' time, h; then, for the quick ones (none:
+    0 and an empty array): :func:`settle_units`' silent flags cleared and highest temperature, its seven arrays
+    in one (one array to box: the nodes as floats, exact, their new speeds and thermal caps, ``ng`` each, the
+    times and changes of effective GPUs, ``ntp`` each, the crossing times and power changes, ``m`` each), ``ng``,
+    ``ntp``, ``m``, Σ change × held time (Wh) and Σ change (W))."""
     nd = nq = 0
     lim = now + eps_h
     for i in range(t_due.shape[0]):
@@ -744,9 +761,8 @@ def wake_units(now: float, eps_h: float, silent_on: bool, t_acc: float, u: int, 
                 else:
                     rest[b] = i
                     b += 1
-    e = np.empty(0)
     if nq == 0:
-        return (rest, t_acc, 0, -INF, np.empty(0, dtype=np.int64), e, e, e, e, e, e, 0.0, 0.0)
+        return (rest, t_acc, 0, -INF, np.empty(0), 0, 0, 0, 0.0, 0.0)
     for k in range(nq):
         i = q[k]
         x = t_next[i]
@@ -759,4 +775,18 @@ def wake_units(now: float, eps_h: float, silent_on: bool, t_acc: float, u: int, 
     tmax, n_sil, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum = settle_units(
         q, now, u, w, T, tss, t0, tau, gon, hist, t_next, t_due, kind, silent, engaged, speed, x_tss, x_sp, x_P,
         x_cap, ucap, pw, n_busy, n_capped, n_spsum, n_tp, caps, oth_n, acc, tot)
-    return (rest, t_acc, n_sil, tmax, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum)
+    ng, ntp, m = nodes.shape[0], tp_t.shape[0], ts.shape[0]
+    res = np.empty(3 * ng + 2 * ntp + 2 * m)
+    for k in range(ng):
+        res[k] = nodes[k]
+        res[ng + k] = new_caps[k]
+        res[2 * ng + k] = it_caps[k]
+    z = 3 * ng
+    for k in range(ntp):
+        res[z + k] = tp_t[k]
+        res[z + ntp + k] = tp_dv[k]
+    z += 2 * ntp
+    for k in range(m):
+        res[z + k] = ts[k]
+        res[z + m + k] = dP[k]
+    return (rest, t_acc, n_sil, tmax, res, ng, ntp, m, e_wh, dP_sum)

@@ -178,6 +178,8 @@ class AirRooms:
         """Set the air heat (W) of ``nodes`` (``nsl``: the same as indices or a slice) and move the room
         of every zone among theirs that cannot carry all its nodes at full load."""
         self.arrays.node_air_w[nsl] = heat
+        if not self.replay.n_short:  # every zone slack (the loop below would skip each): nothing moves a room
+            return
         if isinstance(nsl, slice):  # zone_of does not decrease with the node index
             z0, z1 = int(self.arrays.zone_of[nsl.start]), int(self.arrays.zone_of[nsl.stop - 1])
         else:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 _EF = np.empty(0)  # an empty float array: the kernels' "none" for an optional per-unit array
 _EB = np.empty(0, dtype=bool)
+_EI = np.empty(0, dtype=np.int64)
 
 
 class GpuState:
@@ -217,12 +218,9 @@ class GpuState:
         n1 = int(nodes[-1])
         if n1 - n0 + 1 == n:
             nsl: Any = slice(n0, n1 + 1)
-            gsl: Any = slice(n0 * u, (n1 + 1) * u)
             nodes = p.all_nodes[nsl]
         else:
             nsl = nodes
-            gsl = self.gpus(nodes)
-        gi = a.uidx[gsl] if isinstance(gsl, slice) else gsl
         # new conditions: demand, what the GPUs draw before any thermal cap (their demand, or less under a
         # power-chain cap: a site cap, a lost PSU or feed; the thermal cap, if it binds, is below this, and
         # speeds are relative to the demand, so the engine's lower of the thermal and power speeds is the
@@ -233,14 +231,16 @@ class GpuState:
             self.n_pcap += int(np.isfinite(pc).sum()) - int(np.isfinite(a.pcap[nsl]).sum())
             a.pcap[nsl] = pc
         nout = np.empty((8, n))
-        uout = np.empty((5, n * u))
+        trace = self.trace_from <= now <= self.trace_to and bool(np.count_nonzero(a.trace_mask[nsl]))
+        uout = np.empty((5 if trace else 2, n * u))  # (the units' power, demand, inlet and R only for a trace row)
+        up_n = np.empty(n, dtype=np.bool_)  # (written by the kernel: an argument costs less than a returned array)
         silent = lazy.silent_on
         # one compiled call (twin.kernels_units.update_nodes): the due silent crossings of these units settled
         # first (lazy.settle_in: the others re-planned), the temperatures brought to now (GPU-hours by
         # steady-state temperature, τ ≪ intervals), then the new steady states, caps, speeds and crossings
-        (self.t_acc, cleared, n_sil, tmax, tp_t, tp_dv, ts, dP, e_wh, dP_sum, sch, up_n, short, t_min,
+        (self.t_acc, cleared, n_sil, tmax, sres, ntp, m, e_wh, dP_sum, short, t_min,
          it_ne) = kernels_units.update_nodes(
-            nodes, gi, now, _EPS_H, lazy.n_silent > 0, self.t_acc, self.cluster.down_count, self.cluster.util_read,
+            nodes, now, _EPS_H, lazy.n_silent > 0, self.t_acc, self.cluster.down_count, self.cluster.util_read,
             u, float(g), p.gpus_per_unit, pc, a.rfactor, a.inlet, a.rbase, _EF if a.toff is None else a.toff,
             self._prm, a.T, a.tss, a.t0, a.tau, a.gon, a.hist, a.engaged, a.speed, a.t_next, a.kind,
             bool(self._n_hot), _EF if self.ucap is None else self.ucap, silent, lazy.silent,
@@ -249,9 +249,11 @@ class GpuState:
             a.pw if silent else _EF, a.t_due if silent else _EF,
             lazy.traced_u if silent and lazy.traced_u is not None else _EB, self._heat_mode, a.n_busy, a.n_capped,
             a.n_spsum, a.n_tp, a.speed_caps, a.oth_n if silent and lazy.oth_caps else _EF, a.acc, a.tot, a.it_caps,
-            self._pf, nout, uout)
-        if cleared or n_sil:
-            lazy.settled_in(cleared, n_sil, tp_t, tp_dv, ts, dP, e_wh, dP_sum, sch, now)
+            self._pf, nout, uout, up_n)
+        if cleared or n_sil:  # (the settling's arrays come as one: tp_t, tp_dv, ts, dP, the nodes whose speed changed)
+            z = 2 * ntp + 2 * m
+            lazy.settled_in(cleared, n_sil, sres[:ntp], sres[ntp:2 * ntp], sres[2 * ntp:2 * ntp + m],
+                            sres[2 * ntp + m:z], e_wh, dP_sum, sres[z:].astype(np.int64) if len(sres) > z else _EI, now)
         if not short:
             self._n_hot += 1
             if not silent and t_min < self.wake_t:  # (else lazy.plan schedules it, once the silent ones are known)
@@ -281,7 +283,8 @@ class GpuState:
             self._tp_record(d_tp)
         if self.ageing.aged:
             self.ageing.update(nodes)
-        if self.trace_from <= now <= self.trace_to and np.count_nonzero(a.trace_mask[nsl]):
+        if trace:
+            gsl = slice(n0 * u, (n1 + 1) * u) if isinstance(nsl, slice) else self.gpus(nodes)
             self._trace(nodes, a.T[gsl], uout[0], uout[1], uout[2], uout[3])
         if lazy.silent_on and (lazy.n_silent or lazy.rose) and any_down:
             lazy.rose = True  # a node leaving service leaves its group's slowest speeds (see lazy.plan)
@@ -330,7 +333,7 @@ class GpuState:
         # nothing else of its node changed since its update, and its group's plan already counted this
         # crossing (its later crossings were walked from this one's speed)
         silent = lazy.silent_on
-        due, self.t_acc, n_sil, tmax, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum = \
+        due, self.t_acc, n_sil, tmax, sres, ng, ntp, m, e_wh, dP_sum = \
             kernels_units.wake_units(
                 now, _EPS_H, silent, self.t_acc, p.units_per_node, p.gpus_per_unit, a.T, a.tss, a.t0, a.tau, a.gon,
                 a.hist, a.t_next, a.t_due, a.kind, lazy.silent, a.engaged, a.speed, a.x_tss if silent else _EF,
@@ -338,8 +341,10 @@ class GpuState:
                 a.x_cap if silent and a.x_cap is not None else _EF, _EF if self.ucap is None else self.ucap,
                 a.pw if silent else _EF, a.n_busy, a.n_capped, a.n_spsum, a.n_tp, a.speed_caps,
                 a.oth_n if silent and lazy.oth_caps else _EF, a.acc, a.tot)
-        if len(nodes):
-            lazy.settled(n_sil, tmax, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum, now)
+        if ng:  # (the settling's arrays come as one: the nodes as floats, their speeds and caps, tp_t, tp_dv, ts, dP)
+            z = 3 * ng + 2 * ntp
+            lazy.settled(n_sil, tmax, sres[:ng].astype(np.int64), sres[ng:2 * ng], sres[2 * ng:3 * ng],
+                         sres[3 * ng:3 * ng + ntp], sres[3 * ng + ntp:z], sres[z:z + m], sres[z + m:], e_wh, dP_sum, now)
         if len(due):
             kinds = a.kind[due]
             a.t_next[due] = INF

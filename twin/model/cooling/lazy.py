@@ -171,7 +171,7 @@ class LazyCrossings:
             # before one rose (or a node left service); while speeds only fell they may wait (the walk
             # reads published speeds, which a due crossing would only lower: it finds fewer silent, never more)
             if self.n_silent and rose:
-                self.settle_in(self.gpu.gpus(arr[a.gid[arr] == gid]), now)
+                self.settle_in(kernels_events.group_units(arr, gid, a.gid, p.units_per_node), now)
             keep = now + _EPS_H if self.n_silent and not rose else -INF  # due silent ones not settled stay
             _, d, m = kernels_events.plan_one(arr, arr, gid, a.gid, p.units_per_node, keep, a.t_next, a.kind,
                                               self.silent, down, caps, a.x_sp, a.x_ok, a.t_due, False)
