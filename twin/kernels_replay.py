@@ -117,3 +117,45 @@ def replay_units(t_s: np.ndarray, u_s: np.ndarray, up_s: np.ndarray, has_up: boo
         for m in range(c):
             decay[o + m] = g - (csum[o + m] - base)
     return lo, hi
+
+
+@njit(**_JIT)
+def peak_pairs(x: np.ndarray, s0: np.ndarray, c0: np.ndarray, a_all: np.ndarray, c_all: np.ndarray,
+               prev_tss: np.ndarray, peak: float) -> float:
+    """The hottest temperature (°C) at the logged pairs' times of some units: unit ``h`` starts at ``x[h]``
+    and takes its pairs ``s0[h] … s0[h] + c0[h] − 1`` in order, T ← a·T + c·T_ss,prev (decay factors
+    ``a_all`` = e^lg and weights ``c_all`` = −expm1(lg), numpy's, and the steady states ``prev_tss``). Returns
+    the largest of ``peak`` and every such T; leaves ``x`` at each unit's last T. (``DeferredReplay._replay_units``'
+    peak, formerly the j-th pair of every unit at once in numpy: the same products and sums, and a maximum,
+    which does not depend on the order.)"""
+    for h in range(s0.shape[0]):
+        xv = x[h]
+        s = s0[h]
+        for j in range(c0[h]):
+            i = s + j
+            xv = a_all[i] * xv + c_all[i] * prev_tss[i]
+            if xv > peak:
+                peak = xv
+        x[h] = xv
+    return peak
+
+
+@njit(**_JIT)
+def peak_cell(x: np.ndarray, tin: np.ndarray, R: np.ndarray, P: np.ndarray, fac: np.ndarray, k0: int,
+              peak: float) -> float:
+    """The hottest temperature (°C) of a cell's units over its shared segments ``k0 … k0 + len(fac) − 1``:
+    unit ``j`` at ``x[j]`` steps to T_ss + (T − T_ss)·fac[r, j] with T_ss = tin[j] + P[k0 + r]·R[j] (``fast.step_c``
+    of ``fast.steady_c``, fac = numpy's e^(−3600·dur/τ) of the segment). Returns the largest of ``peak`` and
+    every such T; leaves ``x`` at the units' temperatures after the last segment taken.
+    (``DeferredReplay._replay_cell_units``' peak, formerly one numpy step per segment.)"""
+    n_rows = fac.shape[0]
+    n_u = x.shape[0]
+    for r in range(n_rows):
+        pk = P[k0 + r]
+        for j in range(n_u):
+            ts = tin[j] + pk * R[j]
+            xv = ts + (x[j] - ts) * fac[r, j]
+            x[j] = xv
+            if xv > peak:
+                peak = xv
+    return peak

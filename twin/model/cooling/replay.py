@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from twin.model.engine import Engine
 
 _EB = np.zeros(0, dtype=np.bool_)  # (no service flags: kernels_replay.replay_units' empty array)
+_UNDERFLOW = -750.0  # e^x is +0 below −745.13 (half the least subnormal): a margin for any exp's last bit
 
 
 
@@ -416,6 +417,8 @@ class DeferredReplay:
             if peak > self.gpu.tpeak_c:
                 self.gpu.tpeak_c = peak
 
+    _PEAK_ELEMS = 1 << 17  # decay factors computed at once when a cell's peak is followed (memory: 1 MiB)
+
     _FORGET = 40.0  # segments more than this many time constants before the end leave no trace in T (e^-40)
 
     def _replay_cell_units(self, t: NDArray[np.float64], util: NDArray[np.float64], nodes: NDArray[np.int64]) -> None:
@@ -468,11 +471,12 @@ class DeferredReplay:
         # ends), followed only when some steady state could exceed the peak so far
         if hi > self.gpu.tpeak_c:
             peak = T1max
-            if n_entries > 1:
+            if n_entries > 1:  # each segment's step compiled (twin.kernels_replay.peak_cell), numpy's exponentials
                 x = fast.step_c(a.T[gu], tss0, dur0, tau)
-                for k in range(n_entries - 1):
-                    x = fast.step_c(x, fast.steady_c(tin, P[k], R), dur[k], tau)
-                    peak = max(peak, float(x.max()))
+                rows = max(1, self._PEAK_ELEMS // len(gu))  # segments a block (its decay factors' memory)
+                for k in range(0, n_entries - 1, rows):
+                    fac = np.exp(np.divide.outer(dur[k:k + rows] * -3600.0, tau))  # fast.step_c's factors
+                    peak = kernels_replay.peak_cell(x, tin, R, P, fac, k, peak)
             if peak > self.gpu.tpeak_c:
                 self.gpu.tpeak_c = peak
         a.T[gu] = T
@@ -568,10 +572,16 @@ class DeferredReplay:
             t_s, u_s, _EB if up_s is None else up_s, up_s is not None, u, cnt, start, start_u, g0, R_g, tin_g,
             p.idle_w, p.tdp_w, p.c_j_per_c, p.gpus_per_unit, _HIST_MAX_C, a.tss, a.t0, a.gon, a.hist, prev_tss,
             lg, decay, log_g)
-        contrib = np.expm1(lg)
-        np.negative(contrib, out=contrib)
-        contrib *= prev_tss
-        contrib *= np.exp(decay, out=decay)
+        # −expm1(lg)·prev_tss·e^decay; a pair whose decay to its unit's last pair is below _UNDERFLOW (most of
+        # them: a log spans many time constants) has e^decay = +0 in any exp, so its term is prev_tss × 0 (the
+        # same ±0: −expm1(lg) ≥ 0); the exponentials are taken of the others only (numpy's, elementwise)
+        tail = np.flatnonzero(~(decay <= _UNDERFLOW))
+        contrib = prev_tss * 0.0
+        c = np.expm1(lg[tail])
+        np.negative(c, out=c)
+        c *= prev_tss[tail]
+        c *= np.exp(decay[tail])
+        contrib[tail] = c
         a.T[g0] = np.exp(log_g) * T0 + np.add.reduceat(contrib, start_u)
         # peak: the hottest temperature at the pairs' times (a first-order segment is hottest at one of its
         # ends), followed only for units with a steady state above the peak so far (temperatures never
@@ -580,11 +590,6 @@ class DeferredReplay:
             hot = np.maximum.reduceat(prev_tss, start_u) > self.gpu.tpeak_c
             s0, c0, x = start_u[hot], cnt_u[hot], T0[hot]
             a_all, c_all = np.exp(lg), -np.expm1(lg)
-            peak = -INF
-            for j in range(int(c0.max())):  # the j-th pair of every such unit at once
-                act = c0 > j
-                idx = s0[act] + j
-                x[act] = a_all[idx] * x[act] + c_all[idx] * prev_tss[idx]
-                peak = max(peak, float(x[act].max()))
+            peak = kernels_replay.peak_pairs(x, s0, c0, a_all, c_all, prev_tss, -INF)  # each unit's pairs in order
             if peak > self.gpu.tpeak_c:
                 self.gpu.tpeak_c = peak
