@@ -6,6 +6,7 @@ also runs this file with ``NUMBA_DISABLE_JIT=1`` (plain Python)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -189,3 +190,15 @@ def test_peak_cell_is_the_numpy_steps(seed: int, n_units: int, n_seg: int, rows:
         peak = KR.peak_cell(x, tin, R, P, fac, k, peak)
     assert peak == want
     assert np.array_equal(x, x_want)
+
+
+def test_replay_kernel_refuses_unit_groups_out_of_order() -> None:
+    """The kernel's one pass takes the pairs in output order (the cumulative sum and the histogram's order):
+    unit groups not one after another are refused, not summed in another order."""
+    one = np.ones(2)
+    cnt, start = np.array([1, 1], dtype=np.int64), np.array([0, 1], dtype=np.int64)
+    out = [np.empty(2) for _ in range(4)]
+    with pytest.raises(ValueError, match="running offsets"):
+        KR.replay_units(one, one, np.zeros(0, dtype=np.bool_), False, 1, cnt, start, np.array([1, 0], dtype=np.int64),
+                        np.array([0, 1], dtype=np.int64), one * 0.05, one * 30.0, IDLE, TDP, C, W, HIST,
+                        np.full(2, 40.0), np.zeros(2), np.ones(2, dtype=np.bool_), np.zeros(HIST), *out)

@@ -38,23 +38,33 @@ def replay_units(t_s: np.ndarray, u_s: np.ndarray, up_s: np.ndarray, has_up: boo
     The pairs (time ``t_s``, utilisation ``u_s``, in service ``up_s`` when ``has_up``, after each logged
     change) come grouped by node: node group ``n`` is pairs ``start[n] … start[n] + cnt[n] − 1``. Unit group
     ``k`` (unit ``g0[k]``, of node group ``k // u``; R ``R_g[k]``, inlet ``tin_g[k]``) takes its node's pairs
-    at positions ``start_u[k] + m`` of the outputs. Writes, per position: the steady state before the pair
+    at positions ``start_u[k] + m`` of the outputs (the unit groups one after another: ``start_u`` is the running
+    sum of their sizes, else ValueError). Writes, per position: the steady state before the pair
     (``prev_tss``), the log of its decay factor (``lg``, ≤ 0) and the log-decay from the pair to the group's
     last (``decay``), and per unit group the log-decay over the whole group (``log_g``); adds the time-weighted
     steady states to the histogram ``hist`` (× ``w``); moves the units' ``t0``, ``tss`` and ``gon`` to their
     last pair. Returns the lowest and highest ``prev_tss``. The caller finishes the closed form:
     T_last = e^log_g·T_0 + Σ_group −expm1(lg)·prev_tss·e^decay (``fast.grouped_segments_c``)."""
     n_units = g0.shape[0]
-    n_pairs = prev_tss.shape[0]
-    wts = np.empty(n_pairs)
     span = tdp_w - idle_w
     lo = np.inf
     hi = -np.inf
+    # one pass over the pairs in output order (each unit's, then the next unit's: start_u must be the running
+    # offsets), fusing what were separate passes: the histogram's bins take the pairs in the same order (clipped
+    # always: the same bin as unclipped for a value in range), the cumulative sum of lg is the same running sum
+    # (held in ``decay`` until the unit's last pair is known)
+    b = np.zeros(hist_max)
+    top = hist_max - 1.0
+    acc = 0.0
+    pos = 0
     for k in range(n_units):
         ng = k // u
         s = start[ng]
         c = cnt[ng]
         o = start_u[k]
+        if o != pos:
+            raise ValueError("replay_units: start_u must be the running offsets of the unit groups")
+        pos += c
         gu = g0[k]
         R = R_g[k]
         tin = tin_g[k]
@@ -79,8 +89,13 @@ def replay_units(t_s: np.ndarray, u_s: np.ndarray, up_s: np.ndarray, has_up: boo
             if prev > hi or prev != prev:
                 hi = prev
             dur = t_s[p] - prev_t
-            wts[i] = dur * (1.0 if on else 0.0)
-            lg[i] = dur * -3600.0 / tau  # fast.log_decay
+            v = 0.0 if prev < 0.0 else prev  # np.bincount of the clipped steady states, weights in order
+            v = top if v > top else v
+            b[int(v)] += dur * (1.0 if on else 0.0)
+            lgi = dur * -3600.0 / tau  # fast.log_decay
+            lg[i] = lgi
+            acc = lgi if i == 0 else acc + lgi  # lg.cumsum(), in order over every pair
+            decay[i] = acc
             prev = x
             prev_t = t_s[p]
             on = up
@@ -88,34 +103,15 @@ def replay_units(t_s: np.ndarray, u_s: np.ndarray, up_s: np.ndarray, has_up: boo
             t0[gu] = prev_t
             tss[gu] = x
             gon[gu] = on
-    # the histogram: np.bincount of the (clipped) steady states with the weights, in order, × w
-    clip = not (0.0 <= lo and hi < hist_max)
-    b = np.zeros(hist_max)
-    for i in range(n_pairs):
-        v = prev_tss[i]
-        if clip:
-            v = 0.0 if v < 0.0 else v
-            v = hist_max - 1.0 if v > hist_max - 1.0 else v
-        b[int(v)] += wts[i]
+            # fast.grouped_segments_c up to its exponentials: base = csum[start] − lg[start], P = csum − base,
+            # log_g = P[last], decay = log_g − P
+            base = decay[o] - lg[o]
+            g = decay[o + c - 1] - base
+            log_g[k] = g
+            for m in range(c):
+                decay[o + m] = g - (decay[o + m] - base)
     for j in range(hist_max):
         hist[j] += b[j] * w
-    # fast.grouped_segments_c up to its exponentials: csum = lg.cumsum() (in order over every pair),
-    # base = csum[start] − lg[start], P = csum − base, log_g = P[last], decay = log_g − P
-    csum = np.empty(n_pairs)
-    acc = 0.0
-    for i in range(n_pairs):
-        acc = lg[i] if i == 0 else acc + lg[i]
-        csum[i] = acc
-    for k in range(n_units):
-        c = cnt[k // u]
-        o = start_u[k]
-        if c == 0:
-            continue
-        base = csum[o] - lg[o]
-        g = csum[o + c - 1] - base
-        log_g[k] = g
-        for m in range(c):
-            decay[o + m] = g - (csum[o + m] - base)
     return lo, hi
 
 

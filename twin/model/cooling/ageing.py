@@ -74,11 +74,12 @@ class Ageing:
             node_parts = self.params.sc.cluster.node.parts
             names = xf.parts if xf.parts is not None else [
                 n for n, p in node_parts.items() if p.effect != "transient" and n not in taken]
-            table = [tuple(p) for p in xf.table]
+            table = [(p[0], p[1]) for p in xf.table]
+            xaf = hx.xfactor_af_of(xf.reference_inlet_c, table)  # (hx.xfactor_af, its table and reference once)
             for name in names:
                 self.aged_air.append(self._age_record(
                     name, "air",  # × the humidity factor of evaporative units outside the envelope (issue 42)
-                    lambda t, r=xf.reference_inlet_c, tb=table: hx.xfactor_af(t, r, tb) * self.evaporative.hum_af_cur))
+                    lambda t, f=xaf: f(t) * self.evaporative.hum_af_cur))
 
     def _age_record(self, name: str, temperature: str, af_of: Any) -> dict[str, Any]:
         u, g = self.params.units_per_node, self.params.gpus_per_node
@@ -157,11 +158,14 @@ class Ageing:
         now = self.engine.now
         m = INF
         for a in self.aged + self.aged_air:
-            due = np.flatnonzero(a["tfail"] <= now + _EPS_H)
-            for i in due.tolist():
-                a["tfail"][i] = INF
-                a["pop"].reschedule(i, now)  # fails now through the population's own path
-            m = min(m, float(a["tfail"].min()))
+            tf = a["tfail"]
+            first = float(tf.min())  # (most records have no part due: their minimum is the one kept)
+            if first <= now + _EPS_H:
+                for i in np.flatnonzero(tf <= now + _EPS_H).tolist():
+                    tf[i] = INF
+                    a["pop"].reschedule(i, now)  # fails now through the population's own path
+                first = float(tf.min())
+            m = min(m, first)
         if m < self._age_wake_t:
             self._schedule_age(m)
 

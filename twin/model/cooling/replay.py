@@ -132,10 +132,10 @@ class DeferredReplay:
         itself (publishers never change it afterwards) and ``util`` (and the nodes' speeds when a second
         source caps them); whether the nodes are in service follows from their own logged changes.
         """
-        n = len(nodes)
-        if self.lazy.silent_on and self._n_warm:  # (groups matter for warm nodes only; a cool one has no crossing)
-            self.lazy.group(nodes)
         if self._n_warm:
+            n = len(nodes)
+            if self.lazy.silent_on:  # (groups matter for warm nodes only; a cool one has no crossing)
+                self.lazy.group(nodes)
             # the cool ones among nodes, and whether their flags are the split kept for this array (below) in
             # one compiled call (np.count_nonzero(cool[nodes]), np.array_equal)
             sp = self._split.get(id(nodes))
@@ -158,14 +158,15 @@ class DeferredReplay:
                     self._logged_heat(sp[3], util, move=False)
                 self.gpu.update(sp[2])
                 nodes = sp[3]
-        if not n:
-            return  # nothing changed
-        log_t = self._log_t
-        log_t.append(self._env._now)
+            if not n:
+                return  # nothing changed
+        elif not len(nodes):  # (every node cool: the whole array is logged)
+            return
+        self._log_t.append(self._env._now)
         self._log_nodes.append(nodes)
         self._log_util.append(util)  # = engine.node_util[nodes]: the publisher gave them all this value
         if self.gpu.multi_speed:  # speeds other than 1 possible: keep them as they are now
-            self._log_sp[len(log_t) - 1] = self.cluster.node_speed(nodes)
+            self._log_sp[len(self._log_t) - 1] = self.cluster.node_speed(nodes)
         if self.n_short:  # some air zone cannot carry its full load: its heat moves its room now
             self._logged_heat(nodes, util)
 
