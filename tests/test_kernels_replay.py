@@ -78,17 +78,17 @@ def _kernel_replay(s: dict, nodes_g, cnt, start, t_s, u_s, up_s, u):  # replay.p
     Mu = len(t_s) * u
     prev_tss, lg, decay, G = np.empty(Mu), np.empty(Mu), np.empty(Mu), np.empty(len(g0))
     T0 = s["T"][g0]
-    lo, hi = KR.replay_units(t_s, u_s, np.zeros(0, dtype=np.bool_) if up_s is None else up_s, up_s is not None, u,
-                             cnt, start, start_u, g0, R_g, tin_g, IDLE, TDP, C, W, HIST, s["tss"], s["t0"], s["gon"],
-                             s["hist"], prev_tss, lg, decay, G)
-    tail = np.flatnonzero(~(decay <= -750.0))  # the exponentials of the pairs that do not underflow only
-    contrib = prev_tss * 0.0
+    tail = np.empty(Mu, dtype=np.int64)
+    lo, hi, nt = KR.replay_units(t_s, u_s, np.zeros(0, dtype=np.bool_) if up_s is None else up_s, up_s is not None,
+                                 u, cnt, start, start_u, g0, R_g, tin_g, IDLE, TDP, C, W, HIST, s["tss"], s["t0"],
+                                 s["gon"], s["hist"], prev_tss, lg, decay, G, -750.0, tail)
+    tail = tail[:nt]  # the exponentials of the pairs that do not underflow only; the others' terms in decay
     c = np.expm1(lg[tail])
     np.negative(c, out=c)
     c *= prev_tss[tail]
     c *= np.exp(decay[tail])
-    contrib[tail] = c
-    s["T"][g0] = np.exp(G) * T0 + np.add.reduceat(contrib, start_u)
+    decay[tail] = c
+    s["T"][g0] = np.exp(G) * T0 + np.add.reduceat(decay, start_u)
     return lo, hi, prev_tss, lg
 
 
@@ -201,4 +201,5 @@ def test_replay_kernel_refuses_unit_groups_out_of_order() -> None:
     with pytest.raises(ValueError, match="running offsets"):
         KR.replay_units(one, one, np.zeros(0, dtype=np.bool_), False, 1, cnt, start, np.array([1, 0], dtype=np.int64),
                         np.array([0, 1], dtype=np.int64), one * 0.05, one * 30.0, IDLE, TDP, C, W, HIST,
-                        np.full(2, 40.0), np.zeros(2), np.ones(2, dtype=np.bool_), np.zeros(HIST), *out)
+                        np.full(2, 40.0), np.zeros(2), np.ones(2, dtype=np.bool_), np.zeros(HIST), *out, -750.0,
+                        np.empty(2, dtype=np.int64))

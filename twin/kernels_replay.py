@@ -32,7 +32,7 @@ def replay_units(t_s: np.ndarray, u_s: np.ndarray, up_s: np.ndarray, has_up: boo
                  start: np.ndarray, start_u: np.ndarray, g0: np.ndarray, R_g: np.ndarray, tin_g: np.ndarray,
                  idle_w: float, tdp_w: float, c_j_per_c: float, w: float, hist_max: int, tss: np.ndarray,
                  t0: np.ndarray, gon: np.ndarray, hist: np.ndarray, prev_tss: np.ndarray, lg: np.ndarray,
-                 decay: np.ndarray, log_g: np.ndarray) -> tuple[float, float]:
+                 decay: np.ndarray, log_g: np.ndarray, under: float, tail: np.ndarray) -> tuple[float, float, int]:
     """The replay of logged pairs on thermal units, up to the exponentials.
 
     The pairs (time ``t_s``, utilisation ``u_s``, in service ``up_s`` when ``has_up``, after each logged
@@ -43,7 +43,10 @@ def replay_units(t_s: np.ndarray, u_s: np.ndarray, up_s: np.ndarray, has_up: boo
     (``prev_tss``), the log of its decay factor (``lg``, ≤ 0) and the log-decay from the pair to the group's
     last (``decay``), and per unit group the log-decay over the whole group (``log_g``); adds the time-weighted
     steady states to the histogram ``hist`` (× ``w``); moves the units' ``t0``, ``tss`` and ``gon`` to their
-    last pair. Returns the lowest and highest ``prev_tss``. The caller finishes the closed form:
+    last pair. A position whose log-decay is at most ``under`` (e^decay is +0 there) gets its finished term in
+    ``decay`` instead, ``prev_tss`` × 0 (−expm1(lg)·prev_tss·e^decay is that same signed zero: −expm1(lg) ≥ 0);
+    the others' positions go to ``tail``, ascending. Returns the lowest and highest ``prev_tss`` and the number
+    of positions in ``tail``. The caller finishes the closed form for those:
     T_last = e^log_g·T_0 + Σ_group −expm1(lg)·prev_tss·e^decay (``fast.grouped_segments_c``)."""
     n_units = g0.shape[0]
     span = tdp_w - idle_w
@@ -57,6 +60,7 @@ def replay_units(t_s: np.ndarray, u_s: np.ndarray, up_s: np.ndarray, has_up: boo
     top = hist_max - 1.0
     acc = 0.0
     pos = 0
+    nt = 0
     for k in range(n_units):
         ng = k // u
         s = start[ng]
@@ -109,10 +113,17 @@ def replay_units(t_s: np.ndarray, u_s: np.ndarray, up_s: np.ndarray, has_up: boo
             g = decay[o + c - 1] - base
             log_g[k] = g
             for m in range(c):
-                decay[o + m] = g - (decay[o + m] - base)
+                i = o + m
+                d = g - (decay[i] - base)
+                if d <= under:  # (a NaN goes to the tail, as numpy would have taken its exponential)
+                    decay[i] = prev_tss[i] * 0.0
+                else:
+                    decay[i] = d
+                    tail[nt] = i
+                    nt += 1
     for j in range(hist_max):
         hist[j] += b[j] * w
-    return lo, hi
+    return lo, hi, nt
 
 
 @njit(**_JIT)

@@ -80,6 +80,17 @@ class Ageing:
                 self.aged_air.append(self._age_record(
                     name, "air",  # × the humidity factor of evaporative units outside the envelope (issue 42)
                     lambda t, f=xaf: f(t) * self.evaporative.hum_af_cur))
+        # every record's failure times as views of one array, in the order _age_wake takes them (aged, then
+        # aged_air): a wake-up finds the due parts and the next failure in one pass each
+        recs = self.aged + self.aged_air
+        self._tfail = np.concatenate([a["tfail"] for a in recs]) if recs else np.empty(0)
+        self._rec_end: list[int] = []
+        o = 0
+        for a in recs:
+            n = len(a["tfail"])
+            a["tfail"] = self._tfail[o:o + n]
+            o += n
+            self._rec_end.append(o)
 
     def _age_record(self, name: str, temperature: str, af_of: Any) -> dict[str, Any]:
         u, g = self.params.units_per_node, self.params.gpus_per_node
@@ -157,15 +168,19 @@ class Ageing:
     def _age_wake(self) -> None:
         now = self.engine.now
         m = INF
-        for a in self.aged + self.aged_air:
-            tf = a["tfail"]
-            first = float(tf.min())  # (most records have no part due: their minimum is the one kept)
-            if first <= now + _EPS_H:
-                for i in np.flatnonzero(tf <= now + _EPS_H).tolist():
-                    tf[i] = INF
-                    a["pop"].reschedule(i, now)  # fails now through the population's own path
-                first = float(tf.min())
-            m = min(m, first)
+        tf = self._tfail  # (every record's, in record order: see the constructor)
+        due = np.flatnonzero(tf <= now + _EPS_H).tolist()
+        if due:
+            recs = self.aged + self.aged_air
+            j = 0
+            for i in due:  # (in the order of the records, then of their parts)
+                while i >= self._rec_end[j]:
+                    j += 1
+                tf[i] = INF
+                first = self._rec_end[j] - len(recs[j]["tfail"])
+                recs[j]["pop"].reschedule(i - first, now)  # fails now through the population's own path
+        if len(tf):
+            m = float(tf.min())
         if m < self._age_wake_t:
             self._schedule_age(m)
 

@@ -70,6 +70,7 @@ class DeferredReplay:
         # arrays of load changes split into warm and cool nodes, by id: (array, its cool flags, warm, cool)
         self._split: dict[int, tuple[Any, NDArray[np.bool_], NDArray[np.int64], NDArray[np.int64]]] = {}
         self._nd_dtype = np.int16 if n < 2**15 else np.int64  # int16 keys sort by radix
+        self._scratch = np.empty(0)  # _replay_units' per-unit-pair arrays, reused (see _SCRATCH_MAX)
         self.tracing = self.gpu.trace_from <= 0.0 < self.gpu.trace_to
         self.gpu.multi_speed = False  # set in start()
         self.gpu.ucap = None  # set in start()
@@ -222,6 +223,7 @@ class DeferredReplay:
             self._replay_log(np.array(log_t[c0:c1]), np.array(log_u[c0:c1]), arrs[c0:c1], cu, cs)
 
     _CHUNK = 2048  # log entries replayed together at most (cost; results: rounding)
+    _SCRATCH_MAX = 1 << 21  # the per-unit-pair arrays of _replay_units kept between flushes, elements at most (16 MiB)
 
     def _replay_log(self, tk: NDArray[np.float64], ut: NDArray[np.float64], arrs: list[NDArray[np.int64]],
                     ups: dict[int, bool], sps: dict[int, NDArray[np.float64]]) -> None:
@@ -566,24 +568,30 @@ class DeferredReplay:
         # fast.grouped_segments_c's exponentials and segment sums in numpy (R and inlet are constant over the log:
         # every change of them flushes first)
         n_pairs_u = len(t_s) * u
-        prev_tss, lg, decay = np.empty(n_pairs_u), np.empty(n_pairs_u), np.empty(n_pairs_u)
+        buf = self._scratch  # (reused from flush to flush up to _SCRATCH_MAX: fresh pages cost more than the kernel)
+        if len(buf) < 3 * n_pairs_u:
+            buf = np.empty(3 * n_pairs_u)
+            if len(buf) <= self._SCRATCH_MAX:
+                self._scratch = buf
+        prev_tss, lg, decay = buf[:n_pairs_u], buf[n_pairs_u:2 * n_pairs_u], buf[2 * n_pairs_u:3 * n_pairs_u]
         log_g = np.empty(len(g0))  # each unit's summed log-decay over its pairs
         T0 = a.T[g0]
-        lo, hi = kernels_replay.replay_units(
+        tail = np.empty(n_pairs_u, dtype=np.int64)  # (only the pages of the positions written are touched)
+        lo, hi, n_tail = kernels_replay.replay_units(
             t_s, u_s, _EB if up_s is None else up_s, up_s is not None, u, cnt, start, start_u, g0, R_g, tin_g,
             p.idle_w, p.tdp_w, p.c_j_per_c, p.gpus_per_unit, _HIST_MAX_C, a.tss, a.t0, a.gon, a.hist, prev_tss,
-            lg, decay, log_g)
-        # −expm1(lg)·prev_tss·e^decay; a pair whose decay to its unit's last pair is below _UNDERFLOW (most of
-        # them: a log spans many time constants) has e^decay = +0 in any exp, so its term is prev_tss × 0 (the
-        # same ±0: −expm1(lg) ≥ 0); the exponentials are taken of the others only (numpy's, elementwise)
-        tail = np.flatnonzero(~(decay <= _UNDERFLOW))
-        contrib = prev_tss * 0.0
+            lg, decay, log_g, _UNDERFLOW, tail)
+        # each pair's term −expm1(lg)·prev_tss·e^decay: a pair whose decay to its unit's last pair is below
+        # _UNDERFLOW (most of them: a log spans many time constants) has e^decay = +0 in any exp, so its term,
+        # prev_tss × 0, is in decay already (the kernel); the exponentials are taken of the others only
+        # (numpy's, elementwise), their terms written over their decays
+        tail = tail[:n_tail]
         c = np.expm1(lg[tail])
         np.negative(c, out=c)
         c *= prev_tss[tail]
         c *= np.exp(decay[tail])
-        contrib[tail] = c
-        a.T[g0] = np.exp(log_g) * T0 + np.add.reduceat(contrib, start_u)
+        decay[tail] = c
+        a.T[g0] = np.exp(log_g) * T0 + np.add.reduceat(decay, start_u)
         # peak: the hottest temperature at the pairs' times (a first-order segment is hottest at one of its
         # ends), followed only for units with a steady state above the peak so far (temperatures never
         # exceed the larger of where they start and their steady states)
