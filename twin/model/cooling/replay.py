@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from twin import kernels_events, kernels_replay
+from twin import kernels_lazy
 from twin.model.cooling import fast
 from twin.model.cooling.common import _HIST_MAX_C, INF
 from twin.model.cooling.arrays import CoolingArrays, CoolingParams
@@ -29,6 +29,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from twin.model.cooling.ports import AgeingPort, AirPort, GpuPort, LazyPort
     from twin.model.cluster import Cluster
     from twin.model.engine import Engine
+
+# the compiled kernels, imported at their first use (twin.kernels_lazy: a run without them imports no numba)
+kernels_events = kernels_lazy.module("twin.kernels_events", globals(), "kernels_events")
+kernels_replay = kernels_lazy.module("twin.kernels_replay", globals(), "kernels_replay")
 
 _EB = np.zeros(0, dtype=np.bool_)  # (no service flags: kernels_replay.replay_units' empty array)
 _UNDERFLOW = -750.0  # e^x is +0 below −745.13 (half the least subnormal): a margin for any exp's last bit
