@@ -25,6 +25,24 @@ def test_xfactor_points_interpolation_and_ends() -> None:
     assert hx.xfactor_af(45.0, 15.0) == pytest.approx(1.76 / 0.72)
 
 
+def test_xfactor_af_of_is_xfactor_af() -> None:
+    """The prepared form the ageing room evaluates at each part's event (``xfactor_af_of``) gives
+    ``xfactor_af``'s values bit for bit: floats for floats, arrays for arrays, any table and reference."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    tables = [hx.ASHRAE_XFACTOR, ((10.0, 0.5), (30.0, 1.5)), ((18.0, 0.9), (22.0, 1.0), (35.0, 1.3), (50.0, 2.2))]
+    for table in tables:
+        for ref in (20.0, 17.3, 40.0, 5.0):
+            f = hx.xfactor_af_of(ref, table)
+            t = rng.uniform(-5.0, 60.0, 257)
+            assert np.array_equal(np.asarray(f(t)), np.asarray(hx.xfactor_af(t, ref, table)))
+            for v in (-5.0, 15.0, 20.0, 27.3, 45.0, 70.0):
+                got, want = f(v), hx.xfactor_af(v, ref, table)
+                assert isinstance(got, float) and got == want
+            assert np.array_equal(np.asarray(f(t[:1])), np.asarray(hx.xfactor_af(t[:1], ref, table)))
+
+
 def test_arrhenius_factor() -> None:
     # NIST/SEMATECH §8.1.5.1 example: 25 → 125 °C gives AF 133 at 0.5 eV and 17,597 at 1.0 eV
     assert hx.arrhenius_af(125.0, 25.0, 0.5) == pytest.approx(133.0, rel=0.01)

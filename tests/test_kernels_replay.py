@@ -6,6 +6,7 @@ also runs this file with ``NUMBA_DISABLE_JIT=1`` (plain Python)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -77,31 +78,37 @@ def _kernel_replay(s: dict, nodes_g, cnt, start, t_s, u_s, up_s, u):  # replay.p
     Mu = len(t_s) * u
     prev_tss, lg, decay, G = np.empty(Mu), np.empty(Mu), np.empty(Mu), np.empty(len(g0))
     T0 = s["T"][g0]
-    lo, hi = KR.replay_units(t_s, u_s, np.zeros(0, dtype=np.bool_) if up_s is None else up_s, up_s is not None, u,
-                             cnt, start, start_u, g0, R_g, tin_g, IDLE, TDP, C, W, HIST, s["tss"], s["t0"], s["gon"],
-                             s["hist"], prev_tss, lg, decay, G)
-    contrib = np.expm1(lg)
-    np.negative(contrib, out=contrib)
-    contrib *= prev_tss
-    contrib *= np.exp(decay, out=decay)
-    s["T"][g0] = np.exp(G) * T0 + np.add.reduceat(contrib, start_u)
+    tail = np.empty(Mu, dtype=np.int64)
+    lo, hi, nt = KR.replay_units(t_s, u_s, np.zeros(0, dtype=np.bool_) if up_s is None else up_s, up_s is not None,
+                                 u, cnt, start, start_u, g0, R_g, tin_g, IDLE, TDP, C, W, HIST, s["tss"], s["t0"],
+                                 s["gon"], s["hist"], prev_tss, lg, decay, G, -750.0, tail)
+    tail = tail[:nt]  # the exponentials of the pairs that do not underflow only; the others' terms in decay
+    c = np.expm1(lg[tail])
+    np.negative(c, out=c)
+    c *= prev_tss[tail]
+    c *= np.exp(decay[tail])
+    decay[tail] = c
+    s["T"][g0] = np.exp(G) * T0 + np.add.reduceat(decay, start_u)
     return lo, hi, prev_tss, lg
 
 
 @settings(max_examples=150, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), u=st.sampled_from([1, 2, 8]), with_up=st.booleans(),
-       hot=st.booleans(), same_r=st.booleans())
+       hot=st.booleans(), same_r=st.booleans(), scale=st.sampled_from([0.01, 1.0, 30.0]))
 def test_replay_kernel_is_the_numpy_replay_bit_for_bit(seed: int, u: int, with_up: bool, hot: bool,
-                                                        same_r: bool) -> None:
+                                                        same_r: bool, scale: float) -> None:
+    """(``scale``: logs of minutes, hours or days, so that none, some or most pairs' decay to their unit's last
+    pair underflows, which the call site takes as e^decay = +0 without computing it.)"""
     rng = np.random.default_rng(seed)
     n_nodes = int(rng.integers(1, 12))
     nodes_g = np.sort(rng.choice(n_nodes * 2, n_nodes, replace=False)).astype(np.int64)
-    cnt = rng.integers(1, 7, n_nodes).astype(np.int64)
+    cnt = rng.integers(1, 13, n_nodes).astype(np.int64)
     ends = cnt.cumsum()
     start, lastpos = ends - cnt, ends - 1
     M = int(ends[-1])
     # each node's times in order, some repeated (zero durations: −0.0 logs)
-    t_s = np.concatenate([np.sort(rng.integers(1, 8, c)).astype(np.float64) * rng.uniform(0.5, 2.0) for c in cnt])
+    t_s = np.concatenate([np.sort(rng.integers(1, 8, c)).astype(np.float64) * rng.uniform(0.5, 2.0) * scale
+                          for c in cnt])
     u_s = rng.choice([0.0, 0.3, 1.0], M)
     up_s = rng.random(M) < 0.8 if with_up else None
     N = n_nodes * 2
@@ -123,3 +130,76 @@ def test_replay_kernel_is_the_numpy_replay_bit_for_bit(seed: int, u: int, with_u
     assert np.array_equal(ra[2], rb[2]) and np.array_equal(ra[3], rb[3])
     for k in state:
         assert np.array_equal(a[k], b[k]) and np.array_equal(np.signbit(a[k]), np.signbit(b[k])), k
+
+
+def _numpy_peak_pairs(x, s0, c0, a_all, c_all, prev_tss):  # DeferredReplay._replay_units' peak before the kernel
+    peak = -np.inf
+    for j in range(int(c0.max())):  # the j-th pair of every such unit at once
+        act = c0 > j
+        idx = s0[act] + j
+        x[act] = a_all[idx] * x[act] + c_all[idx] * prev_tss[idx]
+        peak = max(peak, float(x[act].max()))
+    return peak
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_units=st.integers(1, 9))
+def test_peak_pairs_is_the_numpy_walk(seed: int, n_units: int) -> None:
+    """``peak_pairs`` (each unit's pairs in order) against the numpy walk it replaced (the j-th pair of every
+    unit at once): the same peak and last temperatures, bit for bit."""
+    rng = np.random.default_rng(seed)
+    c0 = rng.integers(1, 9, n_units).astype(np.int64)
+    s0 = (c0.cumsum() - c0 + rng.integers(0, 3, n_units).cumsum()).astype(np.int64)  # gaps: other units' pairs
+    n = int(s0[-1] + c0[-1]) + 2
+    lg = -rng.exponential(2.0, n) * rng.choice([0.0, 1.0, 100.0], n)
+    a_all, c_all = np.exp(lg), -np.expm1(lg)
+    prev_tss = rng.uniform(20.0, 110.0, n)
+    x0 = rng.uniform(20.0, 90.0, n_units)
+    xa, xb = x0.copy(), x0.copy()
+    want = _numpy_peak_pairs(xa, s0, c0, a_all, c_all, prev_tss)
+    got = KR.peak_pairs(xb, s0, c0, a_all, c_all, prev_tss, -np.inf)
+    assert got == want
+    assert np.array_equal(xa, xb)
+
+
+def _numpy_peak_cell(x, tin, R, P, dur, tau, peak):  # DeferredReplay._replay_cell_units' peak before the kernel
+    for k in range(len(dur)):
+        x = fast.step_c(x, fast.steady_c(tin, P[k], R), dur[k], tau)
+        peak = max(peak, float(x.max()))
+    return peak, x
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_units=st.integers(1, 20), n_seg=st.integers(1, 30),
+       rows=st.integers(1, 40))
+def test_peak_cell_is_the_numpy_steps(seed: int, n_units: int, n_seg: int, rows: int) -> None:
+    """``peak_cell`` over blocks of ``rows`` segments (numpy's decay factors) against one numpy step per segment
+    (``fast.step_c`` of ``fast.steady_c``): the same peak and temperatures, bit for bit."""
+    rng = np.random.default_rng(seed)
+    R = rng.uniform(0.02, 0.09, n_units)
+    tau = fast.tau_s(R, C)
+    tin = rng.uniform(20.0, 45.0, n_units)
+    P = fast.demand_w(IDLE, TDP, rng.choice([0.0, 0.3, 1.0], n_seg + 1))
+    dur = rng.exponential(0.05, n_seg) * rng.choice([0.0, 1.0, 10.0], n_seg)
+    x0 = rng.uniform(20.0, 90.0, n_units)
+    peak0 = float(x0.max())
+    want, x_want = _numpy_peak_cell(x0.copy(), tin, R, P, dur, tau, peak0)
+    x, peak = x0.copy(), peak0
+    for k in range(0, n_seg, rows):  # replay.py's blocks
+        fac = np.exp(np.divide.outer(dur[k:k + rows] * -3600.0, tau))
+        peak = KR.peak_cell(x, tin, R, P, fac, k, peak)
+    assert peak == want
+    assert np.array_equal(x, x_want)
+
+
+def test_replay_kernel_refuses_unit_groups_out_of_order() -> None:
+    """The kernel's one pass takes the pairs in output order (the cumulative sum and the histogram's order):
+    unit groups not one after another are refused, not summed in another order."""
+    one = np.ones(2)
+    cnt, start = np.array([1, 1], dtype=np.int64), np.array([0, 1], dtype=np.int64)
+    out = [np.empty(2) for _ in range(4)]
+    with pytest.raises(ValueError, match="running offsets"):
+        KR.replay_units(one, one, np.zeros(0, dtype=np.bool_), False, 1, cnt, start, np.array([1, 0], dtype=np.int64),
+                        np.array([0, 1], dtype=np.int64), one * 0.05, one * 30.0, IDLE, TDP, C, W, HIST,
+                        np.full(2, 40.0), np.zeros(2), np.ones(2, dtype=np.bool_), np.zeros(HIST), *out, -750.0,
+                        np.empty(2, dtype=np.int64))

@@ -32,29 +32,43 @@ def replay_units(t_s: np.ndarray, u_s: np.ndarray, up_s: np.ndarray, has_up: boo
                  start: np.ndarray, start_u: np.ndarray, g0: np.ndarray, R_g: np.ndarray, tin_g: np.ndarray,
                  idle_w: float, tdp_w: float, c_j_per_c: float, w: float, hist_max: int, tss: np.ndarray,
                  t0: np.ndarray, gon: np.ndarray, hist: np.ndarray, prev_tss: np.ndarray, lg: np.ndarray,
-                 decay: np.ndarray, log_g: np.ndarray) -> tuple[float, float]:
+                 decay: np.ndarray, log_g: np.ndarray, under: float, tail: np.ndarray) -> tuple[float, float, int]:
     """The replay of logged pairs on thermal units, up to the exponentials.
 
     The pairs (time ``t_s``, utilisation ``u_s``, in service ``up_s`` when ``has_up``, after each logged
     change) come grouped by node: node group ``n`` is pairs ``start[n] … start[n] + cnt[n] − 1``. Unit group
     ``k`` (unit ``g0[k]``, of node group ``k // u``; R ``R_g[k]``, inlet ``tin_g[k]``) takes its node's pairs
-    at positions ``start_u[k] + m`` of the outputs. Writes, per position: the steady state before the pair
+    at positions ``start_u[k] + m`` of the outputs (the unit groups one after another: ``start_u`` is the running
+    sum of their sizes, else ValueError). Writes, per position: the steady state before the pair
     (``prev_tss``), the log of its decay factor (``lg``, ≤ 0) and the log-decay from the pair to the group's
     last (``decay``), and per unit group the log-decay over the whole group (``log_g``); adds the time-weighted
     steady states to the histogram ``hist`` (× ``w``); moves the units' ``t0``, ``tss`` and ``gon`` to their
-    last pair. Returns the lowest and highest ``prev_tss``. The caller finishes the closed form:
+    last pair. A position whose log-decay is at most ``under`` (e^decay is +0 there) gets its finished term in
+    ``decay`` instead, ``prev_tss`` × 0 (−expm1(lg)·prev_tss·e^decay is that same signed zero: −expm1(lg) ≥ 0);
+    the others' positions go to ``tail``, ascending. Returns the lowest and highest ``prev_tss`` and the number
+    of positions in ``tail``. The caller finishes the closed form for those:
     T_last = e^log_g·T_0 + Σ_group −expm1(lg)·prev_tss·e^decay (``fast.grouped_segments_c``)."""
     n_units = g0.shape[0]
-    n_pairs = prev_tss.shape[0]
-    wts = np.empty(n_pairs)
     span = tdp_w - idle_w
     lo = np.inf
     hi = -np.inf
+    # one pass over the pairs in output order (each unit's, then the next unit's: start_u must be the running
+    # offsets), fusing what were separate passes: the histogram's bins take the pairs in the same order (clipped
+    # always: the same bin as unclipped for a value in range), the cumulative sum of lg is the same running sum
+    # (held in ``decay`` until the unit's last pair is known)
+    b = np.zeros(hist_max)
+    top = hist_max - 1.0
+    acc = 0.0
+    pos = 0
+    nt = 0
     for k in range(n_units):
         ng = k // u
         s = start[ng]
         c = cnt[ng]
         o = start_u[k]
+        if o != pos:
+            raise ValueError("replay_units: start_u must be the running offsets of the unit groups")
+        pos += c
         gu = g0[k]
         R = R_g[k]
         tin = tin_g[k]
@@ -79,8 +93,13 @@ def replay_units(t_s: np.ndarray, u_s: np.ndarray, up_s: np.ndarray, has_up: boo
             if prev > hi or prev != prev:
                 hi = prev
             dur = t_s[p] - prev_t
-            wts[i] = dur * (1.0 if on else 0.0)
-            lg[i] = dur * -3600.0 / tau  # fast.log_decay
+            v = 0.0 if prev < 0.0 else prev  # np.bincount of the clipped steady states, weights in order
+            v = top if v > top else v
+            b[int(v)] += dur * (1.0 if on else 0.0)
+            lgi = dur * -3600.0 / tau  # fast.log_decay
+            lg[i] = lgi
+            acc = lgi if i == 0 else acc + lgi  # lg.cumsum(), in order over every pair
+            decay[i] = acc
             prev = x
             prev_t = t_s[p]
             on = up
@@ -88,32 +107,62 @@ def replay_units(t_s: np.ndarray, u_s: np.ndarray, up_s: np.ndarray, has_up: boo
             t0[gu] = prev_t
             tss[gu] = x
             gon[gu] = on
-    # the histogram: np.bincount of the (clipped) steady states with the weights, in order, × w
-    clip = not (0.0 <= lo and hi < hist_max)
-    b = np.zeros(hist_max)
-    for i in range(n_pairs):
-        v = prev_tss[i]
-        if clip:
-            v = 0.0 if v < 0.0 else v
-            v = hist_max - 1.0 if v > hist_max - 1.0 else v
-        b[int(v)] += wts[i]
+            # fast.grouped_segments_c up to its exponentials: base = csum[start] − lg[start], P = csum − base,
+            # log_g = P[last], decay = log_g − P
+            base = decay[o] - lg[o]
+            g = decay[o + c - 1] - base
+            log_g[k] = g
+            for m in range(c):
+                i = o + m
+                d = g - (decay[i] - base)
+                if d <= under:  # (a NaN goes to the tail, as numpy would have taken its exponential)
+                    decay[i] = prev_tss[i] * 0.0
+                else:
+                    decay[i] = d
+                    tail[nt] = i
+                    nt += 1
     for j in range(hist_max):
         hist[j] += b[j] * w
-    # fast.grouped_segments_c up to its exponentials: csum = lg.cumsum() (in order over every pair),
-    # base = csum[start] − lg[start], P = csum − base, log_g = P[last], decay = log_g − P
-    csum = np.empty(n_pairs)
-    acc = 0.0
-    for i in range(n_pairs):
-        acc = lg[i] if i == 0 else acc + lg[i]
-        csum[i] = acc
-    for k in range(n_units):
-        c = cnt[k // u]
-        o = start_u[k]
-        if c == 0:
-            continue
-        base = csum[o] - lg[o]
-        g = csum[o + c - 1] - base
-        log_g[k] = g
-        for m in range(c):
-            decay[o + m] = g - (csum[o + m] - base)
-    return lo, hi
+    return lo, hi, nt
+
+
+@njit(**_JIT)
+def peak_pairs(x: np.ndarray, s0: np.ndarray, c0: np.ndarray, a_all: np.ndarray, c_all: np.ndarray,
+               prev_tss: np.ndarray, peak: float) -> float:
+    """The hottest temperature (°C) at the logged pairs' times of some units: unit ``h`` starts at ``x[h]``
+    and takes its pairs ``s0[h] … s0[h] + c0[h] − 1`` in order, T ← a·T + c·T_ss,prev (decay factors
+    ``a_all`` = e^lg and weights ``c_all`` = −expm1(lg), numpy's, and the steady states ``prev_tss``). Returns
+    the largest of ``peak`` and every such T; leaves ``x`` at each unit's last T. (``DeferredReplay._replay_units``'
+    peak, formerly the j-th pair of every unit at once in numpy: the same products and sums, and a maximum,
+    which does not depend on the order.)"""
+    for h in range(s0.shape[0]):
+        xv = x[h]
+        s = s0[h]
+        for j in range(c0[h]):
+            i = s + j
+            xv = a_all[i] * xv + c_all[i] * prev_tss[i]
+            if xv > peak:
+                peak = xv
+        x[h] = xv
+    return peak
+
+
+@njit(**_JIT)
+def peak_cell(x: np.ndarray, tin: np.ndarray, R: np.ndarray, P: np.ndarray, fac: np.ndarray, k0: int,
+              peak: float) -> float:
+    """The hottest temperature (°C) of a cell's units over its shared segments ``k0 … k0 + len(fac) − 1``:
+    unit ``j`` at ``x[j]`` steps to T_ss + (T − T_ss)·fac[r, j] with T_ss = tin[j] + P[k0 + r]·R[j] (``fast.step_c``
+    of ``fast.steady_c``, fac = numpy's e^(−3600·dur/τ) of the segment). Returns the largest of ``peak`` and
+    every such T; leaves ``x`` at the units' temperatures after the last segment taken.
+    (``DeferredReplay._replay_cell_units``' peak, formerly one numpy step per segment.)"""
+    n_rows = fac.shape[0]
+    n_u = x.shape[0]
+    for r in range(n_rows):
+        pk = P[k0 + r]
+        for j in range(n_u):
+            ts = tin[j] + pk * R[j]
+            xv = ts + (x[j] - ts) * fac[r, j]
+            x[j] = xv
+            if xv > peak:
+                peak = xv
+    return peak

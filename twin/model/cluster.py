@@ -14,9 +14,12 @@ from typing import Callable, Iterable
 import numpy as np
 from numpy.typing import NDArray
 
-from twin.kernels_events import any_lt
+from twin import kernels_lazy
 from twin.model.causes import DownCause
 from twin.model.engine import Engine, Topic
+
+# the compiled kernels, imported at their first use (twin.kernels_lazy: a run without them imports no numba)
+any_lt = kernels_lazy.function("twin.kernels_events", "any_lt", globals())
 
 
 _ALL = np.array([-1], dtype=np.int64)  # any_lt's "every node"

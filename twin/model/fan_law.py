@@ -12,8 +12,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from twin import kernels
+from twin import kernels_lazy
 from twin.physics.fans import MIN_RISE_C, fan_demand, fan_speed, node_fan_power_w
+
+# the compiled kernels, imported at their first use (twin.kernels_lazy: a run without them imports no numba)
+kernels = kernels_lazy.module("twin.kernels", globals(), "kernels")
 
 _EF = np.empty(0)  # no per-node utilisation: the kernel takes the common one
 

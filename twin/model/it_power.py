@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from twin import kernels
-from twin.kernels_events import cap_moves_draw, minimum_at, put_finite_delta
+from twin import kernels_lazy
 from twin.model.cluster import MASK_NODES, node_mask
 from twin.model.component import BuildContext, Component, Service
 from twin.model.engine import Engine, Topic
@@ -26,10 +25,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from twin.model.cluster import Cluster
     from twin.scenario.schema import Scenario
 
+# the compiled kernels, imported at their first use (twin.kernels_lazy: a run without them imports no numba)
+kernels = kernels_lazy.module("twin.kernels", globals(), "kernels")
+cap_moves_draw = kernels_lazy.function("twin.kernels_events", "cap_moves_draw", globals())
+minimum_at = kernels_lazy.function("twin.kernels_events", "minimum_at", globals())
+put_finite_delta = kernels_lazy.function("twin.kernels_events", "put_finite_delta", globals())
+
 _add_reduce = np.add.reduce
 _FEW_DOWN = 256
-_EF = np.empty(0)  # an empty float array: the kernels' "none"
 """Up to this many nodes out of service, ITPower zeroes them from the cluster's sorted list."""
+_EF = np.empty(0)  # an empty float array: the kernels' "none"
 
 
 IT_POWER: Service[ITPower] = Service(

@@ -11,14 +11,14 @@ Pure functions of floats or numpy arrays, no clock.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from twin.physics.arrays import FloatOrArray, as_f64 as _f, float_or_array as _out
 
-__all__ = ["ASHRAE_XFACTOR", "BOLTZMANN_EV_PER_K", "xfactor", "xfactor_af", "arrhenius_af"]
+__all__ = ["ASHRAE_XFACTOR", "BOLTZMANN_EV_PER_K", "xfactor", "xfactor_af", "xfactor_af_of", "arrhenius_af"]
 
 ASHRAE_XFACTOR: tuple[tuple[float, float], ...] = ((15.0, 0.72), (20.0, 1.00), (45.0, 1.76))
 """ASHRAE TC9.9 (2011) relative server failure rate at an inlet temperature (°C): 0.72 at 15 °C, 1.00 at
@@ -44,6 +44,20 @@ def xfactor_af(inlet_c: ArrayLike, reference_c: float,
     """Acceleration factor X(T)/X(T_ref) of a part whose configured failure distribution holds at the
     reference inlet ``reference_c`` (°C)."""
     return _out(_f(xfactor(inlet_c, table)) / float(xfactor(reference_c, table)))
+
+
+def xfactor_af_of(reference_c: float, table: Sequence[tuple[float, float]] = ASHRAE_XFACTOR
+                  ) -> Callable[[ArrayLike], FloatOrArray]:
+    """:func:`xfactor_af` for one reference inlet ``reference_c`` (°C) and table, with the table's points and
+    the reference's factor taken once: the same values, for a model that evaluates it at every part's event."""
+    t = np.asarray([p[0] for p in table], dtype=np.float64)
+    x = np.asarray([p[1] for p in table], dtype=np.float64)
+    ref = float(xfactor(reference_c, table))
+
+    def af(inlet_c: ArrayLike) -> FloatOrArray:
+        return _out(_f(np.interp(_f(inlet_c), t, x)) / ref)
+
+    return af
 
 
 def arrhenius_af(temp_c: ArrayLike, t_ref_c: ArrayLike, activation_ev: ArrayLike) -> FloatOrArray:

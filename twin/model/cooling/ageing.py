@@ -74,11 +74,23 @@ class Ageing:
             node_parts = self.params.sc.cluster.node.parts
             names = xf.parts if xf.parts is not None else [
                 n for n, p in node_parts.items() if p.effect != "transient" and n not in taken]
-            table = [tuple(p) for p in xf.table]
+            table = [(p[0], p[1]) for p in xf.table]
+            xaf = hx.xfactor_af_of(xf.reference_inlet_c, table)  # (hx.xfactor_af, its table and reference once)
             for name in names:
                 self.aged_air.append(self._age_record(
                     name, "air",  # × the humidity factor of evaporative units outside the envelope (issue 42)
-                    lambda t, r=xf.reference_inlet_c, tb=table: hx.xfactor_af(t, r, tb) * self.evaporative.hum_af_cur))
+                    lambda t, f=xaf: f(t) * self.evaporative.hum_af_cur))
+        # every record's failure times as views of one array, in the order _age_wake takes them (aged, then
+        # aged_air): a wake-up finds the due parts and the next failure in one pass each
+        recs = self.aged + self.aged_air
+        self._tfail = np.concatenate([a["tfail"] for a in recs]) if recs else np.empty(0)
+        self._rec_end: list[int] = []
+        o = 0
+        for a in recs:
+            n = len(a["tfail"])
+            a["tfail"] = self._tfail[o:o + n]
+            o += n
+            self._rec_end.append(o)
 
     def _age_record(self, name: str, temperature: str, af_of: Any) -> dict[str, Any]:
         u, g = self.params.units_per_node, self.params.gpus_per_node
@@ -156,12 +168,19 @@ class Ageing:
     def _age_wake(self) -> None:
         now = self.engine.now
         m = INF
-        for a in self.aged + self.aged_air:
-            due = np.flatnonzero(a["tfail"] <= now + _EPS_H)
-            for i in due.tolist():
-                a["tfail"][i] = INF
-                a["pop"].reschedule(i, now)  # fails now through the population's own path
-            m = min(m, float(a["tfail"].min()))
+        tf = self._tfail  # (every record's, in record order: see the constructor)
+        due = np.flatnonzero(tf <= now + _EPS_H).tolist()
+        if due:
+            recs = self.aged + self.aged_air
+            j = 0
+            for i in due:  # (in the order of the records, then of their parts)
+                while i >= self._rec_end[j]:
+                    j += 1
+                tf[i] = INF
+                first = self._rec_end[j] - len(recs[j]["tfail"])
+                recs[j]["pop"].reschedule(i - first, now)  # fails now through the population's own path
+        if len(tf):
+            m = float(tf.min())
         if m < self._age_wake_t:
             self._schedule_age(m)
 

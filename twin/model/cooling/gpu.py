@@ -19,7 +19,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy.special import ndtri
 
-from twin import kernels, kernels_events, kernels_units, rng
+from twin import kernels_lazy, rng
 from twin.model.cooling import fast
 from twin.model.cooling.common import _EPS_H, _HIST_MAX_C, INF
 from twin.model.cooling.arrays import CoolingArrays, CoolingParams
@@ -31,6 +31,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from twin.model.cluster import SpeedSource
     from twin.model.engine import Engine
     from twin.model.it_power import ITPower
+
+# the compiled kernels, imported at their first use (twin.kernels_lazy: a run without them imports no numba)
+kernels = kernels_lazy.module("twin.kernels", globals(), "kernels")
+kernels_events = kernels_lazy.module("twin.kernels_events", globals(), "kernels_events")
+kernels_units = kernels_lazy.module("twin.kernels_units", globals(), "kernels_units")
 
 
 

@@ -42,7 +42,7 @@ from typing import Any, TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from twin import kernels_events, kernels_units
+from twin import kernels_lazy
 from twin.model.cooling.common import _EPS_H, INF
 from twin.model.cooling.arrays import CoolingArrays, CoolingParams
 
@@ -51,6 +51,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from twin.model.cluster import Cluster
     from twin.model.engine import Engine
     from twin.model.it_power import ITPower
+
+# the compiled kernels, imported at their first use (twin.kernels_lazy: a run without them imports no numba)
+kernels_events = kernels_lazy.module("twin.kernels_events", globals(), "kernels_events")
+kernels_units = kernels_lazy.module("twin.kernels_units", globals(), "kernels_units")
 
 
 

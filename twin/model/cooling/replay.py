@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from twin import kernels_events, kernels_replay
+from twin import kernels_lazy
 from twin.model.cooling import fast
 from twin.model.cooling.common import _HIST_MAX_C, INF
 from twin.model.cooling.arrays import CoolingArrays, CoolingParams
@@ -30,7 +30,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from twin.model.cluster import Cluster
     from twin.model.engine import Engine
 
+# the compiled kernels, imported at their first use (twin.kernels_lazy: a run without them imports no numba)
+kernels_events = kernels_lazy.module("twin.kernels_events", globals(), "kernels_events")
+kernels_replay = kernels_lazy.module("twin.kernels_replay", globals(), "kernels_replay")
+
 _EB = np.zeros(0, dtype=np.bool_)  # (no service flags: kernels_replay.replay_units' empty array)
+_UNDERFLOW = -750.0  # e^x is +0 below −745.13 (half the least subnormal): a margin for any exp's last bit
 
 
 
@@ -69,6 +74,7 @@ class DeferredReplay:
         # arrays of load changes split into warm and cool nodes, by id: (array, its cool flags, warm, cool)
         self._split: dict[int, tuple[Any, NDArray[np.bool_], NDArray[np.int64], NDArray[np.int64]]] = {}
         self._nd_dtype = np.int16 if n < 2**15 else np.int64  # int16 keys sort by radix
+        self._scratch = np.empty(0)  # _replay_units' per-unit-pair arrays, reused (see _SCRATCH_MAX)
         self.tracing = self.gpu.trace_from <= 0.0 < self.gpu.trace_to
         self.gpu.multi_speed = False  # set in start()
         self.gpu.ucap = None  # set in start()
@@ -131,10 +137,10 @@ class DeferredReplay:
         itself (publishers never change it afterwards) and ``util`` (and the nodes' speeds when a second
         source caps them); whether the nodes are in service follows from their own logged changes.
         """
-        n = len(nodes)
-        if self.lazy.silent_on and self._n_warm:  # (groups matter for warm nodes only; a cool one has no crossing)
-            self.lazy.group(nodes)
         if self._n_warm:
+            n = len(nodes)
+            if self.lazy.silent_on:  # (groups matter for warm nodes only; a cool one has no crossing)
+                self.lazy.group(nodes)
             # the cool ones among nodes, and whether their flags are the split kept for this array (below) in
             # one compiled call (np.count_nonzero(cool[nodes]), np.array_equal)
             sp = self._split.get(id(nodes))
@@ -157,14 +163,15 @@ class DeferredReplay:
                     self._logged_heat(sp[3], util, move=False)
                 self.gpu.update(sp[2])
                 nodes = sp[3]
-        if not n:
-            return  # nothing changed
-        log_t = self._log_t
-        log_t.append(self._env._now)
+            if not n:
+                return  # nothing changed
+        elif not len(nodes):  # (every node cool: the whole array is logged)
+            return
+        self._log_t.append(self._env._now)
         self._log_nodes.append(nodes)
         self._log_util.append(util)  # = engine.node_util[nodes]: the publisher gave them all this value
         if self.gpu.multi_speed:  # speeds other than 1 possible: keep them as they are now
-            self._log_sp[len(log_t) - 1] = self.cluster.node_speed(nodes)
+            self._log_sp[len(self._log_t) - 1] = self.cluster.node_speed(nodes)
         if self.n_short:  # some air zone cannot carry its full load: its heat moves its room now
             self._logged_heat(nodes, util)
 
@@ -220,6 +227,7 @@ class DeferredReplay:
             self._replay_log(np.array(log_t[c0:c1]), np.array(log_u[c0:c1]), arrs[c0:c1], cu, cs)
 
     _CHUNK = 2048  # log entries replayed together at most (cost; results: rounding)
+    _SCRATCH_MAX = 1 << 21  # the per-unit-pair arrays of _replay_units kept between flushes, elements at most (16 MiB)
 
     def _replay_log(self, tk: NDArray[np.float64], ut: NDArray[np.float64], arrs: list[NDArray[np.int64]],
                     ups: dict[int, bool], sps: dict[int, NDArray[np.float64]]) -> None:
@@ -416,6 +424,8 @@ class DeferredReplay:
             if peak > self.gpu.tpeak_c:
                 self.gpu.tpeak_c = peak
 
+    _PEAK_ELEMS = 1 << 17  # decay factors computed at once when a cell's peak is followed (memory: 1 MiB)
+
     _FORGET = 40.0  # segments more than this many time constants before the end leave no trace in T (e^-40)
 
     def _replay_cell_units(self, t: NDArray[np.float64], util: NDArray[np.float64], nodes: NDArray[np.int64]) -> None:
@@ -468,11 +478,12 @@ class DeferredReplay:
         # ends), followed only when some steady state could exceed the peak so far
         if hi > self.gpu.tpeak_c:
             peak = T1max
-            if n_entries > 1:
+            if n_entries > 1:  # each segment's step compiled (twin.kernels_replay.peak_cell), numpy's exponentials
                 x = fast.step_c(a.T[gu], tss0, dur0, tau)
-                for k in range(n_entries - 1):
-                    x = fast.step_c(x, fast.steady_c(tin, P[k], R), dur[k], tau)
-                    peak = max(peak, float(x.max()))
+                rows = max(1, self._PEAK_ELEMS // len(gu))  # segments a block (its decay factors' memory)
+                for k in range(0, n_entries - 1, rows):
+                    fac = np.exp(np.divide.outer(dur[k:k + rows] * -3600.0, tau))  # fast.step_c's factors
+                    peak = kernels_replay.peak_cell(x, tin, R, P, fac, k, peak)
             if peak > self.gpu.tpeak_c:
                 self.gpu.tpeak_c = peak
         a.T[gu] = T
@@ -561,18 +572,30 @@ class DeferredReplay:
         # fast.grouped_segments_c's exponentials and segment sums in numpy (R and inlet are constant over the log:
         # every change of them flushes first)
         n_pairs_u = len(t_s) * u
-        prev_tss, lg, decay = np.empty(n_pairs_u), np.empty(n_pairs_u), np.empty(n_pairs_u)
+        buf = self._scratch  # (reused from flush to flush up to _SCRATCH_MAX: fresh pages cost more than the kernel)
+        if len(buf) < 3 * n_pairs_u:
+            buf = np.empty(3 * n_pairs_u)
+            if len(buf) <= self._SCRATCH_MAX:
+                self._scratch = buf
+        prev_tss, lg, decay = buf[:n_pairs_u], buf[n_pairs_u:2 * n_pairs_u], buf[2 * n_pairs_u:3 * n_pairs_u]
         log_g = np.empty(len(g0))  # each unit's summed log-decay over its pairs
         T0 = a.T[g0]
-        lo, hi = kernels_replay.replay_units(
+        tail = np.empty(n_pairs_u, dtype=np.int64)  # (only the pages of the positions written are touched)
+        lo, hi, n_tail = kernels_replay.replay_units(
             t_s, u_s, _EB if up_s is None else up_s, up_s is not None, u, cnt, start, start_u, g0, R_g, tin_g,
             p.idle_w, p.tdp_w, p.c_j_per_c, p.gpus_per_unit, _HIST_MAX_C, a.tss, a.t0, a.gon, a.hist, prev_tss,
-            lg, decay, log_g)
-        contrib = np.expm1(lg)
-        np.negative(contrib, out=contrib)
-        contrib *= prev_tss
-        contrib *= np.exp(decay, out=decay)
-        a.T[g0] = np.exp(log_g) * T0 + np.add.reduceat(contrib, start_u)
+            lg, decay, log_g, _UNDERFLOW, tail)
+        # each pair's term −expm1(lg)·prev_tss·e^decay: a pair whose decay to its unit's last pair is below
+        # _UNDERFLOW (most of them: a log spans many time constants) has e^decay = +0 in any exp, so its term,
+        # prev_tss × 0, is in decay already (the kernel); the exponentials are taken of the others only
+        # (numpy's, elementwise), their terms written over their decays
+        tail = tail[:n_tail]
+        c = np.expm1(lg[tail])
+        np.negative(c, out=c)
+        c *= prev_tss[tail]
+        c *= np.exp(decay[tail])
+        decay[tail] = c
+        a.T[g0] = np.exp(log_g) * T0 + np.add.reduceat(decay, start_u)
         # peak: the hottest temperature at the pairs' times (a first-order segment is hottest at one of its
         # ends), followed only for units with a steady state above the peak so far (temperatures never
         # exceed the larger of where they start and their steady states)
@@ -580,11 +603,6 @@ class DeferredReplay:
             hot = np.maximum.reduceat(prev_tss, start_u) > self.gpu.tpeak_c
             s0, c0, x = start_u[hot], cnt_u[hot], T0[hot]
             a_all, c_all = np.exp(lg), -np.expm1(lg)
-            peak = -INF
-            for j in range(int(c0.max())):  # the j-th pair of every such unit at once
-                act = c0 > j
-                idx = s0[act] + j
-                x[act] = a_all[idx] * x[act] + c_all[idx] * prev_tss[idx]
-                peak = max(peak, float(x[act].max()))
+            peak = kernels_replay.peak_pairs(x, s0, c0, a_all, c_all, prev_tss, -INF)  # each unit's pairs in order
             if peak > self.gpu.tpeak_c:
                 self.gpu.tpeak_c = peak

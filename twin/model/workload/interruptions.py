@@ -7,13 +7,16 @@ import math
 
 import numpy as np
 
-from twin.kernels_events import unique_ints
+from twin import kernels_lazy
 from twin.model.causes import DownCause
 from twin.model.workload.elastic import ElasticJobs
 from twin.model.workload.jobs import (CKPT, DONE, QUEUED, RESTARTING, RUNNING, Interruption, Job, job_has_no_checkpoint,
                                       restored)
 from twin.model.checkpoints import peer_copy_lost
 from twin.physics.storage import data_limited_rate
+
+# the compiled kernels, imported at their first use (twin.kernels_lazy: a run without them imports no numba)
+unique_ints = kernels_lazy.function("twin.kernels_events", "unique_ints", globals())
 
 
 class Interruptions(ElasticJobs):

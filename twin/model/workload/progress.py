@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from twin.kernels_events import min_of_at
+from twin import kernels_lazy
 from twin.model.workload.base import WorkloadBase
 from twin.model.workload.jobs import CKPT, RECONF, RESTARTING, RUNNING, STEP_COMPONENTS, Job, step_shares
 from twin.physics import parallel as par
 from twin.physics.jobrate import job_rate, parallel_breakdown, parallel_rate
 from twin.physics.storage import data_limited_rate
+
+# the compiled kernels, imported at their first use (twin.kernels_lazy: a run without them imports no numba)
+min_of_at = kernels_lazy.function("twin.kernels_events", "min_of_at", globals())
 
 
 class Progress(WorkloadBase):
