@@ -51,6 +51,30 @@ def _state(rng: np.random.Generator, n_nodes: int, u: int) -> dict[str, np.ndarr
     }
 
 
+# the units' float state in one block (CoolingArrays.ublk): each name's row
+_ROW = {"T": KU.R_T, "tss": KU.R_TSS, "t0": KU.R_T0, "tau": KU.R_TAU, "speed": KU.R_SPEED, "t_next": KU.R_NEXT,
+        "t_due": KU.R_DUE, "x_P": KU.R_XP, "x_sp": KU.R_XSP, "x_tss": KU.R_XTSS, "pw": KU.R_PW}
+
+
+def _block(s: dict[str, np.ndarray]) -> np.ndarray:
+    """Move the state's per-unit float arrays into one padded block as the model holds them (``s``' entries
+    become views of its rows); the padding is inf (never a unit's, never written: the tests check)."""
+    n = len(s["T"])
+    blk = np.full((KU.N_ROWS, n + 8), INF)
+    for k, r in _ROW.items():
+        blk[r, :n] = s[k]
+        s[k] = blk[r, :n]
+    return blk
+
+
+def test_unit_rows_are_the_models() -> None:
+    """The kernels' rows of the block are the model's (``twin.model.cooling.arrays``), one row per name."""
+    from twin.model.cooling import arrays as A
+    names = ("R_T", "R_TSS", "R_T0", "R_TAU", "R_SPEED", "R_NEXT", "R_DUE", "R_XP", "R_XSP", "R_XTSS", "R_PW", "N_ROWS")
+    assert [getattr(A, k) for k in names] == [getattr(KU, k) for k in names]
+    assert sorted(_ROW.values()) == list(range(KU.N_ROWS))
+
+
 def _nodes(rng: np.random.Generator, n_nodes: int, contiguous: bool) -> np.ndarray:
     k = int(rng.integers(1, n_nodes + 1))
     nodes = (np.arange(k) + int(rng.integers(0, n_nodes - k + 1))) if contiguous else \
@@ -122,6 +146,7 @@ def test_update_nodes_is_the_sequence_it_replaces(seed: int, u: int, hot: bool, 
     pc = rng.uniform(200.0, 800.0, k) if with_pc else _E
     now, eps_h = 2.0, 1e-9
     g, w = float(u * (8 // u)), float(8 // u)
+    blk = _block(s)
     ref = {kk: v.copy() for kk, v in s.items()}
     r_nout, r_uout = np.zeros((8, k)), np.zeros((5, k * u))  # (rows a kernel leaves unwritten: 0 in both)
     want = _ref_update_now(ref, nodes, gi, u, g, w, now, eps_h, settle, t_acc, pc, hot, silent_on, heat, oth,
@@ -136,9 +161,8 @@ def test_update_nodes_is_the_sequence_it_replaces(seed: int, u: int, hot: bool, 
 
     got = KU.update_nodes(  # (it builds gi, the units of nodes, itself)
         nodes, now, eps_h, settle, t_acc, s["down"], s["util"], u, g, w, pc, s["rfactor"], s["inlet"],
-        s["rbase"], s["toff"], prm, s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"], s["engaged"],
-        s["speed"], s["t_next"], s["kind"], hot, s["ucap"], silent_on, s["silent"], s["x_cap"] if silent_on else _E,
-        x("x_P"), x("x_sp"), x("x_tss"), x("x_ok"), x("pw"), x("t_due"), x("traced"), heat, s["n_busy"],
+        s["rbase"], s["toff"], prm, blk, s["gon"], s["hist"], s["engaged"], s["kind"], hot, s["ucap"], silent_on,
+        s["silent"], s["x_cap"] if silent_on else _E, x("x_ok"), x("traced"), heat, s["n_busy"],
         s["n_capped"], s["n_spsum"], s["n_tp"], s["caps"], s["oth_n"] if oth else _E, s["acc"], s["tot"],
         s["it_caps"], _NOPF, nout, uout, up)
     # the settling's five arrays come packed in one (tp_t, tp_dv, ts, dP, the changed nodes as floats), ``up``
@@ -160,7 +184,8 @@ def test_update_nodes_is_the_sequence_it_replaces(seed: int, u: int, hot: bool, 
         assert np.array_equal(uout[1], r_uout[4], equal_nan=True)
         if not short:
             assert np.array_equal(uout[0], r_uout[0], equal_nan=True)
-    _same(s, ref)
+    _same(s, ref)  # (without silent_on: the stash's rows, passed, untouched)
+    assert np.all(blk[:, len(s["T"]):] == INF)
 
 
 def _ref_account(s: dict[str, np.ndarray], nodes: np.ndarray, nout: np.ndarray, up: np.ndarray, now: float,
@@ -249,6 +274,9 @@ def test_wake_units_is_the_sequence_it_replaces(seed: int, u: int, silent_on: bo
     s["t_due"] = np.where(rng.random(len(s["t_due"])) < 0.3, INF, s["t_next"])
     s["kind"] = np.where(np.isfinite(s["t_next"]), rng.choice([1, 2], size=len(s["kind"]), p=[0.8, 0.2]),
                          0).astype(np.int8)
+    if not silent_on:  # (t_due is t_next while silent crossings are off: the kernel reads t_next's row)
+        s["t_due"] = s["t_next"].copy()
+    blk = _block(s)
     now, eps_h = 2.0, 1e-9
     w = float(8 // u)
     ref = {kk: v.copy() for kk, v in s.items()}
@@ -270,10 +298,9 @@ def test_wake_units_is_the_sequence_it_replaces(seed: int, u: int, silent_on: bo
                 ref["x_P"], ref["x_cap"], ref["ucap"], ref["pw"], ref["n_busy"], ref["n_capped"], ref["n_spsum"],
                 ref["n_tp"], ref["caps"], ref["oth_n"] if oth else _E, ref["acc"], ref["tot"])
             due = due[~quick]
-    got = KU.wake_units(now, eps_h, silent_on, t_acc, u, w, s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"],
-                        s["t_next"], s["t_due"], s["kind"], s["silent"], s["engaged"], s["speed"], s["x_tss"],
-                        s["x_sp"], s["x_P"], s["x_ok"], s["x_cap"], s["ucap"], s["pw"], s["n_busy"], s["n_capped"],
-                        s["n_spsum"], s["n_tp"], s["caps"], s["oth_n"] if oth else _E, s["acc"], s["tot"])
+    got = KU.wake_units(now, eps_h, silent_on, t_acc, u, w, blk, s["gon"], s["hist"], s["kind"], s["silent"],
+                        s["engaged"], s["x_ok"], s["x_cap"], s["ucap"], s["n_busy"], s["n_capped"], s["n_spsum"],
+                        s["n_tp"], s["caps"], s["oth_n"] if oth else _E, s["acc"], s["tot"])
     assert np.array_equal(got[0], due) and got[1] == r_acc
     res, ng, ntp, m = got[4:8]  # settle_units' seven arrays packed in one (the nodes as floats)
     assert res.dtype == np.float64 and len(res) == 3 * ng + 2 * ntp + 2 * m
@@ -288,6 +315,7 @@ def test_wake_units_is_the_sequence_it_replaces(seed: int, u: int, silent_on: bo
     else:
         assert got[2] == 0 and ng == ntp == m == 0 and len(res) == 0
     _same(s, ref)
+    assert np.all(blk[:, len(s["T"]):] == INF)
 
 
 @settings(max_examples=150, deadline=None)

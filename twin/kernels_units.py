@@ -35,6 +35,11 @@ INF = math.inf
 _EPS_C = 1e-6  # temperature tolerance at a crossing, °C (twin.model.cooling.common)
 _HIST_MAX_C = 160  # histogram bins, 1 °C each (twin.model.cooling.common)
 
+# rows of the units' float state block (``CoolingArrays.ublk``: (N_ROWS, n_units + pad), each per-unit name of
+# ``twin.model.cooling.arrays`` a contiguous view of its row): one argument for eleven in the fused calls
+R_T, R_TSS, R_T0, R_TAU, R_SPEED, R_NEXT, R_DUE, R_XP, R_XSP, R_XTSS, R_PW = range(11)
+N_ROWS = 11
+
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}  # numpy's float semantics: x/0 = inf, 0/0 = nan
 
 
@@ -633,10 +638,8 @@ def silent_due(gi: np.ndarray, due_h: float, silent: np.ndarray, t_next: np.ndar
 def update_nodes(nodes: np.ndarray, now: float, eps_h: float, settle: bool, t_acc: float,
                  down: np.ndarray, node_util: np.ndarray, u: int, g: float, w: float, pc: np.ndarray,
                  rfactor: np.ndarray, inlet: np.ndarray, rbase: np.ndarray, toff: np.ndarray, prm: np.ndarray,
-                 T: np.ndarray, tss: np.ndarray, t0: np.ndarray, tau: np.ndarray, gon: np.ndarray, hist: np.ndarray,
-                 engaged: np.ndarray, speed: np.ndarray, t_next: np.ndarray, kind: np.ndarray, hot: bool,
-                 ucap: np.ndarray, silent_on: bool, silent: np.ndarray, x_cap: np.ndarray, x_P: np.ndarray,
-                 x_sp: np.ndarray, x_tss: np.ndarray, x_ok: np.ndarray, pw: np.ndarray, t_due: np.ndarray,
+                 ublk: np.ndarray, gon: np.ndarray, hist: np.ndarray, engaged: np.ndarray, kind: np.ndarray, hot: bool,
+                 ucap: np.ndarray, silent_on: bool, silent: np.ndarray, x_cap: np.ndarray, x_ok: np.ndarray,
                  traced: np.ndarray, heat: int, n_busy: np.ndarray, n_capped: np.ndarray, n_spsum: np.ndarray,
                  n_tp: np.ndarray, caps: np.ndarray, oth_n: np.ndarray, acc: np.ndarray, tot: np.ndarray,
                  it_caps: np.ndarray, pf: np.ndarray, nout: np.ndarray, uout: np.ndarray, up: np.ndarray
@@ -646,7 +649,7 @@ def update_nodes(nodes: np.ndarray, now: float, eps_h: float, settle: bool, t_ac
     flags, the accounts integrated to now from ``t_acc`` as ``GpuState.integrate``, :func:`settle_units` and
     the write of the speeds they changed into ``caps`` as ``kernels_events.put_changed_at``); then
     :func:`advance_units` to ``now`` and :func:`update_units` with per node ``up`` (``down == 0``) and
-    ``util`` gathered from ``down`` and ``node_util``. ``prm``: idle W, demand W, C J/°C, slowdown °C,
+    ``util`` gathered from ``down`` and ``node_util``. ``ublk``: the units' float state (rows ``R_*``). ``prm``: idle W, demand W, C J/°C, slowdown °C,
     shutdown °C, lowest cap W, α, non-GPU W at full and idle utilisation, air share; ``pf``: each node's own
     power figures in a hall of node pools (:func:`update_units`; shape (6, 0): none). The same kernels in the
     same order as the calls they replace, so the results are theirs bit for bit.
@@ -658,6 +661,8 @@ def update_nodes(nodes: np.ndarray, now: float, eps_h: float, settle: bool, t_ac
     floats, exact); ``ntp``; ``m``; Σ change × held time (Wh); Σ change (W); short (no unit needs capping);
     the earliest next crossing, h; whether some node's thermal cap per GPU (``nout[6]``) differs from
     ``it_caps``)."""
+    T, tss, t0, tau, speed, t_next = ublk[R_T], ublk[R_TSS], ublk[R_T0], ublk[R_TAU], ublk[R_SPEED], ublk[R_NEXT]
+    x_P, x_sp, x_tss, pw, t_due = ublk[R_XP], ublk[R_XSP], ublk[R_XTSS], ublk[R_PW], ublk[R_DUE]  # (read only with silent_on)
     tmax = -INF
     cleared = 0
     n_sil = 0
@@ -726,25 +731,26 @@ def update_nodes(nodes: np.ndarray, now: float, eps_h: float, settle: bool, t_ac
 
 
 @njit(**_JIT)
-def wake_units(now: float, eps_h: float, silent_on: bool, t_acc: float, u: int, w: float, T: np.ndarray,
-               tss: np.ndarray, t0: np.ndarray, tau: np.ndarray, gon: np.ndarray, hist: np.ndarray, t_next: np.ndarray,
-               t_due: np.ndarray, kind: np.ndarray, silent: np.ndarray, engaged: np.ndarray, speed: np.ndarray,
-               x_tss: np.ndarray, x_sp: np.ndarray, x_P: np.ndarray, x_ok: np.ndarray, x_cap: np.ndarray,
-               ucap: np.ndarray, pw: np.ndarray, n_busy: np.ndarray, n_capped: np.ndarray, n_spsum: np.ndarray,
+def wake_units(now: float, eps_h: float, silent_on: bool, t_acc: float, u: int, w: float, ublk: np.ndarray,
+               gon: np.ndarray, hist: np.ndarray, kind: np.ndarray, silent: np.ndarray, engaged: np.ndarray,
+               x_ok: np.ndarray, x_cap: np.ndarray, ucap: np.ndarray, n_busy: np.ndarray, n_capped: np.ndarray, n_spsum: np.ndarray,
                n_tp: np.ndarray, caps: np.ndarray, oth_n: np.ndarray, acc: np.ndarray, tot: np.ndarray
                ) -> tuple[np.ndarray, float, int, float, np.ndarray, int, int, int, float, float]:
     """``GpuState._wake``'s split and quick path in one call: the units whose crossing is due by ``now + eps_h``
     (``np.flatnonzero(t_due <= now + eps_h)``); with ``silent_on``, those heading for a slowdown crossing that
     may be silent (``kind == 1`` and ``x_ok``: the quick ones) take their stashed state now as
-    ``LazyCrossings.settle`` does (``t_next`` at most ``now``, the accounts integrated from ``t_acc``,
+    ``LazyCrossings.settle`` does (``ublk``: the units' float state, rows ``R_*``; ``t_next`` at most ``now``, the accounts integrated from ``t_acc``,
     :func:`settle_units`). Returns (the other due units; the accounts' time, h; then, for the quick ones (none:
     0 and an empty array): :func:`settle_units`' silent flags cleared and highest temperature, its seven arrays
     in one (one array to box: the nodes as floats, exact, their new speeds and thermal caps, ``ng`` each, the
     times and changes of effective GPUs, ``ntp`` each, the crossing times and power changes, ``m`` each), ``ng``,
     ``ntp``, ``m``, Σ change × held time (Wh) and Σ change (W))."""
+    T, tss, t0, tau, speed, t_next = ublk[R_T], ublk[R_TSS], ublk[R_T0], ublk[R_TAU], ublk[R_SPEED], ublk[R_NEXT]
+    t_due = ublk[R_DUE] if silent_on else t_next  # (the same array while silent crossings are off)
+    x_P, x_sp, x_tss, pw = ublk[R_XP], ublk[R_XSP], ublk[R_XTSS], ublk[R_PW]  # (read only with silent_on)
     nd = nq = 0
     lim = now + eps_h
-    for i in range(t_due.shape[0]):
+    for i in range(kind.shape[0]):  # (the units: ublk's rows are padded)
         if t_due[i] <= lim:
             nd += 1
             if silent_on and kind[i] == 1 and x_ok[i]:
@@ -753,7 +759,7 @@ def wake_units(now: float, eps_h: float, silent_on: bool, t_acc: float, u: int, 
     q = np.empty(nq, dtype=np.int64)
     a = b = 0
     if nd:
-        for i in range(t_due.shape[0]):
+        for i in range(kind.shape[0]):  # (the units: ublk's rows are padded)
             if t_due[i] <= lim:
                 if silent_on and kind[i] == 1 and x_ok[i]:
                     q[a] = i

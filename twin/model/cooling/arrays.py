@@ -26,6 +26,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 F = NDArray[np.float64]
 I64 = NDArray[np.int64]
+
+# rows of CoolingArrays.ublk, the units' float state in one block (as twin.kernels_units' R_* and N_ROWS, which
+# the fused kernels index; tests/test_kernels_units.py pins the two equal): each name below a view of its row
+R_T, R_TSS, R_T0, R_TAU, R_SPEED, R_NEXT, R_DUE, R_XP, R_XSP, R_XTSS, R_PW = range(11)
+N_ROWS = 11
+ROW_PAD = 8  # elements after each row (64 bytes: rows 2**k bytes apart would share the L1 cache's sets)
 B = NDArray[np.bool_]
 
 
@@ -112,7 +118,9 @@ class CoolingArrays:
     """Arrays several rooms share (module docstring). Per unit: ``n_units`` elements (node-major), per node:
     ``n_nodes``, per zone / loop: the air zones / liquid loops. Empty until their room is built."""
 
-    # ---- GPU units (gpu.GpuState): the RC state between events, T(t) = tss + (T − tss)·e^(−(t − t0)/tau)
+    # ---- GPU units (gpu.GpuState): the RC state between events, T(t) = tss + (T − tss)·e^(−(t − t0)/tau);
+    # T, t0, tss, tau, speed, t_next and the stash's t_due, x_P, x_sp, x_tss and pw are views of ublk's rows
+    ublk: F = field(default_factory=lambda: np.zeros((N_ROWS, 0)))  # (N_ROWS, n_units + ROW_PAD): one kernel argument
     T: F = field(default_factory=_f)  # temperature at t0, °C
     t0: F = field(default_factory=_f)  # last update, h
     tss: F = field(default_factory=_f)  # steady state of the current power, inlet and R, °C

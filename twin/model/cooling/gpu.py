@@ -22,7 +22,7 @@ from scipy.special import ndtri
 from twin import kernels_lazy, rng
 from twin.model.cooling import fast
 from twin.model.cooling.common import _EPS_H, _HIST_MAX_C, INF
-from twin.model.cooling.arrays import CoolingArrays, CoolingParams
+from twin.model.cooling.arrays import N_ROWS, R_NEXT, R_SPEED, R_T, R_T0, R_TAU, R_TSS, ROW_PAD, CoolingArrays, CoolingParams
 from twin.scenario.pools import pool_heat_sink
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -110,14 +110,19 @@ class GpuState:
         if a.toff is not None:
             tin0 = tin0 + a.toff
         R0 = a.rbase.copy()
-        a.T = fast.steady_c(tin0, p.idle_w if p.figs is None else np.repeat(p.figs[0], u), R0)
-        a.t0 = np.zeros(n_units)
-        a.tss = a.T.copy()
-        a.tau = fast.tau_s(R0, p.c_j_per_c)
+        # the units' float state in one block, each name a contiguous view of its row (arrays.R_*; the stash's
+        # rows are taken by LazyCrossings.start), the padding never a unit's (t_next, t_due: inf)
+        a.ublk = np.zeros((N_ROWS, n_units + ROW_PAD))
+        a.ublk[:, n_units:] = INF
+        a.T, a.t0, a.tss, a.tau = (a.ublk[r, :n_units] for r in (R_T, R_T0, R_TSS, R_TAU))
+        a.speed, a.t_next = a.ublk[R_SPEED, :n_units], a.ublk[R_NEXT, :n_units]
+        a.T[:] = fast.steady_c(tin0, p.idle_w if p.figs is None else np.repeat(p.figs[0], u), R0)
+        a.tss[:] = a.T
+        a.tau[:] = fast.tau_s(R0, p.c_j_per_c)
         a.engaged = np.zeros(n_units, dtype=bool)
-        a.speed = np.ones(n_units)
+        a.speed[:] = 1.0
         a.gon = np.ones(n_units, dtype=bool)  # GPU powered during [t0, now]
-        a.t_next = np.full(n_units, INF)
+        a.t_next[:] = INF
         # the air heat the kernel computes (AirRooms.air_heat_w): 0 none, 1 GPUs in the air, 2 not, 3 a share
         self._heat_mode = 0 if p.air is None else (3 if self.air_rooms.air_share is not None else
                                                       (1 if p.type == "air" else 2))
@@ -247,11 +252,9 @@ class GpuState:
          it_ne) = kernels_units.update_nodes(
             nodes, now, _EPS_H, lazy.n_silent > 0, self.t_acc, self.cluster.down_count, self.cluster.util_read,
             u, float(g), p.gpus_per_unit, pc, a.rfactor, a.inlet, a.rbase, _EF if a.toff is None else a.toff,
-            self._prm, a.T, a.tss, a.t0, a.tau, a.gon, a.hist, a.engaged, a.speed, a.t_next, a.kind,
+            self._prm, a.ublk, a.gon, a.hist, a.engaged, a.kind,
             bool(self._n_hot), _EF if self.ucap is None else self.ucap, silent, lazy.silent,
-            a.x_cap if silent and a.x_cap is not None else _EF, a.x_P if silent else _EF,
-            a.x_sp if silent else _EF, a.x_tss if silent else _EF, a.x_ok if silent else _EB,
-            a.pw if silent else _EF, a.t_due if silent else _EF,
+            a.x_cap if silent and a.x_cap is not None else _EF, a.x_ok if silent else _EB,
             lazy.traced_u if silent and lazy.traced_u is not None else _EB, self._heat_mode, a.n_busy, a.n_capped,
             a.n_spsum, a.n_tp, a.speed_caps, a.oth_n if silent and lazy.oth_caps else _EF, a.acc, a.tot, a.it_caps,
             self._pf, nout, uout, up_n)
@@ -340,11 +343,10 @@ class GpuState:
         silent = lazy.silent_on
         due, self.t_acc, n_sil, tmax, sres, ng, ntp, m, e_wh, dP_sum = \
             kernels_units.wake_units(
-                now, _EPS_H, silent, self.t_acc, p.units_per_node, p.gpus_per_unit, a.T, a.tss, a.t0, a.tau, a.gon,
-                a.hist, a.t_next, a.t_due, a.kind, lazy.silent, a.engaged, a.speed, a.x_tss if silent else _EF,
-                a.x_sp if silent else _EF, a.x_P if silent else _EF, a.x_ok if silent else _EB,
+                now, _EPS_H, silent, self.t_acc, p.units_per_node, p.gpus_per_unit, a.ublk, a.gon, a.hist, a.kind,
+                lazy.silent, a.engaged, a.x_ok if silent else _EB,
                 a.x_cap if silent and a.x_cap is not None else _EF, _EF if self.ucap is None else self.ucap,
-                a.pw if silent else _EF, a.n_busy, a.n_capped, a.n_spsum, a.n_tp, a.speed_caps,
+                a.n_busy, a.n_capped, a.n_spsum, a.n_tp, a.speed_caps,
                 a.oth_n if silent and lazy.oth_caps else _EF, a.acc, a.tot)
         if ng:  # (the settling's arrays come as one: the nodes as floats, their speeds and caps, tp_t, tp_dv, ts, dP)
             z = 3 * ng + 2 * ntp

@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 
 from twin import kernels_lazy
 from twin.model.cooling.common import _EPS_H, INF
-from twin.model.cooling.arrays import CoolingArrays, CoolingParams
+from twin.model.cooling.arrays import R_DUE, R_PW, R_XP, R_XSP, R_XTSS, CoolingArrays, CoolingParams
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.model.cooling.ports import AgeingPort, GpuPort, ReplayPort
@@ -105,12 +105,18 @@ class LazyCrossings:
         self.arrays.oth_n = self.other_speeds(p.all_nodes)
         self.arrays.x_cap = np.full(n_units, INF) if self.gpu.ucap is not None else None  # thermal cap after the crossing, W
         self.it.watch_exact(self._on_exact)
-        self.arrays.t_due = self.arrays.t_next.copy()
-        self.arrays.x_P = np.zeros(n_units)  # W per GPU after the unit's slowdown crossing
-        self.arrays.x_sp = np.ones(n_units)  # speed after it
-        self.arrays.x_tss = np.zeros(n_units)  # steady state after it, °C
-        self.arrays.x_ok = np.zeros(n_units, dtype=bool)  # may be silent (a slowdown crossing, no shutdown after it, untraced)
-        self.arrays.pw = np.zeros(n_units)  # power per GPU now (W), kept where units may cross silently
+        a = self.arrays  # (the float stash: views of rows of the units' block, arrays.R_*)
+        a.t_due = a.ublk[R_DUE, :n_units]
+        a.t_due[:] = a.t_next
+        a.x_P = a.ublk[R_XP, :n_units]  # W per GPU after the unit's slowdown crossing
+        a.x_P[:] = 0.0
+        a.x_sp = a.ublk[R_XSP, :n_units]  # speed after it
+        a.x_sp[:] = 1.0
+        a.x_tss = a.ublk[R_XTSS, :n_units]  # steady state after it, °C
+        a.x_tss[:] = 0.0
+        a.x_ok = np.zeros(n_units, dtype=bool)  # may be silent (a slowdown crossing, no shutdown after it, untraced)
+        a.pw = a.ublk[R_PW, :n_units]  # power per GPU now (W), kept where units may cross silently
+        a.pw[:] = 0.0
         self.traced_u: NDArray[np.bool_] | None = None  # units whose crossings stay events: those of traced nodes while tracing
         self.trace_units(self.replay.tracing)
 
