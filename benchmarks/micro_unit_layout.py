@@ -7,7 +7,7 @@ C-contiguous array of records (a unit's fields in two cache lines), one ``(15, n
 padded rows (each field still a contiguous row), and the separate-array kernel called on the record
 array's strided columns and on the padded rows as 15 1-D views (the rows' memory, today's arguments). Each call timed warm (the same arrays again) and cold (a 32 MB write between
 calls, as the Python between two load changes evicts the units' lines). Not part of ``python -m
-benchmarks``; run ``python benchmarks/layout41_microbench.py [n_units]`` (default 1,024: the air hall).
+benchmarks``; run ``python benchmarks/micro_unit_layout.py [n_units]`` (default 1,024: the air hall).
 """
 
 from __future__ import annotations
