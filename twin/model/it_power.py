@@ -390,17 +390,7 @@ class ITPower(Component):
             else:  # many down (a tripped hall): the cluster's list would be rebuilt at each transition
                 d = cl.down_count[idx] != 0
                 npw[idx[d]] = 0.0
-        self._total = total = float(_add_reduce(npw))  # = npw.sum(), without the method's wrapper
-        ts, vs = self._level  # recorder level site_power_w: one point per event time
-        now = self._t
-        if ts and ts[-1] == now:
-            vs[-1] = total
-        else:
-            ts.append(now)
-            vs.append(total)
-        if self._after:
-            for after in self._after:
-                after(idx)
+        self._publish(float(_add_reduce(npw)), idx)  # = npw.sum(), without the method's wrapper
 
     def _load_refresh(self, nodes: NDArray[np.int64], util: float) -> None:
         """:meth:`refresh` of a load change (``nodes`` at ``util``, a NODE_LOAD publication) without caps, node
@@ -453,6 +443,12 @@ class ITPower(Component):
                     npw[down] = 0.0
                 total = float(_add_reduce(npw))  # = npw.sum(), without the method's wrapper
                 self._memo = [nodes, down, {util: total}, None, None]
+        self._publish(total, nodes)
+
+    def _publish(self, total: float, idx: NDArray[np.int64]) -> None:
+        """The end of every refresh: the site total ``total`` (W) kept, recorded as the level's point at this
+        event time (one point per time: a later refresh at the same time rewrites it), and the watchers run
+        after a refresh told which nodes ``idx`` it wrote."""
         self._total = total
         ts, vs = self._level  # recorder level site_power_w: one point per event time
         now = self._t
@@ -463,7 +459,7 @@ class ITPower(Component):
             vs.append(total)
         if self._after:
             for after in self._after:
-                after(nodes)
+                after(idx)
 
     def total_w(self) -> float:
         """Site IT power now, W."""

@@ -256,7 +256,8 @@ JOB_POOL_DOC = ("The node pool the job must run on, as a real mixed-generation c
                 "partition: cluster.node.type, or a pool's name or node type (cluster.pools). The scheduler starts "
                 "it, replaces its failed nodes and grows it only on that pool's nodes, and counts only them in its "
                 "fit test and backfill reservation; on the fastest pool's nodes it runs without the `generation` "
-                "speed cap. null (default): any node (a job may span pools and runs at its slowest node's pace).")
+                "speed cap. null (default): any node (a job may span pools and runs at its slowest node's pace). A "
+                "choice of the scenario's partitions, not a measured value: no source applies.")
 """The description of a job's ``pool`` (``workload.jobs.<i>``, ``workload.synthetic``, ``workload.trace``)."""
 
 
