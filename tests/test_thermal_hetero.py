@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from twin.validation.framework import IDENTICAL_GPU_SETS
 from twin.model.cooling.component import Thermal
@@ -23,6 +23,7 @@ from test_thermal import assert_same_results, lazy_and_direct  # noqa: E402  (te
 
 SCEN = Path(__file__).resolve().parent.parent / "scenarios"
 OFFSETS = ["cooling.air.slot_preheat_c=2", "cooling.air.rack_rise_c=1.5", "cooling.air.recirculation_c=0.5"]
+THERMAL_SOURCE = "thermal"  # the cooling component's speed source (twin/model/cooling/component.py)
 CRAH_LOSS = ("cooling.inject=[{part: crah, index: 0, at_h: 30}, {part: crah, index: 1, at_h: 30},"
              " {part: fan, index: 3, at_h: 10}]")
 
@@ -47,11 +48,15 @@ def _true_speeds(th: Thermal) -> np.ndarray:
 @given(r_sigma=st.floats(0.0, 0.1), preheat=st.floats(0.0, 3.0), rack=st.floats(0.0, 2.0),
        recirc=st.floats(0.0, 1.0), supply=st.floats(22.0, 26.0), arrivals=st.floats(0.2, 3.0),
        seed=st.integers(1, 10_000))
+# a zone short of cooling in the third day: the operator caps nodes 64-101 to 0.43 while their GPUs run at full speed
+@example(r_sigma=0.0, preheat=0.0, rack=0.0, recirc=0.0, supply=22.0, arrivals=1.0, seed=1398)
 def test_job_speed_is_the_minimum_over_its_gpus(r_sigma: float, preheat: float, rack: float, recirc: float,
                                                 supply: float, arrivals: float, seed: int) -> None:
     """Property: at probe times spread over the run, every running job's compute-speed input (the engine's
-    minimum over its nodes, which the step-time model takes) equals the minimum over its GPUs' speeds, and
-    its rate is the rate at that speed; the GPUs' speeds come from their own R and inlet, not the node's."""
+    minimum over its nodes, which the step-time model takes) equals the minimum over its GPUs' speeds and the
+    other speed sources' caps (the operator's caps of a zone short of cooling, issue 42), the thermal source's
+    own minimum equals the GPUs', and its rate is the rate at that speed; the GPUs' speeds come from their own
+    R and inlet, not the node's."""
     sets = ["horizon_days=3", f"seed={seed}", f"cooling.gpu.r_sigma={r_sigma}", f"cooling.air.slot_preheat_c={preheat}",
             f"cooling.air.rack_rise_c={rack}", f"cooling.air.recirculation_c={recirc}", f"cooling.air.supply_c={supply}",
             f"workload.synthetic.arrival_rate_per_h={arrivals}"]
@@ -66,8 +71,12 @@ def test_job_speed_is_the_minimum_over_its_gpus(r_sigma: float, preheat: float, 
         for job in list(wl.allocated.values()):
             if job.state != RUNNING or not len(job.nodes):
                 continue
-            gpu_min = float(sp[th.gpu.gpus(np.asarray(job.nodes, dtype=np.int64))].min())
-            assert model.cluster.min_speed(job.nodes) == gpu_min
+            nodes = np.asarray(job.nodes, dtype=np.int64)
+            gpu_min = float(sp[th.gpu.gpus(nodes)].min())
+            caps = model.cluster.speed_caps
+            assert float(caps[THERMAL_SOURCE][nodes].min()) == gpu_min
+            others = [float(arr[nodes].min()) for name, arr in caps.items() if name != THERMAL_SOURCE]
+            assert model.cluster.min_speed(job.nodes) == min([gpu_min, *others])
             assert job.rate == pytest.approx(wl._compute_rate(job), rel=1e-12)
             checked.append(1)
 
