@@ -163,7 +163,7 @@ class NodeHealth(Component):
     def _draw(self, dist: Any, node: int, purpose: str, k: int) -> float:
         if isinstance(dist, Fixed):
             return dist.value_h
-        return float(dist.sample(np.array([self._u(node, purpose, k)]))[0])
+        return float(dist.sample1(self._u(node, purpose, k)))  # (= float(dist.sample(np.array([u]))[0]))
 
     def down_causes(self) -> dict[str, str]:
         return {DownCause.straggler(name).label: name for name in self.degraded}
@@ -328,7 +328,7 @@ class NodeHealth(Component):
         if pop.uniform(idx, "infant", k) >= im.share:
             return
         self.infant_defects += 1
-        life = float(im.early_life.sample(np.array([pop.uniform(idx, "early", k)]))[0])
+        life = im.early_life.sample1(pop.uniform(idx, "early", k))
         pop.shorten(idx, life)
 
     # ---- results --------------------------------------------------------------------------------------
