@@ -89,3 +89,48 @@ def test_scalar_load_path_gives_the_per_node_power_and_zero_for_down_nodes(monke
     want[3] = 0.0
     assert np.array_equal(it.node_power_w[nodes], want)
     assert it.total_w() == float(it.node_power_w.sum())
+
+
+def test_deferred_load_writes_read_as_the_per_node_formula(monkeypatch) -> None:
+    """A job-wide load toggle to a state seen before knows the site total and defers writing the nodes' power
+    (``ITPower._pending``): ``node_power_w`` read at any point, after nodes go down and up in between, another
+    array's load change or a full refresh, is the per-node formula at the cluster's loads with the down nodes
+    at 0, and the site total its sum."""
+    from twin.model import cluster as cluster_mod
+
+    monkeypatch.setattr(it_power_mod, "MASK_NODES", 4)  # (this hall's job-wide arrays through masks too)
+    monkeypatch.setattr(cluster_mod, "MASK_NODES", 4)
+    m = _model()
+    it = m.services[IT_POWER]
+    cl = m.cluster
+
+    def want() -> np.ndarray:
+        u = cl.node_util.copy()
+        w = node_it_power_w(u, np.inf, it.gpus, it.idle_w, it.tdp_w, non_gpu_power_w(u, it.non_gpu_idle_w, it.non_gpu_w))
+        w[cl.down_nodes()] = 0.0
+        return np.asarray(w)
+
+    job, other = np.arange(0, 16), np.arange(16, 24)
+    cl.add_down(3, TEST)
+    cl.add_down(40, TEST)
+    steps: list[tuple[str, object, float]] = [
+        ("load", job, 1.0), ("load", job, 0.0), ("load", job, 1.0), ("load", job, 0.0), ("load", job, 1.0),
+        ("down", 5, 0.0), ("load", job, 0.0), ("load", job, 1.0), ("load", job, 0.0), ("load", job, 1.0),
+        ("up", 5, 0.0), ("load", job, 0.0), ("load", job, 1.0), ("load", other, 0.5), ("load", job, 0.0),
+        ("load", job, 1.0), ("load", job, 0.0), ("refresh", None, 0.0), ("load", job, 1.0), ("load", job, 0.0),
+        ("load", job, 1.0), ("up", 3, 0.0), ("load", job, 0.0), ("load", job, 1.0), ("load", job, 0.0)]
+    deferred = 0
+    for i, (kind, arg, util) in enumerate(steps):
+        if kind == "load":
+            cl.set_load(arg, util)  # type: ignore[arg-type]
+        elif kind == "down":
+            cl.add_down(arg, TEST)  # type: ignore[arg-type]
+        elif kind == "up":
+            cl.remove_down(arg, TEST)  # type: ignore[arg-type]
+        else:
+            it.refresh()
+        deferred += it._pending is not None
+        if i % 3 == 2 or i == len(steps) - 1:  # read now and then: the deferred write lands when read
+            assert np.array_equal(it.node_power_w, want()), (i, kind)
+            assert it.total_w() == float(it.node_power_w.sum())
+    assert deferred >= 6  # the deferred path ran
