@@ -134,3 +134,27 @@ def test_deferred_load_writes_read_as_the_per_node_formula(monkeypatch) -> None:
             assert np.array_equal(it.node_power_w, want()), (i, kind)
             assert it.total_w() == float(it.node_power_w.sum())
     assert deferred >= 6  # the deferred path ran
+
+
+def test_deferred_load_writes_read_through_every_reader(monkeypatch) -> None:
+    """A load written again to the array written last is deferred (``Cluster._stale``) and made when read: the
+    cluster's ``node_util``, its ``util_read`` (the kernels') and the engine's ``node_util`` all read every
+    write made so far, whichever reads first, and a write of another array lands the deferred one first."""
+    from twin.model import cluster as cluster_mod
+
+    monkeypatch.setattr(cluster_mod, "MASK_NODES", 16)  # (a written through a mask, b by its indices)
+    m = _model()
+    cl, eng = m.cluster, m.engine
+    a, b = np.arange(0, 100), np.arange(90, 102)  # (b overlaps a)
+    want = np.zeros(cl.n_nodes)
+    deferred = 0
+    readers = [lambda: cl.node_util, lambda: cl.util_read, lambda: eng.node_util]
+    for i, (nodes, util) in enumerate([(a, 1.0), (a, 0.0), (a, 1.0), (a, 0.0), (b, 0.5), (b, 1.0), (b, 0.0),
+                                       (a, 1.0), (a, 0.0), (a, 0.25), (b, 0.75), (a, 1.0), (a, 0.0)]):
+        cl.set_load(nodes, util)
+        want[nodes] = util
+        deferred += cl._stale
+        if i % 2:  # read now and then, by each reader in turn: the deferred writes land when read
+            assert np.array_equal(readers[i % 3](), want), i
+    assert deferred >= 4  # the deferred path ran
+    assert np.array_equal(eng.node_util, want) and not eng.node_util.flags.writeable
