@@ -95,7 +95,7 @@ class Cluster:
         self._last_nodes: NDArray[np.int64] | None = None
         self._last_util = 0.0
         self._stale = False  # that write was not made yet in _util (set_load deferred it: node_util makes it)
-        self._last_mask: NDArray[np.bool_] | None = None  # _last_nodes as a mask, once written again (many nodes)
+        self._mask_memo: tuple[NDArray[np.int64], NDArray[np.bool_]] | None = None  # mask_of's last (nodes, mask)
         self._speed_subs = engine.bus.handlers(Topic.NODE_SPEED)
         self.speed_caps: dict[str, NDArray[np.float64]] = {}
         """Per source the speed fraction of each node's slowest GPU (read it; a ``SpeedSource`` writes it).
@@ -175,7 +175,7 @@ class Cluster:
             elif not np.count_nonzero(nu[nodes] != util):
                 return
             nu[nodes] = util
-            self._last_nodes, self._last_util, self._last_mask = nodes, util, None
+            self._last_nodes, self._last_util = nodes, util
         for fn in self._load_subs:  # = bus.publish(Topic.NODE_LOAD, nodes, util): the cluster owns the topic
             fn(nodes, util)
 
@@ -186,12 +186,19 @@ class Cluster:
         nodes = self._last_nodes
         assert nodes is not None
         if len(nodes) > MASK_NODES:
-            mask = self._last_mask
-            if mask is None:
-                mask = self._last_mask = node_mask(self.n_nodes, nodes)
-            self._util[mask] = self._last_util
+            self._util[self.mask_of(nodes)] = self._last_util
         else:
             self._util[nodes] = self._last_util
+
+    def mask_of(self, nodes: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """:func:`node_mask` of ``nodes`` (an array never changed once published), kept for the last array asked:
+        the cluster's and the IT power's job-wide writes of one job share it (read it, do not write it)."""
+        memo = self._mask_memo
+        if memo is not None and memo[0] is nodes:
+            return memo[1]
+        mask = node_mask(self.n_nodes, nodes)
+        self._mask_memo = (nodes, mask)
+        return mask
 
     @property
     def node_util(self) -> NDArray[np.float64]:

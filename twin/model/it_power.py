@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from twin import kernels_lazy
-from twin.model.cluster import MASK_NODES, node_mask
+from twin.model.cluster import MASK_NODES
 from twin.model.component import BuildContext, Component, Service
 from twin.model.engine import Engine, Topic
 from twin.model.fan_law import FanLaw, fan_law
@@ -145,7 +145,7 @@ class ITPower(Component):
         nodes = memo[0]
         mask = memo[4]
         if mask is None and len(nodes) > MASK_NODES:
-            mask = memo[4] = node_mask(len(npw), nodes)
+            mask = memo[4] = self.cluster.mask_of(nodes)
         npw[nodes if mask is None else mask] = p
         if memo[1] is not None:  # (a no-op for the down nodes outside nodes: zero since they went down)
             npw[memo[1]] = 0.0
@@ -453,7 +453,7 @@ class ITPower(Component):
         if memo is not None and memo[0] is nodes and len(nodes) > MASK_NODES:  # the array written again: its mask
             mask = memo[4]
             if mask is None:
-                mask = memo[4] = node_mask(len(npw), nodes)
+                mask = memo[4] = cl.mask_of(nodes)
             npw[mask] = p
         else:
             npw[nodes] = p
