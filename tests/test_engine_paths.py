@@ -158,3 +158,36 @@ def test_deferred_load_writes_read_through_every_reader(monkeypatch) -> None:
             assert np.array_equal(readers[i % 3](), want), i
     assert deferred >= 4  # the deferred path ran
     assert np.array_equal(eng.node_util, want) and not eng.node_util.flags.writeable
+
+
+def test_every_it_power_publication_of_a_failing_job_is_the_per_node_formula(monkeypatch) -> None:
+    """A job-wide job with failures and repairs (pretrain-16k, 6 days): at every IT power publication the
+    total is the node array's sum and the array the per-node formula at the cluster's loads with the down
+    nodes at 0, through all the shortcuts (the deferred toggles, a node gone down after its job's refresh
+    keeping the total, the shared masks), each of which runs here."""
+    sc = load_scenario(ROOT / "scenarios" / "pretrain-16k.yaml", ["horizon_days=6"]).scenario
+    seen = {"checks": 0, "deferred": 0, "kept": 0}
+    orig_publish = it_power_mod.ITPower._publish
+    orig_on_node = it_power_mod.ITPower._on_node
+
+    def publish(self, total: float, idx: np.ndarray) -> None:
+        seen["deferred"] += self._pending is not None
+        orig_publish(self, total, idx)
+        cl = self.cluster
+        u = cl.node_util.copy()
+        want = node_it_power_w(u, np.inf, self.gpus, self.idle_w, self.tdp_w,
+                               non_gpu_power_w(u, self.non_gpu_idle_w, self.non_gpu_w))
+        want[cl.down_count != 0] = 0.0
+        assert np.array_equal(self.node_power_w, want)
+        assert total == float(self.node_power_w.sum())
+        seen["checks"] += 1
+
+    def on_node(self, node: int, cause: DownCause) -> None:
+        memo = self._memo
+        seen["kept"] += bool(self.cluster.down_count[node] and memo is not None and memo[1] is self.cluster.down_nodes())
+        orig_on_node(self, node, cause)
+
+    monkeypatch.setattr(it_power_mod.ITPower, "_publish", publish)
+    monkeypatch.setattr(it_power_mod.ITPower, "_on_node", on_node)
+    Model(sc, 0).run()
+    assert seen["checks"] > 300 and seen["deferred"] > 100 and seen["kept"] > 5, seen

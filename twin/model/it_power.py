@@ -324,6 +324,18 @@ class ITPower(Component):
 
     def _on_node(self, node: int, cause: DownCause) -> None:
         if not (self._before or self._pooled or self.fans is not None or not self._uncapped):
+            cl = self.cluster
+            memo = self._memo
+            if cl.down_count[node] and memo is not None and memo[1] is cl.down_nodes():
+                # a node gone down after a load refresh already made in this down state (its job's, at the
+                # interruption): every down node, this one too, is at 0 there, so the refresh below would write
+                # and zero it again and take the same sum; the total and the memo stand
+                now = self._env._now
+                if now > self._t:
+                    self.energy_wh += self._total * (now - self._t)
+                    self._t = now
+                self._publish(self._total, np.array([node]))
+                return
             # refresh's formula for one node at its load, in Python floats: the same operations (_load_refresh)
             self._load_refresh(np.array([node]), float(self.engine.node_util[node]))
             return
