@@ -98,6 +98,7 @@ class NodeHealth(Component):
                 if fr.parts is None or name in fr.parts:
                     pop.frailty = self.frailty.copy()
         self._digests: dict[str, np.ndarray] = {}
+        self._node_digest: dict[tuple[str, int], int] = {}  # (purpose, node): one node's digest (_u)
         bus = self.engine.bus
         # quarantine and lemons (with a frailty and no quarantine, lemons are counted by the default
         # trigger, no node taken out)
@@ -157,8 +158,18 @@ class NodeHealth(Component):
         return d
 
     def _u(self, node: int, purpose: str, k: int) -> float:
-        """Uniform ``k`` of the node's stream ``<node path>#<purpose>``."""
-        return rng.uniform1(self._stream_key, int(self._node_digests(purpose)[node]), k)
+        """Uniform ``k`` of the node's stream ``<node path>#<purpose>``: the node's digest alone (a dict of those
+        asked, ``node_digests(...)[node]``'s number) where no draw of every node made the purpose's array."""
+        d = self._digests.get(purpose)
+        if d is not None:
+            return rng.uniform1(self._stream_key, int(d[node]), k)
+        key = (purpose, node)
+        dg = self._node_digest.get(key)
+        if dg is None:
+            from twin.model.cluster import node_path
+
+            dg = self._node_digest[key] = rng.path_digest(f"{node_path(node, self.cluster.nodes_per_rack)}#{purpose}")
+        return rng.uniform1(self._stream_key, dg, k)
 
     def _draw(self, dist: Any, node: int, purpose: str, k: int) -> float:
         if isinstance(dist, Fixed):
