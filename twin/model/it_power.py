@@ -462,6 +462,7 @@ class ITPower(Component):
         if self._pending is not None:
             self._flush()
         npw = self._npw
+        mask = None
         if memo is not None and memo[0] is nodes and len(nodes) > MASK_NODES:  # the array written again: its mask
             mask = memo[4]
             if mask is None:
@@ -480,7 +481,8 @@ class ITPower(Component):
                 if n_down:
                     clean = memo[3]
                     if clean is None:  # (found at the memo's first use: most memos of a busy hall are used never)
-                        clean = memo[3] = not cl.down_count[nodes].any()
+                        # whether a down node is among nodes: the mask at the few down nodes, else their down counts
+                        clean = memo[3] = not (mask[down].any() if mask is not None else cl.down_count[nodes].any())
                     if not clean:  # zero every down node: a no-op outside nodes
                         npw[down] = 0.0
                 sums = memo[2]
