@@ -152,3 +152,29 @@ def test_bad_health_input() -> None:
     doc["cluster"]["node"]["parts"]["slow"].pop("speed")
     with pytest.raises(InputError, match="speed"):
         load_dict(doc, source="t")
+
+
+def test_a_nodes_single_draw_uses_its_own_digest_as_the_node_array_would() -> None:
+    """``NodeHealth._u`` hashes only the node it draws for (not every node of the purpose: ~2,000 paths at a
+    16K-GPU hall's first SDC test), and draws the number of the purpose's node array, before and after that
+    array exists."""
+    from pathlib import Path
+
+    from twin import rng
+    from twin.model.health import node_digests
+    from twin.scenario import load_scenario
+    from twin.sim import Model
+
+    sc = load_scenario(Path(__file__).resolve().parent.parent / "scenarios" / "pretrain-16k.yaml",
+                       ["horizon_days=1"]).scenario
+    h = Model(sc, 0).by_section["health"]
+    cl = h.cluster
+    for purpose in ("sdc_test", "speed", "straggler"):
+        arr = node_digests(cl.n_nodes, cl.nodes_per_rack, purpose)
+        for node in (0, 1, 517, cl.n_nodes - 1):
+            for k in (0, 3):
+                want = rng.uniform1(h._stream_key, int(arr[node]), k)
+                assert h._u(node, purpose, k) == want
+                h._node_digests(purpose)  # the purpose's array made: the same number from it
+                assert h._u(node, purpose, k) == want
+                h._digests.pop(purpose)

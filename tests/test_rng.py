@@ -318,3 +318,34 @@ def test_bulk_digests_equal_single_digests_and_part_paths() -> None:
     model = Model(load_dict(_baseline_doc()).scenario, replication=0)
     for pop in model.parts.values():
         assert pop.digest.tolist() == [rng.path_digest(pop.path(i)) for i in range(pop.n)]
+
+
+def _uniforms_for_single_draws() -> np.ndarray:
+    """Uniforms of the event loop's single draws: Philox's own (through uniforms) and the extremes."""
+    u = rng.uniforms(rng.replication_key(7, 0), np.arange(20_000, dtype=np.uint64), 3, stream=1)
+    return np.concatenate([u, [1.1102230246251565e-16, 1e-300, 0.5, 1.0 - 2.0 ** -53, float(np.nextafter(1.0, 0.0))]])
+
+
+def test_single_draws_in_numpy_scalars_are_the_arrays_bits() -> None:
+    """``Distribution.sample1`` (numpy ufuncs on numpy scalars: the same inner loops, SIMD ones included) gives
+    ``float(sample(np.array([u]))[0])`` bit for bit, and ``frail_sample1`` :func:`frail_sample`'s, for every
+    distribution the event loop draws singly from (repair, detection, lifetimes, early lives)."""
+    from twin.model.parts import frail_sample, frail_sample1
+    from twin.scenario.distributions import Empirical, Fixed
+
+    emp = Empirical(file="x.csv")
+    emp.bind(np.array([0.5, 1.0, 2.0, 3.5, 7.0, 24.0]))
+    dists = [Exponential(mean_h=4.0), Exponential(mean_h=111756.0), Weibull(shape=0.7, scale_h=5e4),
+             Weibull(shape=1.5, scale_h=60000.0), Lognormal(mean_h=4.0, sigma=0.5), Lognormal(mean_h=0.3, sigma=1.7),
+             Fixed(value_h=2.0), emp]
+    us = _uniforms_for_single_draws()
+    zs = rng.uniforms(rng.replication_key(7, 1), np.arange(len(us), dtype=np.uint64), 5) * 4.0
+    for d in dists:
+        want = d.sample(us)  # the array function: element by element what a one-element array gives
+        one = [float(d.sample(np.array([u]))[0]) for u in us[:200]]
+        assert one == want[:200].tolist()
+        got = [d.sample1(float(u)) for u in us]
+        assert got == want.tolist(), type(d).__name__
+        wz = frail_sample(d, us, zs)
+        gz = [frail_sample1(d, float(u), z) for u, z in zip(us, zs)]
+        assert gz == wz.tolist(), type(d).__name__

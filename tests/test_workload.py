@@ -503,3 +503,19 @@ def test_twin_run_prints_the_starvation_advisory(tmp_path, capsys: pytest.Captur
     assert "warning: at 25.0 h: job 'big' (id 1, 5 nodes) has waited 24.0 h" in out, out
     summary = json.loads(next((tmp_path / "r").rglob("summary.json")).read_text())
     assert len(summary["warnings"]) == 1 and "no reservation" in summary["warnings"][0]
+
+
+def test_node_pool_first_is_the_first_of_its_listing() -> None:
+    """``NodePool.first`` (a replacement's one node, without listing the pool) is ``nodes(exclude)[0]``, -1 when
+    that listing is empty, with and without excluded nodes and for an empty pool."""
+    from twin.model.workload.pools import NodePool
+
+    gen = np.random.default_rng(41)
+    for trial in range(300):
+        n = int(gen.integers(1, 70))
+        pool = NodePool(n)
+        for node in np.flatnonzero(gen.random(n) < gen.random()).tolist():
+            pool.add(node)
+        ex = None if trial % 3 == 0 else gen.random(n) < gen.random()
+        listed = pool.nodes(ex)
+        assert pool.first(ex) == (int(listed[0]) if len(listed) else -1)

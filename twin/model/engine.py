@@ -141,6 +141,15 @@ class Streams:
         return rng.uniform1(self.key, d, k)
 
 
+_NO_NODES: NDArray[np.float64] = np.zeros(0)
+_NO_NODES.flags.writeable = False
+
+
+def _no_nodes() -> NDArray[np.float64]:
+    """``Engine.node_util`` before a cluster exists: no node."""
+    return _NO_NODES
+
+
 class Engine:
     """Holds what every component shares: env, bus, streams, recorder, horizon."""
 
@@ -151,9 +160,19 @@ class Engine:
         self.recorder = recorder
         self.horizon_h = horizon_h
         self.n_nodes = 0
-        self.node_util: NDArray[np.float64] = np.zeros(0)
+        self._node_util_of: Callable[[], NDArray[np.float64]] = _no_nodes
+
+    @property
+    def node_util(self) -> NDArray[np.float64]:
         """GPU utilisation of each node in [0, 1] (1 = computing at full power demand, 0 = idle or paused for a
-        synchronous checkpoint): a read-only view of the cluster's array (written by ``Cluster.set_load``)."""
+        synchronous checkpoint): a read-only view of the cluster's array (written by ``Cluster.set_load``), read
+        through the cluster (``Cluster.node_util``: a write it deferred lands first). Read it again after an
+        event rather than keeping it."""
+        return self._node_util_of()
+
+    def read_node_util_from(self, fn: Callable[[], NDArray[np.float64]]) -> None:
+        """``node_util`` reads ``fn()`` from now (the cluster's, once built)."""
+        self._node_util_of = fn
 
     @property
     def now(self) -> float:

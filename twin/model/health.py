@@ -98,6 +98,7 @@ class NodeHealth(Component):
                 if fr.parts is None or name in fr.parts:
                     pop.frailty = self.frailty.copy()
         self._digests: dict[str, np.ndarray] = {}
+        self._node_digest: dict[tuple[str, int], int] = {}  # (purpose, node): one node's digest (_u)
         bus = self.engine.bus
         # quarantine and lemons (with a frailty and no quarantine, lemons are counted by the default
         # trigger, no node taken out)
@@ -157,13 +158,23 @@ class NodeHealth(Component):
         return d
 
     def _u(self, node: int, purpose: str, k: int) -> float:
-        """Uniform ``k`` of the node's stream ``<node path>#<purpose>``."""
-        return rng.uniform1(self._stream_key, int(self._node_digests(purpose)[node]), k)
+        """Uniform ``k`` of the node's stream ``<node path>#<purpose>``: the node's digest alone (a dict of those
+        asked, ``node_digests(...)[node]``'s number) where no draw of every node made the purpose's array."""
+        d = self._digests.get(purpose)
+        if d is not None:
+            return rng.uniform1(self._stream_key, int(d[node]), k)
+        key = (purpose, node)
+        dg = self._node_digest.get(key)
+        if dg is None:
+            from twin.model.cluster import node_path
+
+            dg = self._node_digest[key] = rng.path_digest(f"{node_path(node, self.cluster.nodes_per_rack)}#{purpose}")
+        return rng.uniform1(self._stream_key, dg, k)
 
     def _draw(self, dist: Any, node: int, purpose: str, k: int) -> float:
         if isinstance(dist, Fixed):
             return dist.value_h
-        return float(dist.sample(np.array([self._u(node, purpose, k)]))[0])
+        return float(dist.sample1(self._u(node, purpose, k)))  # (= float(dist.sample(np.array([u]))[0]))
 
     def down_causes(self) -> dict[str, str]:
         return {DownCause.straggler(name).label: name for name in self.degraded}
@@ -328,7 +339,7 @@ class NodeHealth(Component):
         if pop.uniform(idx, "infant", k) >= im.share:
             return
         self.infant_defects += 1
-        life = float(im.early_life.sample(np.array([pop.uniform(idx, "early", k)]))[0])
+        life = im.early_life.sample1(pop.uniform(idx, "early", k))
         pop.shorten(idx, life)
 
     # ---- results --------------------------------------------------------------------------------------

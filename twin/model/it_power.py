@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from twin import kernels_lazy
-from twin.model.cluster import MASK_NODES, node_mask
+from twin.model.cluster import MASK_NODES
 from twin.model.component import BuildContext, Component, Service
 from twin.model.engine import Engine, Topic
 from twin.model.fan_law import FanLaw, fan_law
@@ -95,8 +95,8 @@ class ITPower(Component):
         """Non-GPU load at zero utilisation, W; it follows utilisation linearly up to ``non_gpu_w``."""
         self._ng_slope_w = non_gpu_w - self.non_gpu_idle_w
         n = cluster.n_nodes
-        self.node_power_w = np.zeros(n)
-        """IT power of each node, W."""
+        self._npw = np.zeros(n)  # node_power_w's array (without the load write deferred: _pending)
+        self._pending: tuple[list[Any], float] | None = None  # _load_refresh's deferred write: (its memo, node power)
         self.caps: dict[str, NDArray[np.float64]] = {}
         self._n_finite: dict[str, int] = {}  # per source written through set_cap: nodes with a finite cap
         self._direct: set[str] = set()  # sources written directly (always taken into account)
@@ -123,6 +123,32 @@ class ITPower(Component):
         bus.subscribe(Topic.NODE_DOWN, self._on_node)
         bus.subscribe(Topic.NODE_UP, self._on_node)
         self.refresh()
+
+    @property
+    def node_power_w(self) -> NDArray[np.float64]:
+        """IT power of each node now, W (read it, do not write it; read it again after an event: the array is the
+        same object, its values those of the latest refresh). A load change to a state seen since the last
+        other change (:meth:`_load_refresh`: the job-wide toggles of a checkpoint cycle) knows the site total
+        already and defers writing the nodes' power until the array is read here or refreshed otherwise."""
+        if self._pending is not None:
+            self._flush()
+        return self._npw
+
+    def _flush(self) -> None:
+        """Write the load change :meth:`_load_refresh` deferred: its nodes at its power, then its memo's down nodes
+        (the down list of the state it was deferred in: every refresh since flushed first) at zero."""
+        pending = self._pending
+        assert pending is not None
+        self._pending = None
+        memo, p = pending
+        npw = self._npw
+        nodes = memo[0]
+        mask = memo[4]
+        if mask is None and len(nodes) > MASK_NODES:
+            mask = memo[4] = self.cluster.mask_of(nodes)
+        npw[nodes if mask is None else mask] = p
+        if memo[1] is not None:  # (a no-op for the down nodes outside nodes: zero since they went down)
+            npw[memo[1]] = 0.0
 
     def set_pools(self, pools: list[tuple[int, int, float, float, float, float]]) -> None:
         """Node pools of other power figures (``cluster.pools``): per pool its nodes [a, b), GPU idle and
@@ -298,6 +324,18 @@ class ITPower(Component):
 
     def _on_node(self, node: int, cause: DownCause) -> None:
         if not (self._before or self._pooled or self.fans is not None or not self._uncapped):
+            cl = self.cluster
+            memo = self._memo
+            if cl.down_count[node] and memo is not None and memo[1] is cl.down_nodes():
+                # a node gone down after a load refresh already made in this down state (its job's, at the
+                # interruption): every down node, this one too, is at 0 there, so the refresh below would write
+                # and zero it again and take the same sum; the total and the memo stand
+                now = self._env._now
+                if now > self._t:
+                    self.energy_wh += self._total * (now - self._t)
+                    self._t = now
+                self._publish(self._total, np.array([node]))
+                return
             # refresh's formula for one node at its load, in Python floats: the same operations (_load_refresh)
             self._load_refresh(np.array([node]), float(self.engine.node_util[node]))
             return
@@ -339,6 +377,8 @@ class ITPower(Component):
             self._load_refresh(nodes, util)
             return
         self._memo = None  # (any other refresh: the load refreshes' memo no longer holds)
+        if self._pending is not None:  # (its deferred write first: this refresh writes on the state after it)
+            self._flush()
         if self._before:
             for fn in self._before:
                 fn()
@@ -348,7 +388,7 @@ class ITPower(Component):
             self.energy_wh += self._total * (now - t)
             self._t = now
         idx = self._all if nodes is None else nodes
-        npw = self.node_power_w
+        npw = self._npw
         p: NDArray[np.float64] | float | None
         fans_done = False
         if self._pooled:  # node pools of other power figures (cluster.pools)
@@ -399,26 +439,37 @@ class ITPower(Component):
         ``nodes`` (never changed once published) and the same nodes are down (the cluster's down list, rebuilt
         at each change: the same object), the node array is the state before them with ``nodes`` at the last
         ``util``: its sum at each ``util`` is kept (``_memo``), as is whether a down node is among ``nodes``
-        (else zeroing them is a no-op). Any other refresh, and any node going down or up, ends the memo."""
+        (else zeroing them is a no-op). Any other refresh, and any node going down or up, ends the memo.
+        A state whose sum is kept is not written at all until the array is read (:attr:`node_power_w`) or another
+        refresh comes (``_pending``, :meth:`_flush`): the same values then, nothing having changed since."""
         now = self._env._now
         t = self._t
         if now > t:
             self.energy_wh += self._total * (now - t)
             self._t = now
-        npw = self.node_power_w
         # the same operations as node_it_power_w with non_gpu_power_w
         p = (util * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * util) + self._g_idle_w) if self._ng_slope_w
              else util * self._a_w + self._b_w)
         memo = self._memo
+        cl = self.cluster
+        n_down = cl.n_nodes - cl.n_up
+        if memo is not None and memo[0] is nodes and n_down <= _FEW_DOWN:
+            got = memo[2].get(util)
+            if got is not None and memo[1] is (cl.down_nodes() if n_down else None):
+                self._pending = (memo, p)  # a state seen since the memo began: its total known, its write deferred
+                self._publish(got, nodes)
+                return
+        if self._pending is not None:
+            self._flush()
+        npw = self._npw
+        mask = None
         if memo is not None and memo[0] is nodes and len(nodes) > MASK_NODES:  # the array written again: its mask
             mask = memo[4]
             if mask is None:
-                mask = memo[4] = node_mask(len(npw), nodes)
+                mask = memo[4] = cl.mask_of(nodes)
             npw[mask] = p
         else:
             npw[nodes] = p
-        cl = self.cluster
-        n_down = cl.n_nodes - cl.n_up
         if n_down > _FEW_DOWN:  # many down (a tripped hall): refresh's own test of the nodes, no memo
             self._memo = None
             d = cl.down_count[nodes] != 0
@@ -430,7 +481,8 @@ class ITPower(Component):
                 if n_down:
                     clean = memo[3]
                     if clean is None:  # (found at the memo's first use: most memos of a busy hall are used never)
-                        clean = memo[3] = not cl.down_count[nodes].any()
+                        # whether a down node is among nodes: the mask at the few down nodes, else their down counts
+                        clean = memo[3] = not (mask[down].any() if mask is not None else cl.down_count[nodes].any())
                     if not clean:  # zero every down node: a no-op outside nodes
                         npw[down] = 0.0
                 sums = memo[2]

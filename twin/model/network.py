@@ -190,6 +190,7 @@ class Network(Component):
         self.trunk_bad = np.zeros(T, dtype=np.int8)  # failed optics per trunk link
         self.leaf_up = np.full(L, U if S > 0 else 0, dtype=np.int64)  # healthy uplinks per leaf
         self.group_frac = np.full(G, U / P if S > 0 else 1.0)  # min over the group's leaves of healthy uplinks / P
+        self._full = bool((self.group_frac == 1.0).all())  # every group at 1.0 (kept where group_frac is written)
         self._spine_of_uplink = np.arange(U) % S if S > 0 else np.zeros(0, dtype=np.int64)
         self.n_cut = 0
         # failure populations (site-level units through the same crews and spares)
@@ -223,7 +224,7 @@ class Network(Component):
         one leaf does not cross the spines).
         """
         ideal = self.bw_node_gbps
-        if len(nodes) < 2:
+        if len(nodes) < 2 or self._full:  # (every group's share 1.0: ideal × 1.0 is ideal, however many groups)
             return ideal, ideal
         g = self.node_group[nodes]
         if g.min() == g.max():
@@ -295,6 +296,7 @@ class Network(Component):
         ok = (self.trunk_bad.reshape(self.L, self.U) == 0) & self.spine_ok[self._spine_of_uplink]
         self.leaf_up[:] = ok.sum(axis=1)
         self.group_frac[:] = self.leaf_up.reshape(self.G, self.R).min(axis=1) / self.P
+        self._full = bool((self.group_frac == 1.0).all())
         self._record_levels()
         self.engine.bus.publish(Topic.FABRIC)
 
@@ -320,6 +322,7 @@ class Network(Component):
         self.leaf_up[leaf] = up
         g = leaf // self.R
         self.group_frac[g] = self.leaf_up[g * self.R:(g + 1) * self.R].min() / self.P
+        self._full = bool((self.group_frac == 1.0).all())
         self._record_levels()
         self.engine.bus.publish(Topic.FABRIC)
 

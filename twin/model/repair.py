@@ -283,7 +283,7 @@ class RepairShop:
         if isinstance(dist, Fixed):  # nothing random to draw (no other stream depends on this one)
             return dist.value_h
         u = pop.uniform(idx, purpose, k)  # stream "<part path>#<purpose>", draw k
-        return float(dist.sample(np.array([u]))[0])  # type: ignore[attr-defined]
+        return dist.sample1(u)  # type: ignore[attr-defined,no-any-return]  # (= float(dist.sample(np.array([u]))[0]))
 
     def impact_gpus(self, pop: Any, idx: int) -> int:
         """GPUs out of service (or cut off the fabric) now because of unit ``idx`` of ``pop``: those of

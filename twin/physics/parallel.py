@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from functools import cached_property
 from typing import Literal
 
 from twin.physics import context_parallel as _cp
@@ -527,8 +528,10 @@ class StepBreakdown:
     cp_s: float = 0.0
     ep_s: float = 0.0
 
-    @property
+    @cached_property
     def total_s(self) -> float:
+        """The step time, s: the sum of the components (taken once: the object is frozen; a running job's
+        step-time integral reads it at every progress update)."""
         return (self.compute_s + self.tp_s + self.pp_s + self.bubble_s + self.dp_s + self.compress_s
                 + self.throttle_s + self.cp_s + self.ep_s)
 

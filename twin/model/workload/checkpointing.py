@@ -242,14 +242,14 @@ class Checkpointing(Progress):
         self._end_io(job)
         self.readers += 1
         job.reading = True
-        dur = self._restart_h(job)
-        job.restart_until = self._env._now + dur
         rs = self.spec.restart
-        job.read_until = self._env._now + rs.detection_h + rs.reschedule_h + self._read_time_h(job)
+        read_h = self._read_time_h(job)  # (one read time for the three uses: nothing it reads changes between them)
+        dur = rs.restart_h(read_h, job.spec.gpus)  # (= self._restart_h(job))
+        job.restart_until = self._env._now + dur
+        job.read_until = self._env._now + rs.detection_h + rs.reschedule_h + read_h
         if (self.storage is not None and rs.read_h is None and not job_has_no_checkpoint(job.spec.ckpt)
                 and not self._reads_peer(job)):
             # the read itself (after detection and rescheduling) is the storage's transfer
-            read_h = self._read_time_h(job)
             if read_h > 0:
                 until = job.restart_until
                 t0 = self._env._now + rs.detection_h + rs.reschedule_h

@@ -21,6 +21,12 @@ class ElasticJobs(Scheduler):
         parts = []
         got = 0
         ex = self._excl(job, job.spec.nodes_needed > 1)
+        if k == 1:  # (one node, the common replacement: the first pool's lowest-numbered one, without listing them)
+            for pool in (self.spares, self.free):
+                node = pool.first(ex)
+                if node >= 0:
+                    return np.array([node], dtype=np.int64)
+            return np.zeros(0, dtype=np.int64)
         for pool in (self.spares, self.free):
             if got == k:
                 break

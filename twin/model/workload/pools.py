@@ -58,6 +58,14 @@ class NodePool:
     def __len__(self) -> int:
         return self.count
 
+    def first(self, exclude: np.ndarray | None = None) -> int:
+        """The lowest-numbered member, without those where ``exclude`` is true (``nodes(exclude)[0]``); -1: none."""
+        if not self.count:
+            return -1
+        m = self.mask if exclude is None else self.mask & ~exclude
+        i = int(m.argmax())  # (the first True: one pass that stops there, not the listing of every member)
+        return i if m[i] else -1
+
     def nodes(self, exclude: np.ndarray | None = None) -> np.ndarray:
         """Members in index order, without those where ``exclude`` is true."""
         m = self.mask if exclude is None else self.mask & ~exclude
