@@ -221,3 +221,39 @@ def test_pace_wakeups_and_traced_nodes_outside_their_window_equal_the_eager_path
     tr = lazy.tables["thermal_trace"]
     assert set(tr["node"].unique()) == {0, 5} and tr["time_h"].between(40, 60).all()
     assert lazy.events_processed < 0.5 * direct.events_processed
+
+
+def test_cell_peak_follows_only_the_units_that_may_pass_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cell's peak walk (``DeferredReplay._replay_cell_units``) follows only the units whose temperature at the
+    cell's first entry or highest steady state comes within ``_PEAK_MARGIN_C`` of the peak so far: the peak after
+    each cell (one of them raising it) and the results are those of following every unit, bit for bit."""
+    import twin.kernels_replay as KR
+
+    followed: list[int] = []
+    peaks: list[tuple[float, float]] = []
+    orig, orig_cell = KR.peak_cell, DeferredReplay._replay_cell_units
+
+    def spy(x: Any, *a: Any) -> float:
+        followed.append(len(x))
+        return float(orig(x, *a))
+
+    def spy_cell(self: DeferredReplay, *a: Any) -> None:
+        before = self.gpu.tpeak_c
+        orig_cell(self, *a)
+        peaks.append((before, self.gpu.tpeak_c))
+
+    monkeypatch.setattr(KR, "peak_cell", spy)
+    monkeypatch.setattr(DeferredReplay, "_replay_cell_units", spy_cell)
+    sets = ["horizon_days=20"]
+    some = run_replication(load_scenario(SCEN / "liquid.yaml", sets).scenario)
+    n_some, peaks_some = sum(followed), list(peaks)
+    followed.clear()
+    peaks.clear()
+    monkeypatch.setattr(DeferredReplay, "_PEAK_MARGIN_C", float("inf"))  # every unit followed, as before
+    every = run_replication(load_scenario(SCEN / "liquid.yaml", sets).scenario)
+    assert 0 < n_some < sum(followed)  # the walk was taken, over fewer units
+    assert any(after > before for before, after in peaks)  # a cell's walk raised the peak
+    assert peaks_some == peaks
+    assert some.metrics == every.metrics
+    for name, df in every.tables.items():
+        assert some.tables[name].equals(df), name

@@ -425,6 +425,7 @@ class DeferredReplay:
                 self.gpu.tpeak_c = peak
 
     _PEAK_ELEMS = 1 << 17  # decay factors computed at once when a cell's peak is followed (memory: 1 MiB)
+    _PEAK_MARGIN_C = 1e-6  # a cell's unit this far below the peak so far is not followed (≫ the walk's rounding)
 
     _FORGET = 40.0  # segments more than this many time constants before the end leave no trace in T (e^-40)
 
@@ -480,10 +481,20 @@ class DeferredReplay:
             peak = T1max
             if n_entries > 1:  # each segment's step compiled (twin.kernels_replay.peak_cell), numpy's exponentials
                 x = fast.step_c(a.T[gu], tss0, dur0, tau)
-                rows = max(1, self._PEAK_ELEMS // len(gu))  # segments a block (its decay factors' memory)
-                for k in range(0, n_entries - 1, rows):
-                    fac = np.exp(np.divide.outer(dur[k:k + rows] * -3600.0, tau))  # fast.step_c's factors
-                    peak = kernels_replay.peak_cell(x, tin, R, P, fac, k, peak)
+                # only the units that may pass the peak so far: a unit whose temperature at the first entry and
+                # steady states all lie below it by a margin stays below it (each step is a weighted mean of
+                # the two, up to a few ulps a step), so it adds no maximum above it, and nothing else of the
+                # walk is kept (the exponentials are elementwise: the same for the units taken)
+                hot = np.flatnonzero(np.maximum(x, tss_l[:, -1]) > self.gpu.tpeak_c - self._PEAK_MARGIN_C)
+                if len(hot) < len(gu):
+                    x, tin_h, R_h, tau_h = x[hot], tin[hot], R[hot], tau[hot]
+                else:
+                    tin_h, R_h, tau_h = tin, R, tau
+                if len(hot):
+                    rows = max(1, self._PEAK_ELEMS // len(hot))  # segments a block (its decay factors' memory)
+                    for k in range(0, n_entries - 1, rows):
+                        fac = np.exp(np.divide.outer(dur[k:k + rows] * -3600.0, tau_h))  # fast.step_c's factors
+                        peak = kernels_replay.peak_cell(x, tin_h, R_h, P, fac, k, peak)
             if peak > self.gpu.tpeak_c:
                 self.gpu.tpeak_c = peak
         a.T[gu] = T
