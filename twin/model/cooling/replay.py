@@ -35,6 +35,7 @@ kernels_events = kernels_lazy.module("twin.kernels_events", globals(), "kernels_
 kernels_replay = kernels_lazy.module("twin.kernels_replay", globals(), "kernels_replay")
 
 _EB = np.zeros(0, dtype=np.bool_)  # (no service flags: kernels_replay.replay_units' empty array)
+_EI8 = np.zeros(0, dtype=np.int8)  # (no changes of service: kernels_replay.group_pairs' empty array)
 _UNDERFLOW = -750.0  # e^x is +0 below −745.13 (half the least subnormal): a margin for any exp's last bit
 
 
@@ -73,7 +74,6 @@ class DeferredReplay:
         self._log_sp: dict[int, NDArray[np.float64]] = {}
         # arrays of load changes split into warm and cool nodes, by id: (array, its cool flags, warm, cool)
         self._split: dict[int, tuple[Any, NDArray[np.bool_], NDArray[np.int64], NDArray[np.int64]]] = {}
-        self._nd_dtype = np.int16 if n < 2**15 else np.int64  # int16 keys sort by radix
         self._scratch = np.empty(0)  # _replay_units' per-unit-pair arrays, reused (see _SCRATCH_MAX)
         self.tracing = self.gpu.trace_from <= 0.0 < self.gpu.trace_to
         self.gpu.multi_speed = False  # set in start()
@@ -240,7 +240,7 @@ class DeferredReplay:
         lens = np.fromiter(map(len, arrs), dtype=np.int64, count=k)  # pairs of each entry (≥ 1)
         pos = lens.cumsum() - lens  # each entry's first pair
         # every (node, entry) pair in time order; changes of service and speeds per pair where logged
-        nd = np.concatenate(arrs, dtype=self._nd_dtype, casting="unsafe")  # (node numbers fit the type)
+        nd = np.concatenate(arrs, dtype=np.int64, casting="unsafe")
         pe = np.arange(k, dtype=np.int32).repeat(lens)
         n_pairs = len(nd)
         st: NDArray[np.int8] | None = None  # per pair: 1 / 0 a change to up / down, −1 a load change
@@ -256,15 +256,12 @@ class DeferredReplay:
         dbusy_k = np.zeros(k)  # change of busy GPUs at each entry
         several_speeds = self.gpu.multi_speed
         cells: list[tuple[NDArray[np.int64], NDArray[np.int64]]] = []
+        in_cell = _EB
         if not several_speeds:
             cells, in_cell = self._cells(arrs, lens, nd, pe)
-            if cells:
-                keep = ~in_cell[nd]
-                nd, pe = nd[keep], pe[keep]
-                st = st[keep] if st is not None else None
-        dtp_k = None
-        if len(nd):
-            dtp_k = self._replay_pairs(tk, ut, nd, pe, st, sp, dbusy_k, several_speeds)
+            if not cells:
+                in_cell = _EB
+        dtp_k = self._replay_pairs(tk, ut, nd, pe, st, sp, in_cell, dbusy_k, several_speeds)
         for entries, nodes in cells:
             self._replay_cell(tk[entries], ut[entries], nodes, entries, dbusy_k)
         # ---- site totals and their integrals. The integrals may already run past some entries (the direct
@@ -502,54 +499,32 @@ class DeferredReplay:
         a.tss[gu] = fast.steady_c(tin, P[-1], R)
         a.gon[gu] = True
 
-    def _replay_pairs(self, tk: NDArray[np.float64], ut: NDArray[np.float64], nd: NDArray[Any],
+    def _replay_pairs(self, tk: NDArray[np.float64], ut: NDArray[np.float64], nd: NDArray[np.int64],
                       pe: NDArray[np.int32], st: NDArray[np.int8] | None, sp: NDArray[np.float64] | None,
-                      dbusy_k: NDArray[np.float64], several_speeds: bool) -> NDArray[np.float64] | None:
-        """Replay (node ``nd``, entry ``pe``) pairs (in entry order) grouped by node in time order, with
-        their changes of service ``st`` (see ``_replay_log``) and speeds ``sp``; add their changes of busy GPUs to
-        ``dbusy_k``. With several speed sources, return the change of effective GPUs at each entry."""
+                      in_cell: NDArray[np.bool_], dbusy_k: NDArray[np.float64],
+                      several_speeds: bool) -> NDArray[np.float64] | None:
+        """Replay the (node ``nd``, entry ``pe``) pairs (in entry order) of the nodes not in a cell (``in_cell``, per
+        node; empty: none is) grouped by node in time order, with their changes of service ``st`` (see
+        ``_replay_log``) and speeds ``sp``; add their changes of busy GPUs to ``dbusy_k``. With several speed sources,
+        return the change of effective GPUs at each entry (None when every pair is in a cell)."""
         g, u = self.params.gpus_per_node, self.params.units_per_node
         k = len(tk)
-        n_pairs = len(nd)
-        # ---- group the pairs by node, stable in time (int16 keys: radix sort)
-        # (array methods rather than the np.* wrappers throughout: the same operations, less call overhead)
-        o = nd.argsort(kind="stable")
-        per_node = np.bincount(nd, minlength=self.params.n_nodes)
-        nodes_g = per_node.nonzero()[0]  # the logged nodes, ascending (the groups' order)
-        cnt = per_node[nodes_g]
-        ends = cnt.cumsum()
-        start = ends - cnt  # first pair of each node's group
-        lastpos = ends - 1  # last pair of each node's group
-        eid_s = pe[o]  # entry of each grouped pair
-        t_s = tk[eid_s]
-        u_s = ut[eid_s]
-        # in service after each pair: its own change of service, else the node's last one before it, else its
-        # state when the log began (None: every node in service throughout)
-        gon0 = self.arrays.gon[nodes_g * u]
-        up_s: NDArray[np.bool_] | None = None
-        if st is not None or not gon0.all():
-            ar = np.arange(n_pairs)
-            st_s = st[o] if st is not None else np.full(n_pairs, -1, dtype=np.int8)
-            src = np.where(st_s >= 0, ar, 0)
-            src[start] = start  # a node's first pair starts its own run
-            src = np.maximum.accumulate(src)  # the last change (or first pair) of the pair's node
-            st_src = st_s[src]
-            up_s = np.where(st_src >= 0, st_src == 1, gon0.repeat(cnt)[src])
-        # ---- busy GPUs: per pair busy or not; n_busy holds 0 or g for every node (see _account)
-        b_s = u_s > 0.0
-        if up_s is not None:
-            b_s &= up_s
-        pb = np.empty(n_pairs, dtype=bool)  # busy before the pair: the node's previous pair, or its state
-        pb[1:] = b_s[:-1]
-        pb[start] = self.arrays.n_busy[nodes_g] > 0.0
-        d = b_s.view(np.int8) - pb.view(np.int8)
-        dbusy_k += np.bincount(eid_s, weights=d, minlength=k) * float(g)
-        busy_last = b_s[lastpos] * float(g)
+        # ---- the pairs grouped by node, stable in time, their times, utilisations and service, and the busy GPUs
+        # (per pair busy or not; n_busy holds 0 or g for every node, see _account) in one compiled call
+        # (twin.kernels_replay.group_pairs: a counting sort where numpy took a mask, a stable argsort, bincounts and
+        # the service's running maximum)
+        o, nodes_g, cnt, start, t_s, u_s, up_a, has_up, d, busy_last = kernels_replay.group_pairs(
+            nd, pe, _EI8 if st is None else st, st is not None, in_cell, self.params.n_nodes, tk, ut,
+            self.arrays.gon, u, self.arrays.n_busy, float(g), dbusy_k)
+        if not len(o):
+            return None
+        lastpos = start + cnt - 1  # last pair of each node's group
+        up_s = up_a if has_up else None
         out: NDArray[np.float64] | None = None
         if several_speeds:  # speeds other than 1: effective GPUs change by the busy change × speed
             # each pair at its node's speed when it was logged (all 1 if no second source was there yet)
-            sp_s = sp[o] if sp is not None else np.ones(n_pairs)
-            out = cast(NDArray[np.float64], np.bincount(eid_s, weights=d * (float(g) * sp_s), minlength=k))
+            sp_s = sp[o] if sp is not None else np.ones(len(o))
+            out = cast(NDArray[np.float64], np.bincount(pe[o], weights=d * (float(g) * sp_s), minlength=k))
             self.arrays.n_tp[nodes_g] = busy_last * sp_s[lastpos]
         else:
             self.arrays.n_tp[nodes_g] = busy_last
