@@ -294,3 +294,21 @@ def test_group_pairs_is_the_numpy_grouping(seed: int, u: int, with_st: bool, cel
         assert np.array_equal(want[6], up_s)
     assert np.array_equal(want[7], d) and np.array_equal(want[8], busy_last)
     assert np.array_equal(da, db) and np.array_equal(np.signbit(da), np.signbit(db))
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_mark_entries_is_the_numpy_mask(seed: int) -> None:
+    """``mark_entries`` against ``mark[nd[~skip[pe]]] = True`` (``DeferredReplay._cells``' nodes in other entries)."""
+    rng = np.random.default_rng(seed)
+    n_nodes, k = int(rng.integers(1, 30)), int(rng.integers(1, 40))
+    lens = rng.integers(1, n_nodes + 1, k).astype(np.int64)
+    nd = np.concatenate([rng.choice(n_nodes, c, replace=False) for c in lens]).astype(np.int64)
+    pos = lens.cumsum() - lens
+    pe = np.arange(k, dtype=np.int32).repeat(lens)
+    skip = rng.random(k) < 0.6
+    mark0 = rng.random(n_nodes) < 0.2
+    want, got = mark0.copy(), mark0.copy()
+    want[nd[~skip[pe]]] = True
+    KR.mark_entries(nd, pos, lens, skip, got)
+    assert np.array_equal(want, got)

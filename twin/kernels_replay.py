@@ -264,3 +264,15 @@ def group_pairs(nd: np.ndarray, pe: np.ndarray, st: np.ndarray, has_st: bool, in
     for e in range(k):
         dbusy_k[e] += tmp[e] * g
     return o, nodes_g, cnt, start, t_s, u_s, up_s, has_up, d, busy_last
+
+
+@njit(**_JIT)
+def mark_entries(nd: np.ndarray, pos: np.ndarray, lens: np.ndarray, skip: np.ndarray, mark: np.ndarray) -> None:
+    """Set ``mark`` of the nodes of every logged entry ``e`` not ``skip[e]``: its pairs ``pos[e] … pos[e] +
+    lens[e] − 1`` of the logged nodes ``nd`` (``DeferredReplay._cells``: ``mark[nd[~skip[pe]]] = True``, pe the
+    entry of each pair, in one pass over the entries rather than four over the pairs)."""
+    for e in range(lens.shape[0]):
+        if not skip[e]:
+            p0 = pos[e]
+            for p in range(p0, p0 + lens[e]):
+                mark[nd[p]] = True

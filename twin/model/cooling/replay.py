@@ -258,7 +258,7 @@ class DeferredReplay:
         cells: list[tuple[NDArray[np.int64], NDArray[np.int64]]] = []
         in_cell = _EB
         if not several_speeds:
-            cells, in_cell = self._cells(arrs, lens, nd, pe)
+            cells, in_cell = self._cells(arrs, lens, pos, nd)
             if not cells:
                 in_cell = _EB
         dtp_k = self._replay_pairs(tk, ut, nd, pe, st, sp, in_cell, dbusy_k, several_speeds)
@@ -288,9 +288,10 @@ class DeferredReplay:
 
     _CELL_MIN_PAIRS = 256  # a cell must stand for at least this many (node, entry) pairs (cost; results: rounding)
 
-    def _cells(self, arrs: list[NDArray[np.int64]], lens: NDArray[np.int64], nd: NDArray[Any],
-               pe: NDArray[np.int32]) -> tuple[list[tuple[NDArray[np.int64], NDArray[np.int64]]], NDArray[np.bool_]]:
-        """The cells of the log (see ``flush_log``), as (entries ascending, nodes), and a mask of their nodes.
+    def _cells(self, arrs: list[NDArray[np.int64]], lens: NDArray[np.int64], pos: NDArray[np.int64],
+               nd: NDArray[np.int64]) -> tuple[list[tuple[NDArray[np.int64], NDArray[np.int64]]], NDArray[np.bool_]]:
+        """The cells of the log (see ``flush_log``), as (entries ascending, nodes), and a mask of their nodes
+        (``lens``, ``pos``: each entry's number of pairs and first pair in ``nd``, the logged nodes).
 
         Only node arrays logged at least twice with at least 8 nodes (a job's array at its checkpoint
         pauses) make cells: a node in one of those and nowhere else, in service at all its entries, is
@@ -312,8 +313,10 @@ class DeferredReplay:
         else:
             ids = np.fromiter(map(id, map(arrs.__getitem__, big_i.tolist())), dtype=np.uint64, count=len(big_i))
             _, first, inv, cnt = np.unique(ids, return_index=True, return_inverse=True, return_counts=True)
-            per_array = np.split(big_i[inv.reshape(-1).argsort(kind="stable")], cnt.cumsum()[:-1].tolist())
-            big = [per_array[a] for a in first.argsort().tolist() if cnt[a] >= 2]
+            by_array = big_i[inv.reshape(-1).argsort(kind="stable")]  # (np.split of it at the arrays' ends)
+            ends = cnt.cumsum().tolist()
+            n_of = cnt.tolist()
+            big = [by_array[ends[a] - n_of[a]:ends[a]] for a in first.argsort().tolist() if n_of[a] >= 2]
         if not big:
             return [], in_cell
         big_entry = np.zeros(k, dtype=bool)
@@ -324,7 +327,8 @@ class DeferredReplay:
             sig[arrs[int(ent[0])], j >> 6] |= np.uint64(1 << (j & 63))  # (an array holds each node once)
         u = p.units_per_node
         other = ~self.arrays.gon if u == 1 else ~self.arrays.gon[::u]  # out of service when the log began (units of a node alike) ...
-        other[nd[~big_entry[pe]]] = True  # ... or in another entry (changes of service are single-node entries)
+        # ... or in another entry (changes of service are single-node entries): other[nd[~big_entry[pe]]] = True, compiled
+        kernels_replay.mark_entries(nd, pos, lens, big_entry, other)
         cand = np.flatnonzero(sig.any(axis=1) & ~other)
         if not len(cand):
             return [], in_cell
