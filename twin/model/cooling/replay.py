@@ -426,7 +426,7 @@ class DeferredReplay:
                 self.gpu.tpeak_c = peak
 
     _PEAK_ELEMS = 1 << 17  # decay factors computed at once when a cell's peak is followed (memory: 1 MiB)
-    _PEAK_MARGIN_C = 1e-6  # a cell's unit this far below the peak so far is not followed (≫ the walk's rounding)
+    _PEAK_MARGIN_C = 1e-6  # a unit this far below the peak so far is not followed (≫ the walk's rounding)
 
     _FORGET = 40.0  # segments more than this many time constants before the end leave no trace in T (e^-40)
 
@@ -590,9 +590,29 @@ class DeferredReplay:
         # ends), followed only for units with a steady state above the peak so far (temperatures never
         # exceed the larger of where they start and their steady states)
         if hi > self.gpu.tpeak_c:
-            hot = np.maximum.reduceat(prev_tss, start_u) > self.gpu.tpeak_c
-            s0, c0, x = start_u[hot], cnt_u[hot], T0[hot]
-            a_all, c_all = np.exp(lg), -np.expm1(lg)
-            peak = kernels_replay.peak_pairs(x, s0, c0, a_all, c_all, prev_tss, -INF)  # each unit's pairs in order
+            top = np.maximum.reduceat(prev_tss, start_u)  # each unit's highest steady state before its pairs
+            hot = np.flatnonzero(top > self.gpu.tpeak_c)
+            # the unit of the highest steady state first, alone; then only the hot units that may pass the peak it
+            # reached (a unit's walk stays below the larger of its start and its steady states, up to a few ulps a
+            # step: the margin), so the peak is the one of walking every hot unit
+            j = hot[int(np.argmax(top[hot]))]
+            peak = self._peak_pairs(hot[hot == j], start_u, cnt_u, T0, lg, prev_tss, -INF)
+            bound = np.maximum(T0[hot], top[hot])
+            rest = hot[(bound > max(self.gpu.tpeak_c, peak) - self._PEAK_MARGIN_C) & (hot != j)]
+            if len(rest):
+                peak = self._peak_pairs(rest, start_u, cnt_u, T0, lg, prev_tss, peak)
             if peak > self.gpu.tpeak_c:
                 self.gpu.tpeak_c = peak
+
+    @staticmethod
+    def _peak_pairs(units: NDArray[np.int64], start_u: NDArray[np.int64], cnt_u: NDArray[np.int64],
+                    T0: NDArray[np.float64], lg: NDArray[np.float64], prev_tss: NDArray[np.float64], peak: float) -> float:
+        """The hottest temperature (°C) at the pairs' times of unit groups ``units`` (each from ``T0`` through its
+        pairs ``start_u … start_u + cnt_u − 1``, decay logs ``lg`` and steady states ``prev_tss``), or ``peak`` if
+        higher: their pairs gathered one unit after another, numpy's e^lg and −expm1(lg) of those (elementwise: the
+        values of the whole array's), each unit's pairs in order (``twin.kernels_replay.peak_pairs``)."""
+        s0, c0 = start_u[units], cnt_u[units]
+        at = c0.cumsum() - c0  # each unit's first pair among the gathered ones
+        pos = np.repeat(s0 - at, c0) + np.arange(int(c0.sum()))
+        lg_h = lg[pos]
+        return float(kernels_replay.peak_pairs(T0[units], at, c0, np.exp(lg_h), -np.expm1(lg_h), prev_tss[pos], peak))
