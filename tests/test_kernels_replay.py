@@ -312,3 +312,16 @@ def test_mark_entries_is_the_numpy_mask(seed: int) -> None:
     want[nd[~skip[pe]]] = True
     KR.mark_entries(nd, pos, lens, skip, got)
     assert np.array_equal(want, got)
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 3000))
+def test_numpy_exponentials_are_elementwise(seed: int, n: int) -> None:
+    """The replay takes numpy's ``np.exp`` and ``np.expm1`` of gathered subsets of the decay logs (the tail's
+    pairs, the peak walks' hot units) where it took them of whole arrays: the values must not depend on an
+    element's place in the array (numpy's SIMD loops and their remainders)."""
+    rng = np.random.default_rng(seed)
+    lg = -rng.exponential(rng.choice([0.01, 1.0, 50.0, 800.0]), n)
+    pos = np.sort(rng.choice(n, int(rng.integers(1, n + 1)), replace=False))
+    assert np.array_equal(np.exp(lg)[pos], np.exp(lg[pos]))
+    assert np.array_equal(np.expm1(lg)[pos], np.expm1(lg[pos]))
