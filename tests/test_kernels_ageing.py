@@ -65,17 +65,3 @@ def test_age_parts_returns_nan_as_np_min_and_inf_for_no_healthy_part() -> None:
                                    np.zeros(2)))
     assert KA.age_parts(pidx, 1.0, np.zeros(2), np.zeros(2), one.copy(), one, life, np.zeros(2, dtype=bool),
                         np.zeros(2)) == INF
-
-
-@settings(max_examples=200, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 60), with_nan=st.booleans())
-def test_due_parts_and_lowest_are_numpy(seed: int, n: int, with_nan: bool) -> None:
-    """The ageing wake-up's due parts and next failure: ``np.flatnonzero(tf <= until)`` and ``tf.min()``."""
-    rng = np.random.default_rng(seed)
-    tf = np.where(rng.random(n) < 0.3, INF, rng.uniform(0.0, 100.0, n))
-    if with_nan:
-        tf[int(rng.integers(0, n))] = math.nan
-    until = float(rng.uniform(0.0, 100.0))
-    assert np.array_equal(KA.due_parts(tf, until), np.flatnonzero(tf <= until))
-    want, got = float(tf.min()), float(KA.lowest(tf))
-    assert got == want or (math.isnan(want) and math.isnan(got))

@@ -7,8 +7,7 @@ effective age to now at its old factor, its new factor, and its failure time
 calls on a gathered copy of one node's few parts (~1–2 µs of fixed cost each, more with cold caches, 211 times a
 year in the liquid hall); :func:`age_parts` does it in one loop with the same operations in the same order, so
 the results are identical (``tests/test_kernels_ageing.py`` pins it to the numpy sequence). The factors
-themselves (the laws' ``np.interp``, ``np.exp``) stay numpy's. The ageing wake-up's scan of every aged part's
-failure time (~4,700 in the liquid hall) for the due ones and the next is :func:`due_parts` and :func:`lowest`.
+themselves (the laws' ``np.interp``, ``np.exp``) stay numpy's.
 
 A module of its own beside the other kernel modules, under the same rules: numba's on-disk cache keys a
 function on its own file, so no kernel here calls a compiled function of another module; it imports
@@ -54,32 +53,3 @@ def age_parts(pidx: np.ndarray, now: float, age: np.ndarray, t: np.ndarray, af: 
         elif tf < lowest:
             lowest = tf
     return math.nan if nan else lowest
-
-
-@njit(**_JIT)
-def due_parts(tfail: np.ndarray, until: float) -> np.ndarray:
-    """Positions of the failure times at or before ``until``, ascending (``np.flatnonzero(tfail <= until)``)."""
-    n = 0
-    for i in range(tfail.shape[0]):
-        if tfail[i] <= until:
-            n += 1
-    out = np.empty(n, dtype=np.int64)
-    j = 0
-    for i in range(tfail.shape[0]):
-        if tfail[i] <= until:
-            out[j] = i
-            j += 1
-    return out
-
-
-@njit(**_JIT)
-def lowest(tfail: np.ndarray) -> float:
-    """``tfail.min()`` of a non-empty array: nan if one is nan."""
-    m = tfail[0]
-    for i in range(tfail.shape[0]):
-        v = tfail[i]
-        if v != v:
-            return v
-        if v < m:
-            m = v
-    return m

@@ -174,7 +174,7 @@ class Ageing:
         now = self.engine.now
         m = INF
         tf = self._tfail  # (every record's, in record order: see the constructor)
-        due = kernels_ageing.due_parts(tf, now + _EPS_H).tolist()  # (np.flatnonzero(tf <= now + _EPS_H), compiled)
+        due = np.flatnonzero(tf <= now + _EPS_H).tolist()
         if due:
             recs = self.aged + self.aged_air
             j = 0
@@ -185,7 +185,7 @@ class Ageing:
                 first = self._rec_end[j] - len(recs[j]["tfail"])
                 recs[j]["pop"].reschedule(i - first, now)  # fails now through the population's own path
         if len(tf):
-            m = float(kernels_ageing.lowest(tf))  # (tf.min(), compiled)
+            m = float(tf.min())
         if m < self._age_wake_t:
             self._schedule_age(m)
 
