@@ -24,8 +24,10 @@ from twin.cli import main
 rc = main(['run', sys.argv[1], '--set', 'horizon_days=' + sys.argv[3], '--results', sys.argv[2], '--quiet'])
 import twin.model.cluster as cl, twin.model.it_power as ip, twin.model.fan_law as fl
 import twin.model.workload.progress as pg, twin.model.cooling.gpu as gp, twin.model.cooling.replay as rp
+import twin.model.cooling.ageing as ag
 names = {'cluster.any_lt': cl.any_lt, 'it_power.kernels': ip.kernels, 'fan_law.kernels': fl.kernels,
-         'progress.min_of_at': pg.min_of_at, 'gpu.kernels_units': gp.kernels_units, 'replay.kernels_replay': rp.kernels_replay}
+         'progress.min_of_at': pg.min_of_at, 'gpu.kernels_units': gp.kernels_units, 'replay.kernels_replay': rp.kernels_replay,
+         'ageing.kernels_ageing': ag.kernels_ageing}
 print(json.dumps({'rc': rc, 'numba': 'numba' in sys.modules,
                   'kernels': sorted(m for m in sys.modules if m.startswith('twin.kernels') and m != 'twin.kernels_lazy'),
                   'stand_ins': sorted(k for k, v in names.items() if type(v).__module__ == 'twin.kernels_lazy')}))
@@ -51,7 +53,8 @@ def test_a_thermal_run_imports_the_kernels_and_binds_them(tmp_path: Path) -> Non
     """The benchmark's air hall over 10 days: GPUs throttle (thermal caps, pace changes), fans, cool nodes' replay."""
     r = _run("benchmarks/halls/air.yaml", tmp_path, 10)
     assert r["rc"] == 0 and r["numba"]
-    assert {"twin.kernels", "twin.kernels_events", "twin.kernels_replay", "twin.kernels_units"} <= set(r["kernels"])
+    assert {"twin.kernels", "twin.kernels_events", "twin.kernels_replay", "twin.kernels_units",
+            "twin.kernels_ageing"} <= set(r["kernels"])  # (the air hall ages its node parts by the X-factor)
     assert r["stand_ins"] == [], r  # every stand-in replaced by the real module or function at its first use
 
 

@@ -203,3 +203,125 @@ def test_replay_kernel_refuses_unit_groups_out_of_order() -> None:
                         np.array([0, 1], dtype=np.int64), one * 0.05, one * 30.0, IDLE, TDP, C, W, HIST,
                         np.full(2, 40.0), np.zeros(2), np.ones(2, dtype=np.bool_), np.zeros(HIST), *out, -750.0,
                         np.empty(2, dtype=np.int64))
+
+
+def _numpy_group_pairs(nd, pe, st_p, in_cell, n_nodes, tk, ut, gon, u, n_busy, g, dbusy_k):
+    """``DeferredReplay._replay_log``'s mask of the pairs in cells and ``_replay_pairs`` up to the units' replay,
+    as numpy before the kernel (nd in int16, radix-sorted)."""
+    pos = np.arange(len(nd))
+    if in_cell is not None:
+        keep = ~in_cell[nd]
+        nd, pe, pos = nd[keep], pe[keep], pos[keep]
+        st_p = st_p[keep] if st_p is not None else None
+    if not len(nd):
+        return None
+    k = len(tk)
+    n_pairs = len(nd)
+    o = nd.argsort(kind="stable")
+    per_node = np.bincount(nd, minlength=n_nodes)
+    nodes_g = per_node.nonzero()[0]
+    cnt = per_node[nodes_g]
+    ends = cnt.cumsum()
+    start = ends - cnt
+    lastpos = ends - 1
+    eid_s = pe[o]
+    t_s = tk[eid_s]
+    u_s = ut[eid_s]
+    gon0 = gon[nodes_g * u]
+    up_s = None
+    if st_p is not None or not gon0.all():
+        ar = np.arange(n_pairs)
+        st_s = st_p[o] if st_p is not None else np.full(n_pairs, -1, dtype=np.int8)
+        src = np.where(st_s >= 0, ar, 0)
+        src[start] = start
+        src = np.maximum.accumulate(src)
+        st_src = st_s[src]
+        up_s = np.where(st_src >= 0, st_src == 1, gon0.repeat(cnt)[src])
+    b_s = u_s > 0.0
+    if up_s is not None:
+        b_s &= up_s
+    pb = np.empty(n_pairs, dtype=bool)
+    pb[1:] = b_s[:-1]
+    pb[start] = n_busy[nodes_g] > 0.0
+    d = b_s.view(np.int8) - pb.view(np.int8)
+    dbusy_k += np.bincount(eid_s, weights=d, minlength=k) * float(g)
+    busy_last = b_s[lastpos] * float(g)
+    return pos[o], nodes_g, cnt, start, t_s, u_s, up_s, d, busy_last
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), u=st.sampled_from([1, 2, 8]), with_st=st.booleans(),
+       cells=st.sampled_from(["none", "some", "all"]), all_on=st.booleans())
+def test_group_pairs_is_the_numpy_grouping(seed: int, u: int, with_st: bool, cells: str, all_on: bool) -> None:
+    """``group_pairs`` against the numpy mask, stable argsort, bincounts and running maximum it replaced, bit for
+    bit: random logs of node arrays (each node at most once an entry; single-node entries may be changes of
+    service), nodes in cells or not, in service or not when the log began, busy or not."""
+    rng = np.random.default_rng(seed)
+    n_nodes = int(rng.integers(1, 30))
+    k = int(rng.integers(1, 40))
+    arrs = [np.sort(rng.choice(n_nodes, int(rng.integers(1, n_nodes + 1)), replace=False)).astype(np.int64)
+            for _ in range(k)]
+    lens = np.array([len(a) for a in arrs])
+    nd = np.concatenate(arrs)
+    pe = np.arange(k, dtype=np.int32).repeat(lens)
+    st_p = None
+    if with_st:
+        st_p = np.full(len(nd), -1, dtype=np.int8)
+        single = np.flatnonzero(lens == 1)
+        pos = (lens.cumsum() - lens)[single]
+        st_p[pos] = rng.integers(-1, 2, len(pos))
+    in_cell = None if cells == "none" else (rng.random(n_nodes) < 0.5 if cells == "some" else np.ones(n_nodes, bool))
+    tk = np.sort(rng.uniform(0.0, 100.0, k))
+    ut = rng.choice([0.0, 0.4, 1.0], k)
+    gon = np.ones(n_nodes * u, dtype=bool) if all_on else rng.random(n_nodes * u) < 0.7
+    g = 8
+    n_busy = rng.choice([0.0, float(g)], n_nodes)
+    dk0 = rng.integers(-5, 5, k).astype(np.float64)
+    da, db = dk0.copy(), dk0.copy()
+    want = _numpy_group_pairs(nd.astype(np.int16), pe, st_p, in_cell, n_nodes, tk, ut, gon, u, n_busy, g, da)
+    got = KR.group_pairs(nd, pe, np.zeros(0, dtype=np.int8) if st_p is None else st_p, st_p is not None,
+                         np.zeros(0, dtype=np.bool_) if in_cell is None else in_cell, n_nodes, tk, ut, gon, u,
+                         n_busy, float(g), db)
+    o, nodes_g, cnt, start, t_s, u_s, up_s, has_up, d, busy_last = got
+    if want is None:
+        assert len(o) == 0 and len(nodes_g) == 0
+        assert np.array_equal(da, db) and np.array_equal(db, dk0)
+        return
+    for w, x in zip(want[:6], (o, nodes_g, cnt, start, t_s, u_s)):
+        assert np.array_equal(w, x)
+    assert has_up == (want[6] is not None)
+    if has_up:
+        assert np.array_equal(want[6], up_s)
+    assert np.array_equal(want[7], d) and np.array_equal(want[8], busy_last)
+    assert np.array_equal(da, db) and np.array_equal(np.signbit(da), np.signbit(db))
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_mark_entries_is_the_numpy_mask(seed: int) -> None:
+    """``mark_entries`` against ``mark[nd[~skip[pe]]] = True`` (``DeferredReplay._cells``' nodes in other entries)."""
+    rng = np.random.default_rng(seed)
+    n_nodes, k = int(rng.integers(1, 30)), int(rng.integers(1, 40))
+    lens = rng.integers(1, n_nodes + 1, k).astype(np.int64)
+    nd = np.concatenate([rng.choice(n_nodes, c, replace=False) for c in lens]).astype(np.int64)
+    pos = lens.cumsum() - lens
+    pe = np.arange(k, dtype=np.int32).repeat(lens)
+    skip = rng.random(k) < 0.6
+    mark0 = rng.random(n_nodes) < 0.2
+    want, got = mark0.copy(), mark0.copy()
+    want[nd[~skip[pe]]] = True
+    KR.mark_entries(nd, pos, lens, skip, got)
+    assert np.array_equal(want, got)
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 3000))
+def test_numpy_exponentials_are_elementwise(seed: int, n: int) -> None:
+    """The replay takes numpy's ``np.exp`` and ``np.expm1`` of gathered subsets of the decay logs (the tail's
+    pairs, the peak walks' hot units) where it took them of whole arrays: the values must not depend on an
+    element's place in the array (numpy's SIMD loops and their remainders)."""
+    rng = np.random.default_rng(seed)
+    lg = -rng.exponential(rng.choice([0.01, 1.0, 50.0, 800.0]), n)
+    pos = np.sort(rng.choice(n, int(rng.integers(1, n + 1)), replace=False))
+    assert np.array_equal(np.exp(lg)[pos], np.exp(lg[pos]))
+    assert np.array_equal(np.expm1(lg)[pos], np.expm1(lg[pos]))

@@ -230,3 +230,56 @@ def test_pace_wakeups_and_traced_nodes_outside_their_window_equal_the_eager_path
     tr = lazy.tables["thermal_trace"]
     assert set(tr["node"].unique()) == {0, 5} and tr["time_h"].between(40, 60).all()
     assert lazy.events_processed < 0.5 * direct.events_processed
+
+
+def test_peak_walks_follow_only_the_units_that_may_pass_the_peak(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replay's peak walks follow only the units that may pass the peak so far: a cell's
+    (``DeferredReplay._replay_cell_units``) those whose temperature at the cell's first entry or highest steady
+    state comes within ``_PEAK_MARGIN_C`` of it; the pairs' (``_replay_units``) the unit of the highest steady state
+    first, then the hot units whose start or highest steady state comes that close to the peak it reached. The peak
+    after each cell and each pairs' replay (some of them raising it) and the results are those of following every
+    (hot) unit, bit for bit."""
+    import twin.kernels_replay as KR
+
+    followed: dict[str, list[int]] = {"cell": [], "pairs": []}
+    peaks: dict[str, list[tuple[float, float]]] = {"cell": [], "pairs": []}
+    orig_cell, orig_pairs = KR.peak_cell, KR.peak_pairs
+    orig_cell_units, orig_units = DeferredReplay._replay_cell_units, DeferredReplay._replay_units
+
+    def spy_cell(x: Any, *a: Any) -> float:
+        followed["cell"].append(len(x))
+        return float(orig_cell(x, *a))
+
+    def spy_pairs(x: Any, s0: Any, c0: Any, *a: Any) -> float:
+        followed["pairs"].append(int(c0.sum()))
+        return float(orig_pairs(x, s0, c0, *a))
+
+    def spy_cell_units(self: DeferredReplay, *a: Any) -> None:
+        before = self.gpu.tpeak_c
+        orig_cell_units(self, *a)
+        peaks["cell"].append((before, self.gpu.tpeak_c))
+
+    def spy_units(self: DeferredReplay, *a: Any) -> None:
+        before = self.gpu.tpeak_c
+        orig_units(self, *a)
+        peaks["pairs"].append((before, self.gpu.tpeak_c))
+
+    monkeypatch.setattr(KR, "peak_cell", spy_cell)
+    monkeypatch.setattr(KR, "peak_pairs", spy_pairs)
+    monkeypatch.setattr(DeferredReplay, "_replay_cell_units", spy_cell_units)
+    monkeypatch.setattr(DeferredReplay, "_replay_units", spy_units)
+    sets = ["horizon_days=20"]
+    some = run_replication(load_scenario(SCEN / "liquid.yaml", sets).scenario)
+    n_some = {k: sum(v) for k, v in followed.items()}
+    peaks_some = {k: list(v) for k, v in peaks.items()}
+    for v in (*followed.values(), *peaks.values()):
+        v.clear()
+    monkeypatch.setattr(DeferredReplay, "_PEAK_MARGIN_C", float("inf"))  # every (hot) unit followed, as before
+    every = run_replication(load_scenario(SCEN / "liquid.yaml", sets).scenario)
+    for k in ("cell", "pairs"):
+        assert 0 < n_some[k] < sum(followed[k]), k  # the walks were taken, over fewer units
+        assert any(after > before for before, after in peaks[k]), k  # a walk raised the peak
+        assert peaks_some[k] == peaks[k], k
+    assert some.metrics == every.metrics
+    for name, df in every.tables.items():
+        assert some.tables[name].equals(df), name

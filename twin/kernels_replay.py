@@ -8,7 +8,9 @@ pairs repeated for each unit; :func:`replay_units` does the arithmetic in two pa
 operations in the same order (the sequential cumulative sum of ``np.cumsum``, the in-order bin sums of
 ``np.bincount``), leaving the exponentials (``np.exp``, ``np.expm1``: numpy's SIMD forms, which the C
 library's may differ from in the last bit) and the segment sums (``np.add.reduceat``: numpy's pairwise order)
-to numpy, so results are identical to the numpy replay bit for bit.
+to numpy, so results are identical to the numpy replay bit for bit. Before it, :func:`group_pairs` groups the
+logged pairs by node (a counting sort: the same order as numpy's stable argsort) with their times, service and
+changes of busy GPUs; the peaks are followed by :func:`peak_pairs` and :func:`peak_cell`.
 
 A module of its own beside :mod:`twin.kernels` (near the 800-line cap) under the same rules: numba's
 on-disk cache keys a function on its own file, so no kernel here calls a compiled function of another
@@ -166,3 +168,111 @@ def peak_cell(x: np.ndarray, tin: np.ndarray, R: np.ndarray, P: np.ndarray, fac:
             if xv > peak:
                 peak = xv
     return peak
+
+
+@njit(**_JIT)
+def group_pairs(nd: np.ndarray, pe: np.ndarray, st: np.ndarray, has_st: bool, in_cell: np.ndarray, n_nodes: int,
+                tk: np.ndarray, ut: np.ndarray, gon: np.ndarray, u: int, n_busy: np.ndarray, g: float,
+                dbusy_k: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                              np.ndarray, bool, np.ndarray, np.ndarray]:
+    """The logged (node ``nd[i]``, entry ``pe[i]``) pairs (in entry order) of nodes not in a cell (``in_cell``,
+    per node; empty: none is) grouped by node, in time order within a node: ``DeferredReplay._replay_pairs`` up
+    to the units' replay, in two passes (a counting sort) where numpy took ~25 calls (the pairs' mask, a stable
+    argsort, bincounts, the service's running maximum).
+
+    Returns ``o`` (the pairs' positions in ``nd``, grouped), the logged nodes ascending (``nodes_g``), their
+    groups' sizes (``cnt``) and first positions (``start``), each grouped pair's time ``tk[pe]`` and utilisation
+    ``ut[pe]``; its service ``up_s`` (1 / 0 changes of service ``st[i]``, −1 a load change, when ``has_st``;
+    before a node's first change its state when the log began, ``gon`` of its first unit, ``u`` units a node),
+    computed only when ``has_st`` or a node was out of service when the log began (``has_up``; else empty); each
+    pair's change of busy (0 or 1: utilisation above 0 and in service) against the pair before it, or the node's
+    ``n_busy`` > 0 (``d``, int8); and each node's busy GPUs after its last pair (``busy_last``, × ``g``). Adds the
+    changes of busy GPUs at each entry (their sum in pair order, × ``g``) to ``dbusy_k``; with no pair left, returns
+    empty groups and leaves ``dbusy_k`` alone."""
+    n_all = nd.shape[0]
+    has_cells = in_cell.shape[0] > 0
+    per_node = np.zeros(n_nodes, dtype=np.int64)
+    for i in range(n_all):
+        v = nd[i]
+        if has_cells and in_cell[v]:
+            continue
+        per_node[v] += 1
+    n_g = 0
+    for v in range(n_nodes):
+        if per_node[v] > 0:
+            n_g += 1
+    nodes_g = np.empty(n_g, dtype=np.int64)
+    cnt = np.empty(n_g, dtype=np.int64)
+    start = np.empty(n_g, dtype=np.int64)
+    ptr = np.empty(n_nodes, dtype=np.int64)  # each node's next position
+    j = 0
+    n_pairs = 0
+    for v in range(n_nodes):
+        c = per_node[v]
+        if c > 0:
+            nodes_g[j] = v
+            cnt[j] = c
+            start[j] = n_pairs
+            ptr[v] = n_pairs
+            n_pairs += c
+            j += 1
+    o = np.empty(n_pairs, dtype=np.int64)
+    for i in range(n_all):  # (in entry order: stable within a node)
+        v = nd[i]
+        if has_cells and in_cell[v]:
+            continue
+        o[ptr[v]] = i
+        ptr[v] += 1
+    t_s = np.empty(n_pairs)
+    u_s = np.empty(n_pairs)
+    has_up = has_st
+    for j in range(n_g):
+        if not gon[nodes_g[j] * u]:
+            has_up = True
+    up_s = np.empty(n_pairs if has_up else 0, dtype=np.bool_)
+    d = np.empty(n_pairs, dtype=np.int8)
+    busy_last = np.empty(n_g)
+    if n_pairs == 0:
+        return o, nodes_g, cnt, start, t_s, u_s, up_s, has_up, d, busy_last
+    k = tk.shape[0]
+    tmp = np.zeros(k)  # (np.bincount of the changes by entry, in pair order)
+    for n in range(n_g):
+        v = nodes_g[n]
+        s = start[n]
+        on0 = gon[v * u]
+        pb = n_busy[v] > 0.0
+        cur = -1  # the node's last change of service so far (−1: none)
+        for m in range(cnt[n]):
+            j = s + m
+            i = o[j]
+            e = pe[i]
+            t_s[j] = tk[e]
+            uj = ut[e]
+            u_s[j] = uj
+            b = uj > 0.0
+            if has_up:
+                if has_st and st[i] >= 0:
+                    cur = st[i]
+                up = (cur == 1) if cur >= 0 else on0
+                up_s[j] = up
+                b = b and up
+            dj = (1 if b else 0) - (1 if pb else 0)
+            d[j] = dj
+            tmp[e] += dj
+            pb = b
+        busy_last[n] = (1.0 if pb else 0.0) * g
+    for e in range(k):
+        dbusy_k[e] += tmp[e] * g
+    return o, nodes_g, cnt, start, t_s, u_s, up_s, has_up, d, busy_last
+
+
+@njit(**_JIT)
+def mark_entries(nd: np.ndarray, pos: np.ndarray, lens: np.ndarray, skip: np.ndarray, mark: np.ndarray) -> None:
+    """Set ``mark`` of the nodes of every logged entry ``e`` not ``skip[e]``: its pairs ``pos[e] … pos[e] +
+    lens[e] − 1`` of the logged nodes ``nd`` (``DeferredReplay._cells``: ``mark[nd[~skip[pe]]] = True``, pe the
+    entry of each pair, in one pass over the entries rather than four over the pairs)."""
+    for e in range(lens.shape[0]):
+        if not skip[e]:
+            p0 = pos[e]
+            for p in range(p0, p0 + lens[e]):
+                mark[nd[p]] = True

@@ -28,6 +28,7 @@ from typing import Any, TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from twin import kernels_lazy
 from twin.model.cooling.common import _EPS_H, INF
 from twin.model.cooling.arrays import CoolingArrays, CoolingParams
 from twin.physics import heat_ageing as hx
@@ -38,6 +39,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Mapping
     from twin.model.engine import Engine
     from twin.model.parts import PartPopulation
+
+# the compiled kernel, imported at its first use (twin.kernels_lazy: a run without ageing records imports no numba for it)
+kernels_ageing = kernels_lazy.module("twin.kernels_ageing", globals(), "kernels_ageing")
 
 
 
@@ -136,22 +140,23 @@ class Ageing:
         return t
 
     def update(self, nodes: NDArray[np.int64], only: list[dict[str, Any]] | None = None) -> None:
+        """Re-rate the aged parts of ``nodes`` (distinct) at their temperatures now (all records, or ``only``):
+        effective ages to now at the old factors, the new factors and failure times, and the next wake-up."""
         now = self.engine.now
         m = INF
+        n0 = int(nodes[0]) if len(nodes) == 1 else -1
         for a in self.aged if only is None else only:
             per = a["per"]
-            pidx = (nodes[:, None] * per + np.arange(per)).ravel()
-            pop = a["pop"]
-            healthy = pop.healthy[pidx]
-            af_old = a["af"][pidx]
-            a["age"][pidx] += af_old * (now - a["t"][pidx])
-            a["t"][pidx] = now
+            # (one node, a part restored: its parts are a run of indices)
+            pidx = np.arange(n0 * per, n0 * per + per) if n0 >= 0 else (nodes[:, None] * per + np.arange(per)).ravel()
             af = np.asarray(a["af_of"](self._age_temps(a, pidx)), dtype=np.float64)
-            a["af"][pidx] = af
-            tf = np.asarray(phys.accelerated_failure_time_h(now, a["age"][pidx], a["life"][pidx], af))
-            tf = np.where(healthy, tf, INF)
-            a["tfail"][pidx] = tf
-            m = min(m, float(tf.min()))
+            if af.shape != pidx.shape:
+                af = np.broadcast_to(af, pidx.shape).copy()
+            # each part's age to now at its old factor, its new factor and failure time (+inf unless healthy),
+            # in one compiled loop (twin.kernels_ageing.age_parts: numpy's age += af·(now − t), af = new,
+            # phys.accelerated_failure_time_h, np.where(healthy, tf, inf), tf.min() on the gathered parts)
+            m = min(m, kernels_ageing.age_parts(pidx, now, a["age"], a["t"], a["af"], af, a["life"], a["pop"].healthy,
+                                                a["tfail"]))
         if m < self._age_wake_t:
             self._schedule_age(m)
 

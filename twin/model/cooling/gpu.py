@@ -375,13 +375,24 @@ class GpuState:
 
     def _trace(self, nodes: NDArray[np.int64], T: NDArray[np.float64], P: NDArray[np.float64],
                pd: NDArray[np.float64], tin: NDArray[np.float64], R: NDArray[np.float64]) -> None:
-        a, p = self.arrays, self.params
+        a, u = self.arrays, self.params.units_per_node
         gi = self.gpus(nodes)
-        sel = np.repeat(a.trace_mask[nodes], p.units_per_node)
-        k = int(sel.sum())
-        rows = np.column_stack([np.full(k, self.engine.now), (gi[sel] // p.units_per_node).astype(float),
-                                (gi[sel] % p.units_per_node).astype(float), T[sel], a.tss[gi[sel]], a.tau[gi[sel]],
-                                P[sel], pd[sel], tin[sel], R[sel], a.speed[gi[sel]]])
+        tm = a.trace_mask[nodes]
+        if np.count_nonzero(tm) < len(tm):  # (an update of traced nodes alone, the usual one, takes every unit)
+            sel = np.repeat(tm, u)
+            gi, T, P, pd, tin, R = gi[sel], T[sel], P[sel], pd[sel], tin[sel], R[sel]
+        rows = np.empty((len(gi), 11))  # (np.column_stack of the columns, written in place)
+        rows[:, 0] = self.engine.now
+        rows[:, 1] = gi // u
+        rows[:, 2] = gi % u
+        rows[:, 3] = T
+        rows[:, 4] = a.tss[gi]
+        rows[:, 5] = a.tau[gi]
+        rows[:, 6] = P
+        rows[:, 7] = pd
+        rows[:, 8] = tin
+        rows[:, 9] = R
+        rows[:, 10] = a.speed[gi]
         self.trace_rows.append(rows)
 
     def trace_table(self) -> pd.DataFrame:

@@ -35,6 +35,7 @@ kernels_events = kernels_lazy.module("twin.kernels_events", globals(), "kernels_
 kernels_replay = kernels_lazy.module("twin.kernels_replay", globals(), "kernels_replay")
 
 _EB = np.zeros(0, dtype=np.bool_)  # (no service flags: kernels_replay.replay_units' empty array)
+_EI8 = np.zeros(0, dtype=np.int8)  # (no changes of service: kernels_replay.group_pairs' empty array)
 _UNDERFLOW = -750.0  # e^x is +0 below −745.13 (half the least subnormal): a margin for any exp's last bit
 
 
@@ -73,7 +74,6 @@ class DeferredReplay:
         self._log_sp: dict[int, NDArray[np.float64]] = {}
         # arrays of load changes split into warm and cool nodes, by id: (array, its cool flags, warm, cool)
         self._split: dict[int, tuple[Any, NDArray[np.bool_], NDArray[np.int64], NDArray[np.int64]]] = {}
-        self._nd_dtype = np.int16 if n < 2**15 else np.int64  # int16 keys sort by radix
         self._scratch = np.empty(0)  # _replay_units' per-unit-pair arrays, reused (see _SCRATCH_MAX)
         self.tracing = self.gpu.trace_from <= 0.0 < self.gpu.trace_to
         self.gpu.multi_speed = False  # set in start()
@@ -240,7 +240,7 @@ class DeferredReplay:
         lens = np.fromiter(map(len, arrs), dtype=np.int64, count=k)  # pairs of each entry (≥ 1)
         pos = lens.cumsum() - lens  # each entry's first pair
         # every (node, entry) pair in time order; changes of service and speeds per pair where logged
-        nd = np.concatenate(arrs, dtype=self._nd_dtype, casting="unsafe")  # (node numbers fit the type)
+        nd = np.concatenate(arrs, dtype=np.int64, casting="unsafe")
         pe = np.arange(k, dtype=np.int32).repeat(lens)
         n_pairs = len(nd)
         st: NDArray[np.int8] | None = None  # per pair: 1 / 0 a change to up / down, −1 a load change
@@ -256,15 +256,12 @@ class DeferredReplay:
         dbusy_k = np.zeros(k)  # change of busy GPUs at each entry
         several_speeds = self.gpu.multi_speed
         cells: list[tuple[NDArray[np.int64], NDArray[np.int64]]] = []
+        in_cell = _EB
         if not several_speeds:
-            cells, in_cell = self._cells(arrs, lens, nd, pe)
-            if cells:
-                keep = ~in_cell[nd]
-                nd, pe = nd[keep], pe[keep]
-                st = st[keep] if st is not None else None
-        dtp_k = None
-        if len(nd):
-            dtp_k = self._replay_pairs(tk, ut, nd, pe, st, sp, dbusy_k, several_speeds)
+            cells, in_cell = self._cells(arrs, lens, pos, nd)
+            if not cells:
+                in_cell = _EB
+        dtp_k = self._replay_pairs(tk, ut, nd, pe, st, sp, in_cell, dbusy_k, several_speeds)
         for entries, nodes in cells:
             self._replay_cell(tk[entries], ut[entries], nodes, entries, dbusy_k)
         # ---- site totals and their integrals. The integrals may already run past some entries (the direct
@@ -291,9 +288,10 @@ class DeferredReplay:
 
     _CELL_MIN_PAIRS = 256  # a cell must stand for at least this many (node, entry) pairs (cost; results: rounding)
 
-    def _cells(self, arrs: list[NDArray[np.int64]], lens: NDArray[np.int64], nd: NDArray[Any],
-               pe: NDArray[np.int32]) -> tuple[list[tuple[NDArray[np.int64], NDArray[np.int64]]], NDArray[np.bool_]]:
-        """The cells of the log (see ``flush_log``), as (entries ascending, nodes), and a mask of their nodes.
+    def _cells(self, arrs: list[NDArray[np.int64]], lens: NDArray[np.int64], pos: NDArray[np.int64],
+               nd: NDArray[np.int64]) -> tuple[list[tuple[NDArray[np.int64], NDArray[np.int64]]], NDArray[np.bool_]]:
+        """The cells of the log (see ``flush_log``), as (entries ascending, nodes), and a mask of their nodes
+        (``lens``, ``pos``: each entry's number of pairs and first pair in ``nd``, the logged nodes).
 
         Only node arrays logged at least twice with at least 8 nodes (a job's array at its checkpoint
         pauses) make cells: a node in one of those and nowhere else, in service at all its entries, is
@@ -315,8 +313,10 @@ class DeferredReplay:
         else:
             ids = np.fromiter(map(id, map(arrs.__getitem__, big_i.tolist())), dtype=np.uint64, count=len(big_i))
             _, first, inv, cnt = np.unique(ids, return_index=True, return_inverse=True, return_counts=True)
-            per_array = np.split(big_i[inv.reshape(-1).argsort(kind="stable")], cnt.cumsum()[:-1].tolist())
-            big = [per_array[a] for a in first.argsort().tolist() if cnt[a] >= 2]
+            by_array = big_i[inv.reshape(-1).argsort(kind="stable")]  # (np.split of it at the arrays' ends)
+            ends = cnt.cumsum().tolist()
+            n_of = cnt.tolist()
+            big = [by_array[ends[a] - n_of[a]:ends[a]] for a in first.argsort().tolist() if n_of[a] >= 2]
         if not big:
             return [], in_cell
         big_entry = np.zeros(k, dtype=bool)
@@ -327,7 +327,8 @@ class DeferredReplay:
             sig[arrs[int(ent[0])], j >> 6] |= np.uint64(1 << (j & 63))  # (an array holds each node once)
         u = p.units_per_node
         other = ~self.arrays.gon if u == 1 else ~self.arrays.gon[::u]  # out of service when the log began (units of a node alike) ...
-        other[nd[~big_entry[pe]]] = True  # ... or in another entry (changes of service are single-node entries)
+        # ... or in another entry (changes of service are single-node entries): other[nd[~big_entry[pe]]] = True, compiled
+        kernels_replay.mark_entries(nd, pos, lens, big_entry, other)
         cand = np.flatnonzero(sig.any(axis=1) & ~other)
         if not len(cand):
             return [], in_cell
@@ -425,6 +426,7 @@ class DeferredReplay:
                 self.gpu.tpeak_c = peak
 
     _PEAK_ELEMS = 1 << 17  # decay factors computed at once when a cell's peak is followed (memory: 1 MiB)
+    _PEAK_MARGIN_C = 1e-6  # a unit this far below the peak so far is not followed (≫ the walk's rounding)
 
     _FORGET = 40.0  # segments more than this many time constants before the end leave no trace in T (e^-40)
 
@@ -480,10 +482,20 @@ class DeferredReplay:
             peak = T1max
             if n_entries > 1:  # each segment's step compiled (twin.kernels_replay.peak_cell), numpy's exponentials
                 x = fast.step_c(a.T[gu], tss0, dur0, tau)
-                rows = max(1, self._PEAK_ELEMS // len(gu))  # segments a block (its decay factors' memory)
-                for k in range(0, n_entries - 1, rows):
-                    fac = np.exp(np.divide.outer(dur[k:k + rows] * -3600.0, tau))  # fast.step_c's factors
-                    peak = kernels_replay.peak_cell(x, tin, R, P, fac, k, peak)
+                # only the units that may pass the peak so far: a unit whose temperature at the first entry and
+                # steady states all lie below it by a margin stays below it (each step is a weighted mean of
+                # the two, up to a few ulps a step), so it adds no maximum above it, and nothing else of the
+                # walk is kept (the exponentials are elementwise: the same for the units taken)
+                hot = np.flatnonzero(np.maximum(x, tss_l[:, -1]) > self.gpu.tpeak_c - self._PEAK_MARGIN_C)
+                if len(hot) < len(gu):
+                    x, tin_h, R_h, tau_h = x[hot], tin[hot], R[hot], tau[hot]
+                else:
+                    tin_h, R_h, tau_h = tin, R, tau
+                if len(hot):
+                    rows = max(1, self._PEAK_ELEMS // len(hot))  # segments a block (its decay factors' memory)
+                    for k in range(0, n_entries - 1, rows):
+                        fac = np.exp(np.divide.outer(dur[k:k + rows] * -3600.0, tau_h))  # fast.step_c's factors
+                        peak = kernels_replay.peak_cell(x, tin_h, R_h, P, fac, k, peak)
             if peak > self.gpu.tpeak_c:
                 self.gpu.tpeak_c = peak
         a.T[gu] = T
@@ -491,54 +503,32 @@ class DeferredReplay:
         a.tss[gu] = fast.steady_c(tin, P[-1], R)
         a.gon[gu] = True
 
-    def _replay_pairs(self, tk: NDArray[np.float64], ut: NDArray[np.float64], nd: NDArray[Any],
+    def _replay_pairs(self, tk: NDArray[np.float64], ut: NDArray[np.float64], nd: NDArray[np.int64],
                       pe: NDArray[np.int32], st: NDArray[np.int8] | None, sp: NDArray[np.float64] | None,
-                      dbusy_k: NDArray[np.float64], several_speeds: bool) -> NDArray[np.float64] | None:
-        """Replay (node ``nd``, entry ``pe``) pairs (in entry order) grouped by node in time order, with
-        their changes of service ``st`` (see ``_replay_log``) and speeds ``sp``; add their changes of busy GPUs to
-        ``dbusy_k``. With several speed sources, return the change of effective GPUs at each entry."""
+                      in_cell: NDArray[np.bool_], dbusy_k: NDArray[np.float64],
+                      several_speeds: bool) -> NDArray[np.float64] | None:
+        """Replay the (node ``nd``, entry ``pe``) pairs (in entry order) of the nodes not in a cell (``in_cell``, per
+        node; empty: none is) grouped by node in time order, with their changes of service ``st`` (see
+        ``_replay_log``) and speeds ``sp``; add their changes of busy GPUs to ``dbusy_k``. With several speed sources,
+        return the change of effective GPUs at each entry (None when every pair is in a cell)."""
         g, u = self.params.gpus_per_node, self.params.units_per_node
         k = len(tk)
-        n_pairs = len(nd)
-        # ---- group the pairs by node, stable in time (int16 keys: radix sort)
-        # (array methods rather than the np.* wrappers throughout: the same operations, less call overhead)
-        o = nd.argsort(kind="stable")
-        per_node = np.bincount(nd, minlength=self.params.n_nodes)
-        nodes_g = per_node.nonzero()[0]  # the logged nodes, ascending (the groups' order)
-        cnt = per_node[nodes_g]
-        ends = cnt.cumsum()
-        start = ends - cnt  # first pair of each node's group
-        lastpos = ends - 1  # last pair of each node's group
-        eid_s = pe[o]  # entry of each grouped pair
-        t_s = tk[eid_s]
-        u_s = ut[eid_s]
-        # in service after each pair: its own change of service, else the node's last one before it, else its
-        # state when the log began (None: every node in service throughout)
-        gon0 = self.arrays.gon[nodes_g * u]
-        up_s: NDArray[np.bool_] | None = None
-        if st is not None or not gon0.all():
-            ar = np.arange(n_pairs)
-            st_s = st[o] if st is not None else np.full(n_pairs, -1, dtype=np.int8)
-            src = np.where(st_s >= 0, ar, 0)
-            src[start] = start  # a node's first pair starts its own run
-            src = np.maximum.accumulate(src)  # the last change (or first pair) of the pair's node
-            st_src = st_s[src]
-            up_s = np.where(st_src >= 0, st_src == 1, gon0.repeat(cnt)[src])
-        # ---- busy GPUs: per pair busy or not; n_busy holds 0 or g for every node (see _account)
-        b_s = u_s > 0.0
-        if up_s is not None:
-            b_s &= up_s
-        pb = np.empty(n_pairs, dtype=bool)  # busy before the pair: the node's previous pair, or its state
-        pb[1:] = b_s[:-1]
-        pb[start] = self.arrays.n_busy[nodes_g] > 0.0
-        d = b_s.view(np.int8) - pb.view(np.int8)
-        dbusy_k += np.bincount(eid_s, weights=d, minlength=k) * float(g)
-        busy_last = b_s[lastpos] * float(g)
+        # ---- the pairs grouped by node, stable in time, their times, utilisations and service, and the busy GPUs
+        # (per pair busy or not; n_busy holds 0 or g for every node, see _account) in one compiled call
+        # (twin.kernels_replay.group_pairs: a counting sort where numpy took a mask, a stable argsort, bincounts and
+        # the service's running maximum)
+        o, nodes_g, cnt, start, t_s, u_s, up_a, has_up, d, busy_last = kernels_replay.group_pairs(
+            nd, pe, _EI8 if st is None else st, st is not None, in_cell, self.params.n_nodes, tk, ut,
+            self.arrays.gon, u, self.arrays.n_busy, float(g), dbusy_k)
+        if not len(o):
+            return None
+        lastpos = start + cnt - 1  # last pair of each node's group
+        up_s = up_a if has_up else None
         out: NDArray[np.float64] | None = None
         if several_speeds:  # speeds other than 1: effective GPUs change by the busy change × speed
             # each pair at its node's speed when it was logged (all 1 if no second source was there yet)
-            sp_s = sp[o] if sp is not None else np.ones(n_pairs)
-            out = cast(NDArray[np.float64], np.bincount(eid_s, weights=d * (float(g) * sp_s), minlength=k))
+            sp_s = sp[o] if sp is not None else np.ones(len(o))
+            out = cast(NDArray[np.float64], np.bincount(pe[o], weights=d * (float(g) * sp_s), minlength=k))
             self.arrays.n_tp[nodes_g] = busy_last * sp_s[lastpos]
         else:
             self.arrays.n_tp[nodes_g] = busy_last
@@ -600,9 +590,29 @@ class DeferredReplay:
         # ends), followed only for units with a steady state above the peak so far (temperatures never
         # exceed the larger of where they start and their steady states)
         if hi > self.gpu.tpeak_c:
-            hot = np.maximum.reduceat(prev_tss, start_u) > self.gpu.tpeak_c
-            s0, c0, x = start_u[hot], cnt_u[hot], T0[hot]
-            a_all, c_all = np.exp(lg), -np.expm1(lg)
-            peak = kernels_replay.peak_pairs(x, s0, c0, a_all, c_all, prev_tss, -INF)  # each unit's pairs in order
+            top = np.maximum.reduceat(prev_tss, start_u)  # each unit's highest steady state before its pairs
+            hot = np.flatnonzero(top > self.gpu.tpeak_c)
+            # the unit of the highest steady state first, alone; then only the hot units that may pass the peak it
+            # reached (a unit's walk stays below the larger of its start and its steady states, up to a few ulps a
+            # step: the margin), so the peak is the one of walking every hot unit
+            j = hot[int(np.argmax(top[hot]))]
+            peak = self._peak_pairs(hot[hot == j], start_u, cnt_u, T0, lg, prev_tss, -INF)
+            bound = np.maximum(T0[hot], top[hot])
+            rest = hot[(bound > max(self.gpu.tpeak_c, peak) - self._PEAK_MARGIN_C) & (hot != j)]
+            if len(rest):
+                peak = self._peak_pairs(rest, start_u, cnt_u, T0, lg, prev_tss, peak)
             if peak > self.gpu.tpeak_c:
                 self.gpu.tpeak_c = peak
+
+    @staticmethod
+    def _peak_pairs(units: NDArray[np.int64], start_u: NDArray[np.int64], cnt_u: NDArray[np.int64],
+                    T0: NDArray[np.float64], lg: NDArray[np.float64], prev_tss: NDArray[np.float64], peak: float) -> float:
+        """The hottest temperature (°C) at the pairs' times of unit groups ``units`` (each from ``T0`` through its
+        pairs ``start_u … start_u + cnt_u − 1``, decay logs ``lg`` and steady states ``prev_tss``), or ``peak`` if
+        higher: their pairs gathered one unit after another, numpy's e^lg and −expm1(lg) of those (elementwise: the
+        values of the whole array's), each unit's pairs in order (``twin.kernels_replay.peak_pairs``)."""
+        s0, c0 = start_u[units], cnt_u[units]
+        at = c0.cumsum() - c0  # each unit's first pair among the gathered ones
+        pos = np.repeat(s0 - at, c0) + np.arange(int(c0.sum()))
+        lg_h = lg[pos]
+        return float(kernels_replay.peak_pairs(T0[units], at, c0, np.exp(lg_h), -np.expm1(lg_h), prev_tss[pos], peak))
