@@ -350,7 +350,8 @@ def test_refresh_tp_is_the_numpy_path(seed: int, slow: bool, n_src: int, contigu
 def test_it_fans_nodes_is_the_sequence_it_replaces(seed: int, n_src: int, fans: bool, common: bool, short: bool,
                                                    some_down: bool) -> None:
     """``ITPower.refresh``'s capped path of twin 0.14.0: ``min_cap`` (``minimum_at`` per source), ``it_nodes``,
-    then ``npw[idx] += FanLaw.power_w(...)`` (``fan_nodes``)."""
+    then ``npw[idx] += FanLaw.power_w(...)`` (``fan_nodes``); with every node in service, the site total
+    ``np.add.reduce(npw)`` (twin 0.16.0, after the kernel; arrays of up to 200 nodes: the pairwise split)."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 200))
     idx = np.sort(rng.choice(n, size=int(rng.integers(0, n + 1)), replace=False)).astype(np.int64)
@@ -376,11 +377,13 @@ def test_it_fans_nodes_is_the_sequence_it_replaces(seed: int, n_src: int, fans: 
                                      down, not some_down, p, r_node_w, out)
         r_npw[idx] += out
     npw, node_w = npw0.copy(), node_w0.copy()
-    top, total = K.it_fans_nodes(idx, util_all, srcs[0] if n_src else _E, srcs[1] if n_src > 1 else _E, gpus, idle,
-                                 tdp, ng0, slope, npw, fans, util_s, common, stated, inlet, healthy, short, down,
-                                 not some_down, p, node_w)
+    top, total, site = K.it_fans_nodes(idx, util_all, srcs[0] if n_src else _E, srcs[1] if n_src > 1 else _E, gpus,
+                                       idle, tdp, ng0, slope, npw, fans, util_s, common, stated, inlet, healthy, short,
+                                       down, not some_down, p, node_w, not some_down)
     assert (top, total) == (r_top, r_total)
     assert np.array_equal(npw, r_npw) and np.array_equal(node_w, r_node_w)
+    # with every node in service, the site total of twin 0.16's refresh after it: float(np.add.reduce(npw))
+    assert site == float(np.add.reduce(r_npw)) if not some_down else math.isnan(site)
 
 
 @settings(max_examples=40, deadline=None)

@@ -333,13 +333,15 @@ def it_nodes(idx: np.ndarray, util: np.ndarray, cap: np.ndarray, gpus: float, id
 def it_fans_nodes(idx: np.ndarray, util_all: np.ndarray, cap_a: np.ndarray, cap_b: np.ndarray, gpus: float,
                   idle_w: float, tdp_w: float, ng0_w: float, ng_slope_w: float, npw: np.ndarray, fans: bool,
                   util_s: float, common: bool, stated_s: float, inlet_c: np.ndarray, healthy: np.ndarray,
-                  short: bool, down: np.ndarray, all_up: bool, p: np.ndarray, node_w: np.ndarray
-                  ) -> tuple[float, float]:
+                  short: bool, down: np.ndarray, all_up: bool, p: np.ndarray, node_w: np.ndarray, site: bool
+                  ) -> tuple[float, float, float]:
     """``ITPower.refresh`` under caps in one call: the nodes' tightest cap (``ITPower.min_cap``: the lower of
     ``cap_a`` and ``cap_b``, each empty for none), their power (:func:`it_nodes` at ``util_all``), and with
     ``fans`` the fans' share (:func:`fan_nodes` at the common ``util_s`` with its stated fans ``stated_s`` when
     ``common``, else at each node's ``util_all``) added to it (``npw[idx] += ...``: ``idx`` holds each node once, as
-    every caller's does). Returns :func:`fan_nodes`' fastest speed and site total (−1 and 0 without fans)."""
+    every caller's does). Returns :func:`fan_nodes`' fastest speed and site total (−1 and 0 without fans), and
+    with ``site`` the sum of all of ``npw`` after the writes in numpy's order (``np.add.reduce(npw)``: the IT
+    power's site total when no node is out of service; nan without ``site``)."""
     n = idx.shape[0]
     cap = np.empty(n)
     for j in range(n):
@@ -354,15 +356,16 @@ def it_fans_nodes(idx: np.ndarray, util_all: np.ndarray, cap_a: np.ndarray, cap_
                 c = x
         cap[j] = c
     it_nodes(idx, util_all, cap, gpus, idle_w, tdp_w, ng0_w, ng_slope_w, npw)
-    if not fans:
-        return -1.0, 0.0
-    ua = np.empty(0)
-    if not common:
-        ua = np.empty(n)
+    top, total = -1.0, 0.0
+    if fans:
+        ua = np.empty(0)
+        if not common:
+            ua = np.empty(n)
+            for j in range(n):
+                ua[j] = util_all[idx[j]]
+        out = np.empty(n)
+        top, total = fan_nodes(idx, util_s, ua, stated_s, inlet_c, healthy, short, down, all_up, p, node_w, out)
         for j in range(n):
-            ua[j] = util_all[idx[j]]
-    out = np.empty(n)
-    top, total = fan_nodes(idx, util_s, ua, stated_s, inlet_c, healthy, short, down, all_up, p, node_w, out)
-    for j in range(n):
-        npw[idx[j]] += out[j]
-    return top, total
+            npw[idx[j]] += out[j]
+    tot = pairwise_sum(npw, np.int64(0), npw.shape[0]) if site else math.nan
+    return top, total, tot

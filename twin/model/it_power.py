@@ -304,26 +304,30 @@ class ITPower(Component):
         self.refresh(np.array([node]))
 
     def _capped_with_fans(self, idx: NDArray[np.int64], util: float | None, srcs: list[NDArray[np.float64]],
-                          npw: NDArray[np.float64]) -> None:
+                          npw: NDArray[np.float64], all_up: bool) -> float:
         """``refresh``'s capped path for at most two sources with a cap (``srcs``): the tightest cap
         (``min_cap``), the nodes' power and the fans' share (``FanLaw.power_w``) added, in one compiled call
-        (:func:`twin.kernels.it_fans_nodes`: the same operations in the same order)."""
+        (:func:`twin.kernels.it_fans_nodes`: the same operations in the same order). Returns, when every node is
+        in service (``all_up``: nothing to zero after it), the site total ``np.add.reduce(npw)`` summed in the
+        same call, W; else nan."""
         e = _EF
         fans = self.fans
         cl = self.cluster
         if fans is None:
-            kernels.it_fans_nodes(idx, cl.util_read, srcs[0] if srcs else e, srcs[1] if len(srcs) > 1 else e,
-                                  float(self.gpus), self.idle_w, self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w,
-                                  npw, False, 0.0, True, 0.0, e, e, False, cl.down_count, True, e, e)
-            return
+            out: float = kernels.it_fans_nodes(
+                idx, cl.util_read, srcs[0] if srcs else e, srcs[1] if len(srcs) > 1 else e, float(self.gpus),
+                self.idle_w, self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w, npw, False, 0.0, True, 0.0, e, e, False,
+                cl.down_count, True, e, e, all_up)[2]
+            return out
         util_s, _, stated = fans.prepare(_EF if util is None else util)  # (the fans' energy to now first)
-        top, fans.total_w = kernels.it_fans_nodes(
+        top, fans.total_w, site = kernels.it_fans_nodes(
             idx, cl.util_read, srcs[0] if srcs else e, srcs[1] if len(srcs) > 1 else e, float(self.gpus),
             self.idle_w, self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w, npw, True, util_s, util is not None,
-            stated, fans.inlet_c, fans.healthy, bool(fans.n_short), cl.down_count, cl.n_up == cl.n_nodes,
-            fans.law_numbers, fans.node_w)
+            stated, fans.inlet_c, fans.healthy, bool(fans.n_short), cl.down_count, all_up,
+            fans.law_numbers, fans.node_w, all_up)
         if top > fans.peak_speed:
             fans.peak_speed = top
+        return float(site)
 
     def refresh(self, nodes: NDArray[np.int64] | None = None, util: float | None = None) -> None:
         """Recompute the power of ``nodes`` (all when None) after a load, cap or state change;
@@ -372,9 +376,14 @@ class ITPower(Component):
             srcs = [arr for name, arr in self.caps.items() if self._n_finite[name] or name in self._direct]
             p = None
             if len(srcs) <= 2 and (self.fans is None or self.fans.pooled is None):
-                # the caps, the nodes' power and their fans in one compiled call (not with fans of node pools)
+                # the caps, the nodes' power and their fans in one compiled call (not with fans of node pools),
+                # and with every node in service the site total (nothing to zero after it)
                 fans_done = True
-                self._capped_with_fans(idx, util, srcs, npw)
+                cl = self.cluster
+                site = self._capped_with_fans(idx, util, srcs, npw, cl.n_up == cl.n_nodes)
+                if site == site:
+                    self._publish(site, idx)
+                    return
             else:
                 kernels.it_nodes(idx, self.cluster.util_read, self.min_cap(idx), float(self.gpus), self.idle_w,
                                  self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w, npw)
