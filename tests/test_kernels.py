@@ -365,10 +365,16 @@ def test_settle_units_is_the_numpy_path(seed: int, u: int, oth: bool, grouped: b
     ref = {k: v.copy() for k, v in s.items()}
     n_sil_ref = int(np.count_nonzero(ref["silent"][idx]))
     r_nodes, r_caps, r_tpt, r_tpdv, r_ewh, r_dsum, r_itc = _ref_settle(ref, idx, now, u, w, oth)
+    # the accounts in one padded block as the model holds them (CoolingArrays.nblk, rows A_*; s' entries its views)
+    nblk = np.full((6, max(n_nodes, 4) + 8), -7.25)
+    for k, r in (("n_busy", KU.A_BUSY), ("n_capped", KU.A_CAPPED), ("n_spsum", KU.A_SPSUM), ("n_tp", KU.A_TP),
+                 ("acc", KU.A_ACC), ("tot", KU.A_TOT)):
+        nblk[r, :len(s[k])] = s[k]
+        s[k] = nblk[r, :len(s[k])]
     got = KU.settle_units(idx, now, u, w, s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"], s["t_next"],
                          s["t_due"], s["kind"], s["silent"], s["engaged"], s["speed"], s["x_tss"], s["x_sp"],
-                         s["x_P"], s["x_cap"], s["ucap"], s["pw"], s["n_busy"], s["n_capped"], s["n_spsum"],
-                         s["n_tp"], s["caps"], s["oth_n"] if oth else np.empty(0), s["acc"], s["tot"])
+                         s["x_P"], s["x_cap"], s["ucap"], s["pw"], nblk, s["caps"], s["oth_n"] if oth else np.empty(0))
+    assert np.all(nblk[:KU.A_ACC, n_nodes:] == -7.25) and np.all(nblk[KU.A_ACC:, 4:] == -7.25)  # (padding unwritten)
     tmax, n_sil, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dsum = got
     assert n_sil == n_sil_ref
     assert np.array_equal(nodes, r_nodes) and np.array_equal(new_caps, r_caps)

@@ -67,12 +67,37 @@ def _block(s: dict[str, np.ndarray]) -> np.ndarray:
     return blk
 
 
+# the accounts in one block (CoolingArrays.nblk): each name's row; the padding a sentinel no write leaves as it is
+_AROW = {"n_busy": KU.A_BUSY, "n_capped": KU.A_CAPPED, "n_spsum": KU.A_SPSUM, "n_tp": KU.A_TP, "acc": KU.A_ACC,
+         "tot": KU.A_TOT}
+_APAD = -7.25
+
+
+def _ablock(s: dict[str, np.ndarray]) -> np.ndarray:
+    """Move the state's per-node accounts and the four totals into one padded block as the model holds them
+    (``s``' entries become views of its rows: the totals the first four elements of theirs)."""
+    n = len(s["n_busy"])
+    blk = np.full((len(_AROW), max(n, 4) + 8), _APAD)
+    for k, r in _AROW.items():
+        blk[r, :len(s[k])] = s[k]
+        s[k] = blk[r, :len(s[k])]
+    return blk
+
+
+def _apad_kept(blk: np.ndarray, n: int) -> bool:
+    """No kernel wrote the accounts block's padding (past ``n`` nodes, past the four totals)."""
+    return bool(np.all(blk[:KU.A_ACC, n:] == _APAD) and np.all(blk[KU.A_ACC:, 4:] == _APAD))
+
+
 def test_unit_rows_are_the_models() -> None:
-    """The kernels' rows of the block are the model's (``twin.model.cooling.arrays``), one row per name."""
+    """The kernels' rows of the blocks are the model's (``twin.model.cooling.arrays``), one row per name."""
     from twin.model.cooling import arrays as A
     names = ("R_T", "R_TSS", "R_T0", "R_TAU", "R_SPEED", "R_NEXT", "R_DUE", "R_XP", "R_XSP", "R_XTSS", "R_PW", "N_ROWS")
     assert [getattr(A, k) for k in names] == [getattr(KU, k) for k in names]
     assert sorted(_ROW.values()) == list(range(KU.N_ROWS))
+    anames = ("A_BUSY", "A_CAPPED", "A_SPSUM", "A_TP", "A_ACC", "A_TOT")
+    assert [getattr(A, k) for k in anames] == [getattr(KU, k) for k in anames] == [getattr(K, k) for k in anames]
+    assert sorted(_AROW.values()) == list(range(A.N_AROWS))
 
 
 def _nodes(rng: np.random.Generator, n_nodes: int, contiguous: bool) -> np.ndarray:
@@ -110,7 +135,7 @@ def _ref_update_now(s: dict[str, np.ndarray], nodes: np.ndarray, gi: np.ndarray,
             tmax, n_sil, snodes, new_caps, _, tp_t, tp_dv, ts, dP, e_wh, dP_sum = KU.settle_units(
                 idx, now, u, w, s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"], s["t_next"], s["t_due"],
                 s["kind"], s["silent"], s["engaged"], s["speed"], s["x_tss"], s["x_sp"], s["x_P"], ocap, s["ucap"],
-                s["pw"], s["n_busy"], s["n_capped"], s["n_spsum"], s["n_tp"], s["caps"], oth_n, s["acc"], s["tot"])
+                s["pw"], _ablock(s), s["caps"], oth_n)
             ch = KE.put_changed_at(s["caps"], snodes, new_caps)
     t2 = KU.advance_units(gi, np.array([now]), s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"], w)
     tmax = max(tmax, t2)
@@ -147,6 +172,7 @@ def test_update_nodes_is_the_sequence_it_replaces(seed: int, u: int, hot: bool, 
     now, eps_h = 2.0, 1e-9
     g, w = float(u * (8 // u)), float(8 // u)
     blk = _block(s)
+    nblk = _ablock(s)
     ref = {kk: v.copy() for kk, v in s.items()}
     r_nout, r_uout = np.zeros((8, k)), np.zeros((5, k * u))  # (rows a kernel leaves unwritten: 0 in both)
     want = _ref_update_now(ref, nodes, gi, u, g, w, now, eps_h, settle, t_acc, pc, hot, silent_on, heat, oth,
@@ -162,9 +188,8 @@ def test_update_nodes_is_the_sequence_it_replaces(seed: int, u: int, hot: bool, 
     got = KU.update_nodes(  # (it builds gi, the units of nodes, itself)
         nodes, now, eps_h, settle, t_acc, s["down"], s["util"], u, g, w, pc, s["rfactor"], s["inlet"],
         s["rbase"], s["toff"], prm, blk, s["gon"], s["hist"], s["engaged"], s["kind"], hot, s["ucap"], silent_on,
-        s["silent"], s["x_cap"] if silent_on else _E, x("x_ok"), x("traced"), heat, s["n_busy"],
-        s["n_capped"], s["n_spsum"], s["n_tp"], s["caps"], s["oth_n"] if oth else _E, s["acc"], s["tot"],
-        s["it_caps"], _NOPF, nout, uout, up)
+        s["silent"], s["x_cap"] if silent_on else _E, x("x_ok"), x("traced"), heat, nblk, s["caps"],
+        s["oth_n"] if oth else _E, s["it_caps"], _NOPF, nout, uout, up)
     # the settling's five arrays come packed in one (tp_t, tp_dv, ts, dP, the changed nodes as floats), ``up``
     # written into the argument
     t_acc_, cleared, n_sil, tmax, res, ntp, m, e_wh, dP_sum, short, t_min, ne = got
@@ -185,7 +210,7 @@ def test_update_nodes_is_the_sequence_it_replaces(seed: int, u: int, hot: bool, 
         if not short:
             assert np.array_equal(uout[0], r_uout[0], equal_nan=True)
     _same(s, ref)  # (without silent_on: the stash's rows, passed, untouched)
-    assert np.all(blk[:, len(s["T"]):] == INF)
+    assert np.all(blk[:, len(s["T"]):] == INF) and _apad_kept(nblk, n_nodes)
 
 
 def _ref_account(s: dict[str, np.ndarray], nodes: np.ndarray, nout: np.ndarray, up: np.ndarray, now: float,
@@ -258,11 +283,12 @@ def test_account_update_is_the_python_path(seed: int, hot: bool, tp_mode: int, s
         if slow:
             for arr in speeds:
                 np.minimum(sp_n, arr[nodes], out=sp_n)
-    got = K.account_update(nodes, nout, up, 2.0, t_acc, hot, tp_mode, slow, sp_a, sp_b, sp_n, s["n_busy"],
-                           s["n_capped"], s["n_spsum"], s["n_tp"], s["acc"], s["tot"], n_hot, s["caps"])
+    nblk = _ablock(s)
+    got = K.account_update(nodes, nout, up, 2.0, t_acc, hot, tp_mode, slow, sp_a, sp_b, sp_n, nblk, n_hot, s["caps"])
     assert got[0] == want[0] and got[1] == want[1] and got[3] == want[3] and got[4] == want[4]
     assert got[2].dtype == want[2].dtype and np.array_equal(got[2], want[2])
     _same(s, ref)
+    assert _apad_kept(nblk, n_nodes)
 
 
 @settings(max_examples=80, deadline=None)
@@ -277,6 +303,7 @@ def test_wake_units_is_the_sequence_it_replaces(seed: int, u: int, silent_on: bo
     if not silent_on:  # (t_due is t_next while silent crossings are off: the kernel reads t_next's row)
         s["t_due"] = s["t_next"].copy()
     blk = _block(s)
+    nblk = _ablock(s)
     now, eps_h = 2.0, 1e-9
     w = float(8 // u)
     ref = {kk: v.copy() for kk, v in s.items()}
@@ -295,12 +322,11 @@ def test_wake_units_is_the_sequence_it_replaces(seed: int, u: int, silent_on: bo
             r_settle = KU.settle_units(
                 q, now, u, w, ref["T"], ref["tss"], ref["t0"], ref["tau"], ref["gon"], ref["hist"], ref["t_next"],
                 ref["t_due"], ref["kind"], ref["silent"], ref["engaged"], ref["speed"], ref["x_tss"], ref["x_sp"],
-                ref["x_P"], ref["x_cap"], ref["ucap"], ref["pw"], ref["n_busy"], ref["n_capped"], ref["n_spsum"],
-                ref["n_tp"], ref["caps"], ref["oth_n"] if oth else _E, ref["acc"], ref["tot"])
+                ref["x_P"], ref["x_cap"], ref["ucap"], ref["pw"], _ablock(ref), ref["caps"],
+                ref["oth_n"] if oth else _E)
             due = due[~quick]
     got = KU.wake_units(now, eps_h, silent_on, t_acc, u, w, blk, s["gon"], s["hist"], s["kind"], s["silent"],
-                        s["engaged"], s["x_ok"], s["x_cap"], s["ucap"], s["n_busy"], s["n_capped"], s["n_spsum"],
-                        s["n_tp"], s["caps"], s["oth_n"] if oth else _E, s["acc"], s["tot"])
+                        s["engaged"], s["x_ok"], s["x_cap"], s["ucap"], nblk, s["caps"], s["oth_n"] if oth else _E)
     assert np.array_equal(got[0], due) and got[1] == r_acc
     res, ng, ntp, m = got[4:8]  # settle_units' seven arrays packed in one (the nodes as floats)
     assert res.dtype == np.float64 and len(res) == 3 * ng + 2 * ntp + 2 * m

@@ -64,6 +64,10 @@ INF = math.inf
 _EPS_C = 1e-6  # temperature tolerance at a crossing, °C (twin.model.cooling.common)
 _HIST_MAX_C = 160  # histogram bins, 1 °C each (twin.model.cooling.common)
 
+# rows of the accounts' block (CoolingArrays.nblk; as twin.kernels_units' A_*, pinned equal in tests/test_kernels_units.py):
+# per node busy GPUs, capped busy GPUs, Σ speed, effective GPUs; the four site totals integrated and now (indices 0–3)
+A_BUSY, A_CAPPED, A_SPSUM, A_TP, A_ACC, A_TOT = range(6)
+
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}  # numpy's float semantics: x/0 = inf, 0/0 = nan
 
 
@@ -211,8 +215,7 @@ def refresh_tp(nodes: np.ndarray, slow: bool, sp_a: np.ndarray, sp_b: np.ndarray
 
 @njit(**_JIT)
 def account_update(nodes: np.ndarray, nout: np.ndarray, up: np.ndarray, now: float, t_acc: float, hot: bool,
-                   tp_mode: int, slow: bool, sp_a: np.ndarray, sp_b: np.ndarray, sp_n: np.ndarray, n_busy: np.ndarray,
-                   n_capped: np.ndarray, n_spsum: np.ndarray, n_tp: np.ndarray, acc: np.ndarray, tot: np.ndarray,
+                   tp_mode: int, slow: bool, sp_a: np.ndarray, sp_b: np.ndarray, sp_n: np.ndarray, nblk: np.ndarray,
                    n_hot: bool, caps: np.ndarray) -> tuple[float, float, np.ndarray, bool, bool]:
     """The end of ``GpuState._update_now`` for ``nodes`` in one call (after the thermal cap's publication and
     the air heat): ``_account`` (the accounts integrated to ``now`` from ``t_acc``, :func:`account_nodes` of
@@ -223,12 +226,14 @@ def account_update(nodes: np.ndarray, nout: np.ndarray, up: np.ndarray, now: flo
     busy GPUs themselves when they changed (every speed 1); then, with ``n_hot``, the nodes in service whose
     thermal speed (``nout[3]``) differs from ``caps``, written into ``caps``. Returns (the accounts' time, h;
     the change of effective GPUs to record (0: none); the nodes whose speed changed; whether one of them
-    rose; whether some node is out of service)."""
+    rose; whether some node is out of service). ``nblk``: the accounts, per node and the totals (rows ``A_*``)."""
     n = nodes.shape[0]
+    n_busy, n_capped, n_spsum, n_tp = nblk[A_BUSY], nblk[A_CAPPED], nblk[A_SPSUM], nblk[A_TP]
+    tot = nblk[A_TOT]  # (the four totals: indices 0–3 of the rows A_ACC, A_TOT)
     dt = now - t_acc
     if dt > 0:
-        for k in range(acc.shape[0]):
-            acc[k] += tot[k] * dt
+        for k in range(4):
+            nblk[A_ACC, k] += tot[k] * dt
         t_acc = now
     busy = nout[2]
     d_busy = account_nodes(nodes, busy, nout[4], nout[5], n_busy, n_capped, n_spsum, tot, hot)

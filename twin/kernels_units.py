@@ -39,6 +39,7 @@ _HIST_MAX_C = 160  # histogram bins, 1 °C each (twin.model.cooling.common)
 # ``twin.model.cooling.arrays`` a contiguous view of its row): one argument for eleven in the fused calls
 R_T, R_TSS, R_T0, R_TAU, R_SPEED, R_NEXT, R_DUE, R_XP, R_XSP, R_XTSS, R_PW = range(11)
 N_ROWS = 11
+A_BUSY, A_CAPPED, A_SPSUM, A_TP, A_ACC, A_TOT = range(6)  # rows of the accounts' block (CoolingArrays.nblk)
 
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}  # numpy's float semantics: x/0 = inf, 0/0 = nan
 
@@ -435,20 +436,20 @@ def settle_units(idx: np.ndarray, now: float, u: int, w: float, T: np.ndarray, t
                  tau: np.ndarray, gon: np.ndarray, hist: np.ndarray, t_next: np.ndarray, t_due: np.ndarray,
                  kind: np.ndarray, silent: np.ndarray, engaged: np.ndarray, speed: np.ndarray, x_tss: np.ndarray,
                  x_sp: np.ndarray, x_P: np.ndarray, x_cap: np.ndarray, ucap: np.ndarray, pw: np.ndarray,
-                 n_busy: np.ndarray, n_capped: np.ndarray, n_spsum: np.ndarray, n_tp: np.ndarray,
-                 caps: np.ndarray, oth_n: np.ndarray, acc: np.ndarray, tot: np.ndarray
-                 ) -> tuple[float, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                 nblk: np.ndarray, caps: np.ndarray, oth_n: np.ndarray) -> tuple[float, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                             np.ndarray, float, float]:
     """Units ``idx`` crossed their slowdown temperature silently at t_x = ``t_next`` ≤ ``now``: they take
     their stashed capped state from t_x, and what the crossings changed over [t_x, now) is added to the
     integrals in closed form (``LazyCrossings.settle``, which does the rest: publications and series).
 
     ``x_cap`` and ``ucap`` are empty without per-GPU caps, ``oth_n`` empty without other speed sources.
-    Updates in place the units' state, the histogram, per node the capped and speed sums and effective
-    GPUs, and ``acc`` / ``tot`` (indices 1–3). Returns (highest temperature, silent flags cleared, the
-    nodes in order, their new thermal speeds, their thermal caps per GPU (inf: none), the times and
-    changes of effective GPUs, the crossing times and power changes per unit in ``idx`` order (W),
-    Σ change × held time (Wh), Σ change (W))."""
+    Updates in place the units' state, the histogram, and in the accounts' block ``nblk`` (rows ``A_*``) per node
+    the capped and speed sums and effective GPUs and ``acc`` / ``tot`` (indices 1–3). Returns (highest
+    temperature, silent flags cleared, the nodes in order, their new thermal speeds, their thermal caps per GPU
+    (inf: none), the times and changes of effective GPUs, the crossing times and power changes per unit in
+    ``idx`` order (W), Σ change × held time (Wh), Σ change (W))."""
+    n_busy, n_capped, n_spsum, n_tp = nblk[A_BUSY], nblk[A_CAPPED], nblk[A_SPSUM], nblk[A_TP]
+    acc, tot = nblk[A_ACC], nblk[A_TOT]  # (the four totals: indices 0–3 of their rows)
     m = idx.shape[0]
     ts = np.empty(m)
     for k in range(m):
@@ -640,9 +641,7 @@ def update_nodes(nodes: np.ndarray, now: float, eps_h: float, settle: bool, t_ac
                  rfactor: np.ndarray, inlet: np.ndarray, rbase: np.ndarray, toff: np.ndarray, prm: np.ndarray,
                  ublk: np.ndarray, gon: np.ndarray, hist: np.ndarray, engaged: np.ndarray, kind: np.ndarray, hot: bool,
                  ucap: np.ndarray, silent_on: bool, silent: np.ndarray, x_cap: np.ndarray, x_ok: np.ndarray,
-                 traced: np.ndarray, heat: int, n_busy: np.ndarray, n_capped: np.ndarray, n_spsum: np.ndarray,
-                 n_tp: np.ndarray, caps: np.ndarray, oth_n: np.ndarray, acc: np.ndarray, tot: np.ndarray,
-                 it_caps: np.ndarray, pf: np.ndarray, nout: np.ndarray, uout: np.ndarray, up: np.ndarray
+                 traced: np.ndarray, heat: int, nblk: np.ndarray, caps: np.ndarray, oth_n: np.ndarray, it_caps: np.ndarray, pf: np.ndarray, nout: np.ndarray, uout: np.ndarray, up: np.ndarray
                  ) -> tuple[float, int, int, float, np.ndarray, int, int, float, float, bool, float, bool]:
     """``GpuState._update_now``'s unit work in one call: with ``settle``, the silent crossings of the units of
     ``nodes`` (``gi``, node by node: ``kernels_events.unit_indices``, built here) due by ``now + eps_h`` are settled (:func:`silent_due` clearing the others'
@@ -681,12 +680,12 @@ def update_nodes(nodes: np.ndarray, now: float, eps_h: float, settle: bool, t_ac
         if idx.shape[0]:
             dt = now - t_acc
             if dt > 0:
-                for k in range(acc.shape[0]):
-                    acc[k] += tot[k] * dt
+                for k in range(4):  # (nblk's rows A_ACC, A_TOT: the four totals)
+                    nblk[A_ACC, k] += nblk[A_TOT, k] * dt
                 t_acc = now
             tmax, n_sil, snodes, new_caps, _, tp_t, tp_dv, ts, dP, e_wh, dP_sum = settle_units(
                 idx, now, u, w, T, tss, t0, tau, gon, hist, t_next, t_due, kind, silent, engaged, speed, x_tss,
-                x_sp, x_P, x_cap, ucap, pw, n_busy, n_capped, n_spsum, n_tp, caps, oth_n, acc, tot)
+                x_sp, x_P, x_cap, ucap, pw, nblk, caps, oth_n)
             nch = 0
             for j in range(snodes.shape[0]):
                 if caps[snodes[j]] != new_caps[j]:
@@ -733,9 +732,8 @@ def update_nodes(nodes: np.ndarray, now: float, eps_h: float, settle: bool, t_ac
 @njit(**_JIT)
 def wake_units(now: float, eps_h: float, silent_on: bool, t_acc: float, u: int, w: float, ublk: np.ndarray,
                gon: np.ndarray, hist: np.ndarray, kind: np.ndarray, silent: np.ndarray, engaged: np.ndarray,
-               x_ok: np.ndarray, x_cap: np.ndarray, ucap: np.ndarray, n_busy: np.ndarray, n_capped: np.ndarray, n_spsum: np.ndarray,
-               n_tp: np.ndarray, caps: np.ndarray, oth_n: np.ndarray, acc: np.ndarray, tot: np.ndarray
-               ) -> tuple[np.ndarray, float, int, float, np.ndarray, int, int, int, float, float]:
+               x_ok: np.ndarray, x_cap: np.ndarray, ucap: np.ndarray, nblk: np.ndarray, caps: np.ndarray,
+               oth_n: np.ndarray) -> tuple[np.ndarray, float, int, float, np.ndarray, int, int, int, float, float]:
     """``GpuState._wake``'s split and quick path in one call: the units whose crossing is due by ``now + eps_h``
     (``np.flatnonzero(t_due <= now + eps_h)``); with ``silent_on``, those heading for a slowdown crossing that
     may be silent (``kind == 1`` and ``x_ok``: the quick ones) take their stashed state now as
@@ -775,12 +773,12 @@ def wake_units(now: float, eps_h: float, silent_on: bool, t_acc: float, u: int, 
         t_next[i] = x if x < now or x != x else now  # np.minimum(t_next[q], now)
     dt = now - t_acc
     if dt > 0:
-        for k in range(acc.shape[0]):
-            acc[k] += tot[k] * dt
+        for k in range(4):  # (nblk's rows A_ACC, A_TOT: the four totals)
+            nblk[A_ACC, k] += nblk[A_TOT, k] * dt
         t_acc = now
     tmax, n_sil, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum = settle_units(
         q, now, u, w, T, tss, t0, tau, gon, hist, t_next, t_due, kind, silent, engaged, speed, x_tss, x_sp, x_P,
-        x_cap, ucap, pw, n_busy, n_capped, n_spsum, n_tp, caps, oth_n, acc, tot)
+        x_cap, ucap, pw, nblk, caps, oth_n)
     ng, ntp, m = nodes.shape[0], tp_t.shape[0], ts.shape[0]
     res = np.empty(3 * ng + 2 * ntp + 2 * m)
     for k in range(ng):

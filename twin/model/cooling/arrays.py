@@ -32,6 +32,10 @@ I64 = NDArray[np.int64]
 R_T, R_TSS, R_T0, R_TAU, R_SPEED, R_NEXT, R_DUE, R_XP, R_XSP, R_XTSS, R_PW = range(11)
 N_ROWS = 11
 ROW_PAD = 8  # elements after each row (64 bytes: rows 2**k bytes apart would share the L1 cache's sets)
+# rows of CoolingArrays.nblk, the accounts in one block (as twin.kernels' and twin.kernels_units' A_*, pinned equal):
+# per node busy GPUs, capped busy GPUs, Σ speed, effective GPUs; the four site totals integrated and now (0–3)
+A_BUSY, A_CAPPED, A_SPSUM, A_TP, A_ACC, A_TOT = range(6)
+N_AROWS = 6
 B = NDArray[np.bool_]
 
 
@@ -139,7 +143,9 @@ class CoolingArrays:
     toff: F | None = None  # per unit: inlet above its node's inlet, °C (air halls; None: 0)
     toff_max_n: F = field(default_factory=_f)  # per node: the largest of its units' offsets, °C
     hist: F = field(default_factory=_f)  # GPU-hours per 1 °C bin of steady-state temperature
-    # ---- accounting (gpu.GpuState): per node busy GPUs, capped busy GPUs, Σ speed, effective GPUs
+    # ---- accounting (gpu.GpuState): per node busy GPUs, capped busy GPUs, Σ speed, effective GPUs, and the four
+    # site totals, each a view of its row of one block (A_*: one argument for six in the fused kernels)
+    nblk: F = field(default_factory=_f)
     n_busy: F = field(default_factory=_f)
     n_capped: F = field(default_factory=_f)
     n_spsum: F = field(default_factory=_f)

@@ -256,8 +256,7 @@ class LazyCrossings:
             idx, now, p.units_per_node, p.gpus_per_unit, a.T, a.tss, a.t0, a.tau, a.gon, a.hist, a.t_next,
             a.t_due, a.kind, self.silent, a.engaged, a.speed, a.x_tss, a.x_sp, a.x_P,
             _EF if a.x_cap is None else a.x_cap, _EF if self.gpu.ucap is None else self.gpu.ucap, a.pw,
-            a.n_busy, a.n_capped, a.n_spsum, a.n_tp, a.speed_caps,
-            a.oth_n if self.oth_caps else _EF, a.acc, a.tot)
+            a.nblk, a.speed_caps, a.oth_n if self.oth_caps else _EF)
         self.settled(n_sil, tmax, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum, now)
 
     def settled(self, n_sil: int, tmax: float, nodes: NDArray[np.int64], new_caps: NDArray[np.float64],
