@@ -84,6 +84,21 @@ def _ablock(s: dict[str, np.ndarray]) -> np.ndarray:
     return blk
 
 
+# the units' bool state in one block (CoolingArrays.bblk): each name's row; the padding True
+_BROW = {"gon": KU.B_GON, "engaged": KU.B_ENG, "silent": KU.B_SILENT, "x_ok": KU.B_XOK}
+
+
+def _bblock(s: dict[str, np.ndarray]) -> np.ndarray:
+    """Move the state's per-unit bool arrays into one padded block as the model holds them (``s``' entries become
+    views of its rows); the padding True (never a unit's, never written: the tests check)."""
+    n = len(s["gon"])
+    blk = np.ones((len(_BROW), n + 8), dtype=bool)
+    for k, r in _BROW.items():
+        blk[r, :n] = s[k]
+        s[k] = blk[r, :n]
+    return blk
+
+
 def _apad_kept(blk: np.ndarray, n: int) -> bool:
     """No kernel wrote the accounts block's padding (past ``n`` nodes, past the four totals)."""
     return bool(np.all(blk[:KU.A_ACC, n:] == _APAD) and np.all(blk[KU.A_ACC:, 4:] == _APAD))
@@ -98,6 +113,9 @@ def test_unit_rows_are_the_models() -> None:
     anames = ("A_BUSY", "A_CAPPED", "A_SPSUM", "A_TP", "A_ACC", "A_TOT")
     assert [getattr(A, k) for k in anames] == [getattr(KU, k) for k in anames] == [getattr(K, k) for k in anames]
     assert sorted(_AROW.values()) == list(range(A.N_AROWS))
+    bnames = ("B_GON", "B_ENG", "B_SILENT", "B_XOK")
+    assert [getattr(A, k) for k in bnames] == [getattr(KU, k) for k in bnames]
+    assert sorted(_BROW.values()) == list(range(A.N_BROWS))
 
 
 def _nodes(rng: np.random.Generator, n_nodes: int, contiguous: bool) -> np.ndarray:
@@ -133,9 +151,8 @@ def _ref_update_now(s: dict[str, np.ndarray], nodes: np.ndarray, gi: np.ndarray,
                 s["acc"] += s["tot"] * dt
                 t_acc = now
             tmax, n_sil, snodes, new_caps, _, tp_t, tp_dv, ts, dP, e_wh, dP_sum = KU.settle_units(
-                idx, now, u, w, s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"], s["t_next"], s["t_due"],
-                s["kind"], s["silent"], s["engaged"], s["speed"], s["x_tss"], s["x_sp"], s["x_P"], ocap, s["ucap"],
-                s["pw"], _ablock(s), s["caps"], oth_n)
+                idx, now, u, w, _block(s), _bblock(s), s["hist"], s["kind"], ocap, s["ucap"], _ablock(s), s["caps"],
+                oth_n)
             ch = KE.put_changed_at(s["caps"], snodes, new_caps)
     t2 = KU.advance_units(gi, np.array([now]), s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"], w)
     tmax = max(tmax, t2)
@@ -173,6 +190,7 @@ def test_update_nodes_is_the_sequence_it_replaces(seed: int, u: int, hot: bool, 
     g, w = float(u * (8 // u)), float(8 // u)
     blk = _block(s)
     nblk = _ablock(s)
+    bblk = _bblock(s)
     ref = {kk: v.copy() for kk, v in s.items()}
     r_nout, r_uout = np.zeros((8, k)), np.zeros((5, k * u))  # (rows a kernel leaves unwritten: 0 in both)
     want = _ref_update_now(ref, nodes, gi, u, g, w, now, eps_h, settle, t_acc, pc, hot, silent_on, heat, oth,
@@ -187,9 +205,9 @@ def test_update_nodes_is_the_sequence_it_replaces(seed: int, u: int, hot: bool, 
 
     got = KU.update_nodes(  # (it builds gi, the units of nodes, itself)
         nodes, now, eps_h, settle, t_acc, s["down"], s["util"], u, g, w, pc, s["rfactor"], s["inlet"],
-        s["rbase"], s["toff"], prm, blk, s["gon"], s["hist"], s["engaged"], s["kind"], hot, s["ucap"], silent_on,
-        s["silent"], s["x_cap"] if silent_on else _E, x("x_ok"), x("traced"), heat, nblk, s["caps"],
-        s["oth_n"] if oth else _E, s["it_caps"], _NOPF, nout, uout, up)
+        s["rbase"], s["toff"], prm, blk, bblk, s["hist"], s["kind"], hot, s["ucap"], silent_on,
+        s["x_cap"] if silent_on else _E, x("traced"), heat, nblk, s["caps"], s["oth_n"] if oth else _E, s["it_caps"],
+        _NOPF, nout, uout, up)
     # the settling's five arrays come packed in one (tp_t, tp_dv, ts, dP, the changed nodes as floats), ``up``
     # written into the argument
     t_acc_, cleared, n_sil, tmax, res, ntp, m, e_wh, dP_sum, short, t_min, ne = got
@@ -210,7 +228,7 @@ def test_update_nodes_is_the_sequence_it_replaces(seed: int, u: int, hot: bool, 
         if not short:
             assert np.array_equal(uout[0], r_uout[0], equal_nan=True)
     _same(s, ref)  # (without silent_on: the stash's rows, passed, untouched)
-    assert np.all(blk[:, len(s["T"]):] == INF) and _apad_kept(nblk, n_nodes)
+    assert np.all(blk[:, len(s["T"]):] == INF) and _apad_kept(nblk, n_nodes) and np.all(bblk[:, len(s["T"]):])
 
 
 def _ref_account(s: dict[str, np.ndarray], nodes: np.ndarray, nout: np.ndarray, up: np.ndarray, now: float,
@@ -304,6 +322,7 @@ def test_wake_units_is_the_sequence_it_replaces(seed: int, u: int, silent_on: bo
         s["t_due"] = s["t_next"].copy()
     blk = _block(s)
     nblk = _ablock(s)
+    bblk = _bblock(s)
     now, eps_h = 2.0, 1e-9
     w = float(8 // u)
     ref = {kk: v.copy() for kk, v in s.items()}
@@ -320,13 +339,11 @@ def test_wake_units_is_the_sequence_it_replaces(seed: int, u: int, silent_on: bo
                 ref["acc"] += ref["tot"] * (now - r_acc)
                 r_acc = now
             r_settle = KU.settle_units(
-                q, now, u, w, ref["T"], ref["tss"], ref["t0"], ref["tau"], ref["gon"], ref["hist"], ref["t_next"],
-                ref["t_due"], ref["kind"], ref["silent"], ref["engaged"], ref["speed"], ref["x_tss"], ref["x_sp"],
-                ref["x_P"], ref["x_cap"], ref["ucap"], ref["pw"], _ablock(ref), ref["caps"],
-                ref["oth_n"] if oth else _E)
+                q, now, u, w, _block(ref), _bblock(ref), ref["hist"], ref["kind"], ref["x_cap"], ref["ucap"],
+                _ablock(ref), ref["caps"], ref["oth_n"] if oth else _E)
             due = due[~quick]
-    got = KU.wake_units(now, eps_h, silent_on, t_acc, u, w, blk, s["gon"], s["hist"], s["kind"], s["silent"],
-                        s["engaged"], s["x_ok"], s["x_cap"], s["ucap"], nblk, s["caps"], s["oth_n"] if oth else _E)
+    got = KU.wake_units(now, eps_h, silent_on, t_acc, u, w, blk, bblk, s["hist"], s["kind"], s["x_cap"], s["ucap"],
+                        nblk, s["caps"], s["oth_n"] if oth else _E)
     assert np.array_equal(got[0], due) and got[1] == r_acc
     res, ng, ntp, m = got[4:8]  # settle_units' seven arrays packed in one (the nodes as floats)
     assert res.dtype == np.float64 and len(res) == 3 * ng + 2 * ntp + 2 * m

@@ -36,6 +36,9 @@ ROW_PAD = 8  # elements after each row (64 bytes: rows 2**k bytes apart would sh
 # per node busy GPUs, capped busy GPUs, Σ speed, effective GPUs; the four site totals integrated and now (0–3)
 A_BUSY, A_CAPPED, A_SPSUM, A_TP, A_ACC, A_TOT = range(6)
 N_AROWS = 6
+# rows of CoolingArrays.bblk, the units' bool state in one block (as twin.kernels_units' B_*, pinned equal)
+B_GON, B_ENG, B_SILENT, B_XOK = range(4)
+N_BROWS = 4
 B = NDArray[np.bool_]
 
 
@@ -130,6 +133,7 @@ class CoolingArrays:
     tss: F = field(default_factory=_f)  # steady state of the current power, inlet and R, °C
     tau: F = field(default_factory=_f)  # time constant, s
     gon: B = field(default_factory=_b)  # GPU powered during [t0, now]
+    bblk: B = field(default_factory=_b)  # the units' bool state: gon, engaged, and the silent crossings' silent, x_ok
     engaged: B = field(default_factory=_b)  # thermal cap engaged
     speed: F = field(default_factory=_f)  # speed fraction
     t_next: F = field(default_factory=_f)  # next threshold crossing, h (inf: none)

@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 
 from twin import kernels_lazy
 from twin.model.cooling.common import _EPS_H, INF
-from twin.model.cooling.arrays import R_DUE, R_PW, R_XP, R_XSP, R_XTSS, CoolingArrays, CoolingParams
+from twin.model.cooling.arrays import B_SILENT, B_XOK, R_DUE, R_PW, R_XP, R_XSP, R_XTSS, CoolingArrays, CoolingParams
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.model.cooling.ports import AgeingPort, GpuPort, ReplayPort
@@ -80,7 +80,7 @@ class LazyCrossings:
         self.silent_on = False  # decided in start(): see start
         self.rose = False  # since the last plan, an update raised a published speed or took a node out of service
         self.n_silent = 0
-        self.silent = np.zeros(n_units, dtype=bool)  # the unit's pending slowdown crossing is silent
+        self.silent = a.bblk[B_SILENT, :n_units]  # the unit's pending slowdown crossing is silent (a row of the block)
         a.t_due = a.t_next  # the wake-up's times: t_next less the silent crossings (the same array while off)
         a.gid = np.full(n, -1, dtype=np.int64)  # per node: its group (-1: none yet)
         self._gid_of: dict[int, tuple[NDArray[np.int64], int]] = {}  # id(published array) -> (array, group)
@@ -114,7 +114,8 @@ class LazyCrossings:
         a.x_sp[:] = 1.0
         a.x_tss = a.ublk[R_XTSS, :n_units]  # steady state after it, °C
         a.x_tss[:] = 0.0
-        a.x_ok = np.zeros(n_units, dtype=bool)  # may be silent (a slowdown crossing, no shutdown after it, untraced)
+        a.x_ok = a.bblk[B_XOK, :n_units]  # may be silent (a slowdown crossing, no shutdown after it, untraced)
+        a.x_ok[:] = False
         a.pw = a.ublk[R_PW, :n_units]  # power per GPU now (W), kept where units may cross silently
         a.pw[:] = 0.0
         self.traced_u: NDArray[np.bool_] | None = None  # units whose crossings stay events: those of traced nodes while tracing
@@ -253,10 +254,9 @@ class LazyCrossings:
         a, p = self.arrays, self.params
         self.gpu.integrate(now)
         tmax, n_sil, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum = kernels_units.settle_units(
-            idx, now, p.units_per_node, p.gpus_per_unit, a.T, a.tss, a.t0, a.tau, a.gon, a.hist, a.t_next,
-            a.t_due, a.kind, self.silent, a.engaged, a.speed, a.x_tss, a.x_sp, a.x_P,
-            _EF if a.x_cap is None else a.x_cap, _EF if self.gpu.ucap is None else self.gpu.ucap, a.pw,
-            a.nblk, a.speed_caps, a.oth_n if self.oth_caps else _EF)
+            idx, now, p.units_per_node, p.gpus_per_unit, a.ublk, a.bblk, a.hist, a.kind,
+            _EF if a.x_cap is None else a.x_cap, _EF if self.gpu.ucap is None else self.gpu.ucap, a.nblk, a.speed_caps,
+            a.oth_n if self.oth_caps else _EF)
         self.settled(n_sil, tmax, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum, now)
 
     def settled(self, n_sil: int, tmax: float, nodes: NDArray[np.int64], new_caps: NDArray[np.float64],
