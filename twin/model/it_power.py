@@ -100,6 +100,9 @@ class ITPower(Component):
         self.caps: dict[str, NDArray[np.float64]] = {}
         self._n_finite: dict[str, int] = {}  # per source written through set_cap: nodes with a finite cap
         self._direct: set[str] = set()  # sources written directly (always taken into account)
+        # refresh's cap arrays, those of sources with a finite cap or written directly in the order of caps (None:
+        # to be listed again; set so at a new source, a direct one, and a source's finite count to or from 0)
+        self._srcs: list[NDArray[np.float64]] | None = None
         self.unit_caps: dict[str, NDArray[np.float64]] = {}
         """Per-GPU caps (W, shape nodes × GPUs) of sources whose GPUs in one node differ (``unit_cap``)."""
         self.energy_wh = 0.0
@@ -153,6 +156,7 @@ class ITPower(Component):
         if arr is None:
             arr = self.caps[source] = np.full(self.cluster.n_nodes, np.inf)
             self._n_finite[source] = 0
+            self._srcs = None
         return arr
 
     def gpu_cap(self, source: str) -> NDArray[np.float64]:
@@ -160,6 +164,7 @@ class ITPower(Component):
         after writing. (``set_cap`` does both and is cheaper: it lets ``refresh`` skip sources
         without a finite cap.)"""
         self._direct.add(source)
+        self._srcs = None
         self._uncapped = False
         return self._array(source)
 
@@ -182,14 +187,17 @@ class ITPower(Component):
         refresh would change nothing: :meth:`_unmoved`)."""
         arr = self._array(source)
         unmoved = False
+        was = self._n_finite[source]
         if nodes is not None and isinstance(cap_w, np.ndarray) and len(cap_w) == len(nodes):  # (compiled: a node's
             unmoved = self._unmoved(source, arr, nodes, cap_w)                                 # caps, thermal's)
-            self._n_finite[source] += put_finite_delta(arr, nodes, cap_w)
+            self._n_finite[source] = was + put_finite_delta(arr, nodes, cap_w)
         else:
             idx = self._all if nodes is None else nodes
             before = int(np.isfinite(arr[idx]).sum())
             arr[idx] = cap_w
-            self._n_finite[source] += int(np.isfinite(arr[idx]).sum()) - before
+            self._n_finite[source] = was + int(np.isfinite(arr[idx]).sum()) - before
+        if (not was) != (not self._n_finite[source]):  # (a source with a finite cap now, or none any more)
+            self._srcs = None
         self._uncapped = not self._direct and not any(self._n_finite.values())
         if unmoved and not self._uncapped:  # (uncapped now: refresh's other formula)
             return
@@ -373,7 +381,10 @@ class ITPower(Component):
                 p += self._b_w
         else:  # node_it_power_w with non_gpu_power_w, compiled (the same operations; + 0·util without a slope)
             idx = np.asarray(idx, dtype=np.int64)
-            srcs = [arr for name, arr in self.caps.items() if self._n_finite[name] or name in self._direct]
+            srcs = self._srcs
+            if srcs is None:  # (listed again only after a change of which sources take part)
+                srcs = self._srcs = [arr for name, arr in self.caps.items()
+                                     if self._n_finite[name] or name in self._direct]
             p = None
             if len(srcs) <= 2 and (self.fans is None or self.fans.pooled is None):
                 # the caps, the nodes' power and their fans in one compiled call (not with fans of node pools),
