@@ -87,8 +87,11 @@ class LazyCrossings:
         self._groups: dict[int, NDArray[np.int64]] = {}
         self._next_gid = 0
         self.settled_sp: list[NDArray[np.int64]] = []  # nodes whose speed a settling inside an update changed
-        self._pw_t: list[NDArray[np.float64]] = []  # site power corrections: times (h) and changes (W)
-        self._pw_dv: list[NDArray[np.float64]] = []
+        # site power corrections: times (h) and changes (W), in the order kept, the first _pw_n of two buffers grown
+        # by doubling (one copy each at the end, not a list of ~30,000 small arrays a year to join and free)
+        self._pw_t: NDArray[np.float64] = np.empty(0)
+        self._pw_dv: NDArray[np.float64] = np.empty(0)
+        self._pw_n = 0
 
     def start(self) -> None:
         """Silent crossings with one unit per GPU and no ageing on GPU temperature, any speed sources (module
@@ -242,10 +245,19 @@ class LazyCrossings:
         and W steps at ``ts`` undone at ``now`` (merged into the site power level at the end)."""
         if np.count_nonzero(dP):
             self.it.energy_wh += e_wh
-            self._pw_t.append(ts)
-            self._pw_dv.append(dP)
-            self._pw_t.append(np.array([now]))
-            self._pw_dv.append(np.array([-dP_sum]))
+            k, m = self._pw_n, len(ts)
+            end = k + m + 1
+            if end > len(self._pw_t):
+                cap = max(2 * len(self._pw_t), end, 1024)
+                t, v = np.empty(cap), np.empty(cap)
+                t[:k] = self._pw_t[:k]
+                v[:k] = self._pw_dv[:k]
+                self._pw_t, self._pw_dv = t, v
+            self._pw_t[k:k + m] = ts
+            self._pw_dv[k:k + m] = dP
+            self._pw_t[k + m] = now
+            self._pw_dv[k + m] = -dP_sum
+            self._pw_n = end
 
     def settle(self, idx: NDArray[np.int64], now: float) -> None:
         """Units ``idx`` crossed their slowdown temperature silently at t_x = t_next ≤ ``now``: give them their
@@ -306,11 +318,12 @@ class LazyCrossings:
         idx = np.flatnonzero(self.silent & (self.arrays.t_next <= H + _EPS_H))
         if len(idx):
             self.settle(idx, H)
-        if not self._pw_t:
+        n = self._pw_n
+        if not n:
             return
         ts_l, vs_l = self.engine.recorder.levels["site_power_w"]
-        ct = np.concatenate(self._pw_t)
-        cv = np.concatenate(self._pw_dv)
+        ct = self._pw_t[:n]  # (the corrections in the order kept: np.concatenate of the steps as recorded)
+        cv = self._pw_dv[:n]
         o = np.argsort(ct, kind="stable")
         ct, cv = ct[o], np.cumsum(cv[o])
         # (np.union1d of the two time lists, and at each the level's and the correction's last values at or
@@ -319,4 +332,4 @@ class LazyCrossings:
                                             ct, cv)
         ts_l[:] = tt.tolist()
         vs_l[:] = vv.tolist()
-        self._pw_t, self._pw_dv = [], []
+        self._pw_t, self._pw_dv, self._pw_n = np.empty(0), np.empty(0), 0
