@@ -184,8 +184,12 @@ class LazyCrossings:
             # due silent crossings rest on the group's published speeds staying as low as they were: settled
             # before one rose (or a node left service); while speeds only fell they may wait (the walk
             # reads published speeds, which a due crossing would only lower: it finds fewer silent, never more)
-            if self.n_silent and rose:
-                self.settle_in(kernels_events.group_units(arr, gid, a.gid, p.units_per_node), now)
+            if self.n_silent and rose:  # (settle_in of the units of the group's nodes still in it, in one call)
+                idx, cleared = kernels_events.group_due(arr, gid, a.gid, p.units_per_node, now + _EPS_H, self.silent,
+                                                        a.t_next, bool(self.gpu.in_update))
+                self.n_silent -= cleared
+                if len(idx):
+                    self.settle(idx, now)
             keep = now + _EPS_H if self.n_silent and not rose else -INF  # due silent ones not settled stay
             _, d, m = kernels_events.plan_one(arr, arr, gid, a.gid, p.units_per_node, keep, a.t_next, a.kind,
                                               self.silent, down, caps, a.x_sp, a.x_ok, a.t_due, False)
