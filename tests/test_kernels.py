@@ -365,10 +365,27 @@ def test_settle_units_is_the_numpy_path(seed: int, u: int, oth: bool, grouped: b
     ref = {k: v.copy() for k, v in s.items()}
     n_sil_ref = int(np.count_nonzero(ref["silent"][idx]))
     r_nodes, r_caps, r_tpt, r_tpdv, r_ewh, r_dsum, r_itc = _ref_settle(ref, idx, now, u, w, oth)
-    got = KU.settle_units(idx, now, u, w, s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"], s["t_next"],
-                         s["t_due"], s["kind"], s["silent"], s["engaged"], s["speed"], s["x_tss"], s["x_sp"],
-                         s["x_P"], s["x_cap"], s["ucap"], s["pw"], s["n_busy"], s["n_capped"], s["n_spsum"],
-                         s["n_tp"], s["caps"], s["oth_n"] if oth else np.empty(0), s["acc"], s["tot"])
+    # the accounts in one padded block as the model holds them (CoolingArrays.nblk, rows A_*; s' entries its views)
+    nblk = np.full((6, max(n_nodes, 4) + 8), -7.25)
+    for k, r in (("n_busy", KU.A_BUSY), ("n_capped", KU.A_CAPPED), ("n_spsum", KU.A_SPSUM), ("n_tp", KU.A_TP),
+                 ("acc", KU.A_ACC), ("tot", KU.A_TOT)):
+        nblk[r, :len(s[k])] = s[k]
+        s[k] = nblk[r, :len(s[k])]
+    # and the units' float and bool state (CoolingArrays.ublk, bblk, rows R_*, B_*; padded)
+    ublk = np.full((KU.N_ROWS, G + 8), INF)
+    for k, r in (("T", KU.R_T), ("tss", KU.R_TSS), ("t0", KU.R_T0), ("tau", KU.R_TAU), ("speed", KU.R_SPEED),
+                 ("t_next", KU.R_NEXT), ("t_due", KU.R_DUE), ("x_P", KU.R_XP), ("x_sp", KU.R_XSP),
+                 ("x_tss", KU.R_XTSS), ("pw", KU.R_PW)):
+        ublk[r, :G] = s[k]
+        s[k] = ublk[r, :G]
+    bblk = np.ones((4, G + 8), dtype=bool)
+    for k, r in (("gon", KU.B_GON), ("engaged", KU.B_ENG), ("silent", KU.B_SILENT)):
+        bblk[r, :G] = s[k]
+        s[k] = bblk[r, :G]
+    got = KU.settle_units(idx, now, u, w, ublk, bblk, s["hist"], s["kind"], s["x_cap"], s["ucap"], nblk, s["caps"],
+                          s["oth_n"] if oth else np.empty(0))
+    assert np.all(ublk[:, G:] == INF) and np.all(bblk[:, G:])  # (padding unwritten)
+    assert np.all(nblk[:KU.A_ACC, n_nodes:] == -7.25) and np.all(nblk[KU.A_ACC:, 4:] == -7.25)  # (padding unwritten)
     tmax, n_sil, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dsum = got
     assert n_sil == n_sil_ref
     assert np.array_equal(nodes, r_nodes) and np.array_equal(new_caps, r_caps)

@@ -102,16 +102,27 @@ def test_unit_indices_are_numpy(nodes: list[int], u: int) -> None:
     assert got.dtype == want.dtype and got.tolist() == want.tolist()
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(groups=st.lists(st.integers(-1, 3), min_size=1, max_size=40), pick=st.lists(st.integers(0, 39), max_size=30),
-       gid=st.integers(-1, 3), u=st.sampled_from([1, 2, 4, 8]))
-def test_group_units_is_the_numpy_sequence(groups: list[int], pick: list[int], gid: int, u: int) -> None:
+       gid=st.integers(-1, 3), u=st.sampled_from([1, 2, 4, 8]), seed=st.integers(0, 2**32 - 1), clear=st.booleans())
+def test_group_due_is_the_sequence_it_replaces(groups: list[int], pick: list[int], gid: int, u: int, seed: int,
+                                               clear: bool) -> None:
+    """``LazyCrossings.plan``'s settling of a group as twin 0.16.0 made it: the units of the group's nodes still in it
+    (``arr[gid_of[arr] == gid]`` node-major), then ``kernels_units.silent_due`` of those units."""
+    from twin import kernels_units as KU
+    rng = np.random.default_rng(seed)
     gid_of = np.array(groups, dtype=np.int64)  # each node's group
     arr = np.array(sorted({i for i in pick if i < len(groups)}), dtype=np.int64)  # a group's nodes as recorded
-    sel = arr[gid_of[arr] == gid]  # (LazyCrossings.plan before: the nodes still in it, then GpuState.gpus)
-    want = (sel[:, None] * u + np.arange(u)).ravel()
-    got = KE.group_units(arr, gid, gid_of, u)
-    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    G = len(groups) * u
+    silent = rng.random(G) < 0.5
+    t_next = np.where(rng.random(G) < 0.2, np.inf, rng.uniform(0.0, 2.0, G))
+    sel = arr[gid_of[arr] == gid]
+    units = (sel[:, None] * u + np.arange(u)).ravel()
+    ref = silent.copy()
+    want, want_cleared = KU.silent_due(units, 1.0, ref, t_next, clear)
+    got, cleared = KE.group_due(arr, gid, gid_of, u, 1.0, silent, t_next, clear)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist() and cleared == want_cleared
+    assert np.array_equal(silent, ref)
 
 
 @settings(max_examples=200, deadline=None)

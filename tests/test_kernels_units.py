@@ -67,12 +67,55 @@ def _block(s: dict[str, np.ndarray]) -> np.ndarray:
     return blk
 
 
+# the accounts in one block (CoolingArrays.nblk): each name's row; the padding a sentinel no write leaves as it is
+_AROW = {"n_busy": KU.A_BUSY, "n_capped": KU.A_CAPPED, "n_spsum": KU.A_SPSUM, "n_tp": KU.A_TP, "acc": KU.A_ACC,
+         "tot": KU.A_TOT}
+_APAD = -7.25
+
+
+def _ablock(s: dict[str, np.ndarray]) -> np.ndarray:
+    """Move the state's per-node accounts and the four totals into one padded block as the model holds them
+    (``s``' entries become views of its rows: the totals the first four elements of theirs)."""
+    n = len(s["n_busy"])
+    blk = np.full((len(_AROW), max(n, 4) + 8), _APAD)
+    for k, r in _AROW.items():
+        blk[r, :len(s[k])] = s[k]
+        s[k] = blk[r, :len(s[k])]
+    return blk
+
+
+# the units' bool state in one block (CoolingArrays.bblk): each name's row; the padding True
+_BROW = {"gon": KU.B_GON, "engaged": KU.B_ENG, "silent": KU.B_SILENT, "x_ok": KU.B_XOK}
+
+
+def _bblock(s: dict[str, np.ndarray]) -> np.ndarray:
+    """Move the state's per-unit bool arrays into one padded block as the model holds them (``s``' entries become
+    views of its rows); the padding True (never a unit's, never written: the tests check)."""
+    n = len(s["gon"])
+    blk = np.ones((len(_BROW), n + 8), dtype=bool)
+    for k, r in _BROW.items():
+        blk[r, :n] = s[k]
+        s[k] = blk[r, :n]
+    return blk
+
+
+def _apad_kept(blk: np.ndarray, n: int) -> bool:
+    """No kernel wrote the accounts block's padding (past ``n`` nodes, past the four totals)."""
+    return bool(np.all(blk[:KU.A_ACC, n:] == _APAD) and np.all(blk[KU.A_ACC:, 4:] == _APAD))
+
+
 def test_unit_rows_are_the_models() -> None:
-    """The kernels' rows of the block are the model's (``twin.model.cooling.arrays``), one row per name."""
+    """The kernels' rows of the blocks are the model's (``twin.model.cooling.arrays``), one row per name."""
     from twin.model.cooling import arrays as A
     names = ("R_T", "R_TSS", "R_T0", "R_TAU", "R_SPEED", "R_NEXT", "R_DUE", "R_XP", "R_XSP", "R_XTSS", "R_PW", "N_ROWS")
     assert [getattr(A, k) for k in names] == [getattr(KU, k) for k in names]
     assert sorted(_ROW.values()) == list(range(KU.N_ROWS))
+    anames = ("A_BUSY", "A_CAPPED", "A_SPSUM", "A_TP", "A_ACC", "A_TOT")
+    assert [getattr(A, k) for k in anames] == [getattr(KU, k) for k in anames] == [getattr(K, k) for k in anames]
+    assert sorted(_AROW.values()) == list(range(A.N_AROWS))
+    bnames = ("B_GON", "B_ENG", "B_SILENT", "B_XOK")
+    assert [getattr(A, k) for k in bnames] == [getattr(KU, k) for k in bnames]
+    assert sorted(_BROW.values()) == list(range(A.N_BROWS))
 
 
 def _nodes(rng: np.random.Generator, n_nodes: int, contiguous: bool) -> np.ndarray:
@@ -108,9 +151,8 @@ def _ref_update_now(s: dict[str, np.ndarray], nodes: np.ndarray, gi: np.ndarray,
                 s["acc"] += s["tot"] * dt
                 t_acc = now
             tmax, n_sil, snodes, new_caps, _, tp_t, tp_dv, ts, dP, e_wh, dP_sum = KU.settle_units(
-                idx, now, u, w, s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"], s["t_next"], s["t_due"],
-                s["kind"], s["silent"], s["engaged"], s["speed"], s["x_tss"], s["x_sp"], s["x_P"], ocap, s["ucap"],
-                s["pw"], s["n_busy"], s["n_capped"], s["n_spsum"], s["n_tp"], s["caps"], oth_n, s["acc"], s["tot"])
+                idx, now, u, w, _block(s), _bblock(s), s["hist"], s["kind"], ocap, s["ucap"], _ablock(s), s["caps"],
+                oth_n)
             ch = KE.put_changed_at(s["caps"], snodes, new_caps)
     t2 = KU.advance_units(gi, np.array([now]), s["T"], s["tss"], s["t0"], s["tau"], s["gon"], s["hist"], w)
     tmax = max(tmax, t2)
@@ -147,6 +189,8 @@ def test_update_nodes_is_the_sequence_it_replaces(seed: int, u: int, hot: bool, 
     now, eps_h = 2.0, 1e-9
     g, w = float(u * (8 // u)), float(8 // u)
     blk = _block(s)
+    nblk = _ablock(s)
+    bblk = _bblock(s)
     ref = {kk: v.copy() for kk, v in s.items()}
     r_nout, r_uout = np.zeros((8, k)), np.zeros((5, k * u))  # (rows a kernel leaves unwritten: 0 in both)
     want = _ref_update_now(ref, nodes, gi, u, g, w, now, eps_h, settle, t_acc, pc, hot, silent_on, heat, oth,
@@ -161,10 +205,9 @@ def test_update_nodes_is_the_sequence_it_replaces(seed: int, u: int, hot: bool, 
 
     got = KU.update_nodes(  # (it builds gi, the units of nodes, itself)
         nodes, now, eps_h, settle, t_acc, s["down"], s["util"], u, g, w, pc, s["rfactor"], s["inlet"],
-        s["rbase"], s["toff"], prm, blk, s["gon"], s["hist"], s["engaged"], s["kind"], hot, s["ucap"], silent_on,
-        s["silent"], s["x_cap"] if silent_on else _E, x("x_ok"), x("traced"), heat, s["n_busy"],
-        s["n_capped"], s["n_spsum"], s["n_tp"], s["caps"], s["oth_n"] if oth else _E, s["acc"], s["tot"],
-        s["it_caps"], _NOPF, nout, uout, up)
+        s["rbase"], s["toff"], prm, blk, bblk, s["hist"], s["kind"], hot, s["ucap"], silent_on,
+        s["x_cap"] if silent_on else _E, x("traced"), heat, nblk, s["caps"], s["oth_n"] if oth else _E, s["it_caps"],
+        _NOPF, nout, uout, up)
     # the settling's five arrays come packed in one (tp_t, tp_dv, ts, dP, the changed nodes as floats), ``up``
     # written into the argument
     t_acc_, cleared, n_sil, tmax, res, ntp, m, e_wh, dP_sum, short, t_min, ne = got
@@ -185,7 +228,7 @@ def test_update_nodes_is_the_sequence_it_replaces(seed: int, u: int, hot: bool, 
         if not short:
             assert np.array_equal(uout[0], r_uout[0], equal_nan=True)
     _same(s, ref)  # (without silent_on: the stash's rows, passed, untouched)
-    assert np.all(blk[:, len(s["T"]):] == INF)
+    assert np.all(blk[:, len(s["T"]):] == INF) and _apad_kept(nblk, n_nodes) and np.all(bblk[:, len(s["T"]):])
 
 
 def _ref_account(s: dict[str, np.ndarray], nodes: np.ndarray, nout: np.ndarray, up: np.ndarray, now: float,
@@ -258,11 +301,12 @@ def test_account_update_is_the_python_path(seed: int, hot: bool, tp_mode: int, s
         if slow:
             for arr in speeds:
                 np.minimum(sp_n, arr[nodes], out=sp_n)
-    got = K.account_update(nodes, nout, up, 2.0, t_acc, hot, tp_mode, slow, sp_a, sp_b, sp_n, s["n_busy"],
-                           s["n_capped"], s["n_spsum"], s["n_tp"], s["acc"], s["tot"], n_hot, s["caps"])
+    nblk = _ablock(s)
+    got = K.account_update(nodes, nout, up, 2.0, t_acc, hot, tp_mode, slow, sp_a, sp_b, sp_n, nblk, n_hot, s["caps"])
     assert got[0] == want[0] and got[1] == want[1] and got[3] == want[3] and got[4] == want[4]
     assert got[2].dtype == want[2].dtype and np.array_equal(got[2], want[2])
     _same(s, ref)
+    assert _apad_kept(nblk, n_nodes)
 
 
 @settings(max_examples=80, deadline=None)
@@ -277,6 +321,8 @@ def test_wake_units_is_the_sequence_it_replaces(seed: int, u: int, silent_on: bo
     if not silent_on:  # (t_due is t_next while silent crossings are off: the kernel reads t_next's row)
         s["t_due"] = s["t_next"].copy()
     blk = _block(s)
+    nblk = _ablock(s)
+    bblk = _bblock(s)
     now, eps_h = 2.0, 1e-9
     w = float(8 // u)
     ref = {kk: v.copy() for kk, v in s.items()}
@@ -293,14 +339,11 @@ def test_wake_units_is_the_sequence_it_replaces(seed: int, u: int, silent_on: bo
                 ref["acc"] += ref["tot"] * (now - r_acc)
                 r_acc = now
             r_settle = KU.settle_units(
-                q, now, u, w, ref["T"], ref["tss"], ref["t0"], ref["tau"], ref["gon"], ref["hist"], ref["t_next"],
-                ref["t_due"], ref["kind"], ref["silent"], ref["engaged"], ref["speed"], ref["x_tss"], ref["x_sp"],
-                ref["x_P"], ref["x_cap"], ref["ucap"], ref["pw"], ref["n_busy"], ref["n_capped"], ref["n_spsum"],
-                ref["n_tp"], ref["caps"], ref["oth_n"] if oth else _E, ref["acc"], ref["tot"])
+                q, now, u, w, _block(ref), _bblock(ref), ref["hist"], ref["kind"], ref["x_cap"], ref["ucap"],
+                _ablock(ref), ref["caps"], ref["oth_n"] if oth else _E)
             due = due[~quick]
-    got = KU.wake_units(now, eps_h, silent_on, t_acc, u, w, blk, s["gon"], s["hist"], s["kind"], s["silent"],
-                        s["engaged"], s["x_ok"], s["x_cap"], s["ucap"], s["n_busy"], s["n_capped"], s["n_spsum"],
-                        s["n_tp"], s["caps"], s["oth_n"] if oth else _E, s["acc"], s["tot"])
+    got = KU.wake_units(now, eps_h, silent_on, t_acc, u, w, blk, bblk, s["hist"], s["kind"], s["x_cap"], s["ucap"],
+                        nblk, s["caps"], s["oth_n"] if oth else _E)
     assert np.array_equal(got[0], due) and got[1] == r_acc
     res, ng, ntp, m = got[4:8]  # settle_units' seven arrays packed in one (the nodes as floats)
     assert res.dtype == np.float64 and len(res) == 3 * ng + 2 * ntp + 2 * m
@@ -350,7 +393,8 @@ def test_refresh_tp_is_the_numpy_path(seed: int, slow: bool, n_src: int, contigu
 def test_it_fans_nodes_is_the_sequence_it_replaces(seed: int, n_src: int, fans: bool, common: bool, short: bool,
                                                    some_down: bool) -> None:
     """``ITPower.refresh``'s capped path of twin 0.14.0: ``min_cap`` (``minimum_at`` per source), ``it_nodes``,
-    then ``npw[idx] += FanLaw.power_w(...)`` (``fan_nodes``)."""
+    then ``npw[idx] += FanLaw.power_w(...)`` (``fan_nodes``); with every node in service, the site total
+    ``np.add.reduce(npw)`` (twin 0.16.0, after the kernel; arrays of up to 200 nodes: the pairwise split)."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 200))
     idx = np.sort(rng.choice(n, size=int(rng.integers(0, n + 1)), replace=False)).astype(np.int64)
@@ -376,11 +420,13 @@ def test_it_fans_nodes_is_the_sequence_it_replaces(seed: int, n_src: int, fans: 
                                      down, not some_down, p, r_node_w, out)
         r_npw[idx] += out
     npw, node_w = npw0.copy(), node_w0.copy()
-    top, total = K.it_fans_nodes(idx, util_all, srcs[0] if n_src else _E, srcs[1] if n_src > 1 else _E, gpus, idle,
-                                 tdp, ng0, slope, npw, fans, util_s, common, stated, inlet, healthy, short, down,
-                                 not some_down, p, node_w)
+    top, total, site = K.it_fans_nodes(idx, util_all, srcs[0] if n_src else _E, srcs[1] if n_src > 1 else _E, gpus,
+                                       idle, tdp, ng0, slope, npw, fans, util_s, common, stated, inlet, healthy, short,
+                                       down, not some_down, p, node_w, not some_down)
     assert (top, total) == (r_top, r_total)
     assert np.array_equal(npw, r_npw) and np.array_equal(node_w, r_node_w)
+    # with every node in service, the site total of twin 0.16's refresh after it: float(np.add.reduce(npw))
+    assert site == float(np.add.reduce(r_npw)) if not some_down else math.isnan(site)
 
 
 @settings(max_examples=40, deadline=None)

@@ -64,6 +64,10 @@ INF = math.inf
 _EPS_C = 1e-6  # temperature tolerance at a crossing, °C (twin.model.cooling.common)
 _HIST_MAX_C = 160  # histogram bins, 1 °C each (twin.model.cooling.common)
 
+# rows of the accounts' block (CoolingArrays.nblk; as twin.kernels_units' A_*, pinned equal in tests/test_kernels_units.py):
+# per node busy GPUs, capped busy GPUs, Σ speed, effective GPUs; the four site totals integrated and now (indices 0–3)
+A_BUSY, A_CAPPED, A_SPSUM, A_TP, A_ACC, A_TOT = range(6)
+
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}  # numpy's float semantics: x/0 = inf, 0/0 = nan
 
 
@@ -211,8 +215,7 @@ def refresh_tp(nodes: np.ndarray, slow: bool, sp_a: np.ndarray, sp_b: np.ndarray
 
 @njit(**_JIT)
 def account_update(nodes: np.ndarray, nout: np.ndarray, up: np.ndarray, now: float, t_acc: float, hot: bool,
-                   tp_mode: int, slow: bool, sp_a: np.ndarray, sp_b: np.ndarray, sp_n: np.ndarray, n_busy: np.ndarray,
-                   n_capped: np.ndarray, n_spsum: np.ndarray, n_tp: np.ndarray, acc: np.ndarray, tot: np.ndarray,
+                   tp_mode: int, slow: bool, sp_a: np.ndarray, sp_b: np.ndarray, sp_n: np.ndarray, nblk: np.ndarray,
                    n_hot: bool, caps: np.ndarray) -> tuple[float, float, np.ndarray, bool, bool]:
     """The end of ``GpuState._update_now`` for ``nodes`` in one call (after the thermal cap's publication and
     the air heat): ``_account`` (the accounts integrated to ``now`` from ``t_acc``, :func:`account_nodes` of
@@ -223,12 +226,14 @@ def account_update(nodes: np.ndarray, nout: np.ndarray, up: np.ndarray, now: flo
     busy GPUs themselves when they changed (every speed 1); then, with ``n_hot``, the nodes in service whose
     thermal speed (``nout[3]``) differs from ``caps``, written into ``caps``. Returns (the accounts' time, h;
     the change of effective GPUs to record (0: none); the nodes whose speed changed; whether one of them
-    rose; whether some node is out of service)."""
+    rose; whether some node is out of service). ``nblk``: the accounts, per node and the totals (rows ``A_*``)."""
     n = nodes.shape[0]
+    n_busy, n_capped, n_spsum, n_tp = nblk[A_BUSY], nblk[A_CAPPED], nblk[A_SPSUM], nblk[A_TP]
+    tot = nblk[A_TOT]  # (the four totals: indices 0–3 of the rows A_ACC, A_TOT)
     dt = now - t_acc
     if dt > 0:
-        for k in range(acc.shape[0]):
-            acc[k] += tot[k] * dt
+        for k in range(4):
+            nblk[A_ACC, k] += tot[k] * dt
         t_acc = now
     busy = nout[2]
     d_busy = account_nodes(nodes, busy, nout[4], nout[5], n_busy, n_capped, n_spsum, tot, hot)
@@ -333,13 +338,15 @@ def it_nodes(idx: np.ndarray, util: np.ndarray, cap: np.ndarray, gpus: float, id
 def it_fans_nodes(idx: np.ndarray, util_all: np.ndarray, cap_a: np.ndarray, cap_b: np.ndarray, gpus: float,
                   idle_w: float, tdp_w: float, ng0_w: float, ng_slope_w: float, npw: np.ndarray, fans: bool,
                   util_s: float, common: bool, stated_s: float, inlet_c: np.ndarray, healthy: np.ndarray,
-                  short: bool, down: np.ndarray, all_up: bool, p: np.ndarray, node_w: np.ndarray
-                  ) -> tuple[float, float]:
+                  short: bool, down: np.ndarray, all_up: bool, p: np.ndarray, node_w: np.ndarray, site: bool
+                  ) -> tuple[float, float, float]:
     """``ITPower.refresh`` under caps in one call: the nodes' tightest cap (``ITPower.min_cap``: the lower of
     ``cap_a`` and ``cap_b``, each empty for none), their power (:func:`it_nodes` at ``util_all``), and with
     ``fans`` the fans' share (:func:`fan_nodes` at the common ``util_s`` with its stated fans ``stated_s`` when
     ``common``, else at each node's ``util_all``) added to it (``npw[idx] += ...``: ``idx`` holds each node once, as
-    every caller's does). Returns :func:`fan_nodes`' fastest speed and site total (−1 and 0 without fans)."""
+    every caller's does). Returns :func:`fan_nodes`' fastest speed and site total (−1 and 0 without fans), and
+    with ``site`` the sum of all of ``npw`` after the writes in numpy's order (``np.add.reduce(npw)``: the IT
+    power's site total when no node is out of service; nan without ``site``)."""
     n = idx.shape[0]
     cap = np.empty(n)
     for j in range(n):
@@ -354,15 +361,16 @@ def it_fans_nodes(idx: np.ndarray, util_all: np.ndarray, cap_a: np.ndarray, cap_
                 c = x
         cap[j] = c
     it_nodes(idx, util_all, cap, gpus, idle_w, tdp_w, ng0_w, ng_slope_w, npw)
-    if not fans:
-        return -1.0, 0.0
-    ua = np.empty(0)
-    if not common:
-        ua = np.empty(n)
+    top, total = -1.0, 0.0
+    if fans:
+        ua = np.empty(0)
+        if not common:
+            ua = np.empty(n)
+            for j in range(n):
+                ua[j] = util_all[idx[j]]
+        out = np.empty(n)
+        top, total = fan_nodes(idx, util_s, ua, stated_s, inlet_c, healthy, short, down, all_up, p, node_w, out)
         for j in range(n):
-            ua[j] = util_all[idx[j]]
-    out = np.empty(n)
-    top, total = fan_nodes(idx, util_s, ua, stated_s, inlet_c, healthy, short, down, all_up, p, node_w, out)
-    for j in range(n):
-        npw[idx[j]] += out[j]
-    return top, total
+            npw[idx[j]] += out[j]
+    tot = pairwise_sum(npw, np.int64(0), npw.shape[0]) if site else math.nan
+    return top, total, tot

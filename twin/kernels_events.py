@@ -323,22 +323,36 @@ def unit_indices(nodes: np.ndarray, u: int) -> np.ndarray:
 
 
 @njit(**_JIT)
-def group_units(arr: np.ndarray, gid: int, gid_of: np.ndarray, u: int) -> np.ndarray:
-    """The thermal units of the nodes of ``arr`` still in group ``gid`` (``gid_of``: each node's group), node-major:
-    :func:`unit_indices` of ``arr[gid_of[arr] == gid]`` in one call (``LazyCrossings.plan``'s settling)."""
-    k = 0
-    for j in range(arr.shape[0]):
-        if gid_of[arr[j]] == gid:
-            k += 1
-    out = np.empty(k * u, dtype=np.int64)
-    z = 0
+def group_due(arr: np.ndarray, gid: int, gid_of: np.ndarray, u: int, due_h: float, silent: np.ndarray,
+              t_next: np.ndarray, clear_rest: bool) -> tuple[np.ndarray, int]:
+    """``LazyCrossings.plan``'s settling of a group in one call: of the thermal units of the nodes of ``arr`` still
+    in group ``gid`` (``gid_of``: each node's group; node-major, as :func:`unit_indices` of
+    ``arr[gid_of[arr] == gid]``), those whose silent crossing is due by ``due_h`` (h), in that order, and with
+    ``clear_rest`` the silent flags of the others among them cleared (``twin.kernels_units.silent_due`` of those
+    units: the same split). Returns (the due units, the number of flags cleared)."""
+    nd = 0
     for j in range(arr.shape[0]):
         if gid_of[arr[j]] == gid:
             b = arr[j] * u
             for q in range(u):
-                out[z] = b + q
-                z += 1
-    return out
+                if silent[b + q] and t_next[b + q] <= due_h:
+                    nd += 1
+    idx = np.empty(nd, dtype=np.int64)
+    z = 0
+    cleared = 0
+    for j in range(arr.shape[0]):
+        if gid_of[arr[j]] == gid:
+            b = arr[j] * u
+            for q in range(u):
+                i = b + q
+                if silent[i]:
+                    if t_next[i] <= due_h:
+                        idx[z] = i
+                        z += 1
+                    elif clear_rest:
+                        silent[i] = False
+                        cleared += 1
+    return idx, cleared
 
 
 @njit(**_JIT)

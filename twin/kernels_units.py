@@ -39,6 +39,8 @@ _HIST_MAX_C = 160  # histogram bins, 1 °C each (twin.model.cooling.common)
 # ``twin.model.cooling.arrays`` a contiguous view of its row): one argument for eleven in the fused calls
 R_T, R_TSS, R_T0, R_TAU, R_SPEED, R_NEXT, R_DUE, R_XP, R_XSP, R_XTSS, R_PW = range(11)
 N_ROWS = 11
+A_BUSY, A_CAPPED, A_SPSUM, A_TP, A_ACC, A_TOT = range(6)  # rows of the accounts' block (CoolingArrays.nblk)
+B_GON, B_ENG, B_SILENT, B_XOK = range(4)  # rows of the units' bool block (CoolingArrays.bblk)
 
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}  # numpy's float semantics: x/0 = inf, 0/0 = nan
 
@@ -431,24 +433,26 @@ def update_units(nodes: np.ndarray, u: int, g: float, w: float, now: float, up: 
 
 
 @njit(**_JIT)
-def settle_units(idx: np.ndarray, now: float, u: int, w: float, T: np.ndarray, tss: np.ndarray, t0: np.ndarray,
-                 tau: np.ndarray, gon: np.ndarray, hist: np.ndarray, t_next: np.ndarray, t_due: np.ndarray,
-                 kind: np.ndarray, silent: np.ndarray, engaged: np.ndarray, speed: np.ndarray, x_tss: np.ndarray,
-                 x_sp: np.ndarray, x_P: np.ndarray, x_cap: np.ndarray, ucap: np.ndarray, pw: np.ndarray,
-                 n_busy: np.ndarray, n_capped: np.ndarray, n_spsum: np.ndarray, n_tp: np.ndarray,
-                 caps: np.ndarray, oth_n: np.ndarray, acc: np.ndarray, tot: np.ndarray
-                 ) -> tuple[float, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                            np.ndarray, float, float]:
+def settle_units(idx: np.ndarray, now: float, u: int, w: float, ublk: np.ndarray, bblk: np.ndarray, hist: np.ndarray,
+                 kind: np.ndarray, x_cap: np.ndarray, ucap: np.ndarray, nblk: np.ndarray, caps: np.ndarray,
+                 oth_n: np.ndarray) -> tuple[float, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                             np.ndarray, np.ndarray, float, float]:
     """Units ``idx`` crossed their slowdown temperature silently at t_x = ``t_next`` ≤ ``now``: they take
     their stashed capped state from t_x, and what the crossings changed over [t_x, now) is added to the
     integrals in closed form (``LazyCrossings.settle``, which does the rest: publications and series).
 
+    ``ublk``, ``bblk``: the units' float and bool state (rows ``R_*``, ``B_*``; with silent crossings on).
     ``x_cap`` and ``ucap`` are empty without per-GPU caps, ``oth_n`` empty without other speed sources.
-    Updates in place the units' state, the histogram, per node the capped and speed sums and effective
-    GPUs, and ``acc`` / ``tot`` (indices 1–3). Returns (highest temperature, silent flags cleared, the
-    nodes in order, their new thermal speeds, their thermal caps per GPU (inf: none), the times and
-    changes of effective GPUs, the crossing times and power changes per unit in ``idx`` order (W),
-    Σ change × held time (Wh), Σ change (W))."""
+    Updates in place the units' state, the histogram, and in the accounts' block ``nblk`` (rows ``A_*``) per node
+    the capped and speed sums and effective GPUs and ``acc`` / ``tot`` (indices 1–3). Returns (highest
+    temperature, silent flags cleared, the nodes in order, their new thermal speeds, their thermal caps per GPU
+    (inf: none), the times and changes of effective GPUs, the crossing times and power changes per unit in
+    ``idx`` order (W), Σ change × held time (Wh), Σ change (W))."""
+    T, tss, t0, tau, speed, t_next = ublk[R_T], ublk[R_TSS], ublk[R_T0], ublk[R_TAU], ublk[R_SPEED], ublk[R_NEXT]
+    t_due, x_tss, x_sp, x_P, pw = ublk[R_DUE], ublk[R_XTSS], ublk[R_XSP], ublk[R_XP], ublk[R_PW]
+    gon, engaged, silent = bblk[B_GON], bblk[B_ENG], bblk[B_SILENT]
+    n_busy, n_capped, n_spsum, n_tp = nblk[A_BUSY], nblk[A_CAPPED], nblk[A_SPSUM], nblk[A_TP]
+    acc, tot = nblk[A_ACC], nblk[A_TOT]  # (the four totals: indices 0–3 of their rows)
     m = idx.shape[0]
     ts = np.empty(m)
     for k in range(m):
@@ -638,18 +642,17 @@ def silent_due(gi: np.ndarray, due_h: float, silent: np.ndarray, t_next: np.ndar
 def update_nodes(nodes: np.ndarray, now: float, eps_h: float, settle: bool, t_acc: float,
                  down: np.ndarray, node_util: np.ndarray, u: int, g: float, w: float, pc: np.ndarray,
                  rfactor: np.ndarray, inlet: np.ndarray, rbase: np.ndarray, toff: np.ndarray, prm: np.ndarray,
-                 ublk: np.ndarray, gon: np.ndarray, hist: np.ndarray, engaged: np.ndarray, kind: np.ndarray, hot: bool,
-                 ucap: np.ndarray, silent_on: bool, silent: np.ndarray, x_cap: np.ndarray, x_ok: np.ndarray,
-                 traced: np.ndarray, heat: int, n_busy: np.ndarray, n_capped: np.ndarray, n_spsum: np.ndarray,
-                 n_tp: np.ndarray, caps: np.ndarray, oth_n: np.ndarray, acc: np.ndarray, tot: np.ndarray,
-                 it_caps: np.ndarray, pf: np.ndarray, nout: np.ndarray, uout: np.ndarray, up: np.ndarray
-                 ) -> tuple[float, int, int, float, np.ndarray, int, int, float, float, bool, float, bool]:
+                 ublk: np.ndarray, bblk: np.ndarray, hist: np.ndarray, kind: np.ndarray, hot: bool, ucap: np.ndarray,
+                 silent_on: bool, x_cap: np.ndarray, traced: np.ndarray, heat: int, nblk: np.ndarray, caps: np.ndarray,
+                 oth_n: np.ndarray, it_caps: np.ndarray, pf: np.ndarray, nout: np.ndarray, uout: np.ndarray,
+                 up: np.ndarray) -> tuple[float, int, int, float, np.ndarray, int, int, float, float, bool, float, bool]:
     """``GpuState._update_now``'s unit work in one call: with ``settle``, the silent crossings of the units of
     ``nodes`` (``gi``, node by node: ``kernels_events.unit_indices``, built here) due by ``now + eps_h`` are settled (:func:`silent_due` clearing the others'
     flags, the accounts integrated to now from ``t_acc`` as ``GpuState.integrate``, :func:`settle_units` and
     the write of the speeds they changed into ``caps`` as ``kernels_events.put_changed_at``); then
     :func:`advance_units` to ``now`` and :func:`update_units` with per node ``up`` (``down == 0``) and
-    ``util`` gathered from ``down`` and ``node_util``. ``ublk``: the units' float state (rows ``R_*``). ``prm``: idle W, demand W, C J/°C, slowdown °C,
+    ``util`` gathered from ``down`` and ``node_util``. ``ublk``, ``bblk``, ``nblk``: the units' float and bool state
+    and the accounts (rows ``R_*``, ``B_*``, ``A_*``). ``prm``: idle W, demand W, C J/°C, slowdown °C,
     shutdown °C, lowest cap W, α, non-GPU W at full and idle utilisation, air share; ``pf``: each node's own
     power figures in a hall of node pools (:func:`update_units`; shape (6, 0): none). The same kernels in the
     same order as the calls they replace, so the results are theirs bit for bit.
@@ -663,6 +666,7 @@ def update_nodes(nodes: np.ndarray, now: float, eps_h: float, settle: bool, t_ac
     ``it_caps``)."""
     T, tss, t0, tau, speed, t_next = ublk[R_T], ublk[R_TSS], ublk[R_T0], ublk[R_TAU], ublk[R_SPEED], ublk[R_NEXT]
     x_P, x_sp, x_tss, pw, t_due = ublk[R_XP], ublk[R_XSP], ublk[R_XTSS], ublk[R_PW], ublk[R_DUE]  # (read only with silent_on)
+    gon, engaged, silent, x_ok = bblk[B_GON], bblk[B_ENG], bblk[B_SILENT], bblk[B_XOK]  # (x_ok: only with silent_on)
     tmax = -INF
     cleared = 0
     n_sil = 0
@@ -681,12 +685,11 @@ def update_nodes(nodes: np.ndarray, now: float, eps_h: float, settle: bool, t_ac
         if idx.shape[0]:
             dt = now - t_acc
             if dt > 0:
-                for k in range(acc.shape[0]):
-                    acc[k] += tot[k] * dt
+                for k in range(4):  # (nblk's rows A_ACC, A_TOT: the four totals)
+                    nblk[A_ACC, k] += nblk[A_TOT, k] * dt
                 t_acc = now
             tmax, n_sil, snodes, new_caps, _, tp_t, tp_dv, ts, dP, e_wh, dP_sum = settle_units(
-                idx, now, u, w, T, tss, t0, tau, gon, hist, t_next, t_due, kind, silent, engaged, speed, x_tss,
-                x_sp, x_P, x_cap, ucap, pw, n_busy, n_capped, n_spsum, n_tp, caps, oth_n, acc, tot)
+                idx, now, u, w, ublk, bblk, hist, kind, x_cap, ucap, nblk, caps, oth_n)
             nch = 0
             for j in range(snodes.shape[0]):
                 if caps[snodes[j]] != new_caps[j]:
@@ -732,22 +735,22 @@ def update_nodes(nodes: np.ndarray, now: float, eps_h: float, settle: bool, t_ac
 
 @njit(**_JIT)
 def wake_units(now: float, eps_h: float, silent_on: bool, t_acc: float, u: int, w: float, ublk: np.ndarray,
-               gon: np.ndarray, hist: np.ndarray, kind: np.ndarray, silent: np.ndarray, engaged: np.ndarray,
-               x_ok: np.ndarray, x_cap: np.ndarray, ucap: np.ndarray, n_busy: np.ndarray, n_capped: np.ndarray, n_spsum: np.ndarray,
-               n_tp: np.ndarray, caps: np.ndarray, oth_n: np.ndarray, acc: np.ndarray, tot: np.ndarray
+               bblk: np.ndarray, hist: np.ndarray, kind: np.ndarray, x_cap: np.ndarray, ucap: np.ndarray,
+               nblk: np.ndarray, caps: np.ndarray, oth_n: np.ndarray
                ) -> tuple[np.ndarray, float, int, float, np.ndarray, int, int, int, float, float]:
     """``GpuState._wake``'s split and quick path in one call: the units whose crossing is due by ``now + eps_h``
     (``np.flatnonzero(t_due <= now + eps_h)``); with ``silent_on``, those heading for a slowdown crossing that
     may be silent (``kind == 1`` and ``x_ok``: the quick ones) take their stashed state now as
-    ``LazyCrossings.settle`` does (``ublk``: the units' float state, rows ``R_*``; ``t_next`` at most ``now``, the accounts integrated from ``t_acc``,
+    ``LazyCrossings.settle`` does (``ublk``, ``bblk``, ``nblk``: the units' float and bool state and the accounts,
+    rows ``R_*``, ``B_*``, ``A_*``; ``t_next`` at most ``now``, the accounts integrated from ``t_acc``,
     :func:`settle_units`). Returns (the other due units; the accounts' time, h; then, for the quick ones (none:
     0 and an empty array): :func:`settle_units`' silent flags cleared and highest temperature, its seven arrays
     in one (one array to box: the nodes as floats, exact, their new speeds and thermal caps, ``ng`` each, the
     times and changes of effective GPUs, ``ntp`` each, the crossing times and power changes, ``m`` each), ``ng``,
     ``ntp``, ``m``, Σ change × held time (Wh) and Σ change (W))."""
-    T, tss, t0, tau, speed, t_next = ublk[R_T], ublk[R_TSS], ublk[R_T0], ublk[R_TAU], ublk[R_SPEED], ublk[R_NEXT]
+    t_next = ublk[R_NEXT]
     t_due = ublk[R_DUE] if silent_on else t_next  # (the same array while silent crossings are off)
-    x_P, x_sp, x_tss, pw = ublk[R_XP], ublk[R_XSP], ublk[R_XTSS], ublk[R_PW]  # (read only with silent_on)
+    x_ok = bblk[B_XOK]  # (read only with silent_on)
     nd = nq = 0
     lim = now + eps_h
     for i in range(kind.shape[0]):  # (the units: ublk's rows are padded)
@@ -775,12 +778,11 @@ def wake_units(now: float, eps_h: float, silent_on: bool, t_acc: float, u: int, 
         t_next[i] = x if x < now or x != x else now  # np.minimum(t_next[q], now)
     dt = now - t_acc
     if dt > 0:
-        for k in range(acc.shape[0]):
-            acc[k] += tot[k] * dt
+        for k in range(4):  # (nblk's rows A_ACC, A_TOT: the four totals)
+            nblk[A_ACC, k] += nblk[A_TOT, k] * dt
         t_acc = now
     tmax, n_sil, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum = settle_units(
-        q, now, u, w, T, tss, t0, tau, gon, hist, t_next, t_due, kind, silent, engaged, speed, x_tss, x_sp, x_P,
-        x_cap, ucap, pw, n_busy, n_capped, n_spsum, n_tp, caps, oth_n, acc, tot)
+        q, now, u, w, ublk, bblk, hist, kind, x_cap, ucap, nblk, caps, oth_n)
     ng, ntp, m = nodes.shape[0], tp_t.shape[0], ts.shape[0]
     res = np.empty(3 * ng + 2 * ntp + 2 * m)
     for k in range(ng):

@@ -100,6 +100,9 @@ class ITPower(Component):
         self.caps: dict[str, NDArray[np.float64]] = {}
         self._n_finite: dict[str, int] = {}  # per source written through set_cap: nodes with a finite cap
         self._direct: set[str] = set()  # sources written directly (always taken into account)
+        # refresh's cap arrays, those of sources with a finite cap or written directly in the order of caps (None:
+        # to be listed again; set so at a new source, a direct one, and a source's finite count to or from 0)
+        self._srcs: list[NDArray[np.float64]] | None = None
         self.unit_caps: dict[str, NDArray[np.float64]] = {}
         """Per-GPU caps (W, shape nodes × GPUs) of sources whose GPUs in one node differ (``unit_cap``)."""
         self.energy_wh = 0.0
@@ -179,6 +182,7 @@ class ITPower(Component):
         if arr is None:
             arr = self.caps[source] = np.full(self.cluster.n_nodes, np.inf)
             self._n_finite[source] = 0
+            self._srcs = None
         return arr
 
     def gpu_cap(self, source: str) -> NDArray[np.float64]:
@@ -186,6 +190,7 @@ class ITPower(Component):
         after writing. (``set_cap`` does both and is cheaper: it lets ``refresh`` skip sources
         without a finite cap.)"""
         self._direct.add(source)
+        self._srcs = None
         self._uncapped = False
         return self._array(source)
 
@@ -208,14 +213,17 @@ class ITPower(Component):
         refresh would change nothing: :meth:`_unmoved`)."""
         arr = self._array(source)
         unmoved = False
+        was = self._n_finite[source]
         if nodes is not None and isinstance(cap_w, np.ndarray) and len(cap_w) == len(nodes):  # (compiled: a node's
             unmoved = self._unmoved(source, arr, nodes, cap_w)                                 # caps, thermal's)
-            self._n_finite[source] += put_finite_delta(arr, nodes, cap_w)
+            self._n_finite[source] = was + put_finite_delta(arr, nodes, cap_w)
         else:
             idx = self._all if nodes is None else nodes
             before = int(np.isfinite(arr[idx]).sum())
             arr[idx] = cap_w
-            self._n_finite[source] += int(np.isfinite(arr[idx]).sum()) - before
+            self._n_finite[source] = was + int(np.isfinite(arr[idx]).sum()) - before
+        if (not was) != (not self._n_finite[source]):  # (a source with a finite cap now, or none any more)
+            self._srcs = None
         self._uncapped = not self._direct and not any(self._n_finite.values())
         if unmoved and not self._uncapped:  # (uncapped now: refresh's other formula)
             return
@@ -342,26 +350,30 @@ class ITPower(Component):
         self.refresh(np.array([node]))
 
     def _capped_with_fans(self, idx: NDArray[np.int64], util: float | None, srcs: list[NDArray[np.float64]],
-                          npw: NDArray[np.float64]) -> None:
+                          npw: NDArray[np.float64], all_up: bool) -> float:
         """``refresh``'s capped path for at most two sources with a cap (``srcs``): the tightest cap
         (``min_cap``), the nodes' power and the fans' share (``FanLaw.power_w``) added, in one compiled call
-        (:func:`twin.kernels.it_fans_nodes`: the same operations in the same order)."""
+        (:func:`twin.kernels.it_fans_nodes`: the same operations in the same order). Returns, when every node is
+        in service (``all_up``: nothing to zero after it), the site total ``np.add.reduce(npw)`` summed in the
+        same call, W; else nan."""
         e = _EF
         fans = self.fans
         cl = self.cluster
         if fans is None:
-            kernels.it_fans_nodes(idx, cl.util_read, srcs[0] if srcs else e, srcs[1] if len(srcs) > 1 else e,
-                                  float(self.gpus), self.idle_w, self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w,
-                                  npw, False, 0.0, True, 0.0, e, e, False, cl.down_count, True, e, e)
-            return
+            out: float = kernels.it_fans_nodes(
+                idx, cl.util_read, srcs[0] if srcs else e, srcs[1] if len(srcs) > 1 else e, float(self.gpus),
+                self.idle_w, self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w, npw, False, 0.0, True, 0.0, e, e, False,
+                cl.down_count, True, e, e, all_up)[2]
+            return out
         util_s, _, stated = fans.prepare(_EF if util is None else util)  # (the fans' energy to now first)
-        top, fans.total_w = kernels.it_fans_nodes(
+        top, fans.total_w, site = kernels.it_fans_nodes(
             idx, cl.util_read, srcs[0] if srcs else e, srcs[1] if len(srcs) > 1 else e, float(self.gpus),
             self.idle_w, self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w, npw, True, util_s, util is not None,
-            stated, fans.inlet_c, fans.healthy, bool(fans.n_short), cl.down_count, cl.n_up == cl.n_nodes,
-            fans.law_numbers, fans.node_w)
+            stated, fans.inlet_c, fans.healthy, bool(fans.n_short), cl.down_count, all_up,
+            fans.law_numbers, fans.node_w, all_up)
         if top > fans.peak_speed:
             fans.peak_speed = top
+        return float(site)
 
     def refresh(self, nodes: NDArray[np.int64] | None = None, util: float | None = None) -> None:
         """Recompute the power of ``nodes`` (all when None) after a load, cap or state change;
@@ -409,12 +421,20 @@ class ITPower(Component):
                 p += self._b_w
         else:  # node_it_power_w with non_gpu_power_w, compiled (the same operations; + 0·util without a slope)
             idx = np.asarray(idx, dtype=np.int64)
-            srcs = [arr for name, arr in self.caps.items() if self._n_finite[name] or name in self._direct]
+            srcs = self._srcs
+            if srcs is None:  # (listed again only after a change of which sources take part)
+                srcs = self._srcs = [arr for name, arr in self.caps.items()
+                                     if self._n_finite[name] or name in self._direct]
             p = None
             if len(srcs) <= 2 and (self.fans is None or self.fans.pooled is None):
-                # the caps, the nodes' power and their fans in one compiled call (not with fans of node pools)
+                # the caps, the nodes' power and their fans in one compiled call (not with fans of node pools),
+                # and with every node in service the site total (nothing to zero after it)
                 fans_done = True
-                self._capped_with_fans(idx, util, srcs, npw)
+                cl = self.cluster
+                site = self._capped_with_fans(idx, util, srcs, npw, cl.n_up == cl.n_nodes)
+                if site == site:
+                    self._publish(site, idx)
+                    return
             else:
                 kernels.it_nodes(idx, self.cluster.util_read, self.min_cap(idx), float(self.gpus), self.idle_w,
                                  self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w, npw)

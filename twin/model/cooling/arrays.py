@@ -32,6 +32,13 @@ I64 = NDArray[np.int64]
 R_T, R_TSS, R_T0, R_TAU, R_SPEED, R_NEXT, R_DUE, R_XP, R_XSP, R_XTSS, R_PW = range(11)
 N_ROWS = 11
 ROW_PAD = 8  # elements after each row (64 bytes: rows 2**k bytes apart would share the L1 cache's sets)
+# rows of CoolingArrays.nblk, the accounts in one block (as twin.kernels' and twin.kernels_units' A_*, pinned equal):
+# per node busy GPUs, capped busy GPUs, Σ speed, effective GPUs; the four site totals integrated and now (0–3)
+A_BUSY, A_CAPPED, A_SPSUM, A_TP, A_ACC, A_TOT = range(6)
+N_AROWS = 6
+# rows of CoolingArrays.bblk, the units' bool state in one block (as twin.kernels_units' B_*, pinned equal)
+B_GON, B_ENG, B_SILENT, B_XOK = range(4)
+N_BROWS = 4
 B = NDArray[np.bool_]
 
 
@@ -126,6 +133,7 @@ class CoolingArrays:
     tss: F = field(default_factory=_f)  # steady state of the current power, inlet and R, °C
     tau: F = field(default_factory=_f)  # time constant, s
     gon: B = field(default_factory=_b)  # GPU powered during [t0, now]
+    bblk: B = field(default_factory=_b)  # the units' bool state: gon, engaged, and the silent crossings' silent, x_ok
     engaged: B = field(default_factory=_b)  # thermal cap engaged
     speed: F = field(default_factory=_f)  # speed fraction
     t_next: F = field(default_factory=_f)  # next threshold crossing, h (inf: none)
@@ -139,7 +147,9 @@ class CoolingArrays:
     toff: F | None = None  # per unit: inlet above its node's inlet, °C (air halls; None: 0)
     toff_max_n: F = field(default_factory=_f)  # per node: the largest of its units' offsets, °C
     hist: F = field(default_factory=_f)  # GPU-hours per 1 °C bin of steady-state temperature
-    # ---- accounting (gpu.GpuState): per node busy GPUs, capped busy GPUs, Σ speed, effective GPUs
+    # ---- accounting (gpu.GpuState): per node busy GPUs, capped busy GPUs, Σ speed, effective GPUs, and the four
+    # site totals, each a view of its row of one block (A_*: one argument for six in the fused kernels)
+    nblk: F = field(default_factory=_f)
     n_busy: F = field(default_factory=_f)
     n_capped: F = field(default_factory=_f)
     n_spsum: F = field(default_factory=_f)

@@ -22,7 +22,9 @@ from scipy.special import ndtri
 from twin import kernels_lazy, rng
 from twin.model.cooling import fast
 from twin.model.cooling.common import _EPS_H, _HIST_MAX_C, INF
-from twin.model.cooling.arrays import N_ROWS, R_NEXT, R_SPEED, R_T, R_T0, R_TAU, R_TSS, ROW_PAD, CoolingArrays, CoolingParams
+from twin.model.cooling.arrays import (A_ACC, A_BUSY, A_CAPPED, A_SPSUM, A_TOT, A_TP, B_ENG, B_GON, N_AROWS, N_BROWS,
+                                      N_ROWS, R_NEXT, R_SPEED, R_T, R_T0, R_TAU, R_TSS, ROW_PAD, CoolingArrays,
+                                      CoolingParams)
 from twin.scenario.pools import pool_heat_sink
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -119,9 +121,13 @@ class GpuState:
         a.T[:] = fast.steady_c(tin0, p.idle_w if p.figs is None else np.repeat(p.figs[0], u), R0)
         a.tss[:] = a.T
         a.tau[:] = fast.tau_s(R0, p.c_j_per_c)
-        a.engaged = np.zeros(n_units, dtype=bool)
+        # the units' bool state in one block, each name a view of its row (arrays.B_*; silent and x_ok are taken by
+        # LazyCrossings)
+        a.bblk = np.zeros((N_BROWS, n_units + ROW_PAD), dtype=bool)
+        a.engaged = a.bblk[B_ENG, :n_units]
         a.speed[:] = 1.0
-        a.gon = np.ones(n_units, dtype=bool)  # GPU powered during [t0, now]
+        a.gon = a.bblk[B_GON, :n_units]  # GPU powered during [t0, now]
+        a.gon[:] = True
         a.t_next[:] = INF
         # the air heat the kernel computes (AirRooms.air_heat_w): 0 none, 1 GPUs in the air, 2 not, 3 a share
         self._heat_mode = 0 if p.air is None else (3 if self.air_rooms.air_share is not None else
@@ -144,12 +150,11 @@ class GpuState:
         self.tpeak_c = float(a.T.max())
 
         # ---- accounting ----------------------------------------------------------------------------
-        a.n_busy = np.zeros(n)
-        a.n_capped = np.zeros(n)
-        a.n_spsum = np.zeros(n)
-        a.n_tp = np.zeros(n)
-        a.tot = np.zeros(4)  # busy GPUs, capped busy GPUs, Σ speed of busy GPUs, effective GPUs
-        a.acc = np.zeros(4)
+        # per node and the site totals in one block, each name a contiguous view of its row (arrays.A_*)
+        a.nblk = np.zeros((N_AROWS, max(n, 4) + ROW_PAD))
+        a.n_busy, a.n_capped, a.n_spsum, a.n_tp = (a.nblk[r, :n] for r in (A_BUSY, A_CAPPED, A_SPSUM, A_TP))
+        a.acc = a.nblk[A_ACC, :4]  # busy GPUs, capped busy GPUs, Σ speed of busy GPUs, effective GPUs: integrated (h)
+        a.tot = a.nblk[A_TOT, :4]  # ... now
         self.t_acc = 0.0
         a.tp_t = [0.0]  # effective GPUs: times of changes, h (not in order: see _replay_log)
         a.tp_dv = [0.0]  # … and the changes
@@ -252,12 +257,10 @@ class GpuState:
          it_ne) = kernels_units.update_nodes(
             nodes, now, _EPS_H, lazy.n_silent > 0, self.t_acc, self.cluster.down_count, self.cluster.util_read,
             u, float(g), p.gpus_per_unit, pc, a.rfactor, a.inlet, a.rbase, _EF if a.toff is None else a.toff,
-            self._prm, a.ublk, a.gon, a.hist, a.engaged, a.kind,
-            bool(self._n_hot), _EF if self.ucap is None else self.ucap, silent, lazy.silent,
-            a.x_cap if silent and a.x_cap is not None else _EF, a.x_ok if silent else _EB,
-            lazy.traced_u if silent and lazy.traced_u is not None else _EB, self._heat_mode, a.n_busy, a.n_capped,
-            a.n_spsum, a.n_tp, a.speed_caps, a.oth_n if silent and lazy.oth_caps else _EF, a.acc, a.tot, a.it_caps,
-            self._pf, nout, uout, up_n)
+            self._prm, a.ublk, a.bblk, a.hist, a.kind, bool(self._n_hot), _EF if self.ucap is None else self.ucap,
+            silent, a.x_cap if silent and a.x_cap is not None else _EF,
+            lazy.traced_u if silent and lazy.traced_u is not None else _EB, self._heat_mode, a.nblk, a.speed_caps,
+            a.oth_n if silent and lazy.oth_caps else _EF, a.it_caps, self._pf, nout, uout, up_n)
         if cleared or n_sil:  # (the settling's arrays come as one: tp_t, tp_dv, ts, dP, the nodes whose speed changed)
             z = 2 * ntp + 2 * m
             lazy.settled_in(cleared, n_sil, sres[:ntp], sres[ntp:2 * ntp], sres[2 * ntp:2 * ntp + m],
@@ -285,8 +288,8 @@ class GpuState:
             tp_mode = 1
         sp_a, sp_b, sp_n = self._speeds(nodes) if tp_mode else (_EF, _EF, _EF)
         self.t_acc, d_tp, ch, rose, any_down = kernels.account_update(
-            nodes, nout, up_n, now, self.t_acc, hot, tp_mode, self.cluster.slow, sp_a, sp_b, sp_n, a.n_busy,
-            a.n_capped, a.n_spsum, a.n_tp, a.acc, a.tot, bool(self._n_hot), a.speed_caps)
+            nodes, nout, up_n, now, self.t_acc, hot, tp_mode, self.cluster.slow, sp_a, sp_b, sp_n, a.nblk,
+            bool(self._n_hot), a.speed_caps)
         if d_tp != 0.0:
             self._tp_record(d_tp)
         if self.ageing.aged:
@@ -343,11 +346,9 @@ class GpuState:
         silent = lazy.silent_on
         due, self.t_acc, n_sil, tmax, sres, ng, ntp, m, e_wh, dP_sum = \
             kernels_units.wake_units(
-                now, _EPS_H, silent, self.t_acc, p.units_per_node, p.gpus_per_unit, a.ublk, a.gon, a.hist, a.kind,
-                lazy.silent, a.engaged, a.x_ok if silent else _EB,
+                now, _EPS_H, silent, self.t_acc, p.units_per_node, p.gpus_per_unit, a.ublk, a.bblk, a.hist, a.kind,
                 a.x_cap if silent and a.x_cap is not None else _EF, _EF if self.ucap is None else self.ucap,
-                a.n_busy, a.n_capped, a.n_spsum, a.n_tp, a.speed_caps,
-                a.oth_n if silent and lazy.oth_caps else _EF, a.acc, a.tot)
+                a.nblk, a.speed_caps, a.oth_n if silent and lazy.oth_caps else _EF)
         if ng:  # (the settling's arrays come as one: the nodes as floats, their speeds and caps, tp_t, tp_dv, ts, dP)
             z = 3 * ng + 2 * ntp
             lazy.settled(n_sil, tmax, sres[:ng].astype(np.int64), sres[ng:2 * ng], sres[2 * ng:3 * ng],

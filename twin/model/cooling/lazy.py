@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 
 from twin import kernels_lazy
 from twin.model.cooling.common import _EPS_H, INF
-from twin.model.cooling.arrays import R_DUE, R_PW, R_XP, R_XSP, R_XTSS, CoolingArrays, CoolingParams
+from twin.model.cooling.arrays import B_SILENT, B_XOK, R_DUE, R_PW, R_XP, R_XSP, R_XTSS, CoolingArrays, CoolingParams
 
 if TYPE_CHECKING:  # pragma: no cover
     from twin.model.cooling.ports import AgeingPort, GpuPort, ReplayPort
@@ -80,15 +80,18 @@ class LazyCrossings:
         self.silent_on = False  # decided in start(): see start
         self.rose = False  # since the last plan, an update raised a published speed or took a node out of service
         self.n_silent = 0
-        self.silent = np.zeros(n_units, dtype=bool)  # the unit's pending slowdown crossing is silent
+        self.silent = a.bblk[B_SILENT, :n_units]  # the unit's pending slowdown crossing is silent (a row of the block)
         a.t_due = a.t_next  # the wake-up's times: t_next less the silent crossings (the same array while off)
         a.gid = np.full(n, -1, dtype=np.int64)  # per node: its group (-1: none yet)
         self._gid_of: dict[int, tuple[NDArray[np.int64], int]] = {}  # id(published array) -> (array, group)
         self._groups: dict[int, NDArray[np.int64]] = {}
         self._next_gid = 0
         self.settled_sp: list[NDArray[np.int64]] = []  # nodes whose speed a settling inside an update changed
-        self._pw_t: list[NDArray[np.float64]] = []  # site power corrections: times (h) and changes (W)
-        self._pw_dv: list[NDArray[np.float64]] = []
+        # site power corrections: times (h) and changes (W), in the order kept, the first _pw_n of two buffers grown
+        # by doubling (one copy each at the end, not a list of ~30,000 small arrays a year to join and free)
+        self._pw_t: NDArray[np.float64] = np.empty(0)
+        self._pw_dv: NDArray[np.float64] = np.empty(0)
+        self._pw_n = 0
 
     def start(self) -> None:
         """Silent crossings with one unit per GPU and no ageing on GPU temperature, any speed sources (module
@@ -114,7 +117,8 @@ class LazyCrossings:
         a.x_sp[:] = 1.0
         a.x_tss = a.ublk[R_XTSS, :n_units]  # steady state after it, °C
         a.x_tss[:] = 0.0
-        a.x_ok = np.zeros(n_units, dtype=bool)  # may be silent (a slowdown crossing, no shutdown after it, untraced)
+        a.x_ok = a.bblk[B_XOK, :n_units]  # may be silent (a slowdown crossing, no shutdown after it, untraced)
+        a.x_ok[:] = False
         a.pw = a.ublk[R_PW, :n_units]  # power per GPU now (W), kept where units may cross silently
         a.pw[:] = 0.0
         self.traced_u: NDArray[np.bool_] | None = None  # units whose crossings stay events: those of traced nodes while tracing
@@ -180,8 +184,12 @@ class LazyCrossings:
             # due silent crossings rest on the group's published speeds staying as low as they were: settled
             # before one rose (or a node left service); while speeds only fell they may wait (the walk
             # reads published speeds, which a due crossing would only lower: it finds fewer silent, never more)
-            if self.n_silent and rose:
-                self.settle_in(kernels_events.group_units(arr, gid, a.gid, p.units_per_node), now)
+            if self.n_silent and rose:  # (settle_in of the units of the group's nodes still in it, in one call)
+                idx, cleared = kernels_events.group_due(arr, gid, a.gid, p.units_per_node, now + _EPS_H, self.silent,
+                                                        a.t_next, bool(self.gpu.in_update))
+                self.n_silent -= cleared
+                if len(idx):
+                    self.settle(idx, now)
             keep = now + _EPS_H if self.n_silent and not rose else -INF  # due silent ones not settled stay
             _, d, m = kernels_events.plan_one(arr, arr, gid, a.gid, p.units_per_node, keep, a.t_next, a.kind,
                                               self.silent, down, caps, a.x_sp, a.x_ok, a.t_due, False)
@@ -241,10 +249,19 @@ class LazyCrossings:
         and W steps at ``ts`` undone at ``now`` (merged into the site power level at the end)."""
         if np.count_nonzero(dP):
             self.it.energy_wh += e_wh
-            self._pw_t.append(ts)
-            self._pw_dv.append(dP)
-            self._pw_t.append(np.array([now]))
-            self._pw_dv.append(np.array([-dP_sum]))
+            k, m = self._pw_n, len(ts)
+            end = k + m + 1
+            if end > len(self._pw_t):
+                cap = max(2 * len(self._pw_t), end, 1024)
+                t, v = np.empty(cap), np.empty(cap)
+                t[:k] = self._pw_t[:k]
+                v[:k] = self._pw_dv[:k]
+                self._pw_t, self._pw_dv = t, v
+            self._pw_t[k:k + m] = ts
+            self._pw_dv[k:k + m] = dP
+            self._pw_t[k + m] = now
+            self._pw_dv[k + m] = -dP_sum
+            self._pw_n = end
 
     def settle(self, idx: NDArray[np.int64], now: float) -> None:
         """Units ``idx`` crossed their slowdown temperature silently at t_x = t_next ≤ ``now``: give them their
@@ -253,11 +270,9 @@ class LazyCrossings:
         a, p = self.arrays, self.params
         self.gpu.integrate(now)
         tmax, n_sil, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum = kernels_units.settle_units(
-            idx, now, p.units_per_node, p.gpus_per_unit, a.T, a.tss, a.t0, a.tau, a.gon, a.hist, a.t_next,
-            a.t_due, a.kind, self.silent, a.engaged, a.speed, a.x_tss, a.x_sp, a.x_P,
-            _EF if a.x_cap is None else a.x_cap, _EF if self.gpu.ucap is None else self.gpu.ucap, a.pw,
-            a.n_busy, a.n_capped, a.n_spsum, a.n_tp, a.speed_caps,
-            a.oth_n if self.oth_caps else _EF, a.acc, a.tot)
+            idx, now, p.units_per_node, p.gpus_per_unit, a.ublk, a.bblk, a.hist, a.kind,
+            _EF if a.x_cap is None else a.x_cap, _EF if self.gpu.ucap is None else self.gpu.ucap, a.nblk, a.speed_caps,
+            a.oth_n if self.oth_caps else _EF)
         self.settled(n_sil, tmax, nodes, new_caps, it_caps, tp_t, tp_dv, ts, dP, e_wh, dP_sum, now)
 
     def settled(self, n_sil: int, tmax: float, nodes: NDArray[np.int64], new_caps: NDArray[np.float64],
@@ -307,11 +322,12 @@ class LazyCrossings:
         idx = np.flatnonzero(self.silent & (self.arrays.t_next <= H + _EPS_H))
         if len(idx):
             self.settle(idx, H)
-        if not self._pw_t:
+        n = self._pw_n
+        if not n:
             return
         ts_l, vs_l = self.engine.recorder.levels["site_power_w"]
-        ct = np.concatenate(self._pw_t)
-        cv = np.concatenate(self._pw_dv)
+        ct = self._pw_t[:n]  # (the corrections in the order kept: np.concatenate of the steps as recorded)
+        cv = self._pw_dv[:n]
         o = np.argsort(ct, kind="stable")
         ct, cv = ct[o], np.cumsum(cv[o])
         # (np.union1d of the two time lists, and at each the level's and the correction's last values at or
@@ -320,4 +336,4 @@ class LazyCrossings:
                                             ct, cv)
         ts_l[:] = tt.tolist()
         vs_l[:] = vv.tolist()
-        self._pw_t, self._pw_dv = [], []
+        self._pw_t, self._pw_dv, self._pw_n = np.empty(0), np.empty(0), 0

@@ -146,7 +146,13 @@ class Progress(WorkloadBase):
         cl = self.cluster
         sp_t = sp_f = 1.0
         caps = cl.speed_caps
-        if n and cl.slow and "thermal" in caps:
+        if n and cl.slow and len(caps) == 1 and "thermal" in caps:
+            # a hall with a thermal model, its one speed source (the common case): as below, without the dict
+            sp = min_of_at(caps["thermal"], nodes)
+            speed = sp if sp < 1.0 else 1.0  # (= min(1.0, sp))
+            if speed < 1.0:
+                sp_t = sp_f = sp
+        elif n and cl.slow and "thermal" in caps:
             # a hall with a thermal model (its kernels loaded): each source's minimum over the nodes compiled,
             # the same minima as min_speed's (min over nodes and sources, from 1) and the sources' below
             mins = {name: min_of_at(arr, nodes) for name, arr in caps.items()}
