@@ -4,8 +4,6 @@ sequential rule) and the load its nodes carry (published as NODE_LOAD and JOB)."
 
 from __future__ import annotations
 
-import numpy as np
-
 from twin import kernels_lazy
 from twin.model.workload.base import WorkloadBase
 from twin.model.workload.jobs import CKPT, RECONF, RESTARTING, RUNNING, STEP_COMPONENTS, Job, step_shares
@@ -15,6 +13,10 @@ from twin.physics.storage import data_limited_rate
 
 # the compiled kernels, imported at their first use (twin.kernels_lazy: a run without them imports no numba)
 min_of_at = kernels_lazy.function("twin.kernels_events", "min_of_at", globals())
+
+
+_NINE_ZEROS = (0.0,) * 9
+assert len(STEP_COMPONENTS) == 9, "Progress._integrate_step adds nine components"
 
 
 class Progress(WorkloadBase):
@@ -103,13 +105,16 @@ class Progress(WorkloadBase):
         """Add ``dt`` running hours of the step ``bd`` to the job's run-time limiter: each component's
         share of the step and the step time, integrated over its running hours (a step that cannot
         complete, at speed 0 or on a cut fabric, adds nothing)."""
-        acc = job.acct.bd_acc
-        if acc is None:
-            acc = job.acct.bd_acc = np.zeros(len(STEP_COMPONENTS))
         vec = job.bd_vec
         if vec is not None:
-            acc += dt * vec
-            job.acct.step_acc += dt * bd.total_s
+            acct = job.acct
+            # = acc += dt * vec on numpy arrays, in Python floats: the same multiply and add of each component,
+            # without two array calls (STEP_COMPONENTS has nine: asserted below the class)
+            a0, a1, a2, a3, a4, a5, a6, a7, a8 = acct.bd_sum or _NINE_ZEROS
+            v0, v1, v2, v3, v4, v5, v6, v7, v8 = vec
+            acct.bd_sum = [a0 + dt * v0, a1 + dt * v1, a2 + dt * v2, a3 + dt * v3, a4 + dt * v4, a5 + dt * v5,
+                           a6 + dt * v6, a7 + dt * v7, a8 + dt * v8]
+            acct.step_acc += dt * bd.total_s
 
     def _compute_rate(self, job: Job) -> float:
         """Progress rate of the job on its nodes; an elastic job's times its replicas' share."""
