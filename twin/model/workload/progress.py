@@ -221,18 +221,20 @@ class Progress(WorkloadBase):
         job.rate_speed = r_sp
         return r
 
-    def _set_util(self, job: Job, util: float) -> None:
+    def _set_util(self, job: Job, util: float, transfer_next: bool = False) -> None:
         """Set the utilisation of the job's nodes; publish NODE_LOAD (every node of the job) when the load
         of any of them changes, then JOB (a job's state change, for observers such as the forecast's
         accounting) in any case. A publication that would change no node's load is not made: no
-        subscriber's state depends on it (the IT power and GPU temperatures follow the same load)."""
+        subscriber's state depends on it (the IT power and GPU temperatures follow the same load).
+        ``transfer_next``: the caller begins a checkpoint transfer on the storage next, at this instant
+        (:meth:`twin.model.storage.Storage.data_share`)."""
         nodes = job.nodes
         if job.spec.data_gbs:  # a running job reads its data (its share may have changed), any other does not
             assert self.storage is not None
             if util > 0.0 and job.state == RUNNING:
                 job.rate = self._data_rate(job)
             else:
-                self.storage.data_share(job.spec.jid, 0.0)
+                self.storage.data_share(job.spec.jid, 0.0, transfer_next)
         if len(nodes):
             # the cluster writes and publishes NODE_LOAD, unless the job's nodes are at this load already (its last
             # write was of this array at this load: then the cluster's own test would find no change either)
@@ -243,12 +245,12 @@ class Progress(WorkloadBase):
             for fn in self._on_job_subs:  # = bus.publish(JOB, job)
                 fn(job)
 
-    def _pause(self, job: Job, pause_h: float) -> None:
+    def _pause(self, job: Job, pause_h: float, transfer_next: bool = False) -> None:
         """The job stops for a checkpoint write or stall of ``pause_h`` hours: its nodes idle, unless the
         pause is shorter than ``workload.min_load_pause_s`` (then the facility models keep seeing them
         busy: only the job's data reading and JOB observers see it; the job itself makes no progress
-        either way)."""
+        either way). ``transfer_next``: as :meth:`_set_util`'s."""
         if pause_h * 3600.0 < self.min_pause_s:
-            self._set_util(job, 1.0)
+            self._set_util(job, 1.0, transfer_next)
         else:
-            self._set_util(job, 0.0)
+            self._set_util(job, 0.0, transfer_next)
