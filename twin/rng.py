@@ -94,40 +94,41 @@ def uniform1(key: tuple[int, int], digest: int, k: int, stream: int = 0) -> floa
             _SCHEDULES.clear()
         ks = _SCHEDULES[key] = _key_schedule(key)
     m = _M32
+    (a0, b0, a1, b1, a2, b2, a3, b3, a4, b4, a5, b5, a6, b6, a7, b7, a8, b8, a9, _) = ks  # (locals, not 19 subscripts)
     c0, c1, c2, c3 = k, stream & m, digest & m, (digest >> 32) & m
     # ten rounds: p0 = M0·c0, p1 = M1·c2; (c0, c1, c2, c3) = (hi(p1) ^ c1 ^ k0, lo(p1), hi(p0) ^ c3 ^ k1, lo(p0))
     p0 = 0xD2511F53 * c0
     p1 = 0xCD9E8D57 * c2
-    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ ks[0], p1 & m, (p0 >> 32) ^ c3 ^ ks[1], p0 & m
+    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ a0, p1 & m, (p0 >> 32) ^ c3 ^ b0, p0 & m
     p0 = 0xD2511F53 * c0
     p1 = 0xCD9E8D57 * c2
-    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ ks[2], p1 & m, (p0 >> 32) ^ c3 ^ ks[3], p0 & m
+    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ a1, p1 & m, (p0 >> 32) ^ c3 ^ b1, p0 & m
     p0 = 0xD2511F53 * c0
     p1 = 0xCD9E8D57 * c2
-    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ ks[4], p1 & m, (p0 >> 32) ^ c3 ^ ks[5], p0 & m
+    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ a2, p1 & m, (p0 >> 32) ^ c3 ^ b2, p0 & m
     p0 = 0xD2511F53 * c0
     p1 = 0xCD9E8D57 * c2
-    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ ks[6], p1 & m, (p0 >> 32) ^ c3 ^ ks[7], p0 & m
+    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ a3, p1 & m, (p0 >> 32) ^ c3 ^ b3, p0 & m
     p0 = 0xD2511F53 * c0
     p1 = 0xCD9E8D57 * c2
-    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ ks[8], p1 & m, (p0 >> 32) ^ c3 ^ ks[9], p0 & m
+    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ a4, p1 & m, (p0 >> 32) ^ c3 ^ b4, p0 & m
     p0 = 0xD2511F53 * c0
     p1 = 0xCD9E8D57 * c2
-    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ ks[10], p1 & m, (p0 >> 32) ^ c3 ^ ks[11], p0 & m
+    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ a5, p1 & m, (p0 >> 32) ^ c3 ^ b5, p0 & m
     p0 = 0xD2511F53 * c0
     p1 = 0xCD9E8D57 * c2
-    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ ks[12], p1 & m, (p0 >> 32) ^ c3 ^ ks[13], p0 & m
+    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ a6, p1 & m, (p0 >> 32) ^ c3 ^ b6, p0 & m
     p0 = 0xD2511F53 * c0
     p1 = 0xCD9E8D57 * c2
-    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ ks[14], p1 & m, (p0 >> 32) ^ c3 ^ ks[15], p0 & m
+    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ a7, p1 & m, (p0 >> 32) ^ c3 ^ b7, p0 & m
     p0 = 0xD2511F53 * c0
     p1 = 0xCD9E8D57 * c2
-    c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ ks[16], p1 & m, (p0 >> 32) ^ c3 ^ ks[17], p0 & m
-    p0 = 0xD2511F53 * c0
+    c1, c2 = p1 & m, (p0 >> 32) ^ c3 ^ b8  # (this round's c0 and c3 feed only the last round's unread c2, c3)
     p1 = 0xCD9E8D57 * c2
-    c0, c1 = (p1 >> 32) ^ c1 ^ ks[18], p1 & m  # (the last round's c2, c3 are not read)
+    c0, c1 = (p1 >> 32) ^ c1 ^ a9, p1 & m  # (the last round's c2, c3 are not read)
     mant = ((c0 >> 5) << 26) | (c1 >> 6)
-    return min((mant + 0.5) * (1.0 / 9007199254740992.0), _ONE_BELOW)
+    u = (mant + 0.5) * (1.0 / 9007199254740992.0)
+    return u if u < _ONE_BELOW else _ONE_BELOW  # (= min(u, _ONE_BELOW))
 
 
 STREAMS = {"fail": 0, "repair": 1, "detect": 2, "remediate": 3, "remediate_ok": 4, "replace_ok": 5, "escalate": 6,

@@ -127,8 +127,10 @@ class StorageService(Protocol):
         """Job ``jid``'s checkpoint write (or read) ended or failed."""
         ...
 
-    def data_share(self, jid: int, demand_gb_per_s: float) -> float:
-        """Set job ``jid``'s training-data demand now (GB/s; 0: it reads nothing now) and return its share."""
+    def data_share(self, jid: int, demand_gb_per_s: float, transfer_next: bool = False) -> float:
+        """Set job ``jid``'s training-data demand now (GB/s; 0: it reads nothing now) and return its share;
+        ``transfer_next``: the caller begins or ends a checkpoint transfer next, at this instant (the service may
+        then take both changes' consequences at once)."""
         ...
 
     def data_cache_hit(self, nodes: int, dataset_gb: float | None) -> float:

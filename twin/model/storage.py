@@ -141,8 +141,15 @@ class Storage(Component):
         self._io_dirty = True
         self._changed()
 
-    def data_share(self, jid: int, demand_gb_per_s: float) -> float:
-        """Set job ``jid``'s data demand (GB/s, 0: none now) and return its share, GB/s."""
+    def data_share(self, jid: int, demand_gb_per_s: float, transfer_next: bool = False) -> float:
+        """Set job ``jid``'s data demand (GB/s, 0: none now) and return its share, GB/s. ``transfer_next``: the
+        caller begins or ends a checkpoint transfer next, at this instant, before anything reads the storage.
+
+        With ``transfer_next``, a demand ended that leaves no data stream is not followed by its own
+        :meth:`_changed`: that call would find the level infinite (no stream) and tell no one, and the
+        bandwidth in use at most what it was (the same writes, reads and capacity with no data share: the
+        peak cannot move), integrated over no time (the transfer's own ``_changed`` follows at this instant
+        and sets the level and the use of the state after both changes)."""
         old = self._demand.get(jid, 0.0)
         if demand_gb_per_s != old:
             now = self._env._now  # (= self._account(), inline on the event loop's path)
@@ -154,7 +161,8 @@ class Storage(Component):
             else:
                 del self._demand[jid]
             self._demand_sum = self._demand_sum - old + demand_gb_per_s if self._demand else 0.0
-            self._changed()
+            if not (transfer_next and not self._demand and not self._io_dirty):
+                self._changed()
         if demand_gb_per_s <= 0:
             return 0.0
         return min(demand_gb_per_s, self._level)

@@ -111,21 +111,24 @@ class Checkpointing(Progress):
         job.capture_h = self._env._now
         if not retry:
             job.acct.checkpoints += 1
+        # the write's transfer begins below, at this instant: the storage's change of the job's data demand
+        # ending is taken with it (Storage.data_share's transfer_next; nothing reads the storage in between)
+        transfer_next = st is not None and not peer
         if ck.mode != "async" or final:
             job.pending_save_h = math.nan  # (the final write supersedes an async write still in flight)
             job.state = CKPT
             timer = job.timer or self._timer_of(job)
             if final:
-                self._set_util(job, 0.0)  # (the pending call of _due is replaced by set: no cancel first)
+                self._set_util(job, 0.0, transfer_next)  # (the pending call of _due is replaced by set: no cancel first)
             else:
-                self._pause(job, w)
+                self._pause(job, w, transfer_next)
             timer.set(self._env._now + w, lambda: self._ckpt_done(job, save, final))
         else:
             stall = ck.async_fraction * w
             job.pending_save_h = save
             job.state = CKPT
             timer = job.timer or self._timer_of(job)
-            self._pause(job, stall)
+            self._pause(job, stall, transfer_next)
             timer.set(self._env._now + stall, lambda: self._async_resume(job))
             saver = job.saver
             if saver is None:

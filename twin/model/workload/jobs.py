@@ -100,7 +100,9 @@ class JobAccount:
     storage_stops: int = 0  # storage outages that stopped the job
     # a layout job's step components' shares integrated over its running hours (the run-time limiter),
     # with the step time so integrated (s·h)
-    bd_acc: np.ndarray | None = None
+    # (kept in Python floats: nine IEEE multiplies and adds at each progress update, as numpy's ``acc += dt * vec``
+    # would make them, without its two array calls; read as an array through ``bd_acc``)
+    bd_sum: list[float] | None = None
     step_acc: float = 0.0
     wait_h: float = 0.0
     interruptions: int = 0
@@ -108,6 +110,12 @@ class JobAccount:
     checkpoints: int = 0
     unreserved_h: float = 0.0  # hours as the head of the queue with no bound on its start
     reconfig_h: float = 0.0  # elastic: hours paused for reconfiguration (share of its nodes held)
+
+    @property
+    def bd_acc(self) -> np.ndarray | None:
+        """The step components' shares integrated over the running hours (h, in :data:`STEP_COMPONENTS` order),
+        None before the job's first running hours on a finite step."""
+        return None if self.bd_sum is None else np.array(self.bd_sum)
     reduced_h: float = 0.0  # elastic: wall hours running below full size
     kept_h: float = 0.0  # elastic: progress made while below full size (ideal hours)
 
@@ -152,7 +160,7 @@ class Job:
     async_retry: bool = False  # an async write failed in an outage: written again when the storage returns
     # a layout job's step (twin.physics.parallel) now
     bd: par.StepBreakdown | None = None
-    bd_vec: np.ndarray | None = None  # its components' shares of the step (STEP_COMPONENTS), None if infinite
+    bd_vec: tuple[float, ...] | None = None  # its components' shares of the step (STEP_COMPONENTS), None if infinite
     bd_nic: float = 0.0  # the NIC Gbit/s per GPU of its ideal step
     # the inputs of its last layout rates (speeds, NIC, shares, NVLink block) and those rates (r, nvlink, speed,
     # thermal, fail-slow, place): Progress._rate_on_nodes reuses them while the inputs are the same
@@ -213,6 +221,7 @@ for _part, _cls in (("spec", JobSpec), ("acct", JobAccount)):
     for _f in fields(_cls):
         if not hasattr(Job, _f.name):
             setattr(Job, _f.name, _view(_part, _f.name))
+Job.bd_acc = _view("acct", "bd_acc")  # type: ignore[attr-defined]  # (a property of the account, not a field)
 del _part, _cls, _f
 
 
@@ -253,13 +262,13 @@ STEP_COLUMNS = ["job", "name", "gpus", "tp", "pp", "dp", "ideal_step_s", "mean_s
                 *(f"share_{c}" for c in STEP_COMPONENTS), "limiter"]
 
 
-def step_shares(bd: par.StepBreakdown) -> np.ndarray | None:
-    """The components' shares of the step ``bd`` in :data:`STEP_COMPONENTS` order; None when the step
-    time is not finite and positive."""
+def step_shares(bd: par.StepBreakdown) -> tuple[float, ...] | None:
+    """The components' shares of the step ``bd`` in :data:`STEP_COMPONENTS` order (each component's time over
+    the step time, as floats); None when the step time is not finite and positive."""
     t = bd.total_s
     if not (math.isfinite(t) and t > 0):
         return None
-    return np.array([getattr(bd, f"{c}_s") for c in STEP_COMPONENTS]) / t
+    return tuple((np.array([getattr(bd, f"{c}_s") for c in STEP_COMPONENTS]) / t).tolist())
 
 
 def job_has_no_checkpoint(ck: Checkpoint) -> bool:

@@ -4,8 +4,6 @@ sequential rule) and the load its nodes carry (published as NODE_LOAD and JOB)."
 
 from __future__ import annotations
 
-import numpy as np
-
 from twin import kernels_lazy
 from twin.model.workload.base import WorkloadBase
 from twin.model.workload.jobs import CKPT, RECONF, RESTARTING, RUNNING, STEP_COMPONENTS, Job, step_shares
@@ -15,6 +13,10 @@ from twin.physics.storage import data_limited_rate
 
 # the compiled kernels, imported at their first use (twin.kernels_lazy: a run without them imports no numba)
 min_of_at = kernels_lazy.function("twin.kernels_events", "min_of_at", globals())
+
+
+_NINE_ZEROS = (0.0,) * 9
+assert len(STEP_COMPONENTS) == 9, "Progress._integrate_step adds nine components"
 
 
 class Progress(WorkloadBase):
@@ -103,13 +105,16 @@ class Progress(WorkloadBase):
         """Add ``dt`` running hours of the step ``bd`` to the job's run-time limiter: each component's
         share of the step and the step time, integrated over its running hours (a step that cannot
         complete, at speed 0 or on a cut fabric, adds nothing)."""
-        acc = job.acct.bd_acc
-        if acc is None:
-            acc = job.acct.bd_acc = np.zeros(len(STEP_COMPONENTS))
         vec = job.bd_vec
         if vec is not None:
-            acc += dt * vec
-            job.acct.step_acc += dt * bd.total_s
+            acct = job.acct
+            # = acc += dt * vec on numpy arrays, in Python floats: the same multiply and add of each component,
+            # without two array calls (STEP_COMPONENTS has nine: asserted below the class)
+            a0, a1, a2, a3, a4, a5, a6, a7, a8 = acct.bd_sum or _NINE_ZEROS
+            v0, v1, v2, v3, v4, v5, v6, v7, v8 = vec
+            acct.bd_sum = [a0 + dt * v0, a1 + dt * v1, a2 + dt * v2, a3 + dt * v3, a4 + dt * v4, a5 + dt * v5,
+                           a6 + dt * v6, a7 + dt * v7, a8 + dt * v8]
+            acct.step_acc += dt * bd.total_s
 
     def _compute_rate(self, job: Job) -> float:
         """Progress rate of the job on its nodes; an elastic job's times its replicas' share."""
@@ -216,18 +221,20 @@ class Progress(WorkloadBase):
         job.rate_speed = r_sp
         return r
 
-    def _set_util(self, job: Job, util: float) -> None:
+    def _set_util(self, job: Job, util: float, transfer_next: bool = False) -> None:
         """Set the utilisation of the job's nodes; publish NODE_LOAD (every node of the job) when the load
         of any of them changes, then JOB (a job's state change, for observers such as the forecast's
         accounting) in any case. A publication that would change no node's load is not made: no
-        subscriber's state depends on it (the IT power and GPU temperatures follow the same load)."""
+        subscriber's state depends on it (the IT power and GPU temperatures follow the same load).
+        ``transfer_next``: the caller begins a checkpoint transfer on the storage next, at this instant
+        (:meth:`twin.model.storage.Storage.data_share`)."""
         nodes = job.nodes
         if job.spec.data_gbs:  # a running job reads its data (its share may have changed), any other does not
             assert self.storage is not None
             if util > 0.0 and job.state == RUNNING:
                 job.rate = self._data_rate(job)
             else:
-                self.storage.data_share(job.spec.jid, 0.0)
+                self.storage.data_share(job.spec.jid, 0.0, transfer_next)
         if len(nodes):
             # the cluster writes and publishes NODE_LOAD, unless the job's nodes are at this load already (its last
             # write was of this array at this load: then the cluster's own test would find no change either)
@@ -238,12 +245,12 @@ class Progress(WorkloadBase):
             for fn in self._on_job_subs:  # = bus.publish(JOB, job)
                 fn(job)
 
-    def _pause(self, job: Job, pause_h: float) -> None:
+    def _pause(self, job: Job, pause_h: float, transfer_next: bool = False) -> None:
         """The job stops for a checkpoint write or stall of ``pause_h`` hours: its nodes idle, unless the
         pause is shorter than ``workload.min_load_pause_s`` (then the facility models keep seeing them
         busy: only the job's data reading and JOB observers see it; the job itself makes no progress
-        either way)."""
+        either way). ``transfer_next``: as :meth:`_set_util`'s."""
         if pause_h * 3600.0 < self.min_pause_s:
-            self._set_util(job, 1.0)
+            self._set_util(job, 1.0, transfer_next)
         else:
-            self._set_util(job, 0.0)
+            self._set_util(job, 0.0, transfer_next)
