@@ -137,13 +137,14 @@ class Checkpointing(Progress):
         if st is not None and not peer:  # (after the job stopped reading data: its demand is gone first)
             st.transfer_begins(job.spec.jid, True, ck.size_gb / (w * 3600.0) if w > 0 else 0.0)
 
-    def _end_io(self, job: Job) -> None:
-        """Release the job's share of storage bandwidth (write finished or aborted)."""
+    def _end_io(self, job: Job, share_next: bool = False) -> None:
+        """Release the job's share of storage bandwidth (write finished or aborted). ``share_next``: the job's
+        data demand is set next, at this instant (:meth:`twin.model.storage.Storage.transfer_ends`)."""
         if job.writing:
             self.writers -= 1
             job.writing = False
             if self.storage is not None:
-                self.storage.transfer_ends(job.spec.jid, True)
+                self.storage.transfer_ends(job.spec.jid, True, share_next and not job.reading)
         if job.reading:
             self.readers -= 1
             job.reading = False
@@ -153,7 +154,9 @@ class Checkpointing(Progress):
     def _ckpt_done(self, job: Job, save: float, final: bool) -> None:
         if job.state != CKPT:
             return
-        self._end_io(job)
+        # a write ended, its job running again below: its data demand is set next (_set_util → _data_rate →
+        # data_share, nothing reading the storage in between), so the storage may take both changes at once
+        self._end_io(job, not final and bool(job.spec.data_gbs))
         self._advance(job)
         job.saved_h = save
         remember(job, save)
