@@ -131,14 +131,17 @@ class Progress(WorkloadBase):
     def _data_rate(self, job: Job) -> float:
         """The running job's rate with its data share: its demand at its rate before the stall
         (``rate_fabric``) registered with the storage, ``min(rate, share / demand)``."""
-        assert self.storage is not None  # data_gbs is set only with the storage service
-        d = job.spec.data_gbs
-        down = not self.storage.available
+        st = self.storage
+        assert st is not None  # data_gbs is set only with the storage service
+        spec = job.spec
+        d = spec.data_gbs
+        down = not st.available
         if down and not job.rate_in_outage:  # an outage stops it (running, or starting to run, in one)
             job.acct.storage_stops += 1
         job.rate_in_outage = down
-        share = self.storage.data_share(job.spec.jid, d * job.rate_fabric)
-        return data_limited_rate(job.rate_fabric, d, share)
+        rate = job.rate_fabric
+        share = st.data_share(spec.jid, d * rate)
+        return data_limited_rate(rate, d, share)
 
     def _rate_on_nodes(self, job: Job) -> float:
         """The job's progress rate on its nodes now (ideal step time / actual), also setting
