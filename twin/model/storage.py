@@ -135,7 +135,8 @@ class Storage(Component):
 
     def transfer_ends(self, jid: int, write: bool, share_next: bool = False) -> None:
         """Job ``jid``'s transfer ended. ``share_next``: the caller sets a data demand next (:meth:`data_share`),
-        at this instant, before anything reads the storage (a checkpoint written, its job running again).
+        at this instant, before anything reads the storage (a checkpoint written or a restart done: its job runs
+        again).
 
         With ``share_next`` and no data stream now, this change's :meth:`_changed` is left to that
         :meth:`data_share` (``_stale``): it would find the level infinite (no stream) and tell no one, and its

@@ -156,7 +156,7 @@ class Checkpointing(Progress):
             self.readers -= 1
             job.reading = False
             if self.storage is not None:
-                self.storage.transfer_ends(job.spec.jid, False)
+                self.storage.transfer_ends(job.spec.jid, False, share_next)
 
     def _ckpt_done(self, job: Job, save: float, final: bool) -> None:
         if job.state != CKPT:
@@ -225,7 +225,9 @@ class Checkpointing(Progress):
 
     def _begin_running(self, job: Job) -> None:
         job.state = RUNNING
-        job.rate = self._compute_rate(job)
+        # a data-reading job's data share is taken once, by _set_util at load 1 (its rate with the share, as
+        # _compute_rate's _data_rate would set it, then ask again of the same storage state: the same share)
+        job.rate = self._compute_rate(job, False)
         self._set_util(job, 1.0)
         self._arm(job)
 
@@ -303,6 +305,8 @@ class Checkpointing(Progress):
     def _restart_done(self, job: Job) -> None:
         if job.state != RESTARTING:
             return
-        self._end_io(job)
+        # its data demand is set next, at this instant (_begin_running → _set_util → _data_rate → data_share,
+        # nothing reading the storage in between): the storage may take the read's end with it
+        self._end_io(job, bool(job.spec.data_gbs))
         self._advance(job)
         self._begin_running(job)

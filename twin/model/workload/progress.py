@@ -117,14 +117,16 @@ class Progress(WorkloadBase):
                            a6 + dt * v6, a7 + dt * v7, a8 + dt * v8]
             acct.step_acc += dt * bd.total_s
 
-    def _compute_rate(self, job: Job) -> float:
-        """Progress rate of the job on its nodes; an elastic job's times its replicas' share."""
+    def _compute_rate(self, job: Job, data: bool = True) -> float:
+        """Progress rate of the job on its nodes; an elastic job's times its replicas' share. ``data`` False: a
+        running data-reading job's rate before its data share (``rate_fabric``; the caller takes the share
+        next, :meth:`_set_util` at load 1 does)."""
         rate = self._rate_on_nodes(job)
         if job.spec.rn and len(job.nodes) < job.spec.nodes_needed:
             rate *= (len(job.nodes) // job.spec.rn) / (job.spec.nodes_needed // job.spec.rn)
         if job.spec.data_gbs:
             job.rate_fabric = rate
-            if job.state == RUNNING:
+            if data and job.state == RUNNING:
                 return self._data_rate(job)
         return rate
 
