@@ -519,3 +519,38 @@ def test_node_pool_first_is_the_first_of_its_listing() -> None:
         ex = None if trial % 3 == 0 else gen.random(n) < gen.random()
         listed = pool.nodes(ex)
         assert pool.first(ex) == (int(listed[0]) if len(listed) else -1)
+
+
+def test_a_restarts_node_array_is_at_its_remembered_load_after_a_swap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An interrupted job's new node array (the kept nodes and a replacement) inherits the load memo of the array it
+    replaces when its replacement is at that load (``Interruptions._interrupt``): the restart's load write is then
+    not asked of the cluster. Every restart begun in 10 days of ``pretrain-16k`` (failures, spares swapped in)
+    finds every node of its array at the remembered load in the cluster, and the memo carried over, not written."""
+    from pathlib import Path
+
+    from twin.model.workload.checkpointing import Checkpointing
+    from twin.scenario import load_scenario
+    from twin.sim import Model
+
+    sc = load_scenario(Path(__file__).resolve().parent.parent / "scenarios" / "pretrain-16k.yaml",
+                       ["horizon_days=10"]).scenario
+    model = Model(sc, 0)
+    seen = {"restarts": 0, "carried": 0}
+    begin = Checkpointing._begin_restart
+
+    def checked(self: Checkpointing, job: object) -> None:
+        memo = job.load_memo  # type: ignore[attr-defined]
+        nodes = job.nodes  # type: ignore[attr-defined]
+        if memo is not None and memo[0] is nodes:
+            seen["carried"] += 1
+            assert np.all(self.cluster.node_util[nodes] == memo[1])
+        seen["restarts"] += 1
+        begin(self, job)  # type: ignore[arg-type]
+        memo = job.load_memo  # type: ignore[attr-defined]
+        assert memo is not None and memo[0] is job.nodes  # type: ignore[attr-defined]
+        assert np.all(self.cluster.node_util[job.nodes] == memo[1])  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(Checkpointing, "_begin_restart", checked)
+    model.run()
+    assert seen["restarts"] > 20, seen
+    assert seen["carried"] > seen["restarts"] // 2, seen

@@ -123,8 +123,9 @@ class StorageService(Protocol):
         """Job ``jid`` starts a checkpoint write (or read) at ``gb_per_s``."""
         ...
 
-    def transfer_ends(self, jid: int, write: bool) -> None:
-        """Job ``jid``'s checkpoint write (or read) ended or failed."""
+    def transfer_ends(self, jid: int, write: bool, share_next: bool = False) -> None:
+        """Job ``jid``'s checkpoint write (or read) ended or failed; ``share_next``: the caller sets its data
+        demand next (:meth:`data_share`), at this instant (the service may then take both changes at once)."""
         ...
 
     def data_share(self, jid: int, demand_gb_per_s: float, transfer_next: bool = False) -> float:

@@ -84,6 +84,7 @@ class Storage(Component):
         # what the checkpoint transfers and the servers leave, recomputed only after they change (_io_dirty):
         # the data capacity, the writes' bandwidth in use and the reads' sum, GB/s
         self._io_dirty = True
+        self._stale = False  # a transfer_ends(share_next=True) left its _changed to the data_share that follows
         self._cap = self._w_in_use = self._r_sum = 0.0
         self._io_memo: dict[tuple[float, bool, float], tuple[float, float]] = {}  # _io_levels by its arguments
         self._reads: dict[int, float] = {}
@@ -132,14 +133,27 @@ class Storage(Component):
         self._io_dirty = True
         self._changed()
 
-    def transfer_ends(self, jid: int, write: bool) -> None:
+    def transfer_ends(self, jid: int, write: bool, share_next: bool = False) -> None:
+        """Job ``jid``'s transfer ended. ``share_next``: the caller sets a data demand next (:meth:`data_share`),
+        at this instant, before anything reads the storage (a checkpoint written or a restart done: its job runs
+        again).
+
+        With ``share_next`` and no data stream now, this change's :meth:`_changed` is left to that
+        :meth:`data_share` (``_stale``): it would find the level infinite (no stream) and tell no one, and its
+        bandwidth in use, the writes' and reads' left with no data share (``w + min(cap, r_sum + 0)``), at most
+        the use after the demand is set (``w + min(cap, r_sum + data)`` with the same ``w``, ``cap`` and
+        ``r_sum``, ``data >= 0``: IEEE addition of a non-negative number and ``min`` are monotone), so the peak
+        cannot move, integrated over no time (:meth:`data_share` accounts at this instant again)."""
         now = self._env._now  # (= self._account(), inline on the event loop's path)
         if now > self._last_t:
             self.used_gb += self._used * (now - self._last_t)
         self._last_t = now
         (self._writes if write else self._reads).pop(jid, None)
         self._io_dirty = True
-        self._changed()
+        if share_next and not self._demand:
+            self._stale = True  # (the _changed owed: data_share makes it)
+        else:
+            self._changed()
 
     def data_share(self, jid: int, demand_gb_per_s: float, transfer_next: bool = False) -> float:
         """Set job ``jid``'s data demand (GB/s, 0: none now) and return its share, GB/s. ``transfer_next``: the
@@ -162,7 +176,11 @@ class Storage(Component):
                 del self._demand[jid]
             self._demand_sum = self._demand_sum - old + demand_gb_per_s if self._demand else 0.0
             if not (transfer_next and not self._demand and not self._io_dirty):
+                self._stale = False
                 self._changed()
+        elif self._stale:  # a transfer's change left to this call (transfer_ends' share_next) and no other since
+            self._stale = False
+            self._changed()
         if demand_gb_per_s <= 0:
             return 0.0
         return min(demand_gb_per_s, self._level)

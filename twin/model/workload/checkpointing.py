@@ -17,15 +17,20 @@ class Checkpointing(Progress):
     def _arm(self, job: Job) -> None:
         """(Re)schedule the job's next checkpoint start or completion at its current rate."""
         timer = job.timer or self._timer_of(job)
-        if job.state != RUNNING or job.rate <= 0:
+        rate = job.rate
+        if job.state != RUNNING or rate <= 0:
             timer.cancel()
             return
-        to_done = job.spec.work_h - job.progress_h
-        iv = job.spec.ckpt.interval_h
-        to_ckpt = (iv - job.since_restart_h) if iv is not None and not job.ckpt_waiting else math.inf
-        # a checkpointing job also writes a final checkpoint at completion
-        target = min(to_done, to_ckpt)
-        t = self._env._now + max(target, 0.0) / job.rate
+        spec = job.spec
+        to_done = spec.work_h - job.progress_h
+        iv = spec.ckpt.interval_h
+        # a checkpointing job also writes a final checkpoint at completion: the nearer of the two
+        if iv is not None and not job.ckpt_waiting:
+            to_ckpt = iv - job.since_restart_h
+            target = to_ckpt if to_ckpt < to_done else to_done  # (= min(to_done, to_ckpt))
+        else:
+            target = to_done  # (= min(to_done, inf))
+        t = self._env._now + (0.0 if 0.0 > target else target) / rate  # (= max(target, 0.0), NaN and -0.0 alike)
         if t >= self.engine.horizon_h:
             timer.cancel()
             return
@@ -43,11 +48,14 @@ class Checkpointing(Progress):
         if job.state != RUNNING:
             return
         self._advance(job)
-        eps = 1e-9 * max(1.0, job.spec.work_h)
-        final = job.progress_h >= job.spec.work_h - eps
+        spec = job.spec
+        work_h = spec.work_h
+        eps = 1e-9 * max(1.0, work_h)
+        final = job.progress_h >= work_h - eps
         if final:
-            job.progress_h = job.spec.work_h
-        if job.spec.ckpt.interval_h is not None and (final or job.since_restart_h >= job.spec.ckpt.interval_h - eps):
+            job.progress_h = work_h
+        iv = spec.ckpt.interval_h
+        if iv is not None and (final or job.since_restart_h >= iv - eps):
             if not final and not math.isnan(job.pending_save_h):
                 # the previous async write is still in flight (storage shared by several writers): the
                 # checkpoint starts when it completes (_async_saved), the job running on meanwhile
@@ -88,9 +96,11 @@ class Checkpointing(Progress):
 
     def _start_checkpoint(self, job: Job, final: bool, retry: bool = False) -> None:
         ck = job.spec.ckpt
+        mode = ck.mode
         job.ckpt_waiting = False
         st = self.storage
-        if ck.mode != "peer" and st is not None and not st.available:  # the write cannot start: it waits for the storage, then writes
+        peer = mode == "peer"
+        if not peer and st is not None and not st.available:  # the write cannot start: it waits for the storage, then writes
             self._advance(job)
             job.state = CKPT
             if not final:
@@ -101,59 +111,59 @@ class Checkpointing(Progress):
             return
         if job.writing or job.reading:
             self._end_io(job)
-        peer = ck.mode == "peer"
         if not peer:   # (a peer copy goes to a neighbour's memory, not the storage)
             self.writers += 1
             job.writing = True
         w = self._write_time_h(job)
         job.since_restart_h = 0.0
         save = job.progress_h
-        job.capture_h = self._env._now
+        now = job.capture_h = self._env._now
         if not retry:
             job.acct.checkpoints += 1
         # the write's transfer begins below, at this instant: the storage's change of the job's data demand
         # ending is taken with it (Storage.data_share's transfer_next; nothing reads the storage in between)
         transfer_next = st is not None and not peer
-        if ck.mode != "async" or final:
+        timer = job.timer or self._timer_of(job)
+        if mode != "async" or final:
             job.pending_save_h = math.nan  # (the final write supersedes an async write still in flight)
             job.state = CKPT
-            timer = job.timer or self._timer_of(job)
-            if final:
-                self._set_util(job, 0.0, transfer_next)  # (the pending call of _due is replaced by set: no cancel first)
-            else:
-                self._pause(job, w, transfer_next)
-            timer.set(self._env._now + w, lambda: self._ckpt_done(job, save, final))
+            # (final: the pending call of _due is replaced by set, no cancel first; else = self._pause(job, w, ...))
+            self._set_util(job, 0.0 if final else 1.0 if w * 3600.0 < self.min_pause_s else 0.0, transfer_next)
+            timer.set(now + w, lambda: self._ckpt_done(job, save, final))
         else:
             stall = ck.async_fraction * w
             job.pending_save_h = save
             job.state = CKPT
-            timer = job.timer or self._timer_of(job)
-            self._pause(job, stall, transfer_next)
-            timer.set(self._env._now + stall, lambda: self._async_resume(job))
+            self._set_util(job, 1.0 if stall * 3600.0 < self.min_pause_s else 0.0, transfer_next)  # (= _pause)
+            timer.set(now + stall, lambda: self._async_resume(job))
             saver = job.saver
             if saver is None:
                 saver = job.saver = self.engine.timer()
-            saver.set(self._env._now + w, lambda: self._async_saved(job))
-        if st is not None and not peer:  # (after the job stopped reading data: its demand is gone first)
+            saver.set(now + w, lambda: self._async_saved(job))
+        if transfer_next:  # (after the job stopped reading data: its demand is gone first)
+            assert st is not None
             st.transfer_begins(job.spec.jid, True, ck.size_gb / (w * 3600.0) if w > 0 else 0.0)
 
-    def _end_io(self, job: Job) -> None:
-        """Release the job's share of storage bandwidth (write finished or aborted)."""
+    def _end_io(self, job: Job, share_next: bool = False) -> None:
+        """Release the job's share of storage bandwidth (write finished or aborted). ``share_next``: the job's
+        data demand is set next, at this instant (:meth:`twin.model.storage.Storage.transfer_ends`)."""
         if job.writing:
             self.writers -= 1
             job.writing = False
             if self.storage is not None:
-                self.storage.transfer_ends(job.spec.jid, True)
+                self.storage.transfer_ends(job.spec.jid, True, share_next and not job.reading)
         if job.reading:
             self.readers -= 1
             job.reading = False
             if self.storage is not None:
-                self.storage.transfer_ends(job.spec.jid, False)
+                self.storage.transfer_ends(job.spec.jid, False, share_next)
 
     def _ckpt_done(self, job: Job, save: float, final: bool) -> None:
         if job.state != CKPT:
             return
-        self._end_io(job)
+        # a write ended, its job running again below: its data demand is set next (_set_util → _data_rate →
+        # data_share, nothing reading the storage in between), so the storage may take both changes at once
+        self._end_io(job, not final and bool(job.spec.data_gbs))
         self._advance(job)
         job.saved_h = save
         remember(job, save)
@@ -215,7 +225,9 @@ class Checkpointing(Progress):
 
     def _begin_running(self, job: Job) -> None:
         job.state = RUNNING
-        job.rate = self._compute_rate(job)
+        # a data-reading job's data share is taken once, by _set_util at load 1 (its rate with the share, as
+        # _compute_rate's _data_rate would set it, then ask again of the same storage state: the same share)
+        job.rate = self._compute_rate(job, False)
         self._set_util(job, 1.0)
         self._arm(job)
 
@@ -293,6 +305,8 @@ class Checkpointing(Progress):
     def _restart_done(self, job: Job) -> None:
         if job.state != RESTARTING:
             return
-        self._end_io(job)
+        # its data demand is set next, at this instant (_begin_running → _set_util → _data_rate → data_share,
+        # nothing reading the storage in between): the storage may take the read's end with it
+        self._end_io(job, bool(job.spec.data_gbs))
         self._advance(job)
         self._begin_running(job)

@@ -76,10 +76,12 @@ class Interruptions(ElasticJobs):
                 self.owner[n] = -1
         need = (len(nodes) if job.spec.rn else job.spec.nodes_needed) - len(keep)  # an elastic job: its replicas now
         job.nodes = keep
+        kept_only = True  # (keep: of the job's nodes)
         if job.spec.unit > 1 and need:  # tp groups stay in whole units per NVLink domain
             keep, parts, ok = self._domain_replacement(job, keep, need)
             repl = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
             got = need if ok else -1
+            kept_only = False
         else:
             repl = self._take_from_pools(need, job)
             got = len(repl)
@@ -94,6 +96,15 @@ class Interruptions(ElasticJobs):
                 job.nodes = np.sort(np.concatenate((keep, repl)))
             else:
                 job.nodes = keep
+            memo = job.load_memo
+            if kept_only and memo is not None and memo[0] is nodes:
+                # the new array's load: its kept nodes are at the load of the old array's write just made
+                # (Job.load_memo), and a replacement at it too (read in the cluster: an idle node's) makes every
+                # node of it so; the restart's load write of that load (_begin_restart) then changes no node
+                # (the cluster would compare them all and find none changed) and is not asked
+                util = memo[1]
+                if not len(repl) or all(x == util for x in self.cluster.node_util[repl].tolist()):
+                    job.load_memo = (job.nodes, util)
             job.last_t = self._env._now
             self._begin_restart(job)
         else:

@@ -162,10 +162,13 @@ class Job:
     bd: par.StepBreakdown | None = None
     bd_vec: tuple[float, ...] | None = None  # its components' shares of the step (STEP_COMPONENTS), None if infinite
     bd_nic: float = 0.0  # the NIC Gbit/s per GPU of its ideal step
-    # the inputs of its last layout rates (speeds, NIC, shares, NVLink block) and those rates (r, nvlink, speed,
-    # thermal, fail-slow, place): Progress._rate_on_nodes reuses them while the inputs are the same
-    rate_memo: tuple[tuple[float, float, float, int, float, float, float],
-                     tuple[float, float, float, float, float, float]] | None = None
+    # its layout rates by their inputs (speeds, NIC, shares, NVLink block): the rates (r, nvlink, speed, thermal,
+    # fail-slow, place), the step breakdown and its shares; Progress._rate_on_nodes reuses them for inputs seen
+    # before (pure functions of the inputs for the job's step; a few inputs recur: its speeds before and after a
+    # failure or a repair, its fabric share with and without a cut link)
+    rate_memo: dict[tuple[float, float, float, int, float, float, float],
+                    tuple[float, float, float, float, float, float, par.StepBreakdown,
+                          tuple[float, ...] | None]] | None = None
     # the node array and utilisation of its last load write (Progress._set_util): while it holds that array (never
     # changed once published, and no other job's array holds its nodes) every node of it is at that load still
     load_memo: tuple[np.ndarray, float] | None = None

@@ -16,6 +16,7 @@ min_of_at = kernels_lazy.function("twin.kernels_events", "min_of_at", globals())
 
 
 _NINE_ZEROS = (0.0,) * 9
+_RATE_MEMO_KEYS = 64  # inputs of a layout job's rates kept (Job.rate_memo; cleared when full)
 assert len(STEP_COMPONENTS) == 9, "Progress._integrate_step adds nine components"
 
 
@@ -116,28 +117,33 @@ class Progress(WorkloadBase):
                            a6 + dt * v6, a7 + dt * v7, a8 + dt * v8]
             acct.step_acc += dt * bd.total_s
 
-    def _compute_rate(self, job: Job) -> float:
-        """Progress rate of the job on its nodes; an elastic job's times its replicas' share."""
+    def _compute_rate(self, job: Job, data: bool = True) -> float:
+        """Progress rate of the job on its nodes; an elastic job's times its replicas' share. ``data`` False: a
+        running data-reading job's rate before its data share (``rate_fabric``; the caller takes the share
+        next, :meth:`_set_util` at load 1 does)."""
         rate = self._rate_on_nodes(job)
         if job.spec.rn and len(job.nodes) < job.spec.nodes_needed:
             rate *= (len(job.nodes) // job.spec.rn) / (job.spec.nodes_needed // job.spec.rn)
         if job.spec.data_gbs:
             job.rate_fabric = rate
-            if job.state == RUNNING:
+            if data and job.state == RUNNING:
                 return self._data_rate(job)
         return rate
 
     def _data_rate(self, job: Job) -> float:
         """The running job's rate with its data share: its demand at its rate before the stall
         (``rate_fabric``) registered with the storage, ``min(rate, share / demand)``."""
-        assert self.storage is not None  # data_gbs is set only with the storage service
-        d = job.spec.data_gbs
-        down = not self.storage.available
+        st = self.storage
+        assert st is not None  # data_gbs is set only with the storage service
+        spec = job.spec
+        d = spec.data_gbs
+        down = not st.available
         if down and not job.rate_in_outage:  # an outage stops it (running, or starting to run, in one)
             job.acct.storage_stops += 1
         job.rate_in_outage = down
-        share = self.storage.data_share(job.spec.jid, d * job.rate_fabric)
-        return data_limited_rate(job.rate_fabric, d, share)
+        rate = job.rate_fabric
+        share = st.data_share(spec.jid, d * rate)
+        return data_limited_rate(rate, d, share)
 
     def _rate_on_nodes(self, job: Job) -> float:
         """The job's progress rate on its nodes now (ideal step time / actual), also setting
@@ -185,9 +191,14 @@ class Progress(WorkloadBase):
             if dom is not None and n:  # its ranks' NVLink blocks and the NVLink share of its domains
                 blk, nvs = dom.block_gpus(nodes, st.layout.nvlink_domain_gpus), dom.nvlink_share(nodes)
             key = (speed, nic, share, blk, nvs, sp_t, sp_f)
-            memo = job.rate_memo  # the rates of its last inputs (pure functions: unchanged inputs, the same rates)
-            if memo is not None and memo[0] == key:
-                r, r_nv, r_sp, r_t, r_f, r_pl = memo[1]
+            memo = job.rate_memo  # the rates of inputs seen before (pure functions: the same inputs, the same rates)
+            if memo is None:
+                memo = job.rate_memo = {}
+            got = memo.get(key)
+            if got is not None:
+                r, r_nv, r_sp, r_t, r_f, r_pl, bd, vec = got
+                if bd is not job.bd:  # (as below: the breakdown these inputs give, and its shares)
+                    job.bd, job.bd_nic, job.bd_vec = bd, nic, vec
             else:
                 bd = parallel_breakdown(st, speed, nic, share, blk, nvs)
                 if bd is not job.bd:
@@ -198,7 +209,9 @@ class Progress(WorkloadBase):
                 r_t = r_sp if sp_t == speed else parallel_rate(st, sp_t, nic, 1.0, blk, 1.0)
                 r_f = r_sp if sp_f == speed else r_t if sp_f == sp_t else parallel_rate(st, sp_f, nic, 1.0, blk, 1.0)
                 r_pl = r_t if sp_t == 1.0 else parallel_rate(st, 1.0, nic, 1.0, blk, 1.0)
-                job.rate_memo = (key, (r, r_nv, r_sp, r_t, r_f, r_pl))
+                if len(memo) >= _RATE_MEMO_KEYS:
+                    memo.clear()
+                memo[key] = (r, r_nv, r_sp, r_t, r_f, r_pl, job.bd, job.bd_vec)
             job.rate_nvlink = r_nv
             job.rate_place = r_pl
         elif fabric is None or n <= 1 or st.grad_gb <= 0:
