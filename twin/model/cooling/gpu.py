@@ -68,6 +68,11 @@ class GpuState:
         self.n_pcap = 0  # nodes with a finite power-chain cap (arrays.pcap)
         self.in_update = 0  # depth of update calls (a NODE_SPEED inside one waits for its end)
         self.speed_later: list[NDArray[np.int64]] = []
+        self._env = engine.env
+        # per (depth of update calls, nodes, trace rows) the update's scratch arrays (nout, uout, up_n), reused: an
+        # update inside another (a zone step, a cap's watcher) takes its own; every element read is written first
+        self._scr: dict[tuple[int, int, bool], tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]] = {}
+        self._sp3: tuple[int, Any] = (-1, None)  # _speeds' arrays while the cluster's sources stay as many
         self.multi_speed = False  # a second speed source (set in start)
         self.ucap: NDArray[np.float64] | None = None  # per-GPU thermal caps for a site cap's water-filling (start)
         c = p.spec
@@ -192,12 +197,13 @@ class GpuState:
         units: NDArray[np.int64] = kernels_events.unit_indices(nodes, self.params.units_per_node)
         return units  # ((nodes[:, None] * u + arange(u)).ravel(), compiled)
 
-    def update(self, nodes: NDArray[np.int64]) -> None:
+    def update(self, nodes: NDArray[np.int64], flushed: bool = False) -> None:
         """:meth:`_update_now`; a change of power-chain caps it sets off (its thermal cap moves the site
-        cap, whose speeds come back as NODE_SPEED) is taken after it, not inside it."""
+        cap, whose speeds come back as NODE_SPEED) is taken after it, not inside it. ``flushed``: the caller
+        knows no node of ``nodes`` is cool (the replay's log holds nothing of theirs)."""
         self.in_update += 1
         try:
-            self._update_now(nodes)
+            self._update_now(nodes, flushed)
         finally:
             self.in_update -= 1
         if self.lazy.silent_on:
@@ -210,7 +216,7 @@ class GpuState:
             self.speed_later = []
             self.on_speed(later[0] if len(later) == 1 else np.unique(np.concatenate(later)))
 
-    def _update_now(self, nodes: NDArray[np.int64]) -> None:
+    def _update_now(self, nodes: NDArray[np.int64], flushed: bool = False) -> None:
         """Bring the GPUs of ``nodes`` to now and apply their current power, inlet and R (one vector op).
         (A caller that changed what makes nodes cool, their inlet, R, zone slack or tracing, recomputes
         their flags after it: ``set_cool``.)
@@ -224,9 +230,10 @@ class GpuState:
         n = len(nodes)
         if not n:
             return
-        self.replay.flush_for(nodes)
+        if not flushed:
+            self.replay.flush_for(nodes)
         a, p, lazy = self.arrays, self.params, self.lazy
-        now = self.engine.now
+        now = self._env._now
         g = p.gpus_per_node
         u = p.units_per_node
         n0 = int(nodes[0])
@@ -245,10 +252,14 @@ class GpuState:
             pc = self.it.min_cap(nodes, exclude="thermal")
             self.n_pcap += int(np.isfinite(pc).sum()) - int(np.isfinite(a.pcap[nsl]).sum())
             a.pcap[nsl] = pc
-        nout = np.empty((8, n))
         trace = self.trace_from <= now <= self.trace_to and bool(np.count_nonzero(a.trace_mask[nsl]))
-        uout = np.empty((5 if trace else 2, n * u))  # (the units' power, demand, inlet and R only for a trace row)
-        up_n = np.empty(n, dtype=np.bool_)  # (written by the kernel: an argument costs less than a returned array)
+        key = (self.in_update, n, trace)
+        scr = self._scr.get(key)
+        if scr is None:  # (uout: the units' power, demand, inlet and R only for a trace row; up_n written by the
+            if len(self._scr) > 512:  # kernel: an argument costs less than a returned array)
+                self._scr.clear()
+            scr = self._scr[key] = (np.empty((8, n)), np.empty((5 if trace else 2, n * u)), np.empty(n, dtype=np.bool_))
+        nout, uout, up_n = scr
         silent = lazy.silent_on
         # one compiled call (twin.kernels_units.update_nodes): the due silent crossings of these units settled
         # first (lazy.settle_in: the others re-planned), the temperatures brought to now (GPU-hours by
@@ -290,8 +301,9 @@ class GpuState:
         self.t_acc, d_tp, ch, rose, any_down = kernels.account_update(
             nodes, nout, up_n, now, self.t_acc, hot, tp_mode, self.cluster.slow, sp_a, sp_b, sp_n, a.nblk,
             bool(self._n_hot), a.speed_caps)
-        if d_tp != 0.0:
-            self._tp_record(d_tp)
+        if d_tp != 0.0:  # (_tp_record)
+            a.tp_t.append(now)
+            a.tp_dv.append(d_tp)
         if self.ageing.aged:
             self.ageing.update(nodes)
         if trace:
@@ -463,13 +475,16 @@ class GpuState:
     def _speeds(self, nodes: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """The speed sources' arrays as the kernels take them (``twin.kernels.refresh_tp``): up to two sources'
         arrays (empty for none), else the nodes' speeds (``Cluster.node_speed``)."""
-        srcs = self.cluster.speed_caps
-        if not self.cluster.slow:
+        cl = self.cluster
+        if not cl.slow:
             return _EF, _EF, _EF
-        if len(srcs) <= 2:
+        srcs = cl.speed_caps  # (sources are added, never removed or replaced: their arrays kept per count)
+        k, sp3 = self._sp3
+        if k != len(srcs):
             vals = list(srcs.values())
-            return vals[0], (vals[1] if len(vals) > 1 else _EF), _EF
-        return _EF, _EF, self.cluster.node_speed(nodes)
+            sp3 = (vals[0], (vals[1] if len(vals) > 1 else _EF), _EF) if len(vals) <= 2 else None
+            self._sp3 = (len(srcs), sp3)
+        return sp3 if sp3 is not None else (_EF, _EF, cl.node_speed(nodes))
 
     def _tp_record(self, delta: float) -> None:
         self.arrays.tp_t.append(self.engine.now)
