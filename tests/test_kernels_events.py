@@ -84,6 +84,18 @@ def test_sorted_union_is_numpy_unique(parts: list[list[int]]) -> None:
         assert got.tolist() == np.union1d(arrays[0], arrays[1]).tolist()
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.sets(st.integers(0, 300), max_size=80), st.sets(st.integers(0, 300), max_size=80), st.booleans())
+def test_union2_merge_is_numpy_union1d(a: set[int], b: set[int], shuffle: bool) -> None:
+    # the model's case: two strictly increasing node lists (merged in one pass); shuffled: the sorted fallback
+    x, y = np.array(sorted(a), dtype=np.int64), np.array(sorted(b), dtype=np.int64)
+    if shuffle:
+        x = x[::-1].copy()
+    got, want = KE.union2(x, y), np.union1d(x, y)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    assert KE.sorted_union([x, y]).tolist() == want.tolist()
+
+
 @settings(max_examples=300, deadline=None)
 @given(c=_case(), init=_vals)
 def test_minimum_at_is_numpy_minimum(c: tuple[np.ndarray, np.ndarray, np.ndarray], init: float) -> None:

@@ -446,10 +446,52 @@ def merge_level(t0: np.ndarray, v0: np.ndarray, ct: np.ndarray, cv: np.ndarray) 
     return tt[:z], vs[:z]
 
 
+@njit(**_JIT)
+def union2(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.union1d(a, b)`` for two integer arrays of one dtype: one merge pass when each is strictly increasing
+    (the nodes an update's accounts and its settling changed, in node order), else :func:`unique_ints`."""
+    na = a.shape[0]
+    nb = b.shape[0]
+    for k in range(1, na):
+        if a[k] <= a[k - 1]:
+            return unique_ints(np.concatenate((a, b)))
+    for k in range(1, nb):
+        if b[k] <= b[k - 1]:
+            return unique_ints(np.concatenate((a, b)))
+    out = np.empty(na + nb, dtype=a.dtype)
+    i = 0
+    j = 0
+    z = 0
+    while i < na and j < nb:
+        if a[i] < b[j]:
+            out[z] = a[i]
+            i += 1
+        elif b[j] < a[i]:
+            out[z] = b[j]
+            j += 1
+        else:
+            out[z] = a[i]
+            i += 1
+            j += 1
+        z += 1
+    while i < na:
+        out[z] = a[i]
+        i += 1
+        z += 1
+    while j < nb:
+        out[z] = b[j]
+        j += 1
+        z += 1
+    return out[:z].copy()
+
+
 def sorted_union(arrays: list[np.ndarray]) -> np.ndarray:
     """``np.unique(np.concatenate(arrays))`` for integer arrays of one dtype (``np.union1d`` of two): the nodes
-    settled crossings changed. A handful of node indices is cheapest as a Python set (~2 µs against ~10 µs for
-    numpy's sort); above 64 indices, compiled (:func:`unique_ints`)."""
+    settled crossings changed. Two arrays (an update's changes and its settling's): one compiled merge
+    (:func:`union2`, ~1 µs). Otherwise a handful of node indices is cheapest as a Python set (~2 µs against
+    ~10 µs for numpy's sort); above 64 indices, compiled (:func:`unique_ints`)."""
+    if len(arrays) == 2 and arrays[0].dtype == arrays[1].dtype:
+        return union2(arrays[0], arrays[1])
     if sum(len(a) for a in arrays) > 64:
         return unique_ints(np.concatenate(arrays))
     s: set[int] = set()
