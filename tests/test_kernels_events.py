@@ -85,6 +85,26 @@ def test_sorted_union_is_numpy_unique(parts: list[list[int]]) -> None:
 
 
 @settings(max_examples=200, deadline=None)
+@given(st.lists(_vals, max_size=12), st.integers(0, 5), st.integers(0, 3))
+def test_put_steps_is_the_numpy_record(dv: list[float], k: int, off: int) -> None:
+    # LazyCrossings._record_power's statements before: if np.count_nonzero(dP): buffers[k:k+m] = ts, dP; then now, −Σ
+    m = len(dv)
+    src = np.concatenate([np.full(off, 7.0), np.arange(m, dtype=np.float64) * 0.5, np.array(dv)])  # times, changes
+    ts, dP = src[off:off + m], src[off + m:]
+    bt, bv = np.full(k + m + 3, -1.0), np.full(k + m + 3, -1.0)
+    wt, wv = bt.copy(), bv.copy()
+    want = -1
+    if np.count_nonzero(dP):
+        wt[k:k + m], wv[k:k + m] = ts, dP
+        wt[k + m], wv[k + m] = 9.0, -2.5
+        want = k + m + 1
+    got = KE.put_steps(bt, bv, k, src, off, src, off + m, m, 9.0, -2.5)
+    assert got == want
+    np.testing.assert_array_equal(bt, wt)
+    np.testing.assert_array_equal(bv, wv)
+
+
+@settings(max_examples=200, deadline=None)
 @given(st.sets(st.integers(0, 300), max_size=80), st.sets(st.integers(0, 300), max_size=80), st.booleans())
 def test_union2_merge_is_numpy_union1d(a: set[int], b: set[int], shuffle: bool) -> None:
     # the model's case: two strictly increasing node lists (merged in one pass); shuffled: the sorted fallback

@@ -447,6 +447,28 @@ def merge_level(t0: np.ndarray, v0: np.ndarray, ct: np.ndarray, cv: np.ndarray) 
 
 
 @njit(**_JIT)
+def put_steps(bt: np.ndarray, bv: np.ndarray, k: int, st: np.ndarray, ot: int, sv: np.ndarray, ov: int, m: int,
+              now: float, end_v: float) -> int:
+    """The site power corrections of a settling (``LazyCrossings._record_power``): when some of the ``m`` changes
+    ``sv[ov:ov + m]`` is nonzero (``np.count_nonzero``), write them and their times ``st[ot:ot + m]`` at ``k`` of the
+    buffers ``bt``, ``bv`` (room for ``m + 1`` more), then ``now`` and ``end_v``; return the new count, or −1 when
+    every change is zero (nothing written)."""
+    nz = False
+    for i in range(m):
+        if sv[ov + i] != 0.0:
+            nz = True
+            break
+    if not nz:
+        return -1
+    for i in range(m):
+        bt[k + i] = st[ot + i]
+        bv[k + i] = sv[ov + i]
+    bt[k + m] = now
+    bv[k + m] = end_v
+    return k + m + 1
+
+
+@njit(**_JIT)
 def union2(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``np.union1d(a, b)`` for two integer arrays of one dtype: one merge pass when each is strictly increasing
     (the nodes an update's accounts and its settling changed, in node order), else :func:`unique_ints`."""

@@ -43,7 +43,6 @@ kernels_units = kernels_lazy.module("twin.kernels_units", globals(), "kernels_un
 
 _EF = np.empty(0)  # an empty float array: the kernels' "none" for an optional per-unit array
 _EB = np.empty(0, dtype=bool)
-_EI = np.empty(0, dtype=np.int64)
 
 
 class GpuState:
@@ -273,9 +272,7 @@ class GpuState:
             lazy.traced_u if silent and lazy.traced_u is not None else _EB, self._heat_mode, a.nblk, a.speed_caps,
             a.oth_n if silent and lazy.oth_caps else _EF, a.it_caps, self._pf, nout, uout, up_n)
         if cleared or n_sil:  # (the settling's arrays come as one: tp_t, tp_dv, ts, dP, the nodes whose speed changed)
-            z = 2 * ntp + 2 * m
-            lazy.settled_in(cleared, n_sil, sres[:ntp], sres[ntp:2 * ntp], sres[2 * ntp:2 * ntp + m],
-                            sres[2 * ntp + m:z], e_wh, dP_sum, sres[z:].astype(np.int64) if len(sres) > z else _EI, now)
+            lazy.settled_in(cleared, n_sil, sres, ntp, m, e_wh, dP_sum, now)
         if not short:
             self._n_hot += 1
             if not silent and t_min < self.wake_t:  # (else lazy.plan schedules it, once the silent ones are known)

@@ -223,18 +223,23 @@ class LazyCrossings:
         if len(idx):
             self.settle(idx, now)
 
-    def settled_in(self, cleared: int, n_sil: int, tp_t: NDArray[np.float64], tp_dv: NDArray[np.float64],
-                   ts: NDArray[np.float64], dP: NDArray[np.float64], e_wh: float, dP_sum: float,
-                   changed: NDArray[np.int64], now: float) -> None:
+    def settled_in(self, cleared: int, n_sil: int, sres: NDArray[np.float64], ntp: int, m: int, e_wh: float,
+                   dP_sum: float, now: float) -> None:
         """What :meth:`settle_in` and :meth:`settle` do after their arithmetic, for the settling that an update
         did inside its compiled call (``twin.kernels_units.update_nodes``): ``cleared`` flags cleared and
-        ``n_sil`` crossings settled, the effective GPUs' changes, the site power's corrections and the nodes
-        whose speed changed (published once by the update)."""
+        ``n_sil`` crossings settled; ``sres`` its results as one array: the ``ntp`` effective GPUs' changes (times,
+        then values), the ``m`` site power's corrections (times, then changes) and the nodes whose speed changed
+        (as floats, exact; published once by the update)."""
         self.n_silent -= cleared + n_sil
-        self._record_tp(tp_t, tp_dv)
-        self._record_power(ts, dP, e_wh, dP_sum, now)
-        if len(changed):
-            self.settled_sp.append(changed)
+        if ntp:  # (_record_tp)
+            a = self.arrays
+            a.tp_t.extend(sres[:ntp].tolist())
+            a.tp_dv.extend(sres[ntp:2 * ntp].tolist())
+        z = 2 * ntp + m
+        self._record_steps(sres, 2 * ntp, sres, z, m, e_wh, dP_sum, now)
+        z += m
+        if len(sres) > z:
+            self.settled_sp.append(sres[z:].astype(np.int64))
 
     def _record_tp(self, tp_t: NDArray[np.float64], tp_dv: NDArray[np.float64]) -> None:
         """Keep the effective GPUs' changes at t_x of settled crossings (a node's speed steps down at a new low)."""
@@ -247,20 +252,23 @@ class LazyCrossings:
                       now: float) -> None:
         """Keep the IT power's changes of settled crossings over [t_x, now) in closed form: their energy, Wh,
         and W steps at ``ts`` undone at ``now`` (merged into the site power level at the end)."""
-        if np.count_nonzero(dP):
+        self._record_steps(ts, 0, dP, 0, len(ts), e_wh, dP_sum, now)
+
+    def _record_steps(self, st: NDArray[np.float64], ot: int, sv: NDArray[np.float64], ov: int, m: int, e_wh: float,
+                      dP_sum: float, now: float) -> None:
+        """:meth:`_record_power` of the ``m`` times ``st[ot:]`` and changes ``sv[ov:]`` (slices of a kernel's results,
+        not cut here): written in one compiled call (``kernels_events.put_steps``) when some change is nonzero."""
+        k = self._pw_n
+        end = k + m + 1
+        if end > len(self._pw_t):  # (grown by doubling, before the call: it writes only within the buffers)
+            cap = max(2 * len(self._pw_t), end, 1024)
+            t, v = np.empty(cap), np.empty(cap)
+            t[:k] = self._pw_t[:k]
+            v[:k] = self._pw_dv[:k]
+            self._pw_t, self._pw_dv = t, v
+        end = kernels_events.put_steps(self._pw_t, self._pw_dv, k, st, ot, sv, ov, m, now, -dP_sum)
+        if end >= 0:  # (np.count_nonzero of the changes: else nothing written)
             self.it.energy_wh += e_wh
-            k, m = self._pw_n, len(ts)
-            end = k + m + 1
-            if end > len(self._pw_t):
-                cap = max(2 * len(self._pw_t), end, 1024)
-                t, v = np.empty(cap), np.empty(cap)
-                t[:k] = self._pw_t[:k]
-                v[:k] = self._pw_dv[:k]
-                self._pw_t, self._pw_dv = t, v
-            self._pw_t[k:k + m] = ts
-            self._pw_dv[k:k + m] = dP
-            self._pw_t[k + m] = now
-            self._pw_dv[k + m] = -dP_sum
             self._pw_n = end
 
     def settle(self, idx: NDArray[np.int64], now: float) -> None:
@@ -289,7 +297,7 @@ class LazyCrossings:
         # IT power: the nodes' thermal caps from now (inside an update of these nodes, it sets them itself)
         if not self.gpu.in_update:
             self.it.set_cap("thermal", nodes, it_caps)
-        self._record_power(ts, dP, e_wh, dP_sum, now)
+        self._record_steps(ts, 0, dP, 0, len(ts), e_wh, dP_sum, now)  # (_record_power)
         caps = a.speed_caps
         changed = kernels_events.put_changed_at(caps, nodes, new_caps)  # (nodes[caps[nodes] != new_caps], then written)
         if len(changed):
