@@ -105,6 +105,15 @@ def test_put_steps_is_the_numpy_record(dv: list[float], k: int, off: int) -> Non
 
 
 @settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-1, 2), min_size=1, max_size=20), st.data())
+def test_all_eq_at_is_numpy(gid: list[int], data: st.DataObject) -> None:
+    a = np.array(gid, dtype=np.int64)
+    idx = np.array(data.draw(st.lists(st.integers(0, len(gid) - 1), max_size=12)), dtype=np.int64)
+    x = data.draw(st.integers(-1, 2))
+    assert KE.all_eq_at(a, idx, x) == (not np.count_nonzero(a[idx] != x))
+
+
+@settings(max_examples=200, deadline=None)
 @given(st.sets(st.integers(0, 300), max_size=80), st.sets(st.integers(0, 300), max_size=80), st.booleans())
 def test_union2_merge_is_numpy_union1d(a: set[int], b: set[int], shuffle: bool) -> None:
     # the model's case: two strictly increasing node lists (merged in one pass); shuffled: the sorted fallback

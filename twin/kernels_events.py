@@ -106,6 +106,15 @@ def min_of_at(a: np.ndarray, idx: np.ndarray) -> float:
 
 
 @njit(**_JIT)
+def all_eq_at(a: np.ndarray, idx: np.ndarray, x: int) -> bool:
+    """``not np.count_nonzero(a[idx] != x)``: every one of ``idx`` has ``x`` in ``a`` (a group's nodes still in it)."""
+    for j in range(idx.shape[0]):
+        if a[idx[j]] != x:
+            return False
+    return True
+
+
+@njit(**_JIT)
 def any_lt(a: np.ndarray, idx: np.ndarray, x: float) -> bool:
     """``bool((a[idx] < x).any())``; every element of ``a`` (``bool((a < x).any())``) when ``idx`` has a
     negative first index (an empty ``idx``: False)."""

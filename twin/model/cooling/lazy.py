@@ -174,8 +174,8 @@ class LazyCrossings:
                     self.gpu.schedule_wake(m)
                 return
         self.rose = False
-        gids = a.gid[nodes]
-        gl = [g0] if not np.count_nonzero(gids != g0) else np.unique(gids).tolist()
+        # (compiled: not np.count_nonzero(a.gid[nodes] != g0))
+        gl = [g0] if kernels_events.all_eq_at(a.gid, nodes, g0) else np.unique(a.gid[nodes]).tolist()
         m = math.nan  # (none planned yet)
         for gid in gl:
             if gid < 0:
