@@ -72,6 +72,7 @@ class GpuState:
         # update inside another (a zone step, a cap's watcher) takes its own; every element read is written first
         self._scr: dict[tuple[int, int, bool], tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]] = {}
         self._sp3: tuple[int, Any] = (-1, None)  # _speeds' arrays while the cluster's sources stay as many
+        self._ua: tuple[tuple[Any, ...], ...] | None = None  # update_nodes' arguments fixed once started (bind_args)
         self.multi_speed = False  # a second speed source (set in start)
         self.ucap: NDArray[np.float64] | None = None  # per-GPU thermal caps for a site cap's water-filling (start)
         c = p.spec
@@ -233,7 +234,6 @@ class GpuState:
             self.replay.flush_for(nodes)
         a, p, lazy = self.arrays, self.params, self.lazy
         now = self._env._now
-        g = p.gpus_per_node
         u = p.units_per_node
         n0 = int(nodes[0])
         n1 = int(nodes[-1])
@@ -263,14 +263,12 @@ class GpuState:
         # one compiled call (twin.kernels_units.update_nodes): the due silent crossings of these units settled
         # first (lazy.settle_in: the others re-planned), the temperatures brought to now (GPU-hours by
         # steady-state temperature, τ ≪ intervals), then the new steady states, caps, speeds and crossings
+        ua = self._ua if self._ua is not None else self.bind_args(False)
         (self.t_acc, cleared, n_sil, tmax, sres, ntp, m, e_wh, dP_sum, short, t_min,
          it_ne) = kernels_units.update_nodes(
-            nodes, now, _EPS_H, lazy.n_silent > 0, self.t_acc, self.cluster.down_count, self.cluster.util_read,
-            u, float(g), p.gpus_per_unit, pc, a.rfactor, a.inlet, a.rbase, _EF if a.toff is None else a.toff,
-            self._prm, a.ublk, a.bblk, a.hist, a.kind, bool(self._n_hot), _EF if self.ucap is None else self.ucap,
-            silent, a.x_cap if silent and a.x_cap is not None else _EF,
-            lazy.traced_u if silent and lazy.traced_u is not None else _EB, self._heat_mode, a.nblk, a.speed_caps,
-            a.oth_n if silent and lazy.oth_caps else _EF, a.it_caps, self._pf, nout, uout, up_n)
+            nodes, now, _EPS_H, lazy.n_silent > 0, self.t_acc, *ua[0], self.cluster.util_read, *ua[1], pc, *ua[2],
+            self._n_hot > 0, *ua[3], lazy.traced_u if silent and lazy.traced_u is not None else _EB, *ua[4], nout, uout,
+            up_n)
         if cleared or n_sil:  # (the settling's arrays come as one: tp_t, tp_dv, ts, dP, the nodes whose speed changed)
             lazy.settled_in(cleared, n_sil, sres, ntp, m, e_wh, dP_sum, now)
         if not short:
@@ -323,6 +321,21 @@ class GpuState:
                 self.speed_src.changed(ch)
             if short and self._n_hot_check():
                 self._n_hot = 0
+
+    def bind_args(self, keep: bool = True) -> tuple[tuple[Any, ...], ...]:
+        """The arguments of ``twin.kernels_units.update_nodes`` that stay the same objects once the model started
+        (the arrays made at construction, the silent crossings' stash and speed sources taken in ``start``), in the
+        groups between the per-call ones; ``keep``: kept for every later update (``Thermal.start``, after
+        ``LazyCrossings.start``)."""
+        a, p, lazy = self.arrays, self.params, self.lazy
+        silent = lazy.silent_on
+        ua = ((self.cluster.down_count,), (p.units_per_node, float(p.gpus_per_node), p.gpus_per_unit),
+              (a.rfactor, a.inlet, a.rbase, _EF if a.toff is None else a.toff, self._prm, a.ublk, a.bblk, a.hist, a.kind),
+              (_EF if self.ucap is None else self.ucap, silent, a.x_cap if silent and a.x_cap is not None else _EF),
+              (self._heat_mode, a.nblk, a.speed_caps, a.oth_n if silent and lazy.oth_caps else _EF, a.it_caps, self._pf))
+        if keep:
+            self._ua = ua
+        return ua
 
     def _n_hot_check(self) -> bool:
         """True when no unit anywhere is engaged, capped or heading for a crossing (short paths suffice)."""
