@@ -123,6 +123,9 @@ class LazyCrossings:
         a.pw[:] = 0.0
         self.traced_u: NDArray[np.bool_] | None = None  # units whose crossings stay events: those of traced nodes while tracing
         self.trace_units(self.replay.tracing)
+        # plan_one's arguments that stay the same objects from here on (bound once: fewer lookups per plan)
+        self._pa = ((a.gid, p.units_per_node),
+                    (a.t_next, a.kind, self.silent, self.cluster.down_count, a.speed_caps, a.x_sp, a.x_ok, a.t_due))
 
     def trace_units(self, on: bool) -> None:
         """Tracing turns ``on`` or off: a traced node's crossings are events only inside the trace window (its
@@ -154,19 +157,16 @@ class LazyCrossings:
         """After an update of ``nodes``: settle the due silent crossings of their groups, decide which pending
         crossings of those groups are silent, and schedule the wake-up at the first that is not."""
         a, p = self.arrays, self.params
-        now = self.engine.now
+        now = self.engine.env._now
         if self.it.exact:  # a reader needs exact node power: every crossing stays an event
             self.wake_at_due()
             return
         g0 = int(a.gid[nodes[0]])
-        caps = a.speed_caps
-        down = self.cluster.down_count
+        pa0, pa1 = self._pa  # ((gid_of, u), (t_next, kind, silent, down, caps, x_sp, x_ok, t_due))
         rose = self.rose
         if g0 >= 0 and not (self.n_silent and rose):  # the common case: one group, nothing to settle first,
             keep = now + _EPS_H if self.n_silent else -INF  # then the wake-up, in one compiled call
-            one, d, m = kernels_events.plan_one(nodes, self._groups[g0], g0, a.gid, p.units_per_node, keep,
-                                                a.t_next, a.kind, self.silent, down, caps, a.x_sp, a.x_ok, a.t_due,
-                                                True)
+            one, d, m = kernels_events.plan_one(nodes, self._groups[g0], g0, *pa0, keep, *pa1, True)
             if one:  # (else: nodes of several groups, below)
                 self.rose = False
                 self.n_silent += d
@@ -191,8 +191,7 @@ class LazyCrossings:
                 if len(idx):
                     self.settle(idx, now)
             keep = now + _EPS_H if self.n_silent and not rose else -INF  # due silent ones not settled stay
-            _, d, m = kernels_events.plan_one(arr, arr, gid, a.gid, p.units_per_node, keep, a.t_next, a.kind,
-                                              self.silent, down, caps, a.x_sp, a.x_ok, a.t_due, False)
+            _, d, m = kernels_events.plan_one(arr, arr, gid, *pa0, keep, *pa1, False)
             self.n_silent += d  # (kernels_events.plan_group, and the earliest t_due after it)
         if m == m:  # the wake-up at the earliest t_due after the last group's plan
             if m < self.gpu.wake_t:
