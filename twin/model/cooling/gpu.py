@@ -332,7 +332,11 @@ class GpuState:
         ua = ((self.cluster.down_count,), (p.units_per_node, float(p.gpus_per_node), p.gpus_per_unit),
               (a.rfactor, a.inlet, a.rbase, _EF if a.toff is None else a.toff, self._prm, a.ublk, a.bblk, a.hist, a.kind),
               (_EF if self.ucap is None else self.ucap, silent, a.x_cap if silent and a.x_cap is not None else _EF),
-              (self._heat_mode, a.nblk, a.speed_caps, a.oth_n if silent and lazy.oth_caps else _EF, a.it_caps, self._pf))
+              (self._heat_mode, a.nblk, a.speed_caps, a.oth_n if silent and lazy.oth_caps else _EF, a.it_caps, self._pf),
+              (silent,),  # (and wake_units')
+              (p.units_per_node, p.gpus_per_unit, a.ublk, a.bblk, a.hist, a.kind,
+               a.x_cap if silent and a.x_cap is not None else _EF, _EF if self.ucap is None else self.ucap, a.nblk,
+               a.speed_caps, a.oth_n if silent and lazy.oth_caps else _EF))
         if keep:
             self._ua = ua
         return ua
@@ -358,19 +362,16 @@ class GpuState:
 
     def _wake(self) -> None:
         self.wake_t = INF
-        now = self.engine.now
+        now = self._env._now
         a, p, lazy = self.arrays, self.params, self.lazy
         # the due units (t_due ≤ now), and in the same compiled call (twin.kernels_units.wake_units) the quick
         # ones: a slowdown crossing that lowers a job's pace (else it would be silent) and has no shutdown after
         # it takes its stashed capped state now, in closed form (as lazy.settle), as a silent one does later;
         # nothing else of its node changed since its update, and its group's plan already counted this
         # crossing (its later crossings were walked from this one's speed)
-        silent = lazy.silent_on
+        ua = self._ua if self._ua is not None else self.bind_args(False)
         due, self.t_acc, n_sil, tmax, sres, ng, ntp, m, e_wh, dP_sum = \
-            kernels_units.wake_units(
-                now, _EPS_H, silent, self.t_acc, p.units_per_node, p.gpus_per_unit, a.ublk, a.bblk, a.hist, a.kind,
-                a.x_cap if silent and a.x_cap is not None else _EF, _EF if self.ucap is None else self.ucap,
-                a.nblk, a.speed_caps, a.oth_n if silent and lazy.oth_caps else _EF)
+            kernels_units.wake_units(now, _EPS_H, *ua[5], self.t_acc, *ua[6])
         if ng:  # (the settling's arrays come as one: the nodes as floats, their speeds and caps, tp_t, tp_dv, ts, dP)
             z = 3 * ng + 2 * ntp
             lazy.settled(n_sil, tmax, sres[:ng].astype(np.int64), sres[ng:2 * ng], sres[2 * ng:3 * ng],
