@@ -84,6 +84,47 @@ def test_sorted_union_is_numpy_unique(parts: list[list[int]]) -> None:
         assert got.tolist() == np.union1d(arrays[0], arrays[1]).tolist()
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_vals, max_size=12), st.integers(0, 5), st.integers(0, 3))
+def test_put_steps_is_the_numpy_record(dv: list[float], k: int, off: int) -> None:
+    # LazyCrossings._record_power's statements before: if np.count_nonzero(dP): buffers[k:k+m] = ts, dP; then now, −Σ
+    m = len(dv)
+    src = np.concatenate([np.full(off, 7.0), np.arange(m, dtype=np.float64) * 0.5, np.array(dv)])  # times, changes
+    ts, dP = src[off:off + m], src[off + m:]
+    bt, bv = np.full(k + m + 3, -1.0), np.full(k + m + 3, -1.0)
+    wt, wv = bt.copy(), bv.copy()
+    want = -1
+    if np.count_nonzero(dP):
+        wt[k:k + m], wv[k:k + m] = ts, dP
+        wt[k + m], wv[k + m] = 9.0, -2.5
+        want = k + m + 1
+    got = KE.put_steps(bt, bv, k, src, off, src, off + m, m, 9.0, -2.5)
+    assert got == want
+    np.testing.assert_array_equal(bt, wt)
+    np.testing.assert_array_equal(bv, wv)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-1, 2), min_size=1, max_size=20), st.data())
+def test_all_eq_at_is_numpy(gid: list[int], data: st.DataObject) -> None:
+    a = np.array(gid, dtype=np.int64)
+    idx = np.array(data.draw(st.lists(st.integers(0, len(gid) - 1), max_size=12)), dtype=np.int64)
+    x = data.draw(st.integers(-1, 2))
+    assert KE.all_eq_at(a, idx, x) == (not np.count_nonzero(a[idx] != x))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sets(st.integers(0, 300), max_size=80), st.sets(st.integers(0, 300), max_size=80), st.booleans())
+def test_union2_merge_is_numpy_union1d(a: set[int], b: set[int], shuffle: bool) -> None:
+    # the model's case: two strictly increasing node lists (merged in one pass); shuffled: the sorted fallback
+    x, y = np.array(sorted(a), dtype=np.int64), np.array(sorted(b), dtype=np.int64)
+    if shuffle:
+        x = x[::-1].copy()
+    got, want = KE.union2(x, y), np.union1d(x, y)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    assert KE.sorted_union([x, y]).tolist() == want.tolist()
+
+
 @settings(max_examples=300, deadline=None)
 @given(c=_case(), init=_vals)
 def test_minimum_at_is_numpy_minimum(c: tuple[np.ndarray, np.ndarray, np.ndarray], init: float) -> None:

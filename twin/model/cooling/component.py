@@ -168,6 +168,7 @@ class Thermal(Component):
         self.gpu.ucap = self.it.unit_cap("thermal").reshape(-1) if p.units_per_node > 1 and self.gpu.multi_speed else None
         self.ageing.start()
         self.lazy.start()
+        self.gpu.bind_args()  # (update_nodes' fixed arguments, from here on)
         self.gpu.update(np.arange(p.n_nodes))
         self.replay.set_cool(p.all_nodes)
         self.gpu.start_trace()

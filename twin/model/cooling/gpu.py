@@ -43,7 +43,6 @@ kernels_units = kernels_lazy.module("twin.kernels_units", globals(), "kernels_un
 
 _EF = np.empty(0)  # an empty float array: the kernels' "none" for an optional per-unit array
 _EB = np.empty(0, dtype=bool)
-_EI = np.empty(0, dtype=np.int64)
 
 
 class GpuState:
@@ -68,6 +67,12 @@ class GpuState:
         self.n_pcap = 0  # nodes with a finite power-chain cap (arrays.pcap)
         self.in_update = 0  # depth of update calls (a NODE_SPEED inside one waits for its end)
         self.speed_later: list[NDArray[np.int64]] = []
+        self._env = engine.env
+        # per (depth of update calls, nodes, trace rows) the update's scratch arrays (nout, uout, up_n), reused: an
+        # update inside another (a zone step, a cap's watcher) takes its own; every element read is written first
+        self._scr: dict[tuple[int, int, bool], tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]] = {}
+        self._sp3: tuple[int, Any] = (-1, None)  # _speeds' arrays while the cluster's sources stay as many
+        self._ua: tuple[tuple[Any, ...], ...] | None = None  # update_nodes' arguments fixed once started (bind_args)
         self.multi_speed = False  # a second speed source (set in start)
         self.ucap: NDArray[np.float64] | None = None  # per-GPU thermal caps for a site cap's water-filling (start)
         c = p.spec
@@ -192,12 +197,13 @@ class GpuState:
         units: NDArray[np.int64] = kernels_events.unit_indices(nodes, self.params.units_per_node)
         return units  # ((nodes[:, None] * u + arange(u)).ravel(), compiled)
 
-    def update(self, nodes: NDArray[np.int64]) -> None:
+    def update(self, nodes: NDArray[np.int64], flushed: bool = False) -> None:
         """:meth:`_update_now`; a change of power-chain caps it sets off (its thermal cap moves the site
-        cap, whose speeds come back as NODE_SPEED) is taken after it, not inside it."""
+        cap, whose speeds come back as NODE_SPEED) is taken after it, not inside it. ``flushed``: the caller
+        knows no node of ``nodes`` is cool (the replay's log holds nothing of theirs)."""
         self.in_update += 1
         try:
-            self._update_now(nodes)
+            self._update_now(nodes, flushed)
         finally:
             self.in_update -= 1
         if self.lazy.silent_on:
@@ -210,7 +216,7 @@ class GpuState:
             self.speed_later = []
             self.on_speed(later[0] if len(later) == 1 else np.unique(np.concatenate(later)))
 
-    def _update_now(self, nodes: NDArray[np.int64]) -> None:
+    def _update_now(self, nodes: NDArray[np.int64], flushed: bool = False) -> None:
         """Bring the GPUs of ``nodes`` to now and apply their current power, inlet and R (one vector op).
         (A caller that changed what makes nodes cool, their inlet, R, zone slack or tracing, recomputes
         their flags after it: ``set_cool``.)
@@ -224,10 +230,10 @@ class GpuState:
         n = len(nodes)
         if not n:
             return
-        self.replay.flush_for(nodes)
+        if not flushed:
+            self.replay.flush_for(nodes)
         a, p, lazy = self.arrays, self.params, self.lazy
-        now = self.engine.now
-        g = p.gpus_per_node
+        now = self._env._now
         u = p.units_per_node
         n0 = int(nodes[0])
         n1 = int(nodes[-1])
@@ -245,26 +251,26 @@ class GpuState:
             pc = self.it.min_cap(nodes, exclude="thermal")
             self.n_pcap += int(np.isfinite(pc).sum()) - int(np.isfinite(a.pcap[nsl]).sum())
             a.pcap[nsl] = pc
-        nout = np.empty((8, n))
         trace = self.trace_from <= now <= self.trace_to and bool(np.count_nonzero(a.trace_mask[nsl]))
-        uout = np.empty((5 if trace else 2, n * u))  # (the units' power, demand, inlet and R only for a trace row)
-        up_n = np.empty(n, dtype=np.bool_)  # (written by the kernel: an argument costs less than a returned array)
+        key = (self.in_update, n, trace)
+        scr = self._scr.get(key)
+        if scr is None:  # (uout: the units' power, demand, inlet and R only for a trace row; up_n written by the
+            if len(self._scr) > 512:  # kernel: an argument costs less than a returned array)
+                self._scr.clear()
+            scr = self._scr[key] = (np.empty((8, n)), np.empty((5 if trace else 2, n * u)), np.empty(n, dtype=np.bool_))
+        nout, uout, up_n = scr
         silent = lazy.silent_on
         # one compiled call (twin.kernels_units.update_nodes): the due silent crossings of these units settled
         # first (lazy.settle_in: the others re-planned), the temperatures brought to now (GPU-hours by
         # steady-state temperature, τ ≪ intervals), then the new steady states, caps, speeds and crossings
+        ua = self._ua if self._ua is not None else self.bind_args(False)
         (self.t_acc, cleared, n_sil, tmax, sres, ntp, m, e_wh, dP_sum, short, t_min,
          it_ne) = kernels_units.update_nodes(
-            nodes, now, _EPS_H, lazy.n_silent > 0, self.t_acc, self.cluster.down_count, self.cluster.util_read,
-            u, float(g), p.gpus_per_unit, pc, a.rfactor, a.inlet, a.rbase, _EF if a.toff is None else a.toff,
-            self._prm, a.ublk, a.bblk, a.hist, a.kind, bool(self._n_hot), _EF if self.ucap is None else self.ucap,
-            silent, a.x_cap if silent and a.x_cap is not None else _EF,
-            lazy.traced_u if silent and lazy.traced_u is not None else _EB, self._heat_mode, a.nblk, a.speed_caps,
-            a.oth_n if silent and lazy.oth_caps else _EF, a.it_caps, self._pf, nout, uout, up_n)
+            nodes, now, _EPS_H, lazy.n_silent > 0, self.t_acc, *ua[0], self.cluster.util_read, *ua[1], pc, *ua[2],
+            self._n_hot > 0, *ua[3], lazy.traced_u if silent and lazy.traced_u is not None else _EB, *ua[4], nout, uout,
+            up_n)
         if cleared or n_sil:  # (the settling's arrays come as one: tp_t, tp_dv, ts, dP, the nodes whose speed changed)
-            z = 2 * ntp + 2 * m
-            lazy.settled_in(cleared, n_sil, sres[:ntp], sres[ntp:2 * ntp], sres[2 * ntp:2 * ntp + m],
-                            sres[2 * ntp + m:z], e_wh, dP_sum, sres[z:].astype(np.int64) if len(sres) > z else _EI, now)
+            lazy.settled_in(cleared, n_sil, sres, ntp, m, e_wh, dP_sum, now)
         if not short:
             self._n_hot += 1
             if not silent and t_min < self.wake_t:  # (else lazy.plan schedules it, once the silent ones are known)
@@ -290,8 +296,9 @@ class GpuState:
         self.t_acc, d_tp, ch, rose, any_down = kernels.account_update(
             nodes, nout, up_n, now, self.t_acc, hot, tp_mode, self.cluster.slow, sp_a, sp_b, sp_n, a.nblk,
             bool(self._n_hot), a.speed_caps)
-        if d_tp != 0.0:
-            self._tp_record(d_tp)
+        if d_tp != 0.0:  # (_tp_record)
+            a.tp_t.append(now)
+            a.tp_dv.append(d_tp)
         if self.ageing.aged:
             self.ageing.update(nodes)
         if trace:
@@ -315,6 +322,25 @@ class GpuState:
             if short and self._n_hot_check():
                 self._n_hot = 0
 
+    def bind_args(self, keep: bool = True) -> tuple[tuple[Any, ...], ...]:
+        """The arguments of ``twin.kernels_units.update_nodes`` that stay the same objects once the model started
+        (the arrays made at construction, the silent crossings' stash and speed sources taken in ``start``), in the
+        groups between the per-call ones; ``keep``: kept for every later update (``Thermal.start``, after
+        ``LazyCrossings.start``)."""
+        a, p, lazy = self.arrays, self.params, self.lazy
+        silent = lazy.silent_on
+        ua = ((self.cluster.down_count,), (p.units_per_node, float(p.gpus_per_node), p.gpus_per_unit),
+              (a.rfactor, a.inlet, a.rbase, _EF if a.toff is None else a.toff, self._prm, a.ublk, a.bblk, a.hist, a.kind),
+              (_EF if self.ucap is None else self.ucap, silent, a.x_cap if silent and a.x_cap is not None else _EF),
+              (self._heat_mode, a.nblk, a.speed_caps, a.oth_n if silent and lazy.oth_caps else _EF, a.it_caps, self._pf),
+              (silent,),  # (and wake_units')
+              (p.units_per_node, p.gpus_per_unit, a.ublk, a.bblk, a.hist, a.kind,
+               a.x_cap if silent and a.x_cap is not None else _EF, _EF if self.ucap is None else self.ucap, a.nblk,
+               a.speed_caps, a.oth_n if silent and lazy.oth_caps else _EF))
+        if keep:
+            self._ua = ua
+        return ua
+
     def _n_hot_check(self) -> bool:
         """True when no unit anywhere is engaged, capped or heading for a crossing (short paths suffice)."""
         a = self.arrays
@@ -336,19 +362,16 @@ class GpuState:
 
     def _wake(self) -> None:
         self.wake_t = INF
-        now = self.engine.now
+        now = self._env._now
         a, p, lazy = self.arrays, self.params, self.lazy
         # the due units (t_due ≤ now), and in the same compiled call (twin.kernels_units.wake_units) the quick
         # ones: a slowdown crossing that lowers a job's pace (else it would be silent) and has no shutdown after
         # it takes its stashed capped state now, in closed form (as lazy.settle), as a silent one does later;
         # nothing else of its node changed since its update, and its group's plan already counted this
         # crossing (its later crossings were walked from this one's speed)
-        silent = lazy.silent_on
+        ua = self._ua if self._ua is not None else self.bind_args(False)
         due, self.t_acc, n_sil, tmax, sres, ng, ntp, m, e_wh, dP_sum = \
-            kernels_units.wake_units(
-                now, _EPS_H, silent, self.t_acc, p.units_per_node, p.gpus_per_unit, a.ublk, a.bblk, a.hist, a.kind,
-                a.x_cap if silent and a.x_cap is not None else _EF, _EF if self.ucap is None else self.ucap,
-                a.nblk, a.speed_caps, a.oth_n if silent and lazy.oth_caps else _EF)
+            kernels_units.wake_units(now, _EPS_H, *ua[5], self.t_acc, *ua[6])
         if ng:  # (the settling's arrays come as one: the nodes as floats, their speeds and caps, tp_t, tp_dv, ts, dP)
             z = 3 * ng + 2 * ntp
             lazy.settled(n_sil, tmax, sres[:ng].astype(np.int64), sres[ng:2 * ng], sres[2 * ng:3 * ng],
@@ -463,13 +486,16 @@ class GpuState:
     def _speeds(self, nodes: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """The speed sources' arrays as the kernels take them (``twin.kernels.refresh_tp``): up to two sources'
         arrays (empty for none), else the nodes' speeds (``Cluster.node_speed``)."""
-        srcs = self.cluster.speed_caps
-        if not self.cluster.slow:
+        cl = self.cluster
+        if not cl.slow:
             return _EF, _EF, _EF
-        if len(srcs) <= 2:
+        srcs = cl.speed_caps  # (sources are added, never removed or replaced: their arrays kept per count)
+        k, sp3 = self._sp3
+        if k != len(srcs):
             vals = list(srcs.values())
-            return vals[0], (vals[1] if len(vals) > 1 else _EF), _EF
-        return _EF, _EF, self.cluster.node_speed(nodes)
+            sp3 = (vals[0], (vals[1] if len(vals) > 1 else _EF), _EF) if len(vals) <= 2 else None
+            self._sp3 = (len(srcs), sp3)
+        return sp3 if sp3 is not None else (_EF, _EF, cl.node_speed(nodes))
 
     def _tp_record(self, delta: float) -> None:
         self.arrays.tp_t.append(self.engine.now)

@@ -123,6 +123,9 @@ class LazyCrossings:
         a.pw[:] = 0.0
         self.traced_u: NDArray[np.bool_] | None = None  # units whose crossings stay events: those of traced nodes while tracing
         self.trace_units(self.replay.tracing)
+        # plan_one's arguments that stay the same objects from here on (bound once: fewer lookups per plan)
+        self._pa = ((a.gid, p.units_per_node),
+                    (a.t_next, a.kind, self.silent, self.cluster.down_count, a.speed_caps, a.x_sp, a.x_ok, a.t_due))
 
     def trace_units(self, on: bool) -> None:
         """Tracing turns ``on`` or off: a traced node's crossings are events only inside the trace window (its
@@ -154,19 +157,16 @@ class LazyCrossings:
         """After an update of ``nodes``: settle the due silent crossings of their groups, decide which pending
         crossings of those groups are silent, and schedule the wake-up at the first that is not."""
         a, p = self.arrays, self.params
-        now = self.engine.now
+        now = self.engine.env._now
         if self.it.exact:  # a reader needs exact node power: every crossing stays an event
             self.wake_at_due()
             return
         g0 = int(a.gid[nodes[0]])
-        caps = a.speed_caps
-        down = self.cluster.down_count
+        pa0, pa1 = self._pa  # ((gid_of, u), (t_next, kind, silent, down, caps, x_sp, x_ok, t_due))
         rose = self.rose
         if g0 >= 0 and not (self.n_silent and rose):  # the common case: one group, nothing to settle first,
             keep = now + _EPS_H if self.n_silent else -INF  # then the wake-up, in one compiled call
-            one, d, m = kernels_events.plan_one(nodes, self._groups[g0], g0, a.gid, p.units_per_node, keep,
-                                                a.t_next, a.kind, self.silent, down, caps, a.x_sp, a.x_ok, a.t_due,
-                                                True)
+            one, d, m = kernels_events.plan_one(nodes, self._groups[g0], g0, *pa0, keep, *pa1, True)
             if one:  # (else: nodes of several groups, below)
                 self.rose = False
                 self.n_silent += d
@@ -174,8 +174,8 @@ class LazyCrossings:
                     self.gpu.schedule_wake(m)
                 return
         self.rose = False
-        gids = a.gid[nodes]
-        gl = [g0] if not np.count_nonzero(gids != g0) else np.unique(gids).tolist()
+        # (compiled: not np.count_nonzero(a.gid[nodes] != g0))
+        gl = [g0] if kernels_events.all_eq_at(a.gid, nodes, g0) else np.unique(a.gid[nodes]).tolist()
         m = math.nan  # (none planned yet)
         for gid in gl:
             if gid < 0:
@@ -191,8 +191,7 @@ class LazyCrossings:
                 if len(idx):
                     self.settle(idx, now)
             keep = now + _EPS_H if self.n_silent and not rose else -INF  # due silent ones not settled stay
-            _, d, m = kernels_events.plan_one(arr, arr, gid, a.gid, p.units_per_node, keep, a.t_next, a.kind,
-                                              self.silent, down, caps, a.x_sp, a.x_ok, a.t_due, False)
+            _, d, m = kernels_events.plan_one(arr, arr, gid, *pa0, keep, *pa1, False)
             self.n_silent += d  # (kernels_events.plan_group, and the earliest t_due after it)
         if m == m:  # the wake-up at the earliest t_due after the last group's plan
             if m < self.gpu.wake_t:
@@ -223,18 +222,23 @@ class LazyCrossings:
         if len(idx):
             self.settle(idx, now)
 
-    def settled_in(self, cleared: int, n_sil: int, tp_t: NDArray[np.float64], tp_dv: NDArray[np.float64],
-                   ts: NDArray[np.float64], dP: NDArray[np.float64], e_wh: float, dP_sum: float,
-                   changed: NDArray[np.int64], now: float) -> None:
+    def settled_in(self, cleared: int, n_sil: int, sres: NDArray[np.float64], ntp: int, m: int, e_wh: float,
+                   dP_sum: float, now: float) -> None:
         """What :meth:`settle_in` and :meth:`settle` do after their arithmetic, for the settling that an update
         did inside its compiled call (``twin.kernels_units.update_nodes``): ``cleared`` flags cleared and
-        ``n_sil`` crossings settled, the effective GPUs' changes, the site power's corrections and the nodes
-        whose speed changed (published once by the update)."""
+        ``n_sil`` crossings settled; ``sres`` its results as one array: the ``ntp`` effective GPUs' changes (times,
+        then values), the ``m`` site power's corrections (times, then changes) and the nodes whose speed changed
+        (as floats, exact; published once by the update)."""
         self.n_silent -= cleared + n_sil
-        self._record_tp(tp_t, tp_dv)
-        self._record_power(ts, dP, e_wh, dP_sum, now)
-        if len(changed):
-            self.settled_sp.append(changed)
+        if ntp:  # (_record_tp)
+            a = self.arrays
+            a.tp_t.extend(sres[:ntp].tolist())
+            a.tp_dv.extend(sres[ntp:2 * ntp].tolist())
+        z = 2 * ntp + m
+        self._record_steps(sres, 2 * ntp, sres, z, m, e_wh, dP_sum, now)
+        z += m
+        if len(sres) > z:
+            self.settled_sp.append(sres[z:].astype(np.int64))
 
     def _record_tp(self, tp_t: NDArray[np.float64], tp_dv: NDArray[np.float64]) -> None:
         """Keep the effective GPUs' changes at t_x of settled crossings (a node's speed steps down at a new low)."""
@@ -247,20 +251,23 @@ class LazyCrossings:
                       now: float) -> None:
         """Keep the IT power's changes of settled crossings over [t_x, now) in closed form: their energy, Wh,
         and W steps at ``ts`` undone at ``now`` (merged into the site power level at the end)."""
-        if np.count_nonzero(dP):
+        self._record_steps(ts, 0, dP, 0, len(ts), e_wh, dP_sum, now)
+
+    def _record_steps(self, st: NDArray[np.float64], ot: int, sv: NDArray[np.float64], ov: int, m: int, e_wh: float,
+                      dP_sum: float, now: float) -> None:
+        """:meth:`_record_power` of the ``m`` times ``st[ot:]`` and changes ``sv[ov:]`` (slices of a kernel's results,
+        not cut here): written in one compiled call (``kernels_events.put_steps``) when some change is nonzero."""
+        k = self._pw_n
+        end = k + m + 1
+        if end > len(self._pw_t):  # (grown by doubling, before the call: it writes only within the buffers)
+            cap = max(2 * len(self._pw_t), end, 1024)
+            t, v = np.empty(cap), np.empty(cap)
+            t[:k] = self._pw_t[:k]
+            v[:k] = self._pw_dv[:k]
+            self._pw_t, self._pw_dv = t, v
+        end = kernels_events.put_steps(self._pw_t, self._pw_dv, k, st, ot, sv, ov, m, now, -dP_sum)
+        if end >= 0:  # (np.count_nonzero of the changes: else nothing written)
             self.it.energy_wh += e_wh
-            k, m = self._pw_n, len(ts)
-            end = k + m + 1
-            if end > len(self._pw_t):
-                cap = max(2 * len(self._pw_t), end, 1024)
-                t, v = np.empty(cap), np.empty(cap)
-                t[:k] = self._pw_t[:k]
-                v[:k] = self._pw_dv[:k]
-                self._pw_t, self._pw_dv = t, v
-            self._pw_t[k:k + m] = ts
-            self._pw_dv[k:k + m] = dP
-            self._pw_t[k + m] = now
-            self._pw_dv[k + m] = -dP_sum
             self._pw_n = end
 
     def settle(self, idx: NDArray[np.int64], now: float) -> None:
@@ -289,7 +296,7 @@ class LazyCrossings:
         # IT power: the nodes' thermal caps from now (inside an update of these nodes, it sets them itself)
         if not self.gpu.in_update:
             self.it.set_cap("thermal", nodes, it_caps)
-        self._record_power(ts, dP, e_wh, dP_sum, now)
+        self._record_steps(ts, 0, dP, 0, len(ts), e_wh, dP_sum, now)  # (_record_power)
         caps = a.speed_caps
         changed = kernels_events.put_changed_at(caps, nodes, new_caps)  # (nodes[caps[nodes] != new_caps], then written)
         if len(changed):

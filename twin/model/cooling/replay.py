@@ -147,8 +147,8 @@ class DeferredReplay:
             k, same = kernels_events.cool_count(self.arrays.cool, np.asarray(nodes, dtype=np.int64),
                                                 sp[1] if sp is not None and sp[0] is nodes else _EB)
             if k != n:
-                if not k:
-                    self.gpu.update(np.asarray(nodes, dtype=np.int64))
+                if not k:  # (no node cool: flush_for would find none of theirs in the log)
+                    self.gpu.update(np.asarray(nodes, dtype=np.int64), True)
                     return
                 # some cool, some not (a job with a traced node, or across a warm and a slack zone): the
                 # warm ones now, the cool ones logged; the split is kept per array while the flags hold,
@@ -161,7 +161,7 @@ class DeferredReplay:
                                                    nodes[cool])
                 if self.n_short:  # the cool nodes' heat first: the warm ones' update moves the rooms
                     self._logged_heat(sp[3], util, move=False)
-                self.gpu.update(sp[2])
+                self.gpu.update(sp[2], True)  # (sp[2]: the warm ones, as cool_count just confirmed)
                 nodes = sp[3]
             if not n:
                 return  # nothing changed
