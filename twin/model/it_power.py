@@ -8,7 +8,7 @@ IT power is piecewise constant between events, so the energy is an exact sum.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,6 +35,27 @@ _add_reduce = np.add.reduce
 _FEW_DOWN = 256
 """Up to this many nodes out of service, ITPower zeroes them from the cluster's sorted list."""
 _EF = np.empty(0)  # an empty float array: the kernels' "none"
+
+
+class _LoadMemo:
+    """:meth:`ITPower._load_refresh`'s memo of the load refreshes of one node array in one down state (ended by any
+    other refresh and any node going down or up)."""
+
+    __slots__ = ("clean", "down", "mask", "nodes", "pending_w", "sums")
+
+    def __init__(self, nodes: NDArray[np.int64], down: NDArray[np.int64] | None, util: float, total_w: float) -> None:
+        self.nodes = nodes
+        """The node array written (never changed once published)."""
+        self.down = down
+        """The cluster's down list of the state (the same object until a node goes down or up), None: none down."""
+        self.sums: dict[float, float] = {util: total_w}
+        """The site total (W) of each load of ``nodes`` seen in this state."""
+        self.clean: bool | None = None
+        """No down node among ``nodes`` (None: not found yet)."""
+        self.mask: NDArray[np.bool_] | None = None
+        """The boolean mask of ``nodes`` (made at the array's second write, above ``MASK_NODES`` nodes)."""
+        self.pending_w = 0.0
+        """The power of each node of ``nodes`` (W) whose write is deferred while this memo is ``ITPower._pending``."""
 
 
 IT_POWER: Service[ITPower] = Service(
@@ -96,13 +117,14 @@ class ITPower(Component):
         self._ng_slope_w = non_gpu_w - self.non_gpu_idle_w
         n = cluster.n_nodes
         self._npw = np.zeros(n)  # node_power_w's array (without the load write deferred: _pending)
-        self._pending: tuple[list[Any], float] | None = None  # _load_refresh's deferred write: (its memo, node power)
+        self._pending: _LoadMemo | None = None  # _load_refresh's deferred write: its memo (at its pending_w)
         self.caps: dict[str, NDArray[np.float64]] = {}
         self._n_finite: dict[str, int] = {}  # per source written through set_cap: nodes with a finite cap
         self._direct: set[str] = set()  # sources written directly (always taken into account)
-        # refresh's cap arrays, those of sources with a finite cap or written directly in the order of caps (None:
-        # to be listed again; set so at a new source, a direct one, and a source's finite count to or from 0)
-        self._srcs: list[NDArray[np.float64]] | None = None
+        # the sources that take part in a refresh (those with a finite cap or written directly, in the order of caps)
+        # and their cap arrays, listed again by _sources_changed
+        self._live: list[str] = []
+        self._srcs: list[NDArray[np.float64]] = []
         self.unit_caps: dict[str, NDArray[np.float64]] = {}
         """Per-GPU caps (W, shape nodes × GPUs) of sources whose GPUs in one node differ (``unit_cap``)."""
         self.energy_wh = 0.0
@@ -120,7 +142,7 @@ class ITPower(Component):
         self._g_idle_w = gpus * idle_w  # with a non-GPU load that follows utilisation: util·a + (ng(util) + this)
         self._level = engine.recorder.levels.setdefault("site_power_w", ([], []))
         self._pooled = False  # node pools of other power figures (set_pools)
-        self._memo: list[Any] | None = None  # _load_refresh's: [nodes, down list, {util: site sum}, no down node in nodes, mask]
+        self._memo: _LoadMemo | None = None  # _load_refresh's
         bus = engine.bus
         bus.subscribe(Topic.NODE_LOAD, self.refresh)
         bus.subscribe(Topic.NODE_DOWN, self._on_node)
@@ -140,18 +162,17 @@ class ITPower(Component):
     def _flush(self) -> None:
         """Write the load change :meth:`_load_refresh` deferred: its nodes at its power, then its memo's down nodes
         (the down list of the state it was deferred in: every refresh since flushed first) at zero."""
-        pending = self._pending
-        assert pending is not None
+        memo = self._pending
+        assert memo is not None
         self._pending = None
-        memo, p = pending
         npw = self._npw
-        nodes = memo[0]
-        mask = memo[4]
+        nodes = memo.nodes
+        mask = memo.mask
         if mask is None and len(nodes) > MASK_NODES:
-            mask = memo[4] = self.cluster.mask_of(nodes)
-        npw[nodes if mask is None else mask] = p
-        if memo[1] is not None:  # (a no-op for the down nodes outside nodes: zero since they went down)
-            npw[memo[1]] = 0.0
+            mask = memo.mask = self.cluster.mask_of(nodes)
+        npw[nodes if mask is None else mask] = memo.pending_w
+        if memo.down is not None:  # (a no-op for the down nodes outside nodes: zero since they went down)
+            npw[memo.down] = 0.0
 
     def set_pools(self, pools: list[tuple[int, int, float, float, float, float]]) -> None:
         """Node pools of other power figures (``cluster.pools``): per pool its nodes [a, b), GPU idle and
@@ -182,17 +203,26 @@ class ITPower(Component):
         if arr is None:
             arr = self.caps[source] = np.full(self.cluster.n_nodes, np.inf)
             self._n_finite[source] = 0
-            self._srcs = None
+            self._sources_changed()
         return arr
+
+    def _sources_changed(self) -> None:
+        """Which sources take part in a refresh may have changed (a new source, a direct one, a source's count of
+        finite caps to or from 0): list them again (``_live``, their arrays ``_srcs``), and whether none does
+        (``_uncapped``: refresh's formula without caps)."""
+        n_finite, direct = self._n_finite, self._direct
+        self._live = [name for name in self.caps if n_finite[name] or name in direct]
+        self._srcs = [self.caps[name] for name in self._live]
+        self._uncapped = not self._live
 
     def gpu_cap(self, source: str) -> NDArray[np.float64]:
         """Writable per-node GPU power cap (W) of ``source``, created at inf; call ``refresh(nodes)``
         after writing. (``set_cap`` does both and is cheaper: it lets ``refresh`` skip sources
         without a finite cap.)"""
         self._direct.add(source)
-        self._srcs = None
-        self._uncapped = False
-        return self._array(source)
+        arr = self._array(source)
+        self._sources_changed()
+        return arr
 
     def unit_cap(self, source: str) -> NDArray[np.float64]:
         """Writable per-GPU cap (W, nodes × GPUs, created at inf) of ``source``, for a source whose GPUs in one
@@ -223,8 +253,7 @@ class ITPower(Component):
             arr[idx] = cap_w
             self._n_finite[source] = was + int(np.isfinite(arr[idx]).sum()) - before
         if (not was) != (not self._n_finite[source]):  # (a source with a finite cap now, or none any more)
-            self._srcs = None
-        self._uncapped = not self._direct and not any(self._n_finite.values())
+            self._sources_changed()
         if unmoved and not self._uncapped:  # (uncapped now: refresh's other formula)
             return
         self.refresh(nodes)
@@ -245,11 +274,11 @@ class ITPower(Component):
         if not ts or ts[-1] != self._env._now:
             return False
         other = _EF
-        for name, a in self.caps.items():
-            if name != source and self._n_finite[name]:
+        for name in self._live:  # (no direct source here: those with a finite cap)
+            if name != source:
                 if len(other):
                     return False  # (two others: refresh's general path)
-                other = a
+                other = self.caps[name]
         return not cap_moves_draw(np.asarray(nodes, dtype=np.int64), self.cluster.util_read, arr,
                                   np.asarray(cap_w, dtype=np.float64), other, self.idle_w, self.tdp_w)
 
@@ -261,20 +290,15 @@ class ITPower(Component):
 
     def others_capped(self, exclude: str) -> bool:
         """True when some source other than ``exclude`` may hold a finite cap (cheap: counters)."""
-        for s in self._direct:  # (loops, not generators: called at every thermal update)
-            if s != exclude:
-                return True
-        for s, k in self._n_finite.items():
-            if k and s != exclude:
-                return True
-        return False
+        live = self._live  # (called at every thermal update)
+        return len(live) > 1 or (len(live) == 1 and live[0] != exclude)
 
     def min_cap(self, nodes: NDArray[np.int64], exclude: str | None = None) -> NDArray[np.float64]:
         """Tightest GPU cap (W) of ``nodes`` over all sources except ``exclude``."""
         out = np.full(len(nodes), np.inf)
-        for name, arr in self.caps.items():  # (a source set only through set_cap with no finite cap: all inf)
-            if name != exclude and (self._n_finite[name] or name in self._direct):
-                minimum_at(out, arr, nodes)  # (compiled: np.minimum(out, arr[nodes], out=out))
+        for name in self._live:  # (a source set only through set_cap with no finite cap: all inf)
+            if name != exclude:
+                minimum_at(out, self.caps[name], nodes)  # (compiled: np.minimum(out, arr[nodes], out=out))
         return out
 
     def non_gpu_w_of(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -334,7 +358,7 @@ class ITPower(Component):
         if not (self._before or self._pooled or self.fans is not None or not self._uncapped):
             cl = self.cluster
             memo = self._memo
-            if cl.down_count[node] and memo is not None and memo[1] is cl.down_nodes():
+            if cl.down_count[node] and memo is not None and memo.down is cl.down_nodes():
                 # a node gone down after a load refresh already made in this down state (its job's, at the
                 # interruption): every down node, this one too, is at 0 there, so the refresh below would write
                 # and zero it again and take the same sum; the total and the memo stand
@@ -422,9 +446,6 @@ class ITPower(Component):
         else:  # node_it_power_w with non_gpu_power_w, compiled (the same operations; + 0·util without a slope)
             idx = np.asarray(idx, dtype=np.int64)
             srcs = self._srcs
-            if srcs is None:  # (listed again only after a change of which sources take part)
-                srcs = self._srcs = [arr for name, arr in self.caps.items()
-                                     if self._n_finite[name] or name in self._direct]
             p = None
             if len(srcs) <= 2 and (self.fans is None or self.fans.pooled is None):
                 # the caps, the nodes' power and their fans in one compiled call (not with fans of node pools),
@@ -473,20 +494,21 @@ class ITPower(Component):
         memo = self._memo
         cl = self.cluster
         n_down = cl.n_nodes - cl.n_up
-        if memo is not None and memo[0] is nodes and n_down <= _FEW_DOWN:
-            got = memo[2].get(util)
-            if got is not None and memo[1] is (cl.down_nodes() if n_down else None):
-                self._pending = (memo, p)  # a state seen since the memo began: its total known, its write deferred
+        if memo is not None and memo.nodes is nodes and n_down <= _FEW_DOWN:
+            got = memo.sums.get(util)
+            if got is not None and memo.down is (cl.down_nodes() if n_down else None):
+                memo.pending_w = p  # a state seen since the memo began: its total known, its write deferred
+                self._pending = memo
                 self._publish(got, nodes)
                 return
         if self._pending is not None:
             self._flush()
         npw = self._npw
         mask = None
-        if memo is not None and memo[0] is nodes and len(nodes) > MASK_NODES:  # the array written again: its mask
-            mask = memo[4]
+        if memo is not None and memo.nodes is nodes and len(nodes) > MASK_NODES:  # the array written again: its mask
+            mask = memo.mask
             if mask is None:
-                mask = memo[4] = cl.mask_of(nodes)
+                mask = memo.mask = cl.mask_of(nodes)
             npw[mask] = p
         else:
             npw[nodes] = p
@@ -497,15 +519,15 @@ class ITPower(Component):
             total = float(_add_reduce(npw))
         else:
             down = cl.down_nodes() if n_down else None
-            if memo is not None and memo[0] is nodes and memo[1] is down:
+            if memo is not None and memo.nodes is nodes and memo.down is down:
                 if n_down:
-                    clean = memo[3]
+                    clean = memo.clean
                     if clean is None:  # (found at the memo's first use: most memos of a busy hall are used never)
                         # whether a down node is among nodes: the mask at the few down nodes, else their down counts
-                        clean = memo[3] = not (mask[down].any() if mask is not None else cl.down_count[nodes].any())
+                        clean = memo.clean = not (mask[down].any() if mask is not None else cl.down_count[nodes].any())
                     if not clean:  # zero every down node: a no-op outside nodes
                         npw[down] = 0.0
-                sums = memo[2]
+                sums = memo.sums
                 got = sums.get(util)
                 if got is None:
                     got = sums[util] = float(_add_reduce(npw))
@@ -514,7 +536,7 @@ class ITPower(Component):
                 if n_down:
                     npw[down] = 0.0
                 total = float(_add_reduce(npw))  # = npw.sum(), without the method's wrapper
-                self._memo = [nodes, down, {util: total}, None, None]
+                self._memo = _LoadMemo(nodes, down, util, total)
         self._publish(total, nodes)
 
     def _publish(self, total: float, idx: NDArray[np.int64]) -> None:
