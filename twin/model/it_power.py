@@ -132,6 +132,7 @@ class ITPower(Component):
         self._t = engine.now
         self._before: list[Callable[[], None]] = []
         self._after: list[Callable[[NDArray[np.int64]], None]] = []
+        self._idle: list[Callable[[], bool] | None] = []  # per watcher: whether a repeat would change nothing for it
         self._exact: set[str] = set()  # readers that need every node's power exact at every event
         self._exact_watchers: list[Callable[[bool], None]] = []
         self._all = np.arange(n)
@@ -264,15 +265,19 @@ class ITPower(Component):
         would change nothing (a thermal cap set or lifted at a load change to idle: no cap binds an idle GPU).
         So when the IT power was refreshed at this instant already (its level's last point is now: no energy to
         integrate, the fans' neither, and the point would be rewritten with the same total), nothing else reacts
-        to a refresh (no watchers; no direct sources or pools), it takes the capped path both before and after
-        with at most one other source's caps, and no node's GPU draw moves (``kernels_events.cap_moves_draw``,
+        to a refresh (no direct sources or pools, and each watcher's ``idle()`` says a refresh would change nothing
+        for it: :meth:`watch`), it takes the capped path both before and after with at most one other source's
+        caps, and no node's GPU draw moves (``kernels_events.cap_moves_draw``,
         as ``kernels.it_nodes`` computes it): every writer of a node's load, caps, service or fans refreshes it,
         so its power, its fans and the site total are what a refresh would compute again."""
-        if self._before or self._after or self._direct or self._pooled or self._uncapped:
+        if self._direct or self._pooled or self._uncapped:
             return False
         ts = self._level[0]
         if not ts or ts[-1] != self._env._now:
             return False
+        for idle in self._idle:
+            if idle is None or not idle():
+                return False
         other = _EF
         for name in self._live:  # (no direct source here: those with a finite cap)
             if name != source:
@@ -318,9 +323,15 @@ class ITPower(Component):
             return self._pool_idle[nodes] + self._pool_span[nodes] * self.engine.node_util[nodes]
         return self.idle_w + (self.tdp_w - self.idle_w) * self.engine.node_util[nodes]
 
-    def watch(self, before: Callable[[], None], after: Callable[[NDArray[np.int64]], None]) -> None:
+    def watch(self, before: Callable[[], None], after: Callable[[NDArray[np.int64]], None],
+              idle: Callable[[], bool] | None = None) -> None:
+        """Call ``before()`` before every refresh (to integrate up to now) and ``after(nodes)`` after it, with the
+        nodes it wrote. ``idle()``, if given, tells whether ``before()`` then ``after(nodes)`` would change nothing
+        now, whatever the nodes (no state, no event): True lets a refresh that moves no node's power, at an instant
+        refreshed already, be skipped (:meth:`_unmoved`); without it such a refresh always runs."""
         self._before.append(before)
         self._after.append(after)
+        self._idle.append(idle)
 
     @property
     def exact(self) -> bool:
