@@ -35,6 +35,7 @@ _add_reduce = np.add.reduce
 _FEW_DOWN = 256
 """Up to this many nodes out of service, ITPower zeroes them from the cluster's sorted list."""
 _EF = np.empty(0)  # an empty float array: the kernels' "none"
+_I64 = np.dtype(np.int64)
 
 
 class _LoadMemo:
@@ -108,6 +109,7 @@ class ITPower(Component):
         power inside ``non_gpu_w`` as stated (``FanLaw.power_w``); None: not modelled (the stated load holds them)."""
         self.cluster = cluster
         self.gpus = gpus
+        self._gpus_f = float(gpus)
         self.idle_w = idle_w
         self.tdp_w = tdp_w
         self.non_gpu_w = non_gpu_w
@@ -125,6 +127,8 @@ class ITPower(Component):
         # and their cap arrays, listed again by _sources_changed
         self._live: list[str] = []
         self._srcs: list[NDArray[np.float64]] = []
+        self._cap_a = self._cap_b = _EF  # the first two of _srcs as it_fans_nodes takes them (empty: none)
+        self._one_call = False  # refresh takes the capped path in one compiled call (_capped_with_fans)
         self.unit_caps: dict[str, NDArray[np.float64]] = {}
         """Per-GPU caps (W, shape nodes × GPUs) of sources whose GPUs in one node differ (``unit_cap``)."""
         self.energy_wh = 0.0
@@ -142,6 +146,7 @@ class ITPower(Component):
         self._b_w = non_gpu_w + gpus * idle_w
         self._g_idle_w = gpus * idle_w  # with a non-GPU load that follows utilisation: util·a + (ng(util) + this)
         self._level = engine.recorder.levels.setdefault("site_power_w", ([], []))
+        self._ts, self._vs = self._level  # (its times and values)
         self._pooled = False  # node pools of other power figures (set_pools)
         self._memo: _LoadMemo | None = None  # _load_refresh's
         bus = engine.bus
@@ -189,6 +194,7 @@ class ITPower(Component):
             self._pool_ng0[a:b] = ng_idle_w
             self._pool_ngs[a:b] = ng_w - ng_idle_w
         self._pooled = True
+        self._sources_changed()
         self.refresh()
 
     def _pooled_power(self, idx: NDArray[np.int64], util: float | None) -> NDArray[np.float64]:
@@ -213,8 +219,13 @@ class ITPower(Component):
         (``_uncapped``: refresh's formula without caps)."""
         n_finite, direct = self._n_finite, self._direct
         self._live = [name for name in self.caps if n_finite[name] or name in direct]
-        self._srcs = [self.caps[name] for name in self._live]
-        self._uncapped = not self._live
+        srcs = self._srcs = [self.caps[name] for name in self._live]
+        self._uncapped = not srcs
+        self._cap_a = srcs[0] if srcs else _EF
+        self._cap_b = srcs[1] if len(srcs) > 1 else _EF
+        # the caps, the nodes' power and their fans in one compiled call (not with node pools or fans of node pools)
+        self._one_call = bool(srcs) and len(srcs) <= 2 and not self._pooled and (
+            self.fans is None or self.fans.pooled is None)
 
     def gpu_cap(self, source: str) -> NDArray[np.float64]:
         """Writable per-node GPU power cap (W) of ``source``, created at inf; call ``refresh(nodes)``
@@ -242,7 +253,9 @@ class ITPower(Component):
     def set_cap(self, source: str, nodes: NDArray[np.int64] | None, cap_w: NDArray[np.float64] | float) -> None:
         """Set the GPU cap (W) of ``nodes`` (all when None) for ``source`` and refresh their power (not when a
         refresh would change nothing: :meth:`_unmoved`)."""
-        arr = self._array(source)
+        arr = self.caps.get(source)
+        if arr is None:
+            arr = self._array(source)
         unmoved = False
         was = self._n_finite[source]
         if nodes is not None and isinstance(cap_w, np.ndarray) and len(cap_w) == len(nodes):  # (compiled: a node's
@@ -384,9 +397,9 @@ class ITPower(Component):
             return
         self.refresh(np.array([node]))
 
-    def _capped_with_fans(self, idx: NDArray[np.int64], util: float | None, srcs: list[NDArray[np.float64]],
-                          npw: NDArray[np.float64], all_up: bool) -> float:
-        """``refresh``'s capped path for at most two sources with a cap (``srcs``): the tightest cap
+    def _capped_with_fans(self, idx: NDArray[np.int64], util: float | None, npw: NDArray[np.float64],
+                          all_up: bool) -> float:
+        """``refresh``'s capped path for at most two sources with a cap (``_cap_a``, ``_cap_b``): the tightest cap
         (``min_cap``), the nodes' power and the fans' share (``FanLaw.power_w``) added, in one compiled call
         (:func:`twin.kernels.it_fans_nodes`: the same operations in the same order). Returns, when every node is
         in service (``all_up``: nothing to zero after it), the site total ``np.add.reduce(npw)`` summed in the
@@ -396,16 +409,15 @@ class ITPower(Component):
         cl = self.cluster
         if fans is None:
             out: float = kernels.it_fans_nodes(
-                idx, cl.util_read, srcs[0] if srcs else e, srcs[1] if len(srcs) > 1 else e, float(self.gpus),
-                self.idle_w, self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w, npw, False, 0.0, True, 0.0, e, e, False,
-                cl.down_count, True, e, e, all_up)[2]
+                idx, cl.util_read, self._cap_a, self._cap_b, self._gpus_f, self.idle_w, self.tdp_w,
+                self.non_gpu_idle_w, self._ng_slope_w, npw, False, 0.0, True, 0.0, e, e, False, cl.down_count, True, e,
+                e, all_up)[2]
             return out
-        util_s, _, stated = fans.prepare(_EF if util is None else util)  # (the fans' energy to now first)
+        util_s, stated = fans.prepare_common(util)  # (the fans' energy to now first)
         top, fans.total_w, site = kernels.it_fans_nodes(
-            idx, cl.util_read, srcs[0] if srcs else e, srcs[1] if len(srcs) > 1 else e, float(self.gpus),
-            self.idle_w, self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w, npw, True, util_s, util is not None,
-            stated, fans.inlet_c, fans.healthy, bool(fans.n_short), cl.down_count, all_up,
-            fans.law_numbers, fans.node_w, all_up)
+            idx, cl.util_read, self._cap_a, self._cap_b, self._gpus_f, self.idle_w, self.tdp_w, self.non_gpu_idle_w,
+            self._ng_slope_w, npw, True, util_s, util is not None, stated, fans.inlet_c, fans.healthy,
+            bool(fans.n_short), cl.down_count, all_up, fans.law_numbers, fans.node_w, all_up)
         if top > fans.peak_speed:
             fans.peak_speed = top
         return float(site)
@@ -419,6 +431,27 @@ class ITPower(Component):
         floating-point operations as :func:`node_it_power_w` (for a common ``util`` done once, in
         Python floats: the same IEEE multiply and add); the site total is the numpy sum of the node
         array (the same sum in the same order at every refresh, so it never drifts)."""
+        if self._one_call:  # under caps: the caps, the nodes' power and their fans in one compiled call
+            self._memo = None
+            if self._pending is not None:
+                self._flush()
+            for fn in self._before:
+                fn()
+            now = self._env._now
+            t = self._t
+            if now > t:
+                self.energy_wh += self._total * (now - t)
+                self._t = now
+            idx = self._all if nodes is None else nodes
+            if type(idx) is not np.ndarray or idx.dtype is not _I64:
+                idx = np.asarray(idx, dtype=np.int64)
+            cl = self.cluster
+            site = self._capped_with_fans(idx, util, self._npw, cl.n_up == cl.n_nodes)
+            if site == site:  # (every node in service: the site total summed in the same call)
+                self._publish(site, idx)
+            else:
+                self._down_zeroed(idx)
+            return
         if util is not None and nodes is not None and not (
                 self._before or self._pooled or self.fans is not None or not self._uncapped):
             self._load_refresh(nodes, util)
@@ -437,7 +470,6 @@ class ITPower(Component):
         idx = self._all if nodes is None else nodes
         npw = self._npw
         p: NDArray[np.float64] | float | None
-        fans_done = False
         if self._pooled:  # node pools of other power figures (cluster.pools)
             p = self._pooled_power(idx, util)
         elif self._uncapped and self._ng_slope_w:  # the same operations as node_it_power_w with non_gpu_power_w
@@ -455,25 +487,21 @@ class ITPower(Component):
                 p = self.engine.node_util[idx] * self._a_w
                 p += self._b_w
         else:  # node_it_power_w with non_gpu_power_w, compiled (the same operations; + 0·util without a slope)
+            # (more than two sources, or fans of node pools: the one-call path otherwise)
             idx = np.asarray(idx, dtype=np.int64)
-            srcs = self._srcs
             p = None
-            if len(srcs) <= 2 and (self.fans is None or self.fans.pooled is None):
-                # the caps, the nodes' power and their fans in one compiled call (not with fans of node pools),
-                # and with every node in service the site total (nothing to zero after it)
-                fans_done = True
-                cl = self.cluster
-                site = self._capped_with_fans(idx, util, srcs, npw, cl.n_up == cl.n_nodes)
-                if site == site:
-                    self._publish(site, idx)
-                    return
-            else:
-                kernels.it_nodes(idx, self.cluster.util_read, self.min_cap(idx), float(self.gpus), self.idle_w,
-                                 self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w, npw)
+            kernels.it_nodes(idx, self.cluster.util_read, self.min_cap(idx), self._gpus_f, self.idle_w,
+                             self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w, npw)
         if p is not None:
             npw[idx] = p
-        if self.fans is not None and not fans_done:  # the fans at their speed in place of the stated ones (down: 0)
+        if self.fans is not None:  # the fans at their speed in place of the stated ones (down: 0)
             npw[idx] += self.fans.power_w(idx, self.engine.node_util[idx] if util is None else util)
+        self._down_zeroed(idx)
+
+    def _down_zeroed(self, idx: NDArray[np.int64]) -> None:
+        """The end of a refresh of ``idx`` whose node power is written: the nodes out of service zeroed, the site
+        total summed and published."""
+        npw = self._npw
         cl = self.cluster
         n_down = cl.n_nodes - cl.n_up
         if n_down:  # a node out of service draws nothing
@@ -555,16 +583,15 @@ class ITPower(Component):
         event time (one point per time: a later refresh at the same time rewrites it), and the watchers run
         after a refresh told which nodes ``idx`` it wrote."""
         self._total = total
-        ts, vs = self._level  # recorder level site_power_w: one point per event time
+        ts = self._ts  # recorder level site_power_w: one point per event time
         now = self._t
         if ts and ts[-1] == now:
-            vs[-1] = total
+            self._vs[-1] = total
         else:
             ts.append(now)
-            vs.append(total)
-        if self._after:
-            for after in self._after:
-                after(idx)
+            self._vs.append(total)
+        for after in self._after:
+            after(idx)
 
     def total_w(self) -> float:
         """Site IT power now, W."""
