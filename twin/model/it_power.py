@@ -449,59 +449,53 @@ class ITPower(Component):
             site = self._capped_with_fans(idx, util, self._npw, cl.n_up == cl.n_nodes)
             if site == site:  # (every node in service: the site total summed in the same call)
                 self._publish(site, idx)
-            else:
-                self._down_zeroed(idx)
-            return
-        if util is not None and nodes is not None and not (
-                self._before or self._pooled or self.fans is not None or not self._uncapped):
-            self._load_refresh(nodes, util)
-            return
-        self._memo = None  # (any other refresh: the load refreshes' memo no longer holds)
-        if self._pending is not None:  # (its deferred write first: this refresh writes on the state after it)
-            self._flush()
-        if self._before:
-            for fn in self._before:
-                fn()
-        now = self._env._now
-        t = self._t
-        if now > t:
-            self.energy_wh += self._total * (now - t)
-            self._t = now
-        idx = self._all if nodes is None else nodes
-        npw = self._npw
-        p: NDArray[np.float64] | float | None
-        if self._pooled:  # node pools of other power figures (cluster.pools)
-            p = self._pooled_power(idx, util)
-        elif self._uncapped and self._ng_slope_w:  # the same operations as node_it_power_w with non_gpu_power_w
-            if util is not None:
-                npw[idx] = util * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * util) + self._g_idle_w)
+                return
+            npw = self._npw  # (some node out of service: zeroed below)
+        else:
+            if util is not None and nodes is not None and not (
+                    self._before or self._pooled or self.fans is not None or not self._uncapped):
+                self._load_refresh(nodes, util)
+                return
+            self._memo = None  # (any other refresh: the load refreshes' memo no longer holds)
+            if self._pending is not None:  # (its deferred write first: this refresh writes on the state after it)
+                self._flush()
+            if self._before:
+                for fn in self._before:
+                    fn()
+            now = self._env._now
+            t = self._t
+            if now > t:
+                self.energy_wh += self._total * (now - t)
+                self._t = now
+            idx = self._all if nodes is None else nodes
+            npw = self._npw
+            p: NDArray[np.float64] | float | None
+            if self._pooled:  # node pools of other power figures (cluster.pools)
+                p = self._pooled_power(idx, util)
+            elif self._uncapped and self._ng_slope_w:  # the same operations as node_it_power_w with non_gpu_power_w
+                if util is not None:
+                    npw[idx] = util * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * util) + self._g_idle_w)
+                    p = None
+                else:
+                    u = self.engine.node_util[idx]
+                    p = u * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * u) + self._g_idle_w)
+            elif self._uncapped:
+                if util is not None:
+                    npw[idx] = util * self._a_w + self._b_w
+                    p = None
+                else:
+                    p = self.engine.node_util[idx] * self._a_w
+                    p += self._b_w
+            else:  # node_it_power_w with non_gpu_power_w, compiled (the same operations; + 0·util without a slope)
+                # (more than two sources, or fans of node pools: the one-call path otherwise)
+                idx = np.asarray(idx, dtype=np.int64)
                 p = None
-            else:
-                u = self.engine.node_util[idx]
-                p = u * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * u) + self._g_idle_w)
-        elif self._uncapped:
-            if util is not None:
-                npw[idx] = util * self._a_w + self._b_w
-                p = None
-            else:
-                p = self.engine.node_util[idx] * self._a_w
-                p += self._b_w
-        else:  # node_it_power_w with non_gpu_power_w, compiled (the same operations; + 0·util without a slope)
-            # (more than two sources, or fans of node pools: the one-call path otherwise)
-            idx = np.asarray(idx, dtype=np.int64)
-            p = None
-            kernels.it_nodes(idx, self.cluster.util_read, self.min_cap(idx), self._gpus_f, self.idle_w,
-                             self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w, npw)
-        if p is not None:
-            npw[idx] = p
-        if self.fans is not None:  # the fans at their speed in place of the stated ones (down: 0)
-            npw[idx] += self.fans.power_w(idx, self.engine.node_util[idx] if util is None else util)
-        self._down_zeroed(idx)
-
-    def _down_zeroed(self, idx: NDArray[np.int64]) -> None:
-        """The end of a refresh of ``idx`` whose node power is written: the nodes out of service zeroed, the site
-        total summed and published."""
-        npw = self._npw
+                kernels.it_nodes(idx, self.cluster.util_read, self.min_cap(idx), self._gpus_f, self.idle_w,
+                                 self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w, npw)
+            if p is not None:
+                npw[idx] = p
+            if self.fans is not None:  # the fans at their speed in place of the stated ones (down: 0)
+                npw[idx] += self.fans.power_w(idx, self.engine.node_util[idx] if util is None else util)
         cl = self.cluster
         n_down = cl.n_nodes - cl.n_up
         if n_down:  # a node out of service draws nothing
