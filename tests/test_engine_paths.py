@@ -184,7 +184,7 @@ def test_every_it_power_publication_of_a_failing_job_is_the_per_node_formula(mon
 
     def on_node(self, node: int, cause: DownCause) -> None:
         memo = self._memo
-        seen["kept"] += bool(self.cluster.down_count[node] and memo is not None and memo[1] is self.cluster.down_nodes())
+        seen["kept"] += bool(self.cluster.down_count[node] and memo is not None and memo.down is self.cluster.down_nodes())
         orig_on_node(self, node, cause)
 
     monkeypatch.setattr(it_power_mod.ITPower, "_publish", publish)

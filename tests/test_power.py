@@ -594,3 +594,68 @@ def test_site_cap_with_heterogeneous_gpus_settles() -> None:
     assert res.metrics["thermal.throttled_gpu_hours"] > 0  # some GPUs hold at their own thermal cap
     _, vs = model.engine.recorder.levels["site_power_w"]
     assert max(vs[1:]) <= cap_w * (1 + 1e-12)
+
+
+def _plain(v: Any) -> bool:
+    """``v`` holds only values (numbers, strings, arrays, and lists, tuples and dicts of them)."""
+    if isinstance(v, (list, tuple)):
+        return all(_plain(x) for x in v)
+    if isinstance(v, dict):
+        return all(_plain(x) for x in v.keys()) and all(_plain(x) for x in v.values())
+    return isinstance(v, (bool, int, float, str, type(None), np.ndarray, np.generic))
+
+
+def _state(chain: Any) -> dict[str, Any]:
+    """Every attribute of ``chain`` as a comparable copy (arrays and lists copied), and the events scheduled."""
+    out: dict[str, Any] = {"_queued": len(chain.engine.env._queue)}
+    for k, v in vars(chain).items():
+        if isinstance(v, np.ndarray):
+            out[k] = v.copy()
+        elif isinstance(v, (list, dict)) and _plain(v):  # (containers of model objects: not the chain's own state)
+            out[k] = copy.deepcopy(v)
+        elif isinstance(v, (bool, int, float, str, type(None))):
+            out[k] = v
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Exact equality of two snapshots (arrays elementwise, NaN equal to NaN)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape
+                and bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f")))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
+    return bool(a == b)
+
+
+def test_power_chain_idle_means_a_refresh_changes_nothing_for_it(monkeypatch) -> None:
+    """``PowerChain._idle()`` (the IT power's watch: a refresh that moves no node's power may be skipped while it is
+    True) holds only where ``_settle()`` then ``_after_load(nodes)`` change none of the chain's state and schedule no
+    event: checked at every refresh of 60 days of the N+1 power hall with frequent utility outages (feeds on battery,
+    UPS timers armed: not idle then), both answers seen."""
+    from twin.model.power import PowerChain
+    from twin.scenario.loader import load_scenario
+
+    hall = Path(__file__).resolve().parents[1] / "benchmarks" / "halls" / "power-n1.yaml"
+    sc = load_scenario(hall, ["horizon_days=60", "power.utility.outages_per_year=60"]).scenario
+    seen = {True: 0, False: 0}
+    real = PowerChain._after_load
+
+    def after(self: PowerChain, idx: np.ndarray) -> None:
+        idle = self._idle()
+        seen[idle] += 1
+        if idle:
+            before = _state(self)
+            self._settle()
+            real(self, idx)
+            assert _same(before, _state(self))
+        else:
+            real(self, idx)
+
+    monkeypatch.setattr(PowerChain, "_after_load", after)
+    Model(sc).run()
+    assert seen[True] > 100 and seen[False] > 10, seen

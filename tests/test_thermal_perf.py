@@ -321,15 +321,17 @@ def test_a_room_moves_on_the_heat_of_every_node_in_service_now(monkeypatch) -> N
     assert worst["w"] < 1e-6
 
 
-def test_a_thermal_cap_that_moves_no_draw_skips_the_refresh_without_changing_anything(monkeypatch) -> None:
+@pytest.mark.parametrize("hall", ["air.yaml", "power-n1.yaml"])
+def test_a_thermal_cap_that_moves_no_draw_skips_the_refresh_without_changing_anything(monkeypatch, hall: str) -> None:
     """A thermal cap set or lifted at a load change to idle moves no GPU's draw: the IT power, refreshed at that
     instant already, is not refreshed again (``ITPower._unmoved``, issue 41). 30 days of the air hall as frozen
-    for the benchmark (twin 0.8.1's: marginal GPUs that throttle in every training run) must equal, exactly (every
-    metric, every table, every node's power at the end), the run that refreshes at every cap change, the skip
-    taken many times."""
+    for the benchmark (twin 0.8.1's: marginal GPUs that throttle in every training run), and of the N+1 power hall
+    (the power chain watches every refresh: skipped while its ``idle()`` says it would change nothing), must equal,
+    exactly (every metric, every table, every node's power at the end), the run that refreshes at every cap change,
+    the skip taken many times."""
     from twin.model.it_power import ITPower
 
-    sc = load_scenario(SCEN.parent / "benchmarks" / "halls" / "air.yaml", ["horizon_days=30"]).scenario
+    sc = load_scenario(SCEN.parent / "benchmarks" / "halls" / hall, ["horizon_days=30"]).scenario
     taken: list[bool] = []
     real = ITPower._unmoved
 

@@ -38,6 +38,7 @@ class FanLaw:
         cool = sc.cooling
         assert cool is not None and node.non_gpu_idle_w is not None
         self.engine = engine
+        self._env = engine.env
         self.cluster = cluster
         self.full_w = f.full_w(node.non_gpu_idle_w, node.rated_w)
         """Fans' power at full speed of the node type as rated (taken out of the non-GPU load), W."""
@@ -174,7 +175,7 @@ class FanLaw:
     def prepare(self, util: float | NDArray[np.float64]) -> tuple[float, NDArray[np.float64], float]:
         """Before the fans' kernel: their energy up to now, and ``util`` as the kernel takes it (the common
         utilisation, the per-node one (empty for a common one), the stated fans of a common one)."""
-        now = self.engine.env._now
+        now = self._env._now
         if now > self._t:
             self.energy_wh += self.total_w * (now - self._t)
             self._t = now
@@ -188,6 +189,24 @@ class FanLaw:
                 got = self._stated[util] = float(self.stated_w(util))
             return util, _EF, got
         return 0.0, np.asarray(util, dtype=np.float64), 0.0
+
+    def prepare_common(self, util: float | None) -> tuple[float, float]:
+        """:meth:`prepare` for the IT power's compiled refresh: the fans' energy up to now, and for a common
+        utilisation ``util`` it and its stated fans; None (each node's own utilisation): (0.0, 0.0)."""
+        now = self._env._now
+        t = self._t
+        if now > t:
+            self.energy_wh += self.total_w * (now - t)
+            self._t = now
+        if util is None:
+            return 0.0, 0.0
+        if type(util) is not float:  # (an int, a numpy scalar: prepare's conversions)
+            util_s, _, stated = self.prepare(util)
+            return util_s, stated
+        got = self._stated.get(util)
+        if got is None:
+            got = self._stated[util] = float(self.stated_w(util))
+        return util, got
 
     def energy_kwh(self) -> float:
         """Fans' energy from time 0 to now, kWh (exact: their power is piecewise constant)."""

@@ -8,7 +8,7 @@ IT power is piecewise constant between events, so the energy is an exact sum.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,6 +35,28 @@ _add_reduce = np.add.reduce
 _FEW_DOWN = 256
 """Up to this many nodes out of service, ITPower zeroes them from the cluster's sorted list."""
 _EF = np.empty(0)  # an empty float array: the kernels' "none"
+_I64 = np.dtype(np.int64)
+
+
+class _LoadMemo:
+    """:meth:`ITPower._load_refresh`'s memo of the load refreshes of one node array in one down state (ended by any
+    other refresh and any node going down or up)."""
+
+    __slots__ = ("clean", "down", "mask", "nodes", "pending_w", "sums")
+
+    def __init__(self, nodes: NDArray[np.int64], down: NDArray[np.int64] | None, util: float, total_w: float) -> None:
+        self.nodes = nodes
+        """The node array written (never changed once published)."""
+        self.down = down
+        """The cluster's down list of the state (the same object until a node goes down or up), None: none down."""
+        self.sums: dict[float, float] = {util: total_w}
+        """The site total (W) of each load of ``nodes`` seen in this state."""
+        self.clean: bool | None = None
+        """No down node among ``nodes`` (None: not found yet)."""
+        self.mask: NDArray[np.bool_] | None = None
+        """The boolean mask of ``nodes`` (made at the array's second write, above ``MASK_NODES`` nodes)."""
+        self.pending_w = 0.0
+        """The power of each node of ``nodes`` (W) whose write is deferred while this memo is ``ITPower._pending``."""
 
 
 IT_POWER: Service[ITPower] = Service(
@@ -87,6 +109,7 @@ class ITPower(Component):
         power inside ``non_gpu_w`` as stated (``FanLaw.power_w``); None: not modelled (the stated load holds them)."""
         self.cluster = cluster
         self.gpus = gpus
+        self._gpus_f = float(gpus)
         self.idle_w = idle_w
         self.tdp_w = tdp_w
         self.non_gpu_w = non_gpu_w
@@ -96,13 +119,16 @@ class ITPower(Component):
         self._ng_slope_w = non_gpu_w - self.non_gpu_idle_w
         n = cluster.n_nodes
         self._npw = np.zeros(n)  # node_power_w's array (without the load write deferred: _pending)
-        self._pending: tuple[list[Any], float] | None = None  # _load_refresh's deferred write: (its memo, node power)
+        self._pending: _LoadMemo | None = None  # _load_refresh's deferred write: its memo (at its pending_w)
         self.caps: dict[str, NDArray[np.float64]] = {}
         self._n_finite: dict[str, int] = {}  # per source written through set_cap: nodes with a finite cap
         self._direct: set[str] = set()  # sources written directly (always taken into account)
-        # refresh's cap arrays, those of sources with a finite cap or written directly in the order of caps (None:
-        # to be listed again; set so at a new source, a direct one, and a source's finite count to or from 0)
-        self._srcs: list[NDArray[np.float64]] | None = None
+        # the sources that take part in a refresh (those with a finite cap or written directly, in the order of caps)
+        # and their cap arrays, listed again by _sources_changed
+        self._live: list[str] = []
+        self._srcs: list[NDArray[np.float64]] = []
+        self._cap_a = self._cap_b = _EF  # the first two of _srcs as it_fans_nodes takes them (empty: none)
+        self._one_call = False  # refresh takes the capped path in one compiled call (_capped_with_fans)
         self.unit_caps: dict[str, NDArray[np.float64]] = {}
         """Per-GPU caps (W, shape nodes × GPUs) of sources whose GPUs in one node differ (``unit_cap``)."""
         self.energy_wh = 0.0
@@ -110,6 +136,7 @@ class ITPower(Component):
         self._t = engine.now
         self._before: list[Callable[[], None]] = []
         self._after: list[Callable[[NDArray[np.int64]], None]] = []
+        self._idle: list[Callable[[], bool] | None] = []  # per watcher: whether a repeat would change nothing for it
         self._exact: set[str] = set()  # readers that need every node's power exact at every event
         self._exact_watchers: list[Callable[[bool], None]] = []
         self._all = np.arange(n)
@@ -119,8 +146,9 @@ class ITPower(Component):
         self._b_w = non_gpu_w + gpus * idle_w
         self._g_idle_w = gpus * idle_w  # with a non-GPU load that follows utilisation: util·a + (ng(util) + this)
         self._level = engine.recorder.levels.setdefault("site_power_w", ([], []))
+        self._ts, self._vs = self._level  # (its times and values)
         self._pooled = False  # node pools of other power figures (set_pools)
-        self._memo: list[Any] | None = None  # _load_refresh's: [nodes, down list, {util: site sum}, no down node in nodes, mask]
+        self._memo: _LoadMemo | None = None  # _load_refresh's
         bus = engine.bus
         bus.subscribe(Topic.NODE_LOAD, self.refresh)
         bus.subscribe(Topic.NODE_DOWN, self._on_node)
@@ -140,18 +168,17 @@ class ITPower(Component):
     def _flush(self) -> None:
         """Write the load change :meth:`_load_refresh` deferred: its nodes at its power, then its memo's down nodes
         (the down list of the state it was deferred in: every refresh since flushed first) at zero."""
-        pending = self._pending
-        assert pending is not None
+        memo = self._pending
+        assert memo is not None
         self._pending = None
-        memo, p = pending
         npw = self._npw
-        nodes = memo[0]
-        mask = memo[4]
+        nodes = memo.nodes
+        mask = memo.mask
         if mask is None and len(nodes) > MASK_NODES:
-            mask = memo[4] = self.cluster.mask_of(nodes)
-        npw[nodes if mask is None else mask] = p
-        if memo[1] is not None:  # (a no-op for the down nodes outside nodes: zero since they went down)
-            npw[memo[1]] = 0.0
+            mask = memo.mask = self.cluster.mask_of(nodes)
+        npw[nodes if mask is None else mask] = memo.pending_w
+        if memo.down is not None:  # (a no-op for the down nodes outside nodes: zero since they went down)
+            npw[memo.down] = 0.0
 
     def set_pools(self, pools: list[tuple[int, int, float, float, float, float]]) -> None:
         """Node pools of other power figures (``cluster.pools``): per pool its nodes [a, b), GPU idle and
@@ -167,6 +194,7 @@ class ITPower(Component):
             self._pool_ng0[a:b] = ng_idle_w
             self._pool_ngs[a:b] = ng_w - ng_idle_w
         self._pooled = True
+        self._sources_changed()
         self.refresh()
 
     def _pooled_power(self, idx: NDArray[np.int64], util: float | None) -> NDArray[np.float64]:
@@ -182,17 +210,31 @@ class ITPower(Component):
         if arr is None:
             arr = self.caps[source] = np.full(self.cluster.n_nodes, np.inf)
             self._n_finite[source] = 0
-            self._srcs = None
+            self._sources_changed()
         return arr
+
+    def _sources_changed(self) -> None:
+        """Which sources take part in a refresh may have changed (a new source, a direct one, a source's count of
+        finite caps to or from 0): list them again (``_live``, their arrays ``_srcs``), and whether none does
+        (``_uncapped``: refresh's formula without caps)."""
+        n_finite, direct = self._n_finite, self._direct
+        self._live = [name for name in self.caps if n_finite[name] or name in direct]
+        srcs = self._srcs = [self.caps[name] for name in self._live]
+        self._uncapped = not srcs
+        self._cap_a = srcs[0] if srcs else _EF
+        self._cap_b = srcs[1] if len(srcs) > 1 else _EF
+        # the caps, the nodes' power and their fans in one compiled call (not with node pools or fans of node pools)
+        self._one_call = bool(srcs) and len(srcs) <= 2 and not self._pooled and (
+            self.fans is None or self.fans.pooled is None)
 
     def gpu_cap(self, source: str) -> NDArray[np.float64]:
         """Writable per-node GPU power cap (W) of ``source``, created at inf; call ``refresh(nodes)``
         after writing. (``set_cap`` does both and is cheaper: it lets ``refresh`` skip sources
         without a finite cap.)"""
         self._direct.add(source)
-        self._srcs = None
-        self._uncapped = False
-        return self._array(source)
+        arr = self._array(source)
+        self._sources_changed()
+        return arr
 
     def unit_cap(self, source: str) -> NDArray[np.float64]:
         """Writable per-GPU cap (W, nodes × GPUs, created at inf) of ``source``, for a source whose GPUs in one
@@ -211,7 +253,9 @@ class ITPower(Component):
     def set_cap(self, source: str, nodes: NDArray[np.int64] | None, cap_w: NDArray[np.float64] | float) -> None:
         """Set the GPU cap (W) of ``nodes`` (all when None) for ``source`` and refresh their power (not when a
         refresh would change nothing: :meth:`_unmoved`)."""
-        arr = self._array(source)
+        arr = self.caps.get(source)
+        if arr is None:
+            arr = self._array(source)
         unmoved = False
         was = self._n_finite[source]
         if nodes is not None and isinstance(cap_w, np.ndarray) and len(cap_w) == len(nodes):  # (compiled: a node's
@@ -223,8 +267,7 @@ class ITPower(Component):
             arr[idx] = cap_w
             self._n_finite[source] = was + int(np.isfinite(arr[idx]).sum()) - before
         if (not was) != (not self._n_finite[source]):  # (a source with a finite cap now, or none any more)
-            self._srcs = None
-        self._uncapped = not self._direct and not any(self._n_finite.values())
+            self._sources_changed()
         if unmoved and not self._uncapped:  # (uncapped now: refresh's other formula)
             return
         self.refresh(nodes)
@@ -235,21 +278,25 @@ class ITPower(Component):
         would change nothing (a thermal cap set or lifted at a load change to idle: no cap binds an idle GPU).
         So when the IT power was refreshed at this instant already (its level's last point is now: no energy to
         integrate, the fans' neither, and the point would be rewritten with the same total), nothing else reacts
-        to a refresh (no watchers; no direct sources or pools), it takes the capped path both before and after
-        with at most one other source's caps, and no node's GPU draw moves (``kernels_events.cap_moves_draw``,
+        to a refresh (no direct sources or pools, and each watcher's ``idle()`` says a refresh would change nothing
+        for it: :meth:`watch`), it takes the capped path both before and after with at most one other source's
+        caps, and no node's GPU draw moves (``kernels_events.cap_moves_draw``,
         as ``kernels.it_nodes`` computes it): every writer of a node's load, caps, service or fans refreshes it,
         so its power, its fans and the site total are what a refresh would compute again."""
-        if self._before or self._after or self._direct or self._pooled or self._uncapped:
+        if self._direct or self._pooled or self._uncapped:
             return False
         ts = self._level[0]
         if not ts or ts[-1] != self._env._now:
             return False
+        for idle in self._idle:
+            if idle is None or not idle():
+                return False
         other = _EF
-        for name, a in self.caps.items():
-            if name != source and self._n_finite[name]:
+        for name in self._live:  # (no direct source here: those with a finite cap)
+            if name != source:
                 if len(other):
                     return False  # (two others: refresh's general path)
-                other = a
+                other = self.caps[name]
         return not cap_moves_draw(np.asarray(nodes, dtype=np.int64), self.cluster.util_read, arr,
                                   np.asarray(cap_w, dtype=np.float64), other, self.idle_w, self.tdp_w)
 
@@ -261,20 +308,15 @@ class ITPower(Component):
 
     def others_capped(self, exclude: str) -> bool:
         """True when some source other than ``exclude`` may hold a finite cap (cheap: counters)."""
-        for s in self._direct:  # (loops, not generators: called at every thermal update)
-            if s != exclude:
-                return True
-        for s, k in self._n_finite.items():
-            if k and s != exclude:
-                return True
-        return False
+        live = self._live  # (called at every thermal update)
+        return len(live) > 1 or (len(live) == 1 and live[0] != exclude)
 
     def min_cap(self, nodes: NDArray[np.int64], exclude: str | None = None) -> NDArray[np.float64]:
         """Tightest GPU cap (W) of ``nodes`` over all sources except ``exclude``."""
         out = np.full(len(nodes), np.inf)
-        for name, arr in self.caps.items():  # (a source set only through set_cap with no finite cap: all inf)
-            if name != exclude and (self._n_finite[name] or name in self._direct):
-                minimum_at(out, arr, nodes)  # (compiled: np.minimum(out, arr[nodes], out=out))
+        for name in self._live:  # (a source set only through set_cap with no finite cap: all inf)
+            if name != exclude:
+                minimum_at(out, self.caps[name], nodes)  # (compiled: np.minimum(out, arr[nodes], out=out))
         return out
 
     def non_gpu_w_of(self, nodes: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -294,9 +336,15 @@ class ITPower(Component):
             return self._pool_idle[nodes] + self._pool_span[nodes] * self.engine.node_util[nodes]
         return self.idle_w + (self.tdp_w - self.idle_w) * self.engine.node_util[nodes]
 
-    def watch(self, before: Callable[[], None], after: Callable[[NDArray[np.int64]], None]) -> None:
+    def watch(self, before: Callable[[], None], after: Callable[[NDArray[np.int64]], None],
+              idle: Callable[[], bool] | None = None) -> None:
+        """Call ``before()`` before every refresh (to integrate up to now) and ``after(nodes)`` after it, with the
+        nodes it wrote. ``idle()``, if given, tells whether ``before()`` then ``after(nodes)`` would change nothing
+        now, whatever the nodes (no state, no event): True lets a refresh that moves no node's power, at an instant
+        refreshed already, be skipped (:meth:`_unmoved`); without it such a refresh always runs."""
         self._before.append(before)
         self._after.append(after)
+        self._idle.append(idle)
 
     @property
     def exact(self) -> bool:
@@ -334,7 +382,7 @@ class ITPower(Component):
         if not (self._before or self._pooled or self.fans is not None or not self._uncapped):
             cl = self.cluster
             memo = self._memo
-            if cl.down_count[node] and memo is not None and memo[1] is cl.down_nodes():
+            if cl.down_count[node] and memo is not None and memo.down is cl.down_nodes():
                 # a node gone down after a load refresh already made in this down state (its job's, at the
                 # interruption): every down node, this one too, is at 0 there, so the refresh below would write
                 # and zero it again and take the same sum; the total and the memo stand
@@ -349,9 +397,9 @@ class ITPower(Component):
             return
         self.refresh(np.array([node]))
 
-    def _capped_with_fans(self, idx: NDArray[np.int64], util: float | None, srcs: list[NDArray[np.float64]],
-                          npw: NDArray[np.float64], all_up: bool) -> float:
-        """``refresh``'s capped path for at most two sources with a cap (``srcs``): the tightest cap
+    def _capped_with_fans(self, idx: NDArray[np.int64], util: float | None, npw: NDArray[np.float64],
+                          all_up: bool) -> float:
+        """``refresh``'s capped path for at most two sources with a cap (``_cap_a``, ``_cap_b``): the tightest cap
         (``min_cap``), the nodes' power and the fans' share (``FanLaw.power_w``) added, in one compiled call
         (:func:`twin.kernels.it_fans_nodes`: the same operations in the same order). Returns, when every node is
         in service (``all_up``: nothing to zero after it), the site total ``np.add.reduce(npw)`` summed in the
@@ -361,16 +409,15 @@ class ITPower(Component):
         cl = self.cluster
         if fans is None:
             out: float = kernels.it_fans_nodes(
-                idx, cl.util_read, srcs[0] if srcs else e, srcs[1] if len(srcs) > 1 else e, float(self.gpus),
-                self.idle_w, self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w, npw, False, 0.0, True, 0.0, e, e, False,
-                cl.down_count, True, e, e, all_up)[2]
+                idx, cl.util_read, self._cap_a, self._cap_b, self._gpus_f, self.idle_w, self.tdp_w,
+                self.non_gpu_idle_w, self._ng_slope_w, npw, False, 0.0, True, 0.0, e, e, False, cl.down_count, True, e,
+                e, all_up)[2]
             return out
-        util_s, _, stated = fans.prepare(_EF if util is None else util)  # (the fans' energy to now first)
+        util_s, stated = fans.prepare_common(util)  # (the fans' energy to now first)
         top, fans.total_w, site = kernels.it_fans_nodes(
-            idx, cl.util_read, srcs[0] if srcs else e, srcs[1] if len(srcs) > 1 else e, float(self.gpus),
-            self.idle_w, self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w, npw, True, util_s, util is not None,
-            stated, fans.inlet_c, fans.healthy, bool(fans.n_short), cl.down_count, all_up,
-            fans.law_numbers, fans.node_w, all_up)
+            idx, cl.util_read, self._cap_a, self._cap_b, self._gpus_f, self.idle_w, self.tdp_w, self.non_gpu_idle_w,
+            self._ng_slope_w, npw, True, util_s, util is not None, stated, fans.inlet_c, fans.healthy,
+            bool(fans.n_short), cl.down_count, all_up, fans.law_numbers, fans.node_w, all_up)
         if top > fans.peak_speed:
             fans.peak_speed = top
         return float(site)
@@ -384,64 +431,71 @@ class ITPower(Component):
         floating-point operations as :func:`node_it_power_w` (for a common ``util`` done once, in
         Python floats: the same IEEE multiply and add); the site total is the numpy sum of the node
         array (the same sum in the same order at every refresh, so it never drifts)."""
-        if util is not None and nodes is not None and not (
-                self._before or self._pooled or self.fans is not None or not self._uncapped):
-            self._load_refresh(nodes, util)
-            return
-        self._memo = None  # (any other refresh: the load refreshes' memo no longer holds)
-        if self._pending is not None:  # (its deferred write first: this refresh writes on the state after it)
-            self._flush()
-        if self._before:
+        if self._one_call:  # under caps: the caps, the nodes' power and their fans in one compiled call
+            self._memo = None
+            if self._pending is not None:
+                self._flush()
             for fn in self._before:
                 fn()
-        now = self._env._now
-        t = self._t
-        if now > t:
-            self.energy_wh += self._total * (now - t)
-            self._t = now
-        idx = self._all if nodes is None else nodes
-        npw = self._npw
-        p: NDArray[np.float64] | float | None
-        fans_done = False
-        if self._pooled:  # node pools of other power figures (cluster.pools)
-            p = self._pooled_power(idx, util)
-        elif self._uncapped and self._ng_slope_w:  # the same operations as node_it_power_w with non_gpu_power_w
-            if util is not None:
-                npw[idx] = util * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * util) + self._g_idle_w)
+            now = self._env._now
+            t = self._t
+            if now > t:
+                self.energy_wh += self._total * (now - t)
+                self._t = now
+            idx = self._all if nodes is None else nodes
+            if type(idx) is not np.ndarray or idx.dtype is not _I64:
+                idx = np.asarray(idx, dtype=np.int64)
+            cl = self.cluster
+            site = self._capped_with_fans(idx, util, self._npw, cl.n_up == cl.n_nodes)
+            if site == site:  # (every node in service: the site total summed in the same call)
+                self._publish(site, idx)
+                return
+            npw = self._npw  # (some node out of service: zeroed below)
+        else:
+            if util is not None and nodes is not None and not (
+                    self._before or self._pooled or self.fans is not None or not self._uncapped):
+                self._load_refresh(nodes, util)
+                return
+            self._memo = None  # (any other refresh: the load refreshes' memo no longer holds)
+            if self._pending is not None:  # (its deferred write first: this refresh writes on the state after it)
+                self._flush()
+            if self._before:
+                for fn in self._before:
+                    fn()
+            now = self._env._now
+            t = self._t
+            if now > t:
+                self.energy_wh += self._total * (now - t)
+                self._t = now
+            idx = self._all if nodes is None else nodes
+            npw = self._npw
+            p: NDArray[np.float64] | float | None
+            if self._pooled:  # node pools of other power figures (cluster.pools)
+                p = self._pooled_power(idx, util)
+            elif self._uncapped and self._ng_slope_w:  # the same operations as node_it_power_w with non_gpu_power_w
+                if util is not None:
+                    npw[idx] = util * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * util) + self._g_idle_w)
+                    p = None
+                else:
+                    u = self.engine.node_util[idx]
+                    p = u * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * u) + self._g_idle_w)
+            elif self._uncapped:
+                if util is not None:
+                    npw[idx] = util * self._a_w + self._b_w
+                    p = None
+                else:
+                    p = self.engine.node_util[idx] * self._a_w
+                    p += self._b_w
+            else:  # node_it_power_w with non_gpu_power_w, compiled (the same operations; + 0·util without a slope)
+                # (more than two sources, or fans of node pools: the one-call path otherwise)
+                idx = np.asarray(idx, dtype=np.int64)
                 p = None
-            else:
-                u = self.engine.node_util[idx]
-                p = u * self._a_w + ((self.non_gpu_idle_w + self._ng_slope_w * u) + self._g_idle_w)
-        elif self._uncapped:
-            if util is not None:
-                npw[idx] = util * self._a_w + self._b_w
-                p = None
-            else:
-                p = self.engine.node_util[idx] * self._a_w
-                p += self._b_w
-        else:  # node_it_power_w with non_gpu_power_w, compiled (the same operations; + 0·util without a slope)
-            idx = np.asarray(idx, dtype=np.int64)
-            srcs = self._srcs
-            if srcs is None:  # (listed again only after a change of which sources take part)
-                srcs = self._srcs = [arr for name, arr in self.caps.items()
-                                     if self._n_finite[name] or name in self._direct]
-            p = None
-            if len(srcs) <= 2 and (self.fans is None or self.fans.pooled is None):
-                # the caps, the nodes' power and their fans in one compiled call (not with fans of node pools),
-                # and with every node in service the site total (nothing to zero after it)
-                fans_done = True
-                cl = self.cluster
-                site = self._capped_with_fans(idx, util, srcs, npw, cl.n_up == cl.n_nodes)
-                if site == site:
-                    self._publish(site, idx)
-                    return
-            else:
-                kernels.it_nodes(idx, self.cluster.util_read, self.min_cap(idx), float(self.gpus), self.idle_w,
+                kernels.it_nodes(idx, self.cluster.util_read, self.min_cap(idx), self._gpus_f, self.idle_w,
                                  self.tdp_w, self.non_gpu_idle_w, self._ng_slope_w, npw)
-        if p is not None:
-            npw[idx] = p
-        if self.fans is not None and not fans_done:  # the fans at their speed in place of the stated ones (down: 0)
-            npw[idx] += self.fans.power_w(idx, self.engine.node_util[idx] if util is None else util)
+            if p is not None:
+                npw[idx] = p
+            if self.fans is not None:  # the fans at their speed in place of the stated ones (down: 0)
+                npw[idx] += self.fans.power_w(idx, self.engine.node_util[idx] if util is None else util)
         cl = self.cluster
         n_down = cl.n_nodes - cl.n_up
         if n_down:  # a node out of service draws nothing
@@ -473,20 +527,21 @@ class ITPower(Component):
         memo = self._memo
         cl = self.cluster
         n_down = cl.n_nodes - cl.n_up
-        if memo is not None and memo[0] is nodes and n_down <= _FEW_DOWN:
-            got = memo[2].get(util)
-            if got is not None and memo[1] is (cl.down_nodes() if n_down else None):
-                self._pending = (memo, p)  # a state seen since the memo began: its total known, its write deferred
+        if memo is not None and memo.nodes is nodes and n_down <= _FEW_DOWN:
+            got = memo.sums.get(util)
+            if got is not None and memo.down is (cl.down_nodes() if n_down else None):
+                memo.pending_w = p  # a state seen since the memo began: its total known, its write deferred
+                self._pending = memo
                 self._publish(got, nodes)
                 return
         if self._pending is not None:
             self._flush()
         npw = self._npw
         mask = None
-        if memo is not None and memo[0] is nodes and len(nodes) > MASK_NODES:  # the array written again: its mask
-            mask = memo[4]
+        if memo is not None and memo.nodes is nodes and len(nodes) > MASK_NODES:  # the array written again: its mask
+            mask = memo.mask
             if mask is None:
-                mask = memo[4] = cl.mask_of(nodes)
+                mask = memo.mask = cl.mask_of(nodes)
             npw[mask] = p
         else:
             npw[nodes] = p
@@ -497,15 +552,15 @@ class ITPower(Component):
             total = float(_add_reduce(npw))
         else:
             down = cl.down_nodes() if n_down else None
-            if memo is not None and memo[0] is nodes and memo[1] is down:
+            if memo is not None and memo.nodes is nodes and memo.down is down:
                 if n_down:
-                    clean = memo[3]
+                    clean = memo.clean
                     if clean is None:  # (found at the memo's first use: most memos of a busy hall are used never)
                         # whether a down node is among nodes: the mask at the few down nodes, else their down counts
-                        clean = memo[3] = not (mask[down].any() if mask is not None else cl.down_count[nodes].any())
+                        clean = memo.clean = not (mask[down].any() if mask is not None else cl.down_count[nodes].any())
                     if not clean:  # zero every down node: a no-op outside nodes
                         npw[down] = 0.0
-                sums = memo[2]
+                sums = memo.sums
                 got = sums.get(util)
                 if got is None:
                     got = sums[util] = float(_add_reduce(npw))
@@ -514,7 +569,7 @@ class ITPower(Component):
                 if n_down:
                     npw[down] = 0.0
                 total = float(_add_reduce(npw))  # = npw.sum(), without the method's wrapper
-                self._memo = [nodes, down, {util: total}, None, None]
+                self._memo = _LoadMemo(nodes, down, util, total)
         self._publish(total, nodes)
 
     def _publish(self, total: float, idx: NDArray[np.int64]) -> None:
@@ -522,16 +577,15 @@ class ITPower(Component):
         event time (one point per time: a later refresh at the same time rewrites it), and the watchers run
         after a refresh told which nodes ``idx`` it wrote."""
         self._total = total
-        ts, vs = self._level  # recorder level site_power_w: one point per event time
+        ts = self._ts  # recorder level site_power_w: one point per event time
         now = self._t
         if ts and ts[-1] == now:
-            vs[-1] = total
+            self._vs[-1] = total
         else:
             ts.append(now)
-            vs.append(total)
-        if self._after:
-            for after in self._after:
-                after(idx)
+            self._vs.append(total)
+        for after in self._after:
+            after(idx)
 
     def total_w(self) -> float:
         """Site IT power now, W."""

@@ -217,7 +217,7 @@ class PowerChain(Component):
             it.need_exact("power.site_cap", True)
         self.speed_src = ctx.cluster.speed_source("power")
         self.speed = self.speed_src.caps
-        it.watch(self._settle, self._after_load)
+        it.watch(self._settle, self._after_load, self._idle)
         # ---- site-level units
         self.units: dict[str, FacilityParts] = {}
         for name, el in spec.elements().items():
@@ -683,6 +683,15 @@ class PowerChain(Component):
             self.speed_src.changed(changed)
 
     # ---- the load side ------------------------------------------------------------------------
+    def _idle(self) -> bool:
+        """Whether ``_settle()`` then ``_after_load(nodes)`` would change nothing now (the IT power's watch: a refresh
+        that moves no node's power may then be skipped): settled to now, no site cap, no node under a power cap
+        (``_n_cap`` 0, so the capped counts are 0 already), no feed on battery nor a UPS out (so no feed loads, no
+        UPS timers, and ``_loss_from_feeds`` False already)."""
+        return (self._t == self.engine.env._now and self.site_cap_w is None and not self._n_cap
+                and not self._loss_from_feeds and not self.it.n_capped("power") and "ups" not in self.mode
+                and all(self.ups_ok))
+
     def _after_load(self, idx: NDArray[np.int64]) -> None:
         """After IT power changed: UPS losses, feed loads and empty times, capped counts, site cap."""
         if self.site_cap_w is not None and not self._in_site:
