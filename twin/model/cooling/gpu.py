@@ -42,6 +42,7 @@ kernels_units = kernels_lazy.module("twin.kernels_units", globals(), "kernels_un
 
 
 _EF = np.empty(0)  # an empty float array: the kernels' "none" for an optional per-unit array
+_I64 = np.dtype(np.int64)  # (the node lists' dtype: an identity test)
 _EB = np.empty(0, dtype=bool)
 
 
@@ -431,7 +432,8 @@ class GpuState:
         return df
 
     def on_speed(self, nodes: NDArray[np.int64]) -> None:
-        nodes = np.asarray(nodes, dtype=np.int64)
+        if type(nodes) is not np.ndarray or nodes.dtype is not _I64:  # (publishers' int64 arrays taken as they are)
+            nodes = np.asarray(nodes, dtype=np.int64)
         if self.in_update:
             self.speed_later.append(nodes)  # (publishers never change the array afterwards)
             return
