@@ -246,7 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_explain)
 
     for mod in ("twin.fit.cli", "twin.calibrate.cli", "twin.experiment.cli", "twin.experiment.export",
-                "twin.experiment.decide_cli", "twin.validation.cli", "twin.forecast.cli", "twin.experiment.rare_cli"):
+                "twin.experiment.decide_cli", "twin.validation.cli", "twin.forecast.cli", "twin.experiment.rare_cli",
+                "twin.warm_cache"):
         try:
             m = __import__(mod, fromlist=["add_parser"])
         except ModuleNotFoundError as exc:
