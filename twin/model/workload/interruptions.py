@@ -183,17 +183,19 @@ class Interruptions(ElasticJobs):
             self._interrupt(job, cause, False, [])
 
     def _on_speed(self, nodes: np.ndarray) -> None:
+        by_id = self._by_id  # (= self._job)
         if len(nodes) == 1:  # (a single GPU's crossing: its node's job, without np.unique)
             jid = int(self.owner[nodes[0]])
             if jid >= 0:
-                self._rerate(self._job(jid))
+                self._rerate(by_id[jid])
             return
         own = self.owner[nodes]
         # each job once, in the order of their ids (np.unique; compiled in a hall with a thermal model, whose
         # kernels are loaded)
+        rerate = self._rerate
         for jid in (unique_ints(own) if "thermal" in self.cluster.speed_caps else np.unique(own)).tolist():
             if jid >= 0:
-                self._rerate(self._job(jid))
+                rerate(by_id[jid])
 
     def _on_fabric(self) -> None:
         for job in list(self.allocated.values()):
