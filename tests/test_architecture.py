@@ -50,7 +50,7 @@ FLOORS: list[tuple[str, list[str]]] = [  # lowest first
     ("experiment", ["twin.experiment", "twin.experiment.*"]),
     ("studies", ["twin.forecast", "twin.forecast.*", "twin.fit", "twin.fit.*", "twin.calibrate",
                  "twin.calibrate.*", "twin.validation", "twin.validation.*"]),
-    ("cli", ["twin.cli", "twin.*.cli", "twin.docs", "twin.notebooks"]),
+    ("cli", ["twin.cli", "twin.*.cli", "twin.docs", "twin.notebooks", "twin.warm_cache"]),
 ]
 """Floor of each module: the first pattern that matches, searched from the top floor down (so
 ``twin.experiment.cli`` is on the cli floor, not the experiment floor)."""
