@@ -364,36 +364,9 @@ def test_a_demand_ended_before_a_checkpoint_write_changes_the_storage_once(
     The run is the same, metric for metric and table for table (the bandwidth's peak and mean included), as
     with a storage update after each change, and it makes fewer updates (``multimodal``: several data jobs,
     where the shortcut applies only when the last stream ends)."""
-    from twin.model.storage import Storage
 
-    def run(shortcut: bool) -> tuple[Any, int, int]:
-        calls = [0]
-        changed = Storage._changed
-
-        def counted(self: Storage) -> None:
-            calls[0] += 1
-            changed(self)
-
-        share = Storage.data_share
-        with monkeypatch.context() as mp:
-            mp.setattr(Storage, "_changed", counted)
-            if not shortcut:
-                mp.setattr(Storage, "data_share", lambda self, jid, d, transfer_next=False: share(self, jid, d))
-            sc = load_scenario(ROOT / "scenarios" / f"{name}.yaml", overrides).scenario
-            model = Model(sc, 0)
-            model.run()
-            return model.result(), model.events, calls[0]
-
-    r1, ev1, n1 = run(True)
-    r0, ev0, n0 = run(False)
-    assert ev1 == ev0
-    assert r1.metrics.keys() == r0.metrics.keys()
-    for k, v in r0.metrics.items():
-        assert r1.metrics[k] == v or (v != v and r1.metrics[k] != r1.metrics[k]), k
-    assert r1.tables.keys() == r0.tables.keys()
-    for k, t in r0.tables.items():
-        assert r1.tables[k].equals(t), k
-    assert r0.metrics["storage.bandwidth_gb_per_s.peak"] > 0
+    n1, n0 = _same_run_fewer_updates(monkeypatch, name, overrides, "data_share",
+                                     lambda share: lambda self, jid, d, transfer_next=False: share(self, jid, d))
     assert n1 < n0
 
 
@@ -405,6 +378,18 @@ def test_a_write_ended_before_a_data_demand_changes_the_storage_once(
     ``share_next``). The run is the same, metric for metric and table for table (the bandwidth's peak and mean
     included), as with a storage update after each change, and it makes fewer updates (``multimodal``: its data
     jobs overlap, another stream always reads when a write ends, and the shortcut does not apply)."""
+
+    n1, n0 = _same_run_fewer_updates(
+        monkeypatch, name, overrides, "transfer_ends",
+        lambda ends: lambda self, jid, write, share_next=False: ends(self, jid, write))
+    assert n1 < n0 if name == "pretrain-16k" else n1 == n0
+
+
+def _same_run_fewer_updates(monkeypatch: pytest.MonkeyPatch, name: str, overrides: list[str], method: str,
+                            plain: Any) -> tuple[int, int]:
+    """Run scenario ``name`` with ``Storage.<method>``'s shortcut and without it (``plain(original)`` in its place),
+    assert the two runs identical (events, every metric, every table; a positive bandwidth peak), and return the
+    storage updates (``Storage._changed`` calls) with and without."""
     from twin.model.storage import Storage
 
     def run(shortcut: bool) -> tuple[Any, int, int]:
@@ -415,11 +400,11 @@ def test_a_write_ended_before_a_data_demand_changes_the_storage_once(
             calls[0] += 1
             changed(self)
 
-        ends = Storage.transfer_ends
+        original = getattr(Storage, method)
         with monkeypatch.context() as mp:
             mp.setattr(Storage, "_changed", counted)
             if not shortcut:
-                mp.setattr(Storage, "transfer_ends", lambda self, jid, write, share_next=False: ends(self, jid, write))
+                mp.setattr(Storage, method, plain(original))
             sc = load_scenario(ROOT / "scenarios" / f"{name}.yaml", overrides).scenario
             model = Model(sc, 0)
             model.run()
@@ -435,4 +420,4 @@ def test_a_write_ended_before_a_data_demand_changes_the_storage_once(
     for k, t in r0.tables.items():
         assert r1.tables[k].equals(t), k
     assert r0.metrics["storage.bandwidth_gb_per_s.peak"] > 0
-    assert n1 < n0 if name == "pretrain-16k" else n1 == n0
+    return n1, n0

@@ -422,6 +422,21 @@ class ITPower(Component):
             fans.peak_speed = top
         return float(site)
 
+    def _refresh_start(self) -> None:
+        """A refresh other than a repeated load write begins: the load refreshes' memo no longer holds, the deferred
+        write goes first (the refresh writes on the state after it), the watchers settle, the energy is integrated
+        to now (Wh)."""
+        self._memo = None
+        if self._pending is not None:
+            self._flush()
+        for fn in self._before:
+            fn()
+        now = self._env._now
+        t = self._t
+        if now > t:
+            self.energy_wh += self._total * (now - t)
+            self._t = now
+
     def refresh(self, nodes: NDArray[np.int64] | None = None, util: float | None = None) -> None:
         """Recompute the power of ``nodes`` (all when None) after a load, cap or state change;
         ``util``: the nodes' common utilisation when the caller knows it (a job's load change).
@@ -432,16 +447,7 @@ class ITPower(Component):
         Python floats: the same IEEE multiply and add); the site total is the numpy sum of the node
         array (the same sum in the same order at every refresh, so it never drifts)."""
         if self._one_call:  # under caps: the caps, the nodes' power and their fans in one compiled call
-            self._memo = None
-            if self._pending is not None:
-                self._flush()
-            for fn in self._before:
-                fn()
-            now = self._env._now
-            t = self._t
-            if now > t:
-                self.energy_wh += self._total * (now - t)
-                self._t = now
+            self._refresh_start()
             idx = self._all if nodes is None else nodes
             if type(idx) is not np.ndarray or idx.dtype is not _I64:
                 idx = np.asarray(idx, dtype=np.int64)
@@ -456,17 +462,7 @@ class ITPower(Component):
                     self._before or self._pooled or self.fans is not None or not self._uncapped):
                 self._load_refresh(nodes, util)
                 return
-            self._memo = None  # (any other refresh: the load refreshes' memo no longer holds)
-            if self._pending is not None:  # (its deferred write first: this refresh writes on the state after it)
-                self._flush()
-            if self._before:
-                for fn in self._before:
-                    fn()
-            now = self._env._now
-            t = self._t
-            if now > t:
-                self.energy_wh += self._total * (now - t)
-                self._t = now
+            self._refresh_start()
             idx = self._all if nodes is None else nodes
             npw = self._npw
             p: NDArray[np.float64] | float | None
