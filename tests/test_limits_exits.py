@@ -343,3 +343,13 @@ def test_fit_md_escapes_html_from_the_user(tmp_path: Path) -> None:
     md = (tmp_path / "fit" / "fit.md").read_text()
     outside_code = "".join(md.split("`")[0::2])  # text outside code spans (shown as is, HTML not read there)
     assert "<script>" not in outside_code and "&lt;script&gt;" in outside_code
+
+
+@pytest.mark.parametrize("rate", ["1e308", "1e300"])
+def test_an_absurd_arrival_rate_is_refused_in_one_line(rate: str, _logs: Path) -> None:
+    """A synthetic arrival rate whose job count over the horizon overflows to infinity (1e308 per hour × 72 h, found
+    by the fuzz test) or is merely absurd is refused before work with exit 2, not an OverflowError (exit 3)."""
+    code, lines, _ = run_cli(["run", str(BASELINE), "--set", "horizon_days=3", "--set",
+                              f"workload.synthetic.arrival_rate_per_h={rate}", "--dry-run"])
+    line = one_error(code, lines, _logs, str(BASELINE), "workload", "jobs are submitted", "--force")
+    assert ("infinitely many" in line) == (rate == "1e308"), line

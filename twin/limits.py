@@ -339,8 +339,9 @@ def check_limits(scenario: Scenario | Loaded, reps: int | None = None, force: bo
                             f"{MAX_REPLICATIONS:,} replications per command")
     jobs = _job_counts(sc, sc.horizon_h)[0]
     if jobs > MAX_JOBS:
-        refuse("workload", f"about {_count(int(jobs))} jobs are submitted over the horizon (listed, synthetic "
-                           f"arrivals, trace rows), above the limit of {MAX_JOBS:,} (~1 KiB of memory each)")
+        many = f"about {_count(int(jobs))}" if math.isfinite(jobs) else "infinitely many"  # (a rate of 1e308 per h)
+        refuse("workload", f"{many} jobs are submitted over the horizon (listed, synthetic arrivals, trace rows), "
+                           f"above the limit of {MAX_JOBS:,} (~1 KiB of memory each)")
     ev = estimate_events(sc)
     if not ev <= MAX_EVENTS:
         refuse("estimated events", f"about {ev:.3g} events per replication are estimated, above the limit of "
