@@ -39,6 +39,6 @@ def test_every_bundled_scenario_loads_and_runs_briefly(path: Path) -> None:
     assert 0.0 <= res.metrics["node_availability"] <= 1.0
     gaps = missing(res.metrics)  # every metric a report may show is in the catalogue (issue 30)
     assert not gaps, (f"{path.name} reports metrics the catalogue does not know: {gaps}. Add a line per metric (or "
-                      "per pattern: 'failures.*' for a suffix) to CATALOGUE in twin/report/metrics.py: "
+                      "per pattern: 'failures.*' for a suffix) to CATALOGUE in twin/report/metric_entries.py: "
                       "Metric(key, label, unit, direction (+1 higher better, -1 lower, 0 none), group (one of "
                       "GROUPS), format (one of FORMATS), meaning); then run `python -m twin.docs`")

@@ -26,7 +26,7 @@ def test_every_recorded_metric_is_catalogued() -> None:
     bundled scenario (tests/test_docs.py) checks the metrics of the current code the same way."""
     gaps = M.missing(_golden_keys())
     assert not gaps, (f"metrics missing from the catalogue: {gaps}. Add Metric(key, label, unit, direction, group, "
-                      "format, meaning) lines to CATALOGUE in twin/report/metrics.py, then `python -m twin.docs`")
+                      "format, meaning) lines to CATALOGUE in twin/report/metric_entries.py, then `python -m twin.docs`")
 
 
 def test_a_new_metric_fails_with_what_to_add() -> None:

@@ -143,7 +143,7 @@ def step_lines(sc: Any) -> list[str]:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    """``twin explain METRIC``: what a metric means (the catalogue, twin/report/metrics.py) and how it is
+    """``twin explain METRIC``: what a metric means (the catalogue, twin/report/metric_entries.py) and how it is
     computed (twin/report/explain.py)."""
     from twin.report import metrics as catalogue
     from twin.report.explain import METRICS, explain_lines, nearest
