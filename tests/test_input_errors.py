@@ -20,7 +20,8 @@ import yaml
 from twin import cli
 from twin.errors import InputError, InputErrors
 from twin.scenario.advice import advice_lines, advise, unit_slip_advice
-from twin.scenario.loader import keys_at, load_dict, load_scenario
+from twin.scenario.field_errors import keys_at
+from twin.scenario.loader import load_dict, load_scenario
 from twin.scenario.slips import slip, unit_slips
 
 ROOT = Path(__file__).resolve().parents[1]
