@@ -458,7 +458,7 @@ def merge_level(t0: np.ndarray, v0: np.ndarray, ct: np.ndarray, cv: np.ndarray) 
 @njit(**_JIT)
 def put_steps(bt: np.ndarray, bv: np.ndarray, k: int, st: np.ndarray, ot: int, sv: np.ndarray, ov: int, m: int,
               now: float, end_v: float) -> int:
-    """The site power corrections of a settling (``LazyCrossings._record_power``): when some of the ``m`` changes
+    """The site power corrections of a settling (``LazyCrossings._record_steps``): when some of the ``m`` changes
     ``sv[ov:ov + m]`` is nonzero (``np.count_nonzero``), write them and their times ``st[ot:ot + m]`` at ``k`` of the
     buffers ``bt``, ``bv`` (room for ``m + 1`` more), then ``now`` and ``end_v``; return the new count, or −1 when
     every change is zero (nothing written)."""

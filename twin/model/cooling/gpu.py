@@ -297,9 +297,8 @@ class GpuState:
         self.t_acc, d_tp, ch, rose, any_down = kernels.account_update(
             nodes, nout, up_n, now, self.t_acc, hot, tp_mode, self.cluster.slow, sp_a, sp_b, sp_n, a.nblk,
             bool(self._n_hot), a.speed_caps)
-        if d_tp != 0.0:  # (_tp_record)
-            a.tp_t.append(now)
-            a.tp_dv.append(d_tp)
+        if d_tp != 0.0:
+            self._tp_record(d_tp)
         if self.ageing.aged:
             self.ageing.update(nodes)
         if trace:
@@ -330,14 +329,15 @@ class GpuState:
         ``LazyCrossings.start``)."""
         a, p, lazy = self.arrays, self.params, self.lazy
         silent = lazy.silent_on
+        ucap = _EF if self.ucap is None else self.ucap
+        x_cap = a.x_cap if silent and a.x_cap is not None else _EF
+        oth = a.oth_n if silent and lazy.oth_caps else _EF
         ua = ((self.cluster.down_count,), (p.units_per_node, float(p.gpus_per_node), p.gpus_per_unit),
               (a.rfactor, a.inlet, a.rbase, _EF if a.toff is None else a.toff, self._prm, a.ublk, a.bblk, a.hist, a.kind),
-              (_EF if self.ucap is None else self.ucap, silent, a.x_cap if silent and a.x_cap is not None else _EF),
-              (self._heat_mode, a.nblk, a.speed_caps, a.oth_n if silent and lazy.oth_caps else _EF, a.it_caps, self._pf),
+              (ucap, silent, x_cap),
+              (self._heat_mode, a.nblk, a.speed_caps, oth, a.it_caps, self._pf),
               (silent,),  # (and wake_units')
-              (p.units_per_node, p.gpus_per_unit, a.ublk, a.bblk, a.hist, a.kind,
-               a.x_cap if silent and a.x_cap is not None else _EF, _EF if self.ucap is None else self.ucap, a.nblk,
-               a.speed_caps, a.oth_n if silent and lazy.oth_caps else _EF))
+              (p.units_per_node, p.gpus_per_unit, a.ublk, a.bblk, a.hist, a.kind, x_cap, ucap, a.nblk, a.speed_caps, oth))
         if keep:
             self._ua = ua
         return ua

@@ -230,10 +230,8 @@ class LazyCrossings:
         then values), the ``m`` site power's corrections (times, then changes) and the nodes whose speed changed
         (as floats, exact; published once by the update)."""
         self.n_silent -= cleared + n_sil
-        if ntp:  # (_record_tp)
-            a = self.arrays
-            a.tp_t.extend(sres[:ntp].tolist())
-            a.tp_dv.extend(sres[ntp:2 * ntp].tolist())
+        if ntp:
+            self._record_tp(sres[:ntp], sres[ntp:2 * ntp])
         z = 2 * ntp + m
         self._record_steps(sres, 2 * ntp, sres, z, m, e_wh, dP_sum, now)
         z += m
@@ -247,16 +245,12 @@ class LazyCrossings:
             a.tp_t.extend(tp_t.tolist())
             a.tp_dv.extend(tp_dv.tolist())
 
-    def _record_power(self, ts: NDArray[np.float64], dP: NDArray[np.float64], e_wh: float, dP_sum: float,
-                      now: float) -> None:
-        """Keep the IT power's changes of settled crossings over [t_x, now) in closed form: their energy, Wh,
-        and W steps at ``ts`` undone at ``now`` (merged into the site power level at the end)."""
-        self._record_steps(ts, 0, dP, 0, len(ts), e_wh, dP_sum, now)
-
     def _record_steps(self, st: NDArray[np.float64], ot: int, sv: NDArray[np.float64], ov: int, m: int, e_wh: float,
                       dP_sum: float, now: float) -> None:
-        """:meth:`_record_power` of the ``m`` times ``st[ot:]`` and changes ``sv[ov:]`` (slices of a kernel's results,
-        not cut here): written in one compiled call (``kernels_events.put_steps``) when some change is nonzero."""
+        """Keep the IT power's changes of settled crossings over [t_x, now) in closed form: their energy, Wh, and
+        W steps, the ``m`` times ``st[ot:]`` and changes ``sv[ov:]`` (slices of a kernel's results, not cut here),
+        undone at ``now`` (merged into the site power level at the end); written in one compiled call
+        (``kernels_events.put_steps``) when some change is nonzero."""
         k = self._pw_n
         end = k + m + 1
         if end > len(self._pw_t):  # (grown by doubling, before the call: it writes only within the buffers)
@@ -296,7 +290,7 @@ class LazyCrossings:
         # IT power: the nodes' thermal caps from now (inside an update of these nodes, it sets them itself)
         if not self.gpu.in_update:
             self.it.set_cap("thermal", nodes, it_caps)
-        self._record_steps(ts, 0, dP, 0, len(ts), e_wh, dP_sum, now)  # (_record_power)
+        self._record_steps(ts, 0, dP, 0, len(ts), e_wh, dP_sum, now)
         caps = a.speed_caps
         changed = kernels_events.put_changed_at(caps, nodes, new_caps)  # (nodes[caps[nodes] != new_caps], then written)
         if len(changed):

@@ -127,14 +127,16 @@ class Checkpointing(Progress):
         if mode != "async" or final:
             job.pending_save_h = math.nan  # (the final write supersedes an async write still in flight)
             job.state = CKPT
-            # (final: the pending call of _due is replaced by set, no cancel first; else = self._pause(job, w, ...))
-            self._set_util(job, 0.0 if final else 1.0 if w * 3600.0 < self.min_pause_s else 0.0, transfer_next)
+            if final:
+                self._set_util(job, 0.0, transfer_next)  # (the pending call of _due is replaced by set: no cancel first)
+            else:
+                self._pause(job, w, transfer_next)
             timer.set(now + w, lambda: self._ckpt_done(job, save, final))
         else:
             stall = ck.async_fraction * w
             job.pending_save_h = save
             job.state = CKPT
-            self._set_util(job, 1.0 if stall * 3600.0 < self.min_pause_s else 0.0, transfer_next)  # (= _pause)
+            self._pause(job, stall, transfer_next)
             timer.set(now + stall, lambda: self._async_resume(job))
             saver = job.saver
             if saver is None:
