@@ -25,7 +25,8 @@ import platform
 import time
 from pathlib import Path
 
-from benchmarks import bench_core, bench_decide, bench_montecarlo, bench_startup, bench_thermal, bench_trace
+from benchmarks import (bench_core, bench_decide, bench_floor, bench_montecarlo, bench_startup, bench_thermal,
+                        bench_trace)
 
 # (metric, target, direction): "le" means the value must be <= target
 TARGETS = [
@@ -55,7 +56,7 @@ TARGETS = [
 ]
 
 FULL_ONLY = ("scale.131072", "queue.", "trace1000k.", "thermal.ratio_air16k", "thermal.exponent_16k", "startup.",
-             "decide.")
+             "decide.", "floor.")
 """Metrics measured by the full run only (minutes each)."""
 
 BASELINE = Path(__file__).resolve().parent / "baseline.json"
@@ -141,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     thermal = bench_thermal.run(args.quick)
     res["thermal.on_off_ratio"] = float(thermal["ratio"])
     res.update(_numeric({f"thermal.{k}": v for k, v in thermal.items()}))
+    if not args.quick:  # the coupling floor under the thermal targets (not gated: it explains them)
+        res.update(_numeric({f"floor.{k}": v for k, v in bench_floor.run(False).items()}))
     res.update(_numeric(bench_montecarlo.run(args.quick)))
     res["total_s"] = time.perf_counter() - t0
     recorded = json.loads(BASELINE.read_text()).get(mode, {}).get("results", {}) if BASELINE.exists() else {}
