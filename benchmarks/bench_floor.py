@@ -12,7 +12,10 @@ slowdown is the thermal-on run's). Its loop time, less the replay's own event me
 with the outputs not applied, ``null``), over the thermal-off loop is the **floor**: no implementation of the
 thermal model that publishes the same outputs can make the thermal-on hall cheaper than that, so a target
 ratio leaves the thermal model itself ``target − floor`` of the thermal-off loop, over its ``updates`` and
-``wakes`` (its entry points: a load change, a zone or fan change, a crossing due).
+``wakes`` (its entry points: a load change, a zone or fan change, a crossing due). ``floor_with_kernels`` adds
+the time the thermal-on run spends inside the thermal model's compiled kernels (:func:`kernel_s`: each kernel
+called from Python timed, less the replayed run's own kernel time: the fans and the IT power under caps),
+the ratio of a thermal model whose Python around its kernels cost nothing.
 
 What the replay leaves out is counted as the thermal model's own cost: the energy of silent crossings, which
 the thermal model settles into the IT power's accounts itself, heat-accelerated part ageing and thermal trips
@@ -111,9 +114,10 @@ def build(path: Path, sets: list[str], replay: list[tuple[float, list[Output]]] 
     model = Model(load_scenario(path, sets).scenario)
     if replay is not None:
         env = model.engine.env
-        src = model.cluster.speed_source("thermal")
-        it = model.service(IT_POWER)
-        assert it is not None, "a hall with cooling has an IT power"
+        if apply:  # (the null replay takes no speed source: the cluster's bookkeeping stays the thermal-off run's)
+            src = model.cluster.speed_source("thermal")
+            it = model.service(IT_POWER)
+            assert it is not None, "a hall with cooling has an IT power"
 
         def proc() -> Generator[Any, None, None]:
             for t_h, items in replay:
@@ -145,6 +149,45 @@ def _loop_s(path: Path, sets: list[str], replay: list[tuple[float, list[Output]]
     return loop
 
 
+def kernel_s(path: Path, sets: list[str], replay: list[tuple[float, list[Output]]] | None = None) -> tuple[float, int]:
+    """Seconds the hall (:func:`build`'s model) spends inside compiled kernels called from Python (``twin.kernels*``:
+    their dispatch and arithmetic, timed around each call), and the number of those calls. Every compiled kernel
+    the run calls is loaded in a warm-up first; the timers then replace each kernel in the modules that call it."""
+    import time
+
+    from numba.core.registry import CPUDispatcher
+
+    _loop_s(path, sets + ["horizon_days=2"], replay)
+    acc = [0.0, 0]
+    clock = time.perf_counter
+
+    def timed(fn: Any) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            t0 = clock()
+            out = fn(*args)
+            acc[0] += clock() - t0
+            acc[1] += 1
+            return out
+        return call
+
+    saved: list[tuple[dict[str, Any], str, Any]] = []
+    wrappers: dict[int, Callable[..., Any]] = {}
+    for name, mod in list(sys.modules.items()):
+        if not name.startswith("twin.") or mod is None:
+            continue
+        ns = vars(mod)
+        for key, val in list(ns.items()):
+            if isinstance(val, CPUDispatcher):
+                saved.append((ns, key, val))
+                ns[key] = wrappers.setdefault(id(val), timed(val))
+    try:
+        _loop_s(path, sets, replay)
+    finally:
+        for ns, key, val in saved:
+            ns[key] = val
+    return acc[0], int(acc[1])
+
+
 def hall_floor(path: Path, sets: list[str], reps: int, reference: list[str] | None = None) -> dict[str, Any]:
     """The floor of one hall: medians of ``reps`` interleaved runs of thermal on, off, the null replay and the
     replay; ``reference``: the sets of a thermal-on reference for the ratio (the R spread's identical GPUs),
@@ -169,10 +212,17 @@ def hall_floor(path: Path, sets: list[str], reps: int, reference: list[str] | No
     med = {k: statistics.median(v) for k, v in times.items()}
     ref = med.get("reference", med["off"])
     reaction = med["replay"] - med["null"]  # the rest of the model reacting to the outputs, s
+    k_on, n_on = kernel_s(path, sets)
+    k_replay, n_replay = kernel_s(path, off, outputs)
+    own = med["on"] - med["off"] - reaction  # the thermal model's own cost, s
+    kernels = k_on - k_replay  # of which inside its compiled kernels (dispatch and arithmetic), s
     return {"loop_s_median": med, **counts,
             "ratio": med["on"] / ref,
             "floor": (med["off"] + reaction) / ref,
-            "thermal_own_s": med["on"] - med["off"] - reaction,
+            "floor_with_kernels": (med["off"] + reaction + kernels) / ref,
+            "thermal_own_s": own,
+            "thermal_kernels_s": kernels,
+            "thermal_kernel_calls": n_on - n_replay,
             "reaction_s": reaction}
 
 
