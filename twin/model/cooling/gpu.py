@@ -342,6 +342,12 @@ class GpuState:
             self._ua = ua
         return ua
 
+    def rebind(self) -> None:
+        """What :meth:`bind_args` binds changed after the start (a speed source added mid-run, whose speeds the
+        settling of silent crossings takes as ``oth_n``): bind the arguments again (nothing before the start)."""
+        if self._ua is not None:
+            self.bind_args()
+
     def _n_hot_check(self) -> bool:
         """True when no unit anywhere is engaged, capped or heading for a crossing (short paths suffice)."""
         a = self.arrays

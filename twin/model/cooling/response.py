@@ -308,6 +308,7 @@ class OperatorResponse:
             self.gpu.multi_speed = True
             if self.lazy.silent_on:
                 self.lazy.oth_caps.append(self._op_speed)
+                self.gpu.rebind()  # (the thermal update takes the other sources' speeds: bound at the start)
         return self._op_speed
 
     # ------------------------------------------------------------------ accounts
