@@ -140,3 +140,22 @@ def test_frozen_benchmark_halls_are_valid_scenarios() -> None:
     for name in ("air", "liquid"):
         assert "extends: baseline.yaml" in (HALLS / f"{name}.yaml").read_text()
     assert "extends: air.yaml" in (HALLS / "power-n1.yaml").read_text()
+
+
+# ----------------------------------------------------------------------------- same bits (refactors)
+
+def test_same_bits_names_each_run_that_moved_and_nothing_else() -> None:
+    from benchmarks.same_bits import compare
+
+    run = {"metrics": "m1", "tables": {"jobs": "t1"}, "values": {"goodput": 0.5, "energy": 2.0}}
+    a = {("s.yaml", 0): run, ("s.yaml", 1): run, ("bad.yaml", 0): {"error": "ScenarioError: x"}}
+    assert compare(a, dict(a)) == []
+    moved = {"metrics": "m2", "tables": {"jobs": "t2"}, "values": {"goodput": 0.5000000001, "energy": 2.0}}
+    out = compare(a, {**a, ("s.yaml", 1): moved})
+    assert len(out) == 1 and "s.yaml rep 1" in out[0] and "goodput" in out[0] and "energy" not in out[0]
+    assert "jobs" in out[0]
+    table_only = {**run, "tables": {"jobs": "t3"}}  # a table moved, no metric: still a difference
+    assert len(compare(a, {**a, ("s.yaml", 0): table_only})) == 1
+    refused = compare(a, {**a, ("bad.yaml", 0): run})  # refused by one tree, run by the other
+    assert len(refused) == 1 and "bad.yaml" in refused[0] and "ScenarioError" in refused[0]
+    assert len(compare(a, {k: v for k, v in a.items() if k != ("s.yaml", 1)})) == 1  # run by one tree only
