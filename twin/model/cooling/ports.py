@@ -43,6 +43,8 @@ class GpuPort(Protocol):
 
     def schedule_wake(self, t: float) -> None: ...
 
+    def rebind(self) -> None: ...  # (the update's arguments bound at the start changed: a speed source added)
+
 
 class LazyPort(Protocol):
     """``lazy.LazyCrossings``: silent crossings."""
