@@ -22,7 +22,9 @@ the thermal model settles into the IT power's accounts itself, heat-accelerated 
 (the replayed run's failures are the thermal-off run's). And the floor overstates the reaction by a little:
 outputs the thermal-on run makes inside a load change's own event (before the job re-arms its timer once)
 come in an event of their own here, so a running job re-arms once more (a cancelled timer SimPy still pops).
-Not gated: it explains the targets (``benchmarks/README.md``). The halls are issue 41's frozen copies
+Not gated: it explains the targets (``benchmarks/README.md``). :func:`resolution` (not in the
+benchmark run) replays the outputs as a thermal model with a speed resolution would publish them
+(:func:`coarsen`): what fewer pace changes would save in the reaction and move in goodput. The halls are issue 41's frozen copies
 (``benchmarks/halls/``).
 
     python benchmarks/bench_floor.py [--quick]
@@ -224,6 +226,55 @@ def hall_floor(path: Path, sets: list[str], reps: int, reference: list[str] | No
             "thermal_kernels_s": kernels,
             "thermal_kernel_calls": n_on - n_replay,
             "reaction_s": reaction}
+
+
+def coarsen(outputs: list[tuple[float, list[Output]]], step: float,
+            n_nodes: int) -> tuple[list[tuple[float, list[Output]]], int]:
+    """The recorded outputs as a thermal model with a speed resolution of ``step`` (a fraction of full speed)
+    would publish them: each speed cap below 1 rounded down to a multiple of ``step``, and a publication whose
+    nodes' rounded caps all stay as they were dropped (the power caps as recorded). Returns the outputs and the
+    speed publications kept. An indication of what fewer pace changes would save and move, not a model: a
+    thermal model with that resolution would also change its crossings and its power."""
+    cur = np.ones(n_nodes)
+    out: list[tuple[float, list[Output]]] = []
+    kept = 0
+    for t_h, items in outputs:
+        new: list[Output] = []
+        for kind, nodes, vals in items:
+            if kind == 0:
+                assert nodes is not None
+                q = np.where(vals < 1.0, np.floor(vals / step) * step, 1.0)
+                if np.array_equal(q, cur[nodes]):
+                    continue
+                cur[nodes] = q
+                kept += 1
+                new.append((kind, nodes, q))
+            else:
+                new.append((kind, nodes, vals))
+        if new:
+            out.append((t_h, new))
+    return out, kept
+
+
+def resolution(path: Path, sets: list[str], steps: list[float], reps: int = 3) -> dict[str, Any]:
+    """What a speed resolution would save in the reaction and move in the results (:func:`coarsen`): per step (0:
+    the outputs as recorded), the speed publications kept, the reaction's time (the replayed loop less the null
+    replay's, medians of ``reps``) and the replayed run's goodput and thermal slowdown."""
+    outputs, counts = record(path, sets)
+    off = sets + ["cooling.thermal=false"]
+    n_nodes = build(path, off).cluster.n_nodes
+    _loop_s(path, off + ["horizon_days=2"], outputs)
+    null = statistics.median(_loop_s(path, off, outputs, apply=False) for _ in range(reps))
+    res: dict[str, Any] = {}
+    for step in [0.0, *steps]:
+        outs, kept = (outputs, counts["speed"]) if step == 0.0 else coarsen(outputs, step, n_nodes)
+        loop = statistics.median(_loop_s(path, off, outs) for _ in range(reps))
+        model = build(path, off, outs)
+        model.run()
+        met = model.result(tables=False).metrics
+        res[f"{step:g}"] = {"speed_publications": kept, "reaction_s": loop - null, "goodput": met["goodput"],
+                            "slowdown_thermal": met["goodput.slowdown.thermal"]}
+    return res
 
 
 def run(quick: bool = True) -> dict[str, Any]:

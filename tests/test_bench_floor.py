@@ -36,3 +36,22 @@ def test_replayed_outputs_carry_the_thermal_slowdown_and_nothing_is_replayed_whe
     assert off["goodput.slowdown.thermal"] == 0.0 and null["goodput.slowdown.thermal"] == 0.0
     # the null replay changes nothing in the model (its events only)
     assert null["goodput"] == off["goodput"] and null["energy.it_kwh"] == off["energy.it_kwh"]
+
+
+def test_coarsen_drops_only_publications_whose_rounded_caps_do_not_move() -> None:
+    import numpy as np
+
+    n = np.array([0, 1], dtype=np.int64)
+    outputs = [
+        (1.0, [(0, n, np.array([0.953, 1.0]))]),  # node 0 capped from full speed: kept (0.95)
+        (2.0, [(0, n, np.array([0.951, 1.0])), (1, n, np.array([600.0, np.inf]))]),  # same 1 % bin: dropped; power kept
+        (3.0, [(0, n, np.array([0.949, 1.0]))]),  # crosses into 0.94: kept
+        (4.0, [(0, n, np.array([1.0, 1.0]))]),  # lifted to full speed: kept (1.0 stays 1.0)
+    ]
+    out, kept = bench_floor.coarsen(outputs, 0.01, 2)
+    assert kept == 3
+    speeds = [(t, vals) for t, items in out for kind, _, vals in items if kind == 0]
+    assert [t for t, _ in speeds] == [1.0, 3.0, 4.0]
+    assert np.allclose(speeds[0][1], [0.95, 1.0]) and np.allclose(speeds[1][1], [0.94, 1.0])
+    assert speeds[2][1].tolist() == [1.0, 1.0]
+    assert [kind for t, items in out if t == 2.0 for kind, _, _ in items] == [1]  # the power cap write stays
