@@ -24,8 +24,8 @@ outputs the thermal-on run makes inside a load change's own event (before the jo
 come in an event of their own here, so a running job re-arms once more (a cancelled timer SimPy still pops).
 Not gated: it explains the targets (``benchmarks/README.md``). :func:`resolution` (not in the
 benchmark run) replays the outputs as a thermal model with a speed resolution would publish them
-(:func:`coarsen`): what fewer pace changes would save in the reaction and move in goodput. The halls are issue 41's frozen copies
-(``benchmarks/halls/``).
+(:func:`coarsen`): what fewer pace changes would save in the reaction and move in goodput. The halls
+are issue 41's frozen copies (``benchmarks/halls/``).
 
     python benchmarks/bench_floor.py [--quick]
 """
@@ -36,6 +36,7 @@ import gc
 import json
 import statistics
 import sys
+import time
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,8 @@ from twin.model.it_power import IT_POWER, ITPower  # noqa: E402
 from twin.scenario.loader import load_scenario  # noqa: E402
 from twin.sim import Model  # noqa: E402
 from twin.validation.framework import IDENTICAL_GPU_SETS  # noqa: E402
+
+from benchmarks.bench_thermal import run_timed  # noqa: E402
 
 HALLS = ROOT / "benchmarks" / "halls"
 
@@ -143,9 +146,7 @@ def _loop_s(path: Path, sets: list[str], replay: list[tuple[float, list[Output]]
             apply: bool = True) -> float:
     """Loop time (s) of :func:`build`'s model."""
     model = build(path, sets, replay, apply)
-    gc.collect()
-    model.run()
-    loop = float(model.loop_s)
+    loop, _ = run_timed(model)
     del model
     gc.collect()
     return loop
@@ -155,8 +156,6 @@ def kernel_s(path: Path, sets: list[str], replay: list[tuple[float, list[Output]
     """Seconds the hall (:func:`build`'s model) spends inside compiled kernels called from Python (``twin.kernels*``:
     their dispatch and arithmetic, timed around each call), and the number of those calls. Every compiled kernel
     the run calls is loaded in a warm-up first; the timers then replace each kernel in the modules that call it."""
-    import time
-
     from numba.core.registry import CPUDispatcher
 
     _loop_s(path, sets + ["horizon_days=2"], replay)
@@ -262,7 +261,7 @@ def resolution(path: Path, sets: list[str], steps: list[float], reps: int = 3) -
     replay's, medians of ``reps``) and the replayed run's goodput and thermal slowdown."""
     outputs, counts = record(path, sets)
     off = sets + ["cooling.thermal=false"]
-    n_nodes = build(path, off).cluster.n_nodes
+    n_nodes = load_scenario(path, off).scenario.cluster.n_nodes
     _loop_s(path, off + ["horizon_days=2"], outputs)
     null = statistics.median(_loop_s(path, off, outputs, apply=False) for _ in range(reps))
     res: dict[str, Any] = {}

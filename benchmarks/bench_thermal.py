@@ -50,12 +50,17 @@ HALLS = ROOT / "benchmarks" / "halls"
 TARGET_RATIO = 1.2  # issue 10: thermal on / off loop time
 
 
+def run_timed(model: Model) -> tuple[float, int]:
+    """Run a built model after a garbage collection: its loop time (``Model.loop_s``, s) and events."""
+    gc.collect()
+    model.run()
+    return float(model.loop_s), int(model.events)
+
+
 def _loop_s(path: Path, sets: list[str], util: dict[str, float] | None = None, name: str = "") -> tuple[float, int]:
     sc = load_scenario(path, sets).scenario
     model = Model(sc)
-    gc.collect()
-    model.run()
-    out = (float(model.loop_s), int(model.events))
+    out = run_timed(model)
     if util is not None:  # the share of GPU-hours busy (the 16K hall must stay busy)
         util[name] = float(model.result(tables=False).metrics["utilisation"])
     del model
